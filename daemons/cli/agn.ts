@@ -1,0 +1,97 @@
+#!/usr/bin/env node
+/**
+ * `agn`: the overlay contract tools (canonical JSON, stable ids, revisions, verification, ConfigMap names) and the
+ * entry point of the local grid. Output formats are exact so scripts can rely on them; errors are one line on
+ * stderr with exit 1 (bad input) or 2 (usage, unreadable file), never a stack trace.
+ */
+import { CliError, usageError } from './cli-error.ts';
+import {
+  type CommandResult,
+  canonicalCommand,
+  configMapNameCommand,
+  overlayRevisionCommand,
+  overlayVerifyCommand,
+  stableIdCommand,
+} from './overlay-commands.ts';
+import { upCommand } from './up.ts';
+
+interface Command {
+  readonly usage: string;
+  readonly summary: string;
+  readonly run: (args: readonly string[]) => CommandResult | Promise<CommandResult>;
+}
+
+const COMMANDS: Readonly<Record<string, Command>> = {
+  up: {
+    usage: 'up [--dist DIR]',
+    summary: 'summarize the compiled grid in dist/ (the local grid runner builds on this)',
+    run: upCommand,
+  },
+  canonical: {
+    usage: 'canonical FILE',
+    summary: 'print the RFC 8785 canonical bytes of the JSON in FILE ("-" for stdin), no newline added',
+    run: canonicalCommand,
+  },
+  'stable-id': {
+    usage: 'stable-id KIND NAME SITE CLUSTER',
+    summary: 'print the candidate stable_id (FNV-1a 32 of KIND/NAME/SITE/CLUSTER, 8 hex digits)',
+    run: stableIdCommand,
+  },
+  'overlay revision': {
+    usage: 'overlay revision FILE',
+    summary: 'print the content-addressed revision (64 hex) of an overlay envelope or bare payload',
+    run: overlayRevisionCommand,
+  },
+  'overlay verify': {
+    usage: 'overlay verify FILE [--network N] [--gateway G] [--namespace NS] [--local-site S] [--max-bytes B] [--legacy]',
+    summary: 'validate an overlay as a gateway would: "accept <revision>" (exit 0) or "reject <reason>" (exit 1)',
+    run: overlayVerifyCommand,
+  },
+  'overlay configmap-name': {
+    usage: 'overlay configmap-name NETWORK GATEWAY',
+    summary: 'print the name of the overlay ConfigMap for a network and gateway (63-character rule)',
+    run: configMapNameCommand,
+  },
+};
+
+export function helpText(): string {
+  const lines = Object.values(COMMANDS).map((c) => `  agn ${c.usage}  -  ${c.summary}`);
+  return ['Usage: agn COMMAND [ARGS]', '', 'Commands:', ...lines, '  agn --help  -  show this help', ''].join('\n');
+}
+
+async function main(argv: readonly string[]): Promise<number> {
+  if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
+    process.stdout.write(helpText());
+    return argv.length === 0 ? 2 : 0;
+  }
+  const twoWord = `${argv[0]} ${argv[1] ?? ''}`;
+  const [name, args] = COMMANDS[twoWord] ? [twoWord, argv.slice(2)] : [argv[0] ?? '', argv.slice(1)];
+  const command = COMMANDS[name];
+  if (command === undefined) {
+    throw usageError(argv[0] === 'overlay' ? `unknown overlay command "${argv[1] ?? ''}"` : `unknown command "${argv[0]}"`);
+  }
+  if (args.includes('--help')) {
+    process.stdout.write(`usage: agn ${command.usage}\n${command.summary}\n`);
+    return 0;
+  }
+  const result = await command.run(args);
+  process.stdout.write(result.stdout);
+  if (result.stderr) process.stderr.write(`${result.stderr}\n`);
+  return result.exitCode;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof CliError) {
+      process.stderr.write(`agn: ${error.message}\n`);
+      process.exitCode = error.exitCode;
+    } else {
+      const message = error instanceof Error ? error.message : String(error);
+      process.stderr.write(`agn: internal error: ${message.split('\n')[0]}\n`);
+      process.exitCode = 2;
+    }
+  },
+);

@@ -1,0 +1,20 @@
+import { createHash } from 'node:crypto';
+import { canonicalize } from '../canonical-json.ts';
+
+/**
+ * The semantic revision of a routing payload (SPEC §2.3): SHA-256 of the JCS bytes of
+ * `{candidates, local_site, network, selection_policy?}` exactly as serialized. Consumers pass the raw parsed JSON,
+ * so unknown candidate keys count and a typed copy can never hide a difference. generated_at is excluded, which is
+ * why re-rendering unchanged state yields the same revision.
+ *
+ * Throws CanonicalJsonError when the payload holds something JCS cannot encode.
+ */
+export function overlayRevision(payload: Readonly<Record<string, unknown>>): string {
+  const semantic: Record<string, unknown> = {
+    candidates: payload['candidates'],
+    local_site: payload['local_site'],
+    network: payload['network'],
+  };
+  if (Object.hasOwn(payload, 'selection_policy')) semantic['selection_policy'] = payload['selection_policy'];
+  return createHash('sha256').update(canonicalize(semantic), 'utf8').digest('hex');
+}

@@ -1,0 +1,70 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CanonicalJsonError, canonicalize } from '../../schemas/canonical-json.ts';
+import { SHARED_FIXTURES } from '../fixtures-path.ts';
+import { readNumberVectors } from './number-vectors.ts';
+
+const RFC = join(SHARED_FIXTURES, 'rfc8785');
+
+describe('canonicalize (RFC 8785)', () => {
+  const vectors = readdirSync(join(RFC, 'input')).filter((f) => f.endsWith('.json'));
+
+  it('has the six official input/output pairs', () => {
+    expect(vectors.sort()).toEqual(['arrays.json', 'french.json', 'structures.json', 'unicode.json', 'values.json', 'weird.json']);
+  });
+
+  it.each(vectors)('%s canonicalizes byte for byte to the official output', (file) => {
+    const input = JSON.parse(readFileSync(join(RFC, 'input', file), 'utf8'));
+    const expected = readFileSync(join(RFC, 'output', file));
+    expect(Buffer.from(canonicalize(input), 'utf8').equals(expected)).toBe(true);
+  });
+
+  it('formats all 10 000 number vectors as ECMAScript does', () => {
+    const vectors = readNumberVectors();
+    expect(vectors).toHaveLength(10_000);
+    const wrong = vectors.filter((v) => canonicalize(v.value) !== v.expected);
+    expect(wrong.slice(0, 5)).toEqual([]);
+  });
+
+  it('writes -0 as 0 and sorts keys by UTF-16 code units, not code points', () => {
+    expect(canonicalize(-0)).toBe('0');
+    // U+FB33 sorts before U+1F602 in code points but after it in UTF-16 (surrogate D83D < FB33).
+    expect(canonicalize({ '\ufb33': 1, '\u{1f602}': 2, a: 3 })).toBe('{"a":3,"\u{1f602}":2,"\ufb33":1}');
+  });
+
+  it('skips undefined object members as JSON.stringify does', () => {
+    expect(canonicalize({ b: undefined, a: 1 })).toBe('{"a":1}');
+  });
+
+  const rejected: [string, unknown, RegExp][] = [
+    ['NaN', { score: Number.NaN }, /\$\.score: NaN is not a finite number/],
+    ['Infinity', [1, Number.POSITIVE_INFINITY], /\$\[1\]: Infinity is not a finite number/],
+    ['-Infinity', Number.NEGATIVE_INFINITY, /-Infinity is not a finite number/],
+    ['BigInt', { n: 10n }, /\$\.n: BigInt has no JSON representation/],
+    ['lone high surrogate in a value', { s: 'a\ud800b' }, /\$\.s: lone surrogate U\+D800 at index 1/],
+    ['lone low surrogate in a value', ['\udc00'], /lone surrogate U\+DC00/],
+    ['lone surrogate in a key', { 'k\udbff': 1 }, /lone surrogate U\+DBFF/],
+    ['undefined in an array', [undefined], /\$\[0\]: undefined has no JSON representation/],
+    ['a function', { f: () => 1 }, /function has no JSON representation/],
+    ['a Date (not plain JSON)', { d: new Date(0) }, /Date is not a plain JSON object/],
+  ];
+  it.each(rejected)('rejects %s with an error naming where', (_name, value, message) => {
+    expect(() => canonicalize(value)).toThrow(CanonicalJsonError);
+    expect(() => canonicalize(value)).toThrow(message);
+  });
+
+  it('rejects cycles in objects and arrays', () => {
+    const object: Record<string, unknown> = { a: 1 };
+    object['self'] = object;
+    expect(() => canonicalize(object)).toThrow(/\$\.self: cycle/);
+    const array: unknown[] = [];
+    array.push({ inner: array });
+    expect(() => canonicalize(array)).toThrow(/\$\[0\]\.inner: cycle/);
+  });
+
+  it('accepts the same object twice when it is not its own ancestor', () => {
+    const shared = { x: 1 };
+    expect(canonicalize({ a: shared, b: shared })).toBe('{"a":{"x":1},"b":{"x":1}}');
+  });
+});
