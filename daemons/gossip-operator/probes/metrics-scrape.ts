@@ -1,0 +1,135 @@
+/**
+ * The operator-side Prometheus scrape of an InferenceProvider (seed 001 "Metrics configuration", seed 004 "Stale
+ * metrics grace period"): fetch, pick the configured signals, normalise, and decide what a failure means.
+ *
+ * The last good sample is data the caller keeps between reconciles (per provider, per process) and passes back in;
+ * this module keeps no state of its own.
+ */
+import { type ProbeFailure, type ProbeTls, probeHttp } from './http-probe.ts';
+import { parsePrometheusText, signalValue } from './prometheus-text.ts';
+
+/** The signals a provider can publish; names follow the CRDT metrics snapshot of SPEC §5. */
+export interface BackendMetrics {
+  readonly queue_depth?: number;
+  readonly kv_cache_utilization?: number;
+  readonly latency_p99_ms?: number;
+  readonly prefix_cache_hit_ratio?: number;
+  readonly error_rate?: number;
+  /** false excludes the provider from routing (SPEC §2.5: metrics with healthy=false are excluded). */
+  readonly healthy: boolean;
+}
+
+export interface SignalNames {
+  readonly queueDepth?: string;
+  readonly kvCacheUtilization?: string;
+  readonly latencyP99Ms?: string;
+  readonly prefixCacheHitRatio?: string;
+  readonly errorRate?: string;
+}
+
+export interface MetricsScrapeConfig {
+  readonly url: URL;
+  readonly timeoutMs: number;
+  readonly signalNames: SignalNames;
+  /** Only series whose `name` label equals the pool (llm-d EPP pools publish one series per pool). */
+  readonly poolName?: string;
+  /** An absolute queue size is divided by this and clamped to [0,1] (seed 004 "Queue depth normalization"). */
+  readonly queueCapacity?: number;
+  /** Set when spec.tls or metricsConfig.tls is configured: failures then fail closed instead of scoring neutral. */
+  readonly tls?: ProbeTls;
+  readonly bearerToken?: string;
+  /** With a bearer token, http:// is refused unless this is set. */
+  readonly allowPlaintext?: boolean;
+  readonly staleMetricsSeconds?: number;
+}
+
+export interface CachedSample {
+  readonly metrics: BackendMetrics;
+  readonly scrapedAtMs: number;
+}
+
+/** Label values of grid_provider_scrape_total{result}. */
+export type ScrapeResult = 'success' | 'no_series' | 'http_status' | 'invalid_response' | 'config' | ProbeFailure;
+
+export interface ScrapeOutcome {
+  readonly result: ScrapeResult;
+  /** What scoring should use; undefined means "no live metrics": every signal neutral (seed 004 "Missing-value defaults"). */
+  readonly metrics: BackendMetrics | undefined;
+  /** The cache to keep for the next scrape. */
+  readonly cache: CachedSample | undefined;
+  /** True when the metrics came from the cache within staleMetricsSeconds. */
+  readonly stale: boolean;
+  readonly detail?: string;
+}
+
+const MAX_METRICS_BYTES = 4 * 1024 * 1024;
+
+export async function scrapeMetrics(config: MetricsScrapeConfig, cache: CachedSample | undefined, nowMs: number): Promise<ScrapeOutcome> {
+  const refusal = refuseUnsafeCredential(config);
+  if (refusal !== undefined) return failed(config, cache, nowMs, 'config', refusal);
+  const headers: Record<string, string> = { accept: 'text/plain; version=0.0.4' };
+  if (config.bearerToken !== undefined) headers['authorization'] = `Bearer ${config.bearerToken}`;
+  const response = await probeHttp({
+    url: config.url,
+    headers,
+    timeoutMs: config.timeoutMs,
+    maxBytes: MAX_METRICS_BYTES,
+    ...(config.tls ? { tls: config.tls } : {}),
+  });
+  if (!response.ok) return failed(config, cache, nowMs, response.failure, response.detail);
+  if (response.status < 200 || response.status > 299) {
+    return failed(config, cache, nowMs, 'http_status', `metrics endpoint answered HTTP ${response.status}`);
+  }
+  const samples = parsePrometheusText(response.body.toString('utf8'));
+  const match: Record<string, string> = config.poolName === undefined ? {} : { name: config.poolName };
+  const read = (name: string | undefined) => (name === undefined ? undefined : signalValue(samples, name, match));
+  const rawQueue = read(config.signalNames.queueDepth);
+  const metrics = omitUndefined({
+    queue_depth: rawQueue === undefined ? undefined : clamp01(config.queueCapacity ? rawQueue / config.queueCapacity : rawQueue),
+    kv_cache_utilization: mapDefined(read(config.signalNames.kvCacheUtilization), clamp01),
+    latency_p99_ms: mapDefined(read(config.signalNames.latencyP99Ms), (v) => Math.max(0, v)),
+    prefix_cache_hit_ratio: mapDefined(read(config.signalNames.prefixCacheHitRatio), clamp01),
+    error_rate: mapDefined(read(config.signalNames.errorRate), clamp01),
+    healthy: true,
+  });
+  const found = Object.keys(metrics).length > 1;
+  // A page without any configured series still proves the endpoint answers; the missing signals stay missing.
+  return { result: found ? 'success' : 'no_series', metrics, cache: { metrics, scrapedAtMs: nowMs }, stale: false };
+}
+
+/**
+ * A failed scrape uses the cached sample within staleMetricsSeconds; after that, TLS-configured metrics fail closed
+ * (healthy=false) while plaintext ones fall back to neutral scoring, the reference's compatibility behaviour.
+ */
+function failed(config: MetricsScrapeConfig, cache: CachedSample | undefined, nowMs: number, result: ScrapeResult, detail: string): ScrapeOutcome {
+  const graceMs = (config.staleMetricsSeconds ?? 0) * 1000;
+  if (cache !== undefined && graceMs > 0 && nowMs - cache.scrapedAtMs <= graceMs) {
+    return { result, metrics: cache.metrics, cache, stale: true, detail };
+  }
+  const metrics = config.tls !== undefined ? { healthy: false } : undefined;
+  return { result, metrics, cache, stale: false, detail };
+}
+
+/** A credential goes only to a host proven by a configured CA, or over plaintext the user explicitly allowed. */
+function refuseUnsafeCredential(config: MetricsScrapeConfig): string | undefined {
+  if (config.bearerToken === undefined) return undefined;
+  if (config.url.protocol === 'https:' && config.tls?.ca === undefined) {
+    return 'metrics auth over https needs spec.tls or metricsConfig.tls with a CA; system roots are not trusted with a credential';
+  }
+  if (config.url.protocol === 'http:' && config.allowPlaintext !== true) {
+    return 'metrics auth over http:// is refused unless metricsConfig.allowPlaintext is set';
+  }
+  return undefined;
+}
+
+function clamp01(value: number): number {
+  return Math.min(1, Math.max(0, value));
+}
+
+function mapDefined(value: number | undefined, map: (v: number) => number): number | undefined {
+  return value === undefined ? undefined : map(value);
+}
+
+function omitUndefined<T extends Record<string, unknown>>(record: T): T {
+  return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as T;
+}
