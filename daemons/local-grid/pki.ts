@@ -1,0 +1,86 @@
+/**
+ * The local grid's certificates: one grid CA and, per site, the provider gateway's server certificate, the consumer
+ * gateway's client certificate (its identity on the provider hop) and the site identity the GridSite probe presents.
+ * Written once into the state directory and reused by later starts, so pinned fingerprints stay valid.
+ */
+import { webcrypto } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  type CertificateAuthority,
+  createCertificateAuthority,
+  createClientCertificate,
+  createServerCertificate,
+  pemFingerprint,
+} from '../shared/tls.ts';
+import * as x509 from '@peculiar/x509';
+
+export interface PemPair {
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** SHA-256 of the leaf DER: what trust.canonicalFingerprints and peer_identity_trust pin. */
+  readonly fingerprint: string;
+}
+
+export interface SitePki {
+  readonly site: string;
+  /** Provider gateway server certificate (SANs: <site>.grid.internal, localhost, 127.0.0.1). */
+  readonly providerGateway: PemPair;
+  /** Consumer gateway client certificate, organization grid-<site>. */
+  readonly consumerClient: PemPair;
+}
+
+export interface GridPki {
+  readonly caFile: string;
+  readonly sites: readonly SitePki[];
+}
+
+export async function ensureGridPki(dir: string, sites: readonly string[]): Promise<GridPki> {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const caFile = join(dir, 'ca.crt');
+  const caKeyFile = join(dir, 'ca.key');
+  let ca: CertificateAuthority | undefined;
+  if (!existsSync(caFile) || !existsSync(caKeyFile)) {
+    ca = await createCertificateAuthority({ commonName: 'agn-local-grid-ca', organization: 'agn-local-grid' });
+    writeFileSync(caKeyFile, ca.keyPem, { mode: 0o600 });
+    writeFileSync(caFile, ca.certPem);
+  }
+  const result: SitePki[] = [];
+  for (const site of sites) {
+    const siteDir = join(dir, site);
+    mkdirSync(siteDir, { recursive: true, mode: 0o700 });
+    const providerGateway = await ensureLeaf(siteDir, 'provider-gateway', async () => {
+      ca ??= await loadCa(caFile, caKeyFile);
+      return createServerCertificate(ca, { commonName: `${site}.grid.internal`, organization: `grid-${site}`, sans: [`${site}.grid.internal`, 'localhost', '127.0.0.1'] });
+    });
+    const consumerClient = await ensureLeaf(siteDir, 'consumer-client', async () => {
+      ca ??= await loadCa(caFile, caKeyFile);
+      return createClientCertificate(ca, { commonName: `${site}-consumer`, organization: `grid-${site}` });
+    });
+    result.push({ site, providerGateway, consumerClient });
+  }
+  return { caFile, sites: result };
+}
+
+async function ensureLeaf(dir: string, name: string, create: () => Promise<{ certPem: string; keyPem: string }>): Promise<PemPair> {
+  const certFile = join(dir, `${name}.crt`);
+  const keyFile = join(dir, `${name}.key`);
+  if (!existsSync(certFile) || !existsSync(keyFile)) {
+    const leaf = await create();
+    writeFileSync(keyFile, leaf.keyPem, { mode: 0o600 });
+    writeFileSync(certFile, leaf.certPem);
+  }
+  return { certFile, keyFile, fingerprint: pemFingerprint(readFileSync(certFile, 'utf8')) };
+}
+
+/** Reloads the CA written by an earlier start, so a site added later is signed by the same CA. */
+async function loadCa(certFile: string, keyFile: string): Promise<CertificateAuthority> {
+  const certPem = readFileSync(certFile, 'utf8');
+  const keyPem = readFileSync(keyFile, 'utf8');
+  const cert = new x509.X509Certificate(certPem);
+  const der = Buffer.from(keyPem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
+  const algorithm = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+  const privateKey = await webcrypto.subtle.importKey('pkcs8', der, algorithm, true, ['sign']);
+  const publicKey = await cert.publicKey.export(algorithm, ['verify'], webcrypto as unknown as Parameters<typeof cert.publicKey.export>[2]);
+  return { certPem, keyPem, fingerprint: pemFingerprint(certPem), cert, keys: { privateKey, publicKey } as CertificateAuthority['keys'] };
+}

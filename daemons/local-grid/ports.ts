@@ -1,0 +1,34 @@
+/**
+ * Free loopback ports for the local grid. The OS picks each (bind to port 0) and we release it straight away; the
+ * window before the daemon binds it again is small, and a daemon that loses the race fails its start with a clear
+ * EADDRINUSE that the supervisor reports.
+ */
+import { createSocket } from 'node:dgram';
+import { createServer } from 'node:net';
+
+export async function freeTcpPort(host = '127.0.0.1'): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, host, resolve);
+  });
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (address === null || typeof address === 'string') throw new Error('could not read the bound port');
+  return address.port;
+}
+
+/** A port free for both TCP and UDP (gossip uses UDP packets and TCP push-pull on the same number). */
+export async function freeGossipPort(host = '127.0.0.1'): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const port = await freeTcpPort(host);
+    const udp = createSocket('udp4');
+    const free = await new Promise<boolean>((resolve) => {
+      udp.once('error', () => resolve(false));
+      udp.bind(port, host, () => resolve(true));
+    });
+    await new Promise<void>((resolve) => (free ? udp.close(() => resolve()) : resolve()));
+    if (free) return port;
+  }
+  throw new Error('no port free for both TCP and UDP after 20 attempts');
+}
