@@ -1,0 +1,115 @@
+// Throwaway PKI for one control-plane run: a CA, the API server's serving certificate, an admin client
+// certificate in system:masters, and the ServiceAccount token signing key. Generated with the openssl CLI
+// into the run's private work directory; nothing here is reused across runs.
+import { execFile } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export interface ControlPlanePki {
+  readonly caCert: string; // path
+  readonly caKey: string;
+  readonly serverCert: string;
+  readonly serverKey: string;
+  readonly adminCert: string;
+  readonly adminKey: string;
+  readonly serviceAccountKey: string; // private, signs tokens
+  readonly serviceAccountPub: string; // public, verifies them
+}
+
+async function openssl(args: readonly string[], cwd: string): Promise<void> {
+  try {
+    await run('openssl', args, { cwd });
+  } catch (err) {
+    // openssl's stderr names the failing step; it never echoes key material.
+    const stderr = (err as { stderr?: string }).stderr ?? '';
+    throw new Error(`openssl ${args[0]} failed in ${cwd}: ${stderr.trim() || String(err)}`);
+  }
+}
+
+// A leaf signed by the run's CA. Extensions go through a file because `openssl x509 -req` reads them from one.
+async function issueLeaf(
+  dir: string,
+  name: string,
+  subject: string,
+  extensions: readonly string[],
+): Promise<void> {
+  const extFile = `${name}.ext`;
+  await writeFile(join(dir, extFile), `${extensions.join('\n')}\n`);
+  await openssl(
+    ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+      '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject],
+    dir,
+  );
+  await openssl(
+    ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial',
+      '-days', '2', '-sha256', '-extfile', extFile, '-out', `${name}.crt`],
+    dir,
+  );
+}
+
+export async function generatePki(dir: string): Promise<ControlPlanePki> {
+  await openssl(
+    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+      '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-sha256', '-subj', '/CN=agn-cluster-test-ca',
+      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'],
+    dir,
+  );
+  // The names clients inside a cluster would use, plus the loopback address the suite connects to.
+  await issueLeaf(dir, 'apiserver', '/CN=kube-apiserver', [
+    'basicConstraints=critical,CA:FALSE',
+    'keyUsage=critical,digitalSignature,keyEncipherment',
+    'extendedKeyUsage=serverAuth',
+    'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc',
+  ]);
+  // Organisation system:masters is the API server's built-in superuser group.
+  await issueLeaf(dir, 'admin', '/O=system:masters/CN=agn-cluster-test-admin', [
+    'basicConstraints=critical,CA:FALSE',
+    'keyUsage=critical,digitalSignature,keyEncipherment',
+    'extendedKeyUsage=clientAuth',
+  ]);
+  await openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'sa.key'], dir);
+  await openssl(['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], dir);
+  return {
+    caCert: join(dir, 'ca.crt'),
+    caKey: join(dir, 'ca.key'),
+    serverCert: join(dir, 'apiserver.crt'),
+    serverKey: join(dir, 'apiserver.key'),
+    adminCert: join(dir, 'admin.crt'),
+    adminKey: join(dir, 'admin.key'),
+    serviceAccountKey: join(dir, 'sa.key'),
+    serviceAccountPub: join(dir, 'sa.pub'),
+  };
+}
+
+export interface KubeconfigUser {
+  readonly name: string;
+  // Exactly one of a client certificate pair or a bearer token.
+  readonly clientCert?: string; // PEM text
+  readonly clientKey?: string; // PEM text
+  readonly token?: string;
+}
+
+// A self-contained kubeconfig (credentials inlined), as JSON, which every kubeconfig reader accepts.
+export function renderKubeconfig(server: string, caPem: string, user: KubeconfigUser): string {
+  const b64 = (text: string): string => Buffer.from(text).toString('base64');
+  const credentials: Record<string, string> = {};
+  if (user.token !== undefined) credentials.token = user.token;
+  if (user.clientCert !== undefined) credentials['client-certificate-data'] = b64(user.clientCert);
+  if (user.clientKey !== undefined) credentials['client-key-data'] = b64(user.clientKey);
+  const config = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'agn-test', cluster: { server, 'certificate-authority-data': b64(caPem) } }],
+    users: [{ name: user.name, user: credentials }],
+    contexts: [{ name: user.name, context: { cluster: 'agn-test', user: user.name } }],
+    'current-context': user.name,
+  };
+  return `${JSON.stringify(config, null, 2)}\n`;
+}
+
+export async function readPem(path: string): Promise<string> {
+  return readFile(path, 'utf8');
+}

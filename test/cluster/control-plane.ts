@@ -1,0 +1,336 @@
+// Starts a real etcd and kube-apiserver on loopback for the cluster suite and tears them down again.
+// Binaries come from test/cluster/build-control-plane.sh (a cached Go build of k8s.io/kubernetes and etcd).
+// Every child is tracked by pid: stop() waits for each to exit and checks that none is left running.
+import { spawn, spawnSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { createReadStream, openSync, closeSync, existsSync } from 'node:fs';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { generatePki, readPem, renderKubeconfig } from './certs.ts';
+import type { ControlPlanePki } from './certs.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+export interface ControlPlane {
+  readonly server: string; // https://127.0.0.1:<port>
+  readonly kubeconfigPath: string; // admin (system:masters) kubeconfig
+  readonly caPem: string;
+  readonly workDir: string;
+  readonly etcdUrl: string;
+  pids(): { etcd: number; apiserver: number };
+  // Stops and starts kube-apiserver only (etcd and its data stay), e.g. to prove a watch survives it.
+  restartApiServer(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  readonly binDir?: string; // directory with kube-apiserver and etcd; default: run the build script
+  readonly readyTimeoutMs?: number;
+  readonly keepWorkDir?: boolean; // leave logs and certs behind for debugging
+}
+
+// Resolves the binaries: AGN_CONTROL_PLANE_BIN, or the build script's cache (a no-op once built).
+export function resolveBinDir(): string {
+  const fromEnv = process.env.AGN_CONTROL_PLANE_BIN;
+  if (fromEnv) return fromEnv;
+  const script = join(here, 'build-control-plane.sh');
+  const result = spawnSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = (result.stdout ?? '').trim().split('\n');
+  const dir = lines[lines.length - 1] ?? '';
+  if (result.status !== 0 || dir === '') {
+    throw new Error(`${script} failed (exit ${String(result.status)}); run it by hand to see why`);
+  }
+  return dir;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function tail(path: string, bytes = 4000): Promise<string> {
+  try {
+    const size = (await stat(path)).size;
+    const chunks: Buffer[] = [];
+    await new Promise<void>((resolve, reject) => {
+      createReadStream(path, { start: Math.max(0, size - bytes) })
+        .on('data', (c) => chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c)))
+        .on('end', resolve)
+        .on('error', reject);
+    });
+    return Buffer.concat(chunks).toString('utf8');
+  } catch {
+    return '(no log)';
+  }
+}
+
+interface Daemon {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly pid: number;
+  readonly logPath: string;
+  exited: boolean;
+  readonly exit: Promise<number | null>;
+}
+
+function launch(name: string, bin: string, args: readonly string[], logPath: string): Daemon {
+  if (!existsSync(bin)) throw new Error(`${name} binary not found at ${bin}; run test/cluster/build-control-plane.sh`);
+  const fd = openSync(logPath, 'a');
+  const child = spawn(bin, args, { stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  if (child.pid === undefined) throw new Error(`${name} did not start (${bin})`);
+  let resolveExit: (code: number | null) => void = () => {};
+  const exit = new Promise<number | null>((resolve) => {
+    resolveExit = resolve;
+  });
+  const daemon: Daemon = { name, child, pid: child.pid, logPath, exited: false, exit };
+  child.on('exit', (code, signal) => {
+    daemon.exited = true;
+    resolveExit(code ?? (signal === null ? null : 128));
+  });
+  child.on('error', () => {
+    daemon.exited = true;
+    resolveExit(null);
+  });
+  live.add(daemon);
+  return daemon;
+}
+
+// Last line of defence against orphans: if the test process exits without stop(), kill what is left.
+const live = new Set<Daemon>();
+process.on('exit', () => {
+  for (const d of live) if (!d.exited) d.child.kill('SIGKILL');
+});
+
+async function terminate(d: Daemon, graceMs = 15_000): Promise<void> {
+  if (!d.exited) {
+    d.child.kill('SIGTERM');
+    // The grace timer is cleared on exit: a pending timer would hold the test runner open for graceMs.
+    const timedOut = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(true), graceMs);
+      void d.exit.then(() => {
+        clearTimeout(timer);
+        resolve(false);
+      });
+    });
+    if (timedOut && !d.exited) {
+      d.child.kill('SIGKILL');
+      await d.exit;
+    }
+  }
+  live.delete(d);
+  // 'exit' fires once the kernel reaped it; a pid still answering signal 0 would be an orphan.
+  const deadline = Date.now() + 5_000;
+  while (isAlive(d.pid) && Date.now() < deadline) await sleep(50);
+  if (isAlive(d.pid)) throw new Error(`${d.name} (pid ${d.pid}) is still running after stop`);
+}
+
+interface Probe {
+  readonly url: string;
+  readonly tls?: { ca: string; cert: string; key: string };
+}
+
+function probe(p: Probe): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    // agent: false, so no keep-alive socket outlives the probe and holds the process open.
+    const opts = { timeout: 3_000, agent: false, ...(p.tls ?? {}) };
+    const req = (p.url.startsWith('https:') ? httpsRequest : httpRequest)(p.url, opts, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+// Polls until the endpoint answers 200 (and `accept` likes the body), the daemon dies, or the deadline passes.
+async function waitReady(
+  d: Daemon,
+  p: Probe,
+  timeoutMs: number,
+  accept: (body: string) => boolean = () => true,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = 'no answer yet';
+  while (Date.now() < deadline) {
+    if (d.exited) {
+      throw new Error(`${d.name} exited before it was ready; log tail (${d.logPath}):\n${await tail(d.logPath)}`);
+    }
+    try {
+      const res = await probe(p);
+      if (res.status === 200 && accept(res.body)) return;
+      last = `HTTP ${res.status}: ${res.body.slice(0, 500)}`;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await sleep(250);
+  }
+  throw new Error(
+    `${d.name} not ready at ${p.url} within ${timeoutMs} ms (last: ${last}); log tail:\n${await tail(d.logPath)}`,
+  );
+}
+
+// Only a port taken between freePort() and the daemon's bind is worth another try; any other failure is real.
+function lostPortRace(err: unknown): boolean {
+  return /address already in use/.test((err as Error).message);
+}
+
+function etcdArgs(dataDir: string, clientPort: number, peerPort: number): string[] {
+  const client = `http://127.0.0.1:${clientPort}`;
+  const peer = `http://127.0.0.1:${peerPort}`;
+  return [
+    '--name=agn-test',
+    `--data-dir=${dataDir}`,
+    `--listen-client-urls=${client}`,
+    `--advertise-client-urls=${client}`,
+    `--listen-peer-urls=${peer}`,
+    `--initial-advertise-peer-urls=${peer}`,
+    `--initial-cluster=agn-test=${peer}`,
+    '--initial-cluster-state=new',
+    // A test cluster: durability is not the point, and fsync latency on a shared disk slows every write.
+    '--unsafe-no-fsync',
+    '--log-level=warn',
+  ];
+}
+
+function apiServerArgs(pki: ControlPlanePki, workDir: string, etcdUrl: string, port: number): string[] {
+  return [
+    `--etcd-servers=${etcdUrl}`,
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    `--secure-port=${port}`,
+    `--cert-dir=${join(workDir, 'apiserver-certs')}`,
+    `--tls-cert-file=${pki.serverCert}`,
+    `--tls-private-key-file=${pki.serverKey}`,
+    `--client-ca-file=${pki.caCert}`,
+    '--authorization-mode=RBAC',
+    '--anonymous-auth=false',
+    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+    `--service-account-key-file=${pki.serviceAccountPub}`,
+    `--service-account-signing-key-file=${pki.serviceAccountKey}`,
+    // Only used to allocate the `kubernetes` Service's ClusterIP; no traffic goes there.
+    '--service-cluster-ip-range=10.96.0.0/24',
+    // With the default (0) an open watch keeps the old process alive after SIGTERM until it is killed; a short
+    // grace makes the server close its watches itself, so a restart under a watch takes seconds, not the kill timeout.
+    '--shutdown-watch-termination-grace-period=2s',
+    '--allow-privileged=false',
+    '--profiling=false',
+    '--v=1',
+  ];
+}
+
+export async function startControlPlane(options: StartOptions = {}): Promise<ControlPlane> {
+  const binDir = options.binDir ?? resolveBinDir();
+  const readyTimeoutMs = options.readyTimeoutMs ?? 120_000;
+  const workDir = await mkdtemp(join(tmpdir(), 'agn-control-plane-'));
+  const started: Daemon[] = [];
+  try {
+    const pki = await generatePki(workDir);
+    const caPem = await readPem(pki.caCert);
+    const adminTls = { ca: caPem, cert: await readPem(pki.adminCert), key: await readPem(pki.adminKey) };
+
+    // Ports are picked free then handed over; another process could grab one in between, so a start that
+    // loses that race is retried with fresh ports.
+    let etcd: Daemon | undefined;
+    let etcdUrl = '';
+    for (let attempt = 1; etcd === undefined; attempt++) {
+      const [clientPort, peerPort] = [await freePort(), await freePort()];
+      etcdUrl = `http://127.0.0.1:${clientPort}`;
+      const d = launch('etcd', join(binDir, 'etcd'), etcdArgs(join(workDir, `etcd-data-${attempt}`), clientPort, peerPort), join(workDir, 'etcd.log'));
+      started.push(d);
+      try {
+        await waitReady(d, { url: `${etcdUrl}/health` }, readyTimeoutMs, (b) => b.includes('"health":"true"'));
+        etcd = d;
+      } catch (err) {
+        await terminate(d);
+        if (attempt >= 3 || !lostPortRace(err)) throw err;
+      }
+    }
+
+    let port = 0;
+    let apiserver: Daemon | undefined;
+    const startApiServer = async (fixedPort?: number): Promise<Daemon> => {
+      for (let attempt = 1; ; attempt++) {
+        const p = fixedPort ?? (await freePort());
+        const d = launch('kube-apiserver', join(binDir, 'kube-apiserver'), apiServerArgs(pki, workDir, etcdUrl, p), join(workDir, 'kube-apiserver.log'));
+        started.push(d);
+        try {
+          await waitReady(d, { url: `https://127.0.0.1:${p}/readyz`, tls: adminTls }, readyTimeoutMs);
+          port = p;
+          return d;
+        } catch (err) {
+          await terminate(d);
+          if (fixedPort !== undefined || attempt >= 3 || !lostPortRace(err)) throw err;
+        }
+      }
+    };
+    apiserver = await startApiServer();
+    const server = `https://127.0.0.1:${port}`;
+
+    const kubeconfigPath = join(workDir, 'admin.kubeconfig');
+    await writeFile(
+      kubeconfigPath,
+      renderKubeconfig(server, caPem, { name: 'agn-test-admin', clientCert: adminTls.cert, clientKey: adminTls.key }),
+      { mode: 0o600 },
+    );
+
+    const etcdDaemon = etcd;
+    return {
+      server,
+      kubeconfigPath,
+      caPem,
+      workDir,
+      etcdUrl,
+      pids: () => ({ etcd: etcdDaemon.pid, apiserver: apiserver?.pid ?? 0 }),
+      async restartApiServer() {
+        if (apiserver) await terminate(apiserver);
+        apiserver = await startApiServer(port);
+      },
+      async stop() {
+        const errors: string[] = [];
+        // API server first: it would otherwise log etcd connection errors while shutting down.
+        for (const d of [...started].reverse()) {
+          try {
+            await terminate(d);
+          } catch (err) {
+            errors.push((err as Error).message);
+          }
+        }
+        if (!options.keepWorkDir) await rm(workDir, { recursive: true, force: true });
+        if (errors.length > 0) throw new Error(`control plane teardown: ${errors.join('; ')}`);
+      },
+    };
+  } catch (err) {
+    for (const d of started.reverse()) await terminate(d).catch(() => {});
+    if (!options.keepWorkDir) await rm(workDir, { recursive: true, force: true });
+    throw err;
+  }
+}
