@@ -1,0 +1,89 @@
+import type { ClusterConfig, GatewayConfig, UpstreamTlsConfig } from '../schemas/generated/gateway-config.ts';
+import type { ClusterEndpoint, ClusterTransport } from '../schemas/generated/gridnetworks.ts';
+import { MODEL_HEADER, OVERLAY_FILE, TLS_CA_PATH, TLS_CERT_PATH, TLS_KEY_PATH, upstreamCaPath } from './gateway-paths.ts';
+
+/**
+ * One potentially routable provider cluster, local or remote, as the consumer's load_balancer sees it: the
+ * GridNetwork clusterEndpoints[] entry (cluster = the candidate's cluster, address = the provider gateway serving
+ * it). `transport` is the security switch and must be explicit; the construct rejects an endpoint without one.
+ */
+export type ConsumerUpstream = ClusterEndpoint & { readonly transport: ClusterTransport };
+
+export interface ConsumerGatewayConfigInput {
+  readonly listenerPort: number;
+  readonly adminPort: number;
+  readonly expectedScope: { readonly network: string; readonly gateway: string; readonly namespace: string; readonly localSite: string };
+  readonly upstreams: readonly ConsumerUpstream[];
+  readonly reloadDebounceMs: number;
+  readonly shutdownTimeoutSecs: number;
+}
+
+/** The SNI of a TLS transport: the declared one, else the host of the address (what a client would send). */
+export function transportSni(upstream: ConsumerUpstream): string {
+  if (upstream.transport.sni !== undefined) return upstream.transport.sni;
+  const host = upstream.address.slice(0, upstream.address.lastIndexOf(':'));
+  return host.startsWith('[') ? host.slice(1, -1) : host;
+}
+
+function upstreamTls(upstream: ConsumerUpstream): UpstreamTlsConfig | undefined {
+  const transport = upstream.transport;
+  switch (transport.mode) {
+    case 'mutual_tls':
+      // The grid CA verifies the provider gateway; the site certificate is this gateway's client identity.
+      return {
+        ca: { ca_path: TLS_CA_PATH },
+        client_cert: { cert_path: TLS_CERT_PATH, key_path: TLS_KEY_PATH },
+        sni: transportSni(upstream),
+        verify: true,
+      };
+    case 'tls':
+      // No `ca` means the system trust store (seed 000: `ca_system` is not a field; omit `ca` instead).
+      return transport.caSecretRef === undefined
+        ? { sni: transportSni(upstream), verify: true }
+        : { ca: { ca_path: upstreamCaPath(transport.caSecretRef.name, transport.caSecretRef.key ?? 'ca.crt') }, sni: transportSni(upstream), verify: true };
+    case 'plaintext':
+      return undefined;
+  }
+}
+
+/**
+ * The consumer chain of SPEC §3.1: request parsers → intelligent_route → load_balancer. There is no
+ * credential_inject: the provider gateway makes the final call, so no credential is ever needed here.
+ * Every upstream is a provider hop (it leads to a provider gateway that routes on the candidate's stable_id).
+ */
+export function renderConsumerGatewayConfig(input: ConsumerGatewayConfigInput): GatewayConfig {
+  const upstreams = [...input.upstreams].sort((a, b) => (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : 0));
+  const clusters: ClusterConfig[] = upstreams.map((upstream) => {
+    const tls = upstreamTls(upstream);
+    return tls === undefined ? { name: upstream.cluster, endpoints: [upstream.address] } : { name: upstream.cluster, endpoints: [upstream.address], tls };
+  });
+  return {
+    listeners: [{ name: 'consumer', address: `0.0.0.0:${input.listenerPort}`, filter_chains: ['main'] }],
+    filter_chains: [
+      {
+        name: 'main',
+        filters: [
+          { filter: 'json_body_field', field: 'model', header: MODEL_HEADER },
+          { filter: 'openai_responses_format' },
+          {
+            filter: 'intelligent_route',
+            overlay_file: OVERLAY_FILE,
+            model_header: MODEL_HEADER,
+            provider_hop_clusters: upstreams.map((upstream) => upstream.cluster),
+            expected_overlay_scope: {
+              network: input.expectedScope.network,
+              gateway: input.expectedScope.gateway,
+              namespace: input.expectedScope.namespace,
+              local_site: input.expectedScope.localSite,
+            },
+            reload: { enabled: true, debounce_ms: input.reloadDebounceMs },
+          },
+          { filter: 'load_balancer', clusters },
+        ],
+      },
+    ],
+    // 0.0.0.0 so the kubelet's probes reach /livez and /readyz; the port is not exposed by the Service.
+    admin: { address: `0.0.0.0:${input.adminPort}` },
+    shutdown_timeout_secs: input.shutdownTimeoutSecs,
+  };
+}

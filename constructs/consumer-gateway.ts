@@ -1,0 +1,187 @@
+import { Construct } from 'constructs';
+import * as kplus from 'cdk8s-plus-28';
+import { renderConsumerGatewayConfig, type ConsumerUpstream } from './consumer-gateway-config.ts';
+import type { ClusterEndpoint } from '../schemas/generated/gridnetworks.ts';
+import { GatewayWorkload } from './gateway-workload.ts';
+import { PRAXIS_DIR, upstreamCaPath } from './gateway-paths.ts';
+import { DEFAULT_IMAGE } from './labels.ts';
+import { OverlaySync } from './overlay-sync.ts';
+import type { CredentialRef } from './provider-gateway-config.ts';
+import { GridSynthError, issueAt } from './synth-error.ts';
+import { resources } from './workload-defaults.ts';
+
+export interface ConsumerGatewayProps {
+  /** Namespace of the gateway (and of its overlay ConfigMap). */
+  readonly namespace: string;
+  /** GridNetwork the gateway routes in. */
+  readonly network: string;
+  /** The site this gateway belongs to (the overlay's expected `local_site`). */
+  readonly site: string;
+  /**
+   * Gateway name: Deployment, Service, GridNetwork consumerGateways[].name and the overlay ConfigMap name.
+   * @default 'consumer-gateway' - a fixed Service name (seed 000 recommends a stable one over release-generated names)
+   */
+  readonly name?: string;
+  /** @default DEFAULT_IMAGE - one image carries every daemon */
+  readonly image?: string;
+  /**
+   * @default 2 - the gateway is on every request's path; two replicas survive a node drain
+   */
+  readonly replicas?: number;
+  /** @default 8080 - the client listener of seed 000 */
+  readonly listenerPort?: number;
+  /** @default 9901 - admin (/livez, /readyz, /metrics) beside the listener, as the reference config has it */
+  readonly adminPort?: number;
+  /**
+   * Secret with ca.crt, tls.crt and tls.key: this gateway's client identity toward provider gateways.
+   * @default '<name>-tls'
+   */
+  readonly tlsSecretName?: string;
+  /** @default 100m/128Mi requested, 1 CPU/512Mi limit - a proxy that buffers at most one request body per request */
+  readonly resources?: kplus.ContainerResources;
+  /** @default ClusterIP - in-cluster workloads are the clients; expose it deliberately if needed */
+  readonly serviceType?: kplus.ServiceType;
+  /** @default 250 - SPEC §3.1 debounce of the overlay directory watch */
+  readonly reloadDebounceMs?: number;
+  /** @default 5 - the reference gateway's shutdown grace */
+  readonly shutdownTimeoutSecs?: number;
+  /**
+   * Every potentially routable provider cluster (local and remote); more can be added with addUpstream().
+   * @default - none
+   */
+  readonly upstreams?: readonly ClusterEndpoint[];
+  /**
+   * Provider credentials. Always rejected: the provider gateway makes the final call and is the only pod that
+   * mounts a credential (seed 000, "Credential Isolation"). The prop exists so the mistake fails at synth.
+   * @default - none
+   */
+  readonly credentials?: readonly CredentialRef[];
+  /** Extra labels for every object this construct emits. @default - none (the workload labels only) */
+  readonly labels?: Record<string, string>;
+}
+
+/**
+ * The consumer (edge) gateway: receives client requests, picks a candidate from the overlay and forwards it to
+ * the provider gateway serving the candidate's cluster (SPEC §3.1), with overlay-sync keeping the overlay current.
+ */
+export class ConsumerGateway extends Construct {
+  readonly name: string;
+  readonly namespace: string;
+  readonly network: string;
+  readonly site: string;
+  readonly image: string;
+  readonly replicas: number;
+  readonly listenerPort: number;
+  readonly adminPort: number;
+  readonly tlsSecretName: string;
+  readonly reloadDebounceMs: number;
+  readonly shutdownTimeoutSecs: number;
+  readonly overlaySync: OverlaySync;
+  readonly workload: GatewayWorkload;
+  private readonly upstreamList: ConsumerUpstream[] = [];
+
+  constructor(scope: Construct, id: string, props: ConsumerGatewayProps) {
+    super(scope, id);
+    this.name = props.name ?? 'consumer-gateway';
+    this.namespace = props.namespace;
+    this.network = props.network;
+    this.site = props.site;
+    this.image = props.image ?? DEFAULT_IMAGE;
+    this.replicas = props.replicas ?? 2;
+    this.listenerPort = props.listenerPort ?? 8080;
+    this.adminPort = props.adminPort ?? 9901;
+    this.tlsSecretName = props.tlsSecretName ?? `${this.name}-tls`;
+    this.reloadDebounceMs = props.reloadDebounceMs ?? 250;
+    this.shutdownTimeoutSecs = props.shutdownTimeoutSecs ?? 5;
+    const first = props.credentials?.[0];
+    if (first !== undefined) this.mountCredential(first);
+
+    const labels = props.labels ?? {};
+    this.overlaySync = new OverlaySync(this, 'OverlaySync', {
+      namespace: this.namespace,
+      network: this.network,
+      gateway: this.name,
+      localSite: this.site,
+      image: this.image,
+      labels,
+    });
+    this.workload = new GatewayWorkload(this, 'Workload', {
+      component: 'consumer-gateway',
+      name: this.name,
+      namespace: this.namespace,
+      labels,
+      image: this.image,
+      replicas: this.replicas,
+      listenerPort: this.listenerPort,
+      adminPort: this.adminPort,
+      tlsSecretName: this.tlsSecretName,
+      resources: props.resources ?? resources(100, 128, 1000, 512),
+      serviceType: props.serviceType ?? kplus.ServiceType.CLUSTER_IP,
+      serviceAccount: this.overlaySync.serviceAccount,
+      readsOverlay: true,
+    });
+    const overlayVolume = this.workload.overlayVolume;
+    if (overlayVolume === undefined) throw new Error('consumer gateway workload has no overlay volume');
+    this.overlaySync.attachTo(this.workload.deployment, overlayVolume, this.workload.tmp);
+    for (const upstream of props.upstreams ?? []) this.addUpstream(upstream);
+    this.render();
+  }
+
+  /** The upstreams in config order (a copy). */
+  get upstreams(): ConsumerUpstream[] {
+    return [...this.upstreamList];
+  }
+
+  /**
+   * Adds a provider cluster this gateway may route to. The transport must be explicit (mutual_tls toward
+   * provider gateways); a `tls` CA Secret is projected into the pod.
+   */
+  addUpstream(endpoint: ClusterEndpoint): void {
+    const field = `upstreams[cluster=${endpoint.cluster}]`;
+    const transport = endpoint.transport;
+    if (transport === undefined) {
+      throw new GridSynthError([
+        issueAt(this, `${field}.transport`, `endpoint ${endpoint.address} has no transport`, 'set transport.mode to mutual_tls (provider gateways), tls (verified server TLS) or plaintext (explicitly unencrypted)'),
+      ]);
+    }
+    if (this.upstreamList.some((u) => u.cluster === endpoint.cluster)) {
+      throw new GridSynthError([
+        issueAt(this, field, `cluster ${endpoint.cluster} is declared twice`, 'declare each candidate cluster once; two providers that share a cluster need distinct routingClusterRef values'),
+      ]);
+    }
+    if (transport.caSecretRef !== undefined) {
+      const key = transport.caSecretRef.key ?? 'ca.crt';
+      this.workload.projectSecret(transport.caSecretRef.name, [
+        { key, path: upstreamCaPath(transport.caSecretRef.name, key).slice(PRAXIS_DIR.length + 1) },
+      ]);
+    }
+    this.upstreamList.push({ ...endpoint, transport });
+    this.render();
+  }
+
+  /** Always throws: credentials are mounted only on the provider gateway that makes the final call. */
+  mountCredential(credential: CredentialRef): never {
+    throw new GridSynthError([
+      issueAt(
+        this,
+        'credentials',
+        `a consumer gateway never mounts provider credentials (got Secret ${credential.namespace}/${credential.name})`,
+        'declare the credential on the InferenceProvider (spec.auth.secretRef); the provider gateway of its site injects it',
+      ),
+    ]);
+  }
+
+  private render(): void {
+    if (this.workload === undefined) return;
+    this.workload.setConfig(
+      renderConsumerGatewayConfig({
+        listenerPort: this.listenerPort,
+        adminPort: this.adminPort,
+        expectedScope: { network: this.network, gateway: this.name, namespace: this.namespace, localSite: this.site },
+        upstreams: this.upstreamList,
+        reloadDebounceMs: this.reloadDebounceMs,
+        shutdownTimeoutSecs: this.shutdownTimeoutSecs,
+      }),
+    );
+  }
+}

@@ -1,0 +1,119 @@
+import type { GridDeclaration, ProviderDeclaration } from './grid-declaration.ts';
+
+/**
+ * The example grid `npx cdk8s synth` compiles into dist/: network `demo` with two sites.
+ * - east: a combined site (consumer and provider gateway in one cluster) with two simulated providers;
+ * - west: a dedicated provider site with one simulated provider and an external API provider whose bearer
+ *   token is a Secret reference that only west's provider gateway mounts.
+ * east also offers an MCP tool server and signs a SiteInvite; west offers an A2A agent, so every construct runs.
+ * Every potentially routable provider becomes an upstream of east's consumer gateway: east's own through the
+ * in-cluster provider-gateway Service, west's through west's public gateway endpoint, both over mTLS.
+ */
+
+const metricsConfig = {
+  path: '/metrics',
+  timeout: '2s',
+  signalNames: { queueDepth: 'sim_queue_depth', kvCacheUtilization: 'sim_kv_cache_utilization' },
+} as const;
+
+function simProvider(name: string, site: string, models: readonly string[], capacityWeight: number): ProviderDeclaration {
+  return {
+    name,
+    simulated: true,
+    spec: {
+      providerKind: 'self_hosted',
+      backendKind: 'local',
+      models: models.map((model) => ({ name: model, capabilities: ['text_generation'] })),
+      auth: { strategy: 'bearer_token', secretRef: { name: `${name}-credential`, namespace: 'grid-system', key: 'token' } },
+      siteSelector: { matchLabels: { 'grid.praxis.fast/provider-site': site } },
+      healthCheck: { path: '/health', interval: '10s', timeout: '2s' },
+      metricsConfig,
+      capacityWeight,
+    },
+  };
+}
+
+const consumerIdentity = [{ organization: 'agn-demo-consumers' }];
+
+export const exampleGrid: GridDeclaration = {
+  network: {
+    name: 'demo',
+    policy: {
+      routingPolicy: 'geographyFirst',
+      scoringPolicy: { strategy: 'queueDepth' },
+      selectionPolicy: { mode: 'weightedRandom' },
+      placementPolicy: { strategy: 'static' },
+      admissionPolicy: { mode: 'stabilized', missingMetrics: 'existingOnly' },
+      metricsRefreshInterval: '10s',
+      staleCandidateTtlSeconds: 300,
+      swim: { probeInterval: '5s', suspicionTimeout: '30s', gossipNodes: 3 },
+    },
+  },
+  sites: [
+    {
+      name: 'east',
+      region: 'us-east-1',
+      zone: 'us-east-1a',
+      labels: { 'grid.praxis.fast/provider-site': 'east' },
+      seeds: ['gossip.west.grid.example.com:7946'],
+      gossipAddress: 'gossip.east.grid.example.com:7946',
+      gatewayEndpoint: { address: 'gateway.east.grid.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.east.grid.example.com' } },
+      consumerGateway: { replicas: 2 },
+      providerGateway: { trustedPeers: consumerIdentity },
+      providers: [
+        simProvider('east-llm-a', 'east', ['sim-model-v1'], 3),
+        simProvider('east-llm-b', 'east', ['sim-model-v1', 'sim-model-v2'], 1),
+      ],
+      toolProviders: [
+        {
+          name: 'east-db-tools',
+          spec: {
+            protocol: 'mcp',
+            endpoint: 'http://db-tools.tools.svc.cluster.local:8080',
+            tools: [{ name: 'database-query', description: 'Query the database' }],
+            auth: { strategy: 'bearer_token', secretRef: { name: 'db-tools-credential', namespace: 'grid-system', key: 'token' } },
+            accessPolicy: { siteSelector: { matchLabels: { 'grid.praxis.fast/provider-site': 'east' } } },
+          },
+        },
+      ],
+      // east signs the invitation for a third site that has not joined yet.
+      invites: [{ name: 'north', spec: { siteName: 'north', jurisdictions: ['us'], lifetime: '24h' } }],
+    },
+    {
+      name: 'west',
+      region: 'us-west-2',
+      zone: 'us-west-2b',
+      labels: { 'grid.praxis.fast/provider-site': 'west' },
+      seeds: ['gossip.east.grid.example.com:7946'],
+      gossipAddress: 'gossip.west.grid.example.com:7946',
+      gatewayEndpoint: { address: 'gateway.west.grid.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.west.grid.example.com' } },
+      providerGateway: { trustedPeers: consumerIdentity },
+      providers: [
+        simProvider('west-llm', 'west', ['sim-model-v1'], 2),
+        {
+          name: 'openai-west',
+          spec: {
+            providerKind: 'open_ai',
+            backendKind: 'api_provider',
+            endpoint: 'https://api.openai.com',
+            models: [{ name: 'gpt-4o-mini', capabilities: ['text_generation'] }],
+            auth: { strategy: 'bearer_token', secretRef: { name: 'openai-credential', namespace: 'grid-system', key: 'token' } },
+            accessPolicy: { siteSelector: { matchLabels: {} } },
+            cost: { perMillionInputTokens: 0.15, perMillionOutputTokens: 0.6 },
+          },
+        },
+      ],
+      agentProviders: [
+        {
+          name: 'west-claims-agent',
+          spec: {
+            protocol: 'a2a',
+            endpoint: 'http://claims-agent.agents.svc.cluster.local:8080',
+            agentCard: { skills: ['claims-processing', 'document-review'], modalities: ['text'] },
+            auth: { strategy: 'mtls_only' },
+          },
+        },
+      ],
+    },
+  ],
+};

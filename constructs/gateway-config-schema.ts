@@ -1,0 +1,47 @@
+import { readFileSync } from 'node:fs';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { GatewayConfig } from '../schemas/generated/gateway-config.ts';
+
+/**
+ * Synth-time check of a rendered gateway config against the one schema the gateway itself loads
+ * (schemas/gateway/gateway-config.schema.json), so a config that would fail at gateway startup fails synth instead.
+ */
+
+let compiled: ValidateFunction | undefined;
+
+function validator(): ValidateFunction {
+  if (compiled === undefined) {
+    const schema = JSON.parse(readFileSync(new URL('../schemas/gateway/gateway-config.schema.json', import.meta.url), 'utf8')) as object;
+    compiled = new Ajv2020({ allErrors: true, strict: false }).compile(schema);
+  }
+  return compiled;
+}
+
+export interface GatewayConfigProblem {
+  /** JSON pointer into the config (`/filter_chains/0/filters/2/clusters/1`). */
+  readonly pointer: string;
+  readonly message: string;
+}
+
+function describe(error: ErrorObject): GatewayConfigProblem {
+  const extra = error.keyword === 'additionalProperties' ? ` (${String((error.params as { additionalProperty?: string }).additionalProperty)})` : '';
+  return { pointer: error.instancePath === '' ? '/' : error.instancePath, message: `${error.message ?? error.keyword}${extra}` };
+}
+
+/** Problems of a config, empty when it is valid. A `oneOf` miss is reported once, not once per branch. */
+export function gatewayConfigProblems(config: GatewayConfig | unknown): GatewayConfigProblem[] {
+  const validate = validator();
+  if (validate(config)) return [];
+  const errors = validate.errors ?? [];
+  const seen = new Set<string>();
+  const problems: GatewayConfigProblem[] = [];
+  for (const error of errors) {
+    const problem = describe(error);
+    const key = `${problem.pointer} ${problem.message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    problems.push(problem);
+  }
+  return problems;
+}

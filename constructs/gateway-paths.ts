@@ -1,0 +1,34 @@
+/**
+ * File locations inside a gateway pod. The rendered config and the pod's mounts are built from these same
+ * constants, so a path in praxis.yaml always names a file the pod really has.
+ */
+
+/** One projected volume holds the config, the TLS files and (provider only) the credentials. */
+export const PRAXIS_DIR = '/etc/praxis';
+export const PRAXIS_CONFIG_KEY = 'praxis.yaml';
+export const PRAXIS_CONFIG_PATH = `${PRAXIS_DIR}/${PRAXIS_CONFIG_KEY}`;
+
+/** The TLS Secret's three keys (seed 000, "TLS Secret Key Contract"). */
+export const TLS_KEYS = ['ca.crt', 'tls.crt', 'tls.key'] as const;
+export const TLS_DIR = `${PRAXIS_DIR}/tls`;
+export const TLS_CA_PATH = `${TLS_DIR}/ca.crt`;
+export const TLS_CERT_PATH = `${TLS_DIR}/tls.crt`;
+export const TLS_KEY_PATH = `${TLS_DIR}/tls.key`;
+
+/** Where an upstream CA Secret (transport mode `tls` with caSecretRef) is projected on a consumer. */
+export function upstreamCaPath(secretName: string, key: string): string {
+  return `${PRAXIS_DIR}/upstream-ca/${secretName}/${key}`;
+}
+
+/** Where a provider credential is projected on the provider gateway (seed 000, "Credential Isolation"). */
+export function credentialPath(secretName: string, key: string): string {
+  return `${PRAXIS_DIR}/credentials/${secretName}/${key}`;
+}
+
+/** The emptyDir overlay-sync writes into and the gateway watches (a directory mount: the `..data` swap works). */
+export const OVERLAY_DIR = '/run/praxis-routing';
+export const OVERLAY_DATA_KEY = 'routing-overlay.json';
+export const OVERLAY_FILE = `${OVERLAY_DIR}/${OVERLAY_DATA_KEY}`;
+
+/** The header the request parser writes the model into and the routing filters read it from. */
+export const MODEL_HEADER = 'x-gateway-model-name';

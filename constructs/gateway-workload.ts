@@ -1,0 +1,154 @@
+import { createHash } from 'node:crypto';
+import { Construct } from 'constructs';
+import { Lazy, Size } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-28';
+import YAML from 'yaml';
+import type { GatewayConfig } from '../schemas/generated/gateway-config.ts';
+import { gatewayConfigProblems } from './gateway-config-schema.ts';
+import { OVERLAY_DIR, PRAXIS_CONFIG_KEY, PRAXIS_CONFIG_PATH, PRAXIS_DIR, TLS_KEYS } from './gateway-paths.ts';
+import { GRID_PREFIX, type GridComponent, workloadLabels } from './labels.ts';
+import { addIssueCheck, issueAt } from './synth-error.ts';
+import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, projectedVolume, tmpVolume } from './workload-defaults.ts';
+
+/** Annotation carrying the config digest, so a config change rolls the pods (listeners and clusters need a restart). */
+export const CONFIG_DIGEST_ANNOTATION = `${GRID_PREFIX}config-sha256`;
+
+export interface GatewayWorkloadProps {
+  readonly component: Extract<GridComponent, 'consumer-gateway' | 'provider-gateway'>;
+  readonly name: string;
+  readonly namespace: string;
+  readonly labels: Record<string, string>;
+  readonly image: string;
+  readonly replicas: number;
+  readonly listenerPort: number;
+  readonly adminPort: number;
+  readonly tlsSecretName: string;
+  readonly resources: kplus.ContainerResources;
+  readonly serviceType: kplus.ServiceType;
+  /** The pod's ServiceAccount (the consumer's is overlay-sync's); absent means the namespace default, no token. */
+  readonly serviceAccount?: kplus.IServiceAccount;
+  /** Whether the gateway reads a routing overlay (consumer role): adds the shared overlay emptyDir. */
+  readonly readsOverlay: boolean;
+}
+
+/**
+ * The Deployment, Service and config ConfigMap shared by both gateway roles. Config, TLS files and (provider
+ * only) credentials are one projected volume at /etc/praxis; the config is rendered lazily from the owning
+ * construct's model, validated against the gateway-config schema at synth, and its digest rolls the pods.
+ */
+export class GatewayWorkload extends Construct {
+  readonly deployment: kplus.Deployment;
+  readonly service: kplus.Service;
+  readonly configMap: kplus.k8s.KubeConfigMap;
+  readonly configMapName: string;
+  readonly gatewayContainer: kplus.Container;
+  /** The emptyDir overlay-sync writes and the gateway watches; only on a gateway that reads an overlay. */
+  readonly overlayVolume: kplus.Volume | undefined;
+  readonly tmp: kplus.Volume;
+  /** The sources of the /etc/praxis projected volume; Secrets added here appear in the pod at synth. */
+  private readonly praxisSources: kplus.k8s.VolumeProjection[];
+  private config: GatewayConfig | undefined;
+
+  constructor(scope: Construct, id: string, props: GatewayWorkloadProps) {
+    super(scope, id);
+    this.configMapName = `${props.name}-config`;
+    const selectorLabels = workloadLabels(props.component, props.name);
+    const labels = { ...props.labels, ...selectorLabels };
+
+    this.configMap = new kplus.k8s.KubeConfigMap(this, 'Config', {
+      metadata: { name: this.configMapName, namespace: props.namespace, labels },
+      data: Lazy.any({ produce: () => ({ [PRAXIS_CONFIG_KEY]: this.renderYaml() }) }),
+    });
+
+    this.praxisSources = [
+      { configMap: { name: this.configMapName, items: [{ key: PRAXIS_CONFIG_KEY, path: PRAXIS_CONFIG_KEY }] } },
+      { secret: { name: props.tlsSecretName, items: TLS_KEYS.map((key) => ({ key, path: `tls/${key}` })) } },
+    ];
+    // 0440 + fsGroup: readable by the gateway's group only; key files are never world-readable.
+    const praxis = projectedVolume(this, 'Praxis', 'praxis', { defaultMode: 0o440, sources: this.praxisSources });
+    this.overlayVolume = props.readsOverlay ? kplus.Volume.fromEmptyDir(this, 'Overlay', 'routing-overlay', { sizeLimit: Size.mebibytes(16) }) : undefined;
+    this.tmp = tmpVolume(this);
+
+    this.deployment = new kplus.Deployment(this, 'Deployment', {
+      metadata: { name: props.name, namespace: props.namespace, labels },
+      replicas: props.replicas,
+      // Explicit selector labels instead of cdk8s-plus' generated address label: Services and NetworkPolicies
+      // of other constructs select these pods by name.
+      select: false,
+      serviceAccount: props.serviceAccount,
+      automountServiceAccountToken: false,
+      securityContext: POD_SECURITY,
+      podMetadata: { labels },
+    });
+    this.deployment.select(kplus.LabelSelector.of({ labels: selectorLabels }));
+
+    this.gatewayContainer = this.deployment.addContainer({
+      name: 'gateway',
+      image: props.image,
+      command: daemonCommand('gateway', ['--config', PRAXIS_CONFIG_PATH]),
+      // The image tag is pinned, so a node's cached copy is the same image.
+      imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
+      ports: [
+        { number: props.listenerPort, name: 'listener' },
+        { number: props.adminPort, name: 'admin' },
+      ],
+      securityContext: CONTAINER_SECURITY,
+      resources: props.resources,
+      liveness: kplus.Probe.fromHttpGet('/livez', { port: props.adminPort }),
+      readiness: kplus.Probe.fromHttpGet('/readyz', { port: props.adminPort }),
+      volumeMounts: [
+        { path: PRAXIS_DIR, volume: praxis, readOnly: true },
+        ...(this.overlayVolume === undefined ? [] : [{ path: OVERLAY_DIR, volume: this.overlayVolume, readOnly: true }]),
+        { path: '/tmp', volume: this.tmp },
+      ],
+    });
+
+    this.service = new kplus.Service(this, 'Service', {
+      metadata: { name: props.name, namespace: props.namespace, labels },
+      type: props.serviceType,
+      selector: kplus.Pods.select(this, 'Pods', { labels: selectorLabels }),
+      ports: [{ name: 'listener', port: props.listenerPort, targetPort: props.listenerPort }],
+    });
+
+    addIssueCheck(this, () => {
+      if (this.config === undefined) return [issueAt(this, 'config', 'no gateway config was rendered', 'this is a bug in the gateway construct')];
+      return gatewayConfigProblems(this.config).map((problem) =>
+        issueAt(this, `${PRAXIS_CONFIG_KEY}${problem.pointer}`, problem.message, 'declare the missing routes, peers or upstreams of this gateway (see schemas/gateway/gateway-config.schema.json)'),
+      );
+    });
+  }
+
+  /** Replaces the rendered config and stamps its digest on the pod template. */
+  setConfig(config: GatewayConfig): void {
+    this.config = config;
+    const digest = createHash('sha256').update(this.renderYaml()).digest('hex');
+    this.deployment.podMetadata.addAnnotation(CONFIG_DIGEST_ANNOTATION, digest);
+  }
+
+  /** The current config (a copy), for assertions and for the stack's cross-checks. */
+  get currentConfig(): GatewayConfig | undefined {
+    return this.config === undefined ? undefined : structuredClone(this.config);
+  }
+
+  /** Projects keys of a Secret of the gateway's namespace under /etc/praxis (paths relative to it). */
+  projectSecret(secretName: string, items: readonly { readonly key: string; readonly path: string }[]): void {
+    const existing = this.praxisSources.find((source) => source.secret?.name === secretName);
+    if (existing?.secret !== undefined) {
+      const known = new Set((existing.secret.items ?? []).map((item) => item.path));
+      const merged = [...(existing.secret.items ?? []), ...items.filter((item) => !known.has(item.path))];
+      const index = this.praxisSources.indexOf(existing);
+      this.praxisSources[index] = { secret: { name: secretName, items: merged } };
+      return;
+    }
+    this.praxisSources.push({ secret: { name: secretName, items: items.map((item) => ({ key: item.key, path: item.path })) } });
+  }
+
+  /** The Secret names projected into the pod (TLS first, then in the order added). */
+  get projectedSecretNames(): string[] {
+    return this.praxisSources.flatMap((source) => (source.secret?.name === undefined ? [] : [source.secret.name]));
+  }
+
+  private renderYaml(): string {
+    return YAML.stringify(this.config ?? {}, { lineWidth: 0 });
+  }
+}

@@ -1,0 +1,178 @@
+import { Construct } from 'constructs';
+import * as kplus from 'cdk8s-plus-28';
+import { DEFAULT_IMAGE, workloadLabels } from './labels.ts';
+import { grantClusterWide, grantNamespaced } from './rbac.ts';
+import { GridSynthError, issueAt } from './synth-error.ts';
+import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, resources, tmpVolume } from './workload-defaults.ts';
+
+/** A Secret the operator reads by name (the swim key, site certificate, CA, provider credentials). */
+export interface SecretName {
+  readonly name: string;
+  readonly namespace: string;
+}
+
+export interface GossipOperatorProps {
+  /** Namespace of the operator and of the gateways whose overlays it applies. */
+  readonly namespace: string;
+  readonly network: string;
+  /** This site's name: its SWIM identity and the `local_site` of the overlays it renders. */
+  readonly site: string;
+  /**
+   * Emit the Namespace object (with the `restricted` Pod Security level every AGN pod meets).
+   * @default true - the operator's namespace is the site's namespace
+   */
+  readonly createNamespace?: boolean;
+  /** @default 'gossip-operator' */
+  readonly name?: string;
+  /** @default DEFAULT_IMAGE - one image carries every daemon */
+  readonly image?: string;
+  /**
+   * @default 1 - one SWIM member per site; a second replica would only wait on the Lease
+   */
+  readonly replicas?: number;
+  /** @default 7946 - SWIM over UDP, push-pull over TCP (SPEC §5) */
+  readonly gossipPort?: number;
+  /** @default 9090 - the operator's admin listener: /livez, /readyz and /metrics (GRID_ADMIN_ADDRESS) */
+  readonly adminPort?: number;
+  /**
+   * This site's data-plane address announced to peers (GRID_GATEWAY_ADDRESS, seed 001).
+   * @default - none; peers then keep this site Discovered (GatewayAddressMissing)
+   */
+  readonly gatewayAddress?: string;
+  /**
+   * The address other sites reach this operator's gossip port at (GRID_GOSSIP_ADVERTISE), when it differs from
+   * the pod address (behind a LoadBalancer or NAT).
+   * @default - the operator advertises its bind address
+   */
+  readonly gossipAdvertiseAddress?: string;
+  /** The overlay ConfigMaps this operator applies (names in its namespace); the Role is scoped to them. */
+  readonly overlayConfigMaps: readonly string[];
+  /** Secrets the site's resources reference; the Role can get exactly these. */
+  readonly referencedSecrets: readonly SecretName[];
+  /** @default '<name>-leader' - the Lease leader election renews; the Role can update only this one */
+  readonly leaseName?: string;
+  /**
+   * @default ClusterIP - peers must reach the gossip port: expose it (LoadBalancer/NodePort) and list that address in other sites' seeds
+   */
+  readonly serviceType?: kplus.ServiceType;
+  /** @default 100m/128Mi requested, 1 CPU/512Mi limit - the routing core renders overlays for up to 1024 candidates */
+  readonly resources?: kplus.ContainerResources;
+  /** Extra labels for every object this construct emits. @default - none (the workload labels only) */
+  readonly labels?: Record<string, string>;
+}
+
+/**
+ * The per-site control plane (SPEC §5): namespace, ServiceAccount, least-privilege RBAC from the permission
+ * table, a Deployment that mounts its token (it is an API client), and the gossip/metrics Service.
+ */
+export class GossipOperator extends Construct {
+  readonly name: string;
+  readonly namespace: string;
+  readonly image: string;
+  readonly replicas: number;
+  readonly gossipPort: number;
+  readonly adminPort: number;
+  readonly leaseName: string;
+  readonly selectorLabels: Record<string, string>;
+  readonly serviceAccount: kplus.ServiceAccount;
+  readonly deployment: kplus.Deployment;
+  readonly service: kplus.Service;
+
+  constructor(scope: Construct, id: string, props: GossipOperatorProps) {
+    super(scope, id);
+    this.name = props.name ?? 'gossip-operator';
+    this.namespace = props.namespace;
+    this.image = props.image ?? DEFAULT_IMAGE;
+    this.replicas = props.replicas ?? 1;
+    this.gossipPort = props.gossipPort ?? 7946;
+    this.adminPort = props.adminPort ?? 9090;
+    this.leaseName = props.leaseName ?? `${this.name}-leader`;
+    this.selectorLabels = workloadLabels('gossip-operator', this.name);
+    const labels = { ...(props.labels ?? {}), ...this.selectorLabels };
+
+    const foreign = props.referencedSecrets.find((secret) => secret.namespace !== this.namespace);
+    if (foreign !== undefined) {
+      throw new GridSynthError([
+        issueAt(this, 'referencedSecrets', `Secret ${foreign.namespace}/${foreign.name} is outside the operator namespace ${this.namespace}`, `create the Secret in ${this.namespace} and reference it there, so the operator's Role stays one namespace wide`),
+      ]);
+    }
+
+    if (props.createNamespace ?? true) {
+      new kplus.Namespace(this, 'Namespace', {
+        metadata: {
+          name: this.namespace,
+          labels: { ...(props.labels ?? {}), 'pod-security.kubernetes.io/enforce': 'restricted' },
+        },
+      });
+    }
+
+    this.serviceAccount = new kplus.ServiceAccount(this, 'ServiceAccount', {
+      metadata: { name: this.name, namespace: this.namespace, labels },
+      automountToken: false,
+    });
+    const grant = { daemon: 'gossip-operator' as const, name: this.name, serviceAccountName: this.name, serviceAccountNamespace: this.namespace, labels };
+    grantClusterWide(this, 'Grid', { ...grant, names: {} });
+    grantNamespaced(this, 'Site', {
+      ...grant,
+      namespace: this.namespace,
+      names: {
+        overlayConfigMaps: props.overlayConfigMaps,
+        referencedSecrets: props.referencedSecrets.map((secret) => secret.name),
+        leaderLease: [this.leaseName],
+      },
+    });
+
+    this.deployment = new kplus.Deployment(this, 'Deployment', {
+      metadata: { name: this.name, namespace: this.namespace, labels },
+      replicas: this.replicas,
+      select: false,
+      serviceAccount: this.serviceAccount,
+      // The operator is an API client: it is the one pod whose only container gets the token.
+      automountServiceAccountToken: true,
+      securityContext: POD_SECURITY,
+      podMetadata: { labels },
+      // A standby must not start a second SWIM member while the old one still answers probes.
+      strategy: kplus.DeploymentStrategy.recreate(),
+    });
+    this.deployment.select(kplus.LabelSelector.of({ labels: this.selectorLabels }));
+    // The operator's own settings (daemons/gossip-operator/config.ts). The SWIM key is never an env literal
+    // (GRID_SWIM_ENCRYPT_KEY stays unset): the operator reads GridNetwork spec.tls.swimKeySecretRef by name.
+    const env: Record<string, kplus.EnvValue> = {
+      GRID_SITE_NAME: kplus.EnvValue.fromValue(props.site),
+      GRID_OPERATOR_NAMESPACE: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_NAMESPACE),
+      GRID_GOSSIP_BIND: kplus.EnvValue.fromValue(`0.0.0.0:${this.gossipPort}`),
+      GRID_ADMIN_ADDRESS: kplus.EnvValue.fromValue(`0.0.0.0:${this.adminPort}`),
+    };
+    if (props.gossipAdvertiseAddress !== undefined) env['GRID_GOSSIP_ADVERTISE'] = kplus.EnvValue.fromValue(props.gossipAdvertiseAddress);
+    if (props.gatewayAddress !== undefined) env['GRID_GATEWAY_ADDRESS'] = kplus.EnvValue.fromValue(props.gatewayAddress);
+    const tmp = tmpVolume(this);
+    this.deployment.addContainer({
+      name: 'gossip-operator',
+      image: this.image,
+      imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
+      command: daemonCommand('gossip-operator'),
+      envVariables: env,
+      ports: [
+        { number: this.gossipPort, name: 'gossip-udp', protocol: kplus.Protocol.UDP },
+        { number: this.gossipPort, name: 'gossip-tcp', protocol: kplus.Protocol.TCP },
+        { number: this.adminPort, name: 'admin' },
+      ],
+      securityContext: CONTAINER_SECURITY,
+      resources: props.resources ?? resources(100, 128, 1000, 512),
+      liveness: kplus.Probe.fromHttpGet('/livez', { port: this.adminPort }),
+      readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.adminPort }),
+      volumeMounts: [{ path: '/tmp', volume: tmp }],
+    });
+
+    this.service = new kplus.Service(this, 'Service', {
+      metadata: { name: this.name, namespace: this.namespace, labels },
+      type: props.serviceType ?? kplus.ServiceType.CLUSTER_IP,
+      selector: kplus.Pods.select(this, 'Pods', { labels: this.selectorLabels }),
+      ports: [
+        { name: 'gossip-udp', port: this.gossipPort, targetPort: this.gossipPort, protocol: kplus.Protocol.UDP },
+        { name: 'gossip-tcp', port: this.gossipPort, targetPort: this.gossipPort, protocol: kplus.Protocol.TCP },
+        { name: 'metrics', port: this.adminPort, targetPort: this.adminPort },
+      ],
+    });
+  }
+}

@@ -1,0 +1,112 @@
+import type { GridNetworkSpec } from '../schemas/generated/gridnetworks.ts';
+import type { GridSiteSpec } from '../schemas/generated/gridsites.ts';
+import type { InferenceProviderSpec } from '../schemas/generated/inferenceproviders.ts';
+import type { AgentToolProviderSpec } from '../schemas/generated/agenttoolproviders.ts';
+import type { AgentToAgentProviderSpec } from '../schemas/generated/agenttoagentproviders.ts';
+import type { SiteInviteSpec } from '../schemas/generated/siteinvites.ts';
+import type { ConsumerGatewayProps } from './consumer-gateway.ts';
+import type { ProviderGatewayProps } from './provider-gateway.ts';
+
+/**
+ * The user-facing declaration of a grid: what a site runs, which providers it offers, which gateways it has.
+ * Every resource field is typed from the generated schema types or the construct props; this module only adds
+ * the grouping (which site owns what) and the few choices that exist only at compile time (simulated backends).
+ */
+
+/** Grid-wide routing policy: identical on every site, so it is declared once. */
+export type NetworkPolicyDeclaration = Omit<GridNetworkSpec, 'gridId' | 'seeds' | 'consumerGateways' | 'gatewayRefs' | 'region' | 'zone' | 'tls'>;
+
+export interface NetworkDeclaration {
+  /** GridNetwork name (the network of every overlay, record and label). */
+  readonly name: string;
+  /** @default - every policy at its CRD default */
+  readonly policy?: NetworkPolicyDeclaration;
+}
+
+/** Options of a simulated backend (the sim daemon) standing in for a provider in demos. */
+export interface SimulatedBackendDeclaration {
+  /** @default 0 */
+  readonly latencyMs?: number;
+  /** @default 1 */
+  readonly replicas?: number;
+}
+
+export interface ProviderDeclaration {
+  /** InferenceProvider name; also its candidate cluster unless spec.routingClusterRef is set. */
+  readonly name: string;
+  /**
+   * The InferenceProvider spec. `gridNetworkRef` is filled in from the network; `endpoint` is filled in for a
+   * simulated provider.
+   */
+  readonly spec: Omit<InferenceProviderSpec, 'gridNetworkRef' | 'endpoint'> & { readonly endpoint?: string };
+  /**
+   * Run the sim daemon as this provider's backend (demos); spec.endpoint then points at it.
+   * @default - no simulated backend; spec.endpoint names a real one
+   */
+  readonly simulated?: SimulatedBackendDeclaration | true;
+  /**
+   * Labels of existing in-cluster backend pods, to isolate them with a NetworkPolicy. Simulated backends are
+   * isolated automatically; external APIs have no pods to isolate.
+   * @default - none
+   */
+  readonly backendPodLabels?: Record<string, string>;
+}
+
+/** The names of the Secrets a site's control plane uses (all in the site namespace; never their contents). */
+export interface SiteSecretsDeclaration {
+  /** @default 'grid-ca' - CA bundle that signs site and gateway certificates */
+  readonly ca?: string;
+  /** @default 'grid-site-cert' - this site's mTLS identity */
+  readonly siteCertificate?: string;
+  /** @default 'swim-key' - 32-byte AES-256-GCM key of the gossip layer, key `key` */
+  readonly swimKey?: string;
+}
+
+export interface SiteDeclaration {
+  /** Site name: the SWIM identity, the overlays' `local_site`, the candidates' `site`. */
+  readonly name: string;
+  /** @default 'grid-system' */
+  readonly namespace?: string;
+  /** Geography, for locality tiers (same_zone, same_region, cross_region). */
+  readonly region?: GridSiteSpec['region'];
+  readonly zone?: GridSiteSpec['zone'];
+  readonly sovereigntyZone?: GridSiteSpec['sovereigntyZone'];
+  /** GridSite labels; providers' siteSelector/accessPolicy match on them. @default - none */
+  readonly labels?: Record<string, string>;
+  /** SWIM seeds (other sites' gossip addresses). @default - none (a lone site is a healthy single-member mesh) */
+  readonly seeds?: GridNetworkSpec['seeds'];
+  /**
+   * The host:port other sites reach this site's gossip port at (what their seeds list).
+   * @default - the operator advertises its bind address (enough inside one flat network)
+   */
+  readonly gossipAddress?: string;
+  /**
+   * The address other sites reach this site's provider gateway at, with its TLS mode. Required when the site
+   * offers providers to a grid that has consumers elsewhere.
+   * @default - not reachable from other sites
+   */
+  readonly gatewayEndpoint?: GridSiteSpec['gatewayEndpoint'];
+  /** Certificate pin(s) other sites verify this site's gateway against. @default - none */
+  readonly trust?: GridSiteSpec['trust'];
+  /** @default - the names documented on SiteSecretsDeclaration */
+  readonly secrets?: SiteSecretsDeclaration;
+  /** A consumer gateway for this site's workloads. @default - none */
+  readonly consumerGateway?: Omit<ConsumerGatewayProps, 'namespace' | 'network' | 'site' | 'upstreams' | 'image'>;
+  /** The provider gateway in front of this site's providers; required when the site has providers. @default - none */
+  readonly providerGateway?: Omit<ProviderGatewayProps, 'namespace' | 'site' | 'routes' | 'backends' | 'image'>;
+  /** @default - none */
+  readonly providers?: readonly ProviderDeclaration[];
+  /** MCP tool servers this site offers (AgentToolProvider; gridNetworkRef is filled in). @default - none */
+  readonly toolProviders?: readonly { readonly name: string; readonly spec: Omit<AgentToolProviderSpec, 'gridNetworkRef'> }[];
+  /** A2A agents this site offers (AgentToAgentProvider; gridNetworkRef is filled in). @default - none */
+  readonly agentProviders?: readonly { readonly name: string; readonly spec: Omit<AgentToAgentProviderSpec, 'gridNetworkRef'> }[];
+  /** Invitations this site signs for sites that will join (SiteInvite). @default - none */
+  readonly invites?: readonly { readonly name: string; readonly spec: SiteInviteSpec }[];
+}
+
+export interface GridDeclaration {
+  readonly network: NetworkDeclaration;
+  readonly sites: readonly SiteDeclaration[];
+  /** @default DEFAULT_IMAGE */
+  readonly image?: string;
+}

@@ -1,0 +1,313 @@
+import { Construct } from 'constructs';
+import { Chart } from 'cdk8s';
+import { overlayConfigMapName } from '../schemas/overlay/configmap-name.ts';
+import type { ClusterEndpoint, GridNetworkSpec } from '../schemas/generated/gridnetworks.ts';
+import type { GridSiteSpec } from '../schemas/generated/gridsites.ts';
+import type { InferenceProviderSpec } from '../schemas/generated/inferenceproviders.ts';
+import { BackendNetworkPolicy } from './backend-network-policy.ts';
+import { candidateCluster, candidateIssues, providerCandidates, providerCredential, siteNamespace } from './candidates.ts';
+import { ConsumerGateway } from './consumer-gateway.ts';
+import { GossipOperator, type SecretName } from './gossip-operator.ts';
+import type { NetworkDeclaration, ProviderDeclaration, SiteDeclaration } from './grid-declaration.ts';
+import { GridNetwork } from './grid-network.ts';
+import { GridSite } from './grid-site.ts';
+import { InferenceProvider } from './inference-provider.ts';
+import { AgentToolProvider } from './agent-tool-provider.ts';
+import { AgentToAgentProvider } from './agent-to-agent-provider.ts';
+import { SiteInvite } from './site-invite.ts';
+import { DEFAULT_IMAGE, LABEL_MANAGED_BY, LABEL_NETWORK, workloadLabels } from './labels.ts';
+import { ProviderGateway } from './provider-gateway.ts';
+import type { BackendCluster } from './provider-gateway-config.ts';
+import { SimBackend, simBackendUrl } from './sim-backend.ts';
+import { throwIfIssues, type SynthIssue } from './synth-error.ts';
+
+export interface GridSiteStackProps {
+  readonly network: NetworkDeclaration;
+  readonly site: SiteDeclaration;
+  /**
+   * The other sites of the grid. Their providers become upstreams of this site's consumer gateway (through
+   * their provider gateways), and each gets a GridSite here so its providers are eligible once it is Active.
+   * @default - none (a single-site grid)
+   */
+  readonly peers?: readonly SiteDeclaration[];
+  /** @default DEFAULT_IMAGE - one image carries every daemon */
+  readonly image?: string;
+}
+
+/**
+ * The name of the GridSite the operator matches a remote site's records against (SPEC §2.5,
+ * discovered_site_k8s_name): each part lowercased, non [a-z0-9] replaced by '-', trimmed, joined with '-'.
+ */
+export function peerGridSiteName(network: string, site: string): string {
+  const part = (value: string): string => value.toLowerCase().replace(/[^a-z0-9]/gu, '-').replace(/^-+|-+$/gu, '');
+  return `${part(network)}-${part(site)}`;
+}
+
+/** Copies a value without its undefined properties (they are absent, not null, in a manifest). */
+function compact<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+/** Every Secret a spec references by name (`secretRef`, `*SecretRef`), for the operator's Role. */
+export function referencedSecrets(value: unknown, found: SecretName[] = []): SecretName[] {
+  if (Array.isArray(value)) {
+    for (const item of value) referencedSecrets(item, found);
+  } else if (typeof value === 'object' && value !== null) {
+    for (const [key, child] of Object.entries(value)) {
+      if ((key === 'secretRef' || key.endsWith('SecretRef')) && typeof child === 'object' && child !== null) {
+        const ref = child as { name?: unknown; namespace?: unknown };
+        if (typeof ref.name === 'string' && typeof ref.namespace === 'string') found.push({ name: ref.name, namespace: ref.namespace });
+      } else {
+        referencedSecrets(child, found);
+      }
+    }
+  }
+  return found;
+}
+
+/** host:port, authority and TLS of the backend an endpoint URL names (external APIs use the system trust store). */
+export function backendFromEndpoint(name: string, endpoint: string): BackendCluster {
+  const url = new URL(endpoint);
+  const secure = url.protocol === 'https:';
+  const port = url.port === '' ? (secure ? '443' : '80') : url.port;
+  const host = url.hostname;
+  return secure ? { name, endpoint: `${host}:${port}`, authority: host, tls: { sni: host.replace(/^\[|\]$/gu, '') } } : { name, endpoint: `${host}:${port}` };
+}
+
+/**
+ * Everything one site runs, compiled from one declaration: the operator with its RBAC, the site's GridNetwork,
+ * GridSite(s) and InferenceProviders, the provider gateway with routes keyed by synth-time stable_ids and the
+ * credentials it alone mounts, the consumer gateway with an upstream per potentially routable provider of the
+ * grid, simulated backends and the NetworkPolicies that keep backends private. One chart = one file in dist/.
+ */
+export class GridSiteStack extends Chart {
+  readonly siteName: string;
+  readonly siteNamespace: string;
+  readonly network: string;
+  readonly image: string;
+  readonly operator: GossipOperator;
+  readonly gridNetwork: GridNetwork;
+  readonly gridSite: GridSite;
+  readonly peerSites: readonly GridSite[];
+  readonly inferenceProviders: readonly InferenceProvider[];
+  readonly toolProviders: readonly AgentToolProvider[];
+  readonly agentProviders: readonly AgentToAgentProvider[];
+  readonly invites: readonly SiteInvite[];
+  readonly simBackends: readonly SimBackend[];
+  readonly backendPolicies: readonly BackendNetworkPolicy[];
+  readonly providerGateway: ProviderGateway | undefined;
+  readonly consumerGateway: ConsumerGateway | undefined;
+
+  constructor(scope: Construct, id: string, props: GridSiteStackProps) {
+    super(scope, id, { labels: { [LABEL_MANAGED_BY]: 'agn-constructs' } });
+    const site = props.site;
+    const peers = props.peers ?? [];
+    this.siteName = site.name;
+    this.siteNamespace = siteNamespace(site);
+    this.network = props.network.name;
+    this.image = props.image ?? DEFAULT_IMAGE;
+    throwIfIssues(this.declarationIssues(site, peers));
+
+    const secrets = {
+      ca: site.secrets?.ca ?? 'grid-ca',
+      siteCertificate: site.secrets?.siteCertificate ?? 'grid-site-cert',
+      swimKey: site.secrets?.swimKey ?? 'swim-key',
+    };
+    const ref = (name: string): SecretName => ({ name, namespace: this.siteNamespace });
+    const consumerName = site.consumerGateway === undefined ? undefined : (site.consumerGateway.name ?? 'consumer-gateway');
+
+    const networkSpec: GridNetworkSpec = compact({
+      ...(props.network.policy ?? {}),
+      seeds: site.seeds === undefined ? undefined : [...site.seeds],
+      region: site.region,
+      zone: site.zone,
+      consumerGateways: consumerName === undefined ? undefined : [{ name: consumerName, namespace: this.siteNamespace, siteName: site.name }],
+      tls: { caSecretRef: ref(secrets.ca), siteSecretRef: ref(secrets.siteCertificate), swimKeySecretRef: ref(secrets.swimKey) },
+    });
+    const providerSpecs = (site.providers ?? []).map((provider) => ({ provider, spec: this.providerSpec(provider) }));
+    const toolSpecs = (site.toolProviders ?? []).map((tool) => ({ name: tool.name, spec: compact({ gridNetworkRef: this.network, ...tool.spec }) }));
+    const agentSpecs = (site.agentProviders ?? []).map((agent) => ({ name: agent.name, spec: compact({ gridNetworkRef: this.network, ...agent.spec }) }));
+
+    this.operator = new GossipOperator(this, 'gossip-operator', {
+      namespace: this.siteNamespace,
+      network: this.network,
+      site: site.name,
+      image: this.image,
+      gatewayAddress: site.gatewayEndpoint?.address,
+      gossipAdvertiseAddress: site.gossipAddress,
+      overlayConfigMaps: consumerName === undefined ? [] : [overlayConfigMapName(this.network, consumerName)],
+      referencedSecrets: referencedSecrets([networkSpec, ...[...providerSpecs, ...toolSpecs, ...agentSpecs].map((p) => p.spec)]),
+    });
+
+    this.gridNetwork = new GridNetwork(this, 'network', { name: this.network, spec: networkSpec });
+    this.gridSite = new GridSite(this, 'site', {
+      name: site.name,
+      labels: { [LABEL_NETWORK]: this.network, ...(site.labels ?? {}) },
+      spec: this.gridSiteSpec(site),
+    });
+    const peerScope = new Construct(this, 'peers');
+    this.peerSites = peers.map(
+      (peer) =>
+        new GridSite(peerScope, peer.name, {
+          name: peerGridSiteName(this.network, peer.name),
+          labels: { [LABEL_NETWORK]: this.network, ...(peer.labels ?? {}) },
+          spec: this.gridSiteSpec(peer),
+        }),
+    );
+
+    const providerScope = new Construct(this, 'providers');
+    const backendScope = new Construct(this, 'backends');
+    const simBackends: SimBackend[] = [];
+    const policies: BackendNetworkPolicy[] = [];
+    const providerGatewayName = site.providerGateway?.name ?? 'provider-gateway';
+    this.inferenceProviders = providerSpecs.map(({ provider, spec }) => {
+      // The resource first: its schema check reports a missing or malformed endpoint before anything parses it.
+      const resource = new InferenceProvider(providerScope, provider.name, { name: provider.name, spec });
+      const sim = this.simBackendFor(backendScope, provider, simBackends);
+      const podLabels = sim?.selectorLabels ?? provider.backendPodLabels;
+      if (podLabels !== undefined) {
+        const backend = backendFromEndpoint(provider.name, spec.endpoint);
+        policies.push(
+          new BackendNetworkPolicy(backendScope, `${provider.name}-policy`, {
+            namespace: this.siteNamespace,
+            name: `backend-${provider.name}`,
+            backendLabels: podLabels,
+            port: Number(backend.endpoint.slice(backend.endpoint.lastIndexOf(':') + 1)),
+            providerGatewayLabels: workloadLabels('provider-gateway', providerGatewayName),
+            operatorLabels: this.operator.selectorLabels,
+          }),
+        );
+      }
+      return resource;
+    });
+    this.simBackends = simBackends;
+    this.backendPolicies = policies;
+    const toolScope = new Construct(this, 'tools');
+    this.toolProviders = toolSpecs.map(({ name, spec }) => new AgentToolProvider(toolScope, name, { name, spec }));
+    const agentScope = new Construct(this, 'agents');
+    this.agentProviders = agentSpecs.map(({ name, spec }) => new AgentToAgentProvider(agentScope, name, { name, spec }));
+    const inviteScope = new Construct(this, 'invites');
+    this.invites = (site.invites ?? []).map((invite) => new SiteInvite(inviteScope, invite.name, { name: invite.name, spec: compact(invite.spec) }));
+
+    this.providerGateway = site.providerGateway === undefined ? undefined : this.buildProviderGateway(site, providerSpecs);
+    this.consumerGateway = site.consumerGateway === undefined ? undefined : this.buildConsumerGateway(site, peers);
+  }
+
+  private declarationIssues(site: SiteDeclaration, peers: readonly SiteDeclaration[]): SynthIssue[] {
+    const issues: SynthIssue[] = [];
+    const path = this.node.path;
+    if ((site.providers ?? []).length > 0 && site.providerGateway === undefined) {
+      issues.push({
+        path,
+        field: 'providerGateway',
+        problem: `site ${site.name} declares providers but no provider gateway to front them`,
+        fix: 'add providerGateway with the trustedPeers (consumer identities) allowed to call them',
+      });
+    }
+    for (const each of [site, ...peers]) {
+      const endpoint = each.gatewayEndpoint;
+      const needed = site.consumerGateway !== undefined && each !== site && (each.providers ?? []).length > 0;
+      if (endpoint === undefined) {
+        if (needed) {
+          issues.push({
+            path: each.name,
+            field: 'gatewayEndpoint',
+            problem: `site ${each.name} offers providers but declares no gatewayEndpoint, so the consumer gateway of ${site.name} cannot reach them`,
+            fix: 'set gatewayEndpoint { address: host:port of its provider gateway, tls: { mode: Mutual, serverName } }',
+          });
+        }
+      } else if (endpoint.tls?.mode === undefined) {
+        issues.push({
+          path: each.name,
+          field: 'gatewayEndpoint.tls.mode',
+          problem: `endpoint ${endpoint.address} has no transport`,
+          fix: 'set gatewayEndpoint.tls.mode to Mutual (with serverName) for a provider gateway, or Plaintext for a local test endpoint',
+        });
+      }
+    }
+    issues.push(...candidateIssues([site, ...peers], (owner, provider) => `${owner.name}/providers/${provider.name}`));
+    return issues;
+  }
+
+  private providerSpec(provider: ProviderDeclaration): InferenceProviderSpec {
+    const endpoint = provider.simulated === undefined ? provider.spec.endpoint : (provider.spec.endpoint ?? simBackendUrl(provider.name, this.siteNamespace));
+    return compact({ gridNetworkRef: this.network, ...provider.spec, endpoint } as InferenceProviderSpec);
+  }
+
+  private gridSiteSpec(site: SiteDeclaration): GridSiteSpec {
+    return compact({
+      gridNetworkRef: this.network,
+      gatewayEndpoint: site.gatewayEndpoint,
+      trust: site.trust,
+      region: site.region,
+      zone: site.zone,
+      sovereigntyZone: site.sovereigntyZone,
+    });
+  }
+
+  private simBackendFor(scope: Construct, provider: ProviderDeclaration, created: SimBackend[]): SimBackend | undefined {
+    if (provider.simulated === undefined) return undefined;
+    const options = provider.simulated === true ? {} : provider.simulated;
+    const credential = providerCredential(provider);
+    const sim = new SimBackend(scope, provider.name, {
+      namespace: this.siteNamespace,
+      provider: provider.name,
+      models: (provider.spec.models ?? []).map((model) => model.name),
+      // A simulated backend always checks a bearer token; without a declared credential it cannot start.
+      credential: credential === undefined ? { name: `${provider.name}-credential`, key: 'token' } : { name: credential.name, key: credential.key },
+      image: this.image,
+      latencyMs: options.latencyMs,
+      replicas: options.replicas,
+    });
+    created.push(sim);
+    return sim;
+  }
+
+  private buildProviderGateway(site: SiteDeclaration, providers: readonly { provider: ProviderDeclaration; spec: InferenceProviderSpec }[]): ProviderGateway {
+    const declared = site.providerGateway;
+    if (declared === undefined) throw new Error('buildProviderGateway without a declaration');
+    const gateway = new ProviderGateway(this, 'provider-gateway', { ...declared, namespace: this.siteNamespace, site: site.name, image: this.image });
+    for (const { provider, spec } of providers) {
+      const backend = backendFromEndpoint(`backend-${provider.name}`, spec.endpoint);
+      gateway.addBackend(backend);
+      const credential = providerCredential(provider);
+      for (const candidate of providerCandidates(site, provider)) {
+        gateway.addRoute({ candidateId: candidate.stableId, model: candidate.model, backendCluster: backend.name, ...(credential === undefined ? {} : { credential }) });
+      }
+    }
+    return gateway;
+  }
+
+  private buildConsumerGateway(site: SiteDeclaration, peers: readonly SiteDeclaration[]): ConsumerGateway {
+    const declared = site.consumerGateway;
+    if (declared === undefined) throw new Error('buildConsumerGateway without a declaration');
+    const upstreams: ClusterEndpoint[] = [];
+    const seen = new Set<string>();
+    for (const owner of [site, ...peers]) {
+      const address = this.providerGatewayAddress(site, owner);
+      for (const provider of owner.providers ?? []) {
+        const cluster = candidateCluster(provider);
+        if (seen.has(cluster) || address === undefined) continue;
+        seen.add(cluster);
+        upstreams.push({ cluster, address: address.address, transport: address.transport });
+      }
+    }
+    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.image, upstreams });
+  }
+
+  /** Where this site's consumer reaches `owner`'s provider gateway: the in-cluster Service locally, else its gatewayEndpoint. */
+  private providerGatewayAddress(site: SiteDeclaration, owner: SiteDeclaration): Pick<ClusterEndpoint, 'address'> & { transport: NonNullable<ClusterEndpoint['transport']> } | undefined {
+    const serverName = owner.gatewayEndpoint?.tls?.serverName;
+    if (owner === site) {
+      const name = site.providerGateway?.name ?? 'provider-gateway';
+      const port = site.providerGateway?.listenerPort ?? 8443;
+      const host = `${name}.${this.siteNamespace}.svc.cluster.local`;
+      return { address: `${host}:${port}`, transport: { mode: 'mutual_tls', sni: serverName ?? host } };
+    }
+    const endpoint = owner.gatewayEndpoint;
+    if (endpoint === undefined) return undefined;
+    return endpoint.tls?.mode === 'Plaintext'
+      ? { address: endpoint.address, transport: { mode: 'plaintext' } }
+      : { address: endpoint.address, transport: { mode: 'mutual_tls', ...(serverName === undefined ? {} : { sni: serverName }) } };
+  }
+}

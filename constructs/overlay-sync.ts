@@ -1,0 +1,142 @@
+import { Construct } from 'constructs';
+import * as kplus from 'cdk8s-plus-28';
+import { overlayConfigMapName } from '../schemas/overlay/configmap-name.ts';
+import { DEFAULT_IMAGE } from './labels.ts';
+import { OVERLAY_DATA_KEY, OVERLAY_DIR, OVERLAY_FILE } from './gateway-paths.ts';
+import { grantNamespaced } from './rbac.ts';
+import { CONTAINER_SECURITY, SERVICE_ACCOUNT_MOUNT_PATH, daemonCommand, resources, serviceAccountTokenVolume } from './workload-defaults.ts';
+
+export interface OverlaySyncProps {
+  /** The gateway's namespace; the overlay ConfigMap, the ServiceAccount and the Role live there. */
+  readonly namespace: string;
+  /** GridNetwork name; part of the ConfigMap name and of the expected scope. */
+  readonly network: string;
+  /** The gateway name the operator renders the overlay for (GridNetwork consumerGateways[].name). */
+  readonly gateway: string;
+  /** The site the overlay must be rendered for (expected `local_site`). */
+  readonly localSite: string;
+  /** Labels for the ServiceAccount and RBAC objects. @default - none */
+  readonly labels?: Record<string, string>;
+  /**
+   * The project image.
+   * @default DEFAULT_IMAGE - one image carries every daemon
+   */
+  readonly image?: string;
+  /**
+   * Port of /livez, /readyz, /status and /metrics.
+   * @default 9091 - SPEC §4 default (OVERLAY_SYNC_HEALTH_ADDR 0.0.0.0:9091)
+   */
+  readonly healthPort?: number;
+  /**
+   * Largest overlay accepted, in bytes.
+   * @default 1048576 - SPEC §2.4 limit for overlay-sync (1 MiB; the gateway allows 2 MiB)
+   */
+  readonly maxBytes?: number;
+  /**
+   * Requests and limits of the sidecar (the init container uses the same).
+   * @default 20m/32Mi requested, 200m/128Mi limit - it holds one ConfigMap watch
+   */
+  readonly resources?: kplus.ContainerResources;
+}
+
+/**
+ * The overlay-sync daemon of one gateway (SPEC §4): its own ServiceAccount, a Role that can only
+ * get/list/watch the gateway's one overlay ConfigMap (resourceNames), and the init container + sidecar that
+ * copy that ConfigMap into a shared emptyDir the gateway watches. Only these containers mount a token.
+ */
+export class OverlaySync extends Construct {
+  readonly configMapName: string;
+  readonly namespace: string;
+  readonly network: string;
+  readonly gateway: string;
+  readonly localSite: string;
+  readonly image: string;
+  readonly healthPort: number;
+  readonly maxBytes: number;
+  readonly resources: kplus.ContainerResources;
+  readonly serviceAccount: kplus.ServiceAccount;
+  readonly serviceAccountName: string;
+
+  constructor(scope: Construct, id: string, props: OverlaySyncProps) {
+    super(scope, id);
+    this.namespace = props.namespace;
+    this.network = props.network;
+    this.gateway = props.gateway;
+    this.localSite = props.localSite;
+    this.configMapName = overlayConfigMapName(props.network, props.gateway);
+    this.image = props.image ?? DEFAULT_IMAGE;
+    this.healthPort = props.healthPort ?? 9091;
+    this.maxBytes = props.maxBytes ?? 1_048_576;
+    this.resources = props.resources ?? resources(20, 32, 200, 128);
+    this.serviceAccountName = `${props.gateway}-overlay-sync`;
+    const labels = props.labels ?? {};
+    this.serviceAccount = new kplus.ServiceAccount(this, 'ServiceAccount', {
+      metadata: { name: this.serviceAccountName, namespace: this.namespace, labels },
+      // The token is projected into the overlay-sync containers only (see attachTo), never automounted pod-wide.
+      automountToken: false,
+    });
+    this.grantWatch(labels);
+  }
+
+  /** get/list/watch on exactly this gateway's overlay ConfigMap, from the permission table. */
+  private grantWatch(labels: Record<string, string>): void {
+    grantNamespaced(this, 'Watch', {
+      daemon: 'overlay-sync',
+      name: this.serviceAccountName,
+      namespace: this.namespace,
+      serviceAccountName: this.serviceAccountName,
+      serviceAccountNamespace: this.namespace,
+      names: { overlayConfigMap: [this.configMapName] },
+      labels,
+    });
+  }
+
+  /** The SPEC §4 environment; `once` selects init-container mode (write a valid file, then exit). */
+  private environment(once: boolean): Record<string, kplus.EnvValue> {
+    const env: Record<string, kplus.EnvValue> = {
+      OVERLAY_SYNC_NAMESPACE: kplus.EnvValue.fromValue(this.namespace),
+      OVERLAY_SYNC_CONFIGMAP: kplus.EnvValue.fromValue(this.configMapName),
+      OVERLAY_SYNC_DATA_KEY: kplus.EnvValue.fromValue(OVERLAY_DATA_KEY),
+      OVERLAY_SYNC_OUTPUT: kplus.EnvValue.fromValue(OVERLAY_FILE),
+      OVERLAY_SYNC_EXPECTED_NETWORK: kplus.EnvValue.fromValue(this.network),
+      OVERLAY_SYNC_EXPECTED_GATEWAY: kplus.EnvValue.fromValue(this.gateway),
+      OVERLAY_SYNC_EXPECTED_NAMESPACE: kplus.EnvValue.fromValue(this.namespace),
+      OVERLAY_SYNC_EXPECTED_LOCAL_SITE: kplus.EnvValue.fromValue(this.localSite),
+      OVERLAY_SYNC_MAX_BYTES: kplus.EnvValue.fromValue(String(this.maxBytes)),
+      OVERLAY_SYNC_HEALTH_ADDR: kplus.EnvValue.fromValue(`0.0.0.0:${this.healthPort}`),
+    };
+    if (once) env['OVERLAY_SYNC_ONCE'] = kplus.EnvValue.fromValue('true');
+    return env;
+  }
+
+  /**
+   * Adds the init container (the gateway starts with a valid overlay on disk) and the sidecar (keeps it
+   * current) to a gateway Deployment, sharing `overlayVolume` as a directory mount, never a subPath, so the
+   * atomic rename is seen by the gateway's directory watch. The Deployment must run as `serviceAccount`.
+   */
+  attachTo(deployment: kplus.Deployment, overlayVolume: kplus.Volume, tmp: kplus.Volume): void {
+    const token = serviceAccountTokenVolume(this, 'Token', 'overlay-sync-token');
+    const mounts: kplus.VolumeMount[] = [
+      { path: OVERLAY_DIR, volume: overlayVolume },
+      { path: SERVICE_ACCOUNT_MOUNT_PATH, volume: token, readOnly: true },
+      { path: '/tmp', volume: tmp },
+    ];
+    const common = {
+      image: this.image,
+      command: daemonCommand('overlay-sync'),
+      imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
+      securityContext: CONTAINER_SECURITY,
+      resources: this.resources,
+      volumeMounts: mounts,
+    };
+    deployment.addInitContainer({ ...common, name: 'overlay-sync-init', envVariables: this.environment(true) });
+    deployment.addContainer({
+      ...common,
+      name: 'overlay-sync',
+      envVariables: this.environment(false),
+      ports: [{ number: this.healthPort, name: 'sync-health' }],
+      liveness: kplus.Probe.fromHttpGet('/livez', { port: this.healthPort }),
+      readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.healthPort }),
+    });
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * The per-daemon permission table: the only place that says which Kubernetes API calls each daemon makes.
+ * The operator and overlay-sync Roles are generated from it (GossipOperator, OverlaySync), and the API-server
+ * suite compares it with the calls the daemons really make, so a permission cannot be granted without a use.
+ *
+ * Entries that name objects (`names` other than `all`) become `resourceNames`; the names come from the site
+ * declaration at synth time (the overlay ConfigMaps of this site's gateways, the Secrets its resources reference).
+ */
+
+export const GRID_API_GROUP = 'grid.praxis.fast';
+
+/** The plurals of the six grid kinds (SPEC §1). */
+export const GRID_PLURALS = [
+  'gridnetworks',
+  'gridsites',
+  'inferenceproviders',
+  'agenttoolproviders',
+  'agenttoagentproviders',
+  'siteinvites',
+] as const;
+
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch';
+
+/** Which objects a rule covers: every object of the resource, or the names a site supplies for that slot. */
+export type NameSlot = 'all' | 'overlayConfigMaps' | 'overlayConfigMap' | 'referencedSecrets' | 'leaderLease';
+
+export interface PermissionEntry {
+  /** `cluster` entries go into the ClusterRole (the grid kinds are cluster-scoped); `namespace` into Roles. */
+  readonly scope: 'cluster' | 'namespace';
+  /** API group; '' is the core group. */
+  readonly apiGroup: string;
+  readonly resources: readonly string[];
+  readonly verbs: readonly Verb[];
+  readonly names: NameSlot;
+  /** The daemon code path that needs this permission. */
+  readonly why: string;
+}
+
+export type DaemonName = 'gossip-operator' | 'overlay-sync' | 'gateway' | 'sim';
+
+export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly PermissionEntry[]>> = {
+  'gossip-operator': [
+    {
+      scope: 'cluster',
+      apiGroup: GRID_API_GROUP,
+      resources: GRID_PLURALS,
+      verbs: ['get', 'list', 'watch'],
+      names: 'all',
+      why: 'the controllers watch every grid kind and re-read an object before reconciling it',
+    },
+    {
+      scope: 'cluster',
+      apiGroup: GRID_API_GROUP,
+      resources: GRID_PLURALS.map((plural) => `${plural}/status`),
+      verbs: ['patch'],
+      names: 'all',
+      why: 'status is written through the status subresource with a patch, never by replacing the object',
+    },
+    {
+      scope: 'namespace',
+      apiGroup: '',
+      resources: ['configmaps'],
+      verbs: ['get', 'patch'],
+      names: 'overlayConfigMaps',
+      why: 'overlay ConfigMaps are read to compare revisions and applied with server-side apply (a patch)',
+    },
+    {
+      scope: 'namespace',
+      apiGroup: '',
+      resources: ['secrets'],
+      verbs: ['get'],
+      names: 'referencedSecrets',
+      why: 'the swim key, site certificate, CA and provider credentials are read by the name a resource references',
+    },
+    {
+      scope: 'namespace',
+      apiGroup: 'coordination.k8s.io',
+      resources: ['leases'],
+      verbs: ['get', 'update'],
+      names: 'leaderLease',
+      why: 'leader election renews its one Lease',
+    },
+    {
+      scope: 'namespace',
+      apiGroup: 'coordination.k8s.io',
+      resources: ['leases'],
+      verbs: ['create'],
+      names: 'all',
+      why: 'the first replica creates the Lease; Kubernetes cannot scope create by resourceNames',
+    },
+  ],
+  'overlay-sync': [
+    {
+      scope: 'namespace',
+      apiGroup: '',
+      resources: ['configmaps'],
+      verbs: ['get', 'list', 'watch'],
+      names: 'overlayConfigMap',
+      why: 'watches its gateway\'s one overlay ConfigMap (field selector on the name) and relists after a 410',
+    },
+  ],
+  // The gateway and the simulated backend never call the API server; their pods mount no token.
+  gateway: [],
+  sim: [],
+};
+
+/** A Kubernetes PolicyRule (rbac.authorization.k8s.io/v1), as emitted. */
+export interface PolicyRule {
+  readonly apiGroups: string[];
+  readonly resources: string[];
+  readonly verbs: string[];
+  readonly resourceNames?: string[];
+}
+
+/** The names a site supplies for each slot; a missing slot yields no rule (nothing to grant). */
+export type NameBindings = Partial<Record<Exclude<NameSlot, 'all'>, readonly string[]>>;
+
+/**
+ * Resolves a daemon's entries of one scope into PolicyRules. A named slot with no names produces no rule at all,
+ * because an empty `resourceNames` would mean "every object" to Kubernetes.
+ */
+export function policyRules(daemon: DaemonName, scope: 'cluster' | 'namespace', names: NameBindings = {}): PolicyRule[] {
+  const rules: PolicyRule[] = [];
+  for (const entry of DAEMON_PERMISSIONS[daemon]) {
+    if (entry.scope !== scope) continue;
+    const base = { apiGroups: [entry.apiGroup], resources: [...entry.resources], verbs: [...entry.verbs] };
+    if (entry.names === 'all') {
+      rules.push(base);
+      continue;
+    }
+    const bound = [...new Set(names[entry.names] ?? [])].sort();
+    if (bound.length > 0) rules.push({ ...base, resourceNames: bound });
+  }
+  return rules;
+}

@@ -1,0 +1,180 @@
+import { Construct } from 'constructs';
+import * as kplus from 'cdk8s-plus-28';
+import type { TrustedPeer } from '../schemas/generated/gateway-config.ts';
+import { GatewayWorkload } from './gateway-workload.ts';
+import { PRAXIS_DIR, credentialPath } from './gateway-paths.ts';
+import { DEFAULT_IMAGE } from './labels.ts';
+import {
+  renderProviderGatewayConfig,
+  routeCredentials,
+  type BackendCluster,
+  type ProviderRouteInput,
+} from './provider-gateway-config.ts';
+import { GridSynthError, addIssueCheck, issueAt } from './synth-error.ts';
+import { resources } from './workload-defaults.ts';
+
+export interface ProviderGatewayProps {
+  readonly namespace: string;
+  /** The site this gateway fronts; the default attribution id. */
+  readonly site: string;
+  /**
+   * @default 'provider-gateway' - a fixed Service name, so consumer endpoints and TLS SANs never follow a release name
+   */
+  readonly name?: string;
+  /** @default DEFAULT_IMAGE - one image carries every daemon */
+  readonly image?: string;
+  /** @default 2 - every cross-site request passes through it; two replicas survive a node drain */
+  readonly replicas?: number;
+  /** @default 8443 - the mTLS listener of seed 000 */
+  readonly listenerPort?: number;
+  /** @default 9901 - admin (/livez, /readyz, /metrics) */
+  readonly adminPort?: number;
+  /**
+   * Secret with ca.crt (CA that signs consumer client certificates), tls.crt and tls.key (this gateway's server identity).
+   * @default '<name>-tls'
+   */
+  readonly tlsSecretName?: string;
+  /**
+   * Consumer identities allowed in (peer_identity_trust); at least one is required, the filter has no "allow all".
+   */
+  readonly trustedPeers: readonly TrustedPeer[];
+  /** Written to x-ai-provider-attribution. @default the site name */
+  readonly providerId?: string;
+  /** @default 100m/128Mi requested, 1 CPU/512Mi limit */
+  readonly resources?: kplus.ContainerResources;
+  /**
+   * @default ClusterIP - expose it to other sites deliberately (LoadBalancer, an ingress or a mesh gateway) and
+   * declare that address as the site's gatewayEndpoint
+   */
+  readonly serviceType?: kplus.ServiceType;
+  /** @default 5 - the reference gateway's shutdown grace */
+  readonly shutdownTimeoutSecs?: number;
+  /** Authorized routes; more with addRoute(). @default - none (synth fails until one is added) */
+  readonly routes?: readonly ProviderRouteInput[];
+  /** Backend clusters; more with addBackend(). @default - none */
+  readonly backends?: readonly BackendCluster[];
+  /** Extra labels for every object this construct emits. @default - none (the workload labels only) */
+  readonly labels?: Record<string, string>;
+}
+
+/**
+ * The provider gateway: the mTLS security boundary in front of private backends (SPEC §3.2). It is the only
+ * pod that mounts provider credentials, each projected at /etc/praxis/credentials/<secret>/<key>.
+ */
+export class ProviderGateway extends Construct {
+  readonly name: string;
+  readonly namespace: string;
+  readonly site: string;
+  readonly image: string;
+  readonly replicas: number;
+  readonly listenerPort: number;
+  readonly adminPort: number;
+  readonly tlsSecretName: string;
+  readonly providerId: string;
+  readonly shutdownTimeoutSecs: number;
+  readonly trustedPeers: readonly TrustedPeer[];
+  readonly workload: GatewayWorkload;
+  private readonly routeList: ProviderRouteInput[] = [];
+  private readonly backendList: BackendCluster[] = [];
+
+  constructor(scope: Construct, id: string, props: ProviderGatewayProps) {
+    super(scope, id);
+    this.name = props.name ?? 'provider-gateway';
+    this.namespace = props.namespace;
+    this.site = props.site;
+    this.image = props.image ?? DEFAULT_IMAGE;
+    this.replicas = props.replicas ?? 2;
+    this.listenerPort = props.listenerPort ?? 8443;
+    this.adminPort = props.adminPort ?? 9901;
+    this.tlsSecretName = props.tlsSecretName ?? `${this.name}-tls`;
+    this.providerId = props.providerId ?? props.site;
+    this.shutdownTimeoutSecs = props.shutdownTimeoutSecs ?? 5;
+    this.trustedPeers = [...props.trustedPeers];
+    this.workload = new GatewayWorkload(this, 'Workload', {
+      component: 'provider-gateway',
+      name: this.name,
+      namespace: this.namespace,
+      labels: props.labels ?? {},
+      image: this.image,
+      replicas: this.replicas,
+      listenerPort: this.listenerPort,
+      adminPort: this.adminPort,
+      tlsSecretName: this.tlsSecretName,
+      resources: props.resources ?? resources(100, 128, 1000, 512),
+      serviceType: props.serviceType ?? kplus.ServiceType.CLUSTER_IP,
+      readsOverlay: false,
+    });
+    for (const backend of props.backends ?? []) this.addBackend(backend);
+    for (const route of props.routes ?? []) this.addRoute(route);
+    this.render();
+    addIssueCheck(this, () =>
+      this.routeList
+        .filter((route) => !this.backendList.some((backend) => backend.name === route.backendCluster))
+        .map((route) =>
+          issueAt(this, `routes[candidate_id=${route.candidateId}].cluster`, `backend cluster ${route.backendCluster} is not declared`, 'add the backend with addBackend() or point the route at a declared backend'),
+        ),
+    );
+  }
+
+  get routes(): ProviderRouteInput[] {
+    return [...this.routeList];
+  }
+
+  get backends(): BackendCluster[] {
+    return [...this.backendList];
+  }
+
+  /** Authorizes one (candidate, model) and mounts its credential, if any, into this gateway only. */
+  addRoute(route: ProviderRouteInput): void {
+    const field = `routes[candidate_id=${route.candidateId}]`;
+    if (this.routeList.some((r) => r.candidateId === route.candidateId)) {
+      throw new GridSynthError([
+        issueAt(this, field, `candidate_id ${route.candidateId} is routed twice (model ${route.model})`, 'each (model, site, cluster) must be declared by exactly one provider'),
+      ]);
+    }
+    const credential = route.credential;
+    if (credential !== undefined) {
+      if (credential.namespace !== this.namespace) {
+        throw new GridSynthError([
+          issueAt(
+            this,
+            `${field}.credential.secretRef.namespace`,
+            `Secret ${credential.namespace}/${credential.name} is outside the gateway namespace ${this.namespace}, so it cannot be mounted`,
+            `create the credential Secret in ${this.namespace} and reference it there`,
+          ),
+        ]);
+      }
+      this.workload.projectSecret(credential.name, [{ key: credential.key, path: credentialPath(credential.name, credential.key).slice(PRAXIS_DIR.length + 1) }]);
+    }
+    this.routeList.push(route);
+    this.render();
+  }
+
+  addBackend(backend: BackendCluster): void {
+    if (this.backendList.some((b) => b.name === backend.name)) {
+      throw new GridSynthError([issueAt(this, `backends[name=${backend.name}]`, `backend cluster ${backend.name} is declared twice`, 'give every backend cluster a unique name')]);
+    }
+    this.backendList.push(backend);
+    this.render();
+  }
+
+  /** The credential references this gateway mounts (sorted, distinct). */
+  get credentials(): ReturnType<typeof routeCredentials> {
+    return routeCredentials(this.routeList);
+  }
+
+  private render(): void {
+    if (this.workload === undefined) return;
+    this.workload.setConfig(
+      renderProviderGatewayConfig({
+        listenerPort: this.listenerPort,
+        adminPort: this.adminPort,
+        providerId: this.providerId,
+        trustedPeers: this.trustedPeers,
+        routes: this.routeList,
+        backends: this.backendList,
+        shutdownTimeoutSecs: this.shutdownTimeoutSecs,
+      }),
+    );
+  }
+}

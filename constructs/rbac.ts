@@ -1,0 +1,47 @@
+import { Construct } from 'constructs';
+import { k8s } from 'cdk8s-plus-28';
+import { policyRules, type DaemonName, type NameBindings } from './permissions.ts';
+
+/**
+ * Role/ClusterRole objects generated from the permission table (permissions.ts). Written with the typed k8s
+ * imports rather than kplus.Role because kplus emits one rule per resource name; a table rule with several
+ * resourceNames must stay one rule so the emitted RBAC can be compared with the table line by line.
+ */
+
+export interface RoleGrant {
+  readonly daemon: DaemonName;
+  readonly name: string;
+  readonly namespace: string;
+  readonly serviceAccountName: string;
+  readonly serviceAccountNamespace: string;
+  readonly names: NameBindings;
+  readonly labels: Record<string, string>;
+}
+
+/** A namespaced Role + RoleBinding for a daemon's `namespace` entries. Returns undefined when nothing is granted. */
+export function grantNamespaced(scope: Construct, id: string, grant: RoleGrant): k8s.KubeRole | undefined {
+  const rules = policyRules(grant.daemon, 'namespace', grant.names);
+  if (rules.length === 0) return undefined;
+  const metadata = { name: grant.name, namespace: grant.namespace, labels: grant.labels };
+  const role = new k8s.KubeRole(scope, `${id}Role`, { metadata, rules });
+  new k8s.KubeRoleBinding(scope, `${id}RoleBinding`, {
+    metadata,
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: grant.name },
+    subjects: [{ kind: 'ServiceAccount', name: grant.serviceAccountName, namespace: grant.serviceAccountNamespace }],
+  });
+  return role;
+}
+
+/** A ClusterRole + ClusterRoleBinding for a daemon's `cluster` entries (the grid kinds are cluster-scoped). */
+export function grantClusterWide(scope: Construct, id: string, grant: Omit<RoleGrant, 'namespace'>): k8s.KubeClusterRole | undefined {
+  const rules = policyRules(grant.daemon, 'cluster', grant.names);
+  if (rules.length === 0) return undefined;
+  const metadata = { name: grant.name, labels: grant.labels };
+  const role = new k8s.KubeClusterRole(scope, `${id}ClusterRole`, { metadata, rules });
+  new k8s.KubeClusterRoleBinding(scope, `${id}ClusterRoleBinding`, {
+    metadata,
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: grant.name },
+    subjects: [{ kind: 'ServiceAccount', name: grant.serviceAccountName, namespace: grant.serviceAccountNamespace }],
+  });
+  return role;
+}

@@ -1,0 +1,117 @@
+import { Construct } from 'constructs';
+import * as kplus from 'cdk8s-plus-28';
+import { DEFAULT_IMAGE, workloadLabels } from './labels.ts';
+import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, resources, tmpVolume } from './workload-defaults.ts';
+
+export interface SimBackendProps {
+  readonly namespace: string;
+  /** The InferenceProvider it stands in for; the Deployment and Service are `sim-<provider>`. */
+  readonly provider: string;
+  /** Models it answers for (the provider's spec.models names). */
+  readonly models: readonly string[];
+  /**
+   * The bearer token Secret the provider gateway injects; the sim accepts only that token, so a request that
+   * bypassed the provider gateway is refused even if a NetworkPolicy is missing.
+   */
+  readonly credential: { readonly name: string; readonly key: string };
+  /** @default 8080 - the backend port of seed 000's mock providers */
+  readonly port?: number;
+  /** @default DEFAULT_IMAGE - one image carries every daemon */
+  readonly image?: string;
+  /** @default 1 - a demo backend; capacity comes from adding providers, not replicas */
+  readonly replicas?: number;
+  /** @default 0 - added response latency, for demos of latency-aware routing */
+  readonly latencyMs?: number;
+  /** @default 50m/64Mi requested, 500m/256Mi limit */
+  readonly resources?: kplus.ContainerResources;
+  /** Extra labels for every object this construct emits. @default - none (the workload labels only) */
+  readonly labels?: Record<string, string>;
+}
+
+const TOKEN_DIR = '/etc/sim/credential';
+
+/** The Deployment/Service name of a provider's simulated backend (seed 000 named them mock-inference-{name}). */
+export function simBackendName(provider: string): string {
+  return `sim-${provider}`;
+}
+
+/** The in-cluster URL of a provider's simulated backend; the InferenceProvider's spec.endpoint. */
+export function simBackendUrl(provider: string, namespace: string, port = 8080): string {
+  return `http://${simBackendName(provider)}.${namespace}.svc.cluster.local:${port}`;
+}
+
+/** A simulated OpenAI-compatible backend (the sim daemon) for demos, replacing the reference's mock chart. */
+export class SimBackend extends Construct {
+  readonly name: string;
+  readonly namespace: string;
+  readonly port: number;
+  readonly replicas: number;
+  readonly image: string;
+  readonly selectorLabels: Record<string, string>;
+  readonly deployment: kplus.Deployment;
+  readonly service: kplus.Service;
+
+  constructor(scope: Construct, id: string, props: SimBackendProps) {
+    super(scope, id);
+    this.name = simBackendName(props.provider);
+    this.namespace = props.namespace;
+    this.port = props.port ?? 8080;
+    this.replicas = props.replicas ?? 1;
+    this.image = props.image ?? DEFAULT_IMAGE;
+    this.selectorLabels = workloadLabels('inference-backend', this.name);
+    const labels = { ...(props.labels ?? {}), ...this.selectorLabels };
+    const token = kplus.Volume.fromSecret(this, 'Token', kplus.Secret.fromSecretName(this, 'Credential', props.credential.name), {
+      name: 'credential',
+      items: { [props.credential.key]: { path: props.credential.key } },
+      defaultMode: 0o440,
+    });
+    const tmp = tmpVolume(this);
+    this.deployment = new kplus.Deployment(this, 'Deployment', {
+      metadata: { name: this.name, namespace: props.namespace, labels },
+      replicas: this.replicas,
+      select: false,
+      automountServiceAccountToken: false,
+      securityContext: POD_SECURITY,
+      podMetadata: { labels },
+    });
+    this.deployment.select(kplus.LabelSelector.of({ labels: this.selectorLabels }));
+    this.deployment.addContainer({
+      name: 'sim',
+      image: this.image,
+      imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
+      command: daemonCommand('sim', [
+        '--name',
+        props.provider,
+        '--models',
+        props.models.join(','),
+        '--token-file',
+        `${TOKEN_DIR}/${props.credential.key}`,
+        '--host',
+        '0.0.0.0',
+        '--port',
+        String(this.port),
+        '--latency-ms',
+        String(props.latencyMs ?? 0),
+      ]),
+      ports: [{ number: this.port, name: 'http' }],
+      securityContext: CONTAINER_SECURITY,
+      resources: props.resources ?? resources(50, 64, 500, 256),
+      liveness: kplus.Probe.fromHttpGet('/health', { port: this.port }),
+      readiness: kplus.Probe.fromHttpGet('/health', { port: this.port }),
+      volumeMounts: [
+        { path: TOKEN_DIR, volume: token, readOnly: true },
+        { path: '/tmp', volume: tmp },
+      ],
+    });
+    this.service = new kplus.Service(this, 'Service', {
+      metadata: { name: this.name, namespace: props.namespace, labels },
+      selector: kplus.Pods.select(this, 'Pods', { labels: this.selectorLabels }),
+      ports: [{ name: 'http', port: this.port, targetPort: this.port }],
+    });
+  }
+
+  /** The in-cluster endpoint the provider gateway and the operator's probes use. */
+  get endpointUrl(): string {
+    return `http://${this.name}.${this.namespace}.svc.cluster.local:${this.port}`;
+  }
+}

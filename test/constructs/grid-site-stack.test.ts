@@ -1,0 +1,183 @@
+import { describe, expect, it } from 'vitest';
+import { App, Testing } from 'cdk8s';
+import YAML from 'yaml';
+import { GridSiteStack, backendFromEndpoint, peerGridSiteName, referencedSecrets } from '../../constructs/grid-site-stack.ts';
+import { buildGrid } from '../../constructs/grid.ts';
+import { GridSynthError } from '../../constructs/synth-error.ts';
+import { stableId } from '../../schemas/fnv1a.ts';
+import { discoveredSiteK8sName } from '../../daemons/gossip-operator/routing/sites.ts';
+import type { GatewayConfig, LoadBalancerFilter, ProviderRouteFilter } from '../../schemas/generated/gateway-config.ts';
+import type { GridDeclaration } from '../../constructs/grid-declaration.ts';
+import { find, podSpec, simProvider, site, twoSiteGrid, type Manifest } from './helpers.ts';
+
+function stacks(declaration: GridDeclaration): Record<string, Manifest[]> {
+  const app = Testing.app();
+  const built = buildGrid(app, declaration);
+  return Object.fromEntries(built.sites.map((stack) => [stack.siteName, Testing.synth(stack) as Manifest[]]));
+}
+
+function gatewayConfig(objects: Manifest[], name: string): GatewayConfig {
+  return YAML.parse((find(objects, 'ConfigMap', `${name}-config`) as unknown as { data: Record<string, string> }).data['praxis.yaml'] ?? '') as GatewayConfig;
+}
+
+function failure(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(GridSynthError);
+    return (error as Error).message;
+  }
+  throw new Error('did not throw');
+}
+
+describe('GridSiteStack', () => {
+  it('compiles a combined site (snapshot)', () => {
+    expect(stacks(twoSiteGrid())['a']).toMatchSnapshot();
+  });
+
+  it('writes candidate_id = stable_id at synth time for every local (model, provider)', () => {
+    const objects = stacks(twoSiteGrid())['b'] ?? [];
+    const route = gatewayConfig(objects, 'provider-gateway').filter_chains[0]?.filters.find((f) => f.filter === 'provider_route') as ProviderRouteFilter;
+    expect(route.routes.map((r) => [r.model, r.candidate_id, r.cluster])).toEqual([
+      ['m1', stableId('inference_model', 'm1', 'b', 'pb'), 'backend-pb'],
+      ['m2', stableId('inference_model', 'm2', 'b', 'pb'), 'backend-pb'],
+    ]);
+    expect(route.routes.every((r) => /^[0-9a-f]{8}$/u.test(r.candidate_id))).toBe(true);
+  });
+
+  it('gives the consumer an explicit mTLS cluster for every provider of the grid, local and remote', () => {
+    const objects = stacks(twoSiteGrid())['a'] ?? [];
+    const lb = gatewayConfig(objects, 'consumer-gateway').filter_chains[0]?.filters.find((f) => f.filter === 'load_balancer') as LoadBalancerFilter;
+    expect(lb.clusters.map((cl) => [cl.name, cl.endpoints, cl.tls?.sni, cl.tls?.client_cert !== undefined])).toEqual([
+      ['pa', ['provider-gateway.grid-system.svc.cluster.local:8443'], 'gateway.a.example.com', true],
+      ['pb', ['gateway.b.example.com:8443'], 'gateway.b.example.com', true],
+    ]);
+  });
+
+  it('mounts credentials only on the provider gateway and the simulated backend that checks them', () => {
+    const objects = stacks(twoSiteGrid())['a'] ?? [];
+    const mounting = objects
+      .filter((o) => o.kind === 'Deployment')
+      .filter((o) => JSON.stringify(podSpec(o).volumes ?? []).includes('pa-credential'))
+      .map((o) => o.metadata.name);
+    expect(mounting).toEqual(['sim-pa', 'provider-gateway']);
+    const consumer = JSON.stringify([find(objects, 'Deployment', 'consumer-gateway'), find(objects, 'ConfigMap', 'consumer-gateway-config')]);
+    expect(consumer).not.toContain('credential');
+  });
+
+  it('declares its GridNetwork, own GridSite, peer GridSites under the operator\'s discovery name, and providers', () => {
+    const objects = stacks(twoSiteGrid())['a'] ?? [];
+    expect(objects.filter((o) => o.apiVersion === 'grid.praxis.fast/v1alpha1').map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
+      'GridNetwork/net',
+      'GridSite/a',
+      'GridSite/net-b',
+      'InferenceProvider/pa',
+    ]);
+    expect(peerGridSiteName('My.Net', 'West_2')).toBe(discoveredSiteK8sName('My.Net', 'West_2'));
+    const network = find(objects, 'GridNetwork', 'net') as unknown as { spec: { consumerGateways: unknown[]; tls: Record<string, { name: string }> } };
+    expect(network.spec.consumerGateways).toEqual([{ name: 'consumer-gateway', namespace: 'grid-system', siteName: 'a' }]);
+    expect(network.spec.tls['swimKeySecretRef']?.name).toBe('swim-key');
+    const role = find(objects, 'Role', 'gossip-operator') as unknown as { rules: { resources: string[]; resourceNames?: string[] }[] };
+    expect(role.rules.find((r) => r.resources.includes('secrets'))?.resourceNames).toEqual(['grid-ca', 'grid-site-cert', 'pa-credential', 'swim-key']);
+  });
+
+  it('derives backends from endpoint URLs and finds every referenced Secret', () => {
+    expect(backendFromEndpoint('x', 'https://api.openai.com')).toEqual({ name: 'x', endpoint: 'api.openai.com:443', authority: 'api.openai.com', tls: { sni: 'api.openai.com' } });
+    expect(backendFromEndpoint('x', 'http://vllm.inference.svc:8000/v1')).toEqual({ name: 'x', endpoint: 'vllm.inference.svc:8000' });
+    expect(referencedSecrets({ auth: { secretRef: { name: 'a', namespace: 'n' } }, tls: { caSecretRef: { name: 'b', namespace: 'n' }, caConfigMapRef: { name: 'c', namespace: 'n' } } })).toEqual([
+      { name: 'a', namespace: 'n' },
+      { name: 'b', namespace: 'n' },
+    ]);
+  });
+
+  describe('bad input fails with one message naming path, field and fix', () => {
+    it('an endpoint without transport', () => {
+      const grid = twoSiteGrid({ b: { gatewayEndpoint: { address: 'gateway.b.example.com:8443' } } });
+      expect(failure(() => stacks(grid))).toBe(
+        'b: gatewayEndpoint.tls.mode: endpoint gateway.b.example.com:8443 has no transport. Fix: set gatewayEndpoint.tls.mode to Mutual (with serverName) for a provider gateway, or Plaintext for a local test endpoint',
+      );
+    });
+
+    it('a remote site with providers but no endpoint', () => {
+      const grid = twoSiteGrid({ b: { gatewayEndpoint: undefined } });
+      expect(failure(() => stacks(grid))).toBe(
+        'b: gatewayEndpoint: site b offers providers but declares no gatewayEndpoint, so the consumer gateway of a cannot reach them. Fix: set gatewayEndpoint { address: host:port of its provider gateway, tls: { mode: Mutual, serverName } }',
+      );
+    });
+
+    it('a credential on the consumer gateway', () => {
+      const grid = twoSiteGrid({ a: { consumerGateway: { credentials: [{ name: 'pa-credential', namespace: 'grid-system', key: 'token' }] } } });
+      expect(failure(() => stacks(grid))).toBe(
+        'a/consumer-gateway: credentials: a consumer gateway never mounts provider credentials (got Secret grid-system/pa-credential). Fix: declare the credential on the InferenceProvider (spec.auth.secretRef); the provider gateway of its site injects it',
+      );
+    });
+
+    it('providers without a provider gateway', () => {
+      const grid = twoSiteGrid({ b: { providerGateway: undefined } });
+      expect(failure(() => stacks(grid))).toContain(
+        'b: providerGateway: site b declares providers but no provider gateway to front them. Fix: add providerGateway with the trustedPeers (consumer identities) allowed to call them',
+      );
+    });
+
+    it('a stable_id collision', () => {
+      // Two model names whose FNV-1a ids collide on site b, cluster pb (found by search; FNV-32 has 2^32 values).
+      const seen = new Map<string, string>();
+      let pair: [string, string] | undefined;
+      for (let i = 0; pair === undefined; i++) {
+        const id = stableId('inference_model', `m${i}`, 'b', 'pb');
+        const other = seen.get(id);
+        if (other !== undefined) pair = [other, `m${i}`];
+        seen.set(id, `m${i}`);
+      }
+      const [first, second] = pair;
+      const id = stableId('inference_model', first, 'b', 'pb');
+      const grid = twoSiteGrid({ b: { providers: [simProvider('pb', [first, second])] } });
+      expect(failure(() => stacks(grid))).toBe(
+        `b/providers/pb: spec.models[name=${second}]: stable_id ${id} of inference_model/${second}/b/pb collides with inference_model/${first}/b/pb (b/providers/pb). Fix: rename the model, or set spec.routingClusterRef to a different cluster name, so the FNV-1a ids differ`,
+      );
+    });
+
+    it('the same candidate declared twice and a cluster served by two sites', () => {
+      const twice = twoSiteGrid({ b: { providers: [simProvider('pb', ['m1']), simProvider('pc', ['m1'], { routingClusterRef: 'pb' })] } });
+      expect(failure(() => stacks(twice))).toBe(
+        'b/providers/pc: spec.models[name=m1]: model m1 on cluster pb of site b is already declared by b/providers/pb. Fix: serve the model from one provider per cluster, or give one provider its own spec.routingClusterRef',
+      );
+      const shared = twoSiteGrid({ b: { providers: [simProvider('pa', ['m1'])] } });
+      expect(failure(() => stacks(shared))).toBe(
+        'b/providers/pa: name: cluster pa is also served by site a (a/providers/pa); a consumer maps a cluster to one provider gateway. Fix: give this provider a distinct name or spec.routingClusterRef',
+      );
+    });
+
+    it('a missing required field of a real (not simulated) provider', () => {
+      const grid = twoSiteGrid({ b: { providers: [{ name: 'pb', backendPodLabels: { app: 'vllm' }, spec: { providerKind: 'self_hosted', backendKind: 'local', models: [{ name: 'm1' }] } }] } });
+      expect(failure(() => stacks(grid))).toBe('b/providers/pb: spec.endpoint: required field is missing. Fix: add endpoint to the declaration');
+    });
+
+    it('duplicate model names in a provider, reported once by the InferenceProvider schema', () => {
+      const grid = twoSiteGrid({ b: { providers: [simProvider('pb', ['m1', 'm1'])] } });
+      expect(failure(() => stacks(grid))).toBe(
+        'b/providers/pb: spec.models[1]: duplicate entry (name "m1"): already at index 0. Fix: give every entry of spec.models a distinct name',
+      );
+    });
+
+    it('a bad provider spec, reported at the provider construct', () => {
+      const grid = twoSiteGrid({ b: { providers: [simProvider('pb', ['m1'], { capacityWeight: 0 })] } });
+      expect(failure(() => stacks(grid))).toBe(
+        'b/providers/pb: spec.capacityWeight: must be >= 1 (got 0). Fix: set capacityWeight to an integer from 1 to 1000 (omit it for weight 1)',
+      );
+    });
+
+    it('duplicate site names', () => {
+      const grid: GridDeclaration = { network: { name: 'net' }, sites: [site('a'), site('a')] };
+      expect(failure(() => buildGrid(new App({ outdir: '/nonexistent' }), grid))).toBe('a: name: site a is declared twice. Fix: give every site a distinct name');
+    });
+  });
+
+  it('is usable alone for a single-site grid', () => {
+    const app = Testing.app();
+    const stack = new GridSiteStack(app, 'solo', { network: { name: 'net' }, site: site('solo', { consumerGateway: {}, providers: [simProvider('p', ['m'])] }) });
+    const objects = Testing.synth(stack) as Manifest[];
+    expect(stack.peerSites).toEqual([]);
+    expect(objects.filter((o) => o.kind === 'GridSite').map((o) => o.metadata.name)).toEqual(['solo']);
+  });
+});
