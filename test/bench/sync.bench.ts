@@ -1,0 +1,156 @@
+// Benchmark: ConfigMap change -> overlay file renamed into place, on the local store.
+//
+// The overlay-sync daemon runs as a real child process (`daemons/overlay-sync/main.ts --store local`); this
+// process plays the operator: it applies each new overlay revision to the shared state directory through
+// its own LocalStore and times until the output file holds exactly those bytes (seen through a watch on
+// the output directory, then read back and compared). Each sample therefore includes the store write
+// (lock, fsyncs), the daemon's fs-event coalescing window, the read, full contract validation, the atomic
+// write (fsync, rename, directory fsync) and this process's own file-watch wake-up.
+//
+//   npm run bench:sync -- [--updates 200] [--candidates 100] [--warmup 10]
+//
+// Bounded: at most 10 s per update and 180 s in total; it stops early and says so.
+
+import { spawn } from 'node:child_process';
+import { watch } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { CONFIG_MAP, openLocalStore } from '../../daemons/shared/resource-store/index.ts';
+import { makeOverlay, SCOPE } from '../overlay-sync/overlays.ts';
+
+const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CONFIGMAP = 'grid-overlay-glb-demo-glb-demo-edge-gateway';
+const PER_UPDATE_TIMEOUT_MS = 10_000;
+const TOTAL_BUDGET_MS = 180_000;
+
+const { values } = parseArgs({
+  options: {
+    updates: { type: 'string', default: '200' },
+    candidates: { type: 'string', default: '100' },
+    warmup: { type: 'string', default: '10' },
+  },
+});
+const updates = Number(values.updates);
+const candidates = Number(values.candidates);
+const warmup = Number(values.warmup);
+if (![updates, candidates, warmup].every((n) => Number.isInteger(n) && n >= 0) || updates < 1 || candidates > 1024) {
+  process.stderr.write('usage: sync.bench.ts [--updates N>=1] [--candidates 0..1024] [--warmup N]\n');
+  process.exit(2);
+}
+
+function percentile(sorted: number[], p: number): number {
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[index]!;
+}
+
+const dir = await mkdtemp(join(tmpdir(), 'agn-sync-bench-'));
+const stateDir = join(dir, 'state');
+const output = join(dir, 'run', 'routing-overlay.json');
+const operator = await openLocalStore({ stateDir });
+const daemon = spawn(
+  process.execPath,
+  [
+    join(REPO_ROOT, 'daemons/overlay-sync/main.ts'),
+    '--store', 'local', '--state', stateDir,
+    '--namespace', SCOPE.namespace, '--configmap', CONFIGMAP, '--output', output,
+    '--expected-network', SCOPE.network, '--expected-gateway', SCOPE.gateway,
+    '--expected-namespace', SCOPE.namespace, '--expected-local-site', SCOPE.local_site,
+    '--health-addr', '127.0.0.1:0',
+  ],
+  { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'info' } },
+);
+let daemonLog = '';
+daemon.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+  // Keep only the tail: the daemon logs one line per write.
+  daemonLog = (daemonLog + chunk).slice(-20_000);
+});
+
+async function waitFor(condition: () => Promise<boolean> | boolean, what: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Resolves when the output file holds exactly `expected`, woken by renames in its directory. */
+function fileBecomes(expected: string, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let done = false;
+    const finish = (error?: Error): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      watcher.close();
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    const check = (): void => {
+      readFile(output, 'utf8').then(
+        (text) => {
+          if (text === expected) finish();
+        },
+        () => undefined,
+      );
+    };
+    const watcher = watch(dirname(output), (_event, name) => {
+      if (name === 'routing-overlay.json') check();
+    });
+    const timer = setTimeout(() => finish(new Error(`file not updated within ${timeoutMs} ms`)), timeoutMs);
+    check();
+  });
+}
+
+const startedAt = Date.now();
+const loadBefore = loadavg();
+const samples: number[] = [];
+const applySamples: number[] = [];
+let stoppedEarly: string | undefined;
+try {
+  await waitFor(() => daemonLog.includes('"msg":"overlay-sync started"'), 'daemon start', 30_000);
+  await import('node:fs/promises').then((fs) => fs.mkdir(dirname(output), { recursive: true }));
+  const documents = Array.from({ length: warmup + updates }, (_, i) => makeOverlay(i, candidates));
+  for (let i = 0; i < documents.length; i += 1) {
+    if (Date.now() - startedAt > TOTAL_BUDGET_MS) {
+      stoppedEarly = `total budget of ${TOTAL_BUDGET_MS} ms reached after ${samples.length} measured updates`;
+      break;
+    }
+    const text = documents[i]!;
+    const arrived = fileBecomes(text, PER_UPDATE_TIMEOUT_MS);
+    const t0 = performance.now();
+    await operator.apply(
+      CONFIG_MAP,
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: CONFIGMAP, namespace: SCOPE.namespace }, data: { 'routing-overlay.json': text } },
+      { fieldManager: 'grid-operator', force: true },
+    );
+    const t1 = performance.now();
+    await arrived;
+    const t2 = performance.now();
+    if (i >= warmup) {
+      samples.push(t2 - t0);
+      applySamples.push(t1 - t0);
+    }
+  }
+} finally {
+  daemon.kill('SIGTERM');
+  await new Promise((r) => daemon.once('exit', r));
+  await operator.close();
+  await rm(dir, { recursive: true, force: true });
+}
+
+const sorted = [...samples].sort((a, b) => a - b);
+const applySorted = [...applySamples].sort((a, b) => a - b);
+const fmt = (ms: number): string => ms.toFixed(1);
+const bytes = Buffer.byteLength(makeOverlay(0, candidates));
+console.log('overlay-sync benchmark: ConfigMap change -> file renamed (local store, daemon in a child process)');
+console.log(`node ${process.version}, ${cpus().length} cores, load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(`updates measured: ${samples.length} (after ${warmup} warm-up), overlay size ${bytes} bytes (${candidates} candidates)`);
+if (sorted.length > 0) {
+  console.log(`change -> file renamed  p50 ${fmt(percentile(sorted, 50))} ms  p90 ${fmt(percentile(sorted, 90))} ms  p99 ${fmt(percentile(sorted, 99))} ms  max ${fmt(sorted[sorted.length - 1]!)} ms  mean ${fmt(sorted.reduce((a, b) => a + b, 0) / sorted.length)} ms`);
+  console.log(`  of which store apply  p50 ${fmt(percentile(applySorted, 50))} ms  p99 ${fmt(percentile(applySorted, 99))} ms`);
+}
+if (stoppedEarly !== undefined) console.log(`stopped early: ${stoppedEarly}`);
+console.log(`wall time ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
