@@ -1,0 +1,73 @@
+// What one request carries through the filter pipeline. Filters read and edit `headers` (the headers that will
+// go upstream), set the model, the target cluster and the credential reference; the load balancer forwards.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RoutingSnapshot } from './routing/snapshot.ts';
+
+/** Identity of the TLS peer, computed once per connection. */
+export interface PeerIdentity {
+  /** SHA-256 of the leaf certificate DER, 64 lowercase hex. */
+  readonly certDigest: string;
+  readonly organizations: readonly string[];
+  /** Serial number, lowercase hex without separators. */
+  readonly serialNumber: string;
+}
+
+export interface CredentialRef {
+  readonly name?: string;
+  readonly namespace?: string;
+  readonly key?: string;
+  readonly strategy?: string;
+}
+
+export interface GatewayRequest {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly method: string;
+  /** Path without the query string. */
+  readonly path: string;
+  /** Path and query as forwarded upstream. */
+  readonly target: string;
+  /** Headers to send upstream (lowercase names); filters strip and set here. */
+  readonly headers: Map<string, string | string[]>;
+  readonly receivedAtNs: bigint;
+  /** Aborted when the client goes away: the upstream request is aborted with it. */
+  readonly signal: AbortSignal;
+  readonly peer: PeerIdentity | null;
+  body: Buffer | null;
+  model: string | undefined;
+  /** Upstream cluster chosen by the route filter. */
+  cluster: string | undefined;
+  credential: CredentialRef | undefined;
+  snapshot: RoutingSnapshot | undefined;
+  /** Bounded label values for metrics. */
+  labels: { model: string; cluster: string };
+  /**
+   * Set by the route filter when a connect failure may move the request to another candidate: switches the
+   * request's cluster, headers and credential and returns true, or returns false when there is none.
+   */
+  failover: (() => boolean) | undefined;
+}
+
+export interface Filter {
+  readonly name: string;
+  /** Throws a GatewayError to answer instead of the upstream. */
+  apply(request: GatewayRequest): void | Promise<void>;
+}
+
+/** Header names of the provider-hop contract (SPEC §3.1, §3.2). */
+export const ROUTING_CANDIDATE_HEADER = 'x-ai-routing-candidate';
+export const ROUTING_REQUEST_ID_HEADER = 'x-ai-routing-request-id';
+export const ROUTING_REVISION_HEADER = 'x-ai-routing-revision';
+export const PROVIDER_REQUEST_ID_HEADER = 'x-ai-provider-request-id';
+export const PROVIDER_ATTRIBUTION_HEADER = 'x-ai-provider-attribution';
+export const PROVIDER_REVISION_HEADER = 'x-ai-provider-routing-revision';
+
+export function stripPrefixedHeaders(headers: Map<string, string | string[]>, prefix: string): void {
+  for (const name of [...headers.keys()]) if (name.startsWith(prefix)) headers.delete(name);
+}
+
+export function singleHeader(request: GatewayRequest, name: string): string | undefined {
+  const value = request.req.headers[name];
+  if (Array.isArray(value)) return value.length === 1 ? value[0] : undefined;
+  return value;
+}

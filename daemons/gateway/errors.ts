@@ -1,0 +1,59 @@
+// Every answer the gateway gives instead of the upstream's: a stable code, an HTTP status, and an OpenAI-style
+// JSON body ({"error":{"message","type","code"}}) so SDK clients show the reason. Messages never carry secrets.
+
+export type GatewayErrorType =
+  | 'invalid_request_error'
+  | 'not_found_error'
+  | 'permission_error'
+  | 'service_unavailable'
+  | 'upstream_error'
+  | 'timeout_error';
+
+export class GatewayError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly type: GatewayErrorType;
+  readonly headers: Readonly<Record<string, string>>;
+  constructor(status: number, code: string, type: GatewayErrorType, message: string, headers: Record<string, string> = {}) {
+    super(message);
+    this.name = 'GatewayError';
+    this.status = status;
+    this.code = code;
+    this.type = type;
+    this.headers = headers;
+  }
+}
+
+export const badRequest = (code: string, message: string): GatewayError =>
+  new GatewayError(400, code, 'invalid_request_error', message);
+export const forbidden = (code: string, message: string): GatewayError =>
+  new GatewayError(403, code, 'permission_error', message);
+export const notFound = (code: string, message: string): GatewayError =>
+  new GatewayError(404, code, 'not_found_error', message);
+export const unavailable = (code: string, message: string, retryAfterSeconds = 1): GatewayError =>
+  new GatewayError(503, code, 'service_unavailable', message, { 'retry-after': String(retryAfterSeconds) });
+export const badGateway = (code: string, message: string): GatewayError =>
+  new GatewayError(502, code, 'upstream_error', message);
+export const gatewayTimeout = (code: string, message: string): GatewayError =>
+  new GatewayError(504, code, 'timeout_error', message);
+
+/**
+ * A failure to reach an upstream before any request byte was sent (refused, connect timeout, TLS handshake):
+ * the only failure a request may be retried after, because the upstream cannot have acted on it.
+ */
+export class UpstreamConnectError extends Error {
+  readonly cluster: string;
+  readonly endpoint: string;
+  readonly causeCode: string;
+  constructor(cluster: string, endpoint: string, causeCode: string) {
+    super(`could not connect to cluster "${cluster}" endpoint ${endpoint} (${causeCode})`);
+    this.name = 'UpstreamConnectError';
+    this.cluster = cluster;
+    this.endpoint = endpoint;
+    this.causeCode = causeCode;
+  }
+}
+
+export function errorBody(error: GatewayError): string {
+  return JSON.stringify({ error: { message: error.message, type: error.type, code: error.code } });
+}

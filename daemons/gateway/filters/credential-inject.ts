@@ -1,0 +1,102 @@
+// credential_inject (SPEC §3.2): tokens keyed by (name, namespace, key), read once at startup (and on reload)
+// from a file (trimmed, at most 16 KiB), an environment variable or an inline value. The request path only looks
+// the token up in memory. Any doubt fails closed with 503; the token never reaches a log, metric or error body.
+import { readFileSync, statSync } from 'node:fs';
+import type { CredentialInjectFilter, CredentialSource } from '../../../schemas/generated/gateway-config.ts';
+import { unavailable } from '../errors.ts';
+import type { CredentialRef, Filter, GatewayRequest } from '../context.ts';
+import type { Logger } from '../../shared/log.ts';
+
+export const MAX_TOKEN_FILE_BYTES = 16 * 1024;
+// A token is one header value: visible ASCII only, so it cannot split the header.
+const TOKEN = /^[\x21-\x7e]+$/;
+
+interface LoadedCredential {
+  readonly source: CredentialSource;
+  readonly token: string | undefined;
+  /** Why the token is unusable (never contains token bytes). */
+  readonly problem: string | undefined;
+}
+
+export interface CredentialInject extends Filter {
+  /** Re-reads every source (file rotation); returns how many credentials are usable. */
+  reload(): number;
+}
+
+function describe(source: CredentialSource): string {
+  return [source.name, source.namespace, source.key].filter((p) => p !== undefined).join('/');
+}
+
+function loadToken(source: CredentialSource, configDir: string): { token?: string; problem?: string } {
+  let raw: string | undefined;
+  if (source.file !== undefined) {
+    const path = source.file.startsWith('/') ? source.file : `${configDir}/${source.file}`;
+    try {
+      if (statSync(path).size > MAX_TOKEN_FILE_BYTES) return { problem: `file ${source.file} is larger than ${MAX_TOKEN_FILE_BYTES} bytes` };
+      raw = readFileSync(path, 'utf8');
+    } catch (error) {
+      return { problem: `file ${source.file} is unreadable (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
+    }
+  } else if (source.env !== undefined) {
+    raw = process.env[source.env];
+    if (raw === undefined) return { problem: `environment variable ${source.env} is not set` };
+  } else {
+    raw = source.value;
+  }
+  const token = (raw ?? '').trim();
+  if (token === '') return { problem: 'the token is empty' };
+  if (!TOKEN.test(token)) return { problem: 'the token contains characters not allowed in a header value' };
+  return { token };
+}
+
+export function createCredentialInject(config: CredentialInjectFilter, configDir: string, logger: Logger): CredentialInject {
+  let loaded: LoadedCredential[] = [];
+  const reload = (): number => {
+    loaded = (config.credentials ?? []).map((source) => {
+      const { token, problem } = loadToken(source, configDir);
+      if (problem !== undefined) logger.warn({ credential: describe(source), problem }, 'credential unusable; requests that need it get 503');
+      return { source, token, problem };
+    });
+    return loaded.filter((c) => c.token !== undefined).length;
+  };
+  reload();
+
+  function find(ref: CredentialRef): LoadedCredential | undefined {
+    let best: LoadedCredential | undefined;
+    let bestScore = -1;
+    let tie = false;
+    for (const entry of loaded) {
+      const s = entry.source;
+      if (s.name !== ref.name) continue;
+      if (s.namespace !== undefined && s.namespace !== ref.namespace) continue;
+      if (s.key !== undefined && s.key !== ref.key) continue;
+      const score = (s.namespace === undefined ? 0 : 1) + (s.key === undefined ? 0 : 1);
+      if (score > bestScore) {
+        best = entry;
+        bestScore = score;
+        tie = false;
+      } else if (score === bestScore) {
+        tie = true;
+      }
+    }
+    return tie ? undefined : best;
+  }
+
+  return {
+    name: 'credential_inject',
+    reload,
+    apply(request: GatewayRequest): void {
+      const ref = request.credential;
+      if (ref === undefined) return;
+      if (ref.strategy !== undefined && ref.strategy !== 'bearer_token') {
+        throw unavailable('credential_unavailable', `credential strategy "${ref.strategy}" is not supported`);
+      }
+      if (ref.name === undefined || ref.name === '') throw unavailable('credential_unavailable', 'the route names an incomplete credential reference');
+      const entry = find(ref);
+      if (entry === undefined) throw unavailable('credential_unavailable', `credential "${ref.name}" is not configured on this gateway`);
+      if (entry.token === undefined) throw unavailable('credential_unavailable', `credential "${ref.name}" is not available on this gateway`);
+      request.headers.delete('authorization');
+      request.headers.set('authorization', `Bearer ${entry.token}`);
+    },
+  };
+}

@@ -1,0 +1,121 @@
+// intelligent_route (SPEC §3.1): strips client-sent routing and provider headers, selects a candidate for the
+// requested model from the accepted snapshot (one snapshot per request), and for provider-hop clusters writes the
+// x-ai-routing-* hop context. Credential references stay in process; only the reference moves to credential_inject.
+import { randomInt } from 'node:crypto';
+import type { IntelligentRouteFilter } from '../../../schemas/generated/gateway-config.ts';
+import { badRequest, notFound, unavailable } from '../errors.ts';
+import {
+  ROUTING_CANDIDATE_HEADER,
+  ROUTING_REQUEST_ID_HEADER,
+  ROUTING_REVISION_HEADER,
+  singleHeader,
+  stripPrefixedHeaders,
+} from '../context.ts';
+import type { Filter, GatewayRequest } from '../context.ts';
+import type { OverlayStore } from '../overlay-store.ts';
+import { AffinityTable, DEFAULT_AFFINITY_TTL_SECONDS, MAX_AFFINITY_ENTRIES, MAX_SESSION_KEY_BYTES } from '../routing/affinity.ts';
+import { createRequestIdGenerator } from '../routing/request-id.ts';
+import { selectCandidate } from '../routing/selection.ts';
+import type { RoutingCandidate } from '../routing/snapshot.ts';
+
+export interface IntelligentRouteOptions {
+  config: IntelligentRouteFilter;
+  store: OverlayStore;
+  isClusterAvailable(cluster: string): boolean;
+  random?: () => number;
+  nowMs?: () => number;
+}
+
+export interface IntelligentRoute extends Filter {
+  listModels(): readonly string[] | null;
+}
+
+const DEFAULT_SESSION_HEADER = 'x-session-id';
+
+function cookieValue(header: string | undefined, name: string): string | undefined {
+  if (header === undefined) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+export function createIntelligentRoute(options: IntelligentRouteOptions): IntelligentRoute {
+  const { config, store } = options;
+  const hopClusters = new Set(config.provider_hop_clusters ?? []);
+  const random = options.random ?? Math.random;
+  const nowMs = options.nowMs ?? Date.now;
+  const affinityConfig = config.session_affinity;
+  const affinity =
+    affinityConfig !== undefined && affinityConfig.enabled !== false
+      ? new AffinityTable(affinityConfig.ttl_seconds ?? DEFAULT_AFFINITY_TTL_SECONDS, affinityConfig.max_entries ?? MAX_AFFINITY_ENTRIES)
+      : undefined;
+  const sessionHeader = (affinityConfig?.header ?? DEFAULT_SESSION_HEADER).toLowerCase();
+  const sessionCookie = affinityConfig?.cookie;
+  const nextRequestId = createRequestIdGenerator({
+    nowMicros: () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)),
+    processTag: randomInt(0, 0x10000),
+  });
+
+  function sessionKey(request: GatewayRequest): string | undefined {
+    if (affinity === undefined) return undefined;
+    const key = singleHeader(request, sessionHeader) ?? (sessionCookie === undefined ? undefined : cookieValue(singleHeader(request, 'cookie'), sessionCookie));
+    if (key === undefined || key === '' || Buffer.byteLength(key) > MAX_SESSION_KEY_BYTES) return undefined;
+    return key;
+  }
+
+  return {
+    name: 'intelligent_route',
+    listModels: () => store.current()?.models ?? null,
+    apply(request: GatewayRequest): void {
+      // Client-sent hop context is never trusted, whatever happens next.
+      stripPrefixedHeaders(request.headers, 'x-ai-routing-');
+      stripPrefixedHeaders(request.headers, 'x-ai-provider-');
+      const snapshot = store.current();
+      if (snapshot === null) throw unavailable('overlay_not_loaded', 'no routing overlay has been accepted yet', 5);
+      request.snapshot = snapshot;
+      const model = request.model;
+      if (model === undefined) throw notFound('no_route', 'the request names no model, and no other route applies');
+      if (model.length === 0) throw badRequest('invalid_model', 'model is blank');
+      const key = sessionKey(request);
+      const outcome = selectCandidate(
+        snapshot,
+        { kind: 'inference_model', name: model, ...(key === undefined ? {} : { sessionKey: key }) },
+        {
+          random,
+          nowMs,
+          isExcluded: (c) => !options.isClusterAvailable(c.candidate.cluster),
+          ...(affinity === undefined ? {} : { affinity }),
+        },
+      );
+      store.noteServed(snapshot);
+      if (outcome.kind === 'no_candidate') throw notFound('model_not_found', `no provider serves model "${model}"`);
+      request.labels.model = model;
+      if (outcome.kind === 'all_excluded') {
+        throw unavailable('no_available_candidate', `every provider of model "${model}" is unavailable or not admitting new requests`);
+      }
+      const requestId = nextRequestId();
+      const applyCandidate = (selected: RoutingCandidate): void => {
+        const candidate = selected.candidate;
+        request.cluster = candidate.cluster;
+        request.labels.cluster = candidate.cluster;
+        request.credential = candidate.credential === undefined ? undefined : { strategy: candidate.credential.strategy, ...candidate.credential.secretRef };
+        stripPrefixedHeaders(request.headers, 'x-ai-routing-');
+        if (hopClusters.has(candidate.cluster)) {
+          request.headers.set(ROUTING_CANDIDATE_HEADER, selected.stableId);
+          request.headers.set(ROUTING_REQUEST_ID_HEADER, requestId);
+          if (snapshot.revision !== null) request.headers.set(ROUTING_REVISION_HEADER, snapshot.revision);
+        }
+      };
+      applyCandidate(outcome.candidate);
+      let alternate = outcome.alternates.find((c) => options.isClusterAvailable(c.candidate.cluster));
+      request.failover = () => {
+        if (alternate === undefined) return false;
+        applyCandidate(alternate);
+        alternate = undefined;
+        return true;
+      };
+    },
+  };
+}

@@ -1,0 +1,290 @@
+// load_balancer: named clusters of endpoints, one keep-alive undici Pool per endpoint (TLS/mTLS with SNI where
+// configured), round-robin over endpoints that are up, and passive health: a failed connect marks an endpoint
+// down for a growing backoff. Responses stream to the client chunk by chunk with backpressure.
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { Pool } from 'undici';
+import type { ClusterConfig, LoadBalancerFilter } from '../../../schemas/generated/gateway-config.ts';
+import { UpstreamConnectError, badGateway, gatewayTimeout, unavailable } from '../errors.ts';
+import type { Filter, GatewayRequest } from '../context.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import type { Logger } from '../../shared/log.ts';
+import { errorFields } from '../../shared/log.ts';
+
+const BACKOFF_BASE_MS = 1_000;
+const BACKOFF_MAX_MS = 30_000;
+
+export const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** Errors that happen before a request byte can have reached the upstream (refused, timeout, TLS handshake). */
+const CONNECT_PHASE_CODES = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_SIGNATURE_FAILURE',
+  'HOSTNAME_MISMATCH',
+]);
+
+export function connectPhaseCode(error: unknown): string | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code !== 'string') continue;
+    if (CONNECT_PHASE_CODES.has(code) || code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_')) return code;
+  }
+  return undefined;
+}
+
+function errorCode(error: unknown): string {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return error instanceof Error ? error.name : 'unknown';
+}
+
+export class EndpointRuntime {
+  readonly address: string;
+  readonly pool: Pool;
+  #downUntilMs = 0;
+  #failures = 0;
+
+  constructor(address: string, pool: Pool) {
+    this.address = address;
+    this.pool = pool;
+  }
+
+  isUp(nowMs: number): boolean {
+    return nowMs >= this.#downUntilMs;
+  }
+
+  markDown(nowMs: number): void {
+    this.#failures++;
+    this.#downUntilMs = nowMs + Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.min(this.#failures - 1, 10));
+  }
+
+  markUp(): void {
+    this.#failures = 0;
+    this.#downUntilMs = 0;
+  }
+}
+
+export class ClusterRuntime {
+  readonly name: string;
+  readonly endpoints: readonly EndpointRuntime[];
+  readonly authority: string | undefined;
+  readonly responseTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+  #cursor = 0;
+
+  constructor(config: ClusterConfig, configDir: string) {
+    this.name = config.name;
+    this.authority = config.authority;
+    this.responseTimeoutMs = config.response_timeout_ms ?? 300_000;
+    this.idleTimeoutMs = config.idle_timeout_ms ?? 300_000;
+    const tls = config.tls;
+    const read = (path: string, what: string): string => {
+      try {
+        return readFileSync(path.startsWith('/') ? path : `${configDir}/${path}`, 'utf8');
+      } catch (error) {
+        throw new Error(`cluster "${config.name}": cannot read ${what} ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+      }
+    };
+    const ca = tls?.ca === undefined ? undefined : read(tls.ca.ca_path, 'tls.ca.ca_path');
+    const cert = tls?.client_cert === undefined ? undefined : read(tls.client_cert.cert_path, 'tls.client_cert.cert_path');
+    const key = tls?.client_cert === undefined ? undefined : read(tls.client_cert.key_path, 'tls.client_cert.key_path');
+    this.endpoints = config.endpoints.map((address) => {
+      const host = address.slice(0, address.lastIndexOf(':')).replace(/^\[|\]$/g, '');
+      const servername = tls?.sni ?? (isIP(host) === 0 ? host : undefined);
+      const origin = `${tls === undefined ? 'http' : 'https'}://${address}`;
+      const pool = new Pool(origin, {
+        pipelining: 1,
+        keepAliveTimeout: 30_000,
+        keepAliveMaxTimeout: 600_000,
+        headersTimeout: this.responseTimeoutMs,
+        bodyTimeout: this.idleTimeoutMs,
+        connect: {
+          timeout: config.connect_timeout_ms ?? 5_000,
+          ...(tls === undefined
+            ? {}
+            : {
+                rejectUnauthorized: tls.verify !== false,
+                ...(ca === undefined ? {} : { ca }),
+                ...(cert === undefined ? {} : { cert, key }),
+                ...(servername === undefined ? {} : { servername }),
+              }),
+        },
+      });
+      return new EndpointRuntime(address, pool);
+    });
+  }
+
+  available(nowMs: number): boolean {
+    return this.endpoints.some((e) => e.isUp(nowMs));
+  }
+
+  /** Next endpoint that is up, round-robin; undefined when every endpoint is backing off. */
+  pick(nowMs: number): EndpointRuntime | undefined {
+    for (let i = 0; i < this.endpoints.length; i++) {
+      const endpoint = this.endpoints[(this.#cursor + i) % this.endpoints.length];
+      if (endpoint?.isUp(nowMs)) {
+        this.#cursor = (this.#cursor + i + 1) % this.endpoints.length;
+        return endpoint;
+      }
+    }
+    return undefined;
+  }
+}
+
+export interface LoadBalancerOptions {
+  config: LoadBalancerFilter;
+  configDir: string;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  nowMs?: () => number;
+  /** True while the gateway drains: responses then carry `connection: close`. */
+  isClosing: () => boolean;
+}
+
+export interface LoadBalancer extends Filter {
+  readonly clusters: ReadonlyMap<string, ClusterRuntime>;
+  isClusterAvailable(name: string): boolean;
+  close(graceful: boolean): Promise<void>;
+}
+
+export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
+  const now = options.nowMs ?? Date.now;
+  const clusters = new Map<string, ClusterRuntime>();
+  for (const cluster of options.config.clusters) clusters.set(cluster.name, new ClusterRuntime(cluster, options.configDir));
+  const { metrics, logger } = options;
+  const role = metrics.role;
+
+  async function forward(request: GatewayRequest): Promise<void> {
+    const name = request.cluster;
+    const cluster = name === undefined ? undefined : clusters.get(name);
+    if (cluster === undefined) throw unavailable('unknown_cluster', `no upstream cluster is configured for this route`);
+    const endpoint = cluster.pick(now());
+    if (endpoint === undefined) throw unavailable('cluster_unavailable', `every endpoint of cluster "${cluster.name}" is backing off after connect failures`);
+
+    const headers: Record<string, string | string[]> = {};
+    for (const [key, value] of request.headers) headers[key] = value;
+    headers['host'] = cluster.authority ?? endpoint.address;
+    const started = process.hrtime.bigint();
+    let response: Awaited<ReturnType<Pool['request']>>;
+    try {
+      response = await endpoint.pool.request({
+        path: request.target,
+        method: request.method as 'GET',
+        headers,
+        body: request.body === null || request.body.length === 0 ? null : request.body,
+        signal: request.signal,
+      });
+    } catch (error) {
+      if (request.signal.aborted) throw error;
+      const connectCode = connectPhaseCode(error);
+      if (connectCode !== undefined) {
+        endpoint.markDown(now());
+        metrics.upstreamConnectFailures.inc({ role, cluster: cluster.name });
+        logger.warn({ cluster: cluster.name, endpoint: endpoint.address, code: connectCode }, 'upstream connect failed; endpoint backing off');
+        throw new UpstreamConnectError(cluster.name, endpoint.address, connectCode);
+      }
+      const code = errorCode(error);
+      logger.warn({ cluster: cluster.name, endpoint: endpoint.address, code, error: errorFields(error) }, 'upstream request failed');
+      if (code === 'UND_ERR_HEADERS_TIMEOUT') throw gatewayTimeout('upstream_timeout', `cluster "${cluster.name}" did not answer in time`);
+      throw badGateway('upstream_error', `cluster "${cluster.name}" failed before responding (${code})`);
+    }
+    endpoint.markUp();
+    const { res } = request;
+    const outHeaders: Record<string, string | string[]> = {};
+    const connectionTokens = String(response.headers['connection'] ?? '').toLowerCase().split(',').map((t) => t.trim());
+    for (const [key, value] of Object.entries(response.headers)) {
+      if (value === undefined || HOP_BY_HOP.has(key) || connectionTokens.includes(key)) continue;
+      outHeaders[key] = value;
+    }
+    if (options.isClosing()) outHeaders['connection'] = 'close';
+    res.writeHead(response.statusCode, outHeaders);
+    // A streamed (length-less) response shows its head at once; a sized one goes out with its first chunk.
+    if (outHeaders['content-length'] === undefined) res.flushHeaders();
+    const body = response.body;
+    const clusterName = cluster.name;
+    await new Promise<void>((resolve) => {
+      let first = true;
+      const finish = (): void => {
+        body.off('data', onData);
+        body.off('end', onEnd);
+        body.off('error', onError);
+        res.off('drain', onDrain);
+        res.off('close', onClose);
+        metrics.upstreamLatency.observe({ role, cluster: clusterName }, Number(process.hrtime.bigint() - started) / 1e9);
+        resolve();
+      };
+      const onData = (chunk: Buffer): void => {
+        if (first) {
+          first = false;
+          metrics.timeToFirstByte.observe({ role, cluster: clusterName }, Number(process.hrtime.bigint() - request.receivedAtNs) / 1e9);
+        }
+        // Backpressure: a slow client pauses the upstream read instead of growing a buffer.
+        if (!res.write(chunk)) body.pause();
+      };
+      const onDrain = (): void => {
+        body.resume();
+      };
+      const onEnd = (): void => {
+        res.end();
+        finish();
+      };
+      const onError = (error: Error): void => {
+        // Headers are already sent: the only honest signal left is to cut the client connection.
+        if (!request.signal.aborted) {
+          logger.warn({ cluster: clusterName, endpoint: endpoint.address, code: errorCode(error) }, 'upstream response failed mid-stream');
+        }
+        body.destroy();
+        res.destroy();
+        finish();
+      };
+      const onClose = (): void => {
+        if (!res.writableFinished) {
+          body.destroy();
+          finish();
+        }
+      };
+      body.on('data', onData);
+      body.on('end', onEnd);
+      body.on('error', onError);
+      res.on('drain', onDrain);
+      res.on('close', onClose);
+    });
+  }
+
+  return {
+    name: 'load_balancer',
+    clusters,
+    apply: forward,
+    isClusterAvailable: (name) => clusters.get(name)?.available(now()) ?? false,
+    async close(graceful) {
+      await Promise.all(
+        [...clusters.values()].flatMap((c) => c.endpoints.map((e) => (graceful ? e.pool.close() : e.pool.destroy()).catch(() => undefined))),
+      );
+    },
+  };
+}

@@ -1,0 +1,83 @@
+// provider_route (SPEC §3.2): consumes the edge's hop context after peer authentication and authorizes the
+// request against an exact provider-local (candidate, model, path) map. It strips every routing and provider
+// header and the client's Authorization, then writes provider-owned attribution for the backend.
+import type { ProviderRoute, ProviderRouteFilter } from '../../../schemas/generated/gateway-config.ts';
+import { badRequest, forbidden, notFound } from '../errors.ts';
+import {
+  PROVIDER_ATTRIBUTION_HEADER,
+  PROVIDER_REQUEST_ID_HEADER,
+  PROVIDER_REVISION_HEADER,
+  ROUTING_CANDIDATE_HEADER,
+  ROUTING_REQUEST_ID_HEADER,
+  ROUTING_REVISION_HEADER,
+  stripPrefixedHeaders,
+} from '../context.ts';
+import type { Filter, GatewayRequest } from '../context.ts';
+import { REQUEST_ID_PATTERN } from '../routing/request-id.ts';
+
+/** The inference paths a route allows when it lists none. */
+export const DEFAULT_ROUTE_PATHS = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses', '/v1/responses/*'];
+const CANDIDATE_ID = /^[\x21-\x7e]{1,256}$/;
+const REVISION = /^[0-9a-f]{64}$/;
+
+export interface ProviderRouteFilterRuntime extends Filter {
+  listModels(): readonly string[];
+}
+
+function oneHeader(request: GatewayRequest, name: string): string | undefined | null {
+  const value = request.req.headers[name];
+  if (Array.isArray(value)) return null;
+  return value;
+}
+
+export function pathAllowed(route: ProviderRoute, path: string): boolean {
+  const allowed = route.paths ?? DEFAULT_ROUTE_PATHS;
+  return allowed.some((p) => (p.endsWith('/*') ? path.startsWith(p.slice(0, -1)) && path.length > p.length - 1 : p === path));
+}
+
+export function createProviderRoute(config: ProviderRouteFilter, parser: Filter): ProviderRouteFilterRuntime {
+  const byCandidate = new Map<string, ProviderRoute[]>();
+  for (const route of config.routes) {
+    const list = byCandidate.get(route.candidate_id) ?? [];
+    list.push(route);
+    byCandidate.set(route.candidate_id, list);
+  }
+  const models = [...new Set(config.routes.map((r) => r.model))];
+
+  return {
+    name: 'provider_route',
+    listModels: () => models,
+    async apply(request: GatewayRequest): Promise<void> {
+      const candidate = oneHeader(request, ROUTING_CANDIDATE_HEADER);
+      const requestId = oneHeader(request, ROUTING_REQUEST_ID_HEADER);
+      const revision = oneHeader(request, ROUTING_REVISION_HEADER);
+      stripPrefixedHeaders(request.headers, 'x-ai-routing-');
+      stripPrefixedHeaders(request.headers, 'x-ai-provider-');
+      request.headers.delete('authorization');
+      if (candidate === undefined || candidate === null || !CANDIDATE_ID.test(candidate)) {
+        throw forbidden('invalid_routing_candidate', `missing or invalid ${ROUTING_CANDIDATE_HEADER}`);
+      }
+      if (requestId === undefined || requestId === null || !REQUEST_ID_PATTERN.test(requestId)) {
+        throw forbidden('invalid_routing_request_id', `missing or invalid ${ROUTING_REQUEST_ID_HEADER}`);
+      }
+      if (revision === null || (revision !== undefined && !REVISION.test(revision))) {
+        throw forbidden('invalid_routing_revision', `malformed ${ROUTING_REVISION_HEADER}`);
+      }
+      await parser.apply(request);
+      const model = request.model;
+      if (model === undefined) throw badRequest('model_required', 'the request names no model');
+      const routes = byCandidate.get(candidate);
+      if (routes === undefined) throw forbidden('unknown_candidate', 'the routing candidate is not served by this provider');
+      const route = routes.find((r) => r.model === model);
+      if (route === undefined) throw notFound('model_not_routed', `model "${model}" is not routed for this candidate`);
+      if (!pathAllowed(route, request.path)) throw notFound('path_not_routed', `path ${request.path} is not routed for this candidate`);
+      request.cluster = route.cluster;
+      request.labels.model = route.model;
+      request.labels.cluster = route.cluster;
+      request.credential = route.credential === undefined ? undefined : { strategy: route.credential.strategy ?? 'bearer_token', ...route.credential.secretRef };
+      request.headers.set(PROVIDER_REQUEST_ID_HEADER, requestId);
+      if (config.provider_id !== undefined) request.headers.set(PROVIDER_ATTRIBUTION_HEADER, config.provider_id);
+      if (revision !== undefined) request.headers.set(PROVIDER_REVISION_HEADER, revision);
+    },
+  };
+}

@@ -1,0 +1,124 @@
+// The request parser (json_body_field / openai_responses_format): reads the body up to a bound, finds the
+// model of chat completions, completions, embeddings and Responses requests, and promotes it into the model
+// header the route filters read. Everything past the body (the response) is streamed, never buffered.
+import type { IncomingMessage } from 'node:http';
+import { GatewayError, badRequest } from '../errors.ts';
+import type { Filter, GatewayRequest } from '../context.ts';
+
+export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
+export const DEFAULT_MODEL_HEADER = 'x-gateway-model-name';
+export const MAX_MODEL_BYTES = 256;
+
+/** Endpoints whose POST body names the model (the Responses API puts it at the top level too). */
+const MODEL_BODY_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses']);
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+// C0 controls and DEL: a model with them could never be a header value (header injection).
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+export function payloadTooLarge(maxBytes: number): GatewayError {
+  return new GatewayError(413, 'request_too_large', 'invalid_request_error', `request body exceeds ${maxBytes} bytes`, { connection: 'close' });
+}
+
+export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > maxBytes) return Promise.reject(payloadTooLarge(maxBytes));
+  // Event listeners rather than an async iterator: this runs on every request and the iterator costs more.
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    const onData = (chunk: Buffer): void => {
+      total += chunk.length;
+      if (total > maxBytes) {
+        cleanup();
+        req.resume();
+        reject(payloadTooLarge(maxBytes));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
+    };
+    const onError = (error: Error): void => {
+      cleanup();
+      reject(error);
+    };
+    const onClose = (): void => {
+      if (!req.complete) onError(new Error('client closed the connection before sending the whole body'));
+    };
+    const cleanup = (): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
+}
+
+/** SPEC §3.1: blank, non-UTF-8 or over 256 bytes is a 400. Returns the model or throws. */
+export function checkModel(model: string, source: string): string {
+  if (model.trim() === '') throw badRequest('invalid_model', `${source} is blank`);
+  if (Buffer.byteLength(model, 'utf8') > MAX_MODEL_BYTES) throw badRequest('invalid_model', `${source} is longer than ${MAX_MODEL_BYTES} bytes`);
+  if (CONTROL.test(model)) throw badRequest('invalid_model', `${source} contains control characters`);
+  if (model.isWellFormed !== undefined && !model.isWellFormed()) throw badRequest('invalid_model', `${source} is not valid UTF-8`);
+  return model;
+}
+
+export interface RequestParserOptions {
+  /** Body field holding the model (json_body_field.field); "model" by default. */
+  field: string;
+  /** Header the model is promoted into (json_body_field.header, or the route filter's model_header). */
+  header: string;
+  maxBodyBytes: number;
+}
+
+export function createRequestParser(options: RequestParserOptions): Filter {
+  const header = options.header.toLowerCase();
+  return {
+    name: 'request_parser',
+    async apply(request: GatewayRequest): Promise<void> {
+      if (request.body === null) request.body = await readBody(request.req, options.maxBodyBytes);
+      let model: string | undefined;
+      if (request.method === 'POST' && MODEL_BODY_PATHS.has(request.path)) {
+        model = modelFromBody(request.body, options.field, request.path);
+      } else {
+        // Body-less calls (Responses sub-resources such as GET /v1/responses/{id}) may name the model in the header.
+        const value = request.req.headers[header];
+        if (typeof value === 'string') model = checkModel(value, `header ${header}`);
+      }
+      request.headers.delete(header);
+      if (model !== undefined) {
+        request.model = model;
+        request.headers.set(header, model);
+      }
+    },
+  };
+}
+
+function modelFromBody(body: Buffer, field: string, path: string): string | undefined {
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    throw badRequest('invalid_body', 'request body is not valid UTF-8');
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw badRequest('invalid_json', `request body of ${path} is not valid JSON`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw badRequest('invalid_json', `request body of ${path} must be a JSON object`);
+  }
+  const value = (parsed as Record<string, unknown>)[field];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw badRequest('invalid_model', `body field "${field}" must be a string`);
+  return checkModel(value, `body field "${field}"`);
+}

@@ -1,0 +1,63 @@
+// The gateway program: `node daemons/gateway/main.ts --config FILE`. The config decides the role (consumer/edge
+// with intelligent_route, or provider with peer_identity_trust -> provider_route). main only wires and handles
+// signals: SIGTERM/SIGINT drain and exit, SIGHUP re-reads credential files.
+import { dirname, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createLogger, errorFields } from '../shared/log.ts';
+import { ConfigError, loadConfigFile } from './config.ts';
+import { startGateway } from './server.ts';
+
+async function main(): Promise<number> {
+  const logger = createLogger({ name: 'gateway' });
+  let args;
+  try {
+    args = parseArgs({ options: { config: { type: 'string' } }, strict: true });
+  } catch (error) {
+    process.stderr.write(`gateway: ${(error as Error).message}\nusage: node daemons/gateway/main.ts --config FILE\n`);
+    return 2;
+  }
+  const configPath = args.values.config;
+  if (configPath === undefined) {
+    process.stderr.write('gateway: --config FILE is required\nusage: node daemons/gateway/main.ts --config FILE\n');
+    return 2;
+  }
+  const path = resolve(configPath);
+  let gateway;
+  try {
+    const resolved = await loadConfigFile(path);
+    gateway = await startGateway(resolved, { configDir: dirname(path), logger });
+  } catch (error) {
+    const message = error instanceof ConfigError ? error.message : `startup failed: ${errorFields(error).message}`;
+    logger.fatal({ config: path }, message);
+    process.stderr.write(`gateway: ${message}\n`);
+    return 1;
+  }
+  for (const l of gateway.listeners) logger.info({ listener: l.name, host: l.host, port: l.port, tls: l.tls, role: gateway.role }, 'listening');
+  if (gateway.adminPort !== undefined) logger.info({ admin_port: gateway.adminPort }, 'admin listening');
+  if (!gateway.isReady()) logger.warn({}, 'not ready: no valid routing overlay yet');
+
+  const instance = gateway;
+  await new Promise<void>((resolveStop) => {
+    const stop = (signal: string): void => {
+      logger.info({ signal }, 'shutting down');
+      instance.close().then(resolveStop, resolveStop);
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+    process.on('SIGHUP', () => {
+      instance.reloadCredentials();
+      logger.info({}, 'credentials re-read');
+    });
+  });
+  return 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`gateway: ${errorFields(error).message}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,94 @@
+// The gateway's Prometheus metrics (SPEC §3.3). Label values are bounded: models and clusters come from the
+// accepted snapshot or the config (anything else is "other"), so a client cannot grow the series count.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { GatewayRole } from './config.ts';
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+export interface GatewayMetrics {
+  readonly registry: Registry;
+  readonly requests: Counter<'role' | 'model' | 'cluster' | 'status'>;
+  readonly upstreamLatency: Histogram<'role' | 'cluster'>;
+  readonly timeToFirstByte: Histogram<'role' | 'cluster'>;
+  readonly upstreamConnectFailures: Counter<'role' | 'cluster'>;
+  readonly retries: Counter<'role' | 'cluster'>;
+  readonly overlayReloads: Counter<'outcome' | 'reason'>;
+  readonly overlayAcceptedRevision: Gauge<'revision' | 'format'>;
+  readonly overlayServingRevision: Gauge<'revision'>;
+  readonly overlayCandidates: Gauge;
+  readonly ready: Gauge;
+  readonly inFlight: Gauge<'role'>;
+  readonly role: GatewayRole;
+}
+
+export function createGatewayMetrics(role: GatewayRole, withProcessMetrics = true): GatewayMetrics {
+  const registry = new Registry();
+  if (withProcessMetrics) collectDefaultMetrics({ register: registry, prefix: 'grid_gateway_' });
+  const registers = [registry];
+  return {
+    registry,
+    role,
+    requests: new Counter({
+      name: 'grid_gateway_requests_total',
+      help: 'Requests answered, by gateway role, requested model, upstream cluster and HTTP status.',
+      labelNames: ['role', 'model', 'cluster', 'status'],
+      registers,
+    }),
+    upstreamLatency: new Histogram({
+      name: 'grid_gateway_upstream_latency_seconds',
+      help: 'Time from sending the upstream request to the end of its response body.',
+      labelNames: ['role', 'cluster'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    timeToFirstByte: new Histogram({
+      name: 'grid_gateway_time_to_first_byte_seconds',
+      help: 'Time from receiving the client request to the first response body byte from upstream.',
+      labelNames: ['role', 'cluster'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    upstreamConnectFailures: new Counter({
+      name: 'grid_gateway_upstream_connect_failures_total',
+      help: 'Upstream connection attempts that failed before any request byte was sent.',
+      labelNames: ['role', 'cluster'],
+      registers,
+    }),
+    retries: new Counter({
+      name: 'grid_gateway_retries_total',
+      help: 'Requests retried on another candidate or endpoint after a connect failure.',
+      labelNames: ['role', 'cluster'],
+      registers,
+    }),
+    overlayReloads: new Counter({
+      name: 'grid_gateway_overlay_reloads_total',
+      help: 'Overlay load attempts by outcome (accepted, unchanged, rejected) and reason.',
+      labelNames: ['outcome', 'reason'],
+      registers,
+    }),
+    overlayAcceptedRevision: new Gauge({
+      name: 'grid_gateway_overlay_accepted_revision_info',
+      help: 'The overlay revision currently accepted (value 1); revision is "legacy" for a bare payload.',
+      labelNames: ['revision', 'format'],
+      registers,
+    }),
+    overlayServingRevision: new Gauge({
+      name: 'grid_gateway_overlay_serving_revision_info',
+      help: 'The overlay revision that served the most recent routed request (value 1).',
+      labelNames: ['revision'],
+      registers,
+    }),
+    overlayCandidates: new Gauge({
+      name: 'grid_gateway_overlay_candidates',
+      help: 'Candidates in the accepted overlay.',
+      registers,
+    }),
+    ready: new Gauge({ name: 'grid_gateway_ready', help: '1 when the gateway serves traffic.', registers }),
+    inFlight: new Gauge({
+      name: 'grid_gateway_requests_in_flight',
+      help: 'Requests being served.',
+      labelNames: ['role'],
+      registers,
+    }),
+  };
+}

@@ -1,0 +1,209 @@
+// The consumer's overlay lifecycle (SPEC §3.1): cold load (fail closed: not ready until a valid overlay is
+// accepted), a watch on the file's directory (so the Kubernetes `..data` symlink swap is seen), debounce, skip when
+// bytes or semantic revision are unchanged, full validation with the shared contract validator, atomic swap, and
+// last-known-good on any bad replacement. Only this module touches the disk; requests read `current()`.
+import { watch } from 'node:fs';
+import type { FSWatcher } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
+import { GATEWAY_MAX_OVERLAY_BYTES, validateOverlay } from '../../schemas/overlay/validate.ts';
+import type { OverlayScope } from '../../schemas/overlay/types.ts';
+import type { Logger } from '../shared/log.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import { buildSnapshot } from './routing/snapshot.ts';
+import type { RoutingSnapshot } from './routing/snapshot.ts';
+
+export type ReloadOutcome =
+  | { outcome: 'accepted'; revision: string | null }
+  | { outcome: 'unchanged'; reason: 'same_bytes' | 'same_revision' }
+  | { outcome: 'rejected'; reason: string; message: string };
+
+export interface OverlayStoreOptions {
+  file: string;
+  expectedScope?: Partial<OverlayScope>;
+  reloadEnabled: boolean;
+  debounceMs: number;
+  /** Safety re-read interval for file systems whose events can be lost; 0 disables it. */
+  pollIntervalMs?: number;
+  logger: Logger;
+  metrics: GatewayMetrics;
+  nowMs?: () => number;
+}
+
+const LEGACY_REVISION_LABEL = 'legacy';
+
+async function readBounded(path: string, maxBytes: number): Promise<Uint8Array> {
+  const handle = await open(path, 'r');
+  try {
+    const { size } = await handle.stat();
+    // Read one byte past the limit so the validator reports `oversized` without us buffering a huge file.
+    const length = Math.min(size, maxBytes) + 1;
+    const buffer = Buffer.alloc(length);
+    let offset = 0;
+    while (offset < length) {
+      const { bytesRead } = await handle.read(buffer, offset, length - offset, offset);
+      if (bytesRead === 0) break;
+      offset += bytesRead;
+    }
+    return buffer.subarray(0, offset);
+  } finally {
+    await handle.close();
+  }
+}
+
+export class OverlayStore {
+  readonly #options: OverlayStoreOptions;
+  #snapshot: RoutingSnapshot | null = null;
+  #lastRaw: Uint8Array | null = null;
+  #watcher: FSWatcher | null = null;
+  #debounce: NodeJS.Timeout | null = null;
+  #retryWatch: NodeJS.Timeout | null = null;
+  #poll: NodeJS.Timeout | null = null;
+  #loading: Promise<ReloadOutcome> | null = null;
+  #again = false;
+  #closed = false;
+  #lastServedRevision: string | null = null;
+
+  constructor(options: OverlayStoreOptions) {
+    this.#options = options;
+  }
+
+  /** The accepted snapshot, or null while cold (the gateway is not ready). */
+  current(): RoutingSnapshot | null {
+    return this.#snapshot;
+  }
+
+  /** Records which revision served a request, for the serving-revision metric. */
+  noteServed(snapshot: RoutingSnapshot): void {
+    const label = snapshot.revision ?? LEGACY_REVISION_LABEL;
+    if (label === this.#lastServedRevision) return;
+    this.#options.metrics.overlayServingRevision.reset();
+    this.#options.metrics.overlayServingRevision.set({ revision: label }, 1);
+    this.#lastServedRevision = label;
+  }
+
+  async start(): Promise<void> {
+    await this.reload('startup');
+    if (!this.#options.reloadEnabled) return;
+    this.#startWatch();
+    const poll = this.#options.pollIntervalMs ?? 5_000;
+    if (poll > 0) {
+      this.#poll = setInterval(() => this.#schedule(0), poll);
+      this.#poll.unref();
+    }
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#watcher?.close();
+    for (const timer of [this.#debounce, this.#retryWatch, this.#poll]) if (timer !== null) clearTimeout(timer);
+  }
+
+  #startWatch(): void {
+    if (this.#closed) return;
+    const dir = dirname(this.#options.file);
+    const name = basename(this.#options.file);
+    try {
+      this.#watcher = watch(dir, { persistent: false }, (_event, filename) => {
+        // Kubernetes swaps `..data`; editors and overlay-sync rename temp files: any of them may change our file.
+        if (filename === null || filename === name || filename.startsWith('..') || filename.startsWith('.')) {
+          this.#schedule(this.#options.debounceMs);
+        }
+      });
+      this.#watcher.on('error', () => {
+        this.#watcher?.close();
+        this.#watcher = null;
+        this.#retryWatchLater();
+      });
+    } catch {
+      this.#retryWatchLater();
+    }
+  }
+
+  #retryWatchLater(): void {
+    if (this.#closed || this.#retryWatch !== null) return;
+    this.#retryWatch = setTimeout(() => {
+      this.#retryWatch = null;
+      this.#startWatch();
+      this.#schedule(0);
+    }, 1_000);
+    this.#retryWatch.unref();
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#closed) return;
+    if (this.#debounce !== null) clearTimeout(this.#debounce);
+    this.#debounce = setTimeout(() => {
+      this.#debounce = null;
+      void this.reload('watch');
+    }, delayMs);
+    this.#debounce.unref();
+  }
+
+  /** One load attempt; concurrent triggers coalesce into one follow-up load. */
+  reload(trigger: string): Promise<ReloadOutcome> {
+    if (this.#loading !== null) {
+      this.#again = true;
+      return this.#loading;
+    }
+    this.#loading = this.#load(trigger).finally(() => {
+      this.#loading = null;
+      if (this.#again && !this.#closed) {
+        this.#again = false;
+        void this.reload(trigger);
+      }
+    });
+    return this.#loading;
+  }
+
+  async #load(trigger: string): Promise<ReloadOutcome> {
+    const { file, logger, metrics } = this.#options;
+    let raw: Uint8Array;
+    try {
+      raw = await readBounded(file, GATEWAY_MAX_OVERLAY_BYTES);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'EIO';
+      return this.#reject('unreadable', `cannot read overlay file ${file} (${code})`, trigger);
+    }
+    if (this.#lastRaw !== null && Buffer.compare(raw, this.#lastRaw) === 0) {
+      metrics.overlayReloads.inc({ outcome: 'unchanged', reason: 'same_bytes' });
+      return { outcome: 'unchanged', reason: 'same_bytes' };
+    }
+    this.#lastRaw = raw;
+    const expectedScope = this.#options.expectedScope;
+    const result = validateOverlay(raw, {
+      maxBytes: GATEWAY_MAX_OVERLAY_BYTES,
+      ...(expectedScope === undefined ? {} : { expectedScope }),
+      allowLegacy: expectedScope === undefined,
+    });
+    if (!result.ok) return this.#reject(result.reason, result.message, trigger);
+    const revision = result.format === 'envelope' ? result.revision : null;
+    if (revision !== null && this.#snapshot?.revision === revision) {
+      metrics.overlayReloads.inc({ outcome: 'unchanged', reason: 'same_revision' });
+      logger.debug({ revision, trigger }, 'overlay revision unchanged; snapshot kept');
+      return { outcome: 'unchanged', reason: 'same_revision' };
+    }
+    const previous = this.#snapshot?.revision ?? null;
+    this.#snapshot = buildSnapshot(result.payload, revision, result.format, (this.#options.nowMs ?? Date.now)());
+    metrics.overlayReloads.inc({ outcome: 'accepted', reason: result.format });
+    metrics.overlayAcceptedRevision.reset();
+    metrics.overlayAcceptedRevision.set({ revision: revision ?? LEGACY_REVISION_LABEL, format: result.format }, 1);
+    metrics.overlayCandidates.set(this.#snapshot.candidateCount);
+    logger.info(
+      { revision: revision ?? LEGACY_REVISION_LABEL, previous_revision: previous, format: result.format, candidates: this.#snapshot.candidateCount, trigger },
+      'overlay accepted',
+    );
+    return { outcome: 'accepted', revision };
+  }
+
+  #reject(reason: string, message: string, trigger: string): ReloadOutcome {
+    const { logger, metrics } = this.#options;
+    metrics.overlayReloads.inc({ outcome: 'rejected', reason });
+    const serving = this.#snapshot === null ? null : this.#snapshot.revision ?? LEGACY_REVISION_LABEL;
+    logger.warn(
+      { reason, detail: message, trigger, serving_revision: serving },
+      serving === null ? 'overlay rejected; gateway stays not ready' : 'overlay rejected; keeping last-known-good snapshot',
+    );
+    return { outcome: 'rejected', reason, message };
+  }
+}

@@ -1,0 +1,110 @@
+// Builds each listener's filter pipeline from config and runs it: filters in order, the load balancer last. A
+// connect failure (no request byte reached the upstream) is retried once: on the route's next viable candidate
+// when the route filter offers one, else on another endpoint of the same cluster.
+import type { FilterConfig } from '../../schemas/generated/gateway-config.ts';
+import type { ResolvedListener } from './config.ts';
+import type { Filter, GatewayRequest } from './context.ts';
+import { UpstreamConnectError, badGateway } from './errors.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import type { OverlayStore } from './overlay-store.ts';
+import { createCredentialInject } from './filters/credential-inject.ts';
+import type { CredentialInject } from './filters/credential-inject.ts';
+import { createIntelligentRoute } from './filters/intelligent-route.ts';
+import type { LoadBalancer } from './filters/load-balancer.ts';
+import { createPeerIdentityTrust } from './filters/peer-identity-trust.ts';
+import { createProviderRoute } from './filters/provider-route.ts';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MODEL_HEADER, createRequestParser } from './filters/request-parser.ts';
+import type { Logger } from '../shared/log.ts';
+
+export interface Pipeline {
+  readonly filters: readonly Filter[];
+  /** Index of the route filter (intelligent_route or provider_route). */
+  readonly routeIndex: number;
+  listModels(): readonly string[] | null;
+  credentialInject: CredentialInject | undefined;
+}
+
+export interface PipelineDeps {
+  configDir: string;
+  logger: Logger;
+  loadBalancer: LoadBalancer;
+  overlay: OverlayStore | undefined;
+}
+
+export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): Pipeline {
+  const configs = listener.filters;
+  const bodyField = configs.find((f): f is Extract<FilterConfig, { filter: 'json_body_field' }> => f.filter === 'json_body_field');
+  const routeConfig = configs.find((f) => f.filter === 'intelligent_route' || f.filter === 'provider_route') as
+    | Extract<FilterConfig, { filter: 'intelligent_route' | 'provider_route' }>
+    | undefined;
+  const parser = createRequestParser({
+    field: bodyField?.field ?? 'model',
+    header: bodyField?.header ?? routeConfig?.model_header ?? DEFAULT_MODEL_HEADER,
+    maxBodyBytes: listener.listener.max_body_bytes ?? DEFAULT_MAX_BODY_BYTES,
+  });
+  const filters: Filter[] = [];
+  let routeIndex = -1;
+  let listModels: () => readonly string[] | null = () => null;
+  let credentialInject: CredentialInject | undefined;
+  for (const config of configs) {
+    switch (config.filter) {
+      case 'json_body_field':
+      case 'openai_responses_format':
+        // The parser runs once: before intelligent_route, or inside provider_route after the hop checks.
+        break;
+      case 'intelligent_route': {
+        if (deps.overlay === undefined) throw new Error('intelligent_route needs an overlay store');
+        filters.push(parser);
+        const route = createIntelligentRoute({ config, store: deps.overlay, isClusterAvailable: deps.loadBalancer.isClusterAvailable });
+        routeIndex = filters.length;
+        filters.push(route);
+        listModels = route.listModels;
+        break;
+      }
+      case 'provider_route': {
+        const route = createProviderRoute(config, parser);
+        routeIndex = filters.length;
+        filters.push(route);
+        listModels = route.listModels;
+        break;
+      }
+      case 'peer_identity_trust':
+        filters.push(createPeerIdentityTrust(config));
+        break;
+      case 'credential_inject':
+        credentialInject = createCredentialInject(config, deps.configDir, deps.logger);
+        filters.push(credentialInject);
+        break;
+      case 'load_balancer':
+        filters.push(deps.loadBalancer);
+        break;
+    }
+  }
+  return { filters, routeIndex, listModels: () => listModels(), credentialInject };
+}
+
+export async function runPipeline(pipeline: Pipeline, request: GatewayRequest, metrics: GatewayMetrics, loadBalancer: LoadBalancer): Promise<void> {
+  const { filters } = pipeline;
+  let start = 0;
+  let retried = false;
+  for (;;) {
+    try {
+      for (let i = start; i < filters.length; i++) await filters[i]!.apply(request);
+      return;
+    } catch (error) {
+      if (!(error instanceof UpstreamConnectError)) throw error;
+      if (retried || request.signal.aborted) {
+        throw badGateway('upstream_unreachable', `could not connect to cluster "${error.cluster}" (${error.causeCode})`);
+      }
+      retried = true;
+      if (request.failover?.() === true) {
+        start = pipeline.routeIndex + 1;
+      } else if (loadBalancer.isClusterAvailable(error.cluster)) {
+        start = filters.length - 1;
+      } else {
+        throw badGateway('upstream_unreachable', `could not connect to cluster "${error.cluster}" (${error.causeCode})`);
+      }
+      metrics.retries.inc({ role: metrics.role, cluster: error.cluster });
+    }
+  }
+}

@@ -1,0 +1,80 @@
+// An accepted overlay turned into the immutable structure requests select from. One snapshot serves a request
+// from start to end; a reload builds a new one and swaps the reference. Round-robin cursors live on the snapshot
+// because SPEC §3.1 keeps them "per group per accepted snapshot": a new revision starts every cursor afresh.
+import { stableId } from '../../../schemas/fnv1a.ts';
+import type { CandidateKind, OverlayCandidate, OverlayPayload, SelectionMode } from '../../../schemas/overlay/types.ts';
+
+export interface RoutingCandidate {
+  readonly candidate: OverlayCandidate;
+  /** The overlay's stable_id, or the FNV-1a identity when an older producer omitted it. */
+  readonly stableId: string;
+  /** Selection group; ungrouped (legacy) candidates all share group 0 in overlay order. */
+  readonly group: number;
+}
+
+export interface CapabilityRoutes {
+  readonly kind: CandidateKind;
+  readonly name: string;
+  /** Groups in priority order, each in overlay order. */
+  readonly groups: readonly (readonly RoutingCandidate[])[];
+}
+
+export interface RoutingSnapshot {
+  /** Content-addressed revision, or null for a legacy bare payload (which carries none). */
+  readonly revision: string | null;
+  readonly format: 'envelope' | 'legacy';
+  readonly network: string;
+  readonly localSite: string;
+  readonly mode: SelectionMode;
+  readonly candidateCount: number;
+  /** Inference models this snapshot can route, in first-appearance order (for /v1/models). */
+  readonly models: readonly string[];
+  readonly acceptedAtMs: number;
+  /** Mutable by design: round-robin positions, keyed by capability and group. */
+  readonly cursors: Map<string, number>;
+  routesFor(kind: CandidateKind, name: string): CapabilityRoutes | undefined;
+}
+
+export function capabilityKey(kind: string, name: string): string {
+  return `${kind}\u0000${name}`;
+}
+
+export function buildSnapshot(
+  payload: OverlayPayload,
+  revision: string | null,
+  format: 'envelope' | 'legacy',
+  acceptedAtMs: number,
+): RoutingSnapshot {
+  const grouped = new Map<string, { kind: CandidateKind; name: string; groups: RoutingCandidate[][] }>();
+  const models: string[] = [];
+  for (const candidate of payload.candidates) {
+    const key = capabilityKey(candidate.kind, candidate.name);
+    let entry = grouped.get(key);
+    if (entry === undefined) {
+      entry = { kind: candidate.kind, name: candidate.name, groups: [] };
+      grouped.set(key, entry);
+      if (candidate.kind === 'inference_model') models.push(candidate.name);
+    }
+    const group = candidate.selection_group ?? 0;
+    while (entry.groups.length <= group) entry.groups.push([]);
+    entry.groups[group]?.push({
+      candidate,
+      stableId: candidate.stable_id ?? stableId(candidate.kind, candidate.name, candidate.site, candidate.cluster),
+      group,
+    });
+  }
+  const routes = new Map<string, CapabilityRoutes>();
+  for (const [key, entry] of grouped) routes.set(key, { kind: entry.kind, name: entry.name, groups: entry.groups.filter((g) => g.length > 0) });
+  return {
+    revision,
+    format,
+    network: payload.network,
+    localSite: payload.local_site,
+    mode: payload.selection_policy?.mode ?? 'deterministic',
+    candidateCount: payload.candidates.length,
+    models,
+    acceptedAtMs,
+    cursors: new Map(),
+    routesFor: (kind, name) => routes.get(capabilityKey(kind, name)),
+  };
+}

@@ -1,0 +1,359 @@
+// The HTTP(S) shell: listeners, OpenAI-compatible route table, request context, error answers, metrics, and
+// graceful shutdown. Routing and authorization live in the filters; this file only moves bytes and records.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { parseListenAddress, startAdminServer } from '../shared/admin-server.ts';
+import type { AdminServer } from '../shared/admin-server.ts';
+import type { Logger } from '../shared/log.ts';
+import { errorFields } from '../shared/log.ts';
+import type { GatewayRole, ResolvedConfig, ResolvedListener } from './config.ts';
+import type { GatewayRequest, PeerIdentity } from './context.ts';
+import { GatewayError, errorBody, notFound, unavailable } from './errors.ts';
+import { HOP_BY_HOP, createLoadBalancer } from './filters/load-balancer.ts';
+import type { LoadBalancer } from './filters/load-balancer.ts';
+import { createGatewayMetrics } from './metrics.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import { OverlayStore } from './overlay-store.ts';
+import { buildPipeline, runPipeline } from './pipeline.ts';
+import type { Pipeline } from './pipeline.ts';
+
+const INFERENCE_POST_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses']);
+const RESPONSES_SUBRESOURCE = /^\/v1\/responses\/[A-Za-z0-9_.-]{1,256}(\/(cancel|input_items))?$/;
+const REQUEST_HEADERS_NOT_FORWARDED = new Set([...HOP_BY_HOP, 'host', 'content-length', 'expect']);
+
+export interface ListenerInfo {
+  readonly name: string;
+  readonly host: string;
+  readonly port: number;
+  readonly tls: boolean;
+}
+
+export interface GatewayInstance {
+  readonly role: GatewayRole;
+  readonly listeners: readonly ListenerInfo[];
+  readonly adminPort: number | undefined;
+  readonly metrics: GatewayMetrics;
+  readonly overlay: OverlayStore | undefined;
+  isReady(): boolean;
+  /** Re-reads credential files (SIGHUP). */
+  reloadCredentials(): void;
+  close(): Promise<void>;
+}
+
+export interface StartGatewayOptions {
+  configDir: string;
+  logger: Logger;
+  /** Overlay poll interval; tests shorten or disable it. */
+  overlayPollIntervalMs?: number;
+  /** Collect process metrics (off for in-process tests that start several gateways). */
+  processMetrics?: boolean;
+}
+
+const peerCache = new WeakMap<Socket, PeerIdentity | null>();
+
+function peerIdentity(socket: Socket): PeerIdentity | null {
+  const cached = peerCache.get(socket);
+  if (cached !== undefined) return cached;
+  let identity: PeerIdentity | null = null;
+  const tls = socket as TLSSocket;
+  if (typeof tls.getPeerCertificate === 'function' && tls.authorized === true) {
+    const cert = tls.getPeerCertificate();
+    if (cert !== undefined && cert.raw !== undefined) {
+      const org = cert.subject?.O as string | string[] | undefined;
+      identity = {
+        certDigest: createHash('sha256').update(cert.raw).digest('hex'),
+        organizations: org === undefined ? [] : Array.isArray(org) ? org : [org],
+        serialNumber: (cert.serialNumber ?? '').toLowerCase(),
+      };
+    }
+  }
+  peerCache.set(socket, identity);
+  return identity;
+}
+
+function sendError(res: ServerResponse, error: GatewayError, closing: boolean): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = errorBody(error);
+  res.writeHead(error.status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    ...error.headers,
+    ...(closing ? { connection: 'close' } : {}),
+  });
+  res.end(body);
+}
+
+function readFileOrThrow(path: string, configDir: string, what: string): string {
+  const full = path.startsWith('/') ? path : `${configDir}/${path}`;
+  try {
+    return readFileSync(full, 'utf8');
+  } catch (error) {
+    throw new Error(`cannot read ${what} ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+}
+
+function createListenerServer(listener: ResolvedListener, configDir: string, handler: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  const l = listener.listener;
+  const headerTimeout = l.header_timeout_ms ?? 10_000;
+  const common = {
+    maxHeaderSize: l.max_header_bytes ?? 16_384,
+    headersTimeout: headerTimeout,
+    requestTimeout: Math.max(l.request_timeout_ms ?? 60_000, headerTimeout),
+    keepAliveTimeout: 5_000,
+    // Timeouts are enforced on this tick; keep it well under the shortest timeout so slow clients go promptly.
+    connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headerTimeout / 4))),
+  };
+  if (l.tls === undefined) return createHttpServer(common, handler);
+  const mode = l.tls.client_cert_mode ?? 'none';
+  const certs = l.tls.certificates.map((c, i) => ({
+    cert: readFileOrThrow(c.cert_path, configDir, `listener ${l.name} tls.certificates[${i}].cert_path`),
+    key: readFileOrThrow(c.key_path, configDir, `listener ${l.name} tls.certificates[${i}].key_path`),
+  }));
+  return createHttpsServer(
+    {
+      ...common,
+      cert: certs.map((c) => c.cert),
+      key: certs.map((c) => c.key),
+      ...(l.tls.client_ca === undefined ? {} : { ca: readFileOrThrow(l.tls.client_ca.ca_path, configDir, `listener ${l.name} tls.client_ca.ca_path`) }),
+      requestCert: mode !== 'none',
+      rejectUnauthorized: mode === 'require',
+      handshakeTimeout: headerTimeout,
+      minVersion: 'TLSv1.2',
+    },
+    handler,
+  );
+}
+
+function requestHeaders(req: IncomingMessage): Map<string, string | string[]> {
+  const connectionTokens = String(req.headers['connection'] ?? '').toLowerCase().split(',').map((t) => t.trim());
+  const headers = new Map<string, string | string[]>();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || REQUEST_HEADERS_NOT_FORWARDED.has(name) || connectionTokens.includes(name)) continue;
+    headers.set(name, value);
+  }
+  return headers;
+}
+
+export async function startGateway(resolved: ResolvedConfig, options: StartGatewayOptions): Promise<GatewayInstance> {
+  const { logger, configDir } = options;
+  const role = resolved.role;
+  const metrics = createGatewayMetrics(role, options.processMetrics ?? true);
+  let closing = false;
+  let inFlight = 0;
+  let idleResolve: (() => void) | null = null;
+
+  // One overlay store per intelligent_route file: listeners sharing a file share the accepted snapshot.
+  const stores = new Map<string, OverlayStore>();
+  const loadBalancers: LoadBalancer[] = [];
+  const servers: { server: Server; listener: ResolvedListener; pipeline: Pipeline }[] = [];
+  for (const listener of resolved.listeners) {
+    const lbConfig = listener.filters.find((f) => f.filter === 'load_balancer');
+    if (lbConfig?.filter !== 'load_balancer') throw new Error(`listener ${listener.listener.name} has no load_balancer`);
+    const loadBalancer = createLoadBalancer({ config: lbConfig, configDir, metrics, logger, isClosing: () => closing });
+    loadBalancers.push(loadBalancer);
+    const ir = listener.filters.find((f) => f.filter === 'intelligent_route');
+    let store: OverlayStore | undefined;
+    if (ir?.filter === 'intelligent_route') {
+      const file = ir.overlay_file.startsWith('/') ? ir.overlay_file : `${configDir}/${ir.overlay_file}`;
+      store = stores.get(file);
+      if (store === undefined) {
+        store = new OverlayStore({
+          file,
+          ...(ir.expected_overlay_scope === undefined ? {} : { expectedScope: ir.expected_overlay_scope }),
+          reloadEnabled: ir.reload?.enabled !== false,
+          debounceMs: ir.reload?.debounce_ms ?? 250,
+          ...(options.overlayPollIntervalMs === undefined ? {} : { pollIntervalMs: options.overlayPollIntervalMs }),
+          logger,
+          metrics,
+        });
+        stores.set(file, store);
+      }
+    }
+    const pipeline = buildPipeline(listener, { configDir, logger, loadBalancer, overlay: store });
+    const server = createListenerServer(listener, configDir, (req, res) => {
+      void handle(req, res, pipeline, loadBalancer);
+    });
+    server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+      // Malformed requests, oversized heads and slow clients: answer with a status when the socket still allows it.
+      const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+      if (socket.writable && !(socket as { _httpMessage?: unknown })._httpMessage) {
+        socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+      } else {
+        socket.destroy();
+      }
+      logger.debug({ listener: listener.listener.name, code: error.code ?? 'unknown', status }, 'client error');
+    });
+    server.on('tlsClientError', (error: NodeJS.ErrnoException) => {
+      logger.info({ listener: listener.listener.name, code: error.code ?? 'unknown' }, 'TLS handshake rejected');
+    });
+    servers.push({ server, listener, pipeline });
+  }
+
+  const overlay = stores.values().next().value;
+
+  async function handle(req: IncomingMessage, res: ServerResponse, pipeline: Pipeline, loadBalancer: LoadBalancer): Promise<void> {
+    inFlight++;
+    metrics.inFlight.inc({ role });
+    const abort = new AbortController();
+    const request: GatewayRequest = {
+      req,
+      res,
+      method: req.method ?? 'GET',
+      path: (req.url ?? '/').split('?')[0] ?? '/',
+      target: req.url ?? '/',
+      headers: requestHeaders(req),
+      receivedAtNs: process.hrtime.bigint(),
+      signal: abort.signal,
+      peer: peerIdentity(req.socket),
+      body: null,
+      model: undefined,
+      cluster: undefined,
+      credential: undefined,
+      snapshot: undefined,
+      labels: { model: 'none', cluster: 'none' },
+      failover: undefined,
+    };
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+      if (request.labels.model === 'none' && request.model !== undefined) request.labels.model = 'other';
+      metrics.requests.inc({ role, model: request.labels.model, cluster: request.labels.cluster, status: String(res.statusCode) });
+      logger.debug(
+        {
+          method: request.method,
+          path: request.path,
+          status: res.statusCode,
+          model: request.labels.model,
+          cluster: request.labels.cluster,
+          revision: request.snapshot?.revision ?? null,
+          duration_ms: Number(process.hrtime.bigint() - request.receivedAtNs) / 1e6,
+          completed: res.writableFinished,
+        },
+        'request',
+      );
+      metrics.inFlight.dec({ role });
+      inFlight--;
+      if (inFlight === 0 && idleResolve !== null) idleResolve();
+    });
+    try {
+      if (closing) throw unavailable('shutting_down', 'the gateway is shutting down');
+      await route(request, pipeline, loadBalancer);
+    } catch (error) {
+      if (abort.signal.aborted) return;
+      if (error instanceof GatewayError) {
+        sendError(res, error, closing || error.headers['connection'] === 'close');
+        if (error.status >= 500) logger.info({ code: error.code, status: error.status, cluster: request.cluster, model: request.labels.model }, error.message);
+        return;
+      }
+      logger.error({ error: errorFields(error), path: request.path }, 'request failed unexpectedly');
+      sendError(res, new GatewayError(500, 'internal_error', 'upstream_error', 'the gateway failed to handle the request'), closing);
+    }
+  }
+
+  async function route(request: GatewayRequest, pipeline: Pipeline, loadBalancer: LoadBalancer): Promise<void> {
+    const { method, path, target } = request;
+    if (!target.startsWith('/')) throw notFound('unknown_path', 'request target must be an absolute path');
+    if (path === '/v1/models') {
+      if (method !== 'GET' && method !== 'HEAD') throw methodNotAllowed('GET');
+      // Authorization still comes first: the filters before the route filter (peer_identity_trust) run.
+      for (let i = 0; i < pipeline.routeIndex; i++) await pipeline.filters[i]!.apply(request);
+      const models = pipeline.listModels();
+      if (models === null) throw unavailable('overlay_not_loaded', 'no routing overlay has been accepted yet', 5);
+      const body = JSON.stringify({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'agn' })) });
+      request.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(closing ? { connection: 'close' } : {}) });
+      request.res.end(method === 'HEAD' ? undefined : body);
+      return;
+    }
+    if (INFERENCE_POST_PATHS.has(path)) {
+      if (method !== 'POST') throw methodNotAllowed('POST');
+    } else if (RESPONSES_SUBRESOURCE.test(path)) {
+      if (method !== 'GET' && method !== 'POST' && method !== 'DELETE') throw methodNotAllowed('GET, POST, DELETE');
+    } else {
+      throw notFound('unknown_path', `no route for ${path.slice(0, 128)}`);
+    }
+    await runPipeline(pipeline, request, metrics, loadBalancer);
+  }
+
+  function methodNotAllowed(allow: string): GatewayError {
+    return new GatewayError(405, 'method_not_allowed', 'invalid_request_error', `method not allowed; use ${allow}`, { allow });
+  }
+
+  // Cold start: an invalid or missing overlay keeps the gateway not ready, but it still starts and keeps watching.
+  for (const store of stores.values()) await store.start();
+
+  const listeners: ListenerInfo[] = [];
+  for (const { server, listener } of servers) {
+    const { host, port } = parseListenAddress(listener.listener.address);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const bound = server.address() as AddressInfo;
+    listeners.push({ name: listener.listener.name, host, port: bound.port, tls: listener.listener.tls !== undefined });
+  }
+
+  const isReady = (): boolean => !closing && [...stores.values()].every((s) => s.current() !== null);
+  const adminAddress = resolved.config.admin?.address ?? resolved.config.admin?.metrics_address;
+  let admin: AdminServer | undefined;
+  if (adminAddress !== undefined) {
+    admin = await startAdminServer({
+      address: adminAddress,
+      registry: metrics.registry,
+      isReady,
+      status: () => ({
+        role,
+        ready: isReady(),
+        accepted_revision: overlay?.current()?.revision ?? null,
+        listeners,
+      }),
+    });
+  }
+  const readyTimer = setInterval(() => metrics.ready.set(isReady() ? 1 : 0), 500);
+  readyTimer.unref();
+  metrics.ready.set(isReady() ? 1 : 0);
+
+  const shutdownMs = (resolved.config.shutdown_timeout_secs ?? 5) * 1000;
+  return {
+    role,
+    listeners,
+    adminPort: admin?.port,
+    metrics,
+    overlay,
+    isReady,
+    reloadCredentials: () => {
+      for (const { pipeline } of servers) pipeline.credentialInject?.reload();
+    },
+    async close() {
+      if (closing) return;
+      closing = true;
+      metrics.ready.set(0);
+      clearInterval(readyTimer);
+      for (const store of stores.values()) store.close();
+      for (const { server } of servers) {
+        server.close();
+        server.closeIdleConnections();
+      }
+      if (inFlight > 0) {
+        await Promise.race([
+          new Promise<void>((resolve) => {
+            idleResolve = resolve;
+          }),
+          new Promise<void>((resolve) => setTimeout(resolve, shutdownMs).unref()),
+        ]);
+      }
+      for (const { server } of servers) server.closeAllConnections();
+      await Promise.all(loadBalancers.map((lb) => lb.close(inFlight === 0)));
+      await admin?.close();
+    },
+  };
+}

@@ -1,0 +1,55 @@
+// The sim backend's adjustable state: what its /metrics reports and how it answers. Tests change it through
+// POST /admin/state to drive the operator's scoring and admission and the gateway's failure handling.
+
+export type SimFault = 'none' | 'hang' | 'reset' | 'reset_mid_stream' | 'status_500';
+
+export interface SimState {
+  /** Normalized queue depth in [0, 1] (reported as sim_queue_depth and vllm:num_requests_waiting). */
+  queue_depth: number;
+  /** KV-cache utilisation in [0, 1] (sim_kv_cache_utilization, vllm:gpu_cache_usage_perc). */
+  kv_cache_utilization: number;
+  healthy: boolean;
+  /** Delay before the first token, milliseconds. */
+  latency_ms: number;
+  /** Streaming speed; 0 sends every token at once. */
+  tokens_per_second: number;
+  completion_tokens: number;
+  fault: SimFault;
+}
+
+const FAULTS: readonly SimFault[] = ['none', 'hang', 'reset', 'reset_mid_stream', 'status_500'];
+
+/** Applies a partial update; returns an error message naming the first bad field, or undefined. */
+export function applyStateUpdate(state: SimState, update: unknown): string | undefined {
+  if (typeof update !== 'object' || update === null || Array.isArray(update)) return 'state update must be a JSON object';
+  const u = update as Record<string, unknown>;
+  const unit = (key: 'queue_depth' | 'kv_cache_utilization'): string | undefined => {
+    if (u[key] === undefined) return undefined;
+    const v = u[key];
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 1) return `${key} must be a number in [0, 1]`;
+    return undefined;
+  };
+  const nonNegative = (key: 'latency_ms' | 'tokens_per_second' | 'completion_tokens', max: number): string | undefined => {
+    if (u[key] === undefined) return undefined;
+    const v = u[key];
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > max) return `${key} must be a number in [0, ${max}]`;
+    return undefined;
+  };
+  for (const key of Object.keys(u)) {
+    if (!['queue_depth', 'kv_cache_utilization', 'healthy', 'latency_ms', 'tokens_per_second', 'completion_tokens', 'fault'].includes(key)) {
+      return `unknown state field "${key}"`;
+    }
+  }
+  const problem =
+    unit('queue_depth') ??
+    unit('kv_cache_utilization') ??
+    nonNegative('latency_ms', 600_000) ??
+    nonNegative('tokens_per_second', 1_000_000) ??
+    nonNegative('completion_tokens', 100_000) ??
+    (u['healthy'] !== undefined && typeof u['healthy'] !== 'boolean' ? 'healthy must be a boolean' : undefined) ??
+    (u['fault'] !== undefined && !FAULTS.includes(u['fault'] as SimFault) ? `fault must be one of ${FAULTS.join(', ')}` : undefined);
+  if (problem !== undefined) return problem;
+  Object.assign(state, u);
+  if (u['completion_tokens'] !== undefined) state.completion_tokens = Math.floor(state.completion_tokens);
+  return undefined;
+}

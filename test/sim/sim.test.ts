@@ -1,0 +1,99 @@
+// The sim backend as a user of it sees it: a real process on loopback with a bearer token, OpenAI-shaped
+// answers (plain and SSE), metrics a test can steer through /admin/state, and its name on every answer.
+import { join } from 'node:path';
+import { writeFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { call, chatBody, spawnDaemon, tempDir, waitForPort } from '../gateway/helpers.ts';
+import type { Daemon } from '../gateway/helpers.ts';
+
+const TOKEN = 'sim-test-token';
+const auth = { authorization: `Bearer ${TOKEN}` };
+let sim: Daemon;
+let base: string;
+let cleanup: () => Promise<void>;
+
+beforeAll(async () => {
+  let dir: string;
+  ({ dir, cleanup } = await tempDir('sim'));
+  await writeFile(join(dir, 'token'), `${TOKEN}\n`);
+  sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim-x', '--models', 'alpha,beta', '--token-file', join(dir, 'token'), '--completion-tokens', '10']);
+  base = `http://127.0.0.1:${await waitForPort(sim, 'sim')}`;
+});
+
+afterAll(async () => {
+  expect(await sim?.stop()).toBe(0);
+  expect(sim.stdout() + sim.stderr()).not.toContain(TOKEN);
+  await cleanup();
+});
+
+describe('sim backend', () => {
+  it('requires the bearer token on the API and names itself on every answer', async () => {
+    const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer wrong' }, { authorization: TOKEN }];
+    for (const headers of attempts) {
+      const reply = await call(`${base}/v1/chat/completions`, { body: chatBody('alpha'), headers });
+      expect(reply.status).toBe(401);
+      expect(reply.headers['x-sim-provider']).toBe('sim-x');
+      expect(reply.json().error.code).toBe('invalid_api_key');
+    }
+    const ok = await call(`${base}/v1/chat/completions`, { body: chatBody('alpha'), headers: auth });
+    expect(ok.status).toBe(200);
+    expect(ok.headers['x-sim-provider']).toBe('sim-x');
+    expect(ok.json().usage.completion_tokens).toBe(10);
+  });
+
+  it('lists its models and rejects others with 404', async () => {
+    expect((await call(`${base}/v1/models`, { headers: auth })).json().data.map((m: { id: string }) => m.id)).toEqual(['alpha', 'beta']);
+    expect((await call(`${base}/v1/chat/completions`, { body: chatBody('gamma'), headers: auth })).status).toBe(404);
+  });
+
+  it('answers completions, embeddings and responses in their OpenAI shapes', async () => {
+    expect((await call(`${base}/v1/completions`, { body: { model: 'alpha', prompt: 'x' }, headers: auth })).json().object).toBe('text_completion');
+    const emb = (await call(`${base}/v1/embeddings`, { body: { model: 'beta', input: ['a', 'b'] }, headers: auth })).json();
+    expect(emb.data).toHaveLength(2);
+    const resp = (await call(`${base}/v1/responses`, { body: { model: 'alpha', input: 'x' }, headers: auth })).json();
+    expect(resp.output[0].content[0].type).toBe('output_text');
+    expect((await call(`${base}/v1/responses/${resp.id}`, { headers: auth })).json().id).toBe(resp.id);
+  });
+
+  it('streams SSE at the configured token rate', async () => {
+    await call(`${base}/admin/state`, { body: { tokens_per_second: 50 }, headers: auth });
+    const started = Date.now();
+    const res = await request(`${base}/v1/chat/completions`, { method: 'POST', headers: auth, body: JSON.stringify(chatBody('alpha', { stream: true })) });
+    const text = await res.body.text();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(180);
+    expect(text.match(/^data: /gm)).toHaveLength(13);
+    await call(`${base}/admin/state`, { body: { tokens_per_second: 0 }, headers: auth });
+  });
+
+  it('reports the queue depth and KV-cache utilisation set through /admin/state', async () => {
+    const set = await call(`${base}/admin/state`, { body: { queue_depth: 0.42, kv_cache_utilization: 0.91 }, headers: auth });
+    expect(set.status).toBe(200);
+    const metrics = (await call(`${base}/metrics`)).text;
+    expect(metrics).toMatch(/^sim_queue_depth 0\.42$/m);
+    expect(metrics).toMatch(/^sim_kv_cache_utilization 0\.91$/m);
+    expect(metrics).toMatch(/^vllm:num_requests_waiting 0\.42$/m);
+    expect(metrics).toMatch(/^vllm:gpu_cache_usage_perc 0\.91$/m);
+  });
+
+  it('rejects a bad state update naming the field, and needs the token to change state', async () => {
+    const bad = await call(`${base}/admin/state`, { body: { queue_depth: 3 }, headers: auth });
+    expect(bad.status).toBe(400);
+    expect(bad.json().error.message).toBe('queue_depth must be a number in [0, 1]');
+    expect((await call(`${base}/admin/state`, { body: { colour: 'red' }, headers: auth })).json().error.message).toBe('unknown state field "colour"');
+    expect((await call(`${base}/admin/state`, { body: { queue_depth: 0 } })).status).toBe(401);
+  });
+
+  it('reports unhealthy on /health when told to', async () => {
+    expect((await call(`${base}/health`)).status).toBe(200);
+    await call(`${base}/admin/state`, { body: { healthy: false }, headers: auth });
+    expect((await call(`${base}/health`)).status).toBe(503);
+    await call(`${base}/admin/state`, { body: { healthy: true }, headers: auth });
+  });
+
+  it('refuses to start without a token', async () => {
+    const daemon = spawnDaemon('daemons/sim/main.ts', ['--name', 'x', '--models', 'a'], { SIM_TOKEN: '' });
+    expect(await daemon.stop('SIGCONT')).toBe(2);
+    expect(daemon.stderr()).toContain('no bearer token');
+  });
+});
