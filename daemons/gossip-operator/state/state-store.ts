@@ -1,0 +1,263 @@
+// One GridNetwork's view of the grid's CRDT state: verified, bounded, last-writer-wins records per origin site
+// plus the tenant spend G-Counters. Every gossiped record passes the same gate, cheapest checks first; a record
+// that fails is dropped and counted and never changes the view. `apply` never throws.
+import { EventEmitter } from 'node:events';
+import type { KeyObject } from 'node:crypto';
+import { systemClock, type Clock } from '../swim/clock.ts';
+import { DropCounter, type GossipLogger } from '../swim/drop-counter.ts';
+import { gCounterValue, setSlot, withoutSlot, type TenantSpend } from './g-counter.ts';
+import { compareVersions, type Versioned } from './lww.ts';
+import { checkRecord, containsPrivateKey, verifyRecord, type ProviderState, type SignedStateRecord, type SiteInfo, type StateRecordBody } from './records.ts';
+import { STATE_DROP_REASONS, type StateDropReason } from './reasons.ts';
+
+export interface StateLimits {
+  /** Records one origin site may hold here (its site record, providers and tombstones). */
+  readonly maxRecordsPerOrigin: number;
+  /** Origin sites retained; when full, the longest-departed origin is evicted, never a present one. */
+  readonly maxOrigins: number;
+  /** Largest signed body accepted (bytes). */
+  readonly maxRecordBodyBytes: number;
+  /** A revision more than this ahead of our clock is refused, so no record can pin a register for ever
+   * (revisions are hybrid: max(previous + 1, origin clock in ms)). Must exceed the clock skew between sites. */
+  readonly maxRevisionAheadMs: number;
+  /** The spend slots of a departed (dead or left) site are removed this long after it departed. */
+  readonly tenantSpendTtlMs: number;
+}
+
+export function defaultStateLimits(): StateLimits {
+  return {
+    maxRecordsPerOrigin: 1_024,
+    maxOrigins: 256, // the GridSite auto-discovery cap
+    maxRecordBodyBytes: 64 * 1024,
+    maxRevisionAheadMs: 10 * 60_000,
+    tenantSpendTtlMs: 24 * 3_600_000,
+  };
+}
+
+/** Public key of a site, learned with its GridSite trust pin; undefined when the site is not trusted (yet). */
+export type SignerResolver = (site: string) => KeyObject | undefined;
+
+export interface StoredRecord extends Versioned {
+  readonly origin: string;
+  readonly kind: string;
+  readonly tombstone: boolean;
+  readonly parsed: StateRecordBody;
+  readonly signed: SignedStateRecord;
+}
+
+export interface RemoteProvider {
+  readonly key: string;
+  readonly site: string;
+  readonly revision: number;
+  readonly writer: string;
+  readonly provider: ProviderState;
+}
+
+export type ApplyResult = 'merged' | StateDropReason;
+
+interface Origin {
+  readonly records: Map<string, StoredRecord>;
+  departedAtMs: number | undefined;
+}
+
+export interface StateStoreOptions {
+  readonly network: string;
+  readonly localSite: string;
+  readonly resolveSigner: SignerResolver;
+  readonly limits?: Partial<StateLimits>;
+  readonly clock?: Clock;
+  readonly logger?: GossipLogger;
+}
+
+export class StateStore extends EventEmitter<{ change: [StoredRecord] }> {
+  readonly network: string;
+  readonly localSite: string;
+  readonly limits: StateLimits;
+  readonly drops: DropCounter<StateDropReason>;
+  readonly #resolve: SignerResolver;
+  readonly #clock: Clock;
+  readonly #origins = new Map<string, Origin>();
+  #spend: Record<string, TenantSpend[string]> = {};
+
+  constructor(options: StateStoreOptions) {
+    super();
+    this.network = options.network;
+    this.localSite = options.localSite;
+    this.limits = { ...defaultStateLimits(), ...options.limits };
+    this.#resolve = options.resolveSigner;
+    this.#clock = options.clock ?? systemClock;
+    this.drops = new DropCounter('gossip-state', STATE_DROP_REASONS, options.logger);
+  }
+
+  /** Gate and merge one record received from member `from`. */
+  apply(raw: unknown, from: string): ApplyResult {
+    try {
+      return this.#apply(raw, from);
+    } catch (err) {
+      return this.#drop('bad_record', `from ${from}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  #drop(reason: StateDropReason, detail: string): StateDropReason {
+    this.drops.drop(reason, detail);
+    return reason;
+  }
+
+  #apply(raw: unknown, from: string): ApplyResult {
+    const checked = checkRecord(raw, this.limits.maxRecordBodyBytes);
+    if (!checked.ok) return this.#drop(checked.reason, `via ${from}: ${checked.detail}`);
+    const { signed, body } = checked.value;
+    if (body.network !== this.network) return this.#drop('wrong_network', `record of network ${body.network} via ${from} (this view: ${this.network})`);
+    if (signed.signer !== body.site) return this.#drop('origin_mismatch', `record of site ${body.site} signed by ${signed.signer} via ${from}`);
+    if (body.revision > this.#clock.now() + this.limits.maxRevisionAheadMs) {
+      return this.#drop('revision_jump', `revision ${body.revision} of ${body.key} via ${from} is more than ${this.limits.maxRevisionAheadMs} ms ahead`);
+    }
+    const incoming: StoredRecord = {
+      key: body.key,
+      revision: body.revision,
+      writer: body.writer,
+      body: signed.body,
+      origin: body.site,
+      kind: body.kind,
+      tombstone: body.tombstone === true,
+      parsed: body,
+      signed,
+    };
+    const origin = this.#origins.get(body.site);
+    const current = origin?.records.get(body.key);
+    if (current && compareVersions(incoming, current) <= 0) return this.#drop('stale', `${body.key}@${body.revision} via ${from}`);
+    const key = this.#resolve(signed.signer);
+    if (!key) return this.#drop('unknown_signer', `no trusted key for site ${signed.signer} (record ${body.key} via ${from})`);
+    if (!verifyRecord(signed, key)) return this.#drop('bad_signature', `record ${body.key} via ${from} does not verify against ${signed.signer}'s key`);
+    if (body.site_info?.public_cert_pem !== undefined && containsPrivateKey(body.site_info.public_cert_pem)) {
+      return this.#drop('private_key_pem', `site ${body.site} published a PEM containing a private key; record discarded`);
+    }
+    const target = origin ?? this.#admitOrigin(body.site);
+    if (!target) return this.#drop('origins_full', `${this.limits.maxOrigins} origins retained, none departed; record ${body.key} via ${from}`);
+    if (!current && target.records.size >= this.limits.maxRecordsPerOrigin) {
+      return this.#drop('origin_records_full', `site ${body.site} already has ${this.limits.maxRecordsPerOrigin} records; ${body.key} via ${from}`);
+    }
+    target.records.set(body.key, incoming);
+    if (body.kind === 'site' && body.site_info && !body.tombstone) this.#mergeSpend(body.site, body.site_info);
+    this.emit('change', incoming);
+    return 'merged';
+  }
+
+  #admitOrigin(site: string): Origin | undefined {
+    if (this.#origins.size >= this.limits.maxOrigins) {
+      let victim: [string, Origin] | undefined;
+      for (const entry of this.#origins) {
+        const d = entry[1].departedAtMs;
+        if (d !== undefined && entry[0] !== this.localSite && (victim === undefined || d < (victim[1].departedAtMs as number))) victim = entry;
+      }
+      if (!victim) return undefined;
+      this.#forgetOrigin(victim[0]);
+    }
+    const o: Origin = { records: new Map(), departedAtMs: undefined };
+    this.#origins.set(site, o);
+    return o;
+  }
+
+  #forgetOrigin(site: string): void {
+    this.#origins.delete(site);
+    this.#removeSpendSlot(site);
+  }
+
+  #mergeSpend(site: string, info: SiteInfo): void {
+    for (const [tenant, usd] of Object.entries(info.tenant_spend_usd)) {
+      if (usd !== undefined) this.#spend[tenant] = setSlot(this.#spend[tenant] ?? {}, site, usd);
+    }
+  }
+
+  #removeSpendSlot(site: string): void {
+    for (const tenant of Object.keys(this.#spend)) this.#spend[tenant] = withoutSlot(this.#spend[tenant] ?? {}, site);
+  }
+
+  /** Membership says the site is dead or left: start its spend TTL. */
+  markDeparted(site: string, nowMs: number = this.#clock.now()): void {
+    const o = this.#origins.get(site);
+    if (o && o.departedAtMs === undefined && site !== this.localSite) o.departedAtMs = nowMs;
+  }
+
+  /** The site is alive again: its records and spend are current once more. */
+  markPresent(site: string): void {
+    const o = this.#origins.get(site);
+    if (!o) return;
+    const wasExpired = o.departedAtMs !== undefined;
+    o.departedAtMs = undefined;
+    if (wasExpired) {
+      const rec = o.records.get(`${this.network}/${site}`);
+      if (rec?.parsed.site_info && !rec.tombstone) this.#mergeSpend(site, rec.parsed.site_info);
+    }
+  }
+
+  /** Expires the spend slots of sites departed longer than tenantSpendTtlMs. Call periodically. */
+  sweep(nowMs: number = this.#clock.now()): string[] {
+    const expired: string[] = [];
+    for (const [site, o] of this.#origins) {
+      if (o.departedAtMs !== undefined && nowMs - o.departedAtMs >= this.limits.tenantSpendTtlMs) {
+        this.#removeSpendSlot(site);
+        expired.push(site);
+      }
+    }
+    return expired;
+  }
+
+  get(key: string): StoredRecord | undefined {
+    for (const o of this.#origins.values()) {
+      const r = o.records.get(key);
+      if (r) return r;
+    }
+    return undefined;
+  }
+
+  records(): StoredRecord[] {
+    const out: StoredRecord[] = [];
+    for (const o of this.#origins.values()) out.push(...o.records.values());
+    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  /** Every record as signed by its origin, for push-pull. */
+  signedRecords(): SignedStateRecord[] {
+    return this.records().map((r) => r.signed);
+  }
+
+  origins(): string[] {
+    return [...this.#origins.keys()].sort();
+  }
+
+  /** Highest revision held for any record of `site` (the publisher stays above it after losing its disk). */
+  highestRevisionOf(site: string): number {
+    let max = 0;
+    for (const r of this.#origins.get(site)?.records.values() ?? []) max = Math.max(max, r.revision);
+    return max;
+  }
+
+  /** Live provider records of other sites (remoteProviderCount counts these). */
+  remoteProviders(): RemoteProvider[] {
+    const out: RemoteProvider[] = [];
+    for (const r of this.records()) {
+      if (r.kind === 'provider' && !r.tombstone && r.parsed.provider && r.origin !== this.localSite) {
+        out.push({ key: r.key, site: r.origin, revision: r.revision, writer: r.writer, provider: r.parsed.provider });
+      }
+    }
+    return out;
+  }
+
+  /** Site records (gateway address, certificate, capabilities) by site. */
+  sites(): Map<string, SiteInfo> {
+    const out = new Map<string, SiteInfo>();
+    for (const r of this.records()) if (r.kind === 'site' && !r.tombstone && r.parsed.site_info) out.set(r.origin, r.parsed.site_info);
+    return out;
+  }
+
+  /** Per-tenant G-Counters (slot per site). */
+  tenantSpend(): TenantSpend {
+    return { ...this.#spend };
+  }
+
+  /** Converged spend per tenant in USD (the sum of each tenant's slots). */
+  tenantSpendTotals(): Record<string, number> {
+    return Object.fromEntries(Object.entries(this.#spend).map(([t, c]) => [t, gCounterValue(c)]));
+  }
+}

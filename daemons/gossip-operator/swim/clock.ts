@@ -1,0 +1,49 @@
+// Time and randomness are injected so the pure parts can be driven by tests and the protocol can be
+// replayed with a seeded random source. Production uses `systemClock` and `Math.random`.
+
+export interface TimerHandle {
+  cancel(): void;
+}
+
+export interface Clock {
+  /** Wall clock in milliseconds since the epoch (stamped on packets and revisions). */
+  now(): number;
+  /** Run `fn` once after `delayMs`; the handle cancels it. Timers must not keep the process alive. */
+  schedule(delayMs: number, fn: () => void): TimerHandle;
+}
+
+/** A source of uniform numbers in [0, 1). */
+export type RandomSource = () => number;
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  schedule(delayMs, fn) {
+    const t = setTimeout(fn, Math.max(0, delayMs));
+    t.unref();
+    return { cancel: () => clearTimeout(t) };
+  },
+};
+
+/** Fisher-Yates shuffle with the injected random source (returns a new array). */
+export function shuffled<T>(items: readonly T[], random: RandomSource): T[] {
+  const out = items.slice();
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    const tmp = out[i] as T;
+    out[i] = out[j] as T;
+    out[j] = tmp;
+  }
+  return out;
+}
+
+/** Mulberry32: a tiny seeded generator for deterministic tests and benchmarks. */
+export function seededRandom(seed: number): RandomSource {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -1,0 +1,136 @@
+// The failure detector's probe round (SWIM §3 with Lifeguard's nacks): direct ping, then ping-req through k
+// members, then suspicion. Acks are matched by sequence number with the receive timestamp taken at receipt.
+import { shuffled, type Clock, type RandomSource, type TimerHandle } from './clock.ts';
+import type { Member } from './member-table.ts';
+
+interface PendingAck {
+  readonly onAck: (receivedAtMs: number) => void;
+  readonly onNack: (() => void) | undefined;
+  readonly timer: TimerHandle;
+}
+
+/** Outstanding acks by sequence number; each entry expires on its own timer so the table stays bounded. */
+export class AckTable {
+  readonly #pending = new Map<number, PendingAck>();
+  readonly #clock: Clock;
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
+  expect(seq: number, timeoutMs: number, onAck: (receivedAtMs: number) => void, onNack?: () => void, onTimeout?: () => void): void {
+    const timer = this.#clock.schedule(timeoutMs, () => {
+      this.#pending.delete(seq);
+      onTimeout?.();
+    });
+    this.#pending.set(seq, { onAck, onNack, timer });
+  }
+
+  /** Returns false for an unknown (late, duplicate or forged) sequence number. */
+  ack(seq: number, receivedAtMs: number): boolean {
+    const p = this.#pending.get(seq);
+    if (!p) return false;
+    this.#pending.delete(seq);
+    p.timer.cancel();
+    p.onAck(receivedAtMs);
+    return true;
+  }
+
+  nack(seq: number): void {
+    this.#pending.get(seq)?.onNack?.();
+  }
+
+  clear(): void {
+    for (const p of this.#pending.values()) p.timer.cancel();
+    this.#pending.clear();
+  }
+
+  get size(): number {
+    return this.#pending.size;
+  }
+}
+
+/**
+ * Round-robin probe order over a shuffled member list (SWIM's "randomized round-robin"): every member is probed
+ * once per round, bounding detection time to N probe periods in the worst case.
+ */
+export class ProbeTargets {
+  #order: string[] = [];
+  #index = 0;
+  readonly #random: RandomSource;
+
+  constructor(random: RandomSource) {
+    this.#random = random;
+  }
+
+  next(candidates: readonly Member[], selfName: string): Member | undefined {
+    const byName = new Map(candidates.filter((m) => m.name !== selfName && (m.state === 'alive' || m.state === 'suspect')).map((m) => [m.name, m]));
+    if (byName.size === 0) return undefined;
+    for (let tries = 0; tries <= this.#order.length; tries++) {
+      if (this.#index >= this.#order.length) {
+        this.#order = shuffled([...byName.keys()], this.#random);
+        this.#index = 0;
+      }
+      const m = byName.get(this.#order[this.#index++] as string);
+      if (m) return m;
+    }
+    return undefined;
+  }
+}
+
+/** What the probe round needs from the membership; kept narrow so the round can be read on its own. */
+export interface ProbeHost {
+  readonly clock: Clock;
+  readonly random: RandomSource;
+  readonly selfName: string;
+  readonly acks: AckTable;
+  nextSeq(): number;
+  /** Probe timeout and interval, already scaled by local health. */
+  probeTimeoutMs(): number;
+  probeIntervalMs(): number;
+  indirectChecks(): number;
+  liveMembers(): Member[];
+  /** A suspect message about the target to piggyback on its ping (Lifeguard "buddy system"), if it is suspect. */
+  pingTo(target: Member, seq: number): void;
+  pingReqTo(via: Member, target: Member, seq: number): void;
+  awarenessDelta(delta: number): void;
+  suspect(target: Member): void;
+}
+
+/** One probe of `target`; resolves when the round is settled (acked or suspected). */
+export function probeMember(host: ProbeHost, target: Member): Promise<'acked' | 'suspected'> {
+  return new Promise((resolve) => {
+    const seq = host.nextSeq();
+    const timeoutMs = host.probeTimeoutMs();
+    const intervalMs = host.probeIntervalMs();
+    let settled = false;
+    let expectedNacks = 0;
+    let nacks = 0;
+    let indirect: TimerHandle | undefined;
+    const succeed = (): void => {
+      if (settled) return;
+      settled = true;
+      indirect?.cancel();
+      host.awarenessDelta(-1);
+      resolve('acked');
+    };
+    host.acks.expect(seq, intervalMs, succeed, () => nacks++, () => {
+      if (settled) return;
+      settled = true;
+      // Lifeguard: nacks we were promised but never got point at our own network or load, not at the target.
+      host.awarenessDelta(expectedNacks > 0 ? expectedNacks - nacks : 0);
+      host.suspect(target);
+      resolve('suspected');
+    });
+    host.pingTo(target, seq);
+    indirect = host.clock.schedule(timeoutMs, () => {
+      if (settled) return;
+      const helpers = shuffled(host.liveMembers().filter((m) => m.name !== target.name && m.name !== host.selfName && m.state === 'alive'), host.random).slice(
+        0,
+        host.indirectChecks(),
+      );
+      expectedNacks = helpers.length;
+      for (const via of helpers) host.pingReqTo(via, target, seq);
+    });
+  });
+}

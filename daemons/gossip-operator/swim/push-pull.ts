@@ -1,0 +1,123 @@
+// Full-state anti-entropy (push-pull): both sides send their whole member list and delegate state over one TCP
+// exchange. Piggybacked gossip can lose news (packet loss, partitions, a broadcast that reached its retransmit
+// limit); this exchange is what makes every state eventually converge. Pure helpers; membership.ts does the I/O.
+import type { AliveMessage, DeadMessage, PushPullState, SuspectMessage } from '../../../schemas/generated/gossip-swim-packet.ts';
+import { checkMessage, packetEnvelopeBytes, type PacketHeader } from './codec.ts';
+import type { SwimConfig } from './config.ts';
+import { frameOverhead } from './crypto.ts';
+import type { StateDelegate } from './delegate.ts';
+import type { DropCounter } from './drop-counter.ts';
+import type { KeyRing } from './keyring.ts';
+import type { Member } from './member-table.ts';
+import type { PacketGate } from './packet-gate.ts';
+import type { SwimDropReason } from './reasons.ts';
+import type { Transport } from './transport.ts';
+import type { MembershipMessage } from './updates.ts';
+
+export function buildPushPull(members: Iterable<Member>, join: boolean, user: unknown): PushPullState {
+  const list: PushPullState['members'] = [];
+  for (const m of members) list.push({ name: m.name, addr: m.addr, inc: m.incarnation, state: m.state });
+  return user === undefined ? { k: 'push-pull', join, members: list } : { k: 'push-pull', join, members: list, user: user as PushPullState['user'] };
+}
+
+/**
+ * The remote member list as membership messages. A remote "dead" becomes a suspicion, not a death (memberlist's
+ * rule): one peer's old verdict must not kill a member we can still reach, and it gives the member itself a
+ * chance to refute. "left" is a member's own word and is taken as is.
+ */
+export function remoteMembersAsMessages(
+  members: PushPullState['members'],
+  from: string,
+  maxMembers: number,
+): (AliveMessage | SuspectMessage | DeadMessage)[] {
+  const out: (AliveMessage | SuspectMessage | DeadMessage)[] = [];
+  for (const m of members.slice(0, maxMembers)) {
+    if (m.state === 'alive') out.push({ k: 'alive', name: m.name, addr: m.addr, inc: m.inc });
+    else if (m.state === 'left') out.push({ k: 'dead', name: m.name, inc: m.inc, by: m.name });
+    else out.push({ k: 'suspect', name: m.name, inc: m.inc, by: from });
+  }
+  return out;
+}
+
+export interface PushPullContext {
+  readonly config: SwimConfig;
+  readonly transport: Transport;
+  readonly gate: PacketGate;
+  readonly keyring: KeyRing | undefined;
+  readonly delegate: StateDelegate | undefined;
+  readonly drops: DropCounter<SwimDropReason>;
+  readonly members: () => Iterable<Member>;
+  readonly header: () => PacketHeader;
+  readonly apply: (m: MembershipMessage) => void;
+  readonly running: () => boolean;
+}
+
+export class PushPullExchange {
+  readonly #c: PushPullContext;
+
+  constructor(context: PushPullContext) {
+    this.#c = context;
+  }
+
+  /** Exchanges full state with `addr`; true when the peer answered with a valid state. Never throws. */
+  async exchange(addr: string, join: boolean): Promise<boolean> {
+    const { transport, config, drops } = this.#c;
+    try {
+      const reply = await transport.request(addr, this.#frame(join), config.pushPullTimeoutMs, config.maxMessageBytes);
+      if (!this.#c.running()) return false;
+      return this.#merge(reply, addr) !== undefined;
+    } catch (err) {
+      drops.drop('push_pull_failed', `with ${addr}: ${err instanceof Error ? err.message : String(err)}`);
+      return false;
+    }
+  }
+
+  /** Stream handler: merge the peer's state and answer with ours. */
+  async answer(frame: Buffer, from: string): Promise<Buffer | undefined> {
+    try {
+      const join = this.#merge(frame, from);
+      if (join === undefined || !this.#c.running()) return undefined;
+      return this.#frame(join);
+    } catch (err) {
+      this.#c.drops.drop('push_pull_failed', `stream from ${from}: ${err instanceof Error ? err.message : String(err)}`);
+      return undefined;
+    }
+  }
+
+  #frame(join: boolean): Buffer {
+    const { config, keyring, delegate, drops, gate } = this.#c;
+    const header = this.#c.header();
+    let user = delegate?.localState(join);
+    let json = JSON.stringify(buildPushPull(this.#c.members(), join, user));
+    const budget = config.maxMessageBytes - frameOverhead(keyring) - packetEnvelopeBytes(header) - 4;
+    if (Buffer.byteLength(json) > budget && user !== undefined) {
+      drops.drop('oversized', `local state of ${Buffer.byteLength(json)} bytes exceeds maxMessageBytes; sending members only`);
+      user = undefined;
+      json = JSON.stringify(buildPushPull(this.#c.members(), join, user));
+    }
+    return gate.seal(header, [json]);
+  }
+
+  /** Merges a push-pull message; returns its join flag, or undefined when it was dropped. */
+  #merge(frame: Buffer, from: string): boolean | undefined {
+    const { gate, config, drops, delegate } = this.#c;
+    const packet = gate.open(frame, from, config.maxMessageBytes);
+    if (!packet) return undefined;
+    const first = packet.msgs[0];
+    const checked = first && first.k === 'push-pull' ? checkMessage(first) : undefined;
+    if (!checked || !checked.ok || checked.message.k !== 'push-pull') {
+      drops.drop('bad_message', `stream from ${packet.from} is not a push-pull message`);
+      return undefined;
+    }
+    const pp = checked.message;
+    for (const msg of remoteMembersAsMessages(pp.members, packet.from, config.maxMembers)) this.#c.apply(msg);
+    if (pp.user !== undefined && delegate) {
+      try {
+        delegate.mergeRemoteState(pp.user, pp.join, packet.from);
+      } catch (err) {
+        drops.drop('delegate_error', `push-pull state from ${packet.from}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    return pp.join;
+  }
+}

@@ -1,0 +1,108 @@
+// The datagram receive path. Runs synchronously in the socket callback and never throws: each frame passes the
+// packet gate, each message its schema, and then it is handled inline (acks are matched with the receive
+// timestamp, so round trips stay honest). Nothing here awaits.
+import { checkMessage } from './codec.ts';
+import type { Clock, TimerHandle } from './clock.ts';
+import type { SwimConfig } from './config.ts';
+import type { StateDelegate } from './delegate.ts';
+import type { DropCounter } from './drop-counter.ts';
+import type { PacketGate } from './packet-gate.ts';
+import type { AckTable } from './probe.ts';
+import type { SwimDropReason } from './reasons.ts';
+import type { MembershipUpdates } from './updates.ts';
+
+export interface ReceiveContext {
+  readonly config: SwimConfig;
+  readonly clock: Clock;
+  readonly gate: PacketGate;
+  readonly acks: AckTable;
+  readonly updates: MembershipUpdates;
+  readonly delegate: StateDelegate | undefined;
+  readonly drops: DropCounter<SwimDropReason>;
+  readonly timers: Set<TimerHandle>;
+  readonly nextSeq: () => number;
+  readonly send: (addr: string, messages: readonly string[]) => void;
+  readonly running: () => boolean;
+}
+
+export class PacketReceiver {
+  readonly #c: ReceiveContext;
+
+  constructor(context: ReceiveContext) {
+    this.#c = context;
+  }
+
+  onPacket(frame: Buffer, from: string, receivedAtMs: number): void {
+    const { gate, config, drops, acks, updates } = this.#c;
+    try {
+      const packet = gate.open(frame, from, config.maxPacketBytes);
+      if (!packet) return;
+      for (const raw of packet.msgs) {
+        const checked = checkMessage(raw);
+        if (!checked.ok) {
+          drops.drop(checked.reason, `from ${packet.from}: ${checked.detail}`);
+          continue;
+        }
+        const m = checked.message;
+        switch (m.k) {
+          case 'ping':
+            // Replies go to the datagram's source address, which is what the prober can reach us from.
+            if (m.target === config.name) this.#c.send(from, [JSON.stringify({ k: 'ack', seq: m.seq })]);
+            break;
+          case 'ack':
+            acks.ack(m.seq, receivedAtMs);
+            break;
+          case 'nack':
+            acks.nack(m.seq);
+            break;
+          case 'ping-req':
+            this.#relayPing(m.seq, m.target, m.targetAddr, from);
+            break;
+          case 'alive':
+          case 'suspect':
+          case 'dead':
+            updates.apply(m);
+            break;
+          case 'user':
+            this.#notifyDelegate(m.data, packet.from);
+            break;
+          case 'push-pull':
+            drops.drop('bad_message', `push-pull over UDP from ${packet.from}`);
+            break;
+        }
+      }
+    } catch (err) {
+      // Defence in depth: nothing may escape the socket handler.
+      drops.drop('bad_packet', `unexpected error handling packet from ${from}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  /** Indirect probe on behalf of `requester`: forward the ack, or send a nack when our own ping goes unanswered. */
+  #relayPing(origSeq: number, target: string, targetAddr: string, requester: string): void {
+    const { config, clock, acks, timers, send } = this.#c;
+    const seq = this.#c.nextSeq();
+    let acked = false;
+    acks.expect(seq, config.probeIntervalMs, () => {
+      acked = true;
+      send(requester, [JSON.stringify({ k: 'ack', seq: origSeq })]);
+    });
+    // Lifeguard nack: tells the requester we are alive and its target is not answering us either, so a missing
+    // nack points at the requester's own connectivity.
+    const t = clock.schedule(Math.floor(config.probeTimeoutMs * 0.8), () => {
+      timers.delete(t);
+      if (!acked && this.#c.running()) send(requester, [JSON.stringify({ k: 'nack', seq: origSeq })]);
+    });
+    timers.add(t);
+    send(targetAddr, [JSON.stringify({ k: 'ping', seq, target })]);
+  }
+
+  #notifyDelegate(data: unknown, from: string): void {
+    const { delegate, drops } = this.#c;
+    if (!delegate) return;
+    try {
+      delegate.notifyMessage(data, from);
+    } catch (err) {
+      drops.drop('delegate_error', `user message from ${from}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+}

@@ -1,0 +1,94 @@
+import { describe, expect, test } from 'vitest';
+import {
+  applySwimSpec,
+  loopbackProfile,
+  parseDurationMs,
+  pushPullIntervalFor,
+  retransmitLimit,
+  SwimConfigError,
+  wanProfile,
+} from '../../daemons/gossip-operator/swim/config.ts';
+
+test('WAN profile carries the SPEC §5 reference values', () => {
+  const w = wanProfile();
+  expect(w).toMatchObject({
+    probeIntervalMs: 5_000,
+    probeTimeoutMs: 3_000,
+    indirectChecks: 3,
+    suspicionTimeoutMs: 30_000,
+    gossipIntervalMs: 500,
+    gossipFanout: 4,
+    announceIntervalMs: 60_000,
+    deadMemberTtlMs: 300_000,
+    suspectRetentionMs: 120_000,
+  });
+});
+
+test('loopback profile divides the protocol timers only', () => {
+  const l = loopbackProfile(25);
+  expect(l.probeIntervalMs).toBe(200);
+  expect(l.suspicionTimeoutMs).toBe(1_200);
+  expect(l.maxPacketBytes).toBe(wanProfile().maxPacketBytes);
+  expect(l.dnsTimeoutMs).toBe(wanProfile().dnsTimeoutMs);
+});
+
+test.each([
+  ['5s', 5_000],
+  ['500ms', 500],
+  ['1m30s', 90_000],
+  ['1.5s', 1_500],
+  ['2h', 7_200_000],
+  ['', undefined],
+  ['5', undefined],
+  ['5 s', undefined],
+  ['-5s', undefined],
+  ['5sx', undefined],
+])('parseDurationMs(%j) = %j', (text, want) => {
+  expect(parseDurationMs(text)).toBe(want);
+});
+
+describe('applySwimSpec', () => {
+  test('spec.swim overrides the profile; gossipNodes is the indirect probe fanout', () => {
+    const c = applySwimSpec('site-a', wanProfile(), { probeInterval: '2s', suspicionTimeout: '10s', gossipNodes: 5 });
+    expect(c).toMatchObject({ name: 'site-a', probeIntervalMs: 2_000, probeTimeoutMs: 1_200, suspicionTimeoutMs: 10_000, indirectChecks: 5 });
+  });
+
+  test('absent spec keeps the profile', () => {
+    expect(applySwimSpec('a', wanProfile(), undefined)).toEqual({ ...wanProfile(), name: 'a' });
+  });
+
+  test.each([
+    [{ probeInterval: 'fast' }, 'spec.swim.probeInterval: "fast" is not a positive duration such as "5s" or "500ms"'],
+    [{ suspicionTimeout: '0s' }, 'spec.swim.suspicionTimeout: "0s" is not a positive duration such as "30s"'],
+    [{ gossipNodes: 0 }, 'spec.swim.gossipNodes: 0 must be an integer from 1 to 16'],
+    [{ gossipNodes: 2.5 }, 'spec.swim.gossipNodes: 2.5 must be an integer from 1 to 16'],
+  ])('rejects %j with a message naming the field', (spec, message) => {
+    expect(() => applySwimSpec('a', wanProfile(), spec)).toThrow(SwimConfigError);
+    expect(() => applySwimSpec('a', wanProfile(), spec)).toThrow(message);
+  });
+
+  test('rejects a profile whose probe timeout is not below the interval', () => {
+    expect(() => applySwimSpec('a', { ...wanProfile(), probeTimeoutMs: 5_000 }, undefined)).toThrow('probeTimeoutMs: 5000 must be below probeIntervalMs (5000)');
+  });
+});
+
+test.each([
+  { mult: 4, n: 1, want: 4 },
+  { mult: 4, n: 9, want: 4 },
+  { mult: 4, n: 10, want: 8 },
+  { mult: 4, n: 64, want: 8 },
+  { mult: 4, n: 100, want: 12 },
+  { mult: 3, n: 1000, want: 12 },
+])('retransmit limit mult=$mult N=$n -> $want (grows with log N)', ({ mult, n, want }) => {
+  expect(retransmitLimit(mult, n)).toBe(want);
+});
+
+test.each([
+  { n: 8, want: 30_000 },
+  { n: 32, want: 30_000 },
+  { n: 33, want: 60_000 },
+  { n: 64, want: 60_000 },
+  { n: 65, want: 90_000 },
+])('push-pull interval for N=$n -> $want', ({ n, want }) => {
+  expect(pushPullIntervalFor(30_000, n)).toBe(want);
+});

@@ -1,0 +1,71 @@
+import { describe, expect, test } from 'vitest';
+import { MemberTable } from '../../daemons/gossip-operator/swim/member-table.ts';
+
+const now = 1_000;
+function table(): MemberTable {
+  const t = new MemberTable('self', '127.0.0.1:1', 0, 0, 4);
+  t.applyAlive({ k: 'alive', name: 'b', addr: '127.0.0.1:2', inc: 5 }, 0);
+  return t;
+}
+
+describe('MemberTable rules', () => {
+  test.each([
+    ['new member', { name: 'c', addr: '127.0.0.1:3', inc: 0 }, 'added'],
+    ['same incarnation', { name: 'b', addr: '127.0.0.1:2', inc: 5 }, 'ignored'],
+    ['older incarnation', { name: 'b', addr: '127.0.0.1:2', inc: 4 }, 'ignored'],
+    ['newer incarnation', { name: 'b', addr: '127.0.0.1:2', inc: 6 }, 'updated'],
+    ['live member on another address', { name: 'b', addr: '127.0.0.1:9', inc: 9 }, 'address_conflict'],
+    ['about us, newer incarnation (our previous life)', { name: 'self', addr: '127.0.0.1:1', inc: 3 }, 'refute'],
+    ['about us, other address', { name: 'self', addr: '127.0.0.1:7', inc: 0 }, 'refute'],
+    ['about us, same', { name: 'self', addr: '127.0.0.1:1', inc: 0 }, 'ignored'],
+  ])('alive: %s -> %s', (_n, a, want) => {
+    expect(table().applyAlive({ k: 'alive', ...a }, now)).toBe(want);
+  });
+
+  test('alive beyond maxMembers is refused', () => {
+    const t = table();
+    t.applyAlive({ k: 'alive', name: 'c', addr: 'h:3', inc: 0 }, now);
+    t.applyAlive({ k: 'alive', name: 'd', addr: 'h:4', inc: 0 }, now);
+    expect(t.applyAlive({ k: 'alive', name: 'e', addr: 'h:5', inc: 0 }, now)).toBe('members_full');
+    expect(t.size).toBe(4);
+  });
+
+  test.each([
+    ['unknown member', { name: 'zz', inc: 9 }, 'ignored'],
+    ['older incarnation', { name: 'b', inc: 4 }, 'ignored'],
+    ['current incarnation', { name: 'b', inc: 5 }, 'suspected'],
+    ['about us, current incarnation', { name: 'self', inc: 0 }, 'refute'],
+  ])('suspect: %s -> %s', (_n, s, want) => {
+    expect(table().applySuspect({ k: 'suspect', by: 'x', ...s }, now)).toBe(want);
+  });
+
+  test('a second accusation at the same incarnation is a confirmation; alive with a higher one clears it', () => {
+    const t = table();
+    expect(t.applySuspect({ k: 'suspect', name: 'b', inc: 5, by: 'x' }, now)).toBe('suspected');
+    expect(t.get('b')?.state).toBe('suspect');
+    expect(t.applySuspect({ k: 'suspect', name: 'b', inc: 5, by: 'y' }, now)).toBe('confirm');
+    expect(t.applyAlive({ k: 'alive', name: 'b', addr: '127.0.0.1:2', inc: 5 }, now)).toBe('ignored');
+    expect(t.applyAlive({ k: 'alive', name: 'b', addr: '127.0.0.1:2', inc: 6 }, now + 5)).toBe('updated');
+    expect(t.get('b')).toMatchObject({ state: 'alive', incarnation: 6, stateChangedAtMs: now + 5 });
+  });
+
+  test('dead and left; a dead member only returns with a higher incarnation or on a new address', () => {
+    const t = table();
+    expect(t.applyDead({ k: 'dead', name: 'b', inc: 5, by: 'x' }, now)).toBe('dead');
+    expect(t.applyDead({ k: 'dead', name: 'b', inc: 5, by: 'x' }, now)).toBe('ignored');
+    expect(t.applySuspect({ k: 'suspect', name: 'b', inc: 9, by: 'x' }, now)).toBe('ignored');
+    expect(t.applyAlive({ k: 'alive', name: 'b', addr: '127.0.0.1:2', inc: 5 }, now)).toBe('ignored');
+    expect(t.applyAlive({ k: 'alive', name: 'b', addr: '127.0.0.1:2', inc: 6 }, now)).toBe('updated');
+    expect(t.applyDead({ k: 'dead', name: 'b', inc: 6, by: 'b' }, now)).toBe('left');
+    expect(t.applyAlive({ k: 'alive', name: 'b', addr: '127.0.0.1:8', inc: 0 }, now)).toBe('updated');
+    expect(t.get('b')).toMatchObject({ addr: '127.0.0.1:8', state: 'alive' });
+  });
+
+  test('dead about us is refuted unless we are leaving', () => {
+    const t = table();
+    expect(t.applyDead({ k: 'dead', name: 'self', inc: 0, by: 'x' }, now)).toBe('refute');
+    expect(t.refute(0)).toBe(1);
+    t.leaving = true;
+    expect(t.applyDead({ k: 'dead', name: 'self', inc: 1, by: 'x' }, now)).toBe('ignored');
+  });
+});
