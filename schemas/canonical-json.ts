@@ -83,8 +83,9 @@ function write(value: unknown, path: string, out: string[], ancestors: Set<objec
 }
 
 function quote(text: string, path: string): string {
-  const lone = findLoneSurrogate(text);
-  if (lone >= 0) {
+  // isWellFormed is native and cheap; the index is only looked for when there is something to report.
+  if (!text.isWellFormed()) {
+    const lone = findLoneSurrogate(text);
     const unit = text.charCodeAt(lone).toString(16);
     throw new CanonicalJsonError(path, `lone surrogate U+${unit.toUpperCase()} at index ${lone} is not valid Unicode`);
   }
