@@ -1,4 +1,5 @@
-// Benchmark: ConfigMap change -> overlay file renamed into place, on the local store.
+// Benchmark: ConfigMap change -> overlay file renamed into place, on the local store or (--store kubernetes) on a
+// real kube-apiserver + etcd (test/cluster/control-plane.ts starts one on loopback unless --kubeconfig names one).
 //
 // The overlay-sync daemon runs as a real child process (`daemons/overlay-sync/main.ts --store local`); this
 // process plays the operator: it applies each new overlay revision to the shared state directory through
@@ -7,7 +8,11 @@
 // (lock, fsyncs), the daemon's fs-event coalescing window, the read, full contract validation, the atomic
 // write (fsync, rename, directory fsync) and this process's own file-watch wake-up.
 //
-//   npm run bench:sync -- [--updates 200] [--candidates 100] [--warmup 10]
+//   npm run bench:sync -- [--updates 200] [--candidates 100] [--warmup 10] [--store local|kubernetes] [--kubeconfig PATH]
+//
+// With --store kubernetes the operator side is a KubernetesStore (server-side apply, admin credentials) and the
+// daemon runs `--store kubernetes --kubeconfig …`: each sample adds the API server's apply, etcd and the watch
+// delivery to the daemon in place of the local store's file write and fs-event wake-up.
 //
 // Bounded: at most 10 s per update and 180 s in total; it stops early and says so.
 
@@ -18,7 +23,10 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { CONFIG_MAP, openLocalStore } from '../../daemons/shared/resource-store/index.ts';
+import { CONFIG_MAP, KubernetesStore, openLocalStore } from '../../daemons/shared/resource-store/index.ts';
+import type { ResourceStore } from '../../daemons/shared/resource-store/types.ts';
+import { resolveBinDir, startControlPlane } from '../cluster/control-plane.ts';
+import type { ControlPlane } from '../cluster/control-plane.ts';
 import { makeOverlay, SCOPE } from '../overlay-sync/overlays.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -31,8 +39,15 @@ const { values } = parseArgs({
     updates: { type: 'string', default: '200' },
     candidates: { type: 'string', default: '100' },
     warmup: { type: 'string', default: '10' },
+    store: { type: 'string', default: 'local' },
+    kubeconfig: { type: 'string' },
   },
 });
+const storeBackend = values.store;
+if (storeBackend !== 'local' && storeBackend !== 'kubernetes') {
+  process.stderr.write('sync.bench.ts: --store must be local or kubernetes\n');
+  process.exit(2);
+}
 const updates = Number(values.updates);
 const candidates = Number(values.candidates);
 const warmup = Number(values.warmup);
@@ -49,12 +64,30 @@ function percentile(sorted: number[], p: number): number {
 const dir = await mkdtemp(join(tmpdir(), 'agn-sync-bench-'));
 const stateDir = join(dir, 'state');
 const output = join(dir, 'run', 'routing-overlay.json');
-const operator = await openLocalStore({ stateDir });
+let plane: ControlPlane | undefined;
+let operator: ResourceStore;
+let storeArgs: string[];
+if (storeBackend === 'kubernetes') {
+  let kubeconfigPath = values.kubeconfig;
+  if (kubeconfigPath === undefined) {
+    const planeStarted = performance.now();
+    plane = await startControlPlane({ binDir: resolveBinDir() });
+    kubeconfigPath = plane.kubeconfigPath;
+    console.log(`control plane (kube-apiserver + etcd on loopback) ready in ${((performance.now() - planeStarted) / 1000).toFixed(1)} s`);
+  }
+  operator = new KubernetesStore({ kubeconfigPath });
+  const NAMESPACE_KIND = { apiVersion: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false };
+  await operator.apply(NAMESPACE_KIND, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: SCOPE.namespace } }, { fieldManager: 'sync-bench' });
+  storeArgs = ['--store', 'kubernetes', '--kubeconfig', kubeconfigPath];
+} else {
+  operator = await openLocalStore({ stateDir });
+  storeArgs = ['--store', 'local', '--state', stateDir];
+}
 const daemon = spawn(
   process.execPath,
   [
     join(REPO_ROOT, 'daemons/overlay-sync/main.ts'),
-    '--store', 'local', '--state', stateDir,
+    ...storeArgs,
     '--namespace', SCOPE.namespace, '--configmap', CONFIGMAP, '--output', output,
     '--expected-network', SCOPE.network, '--expected-gateway', SCOPE.gateway,
     '--expected-namespace', SCOPE.namespace, '--expected-local-site', SCOPE.local_site,
@@ -138,6 +171,7 @@ try {
   daemon.kill('SIGTERM');
   await new Promise((r) => daemon.once('exit', r));
   await operator.close();
+  await plane?.stop();
   await rm(dir, { recursive: true, force: true });
 }
 
@@ -145,7 +179,7 @@ const sorted = [...samples].sort((a, b) => a - b);
 const applySorted = [...applySamples].sort((a, b) => a - b);
 const fmt = (ms: number): string => ms.toFixed(1);
 const bytes = Buffer.byteLength(makeOverlay(0, candidates));
-console.log('overlay-sync benchmark: ConfigMap change -> file renamed (local store, daemon in a child process)');
+console.log(`overlay-sync benchmark: ConfigMap change -> file renamed (${storeBackend === 'kubernetes' ? `kubernetes store, ${plane ? 'kube-apiserver v1.31.14 + etcd v3.5.14 started on loopback' : `cluster of ${values.kubeconfig}`}` : 'local store'}, daemon in a child process)`);
 console.log(`node ${process.version}, ${cpus().length} cores, load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 console.log(`updates measured: ${samples.length} (after ${warmup} warm-up), overlay size ${bytes} bytes (${candidates} candidates)`);
 if (sorted.length > 0) {

@@ -24,7 +24,8 @@ export interface ControlPlane {
   readonly etcdUrl: string;
   pids(): { etcd: number; apiserver: number };
   // Stops and starts kube-apiserver only (etcd and its data stay), e.g. to prove a watch survives it.
-  restartApiServer(): Promise<void>;
+  // `whileDown` runs after the old process has exited and before the new one starts (etcd is up).
+  restartApiServer(whileDown?: () => Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -310,8 +311,9 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
       workDir,
       etcdUrl,
       pids: () => ({ etcd: etcdDaemon.pid, apiserver: apiserver?.pid ?? 0 }),
-      async restartApiServer() {
+      async restartApiServer(whileDown?: () => Promise<void>) {
         if (apiserver) await terminate(apiserver);
+        await whileDown?.();
         apiserver = await startApiServer(port);
       },
       async stop() {

@@ -1,0 +1,281 @@
+// constructs/permissions.ts (the table of API calls each daemon makes) against the RBAC compiled into dist/, in
+// both directions: every rule in dist/ is explained by a table entry and every table entry is in dist/ for each
+// site that has names for it; the names are the ones the site's objects imply; no `*` anywhere. Then the same
+// table is checked on the live API server with SubjectAccessReviews for the ServiceAccounts dist/ creates:
+// every granted (verb, resource, name) is allowed and every other verb on those resources is refused.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { DAEMON_PERMISSIONS, GRID_API_GROUP } from '../../constructs/permissions.ts';
+import type { DaemonName, PermissionEntry } from '../../constructs/permissions.ts';
+import { overlayConfigMapName } from '../../schemas/overlay/configmap-name.ts';
+import { adminKubeConfig } from './kube.ts';
+import { applyManifests, distFiles, readManifests, RawClient } from './manifests.ts';
+import type { Manifest } from './manifests.ts';
+
+interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+
+/** One grant: scope, group, resource, verb, and the names (undefined = every object). */
+interface Grant {
+  readonly scope: 'cluster' | 'namespace';
+  readonly group: string;
+  readonly resource: string;
+  readonly verb: string;
+  readonly names: readonly string[] | undefined;
+}
+
+const key = (g: Grant): string => `${g.scope} ${g.group || 'core'}/${g.resource} ${g.verb}${g.names ? ` [${[...g.names].sort().join(',')}]` : ''}`;
+
+function expand(scope: Grant['scope'], rules: readonly Rule[]): Grant[] {
+  return rules.flatMap((r) =>
+    r.apiGroups.flatMap((group) =>
+      r.resources.flatMap((resource) => r.verbs.map((verb) => ({ scope, group, resource, verb, names: r.resourceNames }))),
+    ),
+  );
+}
+
+/** Which daemon a ServiceAccount belongs to: the container the Deployment running as it starts. */
+function daemonOf(manifests: readonly Manifest[], serviceAccount: string): DaemonName | undefined {
+  for (const m of manifests) {
+    if (m.object.kind !== 'Deployment') continue;
+    const pod = (m.object['spec'] as { template: { spec: { serviceAccountName?: string; containers: { name: string; command?: string[] }[] } } }).template.spec;
+    if (pod.serviceAccountName === serviceAccount) {
+      if (serviceAccount === 'gossip-operator') return 'gossip-operator';
+      if (pod.containers.some((c) => (c.command ?? []).includes('daemons/overlay-sync/main.ts'))) return 'overlay-sync';
+    }
+  }
+  return undefined;
+}
+
+/** The grants dist/ gives each ServiceAccount, through its (Cluster)RoleBindings. */
+function grantsBySubject(manifests: readonly Manifest[]): Map<string, Grant[]> {
+  const roles = new Map<string, { scope: Grant['scope']; rules: Rule[] }>();
+  for (const m of manifests) {
+    if (m.object.kind === 'Role' || m.object.kind === 'ClusterRole') {
+      const scope = m.object.kind === 'Role' ? 'namespace' : 'cluster';
+      roles.set(`${m.object.kind}/${m.object.metadata.namespace ?? ''}/${m.object.metadata.name}`, { scope, rules: (m.object['rules'] as Rule[]) ?? [] });
+    }
+  }
+  const grants = new Map<string, Grant[]>();
+  for (const m of manifests) {
+    if (m.object.kind !== 'RoleBinding' && m.object.kind !== 'ClusterRoleBinding') continue;
+    const ref = m.object['roleRef'] as { kind: string; name: string };
+    const role = roles.get(`${ref.kind}/${ref.kind === 'Role' ? m.object.metadata.namespace : ''}/${ref.name}`);
+    if (role === undefined) throw new Error(`${m.object.kind} ${m.object.metadata.name} refers to ${ref.kind} ${ref.name}, which dist/ does not define`);
+    for (const s of m.object['subjects'] as { kind: string; name: string; namespace?: string }[]) {
+      if (s.kind !== 'ServiceAccount') throw new Error(`${m.object.kind} ${m.object.metadata.name} binds a ${s.kind} (${s.name}); only ServiceAccounts are expected`);
+      const list = grants.get(s.name) ?? [];
+      list.push(...expand(role.scope, role.rules));
+      grants.set(s.name, list);
+    }
+  }
+  return grants;
+}
+
+/** Secrets the site's grid objects reference (any `secretRef` / `…SecretRef` with a name), derived independently. */
+function referencedSecretNames(manifests: readonly Manifest[]): string[] {
+  const found = new Set<string>();
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (typeof v === 'object' && v !== null) {
+      for (const [k, child] of Object.entries(v)) {
+        if (/secretref$/i.test(k) && typeof (child as { name?: unknown })?.name === 'string') found.add((child as { name: string }).name);
+        else walk(child);
+      }
+    }
+  };
+  for (const m of manifests) if (m.object.apiVersion.startsWith(`${GRID_API_GROUP}/`)) walk(m.object['spec']);
+  return [...found].sort();
+}
+
+/** The names each slot of the table stands for at this site, derived from the site's own objects. */
+function slotNames(manifests: readonly Manifest[], serviceAccount: string): Record<Exclude<PermissionEntry['names'], 'all'>, string[]> {
+  const overlays: string[] = [];
+  for (const m of manifests) {
+    if (m.object.kind !== 'GridNetwork') continue;
+    for (const g of ((m.object['spec'] as { consumerGateways?: { name: string }[] }).consumerGateways ?? [])) {
+      overlays.push(overlayConfigMapName(m.object.metadata.name, g.name));
+    }
+  }
+  // overlay-sync's one ConfigMap is the one its container is configured with.
+  let own: string[] = [];
+  for (const m of manifests) {
+    if (m.object.kind !== 'Deployment') continue;
+    const pod = (m.object['spec'] as { template: { spec: { serviceAccountName?: string; containers: { env?: { name: string; value?: string }[] }[] } } }).template.spec;
+    if (pod.serviceAccountName !== serviceAccount) continue;
+    own = pod.containers.flatMap((c) => (c.env ?? []).filter((e) => e.name === 'OVERLAY_SYNC_CONFIGMAP').map((e) => e.value ?? ''));
+  }
+  return { overlayConfigMaps: overlays.sort(), overlayConfigMap: own, referencedSecrets: referencedSecretNames(manifests), leaderLease: ['gossip-operator-leader'] };
+}
+
+/** The grants the table says a daemon needs at this site (a named slot with no names yields nothing). */
+function tableGrants(daemon: DaemonName, names: ReturnType<typeof slotNames>): Grant[] {
+  return DAEMON_PERMISSIONS[daemon].flatMap((e) => {
+    const bound = e.names === 'all' ? undefined : names[e.names];
+    if (bound !== undefined && bound.length === 0) return [];
+    return e.resources.flatMap((resource) => e.verbs.map((verb) => ({ scope: e.scope, group: e.apiGroup, resource, verb, names: bound })));
+  });
+}
+
+describe.each(distFiles().filter((f) => f !== 'crds.k8s.yaml'))('RBAC in dist/%s against constructs/permissions.ts', (file) => {
+  const manifests = readManifests(file);
+  const bySubject = grantsBySubject(manifests);
+
+  it('grants every ServiceAccount exactly what the table lists for its daemon (both directions, names included)', () => {
+    expect(bySubject.size).toBeGreaterThan(0);
+    for (const [serviceAccount, granted] of bySubject) {
+      const daemon = daemonOf(manifests, serviceAccount);
+      expect(daemon, `ServiceAccount ${serviceAccount} runs no daemon of the table`).toBeDefined();
+      const expected = tableGrants(daemon!, slotNames(manifests, serviceAccount));
+      const inDist = new Set(granted.map(key));
+      const inTable = new Set(expected.map(key));
+      expect([...inDist].filter((k) => !inTable.has(k)), `${file}: granted to ${serviceAccount} but not in the table`).toEqual([]);
+      expect([...inTable].filter((k) => !inDist.has(k)), `${file}: in the table for ${daemon} but not granted to ${serviceAccount}`).toEqual([]);
+    }
+  });
+
+  it('gives a token only to daemons with permissions, and grants nothing with `*`', () => {
+    for (const m of manifests) {
+      if (m.object.kind === 'Role' || m.object.kind === 'ClusterRole') {
+        for (const rule of (m.object['rules'] as Rule[]) ?? []) {
+          for (const field of ['apiGroups', 'resources', 'verbs', 'resourceNames'] as const) {
+            expect(rule[field] ?? [], `${m.object.kind} ${m.object.metadata.name} ${field}`).not.toContain('*');
+            // An empty resourceNames list would mean "every object" to Kubernetes.
+            if (field === 'resourceNames' && rule.resourceNames !== undefined) expect(rule.resourceNames.length).toBeGreaterThan(0);
+          }
+        }
+      }
+      if (m.object.kind === 'Deployment') {
+        const pod = (m.object['spec'] as { template: { spec: { serviceAccountName?: string; automountServiceAccountToken?: boolean } } }).template.spec;
+        const daemon = pod.serviceAccountName === undefined ? undefined : daemonOf(manifests, pod.serviceAccountName);
+        const needsToken = daemon !== undefined && DAEMON_PERMISSIONS[daemon].length > 0;
+        if (!needsToken) expect(pod.automountServiceAccountToken, `${m.object.metadata.name} mounts a token it has no use for`).toBe(false);
+      }
+    }
+  });
+});
+
+describe('the table on the live API server (SubjectAccessReview for the ServiceAccounts of dist/east.k8s.yaml)', () => {
+  let admin: RawClient;
+  const east = readManifests('east.k8s.yaml');
+  const ALL_VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'];
+
+  beforeAll(async () => {
+    admin = new RawClient(adminKubeConfig());
+    await applyManifests(admin, ['crds.k8s.yaml', 'east.k8s.yaml']);
+  });
+
+  async function allowed(serviceAccount: string, grant: Omit<Grant, 'names'>, name: string | undefined): Promise<boolean> {
+    const [resource, subresource] = grant.resource.split('/');
+    const res = await admin.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      spec: {
+        user: `system:serviceaccount:grid-system:${serviceAccount}`,
+        groups: ['system:serviceaccounts', 'system:serviceaccounts:grid-system', 'system:authenticated'],
+        resourceAttributes: {
+          group: grant.group,
+          resource,
+          subresource,
+          verb: grant.verb,
+          namespace: grant.scope === 'namespace' ? 'grid-system' : undefined,
+          name,
+        },
+      },
+    });
+    if (res.status !== 201) throw new Error(`SubjectAccessReview: HTTP ${res.status}`);
+    return (res.body as { status: { allowed: boolean } }).status.allowed;
+  }
+
+  it('allows every grant of the table and refuses every other verb on the same resources and names', async () => {
+    const problems: string[] = [];
+    for (const [serviceAccount] of grantsBySubject(east)) {
+      const daemon = daemonOf(east, serviceAccount)!;
+      const expected = tableGrants(daemon, slotNames(east, serviceAccount));
+      const checks: Promise<void>[] = [];
+      for (const g of expected) {
+        for (const name of g.names ?? ['any-object']) {
+          checks.push(allowed(serviceAccount, g, name).then((ok) => void (ok || problems.push(`${serviceAccount} refused ${key(g)} ${name}`))));
+        }
+        // A named grant covers only its names.
+        if (g.names !== undefined) {
+          checks.push(allowed(serviceAccount, g, 'not-granted').then((ok) => void (ok && problems.push(`${serviceAccount} allowed ${key(g)} on an unnamed object`))));
+        }
+      }
+      const resources = new Map(expected.map((g) => [`${g.scope} ${g.group} ${g.resource}`, g]));
+      for (const g of resources.values()) {
+        for (const verb of ALL_VERBS.filter((v) => !expected.some((e) => e.scope === g.scope && e.group === g.group && e.resource === g.resource && e.verb === v))) {
+          for (const name of g.names ?? ['any-object']) {
+            checks.push(allowed(serviceAccount, { ...g, verb }, name).then((ok) => void (ok && problems.push(`${serviceAccount} allowed ${verb} ${key(g)} ${name}`))));
+          }
+        }
+      }
+      await Promise.all(checks);
+    }
+    expect(problems).toEqual([]);
+  });
+});
+
+// DEFECT: the table (and so dist/) does not cover calls daemons/gossip-operator makes today. Each row is one
+// call read from the operator's source, as the API server authorizes it; the test fails listing every refusal.
+// Fix: add these to constructs/permissions.ts (or change the operator to stay inside the table), re-synth dist/.
+describe('the API calls daemons/gossip-operator makes, authorized for its ServiceAccount from dist/east.k8s.yaml', () => {
+  let admin: RawClient;
+  beforeAll(async () => {
+    admin = new RawClient(adminKubeConfig());
+    await applyManifests(admin, ['crds.k8s.yaml', 'east.k8s.yaml']);
+  });
+
+  interface Call {
+    readonly source: string;
+    readonly verb: string;
+    readonly group: string;
+    readonly resource: string;
+    readonly namespace?: string;
+    readonly name?: string;
+  }
+  const overlay = overlayConfigMapName('demo', 'consumer-gateway');
+  const calls: Call[] = [
+    { source: 'controllers/overlay-publisher.ts get the overlay ConfigMap', verb: 'get', group: '', resource: 'configmaps', namespace: 'grid-system', name: overlay },
+    { source: 'controllers/overlay-publisher.ts apply (SSA) the overlay ConfigMap: update', verb: 'patch', group: '', resource: 'configmaps', namespace: 'grid-system', name: overlay },
+    { source: 'controllers/overlay-publisher.ts apply (SSA) the overlay ConfigMap: first creation', verb: 'create', group: '', resource: 'configmaps', namespace: 'grid-system', name: overlay },
+    { source: 'controllers/grid-network.ts watch ConfigMaps by label, all namespaces: list', verb: 'list', group: '', resource: 'configmaps' },
+    { source: 'controllers/grid-network.ts watch ConfigMaps by label, all namespaces: watch', verb: 'watch', group: '', resource: 'configmaps' },
+    { source: 'controllers/network-gossip.ts get its state ConfigMap', verb: 'get', group: '', resource: 'configmaps', namespace: 'grid-system', name: 'grid-operator-state-east' },
+    { source: 'controllers/network-gossip.ts apply its state ConfigMap', verb: 'patch', group: '', resource: 'configmaps', namespace: 'grid-system', name: 'grid-operator-state-east' },
+    { source: 'controllers/network-gossip.ts apply its state ConfigMap: first creation', verb: 'create', group: '', resource: 'configmaps', namespace: 'grid-system', name: 'grid-operator-state-east' },
+    { source: 'operator.ts + manager/leader-election.ts get the Lease grid-operator-<site>', verb: 'get', group: 'coordination.k8s.io', resource: 'leases', namespace: 'grid-system', name: 'grid-operator-east' },
+    { source: 'manager/leader-election.ts renew the Lease with server-side apply', verb: 'patch', group: 'coordination.k8s.io', resource: 'leases', namespace: 'grid-system', name: 'grid-operator-east' },
+    { source: 'controllers/site-discovery.ts apply a discovered GridSite', verb: 'patch', group: GRID_API_GROUP, resource: 'gridsites', name: 'demo-west' },
+    { source: 'controllers/site-discovery.ts apply a discovered GridSite: first creation', verb: 'create', group: GRID_API_GROUP, resource: 'gridsites', name: 'demo-west' },
+    { source: 'controllers/site-discovery.ts delete a departed GridSite stub', verb: 'delete', group: GRID_API_GROUP, resource: 'gridsites', name: 'demo-west' },
+    { source: 'controllers/site-invite.ts get the invite token Secret', verb: 'get', group: '', resource: 'secrets', namespace: 'grid-system', name: 'grid-invite-north' },
+    { source: 'controllers/site-invite.ts apply the invite token Secret', verb: 'patch', group: '', resource: 'secrets', namespace: 'grid-system', name: 'grid-invite-north' },
+    { source: 'controllers/site-invite.ts apply the invite token Secret: first creation', verb: 'create', group: '', resource: 'secrets', namespace: 'grid-system', name: 'grid-invite-north' },
+    { source: 'controllers/site-invite.ts delete the invite token Secret', verb: 'delete', group: '', resource: 'secrets', namespace: 'grid-system', name: 'grid-invite-north' },
+  ];
+
+  it('allows every one of them', async () => {
+    const refused: string[] = [];
+    await Promise.all(
+      calls.map(async (c) => {
+        const res = await admin.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SubjectAccessReview',
+          spec: {
+            user: 'system:serviceaccount:grid-system:gossip-operator',
+            groups: ['system:serviceaccounts', 'system:serviceaccounts:grid-system', 'system:authenticated'],
+            resourceAttributes: { group: c.group, resource: c.resource, verb: c.verb, namespace: c.namespace, name: c.name },
+          },
+        });
+        if (!(res.body as { status: { allowed: boolean } }).status.allowed) {
+          refused.push(`${c.verb} ${c.group || 'core'}/${c.resource} ${c.namespace ?? '(cluster)'}/${c.name ?? '*'}  <- daemons/gossip-operator/${c.source}`);
+        }
+      }),
+    );
+    expect(refused.sort()).toEqual([]);
+  });
+});
