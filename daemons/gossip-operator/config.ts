@@ -1,0 +1,184 @@
+/**
+ * Operator configuration from flags and environment (flags win). Parsed and validated once at start; every error
+ * names the flag or variable and what is expected. The SWIM key is taken only from the environment (a flag would
+ * show up in the process list) and never appears in the returned errors.
+ */
+import { hostname } from 'node:os';
+import { parseArgs } from 'node:util';
+import { parseListenAddress } from '../shared/admin-server.ts';
+import { parseHexKey } from './swim/keyring.ts';
+
+export interface OperatorConfig {
+  readonly store: { readonly backend: 'kubernetes' } | { readonly backend: 'local'; readonly manifestsDir?: string; readonly stateDir: string };
+  /** This site's name: the SWIM member name and the site id of its CRDT records. */
+  readonly site: string;
+  /** Namespace of the Lease and the operator's own state ConfigMap. */
+  readonly namespace: string;
+  readonly identity: string;
+  readonly gossipBind: { readonly host: string; readonly port: number };
+  readonly gossipAdvertise?: string;
+  readonly seeds: readonly string[];
+  /** GRID_SWIM_ENCRYPT_KEY (64 hex), used when the GridNetwork names no Secret. */
+  readonly swimKey?: Buffer;
+  readonly gatewayAddress: string;
+  readonly adminAddress: string;
+  readonly swimProfile: 'wan' | 'loopback';
+  readonly leaderElection: boolean;
+  readonly leaseDurationMs: number;
+  /** The Lease in `namespace` (default gossip-operator-leader, the name the constructs' Role grants). */
+  readonly leaseName: string;
+  readonly sitePollIntervalMs: number;
+  readonly providerPollIntervalMs: number;
+  readonly modelDiscoveryIntervalMs: number;
+  readonly modelDiscoveryTtlMs: number;
+  /** How long after start no auto-discovered site is judged absent (a restart never starts GC clocks). */
+  readonly discoveryVerificationWindowMs: number;
+  readonly logLevel: string;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const OPTIONS = {
+  store: { type: 'string' },
+  manifests: { type: 'string' },
+  state: { type: 'string' },
+  site: { type: 'string' },
+  namespace: { type: 'string' },
+  identity: { type: 'string' },
+  'gossip-bind': { type: 'string' },
+  'gossip-advertise': { type: 'string' },
+  seeds: { type: 'string' },
+  'gateway-address': { type: 'string' },
+  admin: { type: 'string' },
+  'swim-profile': { type: 'string' },
+  'leader-elect': { type: 'string' },
+  'lease-duration': { type: 'string' },
+  'lease-name': { type: 'string' },
+  'site-poll-interval': { type: 'string' },
+  'provider-poll-interval': { type: 'string' },
+  'model-discovery-interval': { type: 'string' },
+  'model-discovery-ttl': { type: 'string' },
+  'discovery-verification-window': { type: 'string' },
+  'log-level': { type: 'string' },
+  help: { type: 'boolean' },
+} as const;
+
+export const USAGE = `Usage: node daemons/gossip-operator/main.ts [flags]
+  --store kubernetes|local        resource store (default kubernetes; env GRID_STORE)
+  --manifests DIR --state DIR     local store: manifest directory (e.g. dist/) and state directory
+  --site NAME                     this site's name (env GRID_SITE_NAME; required)
+  --namespace NS                  namespace of the Lease and operator state (env GRID_OPERATOR_NAMESPACE; default grid-system)
+  --gossip-bind HOST:PORT         SWIM bind address (env GRID_GOSSIP_BIND; default 0.0.0.0:7946)
+  --gossip-advertise HOST:PORT    address peers use (env GRID_GOSSIP_ADVERTISE)
+  --seeds A,B                     extra SWIM seeds besides GridNetwork spec.seeds (env GRID_SWIM_SEEDS)
+  --gateway-address HOST:PORT     this site's gateway, advertised to peers (env GRID_GATEWAY_ADDRESS)
+  --admin HOST:PORT               /livez /readyz /metrics (env GRID_ADMIN_ADDRESS; default 0.0.0.0:9090)
+  --swim-profile wan|loopback     SWIM timing profile (env GRID_SWIM_PROFILE; default wan)
+  --leader-elect true|false       wait on the Lease before reconciling (default true)
+  --lease-name NAME               Lease name (env GRID_LEASE_NAME; default gossip-operator-leader)
+  env GRID_SWIM_ENCRYPT_KEY       64 hex characters; used when the GridNetwork names no swimKeySecretRef
+`;
+
+function durationMs(text: string, where: string): number {
+  const match = /^(\d+)(ms|s|m)$/.exec(text.trim());
+  if (match === null) throw new ConfigError(`${where}: "${text.slice(0, 40)}" is not a duration such as 500ms, 30s or 5m`);
+  const value = Number(match[1]) * (match[2] === 'ms' ? 1 : match[2] === 's' ? 1000 : 60_000);
+  if (value <= 0) throw new ConfigError(`${where}: must be positive`);
+  return value;
+}
+
+const SITE_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;
+
+export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): OperatorConfig {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    values = parseArgs({ args: [...argv], options: OPTIONS, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    throw new ConfigError(`${(error as Error).message}\n${USAGE}`);
+  }
+  if (values['help'] === true) throw new ConfigError(USAGE);
+  const pick = (flag: keyof typeof OPTIONS, variable: string): string | undefined => {
+    const value = values[flag] ?? env[variable];
+    return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
+  };
+  const flagOrEnv = (flag: keyof typeof OPTIONS, variable: string) => `--${flag} (env ${variable})`;
+
+  const backend = pick('store', 'GRID_STORE') ?? 'kubernetes';
+  let store: OperatorConfig['store'];
+  if (backend === 'local') {
+    const stateDir = pick('state', 'GRID_STATE_DIR');
+    if (stateDir === undefined) throw new ConfigError('--store local needs --state DIR (the shared state directory)');
+    const manifestsDir = pick('manifests', 'GRID_MANIFESTS_DIR');
+    store = { backend: 'local', stateDir, ...(manifestsDir !== undefined ? { manifestsDir } : {}) };
+  } else if (backend === 'kubernetes') {
+    store = { backend: 'kubernetes' };
+  } else {
+    throw new ConfigError(`${flagOrEnv('store', 'GRID_STORE')}: "${backend.slice(0, 40)}" must be kubernetes or local`);
+  }
+
+  const site = pick('site', 'GRID_SITE_NAME');
+  if (site === undefined) throw new ConfigError(`${flagOrEnv('site', 'GRID_SITE_NAME')} is required: the name of this site`);
+  if (!SITE_NAME.test(site)) throw new ConfigError(`${flagOrEnv('site', 'GRID_SITE_NAME')}: "${site.slice(0, 80)}" must be 1-63 letters, digits, '.', '_' or '-'`);
+
+  const bindText = pick('gossip-bind', 'GRID_GOSSIP_BIND') ?? '0.0.0.0:7946';
+  let gossipBind: { host: string; port: number };
+  try {
+    gossipBind = parseListenAddress(bindText);
+  } catch {
+    throw new ConfigError(`${flagOrEnv('gossip-bind', 'GRID_GOSSIP_BIND')}: "${bindText.slice(0, 80)}" must be IP:PORT`);
+  }
+
+  const adminAddress = pick('admin', 'GRID_ADMIN_ADDRESS') ?? '0.0.0.0:9090';
+  try {
+    parseListenAddress(adminAddress);
+  } catch {
+    throw new ConfigError(`${flagOrEnv('admin', 'GRID_ADMIN_ADDRESS')}: "${adminAddress.slice(0, 80)}" must be HOST:PORT`);
+  }
+
+  const keyText = env['GRID_SWIM_ENCRYPT_KEY'];
+  let swimKey: Buffer | undefined;
+  if (keyText !== undefined && keyText.trim() !== '') {
+    try {
+      swimKey = parseHexKey(keyText, 'GRID_SWIM_ENCRYPT_KEY');
+    } catch (error) {
+      throw new ConfigError((error as Error).message);
+    }
+  }
+
+  const profile = pick('swim-profile', 'GRID_SWIM_PROFILE') ?? 'wan';
+  if (profile !== 'wan' && profile !== 'loopback') throw new ConfigError(`${flagOrEnv('swim-profile', 'GRID_SWIM_PROFILE')}: must be wan or loopback`);
+  const leaderText = pick('leader-elect', 'GRID_LEADER_ELECT') ?? 'true';
+  if (leaderText !== 'true' && leaderText !== 'false') throw new ConfigError(`${flagOrEnv('leader-elect', 'GRID_LEADER_ELECT')}: must be true or false`);
+  const duration = (flag: keyof typeof OPTIONS, variable: string, fallback: string) =>
+    durationMs(pick(flag, variable) ?? fallback, flagOrEnv(flag, variable));
+
+  const seeds = (pick('seeds', 'GRID_SWIM_SEEDS') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const advertise = pick('gossip-advertise', 'GRID_GOSSIP_ADVERTISE');
+  return {
+    store,
+    site,
+    namespace: pick('namespace', 'GRID_OPERATOR_NAMESPACE') ?? 'grid-system',
+    identity: pick('identity', 'POD_NAME') ?? `${hostname()}-${process.pid}`,
+    gossipBind,
+    ...(advertise !== undefined ? { gossipAdvertise: advertise } : {}),
+    seeds,
+    ...(swimKey !== undefined ? { swimKey } : {}),
+    gatewayAddress: pick('gateway-address', 'GRID_GATEWAY_ADDRESS') ?? '',
+    adminAddress,
+    swimProfile: profile,
+    leaderElection: leaderText === 'true',
+    leaseDurationMs: duration('lease-duration', 'GRID_LEASE_DURATION', '15s'),
+    leaseName: pick('lease-name', 'GRID_LEASE_NAME') ?? 'gossip-operator-leader',
+    sitePollIntervalMs: duration('site-poll-interval', 'GRID_SITE_POLL_INTERVAL', '30s'),
+    providerPollIntervalMs: duration('provider-poll-interval', 'GRID_PROVIDER_POLL_INTERVAL', '30s'),
+    modelDiscoveryIntervalMs: duration('model-discovery-interval', 'GRID_MODEL_DISCOVERY_INTERVAL', '60s'),
+    modelDiscoveryTtlMs: duration('model-discovery-ttl', 'GRID_MODEL_DISCOVERY_TTL', '5m'),
+    discoveryVerificationWindowMs: duration('discovery-verification-window', 'GRID_DISCOVERY_VERIFICATION_WINDOW', '11m'),
+    logLevel: pick('log-level', 'LOG_LEVEL') ?? 'info',
+  };
+}

@@ -1,0 +1,35 @@
+/** What the controllers share: the store, logging, metrics, configuration, the gossip runtime and in-memory signals. */
+import type { Logger } from '../shared/log.ts';
+import type { ResourceStore } from '../shared/resource-store/types.ts';
+import type { OperatorConfig } from './config.ts';
+import type { GossipRuntime } from './gossip-runtime.ts';
+import type { OperatorMetrics } from './metrics.ts';
+import type { ProviderSignals } from './controllers/provider-signals.ts';
+
+export const CONTROLLER_NAMES = {
+  network: 'gridnetwork',
+  site: 'gridsite',
+  provider: 'inferenceprovider',
+  discovery: 'model-discovery',
+  tools: 'agenttoolprovider',
+} as const;
+
+export interface OperatorContext {
+  readonly store: ResourceStore;
+  readonly logger: Logger;
+  readonly metrics: OperatorMetrics;
+  readonly config: OperatorConfig;
+  readonly now: () => number;
+  readonly startedAtMs: number;
+  readonly producerVersion: string;
+  readonly signals: ProviderSignals;
+  /** The SWIM member and CRDT view; undefined until the GridNetwork controller starts it. */
+  gossip: GossipRuntime | undefined;
+  /** Queues `name` for a controller (external triggers). */
+  readonly enqueue: (controller: string, name: string, afterMs?: number) => void;
+  /**
+   * Which addresses model discovery refuses; undefined keeps the seed's block list. Only in-process tests set it,
+   * because their servers can only listen on loopback; no flag or variable reaches it.
+   */
+  readonly discoveryIsBlocked?: (address: string) => boolean;
+}

@@ -1,0 +1,277 @@
+/**
+ * GridNetwork reconcile (seed 004 "Control-plane rendering path"): gridId once; SWIM key, membership and seeds;
+ * scrape local provider metrics; publish this site's state; build the routing input from local resources and
+ * the CRDT; render and apply every gateway's overlay; write status. Runs again on any watched change, on gossip
+ * changes and every metricsRefreshInterval (300 s, 60 s cap with TLS metrics).
+ */
+import { randomBytes } from 'node:crypto';
+import { validateCustomResource } from '../../../schemas/crds/validate.ts';
+import type {
+  AgentToolProviderResource,
+  GridNetworkResource,
+  GridSiteResource,
+  InferenceProviderResource,
+} from '../../../schemas/crds/types.ts';
+import type { GridNetworkStatus, RoutingMapStatus } from '../../../schemas/generated/gridnetworks.ts';
+import { errorFields } from '../../shared/log.ts';
+import type { KubeObject } from '../../shared/resource-store/types.ts';
+import type { OperatorContext } from '../context.ts';
+import type { GossipRuntime } from '../gossip-runtime.ts';
+import type { GatewayReference, LocalInferenceProvider, LocalToolProvider, NetworkRoutingPolicy } from '../routing/model.ts';
+import type { RemoteProvider } from '../state/state-store.ts';
+import { CONTROLLER_NAMES } from '../context.ts';
+import { AGENT_TOOL_PROVIDER, CONFIG_MAP, FIELD_MANAGER, GRID_NETWORK, GRID_SITE, INFERENCE_PROVIDER, LABEL_AUTO_DISCOVER } from '../kinds.ts';
+import { overlayConfigMapName } from '../../../schemas/overlay/configmap-name.ts';
+import type { Controller, ReconcileResult, SecondaryWatch } from '../manager/manager.ts';
+import { TerminalError } from '../manager/manager.ts';
+import { budgetStatus, err, renderNetwork, resolveRoutingPolicy, type AdmissionMemoryMap, type GatewayOverlayResult, type LocalMetrics, type NetworkRoutingInput } from '../routing/index.ts';
+import { parseDurationMs } from '../swim/config.ts';
+import { ensureGossip, GossipSetupError, publishLocalState } from './network-gossip.ts';
+import { publishOverlay } from './overlay-publisher.ts';
+import {
+  gatewayReferences,
+  localInference,
+  localTools,
+  providerState,
+  remoteRecord,
+  siteViews,
+} from './routing-input.ts';
+import { reconcileDiscoveredSites } from './site-discovery.ts';
+import { boundedMessage, type Condition, mergeConditions, sameJson, specOnly } from './status.ts';
+
+export const DEFAULT_REFRESH_MS = 300_000;
+export const TLS_REFRESH_CAP_MS = 60_000;
+
+/** metricsRefreshInterval: 300 s by default, 60 s (and never longer) when any provider scrapes over TLS. */
+export function refreshIntervalMs(spec: string | undefined, tlsMetrics: boolean): number {
+  const cap = tlsMetrics ? TLS_REFRESH_CAP_MS : Number.POSITIVE_INFINITY;
+  if (spec === undefined) return tlsMetrics ? TLS_REFRESH_CAP_MS : DEFAULT_REFRESH_MS;
+  const match = /^([1-9][0-9]*s|[1-9][0-9]{3,}ms)$/.exec(spec);
+  const ms = match === null ? undefined : parseDurationMs(spec);
+  if (ms === undefined || ms < 1000) throw new TerminalError(`spec.metricsRefreshInterval "${spec.slice(0, 40)}" must be seconds ("10s") or milliseconds >= 1000 ("1500ms")`);
+  return Math.min(ms, cap);
+}
+
+function byName<T extends { metadata: { name: string } }>(items: readonly T[]): T[] {
+  return [...items].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+}
+
+export class GridNetworkController implements Controller {
+  readonly name = CONTROLLER_NAMES.network;
+  readonly kind = GRID_NETWORK;
+  readonly watches: readonly SecondaryWatch[];
+  readonly #ctx: OperatorContext;
+  #admission: AdmissionMemoryMap = new Map();
+  readonly #orphanWarned = new Set<string>();
+
+  constructor(ctx: OperatorContext) {
+    this.#ctx = ctx;
+    const toNetwork = (object: KubeObject): string[] => {
+      const ref = (object['spec'] as { gridNetworkRef?: unknown } | undefined)?.gridNetworkRef;
+      return typeof ref === 'string' ? [ref] : [];
+    };
+    this.watches = [
+      { kind: INFERENCE_PROVIDER, map: toNetwork },
+      { kind: AGENT_TOOL_PROVIDER, map: toNetwork },
+      { kind: GRID_SITE, map: toNetwork },
+    ];
+  }
+
+  async #patchStatus(network: GridNetworkResource, status: GridNetworkStatus): Promise<void> {
+    const merged = { ...network.status, ...status };
+    if (sameJson(merged, network.status)) return;
+    await this.#ctx.store.patchStatus(GRID_NETWORK, { name: network.metadata.name }, status as Record<string, unknown>, { fieldManager: FIELD_MANAGER });
+  }
+
+  #conditions(network: GridNetworkResource, ready: boolean, reason: string, message: string): Condition[] {
+    return mergeConditions(network.status?.conditions as Condition[] | undefined, [
+      { type: 'Ready', status: ready ? 'True' : 'False', reason, message, observedGeneration: network.metadata.generation ?? 1 },
+    ], this.#ctx.now());
+  }
+
+  #render(
+    network: GridNetworkResource,
+    policy: NetworkRoutingPolicy,
+    sites: readonly GridSiteResource[],
+    localProviders: readonly LocalInferenceProvider[],
+    localToolProviders: readonly LocalToolProvider[],
+    remote: readonly RemoteProvider[],
+    runtime: GossipRuntime,
+    now: number,
+  ): readonly GatewayOverlayResult[] {
+    const ctx = this.#ctx;
+    const name = network.metadata.name;
+    const input: NetworkRoutingInput = {
+      network: name,
+      ownSite: ctx.config.site,
+      policy,
+      sites: siteViews(network, ctx.config.site, sites),
+      inferenceProviders: localProviders,
+      toolProviders: localToolProviders,
+      remoteRecords: remote.map((r) => remoteRecord(name, r, runtime.membership.member(r.site))),
+    };
+    const rendered = renderNetwork(
+      input,
+      gatewayReferences(network),
+      { uid: network.metadata.uid ?? name, generation: network.metadata.generation ?? 1, producerVersion: ctx.producerVersion },
+      now,
+      this.#admission,
+    );
+    this.#admission = rendered.admissionMemory;
+    if (rendered.excluded.length > 0) {
+      ctx.logger.debug({ network: name, excluded: rendered.excluded.slice(0, 20).map((e) => ({ reason: e.reason, provider: e.provider, detail: e.detail })) }, 'providers left out of the overlay');
+    }
+    return rendered.gateways;
+  }
+
+  /**
+   * The overlay ConfigMaps of gateways removed from spec.consumerGateways (known from the previous
+   * routingMapStatus, so no list permission is needed) are deleted. A failure (e.g. RBAC scoped to the current
+   * gateways' names) is logged once per ConfigMap and never fails the reconcile.
+   */
+  async #removeOrphanOverlays(network: GridNetworkResource, gateways: readonly GatewayReference[]): Promise<void> {
+    const ctx = this.#ctx;
+    const name = network.metadata.name;
+    const live = new Set(gateways.map((g) => `${g.namespace}/${g.name}`));
+    for (const entry of network.status?.routingMapStatus ?? []) {
+      if (live.has(`${entry.namespace}/${entry.gatewayName}`)) continue;
+      const ref = { name: entry.configMapName ?? overlayConfigMapName(name, entry.gatewayName), namespace: entry.namespace };
+      const key = `${ref.namespace}/${ref.name}`;
+      try {
+        if (await ctx.store.delete(CONFIG_MAP, ref)) ctx.logger.info({ network: name, configMap: key, gateway: entry.gatewayName }, 'overlay of a removed gateway deleted');
+      } catch (error) {
+        if (!this.#orphanWarned.has(key)) {
+          this.#orphanWarned.add(key);
+          ctx.logger.warn({ network: name, configMap: key, error: errorFields(error) }, 'cannot delete the overlay of a removed gateway; delete it by hand');
+        }
+      }
+    }
+  }
+
+  async reconcile(name: string): Promise<ReconcileResult> {
+    const ctx = this.#ctx;
+    const network = (await ctx.store.get(GRID_NETWORK, { name })) as GridNetworkResource | undefined;
+    if (network === undefined) return {};
+    const generation = network.metadata.generation ?? 1;
+
+    const issues = validateCustomResource(specOnly(network));
+    if (issues.length > 0) {
+      const message = boundedMessage(`invalid spec: ${issues.slice(0, 3).map((i) => `${i.path || '(object)'}: ${i.message}`).join('; ')}`);
+      await this.#patchStatus(network, { phase: 'Degraded', observedGeneration: generation, conditions: this.#conditions(network, false, 'InvalidSpec', message) });
+      throw new TerminalError(`GridNetwork ${name}: ${message}`);
+    }
+    const networks = byName((await ctx.store.list(GRID_NETWORK)).items as unknown as GridNetworkResource[]);
+    const primary = networks[0]?.metadata.name;
+    if (primary !== name) {
+      await this.#patchStatus(network, {
+        phase: 'Degraded',
+        observedGeneration: generation,
+        conditions: this.#conditions(network, false, 'MultipleGridNetworks', `only one GridNetwork per cluster is supported; this operator serves ${primary ?? 'none'}`),
+      });
+      return {};
+    }
+    const gridId = network.status?.gridId ?? (network.spec.gridId !== undefined && network.spec.gridId !== '' ? network.spec.gridId : `grid-${randomBytes(6).toString('hex')}`);
+
+    let runtime;
+    try {
+      runtime = await ensureGossip(ctx, network);
+    } catch (error) {
+      const reason = error instanceof GossipSetupError ? error.reason : 'GossipStartFailed';
+      await this.#patchStatus(network, {
+        gridId,
+        phase: 'Degraded',
+        observedGeneration: generation,
+        conditions: this.#conditions(network, false, reason, errorFields(error).message),
+      });
+      throw error;
+    }
+
+    const [providerList, toolList, siteList] = await Promise.all([
+      ctx.store.list(INFERENCE_PROVIDER),
+      ctx.store.list(AGENT_TOOL_PROVIDER),
+      ctx.store.list(GRID_SITE),
+    ]);
+    const providers = byName(providerList.items as unknown as InferenceProviderResource[]).filter((p) => p.spec?.gridNetworkRef === name);
+    const tools = byName(toolList.items as unknown as AgentToolProviderResource[]).filter((p) => p.spec?.gridNetworkRef === name);
+    const sites = siteList.items as unknown as GridSiteResource[];
+
+    // Signals loop: one scrape per provider per reconcile, cached sample reused within staleMetricsSeconds.
+    const now = ctx.now();
+    const scraped = await Promise.all(
+      providers.map(async (p) => {
+        try {
+          const { local, changed } = await ctx.signals.scrape(ctx.store, ctx.metrics, p, now);
+          if (changed) ctx.enqueue(CONTROLLER_NAMES.provider, p.metadata.name);
+          return local;
+        } catch (error) {
+          ctx.logger.warn({ provider: p.metadata.name, error: errorFields(error) }, 'metrics scrape failed unexpectedly');
+          return undefined;
+        }
+      }),
+    );
+    const localProviders = providers.map((p, i) => localInference(p, scraped[i] as LocalMetrics | undefined));
+    const localToolProviders = tools.map(localTools);
+
+    try {
+      await publishLocalState(
+        runtime,
+        ctx,
+        [...localProviders.map((p) => providerState(p, 'inference')), ...localToolProviders.map((p) => providerState(p, 'tools'))],
+        { inference: localProviders.length > 0, agentTools: localToolProviders.length > 0 },
+        runtime.certificateBundle,
+      );
+    } catch (error) {
+      ctx.logger.warn({ network: name, error: errorFields(error) }, 'publishing local state into gossip failed; retried on the next reconcile');
+    }
+    if (network.metadata.labels?.[LABEL_AUTO_DISCOVER] === 'true') {
+      try {
+        await reconcileDiscoveredSites(ctx, network, runtime, sites);
+      } catch (error) {
+        // Discovery bookkeeping must never hold back this site's overlays.
+        ctx.logger.warn({ network: name, error: errorFields(error) }, 'GridSite auto-discovery failed; retried on the next reconcile');
+      }
+    }
+
+    const remote = runtime.store.remoteProviders();
+    const gateways = gatewayReferences(network);
+    const policy = resolveRoutingPolicy(name, network.spec);
+    let results: readonly GatewayOverlayResult[];
+    if (!policy.ok) {
+      // A policy that bypassed API validation renders nothing: every gateway keeps its last distributed revision.
+      results = gateways.map((gateway) => ({ gateway, result: err(policy.error) }));
+    } else {
+      results = this.#render(network, policy.value, sites, localProviders, localToolProviders, remote, runtime, now);
+    }
+
+    const previous = network.status?.routingMapStatus ?? [];
+    const routingMapStatus: RoutingMapStatus[] = [];
+    for (const entry of results) {
+      const prev = previous.find((s) => s.gatewayName === entry.gateway.name && s.namespace === entry.gateway.namespace);
+      routingMapStatus.push(await publishOverlay(ctx, network, entry, prev));
+    }
+    await this.#removeOrphanOverlays(network, results.map((r) => r.gateway));
+    const failed = routingMapStatus.filter((s) => s.phase !== 'Distributed');
+    const ownSites = sites.filter((s) => s.spec?.gridNetworkRef === name);
+    const status: GridNetworkStatus = {
+      gridId,
+      // Initializing until a seed answered (a lone site with no seeds is a healthy single-member mesh at once).
+      phase: failed.length > 0 ? 'Degraded' : runtime.membership.joined ? 'Active' : 'Initializing',
+      connectedSites: ownSites.filter((s) => s.status?.phase === 'Active').length,
+      remoteProviderCount: remote.length,
+      observedGeneration: generation,
+      routingMapStatus,
+      budgetStatus: budgetStatus(network.spec.budgetPolicy?.tenants, runtime.store.tenantSpend()),
+      conditions: failed.length > 0
+        ? this.#conditions(network, false, 'OverlayNotDistributed', `${failed.length} of ${routingMapStatus.length} gateway overlays not distributed: ${failed.map((s) => `${s.namespace}/${s.gatewayName} ${s.reason ?? ''}`).join(', ')}`)
+        : this.#conditions(network, true, 'OverlaysDistributed', `${routingMapStatus.length} gateway overlays distributed`),
+    };
+    await this.#patchStatus(network, status);
+    ctx.metrics.swimMembers.reset();
+    for (const [state, count] of Object.entries(runtime.membership.stats().members)) ctx.metrics.swimMembers.set({ state }, count);
+    // GridSite phases follow membership and trust material: let the site controller look again.
+    for (const site of ownSites) ctx.enqueue(CONTROLLER_NAMES.site, site.metadata.name);
+
+    const tlsMetrics = providers.some((p) => p.spec.metricsConfig !== undefined && (p.spec.metricsConfig.tls ?? p.spec.tls) !== undefined);
+    return { requeueAfterMs: refreshIntervalMs(network.spec.metricsRefreshInterval, tlsMetrics) };
+  }
+}

@@ -1,0 +1,139 @@
+/**
+ * InferenceProvider reconcile: validates the spec and its Secret references, probes health, and writes phase
+ * (Pending | Available | Degraded | Unavailable, following configuration) plus the Ready condition (from the
+ * signals loop's latest scrape: False excludes the provider from routing). Credential bytes are read only to
+ * probe with and never reach status or logs.
+ */
+import type { GridNetworkResource, GridSiteResource, InferenceProviderResource } from '../../../schemas/crds/types.ts';
+import type { InferenceProviderStatus } from '../../../schemas/generated/inferenceproviders.ts';
+import { validateCustomResource } from '../../../schemas/crds/validate.ts';
+import type { OperatorContext } from '../context.ts';
+import { CONTROLLER_NAMES } from '../context.ts';
+import { FIELD_MANAGER, GRID_NETWORK, GRID_SITE, INFERENCE_PROVIDER } from '../kinds.ts';
+import type { Controller, ReconcileResult } from '../manager/manager.ts';
+import { probeHealth } from '../probes/health-probe.ts';
+import { readSecretKey, SecretError } from '../secrets.ts';
+import { parseDurationMs } from '../swim/config.ts';
+import { resolveEndpointTls } from './endpoint-tls.ts';
+import { bearerCredential } from './routing-input.ts';
+import { boundedMessage, type Condition, mergeConditions, sameJson, specOnly } from './status.ts';
+import type { SignalState } from './provider-signals.ts';
+
+type Phase = NonNullable<InferenceProviderStatus['phase']>;
+
+interface Verdict {
+  readonly phase: Phase;
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** Sites of the network whose labels contain the selector (empty selector: none listed, the provider is local). */
+export async function matchingSites(ctx: OperatorContext, network: string, selector: Record<string, string | undefined> | undefined): Promise<string[] | undefined> {
+  if (selector === undefined || Object.keys(selector).length === 0) return undefined;
+  const sites = (await ctx.store.list(GRID_SITE)).items as unknown as GridSiteResource[];
+  return sites
+    .filter((s) => s.spec?.gridNetworkRef === network)
+    .filter((s) => Object.entries(selector).every(([k, v]) => s.metadata.labels?.[k] === v))
+    .map((s) => s.metadata.name)
+    .sort()
+    .slice(0, 256);
+}
+
+/** The bearer token for probes, or a verdict explaining why the reference is unusable. */
+export async function credentialFor(ctx: OperatorContext, auth: InferenceProviderResource['spec']['auth']): Promise<{ token?: string; verdict?: Verdict }> {
+  if (auth === undefined || auth.credentialsManagedExternally === true || auth.manual === true) return {};
+  if (auth.strategy !== 'bearer_token') return {};
+  const ref = bearerCredential(auth);
+  if (ref === undefined) return { verdict: { phase: 'Unavailable', reason: 'CredentialSecretRefMissing', message: 'spec.auth.strategy bearer_token needs spec.auth.secretRef' } };
+  try {
+    const token = (await readSecretKey(ctx.store, ref, 'token')).toString('utf8').trim();
+    if (token === '') return { verdict: { phase: 'Unavailable', reason: 'CredentialSecretEmpty', message: `Secret ${ref.namespace}/${ref.name} key "${ref.key}" is empty` } };
+    return { token };
+  } catch (error) {
+    const reason = error instanceof SecretError && error.problem === 'key_missing' ? 'CredentialKeyMissing' : 'CredentialSecretMissing';
+    return { verdict: { phase: 'Unavailable', reason, message: (error as Error).message } };
+  }
+}
+
+export function readyCondition(phase: Phase, metricsConfigured: boolean, signal: SignalState | undefined): Omit<Condition, 'lastTransitionTime'> {
+  if (phase === 'Unavailable') return { type: 'Ready', status: 'False', reason: 'ProviderUnavailable', message: 'the provider is Unavailable' };
+  if (!metricsConfigured) return { type: 'Ready', status: 'True', reason: 'MetricsNotConfigured', message: 'no metricsConfig: routed with neutral scores' };
+  if (signal === undefined) return { type: 'Ready', status: 'Unknown', reason: 'AwaitingScrape', message: 'waiting for the first metrics scrape' };
+  if (signal.failedClosed) return { type: 'Ready', status: 'False', reason: 'MetricsUnavailable', message: `metrics scrape ${signal.result}${signal.detail ? `: ${signal.detail}` : ''}; TLS metrics fail closed` };
+  if (signal.result === 'success') return { type: 'Ready', status: 'True', reason: 'MetricsScraped', message: 'the last scrape returned the configured series' };
+  if (signal.stale) return { type: 'Ready', status: 'True', reason: 'MetricsStale', message: `metrics scrape ${signal.result}; last good sample reused within staleMetricsSeconds` };
+  return { type: 'Ready', status: 'True', reason: signal.result === 'no_series' ? 'MetricsNoSeries' : 'MetricsNeutral', message: `metrics scrape ${signal.result}${signal.detail ? `: ${signal.detail}` : ''}; scored neutral` };
+}
+
+export class InferenceProviderController implements Controller {
+  readonly name = CONTROLLER_NAMES.provider;
+  readonly kind = INFERENCE_PROVIDER;
+  readonly #ctx: OperatorContext;
+
+  constructor(ctx: OperatorContext) {
+    this.#ctx = ctx;
+  }
+
+  async #verdict(provider: InferenceProviderResource): Promise<Verdict & { requeue: boolean }> {
+    const ctx = this.#ctx;
+    const spec = provider.spec;
+    const issues = validateCustomResource(specOnly(provider));
+    if (issues.length > 0) {
+      return { phase: 'Unavailable', reason: 'ProviderConfigInvalid', message: issues.slice(0, 3).map((i) => `${i.path || '(object)'}: ${i.message}`).join('; '), requeue: false };
+    }
+    const network = (await ctx.store.get(GRID_NETWORK, { name: spec.gridNetworkRef })) as GridNetworkResource | undefined;
+    if (network === undefined) return { phase: 'Pending', reason: 'GridNetworkNotFound', message: `GridNetwork ${spec.gridNetworkRef} does not exist`, requeue: true };
+    const credential = await credentialFor(ctx, spec.auth);
+    if (credential.verdict !== undefined) return { ...credential.verdict, requeue: true };
+    const sharedTls = await resolveEndpointTls(ctx.store, spec.tls, 'EndpointTls');
+    if (!sharedTls.ok) return { phase: 'Degraded', reason: sharedTls.reason, message: sharedTls.message, requeue: true };
+    if (spec.healthCheck !== undefined) {
+      const tls = spec.healthCheck.tls !== undefined ? await resolveEndpointTls(ctx.store, spec.healthCheck.tls, 'HealthCheckTls') : sharedTls;
+      if (!tls.ok) return { phase: 'Degraded', reason: tls.reason, message: tls.message, requeue: true };
+      const timeoutMs = spec.healthCheck.timeout !== undefined ? parseDurationMs(spec.healthCheck.timeout) ?? 5000 : 5000;
+      const health = await probeHealth({
+        providerEndpoint: spec.endpoint,
+        ...(spec.healthCheck.endpoint !== undefined ? { endpoint: spec.healthCheck.endpoint } : {}),
+        ...(spec.healthCheck.path !== undefined ? { path: spec.healthCheck.path } : {}),
+        ...(tls.tls !== undefined ? { tls: tls.tls } : {}),
+        ...(credential.token !== undefined ? { bearerToken: credential.token } : {}),
+        timeoutMs,
+      });
+      if (!health.healthy) return { phase: 'Degraded', reason: 'HealthCheckFailed', message: `health check ${health.result}: ${health.detail}`, requeue: true };
+    }
+    return { phase: 'Available', reason: '', message: '', requeue: spec.healthCheck !== undefined };
+  }
+
+  async reconcile(name: string): Promise<ReconcileResult> {
+    const ctx = this.#ctx;
+    const provider = (await ctx.store.get(INFERENCE_PROVIDER, { name })) as InferenceProviderResource | undefined;
+    if (provider === undefined) {
+      ctx.signals.forget(name);
+      return {};
+    }
+    const verdict = await this.#verdict(provider);
+    const spec = provider.spec ?? ({} as InferenceProviderResource['spec']);
+    const sites = spec.gridNetworkRef !== undefined ? await matchingSites(ctx, spec.gridNetworkRef, spec.siteSelector?.matchLabels) : undefined;
+    const generation = provider.metadata.generation ?? 1;
+    const ready = readyCondition(verdict.phase, spec.metricsConfig !== undefined, ctx.signals.latest(name));
+    const status: InferenceProviderStatus = {
+      phase: verdict.phase,
+      reason: verdict.reason,
+      message: boundedMessage(verdict.message),
+      observedGeneration: generation,
+      conditions: mergeConditions(provider.status?.conditions as Condition[] | undefined, [{ ...ready, observedGeneration: generation }], ctx.now()),
+      ...(sites !== undefined ? { matchingSites: sites } : {}),
+    };
+    const before = provider.status;
+    const readyBefore = before?.conditions?.find((c) => c.type === 'Ready');
+    if (!sameJson({ ...before, ...status }, before)) {
+      await ctx.store.patchStatus(INFERENCE_PROVIDER, { name }, status as Record<string, unknown>, { fieldManager: FIELD_MANAGER });
+      if (readyBefore?.reason !== ready.reason || readyBefore?.status !== ready.status) {
+        const fields = { provider: name, ready: ready.status, reason: ready.reason };
+        if (ready.status === 'False') ctx.logger.warn(fields, 'provider not ready');
+        else ctx.logger.info(fields, 'provider readiness changed');
+      }
+    }
+    return verdict.requeue ? { requeueAfterMs: ctx.config.providerPollIntervalMs } : {};
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * Publishes each gateway's rendered overlay as its ConfigMap (SPEC §2.1) and computes its routingMapStatus entry.
+ * A ConfigMap whose stored revision equals the new one is left untouched (generated_at stays the time of the last
+ * semantic change); a render or apply failure keeps the last distributed revision and says so.
+ */
+import type { GridNetworkResource } from '../../../schemas/crds/types.ts';
+import type { RoutingMapStatus } from '../../../schemas/generated/gridnetworks.ts';
+import { OVERLAY_SCHEMA_VERSION, serializeOverlay } from '../../../schemas/overlay/envelope.ts';
+import { overlayConfigMapName } from '../../../schemas/overlay/configmap-name.ts';
+import { errorFields } from '../../shared/log.ts';
+import type { KubeObject } from '../../shared/resource-store/types.ts';
+import type { OperatorContext } from '../context.ts';
+import { CONFIG_MAP, FIELD_MANAGER, LABEL_GATEWAY, LABEL_NETWORK, MANAGED_BY } from '../kinds.ts';
+import type { GatewayOverlayResult } from '../routing/index.ts';
+import type { RenderedOverlay } from '../routing/render.ts';
+import { boundedMessage, nowRfc3339 } from './status.ts';
+
+export const OVERLAY_DATA_KEY = 'routing-overlay.json';
+export const PAYLOAD_DATA_KEY = 'routing-config.json';
+export const ANNOTATION_SCHEMA = 'grid.praxis.fast/overlay-schema-version';
+export const ANNOTATION_REVISION = 'grid.praxis.fast/overlay-revision';
+export const ANNOTATION_DIGEST = 'grid.praxis.fast/overlay-content-digest';
+
+interface ConfigMapObject extends KubeObject {
+  data?: Record<string, string>;
+}
+
+export function overlayConfigMap(network: string, gateway: { name: string; namespace: string }, overlay: RenderedOverlay): ConfigMapObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: overlay.configMapName,
+      namespace: gateway.namespace,
+      labels: { [MANAGED_BY]: FIELD_MANAGER, [LABEL_NETWORK]: network, [LABEL_GATEWAY]: gateway.name },
+      annotations: {
+        [ANNOTATION_SCHEMA]: overlay.envelope.schema_version,
+        [ANNOTATION_REVISION]: overlay.revision,
+        [ANNOTATION_DIGEST]: overlay.envelope.content_digest.value,
+      },
+    },
+    data: {
+      [OVERLAY_DATA_KEY]: serializeOverlay(overlay.envelope),
+      [PAYLOAD_DATA_KEY]: serializeOverlay(overlay.payload),
+    },
+  };
+}
+
+export async function publishOverlay(
+  ctx: OperatorContext,
+  network: GridNetworkResource,
+  entry: GatewayOverlayResult,
+  previous: RoutingMapStatus | undefined,
+): Promise<RoutingMapStatus> {
+  const { gateway, result } = entry;
+  const generation = network.metadata.generation ?? 1;
+  const base: RoutingMapStatus = {
+    gatewayName: gateway.name,
+    namespace: gateway.namespace,
+    configMapName: overlayConfigMapName(network.metadata.name, gateway.name),
+    schemaVersion: OVERLAY_SCHEMA_VERSION,
+    ...(previous?.distributedRevision !== undefined ? { distributedRevision: previous.distributedRevision } : {}),
+    ...(previous?.configMapResourceVersion !== undefined ? { configMapResourceVersion: previous.configMapResourceVersion } : {}),
+    observedGeneration: generation,
+  };
+  const retained = (reason: string, message: string, rendered?: RenderedOverlay): RoutingMapStatus => ({
+    ...base,
+    ...(rendered !== undefined
+      ? { renderedRevision: rendered.revision, contentDigest: rendered.envelope.content_digest.value, candidateCount: rendered.payload.candidates.length }
+      : previous?.renderedRevision !== undefined ? { renderedRevision: previous.renderedRevision } : {}),
+    ...(previous?.renderedAt !== undefined ? { renderedAt: previous.renderedAt } : {}),
+    phase: base.distributedRevision !== undefined ? 'Retained' : 'Error',
+    reason,
+    message: boundedMessage(message),
+  });
+  if (!result.ok) {
+    ctx.metrics.overlayRenders.inc({ outcome: result.error.code });
+    return retained('RenderFailed', `${result.error.code}: ${result.error.message}`);
+  }
+  ctx.metrics.overlayRenders.inc({ outcome: 'rendered' });
+  const overlay = result.value;
+  const rendered = {
+    renderedRevision: overlay.revision,
+    contentDigest: overlay.envelope.content_digest.value,
+    candidateCount: overlay.payload.candidates.length,
+    renderedAt: previous?.renderedRevision === overlay.revision && previous.renderedAt !== undefined ? previous.renderedAt : nowRfc3339(ctx.now()),
+  };
+  try {
+    const ref = { name: overlay.configMapName, namespace: gateway.namespace };
+    const existing = (await ctx.store.get(CONFIG_MAP, ref)) as ConfigMapObject | undefined;
+    let resourceVersion: string | undefined;
+    if (
+      existing !== undefined &&
+      existing.metadata.annotations?.[ANNOTATION_REVISION] === overlay.revision &&
+      typeof existing.data?.[OVERLAY_DATA_KEY] === 'string' &&
+      typeof existing.data?.[PAYLOAD_DATA_KEY] === 'string'
+    ) {
+      ctx.metrics.overlayApplies.inc({ outcome: 'unchanged' });
+      resourceVersion = existing.metadata.resourceVersion;
+    } else {
+      const applied = await ctx.store.apply(CONFIG_MAP, overlayConfigMap(network.metadata.name, gateway, overlay), { fieldManager: FIELD_MANAGER, force: true });
+      ctx.metrics.overlayApplies.inc({ outcome: 'applied' });
+      resourceVersion = applied.metadata.resourceVersion;
+      ctx.logger.info(
+        { network: network.metadata.name, gateway: `${gateway.namespace}/${gateway.name}`, revision: overlay.revision, candidates: overlay.payload.candidates.length },
+        'overlay distributed',
+      );
+    }
+    return {
+      ...base,
+      ...rendered,
+      distributedRevision: overlay.revision,
+      ...(resourceVersion !== undefined ? { configMapResourceVersion: resourceVersion } : {}),
+      phase: 'Distributed',
+      reason: '',
+      message: '',
+    };
+  } catch (error) {
+    ctx.metrics.overlayApplies.inc({ outcome: 'failed' });
+    ctx.logger.warn({ network: network.metadata.name, gateway: `${gateway.namespace}/${gateway.name}`, error: errorFields(error) }, 'overlay apply failed; last distributed revision kept');
+    return { ...retained('ApplyFailed', `apply ConfigMap ${gateway.namespace}/${overlay.configMapName}: ${errorFields(error).message}`, overlay), renderedAt: rendered.renderedAt };
+  }
+}

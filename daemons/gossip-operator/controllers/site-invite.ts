@@ -1,0 +1,144 @@
+/**
+ * SiteInvite reconcile (seed 001 "SiteInvite"): a one-time token is stored in a Secret in the operator namespace
+ * and only its public id, Secret reference and expiry go to status (never the token). An expired unused token is
+ * revoked (its Secret deleted); deleting the invite revokes it too. The optional publicKeySHA256 binding is
+ * stored beside the token for the enrollment path, which enforces it.
+ */
+import { randomBytes } from 'node:crypto';
+import type { SiteInviteResource } from '../../../schemas/crds/types.ts';
+import type { SiteInviteStatus } from '../../../schemas/generated/siteinvites.ts';
+import { validateCustomResource } from '../../../schemas/crds/validate.ts';
+import type { KubeObject } from '../../shared/resource-store/types.ts';
+import type { OperatorContext } from '../context.ts';
+import { FIELD_MANAGER, LABEL_PREFIX_INVITE, SECRET, SITE_INVITE } from '../kinds.ts';
+import type { Controller, ReconcileResult } from '../manager/manager.ts';
+import { boundedMessage, type Condition, mergeConditions, nowRfc3339, sameJson, specOnly } from './status.ts';
+
+export const DEFAULT_INVITE_LIFETIME = '24h';
+const MIN_LIFETIME_MS = 5 * 60_000;
+const MAX_LIFETIME_MS = 168 * 3_600_000;
+
+/** Lifetime "5m".."168h" in ms; undefined when malformed or out of range. */
+export function inviteLifetimeMs(text: string | undefined): number | undefined {
+  const match = /^([1-9][0-9]*)(s|m|h)$/.exec(text ?? DEFAULT_INVITE_LIFETIME);
+  if (match === null) return undefined;
+  const ms = Number(match[1]) * (match[2] === 's' ? 1_000 : match[2] === 'm' ? 60_000 : 3_600_000);
+  return ms >= MIN_LIFETIME_MS && ms <= MAX_LIFETIME_MS ? ms : undefined;
+}
+
+export function tokenSecretName(invite: string): string {
+  return `grid-invite-${invite}`.slice(0, 253);
+}
+
+export type InviteState = 'issue' | 'active' | 'expired' | 'redeemed';
+
+/** Pure: what the invite needs now. */
+export function inviteState(status: SiteInviteStatus | undefined, nowMs: number): InviteState {
+  if (status?.redeemed === true) return 'redeemed';
+  if (status?.tokenId === undefined || status.expiresAt === undefined) return 'issue';
+  return nowMs >= Date.parse(status.expiresAt) ? 'expired' : 'active';
+}
+
+interface SecretObject extends KubeObject {
+  data?: Record<string, string>;
+}
+
+export class SiteInviteController implements Controller {
+  readonly name = 'siteinvite';
+  readonly kind = SITE_INVITE;
+  readonly #ctx: OperatorContext;
+
+  constructor(ctx: OperatorContext) {
+    this.#ctx = ctx;
+  }
+
+  async #revoke(invite: string): Promise<boolean> {
+    return this.#ctx.store.delete(SECRET, { name: tokenSecretName(invite), namespace: this.#ctx.config.namespace });
+  }
+
+  async reconcile(name: string): Promise<ReconcileResult> {
+    const ctx = this.#ctx;
+    const invite = (await ctx.store.get(SITE_INVITE, { name })) as SiteInviteResource | undefined;
+    if (invite === undefined) {
+      if (await this.#revoke(name)) ctx.logger.info({ siteInvite: name }, 'invite deleted; its token was revoked');
+      return {};
+    }
+    const now = ctx.now();
+    const generation = invite.metadata.generation ?? 1;
+    const write = async (status: SiteInviteStatus): Promise<void> => {
+      if (!sameJson({ ...invite.status, ...status }, invite.status)) {
+        await ctx.store.patchStatus(SITE_INVITE, { name }, status as Record<string, unknown>, { fieldManager: FIELD_MANAGER });
+      }
+    };
+    const conditions = (ready: boolean, reason: string, message: string, extra: Omit<Condition, 'lastTransitionTime'>[] = []) =>
+      mergeConditions(invite.status?.conditions as Condition[] | undefined, [{ type: 'Ready', status: ready ? 'True' : 'False', reason, message, observedGeneration: generation }, ...extra], now);
+
+    const issues = validateCustomResource(specOnly(invite));
+    const lifetimeMs = inviteLifetimeMs(invite.spec?.lifetime);
+    if (issues.length > 0 || lifetimeMs === undefined) {
+      const message = issues.length > 0 ? issues.slice(0, 3).map((i) => `${i.path || '(object)'}: ${i.message}`).join('; ') : 'spec.lifetime must be 5m..168h';
+      await write({ observedGeneration: generation, conditions: conditions(false, 'InviteInvalid', boundedMessage(message)) });
+      return {};
+    }
+    const state = inviteState(invite.status, now);
+    if (state === 'redeemed') {
+      await write({ observedGeneration: generation, conditions: conditions(true, 'Redeemed', `redeemed by ${invite.status?.redeemedBy ?? 'a site'}`) });
+      return {};
+    }
+    if (state === 'expired') {
+      if (await this.#revoke(name)) ctx.logger.info({ siteInvite: name }, 'invite expired unused; its token was revoked');
+      await write({
+        observedGeneration: generation,
+        conditions: conditions(false, 'Expired', `the token expired at ${invite.status?.expiresAt ?? ''} unused and was revoked`, [
+          { type: 'Expired', status: 'True', reason: 'Expired', message: 'token lifetime elapsed', observedGeneration: generation },
+        ]),
+      });
+      return {};
+    }
+    if (state === 'issue') {
+      const ref = { name: tokenSecretName(name), namespace: ctx.config.namespace };
+      const existing = (await ctx.store.get(SECRET, ref)) as SecretObject | undefined;
+      let tokenId = existing?.data?.['tokenId'] !== undefined ? Buffer.from(existing.data['tokenId'], 'base64').toString('utf8') : undefined;
+      const created = Date.parse(invite.metadata.creationTimestamp ?? '') || now;
+      const expiresAt = nowRfc3339(created + lifetimeMs);
+      if (tokenId === undefined) {
+        tokenId = randomBytes(8).toString('hex');
+        const token = randomBytes(32).toString('base64url');
+        const data: Record<string, string> = {
+          token: Buffer.from(token).toString('base64'),
+          tokenId: Buffer.from(tokenId).toString('base64'),
+          siteName: Buffer.from(invite.spec.siteName).toString('base64'),
+          expiresAt: Buffer.from(expiresAt).toString('base64'),
+        };
+        if (invite.spec.publicKeySHA256 !== undefined) data['publicKeySHA256'] = Buffer.from(invite.spec.publicKeySHA256).toString('base64');
+        const secret: SecretObject = {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: {
+            name: ref.name,
+            namespace: ref.namespace,
+            labels: { 'app.kubernetes.io/managed-by': FIELD_MANAGER, [LABEL_PREFIX_INVITE]: name },
+            ...(invite.metadata.uid !== undefined
+              ? { ownerReferences: [{ apiVersion: invite.apiVersion, kind: 'SiteInvite', name, uid: invite.metadata.uid }] }
+              : {}),
+          },
+          type: 'Opaque',
+          data,
+        };
+        await ctx.store.apply(SECRET, secret, { fieldManager: FIELD_MANAGER, force: true });
+        ctx.logger.info({ siteInvite: name, tokenId, secret: `${ref.namespace}/${ref.name}`, expiresAt }, 'invite token issued');
+      }
+      await write({
+        tokenId,
+        tokenSecretRef: ref,
+        expiresAt,
+        redeemed: false,
+        observedGeneration: generation,
+        conditions: conditions(true, 'TokenIssued', `one-time token stored in Secret ${ref.namespace}/${ref.name}; deliver it out of band`),
+      });
+      return { requeueAfterMs: Math.max(1_000, created + lifetimeMs - now) };
+    }
+    await write({ observedGeneration: generation, conditions: conditions(true, 'TokenIssued', `one-time token stored in Secret ${ctx.config.namespace}/${tokenSecretName(name)}`) });
+    return { requeueAfterMs: Math.max(1_000, Date.parse(invite.status?.expiresAt ?? '') - now) };
+  }
+}

@@ -1,0 +1,29 @@
+/** The Grid kinds as resource-store kinds (all cluster-scoped, SPEC §1), plus the built-ins the operator uses. */
+import { API_VERSION, DEFINITIONS, LABEL_PREFIX, type GridKind } from '../../schemas/crds/definitions.ts';
+import type { ResourceKind } from '../shared/resource-store/types.ts';
+
+export { CONFIG_MAP, LEASE, SECRET } from '../shared/resource-store/index.ts';
+
+function gridKind(kind: GridKind): ResourceKind {
+  return { apiVersion: API_VERSION, kind, plural: DEFINITIONS[kind].plural, namespaced: false };
+}
+
+export const GRID_NETWORK = gridKind('GridNetwork');
+export const GRID_SITE = gridKind('GridSite');
+export const INFERENCE_PROVIDER = gridKind('InferenceProvider');
+export const AGENT_TOOL_PROVIDER = gridKind('AgentToolProvider');
+export const SITE_INVITE = gridKind('SiteInvite');
+
+/** Server-side apply field manager of everything the operator writes (SPEC §2.1). */
+export const FIELD_MANAGER = 'grid-operator';
+
+export const LABEL_NETWORK = `${LABEL_PREFIX}network`;
+export const LABEL_GATEWAY = `${LABEL_PREFIX}gateway`;
+export const LABEL_AUTO_DISCOVER = `${LABEL_PREFIX}auto-discover-sites`;
+/** Marks GridSites the operator created from gossip; only these are ever garbage-collected. */
+export const LABEL_AUTO_DISCOVERED = `${LABEL_PREFIX}auto-discovered`;
+/** The SWIM/CRDT site id of an auto-discovered GridSite (its name is the sanitized form). */
+export const ANNOTATION_SITE_ID = `${LABEL_PREFIX}site-id`;
+export const MANAGED_BY = 'app.kubernetes.io/managed-by';
+/** Labels an invite token Secret with its SiteInvite. */
+export const LABEL_PREFIX_INVITE = `${LABEL_PREFIX}site-invite`;

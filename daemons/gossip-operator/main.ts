@@ -1,0 +1,54 @@
+/**
+ * gossip-operator: one process per site. Wiring only: configuration, logger, the operator, and a graceful
+ * shutdown on SIGTERM/SIGINT (controllers stop, the SWIM member leaves, the Lease is released) with a deadline.
+ */
+import { createLogger, errorFields } from '../shared/log.ts';
+import { ConfigError, parseConfig } from './config.ts';
+import { startOperator } from './operator.ts';
+
+const SHUTDOWN_DEADLINE_MS = 10_000;
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = parseConfig(process.argv.slice(2), process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`gossip-operator: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const logger = createLogger({ name: 'gossip-operator', level: config.logLevel });
+  let operator: Awaited<ReturnType<typeof startOperator>>;
+  try {
+    operator = await startOperator({ config, logger, defaultMetrics: true, onLeadershipLost: () => process.exit(1) });
+  } catch (error) {
+    logger.fatal({ error: errorFields(error) }, 'gossip-operator failed to start');
+    process.exit(1);
+  }
+  logger.info({ site: config.site, admin: `${operator.admin.host}:${operator.admin.port}` }, 'gossip-operator running');
+  let stopping = false;
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const deadline = setTimeout(() => {
+      logger.error({ deadlineMs: SHUTDOWN_DEADLINE_MS }, 'shutdown deadline passed; exiting');
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS);
+    deadline.unref();
+    operator.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ error: errorFields(error) }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('unhandledRejection', (reason) => logger.error({ error: errorFields(reason) }, 'unhandled rejection'));
+}
+
+void main();

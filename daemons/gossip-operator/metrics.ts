@@ -1,0 +1,97 @@
+/**
+ * The operator's Prometheus metrics, named as SPEC and the seeds name them. One registry per operator instance
+ * (tests run several in one process). Label values are fixed catalogues or resource names, never secret bytes.
+ */
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { GRID_SITE_PHASES, type GridSitePhase } from './site-phase.ts';
+
+export class OperatorMetrics {
+  readonly registry = new Registry();
+  readonly providerScrapes: Counter<'grid_provider' | 'result'>;
+  readonly providerLastScrapeSuccess: Gauge<'grid_provider'>;
+  readonly sitePhase: Gauge<'site' | 'phase'>;
+  readonly sitePhaseTransitions: Counter<'phase' | 'reason'>;
+  readonly modelDiscovery: Counter<'provider' | 'outcome'>;
+  readonly mcpProbes: Counter<'provider' | 'outcome'>;
+  readonly gossipDrops: Counter<'component' | 'reason'>;
+  readonly overlayRenders: Counter<'outcome'>;
+  readonly overlayApplies: Counter<'outcome'>;
+  readonly reconciles: Counter<'controller' | 'result'>;
+  readonly leader: Gauge;
+  readonly swimMembers: Gauge<'state'>;
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    if (options.defaultMetrics === true) collectDefaultMetrics({ register: this.registry });
+    this.providerScrapes = new Counter({
+      name: 'grid_provider_scrape_total',
+      help: 'InferenceProvider metrics scrapes by result: success, no_series, or a failure class.',
+      labelNames: ['grid_provider', 'result'],
+      registers,
+    });
+    this.providerLastScrapeSuccess = new Gauge({
+      name: 'grid_provider_last_scrape_success_timestamp_seconds',
+      help: 'Unix time of the last scrape of the provider that returned its configured series.',
+      labelNames: ['grid_provider'],
+      registers,
+    });
+    this.sitePhase = new Gauge({
+      name: 'grid_site_phase',
+      help: 'GridSite phase as a state set: 1 for the current phase, 0 for the other five.',
+      labelNames: ['site', 'phase'],
+      registers,
+    });
+    this.sitePhaseTransitions = new Counter({
+      name: 'grid_site_phase_transition_total',
+      help: 'GridSite phase transitions by the phase entered and its reason.',
+      labelNames: ['phase', 'reason'],
+      registers,
+    });
+    this.modelDiscovery = new Counter({
+      name: 'grid_model_discovery_total',
+      help: 'Model discovery polls by outcome: ok, credential, tls, config, unreachable, timeout, http_status, invalid_response.',
+      labelNames: ['provider', 'outcome'],
+      registers,
+    });
+    this.mcpProbes = new Counter({
+      name: 'grid_mcp_probe_total',
+      help: 'AgentToolProvider MCP tools/list probes by outcome (SitesMatched, AwaitingSiteMatch or a reason code).',
+      labelNames: ['provider', 'outcome'],
+      registers,
+    });
+    this.gossipDrops = new Counter({
+      name: 'grid_gossip_dropped_total',
+      help: 'Gossip packets, messages and state records dropped, by component (swim, gossip-state) and reason.',
+      labelNames: ['component', 'reason'],
+      registers,
+    });
+    this.overlayRenders = new Counter({
+      name: 'grid_overlay_renders_total',
+      help: 'Overlay renders by outcome: rendered or a render error code.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.overlayApplies = new Counter({
+      name: 'grid_overlay_applies_total',
+      help: 'Overlay ConfigMap applies by outcome: applied, unchanged (revision already distributed) or failed.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.reconciles = new Counter({
+      name: 'grid_operator_reconcile_total',
+      help: 'Reconciles by controller and result (success, error, terminal).',
+      labelNames: ['controller', 'result'],
+      registers,
+    });
+    this.leader = new Gauge({ name: 'grid_operator_leader', help: '1 while this replica holds the Lease.', registers });
+    this.swimMembers = new Gauge({ name: 'grid_swim_members', help: 'SWIM members by state.', labelNames: ['state'], registers });
+  }
+
+  setSitePhase(site: string, phase: GridSitePhase): void {
+    for (const p of GRID_SITE_PHASES) this.sitePhase.set({ site, phase: p }, p === phase ? 1 : 0);
+  }
+
+  dropSite(site: string): void {
+    for (const p of GRID_SITE_PHASES) this.sitePhase.remove({ site, phase: p });
+  }
+}

@@ -1,0 +1,154 @@
+/**
+ * One operator process, assembled: store, metrics, admin endpoints, Lease leader election and the controller
+ * manager. main.ts only parses configuration and handles signals; tests start this in-process.
+ */
+import { createRequire } from 'node:module';
+import type { Logger } from '../shared/log.ts';
+import { errorFields } from '../shared/log.ts';
+import { startAdminServer, type AdminServer } from '../shared/admin-server.ts';
+import { createResourceStore } from '../shared/resource-store/index.ts';
+import type { ResourceStore } from '../shared/resource-store/types.ts';
+import type { OperatorConfig } from './config.ts';
+import type { OperatorContext } from './context.ts';
+import { AgentToolProviderController } from './controllers/agent-tool-provider.ts';
+import { GridNetworkController } from './controllers/grid-network.ts';
+import { GridSiteController } from './controllers/grid-site.ts';
+import { InferenceProviderController } from './controllers/inference-provider.ts';
+import { ModelDiscoveryController } from './controllers/model-discovery.ts';
+import { ProviderSignals } from './controllers/provider-signals.ts';
+import { SiteInviteController } from './controllers/site-invite.ts';
+import { LeaderElector } from './manager/leader-election.ts';
+import { Manager } from './manager/manager.ts';
+import { OperatorMetrics } from './metrics.ts';
+
+export interface OperatorOptions {
+  readonly config: OperatorConfig;
+  readonly logger: Logger;
+  /** An existing store (tests share one); otherwise created from config.store. */
+  readonly store?: ResourceStore;
+  readonly now?: () => number;
+  readonly defaultMetrics?: boolean;
+  readonly discoveryIsBlocked?: (address: string) => boolean;
+  readonly retryPeriodMs?: number;
+  /** Called when leadership is lost: the process should exit so it restarts as a clean standby. */
+  readonly onLeadershipLost?: () => void;
+}
+
+export interface OperatorHandle {
+  readonly context: OperatorContext;
+  readonly admin: AdminServer;
+  readonly metrics: OperatorMetrics;
+  isLeader(): boolean;
+  /** Graceful stop: controllers, SWIM leave, Lease release, admin server, store. */
+  stop(): Promise<void>;
+}
+
+function producerVersion(): string {
+  try {
+    const pkg = createRequire(import.meta.url)('../../package.json') as { version?: string };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+export async function startOperator(options: OperatorOptions): Promise<OperatorHandle> {
+  const { config, logger } = options;
+  const ownsStore = options.store === undefined;
+  const store = options.store ?? await createResourceStore(
+    config.store.backend === 'local'
+      ? { backend: 'local', stateDir: config.store.stateDir, ...(config.store.manifestsDir !== undefined ? { manifestsDir: config.store.manifestsDir } : {}), onProblem: (message) => logger.warn({ store: 'local' }, message) }
+      : { backend: 'kubernetes' },
+  );
+  const metrics = new OperatorMetrics({ defaultMetrics: options.defaultMetrics ?? false });
+  let manager: Manager | undefined;
+  const context: OperatorContext = {
+    store,
+    logger,
+    metrics,
+    config,
+    now: options.now ?? Date.now,
+    startedAtMs: (options.now ?? Date.now)(),
+    producerVersion: producerVersion(),
+    signals: new ProviderSignals(),
+    gossip: undefined,
+    enqueue: (controller, name, afterMs) => manager?.enqueue(controller, name, afterMs),
+    ...(options.discoveryIsBlocked !== undefined ? { discoveryIsBlocked: options.discoveryIsBlocked } : {}),
+  };
+  const startControllers = (): void => {
+    metrics.leader.set(1);
+    manager = new Manager({
+      store,
+      logger,
+      onReconcile: (controller, result) => metrics.reconciles.inc({ controller, result }),
+    });
+    manager.add(new GridNetworkController(context));
+    manager.add(new GridSiteController(context));
+    manager.add(new InferenceProviderController(context));
+    manager.add(new ModelDiscoveryController(context));
+    manager.add(new AgentToolProviderController(context));
+    manager.add(new SiteInviteController(context));
+    manager.start();
+    logger.info({ site: config.site, identity: config.identity, store: store.backend }, 'controllers started');
+  };
+  let elector: LeaderElector | undefined;
+  if (config.leaderElection) {
+    elector = new LeaderElector({
+      store,
+      namespace: config.namespace,
+      name: config.leaseName,
+      identity: config.identity,
+      leaseDurationMs: config.leaseDurationMs,
+      ...(options.retryPeriodMs !== undefined ? { retryPeriodMs: options.retryPeriodMs } : {}),
+      onStarted: () => {
+        logger.info({ identity: config.identity }, 'acquired the Lease; this replica is the leader');
+        startControllers();
+      },
+      onLost: () => {
+        metrics.leader.set(0);
+        logger.error({ identity: config.identity }, 'lost the Lease; stopping');
+        void manager?.stop();
+        options.onLeadershipLost?.();
+      },
+      onError: (error) => logger.warn({ error: errorFields(error) }, 'leader election attempt failed'),
+    });
+    logger.info({ identity: config.identity }, 'waiting for the Lease');
+    elector.start();
+  } else {
+    startControllers();
+  }
+  const admin = await startAdminServer({
+    address: config.adminAddress,
+    registry: metrics.registry,
+    // A standby replica is ready (it is doing its job: waiting); the leader once its watches have synced.
+    isReady: () => (manager === undefined ? elector !== undefined : manager.synced),
+    status: () => ({
+      site: config.site,
+      leader: manager !== undefined,
+      gossip: context.gossip === undefined ? null : { address: context.gossip.address, members: context.gossip.membership.stats().members },
+    }),
+  });
+  let stopped = false;
+  return {
+    context,
+    admin,
+    metrics,
+    isLeader: () => manager !== undefined && (elector === undefined || elector.isLeader),
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await manager?.stop();
+      if (context.gossip !== undefined) {
+        try {
+          await context.gossip.close();
+        } catch (error) {
+          logger.warn({ error: errorFields(error) }, 'SWIM leave failed');
+        }
+        context.gossip = undefined;
+      }
+      await elector?.stop();
+      await admin.close();
+      if (ownsStore) await store.close();
+    },
+  };
+}

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../../daemons/gossip-operator/config.ts';
+
+const KEY = 'ab'.repeat(32);
+
+describe('operator configuration', () => {
+  it('reads flags over environment, with defaults', () => {
+    const c = parseConfig(['--store', 'local', '--state', '/s', '--manifests', '/m', '--site', 'site-a', '--gossip-bind', '127.0.0.1:0'], {
+      GRID_SITE_NAME: 'ignored',
+      GRID_SWIM_ENCRYPT_KEY: KEY,
+      GRID_GATEWAY_ADDRESS: '10.0.0.4:8443',
+      GRID_SWIM_SEEDS: '10.0.0.5:7946, [::1]:7946',
+    });
+    expect(c.store).toEqual({ backend: 'local', stateDir: '/s', manifestsDir: '/m' });
+    expect(c.site).toBe('site-a');
+    expect(c.gossipBind).toEqual({ host: '127.0.0.1', port: 0 });
+    expect(c.swimKey?.toString('hex')).toBe(KEY);
+    expect(c.gatewayAddress).toBe('10.0.0.4:8443');
+    expect(c.seeds).toEqual(['10.0.0.5:7946', '[::1]:7946']);
+    expect(c.adminAddress).toBe('0.0.0.0:9090');
+    expect(c.leaderElection).toBe(true);
+    expect(c.leaseName).toBe('gossip-operator-leader');
+    expect(parseConfig(['--site', 'x'], {}).store).toEqual({ backend: 'kubernetes' });
+  });
+
+  it('names the flag and what is expected, never echoing the SWIM key', () => {
+    const fail = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
+      try {
+        parseConfig(argv, env);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ConfigError);
+        return (error as Error).message;
+      }
+      throw new Error('expected a ConfigError');
+    };
+    expect(fail([])).toContain('--site (env GRID_SITE_NAME) is required');
+    expect(fail(['--site', 'a', '--store', 'local'])).toContain('--store local needs --state DIR');
+    expect(fail(['--site', 'a', '--store', 'etcd'])).toContain('must be kubernetes or local');
+    expect(fail(['--site', 'a b'])).toContain('must be 1-63 letters');
+    expect(fail(['--site', 'a', '--gossip-bind', 'nope'])).toContain('--gossip-bind (env GRID_GOSSIP_BIND)');
+    expect(fail(['--site', 'a', '--lease-duration', '5 minutes'])).toContain('--lease-duration');
+    expect(fail(['--site', 'a', '--bogus'])).toContain("Unknown option '--bogus'");
+    const badKey = 'zz'.repeat(32);
+    const message = fail(['--site', 'a'], { GRID_SWIM_ENCRYPT_KEY: badKey });
+    expect(message).toContain('GRID_SWIM_ENCRYPT_KEY');
+    expect(message).not.toContain(badKey);
+  });
+});

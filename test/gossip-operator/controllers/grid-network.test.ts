@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { refreshIntervalMs } from '../../../daemons/gossip-operator/controllers/grid-network.ts';
+import { TerminalError } from '../../../daemons/gossip-operator/manager/manager.ts';
+import { boundedMessage, mergeConditions } from '../../../daemons/gossip-operator/controllers/status.ts';
+import { readyCondition } from '../../../daemons/gossip-operator/controllers/inference-provider.ts';
+
+describe('metricsRefreshInterval', () => {
+  it('defaults to 300 s, or 60 s with TLS metric credentials', () => {
+    expect(refreshIntervalMs(undefined, false)).toBe(300_000);
+    expect(refreshIntervalMs(undefined, true)).toBe(60_000);
+  });
+  it('accepts seconds and >= 1000 ms, capped at 60 s with TLS metrics', () => {
+    expect(refreshIntervalMs('10s', false)).toBe(10_000);
+    expect(refreshIntervalMs('1500ms', false)).toBe(1_500);
+    expect(refreshIntervalMs('600s', false)).toBe(600_000);
+    expect(refreshIntervalMs('600s', true)).toBe(60_000);
+  });
+  it('fails the reconcile terminally on malformed data that bypassed admission', () => {
+    for (const bad of ['0s', '500ms', '1m', '', '10', '-1s']) expect(() => refreshIntervalMs(bad, false)).toThrow(TerminalError);
+  });
+});
+
+describe('status helpers', () => {
+  it('bounds messages to 512 bytes, one line, secrets masked', () => {
+    const long = boundedMessage(`Authorization: Bearer abc.def\n${'x'.repeat(2_000)}`);
+    expect(Buffer.byteLength(long)).toBeLessThanOrEqual(512);
+    expect(long).not.toContain('abc.def');
+    expect(long).not.toContain('\n');
+  });
+  it('keeps lastTransitionTime while a condition status holds', () => {
+    const first = mergeConditions(undefined, [{ type: 'Ready', status: 'True', reason: 'A', message: 'a' }], Date.parse('2026-01-01T00:00:00Z'));
+    const same = mergeConditions(first, [{ type: 'Ready', status: 'True', reason: 'B', message: 'b' }], Date.parse('2026-01-01T00:05:00Z'));
+    expect(same[0]).toMatchObject({ reason: 'B', lastTransitionTime: '2026-01-01T00:00:00Z' });
+    const flipped = mergeConditions(same, [{ type: 'Ready', status: 'False', reason: 'C', message: 'c' }], Date.parse('2026-01-01T00:06:00Z'));
+    expect(flipped[0]?.lastTransitionTime).toBe('2026-01-01T00:06:00Z');
+  });
+});
+
+describe('InferenceProvider Ready condition', () => {
+  it('follows the signals loop: fail-closed TLS metrics are not ready, plaintext failures score neutral', () => {
+    expect(readyCondition('Available', false, undefined)).toMatchObject({ status: 'True', reason: 'MetricsNotConfigured' });
+    expect(readyCondition('Available', true, undefined)).toMatchObject({ status: 'Unknown', reason: 'AwaitingScrape' });
+    expect(readyCondition('Available', true, { result: 'success', sample: undefined, stale: false, failedClosed: false })).toMatchObject({ status: 'True', reason: 'MetricsScraped' });
+    expect(readyCondition('Available', true, { result: 'tls', sample: undefined, stale: false, failedClosed: true })).toMatchObject({ status: 'False', reason: 'MetricsUnavailable' });
+    expect(readyCondition('Available', true, { result: 'timeout', sample: undefined, stale: true, failedClosed: false })).toMatchObject({ status: 'True', reason: 'MetricsStale' });
+    expect(readyCondition('Available', true, { result: 'unreachable', sample: undefined, stale: false, failedClosed: false })).toMatchObject({ status: 'True', reason: 'MetricsNeutral' });
+    expect(readyCondition('Unavailable', true, { result: 'success', sample: undefined, stale: false, failedClosed: false })).toMatchObject({ status: 'False', reason: 'ProviderUnavailable' });
+  });
+});

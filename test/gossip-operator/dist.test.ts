@@ -1,0 +1,84 @@
+// The operator on the compiler's real output (dist/<site>.k8s.yaml from `npx cdk8s synth`): every host:port the
+// manifests name is rewritten to a closed loopback port (this machine may only send traffic to loopback), the
+// Secrets the local grid runner would create are generated, and the gateway's overlay must pass
+// `agn overlay verify` with the full expected scope.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parseAllDocuments, stringify } from 'yaml';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createCertificateAuthority, createClientCertificate } from '../../daemons/shared/tls.ts';
+import { REPO_ROOT } from '../fixtures-path.ts';
+import { configMap, grid, schemaProblems, startLocalOperator, tempDir, testConfig, waitFor, type LocalOperator } from './helpers.ts';
+
+const run = promisify(execFile);
+const SITE_FILE = join(REPO_ROOT, 'dist/east.k8s.yaml');
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+describe.skipIf(!existsSync(SITE_FILE))('gossip-operator on dist/', () => {
+  let op: LocalOperator | undefined;
+  let dirs: { path: string; remove: () => Promise<void> } | undefined;
+  afterAll(async () => {
+    await op?.stop();
+    await dirs?.remove();
+  });
+
+  it('writes an overlay ConfigMap for the compiled site that agn overlay verify accepts', async () => {
+    const text = (await readFile(SITE_FILE, 'utf8')).replace(/\b[a-z0-9.-]+\.(example\.com|svc\.cluster\.local):\d+/g, '127.0.0.1:9');
+    const docs = parseAllDocuments(text).map((d) => d.toJS() as Json).filter((d) => d !== null);
+    const network = docs.find((d) => d.kind === 'GridNetwork');
+    const gateway = network.spec.consumerGateways[0];
+    const site: string = gateway.siteName;
+    const refs = new Map<string, { namespace: string; name: string; keys: Record<string, string> }>();
+    const ca = await createCertificateAuthority({ commonName: 'dist test ca' });
+    const identity = await createClientCertificate(ca, { commonName: site });
+    const tls = network.spec.tls ?? {};
+    const add = (ref: { name: string; namespace: string } | undefined, keys: Record<string, string>) => {
+      if (ref !== undefined) refs.set(`${ref.namespace}/${ref.name}`, { ...ref, keys: { ...refs.get(`${ref.namespace}/${ref.name}`)?.keys, ...keys } });
+    };
+    add(tls.caSecretRef, { 'ca.crt': ca.certPem });
+    add(tls.siteSecretRef, { 'tls.crt': identity.certPem, 'tls.key': identity.keyPem, 'ca.crt': ca.certPem });
+    add(tls.swimKeySecretRef, { key: randomBytes(32).toString('latin1') });
+    for (const d of docs) if (d.spec?.auth?.secretRef !== undefined) add(d.spec.auth.secretRef, { [d.spec.auth.secretRef.key ?? 'token']: `token-of-${d.metadata.name}` });
+    const secrets = [...refs.values()].map((r) => ({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: r.name, namespace: r.namespace },
+      data: Object.fromEntries(Object.entries(r.keys).map(([k, v]) => [k, Buffer.from(v, k === 'key' ? 'latin1' : 'utf8').toString('base64')])),
+    }));
+    dirs = await tempDir('operator-dist');
+    const manifests = join(dirs.path, 'manifests');
+    const state = join(dirs.path, 'state');
+    await mkdir(manifests, { recursive: true });
+    await writeFile(join(manifests, 'site.yaml'), text);
+    await writeFile(join(manifests, 'secrets.yaml'), secrets.map((s) => stringify(s)).join('---\n'));
+    op = await startLocalOperator(testConfig({ site, store: { backend: 'local', stateDir: state } }), { stateDir: state, manifestsDir: manifests });
+
+    const name = `grid-overlay-${network.metadata.name}-${gateway.name}`;
+    const cm: Json = await waitFor(`ConfigMap ${gateway.namespace}/${name}`, () => configMap(state, gateway.namespace, name), 20_000);
+    const file = join(dirs.path, 'routing-overlay.json');
+    await writeFile(file, cm.data['routing-overlay.json']);
+    const args = ['overlay', 'verify', file, '--network', network.metadata.name, '--gateway', gateway.name, '--namespace', gateway.namespace, '--local-site', site];
+    const verified = await run(process.execPath, [join(REPO_ROOT, 'daemons/cli/agn.ts'), ...args], { cwd: REPO_ROOT });
+    expect(verified.stdout).toMatch(/^accept [0-9a-f]{64}\n$/);
+    const overlay = JSON.parse(cm.data['routing-overlay.json']);
+    // The compiled site's own models are routed (selection_policy as the GridNetwork sets it).
+    const models = docs.filter((d) => d.kind === 'InferenceProvider').flatMap((d) => d.spec.models.map((m: Json) => m.name));
+    for (const model of models) expect(overlay.overlay.candidates.some((c: Json) => c.name === model && c.site === site)).toBe(true);
+    if (network.spec.selectionPolicy !== undefined) expect(overlay.overlay.selection_policy).toEqual({ mode: network.spec.selectionPolicy.mode });
+    // Peers are declared but unpinned and unreachable here: never Active, never routed.
+    expect(overlay.overlay.candidates.every((c: Json) => c.site === site)).toBe(true);
+    for (const d of docs.filter((x) => x.kind === 'GridSite' && x.metadata.name !== site)) {
+      const gs: Json = await waitFor(`GridSite ${d.metadata.name} status`, async () => (await grid(state, 'GridSite', d.metadata.name))?.status?.phase ? grid(state, 'GridSite', d.metadata.name) : undefined);
+      expect(gs.status.phase).not.toBe('Active');
+    }
+    for (const line of op.lines) expect(line).not.toMatch(/token-of-/);
+    expect(JSON.stringify(cm)).not.toMatch(/token-of-/);
+    expect(await schemaProblems(state)).toEqual([]);
+  });
+});
