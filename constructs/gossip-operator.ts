@@ -4,6 +4,7 @@ import { DEFAULT_IMAGE, workloadLabels } from './labels.ts';
 import { grantClusterWide, grantNamespaced } from './rbac.ts';
 import { GridSynthError, issueAt } from './synth-error.ts';
 import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, resources, tmpVolume } from './workload-defaults.ts';
+import { inviteTokenSecretName, operatorStateConfigMapName } from '../schemas/object-names.ts';
 
 /** A Secret the operator reads by name (the swim key, site certificate, CA, provider credentials). */
 export interface SecretName {
@@ -49,6 +50,8 @@ export interface GossipOperatorProps {
   readonly overlayConfigMaps: readonly string[];
   /** Secrets the site's resources reference; the Role can get exactly these. */
   readonly referencedSecrets: readonly SecretName[];
+  /** SiteInvites declared at this site: the Role can manage exactly their token Secrets. @default - none */
+  readonly invites?: readonly string[];
   /** @default '<name>-leader' - the Lease leader election renews; the Role can update only this one */
   readonly leaseName?: string;
   /**
@@ -119,6 +122,8 @@ export class GossipOperator extends Construct {
         overlayConfigMaps: props.overlayConfigMaps,
         referencedSecrets: props.referencedSecrets.map((secret) => secret.name),
         leaderLease: [this.leaseName],
+        operatorState: [operatorStateConfigMapName(props.site)],
+        inviteSecrets: (props.invites ?? []).map(inviteTokenSecretName),
       },
     });
 

@@ -137,6 +137,7 @@ export class GridSiteStack extends Chart {
       gossipAdvertiseAddress: site.gossipAddress,
       overlayConfigMaps: consumerName === undefined ? [] : [overlayConfigMapName(this.network, consumerName)],
       referencedSecrets: referencedSecrets([networkSpec, ...[...providerSpecs, ...toolSpecs, ...agentSpecs].map((p) => p.spec)]),
+      invites: (site.invites ?? []).map((invite) => invite.name),
     });
 
     this.gridNetwork = new GridNetwork(this, 'network', { name: this.network, spec: networkSpec });

@@ -19,10 +19,17 @@ export const GRID_PLURALS = [
   'siteinvites',
 ] as const;
 
-export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch';
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete';
 
 /** Which objects a rule covers: every object of the resource, or the names a site supplies for that slot. */
-export type NameSlot = 'all' | 'overlayConfigMaps' | 'overlayConfigMap' | 'referencedSecrets' | 'leaderLease';
+export type NameSlot =
+  | 'all'
+  | 'overlayConfigMaps'
+  | 'overlayConfigMap'
+  | 'operatorState'
+  | 'referencedSecrets'
+  | 'inviteSecrets'
+  | 'leaderLease';
 
 export interface PermissionEntry {
   /** `cluster` entries go into the ClusterRole (the grid kinds are cluster-scoped); `namespace` into Roles. */
@@ -57,12 +64,28 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
       why: 'status is written through the status subresource with a patch, never by replacing the object',
     },
     {
+      scope: 'cluster',
+      apiGroup: GRID_API_GROUP,
+      resources: ['gridsites'],
+      verbs: ['create', 'patch', 'delete'],
+      names: 'all',
+      why: 'site auto-discovery applies a GridSite stub per discovered peer and deletes stubs absent past the TTL; their names come from gossip',
+    },
+    {
       scope: 'namespace',
       apiGroup: '',
       resources: ['configmaps'],
-      verbs: ['get', 'patch'],
+      verbs: ['get', 'patch', 'create'],
       names: 'overlayConfigMaps',
-      why: 'overlay ConfigMaps are read to compare revisions and applied with server-side apply (a patch)',
+      why: 'overlay ConfigMaps are read to compare revisions and written with server-side apply, which the API server authorizes as create for the first write (the name is in the URL, so resourceNames scopes it)',
+    },
+    {
+      scope: 'namespace',
+      apiGroup: '',
+      resources: ['configmaps'],
+      verbs: ['get', 'patch', 'create'],
+      names: 'operatorState',
+      why: 'the gossip revision high-water mark survives restarts in one ConfigMap, written with server-side apply',
     },
     {
       scope: 'namespace',
@@ -74,19 +97,19 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
     },
     {
       scope: 'namespace',
-      apiGroup: 'coordination.k8s.io',
-      resources: ['leases'],
-      verbs: ['get', 'update'],
-      names: 'leaderLease',
-      why: 'leader election renews its one Lease',
+      apiGroup: '',
+      resources: ['secrets'],
+      verbs: ['get', 'patch', 'create', 'delete'],
+      names: 'inviteSecrets',
+      why: 'each SiteInvite keeps its one-time token in its own Secret, written with server-side apply and deleted to revoke it',
     },
     {
       scope: 'namespace',
       apiGroup: 'coordination.k8s.io',
       resources: ['leases'],
-      verbs: ['create'],
-      names: 'all',
-      why: 'the first replica creates the Lease; Kubernetes cannot scope create by resourceNames',
+      verbs: ['get', 'patch', 'create'],
+      names: 'leaderLease',
+      why: 'leader election reads and renews its one Lease with server-side apply (create for the first write, scoped by name)',
     },
   ],
   'overlay-sync': [

@@ -126,20 +126,6 @@ async function operatorApply(text: string): Promise<KubeResponse> {
   return operator.apply(overlayConfigMap(text), OPERATOR_MANAGER, { force: 'true' });
 }
 
-// DEFECT (constructs/permissions.ts, the operator's `overlayConfigMaps` entry grants get+patch only): a
-// server-side apply that creates the object is also authorized as `create`, so the operator's token cannot
-// create the overlay ConfigMap; see the failing test 'creates its overlay ConfigMap …' below. Until that is
-// fixed the flow creates the ConfigMap with the same apply body and field manager under the admin identity,
-// and every later update is made with the operator's own token.
-async function createForOperator(text: string): Promise<KubeResponse> {
-  const existing = await admin.request('GET', `/api/v1/namespaces/${NAMESPACE}/configmaps/${CONFIGMAP}`);
-  if (existing.status !== 404) throw new Error(`overlay ConfigMap unexpectedly exists (HTTP ${existing.status})`);
-  const byOperator = await operatorApply(text);
-  if (byOperator.status === 201) return byOperator; // the permission table has been fixed
-  expect(byOperator.status).toBe(403);
-  return admin.apply(overlayConfigMap(text), OPERATOR_MANAGER, { force: 'true' });
-}
-
 beforeAll(async () => {
   admin = new RawClient(adminKubeConfig());
   await applyManifests(admin, ['crds.k8s.yaml', 'east.k8s.yaml']);
@@ -214,7 +200,7 @@ describe('overlay-sync (real program, its own token) and the operator (its own t
   it('writes the exact bytes of the overlay the operator applies with server-side apply', async () => {
     // Created, then updated with the operator's token: the file must always hold what was applied last.
     const first = overlayText(1);
-    expect((await createForOperator(first)).status).toBe(201);
+    expect((await operatorApply(first)).status).toBe(201);
     await untilFile(first, 'the overlay file after the ConfigMap was created');
     const text = overlayText(11);
     const res = await operatorApply(text);
@@ -261,7 +247,7 @@ describe('overlay-sync (real program, its own token) and the operator (its own t
     // Recreated by the operator's apply, then updated right away: the last one must land.
     const recreated = overlayText(4);
     const newest = overlayText(5);
-    expect((await createForOperator(recreated)).status).toBe(201);
+    expect((await operatorApply(recreated)).status).toBe(201);
     expect((await operatorApply(newest)).status).toBe(200);
     await untilFile(newest, 'the update made right after the recreate');
     await untilStatus('ready after the recreate', (s) => s['state'] === 'ready' && s['written'].revision === revisionOf(newest));
@@ -299,9 +285,8 @@ async function expectRefused(client: RawClient, probe: Probe, serviceAccount: st
 
 describe('what the operator token is granted', () => {
   it('creates its overlay ConfigMap with server-side apply, field manager grid-operator (SPEC §2.1)', async () => {
-    // Fails today: constructs/permissions.ts grants the overlay ConfigMaps get+patch, and the API server also
-    // authorizes an apply that creates the object as `create` (checked with the URL's name, so `create` with
-    // resourceNames is enough). The operator can then only update a ConfigMap someone else created.
+    // The API server authorizes an apply that creates the object as `create`, checked with the URL's name, so the
+    // table grants `create` scoped by resourceNames.
     const name = overlayConfigMapName(NETWORK, GATEWAY);
     await admin.request('DELETE', `${ns}/configmaps/${name}`);
     const res = await operatorApply(overlayText(99));
@@ -336,12 +321,15 @@ describe('what the operator token is granted', () => {
     expect(await expectAllowed(operator, { what: 'get Secret swim-key', method: 'GET', path: `${ns}/secrets/swim-key` })).toBe(404);
     const leases = `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases`;
     await admin.request('DELETE', `${leases}/gossip-operator-leader`);
-    const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'gossip-operator-leader' }, spec: { holderIdentity: 'op-0', leaseDurationSeconds: 15 } };
-    expect(await expectAllowed(operator, { what: 'create Lease', method: 'POST', path: leases, body: lease })).toBe(201);
+    // As daemons/gossip-operator/manager/leader-election.ts does: server-side apply to the Lease's own URL, which
+    // is authorized as create the first time and as patch afterwards, both scoped by name.
+    const lease = (renewTime: string) => ({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'gossip-operator-leader', namespace: NAMESPACE }, spec: { holderIdentity: 'op-0', leaseDurationSeconds: 15, renewTime } });
+    expect((await operator.apply(lease('2026-11-29T12:00:00.000000Z'), 'grid-operator-leader-election', { force: 'true' })).status).toBe(201);
     const read = await operator.request('GET', `${leases}/gossip-operator-leader`);
     expect(read.status).toBe(200);
-    const renewed = { ...(read.body as object), spec: { holderIdentity: 'op-0', leaseDurationSeconds: 15, renewTime: '2026-11-29T12:00:00.000000Z' } };
-    expect(await expectAllowed(operator, { what: 'update Lease', method: 'PUT', path: `${leases}/gossip-operator-leader`, body: renewed })).toBe(200);
+    expect((await operator.apply(lease('2026-11-29T12:00:05.000000Z'), 'grid-operator-leader-election', { force: 'true' })).status).toBe(200);
+    const another = { ...lease('2026-11-29T12:00:00.000000Z'), metadata: { name: 'other', namespace: NAMESPACE } };
+    expect((await operator.apply(another, 'grid-operator-leader-election', { force: 'true' })).status).toBe(403);
   });
 
   it('is refused everything else it might try', async () => {

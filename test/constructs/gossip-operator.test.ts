@@ -32,11 +32,14 @@ describe('GossipOperator', () => {
       expect(rule.resources).not.toContain('*');
       expect((rule as { apiGroups: string[] }).apiGroups).not.toContain('*');
     }
-    expect(clusterRole.rules.flatMap((r) => r.verbs)).not.toContain('delete');
+    // The only cluster-wide delete: auto-discovered GridSite stubs absent past the TTL (seed 001).
+    expect(clusterRole.rules.filter((r) => r.verbs.includes('delete')).map((r) => r.resources)).toEqual([['gridsites']]);
     expect(clusterRole.rules[1]?.resources.every((r) => r.endsWith('/status'))).toBe(true);
     expect(role.rules.find((r) => r.resources.includes('secrets'))).toEqual({ apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: ['openai-credential', 'swim-key'] });
     expect(role.rules.find((r) => r.resources.includes('configmaps'))?.resourceNames).toEqual(['grid-overlay-demo-consumer-gateway']);
-    expect(role.rules.find((r) => r.verbs.includes('update'))?.resourceNames).toEqual(['gossip-operator-leader']);
+    expect(role.rules.find((r) => r.resources.includes('leases'))).toEqual({ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'patch', 'create'], resourceNames: ['gossip-operator-leader'] });
+    expect(role.rules.filter((r) => r.resources.includes('leases'))).toHaveLength(1);
+    expect(role.rules.flatMap((r) => r.verbs)).not.toContain('update');
   });
 
   it('mounts its token, runs non-root with a read-only root and /tmp, and takes no swim key literal', () => {

@@ -7,22 +7,24 @@ describe('permission table', () => {
     expect([...GRID_PLURALS].sort()).toEqual(KINDS.map((kind) => DEFINITIONS[kind].plural).sort());
   });
 
-  it('never grants a wildcard or a delete, and explains every entry', () => {
+  it('never grants a wildcard, deletes only discovered GridSite stubs and invite token Secrets, and explains every entry', () => {
+    const deletes: string[] = [];
     for (const entries of Object.values(DAEMON_PERMISSIONS)) {
       for (const entry of entries) {
         expect(entry.verbs as readonly string[]).not.toContain('*');
-        expect(entry.verbs as readonly string[]).not.toContain('delete');
         expect(entry.resources).not.toContain('*');
         expect(entry.why.length).toBeGreaterThan(10);
+        if ((entry.verbs as readonly string[]).includes('delete')) deletes.push(`${entry.resources.join(',')}:${entry.names}`);
       }
     }
+    expect(deletes.sort()).toEqual(['gridsites:all', 'secrets:inviteSecrets']);
     expect(DAEMON_PERMISSIONS.gateway).toEqual([]);
     expect(DAEMON_PERMISSIONS.sim).toEqual([]);
   });
 
   it('drops a named rule whose slot has no names, instead of granting every object', () => {
-    const rules = policyRules('gossip-operator', 'namespace', {});
-    expect(rules).toEqual([{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] }]);
+    expect(policyRules('gossip-operator', 'namespace', {})).toEqual([]);
+    expect(policyRules('gossip-operator', 'namespace', { inviteSecrets: [] })).toEqual([]);
     expect(policyRules('overlay-sync', 'namespace', { overlayConfigMap: [] })).toEqual([]);
   });
 

@@ -15,6 +15,7 @@ import type { ProviderState } from '../state/records.ts';
 import type { RevisionStore } from '../state/revision-store.ts';
 import { loopbackProfile, wanProfile } from '../swim/config.ts';
 import { checkKeyBytes, KeyRingError } from '../swim/keyring.ts';
+import { operatorStateConfigMapName } from '../../../schemas/object-names.ts';
 
 export class GossipSetupError extends Error {
   readonly reason: string;
@@ -47,7 +48,7 @@ export class StoreRevisionStore implements RevisionStore {
   #warned = false;
   constructor(ctx: OperatorContext) {
     this.#ctx = ctx;
-    this.#name = `grid-operator-state-${ctx.config.site.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`.slice(0, 63).replace(/-+$/, '');
+    this.#name = operatorStateConfigMapName(ctx.config.site);
   }
   async load(): Promise<number> {
     const object = (await this.#ctx.store.get(CONFIG_MAP, { name: this.#name, namespace: this.#ctx.config.namespace })) as { data?: Record<string, string> } | undefined;

@@ -13,6 +13,7 @@ import type { OperatorContext } from '../context.ts';
 import { FIELD_MANAGER, LABEL_PREFIX_INVITE, SECRET, SITE_INVITE } from '../kinds.ts';
 import type { Controller, ReconcileResult } from '../manager/manager.ts';
 import { boundedMessage, type Condition, mergeConditions, nowRfc3339, sameJson, specOnly } from './status.ts';
+import { inviteTokenSecretName } from '../../../schemas/object-names.ts';
 
 export const DEFAULT_INVITE_LIFETIME = '24h';
 const MIN_LIFETIME_MS = 5 * 60_000;
@@ -24,10 +25,6 @@ export function inviteLifetimeMs(text: string | undefined): number | undefined {
   if (match === null) return undefined;
   const ms = Number(match[1]) * (match[2] === 's' ? 1_000 : match[2] === 'm' ? 60_000 : 3_600_000);
   return ms >= MIN_LIFETIME_MS && ms <= MAX_LIFETIME_MS ? ms : undefined;
-}
-
-export function tokenSecretName(invite: string): string {
-  return `grid-invite-${invite}`.slice(0, 253);
 }
 
 export type InviteState = 'issue' | 'active' | 'expired' | 'redeemed';
@@ -53,7 +50,7 @@ export class SiteInviteController implements Controller {
   }
 
   async #revoke(invite: string): Promise<boolean> {
-    return this.#ctx.store.delete(SECRET, { name: tokenSecretName(invite), namespace: this.#ctx.config.namespace });
+    return this.#ctx.store.delete(SECRET, { name: inviteTokenSecretName(invite), namespace: this.#ctx.config.namespace });
   }
 
   async reconcile(name: string): Promise<ReconcileResult> {
@@ -96,7 +93,7 @@ export class SiteInviteController implements Controller {
       return {};
     }
     if (state === 'issue') {
-      const ref = { name: tokenSecretName(name), namespace: ctx.config.namespace };
+      const ref = { name: inviteTokenSecretName(name), namespace: ctx.config.namespace };
       const existing = (await ctx.store.get(SECRET, ref)) as SecretObject | undefined;
       let tokenId = existing?.data?.['tokenId'] !== undefined ? Buffer.from(existing.data['tokenId'], 'base64').toString('utf8') : undefined;
       const created = Date.parse(invite.metadata.creationTimestamp ?? '') || now;
@@ -138,7 +135,7 @@ export class SiteInviteController implements Controller {
       });
       return { requeueAfterMs: Math.max(1_000, created + lifetimeMs - now) };
     }
-    await write({ observedGeneration: generation, conditions: conditions(true, 'TokenIssued', `one-time token stored in Secret ${ctx.config.namespace}/${tokenSecretName(name)}`) });
+    await write({ observedGeneration: generation, conditions: conditions(true, 'TokenIssued', `one-time token stored in Secret ${ctx.config.namespace}/${inviteTokenSecretName(name)}`) });
     return { requeueAfterMs: Math.max(1_000, Date.parse(invite.status?.expiresAt ?? '') - now) };
   }
 }

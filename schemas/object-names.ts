@@ -1,0 +1,15 @@
+/**
+ * Names of objects the gossip-operator reads or writes by name, shared by the daemon and the compiler so the RBAC
+ * the compiler emits (scoped with resourceNames) names exactly the objects the daemon touches.
+ * The overlay ConfigMap's name is in overlay/configmap-name.ts (SPEC §2.1).
+ */
+
+/** The ConfigMap holding the operator's persisted gossip revision high-water mark (one per site). */
+export function operatorStateConfigMapName(site: string): string {
+  return `grid-operator-state-${site.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`.slice(0, 63).replace(/-+$/, '');
+}
+
+/** The Secret holding a SiteInvite's one-time token (never its status). */
+export function inviteTokenSecretName(invite: string): string {
+  return `grid-invite-${invite}`.slice(0, 253);
+}
