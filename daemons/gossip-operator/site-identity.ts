@@ -8,7 +8,7 @@
  * grid CA -> site certificate (naming that site) -> signing certificate verifies, so the shared SWIM key alone
  * cannot forge another site's records. No private key ever leaves the process.
  */
-import '../shared/reflect-metadata.ts';
+import 'reflect-metadata';
 import { createPrivateKey, generateKeyPairSync, KeyObject, webcrypto, X509Certificate } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 

@@ -1,7 +1,8 @@
 // Certificate generation for tests, benchmarks and the local grid runner: a CA plus server and client
 // leaf certificates with SANs and an organization, built with @peculiar/x509 over node:crypto's WebCrypto.
 // ECDSA P-256 keeps generation fast on a 2-core machine while being accepted by every TLS stack we use.
-import './reflect-metadata.ts';
+// @peculiar/x509's dependency tsyringe needs the Reflect metadata API at load time.
+import 'reflect-metadata';
 import { createHash, webcrypto } from 'node:crypto';
 import { isIP } from 'node:net';
 import * as x509 from '@peculiar/x509';
