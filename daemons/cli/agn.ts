@@ -13,7 +13,7 @@ import {
   overlayVerifyCommand,
   stableIdCommand,
 } from './overlay-commands.ts';
-import { upCommand } from './up.ts';
+import { UP_USAGE, upCommand } from './up.ts';
 
 interface Command {
   readonly usage: string;
@@ -23,8 +23,8 @@ interface Command {
 
 const COMMANDS: Readonly<Record<string, Command>> = {
   up: {
-    usage: 'up [--dist DIR]',
-    summary: 'summarize the compiled grid in dist/ (the local grid runner builds on this)',
+    usage: UP_USAGE,
+    summary: 'run the compiled grid (dist/) on this machine: every site on loopback, a live table and a curl; --check stops after the first routed request (CI=true implies it), --demo narrates the main flows',
     run: upCommand,
   },
   canonical: {

@@ -1,41 +1,149 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+/**
+ * `agn up`: the whole compiled grid (dist/) on this machine, one command. Generates the grid PKI and Secrets in a
+ * state directory (default .state/ in the repo, reused by the next start), starts every site's processes on
+ * loopback, prints a live table and a ready-to-paste curl, and stops everything on Ctrl-C. Under CI (CI=true) or
+ * with --check it stops after the first routed chat completion and exits 0 (1 on failure).
+ */
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { parseAllDocuments } from 'yaml';
+import { formatAddresses, formatSnapshot, readOverlays, snapshot } from '../local-grid/grid-status.ts';
+import { type GridProfile, type LocalGrid, REPO_ROOT, startLocalGrid } from '../local-grid/runner.ts';
+import { ProcessStartError } from '../local-grid/supervisor.ts';
+import { chatCompletion, curlFor, waitFor } from '../local-grid/traffic.ts';
 import { CliError, usageError } from './cli-error.ts';
 import type { CommandResult } from './overlay-commands.ts';
 
-/**
- * `agn up` for now summarizes the compiled grid: per manifest file in dist/, how many objects of each kind. The local
- * grid runner (issue 9) starts the daemons from the same manifests.
- */
-export function upCommand(args: readonly string[]): CommandResult {
-  let dist = 'dist';
+export const UP_USAGE = 'up [--dist DIR] [--state DIR] [--check] [--demo] [--profile compiled|fast]';
+
+export interface UpOptions {
+  readonly dist: string;
+  readonly state: string;
+  readonly check: boolean;
+  readonly demo: boolean;
+  readonly profile: GridProfile;
+}
+
+export function parseUpArgs(args: readonly string[], env: NodeJS.ProcessEnv): UpOptions {
+  let values: { dist?: string; state?: string; check?: boolean; demo?: boolean; profile?: string };
   try {
-    const { values } = parseArgs({ args: [...args], options: { dist: { type: 'string' }, demo: { type: 'boolean' } }, strict: true });
-    if (values.dist !== undefined) dist = values.dist;
+    values = parseArgs({
+      args: [...args],
+      options: { dist: { type: 'string' }, state: { type: 'string' }, check: { type: 'boolean' }, demo: { type: 'boolean' }, profile: { type: 'string' } },
+      strict: true,
+      allowPositionals: false,
+    }).values;
   } catch (error) {
     throw usageError(String((error as Error).message).split('\n')[0] ?? 'invalid arguments');
   }
-  let files: string[];
+  const profile = values.profile ?? (values.demo === true ? 'fast' : 'compiled');
+  if (profile !== 'compiled' && profile !== 'fast') throw usageError('--profile must be compiled or fast');
+  return {
+    dist: resolve(values.dist ?? join(REPO_ROOT, 'dist')),
+    state: resolve(values.state ?? join(REPO_ROOT, '.state')),
+    check: values.check === true || (env['CI'] === 'true' && values.demo !== true),
+    demo: values.demo === true,
+    profile,
+  };
+}
+
+function say(started: number, message: string): void {
+  process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${message}\n`);
+}
+
+/** The model and consumer to try first: a model the consumer's own overlay has a candidate for. */
+async function firstRoute(grid: LocalGrid): Promise<{ listen: string; model: string } | undefined> {
+  const consumer = grid.byRole('consumer-gateway')[0];
+  if (consumer?.listenAddress === undefined) return undefined;
+  const overlays = (await readOverlays(grid)).filter((o) => o.site === consumer.site);
+  const candidate = overlays.flatMap((o) => o.candidates).find((c) => c.kind === 'inference_model' && c.admission_state === 'new_and_existing' && c.fresh);
+  return candidate === undefined ? undefined : { listen: consumer.listenAddress, model: candidate.name };
+}
+
+export async function upCommand(args: readonly string[]): Promise<CommandResult> {
+  const options = parseUpArgs(args, process.env);
+  const started = Date.now();
+  say(started, `starting the compiled grid from ${options.dist} (state ${options.state}, profile ${options.profile}${options.check ? ', check mode' : ''})`);
+  // Signals are ours from the first moment: the daemons run in their own process groups, so an interrupted start
+  // must stop what it already started rather than leave it behind.
+  let created: LocalGrid | undefined;
+  let interrupted: string | undefined;
+  let stopping: Promise<void> | undefined;
+  let resolveSignal: (() => void) | undefined;
+  const stop = (why: string) => {
+    stopping ??= (async () => {
+      say(started, `${why}: stopping every process`);
+      await created?.stop();
+      say(started, 'stopped');
+    })();
+    return stopping;
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    interrupted ??= signal;
+    void stop(signal).then(() => resolveSignal?.());
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const release = () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+  let grid: LocalGrid;
   try {
-    files = readdirSync(dist).filter((f) => /\.ya?ml$/.test(f)).sort();
-  } catch {
-    throw new CliError(`cannot read ${dist}/: run "npx cdk8s synth" to compile the grid first`, 2);
+    grid = await startLocalGrid({ distDir: options.dist, stateDir: options.state, profile: options.profile, progress: (m) => say(started, m), onCreated: (g) => (created = g) });
+  } catch (error) {
+    await stop('start failed');
+    release();
+    if (interrupted !== undefined) return { stdout: '', stderr: `agn up: interrupted by ${interrupted} during start; every process stopped`, exitCode: 1 };
+    if (error instanceof ProcessStartError) throw new CliError(`${error.message}\n(all processes stopped; logs in ${join(options.state, 'logs')})`, 1);
+    throw new CliError(`cannot start the grid: ${(error as Error).message}`, 1);
   }
-  if (files.length === 0) {
-    return { stdout: `${dist}/ holds no manifests yet: run "npx cdk8s synth" to compile the example grid.\n`, exitCode: 0 };
-  }
-  const lines = [`Compiled grid in ${dist}/:`];
-  for (const file of files) {
-    const counts = new Map<string, number>();
-    for (const doc of parseAllDocuments(readFileSync(join(dist, file), 'utf8'))) {
-      if (doc.errors.length > 0) throw new CliError(`${join(dist, file)}: ${doc.errors[0]?.message.split('\n')[0]}`, 1);
-      const kind = (doc.toJS() as { kind?: unknown } | null)?.kind;
-      if (typeof kind === 'string') counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  grid.onProcessDied = (p, managed) => {
+    say(started, `process ${p.name} exited (${managed.exit?.signal ?? `status ${managed.exit?.code}`}); log: ${managed.logFile}`);
+  };
+  try {
+    say(started, `all ${grid.processes.length} processes up; logs in ${grid.logDir}`);
+    process.stdout.write(formatAddresses(grid));
+    const route = await waitFor('an overlay candidate at the consumer gateway', () => firstRoute(grid), 60_000);
+    say(started, `waiting for the first routed chat completion (model ${route.model} via ${route.listen})`);
+    const first = await waitFor('the first routed chat completion', async () => {
+      const result = await chatCompletion(route.listen, route.model);
+      return result.status === 200 && result.provider !== undefined ? result : undefined;
+    }, 60_000, 200);
+    const seconds = (Date.now() - started) / 1000;
+    say(started, `first routed chat completion after ${seconds.toFixed(1)} s from start: served by ${first.provider}`);
+    process.stdout.write(formatSnapshot(await snapshot(grid)));
+    if (options.check) {
+      await stop('check passed');
+      release();
+      return { stdout: `agn up --check: ok, first routed chat completion ${seconds.toFixed(1)} s after start\n`, exitCode: 0 };
     }
-    const summary = [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([kind, n]) => `${n} ${kind}`).join(', ');
-    lines.push(`  ${file}: ${summary || 'no objects'}`);
+    process.stdout.write(`\nTry it:\n  ${curlFor(route.listen, route.model)}\n\n`);
+    if (options.demo) {
+      const { runDemo } = await import('./demo.ts');
+      await runDemo(grid, (m) => say(started, m));
+      process.stdout.write(formatSnapshot(await snapshot(grid)));
+    }
+    if (stopping === undefined) {
+      process.stdout.write('Ctrl-C stops the grid.\n');
+      await new Promise<void>((resolve) => {
+        const tick = setInterval(() => {
+          void snapshot(grid).then((view) => {
+            if (stopping === undefined) process.stdout.write(`\n${new Date().toISOString()}\n${formatSnapshot(view)}`);
+          });
+        }, process.stdout.isTTY ? 10_000 : 60_000);
+        resolveSignal = () => {
+          clearInterval(tick);
+          resolve();
+        };
+      });
+    }
+    await stopping;
+    release();
+    return { stdout: '', exitCode: 0 };
+  } catch (error) {
+    await stop(interrupted ?? 'failure');
+    release();
+    if (interrupted !== undefined) return { stdout: '', exitCode: 0 };
+    throw new CliError(`${(error as Error).message} (logs in ${grid.logDir})`, 1);
   }
-  return { stdout: `${lines.join('\n')}\n`, exitCode: 0 };
 }

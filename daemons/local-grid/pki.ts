@@ -3,7 +3,7 @@
  * gateway's client certificate (its identity on the provider hop) and the site identity the GridSite probe presents.
  * Written once into the state directory and reused by later starts, so pinned fingerprints stay valid.
  */
-import { webcrypto } from 'node:crypto';
+import { webcrypto, X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -26,8 +26,17 @@ export interface SitePki {
   readonly site: string;
   /** Provider gateway server certificate (SANs: <site>.grid.internal, localhost, 127.0.0.1). */
   readonly providerGateway: PemPair;
-  /** Consumer gateway client certificate, organization grid-<site>. */
+  /** Consumer gateway client certificate, organization grid-<site> unless options.consumerOrganization says otherwise. */
   readonly consumerClient: PemPair;
+  /** The site identity (CN = site name, clientAuth): GridNetwork spec.tls.siteSecretRef, presented by the GridSite probe. */
+  readonly siteIdentity: PemPair;
+}
+
+export interface GridPkiOptions {
+  /** Organization of every consumer client certificate: what the provider gateways' peer_identity_trust matches. */
+  readonly consumerOrganization?: string;
+  /** Extra SANs of a site's provider gateway certificate: the names consumers send as SNI and probes verify. */
+  readonly providerSans?: Readonly<Record<string, readonly string[]>>;
 }
 
 export interface GridPki {
@@ -35,7 +44,7 @@ export interface GridPki {
   readonly sites: readonly SitePki[];
 }
 
-export async function ensureGridPki(dir: string, sites: readonly string[]): Promise<GridPki> {
+export async function ensureGridPki(dir: string, sites: readonly string[], options: GridPkiOptions = {}): Promise<GridPki> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const caFile = join(dir, 'ca.crt');
   const caKeyFile = join(dir, 'ca.key');
@@ -49,23 +58,50 @@ export async function ensureGridPki(dir: string, sites: readonly string[]): Prom
   for (const site of sites) {
     const siteDir = join(dir, site);
     mkdirSync(siteDir, { recursive: true, mode: 0o700 });
-    const providerGateway = await ensureLeaf(siteDir, 'provider-gateway', async () => {
+    const sans = [...new Set([`${site}.grid.internal`, 'localhost', '127.0.0.1', ...(options.providerSans?.[site] ?? [])])];
+    const providerGateway = await ensureLeaf(siteDir, 'provider-gateway', { sans }, async () => {
       ca ??= await loadCa(caFile, caKeyFile);
-      return createServerCertificate(ca, { commonName: `${site}.grid.internal`, organization: `grid-${site}`, sans: [`${site}.grid.internal`, 'localhost', '127.0.0.1'] });
+      return createServerCertificate(ca, { commonName: `${site}.grid.internal`, organization: `grid-${site}`, sans });
     });
-    const consumerClient = await ensureLeaf(siteDir, 'consumer-client', async () => {
+    const organization = options.consumerOrganization ?? `grid-${site}`;
+    const consumerClient = await ensureLeaf(siteDir, 'consumer-client', { organization }, async () => {
       ca ??= await loadCa(caFile, caKeyFile);
-      return createClientCertificate(ca, { commonName: `${site}-consumer`, organization: `grid-${site}` });
+      return createClientCertificate(ca, { commonName: `${site}-consumer`, organization });
     });
-    result.push({ site, providerGateway, consumerClient });
+    const siteIdentity = await ensureLeaf(siteDir, 'site-identity', { commonName: site }, async () => {
+      ca ??= await loadCa(caFile, caKeyFile);
+      return createClientCertificate(ca, { commonName: site, organization: `grid-${site}` });
+    });
+    result.push({ site, providerGateway, consumerClient, siteIdentity });
   }
   return { caFile, sites: result };
 }
 
-async function ensureLeaf(dir: string, name: string, create: () => Promise<{ certPem: string; keyPem: string }>): Promise<PemPair> {
+interface LeafWants {
+  readonly sans?: readonly string[];
+  readonly organization?: string;
+  readonly commonName?: string;
+}
+
+/** An existing leaf is reused only while it still says what the grid needs (a changed manifest may ask for more). */
+function leafMatches(certFile: string, wants: LeafWants): boolean {
+  try {
+    const cert = new X509Certificate(readFileSync(certFile));
+    const subject = cert.subject.split('\n');
+    const sanList = (cert.subjectAltName ?? '').split(', ').map((e) => e.replace(/^(DNS|IP Address):/, ''));
+    if (wants.organization !== undefined && !subject.includes(`O=${wants.organization}`)) return false;
+    if (wants.commonName !== undefined && !subject.includes(`CN=${wants.commonName}`)) return false;
+    if (wants.sans !== undefined && !wants.sans.every((n) => sanList.includes(n))) return false;
+    return Date.parse(cert.validTo) > Date.now() + 86_400_000;
+  } catch {
+    return false;
+  }
+}
+
+async function ensureLeaf(dir: string, name: string, wants: LeafWants, create: () => Promise<{ certPem: string; keyPem: string }>): Promise<PemPair> {
   const certFile = join(dir, `${name}.crt`);
   const keyFile = join(dir, `${name}.key`);
-  if (!existsSync(certFile) || !existsSync(keyFile)) {
+  if (!existsSync(certFile) || !existsSync(keyFile) || !leafMatches(certFile, wants)) {
     const leaf = await create();
     writeFileSync(keyFile, leaf.keyPem, { mode: 0o600 });
     writeFileSync(certFile, leaf.certPem);

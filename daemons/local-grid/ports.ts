@@ -32,3 +32,34 @@ export async function freeGossipPort(host = '127.0.0.1'): Promise<number> {
   }
   throw new Error('no port free for both TCP and UDP after 20 attempts');
 }
+
+/**
+ * Hands out each port at most once per grid: the OS may offer a port it just released again, and two daemons of
+ * one grid told the same number would fail at bind time.
+ */
+export class PortPool {
+  readonly #given = new Set<number>();
+  readonly #host: string;
+
+  constructor(host = '127.0.0.1') {
+    this.#host = host;
+  }
+
+  tcp(): Promise<number> {
+    return this.#unique(() => freeTcpPort(this.#host));
+  }
+
+  gossip(): Promise<number> {
+    return this.#unique(() => freeGossipPort(this.#host));
+  }
+
+  async #unique(next: () => Promise<number>): Promise<number> {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const port = await next();
+      if (this.#given.has(port)) continue;
+      this.#given.add(port);
+      return port;
+    }
+    throw new Error('no unused free port after 50 attempts');
+  }
+}

@@ -84,6 +84,41 @@ export class Supervisor {
     }
   }
 
+  /**
+   * Runs a process to completion (an init container): resolves when it exits 0, else throws a ProcessStartError with
+   * its exit status (or the timeout) and the last lines of its log.
+   */
+  async run(spec: ProcessSpec, timeoutMs = 60_000): Promise<ManagedProcess> {
+    const log = openSync(spec.logFile, 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(spec.command, [...spec.args], { cwd: spec.cwd, env: { ...process.env, ...spec.env }, stdio: ['ignore', log, log], detached: true });
+    } finally {
+      closeSync(log);
+    }
+    const managed: ManagedProcess = { name: spec.name, pid: child.pid ?? -1, logFile: spec.logFile, child };
+    this.#processes.push(managed);
+    const outcome = await new Promise<{ error?: Error; timedOut?: boolean }>((resolve) => {
+      const timer = setTimeout(() => resolve({ timedOut: true }), timeoutMs);
+      child.once('error', (error) => {
+        clearTimeout(timer);
+        resolve({ error });
+      });
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        managed.exit = { code, signal };
+        resolve({});
+      });
+    });
+    if (outcome.error !== undefined) throw new ProcessStartError(spec.name, spec.logFile, outcome.error.message);
+    if (outcome.timedOut === true) {
+      await this.stopProcess(managed, 1000);
+      throw new ProcessStartError(spec.name, spec.logFile, `did not finish within ${timeoutMs} ms`);
+    }
+    if (managed.exit?.code !== 0) throw new ProcessStartError(spec.name, spec.logFile, `exited with ${describeExit(managed.exit ?? { code: null, signal: null })}`);
+    return managed;
+  }
+
   /** Stops one process (e.g. the demo killing a provider). Resolves once it has exited. */
   async stopProcess(managed: ManagedProcess, graceMs = 5000): Promise<void> {
     if (managed.exit !== undefined || managed.pid < 0) return;
@@ -92,6 +127,14 @@ export class Supervisor {
     const timer = setTimeout(() => signalGroup(managed.pid, 'SIGKILL'), graceMs);
     await exited;
     clearTimeout(timer);
+  }
+
+  /** Kills one process group at once, without a chance to clean up (a crash, a lost machine). Resolves once it has exited. */
+  async kill(managed: ManagedProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (managed.exit !== undefined || managed.pid < 0) return;
+    const exited = new Promise<void>((resolve) => managed.child.once('exit', () => resolve()));
+    signalGroup(managed.pid, signal);
+    await exited;
   }
 
   /** Stops every process, newest first (gateways before the operators they depend on). */

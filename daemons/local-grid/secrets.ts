@@ -1,0 +1,144 @@
+/**
+ * The Secrets a compiled site references by name only, made real for the local grid: credential tokens (random,
+ * kept across starts), TLS secrets (ca.crt/tls.crt/tls.key from the grid PKI: the provider gateway's server
+ * certificate, the consumer gateway's client certificate), grid-ca, the site identity and the shared SWIM key.
+ * Values never leave this module except into the site's store and the pod files that mount them.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import type { KubeObject } from '../shared/resource-store/types.ts';
+import { type CompiledSite, configMapData, type PodPlan } from './compiled-grid.ts';
+import type { GridPki, SitePki } from './pki.ts';
+import { isGatewayConfig, isProviderGatewayConfig } from './rewrite.ts';
+
+export type SecretData = Record<string, Buffer>;
+
+export interface SiteSecret {
+  readonly name: string;
+  readonly namespace: string;
+  readonly data: SecretData;
+  /** Credential tokens (as opposed to certificates and keys): what the leak check looks for. */
+  readonly tokenKeys: readonly string[];
+}
+
+interface Ref {
+  name: string;
+  namespace?: string;
+  key?: string;
+}
+
+/** The shared SWIM key of the mesh: 32 random bytes, written once into the grid's PKI directory. */
+export function ensureSwimKey(pkiDir: string): Buffer {
+  const file = join(pkiDir, 'swim.key');
+  if (existsSync(file)) {
+    const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+    if (key.length === 32) return key;
+  }
+  const key = randomBytes(32);
+  writeFileSync(file, `${key.toString('hex')}\n`, { mode: 0o600 });
+  return key;
+}
+
+function podIsProviderGateway(site: CompiledSite, pod: PodPlan): boolean {
+  for (const volume of pod.volumes) {
+    const names = [volume.configMap?.name, ...(volume.projected?.sources ?? []).map((s) => s.configMap?.name)];
+    for (const name of names) {
+      if (name === undefined) continue;
+      for (const text of Object.values(configMapData(site, pod.namespace, name) ?? {})) {
+        try {
+          const doc: unknown = parseYaml(text);
+          if (isGatewayConfig(doc) && isProviderGatewayConfig(doc)) return true;
+        } catch {
+          // Not YAML: not a gateway config.
+        }
+      }
+    }
+  }
+  return false;
+}
+
+/** Every Secret the site's objects reference, with its values: existing tokens are kept, certificates come from the PKI. */
+export function siteSecrets(site: CompiledSite, pki: GridPki, swimKey: Buffer, existing: (namespace: string, name: string) => SecretData | undefined): SiteSecret[] {
+  const own = pki.sites.find((s) => s.site === site.site) as SitePki;
+  const ca = readFileSync(pki.caFile);
+  const pem = (pair: { certFile: string; keyFile: string }): SecretData => ({ 'ca.crt': ca, 'tls.crt': readFileSync(pair.certFile), 'tls.key': readFileSync(pair.keyFile) });
+  const wanted = new Map<string, { namespace: string; name: string; keys: Set<string>; tls?: 'provider' | 'consumer' }>();
+  const want = (ref: Ref | undefined, key: string | undefined, fallbackNamespace: string, tls?: 'provider' | 'consumer') => {
+    if (ref === undefined || ref.name === undefined) return;
+    const namespace = ref.namespace ?? fallbackNamespace;
+    const id = `${namespace}/${ref.name}`;
+    const entry = wanted.get(id) ?? { namespace, name: ref.name, keys: new Set<string>() };
+    if (key !== undefined) entry.keys.add(key);
+    if (tls !== undefined) entry.tls = tls;
+    wanted.set(id, entry);
+  };
+
+  const special = new Map<string, SecretData>();
+  for (const network of site.objects.filter((o) => o.kind === 'GridNetwork')) {
+    const tls = ((network['spec'] ?? {}) as { tls?: { caSecretRef?: Ref; siteSecretRef?: Ref; swimKeySecretRef?: Ref; swimKeyRef?: Ref } }).tls;
+    const swim = tls?.swimKeySecretRef ?? tls?.swimKeyRef;
+    if (swim !== undefined) special.set(`${swim.namespace ?? 'grid-system'}/${swim.name}`, { key: swimKey });
+    if (tls?.caSecretRef !== undefined) special.set(`${tls.caSecretRef.namespace ?? 'grid-system'}/${tls.caSecretRef.name}`, { 'ca.crt': ca });
+    if (tls?.siteSecretRef !== undefined) special.set(`${tls.siteSecretRef.namespace ?? 'grid-system'}/${tls.siteSecretRef.name}`, pem(own.siteIdentity));
+  }
+  for (const object of site.objects) {
+    const auth = ((object['spec'] ?? {}) as { auth?: { secretRef?: Ref } }).auth;
+    if (auth?.secretRef !== undefined) want(auth.secretRef, auth.secretRef.key ?? 'token', 'grid-system');
+  }
+  for (const pod of site.pods) {
+    const role = podIsProviderGateway(site, pod) ? 'provider' : 'consumer';
+    for (const volume of pod.volumes) {
+      const sources = [
+        ...(volume.secret !== undefined ? [{ name: volume.secret.secretName, items: volume.secret.items }] : []),
+        ...(volume.projected?.sources ?? []).flatMap((s) => (s.secret !== undefined ? [s.secret] : [])),
+      ];
+      for (const source of sources) {
+        const keys = (source.items ?? []).map((i) => i.key);
+        const isTls = keys.includes('tls.crt');
+        for (const key of keys) want({ name: source.name }, key, pod.namespace, isTls ? role : undefined);
+        if (keys.length === 0) want({ name: source.name }, undefined, pod.namespace);
+      }
+    }
+  }
+
+  const out: SiteSecret[] = [];
+  for (const [id, data] of special) {
+    const [namespace, name] = id.split('/') as [string, string];
+    out.push({ namespace, name, data, tokenKeys: [] });
+    wanted.delete(id);
+  }
+  for (const entry of wanted.values()) {
+    if (entry.tls !== undefined) {
+      out.push({ namespace: entry.namespace, name: entry.name, data: pem(entry.tls === 'provider' ? own.providerGateway : own.consumerClient), tokenKeys: [] });
+      continue;
+    }
+    const previous = existing(entry.namespace, entry.name) ?? {};
+    const data: SecretData = {};
+    const keys = entry.keys.size > 0 ? [...entry.keys] : ['token'];
+    for (const key of keys) {
+      const kept = previous[key];
+      // 24 random bytes, base64url: 32 characters no log line or overlay can contain by accident.
+      data[key] = kept !== undefined && kept.length >= 16 ? kept : Buffer.from(randomBytes(24).toString('base64url'));
+    }
+    out.push({ namespace: entry.namespace, name: entry.name, data, tokenKeys: keys });
+  }
+  return out.sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
+}
+
+export function secretObject(secret: SiteSecret): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: secret.name, namespace: secret.namespace, labels: { 'app.kubernetes.io/managed-by': 'agn-local-grid' } },
+    type: 'Opaque',
+    data: Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, v.toString('base64')])),
+  };
+}
+
+export function secretDataOf(object: KubeObject | undefined): SecretData | undefined {
+  const data = object?.['data'];
+  if (typeof data !== 'object' || data === null) return undefined;
+  return Object.fromEntries(Object.entries(data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64')]));
+}

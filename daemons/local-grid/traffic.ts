@@ -1,0 +1,62 @@
+/**
+ * Client side of the local grid: one chat completion through a consumer gateway, reporting which provider answered
+ * (the sims' x-sim-provider header), and a poll-with-deadline that says what it waited for.
+ */
+
+export interface ChatResult {
+  readonly status: number;
+  /** x-sim-provider of the answer: the backend that served it (undefined when no backend answered). */
+  readonly provider?: string;
+  readonly body: string;
+  readonly ms: number;
+}
+
+export const CHAT_BODY = (model: string) => JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello from the grid.' }] });
+
+export async function chatCompletion(listen: string, model: string, timeoutMs = 10_000): Promise<ChatResult> {
+  const started = performance.now();
+  try {
+    const response = await fetch(`http://${listen}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: CHAT_BODY(model),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const body = await response.text();
+    const provider = response.headers.get('x-sim-provider') ?? undefined;
+    return { status: response.status, ...(provider !== undefined ? { provider } : {}), body, ms: performance.now() - started };
+  } catch (error) {
+    return { status: 0, body: (error as Error).message, ms: performance.now() - started };
+  }
+}
+
+/** The curl a user can paste to send the same request. */
+export function curlFor(listen: string, model: string): string {
+  return `curl -sS -i http://${listen}/v1/chat/completions -H 'content-type: application/json' -d '${CHAT_BODY(model)}'`;
+}
+
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs: number, intervalMs = 250): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? ` (last error: ${last.message})` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** Sends `count` requests one after another; returns how many each provider served (and "status <n>" for failures). */
+export async function attribution(listen: string, model: string, count: number): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (let i = 0; i < count; i++) {
+    const result = await chatCompletion(listen, model);
+    const key = result.status === 200 && result.provider !== undefined ? result.provider : `status ${result.status}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return counts;
+}

@@ -1,0 +1,323 @@
+// The local grid qualification (seed 002 "single-cluster qualification", here two sites on loopback): the compiled
+// grid in dist/ started by the same runner as `npm start`, with real processes, UDP gossip and mTLS, then driven
+// through the flows a user relies on. Evidence (results.json, SUMMARY.md) goes to a temp directory; teardown is
+// checked by pid.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readOverlays, type OverlayCandidate } from '../../daemons/local-grid/grid-status.ts';
+import { type LocalGrid, REPO_ROOT, startLocalGrid } from '../../daemons/local-grid/runner.ts';
+import { attribution, chatCompletion, waitFor } from '../../daemons/local-grid/traffic.ts';
+import { EvidenceLog } from './evidence.ts';
+
+const REFRESH_MS = 2_000; // GridNetwork metricsRefreshInterval under the runner's fast profile
+const MODEL = 'sim-model-v1';
+const runDir = mkdtempSync(join(tmpdir(), 'agn-e2e-'));
+const evidence = new EvidenceLog();
+const errorBodies: string[] = [];
+let grid: LocalGrid;
+let startMs = 0;
+let stopped = false;
+let started = false;
+
+async function json(url: string): Promise<Record<string, unknown>> {
+  const response = await fetch(url, { signal: AbortSignal.timeout(3000) });
+  return (await response.json()) as Record<string, unknown>;
+}
+
+async function eastOverlay(): Promise<{ revision: string; candidates: readonly OverlayCandidate[]; configMap: string }> {
+  const overlay = (await readOverlays(grid)).find((o) => o.site === 'east');
+  if (overlay === undefined) throw new Error('east has no rendered overlay');
+  return overlay;
+}
+
+const model = (candidates: readonly OverlayCandidate[], name = MODEL) => candidates.filter((c) => c.kind === 'inference_model' && c.name === name);
+const consumer = (i: number) => grid.byRole('consumer-gateway', 'east')[i]!;
+
+async function acceptedEverywhere(revision: string): Promise<boolean> {
+  for (const c of grid.byRole('consumer-gateway', 'east')) {
+    if (grid.running(c.name) === undefined) continue;
+    const status = await json(`http://${c.adminAddress}/status`).catch(() => ({}) as Record<string, unknown>);
+    if (status['accepted_revision'] !== revision) return false;
+  }
+  return true;
+}
+
+async function send(listen: string, count: number, name = MODEL): Promise<Map<string, number>> {
+  const counts = await attribution(listen, name, count);
+  return counts;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function filesUnder(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) out.push(join(entry.parentPath, entry.name));
+  }
+  return out;
+}
+
+function tlsGet(port: number, options: { cert?: string; key?: string; ca: string; headers?: Record<string, string> }): Promise<{ status: number; body: string } | { error: string }> {
+  return new Promise((resolve) => {
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v1/chat/completions',
+        servername: 'gateway.east.grid.example.com',
+        ca: options.ca,
+        ...(options.cert !== undefined ? { cert: options.cert, key: options.key } : {}),
+        headers: { 'content-type': 'application/json', ...(options.headers ?? {}) },
+        timeout: 5000,
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', (error) => resolve({ error: (error as NodeJS.ErrnoException).code ?? error.message }));
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end(JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] }));
+  });
+}
+
+beforeAll(async () => {
+  const t0 = Date.now();
+  grid = await startLocalGrid({ distDir: join(REPO_ROOT, 'dist'), stateDir: join(runDir, 'state'), profile: 'fast' });
+  await waitFor('the first routed chat completion', async () => {
+    const result = await chatCompletion(consumer(0).listenAddress!, MODEL);
+    return result.status === 200 && result.provider !== undefined ? result : undefined;
+  }, 60_000, 200);
+  startMs = Date.now() - t0;
+  started = true;
+}, 120_000);
+
+afterAll(async () => {
+  if (!stopped) await grid?.stop();
+  const failed = !started || evidence.entries.some((e) => e.outcome === 'failed');
+  evidence.write(runDir, { grid: 'dist/ (east, west) on loopback, profile fast', first_routed_completion_ms: startMs, run_dir: runDir, state_kept: failed });
+  // The state holds generated credentials: kept only when something failed, for diagnosis.
+  if (!failed) rmSync(join(runDir, 'state'), { recursive: true, force: true });
+  process.stdout.write(`local grid qualification evidence: ${join(runDir, 'SUMMARY.md')}\n`);
+}, 60_000);
+
+describe('local grid qualification: two sites from dist/ on loopback', () => {
+  it('agrees on one overlay revision from operator to serving request (rendered == written == accepted == serving)', async () => {
+    await evidence.step('overlay revisions agree', async (note) => {
+      const agreed = await waitFor('every consumer pod to agree on the rendered revision', async () => {
+        const overlay = await eastOverlay();
+        const rows: Record<string, string | null>[] = [];
+        for (const [i, gateway] of grid.byRole('consumer-gateway', 'east').entries()) {
+          const sync = grid.processes.find((p) => p.role === 'overlay-sync' && p.pod === gateway.pod)!;
+          const written = ((await json(`http://${sync.adminAddress}/status`))['written'] as { revision: string | null }).revision;
+          const accepted = (await json(`http://${gateway.adminAddress}/status`))['accepted_revision'] as string | null;
+          const result = await chatCompletion(gateway.listenAddress!, MODEL);
+          if (result.status !== 200 || result.provider === undefined) return undefined;
+          const seen = (await grid.simRequests(result.provider)).at(-1)?.headers['x-ai-provider-routing-revision'] ?? null;
+          rows.push({ consumer: String(i), rendered: overlay.revision, written, accepted, serving: seen });
+        }
+        return rows.every((r) => r['written'] === r['rendered'] && r['accepted'] === r['rendered'] && r['serving'] === r['rendered']) ? { overlay, rows } : undefined;
+      }, 30_000);
+      note('revision', agreed.overlay.revision);
+      note('consumers', agreed.rows.length);
+      expect(agreed.rows).toHaveLength(2);
+      expect(agreed.overlay.revision).toMatch(/^[0-9a-f]{64}$/);
+      // The file the gateway reads holds exactly the ConfigMap's bytes.
+      const store = await grid.site('east').store.get({ apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true }, { namespace: 'grid-system', name: 'grid-overlay-demo-consumer-gateway' });
+      const data = (store?.['data'] as Record<string, string>)['routing-overlay.json'];
+      const pod = grid.pods.find((p) => p.pod.id === 'consumer-gateway-0')!;
+      const onDisk = readFileSync(join(pod.dir, 'volumes', 'routing-overlay', 'routing-overlay.json'), 'utf8');
+      if (JSON.parse(onDisk).revision.value === agreed.overlay.revision) expect(onDisk).toBe(data);
+    });
+  }, 60_000);
+
+  it('attributes requests as the selection mode says (weightedRandom by capacityWeight inside the first group)', async () => {
+    await evidence.step('attribution follows weightedRandom', async (note) => {
+      const overlay = await eastOverlay();
+      const group0 = model(overlay.candidates).filter((c) => c.selection_group === 0);
+      note('group0', group0.map((c) => `${c.site}/${c.cluster} weight ${(c as unknown as { traffic_weight?: number }).traffic_weight}`));
+      expect(group0.map((c) => c.cluster).sort()).toEqual(['east-llm-a', 'east-llm-b']);
+      const counts = await send(consumer(0).listenAddress!, 48);
+      note('counts', Object.fromEntries(counts));
+      expect([...counts.keys()].sort()).toEqual(['east-llm-a', 'east-llm-b']);
+      // Weights 3:1 over 48 requests: P(a <= b) is far below 1e-6.
+      expect(counts.get('east-llm-a')!).toBeGreaterThan(counts.get('east-llm-b')!);
+    });
+  }, 60_000);
+
+  it('re-ranks on a queue-depth change within one refresh interval', async () => {
+    await evidence.step('queue depth re-ranks within one refresh interval', async (note) => {
+      const before = model((await eastOverlay()).candidates).filter((c) => c.site === 'east');
+      expect(before[0]?.cluster).toBe('east-llm-a'); // equal scores: byte order of the site, then name
+      await grid.setSimState('east-llm-a', { queue_depth: 0.6 });
+      const t0 = Date.now();
+      const after = await waitFor('east-llm-b to rank above east-llm-a', async () => {
+        const rows = model((await eastOverlay()).candidates).filter((c) => c.site === 'east');
+        return rows[0]?.cluster === 'east-llm-b' ? rows : undefined;
+      }, 15_000, 50);
+      const elapsed = Date.now() - t0;
+      note('re_rank_ms', elapsed);
+      note('scores', after.map((c) => `${c.cluster}=${c.score}`));
+      expect(after.find((c) => c.cluster === 'east-llm-a')!.score).toBeCloseTo(0.4, 5);
+      // The next scrape (one refresh interval at most) sees it; one reconcile (scrape, render, write) comes on top.
+      expect(elapsed).toBeLessThan(REFRESH_MS + 2_000);
+      await grid.setSimState('east-llm-a', { queue_depth: 0 });
+      await waitFor('the ranking to return', async () => (model((await eastOverlay()).candidates)[0]?.cluster === 'east-llm-a' ? true : undefined), 15_000);
+    });
+  }, 60_000);
+
+  it('withdraws a provider whose backend died, and routes to it again once it is back', async () => {
+    await evidence.step('provider withdrawn and restored', async (note) => {
+      const t0 = Date.now();
+      await grid.stopProcess('east/sim-east-llm-a/sim');
+      const withdrawn = await waitFor('east-llm-a out of the viable group at every consumer', async () => {
+        const overlay = await eastOverlay();
+        const a = model(overlay.candidates).find((c) => c.cluster === 'east-llm-a');
+        const viable = a !== undefined && a.admission_state === 'new_and_existing' && a.fresh;
+        return !viable && (await acceptedEverywhere(overlay.revision)) ? { overlay, a } : undefined;
+      }, 40_000);
+      note('withdraw_ms', Date.now() - t0);
+      note('withdrawn_as', withdrawn.a === undefined ? 'removed' : `${withdrawn.a.admission_state}, fresh=${withdrawn.a.fresh}`);
+      const during = await send(consumer(0).listenAddress!, 16);
+      note('counts_without_a', Object.fromEntries(during));
+      expect([...during.keys()]).toEqual(['east-llm-b']);
+      const t1 = Date.now();
+      await grid.startProcess('east/sim-east-llm-a/sim');
+      await waitFor('east-llm-a viable again at every consumer', async () => {
+        const overlay = await eastOverlay();
+        const a = model(overlay.candidates).find((c) => c.cluster === 'east-llm-a');
+        return a?.admission_state === 'new_and_existing' && a.fresh && a.selection_group === 0 && (await acceptedEverywhere(overlay.revision)) ? true : undefined;
+      }, 90_000);
+      note('restore_ms', Date.now() - t1);
+      const after = await send(consumer(0).listenAddress!, 24);
+      note('counts_after_restore', Object.fromEntries(after));
+      expect(after.get('east-llm-a') ?? 0).toBeGreaterThan(0);
+    });
+  }, 150_000);
+
+  it('keeps serving through the other consumer gateway when one is down', async () => {
+    await evidence.step('one consumer down, the other serves', async (note) => {
+      const down = consumer(0);
+      await grid.stopProcess(down.name);
+      const refused = await chatCompletion(down.listenAddress!, MODEL, 2000);
+      expect(refused.status).toBe(0);
+      const other = await send(consumer(1).listenAddress!, 10);
+      note('counts_via_consumer_1', Object.fromEntries(other));
+      expect([...other.keys()].every((k) => k.startsWith('east-llm-'))).toBe(true);
+      await grid.startProcess(down.name);
+      const back = await waitFor('the restarted consumer to serve', async () => {
+        const r = await chatCompletion(down.listenAddress!, MODEL);
+        return r.status === 200 ? r : undefined;
+      }, 30_000);
+      note('restarted_consumer_served_by', back.provider);
+    });
+  }, 60_000);
+
+  it('keeps the network boundaries: no credential at the consumer, no entry to the provider gateway without a trusted client certificate', async () => {
+    await evidence.step('network boundaries', async (note) => {
+      const tokens = grid.tokens().map((t) => t.toString());
+      expect(tokens.length).toBeGreaterThan(0);
+      const holds = (pod: string) => filesUnder(grid.pods.find((p) => p.site === 'east' && p.pod.id === pod)!.dir).filter((f) => tokens.some((t) => readFileSync(f, 'utf8').includes(t)));
+      expect(holds('consumer-gateway-0')).toEqual([]);
+      expect(holds('consumer-gateway-1')).toEqual([]);
+      expect(holds('provider-gateway-0').length).toBeGreaterThan(0); // the check can see a credential where one belongs
+      for (const c of grid.byRole('consumer-gateway')) expect(Object.values(c.env).some((v) => tokens.some((t) => v.includes(t)))).toBe(false);
+      const provider = grid.byRole('provider-gateway', 'east')[0]!;
+      const port = Number(provider.listenAddress!.split(':')[1]);
+      const ca = readFileSync(grid.pki.caFile, 'utf8');
+      const east = grid.pki.sites.find((s) => s.site === 'east')!;
+      const noCert = await tlsGet(port, { ca });
+      note('without_client_certificate', noCert);
+      expect('error' in noCert || noCert.status === 403).toBe(true);
+      // Issued by the grid CA, but its organization is not in trusted_peers.
+      const untrusted = await tlsGet(port, { ca, cert: readFileSync(east.siteIdentity.certFile, 'utf8'), key: readFileSync(east.siteIdentity.keyFile, 'utf8') });
+      note('untrusted_certificate', 'status' in untrusted ? untrusted.status : untrusted);
+      expect('status' in untrusted && untrusted.status).toBe(403);
+      // The consumers' certificate, but no routing context from a consumer gateway.
+      const noContext = await tlsGet(port, { ca, cert: readFileSync(east.consumerClient.certFile, 'utf8'), key: readFileSync(east.consumerClient.keyFile, 'utf8') });
+      note('trusted_certificate_without_routing_headers', 'status' in noContext ? noContext.status : noContext);
+      expect('status' in noContext && noContext.status).toBe(403);
+      for (const r of [untrusted, noContext]) if ('body' in r) errorBodies.push(r.body);
+    });
+  }, 30_000);
+
+  it("marks a lost remote site's candidates stale, withdraws them once its gateway is unreachable, and keeps traffic local", async () => {
+    await evidence.step('remote site killed: stale candidates, traffic stays local', async (note) => {
+      const before = (await eastOverlay()).candidates.filter((c) => c.site === 'west');
+      note('west_candidates_before', before.map((c) => `${c.name}@${c.cluster} fresh=${c.fresh}`));
+      expect(before.length).toBeGreaterThan(0);
+      expect(before.every((c) => c.fresh)).toBe(true);
+      // First west's control plane dies (SIGKILL: no graceful SWIM leave) while its gateways still answer: the
+      // member turns suspect then dead, and its candidates stay in the overlay as fresh=false (seed 004).
+      const t0 = Date.now();
+      await grid.killProcess('west/gossip-operator/gossip-operator');
+      const stale = await waitFor("every west candidate fresh=false in east's overlay, accepted by the consumers", async () => {
+        const overlay = await eastOverlay();
+        const west = overlay.candidates.filter((c) => c.site === 'west');
+        return west.length === before.length && west.every((c) => !c.fresh) && (await acceptedEverywhere(overlay.revision)) ? west : undefined;
+      }, 30_000);
+      note('stale_ms', Date.now() - t0);
+      note('west_candidates_stale', stale.map((c) => `${c.name}@${c.cluster} fresh=${c.fresh} group=${c.selection_group}`));
+      const whileStale = await send(consumer(0).listenAddress!, 16);
+      note('counts_while_stale', Object.fromEntries(whileStale));
+      expect([...whileStale.keys()].every((k) => k === 'east-llm-a' || k === 'east-llm-b')).toBe(true);
+      // Then the rest of the site: the GridSite probe fails, the site is Unreachable and no longer eligible.
+      const t1 = Date.now();
+      await Promise.all(grid.processes.filter((p) => p.site === 'west').map((p) => grid.killProcess(p.name)));
+      await waitFor("west's GridSite Unreachable and its candidates withdrawn", async () => {
+        const site = await grid.site('east').store.get({ apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridSite', plural: 'gridsites', namespaced: false }, { name: 'demo-west' });
+        const overlay = await eastOverlay();
+        const phase = (site?.['status'] as { phase?: string } | undefined)?.phase;
+        return phase === 'Unreachable' && !overlay.candidates.some((c) => c.site === 'west') && (await acceptedEverywhere(overlay.revision)) ? true : undefined;
+      }, 30_000);
+      note('withdrawn_ms', Date.now() - t1);
+      const counts = await send(consumer(0).listenAddress!, 16);
+      note('counts_after_site_lost', Object.fromEntries(counts));
+      expect([...counts.keys()].every((k) => k === 'east-llm-a' || k === 'east-llm-b')).toBe(true);
+      const remoteOnly = await chatCompletion(consumer(0).listenAddress!, 'gpt-4o-mini');
+      note('remote_only_model_status', remoteOnly.status);
+      expect(remoteOnly.status).not.toBe(200);
+      errorBodies.push(remoteOnly.body);
+    });
+  }, 90_000);
+
+  it('leaks no token into any log, state file, overlay or error body, and leaves no process behind', async () => {
+    await evidence.step('no token bytes anywhere; clean teardown', async (note) => {
+      const pids = grid.supervisor.processes.map((p) => p.pid);
+      await grid.stop();
+      stopped = true;
+      const tokens = grid.tokens();
+      const needles = tokens.flatMap((t) => [t.toString(), t.toString('base64')]);
+      const leaks: string[] = [];
+      const files = filesUnder(join(runDir, 'state'));
+      for (const file of files) {
+        const text = readFileSync(file, 'utf8');
+        // A Secret in a store, or a file that is exactly one mounted secret key, is where a token belongs.
+        if (file.includes(`${join('objects', 'core', 'Secret')}/`)) continue;
+        if (tokens.some((t) => text.trim() === t.toString())) continue;
+        if (needles.some((n) => text.includes(n))) leaks.push(file);
+      }
+      for (const body of errorBodies) if (needles.some((n) => body.includes(n))) leaks.push(`error body: ${body.slice(0, 80)}`);
+      note('files_scanned', files.length);
+      note('logs_scanned', readdirSync(grid.logDir).length);
+      note('error_bodies_scanned', errorBodies.length);
+      expect(leaks).toEqual([]);
+      expect(statSync(grid.logDir).isDirectory()).toBe(true);
+      const orphans = pids.filter(alive);
+      note('processes', pids.length);
+      expect(orphans).toEqual([]);
+    });
+  }, 60_000);
+});
