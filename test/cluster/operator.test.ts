@@ -1,0 +1,359 @@
+// The real gossip-operator program against the real API server, as dist/east.k8s.yaml deploys it: its own
+// ServiceAccount token (TokenRequest, never the admin's), the Secrets east's resources reference created by name,
+// two replicas of site east competing for one Lease. Checks what a user relies on: the overlay ConfigMap of SPEC
+// §2.1 written by field manager grid-operator and accepted by a consumer, schema-valid status through the status
+// subresource, logs free of secrets and of RBAC refusals, and one writer at a time with a hand-over on SIGTERM.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { createSocket } from 'node:dgram';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { validateCustomResource } from '../../schemas/crds/validate.ts';
+import { inviteTokenSecretName, operatorStateConfigMapName } from '../../schemas/object-names.ts';
+import { overlayConfigMapName } from '../../schemas/overlay/configmap-name.ts';
+import { OVERLAY_SYNC_MAX_OVERLAY_BYTES, validateOverlay } from '../../schemas/overlay/validate.ts';
+import { renderKubeconfig } from './certs.ts';
+import { adminKubeConfig, waitFor } from './kube.ts';
+import { applyManifests, readManifests, RawClient } from './manifests.ts';
+import type { Manifest } from './manifests.ts';
+import { startOperatorProcess } from './operator-process.ts';
+import type { OperatorProcess } from './operator-process.ts';
+
+const run = promisify(execFile);
+const east = readManifests('east.k8s.yaml');
+const NAMESPACE = 'grid-system';
+const OPERATOR_SA = 'gossip-operator';
+const FIELD_MANAGER = 'grid-operator';
+const GRID = '/apis/grid.praxis.fast/v1alpha1';
+const LEASE_NAME = 'gossip-operator-leader'; // the one Lease dist's Role grants by name
+const LEASE_PATH = `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/${LEASE_NAME}`;
+const LEASE_SECONDS = 6;
+
+const gridObjects = east.filter((m) => m.object.apiVersion.startsWith('grid.praxis.fast/')).map((m) => m.object);
+const network = gridObjects.find((o) => o.kind === 'GridNetwork')!;
+const operatorEnv = (() => {
+  const deployment = east.find((m) => m.object.kind === 'Deployment' && m.object.metadata.name === OPERATOR_SA)!;
+  const spec = deployment.object['spec'] as { template: { spec: { containers: { name: string; env?: { name: string; value?: string }[] }[] } } };
+  const container = spec.template.spec.containers.find((c) => c.name === 'gossip-operator')!;
+  return Object.fromEntries((container.env ?? []).filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]));
+})();
+const SITE = operatorEnv['GRID_SITE_NAME']!;
+const gateway = (network['spec'] as { consumerGateways: { name: string; namespace: string; siteName: string }[] }).consumerGateways[0]!;
+const CONFIGMAP = overlayConfigMapName(network.metadata.name, gateway.name);
+const CM_PATH = `/api/v1/namespaces/${gateway.namespace}/configmaps/${CONFIGMAP}`;
+
+interface SecretRef {
+  name: string;
+  namespace: string;
+  key?: string;
+}
+
+// Every Secret a grid object's spec names (…SecretRef / secretRef), with the role it plays there.
+function referencedSecrets(): Map<string, { ref: SecretRef; role: 'ca' | 'site' | 'swim' | 'token' }> {
+  const out = new Map<string, { ref: SecretRef; role: 'ca' | 'site' | 'swim' | 'token' }>();
+  const walk = (value: unknown, key: string): void => {
+    if (Array.isArray(value)) value.forEach((v) => walk(v, key));
+    else if (value !== null && typeof value === 'object') {
+      const record = value as Record<string, unknown>;
+      if (/secretref$/i.test(key) && typeof record['name'] === 'string') {
+        const role = key === 'caSecretRef' ? 'ca' : key === 'siteSecretRef' ? 'site' : /swimkey/i.test(key) ? 'swim' : 'token';
+        const ref = record as unknown as SecretRef;
+        out.set(`${ref.namespace}/${ref.name}`, { ref, role });
+      }
+      for (const [k, v] of Object.entries(record)) walk(v, k);
+    }
+  };
+  for (const o of gridObjects) walk(o['spec'], 'spec');
+  return out;
+}
+
+async function freePort(): Promise<number> {
+  // SWIM uses the same port for UDP and TCP: take one the kernel hands out for TCP and check UDP can bind it too.
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const server = createServer();
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        const p = (server.address() as { port: number }).port;
+        server.close(() => resolve(p));
+      });
+    });
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = createSocket('udp4');
+      socket.once('error', () => resolve(false));
+      socket.bind(port, '127.0.0.1', () => socket.close(() => resolve(true)));
+    });
+    if (ok) return port;
+  }
+}
+
+let admin: RawClient;
+let workDir: string;
+let kubeconfigPath: string;
+const secretsInPlay: string[] = []; // every secret byte string that must never reach a log
+const replicas = new Map<string, OperatorProcess>();
+const stopped = new Set<string>(); // replicas this file stopped on purpose (npm reports the signal as 128)
+const started = Date.now();
+
+async function get(path: string): Promise<Record<string, any> | undefined> {
+  const res = await admin.request('GET', path);
+  return res.status === 200 ? (res.body as Record<string, any>) : undefined;
+}
+
+async function startReplica(identity: string): Promise<OperatorProcess> {
+  const [gossipPort, adminPort] = [await freePort(), await freePort()];
+  const daemon = startOperatorProcess(
+    [
+      '--store', 'kubernetes',
+      '--site', SITE,
+      '--namespace', NAMESPACE,
+      '--identity', identity,
+      '--gossip-bind', `127.0.0.1:${gossipPort}`,
+      '--gossip-advertise', `127.0.0.1:${gossipPort}`,
+      '--admin', `127.0.0.1:${adminPort}`,
+      '--swim-profile', 'loopback',
+      '--leader-elect', 'true',
+      '--lease-name', LEASE_NAME,
+      '--lease-duration', `${LEASE_SECONDS}s`,
+    ],
+    { KUBECONFIG: kubeconfigPath, GRID_GATEWAY_ADDRESS: operatorEnv['GRID_GATEWAY_ADDRESS'] ?? '', LOG_LEVEL: 'debug' },
+  );
+  replicas.set(identity, daemon);
+  return daemon;
+}
+
+async function makeSecrets(): Promise<void> {
+  // A grid CA and a site certificate naming this site (CN and DNS SAN), as network-gossip.ts certifies its
+  // state-signing key with them.
+  const ssl = (args: string[]) => run('openssl', args, { cwd: workDir });
+  await ssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'grid-ca.key', '-out', 'grid-ca.crt',
+    '-days', '2', '-subj', '/CN=agn-grid-test-ca', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+  await writeFile(join(workDir, 'site.ext'), `basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nsubjectAltName=DNS:${SITE}\n`);
+  await ssl(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'site.key', '-out', 'site.csr', '-subj', `/CN=${SITE}`]);
+  await ssl(['x509', '-req', '-in', 'site.csr', '-CA', 'grid-ca.crt', '-CAkey', 'grid-ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'site.ext', '-out', 'site.crt']);
+  const pem = (f: string) => readFile(join(workDir, f), 'utf8');
+  const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
+  const siteKey = await pem('site.key');
+  secretsInPlay.push(siteKey.split('\n').filter((l) => l && !l.startsWith('-----')).join(''));
+  for (const { ref, role } of referencedSecrets().values()) {
+    let data: Record<string, string>;
+    if (role === 'ca') data = { [ref.key ?? 'ca.crt']: b64(await pem('grid-ca.crt')) };
+    else if (role === 'site') data = { 'tls.crt': b64(await pem('site.crt')), 'tls.key': b64(siteKey) };
+    else if (role === 'swim') {
+      const key = randomBytes(32);
+      secretsInPlay.push(key.toString('hex'), key.toString('base64'));
+      data = { [ref.key ?? 'key']: b64(key) };
+    } else {
+      const token = `tok-${randomBytes(18).toString('hex')}`;
+      secretsInPlay.push(token);
+      data = { [ref.key ?? 'token']: b64(token) };
+    }
+    const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: ref.name, namespace: ref.namespace }, type: 'Opaque', data };
+    const res = await admin.apply(secret as Manifest['object'], 'agn-cluster-test', { force: 'true' });
+    if (res.status !== 200 && res.status !== 201) throw new Error(`create Secret ${ref.namespace}/${ref.name}: HTTP ${res.status}`);
+  }
+}
+
+beforeAll(async () => {
+  admin = new RawClient(adminKubeConfig());
+  await applyManifests(admin, ['crds.k8s.yaml', 'east.k8s.yaml']);
+  // A rerun (or an earlier file) may have left an overlay and a Lease behind; start like a fresh install.
+  await admin.request('DELETE', CM_PATH);
+  await admin.request('DELETE', LEASE_PATH);
+  workDir = await mkdtemp(join(tmpdir(), 'agn-operator-'));
+  await makeSecrets();
+  const res = await admin.request('POST', `/api/v1/namespaces/${NAMESPACE}/serviceaccounts/${OPERATOR_SA}/token`, {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
+    spec: { expirationSeconds: 3600 },
+  });
+  if (res.status !== 201) throw new Error(`TokenRequest for ${OPERATOR_SA}: HTTP ${res.status}`);
+  const token = (res.body as { status: { token: string } }).status.token;
+  secretsInPlay.push(token);
+  kubeconfigPath = join(workDir, 'operator.kubeconfig');
+  await writeFile(kubeconfigPath, renderKubeconfig(inject('apiServerUrl'), inject('caPem'), { name: OPERATOR_SA, token }), { mode: 0o600 });
+  // Two replicas of the same site, started together: the Lease decides which one works.
+  await Promise.all([startReplica('east-op-a'), startReplica('east-op-b')]);
+});
+
+afterAll(async () => {
+  const stops = [...replicas.values()].map((r) => r.stop());
+  await Promise.allSettled(stops);
+  // The control plane is shared with the other files (rbac.test.ts expects swim-key to be absent): remove what
+  // this file and the operator created in grid-system.
+  if (admin !== undefined) {
+    const ns = `/api/v1/namespaces/${NAMESPACE}`;
+    const invites = gridObjects.filter((o) => o.kind === 'SiteInvite').map((o) => inviteTokenSecretName(o.metadata.name));
+    const secrets = [...[...referencedSecrets().values()].map((s) => `${s.ref.namespace === NAMESPACE ? ns : `/api/v1/namespaces/${s.ref.namespace}`}/secrets/${s.ref.name}`), ...invites.map((n) => `${ns}/secrets/${n}`)];
+    for (const path of [...secrets, CM_PATH, `${ns}/configmaps/${operatorStateConfigMapName(SITE)}`, LEASE_PATH]) await admin.request('DELETE', path);
+  }
+  if (workDir !== undefined && process.env['AGN_CLUSTER_KEEP_WORKDIR'] === '1') {
+    for (const [identity, r] of replicas) await writeFile(join(workDir, `${identity}.log`), r.output());
+    console.log(`operator work directory kept: ${workDir}`);
+  } else if (workDir !== undefined) await rm(workDir, { recursive: true, force: true });
+  secretsInPlay.splice(0);
+});
+
+async function leaseHolder(): Promise<string | undefined> {
+  const holder = (await get(LEASE_PATH))?.['spec']?.['holderIdentity'] as string | undefined;
+  return holder === undefined || holder === '' ? undefined : holder;
+}
+
+function failFast(): void {
+  for (const [identity, r] of replicas) {
+    if (!stopped.has(identity) && r.exited()) throw new Error(`${identity} exited (${String(r.exitCode())}): ${r.output().slice(-2000)}`);
+  }
+}
+
+let leader = '';
+let standby = '';
+
+describe('gossip-operator (real program, its ServiceAccount token) on east', () => {
+  it('one replica takes the Lease and publishes the overlay ConfigMap of SPEC §2.1 with field manager grid-operator', async () => {
+    leader = await waitFor('a replica to hold the Lease', async () => (failFast(), leaseHolder()), 30_000);
+    expect([...replicas.keys()]).toContain(leader);
+    standby = [...replicas.keys()].find((k) => k !== leader)!;
+
+    const cm = await waitFor('the overlay ConfigMap', async () => (failFast(), get(CM_PATH)), 40_000);
+    const managers = (cm['metadata']['managedFields'] as { manager: string; operation: string }[]).map((f) => `${f.manager}/${f.operation}`);
+    expect(managers).toEqual([`${FIELD_MANAGER}/Apply`]);
+    expect(cm['metadata']['labels']).toMatchObject({
+      'app.kubernetes.io/managed-by': 'grid-operator',
+      'grid.praxis.fast/network': network.metadata.name,
+      'grid.praxis.fast/gateway': gateway.name,
+    });
+    const text = cm['data']['routing-overlay.json'] as string;
+    const verdict = validateOverlay(text, {
+      maxBytes: OVERLAY_SYNC_MAX_OVERLAY_BYTES,
+      allowLegacy: false,
+      expectedScope: { network: network.metadata.name, gateway: gateway.name, namespace: gateway.namespace, local_site: gateway.siteName },
+    });
+    expect(verdict.ok, JSON.stringify(verdict)).toBe(true);
+    if (!verdict.ok || verdict.format !== 'envelope') throw new Error('not an envelope');
+    const annotations = cm['metadata']['annotations'] as Record<string, string>;
+    expect(annotations['grid.praxis.fast/overlay-schema-version']).toBe(verdict.envelope.schema_version);
+    expect(annotations['grid.praxis.fast/overlay-revision']).toBe(verdict.revision);
+    expect(annotations['grid.praxis.fast/overlay-content-digest']).toBe(verdict.envelope.content_digest.value);
+    // routing-config.json is the bare payload of the same envelope, pretty-printed.
+    expect(JSON.parse(cm['data']['routing-config.json'] as string)).toEqual(JSON.parse(text).overlay);
+    expect(verdict.envelope.provenance.producer).toBe('grid-operator');
+  });
+
+  it('writes schema-valid status through the status subresource for the network, its site and its providers', async () => {
+    const path = (o: Manifest['object']) => admin.objectPath(o);
+    const net = await waitFor('GridNetwork status.gridId and a Distributed routingMapStatus', async () => {
+      const o = await get(await path(network));
+      const entry = (o?.['status']?.['routingMapStatus'] as Record<string, any>[] | undefined)?.find((e) => e['gatewayName'] === gateway.name);
+      return o?.['status']?.['gridId'] && entry?.['phase'] === 'Distributed' ? o : undefined;
+    }, 30_000);
+    const entry = (net['status']['routingMapStatus'] as Record<string, any>[]).find((e) => e['gatewayName'] === gateway.name)!;
+    const cm = (await get(CM_PATH))!;
+    expect(entry['configMapName']).toBe(CONFIGMAP);
+    expect(entry['distributedRevision']).toBe(cm['metadata']['annotations']['grid.praxis.fast/overlay-revision']);
+    const ownSite = gridObjects.find((o) => o.kind === 'GridSite' && o.metadata.name === SITE)!;
+    const providers = gridObjects.filter((o) => o.kind === 'InferenceProvider');
+    expect(providers.length).toBeGreaterThan(0);
+    const withPhase = await Promise.all(
+      [ownSite, ...providers].map((o) =>
+        waitFor(`${o.kind} ${o.metadata.name} status.phase`, async () => {
+          const got = await get(await path(o));
+          return typeof got?.['status']?.['phase'] === 'string' ? got : undefined;
+        }, 30_000),
+      ),
+    );
+    // The providers' endpoints are cluster DNS names that do not resolve here: their health checks fail, so they
+    // are Degraded, and a Degraded provider is still a candidate but never a fresh one (SPEC §2.3 `fresh`).
+    for (const p of withPhase.slice(1)) {
+      expect([p['metadata']['name'], p['status']['phase'], p['status']['reason']]).toEqual([p['metadata']['name'], 'Degraded', 'HealthCheckFailed']);
+    }
+    const local = await waitFor('the overlay to mark the Degraded providers\' candidates not fresh', async () => {
+      const text = (await get(CM_PATH))?.['data']?.['routing-overlay.json'] as string | undefined;
+      const candidates = text === undefined ? [] : (JSON.parse(text).overlay.candidates as { kind: string; site: string; fresh: boolean }[]);
+      const models = candidates.filter((c) => c.kind === 'inference_model' && c.site === SITE);
+      return models.length > 0 && models.every((c) => c.fresh === false) ? models : undefined;
+    }, 20_000);
+    const declared = providers.flatMap((p) => (p['spec'] as { models: { name: string }[] }).models.map((m) => m.name));
+    expect(local.length).toBe(declared.length);
+    for (const o of [net, ...withPhase]) {
+      expect(validateCustomResource(o), `${o['kind']} ${o['metadata']['name']}`).toEqual([]);
+      // Status goes through the subresource: the operator's manager owns only status fields.
+      const mine = (o['metadata']['managedFields'] as { manager: string; subresource?: string }[]).filter((f) => f.manager === FIELD_MANAGER);
+      expect(mine.length, `${o['kind']} ${o['metadata']['name']} has a grid-operator entry`).toBeGreaterThan(0);
+      for (const f of mine) expect(f.subresource).toBe('status');
+    }
+  });
+
+  it('the standby stays passive: it never starts controllers, and a deleted overlay comes back from the leader', async () => {
+    const lead = replicas.get(leader)!;
+    const wait = replicas.get(standby)!;
+    await waitFor('both admin ports', async () => (lead.port() && wait.port() ? true : undefined), 20_000);
+    expect((await lead.status())['leader']).toBe(true);
+    expect((await wait.status())['leader']).toBe(false);
+    expect((await wait.get('/readyz')).status).toBe(200); // a standby is ready: waiting is its job
+    const before = (await get(CM_PATH))!;
+    expect((await admin.request('DELETE', CM_PATH)).status).toBe(200);
+    const recreated = await waitFor('the leader to recreate the deleted overlay', async () => {
+      const cm = await get(CM_PATH);
+      return cm !== undefined && cm['metadata']['uid'] !== before['metadata']['uid'] ? cm : undefined;
+    }, 30_000);
+    expect((recreated['metadata']['managedFields'] as { manager: string }[]).map((f) => f.manager)).toEqual([FIELD_MANAGER]);
+    expect(await leaseHolder()).toBe(leader);
+    expect(wait.logged('controllers started')).toHaveLength(0);
+    expect(wait.logged('overlay distributed')).toHaveLength(0);
+    expect(wait.logged('waiting for the Lease').length).toBe(1);
+    // Its own counters agree: the leader applied the overlay, the standby never applied or rendered one.
+    const applied = (text: string) => [...text.matchAll(/^grid_overlay_applies_total\{outcome="applied"\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    expect(applied((await lead.get('/metrics')).body)).toBeGreaterThanOrEqual(2);
+    const standbyMetrics = (await wait.get('/metrics')).body;
+    expect(applied(standbyMetrics)).toBe(0);
+    expect(standbyMetrics).not.toMatch(/^grid_overlay_renders_total\{[^}]*\} [1-9]/m);
+  });
+
+  it('after SIGTERM of the leader the standby takes the Lease within its duration and writes the overlay', async () => {
+    const lead = replicas.get(leader)!;
+    const wait = replicas.get(standby)!;
+    const stoppedAt = Date.now();
+    stopped.add(leader);
+    await lead.stop();
+    // A graceful stop (main.ts): no deadline passed, no failure, and the Lease released rather than left to expire.
+    expect(lead.logged('shutting down')).toHaveLength(1);
+    expect(lead.logged('shutdown failed')).toHaveLength(0);
+    expect(lead.logged('shutdown deadline passed; exiting')).toHaveLength(0);
+    // The old leader is gone: an overlay that appears from now on can only come from the new one.
+    const before = await get(CM_PATH);
+    expect((await admin.request('DELETE', CM_PATH)).status).toBe(200);
+    const holder = await waitFor('the standby to hold the Lease', async () => ((await leaseHolder()) === standby ? standby : undefined), LEASE_SECONDS * 1000);
+    const tookOverMs = Date.now() - stoppedAt;
+    expect(holder).toBe(standby);
+    expect(tookOverMs).toBeLessThan(LEASE_SECONDS * 1000);
+    const lease = (await get(LEASE_PATH))!;
+    expect(lease['spec']['leaseDurationSeconds']).toBe(LEASE_SECONDS);
+    const cm = await waitFor('the new leader to write the overlay', async () => {
+      failFast();
+      const got = await get(CM_PATH);
+      return got !== undefined && got['metadata']['uid'] !== before?.['metadata']['uid'] ? got : undefined;
+    }, 30_000);
+    expect((cm['metadata']['managedFields'] as { manager: string }[]).map((f) => f.manager)).toEqual([FIELD_MANAGER]);
+    expect(wait.logged('acquired the Lease; this replica is the leader')).toHaveLength(1);
+    expect(wait.logged('overlay distributed').length).toBeGreaterThan(0);
+    expect((await wait.status())['leader']).toBe(true);
+    console.log(`leader ${leader} stopped; ${standby} held the Lease after ${tookOverMs} ms, overlay rewritten after ${Date.now() - stoppedAt} ms`);
+  });
+
+  it('logs hold no secret bytes and no RBAC refusal (Forbidden / 403)', async () => {
+    for (const identity of replicas.keys()) stopped.add(identity);
+    await Promise.all([...replicas.values()].map((r) => r.stop()));
+    for (const [identity, r] of replicas) {
+      const text = r.output();
+      expect(text.length, `${identity} logged something`).toBeGreaterThan(0);
+      for (const secret of secretsInPlay) expect(text.includes(secret), `${identity} logged a secret`).toBe(false);
+      const refusals = text.split('\n').filter((l) => /forbidden|\b(?:HTTP|status|code)\W{0,3}403\b/i.test(l));
+      expect(refusals, `${identity}: ${refusals.slice(0, 3).join('\n')}`).toEqual([]);
+    }
+    console.log(`operator file wall time so far ${Date.now() - started} ms`);
+  });
+});
