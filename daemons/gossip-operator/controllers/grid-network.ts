@@ -28,6 +28,7 @@ import { budgetStatus, err, renderNetwork, resolveRoutingPolicy, type AdmissionM
 import { parseDurationMs } from '../swim/config.ts';
 import { ensureGossip, GossipSetupError, publishLocalState } from './network-gossip.ts';
 import { publishOverlay } from './overlay-publisher.ts';
+import { publishPraxisConfigs } from './praxis-config.ts';
 import {
   gatewayReferences,
   localInference,
@@ -250,6 +251,7 @@ export class GridNetworkController implements Controller {
       routingMapStatus.push(await publishOverlay(ctx, network, entry, prev));
     }
     await this.#removeOrphanOverlays(network, results.map((r) => r.gateway));
+    const praxisConfigStatus = await publishPraxisConfigs(ctx, network, results);
     const failed = routingMapStatus.filter((s) => s.phase !== 'Distributed');
     const ownSites = sites.filter((s) => s.spec?.gridNetworkRef === name);
     const status: GridNetworkStatus = {
@@ -260,6 +262,8 @@ export class GridNetworkController implements Controller {
       remoteProviderCount: remote.length,
       observedGeneration: generation,
       routingMapStatus,
+      // Written when a gateway generates, or to clear entries left by one that stopped.
+      ...(praxisConfigStatus.length > 0 || (network.status?.praxisConfigStatus?.length ?? 0) > 0 ? { praxisConfigStatus } : {}),
       budgetStatus: budgetStatus(network.spec.budgetPolicy?.tenants, runtime.store.tenantSpend()),
       conditions: failed.length > 0
         ? this.#conditions(network, false, 'OverlayNotDistributed', `${failed.length} of ${routingMapStatus.length} gateway overlays not distributed: ${failed.map((s) => `${s.namespace}/${s.gatewayName} ${s.reason ?? ''}`).join(', ')}`)
