@@ -1,9 +1,13 @@
 /**
  * Lease-based leader election through the resource store (coordination.k8s.io/v1 Lease: holderIdentity,
  * renewTime, leaseDurationSeconds), so a second operator replica of the same site waits instead of writing the
- * same status and ConfigMaps. The store has no compare-and-swap, so an acquisition is confirmed: the candidate
- * writes the Lease, waits a short settle time and reads it back; only a Lease that still names it makes it leader.
- * A leader that cannot renew within the lease duration steps down (onLost), like client-go's leaderelection.
+ * same status and ConfigMaps. Each replica writes with a field manager of its own: on the API server, server-side
+ * apply then refuses (409) a second replica's claim of holderIdentity while another manager owns it, so two
+ * replicas creating the Lease at once cannot both win; `force` is used only to take over a Lease that was released
+ * or has expired. The store interface has no compare-and-swap and the local store does not model field ownership,
+ * so every acquisition is also confirmed: write, wait a short settle time, read back; only a Lease that still names
+ * the candidate makes it leader. A leader that cannot renew within the lease duration steps down (onLost), like
+ * client-go's leaderelection.
  */
 import { LEASE } from '../../shared/resource-store/index.ts';
 import type { KubeObject, ResourceStore } from '../../shared/resource-store/types.ts';
@@ -36,6 +40,11 @@ export interface LeaderElectionOptions {
 }
 
 export const LEASE_FIELD_MANAGER = 'grid-operator-leader-election';
+
+/** One field manager per replica (API-server limit: 128 characters), so ownership of holderIdentity tells them apart. */
+export function leaseFieldManager(identity: string): string {
+  return `${LEASE_FIELD_MANAGER}-${identity}`.slice(0, 128);
+}
 
 function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/Z$/, '000Z');
@@ -89,14 +98,15 @@ export class LeaderElector {
     return this.#o.store.get<LeaseObject>(LEASE, { name: this.#o.name, namespace: this.#o.namespace });
   }
 
-  async #write(spec: LeaseSpec): Promise<void> {
+  /** `force` only to take a Lease over from another (released or expired) holder; see the module comment. */
+  async #write(spec: LeaseSpec, force: boolean): Promise<void> {
     const lease: LeaseObject = {
       apiVersion: LEASE.apiVersion,
       kind: LEASE.kind,
       metadata: { name: this.#o.name, namespace: this.#o.namespace },
       spec,
     };
-    await this.#o.store.apply(LEASE, lease, { fieldManager: LEASE_FIELD_MANAGER, force: true });
+    await this.#o.store.apply(LEASE, lease, { fieldManager: leaseFieldManager(this.#o.identity), force });
   }
 
   async #attempt(): Promise<void> {
@@ -108,19 +118,20 @@ export class LeaderElector {
           this.#lose();
           return;
         }
-        await this.#write({ ...current, renewTime: microTime(now) });
+        await this.#write({ ...current, renewTime: microTime(now) }, false);
         this.#lastRenewMs = now;
         return;
       }
       if (!canClaim(current, this.#o.identity, now)) return;
       const ours = current?.holderIdentity === this.#o.identity;
+      const exists = current !== undefined;
       await this.#write({
         holderIdentity: this.#o.identity,
         leaseDurationSeconds: Math.ceil(this.#o.leaseDurationMs / 1000),
         acquireTime: ours && current?.acquireTime !== undefined ? current.acquireTime : microTime(now),
         renewTime: microTime(now),
         leaseTransitions: (current?.leaseTransitions ?? 0) + (ours || current?.holderIdentity === undefined ? 0 : 1),
-      });
+      }, exists && !ours);
       await new Promise((resolve) => setTimeout(resolve, this.#o.settleMs));
       const confirmed = (await this.#read())?.spec;
       if (this.#stopped || confirmed?.holderIdentity !== this.#o.identity) return;
@@ -149,7 +160,7 @@ export class LeaderElector {
     try {
       const current = (await this.#read())?.spec;
       if (current?.holderIdentity === this.#o.identity) {
-        await this.#write({ ...current, holderIdentity: '', renewTime: microTime(this.#o.now()) });
+        await this.#write({ ...current, holderIdentity: '', renewTime: microTime(this.#o.now()) }, false);
       }
     } catch (error) {
       this.#o.onError?.(error);
