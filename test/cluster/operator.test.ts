@@ -245,11 +245,17 @@ describe('gossip-operator (real program, its ServiceAccount token) on east', () 
 
   it('writes schema-valid status through the status subresource for the network, its site and its providers', async () => {
     const path = (o: Manifest['object']) => admin.objectPath(o);
+    let lastStatus: unknown;
     const net = await waitFor('GridNetwork status.gridId and a Distributed routingMapStatus', async () => {
       const o = await get(await path(network));
+      lastStatus = o?.['status'];
       const entry = (o?.['status']?.['routingMapStatus'] as Record<string, any>[] | undefined)?.find((e) => e['gatewayName'] === gateway.name);
       return o?.['status']?.['gridId'] && entry?.['phase'] === 'Distributed' ? o : undefined;
-    }, 30_000);
+    }, 60_000).catch((error: Error) => {
+      // Say what the operator did see and log, so a slow or failed reconcile can be told apart.
+      const complaints = [...replicas.values()].flatMap((r) => r.output().split('\n').filter((l) => /"level":"(warn|error)"/.test(l) && !/SWIM seed skipped|McpEndpointUnreachable/.test(l)));
+      throw new Error(`${error.message}; last status ${JSON.stringify(lastStatus)?.slice(0, 1500)}; operator warnings: ${complaints.slice(-10).join(' | ').slice(0, 3000)}`);
+    });
     const entry = (net['status']['routingMapStatus'] as Record<string, any>[]).find((e) => e['gatewayName'] === gateway.name)!;
     const cm = (await get(CM_PATH))!;
     expect(entry['configMapName']).toBe(CONFIGMAP);
