@@ -3,8 +3,8 @@
 // Its JSON log lines are kept for assertions; its admin port is read from the "gossip-operator running" line.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
+import { adminGet, stopProcessGroup } from './process-group.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -23,15 +23,6 @@ export interface OperatorProcess {
   logged(msg: string): Record<string, unknown>[];
   /** SIGTERM to the group, SIGKILL after 15 s; resolves once no process of the group is left. */
   stop(): Promise<number | null>;
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 export function startOperatorProcess(args: readonly string[], env: Record<string, string>): OperatorProcess {
@@ -75,23 +66,11 @@ export function startOperatorProcess(args: readonly string[], env: Record<string
     const match = line === undefined ? null : /:(\d+)$/.exec(line['admin'] as string);
     return match === null ? undefined : Number(match[1]);
   };
-  const get = (path: string): Promise<{ status: number; body: string }> =>
-    new Promise((resolve, reject) => {
-      const p = port();
-      if (p === undefined) {
-        reject(new Error('gossip-operator has not logged its admin port yet'));
-        return;
-      }
-      const req = request({ host: '127.0.0.1', port: p, path, agent: false, timeout: 5_000 }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
-      req.on('timeout', () => req.destroy(new Error(`GET ${path} timed out`)));
-      req.on('error', reject);
-      req.end();
-    });
+  const get = async (path: string): Promise<{ status: number; body: string }> => {
+    const p = port();
+    if (p === undefined) throw new Error('gossip-operator has not logged its admin port yet');
+    return adminGet(p, path);
+  };
   return {
     pid,
     lines,
@@ -103,31 +82,7 @@ export function startOperatorProcess(args: readonly string[], env: Record<string
     status: async () => JSON.parse((await get('/status')).body) as Record<string, any>,
     logged: (msg) => lines.filter((l) => l['msg'] === msg),
     async stop() {
-      if (code === undefined) {
-        try {
-          process.kill(-pid, 'SIGTERM');
-        } catch {
-          // already gone
-        }
-        const timer = setTimeout(() => {
-          try {
-            process.kill(-pid, 'SIGKILL');
-          } catch {
-            // already gone
-          }
-        }, 15_000);
-        await exit;
-        clearTimeout(timer);
-      }
-      // npm may exit before the node it started: wait until no process of the group is left.
-      const deadline = Date.now() + 15_000;
-      while (groupAlive(pid)) {
-        if (Date.now() > deadline) {
-          process.kill(-pid, 'SIGKILL');
-          throw new Error(`gossip-operator process group ${pid} still running 15 s after SIGTERM`);
-        }
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await stopProcessGroup(pid, exit, code === undefined, 'gossip-operator', 15000);
       return code ?? null;
     },
   };

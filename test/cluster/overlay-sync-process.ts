@@ -3,8 +3,8 @@
 // Its JSON log lines are kept for assertions; its admin port is read from the "health server listening" line.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
+import { adminGet, stopProcessGroup } from './process-group.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -18,15 +18,6 @@ export interface OverlaySyncProcess {
   get(path: string): Promise<{ status: number; body: string }>;
   status(): Promise<Record<string, any>>;
   stop(): Promise<number | null>;
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 export function startOverlaySyncProcess(args: readonly string[], env: Record<string, string>): OverlaySyncProcess {
@@ -68,23 +59,11 @@ export function startOverlaySyncProcess(args: readonly string[], env: Record<str
     const line = lines.find((l) => typeof l['health_port'] === 'number');
     return line === undefined ? undefined : (line['health_port'] as number);
   };
-  const get = (path: string): Promise<{ status: number; body: string }> =>
-    new Promise((resolve, reject) => {
-      const p = port();
-      if (p === undefined) {
-        reject(new Error('overlay-sync has not logged its admin port yet'));
-        return;
-      }
-      const req = request({ host: '127.0.0.1', port: p, path, agent: false, timeout: 5_000 }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
-      req.on('timeout', () => req.destroy(new Error(`GET ${path} timed out`)));
-      req.on('error', reject);
-      req.end();
-    });
+  const get = async (path: string): Promise<{ status: number; body: string }> => {
+    const p = port();
+    if (p === undefined) throw new Error('overlay-sync has not logged its admin port yet');
+    return adminGet(p, path);
+  };
   return {
     pid,
     lines,
@@ -94,31 +73,7 @@ export function startOverlaySyncProcess(args: readonly string[], env: Record<str
     get,
     status: async () => JSON.parse((await get('/status')).body) as Record<string, any>,
     async stop() {
-      if (exitCode === undefined) {
-        try {
-          process.kill(-pid, 'SIGTERM');
-        } catch {
-          // already gone
-        }
-        const timer = setTimeout(() => {
-          try {
-            process.kill(-pid, 'SIGKILL');
-          } catch {
-            // already gone
-          }
-        }, 10_000);
-        await exit;
-        clearTimeout(timer);
-      }
-      // npm may exit before the node it started: wait until no process of the group is left.
-      const deadline = Date.now() + 10_000;
-      while (groupAlive(pid)) {
-        if (Date.now() > deadline) {
-          process.kill(-pid, 'SIGKILL');
-          throw new Error(`overlay-sync process group ${pid} still running 10 s after SIGTERM`);
-        }
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await stopProcessGroup(pid, exit, exitCode === undefined, 'overlay-sync', 10000);
       return exitCode ?? null;
     },
   };
