@@ -18,9 +18,9 @@ export class CanonicalJsonError extends Error {
 
 /** Canonical JSON text of `value`. Throws CanonicalJsonError for anything JCS cannot represent. */
 export function canonicalize(value: unknown): string {
-  const out: string[] = [];
-  write(value, '$', out, new Set());
-  return out.join('');
+  const chunks: string[] = [];
+  canonicalizeInto(value, (chunk) => chunks.push(chunk));
+  return chunks.join('');
 }
 
 /** Canonical UTF-8 bytes of `value`: what revisions and digests hash. */
@@ -28,68 +28,124 @@ export function canonicalBytes(value: unknown): Buffer {
   return Buffer.from(canonicalize(value), 'utf8');
 }
 
-function write(value: unknown, path: string, out: string[], ancestors: Set<object>): void {
-  switch (typeof value) {
-    case 'string':
-      out.push(quote(value, path));
-      return;
-    case 'number':
-      if (!Number.isFinite(value)) throw new CanonicalJsonError(path, `${value} is not a finite number`);
-      // JSON.stringify applies Number.prototype.toString (the JCS number rule) and maps -0 to 0.
-      out.push(JSON.stringify(value));
-      return;
-    case 'boolean':
-      out.push(value ? 'true' : 'false');
-      return;
-    case 'bigint':
-      throw new CanonicalJsonError(path, 'BigInt has no JSON representation');
-    case 'undefined':
-    case 'function':
-    case 'symbol':
-      throw new CanonicalJsonError(path, `${typeof value} has no JSON representation`);
-  }
-  if (value === null) {
-    out.push('null');
-    return;
-  }
-  const object = value as object;
-  if (ancestors.has(object)) throw new CanonicalJsonError(path, 'cycle: the value contains itself');
-  ancestors.add(object);
-  if (Array.isArray(object)) {
-    out.push('[');
-    for (let i = 0; i < object.length; i++) {
-      if (i > 0) out.push(',');
-      write(object[i], `${path}[${i}]`, out, ancestors);
-    }
-    out.push(']');
-  } else {
-    const proto = Object.getPrototypeOf(object);
-    if (proto !== Object.prototype && proto !== null) {
-      throw new CanonicalJsonError(path, `${object.constructor?.name ?? 'object'} is not a plain JSON object`);
-    }
-    const record = object as Record<string, unknown>;
-    // Default sort compares UTF-16 code units, exactly the JCS key order.
-    const keys = Object.keys(record).filter((k) => record[k] !== undefined).sort();
-    out.push('{');
-    keys.forEach((key, i) => {
-      if (i > 0) out.push(',');
-      const keyPath = `${path}.${key}`;
-      out.push(quote(key, keyPath), ':');
-      write(record[key], keyPath, out, ancestors);
-    });
-    out.push('}');
-  }
-  ancestors.delete(object);
+/**
+ * Streams the canonical text of `value` to `sink` in chunks of about CHUNK characters, in order, so a hash can
+ * consume a multi-megabyte document without the whole text ever being alive at once. Throws CanonicalJsonError
+ * (after some chunks may already have been delivered) for anything JCS cannot represent.
+ */
+export function canonicalizeInto(value: unknown, sink: (chunk: string) => void): void {
+  const writer = new Writer(sink);
+  writer.value(value);
+  writer.flush();
 }
 
-function quote(text: string, path: string): string {
-  // isWellFormed is native and cheap; the index is only looked for when there is something to report.
-  if (!text.isWellFormed()) {
-    const lone = findLoneSurrogate(text);
-    const unit = text.charCodeAt(lone).toString(16);
-    throw new CanonicalJsonError(path, `lone surrogate U+${unit.toUpperCase()} at index ${lone} is not valid Unicode`);
+const CHUNK = 16_384;
+
+/**
+ * Writes canonical text into a pending string that is handed to the sink whenever it passes CHUNK characters. Two
+ * costs are avoided on purpose, because they made a large overlay cost more per candidate than a small one: a
+ * path string per value (the location is kept as a stack of keys and indexes and spelled out only for an error),
+ * and one long-lived text for the whole document (its fragments survived young-generation collections, so garbage
+ * collection grew with the document's size).
+ */
+class Writer {
+  readonly #sink: (chunk: string) => void;
+  #pending = '';
+  readonly #segments: (string | number)[] = [];
+  /** The containers being written, outermost first: a cycle check as deep as the document, not a Set per call. */
+  readonly #ancestors: object[] = [];
+
+  constructor(sink: (chunk: string) => void) {
+    this.#sink = sink;
   }
-  return JSON.stringify(text);
+
+  flush(): void {
+    if (this.#pending.length > 0) this.#sink(this.#pending);
+    this.#pending = '';
+  }
+
+  #add(text: string): void {
+    this.#pending += text;
+    if (this.#pending.length >= CHUNK) this.flush();
+  }
+
+  #fail(problem: string): never {
+    let path = '$';
+    for (const segment of this.#segments) path += typeof segment === 'number' ? `[${segment}]` : `.${segment}`;
+    throw new CanonicalJsonError(path, problem);
+  }
+
+  #quote(text: string): string {
+    // isWellFormed is native and cheap; the index is only looked for when there is something to report.
+    if (!text.isWellFormed()) {
+      const lone = findLoneSurrogate(text);
+      const unit = text.charCodeAt(lone).toString(16);
+      this.#fail(`lone surrogate U+${unit.toUpperCase()} at index ${lone} is not valid Unicode`);
+    }
+    return JSON.stringify(text);
+  }
+
+  value(value: unknown): void {
+    switch (typeof value) {
+      case 'string':
+        this.#add(this.#quote(value));
+        return;
+      case 'number':
+        if (!Number.isFinite(value)) this.#fail(`${value} is not a finite number`);
+        // Number.prototype.toString is the JCS number rule, and it writes -0 as 0.
+        this.#add(String(value));
+        return;
+      case 'boolean':
+        this.#add(value ? 'true' : 'false');
+        return;
+      case 'bigint':
+        return this.#fail('BigInt has no JSON representation');
+      case 'undefined':
+      case 'function':
+      case 'symbol':
+        return this.#fail(`${typeof value} has no JSON representation`);
+    }
+    if (value === null) {
+      this.#add('null');
+      return;
+    }
+    const object = value as object;
+    const segments = this.#segments;
+    const ancestors = this.#ancestors;
+    if (ancestors.includes(object)) this.#fail('cycle: the value contains itself');
+    ancestors.push(object);
+    if (Array.isArray(object)) {
+      this.#add('[');
+      for (let i = 0; i < object.length; i++) {
+        if (i > 0) this.#add(',');
+        segments.push(i);
+        this.value(object[i]);
+        segments.pop();
+      }
+      this.#add(']');
+    } else {
+      const proto = Object.getPrototypeOf(object);
+      if (proto !== Object.prototype && proto !== null) {
+        this.#fail(`${object.constructor?.name ?? 'object'} is not a plain JSON object`);
+      }
+      const record = object as Record<string, unknown>;
+      // Default sort compares UTF-16 code units, exactly the JCS key order.
+      const keys = Object.keys(record).sort();
+      this.#add('{');
+      let first = true;
+      for (const key of keys) {
+        const member = record[key];
+        if (member === undefined) continue;
+        segments.push(key);
+        this.#add(first ? this.#quote(key) + ':' : ',' + this.#quote(key) + ':');
+        this.value(member);
+        segments.pop();
+        first = false;
+      }
+      this.#add('}');
+    }
+    ancestors.pop();
+  }
 }
 
 /** Index of the first unpaired UTF-16 surrogate, or -1. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { canonicalize } from '../canonical-json.ts';
+import { canonicalizeInto } from '../canonical-json.ts';
 
 /**
  * The semantic revision of a routing payload (SPEC §2.3): SHA-256 of the JCS bytes of
@@ -16,5 +16,8 @@ export function overlayRevision(payload: Readonly<Record<string, unknown>>): str
     network: payload['network'],
   };
   if (Object.hasOwn(payload, 'selection_policy')) semantic['selection_policy'] = payload['selection_policy'];
-  return createHash('sha256').update(canonicalize(semantic), 'utf8').digest('hex');
+  // Streamed into the hash: the canonical text of a large overlay is never held whole.
+  const hash = createHash('sha256');
+  canonicalizeInto(semantic, (chunk) => hash.update(chunk, 'utf8'));
+  return hash.digest('hex');
 }

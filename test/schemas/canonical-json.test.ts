@@ -1,7 +1,9 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CanonicalJsonError, canonicalize } from '../../schemas/canonical-json.ts';
+import { createHash } from 'node:crypto';
+import { CanonicalJsonError, canonicalize, canonicalizeInto } from '../../schemas/canonical-json.ts';
+import { overlayRevision } from '../../schemas/overlay/revision.ts';
 import { SHARED_FIXTURES } from '../fixtures-path.ts';
 import { readNumberVectors } from './number-vectors.ts';
 
@@ -66,5 +68,33 @@ describe('canonicalize (RFC 8785)', () => {
   it('accepts the same object twice when it is not its own ancestor', () => {
     const shared = { x: 1 };
     expect(canonicalize({ a: shared, b: shared })).toBe('{"a":{"x":1},"b":{"x":1}}');
+  });
+
+  it('names a deep location in an error after earlier siblings were written', () => {
+    const doc = { candidates: [{ name: 'a', score: 1 }, { name: 'b', score: 2 }, { name: 'c', score: Number.NaN }] };
+    expect(() => canonicalize(doc)).toThrow(/\$\.candidates\[2\]\.score: NaN is not a finite number/);
+  });
+});
+
+describe('canonicalizeInto (streamed for hashing)', () => {
+  // A multi-megabyte overlay is hashed chunk by chunk; the chunks must concatenate to exactly the canonical text, and
+  // a chunk may never split a character (each chunk is UTF-8 encoded separately by the hash).
+  const large = {
+    network: 'n',
+    candidates: Array.from({ length: 3_000 }, (_, i) => ({ name: `m-${i}-\u{1F600}é`, rank: i, score: i / 7, fresh: i % 2 === 0 })),
+  };
+
+  it('delivers several chunks that concatenate to the canonical text', () => {
+    const chunks: string[] = [];
+    canonicalizeInto(large, (chunk) => chunks.push(chunk));
+    expect(chunks.length).toBeGreaterThan(3);
+    expect(chunks.join('')).toBe(canonicalize(large));
+    expect(chunks.every((chunk) => chunk.isWellFormed())).toBe(true);
+  });
+
+  it('gives the overlay revision of the whole text', () => {
+    const semantic = { candidates: large.candidates, local_site: 's', network: 'n' };
+    const expected = createHash('sha256').update(canonicalize(semantic), 'utf8').digest('hex');
+    expect(overlayRevision({ ...semantic, generated_at: '2026-01-01T00:00:00Z' })).toBe(expected);
   });
 });
