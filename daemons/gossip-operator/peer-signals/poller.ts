@@ -75,6 +75,7 @@ export class PeerPoller {
   #timer: NodeJS.Timeout | undefined;
   #round: Promise<void> | undefined;
   #stopped = false;
+  #chain: Promise<void> = Promise.resolve();
   #tlsWarned = false;
 
   constructor(options: PeerPollerOptions) {
@@ -136,8 +137,14 @@ export class PeerPoller {
     }
   }
 
-  /** One round; exported for tests, which drive rounds without waiting on the timer. */
-  async round(): Promise<void> {
+  /** One round, never overlapping another (tests may call it beside the timer). */
+  round(): Promise<void> {
+    const run = this.#chain.then(() => this.#roundOnce());
+    this.#chain = run.catch(() => undefined);
+    return run;
+  }
+
+  async #roundOnce(): Promise<void> {
     const o = this.#o;
     const gateOpen = o.converged();
     const network = byName((await o.store.list(GRID_NETWORK)).items as unknown as GridNetworkResource[])[0];
