@@ -34,6 +34,14 @@ export interface OperatorConfig {
   /** How long after start no auto-discovered site is judged absent (a restart never starts GC clocks). */
   readonly discoveryVerificationWindowMs: number;
   readonly logLevel: string;
+  /** Peer signals endpoint (mTLS) listen address; absent: this site serves no signals to pollers. */
+  readonly signalsAddress?: string;
+  /** Address peers dial for it (site record signals_address); default: the bound address unless a wildcard. */
+  readonly signalsAdvertise?: string;
+  /** Gateway age report ingest listen address (plain HTTP); absent: ingest is off. */
+  readonly gatewayAgeAddress?: string;
+  /** How often the peer poller polls under signalTransport poll. */
+  readonly peerPollIntervalMs?: number;
 }
 
 export class ConfigError extends Error {
@@ -65,6 +73,10 @@ const OPTIONS = {
   'model-discovery-ttl': { type: 'string' },
   'discovery-verification-window': { type: 'string' },
   'log-level': { type: 'string' },
+  'signals-address': { type: 'string' },
+  'signals-advertise': { type: 'string' },
+  'gateway-age-address': { type: 'string' },
+  'peer-poll-interval': { type: 'string' },
   help: { type: 'boolean' },
 } as const;
 
@@ -81,6 +93,10 @@ export const USAGE = `Usage: node daemons/gossip-operator/main.ts [flags]
   --swim-profile wan|loopback     SWIM timing profile (env GRID_SWIM_PROFILE; default wan)
   --leader-elect true|false       wait on the Lease before reconciling (default true)
   --lease-name NAME               Lease name (env GRID_LEASE_NAME; default gossip-operator-leader)
+  --signals-address HOST:PORT     peer signals endpoint over mTLS, for signalTransport poll (env GRID_SIGNALS_ADDRESS; off when unset)
+  --signals-advertise HOST:PORT   address peers poll (env GRID_SIGNALS_ADVERTISE; default the bound address)
+  --gateway-age-address HOST:PORT gateway age report ingest, plain HTTP (env GRID_GATEWAY_AGE_ADDRESS; off when unset)
+  --peer-poll-interval DURATION   peer signals poll interval (env GRID_PEER_POLL_INTERVAL; default 10s)
   env GRID_SWIM_ENCRYPT_KEY       64 hex characters; used when the GridNetwork names no swimKeySecretRef
 `;
 
@@ -157,6 +173,19 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
   const duration = (flag: keyof typeof OPTIONS, variable: string, fallback: string) =>
     durationMs(pick(flag, variable) ?? fallback, flagOrEnv(flag, variable));
 
+  const listen = (flag: keyof typeof OPTIONS, variable: string): string | undefined => {
+    const text = pick(flag, variable);
+    if (text === undefined) return undefined;
+    try {
+      parseListenAddress(text);
+    } catch {
+      throw new ConfigError(`${flagOrEnv(flag, variable)}: "${text.slice(0, 80)}" must be HOST:PORT`);
+    }
+    return text;
+  };
+  const signalsAddress = listen('signals-address', 'GRID_SIGNALS_ADDRESS');
+  const signalsAdvertise = listen('signals-advertise', 'GRID_SIGNALS_ADVERTISE');
+  const gatewayAgeAddress = listen('gateway-age-address', 'GRID_GATEWAY_AGE_ADDRESS');
   const seeds = (pick('seeds', 'GRID_SWIM_SEEDS') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
   const advertise = pick('gossip-advertise', 'GRID_GOSSIP_ADVERTISE');
   return {
@@ -180,5 +209,9 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
     modelDiscoveryTtlMs: duration('model-discovery-ttl', 'GRID_MODEL_DISCOVERY_TTL', '5m'),
     discoveryVerificationWindowMs: duration('discovery-verification-window', 'GRID_DISCOVERY_VERIFICATION_WINDOW', '11m'),
     logLevel: pick('log-level', 'LOG_LEVEL') ?? 'info',
+    ...(signalsAddress !== undefined ? { signalsAddress } : {}),
+    ...(signalsAdvertise !== undefined ? { signalsAdvertise } : {}),
+    ...(gatewayAgeAddress !== undefined ? { gatewayAgeAddress } : {}),
+    peerPollIntervalMs: duration('peer-poll-interval', 'GRID_PEER_POLL_INTERVAL', '10s'),
   };
 }

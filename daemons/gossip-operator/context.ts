@@ -5,6 +5,7 @@ import type { OperatorConfig } from './config.ts';
 import type { GossipRuntime } from './gossip-runtime.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import type { ProviderSignals } from './controllers/provider-signals.ts';
+import type { PolledSignals } from './peer-signals/polled-signals.ts';
 
 export const CONTROLLER_NAMES = {
   network: 'gridnetwork',
@@ -23,6 +24,10 @@ export interface OperatorContext {
   readonly startedAtMs: number;
   readonly producerVersion: string;
   readonly signals: ProviderSignals;
+  /** Rows polled from peers under signalTransport poll (peer-signals/poller.ts). */
+  readonly peerSignals: PolledSignals;
+  /** This site's peer signals endpoint as peers dial it (site record signals_address); undefined when not serving. */
+  signalsAddress: string | undefined;
   /** The SWIM member and CRDT view; undefined until the GridNetwork controller starts it. */
   gossip: GossipRuntime | undefined;
   /** Queues `name` for a controller (external triggers). */

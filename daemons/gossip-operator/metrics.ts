@@ -19,6 +19,9 @@ export class OperatorMetrics {
   readonly reconciles: Counter<'controller' | 'result'>;
   readonly leader: Gauge;
   readonly swimMembers: Gauge<'state'>;
+  readonly peerSignalsRefused: Counter<'peer' | 'reason'>;
+  readonly peerSignalPolls: Counter<'peer' | 'outcome'>;
+  readonly gatewayAgeReports: Counter<'outcome'>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -85,6 +88,24 @@ export class OperatorMetrics {
     });
     this.leader = new Gauge({ name: 'grid_operator_leader', help: '1 while this replica holds the Lease.', registers });
     this.swimMembers = new Gauge({ name: 'grid_swim_members', help: 'SWIM members by state.', labelNames: ['state'], registers });
+    this.peerSignalsRefused = new Counter({
+      name: 'grid_peer_signals_refused_total',
+      help: 'Polled peer signal rows refused and dropped, by peer site and reason: skew (negative or implausible age) or invalid.',
+      labelNames: ['peer', 'reason'],
+      registers,
+    });
+    this.peerSignalPolls = new Counter({
+      name: 'grid_peer_signal_polls_total',
+      help: 'Peer signal polls by peer site and outcome: answered, no_answer, invalid (unusable document) or no_address.',
+      labelNames: ['peer', 'outcome'],
+      registers,
+    });
+    this.gatewayAgeReports = new Counter({
+      name: 'grid_gateway_age_reports_total',
+      help: 'Gateway age reports received, by outcome: recorded, duplicate, invalid, skew_count_decreased, capacity, no_network, too_large.',
+      labelNames: ['outcome'],
+      registers,
+    });
   }
 
   setSitePhase(site: string, phase: GridSitePhase): void {

@@ -19,6 +19,8 @@ import { ProviderSignals } from './controllers/provider-signals.ts';
 import { SiteInviteController } from './controllers/site-invite.ts';
 import { LeaderElector } from './manager/leader-election.ts';
 import { Manager } from './manager/manager.ts';
+import { startSignalServices, type SignalServices } from './peer-signals/services.ts';
+import { PolledSignals } from './peer-signals/polled-signals.ts';
 import { OperatorMetrics } from './metrics.ts';
 
 export interface OperatorOptions {
@@ -71,10 +73,13 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
     startedAtMs: (options.now ?? Date.now)(),
     producerVersion: producerVersion(),
     signals: new ProviderSignals(),
+    peerSignals: new PolledSignals(),
+    signalsAddress: undefined,
     gossip: undefined,
     enqueue: (controller, name, afterMs) => manager?.enqueue(controller, name, afterMs),
     ...(options.discoveryIsBlocked !== undefined ? { discoveryIsBlocked: options.discoveryIsBlocked } : {}),
   };
+  let signalServices: Promise<SignalServices | undefined> | undefined;
   const startControllers = (): void => {
     metrics.leader.set(1);
     manager = new Manager({
@@ -89,6 +94,10 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
     manager.add(new AgentToolProviderController(context));
     manager.add(new SiteInviteController(context));
     manager.start();
+    signalServices = startSignalServices(context).catch((error: unknown) => {
+      logger.error({ error: errorFields(error) }, 'peer signals endpoint did not start');
+      return undefined;
+    });
     logger.info({ site: config.site, identity: config.identity, store: store.backend }, 'controllers started');
   };
   let elector: LeaderElector | undefined;
@@ -108,6 +117,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
         metrics.leader.set(0);
         logger.error({ identity: config.identity }, 'lost the Lease; stopping');
         void manager?.stop();
+        void signalServices?.then((services) => services?.stop());
         options.onLeadershipLost?.();
       },
       onError: (error) => logger.warn({ error: errorFields(error) }, 'leader election attempt failed'),
@@ -138,6 +148,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
       if (stopped) return;
       stopped = true;
       await manager?.stop();
+      await (await signalServices)?.stop();
       if (context.gossip !== undefined) {
         try {
           await context.gossip.close();

@@ -111,7 +111,7 @@ function sanEntries(sans: string[]): x509.JsonGeneralName[] {
   return sans.map((value) => (isIP(value) !== 0 ? { type: 'ip', value } : { type: 'dns', value }));
 }
 
-async function issueLeaf(ca: CertificateAuthority, options: LeafOptions, usage: 'server' | 'client'): Promise<LeafCertificate> {
+async function issueLeaf(ca: CertificateAuthority, options: LeafOptions, usage: 'server' | 'client' | 'site'): Promise<LeafCertificate> {
   const keys = (await webcrypto.subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify'])) as CryptoKeyPair;
   const notBefore = options.notBefore ?? new Date(Date.now() - 60_000);
   const serialNumber = options.serialNumber ?? randomSerial();
@@ -119,7 +119,7 @@ async function issueLeaf(ca: CertificateAuthority, options: LeafOptions, usage: 
     new x509.BasicConstraintsExtension(false, undefined, true),
     new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement, true),
     new x509.ExtendedKeyUsageExtension(
-      [usage === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth],
+      usage === 'site' ? [x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth] : [usage === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth],
       false,
     ),
     await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
@@ -155,4 +155,12 @@ export function createServerCertificate(ca: CertificateAuthority, options: LeafO
 /** A client leaf (extendedKeyUsage clientAuth) for mTLS peers; `organization` is what `peer_identity_trust` can match. */
 export function createClientCertificate(ca: CertificateAuthority, options: LeafOptions): Promise<LeafCertificate> {
   return issueLeaf(ca, options, 'client');
+}
+
+/**
+ * A site certificate for both directions (serverAuth and clientAuth): the peer signals endpoint serves with it
+ * and polls peers with it.
+ */
+export function createSiteCertificate(ca: CertificateAuthority, options: LeafOptions): Promise<LeafCertificate> {
+  return issueLeaf(ca, options, 'site');
 }

@@ -64,6 +64,10 @@ export interface SiteInfo {
    * Public site certificate. A PEM containing PRIVATE KEY is discarded.
    */
   public_cert_pem?: string;
+  /**
+   * host:port of the origin's peer signals endpoint (schemas/signals/peer-signals.schema.json), polled over mTLS under signalTransport poll; absent when the origin serves none.
+   */
+  signals_address?: string;
   capabilities: {
     inference: boolean;
     agent_tools: boolean;

@@ -38,7 +38,7 @@ import {
   siteViews,
 } from './routing-input.ts';
 import { reconcileDiscoveredSites } from './site-discovery.ts';
-import { boundedMessage, type Condition, mergeConditions, sameJson, specOnly } from './status.ts';
+import { boundedMessage, type Condition, mergeConditions, sameJson, specOnly, withOwnConditions } from './status.ts';
 
 export const DEFAULT_REFRESH_MS = 300_000;
 export const TLS_REFRESH_CAP_MS = 60_000;
@@ -81,7 +81,13 @@ export class GridNetworkController implements Controller {
   async #patchStatus(network: GridNetworkResource, status: GridNetworkStatus): Promise<void> {
     const merged = { ...network.status, ...status };
     if (sameJson(merged, network.status)) return;
-    await this.#ctx.store.patchStatus(GRID_NETWORK, { name: network.metadata.name }, status as Record<string, unknown>, { fieldManager: FIELD_MANAGER });
+    let patch = status;
+    if (status.conditions !== undefined) {
+      // Only Ready is this controller's: PeerTimeValid and GatewayAgesRejected come from a fresh read, unchanged.
+      const fresh = (await this.#ctx.store.get(GRID_NETWORK, { name: network.metadata.name })) as GridNetworkResource | undefined;
+      patch = { ...status, conditions: withOwnConditions(fresh?.status?.conditions as Condition[] | undefined, status.conditions as Condition[], ['Ready']) };
+    }
+    await this.#ctx.store.patchStatus(GRID_NETWORK, { name: network.metadata.name }, patch as Record<string, unknown>, { fieldManager: FIELD_MANAGER });
   }
 
   #conditions(network: GridNetworkResource, ready: boolean, reason: string, message: string): Condition[] {
@@ -109,7 +115,11 @@ export class GridNetworkController implements Controller {
       sites: siteViews(network, ctx.config.site, sites),
       inferenceProviders: localProviders,
       toolProviders: localToolProviders,
-      remoteRecords: remote.map((r) => remoteRecord(name, r, runtime.membership.member(r.site))),
+      // Under poll transport a provider's measurement comes from its site's polled rows (peer-signals/).
+      remoteRecords: remote.map((r) => {
+        const record = remoteRecord(name, r, runtime.membership.member(r.site));
+        return policy.signalTransport === 'poll' ? ctx.peerSignals.apply(record) : record;
+      }),
     };
     const rendered = renderNetwork(
       input,

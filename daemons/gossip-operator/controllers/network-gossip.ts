@@ -162,6 +162,7 @@ export async function publishLocalState(
   await runtime.publishSite({
     gateway_address: ctx.config.gatewayAddress,
     ...(certificateBundle !== undefined ? { public_cert_pem: certificateBundle } : {}),
+    ...(ctx.signalsAddress !== undefined ? { signals_address: ctx.signalsAddress } : {}),
     capabilities: { inference: capabilities.inference, agent_tools: capabilities.agentTools, agent_to_agent: false },
     tenant_spend_usd: {},
   });

@@ -34,6 +34,13 @@ export class ProviderSignals {
     return this.#entries.get(provider)?.last;
   }
 
+  /** Every provider's latest sample, for the peer signals endpoint. */
+  samples(): { provider: string; sample: MetricsSample }[] {
+    const out: { provider: string; sample: MetricsSample }[] = [];
+    for (const [provider, entry] of this.#entries) if (entry.last?.sample !== undefined) out.push({ provider, sample: entry.last.sample });
+    return out;
+  }
+
   forget(provider: string): void {
     this.#entries.delete(provider);
   }

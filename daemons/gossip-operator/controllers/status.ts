@@ -56,3 +56,21 @@ export function specOnly<T extends { status?: unknown }>(object: T): Omit<T, 'st
   const { status: _status, ...rest } = object;
   return rest;
 }
+
+/**
+ * A status merge patch replaces the whole conditions list, and three writers share it (GridNetwork reconcile:
+ * Ready; the peer poller: PeerTimeValid; gateway age ingest: GatewayAgesRejected). Each writer sends the list read
+ * just before its patch with only its own types replaced, so no writer drops or reverts another's condition.
+ */
+export function withOwnConditions(fresh: readonly Condition[] | undefined, own: readonly Condition[], ownTypes: readonly string[]): Condition[] {
+  const mine = new Map(own.filter((c) => ownTypes.includes(c.type)).map((c) => [c.type, c]));
+  const out: Condition[] = [];
+  for (const c of fresh ?? []) {
+    if (!ownTypes.includes(c.type)) out.push(c);
+    else if (mine.has(c.type)) {
+      out.push(mine.get(c.type)!);
+      mine.delete(c.type);
+    }
+  }
+  return [...out, ...mine.values()].slice(0, 16);
+}

@@ -1,0 +1,199 @@
+/**
+ * The gateway age ingest listener: POST /v1/gateway-age-reports (schemas/signals/gateway-age-report.schema.json)
+ * on its own plain-HTTP listener, off unless --gateway-age-address is set. Not the admin listener: that one is
+ * GET-only and scraped by probes, and this one takes writes that end in status, so it gets its own port a
+ * NetworkPolicy can open to the site's gateway pods only. Reports are applied one at a time.
+ *
+ * GridNetwork status is the source of truth for the records (an operator may delete an entry after verifying a
+ * process retired, or clear gatewayAgeReportOverflow after verifying coverage); this process only adds the
+ * monotonic receipt time of the reports it received itself, so after a restart every record is of unknown freshness.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import type { GridNetworkResource } from '../../../schemas/crds/types.ts';
+import type { GatewayAgeReport } from '../../../schemas/generated/gridnetworks.ts';
+import { checkGatewayAgeReport } from '../../../schemas/signals/validate.ts';
+import { parseListenAddress } from '../../shared/admin-server.ts';
+import type { Logger } from '../../shared/log.ts';
+import { errorFields } from '../../shared/log.ts';
+import type { ResourceStore } from '../../shared/resource-store/types.ts';
+import { type Condition, mergeConditions, withOwnConditions } from '../controllers/status.ts';
+import { GRID_NETWORK } from '../kinds.ts';
+import type { OperatorMetrics } from '../metrics.ts';
+import { type AgeRecord, applyReport, type EvidenceState, GATEWAY_AGES_REJECTED, gatewayAgesCondition, type ReportOutcome } from './evidence.ts';
+
+export const GATEWAY_AGES_FIELD_MANAGER = 'grid-operator-gateway-ages';
+export const GATEWAY_AGE_REPORTS_PATH = '/v1/gateway-age-reports';
+export const MAX_REPORT_BYTES = 4096;
+
+export interface GatewayAgeIngestOptions {
+  readonly address: string;
+  readonly store: ResourceStore;
+  readonly logger: Logger;
+  readonly metrics: OperatorMetrics;
+  readonly now?: () => number;
+  readonly monotonic?: () => number;
+}
+
+const STATUS_CODE: Record<ReportOutcome, number> = { recorded: 202, duplicate: 200, skew_count_decreased: 409, capacity: 429 };
+
+export class GatewayAgeIngest {
+  readonly #o: GatewayAgeIngestOptions;
+  readonly #now: () => number;
+  readonly #mono: () => number;
+  /** epoch -> (sequence, monotonic receipt) of reports this process recorded. */
+  readonly #receipts = new Map<string, { sequence: number; monoMs: number }>();
+  #queue: Promise<unknown> = Promise.resolve();
+  #server: Server | undefined;
+
+  constructor(options: GatewayAgeIngestOptions) {
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+    this.#mono = options.monotonic ?? (() => performance.now());
+  }
+
+  get port(): number {
+    return (this.#server?.address() as AddressInfo | undefined)?.port ?? 0;
+  }
+
+  async start(): Promise<void> {
+    const { host, port } = parseListenAddress(this.#o.address);
+    const server = createServer((req, res) => {
+      const reply = (status: number, body: Record<string, unknown>) => {
+        res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+        res.end(JSON.stringify(body));
+      };
+      if ((req.url ?? '').split('?')[0] !== GATEWAY_AGE_REPORTS_PATH) return reply(404, { error: `not found; POST reports to ${GATEWAY_AGE_REPORTS_PATH}` });
+      if (req.method !== 'POST') return reply(405, { error: 'method not allowed; use POST' });
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let refused = false;
+      req.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_REPORT_BYTES && !refused) {
+          refused = true;
+          this.#o.metrics.gatewayAgeReports.inc({ outcome: 'too_large' });
+          reply(413, { error: `report larger than ${MAX_REPORT_BYTES} bytes` });
+          req.destroy();
+        } else if (!refused) chunks.push(chunk);
+      });
+      req.on('end', () => {
+        if (refused) return;
+        let body: unknown;
+        try {
+          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch {
+          this.#o.metrics.gatewayAgeReports.inc({ outcome: 'invalid' });
+          return reply(400, { error: 'report is not JSON' });
+        }
+        this.submit(body).then(
+          (r) => reply(r.status, r.body),
+          (error) => {
+            this.#o.logger.warn({ error: errorFields(error) }, 'gateway age report could not be recorded');
+            reply(503, { error: 'report could not be recorded; retry' });
+          },
+        );
+      });
+    });
+    server.headersTimeout = 5_000;
+    server.requestTimeout = 10_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    this.#server = server;
+  }
+
+  async close(): Promise<void> {
+    const server = this.#server;
+    if (server !== undefined) {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    }
+    await this.#queue.catch(() => undefined);
+  }
+
+  /** Validates and applies one report (serialized); returns the HTTP answer. Exposed for tests. */
+  submit(body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+    const run = this.#queue.then(() => this.#apply(body));
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #apply(body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+    const checked = checkGatewayAgeReport(body);
+    if (!checked.ok) {
+      this.#o.metrics.gatewayAgeReports.inc({ outcome: 'invalid' });
+      return { status: 400, body: { error: checked.error } };
+    }
+    const networks = ((await this.#o.store.list(GRID_NETWORK)).items as unknown as GridNetworkResource[])
+      .sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+    const network = networks[0];
+    if (network === undefined) {
+      this.#o.metrics.gatewayAgeReports.inc({ outcome: 'no_network' });
+      return { status: 503, body: { error: 'no GridNetwork to record the report into' } };
+    }
+    const before = this.#restore(network);
+    const monoMs = this.#mono();
+    const { state, outcome } = applyReport(before, checked.value, { monoMs, wallMs: this.#now() });
+    this.#o.metrics.gatewayAgeReports.inc({ outcome });
+    const condition = gatewayAgesCondition(state, monoMs);
+    await this.#persist(network, before, state, condition);
+    if (outcome === 'recorded') this.#receipts.set(checked.value.epoch, { sequence: checked.value.sequence, monoMs });
+    for (const epoch of [...this.#receipts.keys()]) if (!state.records.some((r) => r.epoch === epoch)) this.#receipts.delete(epoch);
+    return { status: STATUS_CODE[outcome], body: { outcome, condition: condition.status } };
+  }
+
+  /** Status records plus this process's monotonic receipts (only for the very report it recorded). */
+  #restore(network: GridNetworkResource): EvidenceState {
+    const records: AgeRecord[] = (network.status?.gatewayAgeReports ?? []).map((r) => {
+      const receipt = this.#receipts.get(r.epoch);
+      return {
+        epoch: r.epoch,
+        replica: r.replica ?? '',
+        sequence: r.sequence ?? 0,
+        skewCount: r.skewCount ?? 0,
+        reportedRejected: r.reportedRejected ?? r.rejected ?? false,
+        // A record without an effective state is read conservatively as rejected.
+        rejected: r.rejected ?? true,
+        receivedAt: r.receivedAt ?? '',
+        ...(receipt !== undefined && receipt.sequence === r.sequence ? { receivedMonoMs: receipt.monoMs } : {}),
+      };
+    });
+    return { records, overflow: network.status?.gatewayAgeReportOverflow === true };
+  }
+
+  async #persist(network: GridNetworkResource, before: EvidenceState, after: EvidenceState, condition: { status: 'True' | 'False' | 'Unknown'; reason: string; message: string }): Promise<void> {
+    const name = network.metadata.name;
+    const patch: Record<string, unknown> = {};
+    if (after !== before) {
+      patch['gatewayAgeReports'] = [...after.records].sort((a, b) => (a.epoch < b.epoch ? -1 : 1)).map((r): GatewayAgeReport => ({
+        epoch: r.epoch,
+        replica: r.replica,
+        sequence: r.sequence,
+        skewCount: r.skewCount,
+        reportedRejected: r.reportedRejected,
+        rejected: r.rejected,
+        ...(r.receivedAt !== '' ? { receivedAt: r.receivedAt } : {}),
+      }));
+      if (after.overflow) patch['gatewayAgeReportOverflow'] = true;
+    }
+    // Read just before writing: other writers share the conditions list.
+    const fresh = ((await this.#o.store.get(GRID_NETWORK, { name })) as GridNetworkResource | undefined) ?? network;
+    const conditions = fresh.status?.conditions as Condition[] | undefined;
+    const generation = fresh.metadata.generation ?? 1;
+    const stored = conditions?.find((c) => c.type === GATEWAY_AGES_REJECTED);
+    if (stored === undefined || stored.status !== condition.status || stored.message !== condition.message || stored.observedGeneration !== generation) {
+      const next = mergeConditions(conditions, [{ type: GATEWAY_AGES_REJECTED, ...condition, observedGeneration: generation }], this.#now());
+      patch['conditions'] = withOwnConditions(conditions, next, [GATEWAY_AGES_REJECTED]);
+    }
+    if (Object.keys(patch).length === 0) return;
+    await this.#o.store.patchStatus(GRID_NETWORK, { name }, patch, { fieldManager: GATEWAY_AGES_FIELD_MANAGER });
+  }
+}

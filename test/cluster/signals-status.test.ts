@@ -1,0 +1,100 @@
+// The two condition writers of issue 6 against a real kube-apiserver (a control plane of its own, so "the first
+// GridNetwork by name" is this test's): the gateway age ingest and the peer poller write through the status
+// subresource under their own field managers, the API server accepts what they write (CRD status schema), and a
+// GridNetwork-controller-style Ready write keeps both conditions.
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubernetesStore } from '../../daemons/shared/resource-store/index.ts';
+import { createCertificateAuthority, createSiteCertificate } from '../../daemons/shared/tls.ts';
+import { createLogger } from '../../daemons/shared/log.ts';
+import { GRID_NETWORK, SECRET } from '../../daemons/gossip-operator/kinds.ts';
+import { OperatorMetrics } from '../../daemons/gossip-operator/metrics.ts';
+import { GatewayAgeIngest, GATEWAY_AGES_FIELD_MANAGER } from '../../daemons/gossip-operator/gateway-ages/ingest.ts';
+import { PeerPoller, PEER_SIGNALS_FIELD_MANAGER } from '../../daemons/gossip-operator/peer-signals/poller.ts';
+import { PolledSignals } from '../../daemons/gossip-operator/peer-signals/polled-signals.ts';
+import { withOwnConditions, type Condition } from '../../daemons/gossip-operator/controllers/status.ts';
+import { resolveBinDir, startControlPlane, type ControlPlane } from './control-plane.ts';
+import { waitFor } from './kube.ts';
+import { applyManifests, RawClient } from './manifests.ts';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+const b64 = (text: string) => Buffer.from(text).toString('base64');
+
+describe('PeerTimeValid and GatewayAgesRejected on a real API server', () => {
+  let plane: ControlPlane | undefined;
+  let store: KubernetesStore;
+
+  beforeAll(async () => {
+    plane = await startControlPlane({ binDir: resolveBinDir() });
+    const kc = new KubeConfig();
+    kc.loadFromFile(plane.kubeconfigPath);
+    const admin = new RawClient(kc);
+    await applyManifests(admin, ['crds.k8s.yaml']);
+    const ns = await admin.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'grid-system' } });
+    if (ns.status !== 201) throw new Error(`creating namespace grid-system: HTTP ${ns.status}`);
+    store = new KubernetesStore({ kubeconfigPath: plane.kubeconfigPath });
+    const ca = await createCertificateAuthority({ commonName: 'grid ca' });
+    const cert = await createSiteCertificate(ca, { commonName: 'site-a' });
+    await store.apply(SECRET, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'grid-ca', namespace: 'grid-system' }, data: { 'ca.crt': b64(ca.certPem) } }, { fieldManager: 'test' });
+    await store.apply(SECRET, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'grid-site-cert', namespace: 'grid-system' }, data: { 'tls.crt': b64(cert.certPem), 'tls.key': b64(cert.keyPem) } }, { fieldManager: 'test' });
+    await store.apply(GRID_NETWORK, {
+      apiVersion: 'grid.praxis.fast/v1alpha1',
+      kind: 'GridNetwork',
+      metadata: { name: 'grid' },
+      spec: {
+        signalTransport: { mode: 'poll' },
+        tls: { caSecretRef: { name: 'grid-ca', namespace: 'grid-system' }, siteSecretRef: { name: 'grid-site-cert', namespace: 'grid-system' } },
+      },
+    }, { fieldManager: 'test' });
+  }, 180_000);
+
+  afterAll(async () => {
+    await store?.close();
+    await plane?.stop();
+  });
+
+  const network = async (): Promise<Json> => store.get(GRID_NETWORK, { name: 'grid' });
+  const condition = async (type: string): Promise<Condition | undefined> => ((await network())?.status?.conditions as Condition[] | undefined)?.find((c) => c.type === type);
+  const statusManagers = async (): Promise<string[]> => ((await network()).metadata.managedFields as Json[]).filter((m) => m.subresource === 'status').map((m) => m.manager);
+
+  it('records gateway age evidence the API server accepts, under grid-operator-gateway-ages', async () => {
+    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', store, logger: createLogger({ name: 'test', level: 'silent' }), metrics: new OperatorMetrics() });
+    const answer = await ingest.submit({ epoch: 'd41d8cd98f00b204', replica: 'edge-7c9f', sequence: 3, skewCount: 2, rejected: true });
+    expect(answer).toEqual({ status: 202, body: { outcome: 'recorded', condition: 'True' } });
+    const status = (await network()).status;
+    expect(status.gatewayAgeReports).toEqual([
+      { epoch: 'd41d8cd98f00b204', replica: 'edge-7c9f', sequence: 3, skewCount: 2, reportedRejected: true, rejected: true, receivedAt: expect.any(String) as unknown },
+    ]);
+    expect(await condition('GatewayAgesRejected')).toMatchObject({ status: 'True', reason: 'GatewayAgesRejected', observedGeneration: 1 });
+    expect(await statusManagers()).toContain(GATEWAY_AGES_FIELD_MANAGER);
+  });
+
+  it('writes PeerTimeValid under grid-operator-peer-signals, and a Ready write keeps both conditions', async () => {
+    const poller = new PeerPoller({
+      site: 'site-a',
+      store,
+      logger: createLogger({ name: 'test', level: 'silent' }),
+      metrics: new OperatorMetrics(),
+      polled: new PolledSignals(),
+      members: () => [],
+      converged: () => true,
+      localSignals: () => [],
+      onSignalsChanged: () => {},
+      intervalMs: 3_600_000,
+    });
+    await poller.start();
+    try {
+      await waitFor('PeerTimeValid True', async () => ((await condition('PeerTimeValid'))?.status === 'True' ? true : undefined), 30_000);
+    } finally {
+      await poller.stop();
+    }
+    expect(await statusManagers()).toEqual(expect.arrayContaining([GATEWAY_AGES_FIELD_MANAGER, PEER_SIGNALS_FIELD_MANAGER]));
+    const fresh = await network();
+    const ready: Condition = { type: 'Ready', status: 'True', reason: 'OverlaysDistributed', message: '0 gateway overlays distributed', lastTransitionTime: '2026-01-01T00:00:00Z', observedGeneration: 1 };
+    await store.patchStatus(GRID_NETWORK, { name: 'grid' }, { conditions: withOwnConditions(fresh.status.conditions, [ready], ['Ready']) }, { fieldManager: 'grid-operator' });
+    const types = ((await network()).status.conditions as Condition[]).map((c) => `${c.type}=${c.status}`).sort();
+    expect(types).toEqual(['GatewayAgesRejected=True', 'PeerTimeValid=True', 'Ready=True']);
+  });
+});
