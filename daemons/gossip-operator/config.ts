@@ -34,6 +34,11 @@ export interface OperatorConfig {
   /** How long after start no auto-discovered site is judged absent (a restart never starts GC clocks). */
   readonly discoveryVerificationWindowMs: number;
   readonly logLevel: string;
+  /**
+   * The scraper ServiceAccount in `namespace` whose token metricsConfig.auth sends (seed 001 "Bearer
+   * authentication"); parseConfig always sets it. Absent (in-process tests only): such scrapes fail with `auth`.
+   */
+  readonly metricsScraperServiceAccount?: string;
 }
 
 export class ConfigError extends Error {
@@ -65,6 +70,7 @@ const OPTIONS = {
   'model-discovery-ttl': { type: 'string' },
   'discovery-verification-window': { type: 'string' },
   'log-level': { type: 'string' },
+  'metrics-scraper-service-account': { type: 'string' },
   help: { type: 'boolean' },
 } as const;
 
@@ -81,6 +87,9 @@ export const USAGE = `Usage: node daemons/gossip-operator/main.ts [flags]
   --swim-profile wan|loopback     SWIM timing profile (env GRID_SWIM_PROFILE; default wan)
   --leader-elect true|false       wait on the Lease before reconciling (default true)
   --lease-name NAME               Lease name (env GRID_LEASE_NAME; default gossip-operator-leader)
+  --metrics-scraper-service-account NAME
+                                  ServiceAccount in --namespace whose token metricsConfig.auth sends
+                                  (env GRID_METRICS_SCRAPER_SERVICE_ACCOUNT; default gossip-operator-metrics-scraper)
   env GRID_SWIM_ENCRYPT_KEY       64 hex characters; used when the GridNetwork names no swimKeySecretRef
 `;
 
@@ -159,6 +168,10 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
 
   const seeds = (pick('seeds', 'GRID_SWIM_SEEDS') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
   const advertise = pick('gossip-advertise', 'GRID_GOSSIP_ADVERTISE');
+  const scraper = pick('metrics-scraper-service-account', 'GRID_METRICS_SCRAPER_SERVICE_ACCOUNT') ?? 'gossip-operator-metrics-scraper';
+  if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(scraper)) {
+    throw new ConfigError(`${flagOrEnv('metrics-scraper-service-account', 'GRID_METRICS_SCRAPER_SERVICE_ACCOUNT')}: "${scraper.slice(0, 80)}" is not a ServiceAccount name (DNS-1123 subdomain)`);
+  }
   return {
     store,
     site,
@@ -180,5 +193,6 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
     modelDiscoveryTtlMs: duration('model-discovery-ttl', 'GRID_MODEL_DISCOVERY_TTL', '5m'),
     discoveryVerificationWindowMs: duration('discovery-verification-window', 'GRID_DISCOVERY_VERIFICATION_WINDOW', '11m'),
     logLevel: pick('log-level', 'LOG_LEVEL') ?? 'info',
+    metricsScraperServiceAccount: scraper,
   };
 }

@@ -20,6 +20,7 @@ import { SiteInviteController } from './controllers/site-invite.ts';
 import { LeaderElector } from './manager/leader-election.ts';
 import { Manager } from './manager/manager.ts';
 import { OperatorMetrics } from './metrics.ts';
+import { ScraperTokenSource } from './probes/scraper-token.ts';
 
 export interface OperatorOptions {
   readonly config: OperatorConfig;
@@ -62,6 +63,10 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
   );
   const metrics = new OperatorMetrics({ defaultMetrics: options.defaultMetrics ?? false });
   let manager: Manager | undefined;
+  const now = options.now ?? Date.now;
+  const scraperToken = config.metricsScraperServiceAccount === undefined
+    ? undefined
+    : new ScraperTokenSource({ store, serviceAccount: { namespace: config.namespace, name: config.metricsScraperServiceAccount }, logger, now });
   const context: OperatorContext = {
     store,
     logger,
@@ -70,7 +75,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
     now: options.now ?? Date.now,
     startedAtMs: (options.now ?? Date.now)(),
     producerVersion: producerVersion(),
-    signals: new ProviderSignals(),
+    signals: new ProviderSignals(scraperToken === undefined ? undefined : () => scraperToken.bearer()),
     gossip: undefined,
     enqueue: (controller, name, afterMs) => manager?.enqueue(controller, name, afterMs),
     ...(options.discoveryIsBlocked !== undefined ? { discoveryIsBlocked: options.discoveryIsBlocked } : {}),
