@@ -5,7 +5,7 @@
  * starts in plaintext when a key is configured) and feeds it seeds and local state.
  */
 import { KeyObject } from 'node:crypto';
-import type { Logger } from '../shared/log.ts';
+import { errorFields, type Logger } from '../shared/log.ts';
 import { GossipState, withOwnKey } from './state/gossip-state.ts';
 import { LocalPublisher } from './state/publisher.ts';
 import type { ProviderState, SignedStateRecord, SiteInfo } from './state/records.ts';
@@ -84,6 +84,7 @@ export class GossipRuntime {
     keyring: KeyRing | undefined;
     certificateBundle: string | undefined;
     gossip: GossipState;
+    logger: Logger;
   }) {
     this.membership = parts.membership;
     this.store = parts.store;
@@ -91,6 +92,10 @@ export class GossipRuntime {
     this.keyring = parts.keyring;
     this.certificateBundle = parts.certificateBundle;
     this.#gossip = parts.gossip;
+    this.publisher.reassertCollectedDeletions(
+      (name) => this.#lastPublished.has(`provider/${name}`),
+      (error) => parts.logger.warn({ error: errorFields(error) }, 're-asserting a collected provider deletion failed'),
+    );
   }
 
   static async start(o: GossipRuntimeOptions): Promise<GossipRuntime> {
@@ -148,7 +153,7 @@ export class GossipRuntime {
       revisions: o.revisions,
       broadcast: gossip.broadcast,
     });
-    return new GossipRuntime({ membership, store, publisher, keyring, certificateBundle: o.identity.certificateBundle, gossip });
+    return new GossipRuntime({ membership, store, publisher, keyring, certificateBundle: o.identity.certificateBundle, gossip, logger: o.logger });
   }
 
   get address(): string {
