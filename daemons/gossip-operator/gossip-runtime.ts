@@ -101,7 +101,7 @@ export class GossipRuntime {
   static async start(o: GossipRuntimeOptions): Promise<GossipRuntime> {
     const config = applySwimSpec(o.site, o.timing, o.swimSpec);
     const signers = new Map<string, KeyObject>();
-    const gossipLogger = { warn: (obj: object, msg: string) => o.logger.warn(obj, msg) };
+    const gossipLogger = { warn: (obj: object, msg: string) => o.logger.warn(obj, msg), debug: (obj: object, msg: string) => o.logger.debug(obj, msg) };
     const store = new StateStore({
       network: o.network,
       localSite: o.site,
