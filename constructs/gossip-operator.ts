@@ -1,7 +1,7 @@
 import { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
 import { DEFAULT_IMAGE, workloadLabels } from './labels.ts';
-import { grantClusterWide, grantNamespaced } from './rbac.ts';
+import { grantClusterWide, grantNamespaced, metricsScraperAccount } from './rbac.ts';
 import { GridSynthError, issueAt } from './synth-error.ts';
 import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, resources, tmpVolume } from './workload-defaults.ts';
 import { inviteTokenSecretName, operatorStateConfigMapName } from '../schemas/object-names.ts';
@@ -60,6 +60,12 @@ export interface GossipOperatorProps {
   readonly serviceType?: kplus.ServiceType;
   /** @default 100m/128Mi requested, 1 CPU/512Mi limit - the routing core renders overlays for up to 1024 candidates */
   readonly resources?: kplus.ContainerResources;
+  /**
+   * Emit the metrics scraper ServiceAccount (only get on the nonResourceURL /metrics) whose TokenRequest token
+   * metricsConfig.auth sends, and let the operator mint tokens for that one account (seed 001 rbac.metricsScraper).
+   * @default true
+   */
+  readonly metricsScraper?: boolean;
   /** Extra labels for every object this construct emits. @default - none (the workload labels only) */
   readonly labels?: Record<string, string>;
 }
@@ -76,6 +82,8 @@ export class GossipOperator extends Construct {
   readonly gossipPort: number;
   readonly adminPort: number;
   readonly leaseName: string;
+  /** The scraper ServiceAccount's name, undefined when metricsScraper is false. */
+  readonly metricsScraperName: string | undefined;
   readonly selectorLabels: Record<string, string>;
   readonly serviceAccount: kplus.ServiceAccount;
   readonly deployment: kplus.Deployment;
@@ -90,6 +98,7 @@ export class GossipOperator extends Construct {
     this.gossipPort = props.gossipPort ?? 7946;
     this.adminPort = props.adminPort ?? 9090;
     this.leaseName = props.leaseName ?? `${this.name}-leader`;
+    this.metricsScraperName = props.metricsScraper === false ? undefined : `${this.name}-metrics-scraper`;
     this.selectorLabels = workloadLabels('gossip-operator', this.name);
     const labels = { ...(props.labels ?? {}), ...this.selectorLabels };
 
@@ -124,8 +133,12 @@ export class GossipOperator extends Construct {
         leaderLease: [this.leaseName],
         operatorState: [operatorStateConfigMapName(props.site)],
         inviteSecrets: (props.invites ?? []).map(inviteTokenSecretName),
+        metricsScraper: this.metricsScraperName === undefined ? [] : [this.metricsScraperName],
       },
     });
+    if (this.metricsScraperName !== undefined) {
+      metricsScraperAccount(this, 'MetricsScraper', { name: this.metricsScraperName, namespace: this.namespace, labels });
+    }
 
     this.deployment = new kplus.Deployment(this, 'Deployment', {
       metadata: { name: this.name, namespace: this.namespace, labels },
@@ -149,6 +162,7 @@ export class GossipOperator extends Construct {
       GRID_ADMIN_ADDRESS: kplus.EnvValue.fromValue(`0.0.0.0:${this.adminPort}`),
     };
     if (props.gossipAdvertiseAddress !== undefined) env['GRID_GOSSIP_ADVERTISE'] = kplus.EnvValue.fromValue(props.gossipAdvertiseAddress);
+    if (this.metricsScraperName !== undefined) env['GRID_METRICS_SCRAPER_SERVICE_ACCOUNT'] = kplus.EnvValue.fromValue(this.metricsScraperName);
     if (props.gatewayAddress !== undefined) env['GRID_GATEWAY_ADDRESS'] = kplus.EnvValue.fromValue(props.gatewayAddress);
     const tmp = tmpVolume(this);
     this.deployment.addContainer({

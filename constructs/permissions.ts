@@ -29,7 +29,8 @@ export type NameSlot =
   | 'operatorState'
   | 'referencedSecrets'
   | 'inviteSecrets'
-  | 'leaderLease';
+  | 'leaderLease'
+  | 'metricsScraper';
 
 export interface PermissionEntry {
   /** `cluster` entries go into the ClusterRole (the grid kinds are cluster-scoped); `namespace` into Roles. */
@@ -111,6 +112,14 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
       names: 'leaderLease',
       why: 'leader election reads and renews its one Lease with server-side apply (create for the first write, scoped by name)',
     },
+    {
+      scope: 'namespace',
+      apiGroup: '',
+      resources: ['serviceaccounts/token'],
+      verbs: ['create'],
+      names: 'metricsScraper',
+      why: 'metricsConfig.auth sends a TokenRequest-minted token of the metrics scraper ServiceAccount, never the operator\'s own (seed 001 "Bearer authentication")',
+    },
   ],
   'overlay-sync': [
     {
@@ -126,6 +135,14 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
   gateway: [],
   sim: [],
 };
+
+/**
+ * What the metrics scraper ServiceAccount may do: only read /metrics (seed 001 "Bearer authentication"). It runs no
+ * daemon; whoever serves a scraped endpoint receives its token, so it must be worth nothing else.
+ */
+export const METRICS_SCRAPER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly Verb[] }[] = [
+  { nonResourceURLs: ['/metrics'], verbs: ['get'] },
+];
 
 /** A Kubernetes PolicyRule (rbac.authorization.k8s.io/v1), as emitted. */
 export interface PolicyRule {

@@ -1,6 +1,6 @@
 import { Construct } from 'constructs';
 import { k8s } from 'cdk8s-plus-28';
-import { policyRules, type DaemonName, type NameBindings } from './permissions.ts';
+import { METRICS_SCRAPER_RULES, policyRules, type DaemonName, type NameBindings } from './permissions.ts';
 
 /**
  * Role/ClusterRole objects generated from the permission table (permissions.ts). Written with the typed k8s
@@ -44,4 +44,26 @@ export function grantClusterWide(scope: Construct, id: string, grant: Omit<RoleG
     subjects: [{ kind: 'ServiceAccount', name: grant.serviceAccountName, namespace: grant.serviceAccountNamespace }],
   });
   return role;
+}
+
+/**
+ * The metrics scraper identity: a ServiceAccount with no mounted token (no pod runs as it; the operator mints its
+ * tokens with TokenRequest) and a ClusterRole allowing only get on /metrics, which an llm-d EPP's
+ * SubjectAccessReview checks.
+ */
+export function metricsScraperAccount(scope: Construct, id: string, props: { name: string; namespace: string; labels: Record<string, string> }): void {
+  new k8s.KubeServiceAccount(scope, `${id}ServiceAccount`, {
+    metadata: { name: props.name, namespace: props.namespace, labels: props.labels },
+    automountServiceAccountToken: false,
+  });
+  const metadata = { name: props.name, labels: props.labels };
+  new k8s.KubeClusterRole(scope, `${id}ClusterRole`, {
+    metadata,
+    rules: METRICS_SCRAPER_RULES.map((rule) => ({ nonResourceUrLs: [...rule.nonResourceURLs], verbs: [...rule.verbs] })),
+  });
+  new k8s.KubeClusterRoleBinding(scope, `${id}ClusterRoleBinding`, {
+    metadata,
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: props.name },
+    subjects: [{ kind: 'ServiceAccount', name: props.name, namespace: props.namespace }],
+  });
 }

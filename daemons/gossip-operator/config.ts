@@ -42,6 +42,11 @@ export interface OperatorConfig {
   readonly gatewayAgeAddress?: string;
   /** How often the peer poller polls under signalTransport poll. */
   readonly peerPollIntervalMs?: number;
+  /**
+   * The scraper ServiceAccount in `namespace` whose token metricsConfig.auth sends (seed 001 "Bearer
+   * authentication"); parseConfig always sets it. Absent (in-process tests only): such scrapes fail with `auth`.
+   */
+  readonly metricsScraperServiceAccount?: string;
 }
 
 export class ConfigError extends Error {
@@ -77,6 +82,7 @@ const OPTIONS = {
   'signals-advertise': { type: 'string' },
   'gateway-age-address': { type: 'string' },
   'peer-poll-interval': { type: 'string' },
+  'metrics-scraper-service-account': { type: 'string' },
   help: { type: 'boolean' },
 } as const;
 
@@ -97,6 +103,9 @@ export const USAGE = `Usage: node daemons/gossip-operator/main.ts [flags]
   --signals-advertise HOST:PORT   address peers poll (env GRID_SIGNALS_ADVERTISE; default the bound address)
   --gateway-age-address HOST:PORT gateway age report ingest, plain HTTP (env GRID_GATEWAY_AGE_ADDRESS; off when unset)
   --peer-poll-interval DURATION   peer signals poll interval (env GRID_PEER_POLL_INTERVAL; default 10s)
+  --metrics-scraper-service-account NAME
+                                  ServiceAccount in --namespace whose token metricsConfig.auth sends
+                                  (env GRID_METRICS_SCRAPER_SERVICE_ACCOUNT; default gossip-operator-metrics-scraper)
   env GRID_SWIM_ENCRYPT_KEY       64 hex characters; used when the GridNetwork names no swimKeySecretRef
 `;
 
@@ -188,6 +197,10 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
   const gatewayAgeAddress = listen('gateway-age-address', 'GRID_GATEWAY_AGE_ADDRESS');
   const seeds = (pick('seeds', 'GRID_SWIM_SEEDS') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
   const advertise = pick('gossip-advertise', 'GRID_GOSSIP_ADVERTISE');
+  const scraper = pick('metrics-scraper-service-account', 'GRID_METRICS_SCRAPER_SERVICE_ACCOUNT') ?? 'gossip-operator-metrics-scraper';
+  if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(scraper)) {
+    throw new ConfigError(`${flagOrEnv('metrics-scraper-service-account', 'GRID_METRICS_SCRAPER_SERVICE_ACCOUNT')}: "${scraper.slice(0, 80)}" is not a ServiceAccount name (DNS-1123 subdomain)`);
+  }
   return {
     store,
     site,
@@ -213,5 +226,6 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
     ...(signalsAdvertise !== undefined ? { signalsAdvertise } : {}),
     ...(gatewayAgeAddress !== undefined ? { gatewayAgeAddress } : {}),
     peerPollIntervalMs: duration('peer-poll-interval', 'GRID_PEER_POLL_INTERVAL', '10s'),
+    metricsScraperServiceAccount: scraper,
   };
 }

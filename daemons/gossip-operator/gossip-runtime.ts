@@ -5,7 +5,7 @@
  * starts in plaintext when a key is configured) and feeds it seeds and local state.
  */
 import { KeyObject } from 'node:crypto';
-import type { Logger } from '../shared/log.ts';
+import { errorFields, type Logger } from '../shared/log.ts';
 import { GossipState, withOwnKey } from './state/gossip-state.ts';
 import { LocalPublisher } from './state/publisher.ts';
 import type { ProviderState, SignedStateRecord, SiteInfo } from './state/records.ts';
@@ -84,6 +84,7 @@ export class GossipRuntime {
     keyring: KeyRing | undefined;
     certificateBundle: string | undefined;
     gossip: GossipState;
+    logger: Logger;
   }) {
     this.membership = parts.membership;
     this.store = parts.store;
@@ -91,12 +92,16 @@ export class GossipRuntime {
     this.keyring = parts.keyring;
     this.certificateBundle = parts.certificateBundle;
     this.#gossip = parts.gossip;
+    this.publisher.reassertCollectedDeletions(
+      (name) => this.#lastPublished.has(`provider/${name}`),
+      (error) => parts.logger.warn({ error: errorFields(error) }, 're-asserting a collected provider deletion failed'),
+    );
   }
 
   static async start(o: GossipRuntimeOptions): Promise<GossipRuntime> {
     const config = applySwimSpec(o.site, o.timing, o.swimSpec);
     const signers = new Map<string, KeyObject>();
-    const gossipLogger = { warn: (obj: object, msg: string) => o.logger.warn(obj, msg) };
+    const gossipLogger = { warn: (obj: object, msg: string) => o.logger.warn(obj, msg), debug: (obj: object, msg: string) => o.logger.debug(obj, msg) };
     const store = new StateStore({
       network: o.network,
       localSite: o.site,
@@ -148,7 +153,7 @@ export class GossipRuntime {
       revisions: o.revisions,
       broadcast: gossip.broadcast,
     });
-    return new GossipRuntime({ membership, store, publisher, keyring, certificateBundle: o.identity.certificateBundle, gossip });
+    return new GossipRuntime({ membership, store, publisher, keyring, certificateBundle: o.identity.certificateBundle, gossip, logger: o.logger });
   }
 
   get address(): string {

@@ -22,6 +22,7 @@ import { Manager } from './manager/manager.ts';
 import { startSignalServices, type SignalServices } from './peer-signals/services.ts';
 import { PolledSignals } from './peer-signals/polled-signals.ts';
 import { OperatorMetrics } from './metrics.ts';
+import { ScraperTokenSource } from './probes/scraper-token.ts';
 
 export interface OperatorOptions {
   readonly config: OperatorConfig;
@@ -64,6 +65,10 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
   );
   const metrics = new OperatorMetrics({ defaultMetrics: options.defaultMetrics ?? false });
   let manager: Manager | undefined;
+  const now = options.now ?? Date.now;
+  const scraperToken = config.metricsScraperServiceAccount === undefined
+    ? undefined
+    : new ScraperTokenSource({ store, serviceAccount: { namespace: config.namespace, name: config.metricsScraperServiceAccount }, logger, now });
   const context: OperatorContext = {
     store,
     logger,
@@ -72,7 +77,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
     now: options.now ?? Date.now,
     startedAtMs: (options.now ?? Date.now)(),
     producerVersion: producerVersion(),
-    signals: new ProviderSignals(),
+    signals: new ProviderSignals(scraperToken === undefined ? undefined : () => scraperToken.bearer()),
     peerSignals: new PolledSignals(),
     signalsAddress: undefined,
     gossip: undefined,

@@ -345,7 +345,8 @@ describe('gossip-operator (real program, its ServiceAccount token) on east', () 
     }, 30_000);
     expect((cm['metadata']['managedFields'] as { manager: string }[]).map((f) => f.manager)).toEqual([FIELD_MANAGER]);
     expect(wait.logged('acquired the Lease; this replica is the leader')).toHaveLength(1);
-    expect(wait.logged('overlay distributed').length).toBeGreaterThan(0);
+    // The line is written after the apply returns, so it can trail the ConfigMap the API server already shows.
+    await waitFor('the new leader to log the distribution', () => (wait.logged('overlay distributed').length > 0 ? true : undefined), 10_000);
     expect((await wait.status())['leader']).toBe(true);
     console.log(`leader ${leader} stopped; ${standby} held the Lease after ${tookOverMs} ms, overlay rewritten after ${Date.now() - stoppedAt} ms`);
   });

@@ -4,7 +4,7 @@
 // table is checked on the live API server with SubjectAccessReviews for the ServiceAccounts dist/ creates:
 // every granted (verb, resource, name) is allowed and every other verb on those resources is refused.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DAEMON_PERMISSIONS, GRID_API_GROUP } from '../../constructs/permissions.ts';
+import { DAEMON_PERMISSIONS, GRID_API_GROUP, METRICS_SCRAPER_RULES } from '../../constructs/permissions.ts';
 import type { DaemonName, PermissionEntry } from '../../constructs/permissions.ts';
 import { overlayConfigMapName } from '../../schemas/overlay/configmap-name.ts';
 import { adminKubeConfig } from './kube.ts';
@@ -13,10 +13,11 @@ import type { Manifest } from './manifests.ts';
 import { inviteTokenSecretName, operatorStateConfigMapName } from '../../schemas/object-names.ts';
 
 interface Rule {
-  apiGroups: string[];
-  resources: string[];
+  apiGroups?: string[];
+  resources?: string[];
   verbs: string[];
   resourceNames?: string[];
+  nonResourceURLs?: string[];
 }
 
 /** One grant: scope, group, resource, verb, and the names (undefined = every object). */
@@ -30,13 +31,28 @@ interface Grant {
 
 const key = (g: Grant): string => `${g.scope} ${g.group || 'core'}/${g.resource} ${g.verb}${g.names ? ` [${[...g.names].sort().join(',')}]` : ''}`;
 
+/** A nonResourceURL grant is written as resource `url:<path>` in the core group. */
 function expand(scope: Grant['scope'], rules: readonly Rule[]): Grant[] {
-  return rules.flatMap((r) =>
-    r.apiGroups.flatMap((group) =>
-      r.resources.flatMap((resource) => r.verbs.map((verb) => ({ scope, group, resource, verb, names: r.resourceNames }))),
+  return rules.flatMap((r) => [
+    ...(r.apiGroups ?? []).flatMap((group) =>
+      (r.resources ?? []).flatMap((resource) => r.verbs.map((verb) => ({ scope, group, resource, verb, names: r.resourceNames }))),
     ),
+    ...(r.nonResourceURLs ?? []).flatMap((url) => r.verbs.map((verb) => ({ scope, group: '', resource: `url:${url}`, verb, names: undefined }))),
+  ]);
+}
+
+/** The metrics scraper ServiceAccount the operator Deployment is configured with (it runs no daemon of its own). */
+function scraperAccounts(manifests: readonly Manifest[]): string[] {
+  return manifests.flatMap((m) =>
+    m.object.kind !== 'Deployment'
+      ? []
+      : (m.object['spec'] as { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } }).template.spec.containers.flatMap((c) =>
+          (c.env ?? []).filter((e) => e.name === 'GRID_METRICS_SCRAPER_SERVICE_ACCOUNT').map((e) => e.value ?? ''),
+        ),
   );
 }
+
+const SCRAPER_GRANTS: Grant[] = expand('cluster', METRICS_SCRAPER_RULES.map((r) => ({ nonResourceURLs: [...r.nonResourceURLs], verbs: [...r.verbs] })));
 
 /** Which daemon a ServiceAccount belongs to: the container the Deployment running as it starts. */
 function daemonOf(manifests: readonly Manifest[], serviceAccount: string): DaemonName | undefined {
@@ -124,6 +140,7 @@ function slotNames(manifests: readonly Manifest[], serviceAccount: string): Reco
     referencedSecrets: referencedSecretNames(manifests),
     inviteSecrets: invites.sort(),
     leaderLease: ['gossip-operator-leader'],
+    metricsScraper: scraperAccounts(manifests),
   };
 }
 
@@ -144,8 +161,9 @@ describe.each(distFiles().filter((f) => f !== 'crds.k8s.yaml'))('RBAC in dist/%s
     expect(bySubject.size).toBeGreaterThan(0);
     for (const [serviceAccount, granted] of bySubject) {
       const daemon = daemonOf(manifests, serviceAccount);
-      expect(daemon, `ServiceAccount ${serviceAccount} runs no daemon of the table`).toBeDefined();
-      const expected = tableGrants(daemon!, slotNames(manifests, serviceAccount));
+      const scraper = scraperAccounts(manifests).includes(serviceAccount);
+      expect(daemon !== undefined || scraper, `ServiceAccount ${serviceAccount} runs no daemon of the table and is no metrics scraper`).toBe(true);
+      const expected = scraper ? SCRAPER_GRANTS : tableGrants(daemon!, slotNames(manifests, serviceAccount));
       const inDist = new Set(granted.map(key));
       const inTable = new Set(expected.map(key));
       expect([...inDist].filter((k) => !inTable.has(k)), `${file}: granted to ${serviceAccount} but not in the table`).toEqual([]);
@@ -209,7 +227,8 @@ describe('the table on the live API server (SubjectAccessReview for the ServiceA
   it('allows every grant of the table and refuses every other verb on the same resources and names', async () => {
     const problems: string[] = [];
     for (const [serviceAccount] of grantsBySubject(east)) {
-      const daemon = daemonOf(east, serviceAccount)!;
+      const daemon = daemonOf(east, serviceAccount);
+      if (daemon === undefined) continue; // the metrics scraper: checked by its own test below
       const expected = tableGrants(daemon, slotNames(east, serviceAccount));
       const checks: Promise<void>[] = [];
       for (const g of expected) {
@@ -233,6 +252,24 @@ describe('the table on the live API server (SubjectAccessReview for the ServiceA
     }
     expect(problems).toEqual([]);
   });
+
+  it('lets the metrics scraper ServiceAccount get /metrics and nothing else it could misuse', async () => {
+    const [scraper] = scraperAccounts(east);
+    expect(scraper).toBe('gossip-operator-metrics-scraper');
+    const review = async (attributes: Record<string, unknown>): Promise<boolean> => {
+      const res = await admin.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: { user: `system:serviceaccount:grid-system:${scraper}`, groups: ['system:serviceaccounts', 'system:serviceaccounts:grid-system', 'system:authenticated'], ...attributes },
+      });
+      return (res.body as { status: { allowed: boolean } }).status.allowed;
+    };
+    expect(await review({ nonResourceAttributes: { path: '/metrics', verb: 'get' } })).toBe(true);
+    expect(await review({ nonResourceAttributes: { path: '/metrics', verb: 'post' } })).toBe(false);
+    expect(await review({ nonResourceAttributes: { path: '/debug/pprof/', verb: 'get' } })).toBe(false);
+    expect(await review({ resourceAttributes: { group: '', resource: 'secrets', verb: 'get', namespace: 'grid-system' } })).toBe(false);
+    expect(await review({ resourceAttributes: { group: '', resource: 'serviceaccounts', subresource: 'token', verb: 'create', namespace: 'grid-system', name: scraper } })).toBe(false);
+  });
 });
 
 // Each row is one call read from the operator's source, as the API server authorizes it; the test fails listing
@@ -249,6 +286,7 @@ describe('the API calls daemons/gossip-operator makes, authorized for its Servic
     readonly verb: string;
     readonly group: string;
     readonly resource: string;
+    readonly subresource?: string;
     readonly namespace?: string;
     readonly name?: string;
   }
@@ -270,6 +308,7 @@ describe('the API calls daemons/gossip-operator makes, authorized for its Servic
     { source: 'controllers/site-invite.ts apply the invite token Secret', verb: 'patch', group: '', resource: 'secrets', namespace: 'grid-system', name: 'grid-invite-north' },
     { source: 'controllers/site-invite.ts apply the invite token Secret: first creation', verb: 'create', group: '', resource: 'secrets', namespace: 'grid-system', name: 'grid-invite-north' },
     { source: 'controllers/site-invite.ts delete the invite token Secret', verb: 'delete', group: '', resource: 'secrets', namespace: 'grid-system', name: 'grid-invite-north' },
+    { source: 'probes/scraper-token.ts TokenRequest for the metrics scraper', verb: 'create', group: '', resource: 'serviceaccounts', subresource: 'token', namespace: 'grid-system', name: 'gossip-operator-metrics-scraper' },
   ];
 
   it('allows every one of them', async () => {
@@ -282,7 +321,7 @@ describe('the API calls daemons/gossip-operator makes, authorized for its Servic
           spec: {
             user: 'system:serviceaccount:grid-system:gossip-operator',
             groups: ['system:serviceaccounts', 'system:serviceaccounts:grid-system', 'system:authenticated'],
-            resourceAttributes: { group: c.group, resource: c.resource, verb: c.verb, namespace: c.namespace, name: c.name },
+            resourceAttributes: { group: c.group, resource: c.resource, subresource: c.subresource, verb: c.verb, namespace: c.namespace, name: c.name },
           },
         });
         if (!(res.body as { status: { allowed: boolean } }).status.allowed) {

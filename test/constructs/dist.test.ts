@@ -107,10 +107,10 @@ describe('dist/', () => {
   });
 
   it('scopes every overlay-sync Role by resourceNames and has no wildcard RBAC anywhere', () => {
-    const roles = all.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole') as unknown as { metadata: { name: string }; rules: { verbs: string[]; resources: string[]; apiGroups: string[]; resourceNames?: string[] }[] }[];
+    const roles = all.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole') as unknown as { metadata: { name: string }; rules: { verbs: string[]; resources?: string[]; apiGroups?: string[]; resourceNames?: string[]; nonResourceURLs?: string[] }[] }[];
     for (const role of roles) {
       for (const rule of role.rules) {
-        expect([...rule.verbs, ...rule.resources, ...rule.apiGroups]).not.toContain('*');
+        expect([...rule.verbs, ...(rule.resources ?? []), ...(rule.apiGroups ?? []), ...(rule.nonResourceURLs ?? [])]).not.toContain('*');
       }
     }
     const sync = roles.filter((r) => r.metadata.name.endsWith('-overlay-sync'));

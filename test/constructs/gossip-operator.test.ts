@@ -61,6 +61,7 @@ describe('GossipOperator', () => {
       GRID_GOSSIP_BIND: '0.0.0.0:7946',
       GRID_ADMIN_ADDRESS: '0.0.0.0:9090',
       GRID_GATEWAY_ADDRESS: 'gateway.east.example.com:8443',
+      GRID_METRICS_SCRAPER_SERVICE_ACCOUNT: 'gossip-operator-metrics-scraper',
     });
     expect(container?.env?.map((e) => e.name)).not.toContain('GRID_SWIM_ENCRYPT_KEY');
     const service = find(objects, 'Service', 'gossip-operator') as unknown as { spec: { ports: { name: string; protocol?: string; port: number }[] } };
@@ -70,6 +71,33 @@ describe('GossipOperator', () => {
       ['metrics', 9090, 'TCP'],
     ]);
     expect((find(objects, 'Namespace', 'grid-system').metadata.labels ?? {})['pod-security.kubernetes.io/enforce']).toBe('restricted');
+  });
+
+  it('emits the metrics scraper ServiceAccount (get /metrics only) and lets the operator mint tokens for it alone (seed 001 "Bearer authentication")', () => {
+    const c = chart();
+    const op = new GossipOperator(c, 'operator', props);
+    const objects = synth(c);
+    expect(op.metricsScraperName).toBe('gossip-operator-metrics-scraper');
+    const account = find(objects, 'ServiceAccount', 'gossip-operator-metrics-scraper') as unknown as { automountServiceAccountToken?: boolean; metadata: { namespace?: string } };
+    expect(account.automountServiceAccountToken).toBe(false);
+    expect(account.metadata.namespace).toBe('grid-system');
+    expect((find(objects, 'ClusterRole', 'gossip-operator-metrics-scraper') as unknown as { rules: unknown[] }).rules).toEqual([{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
+    const binding = find(objects, 'ClusterRoleBinding', 'gossip-operator-metrics-scraper') as unknown as { roleRef: { name: string }; subjects: unknown[] };
+    expect(binding.roleRef.name).toBe('gossip-operator-metrics-scraper');
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'gossip-operator-metrics-scraper', namespace: 'grid-system' }]);
+    const role = find(objects, 'Role', 'gossip-operator') as unknown as { rules: { resources: string[] }[] };
+    expect(role.rules.filter((r) => r.resources.some((x) => x.startsWith('serviceaccounts')))).toEqual([
+      { apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'], resourceNames: ['gossip-operator-metrics-scraper'] },
+    ]);
+  });
+
+  it('emits no scraper account, token grant or variable with metricsScraper false', () => {
+    const c = chart();
+    new GossipOperator(c, 'operator', { ...props, metricsScraper: false });
+    const text = JSON.stringify(synth(c));
+    expect(text).not.toContain('metrics-scraper');
+    expect(text).not.toContain('serviceaccounts/token');
+    expect(text).not.toContain('GRID_METRICS_SCRAPER_SERVICE_ACCOUNT');
   });
 
   it('refuses a referenced Secret outside its namespace', () => {

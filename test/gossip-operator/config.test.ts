@@ -23,6 +23,15 @@ describe('operator configuration', () => {
     expect(parseConfig(['--site', 'x'], {}).store).toEqual({ backend: 'kubernetes' });
   });
 
+  it('names the metrics scraper ServiceAccount (default gossip-operator-metrics-scraper, the construct\'s name) and refuses a bad name', () => {
+    expect(parseConfig(['--site', 'x'], {}).metricsScraperServiceAccount).toBe('gossip-operator-metrics-scraper');
+    expect(parseConfig(['--site', 'x'], { GRID_METRICS_SCRAPER_SERVICE_ACCOUNT: 'epp-scraper' }).metricsScraperServiceAccount).toBe('epp-scraper');
+    expect(parseConfig(['--site', 'x', '--metrics-scraper-service-account', 'flag-wins'], { GRID_METRICS_SCRAPER_SERVICE_ACCOUNT: 'epp-scraper' }).metricsScraperServiceAccount).toBe('flag-wins');
+    expect(() => parseConfig(['--site', 'x', '--metrics-scraper-service-account', 'Bad_Name'], {})).toThrow(
+      '--metrics-scraper-service-account (env GRID_METRICS_SCRAPER_SERVICE_ACCOUNT): "Bad_Name" is not a ServiceAccount name',
+    );
+  });
+
   it('names the flag and what is expected, never echoing the SWIM key', () => {
     const fail = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
       try {

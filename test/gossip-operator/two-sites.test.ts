@@ -15,6 +15,9 @@ import {
   type CertificateAuthority,
   type LeafCertificate,
 } from '../../daemons/shared/tls.ts';
+import { X509Certificate } from 'node:crypto';
+import { GRID_SITE } from '../../daemons/gossip-operator/kinds.ts';
+import { legacyPemFingerprint } from '../../daemons/gossip-operator/probes/site-probe.ts';
 import { configMap, grid, renderFixture, schemaProblems, startLocalOperator, tempDir, testConfig, waitFor, type LocalOperator } from './helpers.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -137,6 +140,40 @@ describe('two sites over encrypted gossip and mTLS-verified GridSites', () => {
       // The peer's public certificate came over gossip; never a private key.
       expect(gs.status.publicCertPem).toContain('BEGIN CERTIFICATE');
       expect(gs.status.publicCertPem).not.toContain('PRIVATE KEY');
+    }
+  });
+
+  it('accepts the deprecated trust.certFingerprint pin and keeps a site whose legacy pin mismatches out of Active', async () => {
+    const legacy = legacyPemFingerprint(new X509Certificate(b.gatewayCert.certPem).raw);
+    const site = (name: string, certFingerprint: string) => ({
+      apiVersion: GRID_SITE.apiVersion,
+      kind: GRID_SITE.kind,
+      metadata: { name },
+      spec: {
+        gridNetworkRef: 'grid',
+        gatewayEndpoint: { address: b.gatewayAddress!, tls: { mode: 'Mutual', serverName: 'site-b.gateway.grid.internal' } },
+        trust: { certFingerprint },
+      },
+    });
+    const store = a.op!.operator.context.store;
+    await store.apply(GRID_SITE, site('legacy-pin', legacy), { fieldManager: 'test' });
+    await store.apply(GRID_SITE, site('legacy-pin-wrong', `ff:${legacy.slice(3)}`), { fieldManager: 'test' });
+    try {
+      const ok: Json = await waitFor('the legacy-pinned GridSite Active', async () => {
+        const o: Json = await grid(stateDir(a), 'GridSite', 'legacy-pin');
+        return o?.status?.phase === 'Active' ? o : undefined;
+      });
+      expect(ok.status.reason).toBe('TlsVerified');
+      const wrong: Json = await waitFor('the mismatching legacy pin reported', async () => {
+        const o: Json = await grid(stateDir(a), 'GridSite', 'legacy-pin-wrong');
+        return o?.status?.reason === 'FingerprintMismatch' ? o : undefined;
+      });
+      expect(wrong.status.phase).toBe('Connecting');
+      expect(wrong.status.message).toContain('trust.certFingerprint');
+      expect(wrong.status.conditions.find((c: Json) => c.type === 'CertificatePinned').status).toBe('False');
+    } finally {
+      await store.delete(GRID_SITE, { name: 'legacy-pin' });
+      await store.delete(GRID_SITE, { name: 'legacy-pin-wrong' });
     }
   });
 

@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
 import { formatAddress, parseAddress } from '../../daemons/gossip-operator/swim/address.ts';
-import { parseSeeds, resolveSeeds } from '../../daemons/gossip-operator/swim/seeds.ts';
+import { parseSeeds, resolveSeeds, SeedProblemMemory } from '../../daemons/gossip-operator/swim/seeds.ts';
 
 test.each([
   ['10.0.0.5:7946', { host: '10.0.0.5', port: 7946 }],
@@ -48,4 +48,17 @@ test('a lookup that hangs is abandoned after the bound and named in the problems
 test('the real resolver resolves localhost', async () => {
   const r = await resolveSeeds(['localhost:7001'], [], 2_000);
   expect(r.addresses.some((a) => a === '127.0.0.1:7001' || a === '[::1]:7001')).toBe(true);
+});
+
+test('an unresolvable seed is reported once per distinct problem, and again after it resolved and fails anew', () => {
+  const memory = new SeedProblemMemory();
+  const dns = { seed: 'east.example:7946', problem: 'getaddrinfo ENOTFOUND east.example' };
+  const bad = { seed: 'nope', problem: 'expected host:port' };
+  expect(memory.changed([dns, bad])).toEqual([dns, bad]);
+  // Every reconcile re-announces the seeds: the same problems are not reported again.
+  for (let i = 0; i < 5; i += 1) expect(memory.changed([dns, bad])).toEqual([]);
+  const timeout = { seed: 'east.example:7946', problem: 'DNS lookup of east.example timed out after 2000 ms' };
+  expect(memory.changed([timeout, bad])).toEqual([timeout]);
+  expect(memory.changed([bad])).toEqual([]);
+  expect(memory.changed([timeout, bad])).toEqual([timeout]);
 });

@@ -53,6 +53,7 @@ export class GridSiteController implements Controller {
       mode,
       ...(endpoint?.tls?.serverName !== undefined ? { serverName: endpoint.tls.serverName } : {}),
       fingerprints: site.spec.trust?.canonicalFingerprints ?? [],
+      ...(site.spec.trust?.certFingerprint !== undefined ? { legacyPemFingerprint: site.spec.trust.certFingerprint } : {}),
       timeoutMs: PROBE_TIMEOUT_MS,
     };
     if (mode === 'Plaintext') return base;

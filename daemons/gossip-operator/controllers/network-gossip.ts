@@ -15,6 +15,7 @@ import type { ProviderState } from '../state/records.ts';
 import type { RevisionStore } from '../state/revision-store.ts';
 import { loopbackProfile, wanProfile } from '../swim/config.ts';
 import { checkKeyBytes, KeyRingError } from '../swim/keyring.ts';
+import { SeedProblemMemory } from '../swim/seeds.ts';
 import { operatorStateConfigMapName } from '../../../schemas/object-names.ts';
 
 export class GossipSetupError extends Error {
@@ -99,6 +100,18 @@ async function signingIdentity(ctx: OperatorContext, network: GridNetworkResourc
   }
 }
 
+const seedMemories = new WeakMap<GossipRuntime, SeedProblemMemory>();
+
+/** One memory per SWIM member: its seeds are re-announced on every reconcile. */
+function seedProblems(runtime: GossipRuntime): SeedProblemMemory {
+  let memory = seedMemories.get(runtime);
+  if (memory === undefined) {
+    memory = new SeedProblemMemory();
+    seedMemories.set(runtime, memory);
+  }
+  return memory;
+}
+
 /** Starts the SWIM member on the first good reconcile; later reconciles only rotate the key and re-announce seeds. */
 export async function ensureGossip(ctx: OperatorContext, network: GridNetworkResource): Promise<GossipRuntime> {
   const key = await resolveSwimKey(ctx, network);
@@ -145,7 +158,9 @@ export async function ensureGossip(ctx: OperatorContext, network: GridNetworkRes
   runtime.join(seeds).then(
     (result) => {
       const problems = (result as { problems?: readonly { seed: string; problem: string }[] }).problems ?? [];
-      for (const p of problems) ctx.logger.warn({ seed: p.seed, problem: p.problem }, 'SWIM seed skipped');
+      for (const p of seedProblems(runtime).changed(problems)) {
+        ctx.logger.warn({ seed: p.seed, problem: p.problem }, 'SWIM seed skipped; logged again only if its problem changes');
+      }
     },
     (error: unknown) => ctx.logger.warn({ error: (error as Error).message }, 'SWIM join failed; retried on the next reconcile'),
   );

@@ -6,6 +6,7 @@
 import type { InferenceProviderResource } from '../../../schemas/crds/types.ts';
 import { joinUrl } from '../probes/http-probe.ts';
 import { scrapeMetrics, type CachedSample, type ScrapeOutcome, type ScrapeResult } from '../probes/metrics-scrape.ts';
+import type { BearerResult } from '../probes/scraper-token.ts';
 import type { LocalMetrics, MetricSignal, MetricsSample } from '../routing/model.ts';
 import type { ResourceStore } from '../../shared/resource-store/types.ts';
 import type { OperatorMetrics } from '../metrics.ts';
@@ -29,6 +30,12 @@ interface Entry {
 
 export class ProviderSignals {
   readonly #entries = new Map<string, Entry>();
+  /** The scraper ServiceAccount token for metricsConfig.auth; absent, such scrapes fail with result `auth`. */
+  readonly #bearer: (() => Promise<BearerResult>) | undefined;
+
+  constructor(bearer?: () => Promise<BearerResult>) {
+    this.#bearer = bearer;
+  }
 
   latest(provider: string): SignalState | undefined {
     return this.#entries.get(provider)?.last;
@@ -75,8 +82,6 @@ export class ProviderSignals {
     if (!tls.ok) {
       // Unresolvable TLS material never falls back to an unverified scrape: fail closed like a TLS scrape failure.
       outcome = { result: 'tls', metrics: { healthy: false }, cache: entry.cache, stale: false, detail: tls.message };
-    } else if (config.auth !== undefined) {
-      outcome = { result: 'config', metrics: tlsSpec !== undefined ? { healthy: false } : undefined, cache: entry.cache, stale: false, detail: 'metricsConfig.auth serviceAccountToken is not supported by this operator' };
     } else {
       let url: URL;
       try {
@@ -96,6 +101,7 @@ export class ProviderSignals {
               ...(config.queueCapacity !== undefined ? { queueCapacity: config.queueCapacity } : {}),
               ...(tls.tls !== undefined ? { tls: tls.tls } : {}),
               ...(config.staleMetricsSeconds !== undefined ? { staleMetricsSeconds: config.staleMetricsSeconds } : {}),
+              ...(config.auth !== undefined ? { bearer: this.#bearer ?? noScraperToken, allowPlaintext: config.auth.allowPlaintext === true } : {}),
             },
             entry.cache,
             nowMs,
@@ -128,4 +134,8 @@ export class ProviderSignals {
     // The scrape already divided by queueCapacity; routing must not divide again, so it gets no capacity here.
     return { local: { configuredSignals, ...(sample !== undefined ? { sample } : {}) }, changed };
   }
+}
+
+async function noScraperToken(): Promise<BearerResult> {
+  return { ok: false, detail: 'metricsConfig.auth serviceAccountToken: this operator has no scraper ServiceAccount configured' };
 }

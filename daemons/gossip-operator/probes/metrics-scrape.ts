@@ -7,6 +7,7 @@
  */
 import { type ProbeFailure, type ProbeTls, probeHttp } from './http-probe.ts';
 import { parsePrometheusText, signalValue } from './prometheus-text.ts';
+import type { BearerResult } from './scraper-token.ts';
 
 /** The signals a provider can publish; names follow the CRDT metrics snapshot of SPEC §5. */
 export interface BackendMetrics {
@@ -37,7 +38,11 @@ export interface MetricsScrapeConfig {
   readonly queueCapacity?: number;
   /** Set when spec.tls or metricsConfig.tls is configured: failures then fail closed instead of scoring neutral. */
   readonly tls?: ProbeTls;
-  readonly bearerToken?: string;
+  /**
+   * metricsConfig.auth: fetches the bearer token, called only after the endpoint passed the credential checks so a
+   * refused endpoint never causes a TokenRequest. The token goes only to `url` (probes never follow redirects).
+   */
+  readonly bearer?: () => Promise<BearerResult>;
   /** With a bearer token, http:// is refused unless this is set. */
   readonly allowPlaintext?: boolean;
   readonly staleMetricsSeconds?: number;
@@ -49,7 +54,7 @@ export interface CachedSample {
 }
 
 /** Label values of grid_provider_scrape_total{result}. */
-export type ScrapeResult = 'success' | 'no_series' | 'http_status' | 'invalid_response' | 'config' | ProbeFailure;
+export type ScrapeResult = 'success' | 'no_series' | 'http_status' | 'invalid_response' | 'config' | 'auth' | ProbeFailure;
 
 export interface ScrapeOutcome {
   readonly result: ScrapeResult;
@@ -65,10 +70,14 @@ export interface ScrapeOutcome {
 const MAX_METRICS_BYTES = 4 * 1024 * 1024;
 
 export async function scrapeMetrics(config: MetricsScrapeConfig, cache: CachedSample | undefined, nowMs: number): Promise<ScrapeOutcome> {
-  const refusal = refuseUnsafeCredential(config);
-  if (refusal !== undefined) return failed(config, cache, nowMs, 'config', refusal);
   const headers: Record<string, string> = { accept: 'text/plain; version=0.0.4' };
-  if (config.bearerToken !== undefined) headers['authorization'] = `Bearer ${config.bearerToken}`;
+  if (config.bearer !== undefined) {
+    const refusal = refuseUnsafeCredential(config);
+    if (refusal !== undefined) return failed(config, cache, nowMs, 'config', refusal);
+    const bearer = await config.bearer();
+    if (!bearer.ok) return failed(config, cache, nowMs, 'auth', bearer.detail);
+    headers['authorization'] = `Bearer ${bearer.token}`;
+  }
   const response = await probeHttp({
     url: config.url,
     headers,
@@ -112,13 +121,13 @@ function failed(config: MetricsScrapeConfig, cache: CachedSample | undefined, no
 
 /** A credential goes only to a host proven by a configured CA, or over plaintext the user explicitly allowed. */
 function refuseUnsafeCredential(config: MetricsScrapeConfig): string | undefined {
-  if (config.bearerToken === undefined) return undefined;
   if (config.url.protocol === 'https:' && config.tls?.ca === undefined) {
     return 'metrics auth over https needs spec.tls or metricsConfig.tls with a CA; system roots are not trusted with a credential';
   }
   if (config.url.protocol === 'http:' && config.allowPlaintext !== true) {
     return 'metrics auth over http:// is refused unless metricsConfig.allowPlaintext is set';
   }
+  if (config.url.protocol !== 'https:' && config.url.protocol !== 'http:') return `metrics auth needs an http(s) endpoint, not ${config.url.protocol}`;
   return undefined;
 }
 

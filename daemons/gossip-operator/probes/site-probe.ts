@@ -22,6 +22,11 @@ export interface SiteProbeConfig {
   readonly clientKey?: string;
   /** spec.trust.canonicalFingerprints: 64 lowercase hex each. */
   readonly fingerprints: readonly string[];
+  /**
+   * spec.trust.certFingerprint, the deprecated single pin of the 0.3.x CRDs: colon-separated lowercase SHA-256 of the
+   * leaf's PEM bytes (see legacyPemFingerprint). The API schema refuses it together with canonicalFingerprints.
+   */
+  readonly legacyPemFingerprint?: string;
   readonly timeoutMs: number;
 }
 
@@ -50,7 +55,7 @@ export function probeSite(config: SiteProbeConfig): Promise<SiteProbeResult> {
   const missing = [
     config.ca === undefined ? 'grid CA' : undefined,
     config.clientCert === undefined || config.clientKey === undefined ? 'site client certificate' : undefined,
-    config.fingerprints.length === 0 ? 'canonical fingerprint pin' : undefined,
+    config.fingerprints.length === 0 && config.legacyPemFingerprint === undefined ? 'canonical fingerprint pin' : undefined,
   ].filter((m) => m !== undefined);
   if (missing.length > 0) return Promise.resolve({ outcome: 'trust_missing', detail: `required trust material not available: ${missing.join(', ')}` });
   return probeMutual(target, config);
@@ -80,9 +85,14 @@ function probeMutual(target: { host: string; port: number }, config: SiteProbeCo
     });
     const timer = setTimeout(() => finish({ outcome: 'unreachable', detail: `no TLS handshake within ${config.timeoutMs} ms` }), config.timeoutMs);
     socket.once('secureConnect', () => {
-      const fingerprint = createHash('sha256').update(socket.getPeerCertificate().raw).digest('hex');
+      const raw = socket.getPeerCertificate().raw;
+      const fingerprint = createHash('sha256').update(raw).digest('hex');
       if (config.fingerprints.includes(fingerprint)) {
         finish({ outcome: 'verified', fingerprint });
+      } else if (config.legacyPemFingerprint !== undefined) {
+        // Status always reports the canonical (DER) fingerprint, the value to migrate the pin to.
+        if (legacyPemFingerprint(raw) === config.legacyPemFingerprint) finish({ outcome: 'verified', fingerprint });
+        else finish({ outcome: 'pin_mismatch', fingerprint, detail: `leaf certificate (canonical sha256 ${fingerprint}) does not match the deprecated trust.certFingerprint pin` });
       } else {
         finish({ outcome: 'pin_mismatch', fingerprint, detail: `leaf certificate sha256 ${fingerprint} matches no canonical fingerprint` });
       }
@@ -96,6 +106,19 @@ function probeMutual(target: { host: string; port: number }, config: SiteProbeCo
       }
     });
   });
+}
+
+/**
+ * The deprecated pin's digest: SHA-256 over the leaf's PEM bytes in the one strict RFC 7468 form (base64 in 64-column
+ * lines, LF line ends, a newline after the END line: what openssl and Node's X509Certificate#toString write), shown as
+ * colon-separated lowercase hex pairs. PEM bytes of one certificate can differ (CRLF, line width), which is why the
+ * canonical pin over the DER replaced it; a legacy pin taken over another PEM layout does not match and the site
+ * stays Connecting with PinMismatch, fail closed.
+ */
+export function legacyPemFingerprint(der: Uint8Array): string {
+  const body = Buffer.from(der).toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '');
+  const pem = `-----BEGIN CERTIFICATE-----\n${body}\n-----END CERTIFICATE-----\n`;
+  return createHash('sha256').update(pem).digest('hex').replace(/(..)(?!$)/g, '$1:');
 }
 
 function probeTcp(target: { host: string; port: number }, timeoutMs: number): Promise<SiteProbeResult> {

@@ -4,7 +4,7 @@ import type { KeyObject } from 'node:crypto';
 import { systemClock, type Clock } from '../swim/clock.ts';
 import { providerKey, RECORD_SCHEMA_VERSION, signRecord, siteKey, type ProviderState, type SignedStateRecord, type SiteInfo, type StateRecordBody } from './records.ts';
 import { nextRevision, type RevisionStore } from './revision-store.ts';
-import type { StateStore } from './state-store.ts';
+import type { StateStore, StoredRecord } from './state-store.ts';
 
 export interface LocalPublisherOptions {
   readonly store: StateStore;
@@ -54,6 +54,24 @@ export class LocalPublisher {
   withdrawProvider(name: string): Promise<SignedStateRecord> {
     const { network, localSite } = this.#o.store;
     return this.#publish({ kind: 'provider', key: providerKey(network, localSite, name), tombstone: true });
+  }
+
+  /**
+   * Re-asserts the deletion of one of this site's providers when a live copy older than a collected tombstone comes
+   * back (StateStore `collectedOwnKey`): a fresh tombstone, above every copy, reaches the members that joined after
+   * the old one was collected. `isPublished` skips a provider this site publishes again. Returns the unsubscribe.
+   */
+  reassertCollectedDeletions(isPublished: (name: string) => boolean, onError: (error: unknown) => void): () => void {
+    const { store } = this.#o;
+    const prefix = `${siteKey(store.network, store.localSite)}/`;
+    const listener = (record: StoredRecord): void => {
+      if (record.kind !== 'provider' || !record.key.startsWith(prefix)) return;
+      const name = record.key.slice(prefix.length);
+      if (isPublished(name) || store.get(record.key) !== undefined) return;
+      this.withdrawProvider(name).catch(onError);
+    };
+    store.on('collectedOwnKey', listener);
+    return () => store.off('collectedOwnKey', listener);
   }
 
   /** Serialized so two publishes never share a revision. */

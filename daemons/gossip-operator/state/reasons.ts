@@ -14,6 +14,7 @@ export const STATE_DROP_REASONS = [
   'stale', // not newer than the record we hold (duplicates and replays land here)
   'origin_records_full', // origin already has maxRecordsPerOrigin records
   'origins_full', // maxOrigins retained and none departed to evict
+  'tombstone_collected', // a key this view does not hold, at or below its origin's collected tombstone floor
 ] as const;
 
 export type StateDropReason = (typeof STATE_DROP_REASONS)[number];

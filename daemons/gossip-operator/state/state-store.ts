@@ -22,6 +22,14 @@ export interface StateLimits {
   readonly maxRevisionAheadMs: number;
   /** The spend slots of a departed (dead or left) site are removed this long after it departed. */
   readonly tenantSpendTtlMs: number;
+  /**
+   * A tombstone is collected this long after this member stored it (its own clock, so origin clock skew does not
+   * shorten it). It must outlive every live copy of the key still in flight: SWIM retransmits (seconds), a push-pull
+   * round (30 s), a member partitioned until it is declared dead and forgotten (30 s + 300 s), and the revision
+   * window a copy can be ahead (maxRevisionAheadMs, 10 min). 24 h is far beyond all of them. A copy held longer
+   * (a member partitioned for days) is still refused: see the per-origin collected floor in StateStore.
+   */
+  readonly tombstoneRetentionMs: number;
 }
 
 export function defaultStateLimits(): StateLimits {
@@ -31,6 +39,7 @@ export function defaultStateLimits(): StateLimits {
     maxRecordBodyBytes: 64 * 1024,
     maxRevisionAheadMs: 10 * 60_000,
     tenantSpendTtlMs: 24 * 3_600_000,
+    tombstoneRetentionMs: 24 * 3_600_000,
   };
 }
 
@@ -43,6 +52,8 @@ export interface StoredRecord extends Versioned {
   readonly tombstone: boolean;
   readonly parsed: StateRecordBody;
   readonly signed: SignedStateRecord;
+  /** This member's clock when the record was merged (tombstone retention runs from here). */
+  readonly storedAtMs: number;
 }
 
 export interface RemoteProvider {
@@ -58,6 +69,14 @@ export type ApplyResult = 'merged' | StateDropReason;
 interface Origin {
   readonly records: Map<string, StoredRecord>;
   departedAtMs: number | undefined;
+  /**
+   * The highest revision of a tombstone collected for this origin. A record of a key this view does not hold, at or
+   * below it, may be the live copy a collected tombstone deleted, so it is refused: one number per origin replaces
+   * every collected tombstone. It cannot refuse a new record: the origin stamps each record above every revision it
+   * issued before (publisher.ts). It can refuse an old live record this member never received within the retention,
+   * which push-pull makes vanishingly unlikely; failing that way excludes a provider instead of resurrecting one.
+   */
+  collectedFloor: number;
 }
 
 export interface StateStoreOptions {
@@ -69,7 +88,7 @@ export interface StateStoreOptions {
   readonly logger?: GossipLogger;
 }
 
-export class StateStore extends EventEmitter<{ change: [StoredRecord] }> {
+export class StateStore extends EventEmitter<{ change: [StoredRecord]; collectedOwnKey: [StoredRecord] }> {
   readonly network: string;
   readonly localSite: string;
   readonly limits: StateLimits;
@@ -122,6 +141,7 @@ export class StateStore extends EventEmitter<{ change: [StoredRecord] }> {
       tombstone: body.tombstone === true,
       parsed: body,
       signed,
+      storedAtMs: this.#clock.now(),
     };
     const origin = this.#origins.get(body.site);
     const current = origin?.records.get(body.key);
@@ -129,6 +149,12 @@ export class StateStore extends EventEmitter<{ change: [StoredRecord] }> {
     const key = this.#resolve(signed.signer);
     if (!key) return this.#drop('unknown_signer', `no trusted key for site ${signed.signer} (record ${body.key} via ${from})`);
     if (!verifyRecord(signed, key)) return this.#drop('bad_signature', `record ${body.key} via ${from} does not verify against ${signed.signer}'s key`);
+    if (!current && origin !== undefined && incoming.revision <= origin.collectedFloor) {
+      // Only this site can re-assert a deletion of its own key: a new tombstone, above every copy, ends the replay
+      // for members that never had the old tombstone (one that joined after it was collected).
+      if (body.site === this.localSite && !incoming.tombstone) this.emit('collectedOwnKey', incoming);
+      return this.#drop('tombstone_collected', `${body.key}@${body.revision} via ${from} is at or below the collected tombstone floor ${origin.collectedFloor} of ${body.site}`);
+    }
     if (body.site_info?.public_cert_pem !== undefined && containsPrivateKey(body.site_info.public_cert_pem)) {
       return this.#drop('private_key_pem', `site ${body.site} published a PEM containing a private key; record discarded`);
     }
@@ -153,7 +179,7 @@ export class StateStore extends EventEmitter<{ change: [StoredRecord] }> {
       if (!victim) return undefined;
       this.#forgetOrigin(victim[0]);
     }
-    const o: Origin = { records: new Map(), departedAtMs: undefined };
+    const o: Origin = { records: new Map(), departedAtMs: undefined, collectedFloor: 0 };
     this.#origins.set(site, o);
     return o;
   }
@@ -191,7 +217,10 @@ export class StateStore extends EventEmitter<{ change: [StoredRecord] }> {
     }
   }
 
-  /** Expires the spend slots of sites departed longer than tenantSpendTtlMs. Call periodically. */
+  /**
+   * Expires the spend slots of sites departed longer than tenantSpendTtlMs and collects tombstones older than
+   * tombstoneRetentionMs (raising their origin's collected floor). Call periodically.
+   */
   sweep(nowMs: number = this.#clock.now()): string[] {
     const expired: string[] = [];
     for (const [site, o] of this.#origins) {
@@ -199,8 +228,21 @@ export class StateStore extends EventEmitter<{ change: [StoredRecord] }> {
         this.#removeSpendSlot(site);
         expired.push(site);
       }
+      for (const [key, record] of o.records) {
+        if (record.tombstone && nowMs - record.storedAtMs >= this.limits.tombstoneRetentionMs) {
+          o.records.delete(key);
+          o.collectedFloor = Math.max(o.collectedFloor, record.revision);
+        }
+      }
     }
     return expired;
+  }
+
+  /** Tombstones held (for tests and the memory bound). */
+  tombstoneCount(): number {
+    let n = 0;
+    for (const o of this.#origins.values()) for (const r of o.records.values()) if (r.tombstone) n += 1;
+    return n;
   }
 
   get(key: string): StoredRecord | undefined {
@@ -228,8 +270,9 @@ export class StateStore extends EventEmitter<{ change: [StoredRecord] }> {
 
   /** Highest revision held for any record of `site` (the publisher stays above it after losing its disk). */
   highestRevisionOf(site: string): number {
-    let max = 0;
-    for (const r of this.#origins.get(site)?.records.values() ?? []) max = Math.max(max, r.revision);
+    const o = this.#origins.get(site);
+    let max = o?.collectedFloor ?? 0;
+    for (const r of o?.records.values() ?? []) max = Math.max(max, r.revision);
     return max;
   }
 

@@ -9,6 +9,7 @@ export interface DropEvent<R extends string> {
 /** pino-compatible subset; the operator passes its logger, tests pass nothing or a recorder. */
 export interface GossipLogger {
   warn(obj: object, msg: string): void;
+  debug?(obj: object, msg: string): void;
 }
 
 /**
@@ -28,11 +29,18 @@ export class DropCounter<R extends string> extends EventEmitter<{ drop: [DropEve
     for (const r of reasons) this.#counts.set(r, 0);
   }
 
-  drop(reason: R, detail: string): void {
+  /**
+   * `level` debug is for drops the protocol recovers from by design (counted, but nothing for an operator to act
+   * on); every other drop is a WARN, once per reason.
+   */
+  drop(reason: R, detail: string, level: 'warn' | 'debug' = 'warn'): void {
     this.#counts.set(reason, (this.#counts.get(reason) ?? 0) + 1);
     if (!this.#logged.has(reason)) {
       this.#logged.add(reason);
-      this.#logger?.warn({ component: this.#component, reason, detail }, `${this.#component}: dropped input (${reason}); further drops for this reason are only counted`);
+      const fields = { component: this.#component, reason, detail };
+      const message = `${this.#component}: dropped input (${reason}); further drops for this reason are only counted`;
+      if (level === 'debug') this.#logger?.debug?.(fields, message);
+      else this.#logger?.warn(fields, message);
     }
     if (this.listenerCount('drop') > 0) this.emit('drop', { reason, detail });
   }

@@ -202,7 +202,8 @@ export class Membership extends EventEmitter<Events> {
     const json = JSON.stringify({ k: 'user', data });
     const r = this.#broadcasts.enqueue(`u:${key}`, json);
     if (r === 'too_large') {
-      this.drops.drop('broadcast_too_large', `broadcast ${key} is ${Buffer.byteLength(json)} bytes`);
+      // Not a loss: the caller sends it by push-pull instead (GossipState.broadcast), so this is only counted.
+      this.drops.drop('broadcast_too_large', `broadcast ${key} is ${Buffer.byteLength(json)} bytes, more than one packet; push-pull carries it instead`, 'debug');
       return false;
     }
     if (r === 'evicted_other') this.drops.drop('queue_full', 'broadcast queue full; evicted the most-sent broadcast');

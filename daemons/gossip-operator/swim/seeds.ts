@@ -84,3 +84,19 @@ function normalise(addr: string): string {
   const hp = parseAddress(addr);
   return hp ? formatAddress(hp.host.toLowerCase(), hp.port) : addr;
 }
+
+/**
+ * Which seed problems are worth a log line: the operator re-announces its seeds on every GridNetwork reconcile, so
+ * an unresolvable seed would otherwise be logged every time. A problem is reported when a seed first fails or fails
+ * differently; a seed that resolves is forgotten, so failing again is reported again.
+ */
+export class SeedProblemMemory {
+  #last = new Map<string, string>();
+
+  changed(problems: readonly SeedProblem[]): SeedProblem[] {
+    const next = new Map(problems.map((p) => [p.seed, p.problem]));
+    const out = problems.filter((p) => this.#last.get(p.seed) !== p.problem);
+    this.#last = next;
+    return out;
+  }
+}

@@ -13,6 +13,8 @@ import type {
   ObjectRef,
   ResourceKind,
   ResourceStore,
+  ServiceAccountToken,
+  TokenRequestOptions,
   WatchOptions,
   WatchSubscription,
 } from './types.ts';
@@ -21,6 +23,7 @@ export interface KubernetesStoreOptions extends KubeConfigSource {
   readonly tuning?: Partial<KubeWatchTuning>;
 }
 
+const SERVICE_ACCOUNT: ResourceKind = { apiVersion: 'v1', kind: 'ServiceAccount', plural: 'serviceaccounts', namespaced: true };
 const APPLY_PATCH = 'application/apply-patch+yaml';
 const MERGE_PATCH = 'application/merge-patch+json';
 
@@ -111,6 +114,25 @@ export class KubernetesStore implements ResourceStore {
     });
     if (response.status !== 200) throw failure(`patch status of ${describeRef(kind, ref)}`, response);
     return response.body as T;
+  }
+
+  async createToken(ref: ObjectRef, options: TokenRequestOptions): Promise<ServiceAccountToken> {
+    checkRef(SERVICE_ACCOUNT, ref);
+    const response = await this.#http.request({
+      method: 'POST',
+      path: resourcePath(SERVICE_ACCOUNT, ref.namespace, ref.name, 'token'),
+      body: {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: { expirationSeconds: options.expirationSeconds, ...(options.audiences !== undefined ? { audiences: [...options.audiences] } : {}) },
+      },
+    });
+    if (response.status !== 200 && response.status !== 201) throw failure(`create token for ${describeRef(SERVICE_ACCOUNT, ref)}`, response);
+    const status = (response.body as { status?: { token?: unknown; expirationTimestamp?: unknown } } | undefined)?.status;
+    if (typeof status?.token !== 'string' || status.token === '' || typeof status.expirationTimestamp !== 'string') {
+      throw new ResourceStoreError('unavailable', `create token for ${describeRef(SERVICE_ACCOUNT, ref)}: the TokenRequest answer has no status.token/expirationTimestamp`);
+    }
+    return { token: status.token, expirationTimestamp: status.expirationTimestamp };
   }
 
   async delete(kind: ResourceKind, ref: ObjectRef): Promise<boolean> {

@@ -21,6 +21,8 @@ import type {
   ObjectRef,
   ResourceKind,
   ResourceStore,
+  ServiceAccountToken,
+  TokenRequestOptions,
   WatchOptions,
   WatchRestartReason,
   WatchSubscription,
@@ -256,6 +258,17 @@ export class LocalStore implements ResourceStore {
     });
     this.#rescanAll(false);
     return result as T;
+  }
+
+  /**
+   * Refused: a token is only worth sending if the receiver can verify it (TokenReview against the API server that
+   * minted it), and a local grid has no API server. Minting from a file would hand out a credential nothing checks.
+   */
+  async createToken(ref: ObjectRef, _options: TokenRequestOptions): Promise<ServiceAccountToken> {
+    throw new ResourceStoreError(
+      'invalid',
+      `create token for ServiceAccount ${ref.namespace ?? '<no namespace>'}/${ref.name}: the local store has no API server to mint ServiceAccount tokens; metricsConfig.auth serviceAccountToken needs the kubernetes store`,
+    );
   }
 
   async delete(kind: ResourceKind, ref: ObjectRef): Promise<boolean> {

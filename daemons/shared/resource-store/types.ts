@@ -90,6 +90,19 @@ export interface ApplyOptions {
   readonly force?: boolean;
 }
 
+export interface TokenRequestOptions {
+  /** Requested lifetime; the API server may shorten it (its answer's expirationTimestamp is what counts). */
+  readonly expirationSeconds: number;
+  /** Absent: the API server's default audiences. */
+  readonly audiences?: readonly string[];
+}
+
+/** A minted ServiceAccount token. `token` is a secret: never log it or put it in an error or status. */
+export interface ServiceAccountToken {
+  readonly token: string;
+  readonly expirationTimestamp: string;
+}
+
 export interface ResourceStore {
   /** Which implementation this is, for logs and status. */
   readonly backend: 'local' | 'kubernetes';
@@ -105,6 +118,11 @@ export interface ResourceStore {
     status: Record<string, unknown>,
     options: ApplyOptions,
   ): Promise<T>;
+  /**
+   * TokenRequest (the serviceaccounts/token subresource create): a token of ServiceAccount `ref`, not bound to any
+   * object. The local store has no API server to mint one and refuses with an `invalid` error.
+   */
+  createToken(ref: ObjectRef, options: TokenRequestOptions): Promise<ServiceAccountToken>;
   /** Deletes the object; resolves to false when it did not exist. */
   delete(kind: ResourceKind, ref: ObjectRef): Promise<boolean>;
   /** Closes every watch and releases file watchers / sockets. */

@@ -81,13 +81,21 @@ describe('InferenceProvider metrics scrape (seed 001 "Metrics configuration", se
 
   it('sends a bearer token only where a CA proves the host or plaintext is explicitly allowed', async () => {
     const server = await metricsServer(() => 'queue 0.1\n');
-    const refused = await scrapeMetrics(config(server.url, { bearerToken: 'tok-123' }), undefined, 0);
+    let asked = 0;
+    const bearer = async () => {
+      asked += 1;
+      return { ok: true as const, token: 'tok-123' };
+    };
+    const refused = await scrapeMetrics(config(server.url, { bearer }), undefined, 0);
     expect(refused).toMatchObject({ result: 'config' });
     expect(refused.detail).not.toContain('tok-123');
     expect(server.requests).toHaveLength(0);
-    const httpsNoCa = await scrapeMetrics(config('https://127.0.0.1:1', { bearerToken: 'tok-123' }), undefined, 0);
+    const httpsNoCa = await scrapeMetrics(config('https://127.0.0.1:1', { bearer }), undefined, 0);
     expect(httpsNoCa.result).toBe('config');
-    const allowed = await scrapeMetrics(config(server.url, { bearerToken: 'tok-123', allowPlaintext: true }), undefined, 0);
+    expect(httpsNoCa.detail).toContain('system roots are not trusted');
+    // A refused endpoint never costs a TokenRequest.
+    expect(asked).toBe(0);
+    const allowed = await scrapeMetrics(config(server.url, { bearer, allowPlaintext: true }), undefined, 0);
     expect(allowed.result).toBe('success');
     expect(server.requests[0]?.headers.authorization).toBe('Bearer tok-123');
   });

@@ -8,7 +8,8 @@ import {
   createClientCertificate,
   createServerCertificate,
 } from '../../../daemons/shared/tls.ts';
-import { parseHostPort, probeSite } from '../../../daemons/gossip-operator/probes/site-probe.ts';
+import { createHash, X509Certificate } from 'node:crypto';
+import { legacyPemFingerprint, parseHostPort, probeSite } from '../../../daemons/gossip-operator/probes/site-probe.ts';
 import { closedPort } from './servers.ts';
 
 let ca: CertificateAuthority;
@@ -68,6 +69,28 @@ describe('GridSite gateway probe (seed 001 "GridSite lifecycle")', () => {
   it('reports missing trust material without connecting', async () => {
     expect(await mutual('127.0.0.1:1', { fingerprints: [] })).toMatchObject({ outcome: 'trust_missing', detail: expect.stringMatching(/canonical fingerprint pin/) });
     expect(await mutual('127.0.0.1:1', { clientKey: undefined })).toMatchObject({ outcome: 'trust_missing', detail: expect.stringMatching(/site client certificate/) });
+  });
+
+  it('accepts the deprecated trust.certFingerprint as a single pin and refuses a leaf it does not match', async () => {
+    const address = await gateway();
+    const der = new X509Certificate(gatewayCert.certPem).raw;
+    const legacy = legacyPemFingerprint(der);
+    expect(legacy).toMatch(/^([0-9a-f]{2}:){31}[0-9a-f]{2}$/);
+    expect(await mutual(address, { fingerprints: [], legacyPemFingerprint: legacy })).toEqual({ outcome: 'verified', fingerprint: gatewayCert.fingerprint });
+    // The legacy pin is not the canonical DER digest with colons: a pin taken that way is refused, fail closed.
+    const derWithColons = gatewayCert.fingerprint.replace(/(..)(?!$)/g, '$1:');
+    expect(derWithColons).not.toBe(legacy);
+    const wrong = await mutual(address, { fingerprints: [], legacyPemFingerprint: derWithColons });
+    expect(wrong).toMatchObject({ outcome: 'pin_mismatch', fingerprint: gatewayCert.fingerprint });
+    if (wrong.outcome === 'pin_mismatch') expect(wrong.detail).toContain('trust.certFingerprint');
+    // The chain and SAN are still verified before the pin is looked at.
+    expect((await mutual(address, { fingerprints: [], legacyPemFingerprint: legacy, ca: otherCa.certPem })).outcome).toBe('identity_failed');
+  });
+
+  it('digests the strict PEM layout openssl and Node write for the legacy pin', () => {
+    const pem = new X509Certificate(gatewayCert.certPem).toString();
+    const der = new X509Certificate(gatewayCert.certPem).raw;
+    expect(legacyPemFingerprint(der)).toBe(createHash('sha256').update(pem).digest('hex').replace(/(..)(?!$)/g, '$1:'));
   });
 
   it('reports a refused connection as unreachable', async () => {
