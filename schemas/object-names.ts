@@ -13,3 +13,11 @@ export function operatorStateConfigMapName(site: string): string {
 export function inviteTokenSecretName(invite: string): string {
   return `grid-invite-${invite}`.slice(0, 253);
 }
+
+/**
+ * The reference-only mount requirements ConfigMap of a generated consumer config (seed 001): the revision is a
+ * content digest, so the name changes with the document and cannot be known when RBAC is compiled.
+ */
+export function mountRequirementsConfigMapName(revision: string): string {
+  return `grid-mount-requirements-${revision}`;
+}
