@@ -9,11 +9,10 @@
 import type { GridNetworkResource } from '../../../schemas/crds/types.ts';
 import type { MountReconciliationStatus, PraxisConfigStatus } from '../../../schemas/generated/gridnetworks.ts';
 import { errorFields } from '../../shared/log.ts';
-import type { OperatorContext } from '../context.ts';
 import { CONFIG_MAP, FIELD_MANAGER } from '../kinds.ts';
 import type { GatewayOverlayResult } from '../routing/index.ts';
 import type { GatewayReference } from '../routing/model.ts';
-import { mountPending, reconcileMounts, removeStoppedMounts } from './mount-reconciler.ts';
+import { type MountContext, mountPending, reconcileMounts, removeStoppedMounts } from './mount-reconciler.ts';
 import { ownedBy } from './mount-requirements.ts';
 import {
   type ConfigMapObject,
@@ -43,7 +42,7 @@ const gatewayKey = (namespace: string, name: string): string => `${namespace}/${
  * status says why the overlay did not move.
  */
 export async function publishGeneratedConfigs(
-  ctx: OperatorContext,
+  ctx: MountContext,
   network: GridNetworkResource,
   results: readonly GatewayOverlayResult[],
   held: ReadonlyMap<string, { reason: string; message: string }> = new Map(),
@@ -122,7 +121,7 @@ export async function publishGeneratedConfigs(
  * still generates under another name: then only the log says so).
  */
 async function removeStoppedConfigs(
-  ctx: OperatorContext,
+  ctx: MountContext,
   network: string,
   generation: number,
   previous: readonly PraxisConfigStatus[],
