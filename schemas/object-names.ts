@@ -21,3 +21,6 @@ export function inviteTokenSecretName(invite: string): string {
 export function mountRequirementsConfigMapName(revision: string): string {
   return `grid-mount-requirements-${revision}`;
 }
+
+/** praxisConfig.configMapName when absent: the generated consumer config ConfigMap (seed 001 example). */
+export const DEFAULT_PRAXIS_CONFIG_MAP_NAME = 'praxis-consumer-config';

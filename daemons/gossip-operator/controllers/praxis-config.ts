@@ -19,13 +19,14 @@ import type {
 } from '../../../schemas/generated/gateway-config.ts';
 import type { ClusterEndpoint, GatewayRef, PraxisConfig } from '../../../schemas/generated/gridnetworks.ts';
 import type { OverlayCandidate } from '../../../schemas/generated/overlay-envelope.ts';
+import { DEFAULT_PRAXIS_CONFIG_MAP_NAME } from '../../../schemas/object-names.ts';
 import type { KubeObject } from '../../shared/resource-store/types.ts';
 import { FIELD_MANAGER, LABEL_GATEWAY, LABEL_NETWORK, MANAGED_BY } from '../kinds.ts';
 import type { GatewayReference } from '../routing/model.ts';
 import { boundedMessage } from './status.ts';
 
 export const PRAXIS_CONFIG_KEY = 'praxis.yaml';
-export const DEFAULT_CONFIG_MAP_NAME = 'praxis-consumer-config';
+export const DEFAULT_CONFIG_MAP_NAME = DEFAULT_PRAXIS_CONFIG_MAP_NAME;
 export const DEFAULT_LISTENER_PORT = 8080;
 export const DEFAULT_TLS_CERT_MOUNT_PATH = '/etc/praxis/tls';
 export const DEFAULT_CREDENTIAL_MOUNT_PATH = '/run/secrets/grid-credentials';
