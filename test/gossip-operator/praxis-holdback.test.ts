@@ -57,6 +57,8 @@ describe('operator: projected-credential hold-back and cleanup of generated conf
     expect(routing(held, 'edge').renderedRevision).not.toBe(published);
     expect(routing(held, 'edge').message).toContain('grid-system/api-token');
     expect(praxisStatus(held)).toMatchObject({ phase: 'Rendered', reason: 'ProjectedCredentialsNotAttested' });
+    // A requested wait, not a failure: the network is not Degraded by it.
+    expect(held.status.phase).not.toBe('Degraded');
     expect(praxisStatus(held).message).toContain('supportsProjectedCredentials');
     expect((await overlay('edge'))?.metadata.annotations[REVISION]).toBe(published);
     expect(withCredential(await overlay('edge'))).toBe(false);

@@ -260,7 +260,8 @@ export class GridNetworkController implements Controller {
     await this.#removeOrphanOverlays(network, results.map((r) => r.gateway));
     const generated = await publishGeneratedConfigs(ctx, network, results, held);
     const { praxisConfigStatus, mountReconciliationStatus } = generated;
-    const failed = routingMapStatus.filter((s) => s.phase !== 'Distributed');
+    // A revision held back for projected-credential attestation is a requested wait, not a failure: no Degraded.
+    const failed = routingMapStatus.filter((s) => s.phase !== 'Distributed' && !held.has(`${s.namespace}/${s.gatewayName}`));
     const ownSites = sites.filter((s) => s.spec?.gridNetworkRef === name);
     const status: GridNetworkStatus = {
       gridId,
