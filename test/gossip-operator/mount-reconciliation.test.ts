@@ -325,5 +325,12 @@ describe('reconcile on the local store', () => {
     expect(await store.get(CONFIG_MAP, { name: 'praxis-edge-v2', namespace: NS })).toBeDefined();
     const mount = renamed.mountReconciliationStatus[0] as MountReconciliationStatus;
     expect(mount).toMatchObject({ gatewayName: 'edge', phase: 'RequirementsRendered' });
+
+    // The gateway removed from consumerGateways altogether: what it generated goes with it.
+    const removed = await publishGeneratedConfigs(ctx(), { ...f.renamed, spec: { consumerGateways: [] }, status: { praxisConfigStatus: renamed.praxisConfigStatus, mountReconciliationStatus: renamed.mountReconciliationStatus } }, []);
+    expect(removed).toMatchObject({ praxisConfigStatus: [], mountReconciliationStatus: [], pending: false });
+    expect(await store.get(CONFIG_MAP, { name: 'praxis-edge-v2', namespace: NS })).toBeUndefined();
+    expect(await store.get(CONFIG_MAP, { name: mountRequirementsConfigMapName(mount.requirementsRevision ?? ''), namespace: NS })).toBeUndefined();
+    expect(await store.get(CONFIG_MAP, { name: 'user-config', namespace: NS })).toBeDefined();
   });
 });
