@@ -140,6 +140,12 @@ describe('mount reconciliation as the operator ServiceAccount (Role from the per
     expect(after.metadata.generation).toBe((before.metadata.generation ?? 0) + 1);
     expect((after.metadata['managedFields'] as { manager: string }[]).map((m) => m.manager)).toEqual(expect.arrayContaining([USER_MANAGER, MOUNT_FIELD_MANAGER]));
 
+    // The owner re-applies its own manifest (which knows nothing of the reserved volumes): they stay, owned by Grid.
+    expect((await admin.apply(userDeployment('inference-gw'), USER_MANAGER)).status).toBe(200);
+    const reapplied = await adminDeployment('inference-gw');
+    expect(reapplied.spec?.template?.spec?.volumes?.map((v) => v.name).sort()).toEqual(['config', 'grid-credentials', 'grid-routing-overlay', 'scratch']);
+    expect(reapplied.metadata.generation).toBe(after.metadata.generation);
+
     // No Deployment controller runs here: the status is what it would write once every replica is new.
     const waiting = await reconcileMounts(ctx(), input(), applied);
     expect(waiting.phase).toBe('WaitingForRollout');
@@ -182,5 +188,13 @@ describe('mount reconciliation as the operator ServiceAccount (Role from the per
     const off = await publishGeneratedConfigs(ctx(), network(false, { praxisConfigStatus: on.praxisConfigStatus, mountReconciliationStatus: on.mountReconciliationStatus }), []);
     expect(off).toMatchObject({ praxisConfigStatus: [], mountReconciliationStatus: [] });
     expect((await admin.request('GET', `/api/v1/namespaces/${NS}/configmaps/praxis-edge`)).status).toBe(404);
+
+    // The Role's unnamed ConfigMap grant (content-hashed requirements) reaches a user's ConfigMap too, so the
+    // operator's labels are what protects it: a recorded name that is not the operator's own is left in place.
+    await post(`/api/v1/namespaces/${NS}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'legacy-config' }, data: { 'praxis.yaml': 'mine' } });
+    const legacy = { gatewayName: 'legacy', namespace: NS, configMapName: 'legacy-config', phase: 'Rendered' as const, reason: '', message: '', observedGeneration: 1 };
+    const kept = await publishGeneratedConfigs(ctx(), network(false, { praxisConfigStatus: [legacy] }), []);
+    expect(kept.praxisConfigStatus).toEqual([]);
+    expect((await admin.request('GET', `/api/v1/namespaces/${NS}/configmaps/legacy-config`)).status).toBe(200);
   });
 });
