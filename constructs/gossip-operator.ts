@@ -50,6 +50,14 @@ export interface GossipOperatorProps {
   readonly overlayConfigMaps: readonly string[];
   /** Secrets the site's resources reference; the Role can get exactly these. */
   readonly referencedSecrets: readonly SecretName[];
+  /**
+   * Generated consumer config ConfigMaps (praxisConfig.configMapName of gateways with generate: true). Non-empty
+   * also grants the content-hashed grid-mount-requirements ConfigMaps, which resourceNames cannot scope.
+   * @default - none; the site generates no consumer config
+   */
+  readonly praxisConfigMaps?: readonly string[];
+  /** Consumer Deployments delegated with praxisConfig.mountReconciliation: the Role can get/patch exactly these. @default - none */
+  readonly delegatedDeployments?: readonly string[];
   /** SiteInvites declared at this site: the Role can manage exactly their token Secrets. @default - none */
   readonly invites?: readonly string[];
   /** @default '<name>-leader' - the Lease leader election renews; the Role can update only this one */
@@ -134,6 +142,8 @@ export class GossipOperator extends Construct {
         operatorState: [operatorStateConfigMapName(props.site)],
         inviteSecrets: (props.invites ?? []).map(inviteTokenSecretName),
         metricsScraper: this.metricsScraperName === undefined ? [] : [this.metricsScraperName],
+        praxisConfigMaps: props.praxisConfigMaps ?? [],
+        delegatedDeployments: props.delegatedDeployments ?? [],
       },
     });
     if (this.metricsScraperName !== undefined) {

@@ -2,6 +2,7 @@ import { Construct } from 'constructs';
 import { Chart } from 'cdk8s';
 import { overlayConfigMapName } from '../schemas/overlay/configmap-name.ts';
 import type { ClusterEndpoint, GridNetworkSpec } from '../schemas/generated/gridnetworks.ts';
+import { DEFAULT_PRAXIS_CONFIG_MAP_NAME } from '../schemas/object-names.ts';
 import type { GridSiteSpec } from '../schemas/generated/gridsites.ts';
 import type { InferenceProviderSpec } from '../schemas/generated/inferenceproviders.ts';
 import { BackendNetworkPolicy } from './backend-network-policy.ts';
@@ -49,6 +50,20 @@ function compact<T>(value: T): T {
 }
 
 /** Every Secret a spec references by name (`secretRef`, `*SecretRef`), for the operator's Role. */
+/** The names the operator's Role needs for gateways that generate their consumer config or delegate their mounts. */
+export function generatedConfigNames(spec: GridNetworkSpec): { praxisConfigMaps: string[]; delegatedDeployments: string[] } {
+  const praxisConfigMaps: string[] = [];
+  const delegatedDeployments: string[] = [];
+  for (const gateway of spec.consumerGateways ?? []) {
+    const praxis = gateway.praxisConfig;
+    if (praxis?.generate !== true) continue;
+    praxisConfigMaps.push(praxis.configMapName ?? DEFAULT_PRAXIS_CONFIG_MAP_NAME);
+    const delegated = praxis.mountReconciliation;
+    if (delegated?.enabled === true && delegated.deploymentName !== undefined) delegatedDeployments.push(delegated.deploymentName);
+  }
+  return { praxisConfigMaps, delegatedDeployments };
+}
+
 export function referencedSecrets(value: unknown, found: SecretName[] = []): SecretName[] {
   if (Array.isArray(value)) {
     for (const item of value) referencedSecrets(item, found);
@@ -138,6 +153,7 @@ export class GridSiteStack extends Chart {
       overlayConfigMaps: consumerName === undefined ? [] : [overlayConfigMapName(this.network, consumerName)],
       referencedSecrets: referencedSecrets([networkSpec, ...[...providerSpecs, ...toolSpecs, ...agentSpecs].map((p) => p.spec)]),
       invites: (site.invites ?? []).map((invite) => invite.name),
+      ...generatedConfigNames(networkSpec),
     });
 
     this.gridNetwork = new GridNetwork(this, 'network', { name: this.network, spec: networkSpec });

@@ -30,7 +30,9 @@ export type NameSlot =
   | 'referencedSecrets'
   | 'inviteSecrets'
   | 'leaderLease'
-  | 'metricsScraper';
+  | 'metricsScraper'
+  | 'praxisConfigMaps'
+  | 'delegatedDeployments';
 
 export interface PermissionEntry {
   /** `cluster` entries go into the ClusterRole (the grid kinds are cluster-scoped); `namespace` into Roles. */
@@ -40,6 +42,11 @@ export interface PermissionEntry {
   readonly resources: readonly string[];
   readonly verbs: readonly Verb[];
   readonly names: NameSlot;
+  /**
+   * Emit this entry only at a site whose slot has names: for objects whose names cannot be known at synth time
+   * (content-hashed) but which exist only when the site opts into the feature that slot stands for.
+   */
+  readonly onlyWith?: Exclude<NameSlot, 'all'>;
   /** The daemon code path that needs this permission. */
   readonly why: string;
 }
@@ -106,6 +113,31 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
     },
     {
       scope: 'namespace',
+      apiGroup: '',
+      resources: ['configmaps'],
+      verbs: ['get', 'patch', 'create', 'delete'],
+      names: 'praxisConfigMaps',
+      why: 'a gateway with praxisConfig.generate gets its consumer config ConfigMap (praxisConfig.configMapName) compared, written with server-side apply, and deleted when generation stops',
+    },
+    {
+      scope: 'namespace',
+      apiGroup: '',
+      resources: ['configmaps'],
+      verbs: ['get', 'patch', 'create', 'delete'],
+      names: 'all',
+      onlyWith: 'praxisConfigMaps',
+      why: 'grid-mount-requirements-<hash> is named by its content digest, so resourceNames cannot scope it; granted only where a gateway generates its config, and the operator deletes only ConfigMaps carrying its labels for that gateway',
+    },
+    {
+      scope: 'namespace',
+      apiGroup: 'apps',
+      resources: ['deployments'],
+      verbs: ['get', 'patch'],
+      names: 'delegatedDeployments',
+      why: 'praxisConfig.mountReconciliation reads the one annotated consumer Deployment and server-side applies its reserved projected volumes, mounts and revision annotation (never create: a missing Deployment is an Error)',
+    },
+    {
+      scope: 'namespace',
       apiGroup: 'coordination.k8s.io',
       resources: ['leases'],
       verbs: ['get', 'patch', 'create'],
@@ -163,6 +195,7 @@ export function policyRules(daemon: DaemonName, scope: 'cluster' | 'namespace', 
   const rules: PolicyRule[] = [];
   for (const entry of DAEMON_PERMISSIONS[daemon]) {
     if (entry.scope !== scope) continue;
+    if (entry.onlyWith !== undefined && (names[entry.onlyWith] ?? []).length === 0) continue;
     const base = { apiGroups: [entry.apiGroup], resources: [...entry.resources], verbs: [...entry.verbs] };
     if (entry.names === 'all') {
       rules.push(base);

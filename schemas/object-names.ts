@@ -13,3 +13,14 @@ export function operatorStateConfigMapName(site: string): string {
 export function inviteTokenSecretName(invite: string): string {
   return `grid-invite-${invite}`.slice(0, 253);
 }
+
+/**
+ * The reference-only mount requirements ConfigMap of a generated consumer config (seed 001): the revision is a
+ * content digest, so the name changes with the document and cannot be known when RBAC is compiled.
+ */
+export function mountRequirementsConfigMapName(revision: string): string {
+  return `grid-mount-requirements-${revision}`;
+}
+
+/** praxisConfig.configMapName when absent: the generated consumer config ConfigMap (seed 001 example). */
+export const DEFAULT_PRAXIS_CONFIG_MAP_NAME = 'praxis-consumer-config';

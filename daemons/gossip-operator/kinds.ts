@@ -13,6 +13,8 @@ export const GRID_SITE = gridKind('GridSite');
 export const INFERENCE_PROVIDER = gridKind('InferenceProvider');
 export const AGENT_TOOL_PROVIDER = gridKind('AgentToolProvider');
 export const SITE_INVITE = gridKind('SiteInvite');
+/** The one consumer Deployment a gateway delegates with praxisConfig.mountReconciliation (get and apply only). */
+export const DEPLOYMENT: ResourceKind = { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespaced: true };
 
 /** Server-side apply field manager of everything the operator writes (SPEC §2.1). */
 export const FIELD_MANAGER = 'grid-operator';

@@ -547,7 +547,7 @@ export interface PraxisConfigStatus {
    */
   phase: 'Rendered' | 'Error' | 'Disabled';
   /**
-   * Empty when Rendered; else MissingClusterEndpoint, MissingTransport, MissingSni, PlaintextWithSni, PraxisConfigRenderFailed, PraxisConfigApplyFailed or PraxisConfigDisabled.
+   * Empty when Rendered, or ProjectedCredentialsNotAttested when Rendered while a credential-bearing overlay revision waits for supportsProjectedCredentials; else MissingClusterEndpoint, MissingTransport, MissingSni, PlaintextWithSni, PraxisConfigRenderFailed, PraxisConfigApplyFailed or PraxisConfigDisabled (generation stopped but the ConfigMap could not be deleted).
    */
   reason?: string;
   /**
@@ -592,7 +592,7 @@ export interface MountReconciliationStatus {
    */
   phase: 'RequirementsRendered' | 'WaitingForSecret' | 'MountsReconciling' | 'WaitingForRollout' | 'Ready' | 'Error';
   /**
-   * Machine-readable cause; empty on Ready.
+   * Machine-readable cause; empty on Ready and RequirementsRendered. Error reasons: SecretOutsideGatewayNamespace, MissingTlsSecret, MissingDeploymentName, DeploymentNotFound, DeploymentNotAnnotated, ContainerNotFound, MountPathConflict, RequirementsApplyFailed, DeploymentReconcileFailed, ConfigNotApplied, CleanupFailed.
    */
   reason?: string;
   /**

@@ -10,7 +10,7 @@ import { overlayConfigMapName } from '../../schemas/overlay/configmap-name.ts';
 import { adminKubeConfig } from './kube.ts';
 import { applyManifests, distFiles, readManifests, RawClient } from './manifests.ts';
 import type { Manifest } from './manifests.ts';
-import { inviteTokenSecretName, operatorStateConfigMapName } from '../../schemas/object-names.ts';
+import { DEFAULT_PRAXIS_CONFIG_MAP_NAME, inviteTokenSecretName, operatorStateConfigMapName } from '../../schemas/object-names.ts';
 
 interface Rule {
   apiGroups?: string[];
@@ -111,10 +111,17 @@ function referencedSecretNames(manifests: readonly Manifest[]): string[] {
 /** The names each slot of the table stands for at this site, derived from the site's own objects. */
 function slotNames(manifests: readonly Manifest[], serviceAccount: string): Record<Exclude<PermissionEntry['names'], 'all'>, string[]> {
   const overlays: string[] = [];
+  const praxisConfigMaps: string[] = [];
+  const delegatedDeployments: string[] = [];
+  type Gateway = { name: string; praxisConfig?: { generate?: boolean; configMapName?: string; mountReconciliation?: { enabled?: boolean; deploymentName?: string } } };
   for (const m of manifests) {
     if (m.object.kind !== 'GridNetwork') continue;
-    for (const g of ((m.object['spec'] as { consumerGateways?: { name: string }[] }).consumerGateways ?? [])) {
+    for (const g of ((m.object['spec'] as { consumerGateways?: Gateway[] }).consumerGateways ?? [])) {
       overlays.push(overlayConfigMapName(m.object.metadata.name, g.name));
+      if (g.praxisConfig?.generate !== true) continue;
+      praxisConfigMaps.push(g.praxisConfig.configMapName ?? DEFAULT_PRAXIS_CONFIG_MAP_NAME);
+      const delegated = g.praxisConfig.mountReconciliation;
+      if (delegated?.enabled === true && delegated.deploymentName !== undefined) delegatedDeployments.push(delegated.deploymentName);
     }
   }
   // overlay-sync's one ConfigMap is the one its container is configured with.
@@ -141,12 +148,15 @@ function slotNames(manifests: readonly Manifest[], serviceAccount: string): Reco
     inviteSecrets: invites.sort(),
     leaderLease: ['gossip-operator-leader'],
     metricsScraper: scraperAccounts(manifests),
+    praxisConfigMaps: praxisConfigMaps.sort(),
+    delegatedDeployments: delegatedDeployments.sort(),
   };
 }
 
 /** The grants the table says a daemon needs at this site (a named slot with no names yields nothing). */
 function tableGrants(daemon: DaemonName, names: ReturnType<typeof slotNames>): Grant[] {
   return DAEMON_PERMISSIONS[daemon].flatMap((e) => {
+    if (e.onlyWith !== undefined && names[e.onlyWith].length === 0) return [];
     const bound = e.names === 'all' ? undefined : names[e.names];
     if (bound !== undefined && bound.length === 0) return [];
     return e.resources.flatMap((resource) => e.verbs.map((verb) => ({ scope: e.scope, group: e.apiGroup, resource, verb, names: bound })));

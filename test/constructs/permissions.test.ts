@@ -17,7 +17,8 @@ describe('permission table', () => {
         if ((entry.verbs as readonly string[]).includes('delete')) deletes.push(`${entry.resources.join(',')}:${entry.names}`);
       }
     }
-    expect(deletes.sort()).toEqual(['gridsites:all', 'secrets:inviteSecrets']);
+    // Generated consumer configs: the named ConfigMap, and the content-hashed mount requirements (opt-in only).
+    expect(deletes.sort()).toEqual(['configmaps:all', 'configmaps:praxisConfigMaps', 'gridsites:all', 'secrets:inviteSecrets']);
     expect(DAEMON_PERMISSIONS.gateway).toEqual([]);
     expect(DAEMON_PERMISSIONS.sim).toEqual([]);
   });
@@ -26,6 +27,18 @@ describe('permission table', () => {
     expect(policyRules('gossip-operator', 'namespace', {})).toEqual([]);
     expect(policyRules('gossip-operator', 'namespace', { inviteSecrets: [] })).toEqual([]);
     expect(policyRules('overlay-sync', 'namespace', { overlayConfigMap: [] })).toEqual([]);
+  });
+
+  it('grants the generated-config permissions only to a site whose gateways generate or delegate', () => {
+    const configMapRules = (names: Parameters<typeof policyRules>[2]) => policyRules('gossip-operator', 'namespace', names).filter((r) => r.resources.includes('configmaps') || r.resources.includes('deployments'));
+    expect(configMapRules({ overlayConfigMaps: ['grid-overlay-grid-edge'] }).every((r) => r.resourceNames !== undefined)).toBe(true);
+    const generating = configMapRules({ praxisConfigMaps: ['praxis-edge'] });
+    expect(generating).toEqual([
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'patch', 'create', 'delete'], resourceNames: ['praxis-edge'] },
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'patch', 'create', 'delete'] },
+    ]);
+    const delegated = policyRules('gossip-operator', 'namespace', { praxisConfigMaps: ['praxis-edge'], delegatedDeployments: ['inference-gw'] }).find((r) => r.resources.includes('deployments'));
+    expect(delegated).toEqual({ apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'patch'], resourceNames: ['inference-gw'] });
   });
 
   it('sorts and deduplicates bound names', () => {

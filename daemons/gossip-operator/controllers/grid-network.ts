@@ -28,7 +28,9 @@ import { budgetStatus, err, renderNetwork, resolveRoutingPolicy, type AdmissionM
 import { parseDurationMs } from '../swim/config.ts';
 import { ensureGossip, GossipSetupError, publishLocalState } from './network-gossip.ts';
 import { publishOverlay } from './overlay-publisher.ts';
-import { publishPraxisConfigs } from './praxis-config.ts';
+import { publishGeneratedConfigs } from './generated-config.ts';
+import { MOUNT_POLL_MS } from './mount-reconciler.ts';
+import { credentialHoldBack } from './praxis-config.ts';
 import {
   gatewayReferences,
   localInference,
@@ -256,13 +258,20 @@ export class GridNetworkController implements Controller {
 
     const previous = network.status?.routingMapStatus ?? [];
     const routingMapStatus: RoutingMapStatus[] = [];
+    const refs = network.spec.consumerGateways ?? network.spec.gatewayRefs ?? [];
+    const held = new Map<string, { reason: string; message: string }>();
     for (const entry of results) {
       const prev = previous.find((s) => s.gatewayName === entry.gateway.name && s.namespace === entry.gateway.namespace);
-      routingMapStatus.push(await publishOverlay(ctx, network, entry, prev));
+      const ref = refs.find((r) => r.name === entry.gateway.name && r.namespace === entry.gateway.namespace);
+      const hold = entry.result.ok ? credentialHoldBack(ref, entry.result.value.payload.candidates) : undefined;
+      if (hold !== undefined) held.set(`${entry.gateway.namespace}/${entry.gateway.name}`, hold);
+      routingMapStatus.push(await publishOverlay(ctx, network, entry, prev, hold));
     }
     await this.#removeOrphanOverlays(network, results.map((r) => r.gateway));
-    const praxisConfigStatus = await publishPraxisConfigs(ctx, network, results);
-    const failed = routingMapStatus.filter((s) => s.phase !== 'Distributed');
+    const generated = await publishGeneratedConfigs(ctx, network, results, held);
+    const { praxisConfigStatus, mountReconciliationStatus } = generated;
+    // A revision held back for projected-credential attestation is a requested wait, not a failure: no Degraded.
+    const failed = routingMapStatus.filter((s) => s.phase !== 'Distributed' && !held.has(`${s.namespace}/${s.gatewayName}`));
     const ownSites = sites.filter((s) => s.spec?.gridNetworkRef === name);
     const status: GridNetworkStatus = {
       gridId,
@@ -274,6 +283,7 @@ export class GridNetworkController implements Controller {
       routingMapStatus,
       // Written when a gateway generates, or to clear entries left by one that stopped.
       ...(praxisConfigStatus.length > 0 || (network.status?.praxisConfigStatus?.length ?? 0) > 0 ? { praxisConfigStatus } : {}),
+      ...(mountReconciliationStatus.length > 0 || (network.status?.mountReconciliationStatus?.length ?? 0) > 0 ? { mountReconciliationStatus } : {}),
       budgetStatus: budgetStatus(network.spec.budgetPolicy?.tenants, runtime.store.tenantSpend()),
       conditions: failed.length > 0
         ? this.#conditions(network, false, 'OverlayNotDistributed', `${failed.length} of ${routingMapStatus.length} gateway overlays not distributed: ${failed.map((s) => `${s.namespace}/${s.gatewayName} ${s.reason ?? ''}`).join(', ')}`)
@@ -286,6 +296,8 @@ export class GridNetworkController implements Controller {
     for (const site of ownSites) ctx.enqueue(CONTROLLER_NAMES.site, site.metadata.name);
 
     const tlsMetrics = providers.some((p) => p.spec.metricsConfig !== undefined && (p.spec.metricsConfig.tls ?? p.spec.tls) !== undefined);
-    return { requeueAfterMs: refreshIntervalMs(network.spec.metricsRefreshInterval, tlsMetrics) };
+    const refreshMs = refreshIntervalMs(network.spec.metricsRefreshInterval, tlsMetrics);
+    // No Deployment or Secret watch (RBAC is get/patch by name): a waiting gateway is polled.
+    return { requeueAfterMs: generated.pending ? Math.min(refreshMs, MOUNT_POLL_MS) : refreshMs };
   }
 }

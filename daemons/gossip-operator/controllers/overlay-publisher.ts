@@ -51,6 +51,8 @@ export async function publishOverlay(
   network: GridNetworkResource,
   entry: GatewayOverlayResult,
   previous: RoutingMapStatus | undefined,
+  /** Set when this revision must not reach the gateway yet (projected-credential hold-back): nothing is applied. */
+  hold?: { readonly reason: string; readonly message: string },
 ): Promise<RoutingMapStatus> {
   const { gateway, result } = entry;
   const generation = network.metadata.generation ?? 1;
@@ -79,6 +81,7 @@ export async function publishOverlay(
   }
   ctx.metrics.overlayRenders.inc({ outcome: 'rendered' });
   const overlay = result.value;
+  if (hold !== undefined) return retained(hold.reason, hold.message, overlay);
   const rendered = {
     renderedRevision: overlay.revision,
     contentDigest: overlay.envelope.content_digest.value,

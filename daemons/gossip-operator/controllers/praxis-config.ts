@@ -3,12 +3,12 @@
  * praxisConfig.generate true, renders a complete, runnable Praxis config (SPEC §3.0) and applies it as the
  * praxis.yaml key of ConfigMap praxisConfig.configMapName in the gateway namespace. A potentially routable cluster
  * without an explicit endpoint and transport fails closed: the ConfigMap is left as it was and status says why.
- * The config holds credential references and mount paths only, never token bytes.
+ * The config holds credential references and mount paths only, never token bytes. The reconcile that applies it
+ * (with cleanup and mount requirements) is in generated-config.ts.
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { stringify as stringifyYaml } from 'yaml';
 import schema from '../../../schemas/gateway/gateway-config.schema.json' with { type: 'json' };
-import type { GridNetworkResource } from '../../../schemas/crds/types.ts';
 import type {
   ClusterConfig,
   CredentialInjectFilter,
@@ -17,18 +17,16 @@ import type {
   GatewayConfig,
   UpstreamTlsConfig,
 } from '../../../schemas/generated/gateway-config.ts';
-import type { ClusterEndpoint, GatewayRef, PraxisConfig, PraxisConfigStatus } from '../../../schemas/generated/gridnetworks.ts';
+import type { ClusterEndpoint, GatewayRef, PraxisConfig } from '../../../schemas/generated/gridnetworks.ts';
 import type { OverlayCandidate } from '../../../schemas/generated/overlay-envelope.ts';
-import { errorFields } from '../../shared/log.ts';
+import { DEFAULT_PRAXIS_CONFIG_MAP_NAME } from '../../../schemas/object-names.ts';
 import type { KubeObject } from '../../shared/resource-store/types.ts';
-import type { OperatorContext } from '../context.ts';
-import { CONFIG_MAP, FIELD_MANAGER, LABEL_GATEWAY, LABEL_NETWORK, MANAGED_BY } from '../kinds.ts';
-import type { GatewayOverlayResult } from '../routing/index.ts';
+import { FIELD_MANAGER, LABEL_GATEWAY, LABEL_NETWORK, MANAGED_BY } from '../kinds.ts';
 import type { GatewayReference } from '../routing/model.ts';
 import { boundedMessage } from './status.ts';
 
 export const PRAXIS_CONFIG_KEY = 'praxis.yaml';
-export const DEFAULT_CONFIG_MAP_NAME = 'praxis-consumer-config';
+export const DEFAULT_CONFIG_MAP_NAME = DEFAULT_PRAXIS_CONFIG_MAP_NAME;
 export const DEFAULT_LISTENER_PORT = 8080;
 export const DEFAULT_TLS_CERT_MOUNT_PATH = '/etc/praxis/tls';
 export const DEFAULT_CREDENTIAL_MOUNT_PATH = '/run/secrets/grid-credentials';
@@ -40,6 +38,9 @@ export const ADMIN_ADDRESS = '127.0.0.1:9901';
 export const SHUTDOWN_TIMEOUT_SECS = 5;
 export const REASON_RENDER_FAILED = 'PraxisConfigRenderFailed';
 export const REASON_APPLY_FAILED = 'PraxisConfigApplyFailed';
+/** Overlay revision with credential references held back until supportsProjectedCredentials attests the rollout. */
+export const REASON_CREDENTIALS_NOT_ATTESTED = 'ProjectedCredentialsNotAttested';
+export const REASON_DISABLED = 'PraxisConfigDisabled';
 
 const CONSUMER_CHAIN = 'consumer';
 
@@ -50,6 +51,25 @@ export function generatingConfig(ref: GatewayRef): PraxisConfig | undefined {
   const praxis = ref.praxisConfig ?? ref.consumerConfig;
   if (praxis === undefined) return undefined;
   return (praxis.generate ?? praxis.enabled) === true ? praxis : undefined;
+}
+
+/**
+ * The projected-credential two-step (seed 001 "GatewayRef.praxisConfig"): a generated config in projected mode
+ * resolves references under a mount the consumer only has after its rollout, so until supportsProjectedCredentials
+ * attests that rollout an overlay revision whose candidates carry credential references is retained. A gateway
+ * that does not generate, or generates without enableProjectedCredentials, is never held back: the hold-back is
+ * about the generated config's projected mode only.
+ */
+export function credentialHoldBack(ref: GatewayRef | undefined, candidates: readonly OverlayCandidate[]): { reason: string; message: string } | undefined {
+  if (ref === undefined) return undefined;
+  const praxis = generatingConfig(ref);
+  if (praxis === undefined || praxis.enableProjectedCredentials !== true || praxis.supportsProjectedCredentials === true) return undefined;
+  const secrets = [...new Set(candidates.flatMap((c) => (c.credential === undefined ? [] : [`${c.credential.secretRef.namespace}/${c.credential.secretRef.name}`])))].sort();
+  if (secrets.length === 0) return undefined;
+  return {
+    reason: REASON_CREDENTIALS_NOT_ATTESTED,
+    message: `overlay revision with credential references (${secrets.slice(0, 4).join(', ')}${secrets.length > 4 ? ` and ${secrets.length - 4} more` : ''}) retained until praxisConfig.supportsProjectedCredentials attests the consumer rollout with projected credentials`,
+  };
 }
 
 export interface PraxisRenderInput {
@@ -170,7 +190,7 @@ export function renderPraxisConfig(input: PraxisRenderInput): PraxisRenderResult
   }
 }
 
-interface ConfigMapObject extends KubeObject {
+export interface ConfigMapObject extends KubeObject {
   data?: Record<string, string>;
 }
 
@@ -185,47 +205,4 @@ export function praxisConfigMap(network: string, gateway: GatewayReference, name
     },
     data: { [PRAXIS_CONFIG_KEY]: text },
   };
-}
-
-/**
- * Renders and applies the consumer config of every generating gateway; returns praxisConfigStatus[] (empty when no
- * gateway generates). Gateways with generate false or absent get nothing applied and no entry.
- */
-export async function publishPraxisConfigs(
-  ctx: OperatorContext,
-  network: GridNetworkResource,
-  results: readonly GatewayOverlayResult[],
-): Promise<PraxisConfigStatus[]> {
-  const name = network.metadata.name;
-  const generation = network.metadata.generation ?? 1;
-  const refs = network.spec.consumerGateways ?? network.spec.gatewayRefs ?? [];
-  const statuses: PraxisConfigStatus[] = [];
-  for (const ref of refs) {
-    const praxis = generatingConfig(ref);
-    if (praxis === undefined) continue;
-    const entry = results.find((r) => r.gateway.name === ref.name && r.gateway.namespace === ref.namespace);
-    const gateway: GatewayReference = entry?.gateway ?? { name: ref.name, namespace: ref.namespace };
-    const configMapName = praxis.configMapName ?? DEFAULT_CONFIG_MAP_NAME;
-    const base = { gatewayName: ref.name, namespace: ref.namespace, configMapName, observedGeneration: generation };
-    const candidates = entry?.result.ok === true ? entry.result.value.payload.candidates : [];
-    const rendered = renderPraxisConfig({ network: name, gateway, praxis, candidates });
-    if (!rendered.ok) {
-      ctx.logger.warn({ network: name, gateway: `${ref.namespace}/${ref.name}`, message: rendered.message }, 'consumer config not rendered; ConfigMap left unchanged');
-      statuses.push({ ...base, phase: 'Error', reason: REASON_RENDER_FAILED, message: rendered.message });
-      continue;
-    }
-    try {
-      const existing = (await ctx.store.get(CONFIG_MAP, { name: configMapName, namespace: ref.namespace })) as ConfigMapObject | undefined;
-      // Unchanged text is not re-applied, so a steady state writes nothing and starts no watch event.
-      if (existing?.data?.[PRAXIS_CONFIG_KEY] !== rendered.text) {
-        await ctx.store.apply(CONFIG_MAP, praxisConfigMap(name, gateway, configMapName, rendered.text), { fieldManager: FIELD_MANAGER, force: true });
-        ctx.logger.info({ network: name, gateway: `${ref.namespace}/${ref.name}`, configMap: `${ref.namespace}/${configMapName}` }, 'consumer config applied');
-      }
-      statuses.push({ ...base, phase: 'Rendered', reason: '', message: `consumer config rendered and applied to ${ref.namespace}/${configMapName}` });
-    } catch (error) {
-      ctx.logger.warn({ network: name, gateway: `${ref.namespace}/${ref.name}`, error: errorFields(error) }, 'consumer config apply failed');
-      statuses.push({ ...base, phase: 'Error', reason: REASON_APPLY_FAILED, message: boundedMessage(`apply ConfigMap ${ref.namespace}/${configMapName}: ${errorFields(error).message}`) });
-    }
-  }
-  return statuses;
 }
