@@ -7,6 +7,7 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { parseListenAddress } from '../shared/admin-server.ts';
 import { parseHexKey } from './swim/keyring.ts';
+import { ENROLLMENT_OPTIONS, ENROLLMENT_USAGE, type EnrollmentConfig, parseEnrollmentConfig } from './enrollment/config.ts';
 
 export interface OperatorConfig {
   readonly store: { readonly backend: 'kubernetes' } | { readonly backend: 'local'; readonly manifestsDir?: string; readonly stateDir: string };
@@ -34,6 +35,8 @@ export interface OperatorConfig {
   /** How long after start no auto-discovered site is judged absent (a restart never starts GC clocks). */
   readonly discoveryVerificationWindowMs: number;
   readonly logLevel: string;
+  /** The SiteInvite redeem endpoint; absent (the default) serves nothing. */
+  readonly enrollment?: EnrollmentConfig;
 }
 
 export class ConfigError extends Error {
@@ -65,6 +68,7 @@ const OPTIONS = {
   'model-discovery-ttl': { type: 'string' },
   'discovery-verification-window': { type: 'string' },
   'log-level': { type: 'string' },
+  ...ENROLLMENT_OPTIONS,
   help: { type: 'boolean' },
 } as const;
 
@@ -82,7 +86,7 @@ export const USAGE = `Usage: node daemons/gossip-operator/main.ts [flags]
   --leader-elect true|false       wait on the Lease before reconciling (default true)
   --lease-name NAME               Lease name (env GRID_LEASE_NAME; default gossip-operator-leader)
   env GRID_SWIM_ENCRYPT_KEY       64 hex characters; used when the GridNetwork names no swimKeySecretRef
-`;
+${ENROLLMENT_USAGE}`;
 
 function durationMs(text: string, where: string): number {
   const match = /^(\d+)(ms|s|m)$/.exec(text.trim());
@@ -159,6 +163,12 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
 
   const seeds = (pick('seeds', 'GRID_SWIM_SEEDS') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
   const advertise = pick('gossip-advertise', 'GRID_GOSSIP_ADVERTISE');
+  let enrollment: EnrollmentConfig | undefined;
+  try {
+    enrollment = parseEnrollmentConfig(pick);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
   return {
     store,
     site,
@@ -180,5 +190,6 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
     modelDiscoveryTtlMs: duration('model-discovery-ttl', 'GRID_MODEL_DISCOVERY_TTL', '5m'),
     discoveryVerificationWindowMs: duration('discovery-verification-window', 'GRID_DISCOVERY_VERIFICATION_WINDOW', '11m'),
     logLevel: pick('log-level', 'LOG_LEVEL') ?? 'info',
+    ...(enrollment !== undefined ? { enrollment } : {}),
   };
 }

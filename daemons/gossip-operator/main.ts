@@ -48,6 +48,10 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  // SIGHUP re-reads the enrollment endpoint's certificate and the grid CA (rotation without a restart).
+  process.on('SIGHUP', () => {
+    operator.enrollment?.reload().catch((error: unknown) => logger.error({ error: errorFields(error) }, 'enrollment reload failed; keeping the previous certificates'));
+  });
   process.on('unhandledRejection', (reason) => logger.error({ error: errorFields(reason) }, 'unhandled rejection'));
 }
 

@@ -19,6 +19,7 @@ export class OperatorMetrics {
   readonly reconciles: Counter<'controller' | 'result'>;
   readonly leader: Gauge;
   readonly swimMembers: Gauge<'state'>;
+  readonly enrollmentRedeems: Counter<'outcome'>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -85,6 +86,12 @@ export class OperatorMetrics {
     });
     this.leader = new Gauge({ name: 'grid_operator_leader', help: '1 while this replica holds the Lease.', registers });
     this.swimMembers = new Gauge({ name: 'grid_swim_members', help: 'SWIM members by state.', labelNames: ['state'], registers });
+    this.enrollmentRedeems = new Counter({
+      name: 'grid_enrollment_redeem_total',
+      help: 'SiteInvite redeem attempts by outcome: issued or a refusal code (enrollment/redeem.ts REDEEM_OUTCOMES).',
+      labelNames: ['outcome'],
+      registers,
+    });
   }
 
   setSitePhase(site: string, phase: GridSitePhase): void {

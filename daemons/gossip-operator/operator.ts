@@ -20,6 +20,7 @@ import { SiteInviteController } from './controllers/site-invite.ts';
 import { LeaderElector } from './manager/leader-election.ts';
 import { Manager } from './manager/manager.ts';
 import { OperatorMetrics } from './metrics.ts';
+import { type EnrollmentServer, startEnrollmentServer } from './enrollment/server.ts';
 
 export interface OperatorOptions {
   readonly config: OperatorConfig;
@@ -38,6 +39,8 @@ export interface OperatorHandle {
   readonly context: OperatorContext;
   readonly admin: AdminServer;
   readonly metrics: OperatorMetrics;
+  /** The SiteInvite redeem endpoint, when config.enrollment is set. */
+  readonly enrollment?: EnrollmentServer;
   isLeader(): boolean;
   /** Graceful stop: controllers, SWIM leave, Lease release, admin server, store. */
   stop(): Promise<void>;
@@ -128,11 +131,34 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
       gossip: context.gossip === undefined ? null : { address: context.gossip.address, members: context.gossip.membership.stats().members },
     }),
   });
+  // Served by every replica, leader or not: the token Secret delete is the one-time claim, so replicas cannot
+  // both redeem one token. A start failure (unreadable CA, bad certificate) fails the operator start.
+  let enrollment: EnrollmentServer | undefined;
+  if (config.enrollment !== undefined) {
+    try {
+      enrollment = await startEnrollmentServer({
+        config: config.enrollment,
+        store,
+        namespace: config.namespace,
+        logger,
+        redeems: metrics.enrollmentRedeems,
+        now: context.now,
+        onRedeemed: (invite) => context.enqueue('siteinvite', invite),
+      });
+    } catch (error) {
+      await manager?.stop();
+      await elector?.stop();
+      await admin.close();
+      if (ownsStore) await store.close();
+      throw error;
+    }
+  }
   let stopped = false;
   return {
     context,
     admin,
     metrics,
+    ...(enrollment !== undefined ? { enrollment } : {}),
     isLeader: () => manager !== undefined && (elector === undefined || elector.isLeader),
     async stop() {
       if (stopped) return;
@@ -146,6 +172,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
         }
         context.gossip = undefined;
       }
+      await enrollment?.close();
       await elector?.stop();
       await admin.close();
       if (ownsStore) await store.close();
