@@ -14,7 +14,7 @@ import {
   stableIdCommand,
 } from './overlay-commands.ts';
 import { UP_USAGE, upCommand } from './up.ts';
-import { ENROLL_USAGE, enrollCommand, KEYGEN_USAGE, keygenCommand } from './site-commands.ts';
+import { ENROLL_USAGE, KEYGEN_USAGE } from './site-usage.ts';
 
 interface Command {
   readonly usage: string;
@@ -56,12 +56,13 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   'site keygen': {
     usage: KEYGEN_USAGE,
     summary: 'make this site\'s key pair in DIR/tls.key (0600; kept if present) and print its publicKeySHA256 for a key-bound SiteInvite',
-    run: keygenCommand,
+    // Loaded on use: the X.509 stack is only needed by these two commands.
+    run: async (args) => (await import('./site-commands.ts')).keygenCommand(args),
   },
   'site enroll': {
     usage: ENROLL_USAGE,
     summary: 'redeem a SiteInvite token at the signer: sends a CSR (the key stays here), verifies the signer against --ca, writes tls.crt, tls.key (0600) and ca.crt to --out',
-    run: enrollCommand,
+    run: async (args) => (await import('./site-commands.ts')).enrollCommand(args),
   },
 };
 

@@ -12,15 +12,13 @@ import { checkServerIdentity } from 'node:tls';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as x509 from '@peculiar/x509';
-import { spkiSha256 } from '../gossip-operator/enrollment/site-certificate.ts';
-import { REDEEM_PATH } from '../gossip-operator/enrollment/server.ts';
+import { REDEEM_PATH, spkiSha256 } from '../gossip-operator/enrollment/protocol.ts';
 import { CliError, usageError } from './cli-error.ts';
 import type { CommandResult } from './overlay-commands.ts';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
-export const KEYGEN_USAGE = 'site keygen DIR';
-export const ENROLL_USAGE = 'site enroll --url https://HOST:PORT --ca FILE --token-id ID --token-file FILE --site NAME --out DIR [--signer SITE]';
+import { ENROLL_USAGE, KEYGEN_USAGE } from './site-usage.ts';
 
 const SITE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const REQUEST_TIMEOUT_MS = 30_000;

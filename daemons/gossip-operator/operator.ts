@@ -78,6 +78,26 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
     enqueue: (controller, name, afterMs) => manager?.enqueue(controller, name, afterMs),
     ...(options.discoveryIsBlocked !== undefined ? { discoveryIsBlocked: options.discoveryIsBlocked } : {}),
   };
+  // Served by every replica, leader or not: the token Secret delete is the one-time claim, so replicas cannot
+  // both redeem one token. A start failure (unreadable CA, bad certificate) fails the operator start
+  // before any controller runs.
+  let enrollment: EnrollmentServer | undefined;
+  if (config.enrollment !== undefined) {
+    try {
+      enrollment = await startEnrollmentServer({
+        config: config.enrollment,
+        store,
+        namespace: config.namespace,
+        logger,
+        redeems: metrics.enrollmentRedeems,
+        now: context.now,
+        onRedeemed: (invite) => context.enqueue('siteinvite', invite),
+      });
+    } catch (error) {
+      if (ownsStore) await store.close();
+      throw error;
+    }
+  }
   const startControllers = (): void => {
     metrics.leader.set(1);
     manager = new Manager({
@@ -131,28 +151,6 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
       gossip: context.gossip === undefined ? null : { address: context.gossip.address, members: context.gossip.membership.stats().members },
     }),
   });
-  // Served by every replica, leader or not: the token Secret delete is the one-time claim, so replicas cannot
-  // both redeem one token. A start failure (unreadable CA, bad certificate) fails the operator start.
-  let enrollment: EnrollmentServer | undefined;
-  if (config.enrollment !== undefined) {
-    try {
-      enrollment = await startEnrollmentServer({
-        config: config.enrollment,
-        store,
-        namespace: config.namespace,
-        logger,
-        redeems: metrics.enrollmentRedeems,
-        now: context.now,
-        onRedeemed: (invite) => context.enqueue('siteinvite', invite),
-      });
-    } catch (error) {
-      await manager?.stop();
-      await elector?.stop();
-      await admin.close();
-      if (ownsStore) await store.close();
-      throw error;
-    }
-  }
   let stopped = false;
   return {
     context,

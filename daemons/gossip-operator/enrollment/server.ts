@@ -16,8 +16,10 @@ import type { ResourceStore } from '../../shared/resource-store/types.ts';
 import type { EnrollmentConfig } from './config.ts';
 import { InviteRedeemer, MAX_REDEEM_BODY_BYTES, parseRedeemRequest, REDEEM_HTTP_STATUS, REDEEM_OUTCOMES, RedeemRefusal, type RedeemOutcome, type RedeemRequest } from './redeem.ts';
 import { type GridCa, loadGridCa } from './site-certificate.ts';
+import { REDEEM_PATH } from './protocol.ts';
 
-export const REDEEM_PATH = '/v1/enroll/redeem';
+export { REDEEM_PATH };
+
 const SERVER_AUTH_OID = '1.3.6.1.5.5.7.3.1';
 
 export interface EnrollmentServerOptions {

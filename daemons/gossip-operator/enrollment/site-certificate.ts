@@ -5,8 +5,9 @@
  * names exactly the invited site (CN and DNS SAN), which is what the peer chain check in site-identity.ts requires.
  */
 import 'reflect-metadata';
-import { createHash, createPrivateKey, createPublicKey, type KeyObject, webcrypto, X509Certificate } from 'node:crypto';
+import { createPrivateKey, createPublicKey, type KeyObject, webcrypto, X509Certificate } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
+import { spkiSha256 } from './protocol.ts';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -87,11 +88,6 @@ export async function loadGridCa(certPem: string, keyPem: string, where: { cert:
   const algorithms = algorithmFor(key, where.key);
   const signingKey = await webcrypto.subtle.importKey('pkcs8', key.export({ type: 'pkcs8', format: 'der' }), algorithms.importAlgorithm, false, ['sign']);
   return { certPem: cert.toString('pem') + '\n', cert, signingKey, signingAlgorithm: algorithms.signingAlgorithm, notAfterMs: cert.notAfter.getTime() };
-}
-
-/** SHA-256 of a SubjectPublicKeyInfo (DER), 64 lowercase hex: what SiteInvite spec.publicKeySHA256 binds. */
-export function spkiSha256(spkiDer: ArrayBuffer | Uint8Array): string {
-  return createHash('sha256').update(spkiDer instanceof Uint8Array ? spkiDer : new Uint8Array(spkiDer)).digest('hex');
 }
 
 export interface VerifiedCsr {
