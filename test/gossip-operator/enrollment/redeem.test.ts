@@ -3,12 +3,14 @@
 // check the operator uses (site-identity.ts); every refusal has its code and status, leaves the token usable, and
 // no token byte reaches status, logs, error bodies or metrics.
 import { X509Certificate } from 'node:crypto';
+import { request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { certifiedIdentity, verifySiteBundle } from '../../../daemons/gossip-operator/site-identity.ts';
 import { InviteRedeemer, parseRedeemRequest, RedeemRefusal, REDEEM_OUTCOMES } from '../../../daemons/gossip-operator/enrollment/redeem.ts';
 import { loadGridCa } from '../../../daemons/gossip-operator/enrollment/site-certificate.ts';
 import { grid, readStateObject, schemaProblems, waitFor } from '../helpers.ts';
-import { call, CERT_LIFETIME_MS, createInvite, csrFor, type IssuedInvite, redeem, type Signer, siteKeys, startSigner } from './helpers.ts';
+import { REDEEM_PATH } from '../../../daemons/gossip-operator/enrollment/protocol.ts';
+import { call, CERT_LIFETIME_MS, createInvite, csrFor, type IssuedInvite, redeem, SIGNER, type Signer, siteKeys, startSigner } from './helpers.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -109,6 +111,19 @@ describe('SiteInvite redeem endpoint', () => {
     const tooLarge = await call(signer, JSON.stringify({ ...good, csr: 'x'.repeat(40_000) }));
     expect(tooLarge.status).toBe(413);
     expect(tooLarge.json.error).toBe('payload_too_large');
+    // Without a content-length the limit applies while reading the chunked body.
+    const chunked = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: signer.port, method: 'POST', path: REDEEM_PATH, ca: signer.files.ca.certPem, servername: SIGNER, agent: false }, (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      });
+      req.on('error', reject);
+      req.write(JSON.stringify({ ...good, csr: 'x'.repeat(20_000) }));
+      req.end('x'.repeat(20_000));
+    });
+    expect(chunked.status).toBe(413);
+    expect(JSON.parse(chunked.text).error).toBe('payload_too_large');
     const get = await call(signer, '', { method: 'GET' });
     expect(get.status).toBe(405);
     const other = await call(signer, '{}', { path: '/v1/other' });
@@ -177,7 +192,7 @@ describe('SiteInvite redeem endpoint', () => {
     expect(count('key_mismatch')).toBe(1);
     expect(count('expired')).toBe(1);
     expect(count('wrong_token')).toBe(1);
-    expect(count('payload_too_large')).toBe(1);
+    expect(count('payload_too_large')).toBe(2);
     expect(count('internal_error')).toBe(0);
     const outcomes = [...metrics.matchAll(/grid_enrollment_redeem_total\{outcome="([a-z_]+)"\}/g)].map((m) => m[1]);
     expect(new Set(outcomes)).toEqual(new Set(REDEEM_OUTCOMES));
