@@ -14,6 +14,7 @@ import {
   stableIdCommand,
 } from './overlay-commands.ts';
 import { UP_USAGE, upCommand } from './up.ts';
+import { ENROLL_USAGE, KEYGEN_USAGE } from './site-usage.ts';
 
 interface Command {
   readonly usage: string;
@@ -52,6 +53,17 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     summary: 'print the name of the overlay ConfigMap for a network and gateway (63-character rule)',
     run: configMapNameCommand,
   },
+  'site keygen': {
+    usage: KEYGEN_USAGE,
+    summary: 'make this site\'s key pair in DIR/tls.key (0600; kept if present) and print its publicKeySHA256 for a key-bound SiteInvite',
+    // Loaded on use: the X.509 stack is only needed by these two commands.
+    run: async (args) => (await import('./site-commands.ts')).keygenCommand(args),
+  },
+  'site enroll': {
+    usage: ENROLL_USAGE,
+    summary: 'redeem a SiteInvite token at the signer: sends a CSR (the key stays here), verifies the signer against --ca, writes tls.crt, tls.key (0600) and ca.crt to --out',
+    run: async (args) => (await import('./site-commands.ts')).enrollCommand(args),
+  },
 };
 
 export function helpText(): string {
@@ -68,7 +80,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const [name, args] = COMMANDS[twoWord] ? [twoWord, argv.slice(2)] : [argv[0] ?? '', argv.slice(1)];
   const command = COMMANDS[name];
   if (command === undefined) {
-    throw usageError(argv[0] === 'overlay' ? `unknown overlay command "${argv[1] ?? ''}"` : `unknown command "${argv[0]}"`);
+    throw usageError(argv[0] === 'overlay' || argv[0] === 'site' ? `unknown ${argv[0]} command "${argv[1] ?? ''}"` : `unknown command "${argv[0]}"`);
   }
   if (args.includes('--help')) {
     process.stdout.write(`usage: agn ${command.usage}\n${command.summary}\n`);

@@ -7,6 +7,7 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { parseListenAddress } from '../shared/admin-server.ts';
 import { parseHexKey } from './swim/keyring.ts';
+import { ENROLLMENT_OPTIONS, ENROLLMENT_USAGE, type EnrollmentConfig, parseEnrollmentConfig } from './enrollment/config.ts';
 
 export interface OperatorConfig {
   readonly store: { readonly backend: 'kubernetes' } | { readonly backend: 'local'; readonly manifestsDir?: string; readonly stateDir: string };
@@ -47,6 +48,8 @@ export interface OperatorConfig {
    * authentication"); parseConfig always sets it. Absent (in-process tests only): such scrapes fail with `auth`.
    */
   readonly metricsScraperServiceAccount?: string;
+  /** The SiteInvite redeem endpoint; absent (the default) serves nothing. */
+  readonly enrollment?: EnrollmentConfig;
 }
 
 export class ConfigError extends Error {
@@ -83,6 +86,7 @@ const OPTIONS = {
   'gateway-age-address': { type: 'string' },
   'peer-poll-interval': { type: 'string' },
   'metrics-scraper-service-account': { type: 'string' },
+  ...ENROLLMENT_OPTIONS,
   help: { type: 'boolean' },
 } as const;
 
@@ -107,7 +111,7 @@ export const USAGE = `Usage: node daemons/gossip-operator/main.ts [flags]
                                   ServiceAccount in --namespace whose token metricsConfig.auth sends
                                   (env GRID_METRICS_SCRAPER_SERVICE_ACCOUNT; default gossip-operator-metrics-scraper)
   env GRID_SWIM_ENCRYPT_KEY       64 hex characters; used when the GridNetwork names no swimKeySecretRef
-`;
+${ENROLLMENT_USAGE}`;
 
 function durationMs(text: string, where: string): number {
   const match = /^(\d+)(ms|s|m)$/.exec(text.trim());
@@ -201,6 +205,12 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(scraper)) {
     throw new ConfigError(`${flagOrEnv('metrics-scraper-service-account', 'GRID_METRICS_SCRAPER_SERVICE_ACCOUNT')}: "${scraper.slice(0, 80)}" is not a ServiceAccount name (DNS-1123 subdomain)`);
   }
+  let enrollment: EnrollmentConfig | undefined;
+  try {
+    enrollment = parseEnrollmentConfig(pick);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
   return {
     store,
     site,
@@ -227,5 +237,6 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
     ...(gatewayAgeAddress !== undefined ? { gatewayAgeAddress } : {}),
     peerPollIntervalMs: duration('peer-poll-interval', 'GRID_PEER_POLL_INTERVAL', '10s'),
     metricsScraperServiceAccount: scraper,
+    ...(enrollment !== undefined ? { enrollment } : {}),
   };
 }

@@ -27,7 +27,11 @@ async function main(): Promise<void> {
     logger.fatal({ error: errorFields(error) }, 'gossip-operator failed to start');
     process.exit(1);
   }
-  logger.info({ site: config.site, admin: `${operator.admin.host}:${operator.admin.port}` }, 'gossip-operator running');
+  logger.info({
+    site: config.site,
+    admin: `${operator.admin.host}:${operator.admin.port}`,
+    ...(operator.enrollment !== undefined ? { enrollment: `${operator.enrollment.host}:${operator.enrollment.port}` } : {}),
+  }, 'gossip-operator running');
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
@@ -48,6 +52,14 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  // With the enrollment endpoint on, SIGHUP re-reads its certificate and the grid CA (rotation without a restart);
+  // without it SIGHUP keeps its default meaning.
+  const enrollment = operator.enrollment;
+  if (enrollment !== undefined) {
+    process.on('SIGHUP', () => {
+      enrollment.reload().catch((error: unknown) => logger.error({ error: errorFields(error) }, 'enrollment reload failed; keeping the previous certificates'));
+    });
+  }
   process.on('unhandledRejection', (reason) => logger.error({ error: errorFields(reason) }, 'unhandled rejection'));
 }
 

@@ -22,6 +22,7 @@ export class OperatorMetrics {
   readonly peerSignalsRefused: Counter<'peer' | 'reason'>;
   readonly peerSignalPolls: Counter<'peer' | 'outcome'>;
   readonly gatewayAgeReports: Counter<'outcome'>;
+  readonly enrollmentRedeems: Counter<'outcome'>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -103,6 +104,12 @@ export class OperatorMetrics {
     this.gatewayAgeReports = new Counter({
       name: 'grid_gateway_age_reports_total',
       help: 'Gateway age reports received, by outcome: recorded, duplicate, invalid, skew_count_decreased, capacity, no_network, too_large.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.enrollmentRedeems = new Counter({
+      name: 'grid_enrollment_redeem_total',
+      help: 'SiteInvite redeem attempts by outcome: issued or a refusal code (enrollment/redeem.ts REDEEM_OUTCOMES).',
       labelNames: ['outcome'],
       registers,
     });

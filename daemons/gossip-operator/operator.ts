@@ -23,6 +23,7 @@ import { startSignalServices, type SignalServices } from './peer-signals/service
 import { PolledSignals } from './peer-signals/polled-signals.ts';
 import { OperatorMetrics } from './metrics.ts';
 import { ScraperTokenSource } from './probes/scraper-token.ts';
+import { type EnrollmentServer, startEnrollmentServer } from './enrollment/server.ts';
 
 export interface OperatorOptions {
   readonly config: OperatorConfig;
@@ -41,6 +42,8 @@ export interface OperatorHandle {
   readonly context: OperatorContext;
   readonly admin: AdminServer;
   readonly metrics: OperatorMetrics;
+  /** The SiteInvite redeem endpoint, when config.enrollment is set. */
+  readonly enrollment?: EnrollmentServer;
   isLeader(): boolean;
   /** Graceful stop: controllers, SWIM leave, Lease release, admin server, store. */
   stop(): Promise<void>;
@@ -85,6 +88,26 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
     ...(options.discoveryIsBlocked !== undefined ? { discoveryIsBlocked: options.discoveryIsBlocked } : {}),
   };
   let signalServices: Promise<SignalServices | undefined> | undefined;
+  // Served by every replica, leader or not: the token Secret delete is the one-time claim, so replicas cannot
+  // both redeem one token. A start failure (unreadable CA, bad certificate) fails the operator start
+  // before any controller runs.
+  let enrollment: EnrollmentServer | undefined;
+  if (config.enrollment !== undefined) {
+    try {
+      enrollment = await startEnrollmentServer({
+        config: config.enrollment,
+        store,
+        namespace: config.namespace,
+        logger,
+        redeems: metrics.enrollmentRedeems,
+        now: context.now,
+        onRedeemed: (invite) => context.enqueue('siteinvite', invite),
+      });
+    } catch (error) {
+      if (ownsStore) await store.close();
+      throw error;
+    }
+  }
   const startControllers = (): void => {
     metrics.leader.set(1);
     manager = new Manager({
@@ -148,6 +171,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
     context,
     admin,
     metrics,
+    ...(enrollment !== undefined ? { enrollment } : {}),
     isLeader: () => manager !== undefined && (elector === undefined || elector.isLeader),
     async stop() {
       if (stopped) return;
@@ -162,6 +186,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
         }
         context.gossip = undefined;
       }
+      await enrollment?.close();
       await elector?.stop();
       await admin.close();
       if (ownsStore) await store.close();

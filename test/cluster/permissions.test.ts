@@ -319,6 +319,9 @@ describe('the API calls daemons/gossip-operator makes, authorized for its Servic
     { source: 'controllers/site-invite.ts apply the invite token Secret: first creation', verb: 'create', group: '', resource: 'secrets', namespace: 'grid-system', name: 'grid-invite-north' },
     { source: 'controllers/site-invite.ts delete the invite token Secret', verb: 'delete', group: '', resource: 'secrets', namespace: 'grid-system', name: 'grid-invite-north' },
     { source: 'probes/scraper-token.ts TokenRequest for the metrics scraper', verb: 'create', group: '', resource: 'serviceaccounts', subresource: 'token', namespace: 'grid-system', name: 'gossip-operator-metrics-scraper' },
+    { source: 'enrollment/redeem.ts list SiteInvites to find a token id', verb: 'list', group: GRID_API_GROUP, resource: 'siteinvites' },
+    { source: 'enrollment/redeem.ts get the invite token Secret', verb: 'get', group: '', resource: 'secrets', namespace: 'grid-system', name: 'grid-invite-north' },
+    { source: 'enrollment/redeem.ts delete the invite token Secret (the one-time claim)', verb: 'delete', group: '', resource: 'secrets', namespace: 'grid-system', name: 'grid-invite-north' },
   ];
 
   it('allows every one of them', async () => {
