@@ -217,6 +217,14 @@ describe('mount reconciliation as the operator ServiceAccount (Role from the per
     // The next reconcile reads it again and leaves it alone.
     expect(await reconcileMounts(ctx(), input(PRAXIS_CA, []), result)).toMatchObject({ phase: 'Error', reason: 'DeploymentNotAnnotated' });
     expect((await admin.apply(userDeployment('inference-gw'), USER_MANAGER)).status).toBe(200);
+
+    // Annotated again: the same requirements apply. Projected mode without a mounted credential is an empty
+    // projected volume at the mount root, which the API server accepts (step one of the two-step).
+    const root = await reconcileMounts(ctx(), input(PRAXIS_CA, []), result);
+    expect(root, root.message).toMatchObject({ phase: 'MountsReconciling', reason: 'MountsApplied' });
+    const volume = (await adminDeployment('inference-gw')).spec?.template?.spec?.volumes?.find((v) => v.name === 'grid-credentials') as { projected?: { sources?: unknown[] } } | undefined;
+    expect(volume?.projected).toBeDefined();
+    expect(volume?.projected?.sources ?? []).toEqual([]);
   });
 
   it('is refused any Deployment but the named one', async () => {
