@@ -1,4 +1,4 @@
-import type { GridNetworkSpec } from '../schemas/generated/gridnetworks.ts';
+import type { GridNetworkSpec, PraxisConfig } from '../schemas/generated/gridnetworks.ts';
 import type { GridSiteSpec } from '../schemas/generated/gridsites.ts';
 import type { InferenceProviderSpec } from '../schemas/generated/inferenceproviders.ts';
 import type { AgentToolProviderSpec } from '../schemas/generated/agenttoolproviders.ts';
@@ -90,8 +90,16 @@ export interface SiteDeclaration {
   readonly trust?: GridSiteSpec['trust'];
   /** @default - the names documented on SiteSecretsDeclaration */
   readonly secrets?: SiteSecretsDeclaration;
-  /** A consumer gateway for this site's workloads. @default - none */
-  readonly consumerGateway?: Omit<ConsumerGatewayProps, 'namespace' | 'network' | 'site' | 'upstreams' | 'image'>;
+  /**
+   * A consumer gateway for this site's workloads. `praxisConfig` is copied into its GridNetwork consumerGateways[]
+   * entry (seed 001 "GatewayRef.praxisConfig") for a Praxis AI consumer that reads this gateway's overlay; the
+   * operator's Role then grants the generated ConfigMap, the delegated Deployment and the Secrets it checks.
+   * @default - none
+   */
+  readonly consumerGateway?: Omit<ConsumerGatewayProps, 'namespace' | 'network' | 'site' | 'upstreams' | 'image'> & {
+    /** @default - no generated consumer config */
+    readonly praxisConfig?: PraxisConfig;
+  };
   /** The provider gateway in front of this site's providers; required when the site has providers. @default - none */
   readonly providerGateway?: Omit<ProviderGatewayProps, 'namespace' | 'site' | 'routes' | 'backends' | 'image'>;
   /** @default - none */

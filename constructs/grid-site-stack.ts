@@ -2,6 +2,7 @@ import { Construct } from 'constructs';
 import { Chart } from 'cdk8s';
 import { overlayConfigMapName } from '../schemas/overlay/configmap-name.ts';
 import type { ClusterEndpoint, GridNetworkSpec } from '../schemas/generated/gridnetworks.ts';
+import { generatedConfigNames } from '../schemas/generated-config.ts';
 import { DEFAULT_PRAXIS_CONFIG_MAP_NAME } from '../schemas/object-names.ts';
 import type { GridSiteSpec } from '../schemas/generated/gridsites.ts';
 import type { InferenceProviderSpec } from '../schemas/generated/inferenceproviders.ts';
@@ -49,21 +50,22 @@ function compact<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }
 
-/** Every Secret a spec references by name (`secretRef`, `*SecretRef`), for the operator's Role. */
-/** The names the operator's Role needs for gateways that generate their consumer config or delegate their mounts. */
-export function generatedConfigNames(spec: GridNetworkSpec): { praxisConfigMaps: string[]; delegatedDeployments: string[] } {
-  const praxisConfigMaps: string[] = [];
-  const delegatedDeployments: string[] = [];
-  for (const gateway of spec.consumerGateways ?? []) {
-    const praxis = gateway.praxisConfig;
-    if (praxis?.generate !== true) continue;
-    praxisConfigMaps.push(praxis.configMapName ?? DEFAULT_PRAXIS_CONFIG_MAP_NAME);
-    const delegated = praxis.mountReconciliation;
-    if (delegated?.enabled === true && delegated.deploymentName !== undefined) delegatedDeployments.push(delegated.deploymentName);
+/**
+ * The Secrets a delegated gateway's mount reconciliation GETs by name in the gateway namespace that carry no
+ * namespace of their own or come from another site: tls-mode custom CAs (transport.caSecretRef) and the credential
+ * references of remote candidates (peers' providers) that name the gateway namespace. Local credential and site
+ * TLS references carry their namespace and are already in referencedSecrets.
+ */
+export function delegatedMountSecrets(spec: GridNetworkSpec, remoteCredentials: readonly { name: string; namespace?: string }[]): SecretName[] {
+  const found: SecretName[] = [];
+  for (const gateway of generatedConfigNames(spec).delegatingGateways) {
+    for (const name of gateway.caSecrets) found.push({ name, namespace: gateway.namespace });
+    for (const ref of remoteCredentials) if (ref.namespace === gateway.namespace) found.push({ name: ref.name, namespace: gateway.namespace });
   }
-  return { praxisConfigMaps, delegatedDeployments };
+  return found;
 }
 
+/** Every Secret a spec references by name (`secretRef`, `*SecretRef`) with its namespace, for the operator's Role. */
 export function referencedSecrets(value: unknown, found: SecretName[] = []): SecretName[] {
   if (Array.isArray(value)) {
     for (const item of value) referencedSecrets(item, found);
@@ -78,6 +80,36 @@ export function referencedSecrets(value: unknown, found: SecretName[] = []): Sec
     }
   }
   return found;
+}
+
+/**
+ * A generated consumer config must not target this stack's own consumer gateway objects: its ConfigMap
+ * (`<name>-config`) and Deployment are rendered here at synth time, and the operator writing them too would make two
+ * owners of one object.
+ */
+function praxisConfigIssues(site: SiteDeclaration): SynthIssue[] {
+  const declared = site.consumerGateway;
+  const praxis = declared?.praxisConfig;
+  if (declared === undefined || praxis === undefined) return [];
+  const name = declared.name ?? 'consumer-gateway';
+  const issues: SynthIssue[] = [];
+  if ((praxis.configMapName ?? DEFAULT_PRAXIS_CONFIG_MAP_NAME) === `${name}-config`) {
+    issues.push({
+      path: site.name,
+      field: 'consumerGateway.praxisConfig.configMapName',
+      problem: `${name}-config is the ConfigMap of this stack's own consumer gateway`,
+      fix: 'name the generated consumer config ConfigMap of the Praxis AI consumer differently',
+    });
+  }
+  if (praxis.mountReconciliation?.enabled === true && praxis.mountReconciliation.deploymentName === name) {
+    issues.push({
+      path: site.name,
+      field: 'consumerGateway.praxisConfig.mountReconciliation.deploymentName',
+      problem: `${name} is the Deployment of this stack's own consumer gateway, whose mounts the stack renders`,
+      fix: 'delegate the annotated Deployment of the Praxis AI consumer instead',
+    });
+  }
+  return issues;
 }
 
 /** host:port, authority and TLS of the backend an endpoint URL names (external APIs use the system trust store). */
@@ -136,13 +168,15 @@ export class GridSiteStack extends Chart {
       seeds: site.seeds === undefined ? undefined : [...site.seeds],
       region: site.region,
       zone: site.zone,
-      consumerGateways: consumerName === undefined ? undefined : [{ name: consumerName, namespace: this.siteNamespace, siteName: site.name }],
+      // praxisConfig from the declaration is carried through: the operator's Role below is derived from this spec.
+      consumerGateways: consumerName === undefined ? undefined : [{ name: consumerName, namespace: this.siteNamespace, siteName: site.name, praxisConfig: site.consumerGateway?.praxisConfig }],
       tls: { caSecretRef: ref(secrets.ca), siteSecretRef: ref(secrets.siteCertificate), swimKeySecretRef: ref(secrets.swimKey) },
     });
     const providerSpecs = (site.providers ?? []).map((provider) => ({ provider, spec: this.providerSpec(provider) }));
     const toolSpecs = (site.toolProviders ?? []).map((tool) => ({ name: tool.name, spec: compact({ gridNetworkRef: this.network, ...tool.spec }) }));
     const agentSpecs = (site.agentProviders ?? []).map((agent) => ({ name: agent.name, spec: compact({ gridNetworkRef: this.network, ...agent.spec }) }));
 
+    const generated = generatedConfigNames(networkSpec);
     this.operator = new GossipOperator(this, 'gossip-operator', {
       namespace: this.siteNamespace,
       network: this.network,
@@ -151,9 +185,13 @@ export class GridSiteStack extends Chart {
       gatewayAddress: site.gatewayEndpoint?.address,
       gossipAdvertiseAddress: site.gossipAddress,
       overlayConfigMaps: consumerName === undefined ? [] : [overlayConfigMapName(this.network, consumerName)],
-      referencedSecrets: referencedSecrets([networkSpec, ...[...providerSpecs, ...toolSpecs, ...agentSpecs].map((p) => p.spec)]),
+      referencedSecrets: [
+        ...referencedSecrets([networkSpec, ...[...providerSpecs, ...toolSpecs, ...agentSpecs].map((p) => p.spec)]),
+        ...delegatedMountSecrets(networkSpec, peers.flatMap((peer) => (peer.providers ?? []).flatMap((p) => providerCredential(p) ?? []))),
+      ],
       invites: (site.invites ?? []).map((invite) => invite.name),
-      ...generatedConfigNames(networkSpec),
+      praxisConfigMaps: generated.praxisConfigMaps,
+      delegatedDeployments: generated.delegatedDeployments,
     });
 
     this.gridNetwork = new GridNetwork(this, 'network', { name: this.network, spec: networkSpec });
@@ -243,6 +281,7 @@ export class GridSiteStack extends Chart {
       }
     }
     issues.push(...candidateIssues([site, ...peers], (owner, provider) => `${owner.name}/providers/${provider.name}`));
+    issues.push(...praxisConfigIssues(site));
     return issues;
   }
 
@@ -296,8 +335,9 @@ export class GridSiteStack extends Chart {
   }
 
   private buildConsumerGateway(site: SiteDeclaration, peers: readonly SiteDeclaration[]): ConsumerGateway {
-    const declared = site.consumerGateway;
-    if (declared === undefined) throw new Error('buildConsumerGateway without a declaration');
+    // praxisConfig belongs to the GridNetwork entry (the operator generates that config), not to this construct.
+    const { praxisConfig: _praxisConfig, ...declared } = site.consumerGateway ?? {};
+    if (site.consumerGateway === undefined) throw new Error('buildConsumerGateway without a declaration');
     const upstreams: ClusterEndpoint[] = [];
     const seen = new Set<string>();
     for (const owner of [site, ...peers]) {

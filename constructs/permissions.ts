@@ -101,7 +101,7 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
       resources: ['secrets'],
       verbs: ['get'],
       names: 'referencedSecrets',
-      why: 'the swim key, site certificate, CA and provider credentials are read by the name a resource references',
+      why: 'the swim key, site certificate, CA and provider credentials are read by the name a resource references; delegated mount reconciliation checks that each Secret it would mount exists (credential, site TLS and transport.caSecretRef names, in the gateway namespace)',
     },
     {
       scope: 'namespace',
@@ -112,21 +112,16 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
       why: 'each SiteInvite keeps its one-time token in its own Secret, written with server-side apply and deleted to revoke it',
     },
     {
-      scope: 'namespace',
-      apiGroup: '',
-      resources: ['configmaps'],
-      verbs: ['get', 'patch', 'create', 'delete'],
-      names: 'praxisConfigMaps',
-      why: 'a gateway with praxisConfig.generate gets its consumer config ConfigMap (praxisConfig.configMapName) compared, written with server-side apply, and deleted when generation stops',
-    },
-    {
+      // One unnamed rule, no named twin: grid-mount-requirements-<hash> is named by its content digest, so
+      // resourceNames cannot scope it, and a rule naming praxisConfig.configMapName with the same verbs would grant
+      // nothing more. The praxisConfigMaps slot only gates it to sites whose gateways generate.
       scope: 'namespace',
       apiGroup: '',
       resources: ['configmaps'],
       verbs: ['get', 'patch', 'create', 'delete'],
       names: 'all',
       onlyWith: 'praxisConfigMaps',
-      why: 'grid-mount-requirements-<hash> is named by its content digest, so resourceNames cannot scope it; granted only where a gateway generates its config, and the operator deletes only ConfigMaps carrying its labels for that gateway',
+      why: 'a gateway with praxisConfig.generate gets its consumer config ConfigMap (praxisConfig.configMapName) and its content-named grid-mount-requirements-<hash> compared, written with server-side apply and deleted when superseded or generation stops; granted only where a gateway generates, and the operator deletes only ConfigMaps carrying its labels for that gateway',
     },
     {
       scope: 'namespace',

@@ -1,8 +1,13 @@
 /** The Grid kinds as resource-store kinds (all cluster-scoped, SPEC §1), plus the built-ins the operator uses. */
 import { API_VERSION, DEFINITIONS, LABEL_PREFIX, type GridKind } from '../../schemas/crds/definitions.ts';
-import type { ResourceKind } from '../shared/resource-store/types.ts';
+import type { KubeObject, ResourceKind } from '../shared/resource-store/types.ts';
 
 export { CONFIG_MAP, LEASE, SECRET } from '../shared/resource-store/index.ts';
+
+/** A ConfigMap as the operator reads and writes it (overlay, consumer config, mount requirements, state). */
+export interface ConfigMapObject extends KubeObject {
+  data?: Record<string, string>;
+}
 
 function gridKind(kind: GridKind): ResourceKind {
   return { apiVersion: API_VERSION, kind, plural: DEFINITIONS[kind].plural, namespaced: false };

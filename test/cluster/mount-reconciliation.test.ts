@@ -7,6 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { delegatedMountSecrets, referencedSecrets } from '../../constructs/grid-site-stack.ts';
 import { policyRules } from '../../constructs/permissions.ts';
 import { publishGeneratedConfigs } from '../../daemons/gossip-operator/controllers/generated-config.ts';
 import { MOUNT_FIELD_MANAGER, reconcileMounts, type MountInput } from '../../daemons/gossip-operator/controllers/mount-reconciler.ts';
@@ -15,7 +16,8 @@ import { CONFIG_MAP, DEPLOYMENT } from '../../daemons/gossip-operator/kinds.ts';
 import { createLogger } from '../../daemons/shared/log.ts';
 import { KubernetesStore } from '../../daemons/shared/resource-store/index.ts';
 import type { GridNetworkResource } from '../../schemas/crds/types.ts';
-import type { PraxisConfig } from '../../schemas/generated/gridnetworks.ts';
+import { generatedConfigNames } from '../../schemas/generated-config.ts';
+import type { GridNetworkSpec, PraxisConfig } from '../../schemas/generated/gridnetworks.ts';
 import type { OverlayCandidate } from '../../schemas/generated/overlay-envelope.ts';
 import { mountRequirementsConfigMapName } from '../../schemas/object-names.ts';
 import { renderKubeconfig } from './certs.ts';
@@ -43,11 +45,19 @@ const PRAXIS: PraxisConfig = {
   mountReconciliation: { enabled: true, deploymentName: 'inference-gw', containerName: 'praxis' },
 };
 
-function userDeployment(name: string): DeploymentObject {
+/** The same gateway with a tls-mode backend whose custom CA Secret is named without a namespace (the gateway's). */
+const PRAXIS_CA: PraxisConfig = {
+  ...PRAXIS,
+  clusterEndpoints: [{ cluster: 'api', address: 'api.example.internal:443', transport: { mode: 'tls', sni: 'api.example.internal', caSecretRef: { name: 'backend-ca' } } }],
+};
+/** The site's GridNetwork spec: the Role below is derived from it exactly as GridSiteStack derives it. */
+const SPEC: GridNetworkSpec = { consumerGateways: [{ name: 'edge', namespace: NS, praxisConfig: PRAXIS_CA }] };
+
+function userDeployment(name: string, annotated = true): DeploymentObject {
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: { name, namespace: NS, annotations: { [ANNOTATION_MOUNT_RECONCILIATION]: 'enabled' } },
+    metadata: { name, namespace: NS, ...(annotated ? { annotations: { [ANNOTATION_MOUNT_RECONCILIATION]: 'enabled' } } : {}) },
     spec: {
       replicas: 1,
       selector: { matchLabels: { app: name } },
@@ -96,7 +106,12 @@ describe('mount reconciliation as the operator ServiceAccount (Role from the per
     admin = new RawClient(adminKubeConfig());
     await post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     await post(`/api/v1/namespaces/${NS}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: SA } });
-    const rules = policyRules('gossip-operator', 'namespace', { praxisConfigMaps: ['praxis-edge'], delegatedDeployments: ['inference-gw'], referencedSecrets: ['api-token'] });
+    // api-token stands for a remote candidate's credential reference (in the gateway namespace), backend-ca for a
+    // transport.caSecretRef: both are GETed by the mount check, neither carries a namespace the spec walk sees.
+    const { praxisConfigMaps, delegatedDeployments } = generatedConfigNames(SPEC);
+    const secrets = [...referencedSecrets(SPEC), ...delegatedMountSecrets(SPEC, [{ name: 'api-token', namespace: NS }])].map((secret) => secret.name);
+    expect(secrets.sort()).toEqual(['api-token', 'backend-ca']);
+    const rules = policyRules('gossip-operator', 'namespace', { praxisConfigMaps, delegatedDeployments, referencedSecrets: secrets });
     await post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: SA }, rules });
     await post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/rolebindings`, {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -155,7 +170,8 @@ describe('mount reconciliation as the operator ServiceAccount (Role from the per
     expect(ready).toMatchObject({ phase: 'Ready', appliedRevision: applied.requirementsRevision });
 
     // Requirements shrink (no credential reference left): the server drops what this manager no longer applies.
-    const shrunk = await reconcileMounts(ctx(), input(PRAXIS, []), ready);
+    // (Projected mode keeps the credential mount root even when empty, so this step turns projected mode off.)
+    const shrunk = await reconcileMounts(ctx(), input({ ...PRAXIS, enableProjectedCredentials: false }, []), ready);
     expect(shrunk.phase).toBe('MountsReconciling');
     const final = await adminDeployment('inference-gw');
     expect(final.spec?.template?.spec?.volumes?.map((v) => v.name).sort()).toEqual(['config', 'grid-routing-overlay', 'scratch']);
@@ -164,6 +180,51 @@ describe('mount reconciliation as the operator ServiceAccount (Role from the per
     expect((await admin.request('GET', `/api/v1/namespaces/${NS}/configmaps/${mountRequirementsConfigMapName(ready.requirementsRevision ?? '')}`)).status).toBe(404);
     expect((await admin.request('GET', `/api/v1/namespaces/${NS}/configmaps/${mountRequirementsConfigMapName(shrunk.requirementsRevision ?? '')}`)).status).toBe(200);
     expect(lines.join('')).not.toContain(TOKEN);
+  });
+
+  it('checks a transport.caSecretRef Secret through its named grant: waits for it, then mounts it', async () => {
+    const waiting = await reconcileMounts(ctx(), input(PRAXIS_CA), undefined);
+    // Without the grant this GET is a 403 and the gateway ends in DeploymentReconcileFailed.
+    expect(waiting, waiting.message).toMatchObject({ phase: 'WaitingForSecret', reason: 'SecretNotFound' });
+    expect(waiting.message).toContain(`${NS}/backend-ca`);
+    await post(`/api/v1/namespaces/${NS}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'backend-ca' }, stringData: { 'ca.crt': 'CA' } });
+    const applied = await reconcileMounts(ctx(), input(PRAXIS_CA), waiting);
+    expect(applied, applied.message).toMatchObject({ phase: 'MountsReconciling', reason: 'MountsApplied' });
+    expect((await adminDeployment('inference-gw')).spec?.template?.spec?.volumes?.map((v) => v.name)).toContain('grid-backend-ca');
+  });
+
+  it('does not patch a Deployment whose annotation was removed after the read: the API server answers 409', async () => {
+    // The owner drops the opt-in right after the operator's GET (its server-side apply no longer lists it).
+    const racing = new Proxy(store, {
+      get(target, property) {
+        if (property !== 'get') {
+          const value: unknown = Reflect.get(target, property, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        }
+        return async (...args: Parameters<KubernetesStore['get']>) => {
+          const found = await target.get(...args);
+          if (args[0] === DEPLOYMENT) expect((await admin.apply(userDeployment('inference-gw', false), USER_MANAGER)).status).toBe(200);
+          return found;
+        };
+      },
+    });
+    const before = await adminDeployment('inference-gw');
+    const result = await reconcileMounts({ store: racing, logger }, input(PRAXIS_CA, []), undefined);
+    expect(result, result.message).toMatchObject({ phase: 'MountsReconciling', reason: 'DeploymentChanged' });
+    const after = await adminDeployment('inference-gw');
+    expect(after.metadata.annotations?.[ANNOTATION_MOUNT_RECONCILIATION]).toBeUndefined();
+    expect(after.spec?.template?.metadata?.annotations?.[ANNOTATION_CONFIG_REVISION]).toBe(before.spec?.template?.metadata?.annotations?.[ANNOTATION_CONFIG_REVISION]);
+    // The next reconcile reads it again and leaves it alone.
+    expect(await reconcileMounts(ctx(), input(PRAXIS_CA, []), result)).toMatchObject({ phase: 'Error', reason: 'DeploymentNotAnnotated' });
+    expect((await admin.apply(userDeployment('inference-gw'), USER_MANAGER)).status).toBe(200);
+
+    // Annotated again: the same requirements apply. Projected mode without a mounted credential is an empty
+    // projected volume at the mount root, which the API server accepts (step one of the two-step).
+    const root = await reconcileMounts(ctx(), input(PRAXIS_CA, []), result);
+    expect(root, root.message).toMatchObject({ phase: 'MountsReconciling', reason: 'MountsApplied' });
+    const volume = (await adminDeployment('inference-gw')).spec?.template?.spec?.volumes?.find((v) => v.name === 'grid-credentials') as { projected?: { sources?: unknown[] } } | undefined;
+    expect(volume?.projected).toBeDefined();
+    expect(volume?.projected?.sources ?? []).toEqual([]);
   });
 
   it('is refused any Deployment but the named one', async () => {

@@ -92,14 +92,19 @@ function grantsBySubject(manifests: readonly Manifest[]): Map<string, Grant[]> {
   return grants;
 }
 
-/** Secrets the site's grid objects reference (any `secretRef` / `…SecretRef` with a name), derived independently. */
+/**
+ * Secrets the site's grid objects reference with a namespace (any `secretRef` / `…SecretRef` with name and
+ * namespace), derived independently. A name-only ref (transport.caSecretRef) is read only by the delegated mount
+ * check and is added by slotNames for delegating gateways alone.
+ */
 function referencedSecretNames(manifests: readonly Manifest[]): string[] {
   const found = new Set<string>();
   const walk = (v: unknown): void => {
     if (Array.isArray(v)) v.forEach(walk);
     else if (typeof v === 'object' && v !== null) {
       for (const [k, child] of Object.entries(v)) {
-        if (/secretref$/i.test(k) && typeof (child as { name?: unknown })?.name === 'string') found.add((child as { name: string }).name);
+        const ref = child as { name?: unknown; namespace?: unknown } | null;
+        if (/secretref$/i.test(k) && typeof ref?.name === 'string' && typeof ref.namespace === 'string') found.add(ref.name);
         else walk(child);
       }
     }
@@ -113,15 +118,32 @@ function slotNames(manifests: readonly Manifest[], serviceAccount: string): Reco
   const overlays: string[] = [];
   const praxisConfigMaps: string[] = [];
   const delegatedDeployments: string[] = [];
-  type Gateway = { name: string; praxisConfig?: { generate?: boolean; configMapName?: string; mountReconciliation?: { enabled?: boolean; deploymentName?: string } } };
+  // Secrets the delegated mount check GETs by a name without a namespace (transport.caSecretRef), in the gateway
+  // namespace: granted only where the gateway delegates, since only then does the operator read them. (Remote candidates' credential names come from other sites' declarations and
+  // cannot be derived from one site's manifests; test/cluster/mount-reconciliation.test.ts covers that grant.)
+  const mountSecrets: string[] = [];
+  type Praxis = {
+    generate?: boolean;
+    enabled?: boolean;
+    configMapName?: string;
+    clusterEndpoints?: { transport?: { mode?: string; caSecretRef?: { name: string } } }[];
+    mountReconciliation?: { enabled?: boolean; deploymentName?: string };
+  };
+  type Gateway = { name: string; praxisConfig?: Praxis; consumerConfig?: Praxis };
   for (const m of manifests) {
     if (m.object.kind !== 'GridNetwork') continue;
-    for (const g of ((m.object['spec'] as { consumerGateways?: Gateway[] }).consumerGateways ?? [])) {
+    const spec = m.object['spec'] as { consumerGateways?: Gateway[]; gatewayRefs?: Gateway[] };
+    // The daemon's reading: consumerGateways, else the deprecated gatewayRefs; praxisConfig, else consumerConfig;
+    // generate, else the deprecated enabled.
+    for (const g of spec.consumerGateways ?? spec.gatewayRefs ?? []) {
       overlays.push(overlayConfigMapName(m.object.metadata.name, g.name));
-      if (g.praxisConfig?.generate !== true) continue;
-      praxisConfigMaps.push(g.praxisConfig.configMapName ?? DEFAULT_PRAXIS_CONFIG_MAP_NAME);
-      const delegated = g.praxisConfig.mountReconciliation;
-      if (delegated?.enabled === true && delegated.deploymentName !== undefined) delegatedDeployments.push(delegated.deploymentName);
+      const praxis = g.praxisConfig ?? g.consumerConfig;
+      if ((praxis?.generate ?? praxis?.enabled) !== true || praxis === undefined) continue;
+      praxisConfigMaps.push(praxis.configMapName ?? DEFAULT_PRAXIS_CONFIG_MAP_NAME);
+      const delegated = praxis.mountReconciliation;
+      if (delegated?.enabled !== true || delegated.deploymentName === undefined || delegated.deploymentName === '') continue;
+      delegatedDeployments.push(delegated.deploymentName);
+      for (const e of praxis.clusterEndpoints ?? []) if (e.transport?.mode === 'tls' && e.transport.caSecretRef !== undefined) mountSecrets.push(e.transport.caSecretRef.name);
     }
   }
   // overlay-sync's one ConfigMap is the one its container is configured with.
@@ -144,7 +166,7 @@ function slotNames(manifests: readonly Manifest[], serviceAccount: string): Reco
     overlayConfigMaps: overlays.sort(),
     overlayConfigMap: own,
     operatorState: sites.map(operatorStateConfigMapName),
-    referencedSecrets: referencedSecretNames(manifests),
+    referencedSecrets: [...new Set([...referencedSecretNames(manifests), ...mountSecrets])].sort(),
     inviteSecrets: invites.sort(),
     leaderLease: ['gossip-operator-leader'],
     metricsScraper: scraperAccounts(manifests),

@@ -181,3 +181,51 @@ describe('GridSiteStack', () => {
     expect(objects.filter((o) => o.kind === 'GridSite').map((o) => o.metadata.name)).toEqual(['solo']);
   });
 });
+
+describe('GridSiteStack: generated consumer config (praxisConfig) and the operator Role', () => {
+  type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
+  const rules = (objects: Manifest[]) => (find(objects, 'Role', 'gossip-operator') as unknown as { rules: Rule[] }).rules;
+  const named = (objects: Manifest[], resource: string, verb: string) =>
+    rules(objects).filter((r) => r.resources.includes(resource) && r.verbs.includes(verb)).flatMap((r) => r.resourceNames ?? ['<all>']).sort();
+  const praxisConfig = {
+    generate: true,
+    enableProjectedCredentials: true,
+    configMapName: 'praxis-edge',
+    clusterEndpoints: [{ cluster: 'api', address: 'api.example.internal:443', transport: { mode: 'tls' as const, sni: 'api.example.internal', caSecretRef: { name: 'api-ca' } } }],
+    mountReconciliation: { enabled: true, deploymentName: 'inference-gw' },
+  };
+
+  it('carries praxisConfig into the GridNetwork entry and grants its ConfigMap, Deployment and the Secrets the mount check GETs', () => {
+    const objects = stacks(twoSiteGrid({ a: { consumerGateway: { praxisConfig } } }))['a'] ?? [];
+    const network = find(objects, 'GridNetwork', 'net') as unknown as { spec: { consumerGateways: { praxisConfig?: unknown }[] } };
+    expect(network.spec.consumerGateways[0]?.praxisConfig).toEqual(praxisConfig);
+    expect(named(objects, 'configmaps', 'delete')).toEqual(['<all>']);
+    expect(named(objects, 'deployments', 'patch')).toEqual(['inference-gw']);
+    // api-ca: a transport.caSecretRef (no namespace: the gateway namespace); pb-credential: a remote candidate's
+    // credential reference in the gateway namespace. Both are GETed before mounting; neither had a grant before.
+    const secrets = named(objects, 'secrets', 'get');
+    expect(secrets).toEqual(expect.arrayContaining(['api-ca', 'pa-credential', 'pb-credential', 'grid-site-cert']));
+    // The consumer gateway construct itself knows nothing of praxisConfig: its own config is rendered here.
+    expect(JSON.stringify(find(objects, 'ConfigMap', 'consumer-gateway-config'))).not.toContain('praxis-edge');
+  });
+
+  it('grants nothing for generated configs when praxisConfig is absent or not generating, and no mount Secrets without delegation', () => {
+    const none = stacks(twoSiteGrid())['a'] ?? [];
+    expect(named(none, 'deployments', 'patch')).toEqual([]);
+    expect(named(none, 'configmaps', 'delete')).toEqual([]);
+    const off = stacks(twoSiteGrid({ a: { consumerGateway: { praxisConfig: { ...praxisConfig, generate: false } } } }))['a'] ?? [];
+    expect(named(off, 'configmaps', 'delete')).toEqual([]);
+    const undelegated = stacks(twoSiteGrid({ a: { consumerGateway: { praxisConfig: { ...praxisConfig, mountReconciliation: undefined } } } }))['a'] ?? [];
+    expect(named(undelegated, 'configmaps', 'delete')).toEqual(['<all>']);
+    expect(named(undelegated, 'secrets', 'get')).not.toContain('api-ca');
+    expect(named(undelegated, 'secrets', 'get')).not.toContain('pb-credential');
+  });
+
+  it('refuses a generated config aimed at the stack\'s own consumer gateway ConfigMap or Deployment', () => {
+    const message = failure(() =>
+      stacks(twoSiteGrid({ a: { consumerGateway: { praxisConfig: { ...praxisConfig, configMapName: 'consumer-gateway-config', mountReconciliation: { enabled: true, deploymentName: 'consumer-gateway' } } } } })),
+    );
+    expect(message).toContain('a: consumerGateway.praxisConfig.configMapName: consumer-gateway-config is the ConfigMap of this stack\'s own consumer gateway');
+    expect(message).toContain('a: consumerGateway.praxisConfig.mountReconciliation.deploymentName: consumer-gateway is the Deployment of this stack\'s own consumer gateway');
+  });
+});

@@ -18,7 +18,7 @@ describe('permission table', () => {
       }
     }
     // Generated consumer configs: the named ConfigMap, and the content-hashed mount requirements (opt-in only).
-    expect(deletes.sort()).toEqual(['configmaps:all', 'configmaps:praxisConfigMaps', 'gridsites:all', 'secrets:inviteSecrets']);
+    expect(deletes.sort()).toEqual(['configmaps:all', 'gridsites:all', 'secrets:inviteSecrets']);
     expect(DAEMON_PERMISSIONS.gateway).toEqual([]);
     expect(DAEMON_PERMISSIONS.sim).toEqual([]);
   });
@@ -33,10 +33,8 @@ describe('permission table', () => {
     const configMapRules = (names: Parameters<typeof policyRules>[2]) => policyRules('gossip-operator', 'namespace', names).filter((r) => r.resources.includes('configmaps') || r.resources.includes('deployments'));
     expect(configMapRules({ overlayConfigMaps: ['grid-overlay-grid-edge'] }).every((r) => r.resourceNames !== undefined)).toBe(true);
     const generating = configMapRules({ praxisConfigMaps: ['praxis-edge'] });
-    expect(generating).toEqual([
-      { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'patch', 'create', 'delete'], resourceNames: ['praxis-edge'] },
-      { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'patch', 'create', 'delete'] },
-    ]);
+    // One unnamed rule (the content-named requirements cannot be scoped); a named twin would add nothing.
+    expect(generating).toEqual([{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'patch', 'create', 'delete'] }]);
     const delegated = policyRules('gossip-operator', 'namespace', { praxisConfigMaps: ['praxis-edge'], delegatedDeployments: ['inference-gw'] }).find((r) => r.resources.includes('deployments'));
     expect(delegated).toEqual({ apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'patch'], resourceNames: ['inference-gw'] });
   });

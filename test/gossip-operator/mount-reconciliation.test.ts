@@ -107,6 +107,24 @@ describe('renderMountRequirements', () => {
     expect(a.text).not.toContain('listeners');
   });
 
+  it('while the overlay is held back for attestation, carries the credential mount root but none of the held Secrets', () => {
+    const held = renderMountRequirements(requirementsInput({ credentialsHeld: true }));
+    const attested = renderMountRequirements(requirementsInput());
+    if (!held.ok || !attested.ok) throw new Error('render failed');
+    // Step one of the two-step: an empty projected directory at the mount root, so the consumer rolls out with it.
+    expect(held.document.volumes.find((v) => v.name === 'grid-credentials')).toEqual({ name: 'grid-credentials', mountPath: '/run/secrets/grid-credentials', projected: { defaultMode: 0o644, sources: [] } });
+    expect(held.document.secrets.map((s) => `${s.purpose}:${s.name}`)).toEqual(['backend-ca:api-ca', 'tls:site-cert']);
+    expect(held.text).not.toContain('api-token');
+    // Step two (supportsProjectedCredentials set): the referenced Secrets are mounted, a new revision rolls out.
+    expect(attested.document.secrets.map((s) => s.name)).toContain('api-token');
+    expect(attested.revision).not.toBe(held.revision);
+    // Projected mode carries the root even with no credential reference yet; without projected mode it does not.
+    const none = renderMountRequirements(requirementsInput({ candidates: [] }));
+    expect(none.ok && none.document.volumes.map((v) => v.name)).toContain('grid-credentials');
+    const inline = renderMountRequirements(requirementsInput({ candidates: [], praxis: { ...PRAXIS, enableProjectedCredentials: false } }));
+    expect(inline.ok && inline.document.volumes.map((v) => v.name)).not.toContain('grid-credentials');
+  });
+
   it('refuses a Secret outside the gateway namespace and a mutual_tls cluster without a site TLS Secret, naming them', () => {
     const foreign = renderMountRequirements(requirementsInput({ candidates: [credential('api', 'api-token', 'other-ns')] }));
     expect(foreign).toMatchObject({ ok: false, reason: 'SecretOutsideGatewayNamespace' });
@@ -152,6 +170,12 @@ describe('reconcile on the local store', () => {
       },
     };
   }
+  // The owner switches the opt-in off (the local store merges annotations key by key, so it is changed, not removed).
+  const optedOut = (): DeploymentObject => {
+    const d = deployment();
+    d.metadata.annotations = { [ANNOTATION_MOUNT_RECONCILIATION]: 'disabled' };
+    return d;
+  };
   const getDeployment = async () => (await store.get(DEPLOYMENT, { name: 'inference-gw', namespace: NS })) as DeploymentObject;
   const delegated: PraxisConfig = { ...PRAXIS, mountReconciliation: { enabled: true, deploymentName: 'inference-gw', containerName: 'praxis' } };
   const input = (praxis: PraxisConfig = delegated, overrides: Partial<MountInput> = {}): MountInput => ({
@@ -303,6 +327,61 @@ describe('reconcile on the local store', () => {
     expect(foreign.message).toContain('other-ns/api-token');
     expect(await getDeployment()).toEqual(before);
     noSecretData([waiting, foreign, log.lines]);
+  });
+
+  it('held back for attestation: rolls out the mount root without waiting for a credential Secret that does not exist yet', async () => {
+    await store.apply(DEPLOYMENT, deployment(), USER);
+    await secret('site-cert', { 'ca.crt': 'CA', 'tls.crt': 'CERT', 'tls.key': KEY_PEM });
+    await secret('api-ca', { 'ca.crt': 'CA2' });
+    // api-token is missing: with the hold it is neither required nor mounted, so step one is not blocked.
+    const held = await reconcileMounts(ctx(), input(delegated, { credentialsHeld: true }), undefined);
+    expect(held, held.message).toMatchObject({ phase: 'MountsReconciling', reason: 'MountsApplied' });
+    const volume = (await getDeployment()).spec?.template?.spec?.volumes?.find((v) => v.name === 'grid-credentials');
+    expect(volume).toEqual({ name: 'grid-credentials', projected: { defaultMode: 0o644, sources: [] } });
+    // Attested (no hold): now the Secret is required, and its absence is waited for without touching the Deployment.
+    const before = await getDeployment();
+    const step2 = await reconcileMounts(ctx(), input(delegated), held);
+    expect(step2).toMatchObject({ phase: 'WaitingForSecret', reason: 'SecretNotFound' });
+    expect(step2.message).toContain(`${NS}/api-token`);
+    expect(await getDeployment()).toEqual(before);
+  });
+
+  it('does not patch a Deployment that changed between its read and the apply (resourceVersion precondition)', async () => {
+    await allSecrets();
+    await store.apply(DEPLOYMENT, deployment(), USER);
+    // The owner removes the opt-in annotation right after the operator's GET: the store sees the edit in between.
+    const racing = new Proxy(store, {
+      get(target, property) {
+        if (property !== 'get') {
+          const value: unknown = Reflect.get(target, property, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        }
+        return async (...args: Parameters<LocalStore['get']>) => {
+          const found = await target.get(...args);
+          if (args[0] === DEPLOYMENT) await target.apply(DEPLOYMENT, optedOut(), USER);
+          return found;
+        };
+      },
+    });
+    const result = await reconcileMounts({ store: racing, logger: log.logger }, input(), undefined);
+    expect(result).toMatchObject({ phase: 'MountsReconciling', reason: 'DeploymentChanged' });
+    const after = await getDeployment();
+    expect(after.metadata.annotations?.[ANNOTATION_MOUNT_RECONCILIATION]).toBe('disabled');
+    expect(after.spec?.template?.spec?.volumes?.map((v) => v.name)).toEqual(['config', 'scratch']);
+    // The next reconcile reads the Deployment again and refuses it for the missing annotation.
+    expect(await reconcileMounts(ctx(), input(), result)).toMatchObject({ phase: 'Error', reason: 'DeploymentNotAnnotated' });
+  });
+
+  it('local store: an apply with a stale resourceVersion precondition is a conflict and writes nothing', async () => {
+    const first = await store.apply(DEPLOYMENT, deployment(), USER);
+    const second = await store.apply(DEPLOYMENT, optedOut(), USER);
+    expect(second.metadata.resourceVersion).not.toBe(first.metadata.resourceVersion);
+    await expect(store.apply(DEPLOYMENT, deployment(), { ...USER, resourceVersion: first.metadata.resourceVersion ?? '' })).rejects.toMatchObject({ code: 'conflict', statusCode: 409 });
+    expect((await getDeployment()).metadata.resourceVersion).toBe(second.metadata.resourceVersion);
+    await expect(store.apply(DEPLOYMENT, { ...deployment(), metadata: { ...deployment().metadata, name: 'absent' } }, { ...USER, resourceVersion: '1' })).rejects.toMatchObject({ code: 'conflict' });
+    const ok = await store.apply(DEPLOYMENT, deployment(), { ...USER, resourceVersion: second.metadata.resourceVersion ?? '' });
+    expect(ok.metadata.annotations?.[ANNOTATION_MOUNT_RECONCILIATION]).toBe('enabled');
+    expect(ok.metadata.resourceVersion).not.toBe(second.metadata.resourceVersion);
   });
 
   it('generation turned off: deletes only the ConfigMaps the operator owns and drops their status entries', async () => {

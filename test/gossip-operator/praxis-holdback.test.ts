@@ -23,6 +23,10 @@ describe('operator: projected-credential hold-back and cleanup of generated conf
   const routing = (n: Json, gateway: string) => n?.status?.routingMapStatus?.find((s: Json) => s.gatewayName === gateway);
   const praxisStatus = (n: Json) => n?.status?.praxisConfigStatus?.find((s: Json) => s.gatewayName === 'edge');
   const overlay = (gateway: string) => configMap(stateDir(), 'grid-system', `grid-overlay-grid-${gateway}`);
+  const requirements = async (n: Json): Promise<Json> => {
+    const revision = n.status.mountReconciliationStatus.find((s: Json) => s.gatewayName === 'edge').requirementsRevision as string;
+    return JSON.parse((await configMap(stateDir(), 'grid-system', mountRequirementsConfigMapName(revision)))?.data?.['mount-requirements.json'] ?? '{}');
+  };
   const withCredential = (cm: Json) => JSON.parse(cm?.data?.['routing-config.json'] ?? '{"candidates":[]}').candidates.some((c: Json) => c.credential !== undefined);
 
   beforeAll(async () => {
@@ -65,6 +69,10 @@ describe('operator: projected-credential hold-back and cleanup of generated conf
     // The gateway without a generated config is not part of the two-step: its credential overlay publishes.
     expect(routing(held, 'plain').phase).toBe('Distributed');
     expect(withCredential(await overlay('plain'))).toBe(true);
+    // Step one mounts the credential root only: the held revision's Secret is not yet a mount requirement.
+    const heldDoc = await requirements(held);
+    expect(heldDoc.secrets.map((s: Json) => s.name)).not.toContain('api-token');
+    expect(heldDoc.volumes.find((v: Json) => v.name === 'grid-credentials')?.projected.sources).toEqual([]);
 
     // Attestation releases it.
     await network(true, true);
@@ -76,6 +84,8 @@ describe('operator: projected-credential hold-back and cleanup of generated conf
     expect(withCredential(await overlay('edge'))).toBe(true);
     const mount = released.status.mountReconciliationStatus.find((s: Json) => s.gatewayName === 'edge');
     expect(mount).toMatchObject({ phase: 'RequirementsRendered' });
+    // Step two: attested, the referenced Secret is mounted.
+    expect((await requirements(released)).secrets.map((s: Json) => s.name)).toContain('api-token');
     expect(await configMap(stateDir(), 'grid-system', mountRequirementsConfigMapName(mount.requirementsRevision))).toBeDefined();
     expect(JSON.stringify(released.status)).not.toContain(TOKEN);
     expect(op?.lines.join('')).not.toContain(TOKEN);

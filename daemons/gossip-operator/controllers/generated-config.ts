@@ -7,15 +7,15 @@
  * permission is needed.
  */
 import type { GridNetworkResource } from '../../../schemas/crds/types.ts';
+import { gatewayRefsOf } from '../../../schemas/generated-config.ts';
 import type { MountReconciliationStatus, PraxisConfigStatus } from '../../../schemas/generated/gridnetworks.ts';
 import { errorFields } from '../../shared/log.ts';
-import { CONFIG_MAP, FIELD_MANAGER } from '../kinds.ts';
+import { CONFIG_MAP, type ConfigMapObject, FIELD_MANAGER } from '../kinds.ts';
 import type { GatewayOverlayResult } from '../routing/index.ts';
 import type { GatewayReference } from '../routing/model.ts';
 import { type MountContext, mountPending, reconcileMounts, removeStoppedMounts } from './mount-reconciler.ts';
 import { ownedBy } from './mount-requirements.ts';
 import {
-  type ConfigMapObject,
   DEFAULT_CONFIG_MAP_NAME,
   generatingConfig,
   PRAXIS_CONFIG_KEY,
@@ -49,7 +49,7 @@ export async function publishGeneratedConfigs(
 ): Promise<GeneratedConfigOutcome> {
   const name = network.metadata.name;
   const generation = network.metadata.generation ?? 1;
-  const refs = network.spec.consumerGateways ?? network.spec.gatewayRefs ?? [];
+  const refs = gatewayRefsOf(network.spec);
   const previousConfigs = network.status?.praxisConfigStatus ?? [];
   const previousMounts = network.status?.mountReconciliationStatus ?? [];
   const statuses: PraxisConfigStatus[] = [];
@@ -103,7 +103,7 @@ export async function publishGeneratedConfigs(
     mounts.push(
       await reconcileMounts(
         ctx,
-        { network: name, generation, gateway, praxis, configMapName, configText: rendered.text, candidates, tls: network.spec.tls },
+        { network: name, generation, gateway, praxis, configMapName, configText: rendered.text, candidates, tls: network.spec.tls, credentialsHeld: held.has(key) },
         previousMount,
       ),
     );

@@ -9,12 +9,12 @@ import type { GridNetworkSpec, MountReconciliationStatus, PraxisConfig } from '.
 import type { OverlayCandidate } from '../../../schemas/generated/overlay-envelope.ts';
 import { mountRequirementsConfigMapName } from '../../../schemas/object-names.ts';
 import { errorFields } from '../../shared/log.ts';
+import { ResourceStoreError } from '../../shared/resource-store/errors.ts';
 import type { ResourceStore } from '../../shared/resource-store/types.ts';
 import type { OperatorContext } from '../context.ts';
-import { CONFIG_MAP, DEPLOYMENT, FIELD_MANAGER, SECRET } from '../kinds.ts';
+import { CONFIG_MAP, type ConfigMapObject, DEPLOYMENT, FIELD_MANAGER, SECRET } from '../kinds.ts';
 import type { GatewayReference } from '../routing/model.ts';
 import {
-  type ConfigMapObject,
   deploymentApplyConfiguration,
   deploymentProblem,
   type DeploymentObject,
@@ -46,6 +46,8 @@ export interface MountInput {
   readonly configText: string;
   readonly candidates: readonly OverlayCandidate[];
   readonly tls: GridNetworkSpec['tls'];
+  /** The overlay revision is held back for projected-credential attestation (see MountRequirementsInput). */
+  readonly credentialsHeld?: boolean;
 }
 
 /** Phases that need another look without any watched object changing. */
@@ -63,8 +65,13 @@ async function deleteOwnedRequirements(ctx: MountContext, network: string, gatew
 
 async function missingSecrets(store: ResourceStore, namespace: string, names: readonly string[]): Promise<string[]> {
   const missing: string[] = [];
-  // Existence only: the object is dropped at once, its data never leaves this function.
-  for (const name of names) if ((await store.get(SECRET, { name, namespace })) === undefined) missing.push(name);
+  // Existence only. The store has no metadata-only read, so the GET returns the data: it is bound to nothing, not
+  // logged, and unreachable once the comparison is done. The Role grants get on exactly these names
+  // (referencedSecrets, mountSecretNames in schemas/praxis-config.ts).
+  for (const name of names) {
+    const exists = (await store.get(SECRET, { name, namespace })) !== undefined;
+    if (!exists) missing.push(name);
+  }
   return missing;
 }
 
@@ -136,7 +143,22 @@ export async function reconcileMounts(ctx: MountContext, input: MountInput, prev
       const desired = ctx.store.backend === 'kubernetes'
         ? deploymentApplyConfiguration(deploymentName, gateway.namespace, containerName, document.volumes, revision)
         : withMounts(deployment, containerName, document.volumes, revision);
-      const applied = (await ctx.store.apply(DEPLOYMENT, desired, { fieldManager: MOUNT_FIELD_MANAGER, force: true })) as DeploymentObject;
+      // The opt-in annotation was checked on this GET: the apply carries its resourceVersion as a precondition, so
+      // a Deployment changed since (its annotation possibly removed) is not patched; the API server answers 409.
+      const resourceVersion = deployment.metadata.resourceVersion;
+      let applied: DeploymentObject;
+      try {
+        applied = (await ctx.store.apply(DEPLOYMENT, desired, { fieldManager: MOUNT_FIELD_MANAGER, force: true, ...(resourceVersion !== undefined ? { resourceVersion } : {}) })) as DeploymentObject;
+      } catch (error) {
+        if (!(error instanceof ResourceStoreError) || error.code !== 'conflict') throw error;
+        ctx.logger.info({ network, gateway: `${gateway.namespace}/${gateway.name}`, deployment: `${gateway.namespace}/${deploymentName}` }, 'Deployment changed since it was read; mounts not applied, retried on the next reconcile');
+        return {
+          ...observed,
+          phase: 'MountsReconciling',
+          reason: 'DeploymentChanged',
+          message: `Deployment ${gateway.namespace}/${deploymentName} changed since it was read; mounts of revision ${revision} not applied, checked again on the next reconcile`,
+        };
+      }
       ctx.logger.info({ network, gateway: `${gateway.namespace}/${gateway.name}`, deployment: `${gateway.namespace}/${deploymentName}`, revision }, 'delegated mounts applied');
       return {
         ...observed,

@@ -15,7 +15,7 @@ import type { OverlayCandidate } from '../../../schemas/generated/overlay-envelo
 import { mountRequirementsConfigMapName } from '../../../schemas/object-names.ts';
 import { overlayConfigMapName } from '../../../schemas/overlay/configmap-name.ts';
 import type { KubeObject } from '../../shared/resource-store/types.ts';
-import { FIELD_MANAGER, LABEL_GATEWAY, LABEL_NETWORK, MANAGED_BY } from '../kinds.ts';
+import { type ConfigMapObject, FIELD_MANAGER, LABEL_GATEWAY, LABEL_NETWORK, MANAGED_BY } from '../kinds.ts';
 import type { GatewayReference } from '../routing/model.ts';
 import { OVERLAY_DATA_KEY } from './overlay-publisher.ts';
 import { BACKEND_CA_MOUNT_ROOT, DEFAULT_CREDENTIAL_MOUNT_PATH, DEFAULT_TLS_CERT_MOUNT_PATH, OVERLAY_FILE } from './praxis-config.ts';
@@ -85,6 +85,12 @@ export interface MountRequirementsInput {
   readonly configText: string;
   readonly candidates: readonly OverlayCandidate[];
   readonly tls: GridNetworkSpec['tls'];
+  /**
+   * The overlay revision is held back (credentialHoldBack: projected mode, supportsProjectedCredentials not yet
+   * set). Step one of the seed's two-step rolls out only the credential mount root: the candidates' credential
+   * Secrets are neither required nor mounted until step two, so a Secret that does not exist yet cannot block it.
+   */
+  readonly credentialsHeld?: boolean;
 }
 
 export type MountRequirementsResult =
@@ -105,7 +111,7 @@ export function renderMountRequirements(input: MountRequirementsInput): MountReq
   const volumes: RequiredVolume[] = [];
 
   const credentialKeys = new Map<string, Set<string>>();
-  for (const c of input.candidates) {
+  for (const c of input.credentialsHeld === true ? [] : input.candidates) {
     const ref = c.credential?.secretRef;
     if (ref === undefined) continue;
     if (ref.namespace !== gateway.namespace) {
@@ -116,7 +122,9 @@ export function renderMountRequirements(input: MountRequirementsInput): MountReq
     keys.add(ref.key);
     credentialKeys.set(ref.name, keys);
   }
-  if (credentialKeys.size > 0) {
+  // Projected mode always carries the mount root (an empty projected volume while nothing is mounted yet), so the
+  // step-one rollout already has the directory the generated config resolves references under.
+  if (credentialKeys.size > 0 || praxis.enableProjectedCredentials === true) {
     const names = [...credentialKeys.keys()].sort(byString);
     volumes.push({
       name: VOLUME_CREDENTIALS,
@@ -182,10 +190,6 @@ export function renderMountRequirements(input: MountRequirementsInput): MountReq
   };
   const text = canonicalize(document);
   return { ok: true, document, revision: createHash('sha256').update(text).digest('hex').slice(0, 16), text: `${text}\n` };
-}
-
-export interface ConfigMapObject extends KubeObject {
-  data?: Record<string, string>;
 }
 
 export function mountRequirementsConfigMap(network: string, gateway: GatewayReference, revision: string, text: string): ConfigMapObject {

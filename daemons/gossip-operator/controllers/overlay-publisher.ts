@@ -8,9 +8,8 @@ import type { RoutingMapStatus } from '../../../schemas/generated/gridnetworks.t
 import { OVERLAY_SCHEMA_VERSION, serializeOverlay } from '../../../schemas/overlay/envelope.ts';
 import { overlayConfigMapName } from '../../../schemas/overlay/configmap-name.ts';
 import { errorFields } from '../../shared/log.ts';
-import type { KubeObject } from '../../shared/resource-store/types.ts';
 import type { OperatorContext } from '../context.ts';
-import { CONFIG_MAP, FIELD_MANAGER, LABEL_GATEWAY, LABEL_NETWORK, MANAGED_BY } from '../kinds.ts';
+import { CONFIG_MAP, type ConfigMapObject, FIELD_MANAGER, LABEL_GATEWAY, LABEL_NETWORK, MANAGED_BY } from '../kinds.ts';
 import type { GatewayOverlayResult } from '../routing/index.ts';
 import type { RenderedOverlay } from '../routing/render.ts';
 import { boundedMessage, nowRfc3339 } from './status.ts';
@@ -20,10 +19,6 @@ export const PAYLOAD_DATA_KEY = 'routing-config.json';
 export const ANNOTATION_SCHEMA = 'grid.praxis.fast/overlay-schema-version';
 export const ANNOTATION_REVISION = 'grid.praxis.fast/overlay-revision';
 export const ANNOTATION_DIGEST = 'grid.praxis.fast/overlay-content-digest';
-
-interface ConfigMapObject extends KubeObject {
-  data?: Record<string, string>;
-}
 
 export function overlayConfigMap(network: string, gateway: { name: string; namespace: string }, overlay: RenderedOverlay): ConfigMapObject {
   return {

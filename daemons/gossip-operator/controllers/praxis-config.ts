@@ -19,9 +19,9 @@ import type {
 } from '../../../schemas/generated/gateway-config.ts';
 import type { ClusterEndpoint, GatewayRef, PraxisConfig } from '../../../schemas/generated/gridnetworks.ts';
 import type { OverlayCandidate } from '../../../schemas/generated/overlay-envelope.ts';
+import { generatingConfig } from '../../../schemas/generated-config.ts';
 import { DEFAULT_PRAXIS_CONFIG_MAP_NAME } from '../../../schemas/object-names.ts';
-import type { KubeObject } from '../../shared/resource-store/types.ts';
-import { FIELD_MANAGER, LABEL_GATEWAY, LABEL_NETWORK, MANAGED_BY } from '../kinds.ts';
+import { type ConfigMapObject, FIELD_MANAGER, LABEL_GATEWAY, LABEL_NETWORK, MANAGED_BY } from '../kinds.ts';
 import type { GatewayReference } from '../routing/model.ts';
 import { boundedMessage } from './status.ts';
 
@@ -46,12 +46,8 @@ const CONSUMER_CHAIN = 'consumer';
 
 const validateGatewayConfig = new Ajv2020({ allErrors: false, discriminator: true, strict: false, useDefaults: false }).compile<GatewayConfig>(schema);
 
-/** The effective praxisConfig of a gateway (current or deprecated field names), undefined when not generating. */
-export function generatingConfig(ref: GatewayRef): PraxisConfig | undefined {
-  const praxis = ref.praxisConfig ?? ref.consumerConfig;
-  if (praxis === undefined) return undefined;
-  return (praxis.generate ?? praxis.enabled) === true ? praxis : undefined;
-}
+// The predicate lives in schemas/ so the compiler grants the operator's Role for exactly the gateways it serves.
+export { generatingConfig };
 
 /**
  * The projected-credential two-step (seed 001 "GatewayRef.praxisConfig"): a generated config in projected mode
@@ -188,10 +184,6 @@ export function renderPraxisConfig(input: PraxisRenderInput): PraxisRenderResult
     if (error instanceof RenderFailure) return { ok: false, message: boundedMessage(`consumer config render: ${error.message}`) };
     throw error;
   }
-}
-
-export interface ConfigMapObject extends KubeObject {
-  data?: Record<string, string>;
 }
 
 export function praxisConfigMap(network: string, gateway: GatewayReference, name: string, text: string): ConfigMapObject {

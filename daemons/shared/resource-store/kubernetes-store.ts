@@ -91,7 +91,8 @@ export class KubernetesStore implements ResourceStore {
       method: 'PATCH',
       path: resourcePath(kind, ref.namespace, ref.name),
       query: { fieldManager: options.fieldManager, force: options.force === true ? 'true' : undefined },
-      body: { ...object, metadata },
+      // metadata.resourceVersion in an apply body is a precondition the API server checks (409 on mismatch).
+      body: { ...object, metadata: options.resourceVersion === undefined ? metadata : { ...metadata, resourceVersion: options.resourceVersion } },
       contentType: APPLY_PATCH,
     });
     if (response.status !== 200 && response.status !== 201) throw failure(`apply ${describeRef(kind, ref)}`, response);

@@ -226,11 +226,15 @@ export class LocalStore implements ResourceStore {
       throw new ResourceStoreError('invalid', `apply ${kind.kind}: object is ${object.apiVersion}/${object.kind}`);
     }
     const path = this.#path(kind, { name: object.metadata.name, namespace: object.metadata.namespace });
-    return (await this.#applyAt(path, object, options.fieldManager)) as T;
+    return (await this.#applyAt(path, object, options.fieldManager, options.resourceVersion, describeRef(kind, { name: object.metadata.name, namespace: object.metadata.namespace }))) as T;
   }
 
-  async #applyAt(path: string, object: KubeObject, fieldManager: string): Promise<KubeObject> {
+  async #applyAt(path: string, object: KubeObject, fieldManager: string, precondition?: string, what?: string): Promise<KubeObject> {
     const result = await this.#state.mutate(path, (current, nextRv) => {
+      // The API server's optimistic lock: a resourceVersion precondition that no longer matches writes nothing.
+      if (precondition !== undefined && current?.metadata.resourceVersion !== precondition) {
+        throw new ResourceStoreError('conflict', `apply ${what ?? path}: the object has been modified (resourceVersion ${current?.metadata.resourceVersion ?? 'none'}, precondition ${precondition})`, { statusCode: 409 });
+      }
       const next = applyObject(current, object, fieldManager);
       if (next === undefined) return { write: undefined, result: current as KubeObject };
       next.metadata.resourceVersion = nextRv;

@@ -88,6 +88,12 @@ export interface ApplyOptions {
   readonly fieldManager: string;
   /** Take ownership of fields another manager owns (server-side apply `force=true`). */
   readonly force?: boolean;
+  /**
+   * Optimistic-lock precondition: apply only while the object is still at this resourceVersion, so a decision
+   * taken on a GET is not written over a change made since. A mismatch (or a deleted object) fails with
+   * `conflict` (409) and writes nothing. Not honoured by patchStatus.
+   */
+  readonly resourceVersion?: string;
 }
 
 export interface TokenRequestOptions {
