@@ -19,6 +19,7 @@ import type { Logger } from '../../shared/log.ts';
 import { errorFields } from '../../shared/log.ts';
 import type { ResourceStore } from '../../shared/resource-store/types.ts';
 import { type Condition, mergeConditions, withOwnConditions } from '../controllers/status.ts';
+import { patchStatusFresh } from '../controllers/status-write.ts';
 import { GRID_NETWORK } from '../kinds.ts';
 import type { OperatorMetrics } from '../metrics.ts';
 import { type AgeRecord, applyReport, type EvidenceState, GATEWAY_AGES_REJECTED, gatewayAgesCondition, type ReportOutcome } from './evidence.ts';
@@ -134,17 +135,28 @@ export class GatewayAgeIngest {
     }
     const networks = ((await this.#o.store.list(GRID_NETWORK)).items as unknown as GridNetworkResource[])
       .sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
-    const network = networks[0];
-    if (network === undefined) {
+    const name = networks[0]?.metadata.name;
+    if (name === undefined) {
       this.#o.metrics.gatewayAgeReports.inc({ outcome: 'no_network' });
       return { status: 503, body: { error: 'no GridNetwork to record the report into' } };
     }
-    const before = this.#restore(network);
+    // The evidence is recomputed from each fresh read: a report raced by an administrator's removal of a
+    // gatewayAgeReports entry (or by another status writer) is applied again to what is there now, never to what was.
     const monoMs = this.#mono();
-    const { state, outcome } = applyReport(before, checked.value, { monoMs, wallMs: this.#now() });
+    let applied: { state: EvidenceState; outcome: ReportOutcome; condition: ReturnType<typeof gatewayAgesCondition> } | undefined;
+    const written = await patchStatusFresh<GridNetworkResource>(this.#o.store, GRID_NETWORK, { name }, GATEWAY_AGES_FIELD_MANAGER, (fresh) => {
+      const before = this.#restore(fresh);
+      const { state, outcome } = applyReport(before, checked.value, { monoMs, wallMs: this.#now() });
+      const condition = gatewayAgesCondition(state, monoMs);
+      applied = { state, outcome, condition };
+      return this.#patch(fresh, before, state, condition);
+    });
+    if (written.object === undefined || applied === undefined) {
+      this.#o.metrics.gatewayAgeReports.inc({ outcome: 'no_network' });
+      return { status: 503, body: { error: `GridNetwork ${name} disappeared before the report was recorded` } };
+    }
+    const { state, outcome, condition } = applied;
     this.#o.metrics.gatewayAgeReports.inc({ outcome });
-    const condition = gatewayAgesCondition(state, monoMs);
-    await this.#persist(network, before, state, condition);
     if (outcome === 'recorded') this.#receipts.set(checked.value.epoch, { sequence: checked.value.sequence, monoMs });
     for (const epoch of [...this.#receipts.keys()]) if (!state.records.some((r) => r.epoch === epoch)) this.#receipts.delete(epoch);
     return { status: STATUS_CODE[outcome], body: { outcome, condition: condition.status } };
@@ -169,8 +181,8 @@ export class GatewayAgeIngest {
     return { records, overflow: network.status?.gatewayAgeReportOverflow === true };
   }
 
-  async #persist(network: GridNetworkResource, before: EvidenceState, after: EvidenceState, condition: { status: 'True' | 'False' | 'Unknown'; reason: string; message: string }): Promise<void> {
-    const name = network.metadata.name;
+  /** The status patch for `after` against the read `fresh` it was computed from; undefined: nothing changed. */
+  #patch(fresh: GridNetworkResource, before: EvidenceState, after: EvidenceState, condition: { status: 'True' | 'False' | 'Unknown'; reason: string; message: string }): Record<string, unknown> | undefined {
     const patch: Record<string, unknown> = {};
     if (after !== before) {
       patch['gatewayAgeReports'] = [...after.records].sort((a, b) => (a.epoch < b.epoch ? -1 : 1)).map((r): GatewayAgeReport => ({
@@ -184,8 +196,6 @@ export class GatewayAgeIngest {
       }));
       if (after.overflow) patch['gatewayAgeReportOverflow'] = true;
     }
-    // Read just before writing: other writers share the conditions list.
-    const fresh = ((await this.#o.store.get(GRID_NETWORK, { name })) as GridNetworkResource | undefined) ?? network;
     const conditions = fresh.status?.conditions as Condition[] | undefined;
     const generation = fresh.metadata.generation ?? 1;
     const stored = conditions?.find((c) => c.type === GATEWAY_AGES_REJECTED);
@@ -193,7 +203,6 @@ export class GatewayAgeIngest {
       const next = mergeConditions(conditions, [{ type: GATEWAY_AGES_REJECTED, ...condition, observedGeneration: generation }], this.#now());
       patch['conditions'] = withOwnConditions(conditions, next, [GATEWAY_AGES_REJECTED]);
     }
-    if (Object.keys(patch).length === 0) return;
-    await this.#o.store.patchStatus(GRID_NETWORK, { name }, patch, { fieldManager: GATEWAY_AGES_FIELD_MANAGER });
+    return Object.keys(patch).length === 0 ? undefined : patch;
   }
 }

@@ -6,6 +6,7 @@ import { openLocalStore, type LocalStore } from '../../../daemons/shared/resourc
 import { GRID_NETWORK } from '../../../daemons/gossip-operator/kinds.ts';
 import { OperatorMetrics } from '../../../daemons/gossip-operator/metrics.ts';
 import { GATEWAY_AGES_FIELD_MANAGER, GatewayAgeIngest } from '../../../daemons/gossip-operator/gateway-ages/ingest.ts';
+import { gatedStore } from '../gated-store.ts';
 import { capturingLogger, tempDir } from '../helpers.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -103,6 +104,30 @@ describe('gateway age ingest', () => {
     expect((await condition(store)).status).toBe('True');
     expect(await post(ingest.port, report('ffffffff06', 1, false))).toMatchObject({ body: { condition: 'False' } });
     expect((await status(store)).gatewayAgeReports.map((r: Json) => r.epoch)).toEqual(['ffffffff06']);
+  });
+
+  it('a status writer racing the report (between its read and its patch) loses nothing: PeerTimeValid stays, a removed entry stays removed', async () => {
+    const { store, metrics } = await setup();
+    const first = new GatewayAgeIngest({ address: '127.0.0.1:0', store, logger: capturingLogger().logger, metrics, monotonic: () => 1_000 });
+    await first.submit(JSON.parse(report('aaaaaaaa01', 1, true)));
+    await first.submit(JSON.parse(report('bbbbbbbb02', 1, true)));
+    const held = gatedStore(store);
+    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', store: held.store, logger: capturingLogger().logger, metrics, monotonic: () => 2_000 });
+    const pending = ingest.submit(JSON.parse(report('cccccccc03', 1, false)));
+    await held.gate.reached;
+    // The peer poller writes PeerTimeValid and an administrator, having verified process aaaaaaaa01 retired,
+    // removes its entry: both after the ingest read the status it is about to patch.
+    const now = (await store.get(GRID_NETWORK, { name: 'grid' })) as Json;
+    await store.patchStatus(GRID_NETWORK, { name: 'grid' }, {
+      conditions: [...now.status.conditions, { type: 'PeerTimeValid', status: 'False', reason: 'PeerTimeRejected', message: 'x', lastTransitionTime: '2026-01-01T00:00:00Z' }],
+    }, { fieldManager: 'grid-operator-peer-signals' });
+    await store.patchStatus(GRID_NETWORK, { name: 'grid' }, { gatewayAgeReports: now.status.gatewayAgeReports.filter((r: Json) => r.epoch !== 'aaaaaaaa01') }, { fieldManager: 'kubectl' });
+    held.gate.release();
+    expect(await pending).toMatchObject({ status: 202, body: { outcome: 'recorded' } });
+    const after = await status(store);
+    expect(after.gatewayAgeReports.map((r: Json) => r.epoch)).toEqual(['bbbbbbbb02', 'cccccccc03']);
+    expect(after.conditions.map((c: Json) => c.type).sort()).toEqual(['GatewayAgesRejected', 'PeerTimeValid']);
+    expect(held.gets()).toBeGreaterThanOrEqual(2);
   });
 
   it('refuses a new identity when all 128 records are unresolved, persists overflow, and still takes recovery', async () => {
