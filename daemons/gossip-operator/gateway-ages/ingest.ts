@@ -15,6 +15,7 @@ import type { GridNetworkResource } from '../../../schemas/crds/types.ts';
 import type { GatewayAgeReport } from '../../../schemas/generated/gridnetworks.ts';
 import { checkGatewayAgeReport } from '../../../schemas/signals/validate.ts';
 import { parseListenAddress } from '../../shared/admin-server.ts';
+import { readBoundedBody } from '../../shared/http-body.ts';
 import type { Logger } from '../../shared/log.ts';
 import { errorFields } from '../../shared/log.ts';
 import type { ResourceStore } from '../../shared/resource-store/types.ts';
@@ -27,6 +28,14 @@ import { type AgeRecord, applyReport, type EvidenceState, GATEWAY_AGES_REJECTED,
 export const GATEWAY_AGES_FIELD_MANAGER = 'grid-operator-gateway-ages';
 export const GATEWAY_AGE_REPORTS_PATH = '/v1/gateway-age-reports';
 export const MAX_REPORT_BYTES = 4096;
+/**
+ * Reports accepted and not yet answered, at most: past it a report is answered 503 with Retry-After. A site has a
+ * handful of gateway replicas each sending one report at a time, so 32 only fills when status writes stall.
+ */
+export const MAX_QUEUED_REPORTS = 32;
+export const RETRY_AFTER_SECONDS = 5;
+/** Concurrent connections; more are dropped by the server (reports are small and answered one at a time anyway). */
+export const MAX_CONNECTIONS = 64;
 
 export interface GatewayAgeIngestOptions {
   readonly address: string;
@@ -35,7 +44,11 @@ export interface GatewayAgeIngestOptions {
   readonly metrics: OperatorMetrics;
   readonly now?: () => number;
   readonly monotonic?: () => number;
+  /** Default MAX_QUEUED_REPORTS. */
+  readonly maxQueuedReports?: number;
 }
+
+class ReportTooLarge extends Error {}
 
 const STATUS_CODE: Record<ReportOutcome, number> = { recorded: 202, duplicate: 200, skew_count_decreased: 409, capacity: 429 };
 
@@ -47,6 +60,7 @@ export class GatewayAgeIngest {
   readonly #receipts = new Map<string, { sequence: number; monoMs: number }>();
   #queue: Promise<unknown> = Promise.resolve();
   #server: Server | undefined;
+  #pending = 0;
 
   constructor(options: GatewayAgeIngestOptions) {
     this.#o = options;
@@ -58,47 +72,64 @@ export class GatewayAgeIngest {
     return (this.#server?.address() as AddressInfo | undefined)?.port ?? 0;
   }
 
+  /** Reports accepted and not yet answered (reading, queued or being written). Exposed for tests. */
+  get pending(): number {
+    return this.#pending;
+  }
+
   async start(): Promise<void> {
     const { host, port } = parseListenAddress(this.#o.address);
+    const maxPending = this.#o.maxQueuedReports ?? MAX_QUEUED_REPORTS;
     const server = createServer((req, res) => {
-      const reply = (status: number, body: Record<string, unknown>) => {
-        res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      const reply = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
+        if (res.headersSent) return;
+        res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
         res.end(JSON.stringify(body));
       };
       if ((req.url ?? '').split('?')[0] !== GATEWAY_AGE_REPORTS_PATH) return reply(404, { error: `not found; POST reports to ${GATEWAY_AGE_REPORTS_PATH}` });
       if (req.method !== 'POST') return reply(405, { error: 'method not allowed; use POST' });
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let refused = false;
-      req.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > MAX_REPORT_BYTES && !refused) {
-          refused = true;
-          this.#o.metrics.gatewayAgeReports.inc({ outcome: 'too_large' });
-          reply(413, { error: `report larger than ${MAX_REPORT_BYTES} bytes` });
-          req.destroy();
-        } else if (!refused) chunks.push(chunk);
-      });
-      req.on('end', () => {
-        if (refused) return;
+      // Each queued report waits on API calls: past the bound the gateway is told to come back rather than piling
+      // up bodies and status writes behind a slow API server. Gateways retry, and only the newest report matters.
+      if (this.#pending >= maxPending) {
+        this.#o.metrics.gatewayAgeReports.inc({ outcome: 'busy' });
+        return reply(503, { error: `more than ${maxPending} reports waiting to be recorded; retry later` }, { 'retry-after': String(RETRY_AFTER_SECONDS), connection: 'close' });
+      }
+      this.#pending++;
+      let counted = true;
+      const done = (): void => {
+        if (counted) this.#pending--;
+        counted = false;
+      };
+      res.once('close', done);
+      readBoundedBody(req, MAX_REPORT_BYTES, (max) => new ReportTooLarge(`report larger than ${max} bytes`)).then((bytes) => {
         let body: unknown;
         try {
-          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+          body = JSON.parse(bytes.toString('utf8'));
         } catch {
           this.#o.metrics.gatewayAgeReports.inc({ outcome: 'invalid' });
           return reply(400, { error: 'report is not JSON' });
         }
-        this.submit(body).then(
+        return this.submit(body).then(
           (r) => reply(r.status, r.body),
-          (error) => {
+          (error: unknown) => {
             this.#o.logger.warn({ error: errorFields(error) }, 'gateway age report could not be recorded');
-            reply(503, { error: 'report could not be recorded; retry' });
+            reply(503, { error: 'report could not be recorded; retry' }, { 'retry-after': String(RETRY_AFTER_SECONDS) });
           },
         );
+      }, (error: unknown) => {
+        if (error instanceof ReportTooLarge) {
+          this.#o.metrics.gatewayAgeReports.inc({ outcome: 'too_large' });
+          reply(413, { error: `report larger than ${MAX_REPORT_BYTES} bytes` }, { connection: 'close' });
+        }
+        // Otherwise the client hung up mid-body: nobody to answer.
       });
     });
+    server.maxConnections = MAX_CONNECTIONS;
     server.headersTimeout = 5_000;
     server.requestTimeout = 10_000;
+    server.keepAliveTimeout = 5_000;
+    // Idle sockets (a gateway that connected and went quiet) are closed rather than held.
+    server.timeout = 15_000;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => {
