@@ -103,7 +103,7 @@ export class OperatorMetrics {
     });
     this.gatewayAgeReports = new Counter({
       name: 'grid_gateway_age_reports_total',
-      help: 'Gateway age reports received, by outcome: recorded, duplicate, invalid, skew_count_decreased, capacity, no_network, too_large.',
+      help: 'Gateway age reports received, by outcome: recorded, duplicate, invalid, skew_count_decreased, capacity, no_network, too_large, busy (queue full, answered 503).',
       labelNames: ['outcome'],
       registers,
     });

@@ -123,7 +123,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
     manager.add(new SiteInviteController(context));
     manager.start();
     signalServices = startSignalServices(context).catch((error: unknown) => {
-      logger.error({ error: errorFields(error) }, 'peer signals endpoint did not start');
+      logger.error({ error: errorFields(error) }, 'signal services (peer poller, gateway age ingest) did not start');
       return undefined;
     });
     logger.info({ site: config.site, identity: config.identity, store: store.backend }, 'controllers started');

@@ -15,6 +15,7 @@ import { PolledSignals } from '../../daemons/gossip-operator/peer-signals/polled
 import { withOwnConditions, type Condition } from '../../daemons/gossip-operator/controllers/status.ts';
 import { resolveBinDir, startControlPlane, type ControlPlane } from './control-plane.ts';
 import { waitFor } from './kube.ts';
+import { gatedStore } from '../gossip-operator/gated-store.ts';
 import { applyManifests, RawClient } from './manifests.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -96,5 +97,26 @@ describe('PeerTimeValid and GatewayAgesRejected on a real API server', () => {
     await store.patchStatus(GRID_NETWORK, { name: 'grid' }, { conditions: withOwnConditions(fresh.status.conditions, [ready], ['Ready']) }, { fieldManager: 'grid-operator' });
     const types = ((await network()).status.conditions as Condition[]).map((c) => `${c.type}=${c.status}`).sort();
     expect(types).toEqual(['GatewayAgesRejected=True', 'PeerTimeValid=True', 'Ready=True']);
+  });
+  it('a report raced by an administrator\'s entry removal and a Ready write (409, read again) puts nothing back and drops nothing', async () => {
+    const before = await network();
+    // Two records: the one recorded above, and one more the administrator will verify as retired. These ingests
+    // never received d41d… themselves, so its freshness is unknown to them: GatewayAgesRejected Unknown (seed 001).
+    const first = new GatewayAgeIngest({ address: '127.0.0.1:0', store, logger: createLogger({ name: 'test', level: 'silent' }), metrics: new OperatorMetrics() });
+    expect((await first.submit({ epoch: 'aaaaaaaaaaaaaaaa', replica: 'edge-old', sequence: 1, skewCount: 1, rejected: true })).status).toBe(202);
+    const held = gatedStore(store, (kind) => kind.kind === 'GridNetwork');
+    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', store: held.store, logger: createLogger({ name: 'test', level: 'silent' }), metrics: new OperatorMetrics() });
+    const pending = ingest.submit({ epoch: 'bbbbbbbbbbbbbbbb', replica: 'edge-new', sequence: 1, skewCount: 0, rejected: false });
+    await held.gate.reached;
+    const now = await network();
+    await store.patchStatus(GRID_NETWORK, { name: 'grid' }, { gatewayAgeReports: (now.status.gatewayAgeReports as Json[]).filter((r) => r.epoch !== 'aaaaaaaaaaaaaaaa') }, { fieldManager: 'kubectl' });
+    const ready: Condition = { type: 'Ready', status: 'False', reason: 'OverlayNotDistributed', message: 'x', lastTransitionTime: '2026-01-01T00:00:00Z', observedGeneration: 1 };
+    await store.patchStatus(GRID_NETWORK, { name: 'grid' }, { conditions: withOwnConditions(now.status.conditions, [ready], ['Ready']) }, { fieldManager: 'grid-operator' });
+    held.gate.release();
+    expect((await pending).status).toBe(202);
+    const status = (await network()).status;
+    expect((status.gatewayAgeReports as Json[]).map((r) => r.epoch).sort()).toEqual(['bbbbbbbbbbbbbbbb', 'd41d8cd98f00b204']);
+    expect((status.conditions as Condition[]).map((c) => `${c.type}=${c.status}`).sort()).toEqual(['GatewayAgesRejected=Unknown', 'PeerTimeValid=True', 'Ready=False']);
+    expect(before.metadata.resourceVersion).not.toBe((await network()).metadata.resourceVersion);
   });
 });

@@ -87,6 +87,28 @@ export function resourceStoreContract(options: ContractOptions): void {
       expect((error as ResourceStoreError).code).toBe('not_found');
     });
 
+    it('a status patch with a resourceVersion precondition applies only at that version, else fails with conflict', async () => {
+      const store = await open();
+      const name = `contract-rv-${suffix()}`;
+      created.push({ kind: options.statusKind, name });
+      const object: KubeObject = { apiVersion: options.statusKind.apiVersion, kind: options.statusKind.kind, metadata: { name }, spec: {} };
+      const applied = await store.apply(options.statusKind, object, OP);
+      const first = await store.patchStatus(options.statusKind, { name }, { phase: 'Pending' }, { ...OP, resourceVersion: applied.metadata.resourceVersion! });
+      expect(first['status']).toMatchObject({ phase: 'Pending' });
+      expect(first.metadata.resourceVersion).not.toBe(applied.metadata.resourceVersion);
+      // A writer still holding the version it read before `first` must not overwrite it.
+      const stale = await store.patchStatus(options.statusKind, { name }, { phase: 'Active' }, { ...OP, resourceVersion: applied.metadata.resourceVersion! }).catch((e: unknown) => e);
+      expect(stale).toBeInstanceOf(ResourceStoreError);
+      expect((stale as ResourceStoreError).code).toBe('conflict');
+      expect((stale as ResourceStoreError).statusCode).toBe(409);
+      expect((await store.get(options.statusKind, { name }))?.['status']).toMatchObject({ phase: 'Pending' });
+      // The precondition is not stored: a patch without one still applies.
+      const plain = await store.patchStatus(options.statusKind, { name }, { phase: 'Active' }, OP);
+      expect(plain['status']).toMatchObject({ phase: 'Active' });
+      const missing = await store.patchStatus(options.statusKind, { name: `${name}-missing` }, { phase: 'x' }, { ...OP, resourceVersion: '1' }).catch((e: unknown) => e);
+      expect((missing as ResourceStoreError).code).toBe('not_found');
+    });
+
     it('a watch on one named object sees ADDED, MODIFIED and DELETED made through another store', async () => {
       const writer = await open();
       const reader = await open();

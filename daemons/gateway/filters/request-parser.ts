@@ -4,6 +4,7 @@
 import type { IncomingMessage } from 'node:http';
 import { GatewayError, badRequest } from '../errors.ts';
 import type { Filter, GatewayRequest } from '../context.ts';
+import { readBoundedBody } from '../../shared/http-body.ts';
 
 export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
 export const DEFAULT_MODEL_HEADER = 'x-gateway-model-name';
@@ -21,44 +22,7 @@ export function payloadTooLarge(maxBytes: number): GatewayError {
 }
 
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
-  const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > maxBytes) return Promise.reject(payloadTooLarge(maxBytes));
-  // Event listeners rather than an async iterator: this runs on every request and the iterator costs more.
-  return new Promise<Buffer>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    const onData = (chunk: Buffer): void => {
-      total += chunk.length;
-      if (total > maxBytes) {
-        cleanup();
-        req.resume();
-        reject(payloadTooLarge(maxBytes));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = (): void => {
-      cleanup();
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
-    };
-    const onError = (error: Error): void => {
-      cleanup();
-      reject(error);
-    };
-    const onClose = (): void => {
-      if (!req.complete) onError(new Error('client closed the connection before sending the whole body'));
-    };
-    const cleanup = (): void => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('close', onClose);
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('close', onClose);
-  });
+  return readBoundedBody(req, maxBytes, payloadTooLarge);
 }
 
 /** SPEC §3.1: blank, non-UTF-8 or over 256 bytes is a 400. Returns the model or throws. */

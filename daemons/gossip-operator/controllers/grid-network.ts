@@ -41,6 +41,7 @@ import {
 } from './routing-input.ts';
 import { reconcileDiscoveredSites } from './site-discovery.ts';
 import { boundedMessage, type Condition, mergeConditions, sameJson, specOnly, withOwnConditions } from './status.ts';
+import { patchStatusFresh } from './status-write.ts';
 
 export const DEFAULT_REFRESH_MS = 300_000;
 export const TLS_REFRESH_CAP_MS = 60_000;
@@ -83,13 +84,16 @@ export class GridNetworkController implements Controller {
   async #patchStatus(network: GridNetworkResource, status: GridNetworkStatus): Promise<void> {
     const merged = { ...network.status, ...status };
     if (sameJson(merged, network.status)) return;
-    let patch = status;
-    if (status.conditions !== undefined) {
-      // Only Ready is this controller's: PeerTimeValid and GatewayAgesRejected come from a fresh read, unchanged.
-      const fresh = (await this.#ctx.store.get(GRID_NETWORK, { name: network.metadata.name })) as GridNetworkResource | undefined;
-      patch = { ...status, conditions: withOwnConditions(fresh?.status?.conditions as Condition[] | undefined, status.conditions as Condition[], ['Ready']) };
+    if (status.conditions === undefined) {
+      await this.#ctx.store.patchStatus(GRID_NETWORK, { name: network.metadata.name }, status as Record<string, unknown>, { fieldManager: FIELD_MANAGER });
+      return;
     }
-    await this.#ctx.store.patchStatus(GRID_NETWORK, { name: network.metadata.name }, patch as Record<string, unknown>, { fieldManager: FIELD_MANAGER });
+    // Only Ready is this controller's: PeerTimeValid and GatewayAgesRejected come from a fresh read, unchanged,
+    // sent with that read's resourceVersion so a concurrent writer's condition is never reverted.
+    const own = status.conditions as Condition[];
+    await patchStatusFresh<GridNetworkResource>(this.#ctx.store, GRID_NETWORK, { name: network.metadata.name }, FIELD_MANAGER, (fresh) => (
+      { ...status, conditions: withOwnConditions(fresh.status?.conditions as Condition[] | undefined, own, ['Ready']) }
+    ));
   }
 
   #conditions(network: GridNetworkResource, ready: boolean, reason: string, message: string): Condition[] {

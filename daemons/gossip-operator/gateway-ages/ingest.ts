@@ -15,10 +15,12 @@ import type { GridNetworkResource } from '../../../schemas/crds/types.ts';
 import type { GatewayAgeReport } from '../../../schemas/generated/gridnetworks.ts';
 import { checkGatewayAgeReport } from '../../../schemas/signals/validate.ts';
 import { parseListenAddress } from '../../shared/admin-server.ts';
+import { readBoundedBody } from '../../shared/http-body.ts';
 import type { Logger } from '../../shared/log.ts';
 import { errorFields } from '../../shared/log.ts';
 import type { ResourceStore } from '../../shared/resource-store/types.ts';
 import { type Condition, mergeConditions, withOwnConditions } from '../controllers/status.ts';
+import { patchStatusFresh } from '../controllers/status-write.ts';
 import { GRID_NETWORK } from '../kinds.ts';
 import type { OperatorMetrics } from '../metrics.ts';
 import { type AgeRecord, applyReport, type EvidenceState, GATEWAY_AGES_REJECTED, gatewayAgesCondition, type ReportOutcome } from './evidence.ts';
@@ -26,6 +28,14 @@ import { type AgeRecord, applyReport, type EvidenceState, GATEWAY_AGES_REJECTED,
 export const GATEWAY_AGES_FIELD_MANAGER = 'grid-operator-gateway-ages';
 export const GATEWAY_AGE_REPORTS_PATH = '/v1/gateway-age-reports';
 export const MAX_REPORT_BYTES = 4096;
+/**
+ * Reports accepted and not yet answered, at most: past it a report is answered 503 with Retry-After. A site has a
+ * handful of gateway replicas each sending one report at a time, so 32 only fills when status writes stall.
+ */
+export const MAX_QUEUED_REPORTS = 32;
+export const RETRY_AFTER_SECONDS = 5;
+/** Concurrent connections; more are dropped by the server (reports are small and answered one at a time anyway). */
+export const MAX_CONNECTIONS = 64;
 
 export interface GatewayAgeIngestOptions {
   readonly address: string;
@@ -34,7 +44,11 @@ export interface GatewayAgeIngestOptions {
   readonly metrics: OperatorMetrics;
   readonly now?: () => number;
   readonly monotonic?: () => number;
+  /** Default MAX_QUEUED_REPORTS. */
+  readonly maxQueuedReports?: number;
 }
+
+class ReportTooLarge extends Error {}
 
 const STATUS_CODE: Record<ReportOutcome, number> = { recorded: 202, duplicate: 200, skew_count_decreased: 409, capacity: 429 };
 
@@ -46,6 +60,7 @@ export class GatewayAgeIngest {
   readonly #receipts = new Map<string, { sequence: number; monoMs: number }>();
   #queue: Promise<unknown> = Promise.resolve();
   #server: Server | undefined;
+  #pending = 0;
 
   constructor(options: GatewayAgeIngestOptions) {
     this.#o = options;
@@ -57,47 +72,64 @@ export class GatewayAgeIngest {
     return (this.#server?.address() as AddressInfo | undefined)?.port ?? 0;
   }
 
+  /** Reports accepted and not yet answered (reading, queued or being written). Exposed for tests. */
+  get pending(): number {
+    return this.#pending;
+  }
+
   async start(): Promise<void> {
     const { host, port } = parseListenAddress(this.#o.address);
+    const maxPending = this.#o.maxQueuedReports ?? MAX_QUEUED_REPORTS;
     const server = createServer((req, res) => {
-      const reply = (status: number, body: Record<string, unknown>) => {
-        res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      const reply = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
+        if (res.headersSent) return;
+        res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
         res.end(JSON.stringify(body));
       };
       if ((req.url ?? '').split('?')[0] !== GATEWAY_AGE_REPORTS_PATH) return reply(404, { error: `not found; POST reports to ${GATEWAY_AGE_REPORTS_PATH}` });
       if (req.method !== 'POST') return reply(405, { error: 'method not allowed; use POST' });
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let refused = false;
-      req.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > MAX_REPORT_BYTES && !refused) {
-          refused = true;
-          this.#o.metrics.gatewayAgeReports.inc({ outcome: 'too_large' });
-          reply(413, { error: `report larger than ${MAX_REPORT_BYTES} bytes` });
-          req.destroy();
-        } else if (!refused) chunks.push(chunk);
-      });
-      req.on('end', () => {
-        if (refused) return;
+      // Each queued report waits on API calls: past the bound the gateway is told to come back rather than piling
+      // up bodies and status writes behind a slow API server. Gateways retry, and only the newest report matters.
+      if (this.#pending >= maxPending) {
+        this.#o.metrics.gatewayAgeReports.inc({ outcome: 'busy' });
+        return reply(503, { error: `more than ${maxPending} reports waiting to be recorded; retry later` }, { 'retry-after': String(RETRY_AFTER_SECONDS), connection: 'close' });
+      }
+      this.#pending++;
+      let counted = true;
+      const done = (): void => {
+        if (counted) this.#pending--;
+        counted = false;
+      };
+      res.once('close', done);
+      readBoundedBody(req, MAX_REPORT_BYTES, (max) => new ReportTooLarge(`report larger than ${max} bytes`)).then((bytes) => {
         let body: unknown;
         try {
-          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+          body = JSON.parse(bytes.toString('utf8'));
         } catch {
           this.#o.metrics.gatewayAgeReports.inc({ outcome: 'invalid' });
           return reply(400, { error: 'report is not JSON' });
         }
-        this.submit(body).then(
+        return this.submit(body).then(
           (r) => reply(r.status, r.body),
-          (error) => {
+          (error: unknown) => {
             this.#o.logger.warn({ error: errorFields(error) }, 'gateway age report could not be recorded');
-            reply(503, { error: 'report could not be recorded; retry' });
+            reply(503, { error: 'report could not be recorded; retry' }, { 'retry-after': String(RETRY_AFTER_SECONDS) });
           },
         );
+      }, (error: unknown) => {
+        if (error instanceof ReportTooLarge) {
+          this.#o.metrics.gatewayAgeReports.inc({ outcome: 'too_large' });
+          reply(413, { error: `report larger than ${MAX_REPORT_BYTES} bytes` }, { connection: 'close' });
+        }
+        // Otherwise the client hung up mid-body: nobody to answer.
       });
     });
+    server.maxConnections = MAX_CONNECTIONS;
     server.headersTimeout = 5_000;
     server.requestTimeout = 10_000;
+    server.keepAliveTimeout = 5_000;
+    // Idle sockets (a gateway that connected and went quiet) are closed rather than held.
+    server.timeout = 15_000;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => {
@@ -134,17 +166,28 @@ export class GatewayAgeIngest {
     }
     const networks = ((await this.#o.store.list(GRID_NETWORK)).items as unknown as GridNetworkResource[])
       .sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
-    const network = networks[0];
-    if (network === undefined) {
+    const name = networks[0]?.metadata.name;
+    if (name === undefined) {
       this.#o.metrics.gatewayAgeReports.inc({ outcome: 'no_network' });
       return { status: 503, body: { error: 'no GridNetwork to record the report into' } };
     }
-    const before = this.#restore(network);
+    // The evidence is recomputed from each fresh read: a report raced by an administrator's removal of a
+    // gatewayAgeReports entry (or by another status writer) is applied again to what is there now, never to what was.
     const monoMs = this.#mono();
-    const { state, outcome } = applyReport(before, checked.value, { monoMs, wallMs: this.#now() });
+    let applied: { state: EvidenceState; outcome: ReportOutcome; condition: ReturnType<typeof gatewayAgesCondition> } | undefined;
+    const written = await patchStatusFresh<GridNetworkResource>(this.#o.store, GRID_NETWORK, { name }, GATEWAY_AGES_FIELD_MANAGER, (fresh) => {
+      const before = this.#restore(fresh);
+      const { state, outcome } = applyReport(before, checked.value, { monoMs, wallMs: this.#now() });
+      const condition = gatewayAgesCondition(state, monoMs);
+      applied = { state, outcome, condition };
+      return this.#patch(fresh, before, state, condition);
+    });
+    if (written.object === undefined || applied === undefined) {
+      this.#o.metrics.gatewayAgeReports.inc({ outcome: 'no_network' });
+      return { status: 503, body: { error: `GridNetwork ${name} disappeared before the report was recorded` } };
+    }
+    const { state, outcome, condition } = applied;
     this.#o.metrics.gatewayAgeReports.inc({ outcome });
-    const condition = gatewayAgesCondition(state, monoMs);
-    await this.#persist(network, before, state, condition);
     if (outcome === 'recorded') this.#receipts.set(checked.value.epoch, { sequence: checked.value.sequence, monoMs });
     for (const epoch of [...this.#receipts.keys()]) if (!state.records.some((r) => r.epoch === epoch)) this.#receipts.delete(epoch);
     return { status: STATUS_CODE[outcome], body: { outcome, condition: condition.status } };
@@ -169,8 +212,8 @@ export class GatewayAgeIngest {
     return { records, overflow: network.status?.gatewayAgeReportOverflow === true };
   }
 
-  async #persist(network: GridNetworkResource, before: EvidenceState, after: EvidenceState, condition: { status: 'True' | 'False' | 'Unknown'; reason: string; message: string }): Promise<void> {
-    const name = network.metadata.name;
+  /** The status patch for `after` against the read `fresh` it was computed from; undefined: nothing changed. */
+  #patch(fresh: GridNetworkResource, before: EvidenceState, after: EvidenceState, condition: { status: 'True' | 'False' | 'Unknown'; reason: string; message: string }): Record<string, unknown> | undefined {
     const patch: Record<string, unknown> = {};
     if (after !== before) {
       patch['gatewayAgeReports'] = [...after.records].sort((a, b) => (a.epoch < b.epoch ? -1 : 1)).map((r): GatewayAgeReport => ({
@@ -184,8 +227,6 @@ export class GatewayAgeIngest {
       }));
       if (after.overflow) patch['gatewayAgeReportOverflow'] = true;
     }
-    // Read just before writing: other writers share the conditions list.
-    const fresh = ((await this.#o.store.get(GRID_NETWORK, { name })) as GridNetworkResource | undefined) ?? network;
     const conditions = fresh.status?.conditions as Condition[] | undefined;
     const generation = fresh.metadata.generation ?? 1;
     const stored = conditions?.find((c) => c.type === GATEWAY_AGES_REJECTED);
@@ -193,7 +234,6 @@ export class GatewayAgeIngest {
       const next = mergeConditions(conditions, [{ type: GATEWAY_AGES_REJECTED, ...condition, observedGeneration: generation }], this.#now());
       patch['conditions'] = withOwnConditions(conditions, next, [GATEWAY_AGES_REJECTED]);
     }
-    if (Object.keys(patch).length === 0) return;
-    await this.#o.store.patchStatus(GRID_NETWORK, { name }, patch, { fieldManager: GATEWAY_AGES_FIELD_MANAGER });
+    return Object.keys(patch).length === 0 ? undefined : patch;
   }
 }

@@ -16,6 +16,7 @@ import { GRID_NETWORK } from '../kinds.ts';
 import type { OperatorMetrics } from '../metrics.ts';
 import { readSecretKey } from '../secrets.ts';
 import { type Condition, mergeConditions, withOwnConditions } from '../controllers/status.ts';
+import { patchStatusFresh } from '../controllers/status-write.ts';
 import { pollPeer } from './client.ts';
 import {
   conditionWriteDue,
@@ -195,14 +196,15 @@ export class PeerPoller {
   async #publish(name: string): Promise<void> {
     const desired = peerTimeCondition(this.#state!);
     if (desired === undefined) return;
-    // Read just before writing: another writer may have changed conditions since the round began.
-    const fresh = (await this.#o.store.get(GRID_NETWORK, { name })) as GridNetworkResource | undefined;
-    if (fresh === undefined) return;
-    const conditions = fresh.status?.conditions as Condition[] | undefined;
-    const generation = fresh.metadata.generation ?? 1;
-    if (!conditionWriteDue(conditions?.find((c) => c.type === PEER_TIME_VALID), desired, generation)) return;
-    const next = mergeConditions(conditions, [{ type: PEER_TIME_VALID, ...desired, observedGeneration: generation }], this.#now());
-    await this.#o.store.patchStatus(GRID_NETWORK, { name }, { conditions: withOwnConditions(conditions, next, [PEER_TIME_VALID]) }, { fieldManager: PEER_SIGNALS_FIELD_MANAGER });
+    // Built from a fresh read and sent with its resourceVersion: a conflicting writer makes it read again.
+    const result = await patchStatusFresh<GridNetworkResource>(this.#o.store, GRID_NETWORK, { name }, PEER_SIGNALS_FIELD_MANAGER, (fresh) => {
+      const conditions = fresh.status?.conditions as Condition[] | undefined;
+      const generation = fresh.metadata.generation ?? 1;
+      if (!conditionWriteDue(conditions?.find((c) => c.type === PEER_TIME_VALID), desired, generation)) return undefined;
+      const next = mergeConditions(conditions, [{ type: PEER_TIME_VALID, ...desired, observedGeneration: generation }], this.#now());
+      return { conditions: withOwnConditions(conditions, next, [PEER_TIME_VALID]) };
+    });
+    if (!result.written) return;
     this.#o.logger.info({ network: name, status: desired.status, reason: desired.reason }, 'PeerTimeValid written');
   }
 }

@@ -11,6 +11,7 @@ import type {
   ListOptions,
   ListResult,
   ObjectRef,
+  PatchStatusOptions,
   ResourceKind,
   ResourceStore,
   ServiceAccountToken,
@@ -103,14 +104,16 @@ export class KubernetesStore implements ResourceStore {
     kind: ResourceKind,
     ref: ObjectRef,
     status: Record<string, unknown>,
-    options: ApplyOptions,
+    options: PatchStatusOptions,
   ): Promise<T> {
     checkRef(kind, ref);
+    // metadata.resourceVersion in a merge patch is a precondition: the API server answers 409 when it moved on.
+    const precondition = options.resourceVersion === undefined ? {} : { metadata: { resourceVersion: options.resourceVersion } };
     const response = await this.#http.request({
       method: 'PATCH',
       path: resourcePath(kind, ref.namespace, ref.name, 'status'),
       query: { fieldManager: options.fieldManager },
-      body: { status },
+      body: { ...precondition, status },
       contentType: MERGE_PATCH,
     });
     if (response.status !== 200) throw failure(`patch status of ${describeRef(kind, ref)}`, response);

@@ -19,6 +19,7 @@ import type {
   ListOptions,
   ListResult,
   ObjectRef,
+  PatchStatusOptions,
   ResourceKind,
   ResourceStore,
   ServiceAccountToken,
@@ -250,11 +251,19 @@ export class LocalStore implements ResourceStore {
     kind: ResourceKind,
     ref: ObjectRef,
     status: Record<string, unknown>,
-    options: ApplyOptions,
+    options: PatchStatusOptions,
   ): Promise<T> {
     const path = this.#path(kind, ref);
     const result = await this.#state.mutate(path, (current, nextRv) => {
       if (current === undefined) throw new ResourceStoreError('not_found', `patch status: ${describeRef(kind, ref)} not found`, { statusCode: 404 });
+      // Checked under the state directory lock, so read-compare-write is atomic across every daemon sharing it.
+      if (options.resourceVersion !== undefined && current.metadata.resourceVersion !== options.resourceVersion) {
+        throw new ResourceStoreError(
+          'conflict',
+          `patch status of ${describeRef(kind, ref)}: the object has been modified (resourceVersion ${current.metadata.resourceVersion ?? '<none>'}, patch expected ${options.resourceVersion}); read it again and retry`,
+          { statusCode: 409 },
+        );
+      }
       const next = patchObjectStatus(current, status, options.fieldManager);
       if (next === undefined) return { write: undefined, result: current };
       next.metadata.resourceVersion = nextRv;

@@ -96,6 +96,15 @@ export interface ApplyOptions {
   readonly resourceVersion?: string;
 }
 
+export interface PatchStatusOptions extends ApplyOptions {
+  /**
+   * Optimistic concurrency: apply the patch only if the object is still at this resourceVersion, else fail with a
+   * `conflict` error (409). A merge patch replaces whole lists, so a writer that read, changed one entry and sends the
+   * list back must name the version it read, or it reverts what another writer did in between.
+   */
+  readonly resourceVersion?: string;
+}
+
 export interface TokenRequestOptions {
   /** Requested lifetime; the API server may shorten it (its answer's expirationTimestamp is what counts). */
   readonly expirationSeconds: number;
@@ -122,7 +131,7 @@ export interface ResourceStore {
     kind: ResourceKind,
     ref: ObjectRef,
     status: Record<string, unknown>,
-    options: ApplyOptions,
+    options: PatchStatusOptions,
   ): Promise<T>;
   /**
    * TokenRequest (the serviceaccounts/token subresource create): a token of ServiceAccount `ref`, not bound to any

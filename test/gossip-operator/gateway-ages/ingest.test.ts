@@ -5,8 +5,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openLocalStore, type LocalStore } from '../../../daemons/shared/resource-store/index.ts';
 import { GRID_NETWORK } from '../../../daemons/gossip-operator/kinds.ts';
 import { OperatorMetrics } from '../../../daemons/gossip-operator/metrics.ts';
-import { GATEWAY_AGES_FIELD_MANAGER, GatewayAgeIngest } from '../../../daemons/gossip-operator/gateway-ages/ingest.ts';
-import { capturingLogger, tempDir } from '../helpers.ts';
+import { GATEWAY_AGES_FIELD_MANAGER, GatewayAgeIngest, MAX_QUEUED_REPORTS, RETRY_AFTER_SECONDS } from '../../../daemons/gossip-operator/gateway-ages/ingest.ts';
+import { gatedStore } from '../gated-store.ts';
+import { capturingLogger, tempDir, waitFor } from '../helpers.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -17,6 +18,18 @@ function post(port: number, body: string, path = '/v1/gateway-age-reports', meth
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text === '' ? undefined : JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function postWithHeaders(port: number, body: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/v1/gateway-age-reports', method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
     });
     req.on('error', reject);
     req.end(body);
@@ -103,6 +116,59 @@ describe('gateway age ingest', () => {
     expect((await condition(store)).status).toBe('True');
     expect(await post(ingest.port, report('ffffffff06', 1, false))).toMatchObject({ body: { condition: 'False' } });
     expect((await status(store)).gatewayAgeReports.map((r: Json) => r.epoch)).toEqual(['ffffffff06']);
+  });
+
+  it('a status writer racing the report (between its read and its patch) loses nothing: PeerTimeValid stays, a removed entry stays removed', async () => {
+    const { store, metrics } = await setup();
+    const first = new GatewayAgeIngest({ address: '127.0.0.1:0', store, logger: capturingLogger().logger, metrics, monotonic: () => 1_000 });
+    await first.submit(JSON.parse(report('aaaaaaaa01', 1, true)));
+    await first.submit(JSON.parse(report('bbbbbbbb02', 1, true)));
+    const held = gatedStore(store);
+    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', store: held.store, logger: capturingLogger().logger, metrics, monotonic: () => 2_000 });
+    const pending = ingest.submit(JSON.parse(report('cccccccc03', 1, false)));
+    await held.gate.reached;
+    // The peer poller writes PeerTimeValid and an administrator, having verified process aaaaaaaa01 retired,
+    // removes its entry: both after the ingest read the status it is about to patch.
+    const now = (await store.get(GRID_NETWORK, { name: 'grid' })) as Json;
+    await store.patchStatus(GRID_NETWORK, { name: 'grid' }, {
+      conditions: [...now.status.conditions, { type: 'PeerTimeValid', status: 'False', reason: 'PeerTimeRejected', message: 'x', lastTransitionTime: '2026-01-01T00:00:00Z' }],
+    }, { fieldManager: 'grid-operator-peer-signals' });
+    await store.patchStatus(GRID_NETWORK, { name: 'grid' }, { gatewayAgeReports: now.status.gatewayAgeReports.filter((r: Json) => r.epoch !== 'aaaaaaaa01') }, { fieldManager: 'kubectl' });
+    held.gate.release();
+    expect(await pending).toMatchObject({ status: 202, body: { outcome: 'recorded' } });
+    const after = await status(store);
+    expect(after.gatewayAgeReports.map((r: Json) => r.epoch)).toEqual(['bbbbbbbb02', 'cccccccc03']);
+    expect(after.conditions.map((c: Json) => c.type).sort()).toEqual(['GatewayAgesRejected', 'PeerTimeValid']);
+    expect(held.gets()).toBeGreaterThanOrEqual(2);
+  });
+
+  it('answers 503 with Retry-After while more reports than the bound wait on the API, and takes reports again after', async () => {
+    const { store, metrics } = await setup();
+    expect(MAX_QUEUED_REPORTS).toBe(32);
+    const held = gatedStore(store, (kind) => kind.kind === 'GridNetwork');
+    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', store: held.store, logger: capturingLogger().logger, metrics, monotonic: () => 1_000, maxQueuedReports: 2 });
+    await ingest.start();
+    try {
+      // The first report is stuck in its status write (a slow API server); the second waits behind it.
+      const first = post(ingest.port, report('aaaaaaaa01', 1, true));
+      await held.gate.reached;
+      const second = post(ingest.port, report('bbbbbbbb02', 1, false));
+      await waitFor('two reports pending', () => (ingest.pending === 2 ? true : undefined));
+      const refused = await postWithHeaders(ingest.port, report('cccccccc03', 1, false));
+      expect(refused.status).toBe(503);
+      expect(refused.headers['retry-after']).toBe(String(RETRY_AFTER_SECONDS));
+      expect(JSON.parse(refused.body)).toEqual({ error: 'more than 2 reports waiting to be recorded; retry later' });
+      expect(await metrics.registry.metrics()).toMatch(/grid_gateway_age_reports_total\{outcome="busy"\} 1/);
+      held.gate.release();
+      expect((await first).status).toBe(202);
+      expect((await second).status).toBe(202);
+      await waitFor('nothing pending', () => (ingest.pending === 0 ? true : undefined));
+      expect((await post(ingest.port, report('cccccccc03', 1, false))).status).toBe(202);
+      expect((await status(store)).gatewayAgeReports.map((r: Json) => r.epoch)).toEqual(['aaaaaaaa01', 'bbbbbbbb02', 'cccccccc03']);
+    } finally {
+      held.gate.release();
+      await ingest.close();
+    }
   });
 
   it('refuses a new identity when all 128 records are unresolved, persists overflow, and still takes recovery', async () => {

@@ -12,6 +12,8 @@ import { PolledSignals } from '../../../daemons/gossip-operator/peer-signals/pol
 import { pollPeer } from '../../../daemons/gossip-operator/peer-signals/client.ts';
 import type { LocalSignal } from '../../../daemons/gossip-operator/peer-signals/rows.ts';
 import { withOwnConditions, type Condition } from '../../../daemons/gossip-operator/controllers/status.ts';
+import type { ResourceStore } from '../../../daemons/shared/resource-store/types.ts';
+import { gatedStore } from '../gated-store.ts';
 import { capturingLogger, tempDir, waitFor } from '../helpers.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -45,7 +47,7 @@ describe('peer signals over mTLS', () => {
   });
 
   /** A site whose poller starts at once, or after `setup` ran (so its first round already sees the members). */
-  async function startSite(name: string, options: { mode?: string; tls?: boolean; status?: Json; setup?: (site: Site) => void } = {}, dir?: string): Promise<Site> {
+  async function startSite(name: string, options: { mode?: string; tls?: boolean; status?: Json; setup?: (site: Site) => void; wrapStore?: (store: ResourceStore) => ResourceStore } = {}, dir?: string): Promise<Site> {
     const dirs = dir === undefined ? await tempDir(`peer-signals-${name}`) : { path: dir, remove: async () => {} };
     const store = await openLocalStore({ stateDir: dirs.path, coalesceMs: 5, rescanIntervalMs: 1_000 });
     if (dir === undefined) {
@@ -75,7 +77,7 @@ describe('peer signals over mTLS', () => {
       converged: true,
       poller: new PeerPoller({
         site: name,
-        store,
+        store: options.wrapStore?.(store) ?? store,
         logger: capturingLogger().logger,
         metrics,
         polled,
@@ -191,6 +193,18 @@ describe('peer signals over mTLS', () => {
     const after = (await a.store.get(GRID_NETWORK, { name: 'grid' })) as Json;
     expect(after.status.conditions.map((c: Condition) => c.type).sort()).toEqual(['PeerTimeValid', 'Ready']);
     expect(after.status.conditions.find((c: Condition) => c.type === 'PeerTimeValid')).toEqual(valid);
+  });
+
+  it('a condition another writer adds between the poller\'s read and its patch is kept (conflict, read again)', async () => {
+    let held: ReturnType<typeof gatedStore> | undefined;
+    const a = await startSite('site-a', { wrapStore: (store) => (held = gatedStore(store, (kind) => kind.kind === 'GridNetwork')).store });
+    await held!.gate.reached;
+    const rejected: Condition = { type: 'GatewayAgesRejected', status: 'True', reason: 'GatewayAgesRejected', message: 'x', lastTransitionTime: '2026-01-01T00:00:00Z' };
+    await a.store.patchStatus(GRID_NETWORK, { name: 'grid' }, { conditions: [rejected] }, { fieldManager: 'grid-operator-gateway-ages' });
+    held!.gate.release();
+    await waitFor('PeerTimeValid True (no peers)', async () => ((await peerTime(a))?.status === 'True' ? true : undefined), 30_000);
+    const after = (await a.store.get(GRID_NETWORK, { name: 'grid' })) as Json;
+    expect(after.status.conditions.map((c: Condition) => c.type).sort()).toEqual(['GatewayAgesRejected', 'PeerTimeValid']);
   });
 
   it('the endpoint refuses a client without a grid-CA certificate, and the poller refuses a server that is not the polled site', async () => {
