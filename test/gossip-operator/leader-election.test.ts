@@ -3,7 +3,10 @@
 // stops it releases the Lease and the standby takes over.
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { canClaim } from '../../daemons/gossip-operator/manager/leader-election.ts';
+import { canClaim, LeaderElector } from '../../daemons/gossip-operator/manager/leader-election.ts';
+import { LEASE, openLocalStore } from '../../daemons/shared/resource-store/index.ts';
+import type { ResourceStore } from '../../daemons/shared/resource-store/types.ts';
+import { gatedStore } from './gated-store.ts';
 import { grid, readStateObject, renderFixture, startBackend, startLocalOperator, tempDir, testConfig, waitFor, type LocalOperator } from './helpers.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -63,5 +66,45 @@ describe('Lease leader election', () => {
     expect(handedOver.spec.holderIdentity).toBe('replica-2');
     expect(handedOver.spec.leaseTransitions).toBeGreaterThanOrEqual(1);
     await waitFor('replica-2 to start SWIM and reconcile', () => second.operator.context.gossip?.address);
+  });
+
+  it('lets only one of two replicas take over an expired Lease when both decided on the same read', async () => {
+    // Replica A reads the expired Lease and is held before it writes; replica B reads the same version, takes the
+    // Lease over and confirms it. A's write then carries a resourceVersion that moved on: the store refuses it, so
+    // A never leads. Without the precondition A's forced write would win and both would lead until B's next renewal.
+    const dirs = await tempDir('lease-race');
+    cleanups.push(() => dirs.remove());
+    const store = await openLocalStore({ stateDir: dirs.path });
+    cleanups.push(() => store.close());
+    const expired = new Date(Date.now() - 60_000).toISOString().replace(/Z$/, '000Z');
+    await store.apply(LEASE, {
+      apiVersion: LEASE.apiVersion,
+      kind: LEASE.kind,
+      metadata: { name: 'gossip-operator-leader', namespace: 'grid-system' },
+      spec: { holderIdentity: 'gone', leaseDurationSeconds: 3, renewTime: expired, acquireTime: expired, leaseTransitions: 0 },
+    }, { fieldManager: 'grid-operator-leader-election-gone' });
+    const gated = gatedStore(store, (kind) => kind.kind === 'Lease');
+    const started: string[] = [];
+    const errors: unknown[] = [];
+    const elector = (identity: string, on: ResourceStore) => new LeaderElector({
+      store: on, namespace: 'grid-system', name: 'gossip-operator-leader', identity,
+      leaseDurationMs: 3_000, retryPeriodMs: 100, settleMs: 20,
+      onStarted: () => started.push(identity), onLost: () => undefined, onError: (error) => errors.push(error),
+    });
+    const a = elector('replica-a', gated.store);
+    const b = elector('replica-b', store);
+    cleanups.push(() => a.stop(), () => b.stop());
+    a.start();
+    await gated.gate.reached;
+    b.start();
+    await waitFor('replica-b to take the Lease over', () => b.isLeader || undefined, 5_000);
+    gated.gate.release();
+    // A's held attempt finishes (refused), and later attempts see a live Lease held by B.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(a.isLeader).toBe(false);
+    expect(started).toEqual(['replica-b']);
+    const lease = await store.get<Json>(LEASE, { name: 'gossip-operator-leader', namespace: 'grid-system' });
+    expect(lease?.spec).toMatchObject({ holderIdentity: 'replica-b', leaseTransitions: 1 });
+    expect(errors).toEqual([]); // a conflict is the precondition working, not an error to log
   });
 });

@@ -4,12 +4,14 @@
  * same status and ConfigMaps. Each replica writes with a field manager of its own: on the API server, server-side
  * apply then refuses (409) a second replica's claim of holderIdentity while another manager owns it, so two
  * replicas creating the Lease at once cannot both win; `force` is used only to take over a Lease that was released
- * or has expired. The store interface has no compare-and-swap and the local store does not model field ownership,
- * so every acquisition is also confirmed: write, wait a short settle time, read back; only a Lease that still names
- * the candidate makes it leader. A leader that cannot renew within the lease duration steps down (onLost), like
- * client-go's leaderelection.
+ * or has expired. Every write to an existing Lease carries the resourceVersion it was decided on, so two replicas
+ * taking over the same expired Lease, or a renewal racing a take-over, cannot both succeed: the store refuses the
+ * later one with a conflict (both stores check it). Creating the Lease has no version to check and the local store
+ * does not model field ownership, so every acquisition is also confirmed: write, wait a short settle time, read
+ * back; only a Lease that still names the candidate makes it leader. A leader that cannot renew within the lease
+ * duration steps down (onLost), like client-go's leaderelection.
  */
-import { LEASE } from '../../shared/resource-store/index.ts';
+import { LEASE, ResourceStoreError } from '../../shared/resource-store/index.ts';
 import type { KubeObject, ResourceStore } from '../../shared/resource-store/types.ts';
 
 export interface LeaseSpec {
@@ -98,27 +100,36 @@ export class LeaderElector {
     return this.#o.store.get<LeaseObject>(LEASE, { name: this.#o.name, namespace: this.#o.namespace });
   }
 
-  /** `force` only to take a Lease over from another (released or expired) holder; see the module comment. */
-  async #write(spec: LeaseSpec, force: boolean): Promise<void> {
+  /**
+   * `force` only to take a Lease over from another (released or expired) holder; `resourceVersion` is the version the
+   * decision was made on (absent only when creating). See the module comment.
+   */
+  async #write(spec: LeaseSpec, force: boolean, resourceVersion: string | undefined): Promise<void> {
     const lease: LeaseObject = {
       apiVersion: LEASE.apiVersion,
       kind: LEASE.kind,
       metadata: { name: this.#o.name, namespace: this.#o.namespace },
       spec,
     };
-    await this.#o.store.apply(LEASE, lease, { fieldManager: leaseFieldManager(this.#o.identity), force });
+    await this.#o.store.apply(LEASE, lease, {
+      fieldManager: leaseFieldManager(this.#o.identity),
+      force,
+      ...(resourceVersion === undefined ? {} : { resourceVersion }),
+    });
   }
 
   async #attempt(): Promise<void> {
     try {
       const now = this.#o.now();
-      const current = (await this.#read())?.spec;
+      const read = await this.#read();
+      const current = read?.spec;
+      const version = read?.metadata.resourceVersion;
       if (this.#leader) {
         if (current?.holderIdentity !== this.#o.identity) {
           this.#lose();
           return;
         }
-        await this.#write({ ...current, renewTime: microTime(now) }, false);
+        await this.#write({ ...current, renewTime: microTime(now) }, false, version);
         this.#lastRenewMs = now;
         return;
       }
@@ -131,7 +142,7 @@ export class LeaderElector {
         acquireTime: ours && current?.acquireTime !== undefined ? current.acquireTime : microTime(now),
         renewTime: microTime(now),
         leaseTransitions: (current?.leaseTransitions ?? 0) + (ours || current?.holderIdentity === undefined ? 0 : 1),
-      }, exists && !ours);
+      }, exists && !ours, exists ? version : undefined);
       await new Promise((resolve) => setTimeout(resolve, this.#o.settleMs));
       const confirmed = (await this.#read())?.spec;
       if (this.#stopped || confirmed?.holderIdentity !== this.#o.identity) return;
@@ -139,7 +150,9 @@ export class LeaderElector {
       this.#lastRenewMs = now;
       this.#o.onStarted();
     } catch (error) {
-      this.#o.onError?.(error);
+      // A conflict is the precondition doing its job (another replica wrote first); the next attempt reads again.
+      const conflict = error instanceof ResourceStoreError && error.code === 'conflict';
+      if (!conflict) this.#o.onError?.(error);
       if (this.#leader && this.#o.now() - this.#lastRenewMs > this.#o.leaseDurationMs) this.#lose();
     }
   }
@@ -158,9 +171,10 @@ export class LeaderElector {
     if (!this.#leader) return;
     this.#leader = false;
     try {
-      const current = (await this.#read())?.spec;
+      const read = await this.#read();
+      const current = read?.spec;
       if (current?.holderIdentity === this.#o.identity) {
-        await this.#write({ ...current, holderIdentity: '', renewTime: microTime(this.#o.now()) }, false);
+        await this.#write({ ...current, holderIdentity: '', renewTime: microTime(this.#o.now()) }, false, read?.metadata.resourceVersion);
       }
     } catch (error) {
       this.#o.onError?.(error);
