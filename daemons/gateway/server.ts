@@ -21,6 +21,7 @@ import type { GatewayMetrics } from './metrics.ts';
 import { OverlayStore } from './overlay-store.ts';
 import { buildPipeline, runPipeline } from './pipeline.ts';
 import type { Pipeline } from './pipeline.ts';
+import { listen } from '../shared/listen.ts';
 
 const INFERENCE_POST_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses']);
 const RESPONSES_SUBRESOURCE = /^\/v1\/responses\/[A-Za-z0-9_.-]{1,256}(\/(cancel|input_items))?$/;
@@ -291,13 +292,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   const listeners: ListenerInfo[] = [];
   for (const { server, listener } of servers) {
     const { host, port } = parseListenAddress(listener.listener.address);
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    await listen(server, port, host);
     const bound = server.address() as AddressInfo;
     listeners.push({ name: listener.listener.name, host, port: bound.port, tls: listener.listener.tls !== undefined });
   }

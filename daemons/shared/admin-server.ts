@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { listen } from './listen.ts';
 
 export interface AdminServerOptions {
   /** `host:port`; port 0 picks a free port (tests). */
@@ -72,13 +73,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   });
   server.headersTimeout = 5_000;
   server.requestTimeout = 10_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  await listen(server, port, host);
   const bound = server.address() as AddressInfo;
   return {
     port: bound.port,

@@ -17,6 +17,7 @@ import type { EnrollmentConfig } from './config.ts';
 import { InviteRedeemer, MAX_REDEEM_BODY_BYTES, parseRedeemRequest, REDEEM_HTTP_STATUS, REDEEM_OUTCOMES, RedeemRefusal, type RedeemOutcome, type RedeemRequest } from './redeem.ts';
 import { type GridCa, loadGridCa } from './site-certificate.ts';
 import { REDEEM_PATH } from './protocol.ts';
+import { listen } from '../../shared/listen.ts';
 
 export { REDEEM_PATH };
 
@@ -156,13 +157,7 @@ export async function startEnrollmentServer(options: EnrollmentServerOptions): P
   server.keepAliveTimeout = 5_000;
   // A failed TLS handshake is the client's problem; it must not surface as an unhandled error.
   server.on('tlsClientError', (error) => logger.debug({ error: errorFields(error) }, 'enrollment TLS handshake failed'));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  await listen(server, port, host);
   const bound = server.address() as AddressInfo;
   logger.info({ address: `${bound.address}:${bound.port}`, path: REDEEM_PATH }, 'enrollment endpoint listening');
   return {

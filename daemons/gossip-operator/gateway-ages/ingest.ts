@@ -24,6 +24,7 @@ import { patchStatusFresh } from '../controllers/status-write.ts';
 import { GRID_NETWORK } from '../kinds.ts';
 import type { OperatorMetrics } from '../metrics.ts';
 import { type AgeRecord, applyReport, type EvidenceState, GATEWAY_AGES_REJECTED, gatewayAgesCondition, type ReportOutcome } from './evidence.ts';
+import { listen } from '../../shared/listen.ts';
 
 export const GATEWAY_AGES_FIELD_MANAGER = 'grid-operator-gateway-ages';
 export const GATEWAY_AGE_REPORTS_PATH = '/v1/gateway-age-reports';
@@ -130,13 +131,7 @@ export class GatewayAgeIngest {
     server.keepAliveTimeout = 5_000;
     // Idle sockets (a gateway that connected and went quiet) are closed rather than held.
     server.timeout = 15_000;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    await listen(server, port, host);
     this.#server = server;
   }
 

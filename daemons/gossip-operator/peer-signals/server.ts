@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { parseListenAddress } from '../../shared/admin-server.ts';
 import type { PeerSignalsDocument } from '../../../schemas/generated/peer-signals.ts';
 import { PEER_SIGNALS_PATH } from './rows.ts';
+import { listen } from '../../shared/listen.ts';
 
 export interface TlsMaterial {
   readonly caPem: string;
@@ -51,13 +52,7 @@ export class PeerSignalsServer {
     server.on('tlsClientError', () => {});
     server.headersTimeout = 5_000;
     server.requestTimeout = 10_000;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    await listen(server, port, host);
     return new PeerSignalsServer(server, host, (server.address() as AddressInfo).port);
   }
 

@@ -1,0 +1,18 @@
+import type { Server } from 'node:net';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * Binds `server` and resolves with the bound address, or rejects with the bind error (EADDRINUSE, EACCES) instead of
+ * letting it surface later as an unhandled 'error' event. The one-shot error listener is removed once bound, so a
+ * later runtime error reaches the server's own handlers. HTTP, HTTPS and TLS servers are all net.Servers.
+ */
+export async function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return server.address() as AddressInfo;
+}
