@@ -29,16 +29,16 @@ export interface StatusWriteResult<T> {
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/**
- * Reads `ref`, asks `build` for the status patch against that read (undefined: nothing to write) and patches with
- * the read's resourceVersion as precondition; on conflict reads again, at most `attempts` times. `build` must be
- * pure over its argument: it runs once per round and only the last round's patch is written.
- */
 /** Anything with object metadata: the CRD resource types are not index-signature KubeObjects. */
 export interface Versioned {
   readonly metadata: { readonly resourceVersion?: string | undefined };
 }
 
+/**
+ * Reads `ref`, asks `build` for the status patch against that read (undefined: nothing to write) and patches with
+ * the read's resourceVersion as precondition; on conflict reads again, at most `attempts` times. `build` must be
+ * pure over its argument: it runs once per round and only the last round's patch is written.
+ */
 export async function patchStatusFresh<T extends Versioned>(
   store: ResourceStore,
   kind: ResourceKind,
