@@ -2,7 +2,8 @@ import { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
 import { DEFAULT_IMAGE, workloadLabels } from './labels.ts';
 import { grantClusterWide, grantNamespaced, metricsScraperAccount } from './rbac.ts';
-import { GridSynthError, issueAt } from './synth-error.ts';
+import { listenerIssues, renderListeners, type OperatorListenerProps } from './operator-listeners.ts';
+import { GridSynthError, issueAt, type SynthIssue } from './synth-error.ts';
 import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, resources, tmpVolume } from './workload-defaults.ts';
 import { inviteTokenSecretName, operatorStateConfigMapName } from '../schemas/object-names.ts';
 
@@ -12,7 +13,7 @@ export interface SecretName {
   readonly namespace: string;
 }
 
-export interface GossipOperatorProps {
+export interface GossipOperatorProps extends OperatorListenerProps {
   /** Namespace of the operator and of the gateways whose overlays it applies. */
   readonly namespace: string;
   readonly network: string;
@@ -110,12 +111,15 @@ export class GossipOperator extends Construct {
     this.selectorLabels = workloadLabels('gossip-operator', this.name);
     const labels = { ...(props.labels ?? {}), ...this.selectorLabels };
 
+    const issues: SynthIssue[] = [];
     const foreign = props.referencedSecrets.find((secret) => secret.namespace !== this.namespace);
     if (foreign !== undefined) {
-      throw new GridSynthError([
-        issueAt(this, 'referencedSecrets', `Secret ${foreign.namespace}/${foreign.name} is outside the operator namespace ${this.namespace}`, `create the Secret in ${this.namespace} and reference it there, so the operator's Role stays one namespace wide`),
-      ]);
+      issues.push(issueAt(this, 'referencedSecrets', `Secret ${foreign.namespace}/${foreign.name} is outside the operator namespace ${this.namespace}`, `create the Secret in ${this.namespace} and reference it there, so the operator's Role stays one namespace wide`));
     }
+    const taken = new Map<number, string>([[this.gossipPort, 'gossipPort (SWIM)']]);
+    if (!taken.has(this.adminPort)) taken.set(this.adminPort, 'adminPort');
+    issues.push(...listenerIssues(this, props, taken));
+    if (issues.length > 0) throw new GridSynthError(issues);
 
     if (props.createNamespace ?? true) {
       new kplus.Namespace(this, 'Namespace', {
@@ -174,6 +178,11 @@ export class GossipOperator extends Construct {
     if (props.gossipAdvertiseAddress !== undefined) env['GRID_GOSSIP_ADVERTISE'] = kplus.EnvValue.fromValue(props.gossipAdvertiseAddress);
     if (this.metricsScraperName !== undefined) env['GRID_METRICS_SCRAPER_SERVICE_ACCOUNT'] = kplus.EnvValue.fromValue(this.metricsScraperName);
     if (props.gatewayAddress !== undefined) env['GRID_GATEWAY_ADDRESS'] = kplus.EnvValue.fromValue(props.gatewayAddress);
+    // The opt-in listeners add nothing unless their props are set. The enrollment Secrets (the grid CA key among
+    // them) are mounted into this, the operator's only container. RBAC needs nothing new: the redeem path reads
+    // SiteInvites through the cluster-wide grid read rule and its token Secrets through the inviteSecrets rule.
+    const listeners = renderListeners(this, props);
+    Object.assign(env, listeners.env);
     const tmp = tmpVolume(this);
     this.deployment.addContainer({
       name: 'gossip-operator',
@@ -185,12 +194,13 @@ export class GossipOperator extends Construct {
         { number: this.gossipPort, name: 'gossip-udp', protocol: kplus.Protocol.UDP },
         { number: this.gossipPort, name: 'gossip-tcp', protocol: kplus.Protocol.TCP },
         { number: this.adminPort, name: 'admin' },
+        ...listeners.containerPorts,
       ],
       securityContext: CONTAINER_SECURITY,
       resources: props.resources ?? resources(100, 128, 1000, 512),
       liveness: kplus.Probe.fromHttpGet('/livez', { port: this.adminPort }),
       readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.adminPort }),
-      volumeMounts: [{ path: '/tmp', volume: tmp }],
+      volumeMounts: [{ path: '/tmp', volume: tmp }, ...listeners.volumeMounts],
     });
 
     this.service = new kplus.Service(this, 'Service', {
@@ -201,6 +211,7 @@ export class GossipOperator extends Construct {
         { name: 'gossip-udp', port: this.gossipPort, targetPort: this.gossipPort, protocol: kplus.Protocol.UDP },
         { name: 'gossip-tcp', port: this.gossipPort, targetPort: this.gossipPort, protocol: kplus.Protocol.TCP },
         { name: 'metrics', port: this.adminPort, targetPort: this.adminPort },
+        ...listeners.servicePorts,
       ],
     });
   }

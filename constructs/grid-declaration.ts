@@ -5,6 +5,7 @@ import type { AgentToolProviderSpec } from '../schemas/generated/agenttoolprovid
 import type { AgentToAgentProviderSpec } from '../schemas/generated/agenttoagentproviders.ts';
 import type { SiteInviteSpec } from '../schemas/generated/siteinvites.ts';
 import type { ConsumerGatewayProps } from './consumer-gateway.ts';
+import type { OperatorListenerProps } from './operator-listeners.ts';
 import type { ProviderGatewayProps } from './provider-gateway.ts';
 
 /**
@@ -110,6 +111,12 @@ export interface SiteDeclaration {
   readonly agentProviders?: readonly { readonly name: string; readonly spec: Omit<AgentToAgentProviderSpec, 'gridNetworkRef'> }[];
   /** Invitations this site signs for sites that will join (SiteInvite). @default - none */
   readonly invites?: readonly { readonly name: string; readonly spec: SiteInviteSpec }[];
+  /** The operator's peer signals endpoint (signalTransport poll), passed to GossipOperator. @default - off */
+  readonly peerSignals?: OperatorListenerProps['peerSignals'];
+  /** The operator's gateway age report ingest, passed to GossipOperator. @default - off */
+  readonly gatewayAgeIngest?: OperatorListenerProps['gatewayAgeIngest'];
+  /** The operator's SiteInvite redeem endpoint (for `invites`), passed to GossipOperator. @default - off */
+  readonly enrollment?: OperatorListenerProps['enrollment'];
 }
 
 export interface GridDeclaration {

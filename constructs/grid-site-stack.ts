@@ -184,6 +184,9 @@ export class GridSiteStack extends Chart {
       image: this.image,
       gatewayAddress: site.gatewayEndpoint?.address,
       gossipAdvertiseAddress: site.gossipAddress,
+      peerSignals: site.peerSignals,
+      gatewayAgeIngest: site.gatewayAgeIngest,
+      enrollment: site.enrollment,
       overlayConfigMaps: consumerName === undefined ? [] : [overlayConfigMapName(this.network, consumerName)],
       referencedSecrets: [
         ...referencedSecrets([networkSpec, ...[...providerSpecs, ...toolSpecs, ...agentSpecs].map((p) => p.spec)]),
