@@ -80,7 +80,10 @@ export function orderCandidate(candidate: OverlayCandidate): OverlayCandidate {
       ordered[key] = { strategy: credential.strategy, secretRef: { name, namespace, key: secretKey } };
     } else if (key === 'score_breakdown') {
       const breakdown = value as Record<string, unknown>;
-      ordered[key] = Object.fromEntries(BREAKDOWN_KEYS.map((k) => [k, breakdown[k]]));
+      // A plain loop, not fromEntries over mapped pairs: this runs per candidate, up to 1024 times per render.
+      const copy: Record<string, unknown> = {};
+      for (const k of BREAKDOWN_KEYS) copy[k] = breakdown[k];
+      ordered[key] = copy;
     } else {
       ordered[key] = value;
     }
