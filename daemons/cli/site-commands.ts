@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as x509 from '@peculiar/x509';
 import { REDEEM_PATH, spkiSha256 } from '../gossip-operator/enrollment/protocol.ts';
+import { pemCertificates } from '../shared/tls.ts';
 import { CliError, usageError } from './cli-error.ts';
 import type { CommandResult } from './overlay-commands.ts';
 
@@ -192,7 +193,7 @@ export async function enrollCommand(args: readonly string[]): Promise<CommandRes
   } catch (error) {
     throw new CliError(`cannot read --ca ${caFile}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, 2);
   }
-  const cas = (caPem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []).map((pem) => {
+  const cas = pemCertificates(caPem).map((pem) => {
     try {
       return new X509Certificate(pem);
     } catch {

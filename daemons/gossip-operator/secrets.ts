@@ -22,9 +22,17 @@ export class SecretError extends Error {
   }
 }
 
-interface SecretObject {
+export interface SecretObject {
   data?: Record<string, string>;
   stringData?: Record<string, string>;
+}
+
+/** The bytes of one key of a Secret already read (data is base64 as on the API server; stringData for local manifests). */
+export function secretKeyBytes(secret: SecretObject, key: string): Buffer | undefined {
+  const encoded = secret.data?.[key];
+  if (typeof encoded === 'string') return Buffer.from(encoded, 'base64');
+  const plain = secret.stringData?.[key];
+  return typeof plain === 'string' ? Buffer.from(plain, 'utf8') : undefined;
 }
 
 /** The bytes of one Secret key (data is base64 as on the API server; stringData is accepted for local manifests). */
@@ -38,11 +46,9 @@ export async function readSecretKey(store: ResourceStore, ref: KeyRef, defaultKe
     throw new SecretError('unreadable', `${where} cannot be read (${(error as { code?: string }).code ?? 'error'})`);
   }
   if (secret === undefined) throw new SecretError('missing', `${where} does not exist`);
-  const encoded = secret.data?.[key];
-  if (typeof encoded === 'string') return Buffer.from(encoded, 'base64');
-  const plain = secret.stringData?.[key];
-  if (typeof plain === 'string') return Buffer.from(plain, 'utf8');
-  throw new SecretError('key_missing', `${where} has no key "${key}"`);
+  const bytes = secretKeyBytes(secret, key);
+  if (bytes === undefined) throw new SecretError('key_missing', `${where} has no key "${key}"`);
+  return bytes;
 }
 
 export async function readConfigMapKey(store: ResourceStore, ref: KeyRef, defaultKey: string): Promise<string> {

@@ -11,6 +11,7 @@
 import 'reflect-metadata';
 import { createPrivateKey, generateKeyPairSync, KeyObject, webcrypto, X509Certificate } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
+import { pemCertificates } from '../shared/tls.ts';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -73,8 +74,6 @@ export async function certifiedIdentity(site: string, siteCertPem: string, siteK
   };
 }
 
-const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
-
 function namesSite(cert: X509Certificate, site: string): boolean {
   const cn = cert.subject.split('\n').some((line) => line === `CN=${site}`);
   const san = (cert.subjectAltName ?? '').split(', ').some((entry) => entry === `DNS:${site}`);
@@ -90,9 +89,9 @@ export type BundleCheck = { readonly ok: true; readonly publicKey: KeyObject } |
 /** Verifies grid CA -> site certificate naming `site` -> Ed25519 signing certificate. Never throws. */
 export function verifySiteBundle(bundle: string, site: string, caPem: string, nowMs: number): BundleCheck {
   try {
-    const pems = bundle.match(PEM_CERT) ?? [];
+    const pems = pemCertificates(bundle);
     if (pems.length !== 2) return { ok: false, detail: `expected a site and a signing certificate, got ${pems.length} certificates` };
-    const cas = (caPem.match(PEM_CERT) ?? []).map((p) => new X509Certificate(p));
+    const cas = pemCertificates(caPem).map((p) => new X509Certificate(p));
     const leaf = new X509Certificate(pems[0] as string);
     const signing = new X509Certificate(pems[1] as string);
     if (!cas.some((ca) => leaf.checkIssued(ca) && leaf.verify(ca.publicKey))) return { ok: false, detail: 'site certificate is not issued by the grid CA' };

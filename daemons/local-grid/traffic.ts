@@ -35,20 +35,7 @@ export function curlFor(listen: string, model: string): string {
   return `curl -sS -i http://${listen}/v1/chat/completions -H 'content-type: application/json' -d '${CHAT_BODY(model)}'`;
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs: number, intervalMs = 250): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? ` (last error: ${last.message})` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
+export { waitFor } from '../shared/wait-for.ts';
 
 /** Sends `count` requests one after another; returns how many each provider served (and "status <n>" for failures). */
 export async function attribution(listen: string, model: string, count: number): Promise<Map<string, number>> {

@@ -54,6 +54,13 @@ export interface LeafOptions {
 }
 
 /** SHA-256 fingerprint of a certificate's DER bytes, 64 lowercase hex. */
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+/** Every CERTIFICATE block of a PEM bundle (a chain or a CA bundle), in order; other block types are skipped. */
+export function pemCertificates(bundle: string): string[] {
+  return bundle.match(PEM_CERTIFICATE) ?? [];
+}
+
 export function certificateFingerprint(der: Uint8Array | ArrayBuffer): string {
   const bytes = der instanceof Uint8Array ? der : new Uint8Array(der);
   return createHash('sha256').update(bytes).digest('hex');

@@ -135,11 +135,17 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
       expect(agreed.rows).toHaveLength(2);
       expect(agreed.overlay.revision).toMatch(/^[0-9a-f]{64}$/);
       // The file the gateway reads holds exactly the ConfigMap's bytes.
-      const store = await grid.site('east').store.get({ apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true }, { namespace: 'grid-system', name: 'grid-overlay-demo-consumer-gateway' });
-      const data = (store?.['data'] as Record<string, string>)['routing-overlay.json'];
+      // A newer revision may land between the two reads, so read both until they name the same revision; then the
+      // bytes must be identical.
       const pod = grid.pods.find((p) => p.pod.id === 'consumer-gateway-0')!;
-      const onDisk = readFileSync(join(pod.dir, 'volumes', 'routing-overlay', 'routing-overlay.json'), 'utf8');
-      if (JSON.parse(onDisk).revision.value === agreed.overlay.revision) expect(onDisk).toBe(data);
+      const pair = await waitFor('the serving file and the ConfigMap at one revision', async () => {
+        const store = await grid.site('east').store.get({ apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true }, { namespace: 'grid-system', name: 'grid-overlay-demo-consumer-gateway' });
+        const data = (store?.['data'] as Record<string, string> | undefined)?.['routing-overlay.json'];
+        if (data === undefined) return undefined;
+        const onDisk = readFileSync(join(pod.dir, 'volumes', 'routing-overlay', 'routing-overlay.json'), 'utf8');
+        return JSON.parse(onDisk).revision.value === JSON.parse(data).revision.value ? { data, onDisk } : undefined;
+      }, 15_000);
+      expect(pair.onDisk).toBe(pair.data);
     });
   }, 60_000);
 

@@ -17,6 +17,7 @@ import {
   createServerCertificate,
 } from '../../daemons/shared/tls.ts';
 import type { LeafCertificate } from '../../daemons/shared/tls.ts';
+import { waitFor as pollUntil } from '../../daemons/shared/wait-for.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -131,19 +132,8 @@ export async function writeRaw(path: string, content: string): Promise<void> {
   await rename(tmp, path);
 }
 
-export async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last === undefined ? '' : ` (last error: ${String(last)})`}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+export function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  return pollUntil(what, probe, timeoutMs, 25);
 }
 
 export interface Daemon {

@@ -13,6 +13,7 @@ import type { OperatorConfig } from '../../daemons/gossip-operator/config.ts';
 import { startOperator, type OperatorHandle, type OperatorOptions } from '../../daemons/gossip-operator/operator.ts';
 import { validateCustomResource } from '../../schemas/crds/validate.ts';
 import { REPO_ROOT } from '../fixtures-path.ts';
+import { waitFor as pollUntil } from '../../daemons/shared/wait-for.ts';
 
 export const OPERATOR_FIXTURES = join(REPO_ROOT, 'test/fixtures/operator');
 
@@ -112,19 +113,8 @@ export async function readStateObject(stateDir: string, group: string, kind: str
 export const grid = (stateDir: string, kind: string, name: string) => readStateObject(stateDir, 'grid.praxis.fast', kind, undefined, name);
 export const configMap = (stateDir: string, namespace: string, name: string) => readStateObject(stateDir, 'core', 'ConfigMap', namespace, name);
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+export function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
+  return pollUntil(what, probe, timeoutMs, 50);
 }
 
 /** A logger that keeps every line, so tests can assert what was (and was not) logged. */

@@ -20,6 +20,7 @@ import {
   type DeploymentObject,
   MOUNT_REQUIREMENTS_KEY,
   mountRequirementsConfigMap,
+  type MountRequirementsInput,
   mountsInPlace,
   ownedBy,
   renderMountRequirements,
@@ -37,17 +38,9 @@ export const MOUNT_POLL_MS = 10_000;
 
 export type MountContext = Pick<OperatorContext, 'store' | 'logger'>;
 
-export interface MountInput {
-  readonly network: string;
+/** What the reconciler needs: the requirements' input plus the GridNetwork generation its status reports. */
+export interface MountInput extends MountRequirementsInput {
   readonly generation: number;
-  readonly gateway: GatewayReference;
-  readonly praxis: PraxisConfig;
-  readonly configMapName: string;
-  readonly configText: string;
-  readonly candidates: readonly OverlayCandidate[];
-  readonly tls: GridNetworkSpec['tls'];
-  /** The overlay revision is held back for projected-credential attestation (see MountRequirementsInput). */
-  readonly credentialsHeld?: boolean;
 }
 
 /** Phases that need another look without any watched object changing. */

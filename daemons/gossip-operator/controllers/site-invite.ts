@@ -10,6 +10,7 @@ import type { SiteInviteStatus } from '../../../schemas/generated/siteinvites.ts
 import { validateCustomResource } from '../../../schemas/crds/validate.ts';
 import type { KubeObject } from '../../shared/resource-store/types.ts';
 import type { OperatorContext } from '../context.ts';
+import { secretKeyBytes } from '../secrets.ts';
 import { FIELD_MANAGER, LABEL_PREFIX_INVITE, SECRET, SITE_INVITE } from '../kinds.ts';
 import type { Controller, ReconcileResult } from '../manager/manager.ts';
 import { boundedMessage, type Condition, mergeConditions, nowRfc3339, sameJson, specOnly } from './status.ts';
@@ -95,7 +96,7 @@ export class SiteInviteController implements Controller {
     if (state === 'issue') {
       const ref = { name: inviteTokenSecretName(name), namespace: ctx.config.namespace };
       const existing = (await ctx.store.get(SECRET, ref)) as SecretObject | undefined;
-      let tokenId = existing?.data?.['tokenId'] !== undefined ? Buffer.from(existing.data['tokenId'], 'base64').toString('utf8') : undefined;
+      let tokenId = existing === undefined ? undefined : secretKeyBytes(existing, 'tokenId')?.toString('utf8');
       const created = Date.parse(invite.metadata.creationTimestamp ?? '') || now;
       const expiresAt = nowRfc3339(created + lifetimeMs);
       if (tokenId === undefined) {

@@ -14,6 +14,7 @@ import { inviteTokenSecretName } from '../../../schemas/object-names.ts';
 import type { ResourceStore } from '../../shared/resource-store/types.ts';
 import { FIELD_MANAGER, SECRET, SITE_INVITE } from '../kinds.ts';
 import { nowRfc3339 } from '../controllers/status.ts';
+import { type SecretObject, secretKeyBytes } from '../secrets.ts';
 import { CsrError, type GridCa, issueSiteCertificate, verifyCsr } from './site-certificate.ts';
 
 /** Append-only catalogue: the `outcome` label of grid_enrollment_redeem_total and the `error` field of refusals. */
@@ -115,13 +116,8 @@ export function tokenMatches(presented: string, stored: string): boolean {
   return timingSafeEqual(digest(presented), digest(stored));
 }
 
-interface TokenSecret {
-  data?: Record<string, string>;
-}
-
-function secretField(secret: TokenSecret, key: string): string | undefined {
-  const encoded = secret.data?.[key];
-  return typeof encoded === 'string' ? Buffer.from(encoded, 'base64').toString('utf8') : undefined;
+function secretField(secret: SecretObject, key: string): string | undefined {
+  return secretKeyBytes(secret, key)?.toString('utf8');
 }
 
 export interface InviteRedeemerOptions {
@@ -177,7 +173,7 @@ export class InviteRedeemer {
     const expiresAt = Date.parse(invite.status?.expiresAt ?? '');
     if (!Number.isFinite(expiresAt) || now >= expiresAt) throw new RedeemRefusal('expired', `the token of SiteInvite ${name} expired at ${invite.status?.expiresAt ?? '(unknown)'}`);
     const secretRef = { name: inviteTokenSecretName(name), namespace };
-    const secret = (await store.get(SECRET, secretRef)) as TokenSecret | undefined;
+    const secret = (await store.get(SECRET, secretRef)) as SecretObject | undefined;
     const stored = secret === undefined ? undefined : secretField(secret, 'token');
     if (secret === undefined || stored === undefined || secretField(secret, 'tokenId') !== request.tokenId) {
       throw new RedeemRefusal('revoked', `the token of SiteInvite ${name} was revoked or already used`);

@@ -3,6 +3,7 @@
  * once, a key being processed is never handed to a second worker, a key added while it is processed runs once more
  * afterwards, and failures back off per key (exponential with jitter) until a success forgets them.
  */
+import { backoffDelayMs } from '../../shared/resource-store/backoff.ts';
 
 export interface WorkQueueOptions {
   readonly baseBackoffMs?: number;
@@ -80,9 +81,9 @@ export class WorkQueue {
   addRateLimited(key: string): number {
     const failures = this.#failures.get(key) ?? 0;
     this.#failures.set(key, failures + 1);
-    const exp = Math.min(this.#max, this.#base * 2 ** Math.min(failures, 30));
-    // Full jitter in the upper half: spread retries without ever retrying sooner than half the step.
-    const delay = Math.round(exp / 2 + (this.#random() * exp) / 2);
+    // Jitter in the upper half of the step: spread retries without ever retrying sooner than half the step. The
+    // shared policy subtracts its jitter, so 1 - random keeps "random 1 = the whole step" for injected randomness.
+    const delay = backoffDelayMs({ initialMs: this.#base, maxMs: this.#max, jitter: 0.5 }, failures, () => 1 - this.#random());
     this.addAfter(key, delay);
     return delay;
   }
