@@ -40,6 +40,26 @@ export function canonicalizeInto(value: unknown, sink: (chunk: string) => void):
 }
 
 const CHUNK = 16_384;
+const SHAPE_CACHE_SIZE = 16;
+const SHAPE_MAX_KEYS = 64;
+
+interface Shape {
+  /** The keys as Object.keys listed them. */
+  readonly keys: readonly string[];
+  /** JCS order, and per sorted key its quoted form with ':' for the first member written (head) or later (tail). */
+  readonly sorted: readonly string[];
+  readonly head: readonly string[];
+  readonly tail: readonly string[];
+}
+
+const shapeCache: Shape[] = [];
+let nextShapeSlot = 0;
+
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 /**
  * Writes canonical text into a pending string that is handed to the sink whenever it passes CHUNK characters. Two
@@ -67,6 +87,35 @@ class Writer {
   #add(text: string): void {
     this.#pending += text;
     if (this.#pending.length >= CHUNK) this.flush();
+  }
+
+  /**
+   * The JCS key order and quoted keys for an object with these keys. Every candidate of an overlay has one of a
+   * few key sets, and the operator renders the same forms on every reconcile, so sorting and quoting them again for
+   * each object was repeated work and garbage. A repeat is recognised by comparing key lists (for the same keys in
+   * the same order, the same strings). The cache is shared and holds SHAPE_CACHE_SIZE shapes, replaced in turn, so
+   * documents of arbitrary objects cost about what they did without it and cannot grow it (nor can an object
+   * with more than SHAPE_MAX_KEYS keys).
+   */
+  #shapeOf(keys: readonly string[]): Shape {
+    for (const shape of shapeCache) if (sameKeys(shape.keys, keys)) return shape;
+    // Default sort compares UTF-16 code units, exactly the JCS key order.
+    const sorted = [...keys].sort();
+    const head: string[] = [];
+    const tail: string[] = [];
+    for (const key of sorted) {
+      this.#segments.push(key);
+      const quoted = `${this.#quote(key)}:`;
+      this.#segments.pop();
+      head.push(quoted);
+      tail.push(`,${quoted}`);
+    }
+    const shape: Shape = { keys, sorted, head, tail };
+    // An object with very many keys is not a repeated form worth keeping, and would keep its keys alive.
+    if (keys.length > SHAPE_MAX_KEYS) return shape;
+    if (shapeCache.length < SHAPE_CACHE_SIZE) shapeCache.push(shape);
+    else shapeCache[(nextShapeSlot++) % SHAPE_CACHE_SIZE] = shape;
+    return shape;
   }
 
   #fail(problem: string): never {
@@ -129,15 +178,16 @@ class Writer {
         this.#fail(`${object.constructor?.name ?? 'object'} is not a plain JSON object`);
       }
       const record = object as Record<string, unknown>;
-      // Default sort compares UTF-16 code units, exactly the JCS key order.
-      const keys = Object.keys(record).sort();
+      const shape = this.#shapeOf(Object.keys(record));
+      const { sorted } = shape;
       this.#add('{');
       let first = true;
-      for (const key of keys) {
+      for (let i = 0; i < sorted.length; i++) {
+        const key = sorted[i] as string;
         const member = record[key];
         if (member === undefined) continue;
         segments.push(key);
-        this.#add(first ? this.#quote(key) + ':' : ',' + this.#quote(key) + ':');
+        this.#add(first ? (shape.head[i] as string) : (shape.tail[i] as string));
         this.value(member);
         segments.pop();
         first = false;

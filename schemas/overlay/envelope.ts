@@ -50,7 +50,11 @@ export function buildEnvelope(input: EnvelopeInput): OverlayEnvelope {
   };
 }
 
-/** The payload with its keys (and each candidate's) in contract order and optional keys omitted, never null. */
+/**
+ * The payload with its keys (and each candidate's) in contract order and optional keys omitted, never null. Always a
+ * new payload object and candidates array; candidates already in contract order are shared with the input, so the
+ * input must not be changed afterwards (the revision was computed over them).
+ */
 export function orderPayload(payload: OverlayPayload): OverlayPayload {
   const ordered: Record<string, unknown> = { network: payload.network, local_site: payload.local_site };
   if (payload.selection_policy !== undefined) ordered['selection_policy'] = { mode: payload.selection_policy.mode };
@@ -67,9 +71,49 @@ const BREAKDOWN_KEYS = [
   'locality', 'queue_depth', 'kv_cache', 'prefix_cache', 'latency', 'cost', 'total',
 ] as const satisfies readonly (keyof ScoreBreakdown)[];
 
-/** Keys outside the v1 contract are dropped: a producer emits only what the contract defines. */
+/** The keys of `value` are exactly `expected`, in that order (a plain object; values are not looked at). */
+function hasExactKeys(value: unknown, expected: readonly string[]): boolean {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const keys = Object.keys(value);
+  if (keys.length !== expected.length) return false;
+  for (let i = 0; i < keys.length; i++) if (keys[i] !== expected[i]) return false;
+  return true;
+}
+
+const CREDENTIAL_KEYS = ['strategy', 'secretRef'] as const;
+const SECRET_REF_KEYS = ['name', 'namespace', 'key'] as const;
+
+/**
+ * True when copying `candidate` would give an equal object with the same key order: only contract keys, in
+ * contract order, none null or undefined, and the nested credential and breakdown already in theirs. The renderer
+ * builds candidates this way, and a copy of each would be an object graph per candidate that lives through the
+ * whole render, which garbage collection of a large overlay pays for.
+ */
+function inContractOrder(candidate: Record<string, unknown>): boolean {
+  let next = 0;
+  for (const key of Object.keys(candidate)) {
+    while (next < CANDIDATE_KEYS.length && CANDIDATE_KEYS[next] !== key) next++;
+    if (next === CANDIDATE_KEYS.length) return false;
+    next++;
+    const value = candidate[key];
+    if (value === undefined || value === null) return false;
+    if (key === 'credential') {
+      const credential = value as { secretRef?: unknown };
+      if (!hasExactKeys(credential, CREDENTIAL_KEYS) || !hasExactKeys(credential.secretRef, SECRET_REF_KEYS)) return false;
+    } else if (key === 'score_breakdown' && !hasExactKeys(value, BREAKDOWN_KEYS)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * The candidate with its keys in contract order; keys outside the v1 contract are dropped (a producer emits only
+ * what the contract defines). A candidate already in that form is returned as it is, not copied.
+ */
 export function orderCandidate(candidate: OverlayCandidate): OverlayCandidate {
   const source = candidate as unknown as Record<string, unknown>;
+  if (inContractOrder(source)) return candidate;
   const ordered: Record<string, unknown> = {};
   for (const key of CANDIDATE_KEYS) {
     const value = source[key];
@@ -80,7 +124,6 @@ export function orderCandidate(candidate: OverlayCandidate): OverlayCandidate {
       ordered[key] = { strategy: credential.strategy, secretRef: { name, namespace, key: secretKey } };
     } else if (key === 'score_breakdown') {
       const breakdown = value as Record<string, unknown>;
-      // A plain loop, not fromEntries over mapped pairs: this runs per candidate, up to 1024 times per render.
       const copy: Record<string, unknown> = {};
       for (const k of BREAKDOWN_KEYS) copy[k] = breakdown[k];
       ordered[key] = copy;

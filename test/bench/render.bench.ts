@@ -11,15 +11,14 @@
  * an overlay at 1024 candidates and a ConfigMap at 1 MiB — and one multi-megabyte string measures V8's large-object
  * space rather than the per-candidate work. Its size is still shown, from one untimed serialization.
  *
- * Every size renders the same volume of candidates in total (VOLUME: 20 000 renders of 10, 20 of 10 000), so the
- * garbage collection a render causes is paid inside the measurement at every size; the best single run would hide it
- * for small overlays (a 100-candidate render often finishes before any collection) and not for large ones. The
- * volume is split over interleaved rounds (see VOLUME). Prints, per size, the mean CPU time per render (median of
- * the round means; process.cpuUsage, so time spent waiting for a CPU on a busy machine is not counted), the median
- * CPU and wall time of single renders and the CPU cost per candidate relative to the 1 000-candidate run.
- * Linearity is judged on the marginal cost per added candidate (t(n2) - t(n1)) / (n2 - n1) between 100, 1 000 and
- * 10 000 candidates; the 10-candidate row carries the fixed cost of a render (envelope, policy checks) and is shown
- * but not part of the linearity check.
+ * Each of PROCESSES fresh processes runs ROUNDS rounds; a round renders about ROUND_VOLUME candidates at every size
+ * (so garbage collection is paid inside the measurement at every size), all sizes back to back. Prints, per size, the
+ * CPU time per render (median over all rounds; process.cpuUsage, so waiting for a CPU is not counted), the median CPU
+ * and wall time of single renders, the CPU cost per candidate, and that cost relative to the 1 000-candidate run of
+ * the same round (median over rounds). Linearity is judged on the marginal cost per added candidate,
+ * (t(n2) - t(n1)) / (n2 - n1), 1 000 -> 10 000 against 100 -> 1 000, computed per round (see ROUNDS for why); the
+ * 10-candidate row carries the fixed cost of a render (envelope, policy checks, the hash's set-up) and is shown but
+ * not part of the linearity check.
  */
 import { spawnSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
@@ -152,43 +151,39 @@ function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
-interface Measurement {
-  readonly mode: 'contract' | 'uncapped';
-  readonly run: Run;
-  /** Median over rounds of the mean CPU time (user + system) per render, garbage collection included. */
-  readonly cpuMeanMs: number;
-  readonly cpuMedianMs: number;
-  /** Wall-clock time per render: includes waiting for a CPU on a loaded machine. */
-  readonly wallMedianMs: number;
-  readonly iterations: number;
-}
-
 function cpuMs(): number {
   const { user, system } = process.cpuUsage();
   return (user + system) / 1000;
 }
 
 /**
- * Candidates rendered per size and mode in total, split over ROUNDS rounds that visit every size in turn; a size's
- * figure is the median of its round means. Interleaving and the median keep one disturbed stretch (another process,
- * a late JIT tier-up) from deciding a size's figure, which a single block per size let happen.
+ * Rounds per process, and candidates rendered per size in one round (10 000 renders of 10, 2 of 10 000). Every size
+ * renders about the same volume, so the garbage collection a render causes is paid inside the measurement at every
+ * size (the best single run would hide it for small overlays and not for large ones).
+ *
+ * Why rounds, and why ratios are taken within a round: this machine's speed drifts by up to 2x over seconds (a fixed
+ * arithmetic loop measured 14-26 ms of CPU per slice in one run and 20-21 ms in the next; CPU time does not help
+ * when the core itself is slowed by its neighbours). Sizes measured a few seconds apart therefore compare the
+ * machine, not the code. Each round visits every size within about a second, alternating direction, and the scaling
+ * ratios are computed per round and then the median taken, so a slow stretch scales numerator and denominator alike.
  */
-const VOLUME = 200_000;
-const ROUNDS = 5;
+const ROUNDS = 30;
+const ROUND_VOLUME = 10_000;
 const MIN_RUNS_PER_ROUND = 2;
 
 interface Subject {
-  readonly mode: Measurement['mode'];
+  readonly mode: 'contract' | 'uncapped';
   readonly size: number;
   readonly input: NetworkRoutingInput;
   readonly limit: number | undefined;
   readonly first: Run;
+  /** CPU ms per render, one mean per round (garbage collection included). */
   readonly roundMeans: number[];
   readonly cpu: number[];
   readonly wall: number[];
 }
 
-function subject(size: number, mode: Measurement['mode']): Subject {
+function subject(size: number, mode: Subject['mode']): Subject {
   const input = buildGrid(size);
   const limit = mode === 'uncapped' ? Number.MAX_SAFE_INTEGER : undefined;
   // The first render always writes the ConfigMap text, for the bytes column; the measured ones only in contract mode.
@@ -197,9 +192,9 @@ function subject(size: number, mode: Measurement['mode']): Subject {
   return { mode, size, input, limit, first, roundMeans: [], cpu: [], wall: [] };
 }
 
-/** One round of one size: about VOLUME / ROUNDS candidates; the same state must keep its revision. */
+/** One round of one size; the same state must keep its revision. */
 function round(s: Subject): void {
-  const runs = Math.max(MIN_RUNS_PER_ROUND, Math.ceil(VOLUME / ROUNDS / s.size));
+  const runs = Math.max(MIN_RUNS_PER_ROUND, Math.ceil(ROUND_VOLUME / s.size));
   const start = cpuMs();
   for (let i = 0; i < runs; i += 1) {
     const c = cpuMs();
@@ -212,56 +207,57 @@ function round(s: Subject): void {
   s.roundMeans.push((cpuMs() - start) / runs);
 }
 
-function measureAll(): Measurement[] {
+function measureAll(): Subject[] {
   const subjects = (['contract', 'uncapped'] as const).flatMap((mode) => SIZES.map((size) => subject(size, mode)));
-  for (let r = 0; r < ROUNDS; r += 1) for (const s of subjects) round(s);
-  return subjects.map((s) => ({
-    mode: s.mode,
-    run: s.first,
-    cpuMeanMs: median(s.roundMeans),
-    cpuMedianMs: median(s.cpu),
-    wallMedianMs: median(s.wall),
-    iterations: s.cpu.length,
-  }));
+  const backwards = [...subjects].reverse();
+  for (let r = 0; r < ROUNDS; r += 1) for (const s of r % 2 === 0 ? subjects : backwards) round(s);
+  return subjects;
 }
 
 /**
- * The whole measurement runs in PROCESSES fresh child processes and each figure is the median over them: within one
- * process the large sizes settle into one of a few heap and JIT states that persist for its lifetime (seen as a
- * per-candidate cost at 10 000 of 22 µs in one process and 31 µs in the next, with the same code), so repeating
- * inside one process cannot average that out, while separate processes do.
+ * Fresh child processes, whose rounds are pooled: a process also settles into one of a few JIT and heap states for
+ * its lifetime, which repeating inside it cannot average out.
  */
 const PROCESSES = 3;
 const CHILD = 'AGN_RENDER_BENCH_CHILD';
 
 interface ChildRow {
-  readonly mode: Measurement['mode'];
+  readonly mode: Subject['mode'];
   readonly candidates: number;
   readonly published: number;
   readonly bytes: number;
-  readonly iterations: number;
-  readonly cpuMeanMs: number;
+  readonly roundMeans: readonly number[];
   readonly cpuMedianMs: number;
   readonly wallMedianMs: number;
 }
 
+function quartiles(values: readonly number[]): { q1: number; median: number; q3: number } {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number): number => {
+    const position = (sorted.length - 1) * q;
+    const low = Math.floor(position);
+    const high = Math.ceil(position);
+    return (sorted[low] as number) + ((sorted[high] as number) - (sorted[low] as number)) * (position - low);
+  };
+  return { q1: at(0.25), median: at(0.5), q3: at(0.75) };
+}
+
 if (process.env[CHILD] === '1') {
-  const rows: ChildRow[] = measureAll().map((m) => ({
-    mode: m.mode,
-    candidates: m.run.inputCandidates,
-    published: m.run.published,
-    bytes: m.run.bytes,
-    iterations: m.iterations,
-    cpuMeanMs: m.cpuMeanMs,
-    cpuMedianMs: m.cpuMedianMs,
-    wallMedianMs: m.wallMedianMs,
+  const rows: ChildRow[] = measureAll().map((s) => ({
+    mode: s.mode,
+    candidates: s.first.inputCandidates,
+    published: s.first.published,
+    bytes: s.first.bytes,
+    roundMeans: s.roundMeans,
+    cpuMedianMs: median(s.cpu),
+    wallMedianMs: median(s.wall),
   }));
   process.stdout.write(`${JSON.stringify(rows)}\n`);
 } else {
   const [load1] = loadavg();
   console.log(`routing render benchmark: node ${process.version} ${process.arch}, ${cpus().length} CPUs, load average ${load1?.toFixed(2)} at start`);
   console.log('contract = the real pipeline incl. the ConfigMap text (overlay capped at 1024 candidates); uncapped = render + hash with the cap lifted, to measure scaling (text size shown, not timed)');
-  console.log(`each of ${PROCESSES} fresh processes renders ${VOLUME} candidates per size over ${ROUNDS} interleaved rounds; cpu mean = median over processes of the median round mean of CPU time per render (immune to other processes), wall = elapsed incl. waiting for a CPU`);
+  console.log(`${PROCESSES} fresh processes x ${ROUNDS} rounds; each round renders about ${ROUND_VOLUME} candidates per size, all sizes back to back; cpu mean = median over all rounds of the CPU time per render (process.cpuUsage, garbage collection included), wall = elapsed per single render`);
   const runs: ChildRow[][] = [];
   for (let p = 0; p < PROCESSES; p += 1) {
     const child = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url)], {
@@ -272,44 +268,51 @@ if (process.env[CHILD] === '1') {
     if (child.status !== 0) throw new Error(`benchmark process ${p + 1} failed (${child.status}): ${child.stderr.slice(-2000)}`);
     runs.push(JSON.parse(child.stdout.trim().split('\n').pop() ?? '[]') as ChildRow[]);
   }
-  const rowsOf = (mode: string, candidates: number): ChildRow[] => runs.map((r) => {
+  const rowOf = (r: readonly ChildRow[], mode: string, candidates: number): ChildRow => {
     const row = r.find((x) => x.mode === mode && x.candidates === candidates);
     if (row === undefined) throw new Error(`no ${mode} row for ${candidates} candidates`);
     return row;
-  });
-  const cpuAt = (mode: string, candidates: number): number => median(rowsOf(mode, candidates).map((r) => r.cpuMeanMs));
-  console.log('mode     | candidates in | published | overlay bytes |  runs | cpu mean ms | cpu median ms | wall median ms | mean cpu µs/candidate | vs 1 000');
+  };
+  const rowsOf = (mode: string, candidates: number): ChildRow[] => runs.map((r) => rowOf(r, mode, candidates));
+  const cpuAt = (mode: string, candidates: number): number => median(rowsOf(mode, candidates).flatMap((r) => r.roundMeans));
+  /** Per round (every process), f of that round's CPU ms per render by size. */
+  const perRound = (mode: string, f: (at: (n: number) => number) => number, only?: readonly ChildRow[]): number[] =>
+    (only === undefined ? runs : [only]).flatMap((r) =>
+      Array.from({ length: ROUNDS }, (_, i) => f((n) => rowOf(r, mode, n).roundMeans[i] as number)),
+    );
+  console.log('mode     | candidates in | published | overlay bytes | rounds | cpu mean ms | cpu median ms | wall median ms | mean cpu µs/candidate | vs 1 000 (paired)');
   for (const mode of ['contract', 'uncapped'] as const) {
     const first = runs[0] ?? [];
-    const referenceUs = (cpuAt(mode, 1_000) * 1000) / 1_000;
     for (const { candidates, published, bytes } of first.filter((r) => r.mode === mode)) {
       const of = rowsOf(mode, candidates);
       const cpuMeanMs = cpuAt(mode, candidates);
       const perCandidateUs = (cpuMeanMs * 1000) / candidates;
+      // Per candidate against the 1 000 run of the same round, then the median over rounds.
+      const paired = median(perRound(mode, (at) => (at(candidates) / candidates) / (at(1_000) / 1_000)));
       console.log(
         [
           mode.padEnd(8),
           String(candidates).padStart(13),
           String(published).padStart(9),
           String(bytes).padStart(13),
-          String(of.reduce((n, r) => n + r.iterations, 0)).padStart(5),
+          String(of.reduce((n, r) => n + r.roundMeans.length, 0)).padStart(6),
           cpuMeanMs.toFixed(3).padStart(11),
           median(of.map((r) => r.cpuMedianMs)).toFixed(3).padStart(13),
           median(of.map((r) => r.wallMedianMs)).toFixed(3).padStart(14),
           perCandidateUs.toFixed(2).padStart(21),
-          `${((perCandidateUs / referenceUs) * 100).toFixed(0)} %`.padStart(8),
+          `${(paired * 100).toFixed(0)} %`.padStart(8),
         ].join(' | '),
       );
     }
   }
-  // The scaling verdict, on the uncapped rows (the contract rows stop growing at the 1024 cap by design).
-  const ratioOf = (at: (n: number) => number): { low: number; high: number; ratio: number } => {
-    const low = ((at(1_000) - at(100)) * 1000) / 900;
-    const high = ((at(10_000) - at(1_000)) * 1000) / 9_000;
-    return { low, high, ratio: high / low };
-  };
-  const perProcess = runs.map((r) => ratioOf((n) => r.find((x) => x.mode === 'uncapped' && x.candidates === n)?.cpuMeanMs ?? Number.NaN).ratio);
-  const { low, high, ratio } = ratioOf((n) => cpuAt('uncapped', n));
-  console.log(`marginal cost per added candidate: 100 -> 1 000: ${low.toFixed(2)} µs, 1 000 -> 10 000: ${high.toFixed(2)} µs (ratio ${ratio.toFixed(2)}; linear within ±30 %: ${Math.abs(ratio - 1) <= 0.3 ? 'yes' : 'NO'}); per process: ${perProcess.map((x) => x.toFixed(2)).join(', ')}`);
-  console.log(`10 000 candidates render and hash in ${cpuAt('uncapped', 10_000).toFixed(1)} ms CPU (median over processes)`);
+  // The scaling verdict, on the uncapped rows (the contract rows stop growing at the 1024 cap by design): the marginal
+  // cost of an added candidate from 100 to 1 000 against 1 000 to 10 000, per round, median (and quartiles) over rounds.
+  const marginal = (at: (n: number) => number): number => ((at(10_000) - at(1_000)) / 9_000) / ((at(1_000) - at(100)) / 900);
+  const overall = quartiles(perRound('uncapped', marginal));
+  const perProcess = runs.map((r) => median(perRound('uncapped', marginal, r)));
+  const low = ((cpuAt('uncapped', 1_000) - cpuAt('uncapped', 100)) * 1000) / 900;
+  const high = ((cpuAt('uncapped', 10_000) - cpuAt('uncapped', 1_000)) * 1000) / 9_000;
+  console.log(`marginal cost per added candidate (medians): 100 -> 1 000: ${low.toFixed(2)} µs, 1 000 -> 10 000: ${high.toFixed(2)} µs`);
+  console.log(`paired per round: ratio ${overall.median.toFixed(2)} (quartiles ${overall.q1.toFixed(2)}-${overall.q3.toFixed(2)}; linear within ±30 %: ${Math.abs(overall.median - 1) <= 0.3 ? 'yes' : 'NO'}); per process: ${perProcess.map((x) => x.toFixed(2)).join(', ')}`);
+  console.log(`10 000 candidates render and hash in ${cpuAt('uncapped', 10_000).toFixed(1)} ms CPU (median over rounds)`);
 }

@@ -55,6 +55,50 @@ describe('buildEnvelope (SPEC §2.2)', () => {
     ]);
   });
 
+  it('reuses a candidate already in contract order and copies one that is not, with the same revision either way', () => {
+    const inOrder = orderCandidate(
+      candidate({
+        credential: { strategy: 'bearer_token', secretRef: { name: 'cred', namespace: 'ns', key: 'token' } },
+        admission_state: 'new_and_existing',
+        score: 0.5,
+        score_breakdown: { locality: 1, queue_depth: 0.5, kv_cache: 0, prefix_cache: 0, latency: 0, cost: 0, total: 0.5 },
+        rank: 0,
+      }),
+    );
+    expect(Object.keys(inOrder)).toEqual([
+      'kind', 'name', 'site', 'cluster', 'fresh', 'credential', 'stable_id', 'admission_state', 'score', 'score_breakdown', 'rank',
+    ]);
+    expect(orderCandidate(inOrder)).toBe(inOrder);
+    // Each of these breaks the contract form in one place, so it must be copied into it (never shared as it is).
+    const { kind, ...rest } = inOrder;
+    const scrambled = { ...rest, kind }; // kind moved to the end
+    const extra = { ...inOrder, vendor_hint: 'x' } as typeof inOrder;
+    const nullKey = { ...inOrder, score: null } as unknown as typeof inOrder;
+    const creds = { ...inOrder, credential: { secretRef: inOrder.credential!.secretRef, strategy: 'bearer_token' as const } };
+    const breakdown = {
+      ...inOrder,
+      score_breakdown: { total: 0.5, locality: 1, queue_depth: 0.5, kv_cache: 0, prefix_cache: 0, latency: 0, cost: 0 },
+    };
+    for (const [label, variant] of Object.entries({ scrambled, extra, nullKey, creds, breakdown })) {
+      const copy = orderCandidate(variant);
+      expect(copy, label).not.toBe(variant);
+      expect(orderCandidate(copy), label).toBe(copy);
+    }
+    expect(Object.keys(orderCandidate(scrambled))[0]).toBe('kind');
+    expect(orderCandidate(extra)).not.toHaveProperty('vendor_hint');
+    expect(orderCandidate(nullKey)).not.toHaveProperty('score');
+    expect(Object.keys(orderCandidate(creds).credential!)).toEqual(['strategy', 'secretRef']);
+    expect(Object.keys(orderCandidate(breakdown).score_breakdown!)[0]).toBe('locality');
+    // The same values in the same order, in a fresh object: reused too (the check is on form, not identity).
+    const sameForm = { ...inOrder, score_breakdown: { ...inOrder.score_breakdown! } };
+    expect(orderCandidate(sameForm)).toBe(sameForm);
+    const shared = envelope(payload({ candidates: [inOrder] }));
+    const copied = envelope(payload({ candidates: [scrambled] }));
+    expect(shared.overlay.candidates[0]).toBe(inOrder);
+    expect(serializeOverlay(copied)).toBe(serializeOverlay(shared));
+    expect(copied.revision.value).toBe(shared.revision.value);
+  });
+
   it('gives the same revision when only timestamps change, a new one when routing content changes', () => {
     const base = envelope(payload({ selection_policy: { mode: 'weightedRandom' }, candidates: [candidate({ traffic_weight: 1 })] }));
     const later = envelope(

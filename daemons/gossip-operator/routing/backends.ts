@@ -4,7 +4,6 @@
  * "Routing eligibility", "Stale candidate retention and expiry"). Per-gateway steps (access policy, locality,
  * ordering) run in render.ts, so hysteresis advances exactly once per reconcile however many gateways there are.
  */
-import { findLoneSurrogate } from '../../../schemas/canonical-json.ts';
 import { decideAdmission, activeSignal, type AdmissionMemory, type AdmissionMemoryMap } from './admission.ts';
 import {
   RECOGNIZED_BACKEND_KINDS,
@@ -61,8 +60,9 @@ export const MAX_CAPACITY_WEIGHT = 1000;
  * surrogate): one bad name, site or cluster would make gateways reject, or the revision fail for, the whole overlay.
  */
 export function isBoundedName(value: string | undefined): value is string {
-  if (value === undefined) return false;
-  return value.trim() !== '' && Buffer.byteLength(value, 'utf8') <= MAX_NAME_BYTES && findLoneSurrogate(value) < 0;
+  if (value === undefined || !value.isWellFormed() || value.trim() === '') return false;
+  // A UTF-16 unit is at most 3 UTF-8 bytes, so short names (nearly all) need no byte count.
+  return value.length * 3 <= MAX_NAME_BYTES || Buffer.byteLength(value, 'utf8') <= MAX_NAME_BYTES;
 }
 
 /** capacityWeight defaults to 1; a malformed value that bypassed the CRD is clamped rather than published. */

@@ -4,7 +4,7 @@
  * failure is a RenderError value: the caller keeps the last distributed revision instead of publishing a partial one.
  */
 import { CanonicalJsonError } from '../../../schemas/canonical-json.ts';
-import { stableId } from '../../../schemas/fnv1a.ts';
+import { stableIdText } from '../../../schemas/fnv1a.ts';
 import { overlayConfigMapName } from '../../../schemas/overlay/configmap-name.ts';
 import { buildEnvelope } from '../../../schemas/overlay/envelope.ts';
 import type { OverlayCandidate, OverlayEnvelope, OverlayPayload } from '../../../schemas/overlay/types.ts';
@@ -88,36 +88,35 @@ function checkRenderInput(input: GatewayRenderInput, localSite: string): RenderE
   return undefined;
 }
 
-function toCandidate(item: TieredBackend, rank: number, group: number, weighted: boolean): OverlayCandidate {
+/**
+ * The published candidate, in contract key order (so the envelope uses it as it is). One object literal per form
+ * (credential or not, traffic weight or not): adding keys one by one to a smaller literal would give each candidate
+ * a separately allocated property store as well, which a large overlay pays for in garbage collection.
+ */
+function toCandidate(item: TieredBackend, id: number, rank: number, group: number, weighted: boolean): OverlayCandidate {
   const { backend, tier } = item;
-  const candidate: OverlayCandidate = {
-    kind: backend.kind,
-    name: backend.name,
-    site: backend.site,
-    cluster: backend.cluster,
-    fresh: backend.fresh,
-  };
-  if (backend.credential !== undefined) {
-    const { name, namespace, key } = backend.credential;
-    candidate.credential = { strategy: 'bearer_token', secretRef: { name, namespace, key } };
-  }
-  candidate.stable_id = stableId(backend.kind, backend.name, backend.site, backend.cluster);
-  candidate.admission_state = backend.admission;
-  candidate.selection_tier = tier;
-  candidate.score = backend.score.total;
-  candidate.score_breakdown = {
+  const { kind, name, site, cluster, fresh, score } = backend;
+  const stable_id = stableIdText(id);
+  const admission_state = backend.admission;
+  const score_breakdown = {
     locality: LOCALITY_WEIGHT[tier],
-    queue_depth: backend.score.queue_depth,
-    kv_cache: backend.score.kv_cache,
-    prefix_cache: backend.score.prefix_cache,
-    latency: backend.score.latency,
-    cost: backend.score.cost,
-    total: backend.score.total,
+    queue_depth: score.queue_depth,
+    kv_cache: score.kv_cache,
+    prefix_cache: score.prefix_cache,
+    latency: score.latency,
+    cost: score.cost,
+    total: score.total,
   };
-  candidate.rank = rank;
-  candidate.selection_group = group;
-  if (weighted) candidate.traffic_weight = backend.capacityWeight;
-  return candidate;
+  const ref = backend.credential;
+  if (ref === undefined) {
+    return weighted
+      ? { kind, name, site, cluster, fresh, stable_id, admission_state, selection_tier: tier, score: score.total, score_breakdown, rank, selection_group: group, traffic_weight: backend.capacityWeight }
+      : { kind, name, site, cluster, fresh, stable_id, admission_state, selection_tier: tier, score: score.total, score_breakdown, rank, selection_group: group };
+  }
+  const credential = { strategy: 'bearer_token' as const, secretRef: { name: ref.name, namespace: ref.namespace, key: ref.key } };
+  return weighted
+    ? { kind, name, site, cluster, fresh, credential, stable_id, admission_state, selection_tier: tier, score: score.total, score_breakdown, rank, selection_group: group, traffic_weight: backend.capacityWeight }
+    : { kind, name, site, cluster, fresh, credential, stable_id, admission_state, selection_tier: tier, score: score.total, score_breakdown, rank, selection_group: group };
 }
 
 export function renderGatewayOverlay(input: GatewayRenderInput): Result<RenderedOverlay, RenderError> {
@@ -152,7 +151,7 @@ export function renderGatewayOverlay(input: GatewayRenderInput): Result<Rendered
     admitted.push({ backend, tier });
   }
 
-  const { ordered, duplicates, overLimit } = orderCandidates(policy.routingPolicy, admitted, input.candidateLimit);
+  const { ordered, stableIds, duplicates, overLimit } = orderCandidates(policy.routingPolicy, admitted, input.candidateLimit);
   for (const { backend } of duplicates) {
     excluded.push({ reason: 'duplicate', provider: backend.provider, detail: `${backend.kind} "${backend.name}" at ${backend.site} via ${backend.cluster} is already published by a better-ranked provider` });
   }
@@ -161,7 +160,7 @@ export function renderGatewayOverlay(input: GatewayRenderInput): Result<Rendered
   }
   const groups = assignSelectionGroups(policy.routingPolicy, ordered);
   const weighted = policy.selectionMode === 'weightedRandom';
-  const candidates = ordered.map((item, rank) => toCandidate(item, rank, groups[rank] ?? 0, weighted));
+  const candidates = ordered.map((item, rank) => toCandidate(item, stableIds[rank] ?? 0, rank, groups[rank] ?? 0, weighted));
 
   const payload: OverlayPayload = { network, local_site: localSite, candidates };
   if (policy.selectionMode !== undefined) payload.selection_policy = { mode: policy.selectionMode };

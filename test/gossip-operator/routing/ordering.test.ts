@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { stableId, stableIdHash, stableIdText } from '../../../schemas/fnv1a.ts';
 import type { RoutingBackend } from '../../../daemons/gossip-operator/routing/backends.ts';
 import type { SelectionTier } from '../../../daemons/gossip-operator/routing/model.ts';
 import {
@@ -123,6 +124,29 @@ describe('dedup, rank and cap', () => {
     const { ordered, duplicates } = orderCandidates('geographyFirst', [worse, other, best]);
     expect(ordered.map((i) => i.backend.provider)).toEqual(['p1', 't']);
     expect(duplicates.map((i) => i.backend.provider)).toEqual(['p2']);
+  });
+
+  it('tells different identities apart when their stable_id numbers collide, and still drops repeats of each', () => {
+    // De-duplication looks candidates up by a 30-bit part of the FNV-1a stable_id; find two model names whose
+    // identities share it (a birthday search over a few ten thousand names) and check neither hides the other.
+    const seenNames = new Map<number, string>();
+    let pair: [string, string] | undefined;
+    for (let i = 0; pair === undefined; i++) {
+      const name = `model-${i}`;
+      const key = stableIdHash('inference_model', name, 's', 'gw-s') & 0x3fffffff;
+      const earlier = seenNames.get(key);
+      if (earlier === undefined) seenNames.set(key, name);
+      else pair = [earlier, name];
+    }
+    const [x, y] = pair;
+    const bestX = item('s', 'same_site', { name: x, provider: 'x1', score: 0.9 });
+    const bestY = item('s', 'same_site', { name: y, provider: 'y1', score: 0.8 });
+    const worseX = item('s', 'same_site', { name: x, provider: 'x2', score: 0.2 });
+    const worseY = item('s', 'same_site', { name: y, provider: 'y2', score: 0.1 });
+    const { ordered, stableIds, duplicates } = orderCandidates('geographyFirst', [worseY, bestX, worseX, bestY]);
+    expect(ordered.map((i) => i.backend.provider)).toEqual(['x1', 'y1']);
+    expect(duplicates.map((i) => i.backend.provider)).toEqual(['x2', 'y2']);
+    expect(stableIds.map(stableIdText)).toEqual([stableId('inference_model', x, 's', 'gw-s'), stableId('inference_model', y, 's', 'gw-s')]);
   });
 
   it('keeps the same name at the same site under another kind', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { stableId } from '../../../schemas/fnv1a.ts';
+import { orderCandidate } from '../../../schemas/overlay/envelope.ts';
 import type { RoutingBackend } from '../../../daemons/gossip-operator/routing/backends.ts';
 import { renderNetwork } from '../../../daemons/gossip-operator/routing/index.ts';
 import type { GatewayReference, NetworkRoutingInput } from '../../../daemons/gossip-operator/routing/model.ts';
@@ -91,6 +92,17 @@ describe('overlay envelope (SPEC §2.2)', () => {
     expect(Object.keys(west ?? {})).not.toContain('credential');
     expect(Object.keys(east?.score_breakdown ?? {})).toEqual(['locality', 'queue_depth', 'kv_cache', 'prefix_cache', 'latency', 'cost', 'total']);
     expect(JSON.stringify(overlay.envelope)).not.toContain('null');
+  });
+
+  it('builds every candidate form in contract order, so the envelope publishes them without a copy', () => {
+    // The four literal forms of a candidate (credential or not, weighted or not) must each already be what
+    // orderCandidate would produce: it then returns the candidate itself.
+    for (const mode of ['weightedRandom', 'deterministic'] as const) {
+      const { payload } = render(grid({ policy: policy({ selectionMode: mode, placementStrategy: mode === 'weightedRandom' ? 'static' : undefined }) }));
+      const forms = new Set(payload.candidates.map((c) => `${Object.hasOwn(c, 'credential')}/${Object.hasOwn(c, 'traffic_weight')}`));
+      expect(forms.size, mode).toBe(2);
+      for (const candidate of payload.candidates) expect(orderCandidate(candidate)).toBe(candidate);
+    }
   });
 
   it('fills every enrichment field: stable_id, admission, tier, score, breakdown, rank, group, weight', () => {
