@@ -42,11 +42,20 @@ export interface RenderedOverlay {
 
 /** RFC 3339 UTC to the second, the form of the contract's examples; undefined outside years 0000-9999. */
 export function rfc3339Seconds(epochMs: number): string | undefined {
+  // Every gateway of a reconcile is rendered at one clock reading: the last second's text is reused.
+  const second = Math.floor(epochMs / 1000);
+  if (second === lastSecond) return lastSecondText;
   const date = new Date(epochMs);
   if (Number.isNaN(date.getTime())) return undefined;
   const text = date.toISOString();
-  return /^\d{4}-/.test(text) ? text.replace(/\.\d{3}Z$/, 'Z') : undefined;
+  if (!/^\d{4}-/.test(text)) return undefined;
+  lastSecond = second;
+  lastSecondText = text.replace(/\.\d{3}Z$/, 'Z');
+  return lastSecondText;
 }
+
+let lastSecond = Number.NaN;
+let lastSecondText: string | undefined;
 
 /** The gateway's local site: spec.consumerGateways[].siteName, defaulting to the network name (seed 001). */
 export function gatewayLocalSite(network: string, gateway: GatewayReference): string {

@@ -26,9 +26,13 @@ export class SiteIndex {
   private readonly byName: Map<string, GridSiteView>;
   private readonly own: OwnSite | undefined;
   private ownView: GridSiteView | undefined;
+  /** discoveredSiteK8sName per site id: asked for every remote record and every candidate site of a reconcile. */
+  private readonly networkPart: string;
+  private readonly discoveredNames = new Map<string, string>();
 
   constructor(network: string, sites: readonly GridSiteView[], own?: OwnSite) {
     this.network = network;
+    this.networkPart = sanitizePart(network);
     this.own = own;
     this.byName = new Map();
     for (const site of sites) {
@@ -38,7 +42,12 @@ export class SiteIndex {
 
   /** The GridSite whose name is exactly discovered_site_k8s_name(network, site): the remote eligibility match. */
   discovered(site: string): GridSiteView | undefined {
-    return this.byName.get(discoveredSiteK8sName(this.network, site));
+    let name = this.discoveredNames.get(site);
+    if (name === undefined) {
+      name = `${this.networkPart}-${sanitizePart(site)}`; // = discoveredSiteK8sName(this.network, site)
+      this.discoveredNames.set(site, name);
+    }
+    return this.byName.get(name);
   }
 
   /**

@@ -4,7 +4,7 @@ import { orderCandidate } from '../../../schemas/overlay/envelope.ts';
 import type { RoutingBackend } from '../../../daemons/gossip-operator/routing/backends.ts';
 import { renderNetwork } from '../../../daemons/gossip-operator/routing/index.ts';
 import type { GatewayReference, NetworkRoutingInput } from '../../../daemons/gossip-operator/routing/model.ts';
-import { renderGatewayOverlay, type RenderedOverlay } from '../../../daemons/gossip-operator/routing/render.ts';
+import { renderGatewayOverlay, rfc3339Seconds, type RenderedOverlay } from '../../../daemons/gossip-operator/routing/render.ts';
 import {
   expectGatewayAccepts,
   GATEWAY,
@@ -307,5 +307,26 @@ describe('re-ranking across reconciles (seed 004 "How re-ranking updates")', () 
     });
     expect(firsts).toEqual(steps.map((s) => s.first));
     expect(new Set(revisions).size).toBeGreaterThan(2);
+  });
+});
+
+describe('rfc3339Seconds (generated_at, rendered_at)', () => {
+  it('writes UTC to the second and gives each second its own text, however the calls interleave', () => {
+    const t = Date.parse('2026-11-29T17:45:12.345Z');
+    expect(rfc3339Seconds(t)).toBe('2026-11-29T17:45:12Z');
+    expect(rfc3339Seconds(t + 600)).toBe('2026-11-29T17:45:12Z');
+    expect(rfc3339Seconds(t + 655)).toBe('2026-11-29T17:45:13Z');
+    expect(rfc3339Seconds(t)).toBe('2026-11-29T17:45:12Z');
+    expect(rfc3339Seconds(-1)).toBe('1969-12-31T23:59:59Z');
+    expect(rfc3339Seconds(-1000)).toBe('1969-12-31T23:59:59Z');
+    expect(rfc3339Seconds(-1001)).toBe('1969-12-31T23:59:58Z');
+  });
+
+  it('refuses a clock reading that is not a time or falls outside years 0000-9999, also right after a good one', () => {
+    const t = Date.parse('2026-11-29T17:45:12Z');
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Date.parse('+010000-01-01T00:00:00Z'), 8.64e15 + 1]) {
+      expect(rfc3339Seconds(t)).toBe('2026-11-29T17:45:12Z');
+      expect(rfc3339Seconds(bad), String(bad)).toBeUndefined();
+    }
   });
 });
