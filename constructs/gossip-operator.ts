@@ -2,7 +2,8 @@ import { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
 import { DEFAULT_IMAGE, workloadLabels } from './labels.ts';
 import { grantClusterWide, grantNamespaced, metricsScraperAccount } from './rbac.ts';
-import { listenerIssues, renderListeners, type OperatorListenerProps } from './operator-listeners.ts';
+import { DEFAULT_ENROLLMENT_PORT, DEFAULT_GATEWAY_AGE_PORT, DEFAULT_SIGNALS_PORT, listenerIssues, renderListeners, type OperatorListenerProps } from './operator-listeners.ts';
+import { operatorNetworkPolicy } from './operator-network-policy.ts';
 import { GridSynthError, issueAt, type SynthIssue } from './synth-error.ts';
 import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, resources, tmpVolume } from './workload-defaults.ts';
 import { inviteTokenSecretName, operatorStateConfigMapName } from '../schemas/object-names.ts';
@@ -97,6 +98,11 @@ export class GossipOperator extends Construct {
   readonly serviceAccount: kplus.ServiceAccount;
   readonly deployment: kplus.Deployment;
   readonly service: kplus.Service;
+  /**
+   * The ingress policy of the operator pods, rendered only when an opt-in listener is on (without one the operator
+   * stays unisolated, as before): SWIM and admin open as before, each listener limited by its `from`/`gateways`.
+   */
+  readonly networkPolicy: kplus.k8s.KubeNetworkPolicy | undefined;
 
   constructor(scope: Construct, id: string, props: GossipOperatorProps) {
     super(scope, id);
@@ -214,5 +220,21 @@ export class GossipOperator extends Construct {
         ...listeners.servicePorts,
       ],
     });
+
+    const { peerSignals, gatewayAgeIngest, enrollment } = props;
+    this.networkPolicy =
+      peerSignals === undefined && gatewayAgeIngest === undefined && enrollment === undefined
+        ? undefined
+        : operatorNetworkPolicy(this, 'NetworkPolicy', {
+            name: this.name,
+            namespace: this.namespace,
+            labels,
+            operatorLabels: this.selectorLabels,
+            gossipPort: this.gossipPort,
+            adminPort: this.adminPort,
+            signals: peerSignals === undefined ? undefined : { port: peerSignals.port ?? DEFAULT_SIGNALS_PORT, from: peerSignals.from },
+            gatewayAge: gatewayAgeIngest === undefined ? undefined : { port: gatewayAgeIngest.port ?? DEFAULT_GATEWAY_AGE_PORT, reporters: gatewayAgeIngest.gateways },
+            enrollment: enrollment === undefined ? undefined : { port: enrollment.port ?? DEFAULT_ENROLLMENT_PORT, from: enrollment.from },
+          });
   }
 }

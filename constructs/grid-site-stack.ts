@@ -83,6 +83,20 @@ export function referencedSecrets(value: unknown, found: SecretName[] = []): Sec
 }
 
 /**
+ * The site's gateway age ingest with its reporters narrowed to the gateways this stack renders, when the
+ * declaration names none itself; a site without gateways keeps the default (every AGN gateway of the namespace).
+ */
+function siteGatewayAgeIngest(site: SiteDeclaration): SiteDeclaration['gatewayAgeIngest'] {
+  const ingest = site.gatewayAgeIngest;
+  if (ingest === undefined || ingest.gateways !== undefined) return ingest;
+  const gateways = [
+    ...(site.consumerGateway === undefined ? [] : [{ component: 'consumer-gateway' as const, name: site.consumerGateway.name ?? 'consumer-gateway' }]),
+    ...(site.providerGateway === undefined ? [] : [{ component: 'provider-gateway' as const, name: site.providerGateway.name ?? 'provider-gateway' }]),
+  ];
+  return gateways.length === 0 ? ingest : { ...ingest, gateways };
+}
+
+/**
  * A generated consumer config must not target this stack's own consumer gateway objects: its ConfigMap
  * (`<name>-config`) and Deployment are rendered here at synth time, and the operator writing them too would make two
  * owners of one object.
@@ -185,7 +199,7 @@ export class GridSiteStack extends Chart {
       gatewayAddress: site.gatewayEndpoint?.address,
       gossipAdvertiseAddress: site.gossipAddress,
       peerSignals: site.peerSignals,
-      gatewayAgeIngest: site.gatewayAgeIngest,
+      gatewayAgeIngest: siteGatewayAgeIngest(site),
       enrollment: site.enrollment,
       overlayConfigMaps: consumerName === undefined ? [] : [overlayConfigMapName(this.network, consumerName)],
       referencedSecrets: [

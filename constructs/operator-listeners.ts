@@ -3,12 +3,14 @@
  * gateway age report ingest and the SiteInvite redeem (enrollment) endpoint. Each is off unless its prop is set, so
  * an operator declared without them renders exactly what it did before. This module turns the props into the
  * daemon's environment, container ports, Service ports and (enrollment only) Secret volumes, and checks them at
- * synth so a bad port or a missing Secret name fails with one line naming the prop.
+ * synth so a bad port or a missing Secret name fails with one line naming the prop. Who may reach each listener
+ * (the `from` and `gateways` props) is the NetworkPolicy of operator-network-policy.ts.
  */
 import type { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
 import { issueAt, type SynthIssue } from './synth-error.ts';
 import { projectedVolume } from './workload-defaults.ts';
+import { sourceIssues, type GatewayAgeReporter, type ListenerSources } from './operator-network-policy.ts';
 
 export interface PeerSignalsProps {
   /** @default 7950 - the peer signals endpoint (HTTPS with mTLS, GET /v1/signals; schemas/signals/README.md) */
@@ -20,11 +22,23 @@ export interface PeerSignalsProps {
    * cannot poll this site, though it still polls them
    */
   readonly advertise?: string;
+  /**
+   * Who may connect (the operator's NetworkPolicy).
+   * @default - every source: peers poll from other sites whose addresses the site rarely knows, and the endpoint
+   * admits only clients with a grid-CA certificate (mTLS)
+   */
+  readonly from?: ListenerSources;
 }
 
 export interface GatewayAgeIngestProps {
   /** @default 7951 - gateway age report ingest (plain HTTP, POST /v1/gateway-age-reports) */
   readonly port?: number;
+  /**
+   * The gateway pods the operator's NetworkPolicy admits to this port (plain HTTP without client authentication,
+   * so it is the only guard). GridSiteStack fills in the site's declared gateways.
+   * @default - every consumer and provider gateway pod of these constructs in the operator namespace
+   */
+  readonly gateways?: readonly GatewayAgeReporter[];
 }
 
 export interface EnrollmentProps {
@@ -42,6 +56,12 @@ export interface EnrollmentProps {
   readonly gridCaSecret: string;
   /** Lifetime of an issued site certificate, 1h..8760h in m or h. @default - the daemon's 2160h */
   readonly certificateLifetime?: string;
+  /**
+   * Who may connect (the operator's NetworkPolicy).
+   * @default - every source: joining sites are not in the grid yet, so their addresses are unknown in advance, and
+   * a redeem needs a single-use invite token
+   */
+  readonly from?: ListenerSources;
 }
 
 /** The props GossipOperator takes for its opt-in listeners (also carried by the site declaration). */
@@ -130,6 +150,7 @@ export function listenerIssues(scope: Construct, props: OperatorListenerProps, t
       }
     }
   }
+  issues.push(...sourceIssues(scope, props));
   return issues;
 }
 
@@ -150,9 +171,8 @@ export function renderListeners(scope: Construct, props: OperatorListenerProps):
     if (props.peerSignals.advertise !== undefined) env['GRID_SIGNALS_ADVERTISE'] = kplus.EnvValue.fromValue(props.peerSignals.advertise);
   }
   if (props.gatewayAgeIngest !== undefined) {
-    // A port of its own so a NetworkPolicy can open it to the site's gateway pods only. GossipOperator renders no
-    // NetworkPolicy (its other ports must stay reachable by peers and scrapers), so restricting this port is the
-    // cluster's policy to add; the port is on the Service for in-cluster gateways.
+    // A port of its own so the operator's NetworkPolicy (operator-network-policy.ts) can open it to the site's
+    // gateway pods only; the port is on the Service for in-cluster gateways.
     env['GRID_GATEWAY_AGE_ADDRESS'] = kplus.EnvValue.fromValue(listen('gateway-age', props.gatewayAgeIngest.port ?? DEFAULT_GATEWAY_AGE_PORT));
   }
   const enrollment = props.enrollment;
