@@ -54,7 +54,7 @@ describe('each caller names its field and the accepted range', () => {
   it('GridNetwork spec.metricsRefreshInterval', () => {
     expect(refreshIntervalMs('1000ms', false)).toBe(1_000);
     expect(refreshIntervalMs('1s', false)).toBe(1_000);
-    for (const [text, fault] of [['999ms', '"999ms" is below 1s'], ['1.5s', '"1.5s" has a fraction'], ['99999999999s', '"99999999999s" overflows']]) {
+    for (const [text, fault] of [['999ms', '"999ms" is below 1s'], ['1.5s', '"1.5s" has a fraction'], ['99999999999s', '"99999999999s" overflows']] as const) {
       expect(() => refreshIntervalMs(text, false)).toThrow(TerminalError);
       expect(() => refreshIntervalMs(text, false)).toThrow(`spec.metricsRefreshInterval: ${fault}`);
     }
@@ -129,7 +129,7 @@ describe('each caller names its field and the accepted range', () => {
       expect(parseConfig(['--site', 'a', ...on, '--enrollment-cert-lifetime', '60m'], {}).enrollment?.certificateLifetimeMs).toBe(3_600_000);
       expect(parseConfig(['--site', 'a', ...on, '--enrollment-cert-lifetime', '8760h'], {}).enrollment?.certificateLifetimeMs).toBe(31_536_000_000);
       const range = 'use whole minutes (m) or hours (h) from 1h through 8760h, such as 2160h';
-      for (const [text, fault] of [['59m', '"59m" is below 1h'], ['8761h', '"8761h" is above 8760h'], ['3600s', '"3600s" is in s, which is not accepted here'], ['1y', '"1y" has the unknown unit "y"']]) {
+      for (const [text, fault] of [['59m', '"59m" is below 1h'], ['8761h', '"8761h" is above 8760h'], ['3600s', '"3600s" is in s, which is not accepted here'], ['1y', '"1y" has the unknown unit "y"']] as const) {
         expect(fail([...on, '--enrollment-cert-lifetime', text])).toBe(`--enrollment-cert-lifetime (env GRID_ENROLLMENT_CERT_LIFETIME): ${fault}; ${range}`);
       }
     });
