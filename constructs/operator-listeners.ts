@@ -11,6 +11,7 @@ import * as kplus from 'cdk8s-plus-28';
 import { issueAt, type SynthIssue } from './synth-error.ts';
 import { projectedVolume } from './workload-defaults.ts';
 import { sourceIssues, type GatewayAgeReporter, type ListenerSources } from './operator-network-policy.ts';
+import { CERTIFICATE_LIFETIME_RULE, checkDuration, describeDurationRule } from '../schemas/durations.ts';
 
 export interface PeerSignalsProps {
   /** @default 7950 - the peer signals endpoint (HTTPS with mTLS, GET /v1/signals; schemas/signals/README.md) */
@@ -91,8 +92,6 @@ export interface RenderedListeners {
 }
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/u;
-// The daemon's own rule (daemons/gossip-operator/enrollment/config.ts): 1h through 8760h, in m or h.
-const LIFETIME = /^([1-9][0-9]{0,5})(m|h)$/u;
 const HOST_PORT = /^(?:\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/u;
 
 function portIssues(scope: Construct, field: string, port: number, taken: Map<number, string>): SynthIssue[] {
@@ -143,10 +142,10 @@ export function listenerIssues(scope: Construct, props: OperatorListenerProps, t
     }
     const lifetime = enrollment.certificateLifetime;
     if (lifetime !== undefined) {
-      const match = LIFETIME.exec(lifetime);
-      const ms = match === null ? NaN : Number(match[1]) * (match[2] === 'm' ? 60_000 : 3_600_000);
-      if (!(ms >= 3_600_000 && ms <= 8_760 * 3_600_000)) {
-        issues.push(issueAt(scope, 'enrollment.certificateLifetime', `"${lifetime.slice(0, 40)}" is not a lifetime from 1h through 8760h`, 'use minutes or hours, e.g. 2160h, or omit it for the daemon default'));
+      // The daemon's own rule for --enrollment-cert-lifetime, so synth refuses what the operator would refuse at start.
+      const checked = checkDuration('enrollment.certificateLifetime', lifetime, CERTIFICATE_LIFETIME_RULE);
+      if (!checked.ok) {
+        issues.push(issueAt(scope, 'enrollment.certificateLifetime', checked.fault, `use ${describeDurationRule(CERTIFICATE_LIFETIME_RULE)}, or omit it for the daemon default`));
       }
     }
   }

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { parseListenAddress } from '../shared/admin-server.ts';
 import { parseHexKey } from './swim/keyring.ts';
 import { ENROLLMENT_OPTIONS, ENROLLMENT_USAGE, type EnrollmentConfig, parseEnrollmentConfig } from './enrollment/config.ts';
+import { checkDuration, type DurationRule } from '../../schemas/durations.ts';
 
 export interface OperatorConfig {
   readonly store: { readonly backend: 'kubernetes' } | { readonly backend: 'local'; readonly manifestsDir?: string; readonly stateDir: string };
@@ -113,12 +114,13 @@ export const USAGE = `Usage: node daemons/gossip-operator/main.ts [flags]
   env GRID_SWIM_ENCRYPT_KEY       64 hex characters; used when the GridNetwork names no swimKeySecretRef
 ${ENROLLMENT_USAGE}`;
 
+/** Interval and lease flags: any unit of the grid's duration syntax, positive; each consumer bounds its own use. */
+export const FLAG_DURATION_RULE: DurationRule = { units: ['ms', 's', 'm', 'h'], minMs: 1, example: '30s' };
+
 function durationMs(text: string, where: string): number {
-  const match = /^(\d+)(ms|s|m)$/.exec(text.trim());
-  if (match === null) throw new ConfigError(`${where}: "${text.slice(0, 40)}" is not a duration such as 500ms, 30s or 5m`);
-  const value = Number(match[1]) * (match[2] === 'ms' ? 1 : match[2] === 's' ? 1000 : 60_000);
-  if (value <= 0) throw new ConfigError(`${where}: must be positive`);
-  return value;
+  const checked = checkDuration(where, text, FLAG_DURATION_RULE);
+  if (!checked.ok) throw new ConfigError(checked.message);
+  return checked.ms;
 }
 
 const SITE_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;

@@ -183,8 +183,10 @@ describe('GossipOperator opt-in listeners', () => {
     expect(failure(() => render({ enrollment: { siteCertificateSecret: 'grid-site-cert' } as never }))).toContain('enrollment.gridCaSecret: no Secret name');
     expect(failure(() => render({ enrollment: { ...enrollment, gridCaSecret: 'Grid_CA' } }))).toContain('enrollment.gridCaSecret: "Grid_CA" is not a Secret name');
     expect(failure(() => render({ enrollment: { siteCertificateSecret: 'x', gridCaSecret: 'x' } }))).toContain('enrollment.gridCaSecret: x is also the siteCertificateSecret');
-    for (const lifetime of ['30m', '8761h', '2d', '']) {
-      expect(failure(() => render({ enrollment: { ...enrollment, certificateLifetime: lifetime } }))).toContain(`enrollment.certificateLifetime: "${lifetime}" is not a lifetime from 1h through 8760h`);
+    for (const [lifetime, fault] of [['30m', 'is below 1h'], ['8761h', 'is above 8760h'], ['2d', 'has the unknown unit "d"'], ['', 'is empty'], ['90s', 'is in s, which is not accepted here']]) {
+      expect(failure(() => render({ enrollment: { ...enrollment, certificateLifetime: lifetime } }))).toContain(
+        `enrollment.certificateLifetime: "${lifetime}" ${fault}. Fix: use whole minutes (m) or hours (h) from 1h through 8760h, such as 2160h, or omit it for the daemon default`,
+      );
     }
     for (const advertise of ['signals.example.com', 'signals.example.com:99999', 'a b:1']) {
       expect(failure(() => render({ peerSignals: { advertise } }))).toContain(`peerSignals.advertise: "${advertise}" is not HOST:PORT`);

@@ -25,7 +25,7 @@ import { overlayConfigMapName } from '../../../schemas/overlay/configmap-name.ts
 import type { Controller, ReconcileResult, SecondaryWatch } from '../manager/manager.ts';
 import { TerminalError } from '../manager/manager.ts';
 import { budgetStatus, err, renderNetwork, resolveRoutingPolicy, type AdmissionMemoryMap, type GatewayOverlayResult, type LocalMetrics, type NetworkRoutingInput } from '../routing/index.ts';
-import { parseDurationMs } from '../swim/config.ts';
+import { checkDuration, type DurationRule } from '../../../schemas/durations.ts';
 import { ensureGossip, GossipSetupError, publishLocalState } from './network-gossip.ts';
 import { publishOverlay } from './overlay-publisher.ts';
 import { publishGeneratedConfigs } from './generated-config.ts';
@@ -45,15 +45,16 @@ import { patchStatusFresh } from './status-write.ts';
 
 export const DEFAULT_REFRESH_MS = 300_000;
 export const TLS_REFRESH_CAP_MS = 60_000;
+/** CRD pattern `^([1-9][0-9]*s|[1-9][0-9]{3,}ms)$`: seconds, or milliseconds of at least 1000. */
+export const REFRESH_INTERVAL_RULE: DurationRule = { units: ['s', 'ms'], minMs: 1_000, example: '10s' };
 
 /** metricsRefreshInterval: 300 s by default, 60 s (and never longer) when any provider scrapes over TLS. */
 export function refreshIntervalMs(spec: string | undefined, tlsMetrics: boolean): number {
   const cap = tlsMetrics ? TLS_REFRESH_CAP_MS : Number.POSITIVE_INFINITY;
   if (spec === undefined) return tlsMetrics ? TLS_REFRESH_CAP_MS : DEFAULT_REFRESH_MS;
-  const match = /^([1-9][0-9]*s|[1-9][0-9]{3,}ms)$/.exec(spec);
-  const ms = match === null ? undefined : parseDurationMs(spec);
-  if (ms === undefined || ms < 1000) throw new TerminalError(`spec.metricsRefreshInterval "${spec.slice(0, 40)}" must be seconds ("10s") or milliseconds >= 1000 ("1500ms")`);
-  return Math.min(ms, cap);
+  const checked = checkDuration('spec.metricsRefreshInterval', spec, REFRESH_INTERVAL_RULE);
+  if (!checked.ok) throw new TerminalError(checked.message);
+  return Math.min(checked.ms, cap);
 }
 
 function byName<T extends { metadata: { name: string } }>(items: readonly T[]): T[] {

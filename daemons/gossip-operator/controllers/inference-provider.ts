@@ -13,7 +13,7 @@ import { FIELD_MANAGER, GRID_NETWORK, GRID_SITE, INFERENCE_PROVIDER } from '../k
 import type { Controller, ReconcileResult } from '../manager/manager.ts';
 import { probeHealth } from '../probes/health-probe.ts';
 import { readSecretKey, SecretError } from '../secrets.ts';
-import { parseDurationMs } from '../swim/config.ts';
+import { parseDurationMs } from '../../../schemas/durations.ts';
 import { resolveEndpointTls } from './endpoint-tls.ts';
 import { bearerCredential } from './routing-input.ts';
 import { boundedMessage, type Condition, mergeConditions, sameJson, specOnly } from './status.ts';

@@ -11,7 +11,7 @@ import type { LocalMetrics, MetricSignal, MetricsSample } from '../routing/model
 import type { ResourceStore } from '../../shared/resource-store/types.ts';
 import type { OperatorMetrics } from '../metrics.ts';
 import { resolveEndpointTls } from './endpoint-tls.ts';
-import { parseDurationMs } from '../swim/config.ts';
+import { parseDurationMs } from '../../../schemas/durations.ts';
 
 export interface SignalState {
   readonly result: ScrapeResult;

@@ -15,17 +15,21 @@ import { FIELD_MANAGER, LABEL_PREFIX_INVITE, SECRET, SITE_INVITE } from '../kind
 import type { Controller, ReconcileResult } from '../manager/manager.ts';
 import { boundedMessage, type Condition, mergeConditions, nowRfc3339, sameJson, specOnly } from './status.ts';
 import { inviteTokenSecretName } from '../../../schemas/object-names.ts';
+import { checkDuration, type DurationCheck, type DurationRule } from '../../../schemas/durations.ts';
 
 export const DEFAULT_INVITE_LIFETIME = '24h';
-const MIN_LIFETIME_MS = 5 * 60_000;
-const MAX_LIFETIME_MS = 168 * 3_600_000;
+/** spec.lifetime (seed 001): one unit of s, m or h, from 5m through 168h; the CRD pattern admits the units. */
+export const INVITE_LIFETIME_RULE: DurationRule = { units: ['s', 'm', 'h'], minMs: 5 * 60_000, maxMs: 168 * 3_600_000, example: DEFAULT_INVITE_LIFETIME };
 
-/** Lifetime "5m".."168h" in ms; undefined when malformed or out of range. */
+/** spec.lifetime checked, the default when absent; the error names spec.lifetime and the accepted range. */
+export function inviteLifetime(text: string | undefined): DurationCheck {
+  return checkDuration('spec.lifetime', text ?? DEFAULT_INVITE_LIFETIME, INVITE_LIFETIME_RULE);
+}
+
+/** Lifetime in ms; undefined when malformed or out of range. */
 export function inviteLifetimeMs(text: string | undefined): number | undefined {
-  const match = /^([1-9][0-9]*)(s|m|h)$/.exec(text ?? DEFAULT_INVITE_LIFETIME);
-  if (match === null) return undefined;
-  const ms = Number(match[1]) * (match[2] === 's' ? 1_000 : match[2] === 'm' ? 60_000 : 3_600_000);
-  return ms >= MIN_LIFETIME_MS && ms <= MAX_LIFETIME_MS ? ms : undefined;
+  const checked = inviteLifetime(text);
+  return checked.ok ? checked.ms : undefined;
 }
 
 export type InviteState = 'issue' | 'active' | 'expired' | 'redeemed';
@@ -72,12 +76,13 @@ export class SiteInviteController implements Controller {
       mergeConditions(invite.status?.conditions as Condition[] | undefined, [{ type: 'Ready', status: ready ? 'True' : 'False', reason, message, observedGeneration: generation }, ...extra], now);
 
     const issues = validateCustomResource(specOnly(invite));
-    const lifetimeMs = inviteLifetimeMs(invite.spec?.lifetime);
-    if (issues.length > 0 || lifetimeMs === undefined) {
-      const message = issues.length > 0 ? issues.slice(0, 3).map((i) => `${i.path || '(object)'}: ${i.message}`).join('; ') : 'spec.lifetime must be 5m..168h';
+    const lifetime = inviteLifetime(invite.spec?.lifetime);
+    if (issues.length > 0 || !lifetime.ok) {
+      const message = issues.length > 0 ? issues.slice(0, 3).map((i) => `${i.path || '(object)'}: ${i.message}`).join('; ') : lifetime.ok ? '' : lifetime.message;
       await write({ observedGeneration: generation, conditions: conditions(false, 'InviteInvalid', boundedMessage(message)) });
       return {};
     }
+    const lifetimeMs = lifetime.ms;
     const state = inviteState(invite.status, now);
     if (state === 'redeemed') {
       await write({ observedGeneration: generation, conditions: conditions(true, 'Redeemed', `redeemed by ${invite.status?.redeemedBy ?? 'a site'}`) });

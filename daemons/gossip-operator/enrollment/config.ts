@@ -3,6 +3,7 @@
  * The file paths are read at start (and on reload), never logged with their contents.
  */
 import { parseListenAddress } from '../../shared/admin-server.ts';
+import { CERTIFICATE_LIFETIME_RULE, checkDuration } from '../../../schemas/durations.ts';
 
 export interface EnrollmentConfig {
   /** HOST:PORT of the HTTPS redeem endpoint. */
@@ -18,8 +19,6 @@ export interface EnrollmentConfig {
 }
 
 export const DEFAULT_CERTIFICATE_LIFETIME = '2160h';
-const MIN_LIFETIME_MS = 3_600_000;
-const MAX_LIFETIME_MS = 8_760 * 3_600_000;
 
 export const ENROLLMENT_OPTIONS = {
   'enrollment-address': { type: 'string' },
@@ -55,17 +54,14 @@ export function parseEnrollmentConfig(pick: Pick): EnrollmentConfig | undefined 
     return value;
   };
   const lifetimeText = pick('enrollment-cert-lifetime', 'GRID_ENROLLMENT_CERT_LIFETIME') ?? DEFAULT_CERTIFICATE_LIFETIME;
-  const match = /^([1-9][0-9]{0,5})(m|h)$/.exec(lifetimeText);
-  const lifetimeMs = match === null ? NaN : Number(match[1]) * (match[2] === 'm' ? 60_000 : 3_600_000);
-  if (!(lifetimeMs >= MIN_LIFETIME_MS && lifetimeMs <= MAX_LIFETIME_MS)) {
-    throw new Error(`--enrollment-cert-lifetime (env GRID_ENROLLMENT_CERT_LIFETIME): "${lifetimeText.slice(0, 40)}" must be a duration in m or h from 1h through 8760h`);
-  }
+  const lifetime = checkDuration('--enrollment-cert-lifetime (env GRID_ENROLLMENT_CERT_LIFETIME)', lifetimeText, CERTIFICATE_LIFETIME_RULE);
+  if (!lifetime.ok) throw new Error(lifetime.message);
   return {
     address,
     tlsCertFile: required('enrollment-tls-cert', 'GRID_ENROLLMENT_TLS_CERT', "this site's certificate file (PEM)"),
     tlsKeyFile: required('enrollment-tls-key', 'GRID_ENROLLMENT_TLS_KEY', "this site's private key file (PEM)"),
     caCertFile: required('grid-ca-cert', 'GRID_CA_CERT', 'the grid CA certificate file (PEM)'),
     caKeyFile: required('grid-ca-key', 'GRID_CA_KEY', 'the grid CA private key file (PEM)'),
-    certificateLifetimeMs: lifetimeMs,
+    certificateLifetimeMs: lifetime.ms,
   };
 }

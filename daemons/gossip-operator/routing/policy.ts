@@ -5,6 +5,7 @@
 import type { GridNetworkSpec, PressurePolicy } from '../../../schemas/generated/gridnetworks.ts';
 import type { NetworkRoutingPolicy, PressureAdmissionPolicy } from './model.ts';
 import { err, ok, type RenderError, type Result } from './result.ts';
+import { checkDuration, type DurationRule } from '../../../schemas/durations.ts';
 
 /** Defaults of admissionPolicy.pressure (SPEC §1). */
 export const PRESSURE_DEFAULTS = {
@@ -22,7 +23,8 @@ const SELECTION_MODES = ['deterministic', 'roundRobin', 'random', 'weightedRando
 const ADMISSION_MODES = ['instantaneous', 'stabilized'];
 const MISSING_METRICS = ['existingOnly', 'excluded'];
 const TRANSPORTS = ['gossip', 'poll'];
-const WHOLE_SECONDS = /^[1-9][0-9]*s$/;
+/** minimumStateDuration and recoveryHoldDown: the CRD pattern `^[1-9][0-9]*s$`, whole seconds. */
+export const PRESSURE_DURATION_RULE: DurationRule = { units: ['s'], minMs: 1_000, example: '10s' };
 
 class PolicyError {
   readonly field: string;
@@ -58,11 +60,9 @@ function count(field: string, value: unknown, fallback: number): number {
 }
 
 function seconds(field: string, value: unknown, fallback: string): number {
-  const text = value === undefined ? fallback : value;
-  if (typeof text !== 'string' || !WHOLE_SECONDS.test(text)) {
-    throw new PolicyError(field, `${JSON.stringify(value)} is not a whole number of seconds such as "10s"`);
-  }
-  return Number.parseInt(text, 10);
+  const checked = checkDuration(field, value === undefined ? fallback : value, PRESSURE_DURATION_RULE);
+  if (!checked.ok) throw new PolicyError(field, checked.problem);
+  return checked.ms / 1000;
 }
 
 function stabilized(pressure: PressurePolicy | undefined, missingMetrics: PressureAdmissionPolicy['missingMetrics']): PressureAdmissionPolicy {

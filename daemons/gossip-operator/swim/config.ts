@@ -2,6 +2,7 @@
 // scales with the member count N, and what raising it costs. Defaults live in `wanProfile()` (the reference
 // values of SPEC §5) and `loopbackProfile()` (derived from it by one time scale); `spec.swim` of a GridNetwork
 // is merged over a profile by `applySwimSpec`, which validates once, at the edge.
+import { checkDuration, type DurationRule } from '../../../schemas/durations.ts';
 
 export interface SwimConfig {
   /** Member name: the site name. One SWIM member per site, never per pod. */
@@ -123,7 +124,7 @@ export function loopbackProfile(speedup = 25): SwimTiming {
   return out as unknown as SwimTiming;
 }
 
-/** The `spec.swim` block of a GridNetwork. Durations are Go-style strings ("5s", "500ms", "1m30s"). */
+/** The `spec.swim` block of a GridNetwork. Durations as schemas/durations.ts parses them ("5s", "1500ms"). */
 export interface GridNetworkSwimSpec {
   readonly probeInterval?: string;
   readonly suspicionTimeout?: string;
@@ -139,20 +140,14 @@ export class SwimConfigError extends Error {
   }
 }
 
-const DURATION_UNITS: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1, us: 0.001, µs: 0.001, ns: 0.000001 };
+/** `spec.swim.probeInterval` and `suspicionTimeout`: the CRD pattern `^([1-9][0-9]*s|[1-9][0-9]{3,}ms)$`, i.e. >= 1 s. */
+export const SWIM_PROBE_INTERVAL_RULE: DurationRule = { units: ['s', 'ms'], minMs: 1_000, example: '5s' };
+export const SWIM_SUSPICION_TIMEOUT_RULE: DurationRule = { units: ['s', 'ms'], minMs: 1_000, example: '30s' };
 
-/** Parses a Go-style duration into milliseconds; undefined when malformed. */
-export function parseDurationMs(text: string): number | undefined {
-  const s = text.trim();
-  if (s === '' || s.length > 64) return undefined;
-  const re = /(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/gy;
-  let total = 0;
-  let consumed = 0;
-  for (let m = re.exec(s); m !== null; m = re.exec(s)) {
-    total += Number(m[1]) * (DURATION_UNITS[m[2] as string] as number);
-    consumed = re.lastIndex;
-  }
-  return consumed === s.length ? total : undefined;
+function swimDuration(field: string, text: string, rule: DurationRule): number {
+  const checked = checkDuration(field, text, rule);
+  if (!checked.ok) throw new SwimConfigError(field, checked.problem);
+  return checked.ms;
 }
 
 /**
@@ -162,19 +157,12 @@ export function parseDurationMs(text: string): number | undefined {
 export function applySwimSpec(name: string, base: SwimTiming, spec: GridNetworkSwimSpec | undefined): SwimConfig {
   const out: { -readonly [K in keyof SwimConfig]: SwimConfig[K] } = { ...base, name };
   if (spec?.probeInterval !== undefined) {
-    const ms = parseDurationMs(spec.probeInterval);
-    if (ms === undefined || ms < 1) {
-      throw new SwimConfigError('spec.swim.probeInterval', `"${spec.probeInterval}" is not a positive duration such as "5s" or "500ms"`);
-    }
+    const ms = swimDuration('spec.swim.probeInterval', spec.probeInterval, SWIM_PROBE_INTERVAL_RULE);
     out.probeTimeoutMs = Math.max(1, Math.round((base.probeTimeoutMs / base.probeIntervalMs) * ms));
     out.probeIntervalMs = ms;
   }
   if (spec?.suspicionTimeout !== undefined) {
-    const ms = parseDurationMs(spec.suspicionTimeout);
-    if (ms === undefined || ms < 1) {
-      throw new SwimConfigError('spec.swim.suspicionTimeout', `"${spec.suspicionTimeout}" is not a positive duration such as "30s"`);
-    }
-    out.suspicionTimeoutMs = ms;
+    out.suspicionTimeoutMs = swimDuration('spec.swim.suspicionTimeout', spec.suspicionTimeout, SWIM_SUSPICION_TIMEOUT_RULE);
   }
   if (spec?.gossipNodes !== undefined) {
     if (!Number.isInteger(spec.gossipNodes) || spec.gossipNodes < 1 || spec.gossipNodes > 16) {

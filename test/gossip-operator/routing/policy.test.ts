@@ -74,7 +74,7 @@ describe('resolveRoutingPolicy', () => {
     ['threshold above 1', { admissionPolicy: { mode: 'stabilized', pressure: { enterThreshold: 1.2 } } }, 'pressure.enterThreshold: 1.2 is not a number in [0, 1]'],
     ['exit not below enter', { admissionPolicy: { mode: 'stabilized', pressure: { enterThreshold: 0.6, exitThreshold: 0.6 } } }, 'exitThreshold: 0.6 must be below enterThreshold 0.6'],
     ['failure threshold 0', { admissionPolicy: { mode: 'stabilized', pressure: { failureThreshold: 0 } } }, 'failureThreshold: 0 is not an integer in 1..100'],
-    ['sub-second duration', { admissionPolicy: { mode: 'stabilized', pressure: { minimumStateDuration: '500ms' } } }, 'minimumStateDuration: "500ms" is not a whole number of seconds'],
+    ['sub-second duration', { admissionPolicy: { mode: 'stabilized', pressure: { minimumStateDuration: '500ms' } } }, 'spec.admissionPolicy.pressure.minimumStateDuration: "500ms" is in ms, which is not accepted here; use whole seconds (s) from 1s, such as 10s'],
     ['unknown missingMetrics', { admissionPolicy: { mode: 'stabilized', missingMetrics: 'ignore' } }, 'spec.admissionPolicy.missingMetrics'],
   ])('refuses %s with invalid_policy naming the field', (_label, spec, message) => {
     const result = resolveRoutingPolicy('production', spec as unknown as GridNetworkSpec);
