@@ -15,7 +15,13 @@ import { ANNOTATION_SITE_ID, CONFIG_MAP, FIELD_MANAGER, GRID_SITE, MANAGED_BY } 
 
 const SITE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
-const RECORD_ATTEMPTS = 5;
+/** Read-apply rounds: each conflict means another writer got its write in, so few rounds are ever needed. */
+const RECORD_ATTEMPTS = 8;
+/**
+ * Creates the empty ledger. Its own field manager applies no `data`, so it can never remove a name: the same
+ * manager as the writes would, on the API server, prune every key its apply leaves out.
+ */
+const LEDGER_CREATE_MANAGER = `${FIELD_MANAGER}-site-name-ledger`;
 
 export interface SiteNameLedger {
   /** Recorded site name → when a GridSite of that name was first seen (undefined when the value is malformed). */
@@ -76,17 +82,19 @@ export async function recordSiteNames(store: ResourceStore, ref: ObjectRef, name
     const ledger = await readSiteNameLedger(store, ref);
     const added = names.filter((n) => !ledger.names.has(n) && !(n in ledger.raw));
     if (added.length === 0) return [];
+    const metadata = { name: ref.name, namespace: ref.namespace, labels: { [MANAGED_BY]: FIELD_MANAGER } };
+    if (ledger.resourceVersion === undefined) {
+      // A write needs a resourceVersion to be conditional, and an absent object has none: writers racing on the
+      // first name would each replace the others' maps. So the ledger is created empty first, then written.
+      await store.apply(CONFIG_MAP, { apiVersion: 'v1', kind: 'ConfigMap', metadata }, { fieldManager: LEDGER_CREATE_MANAGER });
+      if (attempt >= RECORD_ATTEMPTS) throw new Error(`${describeLedger(ref)}: created, but still not readable after ${attempt} attempts`);
+      continue;
+    }
     const firstSeen = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
     const data: Record<string, string> = { ...ledger.raw };
     for (const name of added) data[name] = firstSeen;
-    const object: KubeObject = {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: { name: ref.name, namespace: ref.namespace, labels: { [MANAGED_BY]: FIELD_MANAGER } },
-      data,
-    };
     try {
-      await store.apply(CONFIG_MAP, object, { fieldManager: FIELD_MANAGER, force: true, ...(ledger.resourceVersion !== undefined ? { resourceVersion: ledger.resourceVersion } : {}) });
+      await store.apply(CONFIG_MAP, { apiVersion: 'v1', kind: 'ConfigMap', metadata, data }, { fieldManager: FIELD_MANAGER, force: true, resourceVersion: ledger.resourceVersion });
       return added;
     } catch (error) {
       if (!(error instanceof ResourceStoreError) || error.code !== 'conflict' || attempt >= RECORD_ATTEMPTS) throw error;

@@ -54,10 +54,13 @@ describe('deleted site names on the API server', () => {
     const store = open();
     const site = uniqueName('east');
     await store.apply(GRID_SITE, { apiVersion: GRID_SITE.apiVersion, kind: 'GridSite', metadata: { name: site }, spec: { gridNetworkRef: 'production' } }, { fieldManager: 'agn-cluster-test' });
-    // Two replicas record at once (the site plus others): the precondition turns the race into retries, not loss.
+    // Two replicas record names at once from an absent ledger: the empty create plus the precondition turn the
+    // race into retries, never into one map replacing the other.
     const others = Array.from({ length: 6 }, (_, i) => `${site}-peer${i}`);
-    const [a, b] = [open(), open()];
-    await Promise.all([site, ...others].map((name, i) => recordSiteNames(i % 2 === 0 ? a : b, ledger, [name], Date.now())));
+    const chain = async (replica: KubernetesStore, names: readonly string[]) => {
+      for (const name of names) await recordSiteNames(replica, ledger, [name], Date.now());
+    };
+    await Promise.all([chain(open(), [site, ...others.slice(0, 3)]), chain(open(), others.slice(3))]);
     expect([...(await readSiteNameLedger(store, ledger)).names.keys()].sort()).toEqual([site, ...others].sort());
     expect((await checkDeletedSiteName(store, ledger, site)).deleted).toBe(false);
 

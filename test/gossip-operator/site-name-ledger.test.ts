@@ -90,12 +90,21 @@ describe('site name ledger', () => {
     expect(await recordSiteNames(a, LEDGER, ['east2'], NOW)).toEqual(['east2']);
     expect(await recordSiteNames(a, LEDGER, ['east2'], NOW + 60_000)).toEqual([]);
     await a.apply(CONFIG_MAP, { ...configMap({ ...((await a.get(CONFIG_MAP, LEDGER)) as Json).data, Bad_Key: 'kept' }), metadata: { name: LEDGER.name, namespace: NAMESPACE } }, { fieldManager: 'admin' });
+    // Two replicas on one state directory, each recording its names in turn while the other does too.
     const names = Array.from({ length: 8 }, (_, i) => `site-${i}`);
-    await Promise.all(names.map((n, i) => recordSiteNames(i % 2 === 0 ? a : b, LEDGER, [n], NOW)));
+    const chain = async (replica: LocalStore, own: readonly string[]) => {
+      for (const name of own) await recordSiteNames(replica, LEDGER, [name], NOW);
+    };
+    await Promise.all([chain(a, names.slice(0, 4)), chain(b, names.slice(4))]);
     const ledger = await readSiteNameLedger(b, LEDGER);
     expect([...ledger.names.keys()].sort()).toEqual(['east2', ...names].sort());
     expect(ledger.names.get('east2')).toBe('2026-03-01T10:00:00Z');
     expect(ledger.raw['Bad_Key']).toBe('kept');
+
+    // Both start from no ledger at all: the first write is as conditional as the others.
+    const fresh = { name: siteNameLedgerConfigMapName('site-b'), namespace: NAMESPACE };
+    await Promise.all([recordSiteNames(a, fresh, ['x1'], NOW), recordSiteNames(b, fresh, ['y1'], NOW)]);
+    expect([...(await readSiteNameLedger(a, fresh)).names.keys()].sort()).toEqual(['x1', 'y1']);
   });
 
   it('calls a recorded name with no GridSite deleted, also after a restart, and a stub standing for it present', async () => {
