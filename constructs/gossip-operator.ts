@@ -6,7 +6,7 @@ import { DEFAULT_ENROLLMENT_PORT, DEFAULT_GATEWAY_AGE_PORT, DEFAULT_SIGNALS_PORT
 import { operatorNetworkPolicy } from './operator-network-policy.ts';
 import { GridSynthError, issueAt, type SynthIssue } from './synth-error.ts';
 import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, resources, tmpVolume } from './workload-defaults.ts';
-import { inviteTokenSecretName, operatorStateConfigMapName } from '../schemas/object-names.ts';
+import { inviteTokenSecretName, operatorStateConfigMapName, siteNameLedgerConfigMapName } from '../schemas/object-names.ts';
 
 /** A Secret the operator reads by name (the swim key, site certificate, CA, provider credentials). */
 export interface SecretName {
@@ -149,7 +149,7 @@ export class GossipOperator extends Construct {
         overlayConfigMaps: props.overlayConfigMaps,
         referencedSecrets: props.referencedSecrets.map((secret) => secret.name),
         leaderLease: [this.leaseName],
-        operatorState: [operatorStateConfigMapName(props.site)],
+        operatorState: [operatorStateConfigMapName(props.site), siteNameLedgerConfigMapName(props.site)],
         inviteSecrets: (props.invites ?? []).map(inviteTokenSecretName),
         metricsScraper: this.metricsScraperName === undefined ? [] : [this.metricsScraperName],
         praxisConfigMaps: props.praxisConfigMaps ?? [],

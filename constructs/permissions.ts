@@ -93,7 +93,7 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
       resources: ['configmaps'],
       verbs: ['get', 'patch', 'create'],
       names: 'operatorState',
-      why: 'the gossip revision high-water mark survives restarts in one ConfigMap, written with server-side apply',
+      why: 'the gossip revision high-water mark and the site name ledger (names of GridSites seen, so a deleted site\'s name is reused only with SiteInvite allowDeletedName) survive restarts in two ConfigMaps, written with server-side apply',
     },
     {
       scope: 'namespace',

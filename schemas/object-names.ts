@@ -9,6 +9,15 @@ export function operatorStateConfigMapName(site: string): string {
   return `grid-operator-state-${site.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`.slice(0, 63).replace(/-+$/, '');
 }
 
+/**
+ * The ConfigMap recording every site name this operator has seen a GridSite for (one per site, beside the state
+ * ConfigMap): a recorded name with no GridSite now is a deleted site, which a SiteInvite reuses only with
+ * spec.allowDeletedName.
+ */
+export function siteNameLedgerConfigMapName(site: string): string {
+  return `grid-site-names-${site.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`.slice(0, 63).replace(/-+$/, '');
+}
+
 /** The Secret holding a SiteInvite's one-time token (never its status). */
 export function inviteTokenSecretName(invite: string): string {
   return `grid-invite-${invite}`.slice(0, 253);

@@ -24,6 +24,7 @@ import { PolledSignals } from './peer-signals/polled-signals.ts';
 import { OperatorMetrics } from './metrics.ts';
 import { ScraperTokenSource } from './probes/scraper-token.ts';
 import { type EnrollmentServer, startEnrollmentServer } from './enrollment/server.ts';
+import { siteNameLedgerConfigMapName } from '../../schemas/object-names.ts';
 
 export interface OperatorOptions {
   readonly config: OperatorConfig;
@@ -102,6 +103,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
         redeems: metrics.enrollmentRedeems,
         now: context.now,
         onRedeemed: (invite) => context.enqueue('siteinvite', invite),
+        siteNameLedger: { name: siteNameLedgerConfigMapName(config.site), namespace: config.namespace },
       });
     } catch (error) {
       if (ownsStore) await store.close();

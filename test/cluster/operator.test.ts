@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { validateCustomResource } from '../../schemas/crds/validate.ts';
-import { inviteTokenSecretName, operatorStateConfigMapName } from '../../schemas/object-names.ts';
+import { inviteTokenSecretName, operatorStateConfigMapName, siteNameLedgerConfigMapName } from '../../schemas/object-names.ts';
 import { overlayConfigMapName } from '../../schemas/overlay/configmap-name.ts';
 import { OVERLAY_SYNC_MAX_OVERLAY_BYTES, validateOverlay } from '../../schemas/overlay/validate.ts';
 import { renderKubeconfig } from './certs.ts';
@@ -189,7 +189,7 @@ afterAll(async () => {
     const ns = `/api/v1/namespaces/${NAMESPACE}`;
     const invites = gridObjects.filter((o) => o.kind === 'SiteInvite').map((o) => inviteTokenSecretName(o.metadata.name));
     const secrets = [...[...referencedSecrets().values()].map((s) => `${s.ref.namespace === NAMESPACE ? ns : `/api/v1/namespaces/${s.ref.namespace}`}/secrets/${s.ref.name}`), ...invites.map((n) => `${ns}/secrets/${n}`)];
-    for (const path of [...secrets, CM_PATH, `${ns}/configmaps/${operatorStateConfigMapName(SITE)}`, LEASE_PATH]) await admin.request('DELETE', path);
+    for (const path of [...secrets, CM_PATH, `${ns}/configmaps/${operatorStateConfigMapName(SITE)}`, `${ns}/configmaps/${siteNameLedgerConfigMapName(SITE)}`, LEASE_PATH]) await admin.request('DELETE', path);
   }
   if (workDir !== undefined && process.env['AGN_CLUSTER_KEEP_WORKDIR'] === '1') {
     for (const [identity, r] of replicas) await writeFile(join(workDir, `${identity}.log`), r.output());

@@ -10,7 +10,7 @@ import { overlayConfigMapName } from '../../schemas/overlay/configmap-name.ts';
 import { adminKubeConfig } from './kube.ts';
 import { applyManifests, distFiles, readManifests, RawClient } from './manifests.ts';
 import type { Manifest } from './manifests.ts';
-import { DEFAULT_PRAXIS_CONFIG_MAP_NAME, inviteTokenSecretName, operatorStateConfigMapName } from '../../schemas/object-names.ts';
+import { DEFAULT_PRAXIS_CONFIG_MAP_NAME, inviteTokenSecretName, operatorStateConfigMapName, siteNameLedgerConfigMapName } from '../../schemas/object-names.ts';
 
 interface Rule {
   apiGroups?: string[];
@@ -165,7 +165,7 @@ function slotNames(manifests: readonly Manifest[], serviceAccount: string): Reco
   return {
     overlayConfigMaps: overlays.sort(),
     overlayConfigMap: own,
-    operatorState: sites.map(operatorStateConfigMapName),
+    operatorState: sites.flatMap((site) => [operatorStateConfigMapName(site), siteNameLedgerConfigMapName(site)]),
     referencedSecrets: [...new Set([...referencedSecretNames(manifests), ...mountSecrets])].sort(),
     inviteSecrets: invites.sort(),
     leaderLease: ['gossip-operator-leader'],

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { overlayConfigMapName } from '../../schemas/overlay/configmap-name.ts';
+import { siteNameLedgerConfigMapName } from '../../schemas/object-names.ts';
 import { buildEnvelope, serializeOverlay } from '../../schemas/overlay/envelope.ts';
 import type { OverlayCandidate } from '../../schemas/overlay/types.ts';
 import { fnv1a32Hex } from '../../schemas/fnv1a.ts';
@@ -330,6 +331,18 @@ describe('what the operator token is granted', () => {
     expect((await operator.apply(lease('2026-11-29T12:00:05.000000Z'), 'grid-operator-leader-election', { force: 'true' })).status).toBe(200);
     const another = { ...lease('2026-11-29T12:00:00.000000Z'), metadata: { name: 'other', namespace: NAMESPACE } };
     expect((await operator.apply(another, 'grid-operator-leader-election', { force: 'true' })).status).toBe(403);
+  });
+
+  it('creates and updates its site name ledger ConfigMap with server-side apply, and no other by that prefix', async () => {
+    // As daemons/gossip-operator/site-name-ledger.ts does: the whole map applied to the ConfigMap's own URL.
+    const name = siteNameLedgerConfigMapName(LOCAL_SITE);
+    await admin.request('DELETE', `${ns}/configmaps/${name}`);
+    const ledger = (data: Record<string, string>, cm = name) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: cm, namespace: NAMESPACE }, data });
+    expect((await operator.apply(ledger({ west: '2026-11-29T12:00:00Z' }), OPERATOR_MANAGER, { force: 'true' })).status).toBe(201);
+    expect((await operator.request('GET', `${ns}/configmaps/${name}`)).status).toBe(200);
+    expect((await operator.apply(ledger({ west: '2026-11-29T12:00:00Z', north: '2026-11-29T12:00:05Z' }), OPERATOR_MANAGER, { force: 'true' })).status).toBe(200);
+    expect((await operator.apply(ledger({ west: '2026-11-29T12:00:00Z' }, siteNameLedgerConfigMapName('other')), OPERATOR_MANAGER, { force: 'true' })).status).toBe(403);
+    await expectRefused(operator, { what: 'delete the site name ledger', method: 'DELETE', path: `${ns}/configmaps/${name}` }, OPERATOR_SA);
   });
 
   it('is refused everything else it might try', async () => {

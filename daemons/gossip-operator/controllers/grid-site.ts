@@ -15,15 +15,21 @@ import { discoveredSiteK8sName } from '../routing/sites.ts';
 import { readSecretKey } from '../secrets.ts';
 import { nextSitePhase, type GridSitePhase, type MemberView } from '../site-phase.ts';
 import { siteIdOf } from './site-discovery.ts';
+import { siteNameLedgerConfigMapName } from '../../../schemas/object-names.ts';
+import { recordSiteNames } from '../site-name-ledger.ts';
 import { boundedMessage, mergeConditions, nowRfc3339, sameJson, type Condition } from './status.ts';
 
 const PROBE_TIMEOUT_MS = 5_000;
+/** How long a name this process recorded is trusted before the ledger is read again (a lost first-write race heals). */
+const LEDGER_RECHECK_MS = 10 * 60_000;
 
 export class GridSiteController implements Controller {
   readonly name = CONTROLLER_NAMES.site;
   readonly kind = GRID_SITE;
   readonly #ctx: OperatorContext;
   readonly #known = new Set<string>();
+  /** Site id → when this process last confirmed it is in the site name ledger. */
+  readonly #recorded = new Map<string, number>();
 
   constructor(ctx: OperatorContext) {
     this.#ctx = ctx;
@@ -89,6 +95,7 @@ export class GridSiteController implements Controller {
       return {};
     }
     this.#known.add(name);
+    await this.#recordName(siteIdOf(site));
     const current = site.status?.phase as GridSitePhase | undefined;
     const siteId = this.#siteId(site);
     const member = this.#member(siteId);
@@ -148,6 +155,25 @@ export class GridSiteController implements Controller {
     }
     ctx.metrics.setSitePhase(name, decision.phase);
     return { requeueAfterMs: ctx.config.sitePollIntervalMs };
+  }
+
+  /**
+   * The name is in use, so it goes into the site name ledger (site-name-ledger.ts): once its GridSite is gone, an
+   * invite reuses it only with allowDeletedName. A failed write is logged and retried on the next reconcile; it never
+   * holds up the site's phase.
+   */
+  async #recordName(siteId: string): Promise<void> {
+    const ctx = this.#ctx;
+    const now = ctx.now();
+    if (now - (this.#recorded.get(siteId) ?? -Infinity) < LEDGER_RECHECK_MS) return;
+    const ref = { name: siteNameLedgerConfigMapName(ctx.config.site), namespace: ctx.config.namespace };
+    try {
+      const added = await recordSiteNames(ctx.store, ref, [siteId], now);
+      this.#recorded.set(siteId, now);
+      if (added.length > 0) ctx.logger.info({ site: siteId, configMap: `${ref.namespace}/${ref.name}` }, 'site name recorded in the site name ledger');
+    } catch (error) {
+      ctx.logger.warn({ site: siteId, configMap: `${ref.namespace}/${ref.name}`, error: errorFields(error) }, 'cannot record the site name in the site name ledger; retrying on the next reconcile');
+    }
   }
 
   #member(siteId: string): MemberView {

@@ -2,7 +2,8 @@
  * SiteInvite reconcile (seed 001 "SiteInvite"): a one-time token is stored in a Secret in the operator namespace
  * and only its public id, Secret reference and expiry go to status (never the token). An expired unused token is
  * revoked (its Secret deleted); deleting the invite revokes it too. The optional publicKeySHA256 binding is
- * stored beside the token for the enrollment path, which enforces it.
+ * stored beside the token for the enrollment path, which enforces it. A name the site name ledger records with no
+ * GridSite now (a deleted site) gets no token unless spec.allowDeletedName is set (site-name-ledger.ts).
  */
 import { randomBytes } from 'node:crypto';
 import type { SiteInviteResource } from '../../../schemas/crds/types.ts';
@@ -11,10 +12,11 @@ import { validateCustomResource } from '../../../schemas/crds/validate.ts';
 import type { KubeObject } from '../../shared/resource-store/types.ts';
 import type { OperatorContext } from '../context.ts';
 import { secretKeyBytes } from '../secrets.ts';
-import { FIELD_MANAGER, LABEL_PREFIX_INVITE, SECRET, SITE_INVITE } from '../kinds.ts';
-import type { Controller, ReconcileResult } from '../manager/manager.ts';
+import { ANNOTATION_SITE_ID, FIELD_MANAGER, GRID_SITE, LABEL_PREFIX_INVITE, SECRET, SITE_INVITE } from '../kinds.ts';
+import type { Controller, ReconcileResult, SecondaryWatch } from '../manager/manager.ts';
+import { checkDeletedSiteName, describeLedger } from '../site-name-ledger.ts';
 import { boundedMessage, type Condition, mergeConditions, nowRfc3339, sameJson, specOnly } from './status.ts';
-import { inviteTokenSecretName } from '../../../schemas/object-names.ts';
+import { inviteTokenSecretName, siteNameLedgerConfigMapName } from '../../../schemas/object-names.ts';
 import { checkDuration, type DurationCheck, type DurationRule } from '../../../schemas/durations.ts';
 
 export const DEFAULT_INVITE_LIFETIME = '24h';
@@ -49,9 +51,21 @@ export class SiteInviteController implements Controller {
   readonly name = 'siteinvite';
   readonly kind = SITE_INVITE;
   readonly #ctx: OperatorContext;
+  /** Invite name → its spec.siteName, so a GridSite change re-checks the invites for that name. */
+  readonly #siteNames = new Map<string, string>();
+  readonly watches: readonly SecondaryWatch[];
 
   constructor(ctx: OperatorContext) {
     this.#ctx = ctx;
+    this.watches = [
+      {
+        kind: GRID_SITE,
+        map: (site) => {
+          const id = site.metadata.annotations?.[ANNOTATION_SITE_ID] ?? site.metadata.name;
+          return [...this.#siteNames].filter(([, siteName]) => siteName === id || siteName === site.metadata.name).map(([invite]) => invite);
+        },
+      },
+    ];
   }
 
   async #revoke(invite: string): Promise<boolean> {
@@ -62,6 +76,7 @@ export class SiteInviteController implements Controller {
     const ctx = this.#ctx;
     const invite = (await ctx.store.get(SITE_INVITE, { name })) as SiteInviteResource | undefined;
     if (invite === undefined) {
+      this.#siteNames.delete(name);
       if (await this.#revoke(name)) ctx.logger.info({ siteInvite: name }, 'invite deleted; its token was revoked');
       return {};
     }
@@ -83,7 +98,37 @@ export class SiteInviteController implements Controller {
       return {};
     }
     const lifetimeMs = lifetime.ms;
+    this.#siteNames.set(name, invite.spec.siteName);
     const state = inviteState(invite.status, now);
+    const reuse: Omit<Condition, 'lastTransitionTime'>[] = [];
+    if (state === 'issue' || state === 'active') {
+      const siteName = invite.spec.siteName;
+      const ledger = { name: siteNameLedgerConfigMapName(ctx.config.site), namespace: ctx.config.namespace };
+      const check = await checkDeletedSiteName(ctx.store, ledger, siteName);
+      for (const problem of check.problems) ctx.logger.warn({ siteInvite: name, problem }, 'site name ledger entry is malformed');
+      const seen = check.firstSeen !== undefined ? ` (first seen ${check.firstSeen})` : '';
+      if (check.deleted && invite.spec.allowDeletedName !== true) {
+        // No token: a new site would inherit the deleted site's identity. The spec is immutable, so the fix is a new invite.
+        await write({
+          observedGeneration: generation,
+          conditions: conditions(
+            false,
+            'SiteNameDeleted',
+            `site ${siteName} was deleted from the grid${seen} and ${describeLedger(ledger)} still records its name; no token is issued. To reuse the name, recreate this invite with spec.allowDeletedName: true`,
+          ),
+        });
+        // An issued token stays (the redeem endpoint refuses it) and still expires on time.
+        return state === 'active' ? { requeueAfterMs: Math.max(1_000, Date.parse(invite.status?.expiresAt ?? '') - now) } : {};
+      }
+      if (check.deleted) {
+        if (invite.status?.conditions?.some((c) => c.type === 'SiteNameReused' && c.status === 'True') !== true) {
+          ctx.logger.info({ siteInvite: name, site: siteName }, 'invite reuses the name of a deleted site (spec.allowDeletedName)');
+        }
+        reuse.push({ type: 'SiteNameReused', status: 'True', reason: 'DeletedNameReused', message: `site ${siteName} was deleted from the grid${seen}; spec.allowDeletedName lets this invite reuse the name`, observedGeneration: generation });
+      } else if (invite.status?.conditions?.some((c) => c.type === 'SiteNameReused') === true) {
+        reuse.push({ type: 'SiteNameReused', status: 'False', reason: 'NameNotDeleted', message: `a GridSite stands for ${siteName} again, or its name was never recorded`, observedGeneration: generation });
+      }
+    }
     if (state === 'redeemed') {
       await write({ observedGeneration: generation, conditions: conditions(true, 'Redeemed', `redeemed by ${invite.status?.redeemedBy ?? 'a site'}`) });
       return {};
@@ -137,11 +182,11 @@ export class SiteInviteController implements Controller {
         expiresAt,
         redeemed: false,
         observedGeneration: generation,
-        conditions: conditions(true, 'TokenIssued', `one-time token stored in Secret ${ref.namespace}/${ref.name}; deliver it out of band`),
+        conditions: conditions(true, 'TokenIssued', `one-time token stored in Secret ${ref.namespace}/${ref.name}; deliver it out of band`, reuse),
       });
       return { requeueAfterMs: Math.max(1_000, created + lifetimeMs - now) };
     }
-    await write({ observedGeneration: generation, conditions: conditions(true, 'TokenIssued', `one-time token stored in Secret ${ctx.config.namespace}/${inviteTokenSecretName(name)}`) });
+    await write({ observedGeneration: generation, conditions: conditions(true, 'TokenIssued', `one-time token stored in Secret ${ctx.config.namespace}/${inviteTokenSecretName(name)}`, reuse) });
     return { requeueAfterMs: Math.max(1_000, Date.parse(invite.status?.expiresAt ?? '') - now) };
   }
 }

@@ -11,7 +11,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { SiteInviteResource } from '../../../schemas/crds/types.ts';
 import { inviteTokenSecretName } from '../../../schemas/object-names.ts';
-import type { ResourceStore } from '../../shared/resource-store/types.ts';
+import type { ObjectRef, ResourceStore } from '../../shared/resource-store/types.ts';
+import { checkDeletedSiteName } from '../site-name-ledger.ts';
 import { FIELD_MANAGER, SECRET, SITE_INVITE } from '../kinds.ts';
 import { nowRfc3339 } from '../controllers/status.ts';
 import { type SecretObject, secretKeyBytes } from '../secrets.ts';
@@ -31,6 +32,8 @@ export const REDEEM_OUTCOMES = [
   'site_name_mismatch',
   'key_mismatch',
   'internal_error',
+  // Added with SiteInvite spec.allowDeletedName: the invited name belongs to a site deleted from the grid.
+  'site_name_deleted',
 ] as const;
 export type RedeemOutcome = (typeof REDEEM_OUTCOMES)[number];
 
@@ -47,6 +50,8 @@ export const REDEEM_HTTP_STATUS: Readonly<Record<RedeemOutcome, number>> = {
   site_name_mismatch: 403,
   key_mismatch: 403,
   internal_error: 500,
+  // 409 like already_redeemed: the request is fine, the grid's state (the name's record) conflicts with it.
+  site_name_deleted: 409,
 };
 
 export class RedeemRefusal extends Error {
@@ -128,6 +133,11 @@ export interface InviteRedeemerOptions {
   readonly ca: () => GridCa;
   readonly certificateLifetimeMs: number;
   readonly now: () => number;
+  /**
+   * The site name ledger (site-name-ledger.ts): a name it records with no GridSite now is refused unless the
+   * invite sets spec.allowDeletedName. Absent: no such check (only tests of other paths leave it out).
+   */
+  readonly siteNameLedger?: ObjectRef;
   /** Called after a redeem marked the invite, so its controller updates conditions promptly. */
   readonly onRedeemed?: (invite: string) => void;
   /** Called when the redemption could not be written to the invite's status after retries. */
@@ -186,6 +196,11 @@ export class InviteRedeemer {
     const binding = invite.spec.publicKeySHA256;
     if (binding !== undefined && binding !== csr.publicKeySHA256) {
       throw new RedeemRefusal('key_mismatch', `SiteInvite ${name} is bound to another public key (the CSR key has SHA-256 ${csr.publicKeySHA256})`);
+    }
+    // Checked again here, not only when the token was minted: the GridSite may have been deleted since.
+    const ledger = this.#options.siteNameLedger;
+    if (ledger !== undefined && invite.spec.allowDeletedName !== true && (await checkDeletedSiteName(store, ledger, invite.spec.siteName)).deleted) {
+      throw new RedeemRefusal('site_name_deleted', `site ${invite.spec.siteName} was deleted from the grid; SiteInvite ${name} does not set spec.allowDeletedName, so the name is not reused`);
     }
     // Checked before the claim, so a CA about to expire never burns a token without issuing.
     const ca = this.#options.ca();

@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import type { Counter } from 'prom-client';
 import { parseListenAddress } from '../../shared/admin-server.ts';
 import { errorFields, type Logger } from '../../shared/log.ts';
-import type { ResourceStore } from '../../shared/resource-store/types.ts';
+import type { ObjectRef, ResourceStore } from '../../shared/resource-store/types.ts';
 import type { EnrollmentConfig } from './config.ts';
 import { InviteRedeemer, MAX_REDEEM_BODY_BYTES, parseRedeemRequest, REDEEM_HTTP_STATUS, REDEEM_OUTCOMES, RedeemRefusal, type RedeemOutcome, type RedeemRequest } from './redeem.ts';
 import { type GridCa, loadGridCa } from './site-certificate.ts';
@@ -32,6 +32,8 @@ export interface EnrollmentServerOptions {
   readonly redeems: Counter<'outcome'>;
   readonly now: () => number;
   readonly onRedeemed?: (invite: string) => void;
+  /** The site name ledger the redeem checks for deleted names (InviteRedeemerOptions.siteNameLedger). */
+  readonly siteNameLedger?: ObjectRef;
 }
 
 export interface EnrollmentServer {
@@ -93,6 +95,7 @@ export async function startEnrollmentServer(options: EnrollmentServerOptions): P
     certificateLifetimeMs: config.certificateLifetimeMs,
     now: options.now,
     ...(options.onRedeemed !== undefined ? { onRedeemed: options.onRedeemed } : {}),
+    ...(options.siteNameLedger !== undefined ? { siteNameLedger: options.siteNameLedger } : {}),
     onStatusError: (invite, error) => logger.error({ siteInvite: invite, error: errorFields(error) }, 'certificate issued and token spent, but the invite status could not record the redemption'),
   });
   // Zero series for every outcome, so a dashboard sees the full catalogue before the first attempt.
