@@ -31,4 +31,19 @@ export class FakeClock implements Clock {
     }
     this.#now = end;
   }
+
+  /**
+   * An event-loop stall: time jumps by `ms` with nothing running, then every timer that fell due runs late, in
+   * deadline order, all seeing the late `now()` (as Node runs expired timers on waking). Timers they schedule
+   * count from that late time.
+   */
+  stall(ms: number): void {
+    this.#now += ms;
+    for (;;) {
+      const due = this.#timers.filter((t) => !t.cancelled && t.at <= this.#now).sort((a, b) => a.at - b.at || a.id - b.id)[0];
+      if (!due) break;
+      this.#timers = this.#timers.filter((t) => t !== due);
+      due.fn();
+    }
+  }
 }

@@ -1,5 +1,6 @@
 // SWIM over real UDP/TCP sockets on 127.0.0.1 (scaled timing: 100 ms probes, 1 s suspicion).
 import { randomBytes } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterEach, describe, expect, test } from 'vitest';
 import { KeyRing } from '../../daemons/gossip-operator/swim/keyring.ts';
 import { allSeeAlive, startNode, stopAll, testTiming, waitFor, type TestNode } from './helpers.ts';
@@ -132,17 +133,38 @@ describe('Membership over UDP', () => {
   test('10% packet loss causes no false dead declaration over 60+ probe periods', async () => {
     const timing = testTiming({ suspicionTimeoutMs: 1_500 });
     const all: TestNode[] = [];
-    for (const name of ['a', 'b', 'c', 'd', 'e']) all.push(await start(name, timing));
+    const names = ['a', 'b', 'c', 'd', 'e'];
+    for (const name of names) all.push(await start(name, timing));
     await Promise.all(all.slice(1).map((n) => n.membership.join([all[0]!.membership.address])));
-    await waitFor('convergence', 5_000, () => allSeeAlive(all, ['a', 'b', 'c', 'd', 'e']));
+    await waitFor('convergence', 5_000, () => allSeeAlive(all, names));
     const deaths: string[] = [];
-    for (const n of all) n.membership.on('leave', (m) => deaths.push(`${n.membership.name} saw ${m.name} ${m.state}`));
-    for (const n of all) n.transport.lossRate = 0.1;
-    await new Promise((r) => setTimeout(r, 65 * timing.probeIntervalMs));
-    const dropped = all.reduce((s, n) => s + n.transport.droppedPackets, 0);
-    expect(dropped).toBeGreaterThan(20); // the loss was real
-    expect(deaths).toEqual([]);
-    expect(allSeeAlive(all, ['a', 'b', 'c', 'd', 'e'])).toBe(true);
+    let suspicions = 0;
+    for (const n of all) {
+      n.membership.on('leave', (m) => deaths.push(`${n.membership.name} saw ${m.name} ${m.state}`));
+      n.membership.on('update', (m) => {
+        if (m.state === 'suspect') suspicions++;
+      });
+    }
+    // Event-loop delay goes into the failure message: on a loaded machine it tells a stall from a protocol fault.
+    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    const context = (): string =>
+      `${suspicions} suspect updates; event-loop delay max ${Math.round(loopDelay.max / 1e6)} ms, p99 ${Math.round(loopDelay.percentile(99) / 1e6)} ms`;
+    loopDelay.enable();
+    try {
+      for (const n of all) n.transport.lossRate = 0.1;
+      await new Promise((r) => setTimeout(r, 65 * timing.probeIntervalMs));
+      const dropped = all.reduce((s, n) => s + n.transport.droppedPackets, 0);
+      expect(dropped).toBeGreaterThan(20); // the loss was real
+      expect(deaths, context()).toEqual([]);
+      // Suspicion is SWIM's answer to lost packets, not a failure, so at any one instant a member may be suspect;
+      // what must hold is that every suspicion is refuted in time (no death) and the views return to all alive.
+      await waitFor('every suspicion to be refuted, loss still on', 5_000, () => allSeeAlive(all, names)).catch((err: Error) => {
+        throw new Error(`${err.message} (${context()})`);
+      });
+      expect(deaths, context()).toEqual([]);
+    } finally {
+      loopDelay.disable();
+    }
   });
 
   test('IPv6: members on [::1] join through a bracketed seed', async () => {

@@ -15,12 +15,27 @@ export interface Clock {
 /** A source of uniform numbers in [0, 1). */
 export type RandomSource = () => number;
 
+/**
+ * Timers run `fn` from a setImmediate queued by the timeout, not from the timeout itself. After an event-loop
+ * stall (GC pause, CPU starvation, cgroup throttling) Node runs every expired timer before it reads the sockets,
+ * so a deadline would otherwise be judged without the acks and refutations that reached us in time and are
+ * still waiting in the kernel buffer. The immediate runs after the poll phase, which reads them first.
+ */
 export const systemClock: Clock = {
   now: () => Date.now(),
   schedule(delayMs, fn) {
-    const t = setTimeout(fn, Math.max(0, delayMs));
+    let immediate: NodeJS.Immediate | undefined;
+    const t = setTimeout(() => {
+      immediate = setImmediate(fn);
+      immediate.unref();
+    }, Math.max(0, delayMs));
     t.unref();
-    return { cancel: () => clearTimeout(t) };
+    return {
+      cancel: () => {
+        clearTimeout(t);
+        if (immediate) clearImmediate(immediate);
+      },
+    };
   },
 };
 

@@ -6,10 +6,13 @@ import type { Member } from './member-table.ts';
 interface PendingAck {
   readonly onAck: (receivedAtMs: number) => void;
   readonly onNack: (() => void) | undefined;
-  readonly timer: TimerHandle;
+  readonly timer: TimerHandle | undefined;
 }
 
-/** Outstanding acks by sequence number; each entry expires on its own timer so the table stays bounded. */
+/**
+ * Outstanding acks by sequence number. Each entry expires on its own timer, or (timeoutMs undefined) lives until
+ * its owner forgets it, so the table stays bounded either way.
+ */
 export class AckTable {
   readonly #pending = new Map<number, PendingAck>();
   readonly #clock: Clock;
@@ -18,11 +21,14 @@ export class AckTable {
     this.#clock = clock;
   }
 
-  expect(seq: number, timeoutMs: number, onAck: (receivedAtMs: number) => void, onNack?: () => void, onTimeout?: () => void): void {
-    const timer = this.#clock.schedule(timeoutMs, () => {
-      this.#pending.delete(seq);
-      onTimeout?.();
-    });
+  expect(seq: number, timeoutMs: number | undefined, onAck: (receivedAtMs: number) => void, onNack?: () => void, onTimeout?: () => void): void {
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : this.#clock.schedule(timeoutMs, () => {
+            this.#pending.delete(seq);
+            onTimeout?.();
+          });
     this.#pending.set(seq, { onAck, onNack, timer });
   }
 
@@ -31,7 +37,7 @@ export class AckTable {
     const p = this.#pending.get(seq);
     if (!p) return false;
     this.#pending.delete(seq);
-    p.timer.cancel();
+    p.timer?.cancel();
     p.onAck(receivedAtMs);
     return true;
   }
@@ -40,8 +46,16 @@ export class AckTable {
     this.#pending.get(seq)?.onNack?.();
   }
 
+  /** Drops an entry without calling back. False when it is gone already (acked, expired, or cleared at shutdown). */
+  forget(seq: number): boolean {
+    const p = this.#pending.get(seq);
+    if (!p) return false;
+    p.timer?.cancel();
+    return this.#pending.delete(seq);
+  }
+
   clear(): void {
-    for (const p of this.#pending.values()) p.timer.cancel();
+    for (const p of this.#pending.values()) p.timer?.cancel();
     this.#pending.clear();
   }
 
@@ -97,31 +111,49 @@ export interface ProbeHost {
   suspect(target: Member): void;
 }
 
-/** One probe of `target`; resolves when the round is settled (acked or suspected). */
-export function probeMember(host: ProbeHost, target: Member): Promise<'acked' | 'suspected'> {
+/**
+ * One probe of `target`; resolves when the round is settled (acked, suspected, or stopped by shutdown).
+ *
+ * Phases: a direct ping; after probeTimeoutMs without an ack, ping-req through k members; then the indirect
+ * window (probeIntervalMs - probeTimeoutMs, both scaled by local health) measured from when the ping-reqs were
+ * actually sent. If our own event loop stalled past both deadlines, the ping-reqs still get their whole window
+ * instead of being sent and judged in the same instant: a stall of the prober is no evidence against the target.
+ * A direct ack is accepted at any time until the verdict.
+ */
+export function probeMember(host: ProbeHost, target: Member): Promise<'acked' | 'suspected' | 'stopped'> {
   return new Promise((resolve) => {
     const seq = host.nextSeq();
     const timeoutMs = host.probeTimeoutMs();
-    const intervalMs = host.probeIntervalMs();
+    const indirectWindowMs = Math.max(1, host.probeIntervalMs() - timeoutMs);
     let settled = false;
     let expectedNacks = 0;
     let nacks = 0;
     let indirect: TimerHandle | undefined;
+    let verdict: TimerHandle | undefined;
     const succeed = (): void => {
       if (settled) return;
       settled = true;
       indirect?.cancel();
+      verdict?.cancel();
       host.awarenessDelta(-1);
       resolve('acked');
     };
-    host.acks.expect(seq, intervalMs, succeed, () => nacks++, () => {
+    const fail = (): void => {
       if (settled) return;
       settled = true;
+      // The entry only disappears unanswered when the member shut down (AckTable.clear): no verdict then.
+      if (!host.acks.forget(seq)) {
+        resolve('stopped');
+        return;
+      }
       // Lifeguard: nacks we were promised but never got point at our own network or load, not at the target.
-      host.awarenessDelta(expectedNacks > 0 ? expectedNacks - nacks : 0);
+      // With no member able to nack, the failed probe itself is the (weaker) evidence, as in memberlist.
+      host.awarenessDelta(expectedNacks > 0 ? expectedNacks - nacks : 1);
       host.suspect(target);
       resolve('suspected');
-    });
+    };
+    // No expiry of its own: the entry lives until the verdict, however late our own timers run.
+    host.acks.expect(seq, undefined, succeed, () => nacks++);
     host.pingTo(target, seq);
     indirect = host.clock.schedule(timeoutMs, () => {
       if (settled) return;
@@ -131,6 +163,17 @@ export function probeMember(host: ProbeHost, target: Member): Promise<'acked' | 
       );
       expectedNacks = helpers.length;
       for (const via of helpers) host.pingReqTo(via, target, seq);
+      verdict = host.clock.schedule(indirectWindowMs, fail);
     });
   });
+}
+
+/**
+ * How long a relay waits for the target before it nacks a ping-req. The nack must reach the requester inside its
+ * indirect window (probeInterval - probeTimeout at full health), or every failed probe would charge the requester
+ * for nacks that could never have arrived in time. 80 % of the shorter of the two leaves the return trip room.
+ * A nack does not end the relay's wait: a later ack is still forwarded.
+ */
+export function nackTimeoutMs(probeTimeoutMs: number, probeIntervalMs: number): number {
+  return Math.max(1, Math.floor(0.8 * Math.min(probeTimeoutMs, probeIntervalMs - probeTimeoutMs)));
 }

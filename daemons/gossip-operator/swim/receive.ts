@@ -7,7 +7,7 @@ import type { SwimConfig } from './config.ts';
 import type { StateDelegate } from './delegate.ts';
 import type { DropCounter } from './drop-counter.ts';
 import type { PacketGate } from './packet-gate.ts';
-import type { AckTable } from './probe.ts';
+import { nackTimeoutMs, type AckTable } from './probe.ts';
 import type { SwimDropReason } from './reasons.ts';
 import type { MembershipUpdates } from './updates.ts';
 
@@ -88,7 +88,7 @@ export class PacketReceiver {
     });
     // Lifeguard nack: tells the requester we are alive and its target is not answering us either, so a missing
     // nack points at the requester's own connectivity.
-    const t = clock.schedule(Math.floor(config.probeTimeoutMs * 0.8), () => {
+    const t = clock.schedule(nackTimeoutMs(config.probeTimeoutMs, config.probeIntervalMs), () => {
       timers.delete(t);
       if (!acked && this.#c.running()) send(requester, [JSON.stringify({ k: 'nack', seq: origSeq })]);
     });
