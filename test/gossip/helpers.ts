@@ -19,6 +19,10 @@ export function testTiming(overrides: Partial<SwimTiming> = {}): SwimTiming {
     announceIntervalMs: 500,
     joinRetryIntervalMs: 100,
     deadMemberTtlMs: 30_000,
+    // The scaled profile gives 200 ms for a join's TCP exchange, which a loaded 2-core CI box can exceed (a join then
+    // reports 0 contacts). Only a peer that accepts and never answers waits this long; refused or closed streams fail
+    // at once, so a generous bound costs the suites nothing.
+    pushPullTimeoutMs: 2_000,
     ...overrides,
   };
 }
