@@ -51,7 +51,7 @@ describe('SiteInvite redeem on the API server', () => {
     await store.apply(SITE_INVITE, { apiVersion: SITE_INVITE.apiVersion, kind: 'SiteInvite', metadata: { name }, spec: { siteName: site } }, { fieldManager: 'agn-cluster-test' });
     const lines: string[] = [];
     const logger = createLogger({ name: 'enroll-test', destination: new Writable({ write: (c: Buffer, _e, cb) => void (lines.push(c.toString()), cb()) }) });
-    const ctx = { store, logger, config: { namespace }, now: Date.now } as unknown as OperatorContext;
+    const ctx = { store, logger, config: { namespace, site: 'signer' }, now: Date.now } as unknown as OperatorContext;
     const controller = new SiteInviteController(ctx);
     await controller.reconcile(name);
     // eslint-disable-next-line @typescript-eslint/no-explicit-any

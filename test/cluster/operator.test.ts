@@ -243,6 +243,10 @@ describe('gossip-operator (real program, its ServiceAccount token) on east', () 
     expect(verdict.envelope.provenance.producer).toBe('grid-operator');
   });
 
+  /** The operator replicas' warnings and errors, less the expected ones: the diagnostic of a slow or failed wait. */
+  const operatorComplaints = (): string[] =>
+    [...replicas.values()].flatMap((r) => r.output().split('\n').filter((l) => /"level":"(warn|error)"/.test(l) && !/SWIM seed skipped|McpEndpointUnreachable/.test(l)));
+
   it('writes schema-valid status through the status subresource for the network, its site and its providers', async () => {
     const path = (o: Manifest['object']) => admin.objectPath(o);
     let lastStatus: unknown;
@@ -251,10 +255,9 @@ describe('gossip-operator (real program, its ServiceAccount token) on east', () 
       lastStatus = o?.['status'];
       const entry = (o?.['status']?.['routingMapStatus'] as Record<string, any>[] | undefined)?.find((e) => e['gatewayName'] === gateway.name);
       return o?.['status']?.['gridId'] && entry?.['phase'] === 'Distributed' ? o : undefined;
-    }, 60_000).catch((error: Error) => {
+    }, 45_000).catch((error: Error) => {
       // Say what the operator did see and log, so a slow or failed reconcile can be told apart.
-      const complaints = [...replicas.values()].flatMap((r) => r.output().split('\n').filter((l) => /"level":"(warn|error)"/.test(l) && !/SWIM seed skipped|McpEndpointUnreachable/.test(l)));
-      throw new Error(`${error.message}; last status ${JSON.stringify(lastStatus)?.slice(0, 1500)}; operator warnings: ${complaints.slice(-10).join(' | ').slice(0, 3000)}`);
+      throw new Error(`${error.message}; last status ${JSON.stringify(lastStatus)?.slice(0, 1500)}; operator warnings: ${operatorComplaints().slice(-10).join(' | ').slice(0, 3000)}`);
     });
     const entry = (net['status']['routingMapStatus'] as Record<string, any>[]).find((e) => e['gatewayName'] === gateway.name)!;
     const cm = (await get(CM_PATH))!;
@@ -263,6 +266,7 @@ describe('gossip-operator (real program, its ServiceAccount token) on east', () 
     const ownSite = gridObjects.find((o) => o.kind === 'GridSite' && o.metadata.name === SITE)!;
     const providers = gridObjects.filter((o) => o.kind === 'InferenceProvider');
     expect(providers.length).toBeGreaterThan(0);
+    const started = Date.now();
     const withPhase = await Promise.all(
       [ownSite, ...providers].map((o) =>
         waitFor(`${o.kind} ${o.metadata.name} status.phase`, async () => {
@@ -270,7 +274,10 @@ describe('gossip-operator (real program, its ServiceAccount token) on east', () 
           return typeof got?.['status']?.['phase'] === 'string' ? got : undefined;
         }, 30_000),
       ),
-    );
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; operator warnings: ${operatorComplaints().slice(-10).join(' | ').slice(0, 3000)}`);
+    });
+    console.log(`GridNetwork Distributed, then site and provider phases after ${Date.now() - started} ms`);
     // The providers' endpoints are cluster DNS names that do not resolve here: their health checks fail, so they
     // are Degraded, and a Degraded provider is still a candidate but never a fresh one (SPEC §2.3 `fresh`).
     for (const p of withPhase.slice(1)) {
@@ -291,7 +298,7 @@ describe('gossip-operator (real program, its ServiceAccount token) on east', () 
       expect(mine.length, `${o['kind']} ${o['metadata']['name']} has a grid-operator entry`).toBeGreaterThan(0);
       for (const f of mine) expect(f.subresource).toBe('status');
     }
-  });
+  }, 120_000);
 
   it('the standby stays passive: it never starts controllers, and a deleted overlay comes back from the leader', async () => {
     const lead = replicas.get(leader)!;
