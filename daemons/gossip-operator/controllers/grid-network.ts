@@ -61,6 +61,21 @@ function byName<T extends { metadata: { name: string } }>(items: readonly T[]): 
   return [...items].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
 }
 
+/**
+ * The grid ID to keep: status.gridId once negotiated, else spec.gridId, else a new one. The CRD defaults both to "",
+ * and "" means unset: an API server fills status.gridId with "" as soon as any status writer creates the status
+ * object (the peer-signal and gateway-age writers share it), so keeping "" would leave the grid without an ID.
+ */
+export function gridIdFor(
+  network: { readonly spec: { readonly gridId?: string }; readonly status?: { readonly gridId?: string } },
+  generate: () => string = () => `grid-${randomBytes(6).toString('hex')}`,
+): string {
+  const negotiated = network.status?.gridId;
+  if (negotiated !== undefined && negotiated !== '') return negotiated;
+  const declared = network.spec.gridId;
+  return declared !== undefined && declared !== '' ? declared : generate();
+}
+
 export class GridNetworkController implements Controller {
   readonly name = CONTROLLER_NAMES.network;
   readonly kind = GRID_NETWORK;
@@ -188,7 +203,7 @@ export class GridNetworkController implements Controller {
       });
       return {};
     }
-    const gridId = network.status?.gridId ?? (network.spec.gridId !== undefined && network.spec.gridId !== '' ? network.spec.gridId : `grid-${randomBytes(6).toString('hex')}`);
+    const gridId = gridIdFor(network);
 
     let runtime;
     try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { refreshIntervalMs } from '../../../daemons/gossip-operator/controllers/grid-network.ts';
+import { gridIdFor, refreshIntervalMs } from '../../../daemons/gossip-operator/controllers/grid-network.ts';
 import { TerminalError } from '../../../daemons/gossip-operator/manager/manager.ts';
 import { boundedMessage, mergeConditions } from '../../../daemons/gossip-operator/controllers/status.ts';
 import { readyCondition } from '../../../daemons/gossip-operator/controllers/inference-provider.ts';
@@ -17,6 +17,24 @@ describe('metricsRefreshInterval', () => {
   });
   it('fails the reconcile terminally on malformed data that bypassed admission', () => {
     for (const bad of ['0s', '500ms', '1m', '', '10', '-1s']) expect(() => refreshIntervalMs(bad, false)).toThrow(TerminalError);
+  });
+});
+
+describe('gridId (seed 001: "auto-generated on first join")', () => {
+  const generate = () => 'grid-generated';
+  it.each([
+    ['nothing set', {}, undefined, 'grid-generated'],
+    ['the CRD defaults: status and spec ""', { gridId: '' }, { gridId: '' }, 'grid-generated'],
+    ['declared in spec, status defaulted to ""', { gridId: 'grid-declared' }, { gridId: '' }, 'grid-declared'],
+    ['negotiated in status', { gridId: 'grid-declared' }, { gridId: 'grid-negotiated' }, 'grid-negotiated'],
+  ] as const)('%s -> %s', (_label, spec, status, expected) => {
+    expect(gridIdFor({ spec, ...(status === undefined ? {} : { status }) }, generate)).toBe(expected);
+  });
+
+  it('generates grid-<12 hex> by default, a different one each time', () => {
+    const a = gridIdFor({ spec: {}, status: { gridId: '' } });
+    expect(a).toMatch(/^grid-[0-9a-f]{12}$/);
+    expect(gridIdFor({ spec: {} })).not.toBe(a);
   });
 });
 
