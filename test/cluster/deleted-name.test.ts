@@ -3,10 +3,8 @@
 // after its name was recorded makes an invite for that name Ready=False SiteNameDeleted with no token Secret, a
 // redeem racing the deletion is refused with site_name_deleted, and allowDeletedName issues and redeems.
 import 'reflect-metadata';
-import { webcrypto } from 'node:crypto';
 import { Writable } from 'node:stream';
-import * as x509 from '@peculiar/x509';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { OperatorContext } from '../../daemons/gossip-operator/context.ts';
 import { SiteInviteController } from '../../daemons/gossip-operator/controllers/site-invite.ts';
 import { InviteRedeemer, parseRedeemRequest, RedeemRefusal } from '../../daemons/gossip-operator/enrollment/redeem.ts';
@@ -17,38 +15,16 @@ import { createLogger } from '../../daemons/shared/log.ts';
 import { KubernetesStore } from '../../daemons/shared/resource-store/index.ts';
 import { createCertificateAuthority } from '../../daemons/shared/tls.ts';
 import { inviteTokenSecretName, siteNameLedgerConfigMapName } from '../../schemas/object-names.ts';
-import { adminKubeConfig, uniqueName } from './kube.ts';
-import { applyManifests, RawClient } from './manifests.ts';
-
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+import { csr, namespaceWithStores } from './enrollment-fixture.ts';
+import { uniqueName } from './kube.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
-async function csr(): Promise<string> {
-  const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-  return (await x509.Pkcs10CertificateRequestGenerator.create({ name: 'CN=x', keys, signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } })).toString('pem');
-}
-
 describe('deleted site names on the API server', () => {
-  const namespace = uniqueName('deleted');
+  const { namespace, open } = namespaceWithStores('deleted');
   const signerSite = uniqueName('signer');
   const ledger = { name: siteNameLedgerConfigMapName(signerSite), namespace };
-  const stores: KubernetesStore[] = [];
-  const open = () => {
-    const store = new KubernetesStore({ kubeconfigPath: inject('kubeconfigPath') });
-    stores.push(store);
-    return store;
-  };
-  beforeAll(async () => {
-    const admin = new RawClient(adminKubeConfig());
-    await applyManifests(admin, ['crds.k8s.yaml']);
-    const res = await admin.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
-    if (res.status !== 201) throw new Error(`creating namespace ${namespace}: HTTP ${res.status}`);
-  });
-  afterAll(async () => {
-    await Promise.all(stores.map((s) => s.close()));
-  });
 
   it('refuses a deleted name without allowDeletedName, at the invite and at the redeem, and reuses it with it', async () => {
     const store = open();

@@ -3,46 +3,22 @@
 // server answers once is what lets exactly one certificate out. The redemption lands in status through the status
 // subresource, so the server's schema (date-time, the digest pattern) accepts what the redeemer writes.
 import 'reflect-metadata';
-import { webcrypto, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { Writable } from 'node:stream';
-import * as x509 from '@peculiar/x509';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { OperatorContext } from '../../daemons/gossip-operator/context.ts';
 import { SiteInviteController } from '../../daemons/gossip-operator/controllers/site-invite.ts';
 import { InviteRedeemer, parseRedeemRequest, RedeemRefusal } from '../../daemons/gossip-operator/enrollment/redeem.ts';
 import { loadGridCa } from '../../daemons/gossip-operator/enrollment/site-certificate.ts';
 import { SECRET, SITE_INVITE } from '../../daemons/gossip-operator/kinds.ts';
 import { createLogger } from '../../daemons/shared/log.ts';
-import { KubernetesStore } from '../../daemons/shared/resource-store/index.ts';
 import { createCertificateAuthority } from '../../daemons/shared/tls.ts';
 import { inviteTokenSecretName } from '../../schemas/object-names.ts';
-import { adminKubeConfig, uniqueName } from './kube.ts';
-import { applyManifests, RawClient } from './manifests.ts';
-
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
-
-async function csr(): Promise<string> {
-  const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-  return (await x509.Pkcs10CertificateRequestGenerator.create({ name: 'CN=x', keys, signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } })).toString('pem');
-}
+import { csr, namespaceWithStores } from './enrollment-fixture.ts';
+import { uniqueName } from './kube.ts';
 
 describe('SiteInvite redeem on the API server', () => {
-  const namespace = uniqueName('enroll');
-  const stores: KubernetesStore[] = [];
-  const open = () => {
-    const store = new KubernetesStore({ kubeconfigPath: inject('kubeconfigPath') });
-    stores.push(store);
-    return store;
-  };
-  beforeAll(async () => {
-    const admin = new RawClient(adminKubeConfig());
-    await applyManifests(admin, ['crds.k8s.yaml']);
-    const res = await admin.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
-    if (res.status !== 201) throw new Error(`creating namespace ${namespace}: HTTP ${res.status}`);
-  });
-  afterAll(async () => {
-    await Promise.all(stores.map((s) => s.close()));
-  });
+  const { namespace, open } = namespaceWithStores('enroll');
 
   it('issues exactly one certificate for a token raced by two replicas, and records it in status', async () => {
     const name = uniqueName('invite');

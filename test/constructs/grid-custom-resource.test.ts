@@ -5,21 +5,12 @@ import { GridNetwork } from '../../constructs/grid-network.ts';
 import { GridSite } from '../../constructs/grid-site.ts';
 import { InferenceProvider } from '../../constructs/inference-provider.ts';
 import { SiteInvite } from '../../constructs/site-invite.ts';
-import { GridSynthError } from '../../constructs/synth-error.ts';
+import { synthFailure } from './synth-failure.ts';
 import type { InferenceProviderSpec } from '../../schemas/generated/inferenceproviders.ts';
 import { chart, synth } from './helpers.ts';
 
 const provider: InferenceProviderSpec = { gridNetworkRef: 'demo', providerKind: 'self_hosted', backendKind: 'local', endpoint: 'http://sim:8080', models: [{ name: 'm1' }] };
 
-function messageOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(GridSynthError);
-    return (error as Error).message;
-  }
-  throw new Error('did not throw');
-}
 
 describe('grid custom resources', () => {
   it('emits one object per kind, typed and unchanged (snapshot)', () => {
@@ -77,11 +68,11 @@ describe('grid custom resources', () => {
   ];
 
   it.each(cases)('fails at synth for %s with one message naming path, field and fix', (_name, fn, expected) => {
-    expect(messageOf(fn)).toBe(expected);
+    expect(synthFailure(fn)).toBe(expected);
   });
 
   it('reports every problem of one resource, one line each', () => {
-    const message = messageOf(() => new InferenceProvider(chart(), 'p', { name: 'p', spec: { ...provider, capacityWeight: 0, routingClusterRef: ' ' } }));
+    const message = synthFailure(() => new InferenceProvider(chart(), 'p', { name: 'p', spec: { ...provider, capacityWeight: 0, routingClusterRef: ' ' } }));
     expect(message.split('\n')).toHaveLength(2);
   });
 });

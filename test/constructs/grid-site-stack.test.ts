@@ -3,7 +3,7 @@ import { App, Testing } from 'cdk8s';
 import YAML from 'yaml';
 import { GridSiteStack, backendFromEndpoint, peerGridSiteName, referencedSecrets } from '../../constructs/grid-site-stack.ts';
 import { buildGrid } from '../../constructs/grid.ts';
-import { GridSynthError } from '../../constructs/synth-error.ts';
+import { synthFailure } from './synth-failure.ts';
 import { stableId } from '../../schemas/fnv1a.ts';
 import { discoveredSiteK8sName } from '../../daemons/gossip-operator/routing/sites.ts';
 import type { GatewayConfig, LoadBalancerFilter, ProviderRouteFilter } from '../../schemas/generated/gateway-config.ts';
@@ -20,15 +20,6 @@ function gatewayConfig(objects: Manifest[], name: string): GatewayConfig {
   return YAML.parse((find(objects, 'ConfigMap', `${name}-config`) as unknown as { data: Record<string, string> }).data['praxis.yaml'] ?? '') as GatewayConfig;
 }
 
-function failure(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(GridSynthError);
-    return (error as Error).message;
-  }
-  throw new Error('did not throw');
-}
 
 describe('GridSiteStack', () => {
   it('compiles a combined site (snapshot)', () => {
@@ -93,28 +84,28 @@ describe('GridSiteStack', () => {
   describe('bad input fails with one message naming path, field and fix', () => {
     it('an endpoint without transport', () => {
       const grid = twoSiteGrid({ b: { gatewayEndpoint: { address: 'gateway.b.example.com:8443' } } });
-      expect(failure(() => stacks(grid))).toBe(
+      expect(synthFailure(() => stacks(grid))).toBe(
         'b: gatewayEndpoint.tls.mode: endpoint gateway.b.example.com:8443 has no transport. Fix: set gatewayEndpoint.tls.mode to Mutual (with serverName) for a provider gateway, or Plaintext for a local test endpoint',
       );
     });
 
     it('a remote site with providers but no endpoint', () => {
       const grid = twoSiteGrid({ b: { gatewayEndpoint: undefined } });
-      expect(failure(() => stacks(grid))).toBe(
+      expect(synthFailure(() => stacks(grid))).toBe(
         'b: gatewayEndpoint: site b offers providers but declares no gatewayEndpoint, so the consumer gateway of a cannot reach them. Fix: set gatewayEndpoint { address: host:port of its provider gateway, tls: { mode: Mutual, serverName } }',
       );
     });
 
     it('a credential on the consumer gateway', () => {
       const grid = twoSiteGrid({ a: { consumerGateway: { credentials: [{ name: 'pa-credential', namespace: 'grid-system', key: 'token' }] } } });
-      expect(failure(() => stacks(grid))).toBe(
+      expect(synthFailure(() => stacks(grid))).toBe(
         'a/consumer-gateway: credentials: a consumer gateway never mounts provider credentials (got Secret grid-system/pa-credential). Fix: declare the credential on the InferenceProvider (spec.auth.secretRef); the provider gateway of its site injects it',
       );
     });
 
     it('providers without a provider gateway', () => {
       const grid = twoSiteGrid({ b: { providerGateway: undefined } });
-      expect(failure(() => stacks(grid))).toContain(
+      expect(synthFailure(() => stacks(grid))).toContain(
         'b: providerGateway: site b declares providers but no provider gateway to front them. Fix: add providerGateway with the trustedPeers (consumer identities) allowed to call them',
       );
     });
@@ -132,44 +123,44 @@ describe('GridSiteStack', () => {
       const [first, second] = pair;
       const id = stableId('inference_model', first, 'b', 'pb');
       const grid = twoSiteGrid({ b: { providers: [simProvider('pb', [first, second])] } });
-      expect(failure(() => stacks(grid))).toBe(
+      expect(synthFailure(() => stacks(grid))).toBe(
         `b/providers/pb: spec.models[name=${second}]: stable_id ${id} of inference_model/${second}/b/pb collides with inference_model/${first}/b/pb (b/providers/pb). Fix: rename the model, or set spec.routingClusterRef to a different cluster name, so the FNV-1a ids differ`,
       );
     });
 
     it('the same candidate declared twice and a cluster served by two sites', () => {
       const twice = twoSiteGrid({ b: { providers: [simProvider('pb', ['m1']), simProvider('pc', ['m1'], { routingClusterRef: 'pb' })] } });
-      expect(failure(() => stacks(twice))).toBe(
+      expect(synthFailure(() => stacks(twice))).toBe(
         'b/providers/pc: spec.models[name=m1]: model m1 on cluster pb of site b is already declared by b/providers/pb. Fix: serve the model from one provider per cluster, or give one provider its own spec.routingClusterRef',
       );
       const shared = twoSiteGrid({ b: { providers: [simProvider('pa', ['m1'])] } });
-      expect(failure(() => stacks(shared))).toBe(
+      expect(synthFailure(() => stacks(shared))).toBe(
         'b/providers/pa: name: cluster pa is also served by site a (a/providers/pa); a consumer maps a cluster to one provider gateway. Fix: give this provider a distinct name or spec.routingClusterRef',
       );
     });
 
     it('a missing required field of a real (not simulated) provider', () => {
       const grid = twoSiteGrid({ b: { providers: [{ name: 'pb', backendPodLabels: { app: 'vllm' }, spec: { providerKind: 'self_hosted', backendKind: 'local', models: [{ name: 'm1' }] } }] } });
-      expect(failure(() => stacks(grid))).toBe('b/providers/pb: spec.endpoint: required field is missing. Fix: add endpoint to the declaration');
+      expect(synthFailure(() => stacks(grid))).toBe('b/providers/pb: spec.endpoint: required field is missing. Fix: add endpoint to the declaration');
     });
 
     it('duplicate model names in a provider, reported once by the InferenceProvider schema', () => {
       const grid = twoSiteGrid({ b: { providers: [simProvider('pb', ['m1', 'm1'])] } });
-      expect(failure(() => stacks(grid))).toBe(
+      expect(synthFailure(() => stacks(grid))).toBe(
         'b/providers/pb: spec.models[1]: duplicate entry (name "m1"): already at index 0. Fix: give every entry of spec.models a distinct name',
       );
     });
 
     it('a bad provider spec, reported at the provider construct', () => {
       const grid = twoSiteGrid({ b: { providers: [simProvider('pb', ['m1'], { capacityWeight: 0 })] } });
-      expect(failure(() => stacks(grid))).toBe(
+      expect(synthFailure(() => stacks(grid))).toBe(
         'b/providers/pb: spec.capacityWeight: must be >= 1 (got 0). Fix: set capacityWeight to an integer from 1 to 1000 (omit it for weight 1)',
       );
     });
 
     it('duplicate site names', () => {
       const grid: GridDeclaration = { network: { name: 'net' }, sites: [site('a'), site('a')] };
-      expect(failure(() => buildGrid(new App({ outdir: '/nonexistent' }), grid))).toBe('a: name: site a is declared twice. Fix: give every site a distinct name');
+      expect(synthFailure(() => buildGrid(new App({ outdir: '/nonexistent' }), grid))).toBe('a: name: site a is declared twice. Fix: give every site a distinct name');
     });
   });
 
@@ -222,7 +213,7 @@ describe('GridSiteStack: generated consumer config (praxisConfig) and the operat
   });
 
   it('refuses a generated config aimed at the stack\'s own consumer gateway ConfigMap or Deployment', () => {
-    const message = failure(() =>
+    const message = synthFailure(() =>
       stacks(twoSiteGrid({ a: { consumerGateway: { praxisConfig: { ...praxisConfig, configMapName: 'consumer-gateway-config', mountReconciliation: { enabled: true, deploymentName: 'consumer-gateway' } } } } })),
     );
     expect(message).toContain('a: consumerGateway.praxisConfig.configMapName: consumer-gateway-config is the ConfigMap of this stack\'s own consumer gateway');

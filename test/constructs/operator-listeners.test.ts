@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Testing } from 'cdk8s';
 import { GossipOperator, type GossipOperatorProps } from '../../constructs/gossip-operator.ts';
 import { GridSiteStack } from '../../constructs/grid-site-stack.ts';
-import { GridSynthError } from '../../constructs/synth-error.ts';
+import { synthFailure } from './synth-failure.ts';
 import { parseConfig } from '../../daemons/gossip-operator/config.ts';
 import { chart, find, podSpec, site, synth, type Container, type Manifest } from './helpers.ts';
 
@@ -37,15 +37,6 @@ function servicePorts(objects: Manifest[]): [string, number, number][] {
   return service.spec.ports.map((p) => [p.name, p.port, p.targetPort]);
 }
 
-function failure(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(GridSynthError);
-    return (error as Error).message;
-  }
-  throw new Error('did not throw');
-}
 
 /**
  * What the kubelet would start: the container's env with downward-API fields resolved as in a pod of namespace
@@ -156,15 +147,15 @@ describe('GossipOperator opt-in listeners', () => {
   });
 
   it('refuses bad ports, naming the prop', () => {
-    expect(failure(() => render({ peerSignals: { port: 0 } }))).toBe('test/operator: peerSignals.port: 0 is not a port. Fix: use an integer from 1 to 65535, or omit it for the default');
-    expect(failure(() => render({ gatewayAgeIngest: { port: 70000 } }))).toContain('gatewayAgeIngest.port: 70000 is not a port');
-    expect(failure(() => render({ enrollment: { ...enrollment, port: 94.5 } }))).toContain('enrollment.port: 94.5 is not a port');
+    expect(synthFailure(() => render({ peerSignals: { port: 0 } }))).toBe('test/operator: peerSignals.port: 0 is not a port. Fix: use an integer from 1 to 65535, or omit it for the default');
+    expect(synthFailure(() => render({ gatewayAgeIngest: { port: 70000 } }))).toContain('gatewayAgeIngest.port: 70000 is not a port');
+    expect(synthFailure(() => render({ enrollment: { ...enrollment, port: 94.5 } }))).toContain('enrollment.port: 94.5 is not a port');
   });
 
   it('refuses a port the operator already uses (SWIM, admin) or another listener has', () => {
-    expect(failure(() => render({ peerSignals: { port: 7946 } }))).toBe("test/operator: peerSignals.port: port 7946 is already the operator's gossipPort (SWIM) port. Fix: give peerSignals.port a port of its own");
-    expect(failure(() => render({ adminPort: 9100, gatewayAgeIngest: { port: 9100 } }))).toContain("gatewayAgeIngest.port: port 9100 is already the operator's adminPort port");
-    const both = failure(() => render({ peerSignals: { port: 8000 }, gatewayAgeIngest: { port: 8000 }, enrollment: { ...enrollment, port: 8000 } }));
+    expect(synthFailure(() => render({ peerSignals: { port: 7946 } }))).toBe("test/operator: peerSignals.port: port 7946 is already the operator's gossipPort (SWIM) port. Fix: give peerSignals.port a port of its own");
+    expect(synthFailure(() => render({ adminPort: 9100, gatewayAgeIngest: { port: 9100 } }))).toContain("gatewayAgeIngest.port: port 9100 is already the operator's adminPort port");
+    const both = synthFailure(() => render({ peerSignals: { port: 8000 }, gatewayAgeIngest: { port: 8000 }, enrollment: { ...enrollment, port: 8000 } }));
     expect(both.split('\n')).toEqual([
       "test/operator: gatewayAgeIngest.port: port 8000 is already the operator's peerSignals.port port. Fix: give gatewayAgeIngest.port a port of its own",
       "test/operator: enrollment.port: port 8000 is already the operator's peerSignals.port port. Fix: give enrollment.port a port of its own",
@@ -174,22 +165,22 @@ describe('GossipOperator opt-in listeners', () => {
   });
 
   it('refuses missing or malformed enrollment Secret names, one Secret for both, a bad lifetime and a bad advertise address', () => {
-    const missing = failure(() => render({ enrollment: { siteCertificateSecret: '', gridCaSecret: ' ' } }));
+    const missing = synthFailure(() => render({ enrollment: { siteCertificateSecret: '', gridCaSecret: ' ' } }));
     expect(missing.split('\n')).toEqual([
       "test/operator: enrollment.siteCertificateSecret: no Secret name. Fix: name the Secret in the operator namespace that holds this site's certificate and key (tls.crt, tls.key)",
       'test/operator: enrollment.gridCaSecret: no Secret name. Fix: name the Secret in the operator namespace that holds the grid CA certificate and private key (tls.crt, tls.key)',
     ]);
     // A JavaScript caller can omit a required name; the message is the same.
-    expect(failure(() => render({ enrollment: { siteCertificateSecret: 'grid-site-cert' } as never }))).toContain('enrollment.gridCaSecret: no Secret name');
-    expect(failure(() => render({ enrollment: { ...enrollment, gridCaSecret: 'Grid_CA' } }))).toContain('enrollment.gridCaSecret: "Grid_CA" is not a Secret name');
-    expect(failure(() => render({ enrollment: { siteCertificateSecret: 'x', gridCaSecret: 'x' } }))).toContain('enrollment.gridCaSecret: x is also the siteCertificateSecret');
+    expect(synthFailure(() => render({ enrollment: { siteCertificateSecret: 'grid-site-cert' } as never }))).toContain('enrollment.gridCaSecret: no Secret name');
+    expect(synthFailure(() => render({ enrollment: { ...enrollment, gridCaSecret: 'Grid_CA' } }))).toContain('enrollment.gridCaSecret: "Grid_CA" is not a Secret name');
+    expect(synthFailure(() => render({ enrollment: { siteCertificateSecret: 'x', gridCaSecret: 'x' } }))).toContain('enrollment.gridCaSecret: x is also the siteCertificateSecret');
     for (const [lifetime, fault] of [['30m', 'is below 1h'], ['8761h', 'is above 8760h'], ['2d', 'has the unknown unit "d"'], ['', 'is empty'], ['90s', 'is in s, which is not accepted here']]) {
-      expect(failure(() => render({ enrollment: { ...enrollment, certificateLifetime: lifetime } }))).toContain(
+      expect(synthFailure(() => render({ enrollment: { ...enrollment, certificateLifetime: lifetime } }))).toContain(
         `enrollment.certificateLifetime: "${lifetime}" ${fault}. Fix: use whole minutes (m) or hours (h) from 1h through 8760h, such as 2160h, or omit it for the daemon default`,
       );
     }
     for (const advertise of ['signals.example.com', 'signals.example.com:99999', 'a b:1']) {
-      expect(failure(() => render({ peerSignals: { advertise } }))).toContain(`peerSignals.advertise: "${advertise}" is not HOST:PORT`);
+      expect(synthFailure(() => render({ peerSignals: { advertise } }))).toContain(`peerSignals.advertise: "${advertise}" is not HOST:PORT`);
     }
   });
 
@@ -204,7 +195,7 @@ describe('GossipOperator opt-in listeners', () => {
     expect(servicePorts(objects).map(([name]) => name)).toEqual(['gossip-udp', 'gossip-tcp', 'metrics', 'signals', 'gateway-age', 'enrollment']);
     const plain = Testing.synth(new GridSiteStack(Testing.app(), 'east', { network: { name: 'net' }, site: site('east', { providerGateway: undefined }) })) as Manifest[];
     expect(servicePorts(plain).map(([name]) => name)).toEqual(['gossip-udp', 'gossip-tcp', 'metrics']);
-    expect(failure(() => new GridSiteStack(Testing.app(), 'east', { network: { name: 'net' }, site: site('east', { providerGateway: undefined, enrollment: { ...enrollment, port: 9090 } }) }))).toBe(
+    expect(synthFailure(() => new GridSiteStack(Testing.app(), 'east', { network: { name: 'net' }, site: site('east', { providerGateway: undefined, enrollment: { ...enrollment, port: 9090 } }) }))).toBe(
       "east/gossip-operator: enrollment.port: port 9090 is already the operator's adminPort port. Fix: give enrollment.port a port of its own",
     );
   });

@@ -3,7 +3,7 @@ import { Testing } from 'cdk8s';
 import { GossipOperator, type GossipOperatorProps } from '../../constructs/gossip-operator.ts';
 import { GridSiteStack } from '../../constructs/grid-site-stack.ts';
 import { cidrProblem } from '../../constructs/operator-network-policy.ts';
-import { GridSynthError } from '../../constructs/synth-error.ts';
+import { synthFailure } from './synth-failure.ts';
 import { chart, find, podSpec, simProvider, site, synth, type Manifest } from './helpers.ts';
 import { validateKubernetesObject } from './k8s-schema.ts';
 
@@ -85,15 +85,6 @@ function ruleFor(policy: Policy, port: number, protocol = 'TCP'): Rule {
   return found[0] as Rule;
 }
 
-function failure(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(GridSynthError);
-    return (error as Error).message;
-  }
-  throw new Error('did not throw');
-}
 
 const combinations: Partial<GossipOperatorProps>[] = [
   { peerSignals: {} },
@@ -218,24 +209,24 @@ describe('GossipOperator NetworkPolicy', () => {
   });
 
   it('refuses a bad or empty CIDR list, naming the prop and the entry', () => {
-    expect(failure(() => render({ peerSignals: { from: { cidrs: ['203.0.113.0/24', '10.0.0.1/8'] } } }))).toBe(
+    expect(synthFailure(() => render({ peerSignals: { from: { cidrs: ['203.0.113.0/24', '10.0.0.1/8'] } } }))).toBe(
       'test/operator: peerSignals.from.cidrs[1]: "10.0.0.1/8" has host bits set below its /8 prefix. Fix: use an IPv4 or IPv6 network in CIDR notation with the host bits zero, e.g. 203.0.113.0/24 or 2001:db8::/32',
     );
-    expect(failure(() => render({ enrollment: { ...enrollment, from: { cidrs: ['anywhere'] } } }))).toContain('enrollment.from.cidrs[0]: "anywhere" is not a CIDR');
-    expect(failure(() => render({ enrollment: { ...enrollment, from: { cidrs: [] } } }))).toBe(
+    expect(synthFailure(() => render({ enrollment: { ...enrollment, from: { cidrs: ['anywhere'] } } }))).toContain('enrollment.from.cidrs[0]: "anywhere" is not a CIDR');
+    expect(synthFailure(() => render({ enrollment: { ...enrollment, from: { cidrs: [] } } }))).toBe(
       'test/operator: enrollment.from.cidrs: no CIDR is listed. Fix: list the source ranges, e.g. ["203.0.113.0/24"], or omit enrollment.from to admit every source',
     );
     // A JavaScript caller can pass no list at all; same message, no crash.
-    expect(failure(() => render({ peerSignals: { from: {} as never } }))).toContain('peerSignals.from.cidrs: no CIDR is listed');
+    expect(synthFailure(() => render({ peerSignals: { from: {} as never } }))).toContain('peerSignals.from.cidrs: no CIDR is listed');
     // Through the site declaration the error names the site operator.
-    expect(failure(() => new GridSiteStack(Testing.app(), 'east', { network: { name: 'net' }, site: site('east', { providerGateway: undefined, peerSignals: { from: { cidrs: ['10.0.0.0/40'] } } }) }))).toContain(
+    expect(synthFailure(() => new GridSiteStack(Testing.app(), 'east', { network: { name: 'net' }, site: site('east', { providerGateway: undefined, peerSignals: { from: { cidrs: ['10.0.0.0/40'] } } }) }))).toContain(
       'east/gossip-operator: peerSignals.from.cidrs[0]: "10.0.0.0/40" has a prefix longer than 32 bits',
     );
   });
 
   it('refuses an empty or malformed gateway list for the ingest, naming the entry', () => {
-    expect(failure(() => render({ gatewayAgeIngest: { gateways: [] } }))).toContain('gatewayAgeIngest.gateways: no gateway is listed, so nothing could report');
-    const many = failure(() =>
+    expect(synthFailure(() => render({ gatewayAgeIngest: { gateways: [] } }))).toContain('gatewayAgeIngest.gateways: no gateway is listed, so nothing could report');
+    const many = synthFailure(() =>
       render({
         gatewayAgeIngest: {
           gateways: [
