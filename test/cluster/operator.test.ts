@@ -28,7 +28,6 @@ const east = readManifests('east.k8s.yaml');
 const NAMESPACE = 'grid-system';
 const OPERATOR_SA = 'gossip-operator';
 const FIELD_MANAGER = 'grid-operator';
-const GRID = '/apis/grid.praxis.fast/v1alpha1';
 const LEASE_NAME = 'gossip-operator-leader'; // the one Lease dist's Role grants by name
 const LEASE_PATH = `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/${LEASE_NAME}`;
 const LEASE_SECONDS = 6;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../daemons/gossip-operator/config.ts';
+import { thrownMessage } from '../thrown.ts';
 
 const KEY = 'ab'.repeat(32);
 
@@ -33,15 +34,7 @@ describe('operator configuration', () => {
   });
 
   it('names the flag and what is expected, never echoing the SWIM key', () => {
-    const fail = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
-      try {
-        parseConfig(argv, env);
-      } catch (error) {
-        expect(error).toBeInstanceOf(ConfigError);
-        return (error as Error).message;
-      }
-      throw new Error('expected a ConfigError');
-    };
+    const fail = (argv: string[], env: NodeJS.ProcessEnv = {}) => thrownMessage(() => parseConfig(argv, env), ConfigError);
     expect(fail([])).toContain('--site (env GRID_SITE_NAME) is required');
     expect(fail(['--site', 'a', '--store', 'local'])).toContain('--store local needs --state DIR');
     expect(fail(['--site', 'a', '--store', 'etcd'])).toContain('must be kubernetes or local');

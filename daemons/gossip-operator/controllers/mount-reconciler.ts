@@ -5,8 +5,7 @@
  * apply under its own field manager and only ever gets the reserved projected volumes, the selected container's
  * mounts of them and the revision annotation; every status message names resources and paths, never Secret data.
  */
-import type { GridNetworkSpec, MountReconciliationStatus, PraxisConfig } from '../../../schemas/generated/gridnetworks.ts';
-import type { OverlayCandidate } from '../../../schemas/generated/overlay-envelope.ts';
+import type { MountReconciliationStatus } from '../../../schemas/generated/gridnetworks.ts';
 import { mountRequirementsConfigMapName } from '../../../schemas/object-names.ts';
 import { errorFields } from '../../shared/log.ts';
 import { ResourceStoreError } from '../../shared/resource-store/errors.ts';

@@ -81,6 +81,9 @@ describe('patchStatusFresh', () => {
     expect(failed).toBeInstanceOf(ResourceStoreError);
     expect((failed as ResourceStoreError).code).toBe('conflict');
     expect(pauses).toEqual([20, 40, 60, 80]);
+    // One build per round, one pause between rounds: the bound is the module's own constant.
+    expect(round).toBe(STATUS_WRITE_ATTEMPTS);
+    expect(pauses).toHaveLength(STATUS_WRITE_ATTEMPTS - 1);
     expect(((await store.get(GRID_NETWORK, { name: 'grid' }))?.['status'] as { phase?: string }).phase).toBe('p1');
   });
 

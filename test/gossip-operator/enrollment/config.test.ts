@@ -12,19 +12,14 @@ import { createCertificateAuthority, createClientCertificate, createServerCertif
 import { startOperator } from '../../../daemons/gossip-operator/operator.ts';
 import { openLocalStore } from '../../../daemons/shared/resource-store/index.ts';
 import { capturingLogger, tempDir, testConfig } from '../helpers.ts';
+import { thrownMessage } from '../../thrown.ts';
 import { SIGNER, type Signer, startSigner, writeSignerFiles } from './helpers.ts';
 
 const BASE = ['--site', 'site-a'];
 const FILES = ['--enrollment-tls-cert', 'a.crt', '--enrollment-tls-key', 'a.key', '--grid-ca-cert', 'ca.crt', '--grid-ca-key', 'ca.key'];
 
 function configError(argv: string[], env: NodeJS.ProcessEnv = {}): string {
-  try {
-    parseConfig(argv, env);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as Error).message;
-  }
-  throw new Error('expected a ConfigError');
+  return thrownMessage(() => parseConfig(argv, env), ConfigError);
 }
 
 describe('enrollment configuration', () => {
