@@ -2,7 +2,7 @@ import { Construct } from 'constructs';
 import { Chart } from 'cdk8s';
 import { overlayConfigMapName } from '../schemas/overlay/configmap-name.ts';
 import type { ClusterEndpoint, GridNetworkSpec } from '../schemas/generated/gridnetworks.ts';
-import { generatedConfigNames } from '../schemas/generated-config.ts';
+import { delegatedDeployment, generatedConfigNames, generates } from '../schemas/generated-config.ts';
 import { DEFAULT_PRAXIS_CONFIG_MAP_NAME } from '../schemas/object-names.ts';
 import type { GridSiteSpec } from '../schemas/generated/gridsites.ts';
 import type { InferenceProviderSpec } from '../schemas/generated/inferenceproviders.ts';
@@ -99,12 +99,12 @@ function siteGatewayAgeIngest(site: SiteDeclaration): SiteDeclaration['gatewayAg
 /**
  * A generated consumer config must not target this stack's own consumer gateway objects: its ConfigMap
  * (`<name>-config`) and Deployment are rendered here at synth time, and the operator writing them too would make two
- * owners of one object.
+ * owners of one object. Judged with the operator's own predicates, so a config it would not generate is no clash.
  */
 function praxisConfigIssues(site: SiteDeclaration): SynthIssue[] {
   const declared = site.consumerGateway;
   const praxis = declared?.praxisConfig;
-  if (declared === undefined || praxis === undefined) return [];
+  if (declared === undefined || !generates(praxis)) return [];
   const name = declared.name ?? 'consumer-gateway';
   const issues: SynthIssue[] = [];
   if ((praxis.configMapName ?? DEFAULT_PRAXIS_CONFIG_MAP_NAME) === `${name}-config`) {
@@ -115,7 +115,7 @@ function praxisConfigIssues(site: SiteDeclaration): SynthIssue[] {
       fix: 'name the generated consumer config ConfigMap of the Praxis AI consumer differently',
     });
   }
-  if (praxis.mountReconciliation?.enabled === true && praxis.mountReconciliation.deploymentName === name) {
+  if (delegatedDeployment(praxis) === name) {
     issues.push({
       path: site.name,
       field: 'consumerGateway.praxisConfig.mountReconciliation.deploymentName',

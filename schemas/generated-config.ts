@@ -17,8 +17,12 @@ export function gatewayRefsOf(spec: GridNetworkSpec): readonly GatewayRef[] {
  */
 export function generatingConfig(ref: GatewayRef): PraxisConfig | undefined {
   const praxis = ref.praxisConfig ?? ref.consumerConfig;
-  if (praxis === undefined) return undefined;
-  return (praxis.generate ?? praxis.enabled) === true ? praxis : undefined;
+  return generates(praxis) ? praxis : undefined;
+}
+
+/** True when this praxisConfig asks for generation (generate, or the deprecated enabled). */
+export function generates(praxis: PraxisConfig | undefined): praxis is PraxisConfig {
+  return praxis !== undefined && (praxis.generate ?? praxis.enabled) === true;
 }
 
 /** The Deployment a generating gateway delegates its mounts to, undefined when delegation is off or unnamed. */

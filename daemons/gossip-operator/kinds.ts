@@ -31,6 +31,11 @@ export const LABEL_AUTO_DISCOVER = `${LABEL_PREFIX}auto-discover-sites`;
 export const LABEL_AUTO_DISCOVERED = `${LABEL_PREFIX}auto-discovered`;
 /** The SWIM/CRDT site id of an auto-discovered GridSite (its name is the sanitized form). */
 export const ANNOTATION_SITE_ID = `${LABEL_PREFIX}site-id`;
+
+/** The site id a GridSite stands for: a discovered stub's site-id annotation, else its name. */
+export function siteIdOf(site: { readonly metadata: { readonly name: string; readonly annotations?: Readonly<Record<string, string>> } }): string {
+  return site.metadata.annotations?.[ANNOTATION_SITE_ID] ?? site.metadata.name;
+}
 export const MANAGED_BY = 'app.kubernetes.io/managed-by';
 /** Labels an invite token Secret with its SiteInvite. */
 export const LABEL_PREFIX_INVITE = `${LABEL_PREFIX}site-invite`;

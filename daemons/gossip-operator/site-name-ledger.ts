@@ -11,7 +11,8 @@
  */
 import { ResourceStoreError } from '../shared/resource-store/errors.ts';
 import type { KubeObject, ObjectRef, ResourceStore } from '../shared/resource-store/types.ts';
-import { ANNOTATION_SITE_ID, CONFIG_MAP, FIELD_MANAGER, GRID_SITE, MANAGED_BY } from './kinds.ts';
+import { CONFIG_MAP, FIELD_MANAGER, GRID_SITE, MANAGED_BY, siteIdOf } from './kinds.ts';
+import { nowRfc3339 } from './controllers/status.ts';
 
 const SITE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
@@ -80,7 +81,8 @@ export async function readSiteNameLedger(store: ResourceStore, ref: ObjectRef): 
 export async function recordSiteNames(store: ResourceStore, ref: ObjectRef, names: readonly string[], nowMs: number): Promise<string[]> {
   for (let attempt = 1; ; attempt++) {
     const ledger = await readSiteNameLedger(store, ref);
-    const added = names.filter((n) => !ledger.names.has(n) && !(n in ledger.raw));
+    // hasOwn, not `in`: a site may be named after an Object.prototype member (`constructor` is a valid DNS label).
+    const added = names.filter((n) => !ledger.names.has(n) && !Object.hasOwn(ledger.raw, n));
     if (added.length === 0) return [];
     const metadata = { name: ref.name, namespace: ref.namespace, labels: { [MANAGED_BY]: FIELD_MANAGER } };
     if (ledger.resourceVersion === undefined) {
@@ -90,7 +92,7 @@ export async function recordSiteNames(store: ResourceStore, ref: ObjectRef, name
       if (attempt >= RECORD_ATTEMPTS) throw new Error(`${describeLedger(ref)}: created, but still not readable after ${attempt} attempts`);
       continue;
     }
-    const firstSeen = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const firstSeen = nowRfc3339(nowMs);
     const data: Record<string, string> = { ...ledger.raw };
     for (const name of added) data[name] = firstSeen;
     try {
@@ -102,10 +104,6 @@ export async function recordSiteNames(store: ResourceStore, ref: ObjectRef, name
   }
 }
 
-/** The site id a GridSite stands for: a discovered stub's annotation, else its name (site-discovery.ts siteIdOf). */
-function siteIdOf(site: KubeObject): string {
-  return site.metadata.annotations?.[ANNOTATION_SITE_ID] ?? site.metadata.name;
-}
 
 export interface DeletedNameCheck {
   /** True when the name is recorded and no GridSite stands for it now. */

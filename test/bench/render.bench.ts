@@ -157,12 +157,12 @@ function cpuMs(): number {
 }
 
 /**
- * Rounds per process, and candidates rendered per size in one round (10 000 renders of 10, 2 of 10 000). Every size
- * renders about the same volume, so the garbage collection a render causes is paid inside the measurement at every
+ * Rounds per process, and candidates rendered per size in one round (1 000 renders of 10, 2 of 10 000: at least
+ * MIN_RUNS_PER_ROUND, so the 10 000 row renders twice the volume). Every size renders about the same volume, so the garbage collection a render causes is paid inside the measurement at every
  * size (the best single run would hide it for small overlays and not for large ones).
  *
  * Why rounds, and why ratios are taken within a round: this machine's speed drifts by up to 2x over seconds (a fixed
- * arithmetic loop measured 14-26 ms of CPU per slice in one run and 20-21 ms in the next; CPU time does not help
+ * arithmetic loop measured 14-26 ms of CPU per slice in one run, 20-21 ms in the next and 14-19 ms in a third; CPU time does not help
  * when the core itself is slowed by its neighbours). Sizes measured a few seconds apart therefore compare the
  * machine, not the code. Each round visits every size within about a second, alternating direction, and the scaling
  * ratios are computed per round and then the median taken, so a slow stretch scales numerator and denominator alike.

@@ -219,4 +219,10 @@ describe('GridSiteStack: generated consumer config (praxisConfig) and the operat
     expect(message).toContain('a: consumerGateway.praxisConfig.configMapName: consumer-gateway-config is the ConfigMap of this stack\'s own consumer gateway');
     expect(message).toContain('a: consumerGateway.praxisConfig.mountReconciliation.deploymentName: consumer-gateway is the Deployment of this stack\'s own consumer gateway');
   });
+
+  it('lets a praxisConfig that does not generate name those objects: the operator never writes them', () => {
+    const clashing = { ...praxisConfig, configMapName: 'consumer-gateway-config', mountReconciliation: { enabled: true, deploymentName: 'consumer-gateway' } };
+    const objects = stacks(twoSiteGrid({ a: { consumerGateway: { praxisConfig: { ...clashing, generate: false } } } }))['a'] ?? [];
+    expect(find(objects, 'GridNetwork', 'net')).toBeDefined();
+  });
 });

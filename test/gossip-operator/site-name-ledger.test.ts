@@ -105,6 +105,9 @@ describe('site name ledger', () => {
     const fresh = { name: siteNameLedgerConfigMapName('site-b'), namespace: NAMESPACE };
     await Promise.all([recordSiteNames(a, fresh, ['x1'], NOW), recordSiteNames(b, fresh, ['y1'], NOW)]);
     expect([...(await readSiteNameLedger(a, fresh)).names.keys()].sort()).toEqual(['x1', 'y1']);
+    // Names that are also Object.prototype members are recorded like any other, and then count as deleted.
+    expect(await recordSiteNames(a, LEDGER, ['constructor', 'tostring'], NOW)).toEqual(['constructor', 'tostring']);
+    expect((await checkDeletedSiteName(a, LEDGER, 'constructor')).deleted).toBe(true);
   });
 
   it('calls a recorded name with no GridSite deleted, also after a restart, and a stub standing for it present', async () => {

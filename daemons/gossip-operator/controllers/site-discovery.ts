@@ -10,7 +10,7 @@ import { API_VERSION } from '../../../schemas/crds/definitions.ts';
 import type { KubeObject } from '../../shared/resource-store/types.ts';
 import type { OperatorContext } from '../context.ts';
 import type { GossipRuntime } from '../gossip-runtime.ts';
-import { ANNOTATION_SITE_ID, FIELD_MANAGER, GRID_SITE, LABEL_AUTO_DISCOVERED, LABEL_NETWORK } from '../kinds.ts';
+import { ANNOTATION_SITE_ID, FIELD_MANAGER, GRID_SITE, LABEL_AUTO_DISCOVERED, LABEL_NETWORK, siteIdOf } from '../kinds.ts';
 import { discoveredSiteK8sName } from '../routing/sites.ts';
 import { nowRfc3339 } from './status.ts';
 
@@ -52,9 +52,7 @@ export function decideStubGc(
   return { absentSince, delete: braked ? [] : expired, braked };
 }
 
-export function siteIdOf(site: GridSiteResource): string {
-  return site.metadata.annotations?.[ANNOTATION_SITE_ID] ?? site.metadata.name;
-}
+export { siteIdOf };
 
 export async function reconcileDiscoveredSites(
   ctx: OperatorContext,

@@ -12,7 +12,7 @@ import { validateCustomResource } from '../../../schemas/crds/validate.ts';
 import type { KubeObject } from '../../shared/resource-store/types.ts';
 import type { OperatorContext } from '../context.ts';
 import { secretKeyBytes } from '../secrets.ts';
-import { ANNOTATION_SITE_ID, FIELD_MANAGER, GRID_SITE, LABEL_PREFIX_INVITE, SECRET, SITE_INVITE } from '../kinds.ts';
+import { FIELD_MANAGER, GRID_SITE, LABEL_PREFIX_INVITE, SECRET, SITE_INVITE, siteIdOf } from '../kinds.ts';
 import type { Controller, ReconcileResult, SecondaryWatch } from '../manager/manager.ts';
 import { checkDeletedSiteName, describeLedger } from '../site-name-ledger.ts';
 import { boundedMessage, type Condition, mergeConditions, nowRfc3339, sameJson, specOnly } from './status.ts';
@@ -61,7 +61,7 @@ export class SiteInviteController implements Controller {
       {
         kind: GRID_SITE,
         map: (site) => {
-          const id = site.metadata.annotations?.[ANNOTATION_SITE_ID] ?? site.metadata.name;
+          const id = siteIdOf(site);
           return [...this.#siteNames].filter(([, siteName]) => siteName === id || siteName === site.metadata.name).map(([invite]) => invite);
         },
       },

@@ -85,7 +85,11 @@ export interface RedeemResult {
 }
 
 export const MAX_REDEEM_BODY_BYTES = 32 * 1024;
-const TOKEN_ID = /^[A-Za-z0-9_-]{1,128}$/;
+/**
+ * Exactly the form the invite controller mints (8 random bytes in hex): a token pasted into the tokenId field by
+ * mistake (43 base64url characters) is then refused as malformed without being echoed, logged or looked up.
+ */
+const TOKEN_ID = /^[0-9a-f]{16}$/;
 const SITE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const MIN_CA_REMAINING_MS = 3_600_000;
 const FIELDS = ['tokenId', 'token', 'siteName', 'csr'] as const;
@@ -106,7 +110,7 @@ export function parseRedeemRequest(body: Buffer): RedeemRequest {
     if (typeof object[field] !== 'string' || object[field] === '') throw new RedeemRefusal('malformed_request', `field "${field}" must be a non-empty string`);
   }
   const request = object as unknown as RedeemRequest;
-  if (!TOKEN_ID.test(request.tokenId)) throw new RedeemRefusal('malformed_request', 'field "tokenId" must be 1-128 characters of A-Z a-z 0-9 _ -');
+  if (!TOKEN_ID.test(request.tokenId)) throw new RedeemRefusal('malformed_request', 'field "tokenId" must be the 16 lowercase hex digits of SiteInvite status.tokenId');
   if (request.token.length > 256) throw new RedeemRefusal('malformed_request', 'field "token" is longer than 256 characters');
   if (request.siteName.length > 63 || !SITE_NAME.test(request.siteName)) throw new RedeemRefusal('malformed_request', 'field "siteName" must be a DNS label: 1-63 lowercase letters, digits or -');
   return request;

@@ -18,6 +18,7 @@ import { InviteRedeemer, MAX_REDEEM_BODY_BYTES, parseRedeemRequest, REDEEM_HTTP_
 import { type GridCa, loadGridCa } from './site-certificate.ts';
 import { REDEEM_PATH } from './protocol.ts';
 import { listen } from '../../shared/listen.ts';
+import { readBoundedBody } from '../../shared/http-body.ts';
 
 export { REDEEM_PATH };
 
@@ -126,18 +127,16 @@ export async function startEnrollmentServer(options: EnrollmentServerOptions): P
       res.setHeader('allow', 'POST');
       return send(res, 405, { error: 'method_not_allowed', message: `${REDEEM_PATH} accepts POST only` });
     }
-    const tooLarge = { error: 'payload_too_large', message: `the request body exceeds ${MAX_REDEEM_BODY_BYTES} bytes` };
-    if (Number(req.headers['content-length'] ?? 0) > MAX_REDEEM_BODY_BYTES) return finish(req, res, 'payload_too_large', tooLarge);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > MAX_REDEEM_BODY_BYTES) return finish(req, res, 'payload_too_large', tooLarge);
-      chunks.push(chunk);
+    let body: Buffer;
+    try {
+      body = await readBoundedBody(req, MAX_REDEEM_BODY_BYTES, (max) => new RedeemRefusal('payload_too_large', `the request body exceeds ${max} bytes`));
+    } catch (error) {
+      if (error instanceof RedeemRefusal) return finish(req, res, error.outcome, { error: error.outcome, message: error.message });
+      return void req.destroy(); // the client hung up mid-body: there is no one to answer
     }
     let request: RedeemRequest | undefined;
     try {
-      request = parseRedeemRequest(Buffer.concat(chunks));
+      request = parseRedeemRequest(body);
       const result = await redeemer.redeem(request);
       finish(req, res, 'issued', result, request);
     } catch (error) {

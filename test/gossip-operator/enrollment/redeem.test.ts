@@ -95,12 +95,16 @@ describe('SiteInvite redeem endpoint', () => {
       ['csr not PEM', { ...good, csr: 'hello' }, 400, 'invalid_csr'],
       ['csr signed by another key', { ...good, csr: tamperCsr(csr) }, 400, 'invalid_csr'],
       ['token id with bad characters', { ...good, tokenId: '../x' }, 400, 'malformed_request'],
+      ['token pasted as the token id', { ...good, tokenId: inv.token }, 400, 'malformed_request'],
     ];
     for (const [what, body, status, code] of cases) {
       const reply = await send(body);
       expect({ what, status: reply.status, code: reply.json?.error }).toEqual({ what, status, code });
       expect(typeof reply.json.message).toBe('string');
       expect(reply.json.message.length).toBeLessThan(300);
+      // No refusal repeats a secret it was sent, whichever field it came in.
+      expect(reply.text, what).not.toContain(inv.token);
+      if (what === 'csr signed by another key') expect(reply.json.message).toContain('signature does not verify');
     }
     for (const raw of ['{not json', '[1,2]', '"text"', '\u00ff']) {
       const reply = await call(signer, raw);
