@@ -5,11 +5,11 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { applyStateUpdate } from './state.ts';
 import type { SimState } from './state.ts';
 import { chatChunk, chatCompletion, completion, completionChunk, embeddings, responseObject, sseEvent, tokenText } from './responses.ts';
+import { listen } from '../shared/listen.ts';
 
 export interface SimOptions {
   name: string;
@@ -245,12 +245,9 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     });
   });
   server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
-  });
+  const bound = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
   return {
-    port: (server.address() as AddressInfo).port,
+    port: bound.port,
     state,
     requests,
     close: () =>

@@ -1,7 +1,6 @@
 // The request parser (json_body_field / openai_responses_format): reads the body up to a bound, finds the
 // model of chat completions, completions, embeddings and Responses requests, and promotes it into the model
 // header the route filters read. Everything past the body (the response) is streamed, never buffered.
-import type { IncomingMessage } from 'node:http';
 import { GatewayError, badRequest } from '../errors.ts';
 import type { Filter, GatewayRequest } from '../context.ts';
 import { readBoundedBody } from '../../shared/http-body.ts';
@@ -21,9 +20,6 @@ export function payloadTooLarge(maxBytes: number): GatewayError {
   return new GatewayError(413, 'request_too_large', 'invalid_request_error', `request body exceeds ${maxBytes} bytes`, { connection: 'close' });
 }
 
-export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
-  return readBoundedBody(req, maxBytes, payloadTooLarge);
-}
 
 /** SPEC §3.1: blank, non-UTF-8 or over 256 bytes is a 400. Returns the model or throws. */
 export function checkModel(model: string, source: string): string {
@@ -47,7 +43,7 @@ export function createRequestParser(options: RequestParserOptions): Filter {
   return {
     name: 'request_parser',
     async apply(request: GatewayRequest): Promise<void> {
-      if (request.body === null) request.body = await readBody(request.req, options.maxBodyBytes);
+      if (request.body === null) request.body = await readBoundedBody(request.req, options.maxBodyBytes, payloadTooLarge);
       let model: string | undefined;
       if (request.method === 'POST' && MODEL_BODY_PATHS.has(request.path)) {
         model = modelFromBody(request.body, options.field, request.path);

@@ -4,6 +4,7 @@
  * the CRDT; render and apply every gateway's overlay; write status. Runs again on any watched change, on gossip
  * changes and every metricsRefreshInterval (300 s, 60 s cap with TLS metrics).
  */
+import { gatewayRefsOf } from '../../../schemas/generated-config.ts';
 import { randomBytes } from 'node:crypto';
 import { validateCustomResource } from '../../../schemas/crds/validate.ts';
 import type {
@@ -278,7 +279,7 @@ export class GridNetworkController implements Controller {
 
     const previous = network.status?.routingMapStatus ?? [];
     const routingMapStatus: RoutingMapStatus[] = [];
-    const refs = network.spec.consumerGateways ?? network.spec.gatewayRefs ?? [];
+    const refs = gatewayRefsOf(network.spec);
     const held = new Map<string, { reason: string; message: string }>();
     for (const entry of results) {
       const prev = previous.find((s) => s.gatewayName === entry.gateway.name && s.namespace === entry.gateway.namespace);

@@ -2,6 +2,7 @@
  * Maps what the operator observes (CRDs, the signals loop, the CRDT view and SWIM membership) into the routing
  * core's plain input model. Field-by-field copies; every default is the CRD's or seed 004's.
  */
+import { gatewayRefsOf } from '../../../schemas/generated-config.ts';
 import type {
   AgentToolProviderResource,
   GridNetworkResource,
@@ -37,7 +38,7 @@ function labels(map: Record<string, string | undefined> | undefined): Record<str
 
 /** spec.consumerGateways, or the deprecated spec.gatewayRefs (0.3.x); siteName falls back to localSiteName. */
 export function gatewayReferences(network: GridNetworkResource): GatewayReference[] {
-  const refs = network.spec.consumerGateways ?? network.spec.gatewayRefs ?? [];
+  const refs = gatewayRefsOf(network.spec);
   return refs.map((ref) => {
     const siteName = ref.siteName ?? ref.localSiteName;
     return { name: ref.name, namespace: ref.namespace, ...(siteName !== undefined ? { siteName } : {}) };
