@@ -131,6 +131,25 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
     logger.info({ site: config.site, identity: config.identity, store: store.backend }, 'controllers started');
   };
   let elector: LeaderElector | undefined;
+  let admin: Awaited<ReturnType<typeof startAdminServer>>;
+  try {
+    admin = await startAdminServer({
+      address: config.adminAddress,
+      registry: metrics.registry,
+      // A standby replica is ready (it is doing its job: waiting); the leader once its watches have synced.
+      isReady: () => (manager === undefined ? elector !== undefined : manager.synced),
+      status: () => ({
+        site: config.site,
+        leader: manager !== undefined,
+        gossip: context.gossip === undefined ? null : { address: context.gossip.address, members: context.gossip.membership.stats().members },
+      }),
+    });
+  } catch (error) {
+    // Bound before any controller or election starts, so a taken admin port leaves nothing running behind it.
+    await enrollment?.close();
+    if (ownsStore) await store.close();
+    throw error;
+  }
   if (config.leaderElection) {
     elector = new LeaderElector({
       store,
@@ -157,17 +176,6 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
   } else {
     startControllers();
   }
-  const admin = await startAdminServer({
-    address: config.adminAddress,
-    registry: metrics.registry,
-    // A standby replica is ready (it is doing its job: waiting); the leader once its watches have synced.
-    isReady: () => (manager === undefined ? elector !== undefined : manager.synced),
-    status: () => ({
-      site: config.site,
-      leader: manager !== undefined,
-      gossip: context.gossip === undefined ? null : { address: context.gossip.address, members: context.gossip.membership.stats().members },
-    }),
-  });
   let stopped = false;
   return {
     context,
