@@ -2,7 +2,7 @@ import { Construct } from 'constructs';
 import { ApiObject } from 'cdk8s';
 import { API_VERSION, DEFINITIONS, type GridKind } from '../schemas/crds/definitions.ts';
 import { validateCustomResource, type ResourceIssue } from '../schemas/crds/validate.ts';
-import { GridSynthError, issueAt, type SynthIssue } from './synth-error.ts';
+import { constructPath, throwIfIssues, type SynthIssue } from './synth-error.ts';
 
 export interface GridCustomResourceProps<Spec> {
   /** metadata.name; the grid kinds are cluster-scoped, so it is unique per kind in a cluster. */
@@ -35,6 +35,30 @@ export function fixFor(kind: GridKind, issue: ResourceIssue): string {
   return `change ${field} to satisfy the ${kind} schema (schemas/crds/${DEFINITIONS[kind].plural}.schema.json)`;
 }
 
+/** The manifest of a grid custom resource as it is emitted (before cdk8s resolves it). */
+export function customResourceManifest<Spec extends object>(kind: GridKind, props: GridCustomResourceProps<Spec>): { apiVersion: string; kind: GridKind; metadata: { name: string }; spec: Spec } {
+  const metadata = {
+    name: props.name,
+    ...(props.labels === undefined ? {} : { labels: props.labels }),
+    ...(props.annotations === undefined ? {} : { annotations: props.annotations }),
+  };
+  return { apiVersion: API_VERSION, kind, metadata, spec: props.spec };
+}
+
+/**
+ * The problems the API server would find with a custom resource (schema, list uniqueness, CEL rules), reported at
+ * `path` (the construct path it has or will have). Pure, so a stack can check all of its resources before it builds
+ * any of them and report every problem at once.
+ */
+export function customResourceIssues<Spec extends object>(path: string, kind: GridKind, props: GridCustomResourceProps<Spec>): SynthIssue[] {
+  return validateCustomResource(customResourceManifest(kind, props)).map((issue) => ({
+    path,
+    field: issue.path === '' ? '(object)' : issue.path,
+    problem: issue.message,
+    fix: fixFor(kind, issue),
+  }));
+}
+
 /**
  * One custom resource of the grid API. The object is validated the way the API server would (schema, list
  * uniqueness, CEL rules) when the construct is created, so a bad declaration fails before anything is written.
@@ -50,17 +74,8 @@ export class GridCustomResource<Spec extends object> extends Construct {
     this.kind = kind;
     this.name = props.name;
     this.spec = props.spec;
-    const metadata = {
-      name: props.name,
-      ...(props.labels === undefined ? {} : { labels: props.labels }),
-      ...(props.annotations === undefined ? {} : { annotations: props.annotations }),
-    };
-    const manifest = { apiVersion: API_VERSION, kind, metadata, spec: props.spec };
-    const issues: SynthIssue[] = validateCustomResource(manifest).map((issue) =>
-      issueAt(this, issue.path === '' ? '(object)' : issue.path, issue.message, fixFor(kind, issue)),
-    );
-    if (issues.length > 0) throw new GridSynthError(issues);
-    this.apiObject = new ApiObject(this, 'Resource', manifest);
+    throwIfIssues(customResourceIssues(constructPath(this), kind, props));
+    this.apiObject = new ApiObject(this, 'Resource', customResourceManifest(kind, props));
   }
 
   /** The manifest as emitted (resolved), for tests and cross-checks. */

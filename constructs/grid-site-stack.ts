@@ -21,7 +21,8 @@ import { DEFAULT_IMAGE, LABEL_MANAGED_BY, LABEL_NETWORK, workloadLabels } from '
 import { ProviderGateway } from './provider-gateway.ts';
 import type { BackendCluster } from './provider-gateway-config.ts';
 import { SimBackend, simBackendUrl } from './sim-backend.ts';
-import { throwIfIssues, type SynthIssue } from './synth-error.ts';
+import { customResourceIssues } from './grid-custom-resource.ts';
+import { constructPath, throwIfIssues, type SynthIssue } from './synth-error.ts';
 
 export interface GridSiteStackProps {
   readonly network: NetworkDeclaration;
@@ -167,7 +168,6 @@ export class GridSiteStack extends Chart {
     this.siteNamespace = siteNamespace(site);
     this.network = props.network.name;
     this.image = props.image ?? DEFAULT_IMAGE;
-    throwIfIssues(this.declarationIssues(site, peers));
 
     const secrets = {
       ca: site.secrets?.ca ?? 'grid-ca',
@@ -189,6 +189,20 @@ export class GridSiteStack extends Chart {
     const providerSpecs = (site.providers ?? []).map((provider) => ({ provider, spec: this.providerSpec(provider) }));
     const toolSpecs = (site.toolProviders ?? []).map((tool) => ({ name: tool.name, spec: compact({ gridNetworkRef: this.network, ...tool.spec }) }));
     const agentSpecs = (site.agentProviders ?? []).map((agent) => ({ name: agent.name, spec: compact({ gridNetworkRef: this.network, ...agent.spec }) }));
+    const inviteSpecs = (site.invites ?? []).map((invite) => ({ name: invite.name, spec: compact(invite.spec) }));
+    const siteProps = { name: site.name, labels: { [LABEL_NETWORK]: this.network, ...(site.labels ?? {}) }, spec: this.gridSiteSpec(site) };
+    // Every problem of the declaration and of this site's resources at once, before anything is built. (Peers'
+    // GridSites are checked by their own stacks; each resource constructor checks itself again for direct users.)
+    const path = constructPath(this);
+    throwIfIssues([
+      ...this.declarationIssues(site, peers),
+      ...customResourceIssues(`${path}/network`, 'GridNetwork', { name: this.network, spec: networkSpec }),
+      ...customResourceIssues(`${path}/site`, 'GridSite', siteProps),
+      ...providerSpecs.flatMap(({ provider, spec }) => customResourceIssues(`${path}/providers/${provider.name}`, 'InferenceProvider', { name: provider.name, spec })),
+      ...toolSpecs.flatMap(({ name, spec }) => customResourceIssues(`${path}/tools/${name}`, 'AgentToolProvider', { name, spec })),
+      ...agentSpecs.flatMap(({ name, spec }) => customResourceIssues(`${path}/agents/${name}`, 'AgentToAgentProvider', { name, spec })),
+      ...inviteSpecs.flatMap(({ name, spec }) => customResourceIssues(`${path}/invites/${name}`, 'SiteInvite', { name, spec })),
+    ]);
 
     const generated = generatedConfigNames(networkSpec);
     this.operator = new GossipOperator(this, 'gossip-operator', {
@@ -212,11 +226,7 @@ export class GridSiteStack extends Chart {
     });
 
     this.gridNetwork = new GridNetwork(this, 'network', { name: this.network, spec: networkSpec });
-    this.gridSite = new GridSite(this, 'site', {
-      name: site.name,
-      labels: { [LABEL_NETWORK]: this.network, ...(site.labels ?? {}) },
-      spec: this.gridSiteSpec(site),
-    });
+    this.gridSite = new GridSite(this, 'site', siteProps);
     const peerScope = new Construct(this, 'peers');
     this.peerSites = peers.map(
       (peer) =>
@@ -259,7 +269,7 @@ export class GridSiteStack extends Chart {
     const agentScope = new Construct(this, 'agents');
     this.agentProviders = agentSpecs.map(({ name, spec }) => new AgentToAgentProvider(agentScope, name, { name, spec }));
     const inviteScope = new Construct(this, 'invites');
-    this.invites = (site.invites ?? []).map((invite) => new SiteInvite(inviteScope, invite.name, { name: invite.name, spec: compact(invite.spec) }));
+    this.invites = inviteSpecs.map(({ name, spec }) => new SiteInvite(inviteScope, name, { name, spec }));
 
     this.providerGateway = site.providerGateway === undefined ? undefined : this.buildProviderGateway(site, providerSpecs);
     this.consumerGateway = site.consumerGateway === undefined ? undefined : this.buildConsumerGateway(site, peers);
@@ -267,7 +277,7 @@ export class GridSiteStack extends Chart {
 
   private declarationIssues(site: SiteDeclaration, peers: readonly SiteDeclaration[]): SynthIssue[] {
     const issues: SynthIssue[] = [];
-    const path = this.node.path;
+    const path = constructPath(this);
     if ((site.providers ?? []).length > 0 && site.providerGateway === undefined) {
       issues.push({
         path,
@@ -297,7 +307,8 @@ export class GridSiteStack extends Chart {
         });
       }
     }
-    issues.push(...candidateIssues([site, ...peers], (owner, provider) => `${owner.name}/providers/${provider.name}`));
+    // In name order, so every stack of a grid reports a conflict between two sites in the same words (said once).
+    issues.push(...candidateIssues([site, ...peers].sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)), (owner, provider) => `${owner.name}/providers/${provider.name}`));
     issues.push(...praxisConfigIssues(site));
     return issues;
   }

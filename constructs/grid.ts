@@ -1,10 +1,11 @@
 import type { IConstruct } from 'constructs';
 import { App, Chart } from 'cdk8s';
 import { GridCrds } from './grid-crds.ts';
-import type { GridDeclaration } from './grid-declaration.ts';
+import type { GridDeclaration, SiteDeclaration } from './grid-declaration.ts';
 import { GridSiteStack } from './grid-site-stack.ts';
-import { LABEL_MANAGED_BY } from './labels.ts';
-import { GridSynthError, throwIfIssues, type SynthIssue } from './synth-error.ts';
+import { LABEL_MANAGED_BY, LABEL_VERSION } from './labels.ts';
+import { PACKAGE_VERSION } from './package-version.ts';
+import { formatIssue, GridSynthError, type SynthIssue } from './synth-error.ts';
 
 /** The chart id (and dist/ file name) of the CRDs; a site may not use it as its name. */
 export const CRDS_CHART_ID = 'crds';
@@ -14,37 +15,72 @@ export interface BuiltGrid {
   readonly sites: readonly GridSiteStack[];
 }
 
+/** A built grid and every problem found while building it (one formatted line each, duplicates dropped). */
+interface CompiledGrid extends BuiltGrid {
+  readonly issues: readonly SynthIssue[];
+  readonly lines: readonly string[];
+}
+
 /**
- * Builds a whole grid into an App: one chart with the six CRDs, one GridSiteStack per site (each site's peers
- * are all the other sites). Problems found while building throw at once; nothing has been written yet.
+ * Builds what can be built and collects every problem instead of stopping at the first: a site that fails is
+ * reported and left out of the App, and the other sites are still built, so one run names every mistake.
  */
-export function buildGrid(app: App, declaration: GridDeclaration): BuiltGrid {
+function compileGrid(app: App, declaration: GridDeclaration): CompiledGrid {
   const issues: SynthIssue[] = [];
+  const lines: string[] = [];
   const seen = new Set<string>();
+  const buildable: SiteDeclaration[] = [];
   for (const site of declaration.sites) {
     if (site.name === CRDS_CHART_ID || seen.has(site.name)) {
-      issues.push({
+      const issue = {
         path: site.name,
         field: 'name',
         problem: site.name === CRDS_CHART_ID ? `"${CRDS_CHART_ID}" is the name of the CRD file` : `site ${site.name} is declared twice`,
         fix: 'give every site a distinct name',
-      });
+      };
+      issues.push(issue);
+      lines.push(formatIssue(issue));
+    } else {
+      buildable.push(site);
     }
     seen.add(site.name);
   }
-  throwIfIssues(issues);
-  const crds = new Chart(app, CRDS_CHART_ID, { labels: { [LABEL_MANAGED_BY]: 'agn-constructs' } });
+  // The CRDs carry the package version: the daemons of that version (the image tag) are the ones that serve them.
+  const crds = new Chart(app, CRDS_CHART_ID, { labels: { [LABEL_MANAGED_BY]: 'agn-constructs', [LABEL_VERSION]: PACKAGE_VERSION } });
   new GridCrds(crds, 'grid');
-  const sites = declaration.sites.map(
-    (site) =>
-      new GridSiteStack(app, site.name, {
-        network: declaration.network,
-        site,
-        peers: declaration.sites.filter((other) => other !== site),
-        ...(declaration.image === undefined ? {} : { image: declaration.image }),
-      }),
-  );
+  const sites: GridSiteStack[] = [];
+  for (const site of buildable) {
+    try {
+      sites.push(
+        new GridSiteStack(app, site.name, {
+          network: declaration.network,
+          site,
+          peers: declaration.sites.filter((other) => other !== site),
+          ...(declaration.image === undefined ? {} : { image: declaration.image }),
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof GridSynthError)) throw error;
+      issues.push(...error.issues);
+      lines.push(...error.lines);
+      app.node.tryRemoveChild(site.name);
+    }
+  }
+  return { crds, sites, issues, lines: [...new Set(lines)] };
+}
+
+/**
+ * Builds a whole grid into an App: one chart with the six CRDs, one GridSiteStack per site (each site's peers
+ * are all the other sites). Every problem found while building is thrown at once; nothing has been written yet.
+ */
+export function buildGrid(app: App, declaration: GridDeclaration): BuiltGrid {
+  const { crds, sites, issues, lines } = compileGrid(app, declaration);
+  if (lines.length > 0) throw new GridSynthError(issues, lines);
   return { crds, sites };
+}
+
+function validationLines(root: IConstruct): string[] {
+  return root.node.findAll().flatMap((construct) => construct.node.validate());
 }
 
 /**
@@ -53,16 +89,27 @@ export function buildGrid(app: App, declaration: GridDeclaration): BuiltGrid {
  * from writing anything.
  */
 export function validateGrid(root: IConstruct): void {
-  const lines: string[] = [];
-  for (const construct of root.node.findAll()) lines.push(...construct.node.validate());
+  const lines = validationLines(root);
   if (lines.length > 0) throw new GridSynthError([], lines);
 }
 
-/** Builds, validates, then synthesizes: the only entry point the example app needs. */
+/**
+ * Every problem of a declaration, one line each (`<site or construct path>: <field>: <problem>. Fix: <fix>`), empty
+ * when it compiles: the build problems of every site and the synth-time validations of the sites that built. Writes
+ * nothing; `agn validate` prints these.
+ */
+export function gridProblems(declaration: GridDeclaration): string[] {
+  const app = new App();
+  const { lines } = compileGrid(app, declaration);
+  return [...new Set([...lines, ...validationLines(app)])];
+}
+
+/** Builds, validates, then synthesizes: the only entry point a grid app needs. Throws every problem at once. */
 export function synthGrid(declaration: GridDeclaration, outdir: string): BuiltGrid {
   const app = new App({ outdir });
-  const built = buildGrid(app, declaration);
-  validateGrid(app);
+  const { crds, sites, issues, lines } = compileGrid(app, declaration);
+  const all = [...new Set([...lines, ...validationLines(app)])];
+  if (all.length > 0) throw new GridSynthError(issues, all);
   app.synth();
-  return built;
+  return { crds, sites };
 }

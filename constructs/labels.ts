@@ -16,6 +16,7 @@ export const LABEL_NAME = 'app.kubernetes.io/name';
 export const LABEL_INSTANCE = 'app.kubernetes.io/instance';
 export const LABEL_PART_OF = 'app.kubernetes.io/part-of';
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const LABEL_VERSION = 'app.kubernetes.io/version';
 export const LABEL_NETWORK = `${GRID_PREFIX}network`;
 
 /** The roles a pod can play; NetworkPolicies select peers by this label. */

@@ -14,6 +14,7 @@ import {
   stableIdCommand,
 } from './overlay-commands.ts';
 import { UP_USAGE, upCommand } from './up.ts';
+import { INIT_USAGE, SYNTH_USAGE, VALIDATE_USAGE, initCommand, synthCommand, validateCommand } from './grid-commands.ts';
 import { ENROLL_USAGE, KEYGEN_USAGE } from './site-usage.ts';
 
 interface Command {
@@ -27,6 +28,21 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     usage: UP_USAGE,
     summary: 'run the compiled grid (dist/) on this machine: every site on loopback, a live table and a curl; --check stops after the first routed request (CI=true implies it), --demo narrates the main flows',
     run: upCommand,
+  },
+  init: {
+    usage: INIT_USAGE,
+    summary: 'scaffold a grid repository in DIR (package.json, cdk8s.yaml, a grid.ts declaration of one site, README); --package sets the dependency spec (default: this version); refuses a non-empty DIR without --force',
+    run: initCommand,
+  },
+  validate: {
+    usage: VALIDATE_USAGE,
+    summary: 'check a grid declaration (default grid.ts): every problem at once, one line each naming the site, field and fix; writes nothing',
+    run: validateCommand,
+  },
+  synth: {
+    usage: SYNTH_USAGE,
+    summary: 'compile a grid declaration (default grid.ts) into --out, $CDK8S_OUTDIR or dist/: the cdk8s app of a grid repository',
+    run: synthCommand,
   },
   canonical: {
     usage: 'canonical FILE',
