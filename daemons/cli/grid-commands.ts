@@ -64,6 +64,8 @@ export function scaffoldFiles(name: string, dependency: string): Record<string, 
     dependencies: { [own.name]: dependency },
     // node@24 makes every script run on Node 24 (type stripping) whatever Node runs npm; cdk8s-cli is `cdk8s`.
     devDependencies: { 'cdk8s-cli': tool('cdk8s-cli'), node: tool('node') },
+    // npm 11 asks before running install scripts; node@24's fetches the Node binary.
+    allowScripts: { node: true },
   };
   const tsconfig = {
     // For editors and `npx tsc` only: Node runs grid.ts directly.
