@@ -55,7 +55,8 @@ function compileGrid(app: App, declaration: GridDeclaration): CompiledGrid {
         new GridSiteStack(app, site.name, {
           network: declaration.network,
           site,
-          peers: declaration.sites.filter((other) => other !== site),
+          // A site with a refused name is no peer either: a second `a` would clash with the first in every stack.
+          peers: buildable.filter((other) => other !== site),
           ...(declaration.image === undefined ? {} : { image: declaration.image }),
         }),
       );
