@@ -7,7 +7,7 @@
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { formatAddresses, formatSnapshot, readOverlays, snapshot } from '../local-grid/grid-status.ts';
-import { type GridProfile, type LocalGrid, REPO_ROOT, startLocalGrid } from '../local-grid/runner.ts';
+import { DEFAULT_GRID_HOME, type GridProfile, type LocalGrid, startLocalGrid } from '../local-grid/runner.ts';
 import { ProcessStartError } from '../local-grid/supervisor.ts';
 import { chatCompletion, curlFor, waitFor } from '../local-grid/traffic.ts';
 import { CliError, usageError } from './cli-error.ts';
@@ -38,8 +38,8 @@ export function parseUpArgs(args: readonly string[], env: NodeJS.ProcessEnv): Up
   const profile = values.profile ?? (values.demo === true ? 'fast' : 'compiled');
   if (profile !== 'compiled' && profile !== 'fast') throw usageError('--profile must be compiled or fast');
   return {
-    dist: resolve(values.dist ?? join(REPO_ROOT, 'dist')),
-    state: resolve(values.state ?? join(REPO_ROOT, '.state')),
+    dist: resolve(values.dist ?? join(DEFAULT_GRID_HOME, 'dist')),
+    state: resolve(values.state ?? join(DEFAULT_GRID_HOME, '.state')),
     check: values.check === true || (env['CI'] === 'true' && values.demo !== true),
     demo: values.demo === true,
     profile,

@@ -4,7 +4,7 @@
  * containers, volumes and declared ports, and its Services with the pods they select. Pure over parsed objects.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { KubeObject } from '../shared/resource-store/types.ts';
 
@@ -83,6 +83,14 @@ export const OPERATOR_SCRIPT = 'daemons/gossip-operator/main.ts';
 export const GATEWAY_SCRIPT = 'daemons/gateway/main.ts';
 export const SIM_SCRIPT = 'daemons/sim/main.ts';
 export const OVERLAY_SYNC_SCRIPT = 'daemons/overlay-sync/main.ts';
+
+/**
+ * The file a daemon script of the manifests runs from on this machine: the .ts source in this repository, its
+ * compiled .js in the installed package (Node does not strip types under node_modules).
+ */
+export function daemonScriptPath(root: string, script: string): string {
+  return resolve(root, import.meta.url.endsWith('.ts') ? script : script.replace(/\.ts$/u, '.js'));
+}
 
 /** Reads every *.yaml of the compiled grid; files without a gossip-operator (the CRDs) are not sites. */
 export function loadCompiledGrid(distDir: string): CompiledSite[] {

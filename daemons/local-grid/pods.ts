@@ -5,7 +5,7 @@
  * its liveness probe).
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { AddressTable, LOOPBACK } from './address-table.ts';
 import {
@@ -18,6 +18,7 @@ import {
   type PodPlan,
   scriptOf,
   SIM_SCRIPT,
+  daemonScriptPath,
   type KeyToPath,
 } from './compiled-grid.ts';
 import { isGatewayConfig, isProviderGatewayConfig, type Mount, rewriteArgs, rewriteGatewayConfig, rewriteValue, sortMounts, type RewriteContext } from './rewrite.ts';
@@ -159,7 +160,7 @@ export function materializePod(site: CompiledSite, pod: PodPlan, root: string, e
     const [binary, ...rest] = [...(container.command ?? []), ...(container.args ?? [])];
     const argv = rewriteArgs(rest, ctx);
     const script = scriptOf(container);
-    if (binary === 'node' && script !== undefined) argv[0] = resolve(env.repoRoot, script);
+    if (binary === 'node' && script !== undefined) argv[0] = daemonScriptPath(env.repoRoot, script);
     const vars: Record<string, string> = {};
     for (const variable of container.env ?? []) {
       if (variable.value !== undefined) vars[variable.name] = rewriteValue(variable.value, ctx);

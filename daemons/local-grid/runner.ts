@@ -11,7 +11,7 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { openLocalStore, SECRET, type LocalStore } from '../shared/resource-store/index.ts';
 import type { KubeObject } from '../shared/resource-store/types.ts';
 import { AddressTable, buildAddressTable, LOOPBACK, type StandIn } from './address-table.ts';
-import { type CompiledSite, loadCompiledGrid } from './compiled-grid.ts';
+import { type CompiledSite, SIM_SCRIPT, daemonScriptPath, loadCompiledGrid } from './compiled-grid.ts';
 import { ensureGridPki, type GridPki } from './pki.ts';
 import { type ContainerProcess, materializePod, type PodRuntime, startTier } from './pods.ts';
 import { PortPool } from './ports.ts';
@@ -20,6 +20,11 @@ import { ensureSwimKey, secretDataOf, secretObject, siteSecrets, type SiteSecret
 import { type ManagedProcess, ProcessStartError, type ProcessSpec, Supervisor } from './supervisor.ts';
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+/**
+ * Where `agn up` reads dist/ and keeps .state/ by default: this repository when it runs from its sources, the current
+ * directory (a grid repository) when it runs from the installed package.
+ */
+export const DEFAULT_GRID_HOME = import.meta.url.endsWith('.ts') ? REPO_ROOT : process.cwd();
 export const RUNNER_FIELD_MANAGER = 'agn-local-grid';
 
 /**
@@ -399,7 +404,7 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
           role: 'sim',
           init: false,
           command: process.execPath,
-          args: [join(REPO_ROOT, 'daemons/sim/main.ts'), '--name', standIn.provider, '--models', standIn.models.join(','), '--token-file', tokenFile, '--host', LOOPBACK, '--port', String(standIn.port)],
+          args: [daemonScriptPath(REPO_ROOT, SIM_SCRIPT), '--name', standIn.provider, '--models', standIn.models.join(','), '--token-file', tokenFile, '--host', LOOPBACK, '--port', String(standIn.port)],
           env: {},
           healthUrl: `http://${LOOPBACK}:${standIn.port}/health`,
           listenAddress: `${LOOPBACK}:${standIn.port}`,

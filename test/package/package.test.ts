@@ -112,12 +112,22 @@ describe('a grid repository on the installed package', () => {
     expect(first).toEqual(repoSynth('expected-1'));
   });
 
+  it("runs the compiled grid on this machine with the installed package's agn up", () => {
+    const up = ok(run('npx agn up --check', grid, 'npx', ['agn', 'up', '--check'], { CI: 'true' }), 'agn up');
+    expect(up.stdout).toMatch(/^agn up --check: ok, first routed chat completion [\d.]+ s after start$/mu);
+    expect(up.stdout).toMatch(/served by east-llm/u);
+    expect(existsSync(join(grid, '.state'))).toBe(true);
+  });
+
   it('types the declaration with the doc comments, and the type checker catches a misspelt field', () => {
     const declarations = readFileSync(join(grid, 'node_modules', 'agn-ts', 'constructs', 'grid-declaration.d.ts'), 'utf8');
     expect(declarations).toContain('Site name: the SWIM identity');
     const tsc = join(REPO_ROOT, 'node_modules', '.bin', 'tsc');
-    ok(run('tsc (scaffold)', grid, tsc, ['-p', 'tsconfig.json']), 'tsc');
     const text = readFileSync(join(grid, 'grid.ts'), 'utf8');
+    // The exports map: the entry point and a generated schema type by its subpath.
+    const imports = "import type { GridSiteStack, InferenceProviderSpec } from 'agn-ts';\nimport type { GatewayConfig } from 'agn-ts/schemas/gateway-config';\nexport type Used = [GridSiteStack, InferenceProviderSpec, GatewayConfig];\n";
+    writeFileSync(join(grid, 'grid.ts'), `${imports}${text}`);
+    ok(run('tsc (scaffold)', grid, tsc, ['-p', 'tsconfig.json']), 'tsc');
     writeFileSync(join(grid, 'grid.ts'), text.replace("zone: 'us-east-1a',", "zone: 'us-east-1a',\n      zoen: 'typo',"));
     const typo = run('tsc (misspelt field)', grid, tsc, ['-p', 'tsconfig.json']);
     writeFileSync(join(grid, 'grid.ts'), text);
