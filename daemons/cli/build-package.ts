@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** Where the package is staged and packed; gitignored. */
-export const PACKAGE_STAGE = join(root, '.package');
+const PACKAGE_STAGE = join(root, '.package');
 const packageDir = join(PACKAGE_STAGE, 'agn-ts');
 
 /** Sources that belong to the repository only: the example app `cdk8s synth` runs here, and the type generator. */
@@ -55,7 +55,7 @@ export function packageManifest(repo: Record<string, unknown>): Record<string, u
   };
 }
 
-function build(): string {
+function build(): void {
   rmSync(PACKAGE_STAGE, { recursive: true, force: true });
   mkdirSync(packageDir, { recursive: true });
   const sources = ['constructs', 'schemas', 'daemons']
@@ -96,9 +96,6 @@ function build(): string {
   process.stdout.write(
     `package: ${repoPath(tarball)}: ${(result.size / 1024).toFixed(1)} KiB packed, ${(result.unpackedSize / 1024).toFixed(1)} KiB unpacked, ${result.entryCount} files\n`,
   );
-  return tarball;
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) build();
-
-export { build as buildPackage };
