@@ -37,9 +37,9 @@ function loadToken(source: CredentialSource, configDir: string): { token?: strin
     } catch (error) {
       return { problem: `file ${source.file} is unreadable (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
     }
-  } else if (source.env !== undefined) {
-    raw = process.env[source.env];
-    if (raw === undefined) return { problem: `environment variable ${source.env} is not set` };
+  } else if (source.env_var !== undefined) {
+    raw = process.env[source.env_var];
+    if (raw === undefined) return { problem: `environment variable ${source.env_var} is not set` };
   } else {
     raw = source.value;
   }

@@ -47,9 +47,10 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
   const random = options.random ?? Math.random;
   const nowMs = options.nowMs ?? Date.now;
   const affinityConfig = config.session_affinity;
+  // Off unless enabled: true, as in Praxis AI, so one session_affinity block means the same to both gateways.
   const affinity =
-    affinityConfig !== undefined && affinityConfig.enabled !== false
-      ? new AffinityTable(affinityConfig.ttl_seconds ?? DEFAULT_AFFINITY_TTL_SECONDS, affinityConfig.max_entries ?? MAX_AFFINITY_ENTRIES)
+    affinityConfig?.enabled === true
+      ? new AffinityTable(affinityConfig.ttl_secs ?? DEFAULT_AFFINITY_TTL_SECONDS, affinityConfig.max_entries ?? MAX_AFFINITY_ENTRIES)
       : undefined;
   const sessionHeader = (affinityConfig?.header ?? DEFAULT_SESSION_HEADER).toLowerCase();
   const sessionCookie = affinityConfig?.cookie;
