@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
 import { createLogger } from '../../daemons/shared/log.ts';
 import { resolveConfig } from '../../daemons/gateway/config.ts';
+import { hostHeaderOf } from '../../daemons/gateway/filters/load-balancer.ts';
 import { peerMatches } from '../../daemons/gateway/filters/peer-identity-trust.ts';
 import { startGateway } from '../../daemons/gateway/server.ts';
 import type { GatewayInstance } from '../../daemons/gateway/server.ts';
@@ -192,6 +193,16 @@ describe('provider_route', () => {
     const read = await send(hop(), { model: 'm1', input: 'x' }, '/v1/responses/resp_123');
     expect(read.status).toBe(400);
     expect(sim.requests.length).toBe(before + 1);
+  });
+});
+
+describe('upstream Host without a cluster authority', () => {
+  it("is the endpoint's host, with the port unless it is the scheme's default", () => {
+    expect(hostHeaderOf('api.openai.com:443', true)).toBe('api.openai.com');
+    expect(hostHeaderOf('api.openai.com:8443', true)).toBe('api.openai.com:8443');
+    expect(hostHeaderOf('sim-west-llm.grid-system.svc.cluster.local:80', false)).toBe('sim-west-llm.grid-system.svc.cluster.local');
+    expect(hostHeaderOf('backend:443', false)).toBe('backend:443');
+    expect(hostHeaderOf('[2001:db8::1]:443', true)).toBe('[2001:db8::1]');
   });
 });
 
