@@ -35,8 +35,9 @@ export const MODEL_HEADER = 'x-gateway-model-name';
 
 /**
  * The request paths a provider route allows, rendered explicitly on every route: Praxis AI's provider_route has no
- * default and matches exactly, so a path not listed here is a 404 at the provider gateway. The stored-response
- * reads (/v1/responses/{id}) carry no model to authorize and are not routed through the provider hop.
+ * default and matches exactly, so a path not listed here is a 404 at the provider gateway. Stored-response calls
+ * (/v1/responses/{id}, …/cancel, …/input_items) carry a per-response id no fixed list can name, so a provider hop
+ * answers them 404 (path_not_routed), as Praxis AI does; they are served where the response was created.
  */
 export const INFERENCE_PATHS: readonly string[] = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses'];
 

@@ -189,9 +189,12 @@ describe('provider_route', () => {
     expect(notListed.json().error.code).toBe('path_not_routed');
     // The query string is not part of the path.
     expect((await send(hop(), chatBody('m1'), '/v1/chat/completions?trace=1')).status).toBe(200);
-    // A stored-response read (/v1/responses/{id}) carries no model to authorize: it never reaches the backend.
+    // A stored-response call (/v1/responses/{id}) is not a listed path: 400 without a model, 404 with one named.
     const read = await send(hop(), { model: 'm1', input: 'x' }, '/v1/responses/resp_123');
     expect(read.status).toBe(400);
+    const named = await send({ ...hop(), 'x-gateway-model-name': 'm1' }, { model: 'm1', input: 'x' }, '/v1/responses/resp_123');
+    expect(named.status).toBe(404);
+    expect(named.json().error.code).toBe('path_not_routed');
     expect(sim.requests.length).toBe(before + 1);
   });
 });
