@@ -98,6 +98,13 @@ export function praxisRuleProblems(config: GatewayConfig): PraxisRuleProblem[] {
   config.filter_chains.forEach((chain, c) => {
     chain.filters.forEach((filter, f) => {
       const at = `/filter_chains/${c}/filters/${f}`;
+      if (filter.filter === 'intelligent_route') {
+        const affinity = filter.session_affinity;
+        // Praxis AI intelligent_route.rs validate_session_affinity_config (only when enabled).
+        if (affinity?.enabled === true && affinity.header === undefined && affinity.cookie === undefined) {
+          problems.push({ pointer: `${at}/session_affinity`, key: 'session_affinity', message: 'intelligent_route: session_affinity requires at least one of header or cookie' });
+        }
+      }
       if (filter.filter === 'provider_route') {
         // Praxis AI provider_route.rs from_config: routes are a map keyed by candidate_id.
         const seen = new Map<string, number>();

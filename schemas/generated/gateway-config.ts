@@ -216,7 +216,7 @@ export interface SessionAffinityConfig {
    */
   enabled?: boolean;
   /**
-   * Header carrying the session key; read before the cookie.
+   * Header carrying the session key; read before the cookie. With enabled: true, header or cookie is required (Praxis AI has no default).
    */
   header?: string;
   /**

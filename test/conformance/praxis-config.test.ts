@@ -340,6 +340,14 @@ const RULES: Rule[] = [
     reason: /key "header" at \/filter_chains\/0\/filters\/0\/header: must NOT have fewer than 1 characters/,
   },
   {
+    rule: 'enabled session affinity names a header or a cookie; its lifetime is ttl_secs (1..86400)',
+    source: 'praxis-proxy/ai filters/src/routing/intelligent_route.rs (SessionAffinityConfig; validate_session_affinity_config)',
+    base: () => consumer(),
+    accept: (doc) => (doc.filter_chains[0].filters[2].session_affinity = { enabled: true, cookie: 'agn_session', ttl_secs: 86400 }),
+    refuse: (doc) => (doc.filter_chains[0].filters[2].session_affinity = { enabled: true, ttl_secs: 60 }),
+    reason: /key "session_affinity" at \/filter_chains\/0\/filters\/2\/session_affinity: intelligent_route: session_affinity requires at least one of header or cookie/,
+  },
+  {
     rule: 'top-level keys are denied unless Praxis knows them',
     source: 'praxis-proxy-core 0.5.3 src/config/mod.rs:83-85 (#[serde(deny_unknown_fields)] on Config)',
     base: () => consumer(),
