@@ -61,6 +61,9 @@ export function sniProblem(sni: string): string | undefined {
   return undefined;
 }
 
+/** Header prefixes Praxis reserves for itself (it strips them before the upstream hop). */
+const RESERVED_HEADER_PREFIXES = ['x-praxis-', 'x-mcp-'];
+
 /** Every Praxis AI rule the schema cannot express, in the order Praxis checks them; empty when the config passes. */
 export function praxisRuleProblems(config: GatewayConfig): PraxisRuleProblem[] {
   const problems: PraxisRuleProblem[] = [];
@@ -98,6 +101,13 @@ export function praxisRuleProblems(config: GatewayConfig): PraxisRuleProblem[] {
   config.filter_chains.forEach((chain, c) => {
     chain.filters.forEach((filter, f) => {
       const at = `/filter_chains/${c}/filters/${f}`;
+      if ((filter.filter === 'intelligent_route' || filter.filter === 'provider_route') && filter.model_header !== undefined) {
+        const header = filter.model_header.toLowerCase();
+        // Praxis AI routing/descriptor.rs validate_model_header.
+        if (RESERVED_HEADER_PREFIXES.some((prefix) => header.startsWith(prefix))) {
+          problems.push({ pointer: `${at}/model_header`, key: 'model_header', message: `${filter.filter}: model_header must not use a reserved internal header prefix (${RESERVED_HEADER_PREFIXES.join(', ')})` });
+        }
+      }
       if (filter.filter === 'intelligent_route') {
         const affinity = filter.session_affinity;
         // Praxis AI intelligent_route.rs validate_session_affinity_config (only when enabled).

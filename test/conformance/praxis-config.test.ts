@@ -348,6 +348,14 @@ const RULES: Rule[] = [
     reason: /key "session_affinity" at \/filter_chains\/0\/filters\/2\/session_affinity: intelligent_route: session_affinity requires at least one of header or cookie/,
   },
   {
+    rule: 'model_header is not in a namespace Praxis reserves (x-praxis-, x-mcp-)',
+    source: 'praxis-proxy/ai filters/src/routing/descriptor.rs (validate_model_header)',
+    base: () => provider(FAKE),
+    accept: (doc) => (doc.filter_chains[0].filters[2].model_header = 'X-Model'),
+    refuse: (doc) => (doc.filter_chains[0].filters[2].model_header = 'X-Praxis-Model'),
+    reason: /key "model_header" at \/filter_chains\/0\/filters\/2\/model_header: provider_route: model_header must not use a reserved internal header prefix/,
+  },
+  {
     rule: 'top-level keys are denied unless Praxis knows them',
     source: 'praxis-proxy-core 0.5.3 src/config/mod.rs:83-85 (#[serde(deny_unknown_fields)] on Config)',
     base: () => consumer(),
