@@ -356,6 +356,22 @@ const RULES: Rule[] = [
     reason: /key "model_header" at \/filter_chains\/0\/filters\/2\/model_header: provider_route: model_header must not use a reserved internal header prefix/,
   },
   {
+    rule: 'a cluster a route selects is defined by the load_balancer',
+    source: 'praxis-proxy-filter 0.5.3 src/pipeline/checks.rs:198-215 (check_misaligned_clusters)',
+    base: () => provider(FAKE),
+    accept: () => {},
+    refuse: (doc) => (route(doc).cluster = 'backend-missing'),
+    reason: /provider_route\.routes\[0\] \(candidate 73f63e41\) names cluster "backend-missing", which load_balancer\.clusters does not define/,
+  },
+  {
+    rule: 'load_balancer needs a cluster-selecting filter before it',
+    source: 'praxis-proxy-filter 0.5.3 src/pipeline/checks.rs:54-66 (check_lb_without_cluster_selector)',
+    base: () => consumer(),
+    accept: () => {},
+    refuse: (doc) => doc.filter_chains[0].filters.splice(2, 1),
+    reason: /the pipeline has neither intelligent_route \(consumer\) nor provider_route \(provider\)/,
+  },
+  {
     rule: 'top-level keys are denied unless Praxis knows them',
     source: 'praxis-proxy-core 0.5.3 src/config/mod.rs:83-85 (#[serde(deny_unknown_fields)] on Config)',
     base: () => consumer(),
