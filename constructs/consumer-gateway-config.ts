@@ -1,6 +1,6 @@
 import type { ClusterConfig, GatewayConfig, UpstreamTlsConfig } from '../schemas/generated/gateway-config.ts';
 import type { ClusterEndpoint, ClusterTransport } from '../schemas/generated/gridnetworks.ts';
-import { MODEL_HEADER, OVERLAY_FILE, TLS_CA_PATH, TLS_CERT_PATH, TLS_KEY_PATH, upstreamCaPath } from './gateway-paths.ts';
+import { MODEL_HEADER, OVERLAY_FILE, TLS_CA_PATH, TLS_CERT_PATH, TLS_KEY_PATH, adminAddress, upstreamCaPath } from './gateway-paths.ts';
 
 /**
  * One potentially routable provider cluster, local or remote, as the consumer's load_balancer sees it: the
@@ -83,7 +83,7 @@ export function renderConsumerGatewayConfig(input: ConsumerGatewayConfigInput): 
       },
     ],
     // 0.0.0.0 so the kubelet's probes reach /livez and /readyz; the port is not exposed by the Service.
-    admin: { address: `0.0.0.0:${input.adminPort}` },
+    ...adminAddress(input.adminPort),
     shutdown_timeout_secs: input.shutdownTimeoutSecs,
   };
 }

@@ -5,6 +5,7 @@ import type { ClusterEndpoint } from '../schemas/generated/gridnetworks.ts';
 import { GatewayWorkload } from './gateway-workload.ts';
 import { PRAXIS_DIR, upstreamCaPath } from './gateway-paths.ts';
 import { DEFAULT_IMAGE } from './labels.ts';
+import type { ListenerSources } from './operator-network-policy.ts';
 import { OverlaySync } from './overlay-sync.ts';
 import type { CredentialRef } from './provider-gateway-config.ts';
 import { GridSynthError, issueAt } from './synth-error.ts';
@@ -56,6 +57,12 @@ export interface ConsumerGatewayProps {
    * @default - none
    */
   readonly credentials?: readonly CredentialRef[];
+  /**
+   * Who may scrape the admin port's /metrics besides the node's kubelet probes: the gateway's NetworkPolicy admits
+   * these source CIDRs to the admin port (the admin listener binds every address with allow_public_admin).
+   * @default - none: only the node reaches the admin port
+   */
+  readonly metricsScrapers?: ListenerSources;
   /** Extra labels for every object this construct emits. @default - none (the workload labels only) */
   readonly labels?: Record<string, string>;
 }
@@ -114,6 +121,8 @@ export class ConsumerGateway extends Construct {
       replicas: this.replicas,
       listenerPort: this.listenerPort,
       adminPort: this.adminPort,
+      metricsScrapers: props.metricsScrapers,
+      sidecarPorts: [this.overlaySync.healthPort],
       tlsSecretName: this.tlsSecretName,
       resources: props.resources ?? resources(100, 128, 1000, 512),
       serviceType: props.serviceType ?? kplus.ServiceType.CLUSTER_IP,

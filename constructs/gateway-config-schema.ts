@@ -1,11 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
+import { extensionKeyPointers, praxisRuleProblems } from '../schemas/gateway/praxis-rules.ts';
 import type { GatewayConfig } from '../schemas/generated/gateway-config.ts';
 
 /**
  * Synth-time check of a rendered gateway config against the one schema the gateway itself loads
- * (schemas/gateway/gateway-config.schema.json), so a config that would fail at gateway startup fails synth instead.
+ * (schemas/gateway/gateway-config.schema.json) and Praxis AI's cross-field rules beside it, so a config that our
+ * gateway or Praxis AI would refuse at startup fails synth instead. The compiler renders no extension key: every
+ * compiled praxis.yaml is one Praxis AI accepts.
  */
 
 let compiled: ValidateFunction | undefined;
@@ -32,7 +35,12 @@ function describe(error: ErrorObject): GatewayConfigProblem {
 /** Problems of a config, empty when it is valid. A `oneOf` miss is reported once, not once per branch. */
 export function gatewayConfigProblems(config: GatewayConfig | unknown): GatewayConfigProblem[] {
   const validate = validator();
-  if (validate(config)) return [];
+  if (validate(config)) {
+    return [
+      ...praxisRuleProblems(config as GatewayConfig).map((problem) => ({ pointer: problem.pointer, message: problem.message })),
+      ...extensionKeyPointers(config).map((pointer) => ({ pointer, message: 'an extension key of this gateway: Praxis AI refuses it, so the compiler must not render it' })),
+    ];
+  }
   const errors = validate.errors ?? [];
   const seen = new Set<string>();
   const problems: GatewayConfigProblem[] = [];

@@ -32,3 +32,19 @@ export const OVERLAY_FILE = `${OVERLAY_DIR}/${OVERLAY_DATA_KEY}`;
 
 /** The header the request parser writes the model into and the routing filters read it from. */
 export const MODEL_HEADER = 'x-gateway-model-name';
+
+/**
+ * The request paths a provider route allows, rendered explicitly on every route: Praxis AI's provider_route has no
+ * default and matches exactly, so a path not listed here is a 404 at the provider gateway. Stored-response calls
+ * (/v1/responses/{id}, …/cancel, …/input_items) carry a per-response id no fixed list can name, so a provider hop
+ * answers them 404 (path_not_routed), as Praxis AI does; they are served where the response was created.
+ */
+export const INFERENCE_PATHS: readonly string[] = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses'];
+
+/**
+ * The admin listener binds every address because the kubelet's probes dial the pod IP; Praxis AI accepts that only
+ * with insecure_options.allow_public_admin, which the gateway's NetworkPolicy justifies (gateway-network-policy.ts).
+ */
+export function adminAddress(port: number): { readonly admin: { address: string }; readonly insecure_options: { allow_public_admin: true } } {
+  return { admin: { address: `0.0.0.0:${port}` }, insecure_options: { allow_public_admin: true } };
+}

@@ -5,8 +5,10 @@ import * as kplus from 'cdk8s-plus-28';
 import YAML from 'yaml';
 import type { GatewayConfig } from '../schemas/generated/gateway-config.ts';
 import { gatewayConfigProblems } from './gateway-config-schema.ts';
+import { gatewayNetworkPolicy, metricsScraperIssues } from './gateway-network-policy.ts';
 import { OVERLAY_DIR, PRAXIS_CONFIG_KEY, PRAXIS_CONFIG_PATH, PRAXIS_DIR, TLS_KEYS } from './gateway-paths.ts';
 import { GRID_PREFIX, type GridComponent, workloadLabels } from './labels.ts';
+import type { ListenerSources } from './operator-network-policy.ts';
 import { addIssueCheck, issueAt } from './synth-error.ts';
 import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, projectedVolume, tmpVolume } from './workload-defaults.ts';
 
@@ -22,6 +24,10 @@ export interface GatewayWorkloadProps {
   readonly replicas: number;
   readonly listenerPort: number;
   readonly adminPort: number;
+  /** Admitted to the admin port (and sidecarPorts) by the gateway's NetworkPolicy besides the node. */
+  readonly metricsScrapers?: ListenerSources;
+  /** Health/metrics ports of sidecars in the pod (overlay-sync's on a consumer): scraped like the admin port. */
+  readonly sidecarPorts?: readonly number[];
   readonly tlsSecretName: string;
   readonly resources: kplus.ContainerResources;
   readonly serviceType: kplus.ServiceType;
@@ -40,6 +46,8 @@ export class GatewayWorkload extends Construct {
   readonly deployment: kplus.Deployment;
   readonly service: kplus.Service;
   readonly configMap: kplus.k8s.KubeConfigMap;
+  /** Isolates the pods for ingress: the listener from anywhere, the admin port from the node and the scrapers. */
+  readonly networkPolicy: kplus.k8s.KubeNetworkPolicy;
   readonly configMapName: string;
   readonly gatewayContainer: kplus.Container;
   /** The emptyDir overlay-sync writes and the gateway watches; only on a gateway that reads an overlay. */
@@ -110,6 +118,17 @@ export class GatewayWorkload extends Construct {
       ports: [{ name: 'listener', port: props.listenerPort, targetPort: props.listenerPort }],
     });
 
+    // Every rendered config binds the admin listener publicly (allow_public_admin); this policy is why that is safe.
+    this.networkPolicy = gatewayNetworkPolicy(this, 'NetworkPolicy', {
+      name: props.name,
+      namespace: props.namespace,
+      podLabels: selectorLabels,
+      labels,
+      listenerPort: props.listenerPort,
+      scrapePorts: [props.adminPort, ...(props.sidecarPorts ?? [])],
+      metricsScrapers: props.metricsScrapers,
+    });
+    addIssueCheck(this, () => metricsScraperIssues(this, props.metricsScrapers));
     addIssueCheck(this, () => {
       if (this.config === undefined) return [issueAt(this, 'config', 'no gateway config was rendered', 'this is a bug in the gateway construct')];
       return gatewayConfigProblems(this.config).map((problem) =>

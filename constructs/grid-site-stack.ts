@@ -127,13 +127,13 @@ function praxisConfigIssues(site: SiteDeclaration): SynthIssue[] {
   return issues;
 }
 
-/** host:port, authority and TLS of the backend an endpoint URL names (external APIs use the system trust store). */
+/** host:port and TLS of the backend an endpoint URL names (external APIs use the system trust store). */
 export function backendFromEndpoint(name: string, endpoint: string): BackendCluster {
   const url = new URL(endpoint);
   const secure = url.protocol === 'https:';
   const port = url.port === '' ? (secure ? '443' : '80') : url.port;
   const host = url.hostname;
-  return secure ? { name, endpoint: `${host}:${port}`, authority: host, tls: { sni: host.replace(/^\[|\]$/gu, '') } } : { name, endpoint: `${host}:${port}` };
+  return secure ? { name, endpoint: `${host}:${port}`, tls: { sni: host.replace(/^\[|\]$/gu, '') } } : { name, endpoint: `${host}:${port}` };
 }
 
 /**

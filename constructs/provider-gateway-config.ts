@@ -1,5 +1,5 @@
 import type { ClusterConfig, CredentialSource, GatewayConfig, ProviderRoute, TrustedPeer } from '../schemas/generated/gateway-config.ts';
-import { MODEL_HEADER, TLS_CA_PATH, TLS_CERT_PATH, TLS_KEY_PATH, credentialPath } from './gateway-paths.ts';
+import { INFERENCE_PATHS, MODEL_HEADER, TLS_CA_PATH, TLS_CERT_PATH, TLS_KEY_PATH, adminAddress, credentialPath } from './gateway-paths.ts';
 
 /** A credential reference (never the bytes): the Secret and key the provider gateway reads the token from. */
 export interface CredentialRef {
@@ -19,9 +19,8 @@ export interface ProviderRouteInput {
 /** How the provider gateway reaches one backend (an in-cluster Service or an external HTTPS API). */
 export interface BackendCluster {
   readonly name: string;
+  /** host:port; the gateway sends this host as the upstream Host (Praxis AI clusters have no authority key). */
   readonly endpoint: string;
-  /** Host header; set for external APIs whose virtual host differs from the dialled address. */
-  readonly authority?: string;
   /** Server TLS to the backend; absent means plaintext inside the cluster network (guarded by a NetworkPolicy). */
   readonly tls?: { readonly sni: string };
 }
@@ -59,7 +58,7 @@ export function routeCredentials(routes: readonly ProviderRouteInput[]): Credent
  */
 export function renderProviderGatewayConfig(input: ProviderGatewayConfigInput): GatewayConfig {
   const routes: ProviderRoute[] = [...input.routes].sort(byKey((r) => `${r.model}\u0000${r.candidateId}`)).map((route) => {
-    const base = { candidate_id: route.candidateId, model: route.model, cluster: route.backendCluster };
+    const base = { candidate_id: route.candidateId, model: route.model, cluster: route.backendCluster, paths: [...INFERENCE_PATHS] };
     return route.credential === undefined
       ? base
       : {
@@ -80,7 +79,6 @@ export function renderProviderGatewayConfig(input: ProviderGatewayConfigInput): 
   const clusters: ClusterConfig[] = [...input.backends].sort(byKey((b) => b.name)).map((backend) => ({
     name: backend.name,
     endpoints: [backend.endpoint],
-    ...(backend.authority === undefined ? {} : { authority: backend.authority }),
     // No `ca`: external APIs are verified against the system trust store.
     ...(backend.tls === undefined ? {} : { tls: { sni: backend.tls.sni, verify: true } }),
   }));
@@ -110,7 +108,7 @@ export function renderProviderGatewayConfig(input: ProviderGatewayConfigInput): 
         ],
       },
     ],
-    admin: { address: `0.0.0.0:${input.adminPort}` },
+    ...adminAddress(input.adminPort),
     shutdown_timeout_secs: input.shutdownTimeoutSecs,
   };
 }

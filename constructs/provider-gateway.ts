@@ -4,6 +4,7 @@ import type { TrustedPeer } from '../schemas/generated/gateway-config.ts';
 import { GatewayWorkload } from './gateway-workload.ts';
 import { PRAXIS_DIR, credentialPath } from './gateway-paths.ts';
 import { DEFAULT_IMAGE } from './labels.ts';
+import type { ListenerSources } from './operator-network-policy.ts';
 import {
   renderProviderGatewayConfig,
   routeCredentials,
@@ -53,6 +54,12 @@ export interface ProviderGatewayProps {
   readonly routes?: readonly ProviderRouteInput[];
   /** Backend clusters; more with addBackend(). @default - none */
   readonly backends?: readonly BackendCluster[];
+  /**
+   * Who may scrape the admin port's /metrics besides the node's kubelet probes: the gateway's NetworkPolicy admits
+   * these source CIDRs to the admin port (the admin listener binds every address with allow_public_admin).
+   * @default - none: only the node reaches the admin port
+   */
+  readonly metricsScrapers?: ListenerSources;
   /** Extra labels for every object this construct emits. @default - none (the workload labels only) */
   readonly labels?: Record<string, string>;
 }
@@ -99,6 +106,7 @@ export class ProviderGateway extends Construct {
       replicas: this.replicas,
       listenerPort: this.listenerPort,
       adminPort: this.adminPort,
+      metricsScrapers: props.metricsScrapers,
       tlsSecretName: this.tlsSecretName,
       resources: props.resources ?? resources(100, 128, 1000, 512),
       serviceType: props.serviceType ?? kplus.ServiceType.CLUSTER_IP,

@@ -1,11 +1,14 @@
 // Loads and checks the gateway config: YAML or JSON, validated against schemas/gateway/gateway-config.schema.json
-// (unknown keys are an error naming the key and its path), then the rules a schema cannot say: references between
-// listeners, chains and clusters, one role per process, filter order, and the provider boundary rules (SPEC §3.2).
+// (unknown keys are an error naming the key and its path), then Praxis AI's cross-field rules
+// (schemas/gateway/praxis-rules.ts: a config Praxis AI refuses is refused here with the same reason), then this
+// gateway's own: references between listeners, chains and clusters, one role per process, filter order, and the
+// provider boundary rules (SPEC §3.2).
 import { readFile } from 'node:fs/promises';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject } from 'ajv/dist/2020.js';
 import { parse as parseYaml } from 'yaml';
 import schema from '../../schemas/gateway/gateway-config.schema.json' with { type: 'json' };
+import { praxisRuleProblems } from '../../schemas/gateway/praxis-rules.ts';
 import type {
   ClusterConfig,
   CredentialInjectFilter,
@@ -66,8 +69,10 @@ function describeSchemaError(error: ErrorObject, document: unknown): string {
     }
     case 'required':
       return `missing key "${String(error.params['missingProperty'])}" at ${where}`;
-    default:
-      return `${where}: ${error.message ?? 'invalid'}`;
+    default: {
+      const key = error.instancePath.split('/').filter((part) => !/^\d+$/u.test(part)).pop();
+      return `${key === undefined ? '' : `key "${key}" `}at ${where}: ${error.message ?? 'invalid'}`;
+    }
   }
 }
 
@@ -203,14 +208,10 @@ function checkClusters(filters: readonly FilterConfig[], where: string): void {
     if (!names.has(hop)) throw new ConfigError(`${where}: intelligent_route.provider_hop_clusters names "${hop}", which load_balancer.clusters does not define`);
   }
   const pr = filters.find((f): f is ProviderRouteFilter => f.filter === 'provider_route');
-  const seen = new Set<string>();
   pr?.routes.forEach((route, i) => {
     if (!names.has(route.cluster)) {
       throw new ConfigError(`${where}: provider_route.routes[${i}] (candidate ${route.candidate_id}) names cluster "${route.cluster}", which load_balancer.clusters does not define`);
     }
-    const key = `${route.candidate_id}\u0000${route.model}`;
-    if (seen.has(key)) throw new ConfigError(`${where}: provider_route.routes[${i}] repeats candidate ${route.candidate_id} with model ${route.model}`);
-    seen.add(key);
   });
   const trust = filters.find((f): f is PeerIdentityTrustFilter => f.filter === 'peer_identity_trust');
   trust?.trusted_peers.forEach((peer, i) => {
@@ -230,11 +231,11 @@ function checkCredentials(filters: readonly FilterConfig[], where: string): void
   const ci = filters.find((f): f is CredentialInjectFilter => f.filter === 'credential_inject');
   const keys = new Set<string>();
   ci?.credentials?.forEach((credential, i) => {
-    const sources = (['file', 'env', 'value'] as const).filter((k) => credential[k] !== undefined);
+    const sources = (['file', 'env_var', 'value'] as const).filter((k) => credential[k] !== undefined);
     if (sources.length !== 1) {
-      throw new ConfigError(`${where}: credential_inject.credentials[${i}] (${credential.name}) must set exactly one of file, env, value (found ${sources.length === 0 ? 'none' : sources.join(', ')})`);
+      throw new ConfigError(`${where}: credential_inject.credentials[${i}] (${credential.name}) must set exactly one of file, env_var, value (found ${sources.length === 0 ? 'none' : sources.join(', ')})`);
     }
-    const key = `${credential.name}\u0000${credential.namespace ?? ''}\u0000${credential.key ?? ''}`;
+    const key = `${credential.name}\u0000${credential.namespace}\u0000${credential.key}`;
     if (keys.has(key)) throw new ConfigError(`${where}: credential_inject.credentials[${i}] repeats credential ${credential.name}`);
     keys.add(key);
   });
@@ -248,6 +249,8 @@ export function resolveConfig(document: unknown, source: string): ResolvedConfig
     throw new ConfigError(`${source}: ${first === undefined ? 'invalid config' : describeSchemaError(first, document)}`);
   }
   const config = document;
+  const refused = praxisRuleProblems(config)[0];
+  if (refused !== undefined) throw new ConfigError(`${source}: key "${refused.key}" at ${refused.pointer}: ${refused.message}`);
   const unique = (items: readonly { name: string }[], what: string): void => {
     const seen = new Set<string>();
     for (const item of items) {

@@ -4,6 +4,7 @@
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createLogger, errorFields } from '../shared/log.ts';
+import { extensionKeyPointers } from '../../schemas/gateway/praxis-rules.ts';
 import { ConfigError, loadConfigFile } from './config.ts';
 import { startGateway } from './server.ts';
 
@@ -25,6 +26,9 @@ async function main(): Promise<number> {
   let gateway;
   try {
     const resolved = await loadConfigFile(path);
+    const extensions = extensionKeyPointers(resolved.config);
+    // Accepted, never silently: Praxis AI would refuse this file (daemons/gateway/README.md lists the extensions).
+    if (extensions.length > 0) logger.warn({ config: path, extension_keys: extensions }, 'config uses extension keys Praxis AI refuses');
     gateway = await startGateway(resolved, { configDir: dirname(path), logger });
   } catch (error) {
     const message = error instanceof ConfigError ? error.message : `startup failed: ${errorFields(error).message}`;

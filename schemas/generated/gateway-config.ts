@@ -2,12 +2,14 @@
 /* eslint-disable */
 
 /**
+ * ASCII letters, digits, '_' and '-' (Praxis AI validate_name_chars).
+ *
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
- * via the `definition` "NonEmptyString".
+ * via the `definition` "ListenerName".
  */
-export type NonEmptyString = string;
+export type ListenerName = string;
 /**
- * host:port; port 0 picks a free port.
+ * IP:port or [IPv6]:port, as Rust's SocketAddr parses it (Praxis AI refuses host names: validate/listener/address.rs); port 0 picks a free port.
  *
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
  * via the `definition` "ListenAddress".
@@ -15,9 +17,16 @@ export type NonEmptyString = string;
 export type ListenAddress = string;
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
- * via the `definition` "Path".
+ * via the `definition` "NonEmptyString".
  */
-export type Path = string;
+export type NonEmptyString = string;
+/**
+ * A file path without a '..' component (Praxis AI refuses path traversal in TLS paths: praxis-proxy-tls config/certs.rs).
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "TlsPath".
+ */
+export type TlsPath = string;
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
  * via the `definition` "Filter".
@@ -36,6 +45,11 @@ export type FilterConfig =
  */
 export type HeaderName = string;
 /**
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "Path".
+ */
+export type Path = string;
+/**
  * host:port of one upstream endpoint.
  *
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
@@ -44,7 +58,7 @@ export type HeaderName = string;
 export type Endpoint = string;
 
 /**
- * The gateway's config (SPEC §3.0): the Praxis config shape for the filters the gateway implements, so one rendered praxis.yaml means the same to this gateway and to Praxis AI. Unknown keys are a startup error. Fields marked (ours) are additions with defaults; a Praxis-rendered config never needs them.
+ * The gateway's config (SPEC §3.0): the Praxis AI config shape for the filters the gateway implements, so one rendered praxis.yaml means the same to this gateway and to Praxis AI (main, praxis-proxy-* crates 0.5.3). Unknown keys are a startup error naming the key and its path. Keys marked x-agn-extension are this gateway's extensions: Praxis AI refuses them, the compiler never renders them, and the gateway logs their paths at startup (daemons/gateway/README.md lists them). The rules a schema cannot say (loopback admin, unique candidate_id, listener ports) are in praxis-rules.ts beside this file.
  */
 export interface GatewayConfig {
   /**
@@ -59,16 +73,17 @@ export interface GatewayConfig {
   filter_chains: FilterChain[];
   admin?: AdminConfig;
   /**
-   * Grace period for in-flight requests on SIGTERM before connections are destroyed.
+   * Grace period for in-flight requests on SIGTERM before connections are destroyed. Praxis AI: 1..3600, default 30 (praxis-proxy-core 0.5.3 validate/rules.rs validate_shutdown_timeout); the compiler always renders it.
    */
   shutdown_timeout_secs?: number;
+  insecure_options?: InsecureOptions;
 }
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
  * via the `definition` "Listener".
  */
 export interface ListenerConfig {
-  name: NonEmptyString;
+  name: ListenerName;
   address: ListenAddress;
   /**
    * Names of filter_chains[] entries, run in this order as one pipeline.
@@ -79,19 +94,19 @@ export interface ListenerConfig {
   filter_chains: NonEmptyString[];
   tls?: ListenerTlsConfig;
   /**
-   * (ours) Largest request body buffered to read the model; larger bodies get 413.
+   * (extension) Largest request body buffered to read the model; larger bodies get 413.
    */
   max_body_bytes?: number;
   /**
-   * (ours) Largest request head; larger heads get 431.
+   * (extension) Largest request head; larger heads get 431.
    */
   max_header_bytes?: number;
   /**
-   * (ours) Time a client has to send the request head (slow-loris bound).
+   * (extension) Time a client has to send the request head (slow-loris bound).
    */
   header_timeout_ms?: number;
   /**
-   * (ours) Time a client has to send the whole request (head and body).
+   * (extension) Time a client has to send the whole request (head and body).
    */
   request_timeout_ms?: number;
 }
@@ -101,8 +116,10 @@ export interface ListenerConfig {
  */
 export interface ListenerTlsConfig {
   /**
+   * One certificate: Praxis AI needs server_names or default on each of several (praxis-proxy-tls config/listener.rs), which this gateway does not implement.
+   *
    * @minItems 1
-   * @maxItems 4
+   * @maxItems 1
    */
   certificates: CertificatePair[];
   client_ca?: CaFile;
@@ -113,15 +130,15 @@ export interface ListenerTlsConfig {
  * via the `definition` "CertificatePair".
  */
 export interface CertificatePair {
-  cert_path: Path;
-  key_path: Path;
+  cert_path: TlsPath;
+  key_path: TlsPath;
 }
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
  * via the `definition` "CaFile".
  */
 export interface CaFile {
-  ca_path: Path;
+  ca_path: TlsPath;
 }
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
@@ -194,9 +211,12 @@ export interface ReloadConfig {
  * via the `definition` "SessionAffinityConfig".
  */
 export interface SessionAffinityConfig {
+  /**
+   * Off unless true, as in Praxis AI.
+   */
   enabled?: boolean;
   /**
-   * Header carrying the session key; read before the cookie.
+   * Header carrying the session key; read before the cookie. With enabled: true, header or cookie is required (Praxis AI has no default).
    */
   header?: string;
   /**
@@ -206,7 +226,10 @@ export interface SessionAffinityConfig {
   /**
    * Lifetime of a binding, absolute from when it was made.
    */
-  ttl_seconds?: number;
+  ttl_secs?: number;
+  /**
+   * (extension) Bound on live bindings; Praxis AI fixes it at 10000.
+   */
   max_entries?: number;
 }
 /**
@@ -221,7 +244,7 @@ export interface CredentialInjectFilter {
   credentials?: CredentialSource[];
 }
 /**
- * One credential, keyed by (name, namespace, key); exactly one of file, env, value holds the token (checked at startup). File contents are trimmed and at most 16 KiB.
+ * One credential, keyed by (name, namespace, key) as Praxis AI requires; exactly one of file, env_var, value holds the token (checked at startup). File contents are trimmed and at most 16 KiB.
  *
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
  * via the `definition` "CredentialSource".
@@ -229,10 +252,10 @@ export interface CredentialInjectFilter {
 export interface CredentialSource {
   strategy?: 'bearer_token';
   name: NonEmptyString;
-  namespace?: NonEmptyString;
-  key?: NonEmptyString;
+  namespace: NonEmptyString;
+  key: NonEmptyString;
   file?: Path;
-  env?: string;
+  env_var?: string;
   value?: string;
 }
 /**
@@ -274,9 +297,12 @@ export interface TrustedPeer {
 export interface ProviderRouteFilter {
   filter: 'provider_route';
   /**
-   * Written to x-ai-provider-attribution.
+   * Written to x-ai-provider-attribution. Required by Praxis AI.
    */
-  provider_id?: string;
+  provider_id: string;
+  /**
+   * Header the request parser wrote the model into. Praxis AI's default is X-Model: the compiler always renders it.
+   */
   model_header?: string;
   /**
    * @minItems 1
@@ -290,19 +316,19 @@ export interface ProviderRouteFilter {
  */
 export interface ProviderRoute {
   /**
-   * The overlay candidate's stable_id.
+   * The overlay candidate's stable_id; unique within the filter (Praxis AI refuses a repeat).
    */
   candidate_id: string;
   model: NonEmptyString;
   cluster: NonEmptyString;
   credential?: RouteCredential;
   /**
-   * (ours) Allowed request paths (a trailing /* allows sub-resources); default: the OpenAI inference paths.
+   * Request paths this route allows, matched exactly (Praxis AI provider_route: 1-64 absolute paths, no default). '*' is refused: it would be a literal character to Praxis AI, never a wildcard.
    *
    * @minItems 1
-   * @maxItems 32
+   * @maxItems 64
    */
-  paths?: string[];
+  paths: string[];
 }
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
@@ -314,8 +340,8 @@ export interface RouteCredential {
 }
 export interface RouteSecretRef {
   name: NonEmptyString;
-  namespace?: NonEmptyString;
-  key?: NonEmptyString;
+  namespace: NonEmptyString;
+  key: NonEmptyString;
 }
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
@@ -330,6 +356,8 @@ export interface LoadBalancerFilter {
   clusters: ClusterConfig[];
 }
 /**
+ * A load_balancer cluster. Praxis AI denies unknown keys here and has no authority key: the Host sent upstream is the endpoint's host (see daemons/gateway/README.md).
+ *
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
  * via the `definition` "Cluster".
  */
@@ -340,23 +368,19 @@ export interface ClusterConfig {
    * @maxItems 64
    */
   endpoints: Endpoint[];
-  /**
-   * Host header sent upstream; default: the endpoint.
-   */
-  authority?: string;
   tls?: UpstreamTlsConfig;
   /**
-   * (ours)
+   * (extension) TCP and TLS connect bound.
    */
   connect_timeout_ms?: number;
   /**
-   * (ours) Time to the upstream response head.
+   * (extension) Time to the upstream response head.
    */
   response_timeout_ms?: number;
   /**
-   * (ours) Longest silence inside an upstream response body.
+   * (extension) Longest silence inside an upstream response body. Not Praxis AI's idle_timeout_ms (an idle pooled connection), hence its own name.
    */
-  idle_timeout_ms?: number;
+  body_idle_timeout_ms?: number;
 }
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
@@ -365,6 +389,9 @@ export interface ClusterConfig {
 export interface UpstreamTlsConfig {
   ca?: CaFile;
   client_cert?: CertificatePair;
+  /**
+   * TLS server name: a DNS host name, never an IP literal or a wildcard (praxis-proxy-tls config/cluster.rs, sni_name.rs; checked in praxis-rules.ts).
+   */
   sni?: string;
   verify?: boolean;
 }
@@ -373,9 +400,24 @@ export interface UpstreamTlsConfig {
  * via the `definition` "AdminConfig".
  */
 export interface AdminConfig {
-  address?: ListenAddress;
   /**
-   * host:port; port 0 picks a free port.
+   * IP:port or [IPv6]:port, as Rust's SocketAddr parses it (Praxis AI refuses host names: validate/listener/address.rs); port 0 picks a free port.
+   */
+  address?: string;
+  /**
+   * IP:port or [IPv6]:port, as Rust's SocketAddr parses it (Praxis AI refuses host names: validate/listener/address.rs); port 0 picks a free port.
    */
   metrics_address?: string;
+}
+/**
+ * Praxis AI's explicit security overrides; only the one this gateway implements is accepted.
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "InsecureOptions".
+ */
+export interface InsecureOptions {
+  /**
+   * Allow admin.address to bind a non-loopback address (Praxis AI refuses it otherwise). Render it only with a NetworkPolicy that limits who reaches the admin port.
+   */
+  allow_public_admin?: boolean;
 }

@@ -159,8 +159,8 @@ async function main(): Promise<void> {
       JSON.stringify(
         providerConfig({
           pki,
-          routes: [{ candidate_id: stableId('inference_model', 'm1', 'east', 'prov'), model: 'm1', cluster: 'backend', credential: { secretRef: { name: 'cred', key: 'token' } } }],
-          credentials: [{ name: 'cred', file: join(dir, 'sim-token') }],
+          routes: [{ candidate_id: stableId('inference_model', 'm1', 'east', 'prov'), model: 'm1', cluster: 'backend', paths: ['/v1/chat/completions'], credential: { secretRef: { name: 'cred', namespace: 'grid-system', key: 'token' } } }],
+          credentials: [{ name: 'cred', namespace: 'grid-system', key: 'token', file: join(dir, 'sim-token') }],
           clusters: [{ name: 'backend', endpoints: [`127.0.0.1:${simPort}`] }],
         }),
       ),

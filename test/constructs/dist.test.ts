@@ -98,7 +98,7 @@ describe('dist/', () => {
   it('keeps credentials and tokens out of consumer manifests', () => {
     const east = dist.get('east.k8s.yaml') ?? [];
     const consumer = east.filter((o) => o.metadata.name.startsWith('consumer-gateway'));
-    expect(consumer.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']);
+    expect(consumer.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'NetworkPolicy', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']);
     const text = JSON.stringify(consumer);
     for (const secret of ['east-llm-a-credential', 'east-llm-b-credential', 'west-llm-credential', 'openai-credential']) expect(text).not.toContain(secret);
     expect(text).not.toContain('/etc/praxis/credentials');

@@ -73,7 +73,7 @@ describe('GridSiteStack', () => {
   });
 
   it('derives backends from endpoint URLs and finds every referenced Secret', () => {
-    expect(backendFromEndpoint('x', 'https://api.openai.com')).toEqual({ name: 'x', endpoint: 'api.openai.com:443', authority: 'api.openai.com', tls: { sni: 'api.openai.com' } });
+    expect(backendFromEndpoint('x', 'https://api.openai.com')).toEqual({ name: 'x', endpoint: 'api.openai.com:443', tls: { sni: 'api.openai.com' } });
     expect(backendFromEndpoint('x', 'http://vllm.inference.svc:8000/v1')).toEqual({ name: 'x', endpoint: 'vllm.inference.svc:8000' });
     expect(referencedSecrets({ auth: { secretRef: { name: 'a', namespace: 'n' } }, tls: { caSecretRef: { name: 'b', namespace: 'n' }, caConfigMapRef: { name: 'c', namespace: 'n' } } })).toEqual([
       { name: 'a', namespace: 'n' },

@@ -100,7 +100,8 @@ describe('GossipOperator NetworkPolicy', () => {
   it('renders no NetworkPolicy without an opt-in listener, so the operator stays unisolated as before', () => {
     expect(policies(render({}))).toEqual([]);
     const stack = Testing.synth(new GridSiteStack(Testing.app(), 'east', { network: { name: 'net' }, site: site('east', { providers: [simProvider('pa', ['m1'])] }) })) as Manifest[];
-    expect(policies(stack).map((p) => p.metadata.name)).toEqual(['backend-pa']);
+    // The backend's and the provider gateway's own policies (gateway-network-policy.ts); none selects the operator.
+    expect(policies(stack).map((p) => p.metadata.name)).toEqual(['backend-pa', 'provider-gateway']);
   });
 
   it.each(combinations.map((props) => [Object.keys(props).join('+'), props] as const))('%s: selects the operator pods, and every port the container serves is in exactly one rule', (_name, props) => {

@@ -17,7 +17,7 @@ function build(): { c: ReturnType<typeof chart>; gw: ProviderGateway } {
   const c = chart();
   const gw = new ProviderGateway(c, 'provider', {
     ...base,
-    backends: [{ name: 'backend-openai', endpoint: 'api.openai.com:443', authority: 'api.openai.com', tls: { sni: 'api.openai.com' } }],
+    backends: [{ name: 'backend-openai', endpoint: 'api.openai.com:443', tls: { sni: 'api.openai.com' } }],
     routes: [{ candidateId: '73f63e41', model: 'gpt-4o-mini', backendCluster: 'backend-openai', credential }],
   });
   return { c, gw };

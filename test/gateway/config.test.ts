@@ -22,8 +22,8 @@ function provider(): any {
         name: 'provider-inference',
         filters: [
           { filter: 'peer_identity_trust', trusted_peers: [{ cert_digest: 'a'.repeat(64), organization: 'edge' }] },
-          { filter: 'provider_route', provider_id: 'east1', routes: [{ candidate_id: 'abcd1234', model: 'm', cluster: 'backend', credential: { strategy: 'bearer_token', secretRef: { name: 'cred', key: 'token' } } }] },
-          { filter: 'credential_inject', credentials: [{ strategy: 'bearer_token', name: 'cred', file: '/etc/praxis/credentials/cred/token' }] },
+          { filter: 'provider_route', provider_id: 'east1', routes: [{ candidate_id: 'abcd1234', model: 'm', cluster: 'backend', paths: ['/v1/chat/completions'], credential: { strategy: 'bearer_token', secretRef: { name: 'cred', namespace: 'grid-system', key: 'token' } } }] },
+          { filter: 'credential_inject', credentials: [{ strategy: 'bearer_token', name: 'cred', namespace: 'grid-system', key: 'token', file: '/etc/praxis/credentials/cred/token' }] },
           { filter: 'load_balancer', clusters: [{ name: 'backend', endpoints: ['backend.svc:8080'] }] },
         ],
       },
@@ -118,10 +118,10 @@ shutdown_timeout_secs: 5
 
   it('rejects credentials that set no source or two sources', () => {
     const none: any = provider();
-    none.filter_chains[0].filters[2].credentials = [{ name: 'cred' }];
-    expect(error(none)).toMatch(/credentials\[0\] \(cred\) must set exactly one of file, env, value \(found none\)/);
+    none.filter_chains[0].filters[2].credentials = [{ name: 'cred', namespace: 'grid-system', key: 'token' }];
+    expect(error(none)).toMatch(/credentials\[0\] \(cred\) must set exactly one of file, env_var, value \(found none\)/);
     const two: any = provider();
-    two.filter_chains[0].filters[2].credentials = [{ name: 'cred', file: '/x', value: 'y' }];
+    two.filter_chains[0].filters[2].credentials = [{ name: 'cred', namespace: 'grid-system', key: 'token', file: '/x', value: 'y' }];
     expect(error(two)).toMatch(/found file, value/);
   });
 

@@ -69,7 +69,7 @@ export function useConsumerFixture(): ConsumerFixture {
     const config = consumerConfig({
       overlayPath: f.overlayPath,
       hops: ['chop'],
-      affinity: { header: 'x-session-id', cookie: 'agn_session', ttl_seconds: 60 },
+      affinity: { enabled: true, header: 'x-session-id', cookie: 'agn_session', ttl_secs: 60 },
       credentials: [{ name: 'sim-token', namespace: 'grid-system', key: 'token', value: TOKEN }],
       listener: { max_body_bytes: 4096, max_header_bytes: 8192, header_timeout_ms: 400, request_timeout_ms: 2000 },
       clusters: [

@@ -53,13 +53,13 @@ describe('credential_inject', () => {
       {
         filter: 'credential_inject',
         credentials: [
-          { name: 'from-file', file: join(dir, 'ok') },
-          { name: 'from-env', namespace: 'grid-system', key: 'token', env: 'AGN_TEST_TOKEN' },
-          { name: 'from-value', value: 'value-token-3' },
-          { name: 'huge', file: join(dir, 'huge') },
-          { name: 'missing', file: join(dir, 'nope') },
-          { name: 'injected', file: join(dir, 'injected') },
-          { name: 'unset', env: 'AGN_TEST_UNSET_VARIABLE' },
+          { name: 'from-file', namespace: 'grid-system', key: 'token', file: join(dir, 'ok') },
+          { name: 'from-env', namespace: 'grid-system', key: 'token', env_var: 'AGN_TEST_TOKEN' },
+          { name: 'from-value', namespace: 'grid-system', key: 'token', value: 'value-token-3' },
+          { name: 'huge', namespace: 'grid-system', key: 'token', file: join(dir, 'huge') },
+          { name: 'missing', namespace: 'grid-system', key: 'token', file: join(dir, 'nope') },
+          { name: 'injected', namespace: 'grid-system', key: 'token', file: join(dir, 'injected') },
+          { name: 'unset', namespace: 'grid-system', key: 'token', env_var: 'AGN_TEST_UNSET_VARIABLE' },
         ],
       },
       dir,
@@ -68,9 +68,9 @@ describe('credential_inject', () => {
 
   it('replaces the client Authorization with exactly one trimmed bearer token from each source', () => {
     const f = filter();
-    expect(run(f, { name: 'from-file', key: 'token' }).get('authorization')).toBe('Bearer file-token-1');
+    expect(run(f, { name: 'from-file', namespace: 'grid-system', key: 'token' }).get('authorization')).toBe('Bearer file-token-1');
     expect(run(f, { name: 'from-env', namespace: 'grid-system', key: 'token' }).get('authorization')).toBe('Bearer env-token-2');
-    expect(run(f, { name: 'from-value' }).get('authorization')).toBe('Bearer value-token-3');
+    expect(run(f, { name: 'from-value', namespace: 'grid-system', key: 'token' }).get('authorization')).toBe('Bearer value-token-3');
   });
 
   it('leaves requests without a credential reference untouched', () => {
@@ -78,14 +78,14 @@ describe('credential_inject', () => {
   });
 
   it.each([
-    ['an unknown name', { name: 'nobody' }],
+    ['an unknown name', { name: 'nobody', namespace: 'grid-system', key: 'token' }],
     ['a namespace the entry does not have', { name: 'from-env', namespace: 'other', key: 'token' }],
     ['a partial reference (no name)', { key: 'token' }],
-    ['another strategy', { name: 'from-value', strategy: 'basic' }],
-    ['a file over 16 KiB', { name: 'huge' }],
-    ['a missing file', { name: 'missing' }],
-    ['a token with CR/LF', { name: 'injected' }],
-    ['an unset environment variable', { name: 'unset' }],
+    ['another strategy', { name: 'from-value', namespace: 'grid-system', key: 'token', strategy: 'basic' }],
+    ['a file over 16 KiB', { name: 'huge', namespace: 'grid-system', key: 'token' }],
+    ['a missing file', { name: 'missing', namespace: 'grid-system', key: 'token' }],
+    ['a token with CR/LF', { name: 'injected', namespace: 'grid-system', key: 'token' }],
+    ['an unset environment variable', { name: 'unset', namespace: 'grid-system', key: 'token' }],
   ])('fails closed with 503 for %s', (_what, ref) => {
     expect(status(() => run(filter(), ref))).toBe(503);
   });
@@ -94,6 +94,6 @@ describe('credential_inject', () => {
     const f = filter();
     await writeFile(join(dir, 'ok'), 'file-token-1b');
     expect(f.reload()).toBe(3);
-    expect(run(f, { name: 'from-file' }).get('authorization')).toBe('Bearer file-token-1b');
+    expect(run(f, { name: 'from-file', namespace: 'grid-system', key: 'token' }).get('authorization')).toBe('Bearer file-token-1b');
   });
 });

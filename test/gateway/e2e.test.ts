@@ -50,8 +50,8 @@ beforeAll(async () => {
     stringify(
       providerConfig({
         pki,
-        routes: [{ candidate_id: candidateId, model: 'm1', cluster: 'backend', credential: { strategy: 'bearer_token', secretRef: { name: 'cred-east', key: 'token' } } }],
-        credentials: [{ strategy: 'bearer_token', name: 'cred-east', file: join(dir, 'sim-token') }],
+        routes: [{ candidate_id: candidateId, model: 'm1', cluster: 'backend', paths: ['/v1/chat/completions', '/v1/responses'], credential: { strategy: 'bearer_token', secretRef: { name: 'cred-east', namespace: 'grid-system', key: 'token' } } }],
+        credentials: [{ strategy: 'bearer_token', name: 'cred-east', namespace: 'grid-system', key: 'token', file: join(dir, 'sim-token') }],
         clusters: [{ name: 'backend', endpoints: [`127.0.0.1:${simPort}`] }],
       }),
     ),
@@ -170,7 +170,7 @@ describe('startup checks', () => {
   });
 
   it('exits 1 when a provider listener does not require client certificates', async () => {
-    const doc = JSON.parse(JSON.stringify(providerConfig({ pki: await makePki(dir), routes: [{ candidate_id: 'x', model: 'm', cluster: 'b' }], credentials: [], clusters: [{ name: 'b', endpoints: ['127.0.0.1:1'] }] })));
+    const doc = JSON.parse(JSON.stringify(providerConfig({ pki: await makePki(dir), routes: [{ candidate_id: 'x', model: 'm', cluster: 'b', paths: ['/v1/chat/completions'] }], credentials: [], clusters: [{ name: 'b', endpoints: ['127.0.0.1:1'] }] })));
     doc.listeners[0].tls.client_cert_mode = 'none';
     const bad = join(dir, 'bad-provider.json');
     await writeFile(bad, JSON.stringify(doc));

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
 import { createLogger } from '../../daemons/shared/log.ts';
 import { resolveConfig } from '../../daemons/gateway/config.ts';
+import { hostHeaderOf } from '../../daemons/gateway/filters/load-balancer.ts';
 import { peerMatches } from '../../daemons/gateway/filters/peer-identity-trust.ts';
 import { startGateway } from '../../daemons/gateway/server.ts';
 import type { GatewayInstance } from '../../daemons/gateway/server.ts';
@@ -18,6 +19,9 @@ import type { Pki } from './helpers.ts';
 
 const TOKEN = 'backend-token-4d1e';
 const CANDIDATE = stableId('inference_model', 'm1', 'east', 'prov-east');
+const M2_CANDIDATE = stableId('inference_model', 'm2', 'east', 'prov-east');
+const INFERENCE_PATHS = ['/v1/chat/completions', '/v1/responses'];
+const CRED = (name: string) => ({ strategy: 'bearer_token', secretRef: { name, namespace: 'grid-system', key: 'token' } });
 const NO_CRED_CANDIDATE = stableId('inference_model', 'm1', 'east', 'prov-missing');
 const EMPTY_CRED_CANDIDATE = stableId('inference_model', 'm1', 'east', 'prov-empty');
 const REQUEST_ID = '00061a2b3c4d5e6f9abc000000000001';
@@ -63,14 +67,14 @@ beforeAll(async () => {
   const config = providerConfig({
     pki,
     routes: [
-      { candidate_id: CANDIDATE, model: 'm1', cluster: 'backend', credential: { strategy: 'bearer_token', secretRef: { name: 'cred-east', key: 'token' } } },
-      { candidate_id: CANDIDATE, model: 'm2', cluster: 'backend', paths: ['/v1/embeddings'], credential: { secretRef: { name: 'cred-east', key: 'token' } } },
-      { candidate_id: NO_CRED_CANDIDATE, model: 'm1', cluster: 'backend', credential: { secretRef: { name: 'cred-missing', key: 'token' } } },
-      { candidate_id: EMPTY_CRED_CANDIDATE, model: 'm1', cluster: 'backend', credential: { secretRef: { name: 'cred-empty', key: 'token' } } },
+      { candidate_id: CANDIDATE, model: 'm1', cluster: 'backend', paths: INFERENCE_PATHS, credential: CRED('cred-east') },
+      { candidate_id: M2_CANDIDATE, model: 'm2', cluster: 'backend', paths: ['/v1/embeddings'], credential: CRED('cred-east') },
+      { candidate_id: NO_CRED_CANDIDATE, model: 'm1', cluster: 'backend', paths: INFERENCE_PATHS, credential: CRED('cred-missing') },
+      { candidate_id: EMPTY_CRED_CANDIDATE, model: 'm1', cluster: 'backend', paths: INFERENCE_PATHS, credential: CRED('cred-empty') },
     ],
     credentials: [
-      { strategy: 'bearer_token', name: 'cred-east', file: join(dir, 'token') },
-      { strategy: 'bearer_token', name: 'cred-empty', file: join(dir, 'empty-token') },
+      { strategy: 'bearer_token', name: 'cred-east', namespace: 'grid-system', key: 'token', file: join(dir, 'token') },
+      { strategy: 'bearer_token', name: 'cred-empty', namespace: 'grid-system', key: 'token', file: join(dir, 'empty-token') },
     ],
     clusters: [{ name: 'backend', endpoints: [`127.0.0.1:${sim.port}`] }],
   });
@@ -163,13 +167,45 @@ describe('provider_route', () => {
 
   it('answers 400 without a model, 404 for a model or path outside the route', async () => {
     expect((await send(hop(), { messages: [] })).status).toBe(400);
-    const otherModel = await send(hop(), chatBody('m3'));
+    const otherModel = await send(hop(), chatBody('m2'));
     expect(otherModel.status).toBe(404);
     expect(otherModel.json().error.code).toBe('model_not_routed');
-    const wrongPath = await send(hop(), chatBody('m2'));
+    const m2 = { 'x-ai-routing-candidate': M2_CANDIDATE };
+    const wrongPath = await send(hop(m2), chatBody('m2'));
     expect(wrongPath.status).toBe(404);
     expect(wrongPath.json().error.code).toBe('path_not_routed');
-    expect((await send(hop(), { model: 'm2', input: 'x' }, '/v1/embeddings')).status).toBe(200);
+    expect((await send(hop(m2), { model: 'm2', input: 'x' }, '/v1/embeddings')).status).toBe(200);
+  });
+
+  it('matches paths exactly, as Praxis AI: a listed path allows neither a sub-path nor a trailing slash', async () => {
+    expect((await send(hop(), { model: 'm1', input: 'x' }, '/v1/responses')).status).toBe(200);
+    const before = sim.requests.length;
+    for (const path of ['/v1/chat/completions/', '/v1/chat/completions/x']) {
+      expect((await send(hop(), chatBody('m1'), path)).status, path).toBe(404);
+    }
+    // An embeddings route of m1's candidate is not listed: exact paths, not a shared default.
+    const notListed = await send(hop(), { model: 'm1', input: 'x' }, '/v1/embeddings');
+    expect(notListed.status).toBe(404);
+    expect(notListed.json().error.code).toBe('path_not_routed');
+    // The query string is not part of the path.
+    expect((await send(hop(), chatBody('m1'), '/v1/chat/completions?trace=1')).status).toBe(200);
+    // A stored-response call (/v1/responses/{id}) is not a listed path: 400 without a model, 404 with one named.
+    const read = await send(hop(), { model: 'm1', input: 'x' }, '/v1/responses/resp_123');
+    expect(read.status).toBe(400);
+    const named = await send({ ...hop(), 'x-gateway-model-name': 'm1' }, { model: 'm1', input: 'x' }, '/v1/responses/resp_123');
+    expect(named.status).toBe(404);
+    expect(named.json().error.code).toBe('path_not_routed');
+    expect(sim.requests.length).toBe(before + 1);
+  });
+});
+
+describe('upstream Host without a cluster authority', () => {
+  it("is the endpoint's host, with the port unless it is the scheme's default", () => {
+    expect(hostHeaderOf('api.openai.com:443', true)).toBe('api.openai.com');
+    expect(hostHeaderOf('api.openai.com:8443', true)).toBe('api.openai.com:8443');
+    expect(hostHeaderOf('sim-west-llm.grid-system.svc.cluster.local:80', false)).toBe('sim-west-llm.grid-system.svc.cluster.local');
+    expect(hostHeaderOf('backend:443', false)).toBe('backend:443');
+    expect(hostHeaderOf('[2001:db8::1]:443', true)).toBe('[2001:db8::1]');
   });
 });
 

@@ -172,7 +172,7 @@ describe('AffinityTable', () => {
   });
 
   it('rejects a TTL above 86400 s or a cap above 10 000', () => {
-    expect(() => new AffinityTable(86_401)).toThrow(/ttl_seconds/);
+    expect(() => new AffinityTable(86_401)).toThrow(/ttl_secs/);
     expect(() => new AffinityTable(60, 10_001)).toThrow(/max_entries/);
   });
 });

@@ -64,7 +64,7 @@ describe('renderPraxisConfig', () => {
   it('renders the seed 001 consumer shape, accepted by the gateway loader', () => {
     const config = renderAccepted(input({ listenerPort: 9090 }));
     expect(config.listeners).toEqual([{ name: 'public', address: '0.0.0.0:9090', filter_chains: ['consumer'] }]);
-    expect(config.admin).toEqual({ metrics_address: ADMIN_ADDRESS });
+    expect(config.admin).toEqual({ address: ADMIN_ADDRESS });
     expect(config.shutdown_timeout_secs).toBe(5);
     expect(filters(config).map((f) => f.filter)).toEqual(['json_body_field', 'intelligent_route', 'load_balancer']);
     const route = filters(config)[1] as IntelligentRouteFilter;

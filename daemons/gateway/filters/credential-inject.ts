@@ -24,7 +24,7 @@ export interface CredentialInject extends Filter {
 }
 
 function describe(source: CredentialSource): string {
-  return [source.name, source.namespace, source.key].filter((p) => p !== undefined).join('/');
+  return `${source.namespace}/${source.name}/${source.key}`;
 }
 
 function loadToken(source: CredentialSource, configDir: string): { token?: string; problem?: string } {
@@ -37,9 +37,9 @@ function loadToken(source: CredentialSource, configDir: string): { token?: strin
     } catch (error) {
       return { problem: `file ${source.file} is unreadable (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
     }
-  } else if (source.env !== undefined) {
-    raw = process.env[source.env];
-    if (raw === undefined) return { problem: `environment variable ${source.env} is not set` };
+  } else if (source.env_var !== undefined) {
+    raw = process.env[source.env_var];
+    if (raw === undefined) return { problem: `environment variable ${source.env_var} is not set` };
   } else {
     raw = source.value;
   }
@@ -61,25 +61,9 @@ export function createCredentialInject(config: CredentialInjectFilter, configDir
   };
   reload();
 
+  // Entries are unique by (name, namespace, key) (the config loader refuses a repeat): an exact match or nothing.
   function find(ref: CredentialRef): LoadedCredential | undefined {
-    let best: LoadedCredential | undefined;
-    let bestScore = -1;
-    let tie = false;
-    for (const entry of loaded) {
-      const s = entry.source;
-      if (s.name !== ref.name) continue;
-      if (s.namespace !== undefined && s.namespace !== ref.namespace) continue;
-      if (s.key !== undefined && s.key !== ref.key) continue;
-      const score = (s.namespace === undefined ? 0 : 1) + (s.key === undefined ? 0 : 1);
-      if (score > bestScore) {
-        best = entry;
-        bestScore = score;
-        tie = false;
-      } else if (score === bestScore) {
-        tie = true;
-      }
-    }
-    return tie ? undefined : best;
+    return loaded.find((entry) => entry.source.name === ref.name && entry.source.namespace === ref.namespace && entry.source.key === ref.key);
   }
 
   return {

@@ -30,7 +30,6 @@ export interface IntelligentRoute extends Filter {
   listModels(): readonly string[] | null;
 }
 
-const DEFAULT_SESSION_HEADER = 'x-session-id';
 
 function cookieValue(header: string | undefined, name: string): string | undefined {
   if (header === undefined) return undefined;
@@ -47,11 +46,13 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
   const random = options.random ?? Math.random;
   const nowMs = options.nowMs ?? Date.now;
   const affinityConfig = config.session_affinity;
+  // Off unless enabled: true, as in Praxis AI, so one session_affinity block means the same to both gateways.
   const affinity =
-    affinityConfig !== undefined && affinityConfig.enabled !== false
-      ? new AffinityTable(affinityConfig.ttl_seconds ?? DEFAULT_AFFINITY_TTL_SECONDS, affinityConfig.max_entries ?? MAX_AFFINITY_ENTRIES)
+    affinityConfig?.enabled === true
+      ? new AffinityTable(affinityConfig.ttl_secs ?? DEFAULT_AFFINITY_TTL_SECONDS, affinityConfig.max_entries ?? MAX_AFFINITY_ENTRIES)
       : undefined;
-  const sessionHeader = (affinityConfig?.header ?? DEFAULT_SESSION_HEADER).toLowerCase();
+  // Only the sources the config names (Praxis AI has no default header; the loader requires header or cookie).
+  const sessionHeader = affinityConfig?.header?.toLowerCase();
   const sessionCookie = affinityConfig?.cookie;
   const nextRequestId = createRequestIdGenerator({
     nowMicros: () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)),
@@ -60,7 +61,7 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
 
   function sessionKey(request: GatewayRequest): string | undefined {
     if (affinity === undefined) return undefined;
-    const key = singleHeader(request, sessionHeader) ?? (sessionCookie === undefined ? undefined : cookieValue(singleHeader(request, 'cookie'), sessionCookie));
+    const key = (sessionHeader === undefined ? undefined : singleHeader(request, sessionHeader)) ?? (sessionCookie === undefined ? undefined : cookieValue(singleHeader(request, 'cookie'), sessionCookie));
     if (key === undefined || key === '' || Buffer.byteLength(key) > MAX_SESSION_KEY_BYTES) return undefined;
     return key;
   }

@@ -63,15 +63,29 @@ function errorCode(error: unknown): string {
   return error instanceof Error ? error.name : 'unknown';
 }
 
+/**
+ * The Host header for an endpoint: its host, with the port unless it is the scheme's default. Praxis AI's clusters
+ * have no authority key (they forward the downstream Host; a later praxis-proxy-core adds a per-cluster `authority`),
+ * so the dialled endpoint is the one place a config names the upstream's virtual host: an external API at
+ * api.openai.com:443 gets `Host: api.openai.com`.
+ */
+export function hostHeaderOf(address: string, tls: boolean): string {
+  const colon = address.lastIndexOf(':');
+  const port = address.slice(colon + 1);
+  return port === (tls ? '443' : '80') ? address.slice(0, colon) : address;
+}
+
 export class EndpointRuntime {
   readonly address: string;
   readonly pool: Pool;
+  readonly host: string;
   #downUntilMs = 0;
   #failures = 0;
 
-  constructor(address: string, pool: Pool) {
+  constructor(address: string, pool: Pool, host: string = address) {
     this.address = address;
     this.pool = pool;
+    this.host = host;
   }
 
   isUp(nowMs: number): boolean {
@@ -92,16 +106,14 @@ export class EndpointRuntime {
 export class ClusterRuntime {
   readonly name: string;
   readonly endpoints: readonly EndpointRuntime[];
-  readonly authority: string | undefined;
   readonly responseTimeoutMs: number;
   readonly idleTimeoutMs: number;
   #cursor = 0;
 
   constructor(config: ClusterConfig, configDir: string) {
     this.name = config.name;
-    this.authority = config.authority;
     this.responseTimeoutMs = config.response_timeout_ms ?? 300_000;
-    this.idleTimeoutMs = config.idle_timeout_ms ?? 300_000;
+    this.idleTimeoutMs = config.body_idle_timeout_ms ?? 300_000;
     const tls = config.tls;
     const read = (path: string, what: string): string => {
       try {
@@ -135,7 +147,7 @@ export class ClusterRuntime {
               }),
         },
       });
-      return new EndpointRuntime(address, pool);
+      return new EndpointRuntime(address, pool, hostHeaderOf(address, tls !== undefined));
     });
   }
 
@@ -188,7 +200,7 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
 
     const headers: Record<string, string | string[]> = {};
     for (const [key, value] of request.headers) headers[key] = value;
-    headers['host'] = cluster.authority ?? endpoint.address;
+    headers['host'] = endpoint.host;
     const started = process.hrtime.bigint();
     let response: Awaited<ReturnType<Pool['request']>>;
     try {

@@ -15,8 +15,6 @@ import {
 import type { Filter, GatewayRequest } from '../context.ts';
 import { REQUEST_ID_PATTERN } from '../routing/request-id.ts';
 
-/** The inference paths a route allows when it lists none. */
-export const DEFAULT_ROUTE_PATHS = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses', '/v1/responses/*'];
 const CANDIDATE_ID = /^[\x21-\x7e]{1,256}$/;
 const REVISION = /^[0-9a-f]{64}$/;
 
@@ -30,18 +28,18 @@ function oneHeader(request: GatewayRequest, name: string): string | undefined | 
   return value;
 }
 
+/**
+ * Exact match only, as Praxis AI's provider_route: a route lists every path it allows (there is no default and no
+ * wildcard), so /v1/responses/{id} is allowed only where a config names that exact path. The path is the request
+ * target without its query string.
+ */
 export function pathAllowed(route: ProviderRoute, path: string): boolean {
-  const allowed = route.paths ?? DEFAULT_ROUTE_PATHS;
-  return allowed.some((p) => (p.endsWith('/*') ? path.startsWith(p.slice(0, -1)) && path.length > p.length - 1 : p === path));
+  return route.paths.includes(path);
 }
 
 export function createProviderRoute(config: ProviderRouteFilter, parser: Filter): ProviderRouteFilterRuntime {
-  const byCandidate = new Map<string, ProviderRoute[]>();
-  for (const route of config.routes) {
-    const list = byCandidate.get(route.candidate_id) ?? [];
-    list.push(route);
-    byCandidate.set(route.candidate_id, list);
-  }
+  // One route per candidate_id: the config loader refuses a repeat, as Praxis AI does.
+  const byCandidate = new Map<string, ProviderRoute>(config.routes.map((route) => [route.candidate_id, route]));
   const models = [...new Set(config.routes.map((r) => r.model))];
 
   return {
@@ -66,10 +64,9 @@ export function createProviderRoute(config: ProviderRouteFilter, parser: Filter)
       await parser.apply(request);
       const model = request.model;
       if (model === undefined) throw badRequest('model_required', 'the request names no model');
-      const routes = byCandidate.get(candidate);
-      if (routes === undefined) throw forbidden('unknown_candidate', 'the routing candidate is not served by this provider');
-      const route = routes.find((r) => r.model === model);
-      if (route === undefined) throw notFound('model_not_routed', `model "${model}" is not routed for this candidate`);
+      const route = byCandidate.get(candidate);
+      if (route === undefined) throw forbidden('unknown_candidate', 'the routing candidate is not served by this provider');
+      if (route.model !== model) throw notFound('model_not_routed', `model "${model}" is not routed for this candidate`);
       if (!pathAllowed(route, request.path)) throw notFound('path_not_routed', `path ${request.path} is not routed for this candidate`);
       request.cluster = route.cluster;
       request.labels.model = route.model;

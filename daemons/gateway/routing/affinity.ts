@@ -19,7 +19,7 @@ export class AffinityTable {
 
   constructor(ttlSeconds = DEFAULT_AFFINITY_TTL_SECONDS, maxEntries = MAX_AFFINITY_ENTRIES) {
     if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_AFFINITY_TTL_SECONDS) {
-      throw new RangeError(`session affinity ttl_seconds must be 1..${MAX_AFFINITY_TTL_SECONDS}, got ${ttlSeconds}`);
+      throw new RangeError(`session affinity ttl_secs must be 1..${MAX_AFFINITY_TTL_SECONDS}, got ${ttlSeconds}`);
     }
     if (!Number.isInteger(maxEntries) || maxEntries < 1 || maxEntries > MAX_AFFINITY_ENTRIES) {
       throw new RangeError(`session affinity max_entries must be 1..${MAX_AFFINITY_ENTRIES}, got ${maxEntries}`);

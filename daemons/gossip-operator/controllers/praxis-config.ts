@@ -172,7 +172,8 @@ export function renderPraxisConfig(input: PraxisRenderInput): PraxisRenderResult
     const config: GatewayConfig = {
       listeners: [{ name: 'public', address: `0.0.0.0:${praxis.listenerPort ?? DEFAULT_LISTENER_PORT}`, filter_chains: [CONSUMER_CHAIN] }],
       filter_chains: [{ name: CONSUMER_CHAIN, filters }],
-      admin: { metrics_address: ADMIN_ADDRESS },
+      // Loopback, so Praxis AI accepts it without insecure_options (praxis-proxy-core validate_admin_address).
+      admin: { address: ADMIN_ADDRESS },
       shutdown_timeout_secs: SHUTDOWN_TIMEOUT_SECS,
     };
     if (!validateGatewayConfig(config)) {
