@@ -59,6 +59,7 @@ export function overlayVerifyCommand(args: readonly string[]): CommandResult {
   const { values, positionals } = parseVerifyOptions(args);
   const [file] = exactly(positionals, ['FILE'], 'overlay verify');
   const maxBytes = values['max-bytes'] === undefined ? GATEWAY_MAX_OVERLAY_BYTES : parseByteCount(values['max-bytes']);
+  const dialect = parseConsumer(values.consumer);
   const expectedScope = {
     network: nonBlank(values.network, '--network'),
     gateway: nonBlank(values.gateway, '--gateway'),
@@ -69,7 +70,7 @@ export function overlayVerifyCommand(args: readonly string[]): CommandResult {
     maxBytes,
     expectedScope,
     allowLegacy: values.legacy === true,
-    dialect: parseConsumer(values.consumer),
+    dialect,
   });
   if (!result.ok) return { stdout: `reject ${result.reason}\n`, exitCode: 1, stderr: `${file}: ${result.message}` };
   return { stdout: result.format === 'legacy' ? 'accept-legacy\n' : `accept ${result.revision}\n`, exitCode: 0 };
