@@ -264,6 +264,6 @@ describe('GridSiteStack: external consumers (a Praxis AI gateway the site runs i
 
   it('refuses a dialect the GridNetwork schema does not know, at the GridNetwork', () => {
     const message = synthFailure(() => stacks(twoSiteGrid({ a: { externalConsumers: [{ name: 'praxis-ai', dialect: 'praxis' as never }] } })));
-    expect(message).toMatch(/dialect/);
+    expect(message).toMatch(/spec\.consumerGateways\[1\]\.dialect: must be one of "agn", "praxis-main", "praxis-groups" \(got "praxis"\)/);
   });
 });
