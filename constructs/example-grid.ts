@@ -6,6 +6,9 @@ import type { GridDeclaration, ProviderDeclaration } from './grid-declaration.ts
  * - west: a dedicated provider site with one simulated provider and an external API provider whose bearer
  *   token is a Secret reference that only west's provider gateway mounts.
  * east also offers an MCP tool server and signs a SiteInvite; west offers an A2A agent, so every construct runs.
+ * east's team also runs a Praxis AI (main) gateway of its own, `praxis-ai`: it is declared as an external consumer
+ * so the operator publishes it an overlay Praxis AI main accepts (no selection_policy) and reports in its
+ * routingMapStatus entry that the weightedRandom split is not honoured there.
  * Every potentially routable provider becomes an upstream of east's consumer gateway: east's own through the
  * in-cluster provider-gateway Service, west's through west's public gateway endpoint, both over mTLS.
  */
@@ -59,6 +62,7 @@ export const exampleGrid: GridDeclaration = {
       gossipAddress: 'gossip.east.grid.example.com:7946',
       gatewayEndpoint: { address: 'gateway.east.grid.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.east.grid.example.com' } },
       consumerGateway: { replicas: 2 },
+      externalConsumers: [{ name: 'praxis-ai', dialect: 'praxis-main' }],
       providerGateway: { trustedPeers: consumerIdentity },
       providers: [
         simProvider('east-llm-a', 'east', ['sim-model-v1'], 3),

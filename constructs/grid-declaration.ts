@@ -1,4 +1,4 @@
-import type { GridNetworkSpec, PraxisConfig } from '../schemas/generated/gridnetworks.ts';
+import type { GatewayRef, GridNetworkSpec, PraxisConfig } from '../schemas/generated/gridnetworks.ts';
 import type { GridSiteSpec } from '../schemas/generated/gridsites.ts';
 import type { InferenceProviderSpec } from '../schemas/generated/inferenceproviders.ts';
 import type { AgentToolProviderSpec } from '../schemas/generated/agenttoolproviders.ts';
@@ -63,6 +63,21 @@ export interface SiteSecretsDeclaration {
   readonly swimKey?: string;
 }
 
+/**
+ * A consumer gateway the site deploys itself (a Praxis AI gateway, say) that reads its routing overlay from this
+ * grid: it gets a GridNetwork consumerGateways[] entry, so the operator renders and publishes its overlay ConfigMap
+ * in the site namespace; nothing is deployed for it.
+ */
+export interface ExternalConsumerDeclaration {
+  /** Gateway name: its consumerGateways[].name and the overlay ConfigMap name (grid-overlay-{network}-{name}). */
+  readonly name: string;
+  /**
+   * What the gateway is, so it is given the overlay it accepts and its status says what it will not honour:
+   * `praxis-main` (Praxis AI main), `praxis-groups` (Praxis AI with selection groups) or `agn`.
+   */
+  readonly dialect: NonNullable<GatewayRef['dialect']>;
+}
+
 export interface SiteDeclaration {
   /** Site name: the SWIM identity, the overlays' `local_site`, the candidates' `site`. */
   readonly name: string;
@@ -101,6 +116,12 @@ export interface SiteDeclaration {
     /** @default - no generated consumer config */
     readonly praxisConfig?: PraxisConfig;
   };
+  /**
+   * Consumer gateways this site runs outside the compiler that read an overlay of this grid. The `consumerGateway`
+   * above is this project's gateway (dialect agn); these carry their own dialect.
+   * @default - none
+   */
+  readonly externalConsumers?: readonly ExternalConsumerDeclaration[];
   /** The provider gateway in front of this site's providers; required when the site has providers. @default - none */
   readonly providerGateway?: Omit<ProviderGatewayProps, 'namespace' | 'site' | 'routes' | 'backends' | 'image'>;
   /** @default - none */

@@ -127,6 +127,24 @@ function praxisConfigIssues(site: SiteDeclaration): SynthIssue[] {
   return issues;
 }
 
+/** Every consumer of a site has its own overlay ConfigMap, named after it: two consumers may not share a name. */
+function externalConsumerIssues(site: SiteDeclaration): SynthIssue[] {
+  const seen = new Set(site.consumerGateway === undefined ? [] : [site.consumerGateway.name ?? 'consumer-gateway']);
+  const issues: SynthIssue[] = [];
+  for (const consumer of site.externalConsumers ?? []) {
+    if (seen.has(consumer.name)) {
+      issues.push({
+        path: site.name,
+        field: `externalConsumers[${consumer.name}].name`,
+        problem: `${consumer.name} is already the name of another consumer gateway of this site, whose overlay ConfigMap it would share`,
+        fix: 'give every consumer gateway of the site its own name',
+      });
+    }
+    seen.add(consumer.name);
+  }
+  return issues;
+}
+
 /** host:port and TLS of the backend an endpoint URL names (external APIs use the system trust store). */
 export function backendFromEndpoint(name: string, endpoint: string): BackendCluster {
   const url = new URL(endpoint);
@@ -176,6 +194,7 @@ export class GridSiteStack extends Chart {
     };
     const ref = (name: string): SecretName => ({ name, namespace: this.siteNamespace });
     const consumerName = site.consumerGateway === undefined ? undefined : (site.consumerGateway.name ?? 'consumer-gateway');
+    const consumerNames = [...(consumerName === undefined ? [] : [consumerName]), ...(site.externalConsumers ?? []).map((c) => c.name)];
 
     const networkSpec: GridNetworkSpec = compact({
       ...(props.network.policy ?? {}),
@@ -183,7 +202,12 @@ export class GridSiteStack extends Chart {
       region: site.region,
       zone: site.zone,
       // praxisConfig from the declaration is carried through: the operator's Role below is derived from this spec.
-      consumerGateways: consumerName === undefined ? undefined : [{ name: consumerName, namespace: this.siteNamespace, siteName: site.name, praxisConfig: site.consumerGateway?.praxisConfig }],
+      // The deployed consumer is this project's gateway (dialect agn, the default, so not written); external
+      // consumers carry the dialect they declare.
+      consumerGateways: consumerNames.length === 0 ? undefined : [
+        ...(consumerName === undefined ? [] : [{ name: consumerName, namespace: this.siteNamespace, siteName: site.name, praxisConfig: site.consumerGateway?.praxisConfig }]),
+        ...(site.externalConsumers ?? []).map((c) => ({ name: c.name, namespace: this.siteNamespace, siteName: site.name, dialect: c.dialect })),
+      ],
       tls: { caSecretRef: ref(secrets.ca), siteSecretRef: ref(secrets.siteCertificate), swimKeySecretRef: ref(secrets.swimKey) },
     });
     const providerSpecs = (site.providers ?? []).map((provider) => ({ provider, spec: this.providerSpec(provider) }));
@@ -215,7 +239,7 @@ export class GridSiteStack extends Chart {
       peerSignals: site.peerSignals,
       gatewayAgeIngest: siteGatewayAgeIngest(site),
       enrollment: site.enrollment,
-      overlayConfigMaps: consumerName === undefined ? [] : [overlayConfigMapName(this.network, consumerName)],
+      overlayConfigMaps: consumerNames.map((name) => overlayConfigMapName(this.network, name)),
       referencedSecrets: [
         ...referencedSecrets([networkSpec, ...[...providerSpecs, ...toolSpecs, ...agentSpecs].map((p) => p.spec)]),
         ...delegatedMountSecrets(networkSpec, peers.flatMap((peer) => (peer.providers ?? []).flatMap((p) => providerCredential(p) ?? []))),
@@ -310,6 +334,7 @@ export class GridSiteStack extends Chart {
     // In name order, so every stack of a grid reports a conflict between two sites in the same words (said once).
     issues.push(...candidateIssues([site, ...peers].sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)), (owner, provider) => `${owner.name}/providers/${provider.name}`));
     issues.push(...praxisConfigIssues(site));
+    issues.push(...externalConsumerIssues(site));
     return issues;
   }
 

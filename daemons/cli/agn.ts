@@ -60,8 +60,8 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     run: overlayRevisionCommand,
   },
   'overlay verify': {
-    usage: 'overlay verify FILE [--network N] [--gateway G] [--namespace NS] [--local-site S] [--max-bytes B] [--legacy]',
-    summary: 'validate an overlay as a gateway would: "accept <revision>" (exit 0) or "reject <reason>" (exit 1)',
+    usage: 'overlay verify FILE [--consumer agn|praxis-main|praxis-groups] [--network N] [--gateway G] [--namespace NS] [--local-site S] [--max-bytes B] [--legacy]',
+    summary: 'validate an overlay as that consumer would (default agn, our gateway): "accept <revision>" (exit 0) or "reject <reason>" with the detail on stderr (exit 1)',
     run: overlayVerifyCommand,
   },
   'overlay configmap-name': {

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { CanonicalJsonError, canonicalize } from '../../schemas/canonical-json.ts';
 import { stableId } from '../../schemas/fnv1a.ts';
 import { overlayConfigMapName } from '../../schemas/overlay/configmap-name.ts';
+import { CONSUMER_DIALECTS, type ConsumerDialect, DEFAULT_CONSUMER_DIALECT, isConsumerDialect } from '../../schemas/overlay/dialect.ts';
 import { overlayRevision } from '../../schemas/overlay/revision.ts';
 import { GATEWAY_MAX_OVERLAY_BYTES, validateOverlay } from '../../schemas/overlay/validate.ts';
 import overlaySchema from '../../schemas/overlay/overlay-envelope.schema.json' with { type: 'json' };
@@ -58,6 +59,7 @@ export function overlayVerifyCommand(args: readonly string[]): CommandResult {
   const { values, positionals } = parseVerifyOptions(args);
   const [file] = exactly(positionals, ['FILE'], 'overlay verify');
   const maxBytes = values['max-bytes'] === undefined ? GATEWAY_MAX_OVERLAY_BYTES : parseByteCount(values['max-bytes']);
+  const dialect = parseConsumer(values.consumer);
   const expectedScope = {
     network: nonBlank(values.network, '--network'),
     gateway: nonBlank(values.gateway, '--gateway'),
@@ -68,6 +70,7 @@ export function overlayVerifyCommand(args: readonly string[]): CommandResult {
     maxBytes,
     expectedScope,
     allowLegacy: values.legacy === true,
+    dialect,
   });
   if (!result.ok) return { stdout: `reject ${result.reason}\n`, exitCode: 1, stderr: `${file}: ${result.message}` };
   return { stdout: result.format === 'legacy' ? 'accept-legacy\n' : `accept ${result.revision}\n`, exitCode: 0 };
@@ -106,7 +109,15 @@ const VERIFY_OPTIONS = {
   'local-site': { type: 'string' },
   'max-bytes': { type: 'string' },
   legacy: { type: 'boolean' },
+  consumer: { type: 'string' },
 } as const;
+
+/** --consumer: whose rules decide (this project's gateway, Praxis AI main, Praxis AI with selection groups). */
+function parseConsumer(value: string | undefined): ConsumerDialect {
+  if (value === undefined) return DEFAULT_CONSUMER_DIALECT;
+  if (!isConsumerDialect(value)) throw usageError(`--consumer must be one of ${CONSUMER_DIALECTS.join(', ')}, got "${value}"`);
+  return value;
+}
 
 function parseVerifyOptions(args: readonly string[]) {
   try {

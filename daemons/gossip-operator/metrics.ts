@@ -3,6 +3,7 @@
  * (tests run several in one process). Label values are fixed catalogues or resource names, never secret bytes.
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { UNHONOURED_FEATURES, type UnhonouredFeature } from '../../schemas/overlay/dialect.ts';
 import { GRID_SITE_PHASES, type GridSitePhase } from './site-phase.ts';
 
 export class OperatorMetrics {
@@ -16,6 +17,7 @@ export class OperatorMetrics {
   readonly gossipDrops: Counter<'component' | 'reason'>;
   readonly overlayRenders: Counter<'outcome'>;
   readonly overlayApplies: Counter<'outcome'>;
+  readonly overlayUnhonoured: Gauge<'network' | 'gateway' | 'feature'>;
   readonly reconciles: Counter<'controller' | 'result'>;
   readonly leader: Gauge;
   readonly swimMembers: Gauge<'state'>;
@@ -77,8 +79,14 @@ export class OperatorMetrics {
     });
     this.overlayApplies = new Counter({
       name: 'grid_overlay_applies_total',
-      help: 'Overlay ConfigMap applies by outcome: applied, unchanged (revision already distributed) or failed.',
+      help: 'Overlay ConfigMap applies by outcome: applied, unchanged (revision already distributed), consumer_would_reject (the consumer\'s dialect would refuse it; last revision kept) or failed.',
       labelNames: ['outcome'],
+      registers,
+    });
+    this.overlayUnhonoured = new Gauge({
+      name: 'grid_overlay_unhonoured_features',
+      help: 'Selection policy features a consumer gateway will not honour, as a state set per gateway (namespace/name): 1 for each feature of schemas/overlay/dialect.ts UNHONOURED_FEATURES its dialect drops, else 0.',
+      labelNames: ['network', 'gateway', 'feature'],
       registers,
     });
     this.reconciles = new Counter({
@@ -117,6 +125,14 @@ export class OperatorMetrics {
 
   setSitePhase(site: string, phase: GridSitePhase): void {
     for (const p of GRID_SITE_PHASES) this.sitePhase.set({ site, phase: p }, p === phase ? 1 : 0);
+  }
+
+  setUnhonoured(network: string, gateway: string, features: readonly UnhonouredFeature[]): void {
+    for (const feature of UNHONOURED_FEATURES) this.overlayUnhonoured.set({ network, gateway, feature }, features.includes(feature) ? 1 : 0);
+  }
+
+  dropUnhonoured(network: string, gateway: string): void {
+    for (const feature of UNHONOURED_FEATURES) this.overlayUnhonoured.remove({ network, gateway, feature });
   }
 
   dropSite(site: string): void {

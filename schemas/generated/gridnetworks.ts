@@ -84,6 +84,10 @@ export interface GatewayRef {
    * Deprecated name of siteName (0.3.x); set only one of them.
    */
   localSiteName?: string;
+  /**
+   * What this consumer gateway is, so the operator renders the overlay it accepts: agn (this project's gateway), praxis-main (Praxis AI main: no selection_policy, the first admitted candidate wins) or praxis-groups (Praxis AI with selection groups: deterministic, roundRobin and random only). What the consumer cannot honour is reported in routingMapStatus[].conditions.
+   */
+  dialect?: 'agn' | 'praxis-main' | 'praxis-groups';
   praxisConfig?: PraxisConfig;
   consumerConfig?: PraxisConfig;
   /**
@@ -486,6 +490,10 @@ export interface RoutingMapStatus {
    */
   schemaVersion?: string;
   /**
+   * The consumer dialect the overlay was rendered and validated for (spec.consumerGateways[].dialect).
+   */
+  dialect?: 'agn' | 'praxis-main' | 'praxis-groups';
+  /**
    * Revision of the last valid rendered overlay.
    */
   renderedRevision?: string;
@@ -525,6 +533,12 @@ export interface RoutingMapStatus {
    * GridNetwork generation of this entry.
    */
   observedGeneration?: number;
+  /**
+   * Conditions of this consumer entry keyed by type: SelectionPolicyHonored (False names what the consumer's dialect does not honour of spec.selectionPolicy; the overlay is still published).
+   *
+   * @maxItems 4
+   */
+  conditions?: Condition[];
 }
 /**
  * Outcome of the latest consumer config render/apply for one gateway.

@@ -6,6 +6,7 @@
  * snapshot. Messages are bounded and name the field; they echo names but never credential contents.
  */
 import { CanonicalJsonError } from '../canonical-json.ts';
+import { type ConsumerDialect, DIALECT_RULES, type DialectRules } from './dialect.ts';
 import overlaySchema from './overlay-envelope.schema.json' with { type: 'json' };
 import type { OverlayRejectReason } from './reasons.ts';
 import { overlayRevision } from './revision.ts';
@@ -25,6 +26,8 @@ export interface OverlayValidationOptions {
   readonly expectedScope?: Readonly<Partial<OverlayScope>>;
   /** Accept a bare payload (no envelope keys). Ignored when any expected scope field is set: scope needs an envelope. */
   readonly allowLegacy: boolean;
+  /** Which consumer's rules apply (schema version, what is hashed, selection modes); default agn, this project's gateway. */
+  readonly dialect?: ConsumerDialect;
 }
 
 export const GATEWAY_MAX_OVERLAY_BYTES = 2 * 1024 * 1024;
@@ -51,7 +54,6 @@ const ADMISSION_STATES: ReadonlySet<string> = new Set(candidateProps.admission_s
 const CREDENTIAL_STRATEGIES: ReadonlySet<string> = new Set(defs.CredentialReference.properties.strategy.enum);
 const CREDENTIAL_KEYS: ReadonlySet<string> = new Set(Object.keys(defs.CredentialReference.properties));
 const SECRET_REF_KEYS: ReadonlySet<string> = new Set(Object.keys(defs.CredentialReference.properties.secretRef.properties));
-const SELECTION_MODES: ReadonlySet<string> = new Set(defs.SelectionPolicy.properties.mode.enum);
 const SELECTION_POLICY_KEYS: ReadonlySet<string> = new Set(Object.keys(defs.SelectionPolicy.properties));
 
 /** RFC 3339 date-time (the profile of ISO 8601 Kubernetes and the contract use). */
@@ -82,6 +84,8 @@ export function validateOverlay(raw: string | Uint8Array, options: OverlayValida
 }
 
 function validate(raw: string | Uint8Array, options: OverlayValidationOptions): OverlayValidation {
+  const dialect = options.dialect ?? 'agn';
+  const rules = DIALECT_RULES[dialect];
   // 1. size, before any parsing work.
   const size = typeof raw === 'string' ? Buffer.byteLength(raw, 'utf8') : raw.byteLength;
   if (size > options.maxBytes) throw new Rejection('oversized', `overlay is ${size} bytes, limit is ${options.maxBytes}`);
@@ -95,7 +99,7 @@ function validate(raw: string | Uint8Array, options: OverlayValidationOptions): 
       throw new Rejection('malformed', 'bare payload (no envelope keys) is not accepted: a versioned envelope is required');
     }
     checkPayloadMetadata(doc, '');
-    checkPayloadContent(doc, '');
+    checkPayloadContent(doc, '', rules);
     return { ok: true, format: 'legacy', payload: doc as unknown as OverlayPayload };
   }
   if (!Object.hasOwn(doc, 'schema_version')) throw new Rejection('malformed', 'envelope is missing schema_version');
@@ -110,6 +114,9 @@ function validate(raw: string | Uint8Array, options: OverlayValidationOptions): 
   // 3. schema version.
   if (!SCHEMA_VERSION.test(doc['schema_version'])) {
     throw new Rejection('unsupported_schema', `schema_version ${show(doc['schema_version'])} is not supported (1.x expected)`);
+  }
+  if (rules.exactSchemaVersion !== undefined && doc['schema_version'] !== rules.exactSchemaVersion) {
+    throw new Rejection('unsupported_schema', `schema_version ${show(doc['schema_version'])} is not supported by ${dialect} (exactly ${show(rules.exactSchemaVersion)})`);
   }
 
   // 4. scope and provenance: bounded, consistent, and what this consumer expects.
@@ -151,20 +158,22 @@ function validate(raw: string | Uint8Array, options: OverlayValidationOptions): 
   // even though it also disagrees with the revision.
   let computed: string;
   try {
-    computed = overlayRevision(overlay);
+    computed = overlayRevision(overlay, dialect);
   } catch (error) {
     if (error instanceof CanonicalJsonError) throw new Rejection('malformed', `overlay cannot be canonicalized: ${error.message}`);
     throw error;
   }
   if (computed !== digest['value']) {
-    throw new Rejection('digest_mismatch', `content_digest.value ${digest['value']} does not match the content (computed ${computed})`);
+    // A consumer that does not know selection_policy hashes the payload without it: say so, it is the usual cause.
+    const why = !rules.readsSelectionPolicy && Object.hasOwn(overlay, 'selection_policy') ? `, which ${dialect} computes without selection_policy (a field it does not know)` : '';
+    throw new Rejection('digest_mismatch', `content_digest.value ${digest['value']} does not match the content (computed ${computed}${why})`);
   }
   if (declared !== digest['value']) {
     throw new Rejection('revision_digest_mismatch', `revision.value ${declared} differs from content_digest.value ${digest['value']}`);
   }
 
   // 7. candidates and selection policy.
-  checkPayloadContent(overlay, 'overlay.');
+  checkPayloadContent(overlay, 'overlay.', rules);
   return {
     ok: true,
     format: 'envelope',
@@ -201,8 +210,10 @@ function checkPayloadMetadata(payload: Json, prefix: string): void {
   if (Object.hasOwn(payload, 'generated_at')) timestamp(payload['generated_at'], `${prefix}generated_at`);
 }
 
-function checkPayloadContent(payload: Json, prefix: string): void {
-  if (Object.hasOwn(payload, 'selection_policy')) checkSelectionPolicy(payload['selection_policy'], `${prefix}selection_policy`);
+function checkPayloadContent(payload: Json, prefix: string, rules: DialectRules): void {
+  if (rules.readsSelectionPolicy && Object.hasOwn(payload, 'selection_policy')) {
+    checkSelectionPolicy(payload['selection_policy'], `${prefix}selection_policy`, rules.selectionModes);
+  }
   const candidates = payload['candidates'] as unknown[];
   if (candidates.length > MAX_CANDIDATES) {
     throw new Rejection('invalid_candidate', `${prefix}candidates has ${candidates.length} entries, limit is ${MAX_CANDIDATES}`);
@@ -212,15 +223,15 @@ function checkPayloadContent(payload: Json, prefix: string): void {
   candidates.forEach((candidate, index) => {
     const at = `${prefix}candidates[${index}]`;
     if (!isObject(candidate)) throw new Rejection('invalid_candidate', `${at} must be an object`);
-    checkCandidate(candidate, at);
+    checkCandidate(candidate, at, rules);
     const identity = JSON.stringify([candidate['kind'], candidate['name'], candidate['site'], candidate['cluster']]);
     if (seen.has(identity)) throw new Rejection('invalid_candidate', `${at} duplicates an earlier (kind, name, site, cluster)`);
     seen.add(identity);
-    checkGroup(groups, candidate, at);
+    if (rules.readsSelectionGroups) checkGroup(groups, candidate, at);
   });
 }
 
-function checkCandidate(c: Json, at: string): void {
+function checkCandidate(c: Json, at: string, rules: DialectRules): void {
   if (typeof c['kind'] !== 'string' || !CANDIDATE_KINDS.has(c['kind'])) {
     throw new Rejection('invalid_candidate', `${at}.kind must be one of ${[...CANDIDATE_KINDS].join(', ')}`);
   }
@@ -248,6 +259,8 @@ function checkCandidate(c: Json, at: string): void {
   if (Object.hasOwn(c, 'rank') && !isNonNegativeInteger(c['rank'])) {
     throw new Rejection('invalid_candidate', `${at}.rank must be a non-negative integer`);
   }
+  // A consumer that does not read groups and weights (Praxis AI main) neither checks nor honours them.
+  if (!rules.readsSelectionGroups) return;
   if (Object.hasOwn(c, 'selection_group') && !isNonNegativeInteger(c['selection_group'])) {
     throw new Rejection('invalid_candidate', `${at}.selection_group must be a non-negative integer`);
   }
@@ -309,12 +322,14 @@ function checkGroup(
   }
 }
 
-function checkSelectionPolicy(policy: unknown, at: string): void {
+function checkSelectionPolicy(policy: unknown, at: string, modes: ReadonlySet<string>): void {
   if (!isObject(policy)) throw new Rejection('invalid_selection_policy', `${at} must be an object`);
   const extra = Object.keys(policy).find((key) => !SELECTION_POLICY_KEYS.has(key));
   if (extra !== undefined) throw new Rejection('invalid_selection_policy', `${at} has unknown key ${show(extra)}`);
-  if (!SELECTION_MODES.has(policy['mode'] as string)) {
-    throw new Rejection('invalid_selection_policy', `${at}.mode must be one of ${[...SELECTION_MODES].join(', ')}`);
+  const mode = policy['mode'];
+  if (typeof mode !== 'string') throw new Rejection('invalid_selection_policy', `${at}.mode must be one of ${[...modes].join(', ')}`);
+  if (!modes.has(mode)) {
+    throw new Rejection('invalid_selection_policy', `${at}.mode: unknown variant ${show(mode)}, expected one of ${[...modes].join(', ')}`);
   }
 }
 

@@ -136,6 +136,53 @@ describe('agn overlay verify and revision on the contract fixtures', () => {
   });
 });
 
+describe('agn overlay verify --consumer', () => {
+  // The example grid's overlays as the operator renders them (test/gossip-operator/routing/example-grid.test.ts):
+  // our gateway's carries selection_policy weightedRandom with traffic weights, the Praxis AI main one has neither.
+  const ours = join(REPO_ROOT, 'test', 'fixtures', 'routing', 'example-grid.consumer-gateway.overlay.json');
+  const praxisMain = join(REPO_ROOT, 'test', 'fixtures', 'routing', 'example-grid.praxis-ai.overlay.json');
+  const revisionOf = (file: string) => (JSON.parse(readFileSync(file, 'utf8')) as { revision: { value: string } }).revision.value;
+
+  it('accepts for every consumer an overlay without selection_policy, with the same revision', async () => {
+    for (const consumer of ['agn', 'praxis-main', 'praxis-groups']) {
+      const run = await agn('overlay', 'verify', '--consumer', consumer, praxisMain);
+      expect([run.code, run.stdout.toString(), run.stderr]).toEqual([0, `accept ${revisionOf(praxisMain)}\n`, '']);
+    }
+  });
+
+  it('praxis-main rejects an overlay carrying selection_policy as the digest mismatch Praxis reports', async () => {
+    // praxis-proxy/ai@aa2b3feb filters/src/routing/overlay.rs: no selection_policy in OverlayDocument (208-222), the
+    // digest over candidates, local_site and network only (606-617), "envelope digest mismatch" (428-431).
+    const run = await agn('overlay', 'verify', ours, '--consumer', 'praxis-main');
+    expect([run.code, run.stdout.toString()]).toEqual([1, 'reject digest_mismatch\n']);
+    expect(run.stderr).toMatch(/praxis-main computes without selection_policy/);
+    expectOneLine(run.stderr);
+    // Without --consumer (agn) the same file is accepted: the flag is what changes the verdict.
+    expect((await agn('overlay', 'verify', ours)).stdout.toString()).toBe(`accept ${revisionOf(ours)}\n`);
+  });
+
+  it('praxis-groups rejects weightedRandom naming the variant', async () => {
+    // PR #731: modes deterministic, roundRobin, random; serde's "unknown variant `weightedRandom`".
+    const run = await agn('overlay', 'verify', '--consumer', 'praxis-groups', ours);
+    expect([run.code, run.stdout.toString()]).toEqual([1, 'reject invalid_selection_policy\n']);
+    expect(run.stderr).toMatch(/unknown variant "weightedRandom"/);
+    expectOneLine(run.stderr);
+  });
+
+  it('both Praxis dialects reject a schema_version other than "1.0.0"; agn accepts 1.x', async () => {
+    // praxis-proxy/ai@aa2b3feb overlay.rs 198 and 409-414: schema_version compared with "1.0.0" exactly.
+    const doc = JSON.parse(readFileSync(praxisMain, 'utf8'));
+    doc.schema_version = '1.1.0';
+    const file = tempFile('schema-1.1.0.json', JSON.stringify(doc));
+    for (const consumer of ['praxis-main', 'praxis-groups']) {
+      const run = await agn('overlay', 'verify', file, '--consumer', consumer);
+      expect([run.code, run.stdout.toString()]).toEqual([1, 'reject unsupported_schema\n']);
+      expect(run.stderr).toMatch(/exactly "1\.0\.0"/);
+    }
+    expect((await agn('overlay', 'verify', file, '--consumer', 'agn')).stdout.toString()).toBe(`accept ${revisionOf(praxisMain)}\n`);
+  });
+});
+
 describe('agn overlay configmap-name', () => {
   it('prints the SPEC §2.1 name', async () => {
     expect((await agn('overlay', 'configmap-name', 'production', 'inference-gw')).stdout.toString()).toBe(
@@ -170,6 +217,9 @@ describe('bad input to every command: one clear line, non-zero exit', () => {
     [['overlay', 'verify', 'x.json', '--bogus'], 2, /Unknown option '--bogus'/],
     [['overlay', 'verify', 'x.json', '--network', ''], 2, /--network must not be empty/],
     [['overlay', 'verify', '/nonexistent.json'], 2, /cannot read \/nonexistent.json: no such file/],
+    [['overlay', 'verify', 'x.json', '--consumer', 'praxis'], 2, /--consumer must be one of agn, praxis-main, praxis-groups, got "praxis"/],
+    [['overlay', 'verify', 'x.json', '--consumer', ''], 2, /--consumer must be one of agn, praxis-main, praxis-groups, got ""/],
+    [['overlay', 'verify', 'x.json', '--consumer'], 2, /--consumer/],
     [['overlay', 'configmap-name', 'net'], 2, /usage: agn overlay configmap-name NETWORK GATEWAY/],
     [['overlay', 'frobnicate'], 2, /unknown overlay command "frobnicate"/],
     [['frobnicate'], 2, /unknown command "frobnicate"/],

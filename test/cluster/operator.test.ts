@@ -262,6 +262,14 @@ describe('gossip-operator (real program, its ServiceAccount token) on east', () 
     const cm = (await get(CM_PATH))!;
     expect(entry['configMapName']).toBe(CONFIGMAP);
     expect(entry['distributedRevision']).toBe(cm['metadata']['annotations']['grid.praxis.fast/overlay-revision']);
+    // dist's east also declares a Praxis AI main consumer (consumerGateways[] dialect praxis-main): rendered in the same
+    // reconcile, it gets its own overlay without selection_policy, which Praxis main accepts, and its entry says the
+    // weightedRandom split is not honoured there.
+    const praxis = (net['status']['routingMapStatus'] as Record<string, any>[]).find((e) => e['dialect'] === 'praxis-main')!;
+    expect(praxis).toMatchObject({ phase: 'Distributed', conditions: [expect.objectContaining({ type: 'SelectionPolicyHonored', status: 'False', reason: 'WeightedSplitCollapsed' })] });
+    const praxisOverlay = (await get(`/api/v1/namespaces/${praxis['namespace']}/configmaps/${praxis['configMapName']}`))!['data']['routing-overlay.json'] as string;
+    expect(praxisOverlay).not.toContain('selection_policy');
+    expect(validateOverlay(praxisOverlay, { maxBytes: OVERLAY_SYNC_MAX_OVERLAY_BYTES, allowLegacy: false, dialect: 'praxis-main' })).toMatchObject({ ok: true, revision: praxis['distributedRevision'] });
     const ownSite = gridObjects.find((o) => o.kind === 'GridSite' && o.metadata.name === SITE)!;
     const providers = gridObjects.filter((o) => o.kind === 'InferenceProvider');
     expect(providers.length).toBeGreaterThan(0);

@@ -226,3 +226,44 @@ describe('GridSiteStack: generated consumer config (praxisConfig) and the operat
     expect(find(objects, 'GridNetwork', 'net')).toBeDefined();
   });
 });
+
+describe('GridSiteStack: external consumers (a Praxis AI gateway the site runs itself)', () => {
+  type Rule = { resources: string[]; verbs: string[]; resourceNames?: string[] };
+  const overlayGrants = (objects: Manifest[]) =>
+    (find(objects, 'Role', 'gossip-operator') as unknown as { rules: Rule[] }).rules
+      .filter((r) => r.resources.includes('configmaps') && r.verbs.includes('patch'))
+      .flatMap((r) => r.resourceNames ?? [])
+      .filter((name) => name.startsWith('grid-overlay-'));
+
+  it('adds a consumer entry with its dialect and grants its overlay ConfigMap; nothing is deployed for it', () => {
+    const objects = stacks(twoSiteGrid({ a: { externalConsumers: [{ name: 'praxis-ai', dialect: 'praxis-main' }] } }))['a'] ?? [];
+    const network = find(objects, 'GridNetwork', 'net') as unknown as { spec: { consumerGateways: Record<string, unknown>[] } };
+    expect(network.spec.consumerGateways).toEqual([
+      // The deployed consumer is our gateway: dialect agn, the schema default, so not written.
+      { name: 'consumer-gateway', namespace: 'grid-system', siteName: 'a' },
+      { name: 'praxis-ai', namespace: 'grid-system', siteName: 'a', dialect: 'praxis-main' },
+    ]);
+    expect(overlayGrants(objects).sort()).toEqual(['grid-overlay-net-consumer-gateway', 'grid-overlay-net-praxis-ai']);
+    expect(objects.filter((o) => o.metadata.name.includes('praxis-ai') && o.kind !== 'GridNetwork')).toEqual([]);
+  });
+
+  it('works on a site without a consumer gateway of its own', () => {
+    const objects = stacks(twoSiteGrid({ b: { externalConsumers: [{ name: 'praxis-ai', dialect: 'praxis-groups' }] } }))['b'] ?? [];
+    const network = find(objects, 'GridNetwork', 'net') as unknown as { spec: { consumerGateways: Record<string, unknown>[] } };
+    expect(network.spec.consumerGateways).toEqual([{ name: 'praxis-ai', namespace: 'grid-system', siteName: 'b', dialect: 'praxis-groups' }]);
+    expect(overlayGrants(objects)).toEqual(['grid-overlay-net-praxis-ai']);
+  });
+
+  it('refuses an external consumer named like another consumer of the site (one overlay ConfigMap each)', () => {
+    const message = synthFailure(() =>
+      stacks(twoSiteGrid({ a: { externalConsumers: [{ name: 'consumer-gateway', dialect: 'praxis-main' }, { name: 'p', dialect: 'agn' }, { name: 'p', dialect: 'praxis-groups' }] } })),
+    );
+    expect(message).toContain('a: externalConsumers[consumer-gateway].name: consumer-gateway is already the name of another consumer gateway of this site');
+    expect(message).toContain('a: externalConsumers[p].name: p is already the name');
+  });
+
+  it('refuses a dialect the GridNetwork schema does not know, at the GridNetwork', () => {
+    const message = synthFailure(() => stacks(twoSiteGrid({ a: { externalConsumers: [{ name: 'praxis-ai', dialect: 'praxis' as never }] } })));
+    expect(message).toMatch(/spec\.consumerGateways\[1\]\.dialect: must be one of "agn", "praxis-main", "praxis-groups" \(got "praxis"\)/);
+  });
+});

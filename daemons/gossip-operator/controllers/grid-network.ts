@@ -169,6 +169,7 @@ export class GridNetworkController implements Controller {
     const live = new Set(gateways.map((g) => `${g.namespace}/${g.name}`));
     for (const entry of network.status?.routingMapStatus ?? []) {
       if (live.has(`${entry.namespace}/${entry.gatewayName}`)) continue;
+      ctx.metrics.dropUnhonoured(name, `${entry.namespace}/${entry.gatewayName}`);
       const ref = { name: entry.configMapName ?? overlayConfigMapName(name, entry.gatewayName), namespace: entry.namespace };
       const key = `${ref.namespace}/${ref.name}`;
       try {

@@ -36,12 +36,17 @@ function labels(map: Record<string, string | undefined> | undefined): Record<str
   return out;
 }
 
-/** spec.consumerGateways, or the deprecated spec.gatewayRefs (0.3.x); siteName falls back to localSiteName. */
+/** spec.consumerGateways, or the deprecated spec.gatewayRefs (0.3.x); siteName falls back to localSiteName. dialect is kept as given (absent = agn). */
 export function gatewayReferences(network: GridNetworkResource): GatewayReference[] {
   const refs = gatewayRefsOf(network.spec);
   return refs.map((ref) => {
     const siteName = ref.siteName ?? ref.localSiteName;
-    return { name: ref.name, namespace: ref.namespace, ...(siteName !== undefined ? { siteName } : {}) };
+    return {
+      name: ref.name,
+      namespace: ref.namespace,
+      ...(siteName !== undefined ? { siteName } : {}),
+      ...(ref.dialect !== undefined ? { dialect: ref.dialect } : {}),
+    };
   });
 }
 

@@ -8,9 +8,10 @@
 import type { GridNetworkSpec, AdmissionPolicy, ScoringPolicy, SignalTransport as SignalTransportSpec } from '../../../schemas/generated/gridnetworks.ts';
 import type { GridSiteStatus } from '../../../schemas/generated/gridsites.ts';
 import type { InferenceProviderStatus } from '../../../schemas/generated/inferenceproviders.ts';
+import type { ConsumerDialect } from '../../../schemas/overlay/dialect.ts';
 import type { AdmissionState, CandidateKind, SelectionMode } from '../../../schemas/overlay/types.ts';
 
-export type { AdmissionState, CandidateKind, SelectionMode };
+export type { AdmissionState, CandidateKind, ConsumerDialect, SelectionMode };
 
 export type RoutingPolicy = NonNullable<GridNetworkSpec['routingPolicy']>;
 export type ScoringStrategy = ScoringPolicy['strategy'];
@@ -170,6 +171,8 @@ export interface GatewayReference {
   readonly namespace: string;
   /** spec.consumerGateways[].siteName; the network name when absent. */
   readonly siteName?: string;
+  /** spec.consumerGateways[].dialect: which overlay this consumer accepts; agn (this project's gateway) when absent. */
+  readonly dialect?: ConsumerDialect;
 }
 
 /** Everything one reconcile of one GridNetwork needs. */

@@ -6,6 +6,7 @@
 import { CanonicalJsonError } from '../../../schemas/canonical-json.ts';
 import { stableIdText } from '../../../schemas/fnv1a.ts';
 import { overlayConfigMapName } from '../../../schemas/overlay/configmap-name.ts';
+import { type ConsumerDialect, dialectSelection, type UnhonouredFeature } from '../../../schemas/overlay/dialect.ts';
 import { buildEnvelope } from '../../../schemas/overlay/envelope.ts';
 import type { OverlayCandidate, OverlayEnvelope, OverlayPayload } from '../../../schemas/overlay/types.ts';
 import { isBoundedName, MAX_NAME_BYTES, type RoutingBackend } from './backends.ts';
@@ -38,6 +39,10 @@ export interface RenderedOverlay {
   readonly revision: string;
   readonly configMapName: string;
   readonly excluded: readonly Exclusion[];
+  /** The consumer dialect this overlay was rendered for. */
+  readonly dialect: ConsumerDialect;
+  /** What of the GridNetwork's selection policy this consumer will not honour (empty when it honours all of it). */
+  readonly unhonoured: readonly { readonly feature: UnhonouredFeature; readonly message: string }[];
 }
 
 /** RFC 3339 UTC to the second, the form of the contract's examples; undefined outside years 0000-9999. */
@@ -168,11 +173,15 @@ export function renderGatewayOverlay(input: GatewayRenderInput): Result<Rendered
     excluded.push({ reason: 'over_limit', provider: backend.provider, detail: `${backend.kind} "${backend.name}" at ${backend.site} ranks past the ${ordered.length}-candidate overlay limit` });
   }
   const groups = assignSelectionGroups(policy.routingPolicy, ordered);
-  const weighted = policy.selectionMode === 'weightedRandom';
+  // The consumer's dialect decides the published mode (none for Praxis AI main); traffic weights go only with
+  // weightedRandom as published, so a degraded mode carries no weights it would ignore or refuse.
+  const dialect = gateway.dialect ?? 'agn';
+  const selection = dialectSelection(policy.selectionMode, dialect);
+  const weighted = selection.mode === 'weightedRandom';
   const candidates = ordered.map((item, rank) => toCandidate(item, stableIds[rank] ?? 0, rank, groups[rank] ?? 0, weighted));
 
   const payload: OverlayPayload = { network, local_site: localSite, candidates };
-  if (policy.selectionMode !== undefined) payload.selection_policy = { mode: policy.selectionMode };
+  if (selection.mode !== undefined) payload.selection_policy = { mode: selection.mode };
   payload.generated_at = generatedAt;
 
   let envelope: OverlayEnvelope;
@@ -198,5 +207,7 @@ export function renderGatewayOverlay(input: GatewayRenderInput): Result<Rendered
     revision: envelope.revision.value,
     configMapName: overlayConfigMapName(network, gateway.name),
     excluded,
+    dialect,
+    unhonoured: selection.unhonoured,
   });
 }

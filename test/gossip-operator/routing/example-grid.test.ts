@@ -9,11 +9,16 @@
  * The CRD-to-input mapping below is a test fixture kept minimal on purpose (the operator's own mapping lives in
  * daemons/gossip-operator/controllers/); metrics are fixed samples, since a compiled grid has no live scrape.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import type { GridNetworkSpec } from '../../../schemas/generated/gridnetworks.ts';
+import { canonicalize } from '../../../schemas/canonical-json.ts';
 import { serializeOverlay } from '../../../schemas/overlay/envelope.ts';
 import { renderNetwork } from '../../../daemons/gossip-operator/routing/index.ts';
 import type {
@@ -25,9 +30,11 @@ import type {
   RemoteProviderRecord,
 } from '../../../daemons/gossip-operator/routing/model.ts';
 import { resolveRoutingPolicy } from '../../../daemons/gossip-operator/routing/policy.ts';
+import { gatewayReferences } from '../../../daemons/gossip-operator/controllers/routing-input.ts';
 import { expectGatewayAccepts, rendered } from './fixtures.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
+const run = promisify(execFile);
 const DIST = join(ROOT, 'dist');
 const GOLDEN = join(ROOT, 'test', 'fixtures', 'routing');
 const SITE_FILES = { east: 'east.k8s.yaml', west: 'west.k8s.yaml' } as const;
@@ -136,7 +143,8 @@ describe.runIf(available)('example grid from dist/', () => {
     return [siteId(all), all] as const;
   }));
 
-  it('renders east consumer gateway overlay to the committed golden file, consistent with the compiled gateways', () => {
+  /** East's overlays for every consumer entry of its compiled GridNetwork, as the operator renders them. */
+  function renderEast() {
     const east = bySite['east'] as Manifest[];
     const network = ofKind(east, 'GridNetwork')[0] as Manifest;
     const spec = network.spec as GridNetworkSpec;
@@ -154,8 +162,9 @@ describe.runIf(available)('example grid from dist/', () => {
     const remoteRecords = Object.entries(bySite)
       .filter(([site]) => site !== 'east')
       .flatMap(([site, all]) => ofKind(all, 'InferenceProvider').map((m) => remoteRecord(site, m)));
-    const gateways: GatewayReference[] = (spec.consumerGateways ?? []).map((g) => ({ name: g.name, namespace: g.namespace, ...(g.siteName === undefined ? {} : { siteName: g.siteName }) }));
-    expect(gateways.map((g) => g.name)).toEqual(['consumer-gateway']);
+    // The operator's own mapping, so the consumer entries' dialects reach the render as they would on a cluster.
+    const gateways = gatewayReferences({ apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridNetwork', metadata: { name: network.metadata.name }, spec });
+    expect(gateways.map((g) => `${g.name}:${g.dialect ?? 'agn'}`)).toEqual(['consumer-gateway:agn', 'praxis-ai:praxis-main']);
 
     const result = renderNetwork(
       {
@@ -173,6 +182,11 @@ describe.runIf(available)('example grid from dist/', () => {
       NOW,
       new Map(),
     );
+    return { east, gateways, result };
+  }
+
+  it('renders east consumer gateway overlay to the committed golden file, consistent with the compiled gateways', () => {
+    const { east, gateways, result } = renderEast();
     expect(result.excluded).toEqual([]);
     const gateway = gateways[0] as GatewayReference;
     const overlay = rendered(result.gateways[0]!.result);
@@ -202,5 +216,49 @@ describe.runIf(available)('example grid from dist/', () => {
       'sim-model-v1@west/west-llm:1',
       'gpt-4o-mini@west/openai-west:0',
     ]);
+  });
+
+  // Praxis AI main (praxis-proxy/ai@aa2b3feb filters/src/routing/overlay.rs): OverlayDocument has no selection_policy
+  // (lines 208-222) and compute_semantic_digest hashes only candidates, local_site and network (lines 606-617), so an
+  // overlay carrying selection_policy fails with "envelope digest mismatch" (lines 428-431), at startup too.
+  it('gives the Praxis AI main consumer an overlay without selection_policy whose revision is the digest Praxis computes', async () => {
+    const { gateways, result } = renderEast();
+    const index = gateways.findIndex((g) => g.dialect === 'praxis-main');
+    const gateway = gateways[index] as GatewayReference;
+    const overlay = rendered(result.gateways[index]!.result);
+    expectGatewayAccepts(overlay, gateway);
+    const text = serializeOverlay(overlay.envelope);
+    const golden = join(GOLDEN, `example-grid.${gateway.name}.overlay.json`);
+    if (process.env['UPDATE_GOLDEN'] === '1') writeFileSync(golden, text);
+    expect(text).toBe(readFileSync(golden, 'utf8'));
+
+    const published = JSON.parse(text) as { overlay: Record<string, unknown>; revision: { value: string }; content_digest: { value: string } };
+    expect(Object.keys(published.overlay)).not.toContain('selection_policy');
+    expect(text).not.toContain('traffic_weight');
+    expect(overlay.payload.candidates.length).toBeGreaterThan(0);
+    // What Praxis computes, from the raw published JSON as its loader does: SHA-256 of the JCS bytes of exactly
+    // {candidates, local_site, network}.
+    const { candidates, local_site, network } = published.overlay;
+    const praxisDigest = createHash('sha256').update(canonicalize({ candidates, local_site, network }), 'utf8').digest('hex');
+    expect(published.content_digest.value).toBe(praxisDigest);
+    expect(published.revision.value).toBe(praxisDigest);
+    // ...and `agn overlay revision`, the reference, prints it for the published file.
+    const dir = mkdtempSync(join(tmpdir(), 'agn-praxis-main-'));
+    try {
+      const file = join(dir, 'routing-overlay.json');
+      writeFileSync(file, text);
+      const { stdout } = await run(process.execPath, [join(ROOT, 'daemons', 'cli', 'agn.ts'), 'overlay', 'revision', file]);
+      expect(stdout).toBe(`${praxisDigest}\n`);
+      const verify = await run(process.execPath, [join(ROOT, 'daemons', 'cli', 'agn.ts'), 'overlay', 'verify', '--consumer', 'praxis-main', file]);
+      expect(verify.stdout).toBe(`accept ${praxisDigest}\n`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    // The weightedRandom split of the example's policy is what Praxis main will not honour.
+    expect(overlay.unhonoured.map((u) => u.feature)).toEqual(['weighted_split_collapsed']);
+    // The same grid's own gateway keeps weightedRandom and its weights.
+    const ours = rendered(result.gateways[gateways.findIndex((g) => g.dialect === undefined)]!.result);
+    expect(ours.payload.selection_policy).toEqual({ mode: 'weightedRandom' });
+    expect(ours.unhonoured).toEqual([]);
   });
 });

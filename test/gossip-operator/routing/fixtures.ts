@@ -94,7 +94,7 @@ export function rendered(result: Result<RenderedOverlay, RenderError>): Rendered
 }
 
 /**
- * Every envelope a test renders must be one the gateway accepts under its own expected scope, with the revision the
+ * Every envelope a test renders must be one the gateway (of its dialect) accepts under its own expected scope, with the revision the
  * renderer reported, and its bare payload must equal envelope.overlay.
  */
 export function expectGatewayAccepts(overlay: RenderedOverlay, gateway: GatewayReference = GATEWAY): void {
@@ -102,6 +102,7 @@ export function expectGatewayAccepts(overlay: RenderedOverlay, gateway: GatewayR
   const verdict = validateOverlay(text, {
     maxBytes: GATEWAY_MAX_OVERLAY_BYTES,
     allowLegacy: false,
+    ...(gateway.dialect === undefined ? {} : { dialect: gateway.dialect }),
     expectedScope: {
       network: overlay.envelope.scope.network,
       gateway: gateway.name,
