@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { ensurePrivateDirSync, writePrivateFileSync } from '../shared/private-files.ts';
 import { openLocalStore, SECRET, type LocalStore } from '../shared/resource-store/index.ts';
 import type { KubeObject } from '../shared/resource-store/types.ts';
 import { AddressTable, buildAddressTable, LOOPBACK, type StandIn } from './address-table.ts';
@@ -393,9 +394,9 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
       for (const standIn of table.standIns.filter((s) => s.site === site.site)) {
         const secret = secrets.find((s) => s.name === standIn.secretRef.name && s.namespace === standIn.secretRef.namespace);
         const dir = join(siteDir, 'standins', standIn.provider);
-        mkdirSync(dir, { recursive: true, mode: 0o700 });
+        ensurePrivateDirSync(dir);
         const tokenFile = join(dir, 'token');
-        writeFileSync(tokenFile, secret?.data[standIn.secretRef.key] ?? '', { mode: 0o600 });
+        writePrivateFileSync(tokenFile, secret?.data[standIn.secretRef.key] ?? '');
         standInProcesses.push({
           name: `${site.site}/standin-${standIn.provider}/sim`,
           site: site.site,
