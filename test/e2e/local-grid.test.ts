@@ -5,7 +5,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatSnapshot, readOverlays, snapshot, type OverlayCandidate } from '../../daemons/local-grid/grid-status.ts';
 import { type LocalGrid, REPO_ROOT, startLocalGrid } from '../../daemons/local-grid/runner.ts';
@@ -386,6 +386,18 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
         if (needles.some((n) => text.includes(n))) leaks.push(file);
       }
       for (const body of errorBodies) if (needles.some((n) => body.includes(n))) leaks.push(`error body: ${body.slice(0, 80)}`);
+      // Every file holding key or token bytes is owner-only (0600), and so are the directories made for them (0700).
+      const swimKey = readFileSync(join(runDir, 'state', 'pki', 'swim.key'), 'utf8').trim();
+      const privateNeedles = [...needles, swimKey, Buffer.from(swimKey, 'hex').toString('base64'), 'PRIVATE KEY'];
+      const secretObjects = `${join('objects', 'core', 'Secret')}/`;
+      const privateFiles = files.filter((f) => f.includes(secretObjects) || privateNeedles.some((n) => readFileSync(f, 'utf8').includes(n)));
+      const wide = privateFiles.filter((f) => (statSync(f).mode & 0o077) !== 0).map((f) => `${f} ${(statSync(f).mode & 0o777).toString(8)}`);
+      const privateDirs = [join(runDir, 'state', 'pki'), ...privateFiles.filter((f) => f.includes(secretObjects)).flatMap((f) => [dirname(f), dirname(dirname(f))])];
+      const wideDirs = [...new Set(privateDirs)].filter((d) => (statSync(d).mode & 0o077) !== 0).map((d) => `${d} ${(statSync(d).mode & 0o777).toString(8)}`);
+      note('private_files', privateFiles.length);
+      expect(privateFiles.filter((f) => f.includes(secretObjects)).length).toBeGreaterThan(0);
+      expect(wide).toEqual([]);
+      expect(wideDirs).toEqual([]);
       note('files_scanned', files.length);
       note('logs_scanned', readdirSync(grid.logDir).length);
       note('error_bodies_scanned', errorBodies.length);
