@@ -1,8 +1,9 @@
 /**
  * `agn up`: the whole compiled grid (dist/) on this machine, one command. Generates the grid PKI and Secrets in a
  * state directory (default .state/ in the repo, reused by the next start), starts every site's processes on
- * loopback, prints a live table and a ready-to-paste curl, and stops everything on Ctrl-C. Under CI (CI=true) or
- * with --check it stops after the first routed chat completion and exits 0 (1 on failure).
+ * loopback, prints a live table and a ready-to-paste curl, restarts a daemon that exits on its own (with backoff, see
+ * local-grid/restart-policy.ts), and stops everything on Ctrl-C. Under CI (CI=true) or with --check it stops after
+ * the first routed chat completion and exits 0 (1 on failure).
  */
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
