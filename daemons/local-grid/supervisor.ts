@@ -115,7 +115,8 @@ export class Supervisor {
   /** The live instance of a long-running process, if one is up. */
   current(name: string): ManagedProcess | undefined {
     const current = this.#supervised.get(name)?.current;
-    return current?.exit === undefined ? current : undefined;
+    // pid -1: the spawn itself failed (no such command), so nothing runs.
+    return current !== undefined && current.exit === undefined && current.pid > 0 ? current : undefined;
   }
 
   status(name: string): ProcessStatus | undefined {
@@ -137,8 +138,8 @@ export class Supervisor {
    */
   async start(spec: ProcessSpec, readyTimeoutMs = 30_000): Promise<ManagedProcess> {
     const record = this.#supervised.get(spec.name) ?? { spec, readyTimeoutMs, state: 'starting' as ProcessState, restarts: 0, crashes: 0 };
-    const running = record.current;
-    if (running !== undefined && running.exit === undefined) throw new ProcessStartError(spec.name, spec.logFile, `already running (pid ${running.pid})`);
+    const running = this.current(spec.name);
+    if (running !== undefined) throw new ProcessStartError(spec.name, spec.logFile, `already running (pid ${running.pid})`);
     this.#supervised.set(spec.name, record);
     this.#cancelRestart(record);
     record.spec = spec;
