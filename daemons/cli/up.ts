@@ -1,14 +1,15 @@
 /**
  * `agn up`: the whole compiled grid (dist/) on this machine, one command. Generates the grid PKI and Secrets in a
  * state directory (default .state/ in the repo, reused by the next start), starts every site's processes on
- * loopback, prints a live table and a ready-to-paste curl, and stops everything on Ctrl-C. Under CI (CI=true) or
- * with --check it stops after the first routed chat completion and exits 0 (1 on failure).
+ * loopback, prints a live table and a ready-to-paste curl, restarts a daemon that exits on its own (with backoff, see
+ * local-grid/restart-policy.ts), and stops everything on Ctrl-C. Under CI (CI=true) or with --check it stops after
+ * the first routed chat completion and exits 0 (1 on failure).
  */
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { formatAddresses, formatSnapshot, readOverlays, snapshot } from '../local-grid/grid-status.ts';
 import { DEFAULT_GRID_HOME, type GridProfile, type LocalGrid, startLocalGrid } from '../local-grid/runner.ts';
-import { ProcessStartError } from '../local-grid/supervisor.ts';
+import { describeSupervisorEvent, ProcessStartError } from '../local-grid/supervisor.ts';
 import { chatCompletion, curlFor, waitFor } from '../local-grid/traffic.ts';
 import { CliError, usageError } from './cli-error.ts';
 import type { CommandResult } from './overlay-commands.ts';
@@ -89,7 +90,11 @@ export async function upCommand(args: readonly string[]): Promise<CommandResult>
   };
   let grid: LocalGrid;
   try {
-    grid = await startLocalGrid({ distDir: options.dist, stateDir: options.state, profile: options.profile, progress: (m) => say(started, m), onCreated: (g) => (created = g) });
+    grid = await startLocalGrid({ distDir: options.dist, stateDir: options.state, profile: options.profile, progress: (m) => say(started, m), onCreated: (g) => {
+      created = g;
+      // Exits, restarts and failed restarts from the first process on, each with its log.
+      g.supervisor.onEvent = (event) => say(started, describeSupervisorEvent(event));
+    } });
   } catch (error) {
     await stop('start failed');
     release();
@@ -97,9 +102,6 @@ export async function upCommand(args: readonly string[]): Promise<CommandResult>
     if (error instanceof ProcessStartError) throw new CliError(`${error.message}\n(all processes stopped; logs in ${join(options.state, 'logs')})`, 1);
     throw new CliError(`cannot start the grid: ${(error as Error).message}`, 1);
   }
-  grid.onProcessDied = (p, managed) => {
-    say(started, `process ${p.name} exited (${managed.exit?.signal ?? `status ${managed.exit?.code}`}); log: ${managed.logFile}`);
-  };
   try {
     say(started, `all ${grid.processes.length} processes up; logs in ${grid.logDir}`);
     process.stdout.write(formatAddresses(grid));

@@ -6,7 +6,9 @@
  */
 import { CONFIG_MAP } from '../shared/resource-store/index.ts';
 import type { KubeObject, ResourceKind } from '../shared/resource-store/types.ts';
+import { describeRestartPolicy, seconds } from './restart-policy.ts';
 import type { LocalGrid } from './runner.ts';
+import type { ExitStatus, ProcessState } from './supervisor.ts';
 
 const GRID_API = 'grid.praxis.fast/v1alpha1';
 export const GRID_SITE: ResourceKind = { apiVersion: GRID_API, kind: 'GridSite', plural: 'gridsites', namespaced: false };
@@ -59,11 +61,37 @@ export interface ConsumerView {
   readonly running: boolean;
 }
 
+export interface ProcessView {
+  readonly name: string;
+  readonly state: ProcessState;
+  readonly restarts: number;
+  readonly lastExit?: ExitStatus & { readonly agoMs: number };
+  /** Until the pending restart (state backoff). */
+  readonly nextRestartInMs?: number;
+}
+
 export interface GridSnapshot {
   readonly sites: readonly SiteView[];
   readonly providers: readonly ProviderView[];
   readonly consumers: readonly ConsumerView[];
   readonly overlays: readonly OverlayView[];
+  readonly processes: readonly ProcessView[];
+  /** The restart policy in words, for the table's heading. */
+  readonly restartPolicy?: string;
+}
+
+/** Each long-running process's state and restarts, as the supervisor sees them now. */
+export function processViews(grid: LocalGrid, now = Date.now()): ProcessView[] {
+  return grid.processes.map((p) => {
+    const status = grid.status(p.name);
+    return {
+      name: p.name,
+      state: status?.state ?? 'stopped',
+      restarts: status?.restarts ?? 0,
+      ...(status?.lastExit !== undefined ? { lastExit: { code: status.lastExit.code, signal: status.lastExit.signal, agoMs: now - status.lastExit.at } } : {}),
+      ...(status?.nextRestartAt !== undefined ? { nextRestartInMs: Math.max(0, status.nextRestartAt - now) } : {}),
+    };
+  });
 }
 
 async function getJson(url: string): Promise<Record<string, unknown> | undefined> {
@@ -175,7 +203,8 @@ export async function snapshot(grid: LocalGrid): Promise<GridSnapshot> {
       running: grid.running(consumer.name) !== undefined,
     });
   }
-  return { sites, providers, consumers, overlays };
+  const policy = grid.supervisor.restartPolicy;
+  return { sites, providers, consumers, overlays, processes: processViews(grid), ...(policy !== undefined ? { restartPolicy: describeRestartPolicy(policy) } : {}) };
 }
 
 function table(headers: readonly string[], rows: readonly (readonly string[])[]): string[] {
@@ -226,5 +255,26 @@ export function formatSnapshot(view: GridSnapshot): string {
     c.running ? (c.ready ? 'yes' : 'no') : 'stopped',
     c.acceptedRevision === null ? '-' : c.acceptedRevision.slice(0, 12),
   ])));
+  lines.push(...formatProcesses(view));
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * The processes section: one line while every process runs and none has restarted; otherwise a row for each process
+ * that restarted or is not running (kubectl's RESTARTS column, with the pending restart of one in backoff).
+ */
+function formatProcesses(view: GridSnapshot): string[] {
+  const heading = `Processes${view.restartPolicy !== undefined ? ` (${view.restartPolicy})` : ''}`;
+  const running = view.processes.filter((p) => p.state === 'running').length;
+  const restarts = view.processes.reduce((sum, p) => sum + p.restarts, 0);
+  const summary = `  ${running} of ${view.processes.length} running, ${restarts} ${restarts === 1 ? 'restart' : 'restarts'}`;
+  const notable = view.processes.filter((p) => p.restarts > 0 || p.state !== 'running');
+  if (notable.length === 0) return [heading, summary];
+  return [heading, summary, ...table(['PROCESS', 'STATE', 'RESTARTS', 'LAST EXIT', 'NEXT RESTART'], notable.map((p) => [
+    p.name,
+    p.state,
+    String(p.restarts),
+    p.lastExit === undefined ? '-' : `${p.lastExit.signal ?? `status ${p.lastExit.code}`}, ${seconds(p.lastExit.agoMs)} ago`,
+    p.nextRestartInMs === undefined ? '-' : `in ${seconds(p.nextRestartInMs)}`,
+  ]))];
 }

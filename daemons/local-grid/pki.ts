@@ -4,7 +4,7 @@
  * Written once into the state directory and reused by later starts, so pinned fingerprints stay valid.
  */
 import { webcrypto, X509Certificate } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   type CertificateAuthority,
@@ -13,6 +13,7 @@ import {
   createServerCertificate,
   pemFingerprint,
 } from '../shared/tls.ts';
+import { ensurePrivateDirSync, tightenPrivateFileSync, writePrivateFileSync } from '../shared/private-files.ts';
 import * as x509 from '@peculiar/x509';
 
 export interface PemPair {
@@ -45,19 +46,20 @@ export interface GridPki {
 }
 
 export async function ensureGridPki(dir: string, sites: readonly string[], options: GridPkiOptions = {}): Promise<GridPki> {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  ensurePrivateDirSync(dir);
   const caFile = join(dir, 'ca.crt');
   const caKeyFile = join(dir, 'ca.key');
   let ca: CertificateAuthority | undefined;
   if (!existsSync(caFile) || !existsSync(caKeyFile)) {
     ca = await createCertificateAuthority({ commonName: 'agn-local-grid-ca', organization: 'agn-local-grid' });
-    writeFileSync(caKeyFile, ca.keyPem, { mode: 0o600 });
+    writePrivateFileSync(caKeyFile, ca.keyPem);
     writeFileSync(caFile, ca.certPem);
   }
+  tightenPrivateFileSync(caKeyFile);
   const result: SitePki[] = [];
   for (const site of sites) {
     const siteDir = join(dir, site);
-    mkdirSync(siteDir, { recursive: true, mode: 0o700 });
+    ensurePrivateDirSync(siteDir);
     const sans = [...new Set([`${site}.grid.internal`, 'localhost', '127.0.0.1', ...(options.providerSans?.[site] ?? [])])];
     const providerGateway = await ensureLeaf(siteDir, 'provider-gateway', { sans }, async () => {
       ca ??= await loadCa(caFile, caKeyFile);
@@ -103,9 +105,10 @@ async function ensureLeaf(dir: string, name: string, wants: LeafWants, create: (
   const keyFile = join(dir, `${name}.key`);
   if (!existsSync(certFile) || !existsSync(keyFile) || !leafMatches(certFile, wants)) {
     const leaf = await create();
-    writeFileSync(keyFile, leaf.keyPem, { mode: 0o600 });
+    writePrivateFileSync(keyFile, leaf.keyPem);
     writeFileSync(certFile, leaf.certPem);
   }
+  tightenPrivateFileSync(keyFile);
   return { certFile, keyFile, fingerprint: pemFingerprint(readFileSync(certFile, 'utf8')) };
 }
 

@@ -21,6 +21,7 @@ import {
   daemonScriptPath,
   type KeyToPath,
 } from './compiled-grid.ts';
+import { writePrivateFileSync } from '../shared/private-files.ts';
 import { isGatewayConfig, isProviderGatewayConfig, type Mount, rewriteArgs, rewriteGatewayConfig, rewriteValue, sortMounts, type RewriteContext } from './rewrite.ts';
 import type { SiteSecret } from './secrets.ts';
 
@@ -70,7 +71,8 @@ export interface PodEnvironment {
 
 function writeFile(path: string, content: string | Buffer, secret: boolean): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  writeFileSync(path, content, { mode: secret ? 0o600 : 0o644 });
+  if (secret) writePrivateFileSync(path, content);
+  else writeFileSync(path, content, { mode: 0o644 });
 }
 
 function itemsOf(items: readonly KeyToPath[] | undefined, keys: readonly string[]): KeyToPath[] {

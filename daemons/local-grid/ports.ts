@@ -1,7 +1,10 @@
 /**
  * Free loopback ports for the local grid. The OS picks each (bind to port 0) and we release it straight away; the
  * window before the daemon binds it again is small, and a daemon that loses the race fails its start with a clear
- * EADDRINUSE that the supervisor reports.
+ * EADDRINUSE that the supervisor reports. Each port is chosen once per start of the grid and written into the
+ * process's arguments and config, so a process the supervisor restarts binds the same numbers again (Node listens
+ * with SO_REUSEADDR, so connections left in TIME_WAIT do not block it); if something else took the number meanwhile,
+ * the restart fails with EADDRINUSE and is retried with backoff.
  */
 import { createSocket } from 'node:dgram';
 import { createServer } from 'node:net';

@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { ensurePrivateDirSync, writePrivateFileSync } from '../shared/private-files.ts';
 import { openLocalStore, SECRET, type LocalStore } from '../shared/resource-store/index.ts';
 import type { KubeObject } from '../shared/resource-store/types.ts';
 import { AddressTable, buildAddressTable, LOOPBACK, type StandIn } from './address-table.ts';
@@ -17,7 +18,8 @@ import { type ContainerProcess, materializePod, type PodRuntime, startTier } fro
 import { PortPool } from './ports.ts';
 import { isGatewayConfig, isProviderGatewayConfig, rewriteDeep, trustedOrganizations } from './rewrite.ts';
 import { ensureSwimKey, secretDataOf, secretObject, siteSecrets, type SiteSecret } from './secrets.ts';
-import { type ManagedProcess, ProcessStartError, type ProcessSpec, Supervisor } from './supervisor.ts';
+import { DEFAULT_RESTART_POLICY, type RestartPolicy } from './restart-policy.ts';
+import { type ManagedProcess, ProcessStartError, type ProcessSpec, type ProcessStatus, Supervisor } from './supervisor.ts';
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 /**
@@ -43,6 +45,8 @@ export interface LocalGridOptions {
   readonly readyTimeoutMs?: number;
   /** Called with the grid before its first process starts, so a caller can stop it even mid-start (Ctrl-C). */
   readonly onCreated?: (grid: LocalGrid) => void;
+  /** When a process that exited on its own is started again (default DEFAULT_RESTART_POLICY). */
+  readonly restartPolicy?: RestartPolicy;
 }
 
 export interface GridProcess extends ContainerProcess {
@@ -66,16 +70,13 @@ export class LocalGrid {
   readonly pods: readonly PodRuntime[];
   readonly standIns: readonly StandIn[];
   readonly pki: GridPki;
-  readonly supervisor = new Supervisor();
+  /** Restarts what exits on its own; its onEvent reports exits and restarts (set it in onCreated to see them all). */
+  readonly supervisor: Supervisor;
   /** Every long-running process of the grid (init containers excluded). */
   readonly processes: readonly GridProcess[];
   readonly #secrets: readonly SiteSecret[];
   readonly #specs = new Map<string, ProcessSpec>();
-  readonly #running = new Map<string, ManagedProcess>();
-  readonly #intentional = new Set<number>();
   readonly #progress: (message: string) => void;
-  /** Called when a process dies that nobody stopped. */
-  onProcessDied: ((process: GridProcess, managed: ManagedProcess) => void) | undefined;
 
   constructor(parts: {
     stateDir: string;
@@ -87,7 +88,9 @@ export class LocalGrid {
     secrets: SiteSecret[];
     standInProcesses: GridProcess[];
     progress: (message: string) => void;
+    restartPolicy: RestartPolicy;
   }) {
+    this.supervisor = new Supervisor({ restartPolicy: parts.restartPolicy });
     this.stateDir = parts.stateDir;
     this.logDir = join(parts.stateDir, 'logs');
     this.profile = parts.profile;
@@ -99,11 +102,6 @@ export class LocalGrid {
     this.#secrets = parts.secrets;
     this.#progress = parts.progress;
     this.processes = [...parts.standInProcesses, ...parts.pods.flatMap((p) => p.processes.filter((c) => !c.init))];
-    this.supervisor.onUnexpectedExit = (managed) => {
-      if (this.#intentional.has(managed.pid)) return;
-      const process = this.processes.find((p) => p.name === managed.name);
-      if (process !== undefined) this.onProcessDied?.(process, managed);
-    };
   }
 
   site(name: string): SiteRuntime {
@@ -129,8 +127,12 @@ export class LocalGrid {
   }
 
   running(name: string): ManagedProcess | undefined {
-    const managed = this.#running.get(name);
-    return managed?.exit === undefined ? managed : undefined;
+    return this.supervisor.current(name);
+  }
+
+  /** State, restart count, last exit and pending restart of one process. */
+  status(name: string): ProcessStatus | undefined {
+    return this.supervisor.status(name);
   }
 
   /** Every credential token of the grid: what must never show up in a log, status, overlay or error body. */
@@ -144,25 +146,21 @@ export class LocalGrid {
     return spec;
   }
 
-  async startProcess(name: string, readyTimeoutMs = 30_000): Promise<ManagedProcess> {
-    const managed = await this.supervisor.start(this.specOf(name), readyTimeoutMs);
-    this.#running.set(name, managed);
-    return managed;
+  startProcess(name: string, readyTimeoutMs = 30_000): Promise<ManagedProcess> {
+    return this.supervisor.start(this.specOf(name), readyTimeoutMs);
   }
 
-  async stopProcess(name: string): Promise<void> {
-    const managed = this.#running.get(name);
-    if (managed === undefined) return;
-    this.#intentional.add(managed.pid);
-    await this.supervisor.stopProcess(managed);
+  /** Stops a process on purpose (SIGTERM): it stays down, not restarted, until startProcess. */
+  stopProcess(name: string): Promise<void> {
+    return this.supervisor.stop(name);
   }
 
-  /** Kills a process with SIGKILL: no graceful leave, no drain, as when a machine or cluster is lost. */
-  async killProcess(name: string): Promise<void> {
-    const managed = this.#running.get(name);
-    if (managed === undefined) return;
-    this.#intentional.add(managed.pid);
-    await this.supervisor.kill(managed);
+  /**
+   * Kills a process with SIGKILL on purpose: no graceful leave, no drain, as when a machine or cluster is lost. It
+   * stays down (the loss is the point); a crash nobody caused is what the restart policy answers.
+   */
+  killProcess(name: string): Promise<void> {
+    return this.supervisor.stop(name, { kill: true });
   }
 
   /** Sets a sim's state through its admin endpoint (queue depth, health, faults); the token stays in this process. */
@@ -393,9 +391,9 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
       for (const standIn of table.standIns.filter((s) => s.site === site.site)) {
         const secret = secrets.find((s) => s.name === standIn.secretRef.name && s.namespace === standIn.secretRef.namespace);
         const dir = join(siteDir, 'standins', standIn.provider);
-        mkdirSync(dir, { recursive: true, mode: 0o700 });
+        ensurePrivateDirSync(dir);
         const tokenFile = join(dir, 'token');
-        writeFileSync(tokenFile, secret?.data[standIn.secretRef.key] ?? '', { mode: 0o600 });
+        writePrivateFileSync(tokenFile, secret?.data[standIn.secretRef.key] ?? '');
         standInProcesses.push({
           name: `${site.site}/standin-${standIn.provider}/sim`,
           site: site.site,
@@ -419,7 +417,8 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
     throw error;
   }
   for (const pod of pods) for (const problem of pod.problems) progress(`note: ${pod.site}/${pod.pod.id}: ${problem}`);
-  const grid = new LocalGrid({ stateDir, profile, sites, table, pods, pki, secrets: allSecrets, standInProcesses, progress });
+  const restartPolicy = options.restartPolicy ?? DEFAULT_RESTART_POLICY;
+  const grid = new LocalGrid({ stateDir, profile, sites, table, pods, pki, secrets: allSecrets, standInProcesses, progress, restartPolicy });
   for (const pod of pods) for (const process of pod.processes) grid.register(process, process.init);
   for (const process of standInProcesses) grid.register(process, false);
   options.onCreated?.(grid);

@@ -5,9 +5,10 @@
  * Values never leave this module except into the site's store and the pod files that mount them.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { tightenPrivateFileSync, writePrivateFileSync } from '../shared/private-files.ts';
 import type { KubeObject } from '../shared/resource-store/types.ts';
 import { type CompiledSite, configMapData, type PodPlan } from './compiled-grid.ts';
 import type { GridPki, SitePki } from './pki.ts';
@@ -34,10 +35,13 @@ export function ensureSwimKey(pkiDir: string): Buffer {
   const file = join(pkiDir, 'swim.key');
   if (existsSync(file)) {
     const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
-    if (key.length === 32) return key;
+    if (key.length === 32) {
+      tightenPrivateFileSync(file);
+      return key;
+    }
   }
   const key = randomBytes(32);
-  writeFileSync(file, `${key.toString('hex')}\n`, { mode: 0o600 });
+  writePrivateFileSync(file, `${key.toString('hex')}\n`);
   return key;
 }
 

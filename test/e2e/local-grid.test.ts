@@ -5,10 +5,11 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readOverlays, type OverlayCandidate } from '../../daemons/local-grid/grid-status.ts';
+import { formatSnapshot, readOverlays, snapshot, type OverlayCandidate } from '../../daemons/local-grid/grid-status.ts';
 import { type LocalGrid, REPO_ROOT, startLocalGrid } from '../../daemons/local-grid/runner.ts';
+import type { SupervisorEvent } from '../../daemons/local-grid/supervisor.ts';
 import { attribution, chatCompletion, waitFor } from '../../daemons/local-grid/traffic.ts';
 import { EvidenceLog } from './evidence.ts';
 
@@ -231,6 +232,75 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
     });
   }, 60_000);
 
+  it('restarts every kind of daemon killed from outside (SIGKILL) and recovers without a person', async () => {
+    await evidence.step('crashed daemons restarted with backoff, grid recovers', async (note) => {
+      const victims = [
+        'east/gossip-operator/gossip-operator',
+        'east/consumer-gateway-1/overlay-sync',
+        consumer(0).name,
+        'east/provider-gateway-0/gateway',
+        'east/sim-east-llm-a/sim',
+      ];
+      expect(victims.map((v) => grid.process(v).role)).toEqual(['operator', 'overlay-sync', 'consumer-gateway', 'provider-gateway', 'sim']);
+      const events: SupervisorEvent[] = [];
+      grid.supervisor.onEvent = (e) => events.push(e);
+      const before = new Map(victims.map((v) => [v, grid.running(v)!.pid]));
+      const restartsBefore = new Map(victims.map((v) => [v, grid.status(v)!.restarts]));
+      const t0 = Date.now();
+      // As `kill -9` from a shell would: the runner is not told.
+      for (const pid of before.values()) process.kill(-pid, 'SIGKILL');
+      await waitFor('every killed process restarted and ready', async () => (victims.every((v) => grid.status(v)?.state === 'running' && grid.running(v)!.pid !== before.get(v)) ? true : undefined), 60_000, 100);
+      note('all_restarted_ms', Date.now() - t0);
+      for (const v of victims) {
+        expect(grid.status(v)!.restarts, v).toBe(restartsBefore.get(v)! + 1);
+        expect(grid.status(v)!.lastExit?.signal, v).toBe('SIGKILL');
+        expect(events.find((e) => e.type === 'exited' && e.name === v), v).toMatchObject({ exit: { signal: 'SIGKILL' }, restart: { delayMs: 1000 } });
+        expect(events.some((e) => e.type === 'restarted' && e.name === v), v).toBe(true);
+        expect(readFileSync(grid.specOf(v).logFile, 'utf8'), v).toMatch(/supervisor: .* restarted and ready/);
+      }
+      // The live table names each restart.
+      const table = formatSnapshot(await snapshot(grid));
+      note('status_table_processes', table.slice(table.indexOf('Processes')));
+      for (const v of victims) expect(table).toMatch(new RegExp(`${v.replace(/[/.-]/g, (c) => `\\${c}`)} +running +${restartsBefore.get(v)! + 1} +SIGKILL`));
+      // The restarted provider gateway serves mTLS on its old port with the certificate kept in its pod directory.
+      const provider = grid.process('east/provider-gateway-0/gateway');
+      const ca = readFileSync(grid.pki.caFile, 'utf8');
+      const east = grid.pki.sites.find((s) => s.site === 'east')!;
+      const direct = await tlsGet(Number(provider.listenAddress!.split(':')[1]), { ca, cert: readFileSync(east.consumerClient.certFile, 'utf8'), key: readFileSync(east.consumerClient.keyFile, 'utf8') });
+      expect('status' in direct && direct.status).toBe(403);
+      // The restarted operator rejoins the mesh: each site's member sees both alive again.
+      const gossipMembers = async (site: string) => ((await json(`http://${grid.byRole('operator', site)[0]!.adminAddress}/status`).catch(() => ({}) as Record<string, unknown>))['gossip'] as { members?: Record<string, number> } | null | undefined)?.members;
+      const rejoined = await waitFor('east and west to see each other alive again', async () => {
+        const [e, w] = [await gossipMembers('east'), await gossipMembers('west')];
+        return e?.['alive'] === 2 && w?.['alive'] === 2 ? { east: e, west: w } : undefined;
+      }, 30_000, 200);
+      note('gossip_rejoined_ms', Date.now() - t0);
+      note('gossip_members', rejoined);
+      // The whole loop runs through restarted processes: the restarted sim reports a queue, the restarted operator
+      // scrapes it and re-ranks, the restarted overlay-sync writes the overlay, and both consumers (one restarted)
+      // accept it and route.
+      await grid.setSimState('east-llm-a', { queue_depth: 0.6 });
+      const reranked = await waitFor('east-llm-b ranked above the restarted east-llm-a, written and accepted everywhere', async () => {
+        const overlay = await eastOverlay();
+        const rows = model(overlay.candidates).filter((c) => c.site === 'east');
+        if (rows[0]?.cluster !== 'east-llm-b' || !(await acceptedEverywhere(overlay.revision))) return undefined;
+        const sync = grid.process('east/consumer-gateway-1/overlay-sync');
+        const written = ((await json(`http://${sync.adminAddress}/status`))['written'] as { revision: string | null }).revision;
+        return written === overlay.revision ? overlay : undefined;
+      }, 30_000, 200);
+      note('reranked_after_restart_ms', Date.now() - t0);
+      note('west_fresh', reranked.candidates.filter((c) => c.site === 'west').every((c) => c.fresh));
+      const results = await Promise.all([0, 1].map((i) => chatCompletion(consumer(i).listenAddress!, MODEL)));
+      note('served_by', results.map((r) => r.provider));
+      expect(results.map((r) => r.status)).toEqual([200, 200]);
+      await grid.setSimState('east-llm-a', { queue_depth: 0 });
+      // The restarted sim serves again, through the restarted provider gateway.
+      await waitFor('east-llm-a to serve again', async () => ((await send(consumer(0).listenAddress!, 8)).has('east-llm-a') ? true : undefined), 60_000, 500);
+      note('east_llm_a_serving_again_ms', Date.now() - t0);
+      grid.supervisor.onEvent = undefined;
+    });
+  }, 180_000);
+
   it('keeps the network boundaries: no credential at the consumer, no entry to the provider gateway without a trusted client certificate', async () => {
     await evidence.step('network boundaries', async (note) => {
       const tokens = grid.tokens().map((t) => t.toString());
@@ -316,6 +386,18 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
         if (needles.some((n) => text.includes(n))) leaks.push(file);
       }
       for (const body of errorBodies) if (needles.some((n) => body.includes(n))) leaks.push(`error body: ${body.slice(0, 80)}`);
+      // Every file holding key or token bytes is owner-only (0600), and so are the directories made for them (0700).
+      const swimKey = readFileSync(join(runDir, 'state', 'pki', 'swim.key'), 'utf8').trim();
+      const privateNeedles = [...needles, swimKey, Buffer.from(swimKey, 'hex').toString('base64'), 'PRIVATE KEY'];
+      const secretObjects = `${join('objects', 'core', 'Secret')}/`;
+      const privateFiles = files.filter((f) => f.includes(secretObjects) || privateNeedles.some((n) => readFileSync(f, 'utf8').includes(n)));
+      const wide = privateFiles.filter((f) => (statSync(f).mode & 0o077) !== 0).map((f) => `${f} ${(statSync(f).mode & 0o777).toString(8)}`);
+      const privateDirs = [join(runDir, 'state', 'pki'), ...privateFiles.filter((f) => f.includes(secretObjects)).flatMap((f) => [dirname(f), dirname(dirname(f))])];
+      const wideDirs = [...new Set(privateDirs)].filter((d) => (statSync(d).mode & 0o077) !== 0).map((d) => `${d} ${(statSync(d).mode & 0o777).toString(8)}`);
+      note('private_files', privateFiles.length);
+      expect(privateFiles.filter((f) => f.includes(secretObjects)).length).toBeGreaterThan(0);
+      expect(wide).toEqual([]);
+      expect(wideDirs).toEqual([]);
       note('files_scanned', files.length);
       note('logs_scanned', readdirSync(grid.logDir).length);
       note('error_bodies_scanned', errorBodies.length);

@@ -1,10 +1,10 @@
 // The local resource store on real temp directories: what the embedded grid's daemons rely on when two
 // processes (here: two store instances) share one state directory.
 
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CONFIG_MAP, openLocalStore, ResourceStoreError, type LocalStore } from '../../daemons/shared/resource-store/index.ts';
+import { CONFIG_MAP, openLocalStore, ResourceStoreError, SECRET, type LocalStore } from '../../daemons/shared/resource-store/index.ts';
 import type { KubeObject, ResourceKind, WatchEvent } from '../../daemons/shared/resource-store/types.ts';
 import { makeTempDir, poll } from '../overlay-sync/helpers.ts';
 import { resourceStoreContract } from './contract.ts';
@@ -132,5 +132,30 @@ describe('local resource store', () => {
     } finally {
       await watch.close();
     }
+  });
+
+  it('writes Secret objects owner-only (file 0600, directories 0700) and tightens ones an earlier version left wider', async () => {
+    const store = await open();
+    const secret: KubeObject = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'provider-token', namespace: 'grid-system' }, type: 'Opaque', data: { token: Buffer.from('s3cret-token-bytes').toString('base64') } };
+    await store.apply(SECRET, secret, OP);
+    await store.apply(CONFIG_MAP, cm('plain', { v: '1' }), OP);
+    const objects = join(dir.path, 'state', 'objects', 'core');
+    const mode = async (path: string) => (await stat(path)).mode & 0o777;
+    expect(await mode(join(objects, 'Secret', 'grid-system', 'provider-token.json'))).toBe(0o600);
+    expect(await mode(join(objects, 'Secret', 'grid-system'))).toBe(0o700);
+    expect(await mode(join(objects, 'Secret'))).toBe(0o700);
+    // Other kinds keep the ordinary modes: nothing private in a ConfigMap.
+    expect(await mode(join(objects, 'ConfigMap', 'grid-system', 'plain.json'))).toBe(0o644);
+    // An update replaces the file; the replacement is 0600 too.
+    await store.apply(SECRET, { ...secret, data: { token: Buffer.from('rotated-token-bytes').toString('base64') } }, OP);
+    expect(await mode(join(objects, 'Secret', 'grid-system', 'provider-token.json'))).toBe(0o600);
+    // A state directory from an earlier version (world-readable Secret files) is tightened when a store opens it.
+    await chmod(join(objects, 'Secret', 'grid-system', 'provider-token.json'), 0o644);
+    await chmod(join(objects, 'Secret', 'grid-system'), 0o755);
+    await chmod(join(objects, 'Secret'), 0o755);
+    await open();
+    expect(await mode(join(objects, 'Secret', 'grid-system', 'provider-token.json'))).toBe(0o600);
+    expect(await mode(join(objects, 'Secret', 'grid-system'))).toBe(0o700);
+    expect(await mode(join(objects, 'Secret'))).toBe(0o700);
   });
 });

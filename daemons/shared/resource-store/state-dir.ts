@@ -10,8 +10,9 @@
 // Watchers follow the flat journal directory rather than the object tree: Node's recursive fs.watch on Linux
 // misses an unlink after a rename-over in a subdirectory, while a plain directory watch sees every rename.
 
-import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../private-files.ts';
 import { writeFileAtomic } from './atomic-write.ts';
 import { ResourceStoreError } from './errors.ts';
 import type { KubeObject } from './types.ts';
@@ -19,6 +20,9 @@ import type { KubeObject } from './types.ts';
 const CLUSTER_SCOPE_DIR = '_cluster';
 // A lock older than this belongs to a writer that died holding it (a write takes milliseconds).
 const STALE_LOCK_MS = 10_000;
+// Kinds whose objects carry key or token bytes: their files are 0600 and their directories 0700, like a kubelet's
+// Secret volume, so another local user cannot read a credential out of the state directory.
+const PRIVATE_KINDS = new Set(['core/Secret']);
 
 export function groupOf(apiVersion: string): string {
   const slash = apiVersion.indexOf('/');
@@ -40,6 +44,26 @@ export class StateDir {
   async init(): Promise<void> {
     await mkdir(this.#objects, { recursive: true });
     await mkdir(this.#journal, { recursive: true });
+    await this.#tightenPrivateKinds();
+  }
+
+  /** Objects of a private kind written by an earlier version (0644 files, 0755 directories) are tightened on open. */
+  async #tightenPrivateKinds(): Promise<void> {
+    for (const id of PRIVATE_KINDS) {
+      const [group, kind] = id.split('/') as [string, string];
+      const kindDir = join(this.#objects, group, kind);
+      try {
+        await chmod(kindDir, PRIVATE_DIR_MODE);
+        for (const scope of await listDir(kindDir)) {
+          await chmod(join(kindDir, scope), PRIVATE_DIR_MODE);
+          for (const file of await listDir(join(kindDir, scope))) await chmod(join(kindDir, scope, file), PRIVATE_FILE_MODE);
+        }
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        // ENOENT: no such object yet (or removed meanwhile). EPERM: another user's files; their owner tightens them.
+        if (code !== 'ENOENT' && code !== 'EPERM') throw error;
+      }
+    }
   }
 
   get journalDir(): string {
@@ -131,6 +155,14 @@ export class StateDir {
       const object = write ?? current;
       if (write === null) {
         await rm(path, { force: true });
+      } else if (PRIVATE_KINDS.has(`${groupOf(write.apiVersion)}/${write.kind}`)) {
+        const kindDir = this.kindDir(write.apiVersion, write.kind);
+        await mkdir(join(kindDir, '..'), { recursive: true });
+        await mkdir(join(path, '..'), { recursive: true, mode: PRIVATE_DIR_MODE });
+        // Directories an earlier version created 0755 are tightened too (mkdir's mode applies only when it creates).
+        await chmod(kindDir, PRIVATE_DIR_MODE);
+        await chmod(join(path, '..'), PRIVATE_DIR_MODE);
+        await writeFileAtomic(path, `${JSON.stringify(write, null, 2)}\n`, PRIVATE_FILE_MODE);
       } else {
         await mkdir(join(path, '..'), { recursive: true });
         await writeFileAtomic(path, `${JSON.stringify(write, null, 2)}\n`);

@@ -1,0 +1,64 @@
+// `agn up` as a user runs it (the real command, in its own process, on the compiled grid): a daemon killed from a
+// shell with `kill -9` is restarted with the policy's first delay and said so on the output; stopping `agn up`
+// (SIGTERM, as Ctrl-C does with SIGINT) stops everything and restarts nothing.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../../daemons/local-grid/runner.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'agn-up-restart-'));
+let up: ChildProcess | undefined;
+afterAll(() => {
+  if (up?.exitCode === null) up.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('agn up restarts a crashed daemon', () => {
+  it('restarts a daemon killed with SIGKILL, and restarts nothing once it is stopping', async () => {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env['CI']; // the interactive mode, not --check
+    up = spawn(process.execPath, [join(REPO_ROOT, 'daemons', 'cli', 'agn.ts'), 'up', '--state', join(dir, 'state'), '--profile', 'fast'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    up.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    up.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => up!.once('exit', (code) => resolve(code)));
+    const until = async (what: string, test: () => boolean, timeoutMs: number) => {
+      const deadline = Date.now() + timeoutMs;
+      while (!test()) {
+        if (Date.now() > deadline || up?.exitCode !== null) throw new Error(`agn up: no ${what} within ${timeoutMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    await until('"Ctrl-C stops the grid."', () => stdout.includes('Ctrl-C stops the grid.'), 90_000);
+    // The PID column of the address table.
+    const pidOf = (name: string) => Number(new RegExp(`^  ${name.replace(/[/.-]/g, (c) => `\\${c}`)} +\\S+ +\\S+ +(\\d+) `, 'm').exec(stdout)?.[1]);
+    const victim = 'east/sim-east-llm-b/sim';
+    const pids = ['east/gossip-operator/gossip-operator', 'west/gossip-operator/gossip-operator', victim].map(pidOf);
+    expect(pids.every((p) => Number.isInteger(p) && p > 0)).toBe(true);
+    process.kill(-pids[2]!, 'SIGKILL');
+    await until('restart line', () => /east\/sim-east-llm-b\/sim restarted and ready \(restart 1, pid \d+\)/.test(stdout), 30_000);
+    expect(stdout).toMatch(/east\/sim-east-llm-b\/sim exited \(signal SIGKILL\) after [\d.]+ s running; restart 1 in 1 s \(log: .*east\.sim-east-llm-b\.sim\.log\)/);
+    const restartedPid = Number(/east\/sim-east-llm-b\/sim restarted and ready \(restart 1, pid (\d+)\)/.exec(stdout)?.[1]);
+    expect(alive(restartedPid)).toBe(true);
+    up.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const stopping = stdout.indexOf('SIGTERM: stopping every process');
+    expect(stopping).toBeGreaterThan(0);
+    expect(stdout.slice(stopping)).toMatch(/\] stopped\n/);
+    // Every daemon exited during the stop; none of those exits was taken for a crash.
+    expect(stdout.slice(stopping)).not.toMatch(/exited \(|restart/);
+    expect([...pids, restartedPid].filter(alive)).toEqual([]);
+  }, 150_000);
+});
