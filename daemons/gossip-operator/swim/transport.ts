@@ -8,7 +8,7 @@ export type PacketHandler = (frame: Buffer, from: string, receivedAtMs: number) 
 /** Answers one push-pull request; undefined closes the stream without an answer. */
 export type StreamHandler = (frame: Buffer, from: string) => Promise<Buffer | undefined>;
 /** Told when the transport itself cuts off an inbound stream (too large, handler failure). Must not throw. */
-export type StreamDropHandler = (reason: 'oversized' | 'push_pull_failed', detail: string) => void;
+export type StreamDropHandler = (reason: 'oversized' | 'push_pull_failed' | 'stream_limit' | 'stream_deadline', detail: string) => void;
 
 export interface TransportStats {
   packetsSent: number;
