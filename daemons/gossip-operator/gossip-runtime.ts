@@ -16,7 +16,7 @@ import { applySwimSpec } from './swim/config.ts';
 import type { StateDelegate } from './swim/delegate.ts';
 import { KeyRing } from './swim/keyring.ts';
 import { Membership, type MemberView } from './swim/membership.ts';
-import { UdpTransport } from './swim/udp-transport.ts';
+import { transportBounds, UdpTransport } from './swim/udp-transport.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { verifySiteBundle, type SigningIdentity } from './site-identity.ts';
 
@@ -129,8 +129,7 @@ export class GossipRuntime {
       bindHost: o.bindHost,
       bindPort: o.bindPort,
       ...(o.advertiseAddress !== undefined ? { advertiseAddress: o.advertiseAddress } : {}),
-      maxMessageBytes: config.maxMessageBytes,
-      streamTimeoutMs: config.pushPullTimeoutMs,
+      ...transportBounds(config),
     });
     const membership = Membership.start({
       config,

@@ -270,7 +270,10 @@ export class Membership extends EventEmitter<Events> {
     const self = this.#table.self;
     this.#broadcasts.enqueue(`m:${self.name}`, JSON.stringify({ k: 'alive', name: self.name, addr: self.addr, inc: self.incarnation }));
     this.#transport.setPacketHandler((frame, from, at) => this.#receiver.onPacket(frame, from, at));
-    this.#transport.setStreamHandler((frame, from) => this.#pushPull.answer(frame, from));
+    this.#transport.setStreamHandler(
+      (frame, from) => this.#pushPull.open(frame, from),
+      (frame, from) => this.#pushPull.answer(frame, from),
+    );
     this.#transport.setStreamDropHandler((reason, detail) => this.drops.drop(reason, detail));
     this.#every(() => this.#awareness.scale(this.config.probeIntervalMs), () => this.#probeTick());
     this.#every(() => this.config.gossipIntervalMs, () => this.#gossipTick());

@@ -66,12 +66,45 @@ export class PushPullExchange {
   async exchange(to: string, addr: string, join: boolean): Promise<boolean> {
     const { transport, config, drops } = this.#c;
     try {
-      const reply = await transport.request(addr, this.#frame(join, to), config.pushPullTimeoutMs, config.maxMessageBytes);
+      const request = this.#frame(join, to);
+      const opening = this.#c.gate.seal(this.#c.header(), to, [JSON.stringify({ k: 'stream-open', bytes: request.length, join })]);
+      const reply = await transport.request(addr, opening, request, config.pushPullTimeoutMs, config.maxMessageBytes);
       if (!this.#c.running()) return false;
       return this.#merge(reply, addr, false) !== undefined;
     } catch (err) {
       drops.drop('push_pull_failed', `with ${addr}: ${err instanceof Error ? err.message : String(err)}`);
       return false;
+    }
+  }
+
+  /**
+   * Stream opening check (before the transport buffers the request): the opening frame must authenticate for us
+   * (or for anyone, on a join) and declare a request within maxMessageBytes. Returns that length. Never throws.
+   */
+  open(frame: Buffer, from: string): number | undefined {
+    const { gate, config, drops } = this.#c;
+    try {
+      const opened = gate.open(frame, from, config.maxOpeningBytes, true);
+      if (!opened) return undefined;
+      const first = opened.packet.msgs[0];
+      const checked = first && first.k === 'stream-open' ? checkMessage(first) : undefined;
+      if (!checked || !checked.ok || checked.message.k !== 'stream-open') {
+        drops.drop('bad_message', `stream from ${opened.packet.from} does not open with stream-open`);
+        return undefined;
+      }
+      const m = checked.message;
+      if (opened.toAnyone && !m.join) {
+        drops.drop('bad_message', `stream from ${opened.packet.from} addressed to any member but not a join`);
+        return undefined;
+      }
+      if (m.bytes > config.maxMessageBytes) {
+        drops.drop('oversized', `stream from ${opened.packet.from} declares ${m.bytes} bytes (max ${config.maxMessageBytes})`);
+        return undefined;
+      }
+      return m.bytes;
+    } catch (err) {
+      drops.drop('push_pull_failed', `stream opening from ${from}: ${err instanceof Error ? err.message : String(err)}`);
+      return undefined;
     }
   }
 

@@ -69,7 +69,8 @@ export class PacketReceiver {
             this.#notifyDelegate(m.data, packet.from);
             break;
           case 'push-pull':
-            drops.drop('bad_message', `push-pull over UDP from ${packet.from}`);
+          case 'stream-open':
+            drops.drop('bad_message', `${m.k} over UDP from ${packet.from}`);
             break;
         }
       }
