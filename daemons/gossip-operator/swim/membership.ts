@@ -197,6 +197,11 @@ export class Membership extends EventEmitter<Events> {
     return this.#announce();
   }
 
+  /** Largest delegate broadcast that fits one packet: JSON bytes of {"k":"user","data":...}. */
+  get maxBroadcastBytes(): number {
+    return this.#maxBroadcastBytes();
+  }
+
   /**
    * Queues a delegate broadcast under `key` (a newer one with the same key replaces it). Returns false when the
    * message can never fit one packet: the delegate must rely on push-pull for it.
