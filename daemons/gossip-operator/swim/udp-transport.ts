@@ -193,6 +193,8 @@ export class UdpTransport implements Transport {
     if (this.#pending.size >= o.maxPendingStreams) {
       const oldest = this.#pending.values().next().value as Socket;
       this.#streamDrop('stream_limit', `${o.maxPendingStreams} unauthenticated streams open; closed the oldest for one from ${from}`);
+      // Out of the set now, not at its 'close' event: the next arrival must evict the next oldest.
+      this.#pending.delete(oldest);
       oldest.destroy();
     }
     this.#open.add(socket);
