@@ -63,6 +63,7 @@ test.each([
   }
   wave.stop();
   const { maxPendingStreams, maxInboundStreams, maxOpeningBytes } = a.membership.config;
+  console.log(`[exhaustion] declared=${declared} closed=${wave.closed()}/${CONNECTIONS} peak_streams=${peak.streams} peak_unauthenticated_bytes=${peak.buffered} rss_growth_mb=${((peak.rss - rssBefore) / 1048576).toFixed(1)} real_exchange=${exchanges}`);
   // Every attacking connection was closed by the member (the deadline is 1 s; the attack ran 3 s).
   expect(wave.closed()).toBe(CONNECTIONS);
   expect(peak.streams).toBeLessThanOrEqual(maxPendingStreams + maxInboundStreams);
