@@ -3,10 +3,11 @@
 // member alive by reflecting the prober's own frames back to it, by replaying them to another member, or by
 // answering with an ack from someone other than the member probed.
 import { createSocket, type Socket } from 'node:dgram';
+import { connect } from 'node:net';
 import { afterEach, expect, test } from 'vitest';
 import { parseAddress } from '../../daemons/gossip-operator/swim/address.ts';
 import { encodePacket } from '../../daemons/gossip-operator/swim/codec.ts';
-import { openFrame, sealFrame } from '../../daemons/gossip-operator/swim/crypto.ts';
+import { ANY_RECIPIENT, openFrame, sealFrame } from '../../daemons/gossip-operator/swim/crypto.ts';
 import { KeyRing } from '../../daemons/gossip-operator/swim/keyring.ts';
 import { allSeeAlive, sharedKey, startNode, stopAll, testTiming, waitFor, type TestNode } from './helpers.ts';
 
@@ -111,4 +112,28 @@ test('sequence numbers do not start at the same value on every member', async ()
     sock.send(sealFrame(ring, alive, n.membership.name), parseAddress(n.membership.address)!.port, '127.0.0.1');
   }
   await waitFor('pings from all three members', 5_000, () => seen.size >= 3 || `${seen.size} distinct ranges`);
+});
+
+test('only a join may be addressed to any member; anything else on a stream must name its recipient', async () => {
+  const a = await startNode('a', timing);
+  nodes.push(a);
+  const { port } = parseAddress(a.membership.address)!;
+  const framed = (f: Buffer) => Buffer.concat([Buffer.from([0, 0, (f.length >> 8) & 0xff, f.length & 0xff]), f]);
+  const exchange = (to: string, join: boolean) =>
+    new Promise<'answered' | 'closed'>((resolve) => {
+      const header = { from: 'z', addr: '127.0.0.1:1', ts: Date.now() };
+      const request = sealFrame(ring, encodePacket(header, [JSON.stringify({ k: 'push-pull', join, members: [] })]), to);
+      const opening = sealFrame(ring, encodePacket(header, [JSON.stringify({ k: 'stream-open', bytes: request.length, join })]), to);
+      const s = connect(port, '127.0.0.1', () => s.end(Buffer.concat([framed(opening), framed(request)])));
+      let got = 0;
+      s.on('data', (d) => (got += d.length));
+      s.on('error', () => {});
+      s.on('close', () => resolve(got > 0 ? 'answered' : 'closed'));
+    });
+  expect(await exchange(ANY_RECIPIENT, true)).toBe('answered'); // a join to a seed not known by name
+  expect(await exchange('a', false)).toBe('answered');
+  const before = a.membership.stats().drops.bad_message;
+  expect(await exchange(ANY_RECIPIENT, false)).toBe('closed');
+  expect(a.membership.stats().drops.bad_message).toBe(before + 1);
+  expect(await exchange('b', true)).toBe('closed'); // addressed to another member: fails authentication here
 });
