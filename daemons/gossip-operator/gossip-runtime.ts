@@ -13,10 +13,9 @@ import type { RevisionStore } from './state/revision-store.ts';
 import { StateStore } from './state/state-store.ts';
 import type { GridNetworkSwimSpec, SwimTiming } from './swim/config.ts';
 import { applySwimSpec } from './swim/config.ts';
-import type { StateDelegate } from './swim/delegate.ts';
 import { KeyRing } from './swim/keyring.ts';
 import { Membership, type MemberView } from './swim/membership.ts';
-import { UdpTransport } from './swim/udp-transport.ts';
+import { transportBounds, UdpTransport } from './swim/udp-transport.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { verifySiteBundle, type SigningIdentity } from './site-identity.ts';
 
@@ -41,31 +40,6 @@ export interface GossipRuntimeOptions {
 }
 
 const MAX_BODY_BYTES = 64 * 1024;
-
-/**
- * Learns a peer's signing key from its site record before the store verifies the record: the key is accepted only
- * through the grid CA chain (site-identity.ts), so a record never vouches for itself.
- */
-class TrustingDelegate implements StateDelegate {
-  readonly #inner: GossipState;
-  readonly #learn: (record: unknown) => void;
-  constructor(inner: GossipState, learn: (record: unknown) => void) {
-    this.#inner = inner;
-    this.#learn = learn;
-  }
-  notifyMessage(data: unknown, from: string): void {
-    if (typeof data === 'object' && data !== null) this.#learn((data as { rec?: unknown }).rec);
-    this.#inner.notifyMessage(data, from);
-  }
-  localState(join: boolean): unknown {
-    return this.#inner.localState();
-  }
-  mergeRemoteState(state: unknown, join: boolean, from: string): void {
-    const records = typeof state === 'object' && state !== null ? (state as { records?: unknown }).records : undefined;
-    if (Array.isArray(records)) for (const record of records.slice(0, 4096)) this.#learn(record);
-    this.#inner.mergeRemoteState(state, join, from);
-  }
-}
 
 export class GossipRuntime {
   readonly membership: Membership;
@@ -108,7 +82,8 @@ export class GossipRuntime {
       resolveSigner: withOwnKey(o.site, o.identity.publicKey, (site) => signers.get(site)),
       logger: gossipLogger,
     });
-    const gossip = new GossipState(store);
+    // Learns a peer's signing key from its site record before the store verifies the record: the key is accepted
+    // only through the grid CA chain (site-identity.ts), so a record never vouches for itself.
     const learn = (record: unknown): void => {
       if (o.caPem === undefined || typeof record !== 'object' || record === null) return;
       const { signer, body } = record as { signer?: unknown; body?: unknown };
@@ -124,19 +99,19 @@ export class GossipRuntime {
       const check = verifySiteBundle(bundle, signer, o.caPem, Date.now());
       if (check.ok) signers.set(signer, check.publicKey);
     };
+    const gossip = new GossipState(store, { learn });
     const keyring = o.key === undefined ? undefined : new KeyRing([o.key]);
     const transport = await UdpTransport.bind({
       bindHost: o.bindHost,
       bindPort: o.bindPort,
       ...(o.advertiseAddress !== undefined ? { advertiseAddress: o.advertiseAddress } : {}),
-      maxMessageBytes: config.maxMessageBytes,
-      streamTimeoutMs: config.pushPullTimeoutMs,
+      ...transportBounds(config),
     });
     const membership = Membership.start({
       config,
       transport,
       ...(keyring !== undefined ? { keyring } : {}),
-      delegate: new TrustingDelegate(gossip, learn),
+      delegate: gossip,
       logger: gossipLogger,
     });
     gossip.attach(membership);

@@ -137,3 +137,20 @@ export interface PushPullState {
     [k: string]: unknown | undefined;
   };
 }
+/**
+ * Opening frame of a push-pull stream (issue 17): authenticated before the transport buffers the request, whose exact framed length it declares.
+ *
+ * This interface was referenced by `SwimPacket`'s JSON-Schema
+ * via the `definition` "StreamOpenMessage".
+ */
+export interface StreamOpenMessage {
+  k: 'stream-open';
+  /**
+   * Byte length of the request frame that follows (without its 4-byte length prefix).
+   */
+  bytes: number;
+  /**
+   * The request is a join; only a join may be addressed to any member (a seed not known by name).
+   */
+  join: boolean;
+}

@@ -10,7 +10,7 @@ import { cpus, totalmem } from 'node:os';
 import { loopbackProfile, type SwimConfig } from '../../daemons/gossip-operator/swim/config.ts';
 import { KeyRing } from '../../daemons/gossip-operator/swim/keyring.ts';
 import { Membership } from '../../daemons/gossip-operator/swim/membership.ts';
-import { UdpTransport } from '../../daemons/gossip-operator/swim/udp-transport.ts';
+import { transportBounds, UdpTransport } from '../../daemons/gossip-operator/swim/udp-transport.ts';
 
 // WAN / 10 keeps 64 members in one process (one event loop, 2 cores) well below saturation; WAN / 25 (the
 // test profile) saturates it during join storms and measures the event loop instead of the protocol.
@@ -24,7 +24,7 @@ const NS = sizes.length > 0 ? sizes : [8, 32, 64];
 
 async function startMember(name: string): Promise<Membership> {
   const config: SwimConfig = { ...timing, name };
-  const transport = await UdpTransport.bind({ bindHost: '127.0.0.1', bindPort: 0, maxMessageBytes: config.maxMessageBytes, streamTimeoutMs: config.pushPullTimeoutMs });
+  const transport = await UdpTransport.bind({ bindHost: '127.0.0.1', bindPort: 0, ...transportBounds(config) });
   return Membership.start({ config, transport, keyring: new KeyRing([key]) });
 }
 

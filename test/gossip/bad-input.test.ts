@@ -39,20 +39,20 @@ test('garbage, truncated, replayed, oversized, stale, wrong-key and malformed pa
   const send = (buf: Buffer) => raw!.send(buf, target.port, target.host);
   const ring = new KeyRing([sharedKey]);
   const header = () => ({ from: 'intruder', addr: '127.0.0.1:9', ts: Date.now() });
-  const valid = (msgs: string[], h = header()) => sealFrame(ring, encodePacket(h, msgs));
+  const valid = (msgs: string[], h = header()) => sealFrame(ring, encodePacket(h, msgs), 'a');
 
   const replayed = valid([JSON.stringify({ k: 'ping', seq: 1, target: 'nobody' })]);
   const cases: [string, Buffer][] = [
     ['bad_frame', randomBytes(100)],
     ['bad_frame', Buffer.from('GRIX\x01aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa')],
     ['decrypt_failed', valid([]).subarray(0, 40)],
-    ['decrypt_failed', sealFrame(new KeyRing([randomBytes(32)]), encodePacket(header(), [JSON.stringify({ k: 'alive', name: 'ghost', addr: '127.0.0.1:9', inc: 9 })]))],
-    ['plaintext_rejected', sealFrame(undefined, encodePacket(header(), [JSON.stringify({ k: 'alive', name: 'ghost', addr: '127.0.0.1:9', inc: 9 })]))],
+    ['decrypt_failed', sealFrame(new KeyRing([randomBytes(32)]), encodePacket(header(), [JSON.stringify({ k: 'alive', name: 'ghost', addr: '127.0.0.1:9', inc: 9 })]), 'a')],
+    ['plaintext_rejected', sealFrame(undefined, encodePacket(header(), [JSON.stringify({ k: 'alive', name: 'ghost', addr: '127.0.0.1:9', inc: 9 })]), 'a')],
     ['oversized', Buffer.concat([Buffer.from('GRID\x01'), randomBytes(3_000)])],
     ['stale_packet', valid([JSON.stringify({ k: 'alive', name: 'ghost', addr: '127.0.0.1:9', inc: 9 })], { ...header(), ts: Date.now() - 3_600_000 })],
-    ['bad_json', sealFrame(ring, Buffer.from('{"v":1,"from":'))],
-    ['unsupported_version', sealFrame(ring, Buffer.from(JSON.stringify({ v: 9, from: 'x', addr: 'y:1', ts: Date.now(), msgs: [] })))],
-    ['bad_packet', sealFrame(ring, Buffer.from(JSON.stringify({ v: 1, from: 'x', ts: Date.now(), msgs: [] })))],
+    ['bad_json', sealFrame(ring, Buffer.from('{"v":1,"from":'), 'a')],
+    ['unsupported_version', sealFrame(ring, Buffer.from(JSON.stringify({ v: 9, from: 'x', addr: 'y:1', ts: Date.now(), msgs: [] })), 'a')],
+    ['bad_packet', sealFrame(ring, Buffer.from(JSON.stringify({ v: 1, from: 'x', ts: Date.now(), msgs: [] })), 'a')],
     ['bad_message', valid([JSON.stringify({ k: 'alive', name: 'ghost', addr: '127.0.0.1:9', inc: -1 })])],
     ['unknown_kind', valid([JSON.stringify({ k: 'teleport', to: 'mars' })])],
     ['bad_message', valid([JSON.stringify({ k: 'push-pull', join: true, members: [] })])],

@@ -46,7 +46,7 @@ describe('SWIM codec', () => {
   });
 
   test('kinds are the append-only list', () => {
-    expect(MESSAGE_KINDS).toEqual(['ping', 'ack', 'nack', 'ping-req', 'alive', 'suspect', 'dead', 'user', 'push-pull']);
+    expect(MESSAGE_KINDS).toEqual(['ping', 'ack', 'nack', 'ping-req', 'alive', 'suspect', 'dead', 'user', 'push-pull', 'stream-open']);
   });
 });
 

@@ -55,6 +55,10 @@ describe('applySwimSpec', () => {
 
   test('rejects a profile whose probe timeout is not below the interval', () => {
     expect(() => applySwimSpec('a', { ...wanProfile(), probeTimeoutMs: 5_000 }, undefined)).toThrow('probeTimeoutMs: 5000 must be below probeIntervalMs (5000)');
+    // The opening frame of a push-pull stream: room for the longest header, never more than a packet (issue 17).
+    expect(() => applySwimSpec('a', { ...wanProfile(), maxOpeningBytes: 512 }, undefined)).toThrow('maxOpeningBytes: 512 must be from 768 to maxPacketBytes (1400)');
+    expect(() => applySwimSpec('a', { ...wanProfile(), maxOpeningBytes: 4_096 }, undefined)).toThrow('maxOpeningBytes: 4096 must be from 768 to maxPacketBytes (1400)');
+    expect(() => applySwimSpec('a', { ...wanProfile(), maxPendingStreams: 0 }, undefined)).toThrow('maxPendingStreams: 0 must be a positive number');
   });
 });
 

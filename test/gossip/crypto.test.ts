@@ -8,11 +8,11 @@ const k2 = randomBytes(32);
 const payload = Buffer.from('{"v":1}');
 
 describe('AES-256-GCM frame', () => {
-  test('layout is "GRID" | 1 | 12-byte nonce | ciphertext | 16-byte tag', () => {
+  test('layout is "GRID" | 2 | 12-byte nonce | ciphertext | 16-byte tag', () => {
     const nonce = randomBytes(12);
-    const f = sealFrame(new KeyRing([k1]), payload, nonce);
+    const f = sealFrame(new KeyRing([k1]), payload, 'b', nonce);
     expect(f.subarray(0, 4).toString()).toBe('GRID');
-    expect(f[4]).toBe(1);
+    expect(f[4]).toBe(2);
     expect(f.subarray(5, 17).equals(nonce)).toBe(true);
     expect(f.length).toBe(4 + 1 + 12 + payload.length + 16);
     expect(frameOverhead(new KeyRing([k1]))).toBe(33);
@@ -21,33 +21,50 @@ describe('AES-256-GCM frame', () => {
 
   test('round trip, with a fresh random nonce per frame', () => {
     const ring = new KeyRing([k1]);
-    const a = sealFrame(ring, payload);
-    const b = sealFrame(ring, payload);
+    const a = sealFrame(ring, payload, 'b');
+    const b = sealFrame(ring, payload, 'b');
     expect(a.subarray(5, 17).equals(b.subarray(5, 17))).toBe(false);
-    const r = openFrame(ring, a);
+    const r = openFrame(ring, a, ['b']);
     expect(r.ok && r.payload.equals(payload)).toBe(true);
   });
 
   const ring = new KeyRing([k1]);
-  const good = sealFrame(ring, payload);
+  const good = sealFrame(ring, payload, 'b');
   test.each([
-    ['wrong key', sealFrame(new KeyRing([k2]), payload), 'decrypt_failed'],
+    ['wrong key', sealFrame(new KeyRing([k2]), payload, 'b'), 'decrypt_failed'],
     ['flipped ciphertext bit', Buffer.from(good.map((b, i) => (i === 20 ? b ^ 1 : b))), 'decrypt_failed'],
     ['flipped version byte (authenticated header)', Buffer.from(good.map((b, i) => (i === 4 ? 7 : b))), 'bad_frame'],
     ['truncated tag', good.subarray(0, good.length - 3), 'decrypt_failed'],
     ['header only', good.subarray(0, 10), 'decrypt_failed'],
     ['garbage', randomBytes(64), 'bad_frame'],
     ['empty', Buffer.alloc(0), 'bad_frame'],
-    ['plaintext while a key is configured', sealFrame(undefined, payload), 'plaintext_rejected'],
+    ['plaintext while a key is configured', sealFrame(undefined, payload, 'b'), 'plaintext_rejected'],
   ])('%s is refused (%s)', (_name, frame, reason) => {
-    const r = openFrame(ring, frame);
+    const r = openFrame(ring, frame, ['b']);
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.reason).toBe(reason);
   });
 
+  test('the recipient is authenticated: a frame opens only for the member it was sealed for', () => {
+    const f = sealFrame(ring, payload, 'b');
+    expect(openFrame(ring, f, ['a'])).toEqual({ ok: false, reason: 'decrypt_failed' });
+    expect(openFrame(ring, f, ['bb'])).toEqual({ ok: false, reason: 'decrypt_failed' });
+    const r = openFrame(ring, f, ['a', 'b']);
+    expect(r.ok && r.recipient).toBe('b');
+    // A frame to "any member" (a join to an unnamed seed) opens only where the caller allows that.
+    const any = sealFrame(ring, payload, '');
+    expect(openFrame(ring, any, ['b'])).toEqual({ ok: false, reason: 'decrypt_failed' });
+    expect(openFrame(ring, any, ['b', '']).ok).toBe(true);
+  });
+
+  test('a retired version-1 frame (no bound recipient) is refused', () => {
+    const f = sealFrame(ring, payload, 'b');
+    expect(openFrame(ring, Buffer.from(f.map((x, i) => (i === 4 ? 1 : x))), ['b'])).toEqual({ ok: false, reason: 'bad_frame' });
+  });
+
   test('a node without a key refuses encrypted frames and accepts plaintext ones', () => {
-    expect(openFrame(undefined, good)).toEqual({ ok: false, reason: 'encrypted_unexpected' });
-    const r = openFrame(undefined, sealFrame(undefined, payload));
+    expect(openFrame(undefined, good, ['b'])).toEqual({ ok: false, reason: 'encrypted_unexpected' });
+    const r = openFrame(undefined, sealFrame(undefined, payload, 'b'), ['b']);
     expect(r.ok && r.payload.equals(payload)).toBe(true);
   });
 });
@@ -57,15 +74,15 @@ describe('KeyRing rotation', () => {
     const a = new KeyRing([k1]);
     const b = new KeyRing([k1]);
     a.add(k2); // step 1 on a: accepts k2, still sends k1
-    expect(openFrame(b, sealFrame(a, payload)).ok).toBe(true);
+    expect(openFrame(b, sealFrame(a, payload, 'b'), ['b']).ok).toBe(true);
     b.use(k2); // step 2 on b: sends k2, accepts k1
-    expect(openFrame(a, sealFrame(b, payload)).ok).toBe(true);
-    expect(openFrame(b, sealFrame(a, payload)).ok).toBe(true);
+    expect(openFrame(a, sealFrame(b, payload, 'b'), ['b']).ok).toBe(true);
+    expect(openFrame(b, sealFrame(a, payload, 'b'), ['b']).ok).toBe(true);
     a.use(k2);
     a.remove(k1); // step 3: old key retired
     b.remove(k1);
-    expect(openFrame(a, sealFrame(new KeyRing([k1]), payload))).toEqual({ ok: false, reason: 'decrypt_failed' });
-    expect(openFrame(a, sealFrame(b, payload)).ok).toBe(true);
+    expect(openFrame(a, sealFrame(new KeyRing([k1]), payload, 'b'), ['b'])).toEqual({ ok: false, reason: 'decrypt_failed' });
+    expect(openFrame(a, sealFrame(b, payload, 'b'), ['b']).ok).toBe(true);
   });
 
   test('the primary cannot be removed', () => {

@@ -5,7 +5,7 @@ import { loopbackProfile, type SwimConfig, type SwimTiming } from '../../daemons
 import { KeyRing } from '../../daemons/gossip-operator/swim/keyring.ts';
 import { Membership, type MembershipOptions } from '../../daemons/gossip-operator/swim/membership.ts';
 import { FaultyTransport } from '../../daemons/gossip-operator/swim/transport.ts';
-import { UdpTransport } from '../../daemons/gossip-operator/swim/udp-transport.ts';
+import { transportBounds, UdpTransport } from '../../daemons/gossip-operator/swim/udp-transport.ts';
 
 /** Fast but not frantic: 100 ms probes, 60 ms probe timeout, 1 s suspicion (loopback RTTs are sub-millisecond). */
 export function testTiming(overrides: Partial<SwimTiming> = {}): SwimTiming {
@@ -43,8 +43,7 @@ export async function startNode(
   const udp = await UdpTransport.bind({
     bindHost: extra.bindHost ?? '127.0.0.1',
     bindPort: extra.bindPort ?? 0,
-    maxMessageBytes: config.maxMessageBytes,
-    streamTimeoutMs: config.pushPullTimeoutMs,
+    ...transportBounds(config),
   });
   const transport = new FaultyTransport(udp);
   const membership = Membership.start({ keyring: new KeyRing([sharedKey]), ...extra, config, transport });

@@ -80,11 +80,24 @@ describe('probeMember', () => {
     const h = harness(['x', 'y', 'z']);
     const r = settledState(probeMember(h.host, member('target')));
     h.clock.advance(TIMEOUT_MS - 1);
-    h.host.acks.ack(h.lastSeq, h.clock.now());
+    h.host.acks.ack(h.lastSeq, 'target', h.clock.now());
     await flush();
     expect(r.value).toBe('acked');
     expect(h.pingReqs).toEqual([]);
     expect(h.awareness).toBe(-1);
+  });
+
+  test('an ack or nack from a member that was not asked does not count', async () => {
+    const h = harness(['x', 'y', 'z']);
+    const r = settledState(probeMember(h.host, member('target')));
+    expect(h.host.acks.ack(h.lastSeq, 'mallory', h.clock.now())).toBe('unexpected');
+    expect(h.host.acks.ack(h.lastSeq, 'x', h.clock.now())).toBe('unexpected'); // x is no helper before the ping-reqs
+    expect(h.host.acks.nack(h.lastSeq, 'mallory')).toBe('unexpected');
+    await flush();
+    expect(r.value).toBeUndefined();
+    h.clock.advance(INTERVAL_MS);
+    await flush();
+    expect(r.value).toBe('suspected');
   });
 
   test('a prober that stalls past both deadlines still gives its ping-reqs their whole window', async () => {
@@ -96,7 +109,7 @@ describe('probeMember', () => {
     expect(r.value).toBeUndefined(); // ... and not judged in the same instant
     expect(h.suspected).toEqual([]);
     h.clock.advance(INTERVAL_MS - TIMEOUT_MS - 1);
-    h.host.acks.ack(h.lastSeq, h.clock.now()); // a relay's forwarded ack, inside the window
+    h.host.acks.ack(h.lastSeq, 'x', h.clock.now()); // a relay's forwarded ack, inside the window
     await flush();
     expect(r.value).toBe('acked');
     expect(h.suspected).toEqual([]);
@@ -118,7 +131,7 @@ describe('probeMember', () => {
   test('healthy relays nack inside the window, so a dead target costs the prober no local health', async () => {
     // Each relay nacks after its nack timeout plus a 5 ms round trip, as receive.ts does.
     const nackAfter = nackTimeoutMs(TIMEOUT_MS, INTERVAL_MS) + 5;
-    const h = harness(['x', 'y', 'z'], (hh, _via, s) => hh.clock.schedule(nackAfter, () => hh.host.acks.nack(s)));
+    const h = harness(['x', 'y', 'z'], (hh, via, s) => hh.clock.schedule(nackAfter, () => hh.host.acks.nack(s, via)));
     const r = settledState(probeMember(h.host, member('target')));
     h.clock.advance(INTERVAL_MS);
     await flush();
@@ -128,7 +141,7 @@ describe('probeMember', () => {
 
   test('each missing nack raises the local health score by one', async () => {
     const h = harness(['x', 'y', 'z'], (hh, via, s) => {
-      if (via === 'x') hh.clock.schedule(1, () => hh.host.acks.nack(s));
+      if (via === 'x') hh.clock.schedule(1, () => hh.host.acks.nack(s, via));
     });
     const r = settledState(probeMember(h.host, member('target')));
     h.clock.advance(INTERVAL_MS);

@@ -12,6 +12,7 @@ import type {
   PingMessage,
   PingReqMessage,
   PushPullState,
+  StreamOpenMessage,
   SuspectMessage,
   SwimPacket,
   UserMessage,
@@ -21,8 +22,8 @@ import type { SwimDropReason } from './reasons.ts';
 /** Wire major version spoken by this build. 1: initial format. */
 export const WIRE_MAJOR = 1;
 
-/** Message kinds, append-only because they go on the wire. All of them exist since version 1. */
-export const MESSAGE_KINDS = ['ping', 'ack', 'nack', 'ping-req', 'alive', 'suspect', 'dead', 'user', 'push-pull'] as const;
+/** Message kinds, append-only because they go on the wire. 'stream-open' opens a push-pull stream (issue 17). */
+export const MESSAGE_KINDS = ['ping', 'ack', 'nack', 'ping-req', 'alive', 'suspect', 'dead', 'user', 'push-pull', 'stream-open'] as const;
 export type MessageKind = (typeof MESSAGE_KINDS)[number];
 
 export type SwimMessage =
@@ -34,7 +35,8 @@ export type SwimMessage =
   | SuspectMessage
   | DeadMessage
   | UserMessage
-  | PushPullState;
+  | PushPullState
+  | StreamOpenMessage;
 
 const DEFINITION_OF: Record<MessageKind, string> = {
   ping: 'PingMessage',
@@ -46,6 +48,7 @@ const DEFINITION_OF: Record<MessageKind, string> = {
   dead: 'DeadMessage',
   user: 'UserMessage',
   'push-pull': 'PushPullState',
+  'stream-open': 'StreamOpenMessage',
 };
 
 const ajv = new Ajv({ allErrors: false, strict: false });

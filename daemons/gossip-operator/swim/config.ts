@@ -59,8 +59,19 @@ export interface SwimConfig {
   readonly maxMembers: number;
   /** Largest UDP datagram sent or accepted, including the 33-byte frame overhead. 1400 stays under common WAN MTUs. */
   readonly maxPacketBytes: number;
-  /** Largest push-pull (TCP) message, framed. Bounds memory per exchange. */
+  /** Largest push-pull (TCP) message, framed. Bounds memory per exchange; accepted only after the stream's
+   * opening frame authenticated. */
   readonly maxMessageBytes: number;
+  /** Largest opening frame of an inbound push-pull stream: what an unauthenticated peer can make us buffer per
+   * stream (the frame declares the request's length and is decrypted before the request is read). */
+  readonly maxOpeningBytes: number;
+  /** Unauthenticated inbound streams held at once (bytes held: this * maxOpeningBytes). A new connection beyond it
+   * evicts the oldest, so idle connections cannot lock a real peer out: a peer sends its opening frame at once. */
+  readonly maxPendingStreams: number;
+  /** Authenticated push-pull streams served at once (memory: this * maxMessageBytes). Beyond it a stream is closed
+   * after its opening frame; the peer retries on its next push-pull round. Well above the N-independent inbound
+   * rate (one push-pull per interval per member, fanout on syncNow). */
+  readonly maxInboundStreams: number;
   /** Packets whose sender timestamp is further than this from our clock are dropped; nonces are remembered this
    * long. Must exceed the clock skew between sites. */
   readonly replayWindowMs: number;
@@ -94,6 +105,9 @@ export function wanProfile(): SwimTiming {
     maxMembers: 1_024,
     maxPacketBytes: 1_400,
     maxMessageBytes: 4 * 1024 * 1024,
+    maxOpeningBytes: 1_024,
+    maxPendingStreams: 16,
+    maxInboundStreams: 16,
     replayWindowMs: 300_000,
     replayCacheMaxEntries: 100_000,
   };
@@ -190,6 +204,10 @@ export function validateSwimConfig(c: SwimConfig): void {
     throw new SwimConfigError('maxPacketBytes', `${c.maxPacketBytes} must be from 512 to 65000`);
   }
   if (c.maxMessageBytes < c.maxPacketBytes) throw new SwimConfigError('maxMessageBytes', 'must be at least maxPacketBytes');
+  // An opening frame carries the header (name up to 253, address up to 300 characters) and one short message.
+  if (c.maxOpeningBytes < 768 || c.maxOpeningBytes > c.maxPacketBytes) {
+    throw new SwimConfigError('maxOpeningBytes', `${c.maxOpeningBytes} must be from 768 to maxPacketBytes (${c.maxPacketBytes})`);
+  }
 }
 
 /** Retransmit limit of one broadcast: retransmitMult * ceil(log10(N + 1)). */

@@ -2,16 +2,22 @@
 //
 //   "GRID" (4 bytes) | version (1 byte) | nonce (12 random bytes) | ciphertext | GCM tag (16 bytes)
 //
-// The 5 header bytes are authenticated as additional data, so a flipped version byte fails like a wrong key.
+// The additional authenticated data is the 5 header bytes and the recipient's member name, so a flipped version
+// byte fails like a wrong key, and a frame reflected back to its sender or replayed to another member fails
+// authentication there. The sender is bound too: its name is the `from` of the plaintext, under the same tag.
 // Frame versions are append-only:
 //   0: plaintext, "GRID" | 0 | payload. Only when no key is configured; a node with a key ring refuses it.
-//   1: AES-256-GCM with the key ring's primary key.
+//   1: AES-256-GCM with the key ring's primary key, header only as AAD. Retired (issue 17: reflectable); refused.
+//   2: AES-256-GCM, AAD = header | recipient name (UTF-8). ANY_RECIPIENT ("") only opens a join push-pull
+//      request to a seed whose name the sender cannot know yet (push-pull.ts).
 import { createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
 import type { KeyRing } from './keyring.ts';
 
 export const FRAME_MAGIC = Buffer.from('GRID', 'ascii');
 export const FRAME_VERSION_PLAINTEXT = 0;
-export const FRAME_VERSION_AES256GCM = 1;
+export const FRAME_VERSION_AES256GCM = 2;
+/** Recipient of a frame to a seed whose member name is not known yet (a join). */
+export const ANY_RECIPIENT = '';
 export const HEADER_BYTES = 5;
 export const NONCE_BYTES = 12;
 export const TAG_BYTES = 16;
@@ -37,25 +43,34 @@ function randomNonce(): Buffer {
   return n;
 }
 
-export function sealFrame(keyring: KeyRing | undefined, payload: Buffer, nonce: Buffer = randomNonce()): Buffer {
+function additionalData(header: Buffer, recipient: string): Buffer {
+  return Buffer.concat([header, Buffer.from(recipient, 'utf8')]);
+}
+
+/** Seals `payload` for `recipient` (its member name, or ANY_RECIPIENT for a join to an unnamed seed). */
+export function sealFrame(keyring: KeyRing | undefined, payload: Buffer, recipient: string, nonce: Buffer = randomNonce()): Buffer {
   if (!keyring) return Buffer.concat([FRAME_MAGIC, Buffer.of(FRAME_VERSION_PLAINTEXT), payload]);
   const header = Buffer.concat([FRAME_MAGIC, Buffer.of(FRAME_VERSION_AES256GCM)]);
   const cipher = createCipheriv('aes-256-gcm', keyring.primary, nonce);
-  cipher.setAAD(header);
+  cipher.setAAD(additionalData(header, recipient));
   const body = Buffer.concat([cipher.update(payload), cipher.final()]);
   return Buffer.concat([header, nonce, body, cipher.getAuthTag()]);
 }
 
 export type OpenResult =
-  | { readonly ok: true; readonly payload: Buffer; readonly nonce: Buffer | undefined }
+  | { readonly ok: true; readonly payload: Buffer; readonly nonce: Buffer | undefined; readonly recipient: string | undefined }
   | { readonly ok: false; readonly reason: 'bad_frame' | 'decrypt_failed' | 'plaintext_rejected' | 'encrypted_unexpected' };
 
-export function openFrame(keyring: KeyRing | undefined, frame: Buffer): OpenResult {
+/**
+ * Opens a frame addressed to one of `recipients` (tried in order; the first is this member's own name). The
+ * result names the recipient the frame was sealed for (undefined for plaintext, which binds nothing).
+ */
+export function openFrame(keyring: KeyRing | undefined, frame: Buffer, recipients: readonly string[]): OpenResult {
   if (frame.length < HEADER_BYTES || !frame.subarray(0, 4).equals(FRAME_MAGIC)) return { ok: false, reason: 'bad_frame' };
   const version = frame[4];
   if (version === FRAME_VERSION_PLAINTEXT) {
     if (keyring) return { ok: false, reason: 'plaintext_rejected' };
-    return { ok: true, payload: frame.subarray(HEADER_BYTES), nonce: undefined };
+    return { ok: true, payload: frame.subarray(HEADER_BYTES), nonce: undefined, recipient: undefined };
   }
   if (version !== FRAME_VERSION_AES256GCM) return { ok: false, reason: 'bad_frame' };
   if (!keyring) return { ok: false, reason: 'encrypted_unexpected' };
@@ -64,15 +79,18 @@ export function openFrame(keyring: KeyRing | undefined, frame: Buffer): OpenResu
   const nonce = frame.subarray(HEADER_BYTES, HEADER_BYTES + NONCE_BYTES);
   const body = frame.subarray(HEADER_BYTES + NONCE_BYTES, frame.length - TAG_BYTES);
   const tag = frame.subarray(frame.length - TAG_BYTES);
-  for (const key of keyring.keys) {
-    try {
-      const decipher = createDecipheriv('aes-256-gcm', key, nonce);
-      decipher.setAAD(header);
-      decipher.setAuthTag(tag);
-      const payload = Buffer.concat([decipher.update(body), decipher.final()]);
-      return { ok: true, payload, nonce: Buffer.from(nonce) };
-    } catch {
-      // wrong key for this frame: try the next one in the ring
+  for (const recipient of recipients) {
+    const aad = additionalData(header, recipient);
+    for (const key of keyring.keys) {
+      try {
+        const decipher = createDecipheriv('aes-256-gcm', key, nonce);
+        decipher.setAAD(aad);
+        decipher.setAuthTag(tag);
+        const payload = Buffer.concat([decipher.update(body), decipher.final()]);
+        return { ok: true, payload, nonce: Buffer.from(nonce), recipient };
+      } catch {
+        // wrong key or another recipient: try the next combination
+      }
     }
   }
   return { ok: false, reason: 'decrypt_failed' };

@@ -1,13 +1,14 @@
 // The public lifecycle of one SWIM member (one per site): create, join, leave, shutdown, members. It wires the
 // pieces (packet-gate.ts, receive.ts, probe.ts, updates.ts with suspicion.ts, awareness.ts, broadcast-queue.ts,
 // push-pull.ts, member-table.ts) to a transport and runs the protocol loops.
+import { randomInt } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Awareness } from './awareness.ts';
 import { BroadcastQueue } from './broadcast-queue.ts';
 import { shuffled, systemClock, type Clock, type RandomSource, type TimerHandle } from './clock.ts';
 import { packetEnvelopeBytes } from './codec.ts';
 import { pushPullIntervalFor, retransmitLimit, validateSwimConfig, type SwimConfig } from './config.ts';
-import { frameOverhead } from './crypto.ts';
+import { ANY_RECIPIENT, frameOverhead } from './crypto.ts';
 import type { StateDelegate } from './delegate.ts';
 import { DropCounter, type GossipLogger } from './drop-counter.ts';
 import type { KeyRing } from './keyring.ts';
@@ -75,7 +76,9 @@ export class Membership extends EventEmitter<Events> {
   readonly #probeHost: ProbeHost;
   readonly #updates: MembershipUpdates;
   readonly #timers = new Set<TimerHandle>();
-  #seq = 0;
+  // A random start, so sequence numbers differ between members and restarts (issue 17: a reflected or stale ack
+  // must not match an outstanding probe by luck of every node counting from 0).
+  #seq = randomInt(0, 2 ** 47);
   #seeds: readonly string[] = [];
   #joined = false;
   #running = false;
@@ -99,7 +102,7 @@ export class Membership extends EventEmitter<Events> {
     this.#broadcasts = new BroadcastQueue(options.config.maxQueuedBroadcasts, this.#maxBroadcastBytes());
     this.#acks = new AckTable(this.#clock);
     this.#targets = new ProbeTargets(this.#random);
-    this.#gate = new PacketGate(options.keyring, this.#clock, this.drops, options.config.replayWindowMs, options.config.replayCacheMaxEntries);
+    this.#gate = new PacketGate(options.config.name, options.keyring, this.#clock, this.drops, options.config.replayWindowMs, options.config.replayCacheMaxEntries);
     this.#probeHost = this.#makeProbeHost();
     this.#updates = new MembershipUpdates({
       config: this.config,
@@ -133,7 +136,7 @@ export class Membership extends EventEmitter<Events> {
       drops: this.drops,
       timers: this.#timers,
       nextSeq: () => this.#nextSeq(),
-      send: (addr, messages) => this.#send(addr, messages),
+      send: (to, addr, messages) => this.#send(to, addr, messages),
       running: () => this.#running,
     });
   }
@@ -194,6 +197,11 @@ export class Membership extends EventEmitter<Events> {
     return this.#announce();
   }
 
+  /** Largest delegate broadcast that fits one packet: JSON bytes of {"k":"user","data":...}. */
+  get maxBroadcastBytes(): number {
+    return this.#maxBroadcastBytes();
+  }
+
   /**
    * Queues a delegate broadcast under `key` (a newer one with the same key replaces it). Returns false when the
    * message can never fit one packet: the delegate must rely on push-pull for it.
@@ -225,7 +233,7 @@ export class Membership extends EventEmitter<Events> {
       do {
         this.#syncAgain = false;
         const peers = shuffled([...this.#table.all()].filter((m) => m !== this.#table.self && m.state === 'alive'), this.#random);
-        const results = await Promise.all(peers.slice(0, this.config.gossipFanout).map((m) => this.#pushPull.exchange(m.addr, false)));
+        const results = await Promise.all(peers.slice(0, this.config.gossipFanout).map((m) => this.#pushPull.exchange(m.name, m.addr, false)));
         ok = results.filter(Boolean).length;
       } while (this.#syncAgain && this.#running);
       return ok;
@@ -244,7 +252,7 @@ export class Membership extends EventEmitter<Events> {
     const msg = JSON.stringify({ k: 'dead', name: self.name, inc: self.incarnation, by: self.name });
     this.#broadcasts.enqueue(`m:${self.name}`, msg);
     for (const m of this.#table.all()) {
-      if (m !== self && (m.state === 'alive' || m.state === 'suspect')) this.#send(m.addr, [msg]);
+      if (m !== self && (m.state === 'alive' || m.state === 'suspect')) this.#send(m.name, m.addr, [msg]);
     }
     await new Promise<void>((r) => this.#clock.schedule(this.config.gossipIntervalMs, r));
   }
@@ -267,7 +275,10 @@ export class Membership extends EventEmitter<Events> {
     const self = this.#table.self;
     this.#broadcasts.enqueue(`m:${self.name}`, JSON.stringify({ k: 'alive', name: self.name, addr: self.addr, inc: self.incarnation }));
     this.#transport.setPacketHandler((frame, from, at) => this.#receiver.onPacket(frame, from, at));
-    this.#transport.setStreamHandler((frame, from) => this.#pushPull.answer(frame, from));
+    this.#transport.setStreamHandler(
+      (frame, from) => this.#pushPull.open(frame, from),
+      (frame, from) => this.#pushPull.answer(frame, from),
+    );
     this.#transport.setStreamDropHandler((reason, detail) => this.drops.drop(reason, detail));
     this.#every(() => this.#awareness.scale(this.config.probeIntervalMs), () => this.#probeTick());
     this.#every(() => this.config.gossipIntervalMs, () => this.#gossipTick());
@@ -313,7 +324,7 @@ export class Membership extends EventEmitter<Events> {
     );
     for (const m of shuffled(candidates, this.#random).slice(0, this.config.gossipFanout)) {
       if (this.#broadcasts.size === 0) break;
-      this.#send(m.addr, []);
+      this.#send(m.name, m.addr, []);
     }
   }
 
@@ -330,14 +341,18 @@ export class Membership extends EventEmitter<Events> {
   async #pushPullTick(): Promise<void> {
     const peers = [...this.#table.all()].filter((m) => m !== this.#table.self && m.state === 'alive');
     const peer = shuffled(peers, this.#random)[0];
-    if (peer) await this.#pushPull.exchange(peer.addr, false);
+    if (peer) await this.#pushPull.exchange(peer.name, peer.addr, false);
   }
 
   async #announce(): Promise<{ contacted: number; problems: readonly SeedProblem[] }> {
     if (this.#seeds.length === 0 || !this.#running) return { contacted: 0, problems: [] };
     const resolved = await resolveSeeds(this.#seeds, this.#selfAddresses, this.config.dnsTimeoutMs, this.#lookup);
     const live = new Set([...this.#table.all()].filter((m) => m.state === 'alive' || m.state === 'suspect').map((m) => m.addr));
-    const results = await Promise.all(resolved.addresses.filter((a) => !live.has(a)).map((a) => this.#pushPull.exchange(a, true)));
+    // A seed we knew as a member is addressed by its name; an unknown one can only be addressed to anyone.
+    const nameAt = new Map([...this.#table.all()].filter((m) => m !== this.#table.self).map((m) => [m.addr, m.name]));
+    const results = await Promise.all(
+      resolved.addresses.filter((a) => !live.has(a)).map((a) => this.#pushPull.exchange(nameAt.get(a) ?? ANY_RECIPIENT, a, true)),
+    );
     const contacted = results.filter(Boolean).length;
     if (contacted > 0 || resolved.addresses.length === 0) this.#joined = true;
     return { contacted, problems: resolved.problems };
@@ -353,8 +368,8 @@ export class Membership extends EventEmitter<Events> {
     return this.config.maxPacketBytes - frameOverhead(this.#keyring) - packetEnvelopeBytes(this.#header()) - 16;
   }
 
-  /** Sends `messages` to `addr`, filling the rest of the packet with piggybacked broadcasts. */
-  #send(addr: string, messages: readonly string[]): void {
+  /** Sends `messages` to the member `to` at `addr`, filling the rest of the packet with piggybacked broadcasts. */
+  #send(to: string, addr: string, messages: readonly string[]): void {
     if (!this.#running && !this.#table.leaving) return;
     const header = this.#header();
     let used = frameOverhead(this.#keyring) + packetEnvelopeBytes(header);
@@ -362,7 +377,7 @@ export class Membership extends EventEmitter<Events> {
     const limit = retransmitLimit(this.config.retransmitMult, this.#table.liveCount());
     const piggyback = this.#broadcasts.take(this.config.maxPacketBytes - used, 1, limit);
     if (messages.length === 0 && piggyback.length === 0) return;
-    this.#transport.sendPacket(addr, this.#gate.seal(header, [...messages, ...piggyback]));
+    this.#transport.sendPacket(addr, this.#gate.seal(header, to, [...messages, ...piggyback]));
   }
 
   #makeProbeHost(): ProbeHost {
@@ -380,9 +395,9 @@ export class Membership extends EventEmitter<Events> {
         const msgs = [JSON.stringify({ k: 'ping', seq, target: target.name })];
         // Lifeguard buddy system: tell a suspect directly, so it can refute before the timeout.
         if (target.state === 'suspect') msgs.push(JSON.stringify({ k: 'suspect', name: target.name, inc: target.incarnation, by: this.name }));
-        this.#send(target.addr, msgs);
+        this.#send(target.name, target.addr, msgs);
       },
-      pingReqTo: (via, target, seq) => this.#send(via.addr, [JSON.stringify({ k: 'ping-req', seq, target: target.name, targetAddr: target.addr })]),
+      pingReqTo: (via, target, seq) => this.#send(via.name, via.addr, [JSON.stringify({ k: 'ping-req', seq, target: target.name, targetAddr: target.addr })]),
       awarenessDelta: (d) => this.#awareness.applyDelta(d),
       suspect: (target) => {
         const current = this.#table.get(target.name);

@@ -1,7 +1,7 @@
 // In-process transport: any number of members in one process, no sockets. Datagrams are delivered on a later
 // turn of the event loop (never re-entrantly), like a network. Used by protocol tests that need no kernel and
 // by the local grid runner's single-process mode.
-import { emptyStats, type PacketHandler, type StreamHandler, type Transport, type TransportStats } from './transport.ts';
+import { emptyStats, type PacketHandler, type StreamHandler, type StreamOpenHandler, type Transport, type TransportStats } from './transport.ts';
 
 export class MemoryNetwork {
   readonly #nodes = new Map<string, MemoryTransport>();
@@ -35,6 +35,7 @@ export class MemoryTransport implements Transport {
   readonly #network: MemoryNetwork;
   readonly #address: string;
   #packetHandler: PacketHandler = () => {};
+  #streamOpen: StreamOpenHandler = () => undefined;
   #streamHandler: StreamHandler = async () => undefined;
   #closed = false;
 
@@ -51,8 +52,9 @@ export class MemoryTransport implements Transport {
     this.#packetHandler = handler;
   }
 
-  setStreamHandler(handler: StreamHandler): void {
-    this.#streamHandler = handler;
+  setStreamHandler(open: StreamOpenHandler, answer: StreamHandler): void {
+    this.#streamOpen = open;
+    this.#streamHandler = answer;
   }
 
   /** In-process streams are never cut off by the transport. */
@@ -74,13 +76,13 @@ export class MemoryTransport implements Transport {
     this.#packetHandler(frame, from, Date.now());
   }
 
-  async request(to: string, frame: Buffer, timeoutMs: number, maxBytes: number): Promise<Buffer> {
+  async request(to: string, opening: Buffer, frame: Buffer, timeoutMs: number, maxBytes: number): Promise<Buffer> {
     const peer = this.#network.lookup(to);
     if (this.#closed || !peer) throw new Error(`no member listening at ${to}`);
     if (frame.length > maxBytes) throw new Error(`request above ${maxBytes} bytes`);
     this.stats.streamsOpened++;
     this.stats.bytesSent += frame.length;
-    const reply = await withTimeout(peer.answer(Buffer.from(frame), this.#address), timeoutMs);
+    const reply = await withTimeout(peer.answer(Buffer.from(opening), Buffer.from(frame), this.#address), timeoutMs);
     if (!reply) throw new Error(`${to} closed without a response`);
     if (reply.length > maxBytes) throw new Error(`response above ${maxBytes} bytes`);
     this.stats.bytesReceived += reply.length;
@@ -88,8 +90,8 @@ export class MemoryTransport implements Transport {
   }
 
   /** @internal */
-  answer(frame: Buffer, from: string): Promise<Buffer | undefined> {
-    if (this.#closed) return Promise.resolve(undefined);
+  answer(opening: Buffer, frame: Buffer, from: string): Promise<Buffer | undefined> {
+    if (this.#closed || this.#streamOpen(opening, from) !== frame.length) return Promise.resolve(undefined);
     return this.#streamHandler(frame, from);
   }
 

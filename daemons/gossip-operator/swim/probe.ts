@@ -1,9 +1,12 @@
 // The failure detector's probe round (SWIM §3 with Lifeguard's nacks): direct ping, then ping-req through k
-// members, then suspicion. Acks are matched by sequence number with the receive timestamp taken at receipt.
+// members, then suspicion. Acks are matched by sequence number and by sender (the member probed, or a helper asked
+// to probe it), with the receive timestamp taken at receipt.
 import { shuffled, type Clock, type RandomSource, type TimerHandle } from './clock.ts';
 import type { Member } from './member-table.ts';
 
 interface PendingAck {
+  /** Members whose ack or nack counts for this entry; grows when a probe asks helpers. */
+  readonly senders: Set<string>;
   readonly onAck: (receivedAtMs: number) => void;
   readonly onNack: (() => void) | undefined;
   readonly timer: TimerHandle | undefined;
@@ -21,7 +24,14 @@ export class AckTable {
     this.#clock = clock;
   }
 
-  expect(seq: number, timeoutMs: number | undefined, onAck: (receivedAtMs: number) => void, onNack?: () => void, onTimeout?: () => void): void {
+  expect(
+    seq: number,
+    senders: Set<string>,
+    timeoutMs: number | undefined,
+    onAck: (receivedAtMs: number) => void,
+    onNack?: () => void,
+    onTimeout?: () => void,
+  ): void {
     const timer =
       timeoutMs === undefined
         ? undefined
@@ -29,21 +39,29 @@ export class AckTable {
             this.#pending.delete(seq);
             onTimeout?.();
           });
-    this.#pending.set(seq, { onAck, onNack, timer });
+    this.#pending.set(seq, { senders, onAck, onNack, timer });
   }
 
-  /** Returns false for an unknown (late, duplicate or forged) sequence number. */
-  ack(seq: number, receivedAtMs: number): boolean {
+  /**
+   * 'unknown' for a late, duplicate or forged sequence number; 'unexpected' when `from` is not a member this
+   * entry asked (an ack from anyone else proves nothing about the target, and the entry stays open).
+   */
+  ack(seq: number, from: string, receivedAtMs: number): 'acked' | 'unknown' | 'unexpected' {
     const p = this.#pending.get(seq);
-    if (!p) return false;
+    if (!p) return 'unknown';
+    if (!p.senders.has(from)) return 'unexpected';
     this.#pending.delete(seq);
     p.timer?.cancel();
     p.onAck(receivedAtMs);
-    return true;
+    return 'acked';
   }
 
-  nack(seq: number): void {
-    this.#pending.get(seq)?.onNack?.();
+  nack(seq: number, from: string): 'nacked' | 'unknown' | 'unexpected' {
+    const p = this.#pending.get(seq);
+    if (!p) return 'unknown';
+    if (!p.senders.has(from)) return 'unexpected';
+    p.onNack?.();
+    return 'nacked';
   }
 
   /** Drops an entry without calling back. False when it is gone already (acked, expired, or cleared at shutdown). */
@@ -152,8 +170,10 @@ export function probeMember(host: ProbeHost, target: Member): Promise<'acked' | 
       host.suspect(target);
       resolve('suspected');
     };
-    // No expiry of its own: the entry lives until the verdict, however late our own timers run.
-    host.acks.expect(seq, undefined, succeed, () => nacks++);
+    // No expiry of its own: the entry lives until the verdict, however late our own timers run. Only the target
+    // (directly) and the helpers asked below (forwarding) may answer it.
+    const senders = new Set([target.name]);
+    host.acks.expect(seq, senders, undefined, succeed, () => nacks++);
     host.pingTo(target, seq);
     indirect = host.clock.schedule(timeoutMs, () => {
       if (settled) return;
@@ -162,7 +182,10 @@ export function probeMember(host: ProbeHost, target: Member): Promise<'acked' | 
         host.indirectChecks(),
       );
       expectedNacks = helpers.length;
-      for (const via of helpers) host.pingReqTo(via, target, seq);
+      for (const via of helpers) {
+        senders.add(via.name);
+        host.pingReqTo(via, target, seq);
+      }
       verdict = host.clock.schedule(indirectWindowMs, fail);
     });
   });

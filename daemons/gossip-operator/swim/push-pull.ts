@@ -59,32 +59,68 @@ export class PushPullExchange {
     this.#c = context;
   }
 
-  /** Exchanges full state with `addr`; true when the peer answered with a valid state. Never throws. */
-  async exchange(addr: string, join: boolean): Promise<boolean> {
+  /**
+   * Exchanges full state with the member `to` (ANY_RECIPIENT for a seed not known by name, joins only) at `addr`;
+   * true when the peer answered with a valid state. Never throws.
+   */
+  async exchange(to: string, addr: string, join: boolean): Promise<boolean> {
     const { transport, config, drops } = this.#c;
     try {
-      const reply = await transport.request(addr, this.#frame(join), config.pushPullTimeoutMs, config.maxMessageBytes);
+      const request = this.#frame(join, to);
+      const opening = this.#c.gate.seal(this.#c.header(), to, [JSON.stringify({ k: 'stream-open', bytes: request.length, join })]);
+      const reply = await transport.request(addr, opening, request, config.pushPullTimeoutMs, config.maxMessageBytes);
       if (!this.#c.running()) return false;
-      return this.#merge(reply, addr) !== undefined;
+      return this.#merge(reply, addr, false) !== undefined;
     } catch (err) {
       drops.drop('push_pull_failed', `with ${addr}: ${err instanceof Error ? err.message : String(err)}`);
       return false;
     }
   }
 
-  /** Stream handler: merge the peer's state and answer with ours. */
+  /**
+   * Stream opening check (before the transport buffers the request): the opening frame must authenticate for us
+   * (or for anyone, on a join) and declare a request within maxMessageBytes. Returns that length. Never throws.
+   */
+  open(frame: Buffer, from: string): number | undefined {
+    const { gate, config, drops } = this.#c;
+    try {
+      const opened = gate.open(frame, from, config.maxOpeningBytes, true);
+      if (!opened) return undefined;
+      const first = opened.packet.msgs[0];
+      const checked = first && first.k === 'stream-open' ? checkMessage(first) : undefined;
+      if (!checked || !checked.ok || checked.message.k !== 'stream-open') {
+        drops.drop('bad_message', `stream from ${opened.packet.from} does not open with stream-open`);
+        return undefined;
+      }
+      const m = checked.message;
+      if (opened.toAnyone && !m.join) {
+        drops.drop('bad_message', `stream from ${opened.packet.from} addressed to any member but not a join`);
+        return undefined;
+      }
+      if (m.bytes > config.maxMessageBytes) {
+        drops.drop('oversized', `stream from ${opened.packet.from} declares ${m.bytes} bytes (max ${config.maxMessageBytes})`);
+        return undefined;
+      }
+      return m.bytes;
+    } catch (err) {
+      drops.drop('push_pull_failed', `stream opening from ${from}: ${err instanceof Error ? err.message : String(err)}`);
+      return undefined;
+    }
+  }
+
+  /** Stream handler: merge the peer's state and answer with ours, sealed for the requester. */
   async answer(frame: Buffer, from: string): Promise<Buffer | undefined> {
     try {
-      const join = this.#merge(frame, from);
-      if (join === undefined || !this.#c.running()) return undefined;
-      return this.#frame(join);
+      const merged = this.#merge(frame, from, true);
+      if (merged === undefined || !this.#c.running()) return undefined;
+      return this.#frame(merged.join, merged.from);
     } catch (err) {
       this.#c.drops.drop('push_pull_failed', `stream from ${from}: ${err instanceof Error ? err.message : String(err)}`);
       return undefined;
     }
   }
 
-  #frame(join: boolean): Buffer {
+  #frame(join: boolean, to: string): Buffer {
     const { config, keyring, delegate, drops, gate } = this.#c;
     const header = this.#c.header();
     let user = delegate?.localState(join);
@@ -95,14 +131,19 @@ export class PushPullExchange {
       user = undefined;
       json = JSON.stringify(buildPushPull(this.#c.members(), join, user));
     }
-    return gate.seal(header, [json]);
+    return gate.seal(header, to, [json]);
   }
 
-  /** Merges a push-pull message; returns its join flag, or undefined when it was dropped. */
-  #merge(frame: Buffer, from: string): boolean | undefined {
+  /**
+   * Merges a push-pull message; returns its join flag and sender, or undefined when it was dropped. A request
+   * (`isRequest`) may be addressed to any member only when it is a join, the one case where the sender cannot
+   * know our name; replies are always addressed by name.
+   */
+  #merge(frame: Buffer, from: string, isRequest: boolean): { join: boolean; from: string } | undefined {
     const { gate, config, drops, delegate } = this.#c;
-    const packet = gate.open(frame, from, config.maxMessageBytes);
-    if (!packet) return undefined;
+    const opened = gate.open(frame, from, config.maxMessageBytes, isRequest);
+    if (!opened) return undefined;
+    const { packet } = opened;
     const first = packet.msgs[0];
     const checked = first && first.k === 'push-pull' ? checkMessage(first) : undefined;
     if (!checked || !checked.ok || checked.message.k !== 'push-pull') {
@@ -110,6 +151,10 @@ export class PushPullExchange {
       return undefined;
     }
     const pp = checked.message;
+    if (opened.toAnyone && !pp.join) {
+      drops.drop('bad_message', `push-pull from ${packet.from} addressed to any member but not a join`);
+      return undefined;
+    }
     for (const msg of remoteMembersAsMessages(pp.members, packet.from, config.maxMembers)) this.#c.apply(msg);
     if (pp.user !== undefined && delegate) {
       try {
@@ -118,6 +163,6 @@ export class PushPullExchange {
         drops.drop('delegate_error', `push-pull state from ${packet.from}: ${err instanceof Error ? err.message : String(err)}`);
       }
     }
-    return pp.join;
+    return { join: pp.join, from: packet.from };
   }
 }

@@ -19,6 +19,10 @@ export const SWIM_DROP_REASONS = [
   'broadcast_too_large', // a broadcast that can never fit in one packet (delegate must use push-pull)
   'push_pull_failed', // TCP state exchange failed or timed out
   'delegate_error', // the state delegate threw while handling a message (contained here)
+  'reflected', // a frame whose authenticated sender is this member itself (reflected back to us)
+  'unexpected_ack', // ack or nack from a member other than the one probed (or the helpers asked to probe it)
+  'stream_limit', // inbound push-pull stream refused: maxInboundStreams are open already
+  'stream_deadline', // inbound push-pull stream cut off: not finished within the stream deadline
   'internal_error', // a protocol round threw (a bug): contained so the loop and the daemon keep running
 ] as const;
 

@@ -21,7 +21,8 @@ export interface ReceiveContext {
   readonly drops: DropCounter<SwimDropReason>;
   readonly timers: Set<TimerHandle>;
   readonly nextSeq: () => number;
-  readonly send: (addr: string, messages: readonly string[]) => void;
+  /** Sends to the member named `to` at `addr` (the frame is sealed for that name). */
+  readonly send: (to: string, addr: string, messages: readonly string[]) => void;
   readonly running: () => boolean;
 }
 
@@ -35,8 +36,9 @@ export class PacketReceiver {
   onPacket(frame: Buffer, from: string, receivedAtMs: number): void {
     const { gate, config, drops, acks, updates } = this.#c;
     try {
-      const packet = gate.open(frame, from, config.maxPacketBytes);
-      if (!packet) return;
+      const opened = gate.open(frame, from, config.maxPacketBytes);
+      if (!opened) return;
+      const { packet } = opened;
       for (const raw of packet.msgs) {
         const checked = checkMessage(raw);
         if (!checked.ok) {
@@ -47,16 +49,16 @@ export class PacketReceiver {
         switch (m.k) {
           case 'ping':
             // Replies go to the datagram's source address, which is what the prober can reach us from.
-            if (m.target === config.name) this.#c.send(from, [JSON.stringify({ k: 'ack', seq: m.seq })]);
+            if (m.target === config.name) this.#c.send(packet.from, from, [JSON.stringify({ k: 'ack', seq: m.seq })]);
             break;
           case 'ack':
-            acks.ack(m.seq, receivedAtMs);
+            if (acks.ack(m.seq, packet.from, receivedAtMs) === 'unexpected') drops.drop('unexpected_ack', `ack ${m.seq} from ${packet.from}, which was not asked`);
             break;
           case 'nack':
-            acks.nack(m.seq);
+            if (acks.nack(m.seq, packet.from) === 'unexpected') drops.drop('unexpected_ack', `nack ${m.seq} from ${packet.from}, which was not asked`);
             break;
           case 'ping-req':
-            this.#relayPing(m.seq, m.target, m.targetAddr, from);
+            this.#relayPing(m.seq, m.target, m.targetAddr, packet.from, from);
             break;
           case 'alive':
           case 'suspect':
@@ -67,7 +69,8 @@ export class PacketReceiver {
             this.#notifyDelegate(m.data, packet.from);
             break;
           case 'push-pull':
-            drops.drop('bad_message', `push-pull over UDP from ${packet.from}`);
+          case 'stream-open':
+            drops.drop('bad_message', `${m.k} over UDP from ${packet.from}`);
             break;
         }
       }
@@ -78,22 +81,22 @@ export class PacketReceiver {
   }
 
   /** Indirect probe on behalf of `requester`: forward the ack, or send a nack when our own ping goes unanswered. */
-  #relayPing(origSeq: number, target: string, targetAddr: string, requester: string): void {
+  #relayPing(origSeq: number, target: string, targetAddr: string, requester: string, requesterAddr: string): void {
     const { config, clock, acks, timers, send } = this.#c;
     const seq = this.#c.nextSeq();
     let acked = false;
-    acks.expect(seq, config.probeIntervalMs, () => {
+    acks.expect(seq, new Set([target]), config.probeIntervalMs, () => {
       acked = true;
-      send(requester, [JSON.stringify({ k: 'ack', seq: origSeq })]);
+      send(requester, requesterAddr, [JSON.stringify({ k: 'ack', seq: origSeq })]);
     });
     // Lifeguard nack: tells the requester we are alive and its target is not answering us either, so a missing
     // nack points at the requester's own connectivity.
     const t = clock.schedule(nackTimeoutMs(config.probeTimeoutMs, config.probeIntervalMs), () => {
       timers.delete(t);
-      if (!acked && this.#c.running()) send(requester, [JSON.stringify({ k: 'nack', seq: origSeq })]);
+      if (!acked && this.#c.running()) send(requester, requesterAddr, [JSON.stringify({ k: 'nack', seq: origSeq })]);
     });
     timers.add(t);
-    send(targetAddr, [JSON.stringify({ k: 'ping', seq, target })]);
+    send(target, targetAddr, [JSON.stringify({ k: 'ping', seq, target })]);
   }
 
   #notifyDelegate(data: unknown, from: string): void {

@@ -1,14 +1,20 @@
 // The transport contract: unreliable datagrams for the protocol, plus one request/response stream exchange for
-// push-pull. Frames are opaque here (already sealed); implementations: udp-transport.ts (dgram + TCP on the same
+// push-pull. A stream opens with a small frame that is authenticated before the transport buffers anything larger
+// (issue 17: unauthenticated bytes held per stream are bounded by the opening frame's bound, not maxMessageBytes). Frames are opaque here (already sealed); implementations: udp-transport.ts (dgram + TCP on the same
 // port number) and memory-transport.ts (in-process, for tests and the local grid runner).
 import type { RandomSource } from './clock.ts';
 
 /** Called synchronously for each datagram; `receivedAtMs` is taken at receipt so RTTs stay honest. Must not throw. */
 export type PacketHandler = (frame: Buffer, from: string, receivedAtMs: number) => void;
+/**
+ * Checks the opening frame of an inbound stream: the exact byte length of the request frame the peer may send next,
+ * or undefined to close the stream. Runs before anything larger than the opening bound is buffered. Must not throw.
+ */
+export type StreamOpenHandler = (frame: Buffer, from: string) => number | undefined;
 /** Answers one push-pull request; undefined closes the stream without an answer. */
 export type StreamHandler = (frame: Buffer, from: string) => Promise<Buffer | undefined>;
 /** Told when the transport itself cuts off an inbound stream (too large, handler failure). Must not throw. */
-export type StreamDropHandler = (reason: 'oversized' | 'push_pull_failed', detail: string) => void;
+export type StreamDropHandler = (reason: 'oversized' | 'push_pull_failed' | 'stream_limit' | 'stream_deadline' | 'bad_frame', detail: string) => void;
 
 export interface TransportStats {
   packetsSent: number;
@@ -16,6 +22,9 @@ export interface TransportStats {
   packetsReceived: number;
   bytesReceived: number;
   streamsOpened: number;
+  /** Inbound streams open now (authenticated or not) and the bytes they buffer now: the bounds issue 17 asks for. */
+  inboundStreams: number;
+  inboundBufferedBytes: number;
 }
 
 export interface Transport {
@@ -24,15 +33,15 @@ export interface Transport {
   readonly stats: TransportStats;
   sendPacket(to: string, frame: Buffer): void;
   setPacketHandler(handler: PacketHandler): void;
-  setStreamHandler(handler: StreamHandler): void;
+  setStreamHandler(open: StreamOpenHandler, answer: StreamHandler): void;
   setStreamDropHandler(handler: StreamDropHandler): void;
-  /** One framed request and its framed response; rejects on timeout, refusal or a response above maxBytes. */
-  request(to: string, frame: Buffer, timeoutMs: number, maxBytes: number): Promise<Buffer>;
+  /** Opening frame, then one framed request, and its framed response; rejects on timeout, refusal or a response above maxBytes. */
+  request(to: string, opening: Buffer, frame: Buffer, timeoutMs: number, maxBytes: number): Promise<Buffer>;
   close(): Promise<void>;
 }
 
 export function emptyStats(): TransportStats {
-  return { packetsSent: 0, bytesSent: 0, packetsReceived: 0, bytesReceived: 0, streamsOpened: 0 };
+  return { packetsSent: 0, bytesSent: 0, packetsReceived: 0, bytesReceived: 0, streamsOpened: 0, inboundStreams: 0, inboundBufferedBytes: 0 };
 }
 
 /**
@@ -72,17 +81,17 @@ export class FaultyTransport implements Transport {
     this.#inner.setPacketHandler(handler);
   }
 
-  setStreamHandler(handler: StreamHandler): void {
-    this.#inner.setStreamHandler(handler);
+  setStreamHandler(open: StreamOpenHandler, answer: StreamHandler): void {
+    this.#inner.setStreamHandler(open, answer);
   }
 
   setStreamDropHandler(handler: StreamDropHandler): void {
     this.#inner.setStreamDropHandler(handler);
   }
 
-  request(to: string, frame: Buffer, timeoutMs: number, maxBytes: number): Promise<Buffer> {
+  request(to: string, opening: Buffer, frame: Buffer, timeoutMs: number, maxBytes: number): Promise<Buffer> {
     if (this.blocked.has(to)) return Promise.reject(new Error(`partitioned from ${to} (test fault)`));
-    return this.#inner.request(to, frame, timeoutMs, maxBytes);
+    return this.#inner.request(to, opening, frame, timeoutMs, maxBytes);
   }
 
   close(): Promise<void> {
