@@ -11,7 +11,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GRID_NETWORK, GRID_SITE, INFERENCE_PROVIDER, metricSum, readOverlays } from '../../daemons/local-grid/grid-status.ts';
 import { type LocalGrid, REPO_ROOT, startLocalGrid } from '../../daemons/local-grid/runner.ts';
-import { chatCompletion, dashboardUrl, waitFor } from '../../daemons/local-grid/traffic.ts';
+import { attribution, chatCompletion, dashboardUrl, waitFor } from '../../daemons/local-grid/traffic.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(REPO_ROOT, 'test', 'dashboard', 'artifacts');
@@ -112,7 +112,12 @@ describe('fleet dashboard in headless Chromium', () => {
     const queueCell = page.locator('#providers tr[data-provider="east/east-llm-b"] td.num').first();
     await expect.poll(() => queueCell.textContent(), { timeout: 10_000 }).toBe(metric.toFixed(2));
     await grid.setSimState('east-llm-b', { queue_depth: 0 });
-    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-1280x800.png'), fullPage: false });
+    // Traffic through the consumer gateways shows as requests/s on the providers that served it.
+    const served = await attribution(grid.byRole('consumer-gateway', 'east')[0]!.listenAddress!, MODEL, 24);
+    const busiest = [...served.entries()].sort((a, b) => b[1] - a[1])[0]![0];
+    const rateCell = page.locator(`#providers tr[data-provider="east/${busiest}"] td.num`).last();
+    await expect.poll(async () => Number(await rateCell.textContent()), { timeout: 10_000 }).toBeGreaterThan(0);
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-traffic-1280x800.png'), fullPage: false });
   }, 60_000);
 
   it('follows a killed provider live, without reloading the page', async () => {
