@@ -60,7 +60,7 @@ async function firstRoute(grid: LocalGrid): Promise<{ listen: string; model: str
 }
 
 /** Each site operator's fleet dashboard (its admin listener), printed beside the curl line. */
-export function dashboardLines(grid: LocalGrid): string {
+function dashboardLines(grid: LocalGrid): string {
   const urls = grid.byRole('operator').filter((p) => p.adminAddress !== undefined).map((p) => `  ${p.site}: ${dashboardUrl(p.adminAddress!)}`);
   return urls.length === 0 ? '' : `Fleet dashboard (open in a browser):\n${urls.join('\n')}\n`;
 }

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-export const DASHBOARD_PATH = '/dashboard/';
+const DASHBOARD_PATH = '/dashboard/';
 /** How often an open event stream rebuilds the view (builds are shared, see the operator's DashboardSource). */
 export const EVENT_INTERVAL_MS = 1_000;
 /** Open event streams at most: each holds a socket; past it a page falls back to polling model.json. */

@@ -14,7 +14,7 @@ import { buildReadModel, type FleetView, type GatewayObservation, type OverlayRe
 import type { DashboardTarget } from './targets.ts';
 import { EMPTY_TRANSITIONS, observePhases, providerPhases, sitePhases, type TransitionState } from './transitions.ts';
 
-export const CACHE_MS = 500;
+const CACHE_MS = 500;
 const FETCH_TIMEOUT_MS = 1_500;
 const MAX_BODY_CHARS = 1_000_000;
 

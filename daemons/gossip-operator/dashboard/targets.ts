@@ -16,7 +16,7 @@ export interface DashboardTarget {
 }
 
 const ENTRY = /^([A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?)\/(gateway|overlay-sync)=(\S+)$/;
-export const MAX_DASHBOARD_TARGETS = 64;
+const MAX_DASHBOARD_TARGETS = 64;
 
 /** Parses the list; throws naming `where`, the entry and the expected form. */
 export function parseDashboardTargets(text: string, where: string): DashboardTarget[] {
