@@ -108,6 +108,8 @@ export interface FleetView {
   readonly transitions: readonly TransitionRow[];
   readonly budgets: readonly BudgetRow[];
   readonly links: readonly LinkRow[];
+  /** Store reads that failed for this view (their sections are empty), e.g. "GridSites". */
+  readonly unreadable: readonly string[];
 }
 
 /** What one gateway replica's admin endpoint answered (undefined fields: it did not answer). */
@@ -296,5 +298,6 @@ export function buildReadModel(inputs: ReadModelInputs): FleetView {
     transitions: inputs.transitions,
     budgets: (network?.status?.budgetStatus ?? []).map((b) => ({ tenantId: b.tenantId, capUsd: b.capUsd, spendUsd: b.spendUsd, spendRatio: b.spendRatio })),
     links,
+    unreadable: [],
   };
 }

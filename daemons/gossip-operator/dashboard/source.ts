@@ -8,7 +8,7 @@ import type { GridNetworkResource, GridSiteResource, InferenceProviderResource }
 import type { OverlayEnvelope } from '../../../schemas/generated/overlay-envelope.ts';
 import type { OperatorContext } from '../context.ts';
 import { OVERLAY_DATA_KEY } from '../controllers/overlay-publisher.ts';
-import { CONFIG_MAP, type ConfigMapObject, FIELD_MANAGER, GRID_NETWORK, GRID_SITE, INFERENCE_PROVIDER, MANAGED_BY } from '../kinds.ts';
+import { CONFIG_MAP, type ConfigMapObject, GRID_NETWORK, GRID_SITE, INFERENCE_PROVIDER } from '../kinds.ts';
 import { parsePrometheusText } from '../probes/prometheus-text.ts';
 import { buildReadModel, type FleetView, type GatewayObservation, type OverlayRead, type SyncObservation } from './read-model.ts';
 import type { DashboardTarget } from './targets.ts';
@@ -104,15 +104,18 @@ function overlaysOf(configMaps: readonly ConfigMapObject[]): OverlayRead[] {
   return out;
 }
 
+/** The parts of the operator the dashboard reads. */
+export type DashboardContext = Pick<OperatorContext, 'store' | 'signals' | 'config' | 'now' | 'gossip' | 'siteProbeRtt'>;
+
 export class DashboardSource {
-  readonly #ctx: OperatorContext;
+  readonly #ctx: DashboardContext;
   readonly #targets: readonly DashboardTarget[];
   #transitions: TransitionState = EMPTY_TRANSITIONS;
   #previousRequests: { atMs: number; totals: Map<string, number> } | undefined;
   #rates: Map<string, number> | undefined;
   #cached: { atMs: number; view: Promise<FleetView> } | undefined;
 
-  constructor(ctx: OperatorContext, targets: readonly DashboardTarget[]) {
+  constructor(ctx: DashboardContext, targets: readonly DashboardTarget[]) {
     this.#ctx = ctx;
     this.#targets = targets;
   }
@@ -129,14 +132,29 @@ export class DashboardSource {
 
   async #build(): Promise<FleetView> {
     const { store } = this.#ctx;
-    const [networks, gridSites, providers, configMaps, gateways, syncs] = await Promise.all([
-      store.list(GRID_NETWORK).then((r) => r.items as unknown as GridNetworkResource[]),
-      store.list(GRID_SITE).then((r) => r.items as unknown as GridSiteResource[]),
-      store.list(INFERENCE_PROVIDER).then((r) => r.items as unknown as InferenceProviderResource[]),
-      store.list(CONFIG_MAP, { labelSelector: `${MANAGED_BY}=${FIELD_MANAGER}` }).then((r) => r.items as ConfigMapObject[]),
+    const unreadable: string[] = [];
+    // A failed read leaves its section empty and is named on the page; the rest of the view still renders.
+    const list = async <T>(what: string, read: () => Promise<T[]>): Promise<T[]> => {
+      try {
+        return await read();
+      } catch {
+        unreadable.push(what);
+        return [];
+      }
+    };
+    const [networks, gridSites, providers, gateways, syncs] = await Promise.all([
+      list('GridNetworks', async () => (await store.list(GRID_NETWORK)).items as unknown as GridNetworkResource[]),
+      list('GridSites', async () => (await store.list(GRID_SITE)).items as unknown as GridSiteResource[]),
+      list('InferenceProviders', async () => (await store.list(INFERENCE_PROVIDER)).items as unknown as InferenceProviderResource[]),
       Promise.all(this.#targets.filter((t) => t.kind === 'gateway').map(readGateway)),
       Promise.all(this.#targets.filter((t) => t.kind === 'overlay-sync').map(readSync)),
     ]);
+    // The overlay ConfigMaps by the names routingMapStatus records: the operator may get them, not list them.
+    const refs = (networks[0]?.status?.routingMapStatus ?? []).filter((r) => r.configMapName !== undefined && r.configMapName !== '');
+    const configMaps = await list('overlay ConfigMaps', async () => {
+      const found = await Promise.all(refs.map((r) => store.get(CONFIG_MAP, { namespace: r.namespace, name: r.configMapName! })));
+      return found.filter((cm): cm is ConfigMapObject => cm !== undefined);
+    });
     this.#updateRates(gateways);
     const samples = new Map<string, { queueDepth?: number; kvCacheUtilization?: number }>();
     for (const p of providers) {
@@ -169,7 +187,7 @@ export class DashboardSource {
       ...sitePhases(first.sites),
       ...providerPhases(first.providers),
     ], nowIso);
-    return { ...first, transitions: this.#transitions.recent };
+    return { ...first, transitions: this.#transitions.recent, unreadable };
   }
 
   /** Requests per second by cluster between the last two reads that saw every gateway's /metrics. */

@@ -220,7 +220,8 @@ function render(view) {
   renderTransitions(view);
   renderBudgets(view);
   document.body.dataset.generatedAt = view.generatedAt;
-  $('connection').textContent = `Live · updated ${new Date(view.generatedAt).toLocaleTimeString()}`;
+  const missing = view.unreadable.length === 0 ? '' : ` · could not read ${view.unreadable.join(', ')}`;
+  $('connection').textContent = `Live · updated ${new Date(view.generatedAt).toLocaleTimeString()}${missing}`;
 }
 
 function poll() {
