@@ -3,7 +3,7 @@
 // endpoints and the backends' metrics say, follow a provider's death without a reload, pass axe-core with no
 // serious or critical violation at desktop and phone widths, reach nothing outside the operator, and carry no
 // token or private key bytes. Screenshots go to test/dashboard/artifacts/ (gitignored).
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -146,7 +146,9 @@ describe('fleet dashboard in headless Chromium', () => {
   it('passes axe-core with no serious or critical violation and is keyboard navigable, at 1280x800 and 390 px', async () => {
     for (const viewport of [{ width: 1280, height: 800 }, { width: 390, height: 844 }]) {
       await page.setViewportSize(viewport);
-      const serious = (await axeViolations()).filter((v) => v.impact === 'serious' || v.impact === 'critical');
+      const violations = await axeViolations();
+      writeFileSync(join(ARTIFACTS, `axe-${viewport.width}.json`), `${JSON.stringify(violations, null, 2)}\n`);
+      const serious = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
       expect(serious, `${viewport.width}px`).toEqual([]);
       // The page never scrolls sideways: wide tables scroll inside their own focusable regions.
       expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(viewport.width);
