@@ -86,7 +86,10 @@ function renderGraph(view) {
   const sites = view.sites;
   // Sites on an ellipse, the first (this site) on the left; labels sit under the nodes so long names stay readable.
   const cx = 160;
-  const cy = 75;
+  const cy = sites.length <= 2 ? 45 : 75;
+  const height = sites.length <= 2 ? 110 : 180;
+  svg.setAttribute('viewBox', `0 0 320 ${height}`);
+  svg.setAttribute('height', String(height));
   const rx = sites.length <= 1 ? 0 : 105;
   const ry = sites.length <= 2 ? 0 : 50;
   const position = new Map();
@@ -183,7 +186,9 @@ function renderDelivery(view) {
   fill('delivery', view.delivery.map((d) => {
     const tr = el('tr');
     tr.dataset.replica = d.replica;
-    tr.append(rowHeader(d.replica), el('td', d.configMap ?? '—'), stateCell(d.state, 'state'), revisionCell(d.writtenRevision),
+    const configMap = el('td', d.configMap === null ? '—' : d.configMap.split('/').pop());
+    if (d.configMap !== null) configMap.title = d.configMap;
+    tr.append(rowHeader(d.replica), configMap, stateCell(d.state, 'state'), revisionCell(d.writtenRevision),
       el('td', d.lastOutcome ?? '—'), el('td', d.degradedReason ?? '—'), el('td', d.reconnects ?? '—', 'num'));
     return tr;
   }), 'No overlay-sync sidecars configured for this operator.', 7);
@@ -210,6 +215,10 @@ function renderBudgets(view) {
   }), 'No budgetPolicy tenants.', 4);
 }
 
+function setConnection(text) {
+  if ($('connection').textContent !== text) $('connection').textContent = text;
+}
+
 function render(view) {
   renderNetwork(view);
   renderGraph(view);
@@ -220,14 +229,16 @@ function render(view) {
   renderTransitions(view);
   renderBudgets(view);
   document.body.dataset.generatedAt = view.generatedAt;
-  const missing = view.unreadable.length === 0 ? '' : ` · could not read ${view.unreadable.join(', ')}`;
-  $('connection').textContent = `Live · updated ${new Date(view.generatedAt).toLocaleTimeString()}${missing}`;
+  // The status region is announced by screen readers, so it changes only with the connection or a failed read;
+  // the update time beside it is not announced.
+  setConnection(view.unreadable.length === 0 ? 'Live' : `Live · could not read ${view.unreadable.join(', ')}`);
+  $('updated').textContent = `· updated ${new Date(view.generatedAt).toLocaleTimeString()}`;
 }
 
 function poll() {
   fetch('model.json', { cache: 'no-store' })
     .then((r) => (r.ok ? r.json() : Promise.reject(new Error(`HTTP ${r.status}`))))
-    .then(render, () => ($('connection').textContent = 'Operator not answering; retrying…'))
+    .then(render, () => setConnection('Operator not answering; retrying…'))
     .finally(() => setTimeout(poll, POLL_MS));
 }
 
@@ -240,10 +251,10 @@ function connect() {
   events.onmessage = (event) => render(JSON.parse(event.data));
   events.onerror = () => {
     if (events.readyState === EventSource.CLOSED) {
-      $('connection').textContent = 'Live stream refused; polling.';
+      setConnection('Live stream refused; polling.');
       poll();
     } else {
-      $('connection').textContent = 'Reconnecting…';
+      setConnection('Reconnecting…');
     }
   };
 }
