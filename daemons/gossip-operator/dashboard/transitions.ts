@@ -1,7 +1,9 @@
 /**
  * Recent phase transitions for the dashboard: site phases and each provider's admission in the overlay (what
  * routing acts on: a dead backend turns stale within a refresh interval, long before its Ready condition flips),
- * as this operator saw them change.
+ * as this operator saw them change. Changes are observed when a view is built (an open page builds one a second),
+ * so a change that came and went while nobody looked is not listed (grid_site_phase_transition_total counts every
+ * site transition regardless).
  * Pure: the caller keeps the last phases and the list between builds. A site seen for the first time contributes
  * its recorded lastTransitionTime (from unknown), so a fresh page is not empty after an operator restart.
  */
