@@ -82,6 +82,10 @@ function build(): void {
   for (const path of walk(join(root, 'schemas')).map(repoPath).filter((p) => p.endsWith('.json'))) {
     cpSync(join(root, path), join(packageDir, path));
   }
+  // The fleet dashboard's page and assets, served by the operator's admin listener (daemons/shared/dashboard-routes.ts).
+  for (const path of walk(join(root, 'daemons', 'shared', 'dashboard')).map(repoPath)) {
+    cpSync(join(root, path), join(packageDir, path));
+  }
   for (const path of SHIPPED_AS_SOURCE) cpSync(join(root, path), join(packageDir, path));
   const repo = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, unknown>;
   writeFileSync(join(packageDir, 'package.json'), `${JSON.stringify(packageManifest(repo), null, 2)}\n`);

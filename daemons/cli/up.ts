@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { formatAddresses, formatSnapshot, readOverlays, snapshot } from '../local-grid/grid-status.ts';
 import { DEFAULT_GRID_HOME, type GridProfile, type LocalGrid, startLocalGrid } from '../local-grid/runner.ts';
 import { describeSupervisorEvent, ProcessStartError } from '../local-grid/supervisor.ts';
-import { chatCompletion, curlFor, waitFor } from '../local-grid/traffic.ts';
+import { chatCompletion, curlFor, dashboardUrl, waitFor } from '../local-grid/traffic.ts';
 import { CliError, usageError } from './cli-error.ts';
 import type { CommandResult } from './overlay-commands.ts';
 
@@ -58,6 +58,12 @@ async function firstRoute(grid: LocalGrid): Promise<{ listen: string; model: str
   const overlays = (await readOverlays(grid)).filter((o) => o.site === consumer.site);
   const candidate = overlays.flatMap((o) => o.candidates).find((c) => c.kind === 'inference_model' && c.admission_state === 'new_and_existing' && c.fresh);
   return candidate === undefined ? undefined : { listen: consumer.listenAddress, model: candidate.name };
+}
+
+/** Each site operator's fleet dashboard (its admin listener), printed beside the curl line. */
+function dashboardLines(grid: LocalGrid): string {
+  const urls = grid.byRole('operator').filter((p) => p.adminAddress !== undefined).map((p) => `  ${p.site}: ${dashboardUrl(p.adminAddress!)}`);
+  return urls.length === 0 ? '' : `Fleet dashboard (open in a browser):\n${urls.join('\n')}\n`;
 }
 
 export async function upCommand(args: readonly string[]): Promise<CommandResult> {
@@ -119,7 +125,7 @@ export async function upCommand(args: readonly string[]): Promise<CommandResult>
       release();
       return { stdout: `agn up --check: ok, first routed chat completion ${seconds.toFixed(1)} s after start\n`, exitCode: 0 };
     }
-    process.stdout.write(`\nTry it:\n  ${curlFor(route.listen, route.model)}\n\n`);
+    process.stdout.write(`\nTry it:\n  ${curlFor(route.listen, route.model)}\n${dashboardLines(grid)}\n`);
     if (options.demo) {
       const { runDemo } = await import('./demo.ts');
       await runDemo(grid, (m) => say(started, m));

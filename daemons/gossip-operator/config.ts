@@ -9,6 +9,7 @@ import { parseListenAddress } from '../shared/admin-server.ts';
 import { parseHexKey } from './swim/keyring.ts';
 import { ENROLLMENT_OPTIONS, ENROLLMENT_USAGE, type EnrollmentConfig, parseEnrollmentConfig } from './enrollment/config.ts';
 import { checkDuration, type DurationRule } from '../../schemas/durations.ts';
+import { type DashboardTarget, parseDashboardTargets } from './dashboard/targets.ts';
 
 export interface OperatorConfig {
   readonly store: { readonly backend: 'kubernetes' } | { readonly backend: 'local'; readonly manifestsDir?: string; readonly stateDir: string };
@@ -51,6 +52,8 @@ export interface OperatorConfig {
   readonly metricsScraperServiceAccount?: string;
   /** The SiteInvite redeem endpoint; absent (the default) serves nothing. */
   readonly enrollment?: EnrollmentConfig;
+  /** Gateway and overlay-sync admin endpoints the dashboard reads (accepted/serving revisions, delivery health). */
+  readonly dashboardTargets: readonly DashboardTarget[];
 }
 
 export class ConfigError extends Error {
@@ -87,6 +90,7 @@ const OPTIONS = {
   'gateway-age-address': { type: 'string' },
   'peer-poll-interval': { type: 'string' },
   'metrics-scraper-service-account': { type: 'string' },
+  'dashboard-targets': { type: 'string' },
   ...ENROLLMENT_OPTIONS,
   help: { type: 'boolean' },
 } as const;
@@ -100,7 +104,9 @@ export const USAGE = `Usage: node daemons/gossip-operator/main.ts [flags]
   --gossip-advertise HOST:PORT    address peers use (env GRID_GOSSIP_ADVERTISE)
   --seeds A,B                     extra SWIM seeds besides GridNetwork spec.seeds (env GRID_SWIM_SEEDS)
   --gateway-address HOST:PORT     this site's gateway, advertised to peers (env GRID_GATEWAY_ADDRESS)
-  --admin HOST:PORT               /livez /readyz /metrics (env GRID_ADMIN_ADDRESS; default 0.0.0.0:9090)
+  --admin HOST:PORT               /livez /readyz /metrics /dashboard/ (env GRID_ADMIN_ADDRESS; default 0.0.0.0:9090)
+  --dashboard-targets LIST        admin endpoints the dashboard reads: REPLICA/gateway=HOST:PORT and
+                                  REPLICA/overlay-sync=HOST:PORT, comma-separated (env GRID_DASHBOARD_TARGETS)
   --swim-profile wan|loopback     SWIM timing profile (env GRID_SWIM_PROFILE; default wan)
   --leader-elect true|false       wait on the Lease before reconciling (default true)
   --lease-name NAME               Lease name (env GRID_LEASE_NAME; default gossip-operator-leader)
@@ -207,6 +213,12 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(scraper)) {
     throw new ConfigError(`${flagOrEnv('metrics-scraper-service-account', 'GRID_METRICS_SCRAPER_SERVICE_ACCOUNT')}: "${scraper.slice(0, 80)}" is not a ServiceAccount name (DNS-1123 subdomain)`);
   }
+  let dashboardTargets: DashboardTarget[];
+  try {
+    dashboardTargets = parseDashboardTargets(pick('dashboard-targets', 'GRID_DASHBOARD_TARGETS') ?? '', flagOrEnv('dashboard-targets', 'GRID_DASHBOARD_TARGETS'));
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
   let enrollment: EnrollmentConfig | undefined;
   try {
     enrollment = parseEnrollmentConfig(pick);
@@ -240,5 +252,6 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
     peerPollIntervalMs: duration('peer-poll-interval', 'GRID_PEER_POLL_INTERVAL', '10s'),
     metricsScraperServiceAccount: scraper,
     ...(enrollment !== undefined ? { enrollment } : {}),
+    dashboardTargets,
   };
 }

@@ -26,6 +26,11 @@ export interface OperatorContext {
   readonly signals: ProviderSignals;
   /** Rows polled from peers under signalTransport poll (peer-signals/poller.ts). */
   readonly peerSignals: PolledSignals;
+  /**
+   * Duration of the latest probe of each GridSite's gateway (by GridSite name), in ms: the dashboard's RTT. Kept in
+   * memory only, because writing it to status would make every probe a status write.
+   */
+  readonly siteProbeRtt: Map<string, number>;
   /** This site's peer signals endpoint as peers dial it (site record signals_address); undefined when not serving. */
   signalsAddress: string | undefined;
   /** The SWIM member and CRDT view; undefined until the GridNetwork controller starts it. */

@@ -24,6 +24,7 @@ import { PolledSignals } from './peer-signals/polled-signals.ts';
 import { OperatorMetrics } from './metrics.ts';
 import { ScraperTokenSource } from './probes/scraper-token.ts';
 import { type EnrollmentServer, startEnrollmentServer } from './enrollment/server.ts';
+import { DashboardSource } from './dashboard/source.ts';
 import { siteNameLedgerConfigMapName } from '../../schemas/object-names.ts';
 
 export interface OperatorOptions {
@@ -83,6 +84,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
     producerVersion: producerVersion(),
     signals: new ProviderSignals(scraperToken === undefined ? undefined : () => scraperToken.bearer()),
     peerSignals: new PolledSignals(),
+    siteProbeRtt: new Map(),
     signalsAddress: undefined,
     gossip: undefined,
     enqueue: (controller, name, afterMs) => manager?.enqueue(controller, name, afterMs),
@@ -131,6 +133,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
     logger.info({ site: config.site, identity: config.identity, store: store.backend }, 'controllers started');
   };
   let elector: LeaderElector | undefined;
+  const dashboard = new DashboardSource(context, config.dashboardTargets);
   let admin: Awaited<ReturnType<typeof startAdminServer>>;
   try {
     admin = await startAdminServer({
@@ -143,6 +146,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
         leader: manager !== undefined,
         gossip: context.gossip === undefined ? null : { address: context.gossip.address, members: context.gossip.membership.stats().members },
       }),
+      dashboard: () => dashboard.view(),
     });
   } catch (error) {
     // Bound before any controller or election starts, so a taken admin port leaves nothing running behind it.

@@ -339,6 +339,24 @@ function providerSans(sites: readonly CompiledSite[], table: AddressTable): Reco
   return sans;
 }
 
+/**
+ * Points each operator's dashboard at its site's consumer gateway pods (gateway and overlay-sync admin endpoints),
+ * which the manifests cannot name: in a cluster those are per-pod addresses, here they are fixed loopback ports.
+ */
+function withDashboardTargets(sitePods: readonly PodRuntime[]): PodRuntime[] {
+  const targets = sitePods.flatMap((pod) => pod.processes.flatMap((p) => {
+    if (p.adminAddress === undefined || p.init) return [];
+    if (p.role === 'consumer-gateway') return [`${pod.pod.id}/gateway=${p.adminAddress}`];
+    if (p.role === 'overlay-sync') return [`${pod.pod.id}/overlay-sync=${p.adminAddress}`];
+    return [];
+  }));
+  if (targets.length === 0) return [...sitePods];
+  return sitePods.map((pod) => ({
+    ...pod,
+    processes: pod.processes.map((p) => (p.role === 'operator' ? { ...p, env: { ...p.env, GRID_DASHBOARD_TARGETS: targets.join(',') } } : p)),
+  }));
+}
+
 export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGrid> {
   const progress = options.progress ?? (() => undefined);
   const profile = options.profile ?? 'compiled';
@@ -385,9 +403,8 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
       progress(`site ${site.site}: ${secrets.length} Secrets applied to its local store (${storeDir})`);
       const manifests = translatedManifests(site, table, pki, profile);
       writeFileSync(join(manifestsDir, `${site.site}.yaml`), manifests.map((o) => stringifyYaml(o)).join('---\n'));
-      for (const pod of site.pods) {
-        pods.push(materializePod(site, pod, stateDir, { repoRoot: REPO_ROOT, table, storeDir, manifestsDir, secrets, operatorEnv }));
-      }
+      const sitePods = site.pods.map((pod) => materializePod(site, pod, stateDir, { repoRoot: REPO_ROOT, table, storeDir, manifestsDir, secrets, operatorEnv }));
+      pods.push(...withDashboardTargets(sitePods));
       for (const standIn of table.standIns.filter((s) => s.site === site.site)) {
         const secret = secrets.find((s) => s.name === standIn.secretRef.name && s.namespace === standIn.secretRef.namespace);
         const dir = join(siteDir, 'standins', standIn.provider);

@@ -35,6 +35,11 @@ export function curlFor(listen: string, model: string): string {
   return `curl -sS -i http://${listen}/v1/chat/completions -H 'content-type: application/json' -d '${CHAT_BODY(model)}'`;
 }
 
+/** The fleet dashboard on an operator's admin listener (a wildcard bind is reached on loopback). */
+export function dashboardUrl(adminAddress: string): string {
+  return `http://${adminAddress.replace(/^0\.0\.0\.0:/, '127.0.0.1:')}/dashboard/`;
+}
+
 export { waitFor } from '../shared/wait-for.ts';
 
 /** Sends `count` requests one after another; returns how many each provider served (and "status <n>" for failures). */

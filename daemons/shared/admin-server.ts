@@ -1,9 +1,10 @@
 // The admin listener every daemon exposes on its own port: /livez, /readyz, /metrics (and /status when a
-// daemon supplies one). It never shares a port with traffic, so probes work while the data plane is saturated.
+// daemon supplies one; the fleet dashboard under /dashboard/ when the operator supplies its view). It never shares a port with traffic, so probes work while the data plane is saturated.
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { dashboardRoutes } from './dashboard-routes.ts';
 import { listen } from './listen.ts';
 
 export interface AdminServerOptions {
@@ -14,6 +15,8 @@ export interface AdminServerOptions {
   isReady: () => boolean;
   /** JSON document served at /status. */
   status?: () => unknown;
+  /** The fleet dashboard's read model: serves the page, /dashboard/model.json and /dashboard/events. */
+  dashboard?: () => Promise<unknown>;
 }
 
 export interface AdminServer {
@@ -35,6 +38,7 @@ export function parseListenAddress(address: string): { host: string; port: numbe
 
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
   const { host, port } = parseListenAddress(options.address);
+  const dashboard = options.dashboard === undefined ? undefined : dashboardRoutes(options.dashboard);
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const send = (status: number, body: string, type = 'text/plain; charset=utf-8'): void => {
@@ -67,6 +71,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
         }
         break;
       default:
+        if (path !== undefined && dashboard?.handle(req, res, path) === true) return;
         break;
     }
     send(404, 'not found\n');

@@ -5,6 +5,7 @@
  */
 import type { GridNetworkResource, GridSiteResource } from '../../../schemas/crds/types.ts';
 import type { GridSiteStatus } from '../../../schemas/generated/gridsites.ts';
+import { performance } from 'node:perf_hooks';
 import { errorFields } from '../../shared/log.ts';
 import type { OperatorContext } from '../context.ts';
 import { CONTROLLER_NAMES } from '../context.ts';
@@ -92,6 +93,7 @@ export class GridSiteController implements Controller {
     const site = (await ctx.store.get(GRID_SITE, { name })) as GridSiteResource | undefined;
     if (site === undefined) {
       if (this.#known.delete(name)) ctx.metrics.dropSite(name);
+      ctx.siteProbeRtt.delete(name);
       return {};
     }
     this.#known.add(name);
@@ -103,8 +105,13 @@ export class GridSiteController implements Controller {
     let probe: SiteProbeResult | undefined;
     if (address !== '' && member !== 'left') {
       try {
-        probe = await probeSite(await this.#probeConfig(site, address));
+        const config = await this.#probeConfig(site, address);
+        const startedMs = performance.now();
+        probe = await probeSite(config);
+        if (probe.outcome === 'unreachable') ctx.siteProbeRtt.delete(name);
+        else ctx.siteProbeRtt.set(name, Math.round((performance.now() - startedMs) * 10) / 10);
       } catch (error) {
+        ctx.siteProbeRtt.delete(name);
         probe = { outcome: 'unreachable', detail: `probe failed: ${errorFields(error).message}` };
       }
     }
