@@ -32,16 +32,87 @@ const BACKSLASH = 0x5c;
 const OBJECT = 1;
 const ARRAY = 2;
 
-function isWhitespace(b: number): boolean {
-  return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
-}
-
-function isDigit(b: number): boolean {
-  return b >= 0x30 && b <= 0x39;
-}
+// Every scan runs to completion synchronously, so one stack serves them all (no allocation per request).
+const stack = new Uint8Array(MAX_JSON_DEPTH);
+const fieldBytesCache = new Map<string, Buffer>();
+// Set by skipString: whether the string just skipped had an escape.
+let lastStringEscaped = false;
 
 function isHex(b: number): boolean {
-  return isDigit(b) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66);
+  return (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66);
+}
+
+function syntaxError(message: string, offset: number): JsonScanError {
+  return new JsonScanError('syntax', offset, `${message} at byte ${offset}`);
+}
+
+function skipWhitespace(body: Uint8Array, i: number): number {
+  const n = body.length;
+  while (i < n) {
+    const b = body[i]!;
+    if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) break;
+    i++;
+  }
+  return i;
+}
+
+/** `i` is at the opening quote; returns the index of the closing quote. */
+function skipString(body: Uint8Array, i: number): number {
+  const n = body.length;
+  let escaped = false;
+  i++;
+  for (;;) {
+    if (i >= n) throw syntaxError('unterminated string', n);
+    const b = body[i]!;
+    if (b === QUOTE) break;
+    if (b === BACKSLASH) {
+      escaped = true;
+      const e = body[i + 1];
+      if (e === 0x75) {
+        if (!isHex(body[i + 2] ?? 0) || !isHex(body[i + 3] ?? 0) || !isHex(body[i + 4] ?? 0) || !isHex(body[i + 5] ?? 0)) throw syntaxError('bad \\u escape', i);
+        i += 6;
+        continue;
+      }
+      if (e !== QUOTE && e !== BACKSLASH && e !== 0x2f && e !== 0x62 && e !== 0x66 && e !== 0x6e && e !== 0x72 && e !== 0x74) throw syntaxError('bad escape', i);
+      i += 2;
+      continue;
+    }
+    if (b < 0x20) throw syntaxError('control character in string', i);
+    i++;
+  }
+  lastStringEscaped = escaped;
+  return i;
+}
+
+function skipDigits(body: Uint8Array, i: number): number {
+  const start = i;
+  while (i < body.length && body[i]! >= 0x30 && body[i]! <= 0x39) i++;
+  if (i === start) throw syntaxError('bad number', i);
+  return i;
+}
+
+function skipNumber(body: Uint8Array, i: number): number {
+  if (body[i] === 0x2d) i++;
+  if (body[i] === 0x30) i++;
+  else i = skipDigits(body, i);
+  if (body[i] === 0x2e) i = skipDigits(body, i + 1);
+  if (body[i] === 0x65 || body[i] === 0x45) {
+    i++;
+    if (body[i] === 0x2b || body[i] === 0x2d) i++;
+    i = skipDigits(body, i);
+  }
+  return i;
+}
+
+function skipLiteral(body: Uint8Array, i: number, word: string): number {
+  for (let k = 0; k < word.length; k++) if (body[i + k] !== word.charCodeAt(k)) throw syntaxError('unexpected character', i);
+  return i + word.length;
+}
+
+/** The string between quotes at [start, end), decoded (escapes through JSON.parse, which it is a JSON string for). */
+function decodeString(body: Uint8Array, start: number, end: number, escaped: boolean): string {
+  const view = Buffer.from(body.buffer, body.byteOffset, body.length);
+  return escaped ? (JSON.parse(view.toString('utf8', start - 1, end + 1)) as string) : view.toString('utf8', start, end);
 }
 
 /**
@@ -54,104 +125,46 @@ export function scanTopLevelField(body: Uint8Array, field: string, maxRawBytes: 
   if (n >= 3 && body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) {
     throw new JsonScanError('bom', 0, 'request body starts with a byte-order mark');
   }
-  const fieldBytes = Buffer.from(field, 'utf8');
-  const stack = new Uint8Array(MAX_JSON_DEPTH);
+  let fieldBytes = fieldBytesCache.get(field);
+  if (fieldBytes === undefined) {
+    fieldBytes = Buffer.from(field, 'utf8');
+    fieldBytesCache.set(field, fieldBytes);
+  }
+  let i = skipWhitespace(body, 0);
+  // Anything but an object is refused before scanning: `[[[[…` costs nothing.
+  if (body[i] !== 0x7b) throw new JsonScanError('not_object', i, 'request body must be a JSON object');
   let depth = 0;
-  let i = 0;
   let result: ScannedField = { kind: 'absent' };
   // Set while reading the value of the top-level key that names `field`.
   let atField = false;
-
-  const fail = (message: string): never => {
-    throw new JsonScanError('syntax', Math.min(i, n), `${message} at byte ${Math.min(i, n)}`);
-  };
-  const skipWhitespace = (): void => {
-    while (i < n && isWhitespace(body[i]!)) i++;
-  };
-  /** Reads a string starting at the opening quote; returns [start, end, hasEscape] of its raw content. */
-  const readString = (): [number, number, boolean] => {
-    const start = ++i;
-    let escaped = false;
-    for (;;) {
-      if (i >= n) fail('unterminated string');
-      const b = body[i]!;
-      if (b === QUOTE) break;
-      if (b < 0x20) fail('control character in string');
-      if (b === BACKSLASH) {
-        escaped = true;
-        const e = body[i + 1];
-        if (e === 0x75) {
-          for (let k = 2; k < 6; k++) if (!isHex(body[i + k] ?? 0)) fail('bad \\u escape');
-          i += 6;
-          continue;
-        }
-        if (e !== QUOTE && e !== BACKSLASH && e !== 0x2f && e !== 0x62 && e !== 0x66 && e !== 0x6e && e !== 0x72 && e !== 0x74) fail('bad escape');
-        i += 2;
-        continue;
-      }
-      i++;
-    }
-    const end = i++;
-    return [start, end, escaped];
-  };
-  const decode = (start: number, end: number, escaped: boolean): string =>
-    escaped ? (JSON.parse(Buffer.from(body.buffer, body.byteOffset + start - 1, end - start + 2).toString('utf8')) as string) : Buffer.from(body.buffer, body.byteOffset + start, end - start).toString('utf8');
-  const readNumber = (): void => {
-    if (body[i] === 0x2d) i++;
-    if (body[i] === 0x30) i++;
-    else if (isDigit(body[i] ?? 0)) while (isDigit(body[i] ?? 0)) i++;
-    else fail('bad number');
-    if (body[i] === 0x2e) {
-      i++;
-      if (!isDigit(body[i] ?? 0)) fail('bad number');
-      while (isDigit(body[i] ?? 0)) i++;
-    }
-    if (body[i] === 0x65 || body[i] === 0x45) {
-      i++;
-      if (body[i] === 0x2b || body[i] === 0x2d) i++;
-      if (!isDigit(body[i] ?? 0)) fail('bad number');
-      while (isDigit(body[i] ?? 0)) i++;
-    }
-  };
-  const readLiteral = (word: string): void => {
-    for (let k = 0; k < word.length; k++) if (body[i + k] !== word.charCodeAt(k)) fail('unexpected character');
-    i += word.length;
-  };
-  const open = (kind: number): void => {
-    if (depth === MAX_JSON_DEPTH) throw new JsonScanError('too_deep', i, `request body nests deeper than ${MAX_JSON_DEPTH} levels`);
-    stack[depth++] = kind;
-    i++;
-  };
-
-  // States: expecting a value; or an object key (or '}' right after '{').
-  skipWhitespace();
-  // Anything but an object is refused before scanning: `[[[[…` costs nothing.
-  if (body[i] !== 0x7b) throw new JsonScanError('not_object', i, 'request body must be a JSON object');
+  // Expecting an object key (after '{' or ','); `allowClose` when '}' may come instead (right after '{').
   let expectKey = false;
   let allowClose = false;
   for (;;) {
-    skipWhitespace();
-    if (i >= n) fail('unexpected end of body');
+    i = skipWhitespace(body, i);
+    if (i >= n) throw syntaxError('unexpected end of body', n);
     const b = body[i]!;
     if (expectKey) {
       if (b === 0x7d && allowClose) {
         depth--;
         i++;
       } else {
-        if (b !== QUOTE) fail('expected a string key');
-        const [start, end, escaped] = readString();
+        if (b !== QUOTE) throw syntaxError('expected a string key', i);
+        const start = i + 1;
+        const end = skipString(body, i);
+        i = end + 1;
         if (depth === 1) {
           const len = end - start;
-          const matches = escaped
-            ? len <= fieldBytes.length * 6 && decode(start, end, true) === field
+          const matches = lastStringEscaped
+            ? len <= fieldBytes.length * 6 && decodeString(body, start, end, true) === field
             : len === fieldBytes.length && fieldBytes.equals(body.subarray(start, end));
           if (matches) {
             if (result.kind !== 'absent') throw new JsonScanError('duplicate_field', start, `request body names "${field}" more than once`);
             atField = true;
           }
         }
-        skipWhitespace();
-        if (body[i] !== 0x3a) fail('expected ":"');
+        i = skipWhitespace(body, i);
+        if (body[i] !== 0x3a) throw syntaxError('expected ":"', i);
         i++;
         expectKey = false;
         continue;
@@ -160,40 +173,39 @@ export function scanTopLevelField(body: Uint8Array, field: string, maxRawBytes: 
       // A value.
       const fieldValue = atField;
       atField = false;
-      if (b === 0x7b) {
+      if (b === 0x7b || b === 0x5b) {
         if (fieldValue) result = { kind: 'other' };
-        open(OBJECT);
-        expectKey = true;
-        allowClose = true;
-        continue;
-      }
-      if (b === 0x5b) {
-        if (fieldValue) result = { kind: 'other' };
-        open(ARRAY);
-        skipWhitespace();
-        if (body[i] === 0x5d) {
-          depth--;
-          i++;
-        } else {
+        if (depth === MAX_JSON_DEPTH) throw new JsonScanError('too_deep', i, `request body nests deeper than ${MAX_JSON_DEPTH} levels`);
+        stack[depth++] = b === 0x7b ? OBJECT : ARRAY;
+        i++;
+        if (b === 0x7b) {
+          expectKey = true;
+          allowClose = true;
           continue;
         }
+        i = skipWhitespace(body, i);
+        if (body[i] !== 0x5d) continue;
+        depth--;
+        i++;
       } else if (b === QUOTE) {
-        const [start, end, escaped] = readString();
-        if (fieldValue) result = { kind: 'string', value: end - start > maxRawBytes ? undefined : decode(start, end, escaped) };
+        const start = i + 1;
+        const end = skipString(body, i);
+        i = end + 1;
+        if (fieldValue) result = { kind: 'string', value: end - start > maxRawBytes ? undefined : decodeString(body, start, end, lastStringEscaped) };
       } else {
-        if (b === 0x2d || isDigit(b)) readNumber();
-        else if (b === 0x74) readLiteral('true');
-        else if (b === 0x66) readLiteral('false');
-        else if (b === 0x6e) readLiteral('null');
-        else fail('unexpected character');
+        if (b === 0x2d || (b >= 0x30 && b <= 0x39)) i = skipNumber(body, i);
+        else if (b === 0x74) i = skipLiteral(body, i, 'true');
+        else if (b === 0x66) i = skipLiteral(body, i, 'false');
+        else if (b === 0x6e) i = skipLiteral(body, i, 'null');
+        else throw syntaxError('unexpected character', i);
         if (fieldValue) result = { kind: 'other' };
       }
     }
     // After a complete value: close containers or move to the next element.
     for (;;) {
-      skipWhitespace();
+      i = skipWhitespace(body, i);
       if (depth === 0) {
-        if (i !== n) fail('unexpected data after the JSON value');
+        if (i !== n) throw syntaxError('unexpected data after the JSON value', i);
         return result;
       }
       const c = body[i];
@@ -209,7 +221,7 @@ export function scanTopLevelField(body: Uint8Array, field: string, maxRawBytes: 
         i++;
         continue;
       }
-      fail(i >= n ? 'unexpected end of body' : top === OBJECT ? 'expected "," or "}"' : 'expected "," or "]"');
+      throw syntaxError(i >= n ? 'unexpected end of body' : top === OBJECT ? 'expected "," or "}"' : 'expected "," or "]"', Math.min(i, n));
     }
   }
 }
