@@ -121,9 +121,11 @@ function mutateDocument(random: Random, doc: Record<string, unknown>): void {
   }
 }
 
+const VALID_TEXT = JSON.stringify(validEnvelope());
+
 /** One generated overlay: a valid envelope mutated as a document or as bytes. */
 function generate(random: Random): Buffer {
-  const doc = JSON.parse(JSON.stringify(validEnvelope())) as Record<string, any>;
+  const doc = JSON.parse(VALID_TEXT) as Record<string, any>;
   const kind = random.int(10);
   if (kind <= 6) {
     mutateDocument(random, doc);
