@@ -30,7 +30,7 @@ const REQUEST_HEADERS_NOT_FORWARDED = new Set([...HOP_BY_HOP, 'host', 'content-l
 // another resource than the one routed and authorized (`/v1/responses/../cancel`), so the path is refused, not rewritten.
 const DOT_OR_EMPTY_SEGMENT = /\/(?:\.|%2e){1,2}(?:\/|$)|\/\//i;
 /** Connections one listener holds open at once unless `max_connections` says otherwise; more are closed at accept. */
-export const DEFAULT_MAX_CONNECTIONS = 4096;
+const DEFAULT_MAX_CONNECTIONS = 4096;
 
 export interface ListenerInfo {
   readonly name: string;

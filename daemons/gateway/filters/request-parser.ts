@@ -19,7 +19,7 @@ const MODEL_BODY_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v
 // C0 controls and DEL: a model with them could never be a header value (header injection).
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
-export function unsupportedMediaType(path: string): GatewayError {
+function unsupportedMediaType(path: string): GatewayError {
   return new GatewayError(415, 'unsupported_media_type', 'invalid_request_error', `request body of ${path} must be sent as content-type application/json`);
 }
 
@@ -27,7 +27,7 @@ export function unsupportedMediaType(path: string): GatewayError {
  * `application/json` with or without parameters (charset), or no content-type at all (the body is then read as
  * JSON, as the backend does); a body declared as anything else (text/plain, a form) is not a JSON body.
  */
-export function isJsonContentType(value: string | string[] | undefined): boolean {
+function isJsonContentType(value: string | string[] | undefined): boolean {
   if (value === undefined) return true;
   if (typeof value !== 'string') return false;
   const semi = value.indexOf(';');
