@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH } from '../../daemons/gateway/filters/json-scan.ts';
-import { call, chatBody } from './helpers.ts';
+import { call, chatBody, waitFor } from './helpers.ts';
 import { GRID_TOKEN, openFds, rawExchange, rawStatus, rssBytes, startGrid } from './grid-fixture.ts';
 import type { Grid } from './grid-fixture.ts';
 
@@ -96,10 +96,11 @@ describe('finding 3: refused connections and the connection cap', () => {
     const slow = await holdConnections(grid.consumerPort, 50, 'GET /v1/models HTTP/1.1\r\nHost: x\r\n');
     const garbage = await holdConnections(grid.consumerPort, 50, 'GARBAGE\r\n\r\n');
     try {
-      await new Promise((r) => setTimeout(r, HEADER_TIMEOUT_MS * 2));
+      await waitFor('every refused connection answered', () => [...slow.replies, ...garbage.replies].every((r) => r !== '') || undefined, HEADER_TIMEOUT_MS * 5);
       expect(slow.replies.every((r) => r.startsWith('HTTP/1.1 408'))).toBe(true);
       expect(garbage.replies.every((r) => r.startsWith('HTTP/1.1 400'))).toBe(true);
       // The clients have not closed (allowHalfOpen): only the gateway can have released these descriptors.
+      await waitFor('descriptors released', () => openFds(pid) - before < 10 || undefined, 2_000).catch(() => undefined);
       expect(openFds(pid) - before).toBeLessThan(10);
     } finally {
       for (const s of [...slow.sockets, ...garbage.sockets]) s.destroy();
@@ -110,9 +111,11 @@ describe('finding 3: refused connections and the connection cap', () => {
     const extra = 20;
     const held = await holdConnections(grid.consumerPort, MAX_CONNECTIONS + extra, 'GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n');
     try {
-      await new Promise((r) => setTimeout(r, 500));
-      const answered = held.replies.filter((r) => r.startsWith('HTTP/1.1 200')).length;
-      const refused = held.sockets.filter((s, i) => held.replies[i] === '' && (s.destroyed || s.readableEnded)).length;
+      const refusedNow = (): number => held.sockets.filter((s, i) => held.replies[i] === '' && (s.destroyed || s.readableEnded)).length;
+      const answeredNow = (): number => held.replies.filter((r) => r.startsWith('HTTP/1.1 200')).length;
+      await waitFor('every connection answered or closed', () => answeredNow() + refusedNow() === MAX_CONNECTIONS + extra || undefined, 5_000).catch(() => undefined);
+      const answered = answeredNow();
+      const refused = refusedNow();
       // Connections left over from earlier tests' keep-alive clients may take some of the slots.
       expect(answered).toBeLessThanOrEqual(MAX_CONNECTIONS);
       expect(answered).toBeGreaterThan(MAX_CONNECTIONS - 20);
