@@ -17,7 +17,7 @@ const SEED = fuzzSeed();
 const REQUESTS = 10_000;
 /** Share of the requests sent as raw bytes on their own connection (framing cases). */
 const RAW_SHARE = 0.06;
-const CONCURRENCY = 16;
+const CONCURRENCY = 8;
 const MAX_BODY_BYTES = 65_536;
 const RSS_BOUND = 64 * 2 ** 20;
 const FD_BOUND = 16;
