@@ -37,9 +37,10 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
   const routeConfig = configs.find((f) => f.filter === 'intelligent_route' || f.filter === 'provider_route') as
     | Extract<FilterConfig, { filter: 'intelligent_route' | 'provider_route' }>
     | undefined;
+  const modelHeader = bodyField?.header ?? routeConfig?.model_header ?? DEFAULT_MODEL_HEADER;
   const parser = createRequestParser({
     field: bodyField?.field ?? 'model',
-    header: bodyField?.header ?? routeConfig?.model_header ?? DEFAULT_MODEL_HEADER,
+    header: modelHeader,
     maxBodyBytes: listener.listener.max_body_bytes ?? DEFAULT_MAX_BODY_BYTES,
   });
   const filters: Filter[] = [];
@@ -55,7 +56,7 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
       case 'intelligent_route': {
         if (deps.overlay === undefined) throw new Error('intelligent_route needs an overlay store');
         filters.push(parser);
-        const route = createIntelligentRoute({ config, store: deps.overlay, isClusterAvailable: deps.loadBalancer.isClusterAvailable });
+        const route = createIntelligentRoute({ config, store: deps.overlay, isClusterAvailable: deps.loadBalancer.isClusterAvailable, modelHeader });
         routeIndex = filters.length;
         filters.push(route);
         listModels = route.listModels;

@@ -13,7 +13,7 @@ import type { Logger } from '../shared/log.ts';
 import { errorFields } from '../shared/log.ts';
 import type { GatewayRole, ResolvedConfig, ResolvedListener } from './config.ts';
 import type { GatewayRequest, PeerIdentity } from './context.ts';
-import { GatewayError, errorBody, notFound, unavailable } from './errors.ts';
+import { GatewayError, badRequest, errorBody, notFound, unavailable } from './errors.ts';
 import { HOP_BY_HOP, createLoadBalancer } from './filters/load-balancer.ts';
 import type { LoadBalancer } from './filters/load-balancer.ts';
 import { createGatewayMetrics } from './metrics.ts';
@@ -26,6 +26,11 @@ import { listen } from '../shared/listen.ts';
 const INFERENCE_POST_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses']);
 const RESPONSES_SUBRESOURCE = /^\/v1\/responses\/[A-Za-z0-9_.-]{1,256}(\/(cancel|input_items))?$/;
 const REQUEST_HEADERS_NOT_FORWARDED = new Set([...HOP_BY_HOP, 'host', 'content-length', 'expect']);
+// A `.` or `..` segment, raw or percent-encoded, or an empty segment: a backend that normalises the path would serve
+// another resource than the one routed and authorized (`/v1/responses/../cancel`), so the path is refused, not rewritten.
+const DOT_OR_EMPTY_SEGMENT = /\/(?:\.|%2e){1,2}(?:\/|$)|\/\//i;
+/** Connections one listener holds open at once unless `max_connections` says otherwise; more are closed at accept. */
+const DEFAULT_MAX_CONNECTIONS = 4096;
 
 export interface ListenerInfo {
   readonly name: string;
@@ -182,15 +187,29 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     const server = createListenerServer(listener, configDir, (req, res) => {
       void handle(req, res, pipeline, loadBalancer);
     });
-    server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
-      // Malformed requests, oversized heads and slow clients: answer with a status when the socket still allows it.
+    server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+      // Malformed requests (bad framing, a malformed Transfer-Encoding), oversized heads and slow clients: answer
+      // with a status while no response has started, then destroy the socket, so a refused connection never keeps
+      // its file descriptor waiting for the client to close.
       const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-      if (socket.writable && !(socket as { _httpMessage?: unknown })._httpMessage) {
-        socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+      const reason = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request';
+      const pending = (socket as { _httpMessage?: ServerResponse | null })._httpMessage ?? null;
+      if (pending !== null && !pending.headersSent && !pending.destroyed) {
+        // The head was routed and the body then broke the framing (a malformed chunk or Transfer-Encoding): the
+        // pipeline is still waiting for that body, so the answer goes through its response (and its log line).
+        sendError(pending, new GatewayError(status, 'malformed_request', 'invalid_request_error', `malformed request: ${reason.toLowerCase()} (${error.code ?? 'parse error'})`), true);
+      } else if (pending === null && socket.writable) {
+        socket.end(`HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`, () => socket.destroy());
       } else {
         socket.destroy();
       }
+      // A client that does not read its answer cannot hold the socket open either.
+      if (!socket.destroyed) setTimeout(() => socket.destroy(), 1_000).unref();
       logger.debug({ listener: listener.listener.name, code: error.code ?? 'unknown', status }, 'client error');
+    });
+    server.maxConnections = listener.listener.max_connections ?? DEFAULT_MAX_CONNECTIONS;
+    server.on('drop', () => {
+      logger.debug({ listener: listener.listener.name, max_connections: server.maxConnections }, 'connection refused: listener at max_connections');
     });
     server.on('tlsClientError', (error: NodeJS.ErrnoException) => {
       logger.info({ listener: listener.listener.name, code: error.code ?? 'unknown' }, 'TLS handshake rejected');
@@ -247,7 +266,8 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       if (closing) throw unavailable('shutting_down', 'the gateway is shutting down');
       await route(request, pipeline, loadBalancer);
     } catch (error) {
-      if (abort.signal.aborted) return;
+      // The client went away or broke the framing mid-body (answered in clientError): nothing left to answer.
+      if (abort.signal.aborted || req.errored !== null) return;
       if (error instanceof GatewayError) {
         sendError(res, error, closing || error.headers['connection'] === 'close');
         if (error.status >= 500) logger.info({ code: error.code, status: error.status, cluster: request.cluster, model: request.labels.model }, error.message);
@@ -261,6 +281,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   async function route(request: GatewayRequest, pipeline: Pipeline, loadBalancer: LoadBalancer): Promise<void> {
     const { method, path, target } = request;
     if (!target.startsWith('/')) throw notFound('unknown_path', 'request target must be an absolute path');
+    if (DOT_OR_EMPTY_SEGMENT.test(path)) throw badRequest('invalid_path', 'request path has a "." or ".." segment or an empty segment');
     if (path === '/v1/models') {
       if (method !== 'GET' && method !== 'HEAD') throw methodNotAllowed('GET');
       // Authorization still comes first: the filters before the route filter (peer_identity_trust) run.

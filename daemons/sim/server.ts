@@ -31,6 +31,8 @@ export interface SimRequestRecord {
   stream: boolean;
   /** Every x-ai-* header and the model header as received. */
   headers: Record<string, string>;
+  /** Names of every header received, lowercase (values are not kept: one is the credential). */
+  headerNames: string[];
   authorized: boolean;
 }
 
@@ -107,7 +109,7 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     for (const [name, value] of Object.entries(req.headers)) {
       if ((name.startsWith('x-ai-') || name === 'x-gateway-model-name') && typeof value === 'string') headers[name] = value;
     }
-    requests.push({ method: req.method ?? 'GET', path, model, stream, headers, authorized: true });
+    requests.push({ method: req.method ?? 'GET', path, model, stream, headers, headerNames: Object.keys(req.headers), authorized: true });
     if (requests.length > MAX_RECORDS) requests.splice(0, requests.length - MAX_RECORDS);
   }
 

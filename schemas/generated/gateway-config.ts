@@ -50,12 +50,33 @@ export type HeaderName = string;
  */
 export type Path = string;
 /**
+ * (extension) Header allowlist for requests sent to provider_hop_clusters (another site's provider gateway).
+ *
+ * @maxItems 64
+ */
+export type ForwardRequestHeaders = string[];
+/**
+ * (extension) Header allowlist for every request sent to the backend.
+ *
+ * @maxItems 64
+ */
+export type ForwardRequestHeaders1 = string[];
+/**
  * host:port of one upstream endpoint.
  *
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
  * via the `definition` "Endpoint".
  */
 export type Endpoint = string;
+/**
+ * (extension) Client request headers that cross this trust boundary (lowercase names); every other client header is dropped. The gateway's own headers (model header, x-ai-routing-*, x-ai-provider-*, the injected Authorization) are set after the policy and always go. Replaces the default list.
+ *
+ * @maxItems 64
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "ForwardRequestHeaders".
+ */
+export type ForwardRequestHeaders2 = string[];
 
 /**
  * The gateway's config (SPEC §3.0): the Praxis AI config shape for the filters the gateway implements, so one rendered praxis.yaml means the same to this gateway and to Praxis AI (main, praxis-proxy-* crates 0.5.3). Unknown keys are a startup error naming the key and its path. Keys marked x-agn-extension are this gateway's extensions: Praxis AI refuses them, the compiler never renders them, and the gateway logs their paths at startup (daemons/gateway/README.md lists them). The rules a schema cannot say (loopback admin, unique candidate_id, listener ports) are in praxis-rules.ts beside this file.
@@ -109,6 +130,10 @@ export interface ListenerConfig {
    * (extension) Time a client has to send the whole request (head and body).
    */
   request_timeout_ms?: number;
+  /**
+   * (extension) Connections this listener holds open at once; a connection over the cap is closed as soon as it is accepted (the client sees a reset or an empty reply, no HTTP status).
+   */
+  max_connections?: number;
 }
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
@@ -187,6 +212,7 @@ export interface IntelligentRouteFilter {
   expected_overlay_scope?: ExpectedOverlayScope;
   reload?: ReloadConfig;
   session_affinity?: SessionAffinityConfig;
+  forward_request_headers?: ForwardRequestHeaders;
 }
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
@@ -309,6 +335,7 @@ export interface ProviderRouteFilter {
    * @maxItems 1024
    */
   routes: ProviderRoute[];
+  forward_request_headers?: ForwardRequestHeaders1;
 }
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { serializeOverlay } from '../../schemas/overlay/envelope.ts';
 import { OVERLAY_REJECT_REASONS, REFERENCE_REASON_ALIASES } from '../../schemas/overlay/reasons.ts';
-import { type OverlayValidationOptions, validateOverlay } from '../../schemas/overlay/validate.ts';
+import { GATEWAY_MAX_OVERLAY_BYTES, MAX_OVERLAY_DEPTH, type OverlayValidationOptions, validateOverlay } from '../../schemas/overlay/validate.ts';
 import { SHARED_FIXTURES } from '../fixtures-path.ts';
 import { candidate, envelope, mutated, payload, rawEnvelope } from './overlay-builders.ts';
 
@@ -297,5 +297,16 @@ describe('validateOverlay never throws', () => {
     expect(validateOverlay(deep, { ...GATEWAY, maxBytes: 1 << 20 })).toMatchObject({ ok: false, reason: 'malformed' });
     const deepCandidate = serializeOverlay(envelope()).replace('"fresh": true', `"fresh": true, "x": ${'['.repeat(100_000)}${']'.repeat(100_000)}`);
     expect(validateOverlay(deepCandidate, { ...GATEWAY, maxBytes: 1 << 20 }).ok).toBe(false);
+  });
+
+  it(`refuses nesting past ${MAX_OVERLAY_DEPTH} levels before parsing: a 2 MiB overlay nested a million levels costs one scan`, () => {
+    const half = GATEWAY_MAX_OVERLAY_BYTES / 2;
+    const deepest = Buffer.from(`${'['.repeat(half)}${']'.repeat(half)}`);
+    const started = performance.now();
+    expect(validateOverlay(deepest, GATEWAY)).toEqual({ ok: false, reason: 'malformed', message: `overlay nests deeper than ${MAX_OVERLAY_DEPTH} levels` });
+    expect(performance.now() - started).toBeLessThan(50);
+    // Brackets inside strings are text, not nesting.
+    const bracketsInAString = serializeOverlay(envelope()).replace('"fresh": true', `"fresh": true, "x": "${'['.repeat(1_000)}"`);
+    expect(validateOverlay(bracketsInAString, GATEWAY)).toMatchObject({ ok: false, reason: 'digest_mismatch' });
   });
 });

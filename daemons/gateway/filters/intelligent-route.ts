@@ -1,6 +1,7 @@
 // intelligent_route (SPEC §3.1): strips client-sent routing and provider headers, selects a candidate for the
 // requested model from the accepted snapshot (one snapshot per request), and for provider-hop clusters writes the
 // x-ai-routing-* hop context. Credential references stay in process; only the reference moves to credential_inject.
+// A request to another site's provider gateway carries only the allowlisted client headers (header-policy.ts).
 import { randomInt } from 'node:crypto';
 import type { IntelligentRouteFilter } from '../../../schemas/generated/gateway-config.ts';
 import { badRequest, notFound, unavailable } from '../errors.ts';
@@ -13,6 +14,7 @@ import {
 } from '../context.ts';
 import type { Filter, GatewayRequest } from '../context.ts';
 import type { OverlayStore } from '../overlay-store.ts';
+import { applyHeaderAllowlist, headerAllowlist } from './header-policy.ts';
 import { AffinityTable, DEFAULT_AFFINITY_TTL_SECONDS, MAX_AFFINITY_ENTRIES, MAX_SESSION_KEY_BYTES } from '../routing/affinity.ts';
 import { createRequestIdGenerator } from '../routing/request-id.ts';
 import { selectCandidate } from '../routing/selection.ts';
@@ -22,6 +24,8 @@ export interface IntelligentRouteOptions {
   config: IntelligentRouteFilter;
   store: OverlayStore;
   isClusterAvailable(cluster: string): boolean;
+  /** Header the request parser wrote the model into: kept when the header policy applies. */
+  modelHeader: string;
   random?: () => number;
   nowMs?: () => number;
 }
@@ -43,6 +47,8 @@ function cookieValue(header: string | undefined, name: string): string | undefin
 export function createIntelligentRoute(options: IntelligentRouteOptions): IntelligentRoute {
   const { config, store } = options;
   const hopClusters = new Set(config.provider_hop_clusters ?? []);
+  const hopHeaders = headerAllowlist(config.forward_request_headers);
+  const modelHeader = options.modelHeader.toLowerCase();
   const random = options.random ?? Math.random;
   const nowMs = options.nowMs ?? Date.now;
   const affinityConfig = config.session_affinity;
@@ -104,6 +110,8 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
         request.credential = candidate.credential === undefined ? undefined : { strategy: candidate.credential.strategy, ...candidate.credential.secretRef };
         stripPrefixedHeaders(request.headers, 'x-ai-routing-');
         if (hopClusters.has(candidate.cluster)) {
+          applyHeaderAllowlist(request.headers, hopHeaders);
+          request.headers.set(modelHeader, model);
           request.headers.set(ROUTING_CANDIDATE_HEADER, selected.stableId);
           request.headers.set(ROUTING_REQUEST_ID_HEADER, requestId);
           if (snapshot.revision !== null) request.headers.set(ROUTING_REVISION_HEADER, snapshot.revision);

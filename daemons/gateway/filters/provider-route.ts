@@ -1,6 +1,7 @@
 // provider_route (SPEC §3.2): consumes the edge's hop context after peer authentication and authorizes the
 // request against an exact provider-local (candidate, model, path) map. It strips every routing and provider
-// header and the client's Authorization, then writes provider-owned attribution for the backend.
+// header and every client header the allowlist does not name (header-policy.ts: the client's Authorization,
+// Cookie, API keys, OpenAI-Organization, x-forwarded-*), then writes provider-owned attribution for the backend.
 import type { ProviderRoute, ProviderRouteFilter } from '../../../schemas/generated/gateway-config.ts';
 import { badRequest, forbidden, notFound } from '../errors.ts';
 import {
@@ -14,6 +15,7 @@ import {
 } from '../context.ts';
 import type { Filter, GatewayRequest } from '../context.ts';
 import { REQUEST_ID_PATTERN } from '../routing/request-id.ts';
+import { applyHeaderAllowlist, headerAllowlist } from './header-policy.ts';
 
 const CANDIDATE_ID = /^[\x21-\x7e]{1,256}$/;
 const REVISION = /^[0-9a-f]{64}$/;
@@ -41,6 +43,7 @@ export function createProviderRoute(config: ProviderRouteFilter, parser: Filter)
   // One route per candidate_id: the config loader refuses a repeat, as Praxis AI does.
   const byCandidate = new Map<string, ProviderRoute>(config.routes.map((route) => [route.candidate_id, route]));
   const models = [...new Set(config.routes.map((r) => r.model))];
+  const backendHeaders = headerAllowlist(config.forward_request_headers);
 
   return {
     name: 'provider_route',
@@ -49,9 +52,10 @@ export function createProviderRoute(config: ProviderRouteFilter, parser: Filter)
       const candidate = oneHeader(request, ROUTING_CANDIDATE_HEADER);
       const requestId = oneHeader(request, ROUTING_REQUEST_ID_HEADER);
       const revision = oneHeader(request, ROUTING_REVISION_HEADER);
+      // Routing and provider headers are never in the allowlist: stripped whatever it says.
+      applyHeaderAllowlist(request.headers, backendHeaders);
       stripPrefixedHeaders(request.headers, 'x-ai-routing-');
       stripPrefixedHeaders(request.headers, 'x-ai-provider-');
-      request.headers.delete('authorization');
       if (candidate === undefined || candidate === null || !CANDIDATE_ID.test(candidate)) {
         throw forbidden('invalid_routing_candidate', `missing or invalid ${ROUTING_CANDIDATE_HEADER}`);
       }

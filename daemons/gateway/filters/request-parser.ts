@@ -1,9 +1,13 @@
 // The request parser (json_body_field / openai_responses_format): reads the body up to a bound, finds the
 // model of chat completions, completions, embeddings and Responses requests, and promotes it into the model
-// header the route filters read. Everything past the body (the response) is streamed, never buffered.
+// header the route filters read. Everything past the body (the response) is streamed, never buffered. The body is
+// read once per request (request.body) and scanned, not parsed: json-scan.ts bounds the cost by size and depth.
+import { isUtf8 } from 'node:buffer';
 import { GatewayError, badRequest } from '../errors.ts';
 import type { Filter, GatewayRequest } from '../context.ts';
 import { readBoundedBody } from '../../shared/http-body.ts';
+import { JsonScanError, scanTopLevelField } from './json-scan.ts';
+import type { ScannedField } from './json-scan.ts';
 
 export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
 export const DEFAULT_MODEL_HEADER = 'x-gateway-model-name';
@@ -12,9 +16,23 @@ export const MAX_MODEL_BYTES = 256;
 /** Endpoints whose POST body names the model (the Responses API puts it at the top level too). */
 const MODEL_BODY_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses']);
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 // C0 controls and DEL: a model with them could never be a header value (header injection).
 const CONTROL = /[\u0000-\u001f\u007f]/;
+
+function unsupportedMediaType(path: string): GatewayError {
+  return new GatewayError(415, 'unsupported_media_type', 'invalid_request_error', `request body of ${path} must be sent as content-type application/json`);
+}
+
+/**
+ * `application/json` with or without parameters (charset), or no content-type at all (the body is then read as
+ * JSON, as the backend does); a body declared as anything else (text/plain, a form) is not a JSON body.
+ */
+function isJsonContentType(value: string | string[] | undefined): boolean {
+  if (value === undefined) return true;
+  if (typeof value !== 'string') return false;
+  const semi = value.indexOf(';');
+  return (semi === -1 ? value : value.slice(0, semi)).trim().toLowerCase() === 'application/json';
+}
 
 export function payloadTooLarge(maxBytes: number): GatewayError {
   return new GatewayError(413, 'request_too_large', 'invalid_request_error', `request body exceeds ${maxBytes} bytes`, { connection: 'close' });
@@ -43,9 +61,12 @@ export function createRequestParser(options: RequestParserOptions): Filter {
   return {
     name: 'request_parser',
     async apply(request: GatewayRequest): Promise<void> {
+      const jsonBody = request.method === 'POST' && MODEL_BODY_PATHS.has(request.path);
+      // Checked before the body is read: a text/plain or form body is never buffered, scanned or routed.
+      if (jsonBody && !isJsonContentType(request.req.headers['content-type'])) throw unsupportedMediaType(request.path);
       if (request.body === null) request.body = await readBoundedBody(request.req, options.maxBodyBytes, payloadTooLarge);
       let model: string | undefined;
-      if (request.method === 'POST' && MODEL_BODY_PATHS.has(request.path)) {
+      if (jsonBody) {
         model = modelFromBody(request.body, options.field, request.path);
       } else {
         // Body-less calls (Responses sub-resources such as GET /v1/responses/{id}) may name the model in the header.
@@ -62,23 +83,18 @@ export function createRequestParser(options: RequestParserOptions): Filter {
 }
 
 function modelFromBody(body: Buffer, field: string, path: string): string | undefined {
-  let text: string;
+  if (!isUtf8(body)) throw badRequest('invalid_body', 'request body is not valid UTF-8');
+  let scanned: ScannedField;
   try {
-    text = utf8.decode(body);
-  } catch {
-    throw badRequest('invalid_body', 'request body is not valid UTF-8');
+    // A model longer than MAX_MODEL_BYTES is refused below; 6 raw bytes per character covers \uXXXX escapes.
+    scanned = scanTopLevelField(body, field, MAX_MODEL_BYTES * 6);
+  } catch (error) {
+    if (!(error instanceof JsonScanError)) throw error;
+    if (error.problem === 'not_object') throw badRequest('invalid_json', `request body of ${path} must be a JSON object`);
+    throw badRequest('invalid_json', `request body of ${path} is not valid JSON: ${error.message}`);
   }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw badRequest('invalid_json', `request body of ${path} is not valid JSON`);
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw badRequest('invalid_json', `request body of ${path} must be a JSON object`);
-  }
-  const value = (parsed as Record<string, unknown>)[field];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw badRequest('invalid_model', `body field "${field}" must be a string`);
-  return checkModel(value, `body field "${field}"`);
+  if (scanned.kind === 'absent') return undefined;
+  if (scanned.kind === 'other') throw badRequest('invalid_model', `body field "${field}" must be a string`);
+  if (scanned.value === undefined) throw badRequest('invalid_model', `body field "${field}" is longer than ${MAX_MODEL_BYTES} bytes`);
+  return checkModel(scanned.value, `body field "${field}"`);
 }
