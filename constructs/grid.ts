@@ -3,6 +3,7 @@ import { App, Chart } from 'cdk8s';
 import { GridCrds } from './grid-crds.ts';
 import type { GridDeclaration } from './grid-declaration.ts';
 import { GridSiteStack } from './grid-site-stack.ts';
+import { DEFAULT_IMAGE, imageReferenceIssues } from './image-reference.ts';
 import { LABEL_MANAGED_BY } from './labels.ts';
 import { GridSynthError, throwIfIssues, type SynthIssue } from './synth-error.ts';
 
@@ -32,6 +33,7 @@ export function buildGrid(app: App, declaration: GridDeclaration): BuiltGrid {
     }
     seen.add(site.name);
   }
+  issues.push(...imageReferenceIssues(declaration.image ?? DEFAULT_IMAGE, 'declaration'));
   throwIfIssues(issues);
   const crds = new Chart(app, CRDS_CHART_ID, { labels: { [LABEL_MANAGED_BY]: 'agn-constructs' } });
   new GridCrds(crds, 'grid');

@@ -1,5 +1,6 @@
 import pkg from '../package.json' with { type: 'json' };
-import type { SynthIssue } from './synth-error.ts';
+import type { IConstruct } from 'constructs';
+import { addIssueCheck, constructPath, type SynthIssue } from './synth-error.ts';
 
 /**
  * The image every AGN workload runs (one image carries every daemon). `npm run image` builds
@@ -45,6 +46,26 @@ export function imageReferenceIssues(image: ImageReference, path: string): Synth
 
 /** The string a container's `image` field takes: the digest wins over the tag when both are given. */
 export function imageReferenceString(image: ImageReference): string {
-  if (image.digest !== undefined) return `${image.repository}@${image.digest}`;
-  return `${image.repository}:${image.tag ?? ''}`;
+  // With both, the tag stays for readers; the runtime pulls by digest.
+  const tag = image.tag === undefined ? '' : `:${image.tag}`;
+  return image.digest === undefined ? `${image.repository}${tag}` : `${image.repository}${tag}@${image.digest}`;
+}
+
+/** The references already checked under one App, so a reference handed down to nested constructs is reported once. */
+const checked = new WeakMap<IConstruct, WeakSet<ImageReference>>();
+
+/**
+ * The image string of a construct's containers, registering a synth-time check of the reference (once per
+ * reference object per App) so an untagged or malformed image fails synth with the construct's path.
+ */
+export function imageOf(scope: IConstruct, image: ImageReference | undefined): string {
+  const reference = image ?? DEFAULT_IMAGE;
+  const root = scope.node.root;
+  const seen = checked.get(root) ?? new WeakSet<ImageReference>();
+  checked.set(root, seen);
+  if (!seen.has(reference)) {
+    seen.add(reference);
+    addIssueCheck(scope, () => imageReferenceIssues(reference, constructPath(scope)));
+  }
+  return imageReferenceString(reference);
 }
