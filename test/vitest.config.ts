@@ -6,7 +6,7 @@ export default defineConfig({
   test: {
     root: fileURLToPath(new URL('..', import.meta.url)),
     include: ['test/**/*.test.ts'],
-    exclude: ['test/cluster/**', 'node_modules/**'],
+    exclude: ['test/cluster/**', 'test/containers/**', 'node_modules/**'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

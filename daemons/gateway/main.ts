@@ -7,6 +7,13 @@ import { createLogger, errorFields } from '../shared/log.ts';
 import { ConfigError, loadConfigFile } from './config.ts';
 import { startGateway } from './server.ts';
 
+/**
+ * After SIGTERM the gateway reports not ready at once but keeps accepting this long: a terminating pod leaves its
+ * Service's endpoints when its deletion starts, and this is the time the proxies get to stop sending it new
+ * connections before its listener closes. Short, so a stop stays well inside the 30 s grace period.
+ */
+const DRAIN_DELAY_MS = 600;
+
 async function main(): Promise<number> {
   const logger = createLogger({ name: 'gateway' });
   let args;
@@ -25,7 +32,7 @@ async function main(): Promise<number> {
   let gateway;
   try {
     const resolved = await loadConfigFile(path);
-    gateway = await startGateway(resolved, { configDir: dirname(path), logger });
+    gateway = await startGateway(resolved, { configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS });
   } catch (error) {
     const message = error instanceof ConfigError ? error.message : `startup failed: ${errorFields(error).message}`;
     logger.fatal({ config: path }, message);

@@ -54,6 +54,12 @@ export interface StartGatewayOptions {
   overlayPollIntervalMs?: number;
   /** Collect process metrics (off for in-process tests that start several gateways). */
   processMetrics?: boolean;
+  /**
+   * How long close() keeps accepting, already reporting not ready, before the listeners close: the time a Service
+   * needs to take the pod out of its endpoints, so clients stop connecting before connections would be refused.
+   * @default 0
+   */
+  drainDelayMs?: number;
 }
 
 const peerCache = new WeakMap<Socket, PeerIdentity | null>();
@@ -339,6 +345,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       metrics.ready.set(0);
       clearInterval(readyTimer);
       for (const store of stores.values()) store.close();
+      if ((options.drainDelayMs ?? 0) > 0) await new Promise<void>((resolve) => setTimeout(resolve, options.drainDelayMs).unref());
       // Stop accepting, but do not yet close connections without a request: http.Server.close() would, and a
       // connection accepted a moment ago whose request is still on the wire counts as idle, so its client would
       // see a reset for a request the gateway had accepted. They get ACCEPTED_GRACE_MS to deliver it.

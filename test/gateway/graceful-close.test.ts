@@ -80,4 +80,24 @@ describe('gateway close under load', () => {
     // Bounded by the in-flight work (400 ms answers), not by the 2 s shutdown deadline.
     expect(Date.now() - started).toBeLessThan(1900);
   });
+
+  it('with a drain delay, keeps accepting while already not ready, then refuses', async () => {
+    const dir = (await tempDir('graceful-close-delay'));
+    const overlayPath = join(dir.dir, 'routing-overlay.json');
+    await writeOverlay(overlayPath, payload([{ ...candidate('m1', 'a', 'ca'), credential: { strategy: 'bearer_token', secretRef: { name: 'tok', namespace: 'grid-system', key: 'token' } } }]));
+    const config = consumerConfig({ overlayPath, credentials: [{ name: 'tok', namespace: 'grid-system', key: 'token', value: TOKEN }], clusters: [{ name: 'ca', endpoints: [`127.0.0.1:${sim.port}`] }] });
+    const delayed = await startGateway(resolveConfig(config, dir.dir), { configDir: dir.dir, logger: createLogger({ name: 'gateway', level: 'silent' }), drainDelayMs: 600 });
+    const saved = port;
+    port = delayed.listeners[0]?.port ?? 0;
+    try {
+      const closed = delayed.close();
+      expect(delayed.isReady()).toBe(false);
+      expect(await chat()).toBe(200);
+      await closed;
+      await expect(chat()).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    } finally {
+      port = saved;
+      await dir.cleanup();
+    }
+  });
 });
