@@ -4,7 +4,7 @@
 // loads it into local podman storage. Every layer is a tar with sorted entries, fixed owners and the commit's
 // timestamp, so two builds of one commit give the same digests.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -17,7 +17,7 @@ import { ensureDebianPackages } from './debian-tools.ts';
 import { DEFAULT_IMAGE_REPOSITORY } from '../constructs/image-reference.ts';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const USAGE = 'usage: npm run image [-- --repository REGISTRY/REPO] [--out DIR] [--no-load]';
+const USAGE = 'usage: npm run image [-- --repository REGISTRY/REPO] [--out DIR] [--no-load] | node image/build.ts --stage DIR';
 /** The project's source when package.json names no repository (the same owner as the default registry path). */
 const DEFAULT_SOURCE = 'https://github.com/agn-ts/agn';
 const DEBIAN_MIRRORS = [
@@ -107,14 +107,28 @@ function stageApp(root: string): void {
   for (const path of APP_PATHS) cpSync(join(REPO_ROOT, path), join(root, APP_DIR, path), { recursive: true });
 }
 
-/** A layer tar: sorted entries, owner root, the commit's mtime, no atime/ctime/xattrs; modes normalized if asked. */
-function tarLayer(stage: string, out: string, epoch: number, normalizeModes: boolean): void {
+/**
+ * Modes that do not depend on the checkout's umask: directories 0755, files 0755 when executable, else 0644. Done
+ * on the staged tree (not by tar) so the Dockerfile, which copies that tree, gets the same modes.
+ */
+function normalizeModes(path: string): void {
+  const stat = lstatSync(path);
+  if (stat.isSymbolicLink()) return;
+  if (stat.isDirectory()) {
+    chmodSync(path, 0o755);
+    for (const entry of readdirSync(path)) normalizeModes(join(path, entry));
+  } else {
+    chmodSync(path, (stat.mode & 0o111) !== 0 ? 0o755 : 0o644);
+  }
+}
+
+/** A layer tar: sorted entries, owner root, the commit's mtime, no atime/ctime/xattrs. */
+function tarLayer(stage: string, out: string, epoch: number): void {
   const top = readdirSync(stage).sort();
   run('tar', [
     '--create', `--file=${out}`, `--directory=${stage}`, '--sort=name', '--format=posix',
     '--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime', `--mtime=@${epoch}`,
-    '--owner=0', '--group=0', '--numeric-owner', '--no-acls', '--no-xattrs', '--no-selinux',
-    ...(normalizeModes ? ['--mode=a+rX,u+w,go-w'] : []), '--', ...top,
+    '--owner=0', '--group=0', '--numeric-owner', '--no-acls', '--no-xattrs', '--no-selinux', '--', ...top,
   ]);
 }
 
@@ -122,6 +136,39 @@ function writeBlob(blobDir: string, data: Buffer): Descriptor & { readonly data?
   const digest = sha256(data);
   writeFileSync(join(blobDir, digest.slice('sha256:'.length)), data);
   return { mediaType: '', digest, size: data.length };
+}
+
+/** The four layers' trees, staged under `work`: Debian, Node, production packages, app. */
+function stageLayers(work: string, epoch: number, lock: Record<string, LockEntry>): { name: string; root: string }[] {
+  const stages: { name: string; stage: (root: string) => void; normalize: boolean }[] = [
+    { name: 'debian', stage: (root) => stageDebian(root, epoch), normalize: false },
+    { name: 'node', stage: (root) => void stageNode(root, lock), normalize: true },
+    { name: 'dependencies', stage: (root) => void stageDependencies(root, lock), normalize: true },
+    { name: 'app', stage: stageApp, normalize: true },
+  ];
+  return stages.map(({ name, stage, normalize }) => {
+    const root = join(work, name);
+    mkdirSync(root, { recursive: true });
+    stage(root);
+    if (normalize) normalizeModes(root);
+    return { name, root };
+  });
+}
+
+/**
+ * The image's root filesystem as one tree (the layers copied in order): what the Dockerfile's build stage makes
+ * and its final `FROM scratch` stage copies, so both builds share one definition of the contents.
+ */
+export function stageRootFilesystem(outDir: string): void {
+  const lock = (JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> }).packages;
+  const epoch = Number(process.env['SOURCE_DATE_EPOCH'] ?? '0');
+  const work = `${outDir}.work`;
+  rmSync(work, { recursive: true, force: true });
+  rmSync(outDir, { recursive: true, force: true });
+  mkdirSync(outDir, { recursive: true });
+  // cp -a, not fs.cpSync: the latter drops the sticky bit of /tmp and the 0700 of /etc/ssl/private.
+  for (const { root } of stageLayers(work, epoch, lock)) run('cp', ['-a', `${root}/.`, `${outDir}/`]);
+  rmSync(work, { recursive: true, force: true });
 }
 
 export function buildImage(options: BuildOptions): BuiltImage {
@@ -137,20 +184,11 @@ export function buildImage(options: BuildOptions): BuiltImage {
   const blobDir = join(layoutDir, 'blobs/sha256');
   mkdirSync(blobDir, { recursive: true });
 
-  const stages: { name: string; stage: (root: string) => void; normalizeModes: boolean }[] = [
-    { name: 'debian', stage: (root) => stageDebian(root, epoch), normalizeModes: false },
-    { name: 'node', stage: (root) => void stageNode(root, lock), normalizeModes: true },
-    { name: 'dependencies', stage: (root) => void stageDependencies(root, lock), normalizeModes: true },
-    { name: 'app', stage: stageApp, normalizeModes: true },
-  ];
   const layers: BuiltImage['layers'][number][] = [];
   const layerDescriptors: Descriptor[] = [];
-  for (const { name, stage, normalizeModes } of stages) {
-    const root = join(work, 'stage', name);
-    mkdirSync(root, { recursive: true });
-    stage(root);
+  for (const { name, root } of stageLayers(join(work, 'stage'), epoch, lock)) {
     const tarFile = join(work, `${name}.tar`);
-    tarLayer(root, tarFile, epoch, normalizeModes);
+    tarLayer(root, tarFile, epoch);
     const blob = writeBlob(blobDir, readFileSync(tarFile));
     rmSync(tarFile);
     layers.push({ name, digest: blob.digest, size: blob.size });
@@ -164,7 +202,8 @@ export function buildImage(options: BuildOptions): BuiltImage {
   writeFileSync(join(layoutDir, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
 
   const archive = join(options.outDir, `agn-${pkg.version}.oci.tar`);
-  tarLayer(layoutDir, archive, epoch, true);
+  normalizeModes(layoutDir);
+  tarLayer(layoutDir, archive, epoch);
   rmSync(work, { recursive: true, force: true });
   if (options.load) loadIntoPodman(archive, reference);
   return { reference, archive, configDigest: config.digest, layers, sizeBytes: layers.reduce((sum, l) => sum + l.size, 0) };
@@ -185,10 +224,15 @@ function main(): number {
   try {
     const { values } = parseArgs({
       strict: true,
-      options: { repository: { type: 'string' }, out: { type: 'string' }, 'no-load': { type: 'boolean' }, help: { type: 'boolean' } },
+      options: { repository: { type: 'string' }, out: { type: 'string' }, 'no-load': { type: 'boolean' }, stage: { type: 'string' }, help: { type: 'boolean' } },
     });
     if (values.help === true) {
       process.stdout.write(`${USAGE}\n`);
+      return 0;
+    }
+    if (values.stage !== undefined) {
+      // The Dockerfile's build stage: only the root filesystem, no OCI archive, no podman, no apt (its base has them).
+      stageRootFilesystem(resolve(values.stage));
       return 0;
     }
     options = { repository: values.repository ?? DEFAULT_IMAGE_REPOSITORY, outDir: resolve(values.out ?? join(REPO_ROOT, 'build/image')), load: values['no-load'] !== true };

@@ -26,7 +26,8 @@ export const DEBIAN_PACKAGES = ['libc6', 'libstdc++6', 'libgcc-s1', 'ca-certific
  * shell or a tool, so the packages' programs go as well.
  */
 export const DEBIAN_PRUNE = [
-  'bin', 'sbin', 'usr/bin', 'usr/sbin', 'usr/share/doc', 'usr/share/man', 'usr/share/info', 'usr/share/locale',
+  // Device nodes: every runtime mounts its own /dev.
+  'dev', 'bin', 'sbin', 'usr/bin', 'usr/sbin', 'usr/share/doc', 'usr/share/man', 'usr/share/info', 'usr/share/locale',
   'usr/share/lintian', 'usr/share/gdb', 'usr/share/perl5', 'usr/share/debconf', 'usr/share/gcc', 'usr/lib/ssl',
   'usr/lib/x86_64-linux-gnu/gconv', 'usr/lib/x86_64-linux-gnu/engines-3', 'usr/lib/x86_64-linux-gnu/ossl-modules',
   'usr/lib/x86_64-linux-gnu/libssl.so.3', 'usr/lib/x86_64-linux-gnu/libcrypto.so.3', 'etc/ssl/openssl.cnf',
