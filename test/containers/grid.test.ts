@@ -241,6 +241,19 @@ describe('graceful stop and serving on', () => {
   });
 });
 
+describe('SIGINT', () => {
+  it('makes every daemon still running exit 0 as PID 1 (operator, overlay-sync, gateways, sims)', async () => {
+    const running: RunningContainer[] = [];
+    for (const c of grid.containers.filter((x) => !x.init)) {
+      if ((await podman(['inspect', '--format', '{{.State.Running}}', c.name])).stdout.trim() === 'true') running.push(c);
+    }
+    expect(new Set(running.map((c) => c.role))).toEqual(new Set(['gossip-operator', 'overlay-sync', 'provider-gateway', 'consumer-gateway', 'sim']));
+    await Promise.all(running.map((c) => podman(['kill', '--signal', 'SIGINT', c.name])));
+    const codes = await Promise.all(running.map(async (c) => `${c.name} ${(await podman(['wait', c.name], 30_000)).stdout.trim()}`));
+    expect(codes).toEqual(running.map((c) => `${c.name} 0`));
+  });
+});
+
 describe('usage errors inside the container', () => {
   it.each(['gossip-operator', 'overlay-sync', 'gateway', 'sim'])('%s with an unknown flag exits 2 naming the flag first', async (daemon) => {
     const image = grid.containers[0]?.template.image ?? '';
