@@ -14,18 +14,24 @@ import { startGateway } from './server.ts';
  */
 const DRAIN_DELAY_MS = 600;
 
+const USAGE = 'usage: node daemons/gateway/main.ts --config FILE';
+
 async function main(): Promise<number> {
   const logger = createLogger({ name: 'gateway' });
   let args;
   try {
-    args = parseArgs({ options: { config: { type: 'string' } }, strict: true });
+    args = parseArgs({ options: { config: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
   } catch (error) {
-    process.stderr.write(`gateway: ${(error as Error).message}\nusage: node daemons/gateway/main.ts --config FILE\n`);
+    process.stderr.write(`gateway: ${(error as Error).message} (${USAGE})\n`);
     return 2;
+  }
+  if (args.values.help === true) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
   }
   const configPath = args.values.config;
   if (configPath === undefined) {
-    process.stderr.write('gateway: --config FILE is required\nusage: node daemons/gateway/main.ts --config FILE\n');
+    process.stderr.write(`gateway: --config FILE is required (${USAGE})\n`);
     return 2;
   }
   const path = resolve(configPath);
