@@ -132,7 +132,7 @@ function tarLayer(stage: string, out: string, epoch: number): void {
   ]);
 }
 
-function writeBlob(blobDir: string, data: Buffer): Descriptor & { readonly data?: never } {
+function writeBlob(blobDir: string, data: Buffer): Descriptor {
   const digest = sha256(data);
   writeFileSync(join(blobDir, digest.slice('sha256:'.length)), data);
   return { mediaType: '', digest, size: data.length };
@@ -211,12 +211,13 @@ export function buildImage(options: BuildOptions): BuiltImage {
 
 /** Loads the archive into local podman storage under its reference (replacing an older image of that name). */
 function loadIntoPodman(archive: string, reference: string): void {
-  const id = run('podman', ['pull', '--quiet', `oci-archive:${archive}`]).trim();
-  run('podman', ['tag', id, reference]);
+  const env = { ...process.env, CONTAINERS_CONF: process.env['CONTAINERS_CONF'] ?? join(REPO_ROOT, 'image/containers.conf') };
+  const id = run('podman', ['pull', '--quiet', `oci-archive:${archive}`], env).trim();
+  run('podman', ['tag', id, reference], env);
 }
 
 function mib(bytes: number): string {
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB (${(bytes / 1e6).toFixed(1)} MB)`;
 }
 
 function main(): number {

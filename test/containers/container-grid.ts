@@ -126,12 +126,10 @@ export class ContainerGrid {
   #nextPodIp = 10;
   #nextClusterIp = 200;
   readonly workDir: string;
-  readonly image: string;
   readonly log: (line: string) => void;
 
-  constructor(workDir: string, image: string, log: (line: string) => void) {
+  constructor(workDir: string, log: (line: string) => void) {
     this.workDir = workDir;
-    this.image = image;
     this.log = log;
   }
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ContainerGrid, httpGet, type RunningContainer, waitUntil } from './container-grid.ts';
 import { podman } from './podman.ts';
 
-const grid = new ContainerGrid(join(tmpdir(), `agn-containers-${process.pid}`), '', (line) => console.log(`[containers] ${line}`));
+const grid = new ContainerGrid(join(tmpdir(), `agn-containers-${process.pid}`), (line) => console.log(`[containers] ${line}`));
 const stops: { container: string; ms: number; exitCode: number }[] = [];
 
 beforeAll(async () => {
@@ -222,17 +222,18 @@ describe('graceful stop and serving on', () => {
     await stopTimed(providerGateway);
     await serves(gateway, 10, 10_000);
 
+    // With no east backend left for the model, the consumer routes across sites: east consumer gateway ->
+    // west provider gateway (mTLS, the west gateway's pinned certificate) -> west sim. (Before overlay-sync
+    // stops: the overlay without east's backends has to reach the gateway first.)
+    for (const other of grid.byRole('sim', 'east').filter((c) => c !== sim)) await stopTimed(other);
+    const westSims = grid.byRole('sim', 'west').map(simName);
+    const crossSite = await serves(gateway, 5, 120_000);
+    for (const provider of crossSite) expect(westSims).toContain(provider);
+
     const overlaySync = grid.byRole('overlay-sync').find((c) => c.pod === gateway.pod);
     if (overlaySync === undefined) throw new Error('no overlay-sync beside the consumer gateway');
     await stopTimed(overlaySync);
     await serves(gateway, 10, 10_000);
-
-    // With no east backend left for the model, the consumer routes across sites: east consumer gateway ->
-    // west provider gateway (mTLS, the west gateway's pinned certificate) -> west sim.
-    for (const other of grid.byRole('sim', 'east').filter((c) => c !== sim)) await stopTimed(other);
-    const westSims = grid.byRole('sim', 'west').map(simName);
-    const crossSite = await serves(gateway, 5, 90_000);
-    for (const provider of crossSite) expect(westSims).toContain(provider);
 
     const [westOperator] = grid.byRole('gossip-operator', 'west');
     if (westOperator === undefined) throw new Error('no west operator');

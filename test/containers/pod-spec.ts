@@ -104,7 +104,7 @@ export function podmanRunArgs(spec: PodTemplateSpec, container: ContainerTemplat
   if (own.privileged === true || (own.capabilities?.add ?? []).length > 0) throw new PodSpecError(where, 'privileged or added capabilities are not translated');
   if (container.command === undefined || container.command.length === 0) throw new PodSpecError(where, 'no command: every AGN container names its daemon');
 
-  const args = ['--name', runName, '--pod', ctx.podName, '--image-volume', 'ignore'];
+  const args = ['--name', runName, '--pod', ctx.podName];
   if (user !== undefined) args.push('--user', group === undefined ? String(user) : `${user}:${group}`);
   if (pod.fsGroup !== undefined) args.push('--group-add', String(pod.fsGroup));
   // A read-only root with no tmpfs added behind the spec's back: /tmp is whatever volume the spec mounts there.
