@@ -4,7 +4,7 @@ import { renderConsumerGatewayConfig, type ConsumerUpstream } from './consumer-g
 import type { ClusterEndpoint } from '../schemas/generated/gridnetworks.ts';
 import { GatewayWorkload } from './gateway-workload.ts';
 import { PRAXIS_DIR, upstreamCaPath } from './gateway-paths.ts';
-import { DEFAULT_IMAGE } from './labels.ts';
+import { imageOf, type ImageReference } from './image-reference.ts';
 import type { ListenerSources } from './operator-network-policy.ts';
 import { OverlaySync } from './overlay-sync.ts';
 import type { CredentialRef } from './provider-gateway-config.ts';
@@ -23,8 +23,8 @@ export interface ConsumerGatewayProps {
    * @default 'consumer-gateway' - a fixed Service name (seed 000 recommends a stable one over release-generated names)
    */
   readonly name?: string;
-  /** @default DEFAULT_IMAGE - one image carries every daemon */
-  readonly image?: string;
+  /** @default DEFAULT_IMAGE - the project image at this package's version; one image carries every daemon */
+  readonly image?: ImageReference;
   /**
    * @default 2 - the gateway is on every request's path; two replicas survive a node drain
    */
@@ -76,7 +76,9 @@ export class ConsumerGateway extends Construct {
   readonly namespace: string;
   readonly network: string;
   readonly site: string;
+  /** The container image string every workload of this construct runs (digest over tag). */
   readonly image: string;
+  readonly imageReference: ImageReference | undefined;
   readonly replicas: number;
   readonly listenerPort: number;
   readonly adminPort: number;
@@ -93,7 +95,8 @@ export class ConsumerGateway extends Construct {
     this.namespace = props.namespace;
     this.network = props.network;
     this.site = props.site;
-    this.image = props.image ?? DEFAULT_IMAGE;
+    this.imageReference = props.image;
+    this.image = imageOf(this, props.image);
     this.replicas = props.replicas ?? 2;
     this.listenerPort = props.listenerPort ?? 8080;
     this.adminPort = props.adminPort ?? 9901;
@@ -109,7 +112,7 @@ export class ConsumerGateway extends Construct {
       network: this.network,
       gateway: this.name,
       localSite: this.site,
-      image: this.image,
+      image: this.imageReference,
       labels,
     });
     this.workload = new GatewayWorkload(this, 'Workload', {

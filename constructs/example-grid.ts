@@ -1,4 +1,5 @@
 import type { GridDeclaration, ProviderDeclaration } from './grid-declaration.ts';
+import { DEFAULT_IMAGE } from './image-reference.ts';
 
 /**
  * The example grid `npx cdk8s synth` compiles into dist/: network `demo` with two sites.
@@ -39,6 +40,8 @@ function simProvider(name: string, site: string, models: readonly string[], capa
 const consumerIdentity = [{ organization: 'agn-demo-consumers' }];
 
 export const exampleGrid: GridDeclaration = {
+  // The image `npm run image` builds from this checkout; point it at your registry (and pin a digest) to deploy.
+  image: DEFAULT_IMAGE,
   network: {
     name: 'demo',
     policy: {

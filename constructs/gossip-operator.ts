@@ -1,6 +1,7 @@
 import { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
-import { DEFAULT_IMAGE, workloadLabels } from './labels.ts';
+import { imageOf, type ImageReference } from './image-reference.ts';
+import { workloadLabels } from './labels.ts';
 import { grantClusterWide, grantNamespaced, metricsScraperAccount } from './rbac.ts';
 import { DEFAULT_ENROLLMENT_PORT, DEFAULT_GATEWAY_AGE_PORT, DEFAULT_SIGNALS_PORT, listenerIssues, renderListeners, type OperatorListenerProps } from './operator-listeners.ts';
 import { operatorNetworkPolicy } from './operator-network-policy.ts';
@@ -27,8 +28,8 @@ export interface GossipOperatorProps extends OperatorListenerProps {
   readonly createNamespace?: boolean;
   /** @default 'gossip-operator' */
   readonly name?: string;
-  /** @default DEFAULT_IMAGE - one image carries every daemon */
-  readonly image?: string;
+  /** @default DEFAULT_IMAGE - the project image at this package's version; one image carries every daemon */
+  readonly image?: ImageReference;
   /**
    * @default 1 - one SWIM member per site; a second replica would only wait on the Lease
    */
@@ -87,7 +88,9 @@ export interface GossipOperatorProps extends OperatorListenerProps {
 export class GossipOperator extends Construct {
   readonly name: string;
   readonly namespace: string;
+  /** The container image string every workload of this construct runs (digest over tag). */
   readonly image: string;
+  readonly imageReference: ImageReference | undefined;
   readonly replicas: number;
   readonly gossipPort: number;
   readonly adminPort: number;
@@ -108,7 +111,8 @@ export class GossipOperator extends Construct {
     super(scope, id);
     this.name = props.name ?? 'gossip-operator';
     this.namespace = props.namespace;
-    this.image = props.image ?? DEFAULT_IMAGE;
+    this.imageReference = props.image;
+    this.image = imageOf(this, props.image);
     this.replicas = props.replicas ?? 1;
     this.gossipPort = props.gossipPort ?? 7946;
     this.adminPort = props.adminPort ?? 9090;

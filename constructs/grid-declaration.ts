@@ -4,6 +4,7 @@ import type { InferenceProviderSpec } from '../schemas/generated/inferenceprovid
 import type { AgentToolProviderSpec } from '../schemas/generated/agenttoolproviders.ts';
 import type { AgentToAgentProviderSpec } from '../schemas/generated/agenttoagentproviders.ts';
 import type { SiteInviteSpec } from '../schemas/generated/siteinvites.ts';
+import type { ImageReference } from './image-reference.ts';
 import type { ConsumerGatewayProps } from './consumer-gateway.ts';
 import type { OperatorListenerProps } from './operator-listeners.ts';
 import type { ProviderGatewayProps } from './provider-gateway.ts';
@@ -143,6 +144,10 @@ export interface SiteDeclaration {
 export interface GridDeclaration {
   readonly network: NetworkDeclaration;
   readonly sites: readonly SiteDeclaration[];
-  /** @default DEFAULT_IMAGE */
-  readonly image?: string;
+  /**
+   * The image every workload runs (`npm run image` builds it; push it where your cluster pulls from). Synth refuses
+   * a reference with neither tag nor digest; a digest wins over the tag.
+   * @default DEFAULT_IMAGE - ghcr.io/agn-ts/agn at this package's version
+   */
+  readonly image?: ImageReference;
 }

@@ -17,7 +17,8 @@ import { InferenceProvider } from './inference-provider.ts';
 import { AgentToolProvider } from './agent-tool-provider.ts';
 import { AgentToAgentProvider } from './agent-to-agent-provider.ts';
 import { SiteInvite } from './site-invite.ts';
-import { DEFAULT_IMAGE, LABEL_MANAGED_BY, LABEL_NETWORK, workloadLabels } from './labels.ts';
+import { imageOf, type ImageReference } from './image-reference.ts';
+import { LABEL_MANAGED_BY, LABEL_NETWORK, workloadLabels } from './labels.ts';
 import { ProviderGateway } from './provider-gateway.ts';
 import type { BackendCluster } from './provider-gateway-config.ts';
 import { SimBackend, simBackendUrl } from './sim-backend.ts';
@@ -33,8 +34,8 @@ export interface GridSiteStackProps {
    * @default - none (a single-site grid)
    */
   readonly peers?: readonly SiteDeclaration[];
-  /** @default DEFAULT_IMAGE - one image carries every daemon */
-  readonly image?: string;
+  /** @default DEFAULT_IMAGE - the project image at this package's version; one image carries every daemon */
+  readonly image?: ImageReference;
 }
 
 /**
@@ -164,7 +165,9 @@ export class GridSiteStack extends Chart {
   readonly siteName: string;
   readonly siteNamespace: string;
   readonly network: string;
+  /** The container image string every workload of this construct runs (digest over tag). */
   readonly image: string;
+  readonly imageReference: ImageReference | undefined;
   readonly operator: GossipOperator;
   readonly gridNetwork: GridNetwork;
   readonly gridSite: GridSite;
@@ -185,7 +188,8 @@ export class GridSiteStack extends Chart {
     this.siteName = site.name;
     this.siteNamespace = siteNamespace(site);
     this.network = props.network.name;
-    this.image = props.image ?? DEFAULT_IMAGE;
+    this.imageReference = props.image;
+    this.image = imageOf(this, props.image);
 
     const secrets = {
       ca: site.secrets?.ca ?? 'grid-ca',
@@ -233,7 +237,7 @@ export class GridSiteStack extends Chart {
       namespace: this.siteNamespace,
       network: this.network,
       site: site.name,
-      image: this.image,
+      image: this.imageReference,
       gatewayAddress: site.gatewayEndpoint?.address,
       gossipAdvertiseAddress: site.gossipAddress,
       peerSignals: site.peerSignals,
@@ -364,7 +368,7 @@ export class GridSiteStack extends Chart {
       models: (provider.spec.models ?? []).map((model) => model.name),
       // A simulated backend always checks a bearer token; without a declared credential it cannot start.
       credential: credential === undefined ? { name: `${provider.name}-credential`, key: 'token' } : { name: credential.name, key: credential.key },
-      image: this.image,
+      image: this.imageReference,
       latencyMs: options.latencyMs,
       replicas: options.replicas,
     });
@@ -375,7 +379,7 @@ export class GridSiteStack extends Chart {
   private buildProviderGateway(site: SiteDeclaration, providers: readonly { provider: ProviderDeclaration; spec: InferenceProviderSpec }[]): ProviderGateway {
     const declared = site.providerGateway;
     if (declared === undefined) throw new Error('buildProviderGateway without a declaration');
-    const gateway = new ProviderGateway(this, 'provider-gateway', { ...declared, namespace: this.siteNamespace, site: site.name, image: this.image });
+    const gateway = new ProviderGateway(this, 'provider-gateway', { ...declared, namespace: this.siteNamespace, site: site.name, image: this.imageReference });
     for (const { provider, spec } of providers) {
       const backend = backendFromEndpoint(`backend-${provider.name}`, spec.endpoint);
       gateway.addBackend(backend);
@@ -402,7 +406,7 @@ export class GridSiteStack extends Chart {
         upstreams.push({ cluster, address: address.address, transport: address.transport });
       }
     }
-    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.image, upstreams });
+    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.imageReference, upstreams });
   }
 
   /** Where this site's consumer reaches `owner`'s provider gateway: the in-cluster Service locally, else its gatewayEndpoint. */

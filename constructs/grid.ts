@@ -3,6 +3,7 @@ import { App, Chart } from 'cdk8s';
 import { GridCrds } from './grid-crds.ts';
 import type { GridDeclaration, SiteDeclaration } from './grid-declaration.ts';
 import { GridSiteStack } from './grid-site-stack.ts';
+import { DEFAULT_IMAGE, imageReferenceIssues } from './image-reference.ts';
 import { LABEL_MANAGED_BY, LABEL_VERSION } from './labels.ts';
 import { PACKAGE_VERSION } from './package-version.ts';
 import { formatIssue, GridSynthError, type SynthIssue } from './synth-error.ts';
@@ -44,6 +45,10 @@ function compileGrid(app: App, declaration: GridDeclaration): CompiledGrid {
       buildable.push(site);
     }
     seen.add(site.name);
+  }
+  for (const issue of imageReferenceIssues(declaration.image ?? DEFAULT_IMAGE, 'declaration')) {
+    issues.push(issue);
+    lines.push(formatIssue(issue));
   }
   // The CRDs carry the package version: the daemons of that version (the image tag) are the ones that serve them.
   const crds = new Chart(app, CRDS_CHART_ID, { labels: { [LABEL_MANAGED_BY]: 'agn-constructs', [LABEL_VERSION]: PACKAGE_VERSION } });

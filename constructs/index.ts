@@ -25,7 +25,8 @@ export { ProviderGateway, type ProviderGatewayProps } from './provider-gateway.t
 export { OverlaySync, type OverlaySyncProps } from './overlay-sync.ts';
 export { SimBackend, type SimBackendProps } from './sim-backend.ts';
 export { GridSynthError, formatIssue, type SynthIssue } from './synth-error.ts';
-export { DEFAULT_IMAGE, DEFAULT_NAMESPACE } from './labels.ts';
+export { DEFAULT_NAMESPACE } from './labels.ts';
+export { DEFAULT_IMAGE, DEFAULT_IMAGE_REPOSITORY, imageReferenceString, type ImageReference } from './image-reference.ts';
 export { API_VERSION, GROUP, VERSION, KINDS, type GridKind } from '../schemas/crds/definitions.ts';
 export type { GridNetworkSpec, PraxisConfig } from '../schemas/generated/gridnetworks.ts';
 export type { GridSiteSpec } from '../schemas/generated/gridsites.ts';

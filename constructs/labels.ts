@@ -3,9 +3,6 @@
  * so they live in one place: a rename here changes every selector at once instead of silently breaking one.
  */
 
-/** The project image; one image carries every daemon (`node daemons/<daemon>/main.ts`). */
-export const DEFAULT_IMAGE = 'ghcr.io/agn-ts/agn:0.1.0';
-
 /** The namespace a site's AGN workloads run in when the declaration names none (seed 000 uses grid-system). */
 export const DEFAULT_NAMESPACE = 'grid-system';
 

@@ -1,7 +1,7 @@
 import { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
 import { overlayConfigMapName } from '../schemas/overlay/configmap-name.ts';
-import { DEFAULT_IMAGE } from './labels.ts';
+import { imageOf, type ImageReference } from './image-reference.ts';
 import { OVERLAY_DATA_KEY, OVERLAY_DIR, OVERLAY_FILE } from './gateway-paths.ts';
 import { grantNamespaced } from './rbac.ts';
 import { CONTAINER_SECURITY, SERVICE_ACCOUNT_MOUNT_PATH, daemonCommand, resources, serviceAccountTokenVolume } from './workload-defaults.ts';
@@ -19,9 +19,9 @@ export interface OverlaySyncProps {
   readonly labels?: Record<string, string>;
   /**
    * The project image.
-   * @default DEFAULT_IMAGE - one image carries every daemon
+   * @default DEFAULT_IMAGE - the project image at this package's version; one image carries every daemon
    */
-  readonly image?: string;
+  readonly image?: ImageReference;
   /**
    * Port of /livez, /readyz, /status and /metrics.
    * @default 9091 - SPEC §4 default (OVERLAY_SYNC_HEALTH_ADDR 0.0.0.0:9091)
@@ -50,7 +50,9 @@ export class OverlaySync extends Construct {
   readonly network: string;
   readonly gateway: string;
   readonly localSite: string;
+  /** The container image string every workload of this construct runs (digest over tag). */
   readonly image: string;
+  readonly imageReference: ImageReference | undefined;
   readonly healthPort: number;
   readonly maxBytes: number;
   readonly resources: kplus.ContainerResources;
@@ -64,7 +66,8 @@ export class OverlaySync extends Construct {
     this.gateway = props.gateway;
     this.localSite = props.localSite;
     this.configMapName = overlayConfigMapName(props.network, props.gateway);
-    this.image = props.image ?? DEFAULT_IMAGE;
+    this.imageReference = props.image;
+    this.image = imageOf(this, props.image);
     this.healthPort = props.healthPort ?? 9091;
     this.maxBytes = props.maxBytes ?? 1_048_576;
     this.resources = props.resources ?? resources(20, 32, 200, 128);

@@ -3,7 +3,7 @@ import * as kplus from 'cdk8s-plus-28';
 import type { TrustedPeer } from '../schemas/generated/gateway-config.ts';
 import { GatewayWorkload } from './gateway-workload.ts';
 import { PRAXIS_DIR, credentialPath } from './gateway-paths.ts';
-import { DEFAULT_IMAGE } from './labels.ts';
+import { imageOf, type ImageReference } from './image-reference.ts';
 import type { ListenerSources } from './operator-network-policy.ts';
 import {
   renderProviderGatewayConfig,
@@ -22,8 +22,8 @@ export interface ProviderGatewayProps {
    * @default 'provider-gateway' - a fixed Service name, so consumer endpoints and TLS SANs never follow a release name
    */
   readonly name?: string;
-  /** @default DEFAULT_IMAGE - one image carries every daemon */
-  readonly image?: string;
+  /** @default DEFAULT_IMAGE - the project image at this package's version; one image carries every daemon */
+  readonly image?: ImageReference;
   /** @default 2 - every cross-site request passes through it; two replicas survive a node drain */
   readonly replicas?: number;
   /** @default 8443 - the mTLS listener of seed 000 */
@@ -72,7 +72,9 @@ export class ProviderGateway extends Construct {
   readonly name: string;
   readonly namespace: string;
   readonly site: string;
+  /** The container image string every workload of this construct runs (digest over tag). */
   readonly image: string;
+  readonly imageReference: ImageReference | undefined;
   readonly replicas: number;
   readonly listenerPort: number;
   readonly adminPort: number;
@@ -89,7 +91,8 @@ export class ProviderGateway extends Construct {
     this.name = props.name ?? 'provider-gateway';
     this.namespace = props.namespace;
     this.site = props.site;
-    this.image = props.image ?? DEFAULT_IMAGE;
+    this.imageReference = props.image;
+    this.image = imageOf(this, props.image);
     this.replicas = props.replicas ?? 2;
     this.listenerPort = props.listenerPort ?? 8443;
     this.adminPort = props.adminPort ?? 9901;

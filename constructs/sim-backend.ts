@@ -1,6 +1,7 @@
 import { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
-import { DEFAULT_IMAGE, workloadLabels } from './labels.ts';
+import { imageOf, type ImageReference } from './image-reference.ts';
+import { workloadLabels } from './labels.ts';
 import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, resources, tmpVolume } from './workload-defaults.ts';
 
 export interface SimBackendProps {
@@ -16,8 +17,8 @@ export interface SimBackendProps {
   readonly credential: { readonly name: string; readonly key: string };
   /** @default 8080 - the backend port of seed 000's mock providers */
   readonly port?: number;
-  /** @default DEFAULT_IMAGE - one image carries every daemon */
-  readonly image?: string;
+  /** @default DEFAULT_IMAGE - the project image at this package's version; one image carries every daemon */
+  readonly image?: ImageReference;
   /** @default 1 - a demo backend; capacity comes from adding providers, not replicas */
   readonly replicas?: number;
   /** @default 0 - added response latency, for demos of latency-aware routing */
@@ -46,7 +47,9 @@ export class SimBackend extends Construct {
   readonly namespace: string;
   readonly port: number;
   readonly replicas: number;
+  /** The container image string every workload of this construct runs (digest over tag). */
   readonly image: string;
+  readonly imageReference: ImageReference | undefined;
   readonly selectorLabels: Record<string, string>;
   readonly deployment: kplus.Deployment;
   readonly service: kplus.Service;
@@ -57,7 +60,8 @@ export class SimBackend extends Construct {
     this.namespace = props.namespace;
     this.port = props.port ?? 8080;
     this.replicas = props.replicas ?? 1;
-    this.image = props.image ?? DEFAULT_IMAGE;
+    this.imageReference = props.image;
+    this.image = imageOf(this, props.image);
     this.selectorLabels = workloadLabels('inference-backend', this.name);
     const labels = { ...(props.labels ?? {}), ...this.selectorLabels };
     const token = kplus.Volume.fromSecret(this, 'Token', kplus.Secret.fromSecretName(this, 'Credential', props.credential.name), {

@@ -8,18 +8,31 @@ import { extensionKeyPointers } from '../../schemas/gateway/praxis-rules.ts';
 import { ConfigError, loadConfigFile } from './config.ts';
 import { startGateway } from './server.ts';
 
+/**
+ * After SIGTERM the gateway reports not ready at once but keeps accepting this long: a terminating pod leaves its
+ * Service's endpoints when its deletion starts, and this is the time the proxies get to stop sending it new
+ * connections before its listener closes. Short, so a stop stays well inside the 30 s grace period.
+ */
+const DRAIN_DELAY_MS = 600;
+
+const USAGE = 'usage: node daemons/gateway/main.ts --config FILE';
+
 async function main(): Promise<number> {
   const logger = createLogger({ name: 'gateway' });
   let args;
   try {
-    args = parseArgs({ options: { config: { type: 'string' } }, strict: true });
+    args = parseArgs({ options: { config: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
   } catch (error) {
-    process.stderr.write(`gateway: ${(error as Error).message}\nusage: node daemons/gateway/main.ts --config FILE\n`);
+    process.stderr.write(`gateway: ${(error as Error).message} (${USAGE})\n`);
     return 2;
+  }
+  if (args.values.help === true) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
   }
   const configPath = args.values.config;
   if (configPath === undefined) {
-    process.stderr.write('gateway: --config FILE is required\nusage: node daemons/gateway/main.ts --config FILE\n');
+    process.stderr.write(`gateway: --config FILE is required (${USAGE})\n`);
     return 2;
   }
   const path = resolve(configPath);
@@ -29,7 +42,7 @@ async function main(): Promise<number> {
     const extensions = extensionKeyPointers(resolved.config);
     // Accepted, never silently: Praxis AI would refuse this file (daemons/gateway/README.md lists the extensions).
     if (extensions.length > 0) logger.warn({ config: path, extension_keys: extensions }, 'config uses extension keys Praxis AI refuses');
-    gateway = await startGateway(resolved, { configDir: dirname(path), logger });
+    gateway = await startGateway(resolved, { configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS });
   } catch (error) {
     const message = error instanceof ConfigError ? error.message : `startup failed: ${errorFields(error).message}`;
     logger.fatal({ config: path }, message);

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import { Server as NetServer } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { parseListenAddress, startAdminServer } from '../shared/admin-server.ts';
@@ -58,6 +59,12 @@ export interface StartGatewayOptions {
   overlayPollIntervalMs?: number;
   /** Collect process metrics (off for in-process tests that start several gateways). */
   processMetrics?: boolean;
+  /**
+   * How long close() keeps accepting, already reporting not ready, before the listeners close: the time a Service
+   * needs to take the pod out of its endpoints, so clients stop connecting before connections would be refused.
+   * @default 0
+   */
+  drainDelayMs?: number;
 }
 
 const peerCache = new WeakMap<Socket, PeerIdentity | null>();
@@ -147,6 +154,9 @@ function requestHeaders(req: IncomingMessage): Map<string, string | string[]> {
   }
   return headers;
 }
+
+/** How long, after the listeners close, a connection accepted just before may take to deliver its request. */
+const ACCEPTED_GRACE_MS = 250;
 
 export async function startGateway(resolved: ResolvedConfig, options: StartGatewayOptions): Promise<GatewayInstance> {
   const { logger, configDir } = options;
@@ -263,7 +273,8 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       if (inFlight === 0 && idleResolve !== null) idleResolve();
     });
     try {
-      if (closing) throw unavailable('shutting_down', 'the gateway is shutting down');
+      // A request that reaches a closing gateway was accepted on a connection opened before the listener closed:
+      // it is served (its response closes the connection), never refused.
       await route(request, pipeline, loadBalancer);
     } catch (error) {
       // The client went away or broke the framing mid-body (answered in clientError): nothing left to answer.
@@ -355,10 +366,13 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       metrics.ready.set(0);
       clearInterval(readyTimer);
       for (const store of stores.values()) store.close();
-      for (const { server } of servers) {
-        server.close();
-        server.closeIdleConnections();
-      }
+      if ((options.drainDelayMs ?? 0) > 0) await new Promise<void>((resolve) => setTimeout(resolve, options.drainDelayMs).unref());
+      // Stop accepting, but do not yet close connections without a request: http.Server.close() would, and a
+      // connection accepted a moment ago whose request is still on the wire counts as idle, so its client would
+      // see a reset for a request the gateway had accepted. They get ACCEPTED_GRACE_MS to deliver it.
+      for (const { server } of servers) NetServer.prototype.close.call(server);
+      await new Promise<void>((resolve) => setTimeout(resolve, ACCEPTED_GRACE_MS).unref());
+      for (const { server } of servers) server.closeIdleConnections();
       if (inFlight > 0) {
         await Promise.race([
           new Promise<void>((resolve) => {

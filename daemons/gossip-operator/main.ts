@@ -3,18 +3,25 @@
  * shutdown on SIGTERM/SIGINT (controllers stop, the SWIM member leaves, the Lease is released) with a deadline.
  */
 import { createLogger, errorFields } from '../shared/log.ts';
-import { ConfigError, parseConfig } from './config.ts';
+import { ConfigError, parseConfig, USAGE } from './config.ts';
 import { startOperator } from './operator.ts';
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
 async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
   let config;
   try {
-    config = parseConfig(process.argv.slice(2), process.env);
+    config = parseConfig(argv, process.env);
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(`gossip-operator: ${error.message}\n`);
+      // One line on stderr: the problem without the usage text (--help prints it).
+      const problem = error.message.replace(`\n${USAGE}`, '').split('\n').join('; ');
+      process.stderr.write(`gossip-operator: ${problem} (--help prints the usage)\n`);
       process.exit(2);
     }
     throw error;

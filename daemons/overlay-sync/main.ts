@@ -88,6 +88,10 @@ export async function startOverlaySync(config: OverlaySyncConfig, log: Logger): 
 }
 
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   const log = createLogger({ name: 'overlay-sync' });
   let config: OverlaySyncConfig;
   try {
@@ -95,8 +99,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   } catch (error) {
     if (error instanceof ConfigError) {
       log.fatal({ detail: error.message }, 'invalid configuration');
-      process.stderr.write(`overlay-sync: ${error.message}\n`);
-      if (!error.message.includes('usage:')) process.stderr.write(`${USAGE}\n`);
+      // One line on stderr: the problem without the usage text (--help prints it).
+      const problem = error.message.replace(`\n${USAGE}`, '').split('\n').join('; ');
+      process.stderr.write(`overlay-sync: ${problem} (--help prints the usage)\n`);
       return 2;
     }
     throw error;

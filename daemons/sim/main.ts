@@ -32,8 +32,13 @@ async function main(): Promise<number> {
         'latency-ms': { type: 'string' },
         'tokens-per-second': { type: 'string' },
         'completion-tokens': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
       },
     });
+    if (values.help === true) {
+      process.stdout.write(`${USAGE}\n`);
+      return 0;
+    }
     if (values.name === undefined || values.models === undefined) throw new Error('--name and --models are required');
     const token =
       values['token-file'] !== undefined
@@ -58,7 +63,8 @@ async function main(): Promise<number> {
     await sim.close();
     return 0;
   } catch (error) {
-    process.stderr.write(`sim: ${(error as Error).message}\n${USAGE}\n`);
+    // One line: what was wrong, then the usage (a usage error is one line on stderr).
+    process.stderr.write(`sim: ${(error as Error).message} (${USAGE})\n`);
     return 2;
   }
 }

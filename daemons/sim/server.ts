@@ -11,6 +11,9 @@ import type { SimState } from './state.ts';
 import { chatChunk, chatCompletion, completion, completionChunk, embeddings, responseObject, sseEvent, tokenText } from './responses.ts';
 import { listen } from '../shared/listen.ts';
 
+
+/** How long close() lets running requests finish before cutting them. */
+const DRAIN_MS = 5000;
 export interface SimOptions {
   name: string;
   models: readonly string[];
@@ -252,10 +255,15 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     port: bound.port,
     state,
     requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    // Like a real backend on SIGTERM: unhealthy at once, no new connections, the requests already running finish
+    // (bounded by DRAIN_MS), then whatever is left is cut.
+    close: async () => {
+      state.healthy = false;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const deadline = Date.now() + DRAIN_MS;
+      while (running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      server.closeAllConnections();
+      await closed;
+    },
   };
 }

@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { DEFAULT_IMAGE, LABEL_VERSION } from '../../constructs/labels.ts';
+import { DEFAULT_IMAGE } from '../../constructs/image-reference.ts';
+import { LABEL_VERSION } from '../../constructs/labels.ts';
 import { PACKAGE_VERSION } from '../../constructs/package-version.ts';
 import { packageManifest } from '../../daemons/cli/build-package.ts';
 import { REPO_ROOT } from '../fixtures-path.ts';
@@ -27,8 +28,12 @@ describe('the version', () => {
     expect(manifest['bin']).toEqual({ agn: './daemons/cli/agn.js' });
   });
 
-  it('is the tag of the default image', () => {
-    expect(DEFAULT_IMAGE.slice(DEFAULT_IMAGE.lastIndexOf(':') + 1)).toBe(PACKAGE_VERSION);
+  it('is the tag of the default image, which every workload in the committed dist/ runs', () => {
+    expect(DEFAULT_IMAGE.tag).toBe(PACKAGE_VERSION);
+    const images = new Set(
+      ['east', 'west'].flatMap((site) => readFileSync(join(REPO_ROOT, 'dist', `${site}.k8s.yaml`), 'utf8').match(/^\s+image: \S+$/gmu) ?? []).map((line) => line.trim()),
+    );
+    expect([...images]).toEqual([`image: ${DEFAULT_IMAGE.repository}:${PACKAGE_VERSION}`]);
   });
 
   it('labels every CRD in the committed dist/', () => {

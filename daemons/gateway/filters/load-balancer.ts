@@ -79,13 +79,16 @@ export class EndpointRuntime {
   readonly address: string;
   readonly pool: Pool;
   readonly host: string;
+  /** The TLS server name every request to this endpoint must use (tls.sni, or the endpoint's host name). */
+  readonly servername: string | undefined;
   #downUntilMs = 0;
   #failures = 0;
 
-  constructor(address: string, pool: Pool, host: string = address) {
+  constructor(address: string, pool: Pool, host: string = address, servername?: string) {
     this.address = address;
     this.pool = pool;
     this.host = host;
+    this.servername = servername;
   }
 
   isUp(nowMs: number): boolean {
@@ -147,7 +150,7 @@ export class ClusterRuntime {
               }),
         },
       });
-      return new EndpointRuntime(address, pool, hostHeaderOf(address, tls !== undefined));
+      return new EndpointRuntime(address, pool, hostHeaderOf(address, tls !== undefined), tls === undefined ? undefined : servername);
     });
   }
 
@@ -210,6 +213,9 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
         headers,
         body: request.body === null || request.body.length === 0 ? null : request.body,
         signal: request.signal,
+        // Without it undici takes the server name from the host header (the endpoint's DNS name): it reconnects with
+        // that name as SNI and verifies the certificate against it instead of tls.sni, failing requests at random.
+        ...(endpoint.servername === undefined ? {} : { servername: endpoint.servername }),
       });
     } catch (error) {
       if (request.signal.aborted) throw error;

@@ -1,0 +1,501 @@
+// The compiled grid of dist/ run from the project image under podman, one real kube-apiserver + etcd per site.
+// Per site: the CRDs and the site's manifests server-side applied, the Secrets they name created (grid PKI from the
+// local grid's module), kube-root-ca.crt published (no controller-manager runs here), then every Deployment replica
+// started as a podman pod with the containers of its template (pod-spec.ts). Networking: one podman bridge; each pod
+// has its own IP; each Service gets a ClusterIP on the bridge with a userspace proxy (service-proxy.ts); each pod's
+// /etc/hosts maps its site's Service names, the API server (`kubernetes.default.svc`) and the grid's public names
+// (gossip and gateway endpoints) the way cluster DNS and the sites' load balancers would.
+import { execFileSync } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { parse as parseYaml } from 'yaml';
+import { type CompiledSite, loadCompiledGrid, selects, targetContainerPort, type PodPlan } from '../../daemons/local-grid/compiled-grid.ts';
+import { ensureGridPki } from '../../daemons/local-grid/pki.ts';
+import { isGatewayConfig, isProviderGatewayConfig, trustedOrganizations } from '../../daemons/local-grid/rewrite.ts';
+import { ensureSwimKey, secretObject, siteSecrets, type SiteSecret } from '../../daemons/local-grid/secrets.ts';
+import { type ControlPlane, resolveBinDir, startControlPlane } from '../cluster/control-plane.ts';
+import { applyManifests, DIST_DIR, RawClient } from '../cluster/manifests.ts';
+import { podman, podmanOk } from './podman.ts';
+import { type ContainerTemplate, type PodTemplateSpec, podmanRunArgs } from './pod-spec.ts';
+import { type ServiceProxy, startServiceProxy } from './service-proxy.ts';
+
+const PREFIX = 'agnct';
+const NETWORK = `${PREFIX}-net`;
+const SUBNET = '10.213.0';
+const FIELD_MANAGER = 'agn-container-test';
+const PROBE_PERIOD_MS = 200;
+
+export type Role = 'gossip-operator' | 'sim' | 'provider-gateway' | 'consumer-gateway' | 'overlay-sync';
+
+export interface RunningContainer {
+  /** podman container name: agnct-<site>-<pod>-<container>. */
+  readonly name: string;
+  readonly site: string;
+  readonly pod: RunningPod;
+  readonly template: ContainerTemplate;
+  readonly role: Role;
+  readonly init: boolean;
+}
+
+export interface RunningPod {
+  readonly site: string;
+  readonly plan: PodPlan;
+  readonly spec: PodTemplateSpec;
+  readonly podName: string;
+  readonly ip: string;
+  readonly dir: string;
+  readonly containers: RunningContainer[];
+  volumeDir(volume: string): string;
+}
+
+export interface SiteCluster {
+  readonly site: string;
+  readonly compiled: CompiledSite;
+  readonly plane: ControlPlane;
+  readonly client: RawClient;
+  readonly secrets: readonly SiteSecret[];
+  readonly pods: RunningPod[];
+}
+
+export interface StopResult {
+  readonly ms: number;
+  readonly exitCode: number;
+}
+
+function roleOf(container: ContainerTemplate, plan: PodPlan): Role | undefined {
+  const script = container.command?.[1] ?? '';
+  if (script === 'daemons/gossip-operator/main.ts') return 'gossip-operator';
+  if (script === 'daemons/sim/main.ts') return 'sim';
+  if (script === 'daemons/overlay-sync/main.ts') return 'overlay-sync';
+  if (script === 'daemons/gateway/main.ts') return plan.labels['app.kubernetes.io/name'] === 'provider-gateway' ? 'provider-gateway' : 'consumer-gateway';
+  return undefined;
+}
+
+/** Start order: operators, backends, provider gateways, then consumer pods (their init waits for an overlay). */
+function tierOf(pod: RunningPod): number {
+  const roles = pod.containers.map((c) => c.role);
+  if (roles.includes('gossip-operator')) return 0;
+  if (roles.includes('sim')) return 1;
+  if (roles.includes('provider-gateway')) return 2;
+  return 3;
+}
+
+function hostOf(address: string): { host: string; port: number } {
+  const i = address.lastIndexOf(':');
+  return { host: address.slice(0, i), port: Number(address.slice(i + 1)) };
+}
+
+function writeVolumeFile(path: string, content: string | Buffer, mode: number, gid: number): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, content, { mode });
+  chmodSync(path, mode);
+  chownSync(path, 0, gid);
+}
+
+async function httpGet(url: string, timeoutMs = 2000): Promise<{ status: number; body: string }> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  return { status: res.status, body: await res.text() };
+}
+
+export async function waitUntil<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = (error as Error).message;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last === '' ? '' : ` (last: ${last})`}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+export class ContainerGrid {
+  readonly sites: SiteCluster[] = [];
+  readonly #proxies: ServiceProxy[] = [];
+  /** Pods whose containers all pass their readiness probes, refreshed every PROBE_PERIOD_MS: a Service's endpoints. */
+  readonly #ready = new Set<string>();
+  readonly #started = new Set<string>();
+  #prober: NodeJS.Timeout | undefined;
+  readonly #serviceIps = new Map<string, string>();
+  readonly #clusterIps: string[] = [];
+  #bridge = '';
+  #nextPodIp = 10;
+  #nextClusterIp = 200;
+  readonly workDir: string;
+  readonly log: (line: string) => void;
+
+  constructor(workDir: string, log: (line: string) => void) {
+    this.workDir = workDir;
+    this.log = log;
+  }
+
+  get pods(): RunningPod[] {
+    return this.sites.flatMap((s) => s.pods);
+  }
+
+  get containers(): RunningContainer[] {
+    return this.pods.flatMap((p) => p.containers);
+  }
+
+  byRole(role: Role, site?: string): RunningContainer[] {
+    return this.containers.filter((c) => c.role === role && !c.init && (site === undefined || c.site === site));
+  }
+
+  /** Removes what an earlier, interrupted run of this suite left (its pods and network, by their prefix). */
+  static async clean(): Promise<void> {
+    const pods = (await podman(['pod', 'ls', '--format', '{{.Name}}'])).stdout.split('\n').filter((n) => n.startsWith(`${PREFIX}-`));
+    for (const pod of pods) await podman(['pod', 'rm', '-f', '-t', '0', pod]);
+    await podman(['network', 'rm', '-f', NETWORK]);
+  }
+
+  async start(): Promise<void> {
+    await ContainerGrid.clean();
+    rmSync(this.workDir, { recursive: true, force: true });
+    mkdirSync(this.workDir, { recursive: true });
+    const compiled = loadCompiledGrid(DIST_DIR);
+    await podmanOk(['network', 'create', '--disable-dns', '--subnet', `${SUBNET}.0/24`, '--gateway', `${SUBNET}.1`, NETWORK]);
+    // netavark creates the bridge when the first pod joins; ClusterIPs are added to it before any real pod exists.
+    await podmanOk(['pod', 'create', '--name', `${PREFIX}-bridge`, '--network', NETWORK, '--ip', `${SUBNET}.2`]);
+    await podmanOk(['pod', 'start', `${PREFIX}-bridge`]);
+    this.#bridge = (await podmanOk(['network', 'inspect', NETWORK, '--format', '{{.NetworkInterface}}'])).trim();
+
+    const pkiDir = join(this.workDir, 'pki');
+    const gatewayConfigs = (site: CompiledSite) =>
+      site.objects.filter((o) => o.kind === 'ConfigMap').flatMap((o) => Object.values((o['data'] ?? {}) as Record<string, string>)).flatMap((text) => {
+        try {
+          const doc: unknown = parseYaml(text);
+          return isGatewayConfig(doc) ? [doc] : [];
+        } catch {
+          return [];
+        }
+      });
+    const organizations = [...new Set(compiled.flatMap((s) => gatewayConfigs(s).filter(isProviderGatewayConfig).flatMap(trustedOrganizations)))];
+    // A provider gateway's certificate names what consumers send as SNI: its GridSite's gatewayEndpoint serverName.
+    const providerSans: Record<string, string[]> = {};
+    for (const site of compiled) {
+      for (const gridSite of site.objects.filter((o) => o.kind === 'GridSite' && o.metadata.name === site.site)) {
+        const endpoint = (gridSite['spec'] as { gatewayEndpoint?: { address?: string; tls?: { serverName?: string } } }).gatewayEndpoint;
+        const names = [endpoint?.tls?.serverName, endpoint?.address === undefined ? undefined : hostOf(endpoint.address).host].filter((n): n is string => n !== undefined);
+        providerSans[site.site] = [...new Set(names)];
+      }
+    }
+    const pki = await ensureGridPki(pkiDir, compiled.map((s) => s.site), { ...(organizations[0] === undefined ? {} : { consumerOrganization: organizations[0] }), providerSans });
+    const swimKey = ensureSwimKey(pkiDir);
+
+    for (const site of compiled) {
+      this.log(`${site.site}: starting kube-apiserver + etcd`);
+      const plane = await startControlPlane({ binDir: resolveBinDir() });
+      const kc = new KubeConfig();
+      kc.loadFromFile(plane.kubeconfigPath);
+      const client = new RawClient(kc);
+      await applyManifests(client, ['crds.k8s.yaml', site.file.split('/').pop() as string], FIELD_MANAGER);
+      const secrets = siteSecrets(site, pki, swimKey, () => undefined);
+      for (const secret of secrets) await this.#applyOk(client, secretObject(secret) as never);
+      for (const namespace of new Set(site.pods.map((p) => p.namespace))) {
+        await this.#applyOk(client, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kube-root-ca.crt', namespace }, data: { 'ca.crt': plane.caPem } });
+      }
+      // What an administrator does once certificates are exchanged: pin each peer gateway's certificate in its
+      // GridSite (the example grid cannot know the fingerprints of certificates issued here).
+      for (const gridSite of site.objects.filter((o) => o.kind === 'GridSite')) {
+        const address = (gridSite['spec'] as { gatewayEndpoint?: { address?: string } }).gatewayEndpoint?.address;
+        const owner = compiled.find((c) => c.objects.some((o) => o.kind === 'GridSite' && o.metadata.name === c.site && (o['spec'] as { gatewayEndpoint?: { address?: string } }).gatewayEndpoint?.address === address));
+        const fingerprint = pki.sites.find((p) => p.site === owner?.site)?.providerGateway.fingerprint;
+        if (address === undefined || fingerprint === undefined) continue;
+        await this.#applyOk(client, { apiVersion: gridSite.apiVersion, kind: 'GridSite', metadata: { name: gridSite.metadata.name, namespace: gridSite.metadata.namespace }, spec: { trust: { canonicalFingerprints: [fingerprint] } } }, 'grid-admin');
+      }
+      this.sites.push({ site: site.site, compiled: site, plane, client, secrets, pods: [] });
+    }
+
+    // Pod IPs first: Services, /etc/hosts and the public names all point at them.
+    for (const cluster of this.sites) {
+      for (const plan of cluster.compiled.pods) cluster.pods.push(this.#planPod(cluster, plan));
+    }
+    const hosts = new Map<string, [string, string][]>();
+    for (const cluster of this.sites) hosts.set(cluster.site, await this.#siteNames(cluster));
+    const publicNames = this.#publicNames(hosts);
+    for (const cluster of this.sites) {
+      for (const pod of cluster.pods) await this.#createPod(cluster, pod, [...(hosts.get(cluster.site) ?? []), ...publicNames]);
+    }
+    this.#prober = setInterval(() => void this.#probeAll(), PROBE_PERIOD_MS);
+    for (const tier of [0, 1, 2, 3]) {
+      const pods = this.pods.filter((p) => tierOf(p) === tier);
+      for (const pod of pods) await this.#startPod(pod);
+      for (const pod of pods) await this.waitReady(pod, 120_000);
+    }
+  }
+
+  /** The ClusterIP of a site's Service (reachable from the host, as from every pod of that site). */
+  serviceIp(site: string, namespace: string, name: string): string {
+    const ip = this.#serviceIps.get(`${site}/${namespace}/${name}`);
+    if (ip === undefined) throw new Error(`no Service ${namespace}/${name} in site ${site}`);
+    return ip;
+  }
+
+  #probing = false;
+  async #probeAll(): Promise<void> {
+    if (this.#probing) return;
+    this.#probing = true;
+    try {
+      await Promise.all(
+        this.pods.filter((p) => this.#started.has(p.podName)).map(async (pod) => {
+          const results = await Promise.all(
+            pod.containers.filter((c) => !c.init).map(async (c) => {
+              const probe = c.template.readinessProbe?.httpGet;
+              if (probe === undefined) return true;
+              try {
+                return (await httpGet(`http://${pod.ip}:${String(probe.port)}${probe.path ?? '/'}`, 500)).status === 200;
+              } catch {
+                return false;
+              }
+            }),
+          );
+          if (results.every(Boolean)) this.#ready.add(pod.podName);
+          else this.#ready.delete(pod.podName);
+        }),
+      );
+    } finally {
+      this.#probing = false;
+    }
+  }
+
+  async #applyOk(client: RawClient, object: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [field: string]: unknown }, manager = FIELD_MANAGER): Promise<void> {
+    const res = await client.apply(object as never, manager);
+    if (res.status !== 200 && res.status !== 201) throw new Error(`apply ${object.kind} ${object.metadata.name}: HTTP ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
+  }
+
+  async #clusterIp(): Promise<string> {
+    const ip = `${SUBNET}.${this.#nextClusterIp++}`;
+    execFileSync('ip', ['addr', 'add', `${ip}/32`, 'dev', this.#bridge]);
+    this.#clusterIps.push(ip);
+    return ip;
+  }
+
+  #planPod(cluster: SiteCluster, plan: PodPlan): RunningPod {
+    const deployment = cluster.compiled.objects.find((o) => o.kind === 'Deployment' && o.metadata.name === plan.deployment && (o.metadata.namespace ?? 'default') === plan.namespace);
+    const spec = (deployment?.['spec'] as { template: { spec: PodTemplateSpec } }).template.spec;
+    const podName = `${PREFIX}-${cluster.site}-${plan.id}`;
+    const dir = join(this.workDir, 'pods', cluster.site, plan.id);
+    const pod: RunningPod = {
+      site: cluster.site,
+      plan,
+      spec,
+      podName,
+      ip: `${SUBNET}.${this.#nextPodIp++}`,
+      dir,
+      containers: [],
+      volumeDir: (volume) => join(dir, 'volumes', volume),
+    };
+    for (const [init, list] of [[true, spec.initContainers ?? []], [false, spec.containers]] as const) {
+      for (const template of list) {
+        const role = roleOf(template, plan);
+        if (role === undefined) throw new Error(`${podName}/${template.name}: command ${JSON.stringify(template.command)} runs no AGN daemon`);
+        pod.containers.push({ name: `${podName}-${template.name}`, site: cluster.site, pod, template, role, init });
+      }
+    }
+    return pod;
+  }
+
+  /** The site's cluster DNS as /etc/hosts lines: every Service name form, and the API server. */
+  async #siteNames(cluster: SiteCluster): Promise<[string, string][]> {
+    const names: [string, string][] = [];
+    const forms = (name: string, namespace: string) => [name, `${name}.${namespace}`, `${name}.${namespace}.svc`, `${name}.${namespace}.svc.cluster.local`];
+    const apiIp = await this.#clusterIp();
+    const api = new URL(cluster.plane.server);
+    this.#proxies.push(await startServiceProxy(apiIp, 443, () => [{ host: api.hostname, port: Number(api.port) }]));
+    for (const name of forms('kubernetes', 'default')) names.push([name, apiIp]);
+    for (const service of cluster.compiled.services) {
+      const ip = await this.#clusterIp();
+      for (const port of service.ports) {
+        if ((port.protocol ?? 'TCP') !== 'TCP') continue;
+        const endpoints = () =>
+          cluster.pods.filter((p) => selects(service, p.plan) && this.#ready.has(p.podName)).flatMap((p) => {
+            const target = targetContainerPort(p.plan, port.targetPort);
+            return target === undefined ? [] : [{ host: p.ip, port: target }];
+          });
+        this.#proxies.push(await startServiceProxy(ip, port.port, endpoints));
+      }
+      for (const name of forms(service.name, service.namespace)) names.push([name, ip]);
+      this.#serviceIps.set(`${cluster.site}/${service.namespace}/${service.name}`, ip);
+    }
+    return names;
+  }
+
+  /**
+   * The names other sites use: a site's gateway endpoint (its GridSite) resolves to the ClusterIP of the Service
+   * in front of its provider gateway, as a load balancer would; its gossip address to its operator pod.
+   */
+  #publicNames(hosts: Map<string, [string, string][]>): [string, string][] {
+    const names: [string, string][] = [];
+    for (const cluster of this.sites) {
+      const gridSite = cluster.compiled.objects.find((o) => o.kind === 'GridSite' && o.metadata.name === cluster.site);
+      const gateway = (gridSite?.['spec'] as { gatewayEndpoint?: { address?: string } } | undefined)?.gatewayEndpoint?.address;
+      if (gateway !== undefined) {
+        const { host, port } = hostOf(gateway);
+        const service = cluster.compiled.services.find((s) => s.ports.some((p) => p.port === port) && cluster.pods.some((p) => selects(s, p.plan) && p.containers.some((c) => c.role === 'provider-gateway')));
+        if (service === undefined) throw new Error(`${cluster.site}: no Service on port ${port} in front of the provider gateway for ${gateway}`);
+        const ip = (hosts.get(cluster.site) ?? []).find(([name]) => name === service.name)?.[1] as string;
+        names.push([host, ip]);
+      }
+      for (const operator of cluster.pods.flatMap((p) => p.containers.filter((c) => c.role === 'gossip-operator'))) {
+        const advertise = operator.template.env?.find((e) => e.name === 'GRID_GOSSIP_ADVERTISE')?.value;
+        if (advertise !== undefined) names.push([hostOf(advertise).host, operator.pod.ip]);
+      }
+    }
+    return names;
+  }
+
+  async #serviceAccountToken(cluster: SiteCluster, namespace: string, account: string): Promise<string> {
+    const res = await cluster.client.request('POST', `/api/v1/namespaces/${namespace}/serviceaccounts/${account}/token`, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { expirationSeconds: 3600 },
+    });
+    const token = (res.body as { status?: { token?: string } }).status?.token;
+    if (token === undefined) throw new Error(`TokenRequest for ${namespace}/${account}: HTTP ${res.status}`);
+    return token;
+  }
+
+  /** Volumes as a kubelet fills them (fsGroup owns the files), and the pod with its IP and /etc/hosts. */
+  async #createPod(cluster: SiteCluster, pod: RunningPod, hosts: readonly [string, string][]): Promise<void> {
+    const gid = pod.spec.securityContext?.fsGroup ?? 0;
+    const configMap = (name: string) => cluster.compiled.objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === name && (o.metadata.namespace ?? 'default') === pod.plan.namespace)?.['data'] as Record<string, string> | undefined;
+    const kubeRoot = (name: string) => (name === 'kube-root-ca.crt' ? { 'ca.crt': cluster.plane.caPem } : configMap(name));
+    const secret = (name: string) => cluster.secrets.find((s) => s.name === name && s.namespace === pod.plan.namespace)?.data;
+    const items = (list: readonly { key: string; path: string }[] | undefined, keys: readonly string[]) => (list !== undefined && list.length > 0 ? list : keys.map((key) => ({ key, path: key })));
+    const account = pod.spec.serviceAccountName ?? 'default';
+    let token: string | undefined;
+    const tokenOf = async () => (token ??= await this.#serviceAccountToken(cluster, pod.plan.namespace, account));
+
+    for (const volume of pod.spec.volumes ?? []) {
+      const dir = pod.volumeDir(volume.name);
+      mkdirSync(dir, { recursive: true });
+      const source = volume as Record<string, any>;
+      if (source['emptyDir'] !== undefined) {
+        chmodSync(dir, 0o777);
+        continue;
+      }
+      chmodSync(dir, 0o755);
+      const write = (path: string, content: string | Buffer, mode: number) => writeVolumeFile(join(dir, path), content, mode, gid);
+      const fromConfigMap = (ref: { name: string; items?: { key: string; path: string }[] }, mode: number) => {
+        const data = kubeRoot(ref.name);
+        if (data === undefined) throw new Error(`${pod.podName}: volume ${volume.name} names ConfigMap ${ref.name}, which the site does not have`);
+        for (const item of items(ref.items, Object.keys(data))) write(item.path, data[item.key] ?? '', mode);
+      };
+      const fromSecret = (name: string, list: { key: string; path: string }[] | undefined, mode: number) => {
+        const data = secret(name);
+        if (data === undefined) throw new Error(`${pod.podName}: volume ${volume.name} names Secret ${name}, which was not created`);
+        for (const item of items(list, Object.keys(data))) write(item.path, data[item.key] ?? Buffer.alloc(0), mode);
+      };
+      if (source['configMap'] !== undefined) fromConfigMap(source['configMap'], source['configMap'].defaultMode ?? 0o644);
+      else if (source['secret'] !== undefined) fromSecret(source['secret'].secretName, source['secret'].items, source['secret'].defaultMode ?? 0o644);
+      else if (source['projected'] !== undefined) {
+        const mode = source['projected'].defaultMode ?? 0o644;
+        for (const part of source['projected'].sources ?? []) {
+          if (part.configMap !== undefined) fromConfigMap(part.configMap, mode);
+          else if (part.secret !== undefined) fromSecret(part.secret.name, part.secret.items, mode);
+          else if (part.serviceAccountToken !== undefined) write(part.serviceAccountToken.path, await tokenOf(), mode);
+          else if (part.downwardAPI !== undefined) {
+            for (const item of part.downwardAPI.items ?? []) {
+              const value = { 'metadata.namespace': pod.plan.namespace, 'metadata.name': pod.plan.id }[item.fieldRef?.fieldPath as string];
+              if (value === undefined) throw new Error(`${pod.podName}: downwardAPI ${item.fieldRef?.fieldPath} is not translated`);
+              write(item.path, value, mode);
+            }
+          } else throw new Error(`${pod.podName}: projected source ${Object.keys(part).join(',')} is not translated`);
+        }
+      } else throw new Error(`${pod.podName}: volume ${volume.name} of type ${Object.keys(source).filter((k) => k !== 'name').join(',')} is not translated`);
+    }
+    if (pod.spec.automountServiceAccountToken === true) {
+      const dir = join(pod.dir, 'serviceaccount');
+      mkdirSync(dir, { recursive: true });
+      writeVolumeFile(join(dir, 'token'), await tokenOf(), 0o644, gid);
+      writeVolumeFile(join(dir, 'ca.crt'), cluster.plane.caPem, 0o644, gid);
+      writeVolumeFile(join(dir, 'namespace'), pod.plan.namespace, 0o644, gid);
+    }
+    const addHosts = hosts.flatMap(([name, ip]) => ['--add-host', `${name}:${ip}`]);
+    await podmanOk(['pod', 'create', '--name', pod.podName, '--hostname', pod.plan.id, '--network', NETWORK, '--ip', pod.ip, ...addHosts]);
+  }
+
+  runArgs(container: RunningContainer): string[] {
+    const pod = container.pod;
+    const serviceAccountDir = pod.spec.automountServiceAccountToken === true ? join(pod.dir, 'serviceaccount') : undefined;
+    return podmanRunArgs(pod.spec, container.template, {
+      podName: pod.podName,
+      name: pod.plan.id,
+      namespace: pod.plan.namespace,
+      podIP: pod.ip,
+      volumeDir: pod.volumeDir,
+      ...(serviceAccountDir === undefined ? {} : { serviceAccountDir }),
+      // The kubelet's env; the host is the name the API server's certificate carries (it has no ClusterIP SAN here).
+      clusterEnv: { KUBERNETES_SERVICE_HOST: 'kubernetes.default.svc', KUBERNETES_SERVICE_PORT: '443' },
+    }, container.name);
+  }
+
+  async #startPod(pod: RunningPod): Promise<void> {
+    for (const container of pod.containers.filter((c) => c.init)) {
+      this.log(`${container.name}: init container`);
+      const result = await podman(['run', ...this.runArgs(container)], 180_000);
+      if (result.code !== 0) throw new Error(`init container ${container.name} exited ${result.code}: ${result.stderr.trim().split('\n').slice(-5).join(' | ')}`);
+    }
+    for (const container of pod.containers.filter((c) => !c.init)) {
+      this.log(`${container.name}: start`);
+      await podmanOk(['run', '-d', ...this.runArgs(container)]);
+    }
+    this.#started.add(pod.podName);
+  }
+
+  /** Every container's readiness probe answers 200 (probed from the host at the pod IP, as a kubelet does). */
+  async waitReady(pod: RunningPod, timeoutMs: number): Promise<void> {
+    for (const container of pod.containers.filter((c) => !c.init)) {
+      const probe = container.template.readinessProbe?.httpGet ?? container.template.livenessProbe?.httpGet;
+      if (probe === undefined) continue;
+      const url = `http://${pod.ip}:${String(probe.port)}${probe.path ?? '/'}`;
+      try {
+        await waitUntil(`${container.name} ready at ${url}`, async () => ((await httpGet(url)).status === 200 ? true : undefined), timeoutMs);
+      } catch (error) {
+        throw new Error(`${(error as Error).message}\n${await this.logs(container)}`);
+      }
+    }
+  }
+
+  async logs(container: RunningContainer, lines = 20): Promise<string> {
+    const result = await podman(['logs', '--tail', String(lines), container.name]);
+    return `--- ${container.name} (last ${lines} lines)\n${result.stdout}${result.stderr}`;
+  }
+
+  /** `podman stop` with the pod's grace period, timed; the exit code the daemon itself returned. */
+  async stopContainer(container: RunningContainer): Promise<StopResult> {
+    const grace = container.pod.spec.terminationGracePeriodSeconds ?? 30;
+    const started = process.hrtime.bigint();
+    await podmanOk(['stop', '-t', String(grace), container.name], (grace + 10) * 1000);
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    const exitCode = Number((await podmanOk(['inspect', '--format', '{{.State.ExitCode}}', container.name])).trim());
+    return { ms, exitCode };
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#prober);
+    for (const pod of this.pods) await podman(['pod', 'rm', '-f', '-t', '2', pod.podName]);
+    await podman(['pod', 'rm', '-f', '-t', '0', `${PREFIX}-bridge`]);
+    await Promise.all(this.#proxies.map((p) => p.close()));
+    for (const ip of this.#clusterIps) {
+      try {
+        execFileSync('ip', ['addr', 'del', `${ip}/32`, 'dev', this.#bridge], { stdio: 'ignore' });
+      } catch {
+        // The bridge went with the network already.
+      }
+    }
+    await podman(['network', 'rm', '-f', NETWORK]);
+    for (const cluster of this.sites) await cluster.plane.stop();
+    if (process.env['AGN_CONTAINERS_KEEP_WORKDIR'] !== '1') rmSync(this.workDir, { recursive: true, force: true });
+  }
+
+  readFileIn(pod: RunningPod, volume: string, path: string): string {
+    return readFileSync(join(pod.volumeDir(volume), path), 'utf8');
+  }
+}
+
+export { httpGet };
