@@ -39,6 +39,8 @@ export interface GatewayRequest {
   cluster: string | undefined;
   credential: CredentialRef | undefined;
   snapshot: RoutingSnapshot | undefined;
+  /** Tenant of the authenticated caller (caller_auth); undefined when the listener does not authenticate callers. */
+  tenant: string | undefined;
   /** Bounded label values for metrics. */
   labels: { model: string; cluster: string };
   /**

@@ -7,6 +7,8 @@ import type { Filter, GatewayRequest } from './context.ts';
 import { UpstreamConnectError, badGateway } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { OverlayStore } from './overlay-store.ts';
+import { createCallerAuth } from './filters/caller-auth.ts';
+import type { CallerAuth } from './filters/caller-auth.ts';
 import { createCredentialInject } from './filters/credential-inject.ts';
 import type { CredentialInject } from './filters/credential-inject.ts';
 import { createIntelligentRoute } from './filters/intelligent-route.ts';
@@ -22,6 +24,7 @@ export interface Pipeline {
   readonly routeIndex: number;
   listModels(): readonly string[] | null;
   credentialInject: CredentialInject | undefined;
+  callerAuth: CallerAuth | undefined;
 }
 
 export interface PipelineDeps {
@@ -46,6 +49,7 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
   let routeIndex = -1;
   let listModels: () => readonly string[] | null = () => null;
   let credentialInject: CredentialInject | undefined;
+  let callerAuth: CallerAuth | undefined;
   for (const config of configs) {
     switch (config.filter) {
       case 'json_body_field':
@@ -68,6 +72,10 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
         listModels = route.listModels;
         break;
       }
+      case 'caller_auth':
+        callerAuth = createCallerAuth(config, deps.configDir, deps.logger);
+        filters.push(callerAuth);
+        break;
       case 'peer_identity_trust':
         filters.push(createPeerIdentityTrust(config));
         break;
@@ -80,7 +88,7 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
         break;
     }
   }
-  return { filters, routeIndex, listModels: () => listModels(), credentialInject };
+  return { filters, routeIndex, listModels: () => listModels(), credentialInject, callerAuth };
 }
 
 export async function runPipeline(pipeline: Pipeline, request: GatewayRequest, metrics: GatewayMetrics, loadBalancer: LoadBalancer): Promise<void> {

@@ -41,7 +41,7 @@ export interface GatewayInstance {
   readonly metrics: GatewayMetrics;
   readonly overlay: OverlayStore | undefined;
   isReady(): boolean;
-  /** Re-reads credential files (SIGHUP). */
+  /** Re-reads credential and caller key files (SIGHUP). */
   reloadCredentials(): void;
   close(): Promise<void>;
 }
@@ -219,6 +219,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       cluster: undefined,
       credential: undefined,
       snapshot: undefined,
+      tenant: undefined,
       labels: { model: 'none', cluster: 'none' },
       failover: undefined,
     };
@@ -326,7 +327,10 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     overlay,
     isReady,
     reloadCredentials: () => {
-      for (const { pipeline } of servers) pipeline.credentialInject?.reload();
+      for (const { pipeline } of servers) {
+        pipeline.credentialInject?.reload();
+        pipeline.callerAuth?.reload();
+      }
     },
     async close() {
       if (closing) return;

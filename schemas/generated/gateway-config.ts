@@ -32,6 +32,7 @@ export type TlsPath = string;
  * via the `definition` "Filter".
  */
 export type FilterConfig =
+  | CallerAuthFilter
   | JsonBodyFieldFilter
   | OpenAiResponsesFormatFilter
   | IntelligentRouteFilter
@@ -151,6 +152,19 @@ export interface FilterChain {
    * @maxItems 32
    */
   filters: FilterConfig[];
+}
+/**
+ * Consumer only, first in the pipeline: authenticates the caller by an API key (Authorization: Bearer or x-api-key) against salted hashes in keys_file (schemas/gateway/caller-keys.schema.json), attributes the request to the key's tenant and strips the key before anything is forwarded. Praxis AI has no such filter: the whole filter is an extension.
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "CallerAuthFilter".
+ */
+export interface CallerAuthFilter {
+  filter: 'caller_auth';
+  /**
+   * A file path without a '..' component (Praxis AI refuses path traversal in TLS paths: praxis-proxy-tls config/certs.rs).
+   */
+  keys_file: string;
 }
 /**
  * Request parser for chat completions-style bodies: copies a top-level body field into a header.
