@@ -39,6 +39,10 @@ export interface GatewayRequest {
   cluster: string | undefined;
   credential: CredentialRef | undefined;
   snapshot: RoutingSnapshot | undefined;
+  /** Site of the candidate the route filter selected (answered to the caller as x-agn-routed-site). */
+  routedSite: string | undefined;
+  /** Set by usage_meter: sees the upstream response as the load balancer streams it. */
+  responseObserver: ResponseObserver | undefined;
   /** Tenant of the authenticated caller (caller_auth); undefined when the listener does not authenticate callers. */
   tenant: string | undefined;
   /** Bounded label values for metrics. */
@@ -48,6 +52,17 @@ export interface GatewayRequest {
    * request's cluster, headers and credential and returns true, or returns false when there is none.
    */
   failover: (() => boolean) | undefined;
+}
+
+/**
+ * Watches an upstream response on its way to the caller. `push` returns the bytes to write for a chunk (itself,
+ * unless the observer removes something it added to the request); `end` runs once: complete=true at the end of the
+ * body (its return value is written last), false when the response broke off or the caller left.
+ */
+export interface ResponseObserver {
+  start(status: number, headers: Readonly<Record<string, string | string[]>>): void;
+  push(chunk: Buffer): Buffer;
+  end(complete: boolean): Buffer;
 }
 
 export interface Filter {

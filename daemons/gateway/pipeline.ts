@@ -11,6 +11,9 @@ import { createCallerAuth } from './filters/caller-auth.ts';
 import type { CallerAuth } from './filters/caller-auth.ts';
 import { createCredentialInject } from './filters/credential-inject.ts';
 import type { CredentialInject } from './filters/credential-inject.ts';
+import { createUsageMeter } from './filters/usage-meter.ts';
+import type { SpendLedger } from './usage/spend-ledger.ts';
+import type { UsageMetrics } from './usage/usage-metrics.ts';
 import { createIntelligentRoute } from './filters/intelligent-route.ts';
 import type { LoadBalancer } from './filters/load-balancer.ts';
 import { createPeerIdentityTrust } from './filters/peer-identity-trust.ts';
@@ -32,6 +35,7 @@ export interface PipelineDeps {
   logger: Logger;
   loadBalancer: LoadBalancer;
   overlay: OverlayStore | undefined;
+  usage: { metrics: UsageMetrics; ledger: SpendLedger };
 }
 
 export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): Pipeline {
@@ -75,6 +79,9 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
       case 'caller_auth':
         callerAuth = createCallerAuth(config, deps.configDir, deps.logger);
         filters.push(callerAuth);
+        break;
+      case 'usage_meter':
+        filters.push(createUsageMeter(config, deps.usage.metrics, deps.usage.ledger));
         break;
       case 'peer_identity_trust':
         filters.push(createPeerIdentityTrust(config));

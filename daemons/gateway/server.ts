@@ -20,6 +20,8 @@ import { createGatewayMetrics } from './metrics.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { OverlayStore } from './overlay-store.ts';
 import { buildPipeline, runPipeline } from './pipeline.ts';
+import { SpendLedger } from './usage/spend-ledger.ts';
+import { createUsageMetrics } from './usage/usage-metrics.ts';
 import type { Pipeline } from './pipeline.ts';
 import { listen } from '../shared/listen.ts';
 
@@ -40,6 +42,8 @@ export interface GatewayInstance {
   readonly adminPort: number | undefined;
   readonly metrics: GatewayMetrics;
   readonly overlay: OverlayStore | undefined;
+  /** Cumulative priced spend per tenant recorded by usage_meter. */
+  readonly spend: SpendLedger;
   isReady(): boolean;
   /** Re-reads credential and caller key files (SIGHUP). */
   reloadCredentials(): void;
@@ -147,6 +151,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   const { logger, configDir } = options;
   const role = resolved.role;
   const metrics = createGatewayMetrics(role, options.processMetrics ?? true);
+  const usage = { metrics: createUsageMetrics(metrics.registry), ledger: new SpendLedger() };
   let closing = false;
   let inFlight = 0;
   let idleResolve: (() => void) | null = null;
@@ -178,7 +183,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
         stores.set(file, store);
       }
     }
-    const pipeline = buildPipeline(listener, { configDir, logger, loadBalancer, overlay: store });
+    const pipeline = buildPipeline(listener, { configDir, logger, loadBalancer, overlay: store, usage });
     const server = createListenerServer(listener, configDir, (req, res) => {
       void handle(req, res, pipeline, loadBalancer);
     });
@@ -220,6 +225,8 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       credential: undefined,
       snapshot: undefined,
       tenant: undefined,
+      routedSite: undefined,
+      responseObserver: undefined,
       labels: { model: 'none', cluster: 'none' },
       failover: undefined,
     };
@@ -325,6 +332,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     adminPort: admin?.port,
     metrics,
     overlay,
+    spend: usage.ledger,
     isReady,
     reloadCredentials: () => {
       for (const { pipeline } of servers) {

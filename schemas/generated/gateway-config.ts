@@ -33,6 +33,7 @@ export type TlsPath = string;
  */
 export type FilterConfig =
   | CallerAuthFilter
+  | UsageMeterFilter
   | JsonBodyFieldFilter
   | OpenAiResponsesFormatFilter
   | IntelligentRouteFilter
@@ -165,6 +166,30 @@ export interface CallerAuthFilter {
    * A file path without a '..' component (Praxis AI refuses path traversal in TLS paths: praxis-proxy-tls config/certs.rs).
    */
   keys_file: string;
+}
+/**
+ * Consumer only, after intelligent_route: counts the input and output tokens of each answer (a JSON body's usage, a stream's final usage chunk, asked for with stream_options.include_usage when the caller did not and then removed) per tenant, model, provider and site, and prices them. Praxis AI has no such filter: the whole filter is an extension.
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "UsageMeterFilter".
+ */
+export interface UsageMeterFilter {
+  filter: 'usage_meter';
+  /**
+   * USD per million tokens of each routed upstream cluster (InferenceProvider.spec.cost of the provider behind it). A cluster without an entry is metered in tokens and priced at 0.
+   *
+   * @maxItems 4096
+   */
+  prices?: UsagePrice[];
+}
+/**
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "UsagePrice".
+ */
+export interface UsagePrice {
+  cluster: NonEmptyString;
+  per_million_input_tokens: number;
+  per_million_output_tokens: number;
 }
 /**
  * Request parser for chat completions-style bodies: copies a top-level body field into a header.

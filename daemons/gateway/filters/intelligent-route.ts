@@ -100,6 +100,7 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
       const applyCandidate = (selected: RoutingCandidate): void => {
         const candidate = selected.candidate;
         request.cluster = candidate.cluster;
+        request.routedSite = candidate.site;
         request.labels.cluster = candidate.cluster;
         request.credential = candidate.credential === undefined ? undefined : { strategy: candidate.credential.strategy, ...candidate.credential.secretRef };
         stripPrefixedHeaders(request.headers, 'x-ai-routing-');

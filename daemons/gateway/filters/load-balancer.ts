@@ -234,6 +234,8 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
       outHeaders[key] = value;
     }
     if (options.isClosing()) outHeaders['connection'] = 'close';
+    const observer = request.responseObserver;
+    observer?.start(response.statusCode, outHeaders);
     res.writeHead(response.statusCode, outHeaders);
     // A streamed (length-less) response shows its head at once; a sized one goes out with its first chunk.
     if (outHeaders['content-length'] === undefined) res.flushHeaders();
@@ -255,14 +257,16 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
           first = false;
           metrics.timeToFirstByte.observe({ role, cluster: clusterName }, Number(process.hrtime.bigint() - request.receivedAtNs) / 1e9);
         }
+        const out = observer === undefined ? chunk : observer.push(chunk);
         // Backpressure: a slow client pauses the upstream read instead of growing a buffer.
-        if (!res.write(chunk)) body.pause();
+        if (out.length > 0 && !res.write(out)) body.pause();
       };
       const onDrain = (): void => {
         body.resume();
       };
       const onEnd = (): void => {
-        res.end();
+        const tail = observer?.end(true);
+        res.end(tail !== undefined && tail.length > 0 ? tail : undefined);
         finish();
       };
       const onError = (error: Error): void => {
@@ -270,12 +274,14 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
         if (!request.signal.aborted) {
           logger.warn({ cluster: clusterName, endpoint: endpoint.address, code: errorCode(error) }, 'upstream response failed mid-stream');
         }
+        observer?.end(false);
         body.destroy();
         res.destroy();
         finish();
       };
       const onClose = (): void => {
         if (!res.writableFinished) {
+          observer?.end(false);
           body.destroy();
           finish();
         }
