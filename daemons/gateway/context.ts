@@ -30,6 +30,8 @@ export interface GatewayRequest {
   /** Headers to send upstream (lowercase names); filters strip and set here. */
   readonly headers: Map<string, string | string[]>;
   readonly receivedAtNs: bigint;
+  /** This request's id: answered as x-request-id on every response and sent on a provider hop (SPEC §3.1). */
+  readonly requestId: string;
   /** Aborted when the client goes away: the upstream request is aborted with it. */
   readonly signal: AbortSignal;
   readonly peer: PeerIdentity | null;
@@ -78,6 +80,10 @@ export const ROUTING_REVISION_HEADER = 'x-ai-routing-revision';
 export const PROVIDER_REQUEST_ID_HEADER = 'x-ai-provider-request-id';
 export const PROVIDER_ATTRIBUTION_HEADER = 'x-ai-provider-attribution';
 export const PROVIDER_REVISION_HEADER = 'x-ai-provider-routing-revision';
+/** Response headers for the caller: the gateway's request id (the openai SDK's `_request_id`) and the routed site. */
+export const RESPONSE_REQUEST_ID_HEADER = 'x-request-id';
+export const RESPONSE_UPSTREAM_REQUEST_ID_HEADER = 'x-upstream-request-id';
+export const RESPONSE_ROUTED_SITE_HEADER = 'x-agn-routed-site';
 
 export function stripPrefixedHeaders(headers: Map<string, string | string[]>, prefix: string): void {
   for (const name of [...headers.keys()]) if (name.startsWith(prefix)) headers.delete(name);

@@ -1,6 +1,6 @@
 // The HTTP(S) shell: listeners, OpenAI-compatible route table, request context, error answers, metrics, and
 // graceful shutdown. Routing and authorization live in the filters; this file only moves bytes and records.
-import { createHash } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -12,7 +12,9 @@ import type { AdminServer } from '../shared/admin-server.ts';
 import type { Logger } from '../shared/log.ts';
 import { errorFields } from '../shared/log.ts';
 import type { GatewayRole, ResolvedConfig, ResolvedListener } from './config.ts';
+import { RESPONSE_REQUEST_ID_HEADER } from './context.ts';
 import type { GatewayRequest, PeerIdentity } from './context.ts';
+import { createRequestIdGenerator } from './routing/request-id.ts';
 import { GatewayError, errorBody, notFound, unavailable } from './errors.ts';
 import { HOP_BY_HOP, createLoadBalancer } from './filters/load-balancer.ts';
 import type { LoadBalancer } from './filters/load-balancer.ts';
@@ -154,6 +156,10 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   const usage = { metrics: createUsageMetrics(metrics.registry), ledger: new SpendLedger() };
   let closing = false;
   let inFlight = 0;
+  const nextRequestId = createRequestIdGenerator({
+    nowMicros: () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)),
+    processTag: randomInt(0, 0x10000),
+  });
   let idleResolve: (() => void) | null = null;
 
   // One overlay store per intelligent_route file: listeners sharing a file share the accepted snapshot.
@@ -209,6 +215,9 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     inFlight++;
     metrics.inFlight.inc({ role });
     const abort = new AbortController();
+    const requestId = nextRequestId();
+    // Set before any answer is written, so errors carry it as well as upstream responses.
+    res.setHeader(RESPONSE_REQUEST_ID_HEADER, requestId);
     const request: GatewayRequest = {
       req,
       res,
@@ -217,6 +226,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       target: req.url ?? '/',
       headers: requestHeaders(req),
       receivedAtNs: process.hrtime.bigint(),
+      requestId,
       signal: abort.signal,
       peer: peerIdentity(req.socket),
       body: null,

@@ -141,7 +141,7 @@ describe('caller_auth at a consumer gateway', () => {
       seen.push(req.headers);
       req.resume();
       req.on('end', () => {
-        res.writeHead(200, { 'content-type': 'application/json' });
+        res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'backend-id-1' });
         res.end(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
       });
     });
@@ -204,6 +204,18 @@ describe('caller_auth at a consumer gateway', () => {
       expect(headers['x-api-key']).toBeUndefined();
       expect(JSON.stringify(headers)).not.toContain('agn_');
     }
+  });
+
+  it('answers x-request-id on every response (errors too), keeps the backend id beside it, and names the routed site', async () => {
+    const refused = await chat({});
+    const served = await chat({ authorization: `Bearer ${b.key}` });
+    const missing = await call(`${base}/nope`, { headers: { authorization: `Bearer ${b.key}` } });
+    const ids = [refused, served, missing].map((r) => r.headers['x-request-id']);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{32}$/);
+    expect(new Set(ids).size).toBe(3);
+    expect(served.headers['x-upstream-request-id']).toBe('backend-id-1');
+    expect(served.headers['x-agn-routed-site']).toBe('west');
+    expect(refused.headers['x-agn-routed-site']).toBeUndefined();
   });
 
   it('stops a revoked key on the next reload, and keeps the last good keys when the file turns bad', async () => {

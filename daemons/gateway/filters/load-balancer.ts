@@ -7,6 +7,7 @@ import { Pool } from 'undici';
 import type { ClusterConfig, LoadBalancerFilter } from '../../../schemas/generated/gateway-config.ts';
 import { UpstreamConnectError, badGateway, gatewayTimeout, unavailable } from '../errors.ts';
 import type { Filter, GatewayRequest } from '../context.ts';
+import { RESPONSE_REQUEST_ID_HEADER, RESPONSE_UPSTREAM_REQUEST_ID_HEADER } from '../context.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { Logger } from '../../shared/log.ts';
 import { errorFields } from '../../shared/log.ts';
@@ -233,6 +234,11 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
       if (value === undefined || HOP_BY_HOP.has(key) || connectionTokens.includes(key)) continue;
       outHeaders[key] = value;
     }
+    // The caller's x-request-id is this gateway's (set on the response before any answer); the upstream's own id is
+    // kept beside it when no earlier hop kept one already.
+    const upstreamId = outHeaders[RESPONSE_REQUEST_ID_HEADER];
+    delete outHeaders[RESPONSE_REQUEST_ID_HEADER];
+    if (upstreamId !== undefined && outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] === undefined) outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] = upstreamId;
     if (options.isClosing()) outHeaders['connection'] = 'close';
     const observer = request.responseObserver;
     observer?.start(response.statusCode, outHeaders);
