@@ -9,6 +9,7 @@ import type { InferenceProviderSpec } from '../schemas/generated/inferenceprovid
 import { BackendNetworkPolicy } from './backend-network-policy.ts';
 import { candidateCluster, candidateIssues, providerCandidates, providerCredential, siteNamespace } from './candidates.ts';
 import { ConsumerGateway } from './consumer-gateway.ts';
+import type { UsagePrice } from '../schemas/generated/gateway-config.ts';
 import { GossipOperator, type SecretName } from './gossip-operator.ts';
 import type { NetworkDeclaration, ProviderDeclaration, SiteDeclaration } from './grid-declaration.ts';
 import { GridNetwork } from './grid-network.ts';
@@ -392,6 +393,8 @@ export class GridSiteStack extends Chart {
     const { praxisConfig: _praxisConfig, ...declared } = site.consumerGateway ?? {};
     if (site.consumerGateway === undefined) throw new Error('buildConsumerGateway without a declaration');
     const upstreams: ClusterEndpoint[] = [];
+    // usage_meter prices each answer by the cluster it came from: that cluster's InferenceProvider.spec.cost.
+    const prices: UsagePrice[] = [];
     const seen = new Set<string>();
     for (const owner of [site, ...peers]) {
       const address = this.providerGatewayAddress(site, owner);
@@ -400,9 +403,11 @@ export class GridSiteStack extends Chart {
         if (seen.has(cluster) || address === undefined) continue;
         seen.add(cluster);
         upstreams.push({ cluster, address: address.address, transport: address.transport });
+        const cost = provider.spec.cost;
+        if (cost !== undefined) prices.push({ cluster, per_million_input_tokens: cost.perMillionInputTokens ?? 0, per_million_output_tokens: cost.perMillionOutputTokens ?? 0 });
       }
     }
-    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.image, upstreams });
+    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.image, upstreams, prices });
   }
 
   /** Where this site's consumer reaches `owner`'s provider gateway: the in-cluster Service locally, else its gatewayEndpoint. */
