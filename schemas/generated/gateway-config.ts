@@ -181,6 +181,19 @@ export interface UsageMeterFilter {
    * @maxItems 4096
    */
   prices?: UsagePrice[];
+  /**
+   * Where the cumulative spend per tenant goes: the site operator's gateway ingest listener (gossip-operator --gateway-age-address), POST /v1/gateway-spend-reports every interval_ms. Absent: spend is metered and exported as metrics only.
+   */
+  report?: {
+    /**
+     * http://HOST:PORT of the ingest listener (plain HTTP behind its NetworkPolicy, like the age reports).
+     */
+    url: string;
+    /**
+     * Report interval (5000 by default).
+     */
+    interval_ms?: number;
+  };
 }
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
