@@ -23,6 +23,8 @@ import type { GatewayMetrics } from './metrics.ts';
 import { OverlayStore } from './overlay-store.ts';
 import { buildPipeline, runPipeline } from './pipeline.ts';
 import { SpendLedger } from './usage/spend-ledger.ts';
+import { startOperatorReporter } from './operator-reporter.ts';
+import type { OperatorReporter } from './operator-reporter.ts';
 import { createUsageMetrics } from './usage/usage-metrics.ts';
 import type { Pipeline } from './pipeline.ts';
 import { listen } from '../shared/listen.ts';
@@ -46,6 +48,8 @@ export interface GatewayInstance {
   readonly overlay: OverlayStore | undefined;
   /** Cumulative priced spend per tenant recorded by usage_meter. */
   readonly spend: SpendLedger;
+  /** The spend reporter toward the site operator (usage_meter.report), when configured. */
+  readonly reporter: OperatorReporter | undefined;
   isReady(): boolean;
   /** Re-reads credential and caller key files (SIGHUP). */
   reloadCredentials(): void;
@@ -331,6 +335,11 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       }),
     });
   }
+  const reportConfig = resolved.listeners.flatMap((l) => l.filters).find((f) => f.filter === 'usage_meter' && f.report !== undefined);
+  const reporter: OperatorReporter | undefined =
+    reportConfig?.filter === 'usage_meter' && reportConfig.report !== undefined
+      ? startOperatorReporter({ url: reportConfig.report.url, intervalMs: reportConfig.report.interval_ms ?? 5_000, spend: usage.ledger, logger })
+      : undefined;
   const readyTimer = setInterval(() => metrics.ready.set(isReady() ? 1 : 0), 500);
   readyTimer.unref();
   metrics.ready.set(isReady() ? 1 : 0);
@@ -343,6 +352,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     metrics,
     overlay,
     spend: usage.ledger,
+    reporter,
     isReady,
     reloadCredentials: () => {
       for (const { pipeline } of servers) {
@@ -370,6 +380,8 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       }
       for (const { server } of servers) server.closeAllConnections();
       await Promise.all(loadBalancers.map((lb) => lb.close(inFlight === 0)));
+      // Last: the spend of the requests that just drained still reaches the operator.
+      await reporter?.close();
       await admin?.close();
     },
   };
