@@ -16,7 +16,7 @@ import {
   type LeafCertificate,
 } from '../../daemons/shared/tls.ts';
 import { X509Certificate } from 'node:crypto';
-import { GRID_SITE } from '../../daemons/gossip-operator/kinds.ts';
+import { GRID_NETWORK, GRID_SITE } from '../../daemons/gossip-operator/kinds.ts';
 import { legacyPemFingerprint } from '../../daemons/gossip-operator/probes/site-probe.ts';
 import { configMap, grid, renderFixture, schemaProblems, startLocalOperator, tempDir, testConfig, waitFor, type LocalOperator } from './helpers.ts';
 
@@ -197,6 +197,23 @@ describe('two sites over encrypted gossip and mTLS-verified GridSites', () => {
       });
       expect(network.status.routingMapStatus[0].phase).toBe('Distributed');
       expect(await schemaProblems(stateDir(site))).toEqual([]);
+    }
+  });
+
+  it("converges each site's gateway-reported tenant spend into both sites' budgetStatus (G-Counter, one slot per site)", async () => {
+    const report = (epoch: string, spend: { tenantId: string; usd: number }[]) => ({ epoch, sequence: 1, spend });
+    await a.op!.operator.context.store.patchStatus(GRID_NETWORK, { name: 'grid' }, { gatewaySpendReports: [report('a'.repeat(32), [{ tenantId: 'tenant-a', usd: 0.75 }, { tenantId: 'tenant-b', usd: 0.1 }])] }, { fieldManager: 'test' });
+    await b.op!.operator.context.store.patchStatus(GRID_NETWORK, { name: 'grid' }, { gatewaySpendReports: [report('b'.repeat(32), [{ tenantId: 'tenant-a', usd: 0.5 }]), report('c'.repeat(32), [{ tenantId: 'tenant-b', usd: 0.02 }])] }, { fieldManager: 'test' });
+    for (const site of [a, b]) {
+      const status: Json = await waitFor(`${site.name}'s budgetStatus to show both sites' spend`, async () => {
+        const n: Json = await grid(stateDir(site), 'GridNetwork', 'grid');
+        const tenantA = n?.status?.budgetStatus?.find((t: Json) => t.tenantId === 'tenant-a');
+        return tenantA !== undefined && Math.abs(tenantA.spendUsd - 1.25) < 1e-9 ? n.status.budgetStatus : undefined;
+      });
+      expect(status).toEqual([
+        { tenantId: 'tenant-a', capUsd: 1, spendUsd: 1.25, spendRatio: 1 },
+        { tenantId: 'tenant-b', capUsd: 250, spendUsd: expect.closeTo(0.12, 12), spendRatio: expect.closeTo(0.12 / 250, 12) },
+      ]);
     }
   });
 
