@@ -46,7 +46,7 @@ export function callerKeysProblems(document: unknown): string[] {
   return problems;
 }
 
-export type CallerKeyVerdict = { readonly ok: true; readonly tenant: string } | { readonly ok: false; readonly reason: 'malformed' | 'unknown' | 'revoked' };
+export type CallerKeyVerdict = { readonly ok: true; readonly tenant: string; readonly id: string } | { readonly ok: false; readonly reason: 'malformed' | 'unknown' | 'revoked' };
 
 /** The lookup table of one accepted file: id → entry. */
 export class CallerKeyTable {
@@ -68,7 +68,7 @@ export class CallerKeyTable {
     const actual = Buffer.from(hashCallerKey(presented, entry.salt), 'hex');
     if (!timingSafeEqual(expected, actual)) return { ok: false, reason: 'unknown' };
     if (entry.revoked === true) return { ok: false, reason: 'revoked' };
-    return { ok: true, tenant: entry.tenant };
+    return { ok: true, tenant: entry.tenant, id: entry.id };
   }
 }
 

@@ -47,6 +47,8 @@ export interface GatewayRequest {
   responseObserver: ResponseObserver | undefined;
   /** Tenant of the authenticated caller (caller_auth); undefined when the listener does not authenticate callers. */
   tenant: string | undefined;
+  /** Public id of the caller's key (caller_auth), for per-key limits; never logged. */
+  callerKeyId: string | undefined;
   /** Bounded label values for metrics. */
   labels: { model: string; cluster: string };
   /**

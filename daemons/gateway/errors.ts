@@ -8,7 +8,9 @@ export type GatewayErrorType =
   | 'service_unavailable'
   | 'upstream_error'
   | 'timeout_error'
-  | 'insufficient_quota';
+  | 'insufficient_quota'
+  | 'requests'
+  | 'tokens';
 
 export class GatewayError extends Error {
   readonly status: number;

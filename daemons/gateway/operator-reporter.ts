@@ -9,6 +9,25 @@ import type { Logger } from '../shared/log.ts';
 import type { SpendLedger } from './usage/spend-ledger.ts';
 
 export const SPEND_REPORTS_PATH = '/v1/gateway-spend-reports';
+export const TENANT_BUDGETS_PATH = '/v1/tenant-budgets';
+
+/** The newest converged budgetStatus the operator answered: spendRatio per tracked tenant (budget_enforce reads it). */
+export class BudgetView {
+  #ratios: ReadonlyMap<string, number> | undefined;
+  ratios(): ReadonlyMap<string, number> | undefined {
+    return this.#ratios;
+  }
+  update(budgets: unknown): boolean {
+    if (!Array.isArray(budgets)) return false;
+    const next = new Map<string, number>();
+    for (const b of budgets) {
+      const { tenantId, spendRatio } = (b ?? {}) as { tenantId?: unknown; spendRatio?: unknown };
+      if (typeof tenantId === 'string' && typeof spendRatio === 'number' && Number.isFinite(spendRatio)) next.set(tenantId, spendRatio);
+    }
+    this.#ratios = next;
+    return true;
+  }
+}
 const REQUEST_TIMEOUT_MS = 5_000;
 
 export interface OperatorReporter {
@@ -22,6 +41,8 @@ export interface OperatorReporterOptions {
   readonly url: string;
   readonly intervalMs: number;
   readonly spend: SpendLedger;
+  /** Filled from GET /v1/tenant-budgets on every tick. */
+  readonly budgets: BudgetView;
   readonly logger: Logger;
   /** This process's epoch (random, 32 hex by default). */
   readonly epoch?: string;
@@ -62,8 +83,21 @@ export function startOperatorReporter(options: OperatorReporterOptions): Operato
     }
   }
 
+  async function pollBudgets(): Promise<void> {
+    try {
+      const res = await request(`${options.url}${TENANT_BUDGETS_PATH}`, { method: 'GET', headersTimeout: REQUEST_TIMEOUT_MS, bodyTimeout: REQUEST_TIMEOUT_MS });
+      if (res.statusCode !== 200) {
+        await res.body.dump();
+        return;
+      }
+      options.budgets.update(((await res.body.json()) as { budgets?: unknown }).budgets);
+    } catch {
+      // The newest known budgets stay in force; the spend report of the same tick logs the outage once.
+    }
+  }
+
   const flush = (): Promise<void> => {
-    running ??= sendSpend().finally(() => {
+    running ??= Promise.all([sendSpend(), pollBudgets()]).then(() => undefined).finally(() => {
       running = undefined;
     });
     return running;

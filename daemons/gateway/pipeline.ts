@@ -12,6 +12,9 @@ import type { CallerAuth } from './filters/caller-auth.ts';
 import { createCredentialInject } from './filters/credential-inject.ts';
 import type { CredentialInject } from './filters/credential-inject.ts';
 import { createUsageMeter } from './filters/usage-meter.ts';
+import { createBudgetEnforce } from './filters/budget-enforce.ts';
+import type { BudgetView } from './operator-reporter.ts';
+import type { KeyQuota } from './usage/key-quota.ts';
 import type { SpendLedger } from './usage/spend-ledger.ts';
 import type { UsageMetrics } from './usage/usage-metrics.ts';
 import { createIntelligentRoute } from './filters/intelligent-route.ts';
@@ -35,7 +38,7 @@ export interface PipelineDeps {
   logger: Logger;
   loadBalancer: LoadBalancer;
   overlay: OverlayStore | undefined;
-  usage: { metrics: UsageMetrics; ledger: SpendLedger };
+  usage: { metrics: UsageMetrics; ledger: SpendLedger; quota: KeyQuota; budgets: BudgetView };
 }
 
 export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): Pipeline {
@@ -81,7 +84,10 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
         filters.push(callerAuth);
         break;
       case 'usage_meter':
-        filters.push(createUsageMeter(config, deps.usage.metrics, deps.usage.ledger));
+        filters.push(createUsageMeter(config, deps.usage.metrics, deps.usage.ledger, deps.usage.quota));
+        break;
+      case 'budget_enforce':
+        filters.push(createBudgetEnforce(config, deps.usage.budgets, deps.usage.quota));
         break;
       case 'peer_identity_trust':
         filters.push(createPeerIdentityTrust(config));

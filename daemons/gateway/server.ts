@@ -23,7 +23,8 @@ import type { GatewayMetrics } from './metrics.ts';
 import { OverlayStore } from './overlay-store.ts';
 import { buildPipeline, runPipeline } from './pipeline.ts';
 import { SpendLedger } from './usage/spend-ledger.ts';
-import { startOperatorReporter } from './operator-reporter.ts';
+import { BudgetView, startOperatorReporter } from './operator-reporter.ts';
+import { KeyQuota } from './usage/key-quota.ts';
 import type { OperatorReporter } from './operator-reporter.ts';
 import { createUsageMetrics } from './usage/usage-metrics.ts';
 import type { Pipeline } from './pipeline.ts';
@@ -157,7 +158,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   const { logger, configDir } = options;
   const role = resolved.role;
   const metrics = createGatewayMetrics(role, options.processMetrics ?? true);
-  const usage = { metrics: createUsageMetrics(metrics.registry), ledger: new SpendLedger() };
+  const usage = { metrics: createUsageMetrics(metrics.registry), ledger: new SpendLedger(), quota: new KeyQuota(), budgets: new BudgetView() };
   let closing = false;
   let inFlight = 0;
   const nextRequestId = createRequestIdGenerator({
@@ -239,6 +240,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       credential: undefined,
       snapshot: undefined,
       tenant: undefined,
+      callerKeyId: undefined,
       routedSite: undefined,
       responseObserver: undefined,
       labels: { model: 'none', cluster: 'none' },
@@ -338,7 +340,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   const reportConfig = resolved.listeners.flatMap((l) => l.filters).find((f) => f.filter === 'usage_meter' && f.report !== undefined);
   const reporter: OperatorReporter | undefined =
     reportConfig?.filter === 'usage_meter' && reportConfig.report !== undefined
-      ? startOperatorReporter({ url: reportConfig.report.url, intervalMs: reportConfig.report.interval_ms ?? 5_000, spend: usage.ledger, logger })
+      ? startOperatorReporter({ url: reportConfig.report.url, intervalMs: reportConfig.report.interval_ms ?? 5_000, spend: usage.ledger, budgets: usage.budgets, logger })
       : undefined;
   const readyTimer = setInterval(() => metrics.ready.set(isReady() ? 1 : 0), 500);
   readyTimer.unref();

@@ -33,6 +33,7 @@ export type TlsPath = string;
  */
 export type FilterConfig =
   | CallerAuthFilter
+  | BudgetEnforceFilter
   | UsageMeterFilter
   | JsonBodyFieldFilter
   | OpenAiResponsesFormatFilter
@@ -166,6 +167,27 @@ export interface CallerAuthFilter {
    * A file path without a '..' component (Praxis AI refuses path traversal in TLS paths: praxis-proxy-tls config/certs.rs).
    */
   keys_file: string;
+}
+/**
+ * Consumer only, right after caller_auth: refuses new requests of a tenant whose converged GridNetwork budgetStatus spendRatio has reached soft_limit (429 insufficient_quota; requests already streaming finish), and limits each caller key to requests_per_minute and tokens_per_minute (429 rate_limit_exceeded, x-ratelimit-* headers as OpenAI sends them). Budgets come from the site operator through usage_meter.report. Praxis AI has no such filter: the whole filter is an extension.
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "BudgetEnforceFilter".
+ */
+export interface BudgetEnforceFilter {
+  filter: 'budget_enforce';
+  /**
+   * spendRatio at which new requests are refused (1 by default: at the cap).
+   */
+  soft_limit?: number;
+  /**
+   * Requests per caller key per minute; absent: no request limit.
+   */
+  requests_per_minute?: number;
+  /**
+   * Input plus output tokens per caller key per minute, counted by usage_meter when each answer ends; absent: no token limit.
+   */
+  tokens_per_minute?: number;
 }
 /**
  * Consumer only, after intelligent_route: counts the input and output tokens of each answer (a JSON body's usage, a stream's final usage chunk, asked for with stream_options.include_usage when the caller did not and then removed) per tenant, model, provider and site, and prices them. Praxis AI has no such filter: the whole filter is an extension.

@@ -31,7 +31,7 @@ describe('caller key table', () => {
 
   it('accepts a minted key and names its tenant', () => {
     expect(a.key).toMatch(/^agn_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
-    expect(table.verify(a.key)).toEqual({ ok: true, tenant: 'tenant-a' });
+    expect(table.verify(a.key)).toEqual({ ok: true, tenant: 'tenant-a', id: a.entry.id });
   });
 
   it('refuses a revoked key, a key with a known id and another secret, an unknown id and a malformed key', () => {
@@ -83,7 +83,7 @@ describe('agn key', () => {
     expect(text).not.toContain(key.slice(21));
     const document = JSON.parse(text) as { keys: { tenant: string }[] };
     expect(document.keys.map((k) => k.tenant)).toEqual(['tenant-a', 'tenant-b']);
-    expect(new CallerKeyTable(document as never).verify(key)).toEqual({ ok: true, tenant: 'tenant-a' });
+    expect(new CallerKeyTable(document as never).verify(key)).toMatchObject({ ok: true, tenant: 'tenant-a' });
   });
 
   it('revokes by id; refuses an unknown id, a bad tenant and missing flags with the documented exit codes', () => {

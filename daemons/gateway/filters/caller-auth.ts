@@ -58,6 +58,7 @@ export function createCallerAuth(config: CallerAuthFilter, configDir: string, lo
       const verdict = key === null ? { ok: false as const } : table.verify(key);
       if (!verdict.ok) throw unauthorized('invalid_api_key', 'Incorrect API key provided.');
       request.tenant = verdict.tenant;
+      request.callerKeyId = verdict.id;
     },
   };
 }

@@ -5,6 +5,7 @@
 // extra usage-only chunk is removed from what the caller receives.
 import type { UsageMeterFilter } from '../../../schemas/generated/gateway-config.ts';
 import type { Filter, GatewayRequest, ResponseObserver } from '../context.ts';
+import type { KeyQuota } from '../usage/key-quota.ts';
 import type { SpendLedger } from '../usage/spend-ledger.ts';
 import type { UsageMetrics } from '../usage/usage-metrics.ts';
 import { jsonUsageTap, sseUsageTap } from '../usage/usage-tap.ts';
@@ -49,7 +50,7 @@ export function withIncludeUsage(body: Buffer): Buffer | undefined {
   return Buffer.from(JSON.stringify({ ...record, stream_options: { ...(options as object | undefined), include_usage: true } }), 'utf8');
 }
 
-export function createUsageMeter(config: UsageMeterFilter, metrics: UsageMetrics, ledger: SpendLedger): Filter {
+export function createUsageMeter(config: UsageMeterFilter, metrics: UsageMetrics, ledger: SpendLedger, quota: KeyQuota): Filter {
   const prices = new Map((config.prices ?? []).map((p) => [p.cluster, p]));
 
   function record(request: GatewayRequest, usage: TokenUsage): void {
@@ -67,6 +68,7 @@ export function createUsageMeter(config: UsageMeterFilter, metrics: UsageMetrics
     metrics.tokens.inc({ ...labels, gen_ai_token_type: 'output' }, usage.outputTokens);
     metrics.costUsd.inc(labels, entry.costUsd);
     if (request.tenant !== undefined) ledger.add(request.tenant, entry.costUsd);
+    if (request.callerKeyId !== undefined) quota.consumeTokens(request.callerKeyId, usage.inputTokens + usage.outputTokens);
   }
 
   return {

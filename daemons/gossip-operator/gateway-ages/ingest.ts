@@ -25,7 +25,7 @@ import { GRID_NETWORK } from '../kinds.ts';
 import type { OperatorMetrics } from '../metrics.ts';
 import { type AgeRecord, applyReport, type EvidenceState, GATEWAY_AGES_REJECTED, gatewayAgesCondition, type ReportOutcome } from './evidence.ts';
 import { listen } from '../../shared/listen.ts';
-import { GATEWAY_SPEND_REPORTS_PATH, MAX_SPEND_REPORT_BYTES, recordSpendReport } from '../tenant-spend/record.ts';
+import { GATEWAY_SPEND_REPORTS_PATH, MAX_SPEND_REPORT_BYTES, TENANT_BUDGETS_PATH, recordSpendReport, tenantBudgets } from '../tenant-spend/record.ts';
 
 export const GATEWAY_AGES_FIELD_MANAGER = 'grid-operator-gateway-ages';
 export const GATEWAY_AGE_REPORTS_PATH = '/v1/gateway-age-reports';
@@ -89,6 +89,12 @@ export class GatewayAgeIngest {
         res.end(JSON.stringify(body));
       };
       const path = (req.url ?? '').split('?')[0];
+      if (path === TENANT_BUDGETS_PATH) {
+        if (req.method !== 'GET') return reply(405, { error: 'method not allowed; use GET' });
+        // Read-only and answered from status: the consumer gateways' budget_enforce polls it.
+        tenantBudgets(this.#o.store).then((r) => reply(r.status, r.body), () => reply(503, { error: 'budgets could not be read; retry' }, { 'retry-after': String(RETRY_AFTER_SECONDS) }));
+        return;
+      }
       // Tenant spend reports share this listener (and its NetworkPolicy) with the age reports: one gateway client.
       const spend = path === GATEWAY_SPEND_REPORTS_PATH;
       if (path !== GATEWAY_AGE_REPORTS_PATH && !spend) return reply(404, { error: `not found; POST reports to ${GATEWAY_AGE_REPORTS_PATH} or ${GATEWAY_SPEND_REPORTS_PATH}` });
