@@ -73,7 +73,19 @@ export interface ConsumerGatewayProps {
    * gateway) and usage_meter (tokens and spend per tenant, priced from `prices`); both are extensions Praxis AI lacks.
    * @default - no caller authentication (the Praxis AI chain)
    */
-  readonly callerKeys?: { readonly secretName: string; /** @default 'caller-keys.json' */ readonly key?: string };
+  readonly callerKeys?: {
+    readonly secretName: string;
+    /** @default 'caller-keys.json' */
+    readonly key?: string;
+    /**
+     * budget_enforce: 429 insufficient_quota once a tenant's converged spendRatio reaches softLimit (default 1), and
+     * optional per-key limits per minute. Needs the site's gatewayAgeIngest (budgets and spend go through it).
+     * @default - no enforcement: spend is metered and reported only
+     */
+    readonly budgetEnforce?: { readonly softLimit?: number; readonly requestsPerMinute?: number; readonly tokensPerMinute?: number };
+  };
+  /** The site operator's gateway ingest URL (http://HOST:PORT): usage_meter reports spend there. @default - none */
+  readonly spendReportUrl?: string;
   /** usage_meter prices per upstream cluster (InferenceProvider.spec.cost). @default - none (tokens priced at 0) */
   readonly prices?: readonly UsagePrice[];
   /** Extra labels for every object this construct emits. @default - none (the workload labels only) */
@@ -101,6 +113,8 @@ export class ConsumerGateway extends Construct {
   private readonly upstreamList: ConsumerUpstream[] = [];
   private readonly callerKeysFile: string | undefined;
   private readonly prices: readonly UsagePrice[];
+  private readonly spendReportUrl: string | undefined;
+  private readonly budgetEnforce: NonNullable<ConsumerGatewayProps['callerKeys']>['budgetEnforce'];
 
   constructor(scope: Construct, id: string, props: ConsumerGatewayProps) {
     super(scope, id);
@@ -116,6 +130,13 @@ export class ConsumerGateway extends Construct {
     this.reloadDebounceMs = props.reloadDebounceMs ?? 250;
     this.shutdownTimeoutSecs = props.shutdownTimeoutSecs ?? 5;
     this.prices = props.prices ?? [];
+    this.spendReportUrl = props.spendReportUrl;
+    this.budgetEnforce = props.callerKeys?.budgetEnforce;
+    if (this.budgetEnforce !== undefined && this.spendReportUrl === undefined) {
+      throw new GridSynthError([
+        issueAt(this, 'callerKeys.budgetEnforce', 'budget enforcement needs the converged budgets, which come from the site operator', "declare the site's gatewayAgeIngest (the listener spend reports and budgets go through)"),
+      ]);
+    }
     const keysKey = props.callerKeys?.key ?? 'caller-keys.json';
     this.callerKeysFile = props.callerKeys === undefined ? undefined : `${CALLER_KEYS_DIR}/${keysKey}`;
     const first = props.credentials?.[0];
@@ -211,7 +232,14 @@ export class ConsumerGateway extends Construct {
         upstreams: this.upstreamList,
         reloadDebounceMs: this.reloadDebounceMs,
         shutdownTimeoutSecs: this.shutdownTimeoutSecs,
-        ...(this.callerKeysFile === undefined ? {} : { callerKeysFile: this.callerKeysFile, prices: this.prices }),
+        ...(this.callerKeysFile === undefined
+          ? {}
+          : {
+              callerKeysFile: this.callerKeysFile,
+              prices: this.prices,
+              ...(this.spendReportUrl === undefined ? {} : { spendReportUrl: this.spendReportUrl }),
+              ...(this.budgetEnforce === undefined ? {} : { budgetEnforce: this.budgetEnforce }),
+            }),
       }),
       this.callerKeysFile === undefined ? [] : TENANT_FILTERS,
     );

@@ -9,6 +9,7 @@ import type { InferenceProviderSpec } from '../schemas/generated/inferenceprovid
 import { BackendNetworkPolicy } from './backend-network-policy.ts';
 import { candidateCluster, candidateIssues, providerCandidates, providerCredential, siteNamespace } from './candidates.ts';
 import { ConsumerGateway } from './consumer-gateway.ts';
+import { DEFAULT_GATEWAY_AGE_PORT } from './operator-listeners.ts';
 import type { UsagePrice } from '../schemas/generated/gateway-config.ts';
 import { GossipOperator, type SecretName } from './gossip-operator.ts';
 import type { NetworkDeclaration, ProviderDeclaration, SiteDeclaration } from './grid-declaration.ts';
@@ -407,7 +408,14 @@ export class GridSiteStack extends Chart {
         if (cost !== undefined) prices.push({ cluster, per_million_input_tokens: cost.perMillionInputTokens ?? 0, per_million_output_tokens: cost.perMillionOutputTokens ?? 0 });
       }
     }
-    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.image, upstreams, prices });
+    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.image, upstreams, prices, ...this.spendReportUrl(site) });
+  }
+
+  /** The operator's gateway ingest listener, where a consumer with caller keys reports spend and reads budgets. */
+  private spendReportUrl(site: SiteDeclaration): { spendReportUrl?: string } {
+    if (site.gatewayAgeIngest === undefined || site.consumerGateway?.callerKeys === undefined) return {};
+    const port = site.gatewayAgeIngest.port ?? DEFAULT_GATEWAY_AGE_PORT;
+    return { spendReportUrl: `http://${this.operator.service.name}.${this.siteNamespace}.svc.cluster.local:${port}` };
   }
 
   /** Where this site's consumer reaches `owner`'s provider gateway: the in-cluster Service locally, else its gatewayEndpoint. */

@@ -8,11 +8,18 @@ import { buildGrid } from '../../constructs/grid.ts';
 import { gatewayConfigProblems } from '../../constructs/gateway-config-schema.ts';
 import { resolveConfig } from '../../daemons/gateway/config.ts';
 import type { GatewayConfig, UsageMeterFilter } from '../../schemas/generated/gateway-config.ts';
+import type { SiteDeclaration } from '../../constructs/grid-declaration.ts';
+import { GridSynthError } from '../../constructs/synth-error.ts';
+import type { BudgetEnforceFilter } from '../../schemas/generated/gateway-config.ts';
 import { find, podSpec, simProvider, twoSiteGrid, type Manifest } from './helpers.ts';
 
-function siteA(callerKeys: boolean): Manifest[] {
+function siteA(callerKeys: boolean, extra: Partial<SiteDeclaration> = {}, budgetEnforce?: { requestsPerMinute: number }): Manifest[] {
   const declaration = twoSiteGrid({
-    a: { consumerGateway: callerKeys ? { callerKeys: { secretName: 'tenant-keys' } } : {}, providers: [simProvider('pa', ['m1'], { cost: { perMillionInputTokens: 0.15, perMillionOutputTokens: 0.6 } })] },
+    a: {
+      consumerGateway: callerKeys ? { callerKeys: { secretName: 'tenant-keys', ...(budgetEnforce === undefined ? {} : { budgetEnforce }) } } : {},
+      providers: [simProvider('pa', ['m1'], { cost: { perMillionInputTokens: 0.15, perMillionOutputTokens: 0.6 } })],
+      ...extra,
+    },
   });
   const built = buildGrid(Testing.app(), declaration);
   return Testing.synth(built.sites.find((s) => s.siteName === 'a')!) as Manifest[];
@@ -43,6 +50,27 @@ describe('consumer gateway with caller keys', () => {
     const widened = structuredClone(config);
     widened.listeners[0]!.max_body_bytes = 1024;
     expect(gatewayConfigProblems(widened, ['caller_auth', 'usage_meter']).map((p) => p.pointer)).toEqual(['/listeners/0/max_body_bytes']);
+  });
+
+  it('with the site operator ingest declared: reports spend there and enforces budgets when asked', () => {
+    const config = configOf(siteA(true, { gatewayAgeIngest: {} }, { requestsPerMinute: 600 }));
+    const filters = config.filter_chains[0]!.filters;
+    expect(filters.map((f) => f.filter)).toEqual(['caller_auth', 'budget_enforce', 'json_body_field', 'openai_responses_format', 'intelligent_route', 'usage_meter', 'load_balancer']);
+    expect(filters.find((f): f is BudgetEnforceFilter => f.filter === 'budget_enforce')).toEqual({ filter: 'budget_enforce', requests_per_minute: 600 });
+    expect(filters.find((f): f is UsageMeterFilter => f.filter === 'usage_meter')!.report).toEqual({ url: expect.stringMatching(/^http:\/\/[a-z0-9-]+\.[a-z0-9-]+\.svc\.cluster\.local:7951$/) });
+    expect(resolveConfig(config, 'a consumer').role).toBe('consumer');
+    expect(gatewayConfigProblems(config, ['caller_auth', 'budget_enforce', 'usage_meter'])).toEqual([]);
+  });
+
+  it('refuses budget enforcement without the site operator ingest, naming the field', () => {
+    let error: unknown;
+    try {
+      siteA(true, {}, { requestsPerMinute: 10 });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(GridSynthError);
+    expect(String((error as Error).message)).toMatch(/callerKeys\.budgetEnforce.*gatewayAgeIngest/s);
   });
 
   it('without caller keys renders the Praxis AI chain and no extension', () => {
