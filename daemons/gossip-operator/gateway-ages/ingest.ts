@@ -166,7 +166,12 @@ export class GatewayAgeIngest {
 
   /** Records one tenant spend report (serialized with the age reports); returns the HTTP answer. */
   submitSpend(body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-    const run = this.#queue.then(() => recordSpendReport(this.#o.store, body));
+    const run = this.#queue.then(async () => {
+      const answer = await recordSpendReport(this.#o.store, body);
+      // Refusals mean a confused or misconfigured reporter; the answer names the field, never a key or a hash.
+      if (answer.status === 400 || answer.status === 409 || answer.status === 429) this.#o.logger.warn({ status: answer.status, ...answer.body }, 'gateway spend report refused');
+      return answer;
+    });
     this.#queue = run.catch(() => undefined);
     return run;
   }
