@@ -1,4 +1,4 @@
-import type { ClusterConfig, GatewayConfig, UpstreamTlsConfig } from '../schemas/generated/gateway-config.ts';
+import type { ClusterConfig, FilterConfig, GatewayConfig, UpstreamTlsConfig, UsagePrice } from '../schemas/generated/gateway-config.ts';
 import type { ClusterEndpoint, ClusterTransport } from '../schemas/generated/gridnetworks.ts';
 import { MODEL_HEADER, OVERLAY_FILE, TLS_CA_PATH, TLS_CERT_PATH, TLS_KEY_PATH, adminAddress, upstreamCaPath } from './gateway-paths.ts';
 
@@ -16,6 +16,29 @@ export interface ConsumerGatewayConfigInput {
   readonly upstreams: readonly ConsumerUpstream[];
   readonly reloadDebounceMs: number;
   readonly shutdownTimeoutSecs: number;
+  /**
+   * Caller keys file path in the pod: turns on caller_auth (first) and usage_meter (after intelligent_route), both
+   * extensions Praxis AI does not have. Undefined: the Praxis AI chain of SPEC §3.1, nothing else.
+   */
+  readonly callerKeysFile?: string;
+  /** usage_meter prices per upstream cluster, from each provider's InferenceProvider.spec.cost. */
+  readonly prices?: readonly UsagePrice[];
+  /** usage_meter.report.url: the site operator's gateway ingest listener. */
+  readonly spendReportUrl?: string;
+  /** budget_enforce right after caller_auth (needs spendReportUrl). */
+  readonly budgetEnforce?: { readonly softLimit?: number; readonly requestsPerMinute?: number; readonly tokensPerMinute?: number };
+}
+
+/** The extension filters a consumer with caller keys renders (the only extension keys the compiler ever renders). */
+export const TENANT_FILTERS = ['caller_auth', 'budget_enforce', 'usage_meter'] as const;
+
+function budgetEnforceFilter(budget: NonNullable<ConsumerGatewayConfigInput['budgetEnforce']>): FilterConfig {
+  return {
+    filter: 'budget_enforce',
+    ...(budget.softLimit === undefined ? {} : { soft_limit: budget.softLimit }),
+    ...(budget.requestsPerMinute === undefined ? {} : { requests_per_minute: budget.requestsPerMinute }),
+    ...(budget.tokensPerMinute === undefined ? {} : { tokens_per_minute: budget.tokensPerMinute }),
+  };
 }
 
 /** The SNI of a TLS transport: the declared one, else the host of the address (what a client would send). */
@@ -63,6 +86,8 @@ export function renderConsumerGatewayConfig(input: ConsumerGatewayConfigInput): 
       {
         name: 'main',
         filters: [
+          ...(input.callerKeysFile === undefined ? [] : [{ filter: 'caller_auth', keys_file: input.callerKeysFile } satisfies FilterConfig]),
+          ...(input.callerKeysFile === undefined || input.budgetEnforce === undefined ? [] : [budgetEnforceFilter(input.budgetEnforce)]),
           { filter: 'json_body_field', field: 'model', header: MODEL_HEADER },
           { filter: 'openai_responses_format' },
           {
@@ -78,6 +103,15 @@ export function renderConsumerGatewayConfig(input: ConsumerGatewayConfigInput): 
             },
             reload: { enabled: true, debounce_ms: input.reloadDebounceMs },
           },
+          ...(input.callerKeysFile === undefined
+            ? []
+            : [
+                {
+                  filter: 'usage_meter',
+                  prices: [...(input.prices ?? [])].sort((a, b) => (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : 0)),
+                  ...(input.spendReportUrl === undefined ? {} : { report: { url: input.spendReportUrl } }),
+                } satisfies FilterConfig,
+              ]),
           { filter: 'load_balancer', clusters },
         ],
       },

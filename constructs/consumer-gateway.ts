@@ -1,7 +1,8 @@
 import { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
-import { renderConsumerGatewayConfig, type ConsumerUpstream } from './consumer-gateway-config.ts';
+import { TENANT_FILTERS, renderConsumerGatewayConfig, type ConsumerUpstream } from './consumer-gateway-config.ts';
 import type { ClusterEndpoint } from '../schemas/generated/gridnetworks.ts';
+import type { UsagePrice } from '../schemas/generated/gateway-config.ts';
 import { GatewayWorkload } from './gateway-workload.ts';
 import { PRAXIS_DIR, upstreamCaPath } from './gateway-paths.ts';
 import { imageOf, type ImageReference } from './image-reference.ts';
@@ -10,6 +11,9 @@ import { OverlaySync } from './overlay-sync.ts';
 import type { CredentialRef } from './provider-gateway-config.ts';
 import { GridSynthError, issueAt } from './synth-error.ts';
 import { resources } from './workload-defaults.ts';
+
+/** Where the caller keys Secret is projected (beside the other Secrets of the gateway's praxis directory). */
+const CALLER_KEYS_DIR = `${PRAXIS_DIR}/caller-keys`;
 
 export interface ConsumerGatewayProps {
   /** Namespace of the gateway (and of its overlay ConfigMap). */
@@ -63,6 +67,27 @@ export interface ConsumerGatewayProps {
    * @default - none: only the node reaches the admin port
    */
   readonly metricsScrapers?: ListenerSources;
+  /**
+   * Caller API keys (daemons/gateway/README.md "Tenants, keys and budgets"): the Secret holding the keys file
+   * `agn key mint` writes. Set, the gateway runs caller_auth (401 without a valid key; the key never leaves this
+   * gateway) and usage_meter (tokens and spend per tenant, priced from `prices`); both are extensions Praxis AI lacks.
+   * @default - no caller authentication (the Praxis AI chain)
+   */
+  readonly callerKeys?: {
+    readonly secretName: string;
+    /** @default 'caller-keys.json' */
+    readonly key?: string;
+    /**
+     * budget_enforce: 429 insufficient_quota once a tenant's converged spendRatio reaches softLimit (default 1), and
+     * optional per-key limits per minute. Needs the site's gatewayAgeIngest (budgets and spend go through it).
+     * @default - no enforcement: spend is metered and reported only
+     */
+    readonly budgetEnforce?: { readonly softLimit?: number; readonly requestsPerMinute?: number; readonly tokensPerMinute?: number };
+  };
+  /** The site operator's gateway ingest URL (http://HOST:PORT): usage_meter reports spend there. @default - none */
+  readonly spendReportUrl?: string;
+  /** usage_meter prices per upstream cluster (InferenceProvider.spec.cost). @default - none (tokens priced at 0) */
+  readonly prices?: readonly UsagePrice[];
   /** Extra labels for every object this construct emits. @default - none (the workload labels only) */
   readonly labels?: Record<string, string>;
 }
@@ -88,6 +113,10 @@ export class ConsumerGateway extends Construct {
   readonly overlaySync: OverlaySync;
   readonly workload: GatewayWorkload;
   private readonly upstreamList: ConsumerUpstream[] = [];
+  private readonly callerKeysFile: string | undefined;
+  private readonly prices: readonly UsagePrice[];
+  private readonly spendReportUrl: string | undefined;
+  private readonly budgetEnforce: NonNullable<ConsumerGatewayProps['callerKeys']>['budgetEnforce'];
 
   constructor(scope: Construct, id: string, props: ConsumerGatewayProps) {
     super(scope, id);
@@ -103,6 +132,16 @@ export class ConsumerGateway extends Construct {
     this.tlsSecretName = props.tlsSecretName ?? `${this.name}-tls`;
     this.reloadDebounceMs = props.reloadDebounceMs ?? 250;
     this.shutdownTimeoutSecs = props.shutdownTimeoutSecs ?? 5;
+    this.prices = props.prices ?? [];
+    this.spendReportUrl = props.spendReportUrl;
+    this.budgetEnforce = props.callerKeys?.budgetEnforce;
+    if (this.budgetEnforce !== undefined && this.spendReportUrl === undefined) {
+      throw new GridSynthError([
+        issueAt(this, 'callerKeys.budgetEnforce', 'budget enforcement needs the converged budgets, which come from the site operator', "declare the site's gatewayAgeIngest (the listener spend reports and budgets go through)"),
+      ]);
+    }
+    const keysKey = props.callerKeys?.key ?? 'caller-keys.json';
+    this.callerKeysFile = props.callerKeys === undefined ? undefined : `${CALLER_KEYS_DIR}/${keysKey}`;
     const first = props.credentials?.[0];
     if (first !== undefined) this.mountCredential(first);
 
@@ -135,6 +174,9 @@ export class ConsumerGateway extends Construct {
     const overlayVolume = this.workload.overlayVolume;
     if (overlayVolume === undefined) throw new Error('consumer gateway workload has no overlay volume');
     this.overlaySync.attachTo(this.workload.deployment, overlayVolume, this.workload.tmp);
+    if (props.callerKeys !== undefined) {
+      this.workload.projectSecret(props.callerKeys.secretName, [{ key: keysKey, path: `${CALLER_KEYS_DIR}/${keysKey}`.slice(PRAXIS_DIR.length + 1) }]);
+    }
     for (const upstream of props.upstreams ?? []) this.addUpstream(upstream);
     this.render();
   }
@@ -193,7 +235,16 @@ export class ConsumerGateway extends Construct {
         upstreams: this.upstreamList,
         reloadDebounceMs: this.reloadDebounceMs,
         shutdownTimeoutSecs: this.shutdownTimeoutSecs,
+        ...(this.callerKeysFile === undefined
+          ? {}
+          : {
+              callerKeysFile: this.callerKeysFile,
+              prices: this.prices,
+              ...(this.spendReportUrl === undefined ? {} : { spendReportUrl: this.spendReportUrl }),
+              ...(this.budgetEnforce === undefined ? {} : { budgetEnforce: this.budgetEnforce }),
+            }),
       }),
+      this.callerKeysFile === undefined ? [] : TENANT_FILTERS,
     );
   }
 }

@@ -7,8 +7,9 @@ import type { GatewayConfig } from '../schemas/generated/gateway-config.ts';
 /**
  * Synth-time check of a rendered gateway config against the one schema the gateway itself loads
  * (schemas/gateway/gateway-config.schema.json) and Praxis AI's cross-field rules beside it, so a config that our
- * gateway or Praxis AI would refuse at startup fails synth instead. The compiler renders no extension key: every
- * compiled praxis.yaml is one Praxis AI accepts.
+ * gateway or Praxis AI would refuse at startup fails synth instead. The compiler renders no extension key, so every
+ * compiled praxis.yaml is one Praxis AI accepts, with one declared exception: a consumer gateway whose declaration
+ * names caller keys renders the extension filters of `extensionFilters` (caller_auth, usage_meter) and nothing else.
  */
 
 let compiled: ValidateFunction | undefined;
@@ -32,13 +33,21 @@ function describe(error: ErrorObject): GatewayConfigProblem {
   return { pointer: error.instancePath === '' ? '/' : error.instancePath, message: `${error.message ?? error.keyword}${extra}` };
 }
 
+const FILTER_NAME_POINTER = /^\/filter_chains\/(\d+)\/filters\/(\d+)\/filter$/;
+
 /** Problems of a config, empty when it is valid. A `oneOf` miss is reported once, not once per branch. */
-export function gatewayConfigProblems(config: GatewayConfig | unknown): GatewayConfigProblem[] {
+export function gatewayConfigProblems(config: GatewayConfig | unknown, extensionFilters: readonly string[] = []): GatewayConfigProblem[] {
+  const declared = (pointer: string): boolean => {
+    const match = FILTER_NAME_POINTER.exec(pointer);
+    if (match === null) return false;
+    const filter = (config as GatewayConfig).filter_chains[Number(match[1])]?.filters[Number(match[2])]?.filter;
+    return filter !== undefined && extensionFilters.includes(filter);
+  };
   const validate = validator();
   if (validate(config)) {
     return [
       ...praxisRuleProblems(config as GatewayConfig).map((problem) => ({ pointer: problem.pointer, message: problem.message })),
-      ...extensionKeyPointers(config).map((pointer) => ({ pointer, message: 'an extension key of this gateway: Praxis AI refuses it, so the compiler must not render it' })),
+      ...extensionKeyPointers(config).filter((pointer) => !declared(pointer)).map((pointer) => ({ pointer, message: 'an extension key of this gateway: Praxis AI refuses it, so the compiler must not render it' })),
     ];
   }
   const errors = validate.errors ?? [];

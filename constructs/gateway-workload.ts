@@ -56,6 +56,7 @@ export class GatewayWorkload extends Construct {
   /** The sources of the /etc/praxis projected volume; Secrets added here appear in the pod at synth. */
   private readonly praxisSources: kplus.k8s.VolumeProjection[];
   private config: GatewayConfig | undefined;
+  private extensionFilters: readonly string[] = [];
 
   constructor(scope: Construct, id: string, props: GatewayWorkloadProps) {
     super(scope, id);
@@ -131,15 +132,16 @@ export class GatewayWorkload extends Construct {
     addIssueCheck(this, () => metricsScraperIssues(this, props.metricsScrapers));
     addIssueCheck(this, () => {
       if (this.config === undefined) return [issueAt(this, 'config', 'no gateway config was rendered', 'this is a bug in the gateway construct')];
-      return gatewayConfigProblems(this.config).map((problem) =>
+      return gatewayConfigProblems(this.config, this.extensionFilters).map((problem) =>
         issueAt(this, `${PRAXIS_CONFIG_KEY}${problem.pointer}`, problem.message, 'declare the missing routes, peers or upstreams of this gateway (see schemas/gateway/gateway-config.schema.json)'),
       );
     });
   }
 
   /** Replaces the rendered config and stamps its digest on the pod template. */
-  setConfig(config: GatewayConfig): void {
+  setConfig(config: GatewayConfig, extensionFilters: readonly string[] = []): void {
     this.config = config;
+    this.extensionFilters = extensionFilters;
     const digest = createHash('sha256').update(this.renderYaml()).digest('hex');
     this.deployment.podMetadata.addAnnotation(CONFIG_DIGEST_ANNOTATION, digest);
   }

@@ -113,7 +113,7 @@ export interface SiteDeclaration {
    * operator's Role then grants the generated ConfigMap, the delegated Deployment and the Secrets it checks.
    * @default - none
    */
-  readonly consumerGateway?: Omit<ConsumerGatewayProps, 'namespace' | 'network' | 'site' | 'upstreams' | 'image'> & {
+  readonly consumerGateway?: Omit<ConsumerGatewayProps, 'namespace' | 'network' | 'site' | 'upstreams' | 'image' | 'prices'> & {
     /** @default - no generated consumer config */
     readonly praxisConfig?: PraxisConfig;
   };

@@ -9,6 +9,8 @@ import type { InferenceProviderSpec } from '../schemas/generated/inferenceprovid
 import { BackendNetworkPolicy } from './backend-network-policy.ts';
 import { candidateCluster, candidateIssues, providerCandidates, providerCredential, siteNamespace } from './candidates.ts';
 import { ConsumerGateway } from './consumer-gateway.ts';
+import { DEFAULT_GATEWAY_AGE_PORT } from './operator-listeners.ts';
+import type { UsagePrice } from '../schemas/generated/gateway-config.ts';
 import { GossipOperator, type SecretName } from './gossip-operator.ts';
 import type { NetworkDeclaration, ProviderDeclaration, SiteDeclaration } from './grid-declaration.ts';
 import { GridNetwork } from './grid-network.ts';
@@ -396,6 +398,8 @@ export class GridSiteStack extends Chart {
     const { praxisConfig: _praxisConfig, ...declared } = site.consumerGateway ?? {};
     if (site.consumerGateway === undefined) throw new Error('buildConsumerGateway without a declaration');
     const upstreams: ClusterEndpoint[] = [];
+    // usage_meter prices each answer by the cluster it came from: that cluster's InferenceProvider.spec.cost.
+    const prices: UsagePrice[] = [];
     const seen = new Set<string>();
     for (const owner of [site, ...peers]) {
       const address = this.providerGatewayAddress(site, owner);
@@ -404,9 +408,18 @@ export class GridSiteStack extends Chart {
         if (seen.has(cluster) || address === undefined) continue;
         seen.add(cluster);
         upstreams.push({ cluster, address: address.address, transport: address.transport });
+        const cost = provider.spec.cost;
+        if (cost !== undefined) prices.push({ cluster, per_million_input_tokens: cost.perMillionInputTokens ?? 0, per_million_output_tokens: cost.perMillionOutputTokens ?? 0 });
       }
     }
-    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.imageReference, upstreams });
+    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.imageReference, upstreams, prices, ...this.spendReportUrl(site) });
+  }
+
+  /** The operator's gateway ingest listener, where a consumer with caller keys reports spend and reads budgets. */
+  private spendReportUrl(site: SiteDeclaration): { spendReportUrl?: string } {
+    if (site.gatewayAgeIngest === undefined || site.consumerGateway?.callerKeys === undefined) return {};
+    const port = site.gatewayAgeIngest.port ?? DEFAULT_GATEWAY_AGE_PORT;
+    return { spendReportUrl: `http://${this.operator.service.name}.${this.siteNamespace}.svc.cluster.local:${port}` };
   }
 
   /** Where this site's consumer reaches `owner`'s provider gateway: the in-cluster Service locally, else its gatewayEndpoint. */

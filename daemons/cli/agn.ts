@@ -16,6 +16,7 @@ import {
 import { UP_USAGE, upCommand } from './up.ts';
 import { INIT_USAGE, SYNTH_USAGE, VALIDATE_USAGE, initCommand, synthCommand, validateCommand } from './grid-commands.ts';
 import { ENROLL_USAGE, KEYGEN_USAGE } from './site-usage.ts';
+import { KEY_MINT_USAGE, KEY_REVOKE_USAGE, keyMintCommand, keyRevokeCommand } from './key-commands.ts';
 
 interface Command {
   readonly usage: string;
@@ -80,6 +81,16 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     summary: 'redeem a SiteInvite token at the signer: sends a CSR (the key stays here), verifies the signer against --ca, writes tls.crt, tls.key (0600) and ca.crt to --out',
     run: async (args) => (await import('./site-commands.ts')).enrollCommand(args),
   },
+  'key mint': {
+    usage: KEY_MINT_USAGE,
+    summary: 'mint a caller API key for TENANT: prints the key once on stdout, appends only its salted hash to FILE (created 0600 if absent; mount it as the consumer gateway\'s caller_auth keys_file)',
+    run: keyMintCommand,
+  },
+  'key revoke': {
+    usage: KEY_REVOKE_USAGE,
+    summary: 'mark the key with ID revoked in FILE; consumer gateways answer it 401 after their next reload (SIGHUP)',
+    run: keyRevokeCommand,
+  },
 };
 
 export function helpText(): string {
@@ -96,7 +107,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const [name, args] = COMMANDS[twoWord] ? [twoWord, argv.slice(2)] : [argv[0] ?? '', argv.slice(1)];
   const command = COMMANDS[name];
   if (command === undefined) {
-    throw usageError(argv[0] === 'overlay' || argv[0] === 'site' ? `unknown ${argv[0]} command "${argv[1] ?? ''}"` : `unknown command "${argv[0]}"`);
+    throw usageError(argv[0] === 'overlay' || argv[0] === 'site' || argv[0] === 'key' ? `unknown ${argv[0]} command "${argv[1] ?? ''}"` : `unknown command "${argv[0]}"`);
   }
   if (args.includes('--help')) {
     process.stdout.write(`usage: agn ${command.usage}\n${command.summary}\n`);

@@ -148,7 +148,7 @@ function checkListener(config: GatewayConfig, listener: ListenerConfig, index: n
   const where = `listeners[${index}] "${listener.name}"`;
   const filters = filterPipeline(config, listener, index);
   const count = (name: FilterConfig['filter']): number => indexOfFilter(filters, name).length;
-  for (const name of ['intelligent_route', 'provider_route', 'peer_identity_trust', 'credential_inject', 'load_balancer', 'json_body_field', 'openai_responses_format'] as const) {
+  for (const name of ['caller_auth', 'budget_enforce', 'usage_meter', 'intelligent_route', 'provider_route', 'peer_identity_trust', 'credential_inject', 'load_balancer', 'json_body_field', 'openai_responses_format'] as const) {
     if (count(name) > 1) throw new ConfigError(`${where}: filter ${name} appears ${count(name)} times in its pipeline; at most once`);
   }
   const isConsumer = count('intelligent_route') === 1;
@@ -171,6 +171,22 @@ function checkListener(config: GatewayConfig, listener: ListenerConfig, index: n
   }
   if (count('credential_inject') === 1 && pos('credential_inject') < route) {
     throw new ConfigError(`${where}: credential_inject must come after ${routeName} (it reads the selected route's credential)`);
+  }
+  if (count('caller_auth') === 1) {
+    // A provider authenticates its peer site, never a caller: the caller's key must not travel that far.
+    if (isProvider) throw new ConfigError(`${where}: caller_auth is a consumer filter; a provider pipeline authenticates peers with peer_identity_trust`);
+    if (pos('caller_auth') !== 0) throw new ConfigError(`${where}: caller_auth must be the first filter (found ${filters[0]?.filter ?? 'nothing'} first)`);
+  }
+  if (count('budget_enforce') === 1) {
+    if (pos('budget_enforce') !== 1 || pos('caller_auth') !== 0) throw new ConfigError(`${where}: budget_enforce must come right after caller_auth (it limits the authenticated caller)`);
+    const meter = filters.find((f) => f.filter === 'usage_meter');
+    if (meter?.filter !== 'usage_meter' || meter.report === undefined) {
+      throw new ConfigError(`${where}: budget_enforce needs usage_meter with report (budgets and token counts come from it)`);
+    }
+  }
+  if (count('usage_meter') === 1) {
+    if (isProvider) throw new ConfigError(`${where}: usage_meter is a consumer filter; usage is metered where the caller is known`);
+    if (pos('usage_meter') < route) throw new ConfigError(`${where}: usage_meter must come after intelligent_route (it records the routed provider and site)`);
   }
   if (isProvider) {
     const tls = listener.tls;

@@ -30,6 +30,8 @@ export interface GatewayRequest {
   /** Headers to send upstream (lowercase names); filters strip and set here. */
   readonly headers: Map<string, string | string[]>;
   readonly receivedAtNs: bigint;
+  /** This request's id: answered as x-request-id on every response and sent on a provider hop (SPEC §3.1). */
+  readonly requestId: string;
   /** Aborted when the client goes away: the upstream request is aborted with it. */
   readonly signal: AbortSignal;
   readonly peer: PeerIdentity | null;
@@ -39,6 +41,14 @@ export interface GatewayRequest {
   cluster: string | undefined;
   credential: CredentialRef | undefined;
   snapshot: RoutingSnapshot | undefined;
+  /** Site of the candidate the route filter selected (answered to the caller as x-agn-routed-site). */
+  routedSite: string | undefined;
+  /** Set by usage_meter: sees the upstream response as the load balancer streams it. */
+  responseObserver: ResponseObserver | undefined;
+  /** Tenant of the authenticated caller (caller_auth); undefined when the listener does not authenticate callers. */
+  tenant: string | undefined;
+  /** Public id of the caller's key (caller_auth), for per-key limits; never logged. */
+  callerKeyId: string | undefined;
   /** Bounded label values for metrics. */
   labels: { model: string; cluster: string };
   /**
@@ -46,6 +56,17 @@ export interface GatewayRequest {
    * request's cluster, headers and credential and returns true, or returns false when there is none.
    */
   failover: (() => boolean) | undefined;
+}
+
+/**
+ * Watches an upstream response on its way to the caller. `push` returns the bytes to write for a chunk (itself,
+ * unless the observer removes something it added to the request); `end` runs once: complete=true at the end of the
+ * body (its return value is written last), false when the response broke off or the caller left.
+ */
+export interface ResponseObserver {
+  start(status: number, headers: Readonly<Record<string, string | string[]>>): void;
+  push(chunk: Buffer): Buffer;
+  end(complete: boolean): Buffer;
 }
 
 export interface Filter {
@@ -61,6 +82,10 @@ export const ROUTING_REVISION_HEADER = 'x-ai-routing-revision';
 export const PROVIDER_REQUEST_ID_HEADER = 'x-ai-provider-request-id';
 export const PROVIDER_ATTRIBUTION_HEADER = 'x-ai-provider-attribution';
 export const PROVIDER_REVISION_HEADER = 'x-ai-provider-routing-revision';
+/** Response headers for the caller: the gateway's request id (the openai SDK's `_request_id`) and the routed site. */
+export const RESPONSE_REQUEST_ID_HEADER = 'x-request-id';
+export const RESPONSE_UPSTREAM_REQUEST_ID_HEADER = 'x-upstream-request-id';
+export const RESPONSE_ROUTED_SITE_HEADER = 'x-agn-routed-site';
 
 export function stripPrefixedHeaders(headers: Map<string, string | string[]>, prefix: string): void {
   for (const name of [...headers.keys()]) if (name.startsWith(prefix)) headers.delete(name);

@@ -7,7 +7,10 @@ export type GatewayErrorType =
   | 'permission_error'
   | 'service_unavailable'
   | 'upstream_error'
-  | 'timeout_error';
+  | 'timeout_error'
+  | 'insufficient_quota'
+  | 'requests'
+  | 'tokens';
 
 export class GatewayError extends Error {
   readonly status: number;
@@ -26,6 +29,9 @@ export class GatewayError extends Error {
 
 export const badRequest = (code: string, message: string): GatewayError =>
   new GatewayError(400, code, 'invalid_request_error', message);
+/** OpenAI's shape for a missing or refused API key: 401, invalid_request_error (SDKs raise AuthenticationError). */
+export const unauthorized = (code: string, message: string): GatewayError =>
+  new GatewayError(401, code, 'invalid_request_error', message, { 'www-authenticate': 'Bearer' });
 export const forbidden = (code: string, message: string): GatewayError =>
   new GatewayError(403, code, 'permission_error', message);
 export const notFound = (code: string, message: string): GatewayError =>

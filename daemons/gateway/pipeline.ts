@@ -7,8 +7,16 @@ import type { Filter, GatewayRequest } from './context.ts';
 import { UpstreamConnectError, badGateway } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { OverlayStore } from './overlay-store.ts';
+import { createCallerAuth } from './filters/caller-auth.ts';
+import type { CallerAuth } from './filters/caller-auth.ts';
 import { createCredentialInject } from './filters/credential-inject.ts';
 import type { CredentialInject } from './filters/credential-inject.ts';
+import { createUsageMeter } from './filters/usage-meter.ts';
+import { createBudgetEnforce } from './filters/budget-enforce.ts';
+import type { BudgetView } from './operator-reporter.ts';
+import type { KeyQuota } from './usage/key-quota.ts';
+import type { SpendLedger } from './usage/spend-ledger.ts';
+import type { UsageMetrics } from './usage/usage-metrics.ts';
 import { createIntelligentRoute } from './filters/intelligent-route.ts';
 import type { LoadBalancer } from './filters/load-balancer.ts';
 import { createPeerIdentityTrust } from './filters/peer-identity-trust.ts';
@@ -22,6 +30,7 @@ export interface Pipeline {
   readonly routeIndex: number;
   listModels(): readonly string[] | null;
   credentialInject: CredentialInject | undefined;
+  callerAuth: CallerAuth | undefined;
 }
 
 export interface PipelineDeps {
@@ -29,6 +38,7 @@ export interface PipelineDeps {
   logger: Logger;
   loadBalancer: LoadBalancer;
   overlay: OverlayStore | undefined;
+  usage: { metrics: UsageMetrics; ledger: SpendLedger; quota: KeyQuota; budgets: BudgetView };
 }
 
 export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): Pipeline {
@@ -47,6 +57,7 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
   let routeIndex = -1;
   let listModels: () => readonly string[] | null = () => null;
   let credentialInject: CredentialInject | undefined;
+  let callerAuth: CallerAuth | undefined;
   for (const config of configs) {
     switch (config.filter) {
       case 'json_body_field':
@@ -69,6 +80,16 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
         listModels = route.listModels;
         break;
       }
+      case 'caller_auth':
+        callerAuth = createCallerAuth(config, deps.configDir, deps.logger);
+        filters.push(callerAuth);
+        break;
+      case 'usage_meter':
+        filters.push(createUsageMeter(config, deps.usage.metrics, deps.usage.ledger, deps.usage.quota));
+        break;
+      case 'budget_enforce':
+        filters.push(createBudgetEnforce(config, deps.usage.budgets, deps.usage.quota));
+        break;
       case 'peer_identity_trust':
         filters.push(createPeerIdentityTrust(config));
         break;
@@ -81,7 +102,7 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
         break;
     }
   }
-  return { filters, routeIndex, listModels: () => listModels(), credentialInject };
+  return { filters, routeIndex, listModels: () => listModels(), credentialInject, callerAuth };
 }
 
 export async function runPipeline(pipeline: Pipeline, request: GatewayRequest, metrics: GatewayMetrics, loadBalancer: LoadBalancer): Promise<void> {

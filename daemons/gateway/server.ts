@@ -1,6 +1,6 @@
 // The HTTP(S) shell: listeners, OpenAI-compatible route table, request context, error answers, metrics, and
 // graceful shutdown. Routing and authorization live in the filters; this file only moves bytes and records.
-import { createHash } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -13,7 +13,9 @@ import type { AdminServer } from '../shared/admin-server.ts';
 import type { Logger } from '../shared/log.ts';
 import { errorFields } from '../shared/log.ts';
 import type { GatewayRole, ResolvedConfig, ResolvedListener } from './config.ts';
+import { RESPONSE_REQUEST_ID_HEADER } from './context.ts';
 import type { GatewayRequest, PeerIdentity } from './context.ts';
+import { createRequestIdGenerator } from './routing/request-id.ts';
 import { GatewayError, badRequest, errorBody, notFound, unavailable } from './errors.ts';
 import { HOP_BY_HOP, createLoadBalancer } from './filters/load-balancer.ts';
 import type { LoadBalancer } from './filters/load-balancer.ts';
@@ -21,6 +23,11 @@ import { createGatewayMetrics } from './metrics.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { OverlayStore } from './overlay-store.ts';
 import { buildPipeline, runPipeline } from './pipeline.ts';
+import { SpendLedger } from './usage/spend-ledger.ts';
+import { BudgetView, startOperatorReporter } from './operator-reporter.ts';
+import { KeyQuota } from './usage/key-quota.ts';
+import type { OperatorReporter } from './operator-reporter.ts';
+import { createUsageMetrics } from './usage/usage-metrics.ts';
 import type { Pipeline } from './pipeline.ts';
 import { listen } from '../shared/listen.ts';
 
@@ -46,8 +53,12 @@ export interface GatewayInstance {
   readonly adminPort: number | undefined;
   readonly metrics: GatewayMetrics;
   readonly overlay: OverlayStore | undefined;
+  /** Cumulative priced spend per tenant recorded by usage_meter. */
+  readonly spend: SpendLedger;
+  /** The spend reporter toward the site operator (usage_meter.report), when configured. */
+  readonly reporter: OperatorReporter | undefined;
   isReady(): boolean;
-  /** Re-reads credential files (SIGHUP). */
+  /** Re-reads credential and caller key files (SIGHUP). */
   reloadCredentials(): void;
   close(): Promise<void>;
 }
@@ -162,8 +173,13 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   const { logger, configDir } = options;
   const role = resolved.role;
   const metrics = createGatewayMetrics(role, options.processMetrics ?? true);
+  const usage = { metrics: createUsageMetrics(metrics.registry), ledger: new SpendLedger(), quota: new KeyQuota(), budgets: new BudgetView() };
   let closing = false;
   let inFlight = 0;
+  const nextRequestId = createRequestIdGenerator({
+    nowMicros: () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)),
+    processTag: randomInt(0, 0x10000),
+  });
   let idleResolve: (() => void) | null = null;
 
   // One overlay store per intelligent_route file: listeners sharing a file share the accepted snapshot.
@@ -193,7 +209,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
         stores.set(file, store);
       }
     }
-    const pipeline = buildPipeline(listener, { configDir, logger, loadBalancer, overlay: store });
+    const pipeline = buildPipeline(listener, { configDir, logger, loadBalancer, overlay: store, usage });
     const server = createListenerServer(listener, configDir, (req, res) => {
       void handle(req, res, pipeline, loadBalancer);
     });
@@ -233,6 +249,9 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     inFlight++;
     metrics.inFlight.inc({ role });
     const abort = new AbortController();
+    const requestId = nextRequestId();
+    // Set before any answer is written, so errors carry it as well as upstream responses.
+    res.setHeader(RESPONSE_REQUEST_ID_HEADER, requestId);
     const request: GatewayRequest = {
       req,
       res,
@@ -241,6 +260,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       target: req.url ?? '/',
       headers: requestHeaders(req),
       receivedAtNs: process.hrtime.bigint(),
+      requestId,
       signal: abort.signal,
       peer: peerIdentity(req.socket),
       body: null,
@@ -248,6 +268,10 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       cluster: undefined,
       credential: undefined,
       snapshot: undefined,
+      tenant: undefined,
+      callerKeyId: undefined,
+      routedSite: undefined,
+      responseObserver: undefined,
       labels: { model: 'none', cluster: 'none' },
       failover: undefined,
     };
@@ -345,6 +369,11 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       }),
     });
   }
+  const reportConfig = resolved.listeners.flatMap((l) => l.filters).find((f) => f.filter === 'usage_meter' && f.report !== undefined);
+  const reporter: OperatorReporter | undefined =
+    reportConfig?.filter === 'usage_meter' && reportConfig.report !== undefined
+      ? startOperatorReporter({ url: reportConfig.report.url, intervalMs: reportConfig.report.interval_ms ?? 5_000, spend: usage.ledger, budgets: usage.budgets, logger })
+      : undefined;
   const readyTimer = setInterval(() => metrics.ready.set(isReady() ? 1 : 0), 500);
   readyTimer.unref();
   metrics.ready.set(isReady() ? 1 : 0);
@@ -356,9 +385,14 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     adminPort: admin?.port,
     metrics,
     overlay,
+    spend: usage.ledger,
+    reporter,
     isReady,
     reloadCredentials: () => {
-      for (const { pipeline } of servers) pipeline.credentialInject?.reload();
+      for (const { pipeline } of servers) {
+        pipeline.credentialInject?.reload();
+        pipeline.callerAuth?.reload();
+      }
     },
     async close() {
       if (closing) return;
@@ -383,6 +417,8 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       }
       for (const { server } of servers) server.closeAllConnections();
       await Promise.all(loadBalancers.map((lb) => lb.close(inFlight === 0)));
+      // Last: the spend of the requests that just drained still reaches the operator.
+      await reporter?.close();
       await admin?.close();
     },
   };

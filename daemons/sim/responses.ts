@@ -21,6 +21,11 @@ export function chatChunk(id: string, model: string, created: number, delta: Rec
   return `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
 }
 
+/** The final chunk of a stream that asked for `stream_options.include_usage`: no choices, the whole usage. */
+export function usageChunk(id: string, object: string, model: string, created: number, tokens: number): string {
+  return `data: ${JSON.stringify({ id, object, created, model, choices: [], usage: { prompt_tokens: 8, completion_tokens: tokens, total_tokens: 8 + tokens } })}\n\n`;
+}
+
 export function completion(id: string, model: string, created: number, tokens: number): unknown {
   return {
     id,

@@ -8,7 +8,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { applyStateUpdate } from './state.ts';
 import type { SimState } from './state.ts';
-import { chatChunk, chatCompletion, completion, completionChunk, embeddings, responseObject, sseEvent, tokenText } from './responses.ts';
+import { chatChunk, chatCompletion, completion, completionChunk, embeddings, responseObject, sseEvent, tokenText, usageChunk } from './responses.ts';
 import { listen } from '../shared/listen.ts';
 
 
@@ -136,6 +136,9 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     if (typeof body === 'string') return fail(res, body.includes('large') ? 413 : 400, 'invalid_body', body);
     const model = typeof body['model'] === 'string' ? body['model'] : undefined;
     const stream = body['stream'] === true;
+    // OpenAI sends one extra chunk with `choices: []` and the usage when the stream asks for it.
+    const streamOptions = body['stream_options'];
+    const includeUsage = typeof streamOptions === 'object' && streamOptions !== null && (streamOptions as Record<string, unknown>)['include_usage'] === true;
     if (model === undefined) return fail(res, 400, 'model_required', 'model is required');
     if (!models.has(model)) return fail(res, 404, 'model_not_found', `model "${model}" is not served by ${options.name}`);
     record(req, path, model, stream);
@@ -168,6 +171,7 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
       res.write(chatChunk(cid, model, created, { role: 'assistant', content: '' }, null));
       if (!(await streamTokens(res, tokens, (i) => chatChunk(cid, model, created, { content: tokenText(i) }, null)))) return;
       res.write(chatChunk(cid, model, created, {}, 'stop'));
+      if (includeUsage) res.write(usageChunk(cid, 'chat.completion.chunk', model, created, tokens));
       res.end('data: [DONE]\n\n');
       return;
     }
@@ -175,6 +179,7 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
       const cid = `cmpl-${id}`;
       if (!(await streamTokens(res, tokens, (i) => completionChunk(cid, model, created, tokenText(i), null)))) return;
       res.write(completionChunk(cid, model, created, '', 'stop'));
+      if (includeUsage) res.write(usageChunk(cid, 'text_completion', model, created, tokens));
       res.end('data: [DONE]\n\n');
       return;
     }

@@ -32,6 +32,9 @@ export type TlsPath = string;
  * via the `definition` "Filter".
  */
 export type FilterConfig =
+  | CallerAuthFilter
+  | BudgetEnforceFilter
+  | UsageMeterFilter
   | JsonBodyFieldFilter
   | OpenAiResponsesFormatFilter
   | IntelligentRouteFilter
@@ -176,6 +179,77 @@ export interface FilterChain {
    * @maxItems 32
    */
   filters: FilterConfig[];
+}
+/**
+ * Consumer only, first in the pipeline: authenticates the caller by an API key (Authorization: Bearer or x-api-key) against salted hashes in keys_file (schemas/gateway/caller-keys.schema.json), attributes the request to the key's tenant and strips the key before anything is forwarded. Praxis AI has no such filter: the whole filter is an extension.
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "CallerAuthFilter".
+ */
+export interface CallerAuthFilter {
+  filter: 'caller_auth';
+  /**
+   * A file path without a '..' component (Praxis AI refuses path traversal in TLS paths: praxis-proxy-tls config/certs.rs).
+   */
+  keys_file: string;
+}
+/**
+ * Consumer only, right after caller_auth: refuses new requests of a tenant whose converged GridNetwork budgetStatus spendRatio has reached soft_limit (429 insufficient_quota; requests already streaming finish), and limits each caller key to requests_per_minute and tokens_per_minute (429 rate_limit_exceeded, x-ratelimit-* headers as OpenAI sends them). Budgets come from the site operator through usage_meter.report. Praxis AI has no such filter: the whole filter is an extension.
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "BudgetEnforceFilter".
+ */
+export interface BudgetEnforceFilter {
+  filter: 'budget_enforce';
+  /**
+   * spendRatio at which new requests are refused (1 by default: at the cap).
+   */
+  soft_limit?: number;
+  /**
+   * Requests per caller key per minute; absent: no request limit.
+   */
+  requests_per_minute?: number;
+  /**
+   * Input plus output tokens per caller key per minute, counted by usage_meter when each answer ends; absent: no token limit.
+   */
+  tokens_per_minute?: number;
+}
+/**
+ * Consumer only, after intelligent_route: counts the input and output tokens of each answer (a JSON body's usage, a stream's final usage chunk, asked for with stream_options.include_usage when the caller did not and then removed) per tenant, model, provider and site, and prices them. Praxis AI has no such filter: the whole filter is an extension.
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "UsageMeterFilter".
+ */
+export interface UsageMeterFilter {
+  filter: 'usage_meter';
+  /**
+   * USD per million tokens of each routed upstream cluster (InferenceProvider.spec.cost of the provider behind it). A cluster without an entry is metered in tokens and priced at 0.
+   *
+   * @maxItems 4096
+   */
+  prices?: UsagePrice[];
+  /**
+   * Where the cumulative spend per tenant goes: the site operator's gateway ingest listener (gossip-operator --gateway-age-address), POST /v1/gateway-spend-reports every interval_ms. Absent: spend is metered and exported as metrics only.
+   */
+  report?: {
+    /**
+     * http://HOST:PORT of the ingest listener (plain HTTP behind its NetworkPolicy, like the age reports).
+     */
+    url: string;
+    /**
+     * Report interval (5000 by default).
+     */
+    interval_ms?: number;
+  };
+}
+/**
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "UsagePrice".
+ */
+export interface UsagePrice {
+  cluster: NonEmptyString;
+  per_million_input_tokens: number;
+  per_million_output_tokens: number;
 }
 /**
  * Request parser for chat completions-style bodies: copies a top-level body field into a header.

@@ -439,6 +439,12 @@ export interface GridNetworkStatus {
    * True once all 128 entries held unresolved evidence and a new identity was refused; cleared only explicitly.
    */
   gatewayAgeReportOverflow?: boolean;
+  /**
+   * Cumulative priced spend per tenant of each consumer gateway process of this site, keyed by its random process epoch (at most 128; a new epoch is refused when full). The site's tenant spend G-Counter slot is the sum over epochs. Entries are never expired: an operator may remove one only after folding its spend elsewhere.
+   *
+   * @maxItems 128
+   */
+  gatewaySpendReports?: GatewaySpendReport[];
 }
 /**
  * A standard Kubernetes condition (metav1.Condition).
@@ -671,4 +677,31 @@ export interface GatewayAgeReport {
    * Receipt time of the latest report (RFC 3339).
    */
   receivedAt?: string;
+}
+/**
+ * The latest spend report of one gateway process.
+ */
+export interface GatewaySpendReport {
+  /**
+   * Random process epoch identifying one gateway process.
+   */
+  epoch: string;
+  /**
+   * Replica label reported by the process.
+   */
+  replica?: string;
+  /**
+   * Sequence of the latest recorded report; a report not newer is a duplicate.
+   */
+  sequence: number;
+  /**
+   * Cumulative spend per tenant since the process started, in USD.
+   *
+   * @maxItems 1024
+   */
+  spend: TenantSpend[];
+}
+export interface TenantSpend {
+  tenantId: string;
+  usd: number;
 }

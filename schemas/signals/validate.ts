@@ -1,5 +1,5 @@
 /**
- * Runtime validators of the two signal wire formats (peer-signals.schema.json, gateway-age-report.schema.json),
+ * Runtime validators of the signal wire formats (peer-signals, gateway-age-report, gateway-spend-report),
  * compiled from the schemas themselves so the JSON Schema stays the only definition. Each returns one message
  * naming the field, never the whole input.
  */
@@ -7,6 +7,8 @@ import { Ajv } from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import peerSignalsSchema from './peer-signals.schema.json' with { type: 'json' };
 import gatewayAgeSchema from './gateway-age-report.schema.json' with { type: 'json' };
+import gatewaySpendSchema from './gateway-spend-report.schema.json' with { type: 'json' };
+import type { GatewaySpendReportRequest } from '../generated/gateway-spend-report.ts';
 import type { PeerSignalRow, PeerSignalsDocument } from '../generated/peer-signals.ts';
 import type { GatewayAgeReportRequest } from '../generated/gateway-age-report.ts';
 
@@ -19,6 +21,7 @@ export type Checked<T> = { readonly ok: true; readonly value: T } | { readonly o
 const ajv = new Ajv({ strict: false, allErrors: false });
 ajv.addSchema(peerSignalsSchema);
 ajv.addSchema(gatewayAgeSchema);
+ajv.addSchema(gatewaySpendSchema);
 
 const envelopeOnly = ajv.compile({
   type: 'object',
@@ -27,6 +30,7 @@ const envelopeOnly = ajv.compile({
 });
 const validateRow = ajv.getSchema(`${peerSignalsSchema.$id}#/definitions/PeerSignalRow`) as ValidateFunction<PeerSignalRow>;
 const validateReport = ajv.getSchema(gatewayAgeSchema.$id) as ValidateFunction<GatewayAgeReportRequest>;
+const validateSpendReport = ajv.getSchema(gatewaySpendSchema.$id) as ValidateFunction<GatewaySpendReportRequest>;
 
 function describe(where: string, errors: readonly ErrorObject[] | null | undefined): string {
   const e = errors?.[0];
@@ -54,5 +58,10 @@ export function plausibleAge(ageMs: number): boolean {
 
 export function checkGatewayAgeReport(value: unknown): Checked<GatewayAgeReportRequest> {
   if (!validateReport(value)) return { ok: false, error: describe('report', validateReport.errors) };
+  return { ok: true, value };
+}
+
+export function checkGatewaySpendReport(value: unknown): Checked<GatewaySpendReportRequest> {
+  if (!validateSpendReport(value)) return { ok: false, error: describe('report', validateSpendReport.errors) };
   return { ok: true, value };
 }

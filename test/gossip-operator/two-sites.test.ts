@@ -16,9 +16,17 @@ import {
   type LeafCertificate,
 } from '../../daemons/shared/tls.ts';
 import { X509Certificate } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { createServer as createNetServer } from 'node:net';
 import { GRID_SITE } from '../../daemons/gossip-operator/kinds.ts';
+import type { OperatorConfig } from '../../daemons/gossip-operator/config.ts';
+import { mintCallerKey } from '../../daemons/gateway/caller-keys.ts';
+import { resolveConfig } from '../../daemons/gateway/config.ts';
+import { startGateway as startConsumerGateway, type GatewayInstance } from '../../daemons/gateway/server.ts';
+import { startSim } from '../../daemons/sim/server.ts';
+import { call, candidate, consumerConfig, payload, writeOverlay } from '../gateway/helpers.ts';
 import { legacyPemFingerprint } from '../../daemons/gossip-operator/probes/site-probe.ts';
-import { configMap, grid, renderFixture, schemaProblems, startLocalOperator, tempDir, testConfig, waitFor, type LocalOperator } from './helpers.ts';
+import { capturingLogger, configMap, grid, renderFixture, schemaProblems, startLocalOperator, tempDir, testConfig, waitFor, type LocalOperator } from './helpers.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -34,6 +42,16 @@ interface Site {
   gatewayAddress?: string;
   dirs?: { path: string; remove: () => Promise<void> };
   op?: LocalOperator;
+  /** The operator's gateway ingest port (spend reports, budgets), kept across a restart. */
+  ingestPort?: number;
+}
+
+async function freePort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }
 
 async function startGateway(ca: CertificateAuthority, cert: LeafCertificate): Promise<{ server: TlsServer; address: string }> {
@@ -72,10 +90,13 @@ describe('two sites over encrypted gossip and mTLS-verified GridSites', () => {
       SWIM_KEY: b64(swimKey),
       AUTO_DISCOVER: site === a ? 'true' : 'false',
     }, join(site.dirs.path, 'manifests'));
-    site.op = await startLocalOperator(
-      testConfig({ site: site.name, store: { backend: 'local', stateDir: stateDir(site) }, gatewayAddress: site.gatewayAddress! }),
-      { stateDir: stateDir(site), manifestsDir: join(site.dirs.path, 'manifests') },
-    );
+    site.ingestPort ??= await freePort();
+    site.op = await startLocalOperator(siteConfig(site), { stateDir: stateDir(site), manifestsDir: join(site.dirs.path, 'manifests') });
+  }
+
+  // Seeds come from the rendered manifests (GridNetwork spec.seeds), so a restart rejoins the same peer.
+  function siteConfig(site: Site): OperatorConfig {
+    return testConfig({ site: site.name, store: { backend: 'local', stateDir: stateDir(site) }, gatewayAddress: site.gatewayAddress!, gatewayAgeAddress: `127.0.0.1:${site.ingestPort!}` });
   }
 
   beforeAll(async () => {
@@ -197,6 +218,75 @@ describe('two sites over encrypted gossip and mTLS-verified GridSites', () => {
       });
       expect(network.status.routingMapStatus[0].phase).toBe('Distributed');
       expect(await schemaProblems(stateDir(site))).toEqual([]);
+    }
+  });
+
+  it("two tenants through both sites' consumers: every budgetStatus converges to the priced usage, through an operator restart, and the cap is enforced at both", async () => {
+    const sim = await startSim({ name: 'sim', models: ['m1'], token: 'sim-token' });
+    sim.state.completion_tokens = 10;
+    const dirs = await tempDir('tenant-gateways');
+    const keyA = mintCallerKey('tenant-a');
+    const keyB = mintCallerKey('tenant-b');
+    writeFileSync(join(dirs.path, 'keys.json'), JSON.stringify({ keys: [keyA.entry, keyB.entry] }));
+    const overlayPath = join(dirs.path, 'overlay.json');
+    await writeOverlay(overlayPath, payload([{ ...candidate('m1', 'west', 'sim'), credential: { strategy: 'bearer_token', secretRef: { name: 't', namespace: 'n', key: 'k' } } }]));
+    const price = { per_million_input_tokens: 20_000, per_million_output_tokens: 40_000 };
+    const consumers: GatewayInstance[] = [];
+    try {
+      for (const site of [a, b]) {
+        const config = consumerConfig({ overlayPath, credentials: [{ name: 't', namespace: 'n', key: 'k', value: 'sim-token' }], clusters: [{ name: 'sim', endpoints: [`127.0.0.1:${sim.port}`] }] });
+        const chain = (config['filter_chains'] as { filters: unknown[] }[])[0]!;
+        chain.filters.unshift({ filter: 'caller_auth', keys_file: 'keys.json' }, { filter: 'budget_enforce' });
+        chain.filters.splice(3, 0, { filter: 'usage_meter', prices: [{ cluster: 'sim', ...price }], report: { url: `http://127.0.0.1:${site.ingestPort!}`, interval_ms: 100 } });
+        const gateway = await startConsumerGateway(resolveConfig(config, `${site.name}.json`), { configDir: dirs.path, logger: capturingLogger().logger, processMetrics: false, overlayPollIntervalMs: 0 });
+        consumers.push(gateway);
+        await waitFor(`${site.name} consumer overlay`, () => gateway.overlay?.current() ?? undefined);
+      }
+      const expected: Record<string, number> = {};
+      const send = async (gateway: GatewayInstance, key: string, tenant: string, stream: boolean): Promise<number> => {
+        const reply = await call(`http://127.0.0.1:${gateway.listeners[0]!.port}/v1/chat/completions`, { headers: { authorization: `Bearer ${key}` }, body: { model: 'm1', messages: [], ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) } });
+        if (reply.status !== 200) return reply.status;
+        const usage = stream ? JSON.parse(reply.text.split('\n\n').find((e) => e.includes('"usage"'))!.slice(6)).usage : reply.json().usage;
+        expected[tenant] = (expected[tenant] ?? 0) + (usage.prompt_tokens * price.per_million_input_tokens + usage.completion_tokens * price.per_million_output_tokens) / 1e6;
+        return 200;
+      };
+      const converged = async (what: string): Promise<void> => {
+        for (const site of [a, b]) {
+          await waitFor(`${site.name}'s budgetStatus ${what}`, async () => {
+            const n: Json = await grid(stateDir(site), 'GridNetwork', 'grid');
+            const spend = Object.fromEntries((n?.status?.budgetStatus ?? []).map((t: Json) => [t.tenantId, Math.round(t.spendUsd * 100)]));
+            return Object.entries(expected).every(([tenant, usd]) => spend[tenant] === Math.round(usd * 100)) ? true : undefined;
+          });
+        }
+      };
+      expect(await send(consumers[0]!, keyA.key, 'tenant-a', false)).toBe(200);
+      expect(await send(consumers[1]!, keyB.key, 'tenant-b', true)).toBe(200);
+      expect(await send(consumers[0]!, keyB.key, 'tenant-b', false)).toBe(200);
+      await converged('after the first traffic');
+
+      // Site a's operator restarts mid-run; traffic goes on at both sites meanwhile.
+      await a.op!.stop();
+      expect(await send(consumers[0]!, keyB.key, 'tenant-b', true)).toBe(200);
+      expect(await send(consumers[1]!, keyB.key, 'tenant-b', false)).toBe(200);
+      a.op = await startLocalOperator(siteConfig(a), { stateDir: stateDir(a), manifestsDir: join(a.dirs!.path, 'manifests') });
+      await converged('after the operator restart');
+      for (const site of [a, b]) {
+        const n: Json = await grid(stateDir(site), 'GridNetwork', 'grid');
+        const tenantB = n.status.budgetStatus.find((t: Json) => t.tenantId === 'tenant-b');
+        expect(tenantB.spendUsd).toBeCloseTo(expected['tenant-b']!, 9);
+      }
+
+      // tenant-a (cap 1 USD) goes over at site b; both consumers refuse it once budgets converge; tenant-b goes on.
+      expect(await send(consumers[1]!, keyA.key, 'tenant-a', false)).toBe(200);
+      expect(expected['tenant-a']!).toBeGreaterThanOrEqual(1);
+      for (const gateway of consumers) {
+        await waitFor('tenant-a refused', async () => ((await send(gateway, keyA.key, 'tenant-a', false)) === 429 ? true : undefined));
+        expect(await send(gateway, keyB.key, 'tenant-b', false)).toBe(200);
+      }
+    } finally {
+      for (const gateway of consumers) await gateway.close();
+      await sim.close();
+      await dirs.remove();
     }
   });
 

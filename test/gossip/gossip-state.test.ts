@@ -150,10 +150,9 @@ describe('gossiped site state', () => {
     expect(stagingSite.store.origins()).toEqual(['stage-1']);
   });
 
-  test('the tenant spend of a departed site expires after the TTL; its records stay', async () => {
-    const limits = { tenantSpendTtlMs: 2_000 };
-    const east = await startSite('east', 'production', testTiming(), limits, 100);
-    const west = await startSite('west', 'production', testTiming(), limits, 100);
+  test('the tenant spend of a departed site never expires; its records stay', async () => {
+    const east = await startSite('east', 'production', testTiming(), {}, 100);
+    const west = await startSite('west', 'production', testTiming(), {}, 100);
     await west.membership.join([east.membership.address]);
     await waitFor('membership', 5_000, () => allSeeAlive([east, west], ['east', 'west']));
     await east.publisher.publishSite(siteInfo({ tenant_spend_usd: { 'tenant-a': 5 } }));
@@ -164,8 +163,9 @@ describe('gossiped site state', () => {
     sites.delete(west);
     west.state.detach();
     await waitFor('west to leave', 5_000, () => east.membership.member('west')?.state === 'left');
-    expect(east.store.tenantSpendTotals()['tenant-a']).toBe(12); // not before the TTL
-    await waitFor('west spend to expire', 5_000, () => east.store.tenantSpendTotals()['tenant-a'] === 5 || JSON.stringify(east.store.tenantSpendTotals()));
+    // Sweeps run every 100 ms here: after many of them the departed site's spend is still counted.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(east.store.tenantSpendTotals()['tenant-a']).toBe(12);
     expect(east.store.get('production/west')).toBeDefined();
   });
 });

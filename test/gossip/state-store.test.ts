@@ -11,7 +11,7 @@ import { FakeClock } from './fake-clock.ts';
 import { body, provider, siteInfo, siteKeys } from './state-fixtures.ts';
 
 const NET = 'production';
-const keys = { east: siteKeys(), west: siteKeys(), rogue: siteKeys(), local: siteKeys() };
+const keys = { east: siteKeys(), west: siteKeys(), rogue: siteKeys(), local: siteKeys(), north: siteKeys() };
 const resolver = (site: string) => (site in keys ? keys[site as keyof typeof keys].publicKey : undefined);
 
 function store(clock = new FakeClock(), limits = {}): StateStore {
@@ -104,9 +104,9 @@ describe('StateStore gate', () => {
     expect(s.origins()).toEqual(['west']);
   });
 
-  test('tenant spend: a G-Counter slot per site; a departed site expires after the TTL', () => {
+  test("tenant spend: a G-Counter slot per site; a departed site's spend never expires, not even when its origin is evicted", () => {
     const clock = new FakeClock();
-    const s = store(clock, { tenantSpendTtlMs: 60_000 });
+    const s = store(clock, { maxOrigins: 2 });
     const spend = (site: 'east' | 'west', rev: number, usd: number) =>
       signRecord(body(NET, site, rev, { site_info: siteInfo({ tenant_spend_usd: { 'tenant-a': usd } }) }), keys[site].privateKey);
     s.apply(spend('east', now, 10), 'x');
@@ -114,12 +114,13 @@ describe('StateStore gate', () => {
     s.apply(spend('east', now + 1, 12), 'x');
     expect(s.tenantSpendTotals()).toEqual({ 'tenant-a': 17 });
     s.markDeparted('west', clock.now());
-    clock.advance(59_000);
-    expect(s.sweep()).toEqual([]);
+    clock.advance(365 * 86_400_000);
+    s.sweep();
     expect(s.tenantSpendTotals()).toEqual({ 'tenant-a': 17 });
-    clock.advance(1_000);
-    expect(s.sweep()).toEqual(['west']);
-    expect(s.tenantSpendTotals()).toEqual({ 'tenant-a': 12 });
+    // A third origin evicts the departed one: its records go, its spend stays in the total.
+    expect(s.apply(signRecord(body(NET, 'north', now), keys.north.privateKey), 'x')).toBe('merged');
+    expect(s.origins()).not.toContain('west');
+    expect(s.tenantSpendTotals()).toEqual({ 'tenant-a': 17 });
     s.markPresent('west');
     expect(s.tenantSpendTotals()).toEqual({ 'tenant-a': 17 });
   });

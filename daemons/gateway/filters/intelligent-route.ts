@@ -2,13 +2,13 @@
 // requested model from the accepted snapshot (one snapshot per request), and for provider-hop clusters writes the
 // x-ai-routing-* hop context. Credential references stay in process; only the reference moves to credential_inject.
 // A request to another site's provider gateway carries only the allowlisted client headers (header-policy.ts).
-import { randomInt } from 'node:crypto';
 import type { IntelligentRouteFilter } from '../../../schemas/generated/gateway-config.ts';
 import { badRequest, notFound, unavailable } from '../errors.ts';
 import {
   ROUTING_CANDIDATE_HEADER,
   ROUTING_REQUEST_ID_HEADER,
   ROUTING_REVISION_HEADER,
+  RESPONSE_ROUTED_SITE_HEADER,
   singleHeader,
   stripPrefixedHeaders,
 } from '../context.ts';
@@ -16,7 +16,6 @@ import type { Filter, GatewayRequest } from '../context.ts';
 import type { OverlayStore } from '../overlay-store.ts';
 import { applyHeaderAllowlist, headerAllowlist } from './header-policy.ts';
 import { AffinityTable, DEFAULT_AFFINITY_TTL_SECONDS, MAX_AFFINITY_ENTRIES, MAX_SESSION_KEY_BYTES } from '../routing/affinity.ts';
-import { createRequestIdGenerator } from '../routing/request-id.ts';
 import { selectCandidate } from '../routing/selection.ts';
 import type { RoutingCandidate } from '../routing/snapshot.ts';
 
@@ -60,11 +59,6 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
   // Only the sources the config names (Praxis AI has no default header; the loader requires header or cookie).
   const sessionHeader = affinityConfig?.header?.toLowerCase();
   const sessionCookie = affinityConfig?.cookie;
-  const nextRequestId = createRequestIdGenerator({
-    nowMicros: () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)),
-    processTag: randomInt(0, 0x10000),
-  });
-
   function sessionKey(request: GatewayRequest): string | undefined {
     if (affinity === undefined) return undefined;
     const key = (sessionHeader === undefined ? undefined : singleHeader(request, sessionHeader)) ?? (sessionCookie === undefined ? undefined : cookieValue(singleHeader(request, 'cookie'), sessionCookie));
@@ -102,10 +96,13 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
       if (outcome.kind === 'all_excluded') {
         throw unavailable('no_available_candidate', `every provider of model "${model}" is unavailable or not admitting new requests`);
       }
-      const requestId = nextRequestId();
+      // The hop carries the id the caller gets as x-request-id, so one id names the request at both sites.
+      const requestId = request.requestId;
       const applyCandidate = (selected: RoutingCandidate): void => {
         const candidate = selected.candidate;
         request.cluster = candidate.cluster;
+        request.routedSite = candidate.site;
+        request.res.setHeader(RESPONSE_ROUTED_SITE_HEADER, candidate.site);
         request.labels.cluster = candidate.cluster;
         request.credential = candidate.credential === undefined ? undefined : { strategy: candidate.credential.strategy, ...candidate.credential.secretRef };
         stripPrefixedHeaders(request.headers, 'x-ai-routing-');

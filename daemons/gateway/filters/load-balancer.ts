@@ -7,6 +7,7 @@ import { Pool } from 'undici';
 import type { ClusterConfig, LoadBalancerFilter } from '../../../schemas/generated/gateway-config.ts';
 import { UpstreamConnectError, badGateway, gatewayTimeout, unavailable } from '../errors.ts';
 import type { Filter, GatewayRequest } from '../context.ts';
+import { RESPONSE_REQUEST_ID_HEADER, RESPONSE_UPSTREAM_REQUEST_ID_HEADER } from '../context.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { Logger } from '../../shared/log.ts';
 import { errorFields } from '../../shared/log.ts';
@@ -239,7 +240,14 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
       if (value === undefined || HOP_BY_HOP.has(key) || connectionTokens.includes(key)) continue;
       outHeaders[key] = value;
     }
+    // The caller's x-request-id is this gateway's (set on the response before any answer); the upstream's own id is
+    // kept beside it when no earlier hop kept one already.
+    const upstreamId = outHeaders[RESPONSE_REQUEST_ID_HEADER];
+    delete outHeaders[RESPONSE_REQUEST_ID_HEADER];
+    if (upstreamId !== undefined && outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] === undefined) outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] = upstreamId;
     if (options.isClosing()) outHeaders['connection'] = 'close';
+    const observer = request.responseObserver;
+    observer?.start(response.statusCode, outHeaders);
     res.writeHead(response.statusCode, outHeaders);
     // A streamed (length-less) response shows its head at once; a sized one goes out with its first chunk.
     if (outHeaders['content-length'] === undefined) res.flushHeaders();
@@ -261,14 +269,16 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
           first = false;
           metrics.timeToFirstByte.observe({ role, cluster: clusterName }, Number(process.hrtime.bigint() - request.receivedAtNs) / 1e9);
         }
+        const out = observer === undefined ? chunk : observer.push(chunk);
         // Backpressure: a slow client pauses the upstream read instead of growing a buffer.
-        if (!res.write(chunk)) body.pause();
+        if (out.length > 0 && !res.write(out)) body.pause();
       };
       const onDrain = (): void => {
         body.resume();
       };
       const onEnd = (): void => {
-        res.end();
+        const tail = observer?.end(true);
+        res.end(tail !== undefined && tail.length > 0 ? tail : undefined);
         finish();
       };
       const onError = (error: Error): void => {
@@ -276,12 +286,14 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
         if (!request.signal.aborted) {
           logger.warn({ cluster: clusterName, endpoint: endpoint.address, code: errorCode(error) }, 'upstream response failed mid-stream');
         }
+        observer?.end(false);
         body.destroy();
         res.destroy();
         finish();
       };
       const onClose = (): void => {
         if (!res.writableFinished) {
+          observer?.end(false);
           body.destroy();
           finish();
         }

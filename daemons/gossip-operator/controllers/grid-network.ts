@@ -28,6 +28,7 @@ import { TerminalError } from '../manager/manager.ts';
 import { budgetStatus, err, renderNetwork, resolveRoutingPolicy, type AdmissionMemoryMap, type GatewayOverlayResult, type LocalMetrics, type NetworkRoutingInput } from '../routing/index.ts';
 import { checkDuration, type DurationRule } from '../../../schemas/durations.ts';
 import { ensureGossip, GossipSetupError, publishLocalState } from './network-gossip.ts';
+import { siteSpend } from '../tenant-spend/ledger.ts';
 import { publishOverlay } from './overlay-publisher.ts';
 import { publishGeneratedConfigs } from './generated-config.ts';
 import { MOUNT_POLL_MS } from './mount-reconciler.ts';
@@ -254,6 +255,7 @@ export class GridNetworkController implements Controller {
         [...localProviders.map((p) => providerState(p, 'inference')), ...localToolProviders.map((p) => providerState(p, 'tools'))],
         { inference: localProviders.length > 0, agentTools: localToolProviders.length > 0 },
         runtime.certificateBundle,
+        siteSpend(network.status?.gatewaySpendReports),
       );
     } catch (error) {
       ctx.logger.warn({ network: name, error: errorFields(error) }, 'publishing local state into gossip failed; retried on the next reconcile');

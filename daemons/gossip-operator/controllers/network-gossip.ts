@@ -173,13 +173,15 @@ export async function publishLocalState(
   providers: readonly ProviderState[],
   capabilities: { inference: boolean; agentTools: boolean },
   certificateBundle: string | undefined,
+  tenantSpendUsd: Readonly<Record<string, number>>,
 ): Promise<void> {
   await runtime.publishSite({
     gateway_address: ctx.config.gatewayAddress,
     ...(certificateBundle !== undefined ? { public_cert_pem: certificateBundle } : {}),
     ...(ctx.signalsAddress !== undefined ? { signals_address: ctx.signalsAddress } : {}),
     capabilities: { inference: capabilities.inference, agent_tools: capabilities.agentTools, agent_to_agent: false },
-    tenant_spend_usd: {},
+    // This site's G-Counter slot: the spend its consumer gateways reported (status.gatewaySpendReports).
+    tenant_spend_usd: tenantSpendUsd,
   });
   await runtime.publishProviders(providers);
 }

@@ -25,6 +25,7 @@ import { GRID_NETWORK } from '../kinds.ts';
 import type { OperatorMetrics } from '../metrics.ts';
 import { type AgeRecord, applyReport, type EvidenceState, GATEWAY_AGES_REJECTED, gatewayAgesCondition, type ReportOutcome } from './evidence.ts';
 import { listen } from '../../shared/listen.ts';
+import { GATEWAY_SPEND_REPORTS_PATH, MAX_SPEND_REPORT_BYTES, TENANT_BUDGETS_PATH, recordSpendReport, tenantBudgets } from '../tenant-spend/record.ts';
 
 export const GATEWAY_AGES_FIELD_MANAGER = 'grid-operator-gateway-ages';
 export const GATEWAY_AGE_REPORTS_PATH = '/v1/gateway-age-reports';
@@ -87,7 +88,17 @@ export class GatewayAgeIngest {
         res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
         res.end(JSON.stringify(body));
       };
-      if ((req.url ?? '').split('?')[0] !== GATEWAY_AGE_REPORTS_PATH) return reply(404, { error: `not found; POST reports to ${GATEWAY_AGE_REPORTS_PATH}` });
+      const path = (req.url ?? '').split('?')[0];
+      if (path === TENANT_BUDGETS_PATH) {
+        if (req.method !== 'GET') return reply(405, { error: 'method not allowed; use GET' });
+        // Read-only and answered from status: the consumer gateways' budget_enforce polls it.
+        tenantBudgets(this.#o.store).then((r) => reply(r.status, r.body), () => reply(503, { error: 'budgets could not be read; retry' }, { 'retry-after': String(RETRY_AFTER_SECONDS) }));
+        return;
+      }
+      // Tenant spend reports share this listener (and its NetworkPolicy) with the age reports: one gateway client.
+      const spend = path === GATEWAY_SPEND_REPORTS_PATH;
+      if (path !== GATEWAY_AGE_REPORTS_PATH && !spend) return reply(404, { error: `not found; POST reports to ${GATEWAY_AGE_REPORTS_PATH} or ${GATEWAY_SPEND_REPORTS_PATH}` });
+      const maxBytes = spend ? MAX_SPEND_REPORT_BYTES : MAX_REPORT_BYTES;
       if (req.method !== 'POST') return reply(405, { error: 'method not allowed; use POST' });
       // Each queued report waits on API calls: past the bound the gateway is told to come back rather than piling
       // up bodies and status writes behind a slow API server. Gateways retry, and only the newest report matters.
@@ -102,15 +113,15 @@ export class GatewayAgeIngest {
         counted = false;
       };
       res.once('close', done);
-      readBoundedBody(req, MAX_REPORT_BYTES, (max) => new ReportTooLarge(`report larger than ${max} bytes`)).then((bytes) => {
+      readBoundedBody(req, maxBytes, (max) => new ReportTooLarge(`report larger than ${max} bytes`)).then((bytes) => {
         let body: unknown;
         try {
           body = JSON.parse(bytes.toString('utf8'));
         } catch {
-          this.#o.metrics.gatewayAgeReports.inc({ outcome: 'invalid' });
+          if (!spend) this.#o.metrics.gatewayAgeReports.inc({ outcome: 'invalid' });
           return reply(400, { error: 'report is not JSON' });
         }
-        return this.submit(body).then(
+        return (spend ? this.submitSpend(body) : this.submit(body)).then(
           (r) => reply(r.status, r.body),
           (error: unknown) => {
             this.#o.logger.warn({ error: errorFields(error) }, 'gateway age report could not be recorded');
@@ -119,8 +130,8 @@ export class GatewayAgeIngest {
         );
       }, (error: unknown) => {
         if (error instanceof ReportTooLarge) {
-          this.#o.metrics.gatewayAgeReports.inc({ outcome: 'too_large' });
-          reply(413, { error: `report larger than ${MAX_REPORT_BYTES} bytes` }, { connection: 'close' });
+          if (!spend) this.#o.metrics.gatewayAgeReports.inc({ outcome: 'too_large' });
+          reply(413, { error: `report larger than ${maxBytes} bytes` }, { connection: 'close' });
         }
         // Otherwise the client hung up mid-body: nobody to answer.
       });
@@ -149,6 +160,18 @@ export class GatewayAgeIngest {
   /** Validates and applies one report (serialized); returns the HTTP answer. Exposed for tests. */
   submit(body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
     const run = this.#queue.then(() => this.#apply(body));
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Records one tenant spend report (serialized with the age reports); returns the HTTP answer. */
+  submitSpend(body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+    const run = this.#queue.then(async () => {
+      const answer = await recordSpendReport(this.#o.store, body);
+      // Refusals mean a confused or misconfigured reporter; the answer names the field, never a key or a hash.
+      if (answer.status === 400 || answer.status === 409 || answer.status === 429) this.#o.logger.warn({ status: answer.status, ...answer.body }, 'gateway spend report refused');
+      return answer;
+    });
     this.#queue = run.catch(() => undefined);
     return run;
   }

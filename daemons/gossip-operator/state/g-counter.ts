@@ -21,12 +21,6 @@ export function setSlot(c: GCounter, slot: string, value: number): GCounter {
   return mergeGCounters(c, { [slot]: value });
 }
 
-export function withoutSlot(c: GCounter, slot: string): GCounter {
-  const out: Record<string, number> = { ...c };
-  delete out[slot];
-  return out;
-}
-
 /** Per-tenant counters. */
 export type TenantSpend = Readonly<Record<string, GCounter>>;
 

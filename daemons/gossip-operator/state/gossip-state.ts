@@ -53,8 +53,8 @@ export class GossipState implements StateDelegate {
   }
 
   /**
-   * Connects to a membership: departures start the spend TTL, returns cancel it, and a sweep expires spend
-   * slots every `sweepIntervalMs`.
+   * Connects to a membership: departed sites become eviction candidates, returns clear that, and a sweep collects
+   * old tombstones every `sweepIntervalMs` (tenant spend is never swept).
    */
   attach(membership: Membership, clock: Clock = systemClock, sweepIntervalMs = 60_000): void {
     this.#membership = membership;

@@ -5,7 +5,7 @@ import { EventEmitter } from 'node:events';
 import type { KeyObject } from 'node:crypto';
 import { systemClock, type Clock } from '../swim/clock.ts';
 import { DropCounter, type GossipLogger } from '../swim/drop-counter.ts';
-import { gCounterValue, setSlot, withoutSlot, type TenantSpend } from './g-counter.ts';
+import { gCounterValue, setSlot, type TenantSpend } from './g-counter.ts';
 import { compareVersions, type Versioned } from './lww.ts';
 import { checkRecord, containsPrivateKey, verifyRecord, type ProviderState, type SignedStateRecord, type SiteInfo, type StateRecordBody } from './records.ts';
 import { STATE_DROP_REASONS, type StateDropReason } from './reasons.ts';
@@ -20,8 +20,6 @@ export interface StateLimits {
   /** A revision more than this ahead of our clock is refused, so no record can pin a register for ever
    * (revisions are hybrid: max(previous + 1, origin clock in ms)). Must exceed the clock skew between sites. */
   readonly maxRevisionAheadMs: number;
-  /** The spend slots of a departed (dead or left) site are removed this long after it departed. */
-  readonly tenantSpendTtlMs: number;
   /**
    * A tombstone is collected this long after this member stored it (its own clock, so origin clock skew does not
    * shorten it). It must outlive every live copy of the key still in flight: SWIM retransmits (seconds), a push-pull
@@ -38,7 +36,6 @@ export function defaultStateLimits(): StateLimits {
     maxOrigins: 256, // the GridSite auto-discovery cap
     maxRecordBodyBytes: 64 * 1024,
     maxRevisionAheadMs: 10 * 60_000,
-    tenantSpendTtlMs: 24 * 3_600_000,
     tombstoneRetentionMs: 24 * 3_600_000,
   };
 }
@@ -185,8 +182,9 @@ export class StateStore extends EventEmitter<{ change: [StoredRecord]; collected
   }
 
   #forgetOrigin(site: string): void {
+    // Its spend slot stays: spend never expires (a departed or evicted site's spend was still spent; dropping the
+    // slot would silently lower every tenant's total and reopen a spent budget, the reference's issue #52).
     this.#origins.delete(site);
-    this.#removeSpendSlot(site);
   }
 
   #mergeSpend(site: string, info: SiteInfo): void {
@@ -195,39 +193,24 @@ export class StateStore extends EventEmitter<{ change: [StoredRecord]; collected
     }
   }
 
-  #removeSpendSlot(site: string): void {
-    for (const tenant of Object.keys(this.#spend)) this.#spend[tenant] = withoutSlot(this.#spend[tenant] ?? {}, site);
-  }
-
-  /** Membership says the site is dead or left: start its spend TTL. */
+  /** Membership says the site is dead or left: it becomes the first origin evicted when the origin table is full. */
   markDeparted(site: string, nowMs: number = this.#clock.now()): void {
     const o = this.#origins.get(site);
     if (o && o.departedAtMs === undefined && site !== this.localSite) o.departedAtMs = nowMs;
   }
 
-  /** The site is alive again: its records and spend are current once more. */
+  /** The site is alive again: it is no longer an eviction candidate. */
   markPresent(site: string): void {
     const o = this.#origins.get(site);
-    if (!o) return;
-    const wasExpired = o.departedAtMs !== undefined;
-    o.departedAtMs = undefined;
-    if (wasExpired) {
-      const rec = o.records.get(`${this.network}/${site}`);
-      if (rec?.parsed.site_info && !rec.tombstone) this.#mergeSpend(site, rec.parsed.site_info);
-    }
+    if (o) o.departedAtMs = undefined;
   }
 
   /**
-   * Expires the spend slots of sites departed longer than tenantSpendTtlMs and collects tombstones older than
-   * tombstoneRetentionMs (raising their origin's collected floor). Call periodically.
+   * Collects tombstones older than tombstoneRetentionMs (raising their origin's collected floor). Call periodically.
+   * Spend slots are never swept: tenant spend is cumulative for the life of the grid.
    */
-  sweep(nowMs: number = this.#clock.now()): string[] {
-    const expired: string[] = [];
-    for (const [site, o] of this.#origins) {
-      if (o.departedAtMs !== undefined && nowMs - o.departedAtMs >= this.limits.tenantSpendTtlMs) {
-        this.#removeSpendSlot(site);
-        expired.push(site);
-      }
+  sweep(nowMs: number = this.#clock.now()): void {
+    for (const o of this.#origins.values()) {
       for (const [key, record] of o.records) {
         if (record.tombstone && nowMs - record.storedAtMs >= this.limits.tombstoneRetentionMs) {
           o.records.delete(key);
@@ -235,7 +218,6 @@ export class StateStore extends EventEmitter<{ change: [StoredRecord]; collected
         }
       }
     }
-    return expired;
   }
 
   /** Tombstones held (for tests and the memory bound). */
