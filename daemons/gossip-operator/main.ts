@@ -1,12 +1,22 @@
 /**
  * gossip-operator: one process per site. Wiring only: configuration, logger, the operator, and a graceful
- * shutdown on SIGTERM/SIGINT (controllers stop, the SWIM member leaves, the Lease is released) with a deadline.
+ * shutdown on SIGTERM/SIGINT with a deadline: not ready at once, a drain delay while the listeners still answer, then
+ * controllers, listeners, the SWIM member leaves, the Lease is released, exit 0. A second signal exits at once.
  */
+import { constants } from 'node:os';
 import { createLogger, errorFields } from '../shared/log.ts';
 import { ConfigError, parseConfig, USAGE } from './config.ts';
 import { startOperator } from './operator.ts';
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
+/**
+ * After SIGTERM the operator answers /readyz 503 at once but keeps every listener open this long (as the gateway
+ * does): the time a terminating pod's Service endpoints take to drop it, so peers, gateways and redeemers stop being
+ * sent here before the listeners close. Short, so a stop stays inside `podman stop`'s and the pod's grace.
+ */
+const DRAIN_DELAY_MS = 600;
+/** Reconciles in flight get this long to finish their status writes; inside SHUTDOWN_DEADLINE_MS with room to spare. */
+const RECONCILE_DEADLINE_MS = 5_000;
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
@@ -40,8 +50,12 @@ async function main(): Promise<void> {
     ...(operator.enrollment !== undefined ? { enrollment: `${operator.enrollment.host}:${operator.enrollment.port}` } : {}),
   }, 'gossip-operator running');
   let stopping = false;
-  const shutdown = (signal: string): void => {
-    if (stopping) return;
+  const shutdown = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      // A second signal means "now": the operator stops without finishing its drain (128 + signal, as a shell reports).
+      logger.warn({ signal }, 'second signal during shutdown; exiting now');
+      process.exit(128 + (constants.signals[signal] ?? 0));
+    }
     stopping = true;
     logger.info({ signal }, 'shutting down');
     const deadline = setTimeout(() => {
@@ -49,7 +63,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }, SHUTDOWN_DEADLINE_MS);
     deadline.unref();
-    operator.stop().then(
+    operator.stop({ drainDelayMs: DRAIN_DELAY_MS, reconcileDeadlineMs: RECONCILE_DEADLINE_MS }).then(
       () => process.exit(0),
       (error: unknown) => {
         logger.error({ error: errorFields(error) }, 'shutdown failed');

@@ -47,8 +47,18 @@ export interface OperatorHandle {
   /** The SiteInvite redeem endpoint, when config.enrollment is set. */
   readonly enrollment?: EnrollmentServer;
   isLeader(): boolean;
-  /** Graceful stop: controllers, SWIM leave, Lease release, admin server, store. */
-  stop(): Promise<void>;
+  /** Graceful stop: readiness false at once, controllers, listeners, SWIM leave, Lease release, admin server, store. */
+  stop(options?: StopOptions): Promise<void>;
+}
+
+export interface StopOptions {
+  /**
+   * How long /readyz answers 503 while every listener still accepts, before any closes: the time a terminating pod's
+   * Service endpoints take to drop it (main.ts). Default 0 (in-process tests).
+   */
+  readonly drainDelayMs?: number;
+  /** How long reconciles already running get to finish (their status writes land). Default: no bound. */
+  readonly reconcileDeadlineMs?: number;
 }
 
 function producerVersion(): string {
@@ -133,6 +143,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
     logger.info({ site: config.site, identity: config.identity, store: store.backend }, 'controllers started');
   };
   let elector: LeaderElector | undefined;
+  let stopped = false;
   const dashboard = new DashboardSource(context, config.dashboardTargets);
   let admin: Awaited<ReturnType<typeof startAdminServer>>;
   try {
@@ -140,7 +151,8 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
       address: config.adminAddress,
       registry: metrics.registry,
       // A standby replica is ready (it is doing its job: waiting); the leader once its watches have synced.
-      isReady: () => (manager === undefined ? elector !== undefined : manager.synced),
+      // Stopping: not ready at once, while the listeners still answer (StopOptions.drainDelayMs).
+      isReady: () => !stopped && (manager === undefined ? elector !== undefined : manager.synced),
       status: () => ({
         site: config.site,
         leader: manager !== undefined,
@@ -180,18 +192,23 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
   } else {
     startControllers();
   }
-  let stopped = false;
   return {
     context,
     admin,
     metrics,
     ...(enrollment !== undefined ? { enrollment } : {}),
     isLeader: () => manager !== undefined && (elector === undefined || elector.isLeader),
-    async stop() {
+    async stop(stopOptions = {}) {
       if (stopped) return;
       stopped = true;
-      await manager?.stop();
-      await (await signalServices)?.stop();
+      logger.info({ drainDelayMs: stopOptions.drainDelayMs ?? 0 }, 'not ready; draining');
+      // Controllers stop dequeuing now; the drain delay and the reconciles in flight run side by side.
+      await Promise.all([
+        manager?.stop(stopOptions.reconcileDeadlineMs),
+        new Promise<void>((resolve) => setTimeout(resolve, stopOptions.drainDelayMs ?? 0).unref()),
+      ]);
+      // The listeners stop accepting; requests already running on them finish (LISTENER_GRACE_MS at most).
+      await Promise.all([signalServices?.then((services) => services?.stop()), enrollment?.close()]);
       if (context.gossip !== undefined) {
         try {
           await context.gossip.close();
@@ -200,7 +217,6 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
         }
         context.gossip = undefined;
       }
-      await enrollment?.close();
       await elector?.stop();
       await admin.close();
       if (ownsStore) await store.close();

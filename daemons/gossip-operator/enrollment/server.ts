@@ -18,6 +18,7 @@ import { InviteRedeemer, MAX_REDEEM_BODY_BYTES, parseRedeemRequest, REDEEM_HTTP_
 import { type GridCa, loadGridCa } from './site-certificate.ts';
 import { REDEEM_PATH } from './protocol.ts';
 import { listen } from '../../shared/listen.ts';
+import { closeServer } from '../../shared/close-server.ts';
 import { readBoundedBody } from '../../shared/http-body.ts';
 
 export { REDEEM_PATH };
@@ -171,9 +172,7 @@ export async function startEnrollmentServer(options: EnrollmentServerOptions): P
       material = next;
       logger.info({}, 'enrollment certificates reloaded');
     },
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    // A redeem already running (the token claim is a store write) finishes before the listener goes.
+    close: () => closeServer(server),
   };
 }

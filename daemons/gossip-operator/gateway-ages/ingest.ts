@@ -25,6 +25,7 @@ import { GRID_NETWORK } from '../kinds.ts';
 import type { OperatorMetrics } from '../metrics.ts';
 import { type AgeRecord, applyReport, type EvidenceState, GATEWAY_AGES_REJECTED, gatewayAgesCondition, type ReportOutcome } from './evidence.ts';
 import { listen } from '../../shared/listen.ts';
+import { closeServer } from '../../shared/close-server.ts';
 import { GATEWAY_SPEND_REPORTS_PATH, MAX_SPEND_REPORT_BYTES, TENANT_BUDGETS_PATH, recordSpendReport, tenantBudgets } from '../tenant-spend/record.ts';
 
 export const GATEWAY_AGES_FIELD_MANAGER = 'grid-operator-gateway-ages';
@@ -148,12 +149,8 @@ export class GatewayAgeIngest {
 
   async close(): Promise<void> {
     const server = this.#server;
-    if (server !== undefined) {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-    }
+    // A report being applied finishes (its status write included) before the listener goes.
+    if (server !== undefined) await closeServer(server);
     await this.#queue.catch(() => undefined);
   }
 

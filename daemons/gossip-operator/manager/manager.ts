@@ -164,11 +164,30 @@ export class Manager {
     }
   }
 
-  async stop(): Promise<void> {
-    await Promise.all(this.#subscriptions.splice(0).map((s) => s.close()));
+  /**
+   * Stops dequeuing at once; a reconcile in flight runs to its end (its status write lands) for up to `deadlineMs`,
+   * then is abandoned: reconciles are level-based, so the next leader redoes whatever it left half done.
+   */
+  async stop(deadlineMs = Infinity): Promise<void> {
     for (const running of this.#running.values()) running.queue.shutDown();
-    // A reconcile in flight runs to its end (probes are bounded); the process-level shutdown deadline caps this.
-    await Promise.all([...this.#running.values()].map((r) => r.worker));
+    await Promise.all(this.#subscriptions.splice(0).map((s) => s.close()));
+    const running = [...this.#running.values()];
     this.#running.clear();
+    const busy = new Set(running.map((r) => r.controller.name));
+    const finished = Promise.all(running.map((r) => r.worker.finally(() => busy.delete(r.controller.name))));
+    if (deadlineMs === Infinity) {
+      await finished;
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      finished.then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), deadlineMs);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
+    if (timedOut) this.#options.logger.warn({ deadlineMs, controllers: [...busy] }, 'reconciles still running at the stop deadline; abandoning them');
   }
 }

@@ -9,6 +9,7 @@ import { parseListenAddress } from '../../shared/admin-server.ts';
 import type { PeerSignalsDocument } from '../../../schemas/generated/peer-signals.ts';
 import { PEER_SIGNALS_PATH } from './rows.ts';
 import { listen } from '../../shared/listen.ts';
+import { closeServer } from '../../shared/close-server.ts';
 
 export interface TlsMaterial {
   readonly caPem: string;
@@ -74,9 +75,6 @@ export class PeerSignalsServer {
   }
 
   close(): Promise<void> {
-    return new Promise((resolve) => {
-      this.#server.close(() => resolve());
-      this.#server.closeAllConnections();
-    });
+    return closeServer(this.#server);
   }
 }
