@@ -1,8 +1,9 @@
 // The operator as PID 1 (issue 16): a real process on the local store, stopped with SIGTERM or SIGINT, answers
-// /readyz 503 while its admin port still answers (the drain delay), then releases its Lease and exits 0 within a
+// /readyz 503 at once while its admin port and listeners still answer (the drain delay), closes the listeners, then releases its Lease and exits 0 within a
 // bound; a second signal during that shutdown exits at once with 128 + the signal.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../fixtures-path.ts';
@@ -14,6 +15,8 @@ const EXIT_BOUND_MS = 3_000;
 interface Running {
   readonly child: ChildProcess;
   readonly adminPort: number;
+  /** The gateway age / spend ingest listener: a listener peers' gateways are sent to through a Service. */
+  readonly ingestPort: number;
   readonly stateDir: string;
   output(): string;
   exit: Promise<number | null>;
@@ -27,6 +30,7 @@ async function startOperator(name: string): Promise<Running> {
   const base = join(dirs.path, name);
   await renderFixture('single-site/grid.yaml', { BACKEND_URL: backend.url, API_TOKEN: 'tok-shutdown' }, join(base, 'manifests'));
   const stateDir = join(base, 'state');
+  const ingestPort = await freePort();
   const child = spawn(
     process.execPath,
     [
@@ -34,6 +38,7 @@ async function startOperator(name: string): Promise<Running> {
       '--store', 'local', '--manifests', join(base, 'manifests'), '--state', stateDir,
       '--site', 'site-a', '--gossip-bind', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--swim-profile', 'loopback',
       '--lease-duration', '3s', '--provider-poll-interval', '1s', '--site-poll-interval', '1s',
+      '--gateway-age-address', `127.0.0.1:${ingestPort}`,
     ],
     { env: { ...process.env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -42,18 +47,29 @@ async function startOperator(name: string): Promise<Running> {
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const running = await waitFor('the operator to log its admin address', () => /"admin":"127\.0\.0\.1:(\d+)"/.exec(output) ?? undefined);
-  const operator = { child, adminPort: Number(running[1]), stateDir, output: () => output, exit };
+  const operator = { child, adminPort: Number(running[1]), ingestPort, stateDir, output: () => output, exit };
   started.push(operator);
   // Ready means leader with synced watches; the GridNetwork status means a reconcile has run (and SWIM started).
   await waitFor('readiness', async () => ((await readyz(operator.adminPort)) === 200 ? true : undefined));
   await waitFor('the Lease held', async () => ((await lease(stateDir))?.spec?.holderIdentity ? true : undefined));
+  await waitFor('the ingest listener', async () => ((await status(ingestPort, '/')) !== 'closed' ? true : undefined));
   return operator;
 }
 
-/** The status of GET /readyz, or 'closed' once nothing listens on the admin port. */
-async function readyz(port: number): Promise<number | 'closed'> {
+async function freePort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+const readyz = (port: number) => status(port, '/readyz');
+
+/** The HTTP status of GET `path` on a fresh connection, or 'closed' once nothing listens on the port. */
+async function status(port: number, path: string): Promise<number | 'closed'> {
   try {
-    const response = await fetch(`http://127.0.0.1:${port}/readyz`, { headers: { connection: 'close' }, signal: AbortSignal.timeout(1_000) });
+    const response = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { connection: 'close' }, signal: AbortSignal.timeout(1_000) });
     await response.text();
     return response.status;
   } catch {
@@ -72,9 +88,15 @@ async function lease(stateDir: string): Promise<any> {
   return undefined;
 }
 
-/** Sends `signal`, polls /readyz until the process exits; returns what was seen, in order, and how it ended. */
-async function stopWatching(operator: Running, signal: NodeJS.Signals): Promise<{ seen: Array<number | 'closed'>; code: number | null; elapsedMs: number }> {
-  const seen: Array<number | 'closed'> = [];
+/** What one poll saw: /readyz on the admin port, and whether the ingest listener still answers. */
+interface Seen {
+  readonly readyz: number | 'closed';
+  readonly ingest: 'answers' | 'closed';
+}
+
+/** Sends `signal`, polls both ports until the process exits; returns each change seen, in order, and how it ended. */
+async function stopWatching(operator: Running, signal: NodeJS.Signals): Promise<{ seen: Seen[]; code: number | null; elapsedMs: number }> {
+  const seen: Seen[] = [];
   let exited = false;
   const t0 = Date.now();
   operator.child.kill(signal);
@@ -83,8 +105,10 @@ async function stopWatching(operator: Running, signal: NodeJS.Signals): Promise<
     return code;
   });
   while (!exited) {
-    const status = await readyz(operator.adminPort);
-    if (seen.at(-1) !== status) seen.push(status);
+    const [ready, ingest] = await Promise.all([readyz(operator.adminPort), status(operator.ingestPort, '/')]);
+    const now: Seen = { readyz: ready, ingest: ingest === 'closed' ? 'closed' : 'answers' };
+    const last = seen.at(-1);
+    if (last?.readyz !== now.readyz || last.ingest !== now.ingest) seen.push(now);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   const code = await exit;
@@ -108,12 +132,17 @@ afterAll(async () => {
 });
 
 describe.each(['SIGTERM', 'SIGINT'] as const)('gossip-operator process on %s', (signal) => {
-  it('answers /readyz 503 while the admin port still answers, releases its Lease, exits 0 within the bound', async () => {
+  it('answers /readyz 503 at once while its ports still answer, closes the ingest listener before the admin port, releases its Lease, exits 0 within the bound', async () => {
     const operator = await startOperator(signal.toLowerCase());
     const { seen, code, elapsedMs } = await stopWatching(operator, signal);
-    // Ready never comes back once stopping began; the admin port answers "not ready" before it closes.
-    expect(seen[0]).toBe(503);
-    expect(seen).toEqual([503, 'closed']);
+    // Not ready at once, while the listeners still take requests (the drain delay); ready never comes back; the
+    // ingest listener closes before the admin port does.
+    expect(seen[0]).toEqual({ readyz: 503, ingest: 'answers' });
+    expect(seen.map((s) => s.readyz)).not.toContain(200);
+    expect(seen.findIndex((s) => s.ingest === 'closed')).toBeGreaterThan(0);
+    const adminClosed = seen.findIndex((s) => s.readyz === 'closed');
+    expect(adminClosed).toBeGreaterThan(0);
+    expect(seen.slice(adminClosed).every((s) => s.ingest === 'closed')).toBe(true);
     expect(code).toBe(0);
     expect(elapsedMs).toBeLessThan(EXIT_BOUND_MS);
     // The leader released its Lease on the way out (a standby takes over without waiting for expiry).
