@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 /**
- * Plaintext of one SWIM UDP packet or TCP push-pull message (inside the AES-256-GCM frame). Self-describing JSON: receivers ignore fields they do not know (additionalProperties is open on purpose) and drop packets whose major version `v` they do not speak. Message kinds are append-only strings.
+ * Plaintext of one SWIM UDP packet or TCP push-pull message (inside the AES-256-GCM frame). Wire version 2 (frame version byte 2, and plaintext frames) carries it as self-describing JSON; wire version 3 carries the same fields as tagged binary (daemons/gossip-operator/swim/binary-codec.ts lists the tags) and is decoded into this shape before the same checks. Receivers ignore fields they do not know (additionalProperties is open on purpose) and drop packets whose major version `v` they do not speak. Message kinds are append-only strings.
  */
 export interface SwimPacket {
   /**
@@ -21,6 +21,10 @@ export interface SwimPacket {
    * Sender wall clock in ms since epoch; bounds the replay window.
    */
   ts: number;
+  /**
+   * Highest wire version the sender speaks (wire.ts); absent means 2 (JSON only). A receiver answers with the highest version both speak.
+   */
+  w?: number;
   /**
    * @maxItems 512
    */
