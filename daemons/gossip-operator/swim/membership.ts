@@ -83,8 +83,9 @@ export class Membership extends EventEmitter<Events> {
   readonly #updates: MembershipUpdates;
   readonly #timers = new Set<TimerHandle>();
   // A random start, so sequence numbers differ between members and restarts (issue 17: a reflected or stale ack
-  // must not match an outstanding probe by luck of every node counting from 0).
-  #seq = randomInt(0, 2 ** 47);
+  // must not match an outstanding probe by luck of every node counting from 0). From the injected random source
+  // when there is one, so a seeded simulation replays exactly (issue 22).
+  #seq: number;
   #seeds: readonly string[] = [];
   #joined = false;
   #running = false;
@@ -99,6 +100,7 @@ export class Membership extends EventEmitter<Events> {
     this.#keyring = options.keyring;
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? Math.random;
+    this.#seq = options.random ? Math.floor(options.random() * 2 ** 47) : randomInt(0, 2 ** 47);
     this.#delegate = options.delegate;
     this.#lookup = options.lookup;
     this.#selfAddresses = [options.transport.localAddress, ...(options.selfAddresses ?? [])];

@@ -1,0 +1,95 @@
+// The scale scenario run in simulated time (issue 22), shared by the test (100 and 1,000 members) and the bench
+// (5,000): N members join through one seed, a steady window measures traffic and false positives under loss, a
+// crash measures detection and dissemination, a late joiner measures how fast news of a join spreads.
+import { loopbackProfile, pushPullIntervalFor } from '../../../daemons/gossip-operator/swim/config.ts';
+import type { WireVersion } from '../../../daemons/gossip-operator/swim/wire.ts';
+import { SimGrid, wanDelay } from './virtual-grid.ts';
+
+/** The timers of the memberlist comparison (issue 22): the WAN profile / 10, so 500 ms probes and 50 ms gossip. */
+export const SIM_TIMING = loopbackProfile(10);
+
+export interface ScaleFigures {
+  readonly n: number;
+  readonly lossRate: number;
+  readonly wire: WireVersion | 'latest';
+  /** Virtual ms until all N list all N alive, joining 2 ms apart through one seed. */
+  readonly convergeMs: number | undefined;
+  /** Steady state: bytes sent per member per second (UDP and push-pull) and datagrams per member per second. */
+  readonly bytesPerMemberPerSec: number;
+  readonly packetsPerMemberPerSec: number;
+  readonly meanPacketBytes: number;
+  /** Median framed push-pull message (request or response) in the steady window. */
+  readonly pushPullBytes: number;
+  /** Members declared dead / suspect while running, from the end of the join to the end of the run. */
+  readonly falseDeaths: number;
+  readonly falseSuspicions: number;
+  /** A crash: virtual ms to the first member declaring it dead, and to all survivors knowing. */
+  readonly detectMs: number | undefined;
+  readonly deadKnownByAllMs: number | undefined;
+  /** (all know - first declared) in gossip rounds: the dissemination of one death. */
+  readonly deathRounds: number | undefined;
+  /** A late joiner: virtual ms and gossip rounds until every member lists it alive. */
+  readonly joinKnownByAllMs: number | undefined;
+  readonly joinRounds: number | undefined;
+  /** Wall-clock seconds the run took. */
+  readonly wallSeconds: number;
+}
+
+export async function runScale(n: number, lossRate: number, seed = 22, wire?: WireVersion): Promise<ScaleFigures> {
+  const started = performance.now();
+  const timing = SIM_TIMING;
+  const grid = new SimGrid({ size: n, timing, model: { lossRate, delayMs: wanDelay }, seed, ...(wire === undefined ? {} : { wireVersion: wire }) });
+  try {
+    const convergeMs = await grid.joinAll(2, 120_000);
+    await grid.clock.advance(2_000);
+    grid.falseDeaths = 0;
+    grid.falseSuspicions = 0;
+
+    // Steady window: one push-pull period for this N, so its share of the traffic is counted once on average.
+    const windowMs = Math.max(6_000, pushPullIntervalFor(timing.pushPullIntervalMs, n));
+    const bytes0 = grid.bytesSent();
+    const packets0 = grid.packetsSent();
+    const pp0 = grid.net.pushPullBytes.length;
+    const d0 = grid.net.datagrams;
+    const db0 = grid.net.datagramBytes;
+    await grid.clock.advance(windowMs);
+    const datagrams = grid.net.datagrams - d0;
+    const datagramBytes = grid.net.datagramBytes - db0;
+    const bytes = grid.bytesSent() - bytes0;
+    const packets = grid.packetsSent() - packets0;
+    const pp = grid.net.pushPullBytes.slice(pp0).sort((a, b) => a - b);
+
+    // A crash.
+    const victim = grid.members[n - 1]!;
+    await grid.crash(victim);
+    const survivors = n - 1;
+    const detectMs = await grid.clock.until(() => (grid.knownDead.get(victim.name) ?? 0) > 0, 60_000, 5);
+    const spreadMs = detectMs === undefined ? undefined : await grid.clock.until(() => grid.knownDead.get(victim.name) === survivors, 60_000, 5);
+
+    // A late joiner, through a random running member.
+    const joiner = grid.add('late-joiner');
+    void joiner.join([grid.members[grid.pick(n - 1)]!.address]);
+    const joinKnownByAllMs = await grid.clock.until(() => grid.knownAlive.get(joiner.name) === n - 1, 60_000, 5);
+    const deadKnownByAllMs = detectMs === undefined || spreadMs === undefined ? undefined : detectMs + spreadMs;
+    return {
+      n,
+      lossRate,
+      wire: wire ?? 'latest',
+      convergeMs,
+      bytesPerMemberPerSec: bytes / n / (windowMs / 1000),
+      packetsPerMemberPerSec: packets / n / (windowMs / 1000),
+      meanPacketBytes: datagrams > 0 ? datagramBytes / datagrams : 0,
+      pushPullBytes: pp.length > 0 ? (pp[Math.floor(pp.length / 2)] as number) : 0,
+      falseDeaths: grid.falseDeaths,
+      falseSuspicions: grid.falseSuspicions,
+      detectMs,
+      deadKnownByAllMs,
+      deathRounds: spreadMs === undefined ? undefined : spreadMs / timing.gossipIntervalMs,
+      joinKnownByAllMs,
+      joinRounds: joinKnownByAllMs === undefined ? undefined : joinKnownByAllMs / timing.gossipIntervalMs,
+      wallSeconds: (performance.now() - started) / 1000,
+    };
+  } finally {
+    await grid.shutdown();
+  }
+}
