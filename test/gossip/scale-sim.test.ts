@@ -3,19 +3,8 @@
 // this machine's load, and a seed replays a run. Printed per run: convergence, steady traffic, push-pull size,
 // false positives, detection and dissemination in gossip rounds. The 5,000-member run: npm run bench:gossip-sim.
 import { describe, expect, test } from 'vitest';
-import { runScale, SIM_TIMING, type ScaleFigures } from './sim/scenario.ts';
-
-export function describeFigures(f: ScaleFigures): string {
-  const ms = (v: number | undefined) => (v === undefined ? 'never' : `${Math.round(v)} ms`);
-  const r = (v: number | undefined) => (v === undefined ? 'never' : v.toFixed(1));
-  return (
-    `[sim] N=${f.n} loss=${f.lossRate * 100}% wire=${f.wire}: converge ${ms(f.convergeMs)}, ` +
-    `${Math.round(f.bytesPerMemberPerSec)} B/member/s (${f.packetsPerMemberPerSec.toFixed(1)} datagrams of ${Math.round(f.meanPacketBytes)} B), ` +
-    `push-pull ${f.pushPullBytes} B, false deaths ${f.falseDeaths}, suspicions of live members ${f.falseSuspicions}, ` +
-    `crash detected ${ms(f.detectMs)}, known by all ${ms(f.deadKnownByAllMs)} (${r(f.deathRounds)} rounds after the first), ` +
-    `late join known by all ${ms(f.joinKnownByAllMs)} (${r(f.joinRounds)} rounds); ${f.wallSeconds.toFixed(1)} s wall`
-  );
-}
+import { WIRE_BINARY, WIRE_JSON } from '../../daemons/gossip-operator/swim/wire.ts';
+import { describeFigures, runScale, SIM_TIMING, type ScaleFigures } from './sim/scenario.ts';
 
 describe('gossip at scale in simulated time', () => {
 
@@ -32,6 +21,27 @@ describe('gossip at scale in simulated time', () => {
     expect(f.detectMs!).toBeLessThan(SIM_TIMING.suspicionTimeoutMs + 4 * SIM_TIMING.probeIntervalMs);
     expect(f.deadKnownByAllMs).toBeDefined();
     expect(f.joinKnownByAllMs).toBeDefined();
+  });
+
+  // 300 members take 7 s alone and up to 35 s on a loaded 2-core machine.
+  test('dissemination grows as O(log N): from 100 to 300 members a death and a join take under twice the rounds', { timeout: 120_000 }, async () => {
+    const small = await runScale(100, 0.01);
+    const large = await runScale(300, 0.01);
+    console.log(describeFigures(large));
+    expect(large.falseDeaths).toBe(0);
+    // log(300)/log(100) = 1.24; linear growth would triple. One round of slack for the discrete rounds.
+    expect(large.deathRounds!).toBeLessThan(2 * small.deathRounds! + 1);
+    expect(large.joinRounds!).toBeLessThan(2 * small.joinRounds! + 1);
+  });
+
+  test('at N=64 the binary wire (3) sends at most three quarters of the JSON wire\'s (2) bytes', async () => {
+    const json = await runScale(64, 0.01, 22, WIRE_JSON);
+    const binary = await runScale(64, 0.01, 22, WIRE_BINARY);
+    console.log(describeFigures(json));
+    console.log(describeFigures(binary));
+    expect(binary.bytesPerMemberPerSec).toBeLessThan(0.75 * json.bytesPerMemberPerSec);
+    expect(binary.pushPullBytes).toBeLessThan(0.5 * json.pushPullBytes);
+    expect(binary.falseDeaths + json.falseDeaths).toBe(0);
   });
 
   test('the same run twice gives the same figures (deterministic)', async () => {

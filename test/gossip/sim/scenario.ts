@@ -93,3 +93,16 @@ export async function runScale(n: number, lossRate: number, seed = 22, wire?: Wi
     await grid.shutdown();
   }
 }
+
+/** One printed line per run. */
+export function describeFigures(f: ScaleFigures): string {
+  const ms = (v: number | undefined) => (v === undefined ? 'never' : `${Math.round(v)} ms`);
+  const r = (v: number | undefined) => (v === undefined ? 'never' : v.toFixed(1));
+  return (
+    `[sim] N=${f.n} loss=${f.lossRate * 100}% wire=${f.wire}: converge ${ms(f.convergeMs)}, ` +
+    `${Math.round(f.bytesPerMemberPerSec)} B/member/s (${f.packetsPerMemberPerSec.toFixed(1)} datagrams of ${Math.round(f.meanPacketBytes)} B), ` +
+    `push-pull ${f.pushPullBytes} B, false deaths ${f.falseDeaths}, suspicions of live members ${f.falseSuspicions}, ` +
+    `crash detected ${ms(f.detectMs)}, known by all ${ms(f.deadKnownByAllMs)} (${r(f.deathRounds)} rounds after the first), ` +
+    `late join known by all ${ms(f.joinKnownByAllMs)} (${r(f.joinRounds)} rounds); ${f.wallSeconds.toFixed(1)} s wall`
+  );
+}
