@@ -14,9 +14,9 @@ export interface SwimPacket {
    */
   from: string;
   /**
-   * Sender's advertised host:port (IPv6 bracketed).
+   * Sender's advertised host:port (IPv6 bracketed). Written in wire version 2, where the previous release requires it; omitted in version 3: no receiver reads it (replies go to the datagram's source address, members' addresses travel in alive messages).
    */
-  addr: string;
+  addr?: string;
   /**
    * Sender wall clock in ms since epoch; bounds the replay window.
    */

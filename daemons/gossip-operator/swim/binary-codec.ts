@@ -9,7 +9,8 @@
 // (push-pull above COMPRESS_ABOVE_BYTES). Inflation is bounded by the caller's byte limit.
 //
 // Tags are append-only (they go on the wire):
-//   packet:  1 from, 2 addr, 3 ts, 4 message (repeated, nested), 5 w (highest wire version the sender speaks)
+//   packet:  1 from, 2 addr (not written: nothing reads it), 3 ts, 4 message (repeated, nested), 5 w (highest
+//            wire version the sender speaks)
 //   message: 1 kind (index in MESSAGE_KINDS), 2 seq, 3 target, 4 targetAddr, 5 name, 6 addr, 7 inc, 8 by,
 //            9 data (JSON text), 10 join (0/1), 11 member (repeated, nested), 12 user (JSON text), 13 bytes
 //   member:  1 name, 2 addr, 3 inc, 4 state (index in MEMBER_STATES)
@@ -128,7 +129,6 @@ export function encodeBinaryMessage(m: SwimMessage): Buffer {
 function headerBytes(header: PacketHeader, wire: number | undefined): Buffer {
   const w = new Writer();
   w.stringField(1, header.from);
-  w.stringField(2, header.addr);
   w.uintField(3, Math.max(0, Math.round(header.ts)));
   if (wire !== undefined) w.uintField(5, wire);
   return w.done();
