@@ -24,7 +24,7 @@ describe('gossip at scale in simulated time', () => {
   });
 
   // 300 members take 7 s alone and up to 35 s on a loaded 2-core machine.
-  test('dissemination grows as O(log N): from 100 to 300 members a death and a join take under twice the rounds', { timeout: 120_000 }, async () => {
+  test('dissemination grows as O(log N): from 100 to 300 members a death and the median join take under twice the rounds', { timeout: 120_000 }, async () => {
     const small = await runScale(100, 0.01);
     const large = await runScale(300, 0.01);
     console.log(describeFigures(large));
