@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 /**
- * Plaintext of one SWIM UDP packet or TCP push-pull message (inside the AES-256-GCM frame). Self-describing JSON: receivers ignore fields they do not know (additionalProperties is open on purpose) and drop packets whose major version `v` they do not speak. Message kinds are append-only strings.
+ * Plaintext of one SWIM UDP packet or TCP push-pull message (inside the AES-256-GCM frame). Wire version 2 (frame version byte 2, and plaintext frames) carries it as self-describing JSON; wire version 3 carries the same fields as tagged binary (daemons/gossip-operator/swim/binary-codec.ts lists the tags) and is decoded into this shape before the same checks. Receivers ignore fields they do not know (additionalProperties is open on purpose) and drop packets whose major version `v` they do not speak. Message kinds are append-only strings.
  */
 export interface SwimPacket {
   /**
@@ -14,13 +14,17 @@ export interface SwimPacket {
    */
   from: string;
   /**
-   * Sender's advertised host:port (IPv6 bracketed).
+   * Sender's advertised host:port (IPv6 bracketed). Written in wire version 2, where the previous release requires it; omitted in version 3: no receiver reads it (replies go to the datagram's source address, members' addresses travel in alive messages).
    */
-  addr: string;
+  addr?: string;
   /**
    * Sender wall clock in ms since epoch; bounds the replay window.
    */
   ts: number;
+  /**
+   * Highest wire version the sender speaks (wire.ts); absent means 2 (JSON only). A receiver answers with the highest version both speak.
+   */
+  w?: number;
   /**
    * @maxItems 512
    */

@@ -52,7 +52,7 @@ test('garbage, truncated, replayed, oversized, stale, wrong-key and malformed pa
     ['stale_packet', valid([JSON.stringify({ k: 'alive', name: 'ghost', addr: '127.0.0.1:9', inc: 9 })], { ...header(), ts: Date.now() - 3_600_000 })],
     ['bad_json', sealFrame(ring, Buffer.from('{"v":1,"from":'), 'a')],
     ['unsupported_version', sealFrame(ring, Buffer.from(JSON.stringify({ v: 9, from: 'x', addr: 'y:1', ts: Date.now(), msgs: [] })), 'a')],
-    ['bad_packet', sealFrame(ring, Buffer.from(JSON.stringify({ v: 1, from: 'x', ts: Date.now(), msgs: [] })), 'a')],
+    ['bad_packet', sealFrame(ring, Buffer.from(JSON.stringify({ v: 1, addr: 'x:1', ts: Date.now(), msgs: [] })), 'a')],
     ['bad_message', valid([JSON.stringify({ k: 'alive', name: 'ghost', addr: '127.0.0.1:9', inc: -1 })])],
     ['unknown_kind', valid([JSON.stringify({ k: 'teleport', to: 'mars' })])],
     ['bad_message', valid([JSON.stringify({ k: 'push-pull', join: true, members: [] })])],

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { BroadcastQueue } from '../../daemons/gossip-operator/swim/broadcast-queue.ts';
 import { checkMessage, decodePacket, encodePacket, MESSAGE_KINDS, packetEnvelopeBytes } from '../../daemons/gossip-operator/swim/codec.ts';
+import { WIRE_BINARY, WIRE_JSON, WireMessage } from '../../daemons/gossip-operator/swim/wire.ts';
 
 const header = { from: 'site-a', addr: '127.0.0.1:7946', ts: 1_700_000_000_000 };
 
@@ -51,38 +52,46 @@ describe('SWIM codec', () => {
 });
 
 describe('BroadcastQueue', () => {
+  const ack = (seq: number) => new WireMessage({ k: 'ack', seq });
+  const seqs = (ms: WireMessage[]) => ms.map((m) => (m.message as { seq: number }).seq);
+
   test('newer broadcast with the same key replaces the older one', () => {
     const q = new BroadcastQueue(10, 1_000);
-    q.enqueue('m:a', '{"inc":1}');
-    q.enqueue('m:a', '{"inc":2}');
+    q.enqueue('m:a', ack(1));
+    q.enqueue('m:a', ack(2));
     expect(q.size).toBe(1);
-    expect(q.take(1_000, 1, 3)).toEqual(['{"inc":2}']);
+    expect(seqs(q.take(1_000, WIRE_JSON, 3))).toEqual([2]);
   });
 
   test('each broadcast leaves after `limit` transmits; least-sent go first', () => {
     const q = new BroadcastQueue(10, 1_000);
-    q.enqueue('a', '"a"');
-    expect(q.take(1_000, 1, 2)).toEqual(['"a"']);
-    q.enqueue('b', '"b"');
-    expect(q.take(1_000, 1, 2)).toEqual(['"b"', '"a"']);
-    expect(q.take(1_000, 1, 2)).toEqual(['"b"']);
+    q.enqueue('a', ack(1));
+    expect(seqs(q.take(1_000, WIRE_JSON, 2))).toEqual([1]);
+    q.enqueue('b', ack(2));
+    expect(seqs(q.take(1_000, WIRE_BINARY, 2))).toEqual([2, 1]);
+    expect(seqs(q.take(1_000, WIRE_JSON, 2))).toEqual([2]);
     expect(q.size).toBe(0);
   });
 
-  test('respects the byte budget and refuses what can never fit', () => {
-    const q = new BroadcastQueue(10, 10);
-    expect(q.enqueue('big', '"' + 'x'.repeat(20) + '"')).toBe('too_large');
-    q.enqueue('a', '"aaaa"');
-    q.enqueue('b', '"bbbb"');
-    expect(q.take(7, 1, 5)).toHaveLength(1);
+  test('respects the byte budget of the wire version and refuses what fits no version', () => {
+    const q = new BroadcastQueue(10, 30);
+    expect(q.enqueue('big', new WireMessage({ k: 'user', data: { x: 'x'.repeat(20) } }))).toBe('too_large');
+    q.enqueue('a', ack(1));
+    q.enqueue('b', ack(2));
+    const jsonCost = ack(1).cost(WIRE_JSON);
+    const binaryCost = ack(1).cost(WIRE_BINARY);
+    expect(binaryCost).toBeLessThan(jsonCost);
+    expect(q.take(jsonCost + binaryCost, WIRE_JSON, 5)).toHaveLength(1);
+    q.enqueue('a', ack(1));
+    expect(q.take(2 * binaryCost, WIRE_BINARY, 5)).toHaveLength(2);
   });
 
   test('is bounded: overflow evicts the most-sent broadcast', () => {
     const q = new BroadcastQueue(2, 100);
-    q.enqueue('a', '"a"');
-    q.take(100, 1, 10);
-    q.enqueue('b', '"b"');
-    expect(q.enqueue('c', '"c"')).toBe('evicted_other');
-    expect(q.take(100, 1, 10).sort()).toEqual(['"b"', '"c"']);
+    q.enqueue('a', ack(1));
+    q.take(100, WIRE_JSON, 10);
+    q.enqueue('b', ack(2));
+    expect(q.enqueue('c', ack(3))).toBe('evicted_other');
+    expect(seqs(q.take(100, WIRE_JSON, 10)).sort()).toEqual([2, 3]);
   });
 });

@@ -33,7 +33,9 @@ describe('AES-256-GCM frame', () => {
   test.each([
     ['wrong key', sealFrame(new KeyRing([k2]), payload, 'b'), 'decrypt_failed'],
     ['flipped ciphertext bit', Buffer.from(good.map((b, i) => (i === 20 ? b ^ 1 : b))), 'decrypt_failed'],
-    ['flipped version byte (authenticated header)', Buffer.from(good.map((b, i) => (i === 4 ? 7 : b))), 'bad_frame'],
+    ['version byte flipped to another known version (authenticated header)', Buffer.from(good.map((b, i) => (i === 4 ? 3 : b))), 'decrypt_failed'],
+    ['version byte of a future version', Buffer.from(good.map((b, i) => (i === 4 ? 7 : b))), 'unsupported_version'],
+    ['version byte of the retired version 1', Buffer.from(good.map((b, i) => (i === 4 ? 1 : b))), 'bad_frame'],
     ['truncated tag', good.subarray(0, good.length - 3), 'decrypt_failed'],
     ['header only', good.subarray(0, 10), 'decrypt_failed'],
     ['garbage', randomBytes(64), 'bad_frame'],

@@ -68,4 +68,10 @@ describe('MemberTable rules', () => {
     t.leaving = true;
     expect(t.applyDead({ k: 'dead', name: 'self', inc: 1, by: 'x' }, now)).toBe('ignored');
   });
+
+  test('refutation saturates at the largest incarnation peers accept (2^53 - 1)', () => {
+    const t = table();
+    expect(t.refute(Number.MAX_SAFE_INTEGER)).toBe(Number.MAX_SAFE_INTEGER);
+    expect(t.refute(Number.MAX_SAFE_INTEGER)).toBe(Number.MAX_SAFE_INTEGER);
+  });
 });

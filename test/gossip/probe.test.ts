@@ -2,10 +2,10 @@
 // own event loop stalls, and what missed nacks charge to its health score.
 import { createSocket } from 'node:dgram';
 import { describe, expect, test } from 'vitest';
-import { systemClock } from '../../daemons/gossip-operator/swim/clock.ts';
+import { seededRandom, systemClock } from '../../daemons/gossip-operator/swim/clock.ts';
 import { loopbackProfile, wanProfile } from '../../daemons/gossip-operator/swim/config.ts';
 import type { Member } from '../../daemons/gossip-operator/swim/member-table.ts';
-import { AckTable, nackTimeoutMs, probeMember, type ProbeHost } from '../../daemons/gossip-operator/swim/probe.ts';
+import { AckTable, nackTimeoutMs, probeMember, ProbeTargets, type ProbeHost } from '../../daemons/gossip-operator/swim/probe.ts';
 import { FakeClock } from './fake-clock.ts';
 import { testTiming } from './helpers.ts';
 
@@ -208,6 +208,23 @@ describe('systemClock', () => {
       expect(await seen).toBe(1);
     } finally {
       socket.close();
+    }
+  });
+});
+
+describe('probe order', () => {
+  const member = (name: string): Member => ({ name, addr: `${name}:1`, incarnation: 0, state: 'alive', stateChangedAtMs: 0 });
+
+  test('every member is probed once per round, and one learned mid-round is probed in that same round', () => {
+    for (let seed = 1; seed <= 50; seed++) {
+      const targets = new ProbeTargets(seededRandom(seed));
+      const members = ['self', ...Array.from({ length: 20 }, (_, i) => `m${i}`)].map(member);
+      const first = [targets.next(members, 'self')!.name];
+      members.push(member('late'));
+      // The round had 20 members; with the late one it has 21 probes before anyone is probed twice.
+      for (let i = 1; i < 21; i++) first.push(targets.next(members, 'self')!.name);
+      expect(new Set(first).size, `seed ${seed}: ${first.join(',')}`).toBe(21);
+      expect(first).toContain('late');
     }
   });
 });

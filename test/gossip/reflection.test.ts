@@ -9,6 +9,7 @@ import { parseAddress } from '../../daemons/gossip-operator/swim/address.ts';
 import { encodePacket } from '../../daemons/gossip-operator/swim/codec.ts';
 import { ANY_RECIPIENT, openFrame, sealFrame } from '../../daemons/gossip-operator/swim/crypto.ts';
 import { KeyRing } from '../../daemons/gossip-operator/swim/keyring.ts';
+import { decodeWire } from '../../daemons/gossip-operator/swim/wire.ts';
 import { allSeeAlive, sharedKey, startNode, stopAll, testTiming, waitFor, type TestNode } from './helpers.ts';
 
 const nodes: TestNode[] = [];
@@ -47,7 +48,8 @@ async function crashAndImpersonate(withC: boolean, onFrame: (seen: Seen, send: (
   sock.on('message', (frame, rinfo) => {
     const opened = openFrame(ring, frame, ['b']);
     if (!opened.ok) return;
-    onFrame({ frame, packet: JSON.parse(opened.payload.toString()) as Seen['packet'], port: rinfo.port }, send);
+    const decoded = decodeWire(opened.version, opened.payload, 65_536);
+    if (decoded.ok) onFrame({ frame, packet: decoded.packet as Seen['packet'], port: rinfo.port }, send);
   });
   return { a, c };
 }
@@ -103,8 +105,9 @@ test('sequence numbers do not start at the same value on every member', async ()
   sock.on('message', (frame) => {
     const opened = openFrame(ring, frame, ['x']);
     if (!opened.ok) return;
-    const packet = JSON.parse(opened.payload.toString()) as Seen['packet'];
-    for (const m of packet.msgs) if (m.k === 'ping' && m.seq !== undefined) seen.add(Math.floor(m.seq / 1_000_000));
+    const decoded = decodeWire(opened.version, opened.payload, 65_536);
+    if (!decoded.ok) return;
+    for (const m of (decoded.packet as Seen['packet']).msgs) if (m.k === 'ping' && m.seq !== undefined) seen.add(Math.floor(m.seq / 1_000_000));
   });
   // Announce a fake member "x" at the raw socket to each node, so each starts probing it.
   for (const n of nodes) {

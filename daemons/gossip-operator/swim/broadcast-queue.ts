@@ -1,12 +1,12 @@
 // Piggybacked dissemination (SWIM §4): every outgoing packet carries as many queued broadcasts as fit.
 // Each broadcast is sent at most `retransmitLimit(N)` times; a newer broadcast with the same key (the member
 // name, or a state record key) replaces the older one, so stale news never outlives fresh news.
+import type { WireMessage, WireVersion } from './wire.ts';
 
 interface QueuedBroadcast {
   readonly key: string;
-  /** The message as JSON text, serialized once at enqueue. */
-  readonly json: string;
-  readonly bytes: number;
+  /** The message, encoded once per wire version on first use. */
+  readonly message: WireMessage;
   readonly id: number;
   transmits: number;
 }
@@ -19,7 +19,7 @@ export class BroadcastQueue {
   readonly #maxItemBytes: number;
   #nextId = 0;
 
-  /** `maxItemBytes`: largest message that can ever fit one packet; larger ones are refused. */
+  /** `maxItemBytes`: largest message that can ever fit one packet in every wire version; larger ones are refused. */
   constructor(maxItems: number, maxItemBytes: number) {
     this.#maxItems = maxItems;
     this.#maxItemBytes = maxItemBytes;
@@ -29,9 +29,8 @@ export class BroadcastQueue {
     return this.#items.size;
   }
 
-  enqueue(key: string, json: string): EnqueueResult {
-    const bytes = Buffer.byteLength(json);
-    if (bytes > this.#maxItemBytes) return 'too_large';
+  enqueue(key: string, message: WireMessage): EnqueueResult {
+    if (message.maxBytes > this.#maxItemBytes) return 'too_large';
     this.#items.delete(key);
     let result: EnqueueResult = 'queued';
     if (this.#items.size >= this.#maxItems) {
@@ -42,7 +41,7 @@ export class BroadcastQueue {
       if (worst) this.#items.delete(worst.key);
       result = 'evicted_other';
     }
-    this.#items.set(key, { key, json, bytes, id: this.#nextId++, transmits: 0 });
+    this.#items.set(key, { key, message, id: this.#nextId++, transmits: 0 });
     return result;
   }
 
@@ -52,19 +51,19 @@ export class BroadcastQueue {
   }
 
   /**
-   * Takes broadcasts, least-transmitted and newest first, while they fit in `budgetBytes` (each costs its bytes
-   * plus `separatorBytes`). Items that reach `limit` transmits leave the queue.
+   * Takes broadcasts, least-transmitted and newest first, while they fit in `budgetBytes` of a packet of wire
+   * `version`. Items that reach `limit` transmits leave the queue.
    */
-  take(budgetBytes: number, separatorBytes: number, limit: number): string[] {
+  take(budgetBytes: number, version: WireVersion, limit: number): WireMessage[] {
     if (this.#items.size === 0 || budgetBytes <= 0) return [];
     const ordered = [...this.#items.values()].sort((a, b) => a.transmits - b.transmits || b.id - a.id);
-    const out: string[] = [];
+    const out: WireMessage[] = [];
     let used = 0;
     for (const item of ordered) {
-      const cost = item.bytes + separatorBytes;
+      const cost = item.message.cost(version);
       if (used + cost > budgetBytes) continue;
       used += cost;
-      out.push(item.json);
+      out.push(item.message);
       item.transmits++;
       if (item.transmits >= limit) this.#items.delete(item.key);
     }

@@ -1,6 +1,8 @@
-// SWIM wire codec: plaintext of a frame is self-describing JSON (schemas/gossip/gossip-swim-packet.schema.json).
-// Unknown fields are ignored, unknown message kinds are skipped (a newer minor version), and a packet of a newer
-// major version is dropped whole. Decoding never throws: every failure becomes a drop reason.
+// SWIM wire codec for wire version 2 and plaintext frames: the plaintext of a frame is self-describing JSON
+// (schemas/gossip/gossip-swim-packet.schema.json). Unknown fields are ignored, unknown message kinds are skipped
+// (a newer minor version), and a packet of a newer major version is dropped whole. Wire version 3
+// (binary-codec.ts) decodes into the same objects, which pass the same checks. Decoding never throws: every
+// failure becomes a drop reason.
 import { Ajv } from 'ajv';
 import type { ValidateFunction } from 'ajv';
 import schema from '../../../schemas/gossip/gossip-swim-packet.schema.json' with { type: 'json' };
@@ -65,17 +67,20 @@ export interface PacketHeader {
 }
 
 /** JSON text of a packet whose messages are already serialized (broadcasts are serialized once at enqueue). */
-export function encodePacket(header: PacketHeader, messagesJson: readonly string[]): Buffer {
-  return Buffer.from(`${packetPrefix(header)}${messagesJson.join(',')}]}`);
+export function encodePacket(header: PacketHeader, messagesJson: readonly string[], wire?: number): Buffer {
+  return Buffer.from(`${packetPrefix(header, wire)}${messagesJson.join(',')}]}`);
 }
 
 /** Bytes of the packet around its messages; a packet of n messages costs this + sum(bytes) + (n - 1) commas. */
-export function packetEnvelopeBytes(header: PacketHeader): number {
-  return Buffer.byteLength(packetPrefix(header)) + 2;
+export function packetEnvelopeBytes(header: PacketHeader, wire?: number): number {
+  return Buffer.byteLength(packetPrefix(header, wire)) + 2;
 }
 
-function packetPrefix(h: PacketHeader): string {
-  return `{"v":${WIRE_MAJOR},"from":${JSON.stringify(h.from)},"addr":${JSON.stringify(h.addr)},"ts":${h.ts},"msgs":[`;
+// `w` (the highest wire version the sender speaks, wire.ts) is only written by members that speak more than the
+// JSON encoding; a packet without it is from a member that speaks JSON alone.
+function packetPrefix(h: PacketHeader, wire: number | undefined): string {
+  const w = wire === undefined ? '' : `"w":${wire},`;
+  return `{"v":${WIRE_MAJOR},"from":${JSON.stringify(h.from)},"addr":${JSON.stringify(h.addr)},"ts":${h.ts},${w}"msgs":[`;
 }
 
 export type DecodeResult =
@@ -89,6 +94,11 @@ export function decodePacket(payload: Buffer): DecodeResult {
   } catch {
     return { ok: false, reason: 'bad_json', detail: `${payload.length}-byte payload is not JSON` };
   }
+  return checkPacket(value);
+}
+
+/** Schema check of a decoded packet (JSON or binary). */
+export function checkPacket(value: unknown): DecodeResult {
   if (typeof value === 'object' && value !== null && typeof (value as { v?: unknown }).v === 'number' && (value as { v: number }).v > WIRE_MAJOR) {
     return { ok: false, reason: 'unsupported_version', detail: `wire major ${(value as { v: number }).v} > ${WIRE_MAJOR}` };
   }

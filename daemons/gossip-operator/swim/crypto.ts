@@ -9,13 +9,19 @@
 //   0: plaintext, "GRID" | 0 | payload. Only when no key is configured; a node with a key ring refuses it.
 //   1: AES-256-GCM with the key ring's primary key, header only as AAD. Retired (issue 17: reflectable); refused.
 //   2: AES-256-GCM, AAD = header | recipient name (UTF-8). ANY_RECIPIENT ("") only opens a join push-pull
-//      request to a seed whose name the sender cannot know yet (push-pull.ts).
+//      request to a seed whose name the sender cannot know yet (push-pull.ts). Plaintext: JSON (codec.ts).
+//   3: as 2; plaintext: tagged binary, push-pull compressed (binary-codec.ts). Issue 22.
+// The encrypted version is the wire version, negotiated per peer (wire.ts). A version above the highest this
+// build speaks is refused as unsupported_version (a newer member that has not yet learned what we speak).
 import { createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
 import type { KeyRing } from './keyring.ts';
 
 export const FRAME_MAGIC = Buffer.from('GRID', 'ascii');
 export const FRAME_VERSION_PLAINTEXT = 0;
 export const FRAME_VERSION_AES256GCM = 2;
+export const FRAME_VERSION_BINARY = 3;
+/** Highest frame version this build can open. */
+export const FRAME_VERSION_MAX = FRAME_VERSION_BINARY;
 /** Recipient of a frame to a seed whose member name is not known yet (a join). */
 export const ANY_RECIPIENT = '';
 export const HEADER_BYTES = 5;
@@ -47,10 +53,19 @@ function additionalData(header: Buffer, recipient: string): Buffer {
   return Buffer.concat([header, Buffer.from(recipient, 'utf8')]);
 }
 
-/** Seals `payload` for `recipient` (its member name, or ANY_RECIPIENT for a join to an unnamed seed). */
-export function sealFrame(keyring: KeyRing | undefined, payload: Buffer, recipient: string, nonce: Buffer = randomNonce()): Buffer {
+/**
+ * Seals `payload` for `recipient` (its member name, or ANY_RECIPIENT for a join to an unnamed seed) as frame
+ * `version` (the wire version of the payload's encoding; ignored without a key ring: plaintext is version 0).
+ */
+export function sealFrame(
+  keyring: KeyRing | undefined,
+  payload: Buffer,
+  recipient: string,
+  nonce: Buffer = randomNonce(),
+  version: number = FRAME_VERSION_AES256GCM,
+): Buffer {
   if (!keyring) return Buffer.concat([FRAME_MAGIC, Buffer.of(FRAME_VERSION_PLAINTEXT), payload]);
-  const header = Buffer.concat([FRAME_MAGIC, Buffer.of(FRAME_VERSION_AES256GCM)]);
+  const header = Buffer.concat([FRAME_MAGIC, Buffer.of(version)]);
   const cipher = createCipheriv('aes-256-gcm', keyring.primary, nonce);
   cipher.setAAD(additionalData(header, recipient));
   const body = Buffer.concat([cipher.update(payload), cipher.final()]);
@@ -58,21 +73,22 @@ export function sealFrame(keyring: KeyRing | undefined, payload: Buffer, recipie
 }
 
 export type OpenResult =
-  | { readonly ok: true; readonly payload: Buffer; readonly nonce: Buffer | undefined; readonly recipient: string | undefined }
-  | { readonly ok: false; readonly reason: 'bad_frame' | 'decrypt_failed' | 'plaintext_rejected' | 'encrypted_unexpected' };
+  | { readonly ok: true; readonly payload: Buffer; readonly version: number; readonly nonce: Buffer | undefined; readonly recipient: string | undefined }
+  | { readonly ok: false; readonly reason: 'bad_frame' | 'decrypt_failed' | 'plaintext_rejected' | 'encrypted_unexpected' | 'unsupported_version' };
 
 /**
  * Opens a frame addressed to one of `recipients` (tried in order; the first is this member's own name). The
  * result names the recipient the frame was sealed for (undefined for plaintext, which binds nothing).
  */
-export function openFrame(keyring: KeyRing | undefined, frame: Buffer, recipients: readonly string[]): OpenResult {
+export function openFrame(keyring: KeyRing | undefined, frame: Buffer, recipients: readonly string[], maxVersion: number = FRAME_VERSION_MAX): OpenResult {
   if (frame.length < HEADER_BYTES || !frame.subarray(0, 4).equals(FRAME_MAGIC)) return { ok: false, reason: 'bad_frame' };
   const version = frame[4];
   if (version === FRAME_VERSION_PLAINTEXT) {
     if (keyring) return { ok: false, reason: 'plaintext_rejected' };
-    return { ok: true, payload: frame.subarray(HEADER_BYTES), nonce: undefined, recipient: undefined };
+    return { ok: true, payload: frame.subarray(HEADER_BYTES), version, nonce: undefined, recipient: undefined };
   }
-  if (version !== FRAME_VERSION_AES256GCM) return { ok: false, reason: 'bad_frame' };
+  if (version === undefined || version < FRAME_VERSION_AES256GCM) return { ok: false, reason: 'bad_frame' };
+  if (version > maxVersion) return { ok: false, reason: 'unsupported_version' };
   if (!keyring) return { ok: false, reason: 'encrypted_unexpected' };
   if (frame.length < HEADER_BYTES + NONCE_BYTES + TAG_BYTES) return { ok: false, reason: 'decrypt_failed' };
   const header = frame.subarray(0, HEADER_BYTES);
@@ -87,7 +103,7 @@ export function openFrame(keyring: KeyRing | undefined, frame: Buffer, recipient
         decipher.setAAD(aad);
         decipher.setAuthTag(tag);
         const payload = Buffer.concat([decipher.update(body), decipher.final()]);
-        return { ok: true, payload, nonce: Buffer.from(nonce), recipient };
+        return { ok: true, payload, version, nonce: Buffer.from(nonce), recipient };
       } catch {
         // wrong key or another recipient: try the next combination
       }

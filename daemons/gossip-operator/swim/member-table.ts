@@ -55,9 +55,12 @@ export class MemberTable {
     return this.#members.delete(name);
   }
 
-  /** Raise our incarnation above `atLeast` (refutation); returns the new incarnation. */
+  /**
+   * Raise our incarnation above `atLeast` (refutation); returns the new incarnation. Saturates at 2^53 - 1, the
+   * schema's bound (a key holder accusing us at that incarnation cannot push us past what peers accept).
+   */
   refute(atLeast: number): number {
-    this.self.incarnation = Math.max(this.self.incarnation, atLeast) + 1;
+    this.self.incarnation = Math.min(Number.MAX_SAFE_INTEGER, Math.max(this.self.incarnation, atLeast) + 1);
     return this.self.incarnation;
   }
 

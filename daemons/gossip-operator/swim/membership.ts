@@ -6,7 +6,6 @@ import { EventEmitter } from 'node:events';
 import { Awareness } from './awareness.ts';
 import { BroadcastQueue } from './broadcast-queue.ts';
 import { shuffled, systemClock, type Clock, type RandomSource, type TimerHandle } from './clock.ts';
-import { packetEnvelopeBytes } from './codec.ts';
 import { pushPullIntervalFor, retransmitLimit, validateSwimConfig, type SwimConfig } from './config.ts';
 import { ANY_RECIPIENT, frameOverhead } from './crypto.ts';
 import type { StateDelegate } from './delegate.ts';
@@ -14,13 +13,15 @@ import { DropCounter, type GossipLogger } from './drop-counter.ts';
 import type { KeyRing } from './keyring.ts';
 import { MemberTable, type Member, type MemberState } from './member-table.ts';
 import { AckTable, probeMember, ProbeTargets, type ProbeHost } from './probe.ts';
-import { PacketGate } from './packet-gate.ts';
+import { PacketGate, type WireCounts } from './packet-gate.ts';
 import { PushPullExchange } from './push-pull.ts';
 import { PacketReceiver } from './receive.ts';
 import { SWIM_DROP_REASONS, type SwimDropReason } from './reasons.ts';
 import { resolveSeeds, type LookupFn, type SeedProblem } from './seeds.ts';
 import type { Transport, TransportStats } from './transport.ts';
 import { MembershipUpdates } from './updates.ts';
+import type { UserMessage } from '../../../schemas/generated/gossip-swim-packet.ts';
+import { WIRE_LATEST, WIRE_VERSIONS, WireMessage, type WireVersion } from './wire.ts';
 
 export interface MembershipOptions {
   readonly config: SwimConfig;
@@ -34,6 +35,9 @@ export interface MembershipOptions {
   /** Other "ip:port" forms of this member (e.g. behind NAT), filtered out of the seeds. */
   readonly selfAddresses?: readonly string[];
   readonly lookup?: LookupFn;
+  /** Highest wire version to speak (wire.ts; default the latest). Pin it to 2 to hold a member on the JSON wire
+   * during a rolling upgrade, or to stand in for a member of the previous release in tests. */
+  readonly wireVersion?: WireVersion;
 }
 
 export interface MemberView {
@@ -51,6 +55,8 @@ export interface MembershipStats {
   readonly queuedBroadcasts: number;
   readonly drops: Record<SwimDropReason, number>;
   readonly transport: TransportStats;
+  /** Frames sealed and opened per wire version: how far a rolling upgrade has got. */
+  readonly wire: { readonly sent: WireCounts; readonly received: WireCounts };
 }
 
 type Events = { join: [MemberView]; update: [MemberView]; leave: [MemberView]; forget: [string] };
@@ -77,8 +83,9 @@ export class Membership extends EventEmitter<Events> {
   readonly #updates: MembershipUpdates;
   readonly #timers = new Set<TimerHandle>();
   // A random start, so sequence numbers differ between members and restarts (issue 17: a reflected or stale ack
-  // must not match an outstanding probe by luck of every node counting from 0).
-  #seq = randomInt(0, 2 ** 47);
+  // must not match an outstanding probe by luck of every node counting from 0). From the injected random source
+  // when there is one, so a seeded simulation replays exactly (issue 22).
+  #seq: number;
   #seeds: readonly string[] = [];
   #joined = false;
   #running = false;
@@ -93,16 +100,26 @@ export class Membership extends EventEmitter<Events> {
     this.#keyring = options.keyring;
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? Math.random;
+    this.#seq = options.random ? Math.floor(options.random() * 2 ** 47) : randomInt(0, 2 ** 47);
     this.#delegate = options.delegate;
     this.#lookup = options.lookup;
     this.#selfAddresses = [options.transport.localAddress, ...(options.selfAddresses ?? [])];
     this.drops = new DropCounter('swim', SWIM_DROP_REASONS, options.logger);
     this.#table = new MemberTable(options.config.name, options.transport.localAddress, 0, this.#clock.now(), options.config.maxMembers);
     this.#awareness = new Awareness(options.config.awarenessMaxMultiplier);
+    this.#gate = new PacketGate(
+      options.config.name,
+      options.keyring,
+      this.#clock,
+      this.drops,
+      options.config.replayWindowMs,
+      options.config.replayCacheMaxEntries,
+      options.wireVersion ?? WIRE_LATEST,
+      options.config.maxMembers,
+    );
     this.#broadcasts = new BroadcastQueue(options.config.maxQueuedBroadcasts, this.#maxBroadcastBytes());
     this.#acks = new AckTable(this.#clock);
     this.#targets = new ProbeTargets(this.#random);
-    this.#gate = new PacketGate(options.config.name, options.keyring, this.#clock, this.drops, options.config.replayWindowMs, options.config.replayCacheMaxEntries);
     this.#probeHost = this.#makeProbeHost();
     this.#updates = new MembershipUpdates({
       config: this.config,
@@ -184,6 +201,7 @@ export class Membership extends EventEmitter<Events> {
       queuedBroadcasts: this.#broadcasts.size,
       drops: this.drops.snapshot(),
       transport: { ...this.#transport.stats },
+      wire: { sent: { ...this.#gate.sent }, received: { ...this.#gate.received } },
     };
   }
 
@@ -197,7 +215,7 @@ export class Membership extends EventEmitter<Events> {
     return this.#announce();
   }
 
-  /** Largest delegate broadcast that fits one packet: JSON bytes of {"k":"user","data":...}. */
+  /** Largest delegate broadcast that fits one packet in every wire version: JSON bytes of {"k":"user","data":...}. */
   get maxBroadcastBytes(): number {
     return this.#maxBroadcastBytes();
   }
@@ -207,11 +225,11 @@ export class Membership extends EventEmitter<Events> {
    * message can never fit one packet: the delegate must rely on push-pull for it.
    */
   broadcast(key: string, data: unknown): boolean {
-    const json = JSON.stringify({ k: 'user', data });
-    const r = this.#broadcasts.enqueue(`u:${key}`, json);
+    const message = new WireMessage({ k: 'user', data: data as UserMessage['data'] });
+    const r = this.#broadcasts.enqueue(`u:${key}`, message);
     if (r === 'too_large') {
       // Not a loss: the caller sends it by push-pull instead (GossipState.broadcast), so this is only counted.
-      this.drops.drop('broadcast_too_large', `broadcast ${key} is ${Buffer.byteLength(json)} bytes, more than one packet; push-pull carries it instead`, 'debug');
+      this.drops.drop('broadcast_too_large', `broadcast ${key} is ${message.maxBytes} bytes, more than one packet; push-pull carries it instead`, 'debug');
       return false;
     }
     if (r === 'evicted_other') this.drops.drop('queue_full', 'broadcast queue full; evicted the most-sent broadcast');
@@ -249,7 +267,7 @@ export class Membership extends EventEmitter<Events> {
     if (!this.#running) return;
     this.#table.leaving = true;
     const self = this.#table.self;
-    const msg = JSON.stringify({ k: 'dead', name: self.name, inc: self.incarnation, by: self.name });
+    const msg = new WireMessage({ k: 'dead', name: self.name, inc: self.incarnation, by: self.name });
     this.#broadcasts.enqueue(`m:${self.name}`, msg);
     for (const m of this.#table.all()) {
       if (m !== self && (m.state === 'alive' || m.state === 'suspect')) this.#send(m.name, m.addr, [msg]);
@@ -273,7 +291,7 @@ export class Membership extends EventEmitter<Events> {
     this.#running = true;
     // Announce ourselves (memberlist's setAlive): whoever we reach first starts spreading the news.
     const self = this.#table.self;
-    this.#broadcasts.enqueue(`m:${self.name}`, JSON.stringify({ k: 'alive', name: self.name, addr: self.addr, inc: self.incarnation }));
+    this.#broadcasts.enqueue(`m:${self.name}`, new WireMessage({ k: 'alive', name: self.name, addr: self.addr, inc: self.incarnation }));
     this.#transport.setPacketHandler((frame, from, at) => this.#receiver.onPacket(frame, from, at));
     this.#transport.setStreamHandler(
       (frame, from) => this.#pushPull.open(frame, from),
@@ -282,6 +300,9 @@ export class Membership extends EventEmitter<Events> {
     this.#transport.setStreamDropHandler((reason, detail) => this.drops.drop(reason, detail));
     this.#every(() => this.#awareness.scale(this.config.probeIntervalMs), () => this.#probeTick());
     this.#every(() => this.config.gossipIntervalMs, () => this.#gossipTick());
+    // Forgetting scans the whole table, so it runs at 1/30 of the TTL (within ~3 % of it), not every gossip round:
+    // at 1,000 members that scan was the largest CPU cost of an idle member (issue 22, simulation profile).
+    this.#every(() => Math.max(this.config.gossipIntervalMs, this.config.deadMemberTtlMs / 30), () => this.#forgetExpired());
     this.#every(() => pushPullIntervalFor(this.config.pushPullIntervalMs, this.#table.liveCount()), () => void this.#pushPullTick());
     this.#every(() => (this.#joined ? this.config.announceIntervalMs : this.config.joinRetryIntervalMs), () => void this.#announce());
   }
@@ -314,7 +335,6 @@ export class Membership extends EventEmitter<Events> {
   }
 
   #gossipTick(): void {
-    this.#forgetExpired();
     if (this.#broadcasts.size === 0) return;
     const now = this.#clock.now();
     const candidates = [...this.#table.all()].filter(
@@ -333,6 +353,7 @@ export class Membership extends EventEmitter<Events> {
     for (const m of [...this.#table.all()]) {
       if ((m.state === 'dead' || m.state === 'left') && now - m.stateChangedAtMs >= this.config.deadMemberTtlMs && this.#table.forget(m.name)) {
         this.#broadcasts.remove(`m:${m.name}`);
+        this.#gate.forget(m.name);
         this.emit('forget', m.name);
       }
     }
@@ -365,19 +386,25 @@ export class Membership extends EventEmitter<Events> {
   }
 
   #maxBroadcastBytes(): number {
-    return this.config.maxPacketBytes - frameOverhead(this.#keyring) - packetEnvelopeBytes(this.#header()) - 16;
+    const header = this.#header();
+    const envelope = Math.max(...WIRE_VERSIONS.map((v) => this.#gate.envelopeBytes(v, header)));
+    return this.config.maxPacketBytes - frameOverhead(this.#keyring) - envelope - 16;
   }
 
-  /** Sends `messages` to the member `to` at `addr`, filling the rest of the packet with piggybacked broadcasts. */
-  #send(to: string, addr: string, messages: readonly string[]): void {
+  /**
+   * Sends `messages` to the member `to` at `addr` in the wire version it speaks, filling the rest of the packet
+   * with piggybacked broadcasts.
+   */
+  #send(to: string, addr: string, messages: readonly WireMessage[]): void {
     if (!this.#running && !this.#table.leaving) return;
     const header = this.#header();
-    let used = frameOverhead(this.#keyring) + packetEnvelopeBytes(header);
-    for (const m of messages) used += Buffer.byteLength(m) + 1;
+    const version = this.#gate.versionFor(to);
+    let used = frameOverhead(this.#keyring) + this.#gate.envelopeBytes(version, header);
+    for (const m of messages) used += m.cost(version);
     const limit = retransmitLimit(this.config.retransmitMult, this.#table.liveCount());
-    const piggyback = this.#broadcasts.take(this.config.maxPacketBytes - used, 1, limit);
+    const piggyback = this.#broadcasts.take(this.config.maxPacketBytes - used, version, limit);
     if (messages.length === 0 && piggyback.length === 0) return;
-    this.#transport.sendPacket(addr, this.#gate.seal(header, to, [...messages, ...piggyback]));
+    this.#transport.sendPacket(addr, this.#gate.seal(header, to, [...messages, ...piggyback], false, version));
   }
 
   #makeProbeHost(): ProbeHost {
@@ -392,12 +419,12 @@ export class Membership extends EventEmitter<Events> {
       indirectChecks: () => this.config.indirectChecks,
       liveMembers: () => [...this.#table.all()].filter((m) => m.state === 'alive' || m.state === 'suspect'),
       pingTo: (target, seq) => {
-        const msgs = [JSON.stringify({ k: 'ping', seq, target: target.name })];
+        const msgs = [new WireMessage({ k: 'ping', seq, target: target.name })];
         // Lifeguard buddy system: tell a suspect directly, so it can refute before the timeout.
-        if (target.state === 'suspect') msgs.push(JSON.stringify({ k: 'suspect', name: target.name, inc: target.incarnation, by: this.name }));
+        if (target.state === 'suspect') msgs.push(new WireMessage({ k: 'suspect', name: target.name, inc: target.incarnation, by: this.name }));
         this.#send(target.name, target.addr, msgs);
       },
-      pingReqTo: (via, target, seq) => this.#send(via.name, via.addr, [JSON.stringify({ k: 'ping-req', seq, target: target.name, targetAddr: target.addr })]),
+      pingReqTo: (via, target, seq) => this.#send(via.name, via.addr, [new WireMessage({ k: 'ping-req', seq, target: target.name, targetAddr: target.addr })]),
       awarenessDelta: (d) => this.#awareness.applyDelta(d),
       suspect: (target) => {
         const current = this.#table.get(target.name);

@@ -1,13 +1,22 @@
 // The one entrance for every received frame, datagram or stream alike: size bound, decryption with the key
-// ring for this member as recipient, decoding, the reflection check and the replay window, in that order
-// (cheapest first). Each refusal is a counted drop.
+// ring for this member as recipient, decoding in the frame's wire version, the reflection check and the replay
+// window, in that order (cheapest first). Each refusal is a counted drop. It is also the one exit: each frame is
+// sealed in the wire version negotiated with its recipient (wire.ts).
 import type { SwimPacket } from '../../../schemas/generated/gossip-swim-packet.ts';
 import type { Clock } from './clock.ts';
-import { decodePacket, encodePacket, type PacketHeader } from './codec.ts';
+import type { PacketHeader } from './codec.ts';
 import { ANY_RECIPIENT, openFrame, ReplayGuard, sealFrame } from './crypto.ts';
 import type { DropCounter } from './drop-counter.ts';
 import type { KeyRing } from './keyring.ts';
 import type { SwimDropReason } from './reasons.ts';
+import { decodeWire, encodeWire, envelopeBytes, PeerWireVersions, WIRE_BASELINE, WIRE_VERSIONS, type WireMessage, type WireVersion } from './wire.ts';
+
+/** Frames sealed and opened per wire version (plaintext frames count as the baseline). */
+export type WireCounts = Record<WireVersion, number>;
+
+function zeroCounts(): WireCounts {
+  return Object.fromEntries(WIRE_VERSIONS.map((v) => [v, 0])) as WireCounts;
+}
 
 export interface OpenedPacket {
   readonly packet: SwimPacket;
@@ -21,18 +30,52 @@ export class PacketGate {
   readonly #clock: Clock;
   readonly #drops: DropCounter<SwimDropReason>;
   readonly #replay: ReplayGuard;
+  readonly #peers: PeerWireVersions;
+  readonly sent: WireCounts = zeroCounts();
+  readonly received: WireCounts = zeroCounts();
 
-  constructor(self: string, keyring: KeyRing | undefined, clock: Clock, drops: DropCounter<SwimDropReason>, replayWindowMs: number, replayCacheMaxEntries: number) {
+  /** `latest`: the highest wire version to speak (pinned lower during a rolling upgrade, or to test one). */
+  constructor(
+    self: string,
+    keyring: KeyRing | undefined,
+    clock: Clock,
+    drops: DropCounter<SwimDropReason>,
+    replayWindowMs: number,
+    replayCacheMaxEntries: number,
+    latest: WireVersion,
+    maxPeers: number,
+  ) {
     this.#self = self;
     this.#keyring = keyring;
     this.#clock = clock;
     this.#drops = drops;
     this.#replay = new ReplayGuard(replayWindowMs, replayCacheMaxEntries);
+    // Plaintext frames carry JSON only: without a key ring there is nothing to negotiate.
+    this.#peers = new PeerWireVersions(keyring ? latest : WIRE_BASELINE, maxPeers);
   }
 
-  /** Frame for `messages` (already JSON) under `header`, sealed for the member named `to`. */
-  seal(header: PacketHeader, to: string, messages: readonly string[]): Buffer {
-    return sealFrame(this.#keyring, encodePacket(header, messages), to);
+  /** The wire version a frame to `to` is sealed in. */
+  versionFor(to: string): WireVersion {
+    return this.#peers.versionFor(to);
+  }
+
+  /** Bytes of a frame of `version` before its messages (frame overhead not included). */
+  envelopeBytes(version: WireVersion, header: PacketHeader): number {
+    return envelopeBytes(version, header, this.#peers.latest);
+  }
+
+  /**
+   * Frame for `messages` under `header`, sealed for the member named `to` in the version negotiated with it
+   * (or `version`). `stream`: a push-pull message, compressed when large.
+   */
+  seal(header: PacketHeader, to: string, messages: readonly WireMessage[], stream = false, version = this.versionFor(to)): Buffer {
+    this.sent[version]++;
+    return sealFrame(this.#keyring, encodeWire(version, header, this.#peers.latest, messages, stream), to, undefined, version);
+  }
+
+  /** A member forgotten: nothing more to remember about what it speaks. */
+  forget(name: string): void {
+    this.#peers.forget(name);
   }
 
   /**
@@ -44,12 +87,13 @@ export class PacketGate {
       this.#drops.drop('oversized', `${frame.length}-byte frame from ${from} (max ${maxBytes})`);
       return undefined;
     }
-    const opened = openFrame(this.#keyring, frame, acceptAnyRecipient ? [this.#self, ANY_RECIPIENT] : [this.#self]);
+    const opened = openFrame(this.#keyring, frame, acceptAnyRecipient ? [this.#self, ANY_RECIPIENT] : [this.#self], this.#peers.latest);
     if (!opened.ok) {
-      this.#drops.drop(opened.reason, `${frame.length}-byte frame from ${from}`);
+      const detail = opened.reason === 'unsupported_version' ? `, wire version ${String(frame[4])} (this member speaks up to ${this.#peers.latest})` : '';
+      this.#drops.drop(opened.reason, `${frame.length}-byte frame from ${from}${detail}`);
       return undefined;
     }
-    const decoded = decodePacket(opened.payload);
+    const decoded = decodeWire(opened.version, opened.payload, maxBytes);
     if (!decoded.ok) {
       this.#drops.drop(decoded.reason, `from ${from}: ${decoded.detail}`);
       return undefined;
@@ -63,6 +107,9 @@ export class PacketGate {
       this.#drops.drop(replay, `packet from ${from} stamped ${decoded.packet.ts}`);
       return undefined;
     }
+    // Only now, authenticated and fresh, may the packet tell us what its sender speaks.
+    if (this.#keyring) this.#peers.heard(decoded.packet.from, decoded.packet.w);
+    this.received[opened.version === 0 ? WIRE_BASELINE : (opened.version as WireVersion)]++;
     return { packet: decoded.packet, toAnyone: opened.recipient === ANY_RECIPIENT };
   }
 }

@@ -88,6 +88,7 @@ export class AckTable {
  */
 export class ProbeTargets {
   #order: string[] = [];
+  #inOrder = new Set<string>();
   #index = 0;
   readonly #random: RandomSource;
 
@@ -98,9 +99,19 @@ export class ProbeTargets {
   next(candidates: readonly Member[], selfName: string): Member | undefined {
     const byName = new Map(candidates.filter((m) => m.name !== selfName && (m.state === 'alive' || m.state === 'suspect')).map((m) => [m.name, m]));
     if (byName.size === 0) return undefined;
+    // A member learned during a round joins the rest of this round at a random place (as in memberlist), so it is
+    // probed within the round and not only after the next reshuffle: at N members that is up to N probe periods
+    // later, which the simulation showed as multi-second detection of a member that had joined last (issue 22).
+    for (const name of byName.keys()) {
+      if (this.#inOrder.has(name)) continue;
+      const at = this.#index + Math.floor(this.#random() * (this.#order.length - this.#index + 1));
+      this.#order.splice(at, 0, name);
+      this.#inOrder.add(name);
+    }
     for (let tries = 0; tries <= this.#order.length; tries++) {
       if (this.#index >= this.#order.length) {
         this.#order = shuffled([...byName.keys()], this.#random);
+        this.#inOrder = new Set(this.#order);
         this.#index = 0;
       }
       const m = byName.get(this.#order[this.#index++] as string);

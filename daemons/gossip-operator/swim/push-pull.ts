@@ -2,10 +2,10 @@
 // exchange. Piggybacked gossip can lose news (packet loss, partitions, a broadcast that reached its retransmit
 // limit); this exchange is what makes every state eventually converge. Pure helpers; membership.ts does the I/O.
 import type { AliveMessage, DeadMessage, PushPullState, SuspectMessage } from '../../../schemas/generated/gossip-swim-packet.ts';
-import { checkMessage, packetEnvelopeBytes, type PacketHeader } from './codec.ts';
+import { checkMessage, type PacketHeader } from './codec.ts';
 import type { SwimConfig } from './config.ts';
-import { frameOverhead } from './crypto.ts';
 import type { StateDelegate } from './delegate.ts';
+import { frameOverhead } from './crypto.ts';
 import type { DropCounter } from './drop-counter.ts';
 import type { KeyRing } from './keyring.ts';
 import type { Member } from './member-table.ts';
@@ -13,6 +13,7 @@ import type { PacketGate } from './packet-gate.ts';
 import type { SwimDropReason } from './reasons.ts';
 import type { Transport } from './transport.ts';
 import type { MembershipMessage } from './updates.ts';
+import { WireMessage } from './wire.ts';
 
 export function buildPushPull(members: Iterable<Member>, join: boolean, user: unknown): PushPullState {
   const list: PushPullState['members'] = [];
@@ -67,7 +68,7 @@ export class PushPullExchange {
     const { transport, config, drops } = this.#c;
     try {
       const request = this.#frame(join, to);
-      const opening = this.#c.gate.seal(this.#c.header(), to, [JSON.stringify({ k: 'stream-open', bytes: request.length, join })]);
+      const opening = this.#c.gate.seal(this.#c.header(), to, [new WireMessage({ k: 'stream-open', bytes: request.length, join })]);
       const reply = await transport.request(addr, opening, request, config.pushPullTimeoutMs, config.maxMessageBytes);
       if (!this.#c.running()) return false;
       return this.#merge(reply, addr, false) !== undefined;
@@ -120,18 +121,21 @@ export class PushPullExchange {
     }
   }
 
+  /** Our state sealed for `to` in the wire version it speaks (compressed in version 3 when large). */
   #frame(join: boolean, to: string): Buffer {
     const { config, keyring, delegate, drops, gate } = this.#c;
     const header = this.#c.header();
-    let user = delegate?.localState(join);
-    let json = JSON.stringify(buildPushPull(this.#c.members(), join, user));
-    const budget = config.maxMessageBytes - frameOverhead(keyring) - packetEnvelopeBytes(header) - 4;
-    if (Buffer.byteLength(json) > budget && user !== undefined) {
-      drops.drop('oversized', `local state of ${Buffer.byteLength(json)} bytes exceeds maxMessageBytes; sending members only`);
-      user = undefined;
-      json = JSON.stringify(buildPushPull(this.#c.members(), join, user));
+    const version = gate.versionFor(to);
+    const user = delegate?.localState(join);
+    let message = new WireMessage(buildPushPull(this.#c.members(), join, user));
+    // The receiver refuses a stream above maxMessageBytes and inflates no further than that, so the uncompressed
+    // size is what must fit. Without the delegate state the member list still converges membership.
+    const plaintextBytes = gate.envelopeBytes(version, header) + message.cost(version);
+    if (plaintextBytes + frameOverhead(keyring) + 4 > config.maxMessageBytes && user !== undefined) {
+      drops.drop('oversized', `local state of ${plaintextBytes} bytes exceeds maxMessageBytes; sending members only`);
+      message = new WireMessage(buildPushPull(this.#c.members(), join, undefined));
     }
-    return gate.seal(header, to, [json]);
+    return gate.seal(header, to, [message], true, version);
   }
 
   /**

@@ -10,7 +10,7 @@ export const SWIM_DROP_REASONS = [
   'stale_packet', // sender timestamp outside the replay window
   'bad_json', // plaintext is not JSON
   'bad_packet', // JSON that does not match the packet schema
-  'unsupported_version', // packet major version newer than this build speaks
+  'unsupported_version', // frame (wire) version or packet major version newer than this build speaks
   'bad_message', // a message of a known kind that fails its schema
   'unknown_kind', // message kind from a newer minor version (ignored, counted)
   'members_full', // alive message for a new member while maxMembers are tracked

@@ -10,6 +10,7 @@ import type { PacketGate } from './packet-gate.ts';
 import { nackTimeoutMs, type AckTable } from './probe.ts';
 import type { SwimDropReason } from './reasons.ts';
 import type { MembershipUpdates } from './updates.ts';
+import { WireMessage } from './wire.ts';
 
 export interface ReceiveContext {
   readonly config: SwimConfig;
@@ -22,7 +23,7 @@ export interface ReceiveContext {
   readonly timers: Set<TimerHandle>;
   readonly nextSeq: () => number;
   /** Sends to the member named `to` at `addr` (the frame is sealed for that name). */
-  readonly send: (to: string, addr: string, messages: readonly string[]) => void;
+  readonly send: (to: string, addr: string, messages: readonly WireMessage[]) => void;
   readonly running: () => boolean;
 }
 
@@ -49,7 +50,7 @@ export class PacketReceiver {
         switch (m.k) {
           case 'ping':
             // Replies go to the datagram's source address, which is what the prober can reach us from.
-            if (m.target === config.name) this.#c.send(packet.from, from, [JSON.stringify({ k: 'ack', seq: m.seq })]);
+            if (m.target === config.name) this.#c.send(packet.from, from, [new WireMessage({ k: 'ack', seq: m.seq })]);
             break;
           case 'ack':
             if (acks.ack(m.seq, packet.from, receivedAtMs) === 'unexpected') drops.drop('unexpected_ack', `ack ${m.seq} from ${packet.from}, which was not asked`);
@@ -87,16 +88,16 @@ export class PacketReceiver {
     let acked = false;
     acks.expect(seq, new Set([target]), config.probeIntervalMs, () => {
       acked = true;
-      send(requester, requesterAddr, [JSON.stringify({ k: 'ack', seq: origSeq })]);
+      send(requester, requesterAddr, [new WireMessage({ k: 'ack', seq: origSeq })]);
     });
     // Lifeguard nack: tells the requester we are alive and its target is not answering us either, so a missing
     // nack points at the requester's own connectivity.
     const t = clock.schedule(nackTimeoutMs(config.probeTimeoutMs, config.probeIntervalMs), () => {
       timers.delete(t);
-      if (!acked && this.#c.running()) send(requester, requesterAddr, [JSON.stringify({ k: 'nack', seq: origSeq })]);
+      if (!acked && this.#c.running()) send(requester, requesterAddr, [new WireMessage({ k: 'nack', seq: origSeq })]);
     });
     timers.add(t);
-    send(target, targetAddr, [JSON.stringify({ k: 'ping', seq, target })]);
+    send(target, targetAddr, [new WireMessage({ k: 'ping', seq, target })]);
   }
 
   #notifyDelegate(data: unknown, from: string): void {

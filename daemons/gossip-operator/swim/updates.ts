@@ -11,6 +11,7 @@ import type { DropCounter } from './drop-counter.ts';
 import type { MemberTable } from './member-table.ts';
 import type { SwimDropReason } from './reasons.ts';
 import { Suspicion } from './suspicion.ts';
+import { WireMessage } from './wire.ts';
 
 export type MembershipMessage = AliveMessage | SuspectMessage | DeadMessage;
 export type MemberEvent = 'join' | 'update' | 'leave';
@@ -38,7 +39,7 @@ export class MembershipUpdates {
     const { table, clock, drops, config, notify } = this.#c;
     const now = clock.now();
     const rebroadcast = (): void => {
-      this.#c.broadcasts.enqueue(`m:${m.name}`, JSON.stringify(m));
+      this.#c.broadcasts.enqueue(`m:${m.name}`, new WireMessage(m));
     };
     if (m.k === 'alive') {
       const before = table.get(m.name)?.state;
@@ -87,7 +88,7 @@ export class MembershipUpdates {
     // Being accused while alive means others cannot hear us in time: our own health is suspect (Lifeguard).
     if (accused) this.#c.awareness.applyDelta(1);
     const self = table.self;
-    this.#c.broadcasts.enqueue(`m:${self.name}`, JSON.stringify({ k: 'alive', name: self.name, addr: self.addr, inc }));
+    this.#c.broadcasts.enqueue(`m:${self.name}`, new WireMessage({ k: 'alive', name: self.name, addr: self.addr, inc }));
   }
 
   #suspect(name: string, accuser: string): void {
