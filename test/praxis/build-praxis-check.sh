@@ -29,6 +29,14 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# The crates' C parts (aws-lc-sys, ring, zstd, jemalloc, libz-ng-sys) need a C compiler and cmake: Debian's.
+if ! command -v cc >/dev/null 2>&1 || ! command -v cmake >/dev/null 2>&1; then
+  echo "build-praxis-check: installing Debian's gcc and cmake for the crates' C parts" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq gcc cmake >/dev/null
+fi
+
 mkdir -p "$out"
 # The target directory is shared across keys so a changed checker recompiles only itself.
 export CARGO_TARGET_DIR="$cache_root/target"
