@@ -17,6 +17,11 @@ export interface DemoCallerKey {
   readonly entry: CallerKeyEntry;
 }
 
+/** Whether any of these gateway configs runs caller_auth (a consumer declared with callerKeys). */
+export function requiresCallerKeys(configs: readonly Record<string, unknown>[]): boolean {
+  return configs.some((c) => ((c['filter_chains'] ?? []) as { filters?: { filter?: unknown }[] }[]).some((chain) => (chain.filters ?? []).some((f) => f.filter === 'caller_auth')));
+}
+
 /** The tenants the demo mints keys for: the GridNetwork's budgetPolicy tenants, else one `demo` tenant. */
 export function demoTenants(sites: readonly CompiledSite[]): string[] {
   const tenants = new Set<string>();

@@ -17,7 +17,7 @@ import { ensureGridPki, type GridPki } from './pki.ts';
 import { type ContainerProcess, materializePod, type PodRuntime, startTier } from './pods.ts';
 import { PortPool } from './ports.ts';
 import { isGatewayConfig, isProviderGatewayConfig, rewriteDeep, trustedOrganizations } from './rewrite.ts';
-import { type DemoCallerKey, demoKeysFile, demoTenants, ensureDemoCallerKeys } from './demo-keys.ts';
+import { type DemoCallerKey, demoKeysFile, demoTenants, ensureDemoCallerKeys, requiresCallerKeys } from './demo-keys.ts';
 import { ensureSwimKey, secretDataOf, secretObject, siteSecrets, type SiteSecret } from './secrets.ts';
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from './restart-policy.ts';
 import { type ManagedProcess, ProcessStartError, type ProcessSpec, type ProcessStatus, Supervisor } from './supervisor.ts';
@@ -144,10 +144,11 @@ export class LocalGrid {
   }
 
   /** Every credential token of the grid: what must never show up in a log, status, overlay or error body. */
+  /** The demo caller keys count: they belong only in the state directory's caller-keys/demo-keys.json. */
   tokens(): Buffer[] {
     return [
       ...this.#secrets.flatMap((s) => s.tokenKeys.map((k) => s.data[k]).filter((v): v is Buffer => v !== undefined)),
-      ...this.demoKeys.flatMap((k) => [Buffer.from(k.key), Buffer.from(k.entry.hash), Buffer.from(k.entry.salt)]),
+      ...this.demoKeys.map((k) => Buffer.from(k.key)),
     ];
   }
 
@@ -394,7 +395,7 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
     providerSans: providerSans(compiled, table),
   });
   const swimKey = ensureSwimKey(join(stateDir, 'pki'));
-  const needsKeys = compiled.some((s) => gatewayConfigs(s).some((c) => ((c['filter_chains'] ?? []) as { filters?: { filter?: unknown }[] }[]).some((chain) => (chain.filters ?? []).some((f) => f.filter === 'caller_auth'))));
+  const needsKeys = requiresCallerKeys(compiled.flatMap(gatewayConfigs));
   const demoKeys = needsKeys ? ensureDemoCallerKeys(stateDir, demoTenants(compiled)) : [];
   if (needsKeys) progress(`caller keys: a demo key per tenant (${demoKeys.map((k) => k.tenant).join(', ')}) in ${join(stateDir, 'caller-keys')} (reused when present); the consumers' keys Secret holds only their hashes`);
 

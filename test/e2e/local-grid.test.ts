@@ -382,6 +382,8 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
         const text = readFileSync(file, 'utf8');
         // A Secret in a store, or a file that is exactly one mounted secret key, is where a token belongs.
         if (file.includes(`${join('objects', 'core', 'Secret')}/`)) continue;
+        // The demo caller keys `agn up` minted, kept for the next start (owner-only, checked below).
+        if (file === join(runDir, 'state', 'caller-keys', 'demo-keys.json')) continue;
         if (tokens.some((t) => text.trim() === t.toString())) continue;
         if (needles.some((n) => text.includes(n))) leaks.push(file);
       }
@@ -392,7 +394,7 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
       const secretObjects = `${join('objects', 'core', 'Secret')}/`;
       const privateFiles = files.filter((f) => f.includes(secretObjects) || privateNeedles.some((n) => readFileSync(f, 'utf8').includes(n)));
       const wide = privateFiles.filter((f) => (statSync(f).mode & 0o077) !== 0).map((f) => `${f} ${(statSync(f).mode & 0o777).toString(8)}`);
-      const privateDirs = [join(runDir, 'state', 'pki'), ...privateFiles.filter((f) => f.includes(secretObjects)).flatMap((f) => [dirname(f), dirname(dirname(f))])];
+      const privateDirs = [join(runDir, 'state', 'pki'), join(runDir, 'state', 'caller-keys'), ...privateFiles.filter((f) => f.includes(secretObjects)).flatMap((f) => [dirname(f), dirname(dirname(f))])];
       const wideDirs = [...new Set(privateDirs)].filter((d) => (statSync(d).mode & 0o077) !== 0).map((d) => `${d} ${(statSync(d).mode & 0o777).toString(8)}`);
       note('private_files', privateFiles.length);
       expect(privateFiles.filter((f) => f.includes(secretObjects)).length).toBeGreaterThan(0);
