@@ -10,6 +10,8 @@ import { DEFAULT_IMAGE } from './image-reference.ts';
  * east's team also runs a Praxis AI (main) gateway of its own, `praxis-ai`: it is declared as an external consumer
  * so the operator publishes it an overlay Praxis AI main accepts (no selection_policy) and reports in its
  * routingMapStatus entry that the weightedRandom split is not honoured there.
+ * east's consumer is the production-shaped one: callers need an API key per tenant, usage is metered and priced, spend
+ * converges in the GridNetwork's budgetStatus and a tenant over its cap gets 429.
  * Every potentially routable provider becomes an upstream of east's consumer gateway: east's own through the
  * in-cluster provider-gateway Service, west's through west's public gateway endpoint, both over mTLS.
  */
@@ -33,6 +35,8 @@ function simProvider(name: string, site: string, models: readonly string[], capa
       healthCheck: { path: '/health', interval: '10s', timeout: '2s' },
       metricsConfig,
       capacityWeight,
+      // A price, so the demo's tenants accrue spend (usage_meter prices tokens from spec.cost).
+      cost: { perMillionInputTokens: 0.5, perMillionOutputTokens: 1.5 },
     },
   };
 }
@@ -52,6 +56,9 @@ export const exampleGrid: GridDeclaration = {
       admissionPolicy: { mode: 'stabilized', missingMetrics: 'existingOnly' },
       metricsRefreshInterval: '10s',
       staleCandidateTtlSeconds: 300,
+      // The demo's two tenants; east's consumer refuses a tenant (429 insufficient_quota) once its converged spend
+      // reaches the cap.
+      budgetPolicy: { tenants: [{ tenantId: 'team-a', capUsd: 5 }, { tenantId: 'team-b', capUsd: 5 }] },
       swim: { probeInterval: '5s', suspicionTimeout: '30s', gossipNodes: 3 },
     },
   },
@@ -64,7 +71,10 @@ export const exampleGrid: GridDeclaration = {
       seeds: ['gossip.west.grid.example.com:7946'],
       gossipAddress: 'gossip.east.grid.example.com:7946',
       gatewayEndpoint: { address: 'gateway.east.grid.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.east.grid.example.com' } },
-      consumerGateway: { replicas: 2 },
+      // Callers need an API key (hashes in the Secret `agn key mint` writes); spend is reported to east's operator
+      // through its gateway ingest listener, and budgets are enforced.
+      consumerGateway: { replicas: 2, callerKeys: { secretName: 'consumer-caller-keys', budgetEnforce: {} } },
+      gatewayAgeIngest: {},
       externalConsumers: [{ name: 'praxis-ai', dialect: 'praxis-main' }],
       providerGateway: { trustedPeers: consumerIdentity },
       providers: [

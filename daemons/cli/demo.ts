@@ -46,11 +46,12 @@ export async function runDemo(grid: LocalGrid, say: (message: string) => void): 
   const consumer = grid.byRole('consumer-gateway', 'east')[0];
   if (consumer?.listenAddress === undefined) throw new Error('the demo needs a consumer gateway at site east');
   const listen = consumer.listenAddress;
+  const key = grid.demoKey();
   const admin = consumer.adminAddress ?? '';
   const local = async () => (await candidates(grid, 'east')).filter((c) => c.name === MODEL);
 
   say(`demo 1/5: attribution. east's overlay for ${MODEL}: ${(await local()).map(row).join('; ')}`);
-  say(`  weightedRandom as compiled (capacityWeight 3 : 1): 24 requests -> ${describeCounts(await attribution(listen, MODEL, 24))}`);
+  say(`  weightedRandom as compiled (capacityWeight 3 : 1): 24 requests -> ${describeCounts(await attribution(listen, MODEL, 24, key))}`);
   editNetwork(grid, 'east', (spec) => {
     spec['selectionPolicy'] = { mode: 'roundRobin' };
     delete spec['placementPolicy'];
@@ -63,7 +64,7 @@ export async function runDemo(grid: LocalGrid, say: (message: string) => void): 
     return east !== undefined && !east.candidates.some((c) => 'traffic_weight' in c) && status.accepted_revision === east.revision ? true : undefined;
   }, 30_000);
   const sequence: string[] = [];
-  for (let i = 0; i < 6; i++) sequence.push((await chatCompletion(listen, MODEL)).provider ?? 'error');
+  for (let i = 0; i < 6; i++) sequence.push((await chatCompletion(listen, MODEL, 10_000, key)).provider ?? 'error');
   say(`  roundRobin: 6 requests in order -> ${sequence.join(', ')}`);
 
   say('demo 2/5: admission. east-llm-a reports queue depth 0.95 (enter threshold 0.85; stabilized: 2 samples and 10 s in state)');
@@ -76,7 +77,7 @@ export async function runDemo(grid: LocalGrid, say: (message: string) => void): 
   }, 60_000, 1000);
   await consumerCaughtUp(grid, admin);
   say(`  east-llm-a is existing_only after ${((Date.now() - t0) / 1000).toFixed(1)} s: ${(await local()).map(row).join('; ')}`);
-  say(`  12 requests -> ${describeCounts(await attribution(listen, MODEL, 12))} (traffic moved away)`);
+  say(`  12 requests -> ${describeCounts(await attribution(listen, MODEL, 12, key))} (traffic moved away)`);
   await grid.setSimState('east-llm-a', { queue_depth: 0 });
   say('  queue back to 0; recovery waits for 3 good samples and the 30 s hold-down');
 
@@ -89,7 +90,7 @@ export async function runDemo(grid: LocalGrid, say: (message: string) => void): 
   }, 60_000);
   await consumerCaughtUp(grid, admin);
   say(`  withdrawn after ${((Date.now() - t1) / 1000).toFixed(1)} s: ${(await local()).map(row).join('; ')}`);
-  say(`  12 requests -> ${describeCounts(await attribution(listen, MODEL, 12))} (east-llm-a is still closed to new requests from step 2, so new traffic crosses to the next group)`);
+  say(`  12 requests -> ${describeCounts(await attribution(listen, MODEL, 12, key))} (east-llm-a is still closed to new requests from step 2, so new traffic crosses to the next group)`);
 
   say('demo 4/5: recovery. Restarting east/sim-east-llm-b');
   await grid.startProcess('east/sim-east-llm-b/sim');
@@ -99,7 +100,7 @@ export async function runDemo(grid: LocalGrid, say: (message: string) => void): 
     return rows.length === 2 && rows.every((c) => c.admission_state === 'new_and_existing' && c.fresh) ? true : undefined;
   }, 120_000, 1000);
   await consumerCaughtUp(grid, admin);
-  say(`  both back after ${((Date.now() - t2) / 1000).toFixed(1)} s; 12 requests -> ${describeCounts(await attribution(listen, MODEL, 12))}`);
+  say(`  both back after ${((Date.now() - t2) / 1000).toFixed(1)} s; 12 requests -> ${describeCounts(await attribution(listen, MODEL, 12, key))}`);
 
   say("demo 5/5: a remote site is lost. First west's operator dies (SIGKILL: no graceful SWIM leave; its gateways still answer)");
   await grid.killProcess('west/gossip-operator/gossip-operator');
@@ -110,14 +111,14 @@ export async function runDemo(grid: LocalGrid, say: (message: string) => void): 
   }, 60_000);
   await consumerCaughtUp(grid, admin);
   say(`  member dead after ${((Date.now() - t3) / 1000).toFixed(1)} s; stale candidates are kept (fresh=false): ${(await candidates(grid, 'east')).filter((c) => c.site === 'west').map(row).join('; ')}`);
-  say(`  12 requests for ${MODEL} -> ${describeCounts(await attribution(listen, MODEL, 12))}`);
+  say(`  12 requests for ${MODEL} -> ${describeCounts(await attribution(listen, MODEL, 12, key))}`);
   say('  then the rest of west (gateways, backends) is killed: the GridSite probe fails, west turns Unreachable and is no longer eligible');
   await Promise.all(grid.processes.filter((p) => p.site === 'west').map((p) => grid.killProcess(p.name)));
   await waitFor("west's candidates withdrawn", async () => ((await candidates(grid, 'east')).some((c) => c.site === 'west') ? undefined : true), 60_000);
   await consumerCaughtUp(grid, admin);
   say(`  west candidates in east's overlay: ${(await candidates(grid, 'east')).filter((c) => c.site === 'west').map(row).join('; ') || 'none'}`);
-  say(`  12 requests for ${MODEL} -> ${describeCounts(await attribution(listen, MODEL, 12))} (traffic stays local)`);
-  const remote = await chatCompletion(listen, 'gpt-4o-mini');
+  say(`  12 requests for ${MODEL} -> ${describeCounts(await attribution(listen, MODEL, 12, key))} (traffic stays local)`);
+  const remote = await chatCompletion(listen, 'gpt-4o-mini', 10_000, key);
   say(`  gpt-4o-mini (only west serves it) -> HTTP ${remote.status} ${remote.body.slice(0, 160)}`);
   say('demo done; the grid keeps running without site west');
 }

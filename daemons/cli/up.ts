@@ -114,7 +114,7 @@ export async function upCommand(args: readonly string[]): Promise<CommandResult>
     const route = await waitFor('an overlay candidate at the consumer gateway', () => firstRoute(grid), 60_000);
     say(started, `waiting for the first routed chat completion (model ${route.model} via ${route.listen})`);
     const first = await waitFor('the first routed chat completion', async () => {
-      const result = await chatCompletion(route.listen, route.model);
+      const result = await chatCompletion(route.listen, route.model, 10_000, grid.demoKey());
       return result.status === 200 && result.provider !== undefined ? result : undefined;
     }, 60_000, 200);
     const seconds = (Date.now() - started) / 1000;
@@ -125,7 +125,9 @@ export async function upCommand(args: readonly string[]): Promise<CommandResult>
       release();
       return { stdout: `agn up --check: ok, first routed chat completion ${seconds.toFixed(1)} s after start\n`, exitCode: 0 };
     }
-    process.stdout.write(`\nTry it:\n  ${curlFor(route.listen, route.model)}\n${dashboardLines(grid)}\n`);
+    // The demo key goes to this terminal only (as `agn key mint` prints a key); logs never carry it.
+    const tenantLine = grid.demoKeys.length === 0 ? '' : `  (the key is tenant ${grid.demoKeys[0]!.tenant}'s demo key; every tenant's is in ${join(grid.stateDir, 'caller-keys', 'demo-keys.json')})\n`;
+    process.stdout.write(`\nTry it:\n  ${curlFor(route.listen, route.model, grid.demoKey())}\n${tenantLine}${dashboardLines(grid)}\n`);
     if (options.demo) {
       const { runDemo } = await import('./demo.ts');
       await runDemo(grid, (m) => say(started, m));

@@ -17,6 +17,7 @@ import { ensureGridPki, type GridPki } from './pki.ts';
 import { type ContainerProcess, materializePod, type PodRuntime, startTier } from './pods.ts';
 import { PortPool } from './ports.ts';
 import { isGatewayConfig, isProviderGatewayConfig, rewriteDeep, trustedOrganizations } from './rewrite.ts';
+import { type DemoCallerKey, demoKeysFile, demoTenants, ensureDemoCallerKeys, requiresCallerKeys } from './demo-keys.ts';
 import { ensureSwimKey, secretDataOf, secretObject, siteSecrets, type SiteSecret } from './secrets.ts';
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from './restart-policy.ts';
 import { type ManagedProcess, ProcessStartError, type ProcessSpec, type ProcessStatus, Supervisor } from './supervisor.ts';
@@ -74,6 +75,11 @@ export class LocalGrid {
   readonly supervisor: Supervisor;
   /** Every long-running process of the grid (init containers excluded). */
   readonly processes: readonly GridProcess[];
+  /**
+   * The demo caller keys (one per tenant) when a compiled consumer requires caller keys, else empty. Only `agn up`'s
+   * curl line and the runner's own traffic use them; they are never logged.
+   */
+  readonly demoKeys: readonly DemoCallerKey[];
   readonly #secrets: readonly SiteSecret[];
   readonly #specs = new Map<string, ProcessSpec>();
   readonly #progress: (message: string) => void;
@@ -86,6 +92,7 @@ export class LocalGrid {
     pods: PodRuntime[];
     pki: GridPki;
     secrets: SiteSecret[];
+    demoKeys: DemoCallerKey[];
     standInProcesses: GridProcess[];
     progress: (message: string) => void;
     restartPolicy: RestartPolicy;
@@ -100,6 +107,7 @@ export class LocalGrid {
     this.standIns = parts.table.standIns;
     this.pki = parts.pki;
     this.#secrets = parts.secrets;
+    this.demoKeys = parts.demoKeys;
     this.#progress = parts.progress;
     this.processes = [...parts.standInProcesses, ...parts.pods.flatMap((p) => p.processes.filter((c) => !c.init))];
   }
@@ -136,8 +144,17 @@ export class LocalGrid {
   }
 
   /** Every credential token of the grid: what must never show up in a log, status, overlay or error body. */
+  /** The demo caller keys count: they belong only in the state directory's caller-keys/demo-keys.json. */
   tokens(): Buffer[] {
-    return this.#secrets.flatMap((s) => s.tokenKeys.map((k) => s.data[k]).filter((v): v is Buffer => v !== undefined));
+    return [
+      ...this.#secrets.flatMap((s) => s.tokenKeys.map((k) => s.data[k]).filter((v): v is Buffer => v !== undefined)),
+      ...this.demoKeys.map((k) => Buffer.from(k.key)),
+    ];
+  }
+
+  /** The demo key of `tenant` (the first tenant's when omitted); undefined when no consumer requires caller keys. */
+  demoKey(tenant?: string): string | undefined {
+    return (tenant === undefined ? this.demoKeys[0] : this.demoKeys.find((k) => k.tenant === tenant))?.key;
   }
 
   specOf(name: string): ProcessSpec {
@@ -378,6 +395,9 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
     providerSans: providerSans(compiled, table),
   });
   const swimKey = ensureSwimKey(join(stateDir, 'pki'));
+  const needsKeys = requiresCallerKeys(compiled.flatMap(gatewayConfigs));
+  const demoKeys = needsKeys ? ensureDemoCallerKeys(stateDir, demoTenants(compiled)) : [];
+  if (needsKeys) progress(`caller keys: a demo key per tenant (${demoKeys.map((k) => k.tenant).join(', ')}) in ${join(stateDir, 'caller-keys')} (reused when present); the consumers' keys Secret holds only their hashes`);
 
   const sites: SiteRuntime[] = [];
   const pods: PodRuntime[] = [];
@@ -397,7 +417,7 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
       sites.push({ site: site.site, storeDir, manifestsDir, store });
       const existing = new Map<string, KubeObject>();
       for (const object of (await store.list(SECRET)).items) existing.set(`${object.metadata.namespace}/${object.metadata.name}`, object);
-      const secrets = siteSecrets(site, pki, swimKey, (namespace, name) => secretDataOf(existing.get(`${namespace}/${name}`)));
+      const secrets = siteSecrets(site, pki, swimKey, (namespace, name) => secretDataOf(existing.get(`${namespace}/${name}`)), demoKeysFile(demoKeys));
       for (const secret of secrets) await store.apply(SECRET, secretObject(secret), { fieldManager: RUNNER_FIELD_MANAGER, force: true });
       allSecrets.push(...secrets);
       progress(`site ${site.site}: ${secrets.length} Secrets applied to its local store (${storeDir})`);
@@ -435,7 +455,7 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
   }
   for (const pod of pods) for (const problem of pod.problems) progress(`note: ${pod.site}/${pod.pod.id}: ${problem}`);
   const restartPolicy = options.restartPolicy ?? DEFAULT_RESTART_POLICY;
-  const grid = new LocalGrid({ stateDir, profile, sites, table, pods, pki, secrets: allSecrets, standInProcesses, progress, restartPolicy });
+  const grid = new LocalGrid({ stateDir, profile, sites, table, pods, pki, secrets: allSecrets, demoKeys, standInProcesses, progress, restartPolicy });
   for (const pod of pods) for (const process of pod.processes) grid.register(process, process.init);
   for (const process of standInProcesses) grid.register(process, false);
   options.onCreated?.(grid);

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import type { CallerKeysFile } from '../gateway/caller-keys.ts';
 import { tightenPrivateFileSync, writePrivateFileSync } from '../shared/private-files.ts';
 import type { KubeObject } from '../shared/resource-store/types.ts';
 import { type CompiledSite, configMapData, type PodPlan } from './compiled-grid.ts';
@@ -45,7 +46,9 @@ export function ensureSwimKey(pkiDir: string): Buffer {
   return key;
 }
 
-function podIsProviderGateway(site: CompiledSite, pod: PodPlan): boolean {
+/** The gateway configs (praxis.yaml documents) of a pod's ConfigMap volumes. */
+function podGatewayConfigs(site: CompiledSite, pod: PodPlan): Record<string, unknown>[] {
+  const configs: Record<string, unknown>[] = [];
   for (const volume of pod.volumes) {
     const names = [volume.configMap?.name, ...(volume.projected?.sources ?? []).map((s) => s.configMap?.name)];
     for (const name of names) {
@@ -53,22 +56,41 @@ function podIsProviderGateway(site: CompiledSite, pod: PodPlan): boolean {
       for (const text of Object.values(configMapData(site, pod.namespace, name) ?? {})) {
         try {
           const doc: unknown = parseYaml(text);
-          if (isGatewayConfig(doc) && isProviderGatewayConfig(doc)) return true;
+          if (isGatewayConfig(doc)) configs.push(doc as Record<string, unknown>);
         } catch {
           // Not YAML: not a gateway config.
         }
       }
     }
   }
-  return false;
+  return configs;
+}
+
+function podIsProviderGateway(site: CompiledSite, pod: PodPlan): boolean {
+  return podGatewayConfigs(site, pod).some((doc) => isProviderGatewayConfig(doc));
+}
+
+/** The keys_file of every caller_auth filter the pod's gateway runs. */
+function podCallerKeysFiles(site: CompiledSite, pod: PodPlan): string[] {
+  return podGatewayConfigs(site, pod).flatMap((doc) =>
+    ((doc['filter_chains'] ?? []) as { filters?: { filter?: unknown; keys_file?: unknown }[] }[]).flatMap((chain) =>
+      (chain.filters ?? []).flatMap((f) => (f.filter === 'caller_auth' && typeof f.keys_file === 'string' ? [f.keys_file] : [])),
+    ),
+  );
 }
 
 /** Every Secret the site's objects reference, with its values: existing tokens are kept, certificates come from the PKI. */
-export function siteSecrets(site: CompiledSite, pki: GridPki, swimKey: Buffer, existing: (namespace: string, name: string) => SecretData | undefined): SiteSecret[] {
+export function siteSecrets(
+  site: CompiledSite,
+  pki: GridPki,
+  swimKey: Buffer,
+  existing: (namespace: string, name: string) => SecretData | undefined,
+  callerKeys: CallerKeysFile = { keys: [] },
+): SiteSecret[] {
   const own = pki.sites.find((s) => s.site === site.site) as SitePki;
   const ca = readFileSync(pki.caFile);
   const pem = (pair: { certFile: string; keyFile: string }): SecretData => ({ 'ca.crt': ca, 'tls.crt': readFileSync(pair.certFile), 'tls.key': readFileSync(pair.keyFile) });
-  const wanted = new Map<string, { namespace: string; name: string; keys: Set<string>; tls?: 'provider' | 'consumer' }>();
+  const wanted = new Map<string, { namespace: string; name: string; keys: Set<string>; tls?: 'provider' | 'consumer'; callerKeys?: Set<string> }>();
   const want = (ref: Ref | undefined, key: string | undefined, fallbackNamespace: string, tls?: 'provider' | 'consumer') => {
     if (ref === undefined || ref.name === undefined) return;
     const namespace = ref.namespace ?? fallbackNamespace;
@@ -98,11 +120,18 @@ export function siteSecrets(site: CompiledSite, pki: GridPki, swimKey: Buffer, e
         ...(volume.secret !== undefined ? [{ name: volume.secret.secretName, items: volume.secret.items }] : []),
         ...(volume.projected?.sources ?? []).flatMap((s) => (s.secret !== undefined ? [s.secret] : [])),
       ];
+      const keysFiles = podCallerKeysFiles(site, pod);
       for (const source of sources) {
         const keys = (source.items ?? []).map((i) => i.key);
         const isTls = keys.includes('tls.crt');
         for (const key of keys) want({ name: source.name }, key, pod.namespace, isTls ? role : undefined);
         if (keys.length === 0) want({ name: source.name }, undefined, pod.namespace);
+        // An item mounted where the gateway's caller_auth reads its keys file carries the demo keys' hashes.
+        for (const item of source.items ?? []) {
+          if (!keysFiles.some((file) => file.endsWith(`/${item.path}`))) continue;
+          const entry = wanted.get(`${pod.namespace}/${source.name}`)!;
+          (entry.callerKeys ??= new Set()).add(item.key);
+        }
       }
     }
   }
@@ -121,12 +150,14 @@ export function siteSecrets(site: CompiledSite, pki: GridPki, swimKey: Buffer, e
     const previous = existing(entry.namespace, entry.name) ?? {};
     const data: SecretData = {};
     const keys = entry.keys.size > 0 ? [...entry.keys] : ['token'];
-    for (const key of keys) {
+    for (const key of entry.callerKeys ?? []) data[key] = Buffer.from(`${JSON.stringify(callerKeys, null, 2)}\n`);
+    for (const key of keys.filter((k) => data[k] === undefined)) {
       const kept = previous[key];
       // 24 random bytes, base64url: 32 characters no log line or overlay can contain by accident.
       data[key] = kept !== undefined && kept.length >= 16 ? kept : Buffer.from(randomBytes(24).toString('base64url'));
     }
-    out.push({ namespace: entry.namespace, name: entry.name, data, tokenKeys: keys });
+    // The keys file holds hashes, not tokens: the leak check looks for the demo keys and hashes themselves (LocalGrid.tokens).
+    out.push({ namespace: entry.namespace, name: entry.name, data, tokenKeys: keys.filter((k) => !(entry.callerKeys?.has(k) ?? false)) });
   }
   return out.sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
 }

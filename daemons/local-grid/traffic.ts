@@ -13,12 +13,13 @@ export interface ChatResult {
 
 export const CHAT_BODY = (model: string) => JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello from the grid.' }] });
 
-export async function chatCompletion(listen: string, model: string, timeoutMs = 10_000): Promise<ChatResult> {
+/** `apiKey`: the caller key a consumer with caller_auth requires (LocalGrid.demoKey()), sent as a bearer token. */
+export async function chatCompletion(listen: string, model: string, timeoutMs = 10_000, apiKey?: string): Promise<ChatResult> {
   const started = performance.now();
   try {
     const response = await fetch(`http://${listen}/v1/chat/completions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }) },
       body: CHAT_BODY(model),
       signal: AbortSignal.timeout(timeoutMs),
     });
@@ -30,9 +31,10 @@ export async function chatCompletion(listen: string, model: string, timeoutMs = 
   }
 }
 
-/** The curl a user can paste to send the same request. */
-export function curlFor(listen: string, model: string): string {
-  return `curl -sS -i http://${listen}/v1/chat/completions -H 'content-type: application/json' -d '${CHAT_BODY(model)}'`;
+/** The curl a user can paste to send the same request (with the caller key, for the terminal of who ran `agn up` only). */
+export function curlFor(listen: string, model: string, apiKey?: string): string {
+  const auth = apiKey === undefined ? '' : ` -H 'authorization: Bearer ${apiKey}'`;
+  return `curl -sS -i http://${listen}/v1/chat/completions -H 'content-type: application/json'${auth} -d '${CHAT_BODY(model)}'`;
 }
 
 /** The fleet dashboard on an operator's admin listener (a wildcard bind is reached on loopback). */
@@ -43,10 +45,10 @@ export function dashboardUrl(adminAddress: string): string {
 export { waitFor } from '../shared/wait-for.ts';
 
 /** Sends `count` requests one after another; returns how many each provider served (and "status <n>" for failures). */
-export async function attribution(listen: string, model: string, count: number): Promise<Map<string, number>> {
+export async function attribution(listen: string, model: string, count: number, apiKey?: string): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   for (let i = 0; i < count; i++) {
-    const result = await chatCompletion(listen, model);
+    const result = await chatCompletion(listen, model, 10_000, apiKey);
     const key = result.status === 200 && result.provider !== undefined ? result.provider : `status ${result.status}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }

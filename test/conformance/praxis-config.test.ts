@@ -16,6 +16,7 @@ import { configMapData, loadCompiledGrid } from '../../daemons/local-grid/compil
 import { isGatewayConfig, rewriteGatewayConfig } from '../../daemons/local-grid/rewrite.ts';
 import { ConfigError, parseConfigText, resolveConfig } from '../../daemons/gateway/config.ts';
 import { renderPraxisConfig } from '../../daemons/gossip-operator/controllers/praxis-config.ts';
+import { TENANT_FILTERS } from '../../constructs/consumer-gateway-config.ts';
 import { extensionKeyPointers, praxisRuleProblems } from '../../schemas/gateway/praxis-rules.ts';
 import type { GatewayConfig, ProviderRouteFilter } from '../../schemas/generated/gateway-config.ts';
 import { REPO_ROOT } from '../fixtures-path.ts';
@@ -112,9 +113,20 @@ function gatewayConfigsOf(objects: readonly Json[]): { name: string; config: Jso
 }
 
 /** What a compiled config must show beyond passing the validator: the rules above, visibly rendered. */
+/**
+ * The tenant filters (caller_auth, budget_enforce, usage_meter) are our gateway's extensions: a consumer declared with
+ * callerKeys renders them and Praxis AI would refuse that config (README "Praxis compatibility"). They are the only
+ * extension keys a config may carry, and exactly where a tenant filter is declared.
+ */
+function tenantFilterPointers(config: GatewayConfig): string[] {
+  return config.filter_chains.flatMap((chain, c) =>
+    chain.filters.flatMap((filter, f) => ((TENANT_FILTERS as readonly string[]).includes(filter.filter) ? [`/filter_chains/${c}/filters/${f}/filter`] : [])),
+  );
+}
+
 function expectPraxisShape(config: GatewayConfig, where: string): void {
   expect(praxisRuleProblems(config), where).toEqual([]);
-  expect(extensionKeyPointers(config), where).toEqual([]);
+  expect(extensionKeyPointers(config), where).toEqual(tenantFilterPointers(config));
   // Praxis AI's defaults differ from ours (model_header X-Model, shutdown 30 s): the compiler renders both explicitly.
   expect(config.shutdown_timeout_secs, where).toBeDefined();
   for (const chain of config.filter_chains) {
@@ -148,6 +160,9 @@ describe('every config we render', () => {
       const where = `${site.site} ${name}`;
       const resolved = resolveConfig(config, where);
       expectPraxisShape(resolved.config, where);
+      // Only east's consumer is declared with callerKeys: it, and nothing else, carries the tenant filters, all three.
+      const tenant = resolved.config.filter_chains.flatMap((chain) => chain.filters.map((f) => f.filter)).filter((f) => (TENANT_FILTERS as readonly string[]).includes(f));
+      expect(tenant, where).toEqual(`${site.site}:${name}` === 'east:grid-system/consumer-gateway-config' ? ['caller_auth', 'budget_enforce', 'usage_meter'] : []);
     }
   });
 

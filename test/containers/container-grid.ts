@@ -13,6 +13,7 @@ import { parse as parseYaml } from 'yaml';
 import { type CompiledSite, loadCompiledGrid, selects, targetContainerPort, type PodPlan } from '../../daemons/local-grid/compiled-grid.ts';
 import { ensureGridPki } from '../../daemons/local-grid/pki.ts';
 import { isGatewayConfig, isProviderGatewayConfig, trustedOrganizations } from '../../daemons/local-grid/rewrite.ts';
+import { type DemoCallerKey, demoKeysFile, demoTenants, ensureDemoCallerKeys, requiresCallerKeys } from '../../daemons/local-grid/demo-keys.ts';
 import { ensureSwimKey, secretObject, siteSecrets, type SiteSecret } from '../../daemons/local-grid/secrets.ts';
 import { type ControlPlane, resolveBinDir, startControlPlane } from '../cluster/control-plane.ts';
 import { applyManifests, DIST_DIR, RawClient } from '../cluster/manifests.ts';
@@ -127,6 +128,8 @@ export class ContainerGrid {
   #nextClusterIp = 200;
   readonly workDir: string;
   readonly log: (line: string) => void;
+  /** Demo caller keys (one per budgetPolicy tenant) when a compiled consumer requires caller keys, as `agn up` mints them. */
+  demoKeys: readonly DemoCallerKey[] = [];
 
   constructor(workDir: string, log: (line: string) => void) {
     this.workDir = workDir;
@@ -185,6 +188,7 @@ export class ContainerGrid {
     }
     const pki = await ensureGridPki(pkiDir, compiled.map((s) => s.site), { ...(organizations[0] === undefined ? {} : { consumerOrganization: organizations[0] }), providerSans });
     const swimKey = ensureSwimKey(pkiDir);
+    this.demoKeys = requiresCallerKeys(compiled.flatMap(gatewayConfigs)) ? ensureDemoCallerKeys(this.workDir, demoTenants(compiled)) : [];
 
     for (const site of compiled) {
       this.log(`${site.site}: starting kube-apiserver + etcd`);
@@ -193,7 +197,7 @@ export class ContainerGrid {
       kc.loadFromFile(plane.kubeconfigPath);
       const client = new RawClient(kc);
       await applyManifests(client, ['crds.k8s.yaml', site.file.split('/').pop() as string], FIELD_MANAGER);
-      const secrets = siteSecrets(site, pki, swimKey, () => undefined);
+      const secrets = siteSecrets(site, pki, swimKey, () => undefined, demoKeysFile(this.demoKeys));
       for (const secret of secrets) await this.#applyOk(client, secretObject(secret) as never);
       for (const namespace of new Set(site.pods.map((p) => p.namespace))) {
         await this.#applyOk(client, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kube-root-ca.crt', namespace }, data: { 'ca.crt': plane.caPem } });

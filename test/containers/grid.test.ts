@@ -39,7 +39,7 @@ interface Reply {
 function chat(host: string, port: number, model: string): Promise<Reply> {
   const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'hello from a container test' }] });
   return new Promise((resolve, reject) => {
-    const req = request({ host, port, method: 'POST', path: '/v1/chat/completions', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }, timeout: 15_000 }, (res) => {
+    const req = request({ host, port, method: 'POST', path: '/v1/chat/completions', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(grid.demoKeys[0] === undefined ? {} : { authorization: `Bearer ${grid.demoKeys[0].key}` }) }, timeout: 15_000 }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));

@@ -49,7 +49,7 @@ beforeAll(async () => {
   grid = await startLocalGrid({ distDir: join(REPO_ROOT, 'dist'), stateDir: join(runDir, 'state'), profile: 'fast' });
   const consumer = grid.byRole('consumer-gateway', 'east')[0]!;
   await waitFor('the first routed chat completion', async () => {
-    const result = await chatCompletion(consumer.listenAddress!, MODEL);
+    const result = await chatCompletion(consumer.listenAddress!, MODEL, 10_000, grid.demoKey());
     return result.status === 200 && result.provider !== undefined ? result : undefined;
   }, 60_000, 200);
   url = dashboardUrl(grid.byRole('operator', 'east')[0]!.adminAddress!);
@@ -113,7 +113,7 @@ describe('fleet dashboard in headless Chromium', () => {
     await expect.poll(() => queueCell.textContent(), { timeout: 10_000 }).toBe(metric.toFixed(2));
     await grid.setSimState('east-llm-b', { queue_depth: 0 });
     // Traffic through the consumer gateways shows as requests/s on the providers that served it.
-    const served = await attribution(grid.byRole('consumer-gateway', 'east')[0]!.listenAddress!, MODEL, 24);
+    const served = await attribution(grid.byRole('consumer-gateway', 'east')[0]!.listenAddress!, MODEL, 24, grid.demoKey());
     const busiest = [...served.entries()].sort((a, b) => b[1] - a[1])[0]![0];
     const rateCell = page.locator(`#providers tr[data-provider="east/${busiest}"] td.num`).last();
     await expect.poll(async () => Number(await rateCell.textContent()), { timeout: 10_000 }).toBeGreaterThan(0);

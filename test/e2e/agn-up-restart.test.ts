@@ -2,7 +2,7 @@
 // shell with `kill -9` is restarted with the policy's first delay and said so on the output; stopping `agn up`
 // (SIGTERM, as Ctrl-C does with SIGINT) stops everything and restarts nothing.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -25,7 +25,7 @@ function alive(pid: number): boolean {
 }
 
 describe('agn up restarts a crashed daemon', () => {
-  it('restarts a daemon killed with SIGKILL, and restarts nothing once it is stopping', async () => {
+  it('prints a curl carrying the demo caller key (answered; refused without it), restarts a daemon killed with SIGKILL, and restarts nothing once it is stopping', async () => {
     const env: NodeJS.ProcessEnv = { ...process.env };
     delete env['CI']; // the interactive mode, not --check
     up = spawn(process.execPath, [join(REPO_ROOT, 'daemons', 'cli', 'agn.ts'), 'up', '--state', join(dir, 'state'), '--profile', 'fast'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -42,6 +42,18 @@ describe('agn up restarts a crashed daemon', () => {
       }
     };
     await until('"Ctrl-C stops the grid."', () => stdout.includes('Ctrl-C stops the grid.'), 90_000);
+    // The curl line carries a demo caller key (east's consumer requires one), the one kept in the state directory;
+    // pasted, it is answered; without the key it is refused.
+    const curl = /curl -sS -i (http:\/\/\S+) -H 'content-type: application\/json' -H 'authorization: Bearer (agn_[0-9a-f]{16}_[A-Za-z0-9_-]{43})' -d '(.*)'$/m.exec(stdout);
+    expect(curl, stdout).not.toBeNull();
+    const [, url, key, body] = curl!;
+    const stored = JSON.parse(readFileSync(join(dir, 'state', 'caller-keys', 'demo-keys.json'), 'utf8')) as { keys: { tenant: string; key: string }[] };
+    expect(stored.keys.find((k) => k.tenant === 'team-a')?.key).toBe(key);
+    const post = (headers: Record<string, string>) => fetch(url!, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: body! });
+    expect((await post({ authorization: `Bearer ${key!}` })).status).toBe(200);
+    expect((await post({})).status).toBe(401);
+    expect(stdout.split(key!).length - 1, 'the key is printed once').toBe(1);
+    for (const file of readdirSync(join(dir, 'state', 'logs'))) expect(readFileSync(join(dir, 'state', 'logs', file), 'utf8').includes(key!), file).toBe(false);
     // The PID column of the address table.
     const pidOf = (name: string) => Number(new RegExp(`^  ${name.replace(/[/.-]/g, (c) => `\\${c}`)} +\\S+ +\\S+ +(\\d+) `, 'm').exec(stdout)?.[1]);
     const victim = 'east/sim-east-llm-b/sim';

@@ -47,7 +47,7 @@ async function acceptedEverywhere(revision: string): Promise<boolean> {
 }
 
 async function send(listen: string, count: number, name = MODEL): Promise<Map<string, number>> {
-  const counts = await attribution(listen, name, count);
+  const counts = await attribution(listen, name, count, grid.demoKey());
   return counts;
 }
 
@@ -98,7 +98,7 @@ beforeAll(async () => {
   const t0 = Date.now();
   grid = await startLocalGrid({ distDir: join(REPO_ROOT, 'dist'), stateDir: join(runDir, 'state'), profile: 'fast' });
   await waitFor('the first routed chat completion', async () => {
-    const result = await chatCompletion(consumer(0).listenAddress!, MODEL);
+    const result = await chatCompletion(consumer(0).listenAddress!, MODEL, 10_000, grid.demoKey());
     return result.status === 200 && result.provider !== undefined ? result : undefined;
   }, 60_000, 200);
   startMs = Date.now() - t0;
@@ -124,7 +124,7 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
           const sync = grid.processes.find((p) => p.role === 'overlay-sync' && p.pod === gateway.pod)!;
           const written = ((await json(`http://${sync.adminAddress}/status`))['written'] as { revision: string | null }).revision;
           const accepted = (await json(`http://${gateway.adminAddress}/status`))['accepted_revision'] as string | null;
-          const result = await chatCompletion(gateway.listenAddress!, MODEL);
+          const result = await chatCompletion(gateway.listenAddress!, MODEL, 10_000, grid.demoKey());
           if (result.status !== 200 || result.provider === undefined) return undefined;
           const seen = (await grid.simRequests(result.provider)).at(-1)?.headers['x-ai-provider-routing-revision'] ?? null;
           rows.push({ consumer: String(i), rendered: overlay.revision, written, accepted, serving: seen });
@@ -218,14 +218,14 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
     await evidence.step('one consumer down, the other serves', async (note) => {
       const down = consumer(0);
       await grid.stopProcess(down.name);
-      const refused = await chatCompletion(down.listenAddress!, MODEL, 2000);
+      const refused = await chatCompletion(down.listenAddress!, MODEL, 2000, grid.demoKey());
       expect(refused.status).toBe(0);
       const other = await send(consumer(1).listenAddress!, 10);
       note('counts_via_consumer_1', Object.fromEntries(other));
       expect([...other.keys()].every((k) => k.startsWith('east-llm-'))).toBe(true);
       await grid.startProcess(down.name);
       const back = await waitFor('the restarted consumer to serve', async () => {
-        const r = await chatCompletion(down.listenAddress!, MODEL);
+        const r = await chatCompletion(down.listenAddress!, MODEL, 10_000, grid.demoKey());
         return r.status === 200 ? r : undefined;
       }, 30_000);
       note('restarted_consumer_served_by', back.provider);
@@ -290,7 +290,7 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
       }, 30_000, 200);
       note('reranked_after_restart_ms', Date.now() - t0);
       note('west_fresh', reranked.candidates.filter((c) => c.site === 'west').every((c) => c.fresh));
-      const results = await Promise.all([0, 1].map((i) => chatCompletion(consumer(i).listenAddress!, MODEL)));
+      const results = await Promise.all([0, 1].map((i) => chatCompletion(consumer(i).listenAddress!, MODEL, 10_000, grid.demoKey())));
       note('served_by', results.map((r) => r.provider));
       expect(results.map((r) => r.status)).toEqual([200, 200]);
       await grid.setSimState('east-llm-a', { queue_depth: 0 });
@@ -362,7 +362,7 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
       const counts = await send(consumer(0).listenAddress!, 16);
       note('counts_after_site_lost', Object.fromEntries(counts));
       expect([...counts.keys()].every((k) => k === 'east-llm-a' || k === 'east-llm-b')).toBe(true);
-      const remoteOnly = await chatCompletion(consumer(0).listenAddress!, 'gpt-4o-mini');
+      const remoteOnly = await chatCompletion(consumer(0).listenAddress!, 'gpt-4o-mini', 10_000, grid.demoKey());
       note('remote_only_model_status', remoteOnly.status);
       expect(remoteOnly.status).not.toBe(200);
       errorBodies.push(remoteOnly.body);
@@ -382,6 +382,8 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
         const text = readFileSync(file, 'utf8');
         // A Secret in a store, or a file that is exactly one mounted secret key, is where a token belongs.
         if (file.includes(`${join('objects', 'core', 'Secret')}/`)) continue;
+        // The demo caller keys `agn up` minted, kept for the next start (owner-only, checked below).
+        if (file === join(runDir, 'state', 'caller-keys', 'demo-keys.json')) continue;
         if (tokens.some((t) => text.trim() === t.toString())) continue;
         if (needles.some((n) => text.includes(n))) leaks.push(file);
       }
@@ -392,7 +394,7 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
       const secretObjects = `${join('objects', 'core', 'Secret')}/`;
       const privateFiles = files.filter((f) => f.includes(secretObjects) || privateNeedles.some((n) => readFileSync(f, 'utf8').includes(n)));
       const wide = privateFiles.filter((f) => (statSync(f).mode & 0o077) !== 0).map((f) => `${f} ${(statSync(f).mode & 0o777).toString(8)}`);
-      const privateDirs = [join(runDir, 'state', 'pki'), ...privateFiles.filter((f) => f.includes(secretObjects)).flatMap((f) => [dirname(f), dirname(dirname(f))])];
+      const privateDirs = [join(runDir, 'state', 'pki'), join(runDir, 'state', 'caller-keys'), ...privateFiles.filter((f) => f.includes(secretObjects)).flatMap((f) => [dirname(f), dirname(dirname(f))])];
       const wideDirs = [...new Set(privateDirs)].filter((d) => (statSync(d).mode & 0o077) !== 0).map((d) => `${d} ${(statSync(d).mode & 0o777).toString(8)}`);
       note('private_files', privateFiles.length);
       expect(privateFiles.filter((f) => f.includes(secretObjects)).length).toBeGreaterThan(0);

@@ -1,7 +1,7 @@
 // The runner's translation of the compiled grid: one address table for every name the manifests use, gateway
 // configs rewritten for loopback, the Secrets made real, and clear errors for manifests it cannot translate.
 import { X509Certificate } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -12,6 +12,8 @@ import { ensureGridPki } from '../../daemons/local-grid/pki.ts';
 import { rewriteGatewayConfig, rewriteValue } from '../../daemons/local-grid/rewrite.ts';
 import { PortPool } from '../../daemons/local-grid/ports.ts';
 import { siteSecrets } from '../../daemons/local-grid/secrets.ts';
+import { demoKeysFile, demoTenants, ensureDemoCallerKeys, requiresCallerKeys } from '../../daemons/local-grid/demo-keys.ts';
+import { hashCallerKey } from '../../daemons/gateway/caller-keys.ts';
 import { REPO_ROOT } from '../fixtures-path.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'agn-translate-'));
@@ -25,6 +27,8 @@ function counter(): { tcp: () => Promise<number>; gossip: () => Promise<number> 
 const sites = loadCompiledGrid(join(REPO_ROOT, 'dist'));
 const east = sites.find((s) => s.site === 'east')!;
 const west = sites.find((s) => s.site === 'west')!;
+const configMapsOf = (site: typeof east) =>
+  site.objects.filter((o) => o.kind === 'ConfigMap').flatMap((o) => Object.values((o['data'] ?? {}) as Record<string, string>).map((text) => parseYaml(text) as Record<string, unknown>)).filter((d) => d !== null && typeof d === 'object');
 
 describe('compiled grid', () => {
   it('reads one site per manifest file and one pod per replica', () => {
@@ -147,6 +151,27 @@ describe('secrets and certificates', () => {
     const second = siteSecrets(east, renamed, swimKey, (_ns, name) => first.find((s) => s.name === name)?.data);
     expect(byName(second, 'east-llm-a-credential').data['token']).toEqual(tokenA);
     expect(byName(second, 'east-llm-a-credential').tokenKeys).toEqual(['token']);
+
+    // east's consumer requires caller keys: one demo key per budgetPolicy tenant, kept 0600 and reused; the keys
+    // Secret carries exactly their hashes (no key), not a random token.
+    expect(requiresCallerKeys(configMapsOf(east))).toBe(true);
+    expect(requiresCallerKeys(configMapsOf(west))).toBe(false);
+    expect(demoTenants(sites)).toEqual(['team-a', 'team-b']);
+    const keys = ensureDemoCallerKeys(join(dir, 'state'), demoTenants(sites));
+    expect(keys.map((k) => k.tenant)).toEqual(['team-a', 'team-b']);
+    for (const k of keys) expect(hashCallerKey(k.key, k.entry.salt)).toBe(k.entry.hash);
+    expect(statSync(join(dir, 'state', 'caller-keys', 'demo-keys.json')).mode & 0o777).toBe(0o600);
+    expect(ensureDemoCallerKeys(join(dir, 'state'), demoTenants(sites)).map((k) => k.key)).toEqual(keys.map((k) => k.key));
+    const withKeys = siteSecrets(east, renamed, swimKey, () => undefined, demoKeysFile(keys));
+    const keysSecret = byName(withKeys, 'consumer-caller-keys');
+    expect(JSON.parse(keysSecret.data['caller-keys.json']!.toString())).toEqual({ keys: keys.map((k) => k.entry) });
+    expect(keys.some((k) => keysSecret.data['caller-keys.json']!.toString().includes(k.key))).toBe(false);
+    expect(keysSecret.tokenKeys).toEqual([]);
+    // A damaged keys file in the state directory is replaced by fresh keys, never half-used.
+    writeFileSync(join(dir, 'state', 'caller-keys', 'demo-keys.json'), '{"keys": [{"tenant": "team-a"}]}');
+    const fresh = ensureDemoCallerKeys(join(dir, 'state'), ['team-a']);
+    expect(fresh[0]!.key).not.toBe(keys[0]!.key);
+    expect(hashCallerKey(fresh[0]!.key, fresh[0]!.entry.salt)).toBe(fresh[0]!.entry.hash);
   });
 });
 
