@@ -15,13 +15,12 @@ import { buildAddressTable } from '../../daemons/local-grid/address-table.ts';
 import { configMapData, loadCompiledGrid } from '../../daemons/local-grid/compiled-grid.ts';
 import { isGatewayConfig, rewriteGatewayConfig } from '../../daemons/local-grid/rewrite.ts';
 import { ConfigError, parseConfigText, resolveConfig } from '../../daemons/gateway/config.ts';
-import { renderPraxisConfig } from '../../daemons/gossip-operator/controllers/praxis-config.ts';
 import { TENANT_FILTERS } from '../../constructs/consumer-gateway-config.ts';
 import { extensionKeyPointers, praxisRuleProblems } from '../../schemas/gateway/praxis-rules.ts';
 import type { GatewayConfig, ProviderRouteFilter } from '../../schemas/generated/gateway-config.ts';
 import { REPO_ROOT } from '../fixtures-path.ts';
 import { makePki, spawnDaemon, waitForPort, type Pki } from '../gateway/helpers.ts';
-import { consumer, dir, FAKE, provider, RULES, type Json } from './praxis-rules-table.ts';
+import { consumer, dir, FAKE, generatedConsumerConfig, provider, RULES, type Json } from './praxis-rules-table.ts';
 
 const run = promisify(execFile);
 
@@ -214,20 +213,8 @@ describe('every config we render', () => {
   });
 
   it("the operator's generated consumer config binds admin to loopback and passes", () => {
-    const result = renderPraxisConfig({
-      network: 'grid',
-      gateway: { name: 'edge', namespace: 'grid-system', siteName: 'site-a' },
-      praxis: {
-        generate: true,
-        clusterEndpoints: [
-          { cluster: 'local', address: '127.0.0.1:8000', transport: { mode: 'plaintext' } },
-          { cluster: 'site-b', address: '10.0.0.4:30080', transport: { mode: 'mutual_tls', sni: 'site-b.grid.internal' } },
-        ],
-      },
-      candidates: [{ kind: 'inference_model', name: 'qwen3', site: 'site-a', cluster: 'local', fresh: true }],
-    });
-    if (!result.ok) throw new Error(result.message);
-    const resolved = resolveConfig(parseConfigText(result.text, 'generated.yaml'), 'generated.yaml');
+    const text = generatedConsumerConfig();
+    const resolved = resolveConfig(parseConfigText(text, 'generated.yaml'), 'generated.yaml');
     expectPraxisShape(resolved.config, 'generated');
     expect(resolved.config.admin).toEqual({ address: '127.0.0.1:9901' });
     expect(resolved.config.insecure_options).toBeUndefined();

@@ -9,6 +9,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { renderPraxisConfig } from '../../daemons/gossip-operator/controllers/praxis-config.ts';
 import type { Pki } from '../gateway/helpers.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -102,6 +103,24 @@ export function consumer(): Json {
 export const FAKE = { caPath: '/etc/praxis/tls/ca.crt', providerCertPath: '/etc/praxis/tls/tls.crt', providerKeyPath: '/etc/praxis/tls/tls.key' };
 export const route = (doc: Json, i = 0): Json => doc.filter_chains[0].filters[2].routes[i];
 export const clusters = (doc: Json): Json[] => doc.filter_chains[0].filters.find((f: Json) => f.filter === 'load_balancer').clusters;
+
+/** The operator's generated consumer config (GridNetwork consumerGateways[].praxisConfig.generate) for a two-site network. */
+export function generatedConsumerConfig(): string {
+  const result = renderPraxisConfig({
+    network: 'grid',
+    gateway: { name: 'edge', namespace: 'grid-system', siteName: 'site-a' },
+    praxis: {
+      generate: true,
+      clusterEndpoints: [
+        { cluster: 'local', address: '127.0.0.1:8000', transport: { mode: 'plaintext' } },
+        { cluster: 'site-b', address: '10.0.0.4:30080', transport: { mode: 'mutual_tls', sni: 'site-b.grid.internal' } },
+      ],
+    },
+    candidates: [{ kind: 'inference_model', name: 'qwen3', site: 'site-a', cluster: 'local', fresh: true }],
+  });
+  if (!result.ok) throw new Error(result.message);
+  return result.text;
+}
 
 export interface Rule {
   /** What Praxis refuses, and where it says so. */

@@ -16,7 +16,9 @@ import { isGatewayConfig, isProviderGatewayConfig, trustedOrganizations } from '
 import { type DemoCallerKey, demoKeysFile, demoTenants, ensureDemoCallerKeys, requiresCallerKeys } from '../../daemons/local-grid/demo-keys.ts';
 import { ensureSwimKey, secretObject, siteSecrets, type SiteSecret } from '../../daemons/local-grid/secrets.ts';
 import { type ControlPlane, resolveBinDir, startControlPlane } from '../cluster/control-plane.ts';
-import { applyManifests, DIST_DIR, RawClient } from '../cluster/manifests.ts';
+import { applyManifests, DIST_DIR, RawClient, waitUntil } from '../cluster/manifests.ts';
+
+export { waitUntil };
 import { podman, podmanOk } from './podman.ts';
 import { type ContainerTemplate, type PodTemplateSpec, podmanRunArgs } from './pod-spec.ts';
 import { type ServiceProxy, startServiceProxy } from './service-proxy.ts';
@@ -97,21 +99,6 @@ function writeVolumeFile(path: string, content: string | Buffer, mode: number, g
 async function httpGet(url: string, timeoutMs = 2000): Promise<{ status: number; body: string }> {
   const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
   return { status: res.status, body: await res.text() };
-}
-
-export async function waitUntil<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = (error as Error).message;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last === '' ? '' : ` (last: ${last})`}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 export class ContainerGrid {

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../daemons/local-grid/runner.ts';
+import { processAlive } from '../process-alive.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'agn-up-restart-'));
 let up: ChildProcess | undefined;
@@ -15,14 +16,6 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('agn up restarts a crashed daemon', () => {
   it('prints a curl carrying the demo caller key (answered; refused without it), restarts a daemon killed with SIGKILL, and restarts nothing once it is stopping', async () => {
@@ -63,7 +56,7 @@ describe('agn up restarts a crashed daemon', () => {
     await until('restart line', () => /east\/sim-east-llm-b\/sim restarted and ready \(restart 1, pid \d+\)/.test(stdout), 30_000);
     expect(stdout).toMatch(/east\/sim-east-llm-b\/sim exited \(signal SIGKILL\) after [\d.]+ s running; restart 1 in 1 s \(log: .*east\.sim-east-llm-b\.sim\.log\)/);
     const restartedPid = Number(/east\/sim-east-llm-b\/sim restarted and ready \(restart 1, pid (\d+)\)/.exec(stdout)?.[1]);
-    expect(alive(restartedPid)).toBe(true);
+    expect(processAlive(restartedPid)).toBe(true);
     up.kill('SIGTERM');
     expect(await exited).toBe(0);
     const stopping = stdout.indexOf('SIGTERM: stopping every process');
@@ -71,6 +64,6 @@ describe('agn up restarts a crashed daemon', () => {
     expect(stdout.slice(stopping)).toMatch(/\] stopped\n/);
     // Every daemon exited during the stop; none of those exits was taken for a crash.
     expect(stdout.slice(stopping)).not.toMatch(/exited \(|restart/);
-    expect([...pids, restartedPid].filter(alive)).toEqual([]);
+    expect([...pids, restartedPid].filter(processAlive)).toEqual([]);
   }, 150_000);
 });

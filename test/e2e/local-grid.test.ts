@@ -12,6 +12,7 @@ import { type LocalGrid, REPO_ROOT, startLocalGrid } from '../../daemons/local-g
 import type { SupervisorEvent } from '../../daemons/local-grid/supervisor.ts';
 import { attribution, chatCompletion, waitFor } from '../../daemons/local-grid/traffic.ts';
 import { EvidenceLog } from './evidence.ts';
+import { processAlive } from '../process-alive.ts';
 
 const REFRESH_MS = 2_000; // GridNetwork metricsRefreshInterval under the runner's fast profile
 const MODEL = 'sim-model-v1';
@@ -51,14 +52,6 @@ async function send(listen: string, count: number, name = MODEL): Promise<Map<st
   return counts;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function filesUnder(dir: string): string[] {
   const out: string[] = [];
@@ -405,7 +398,7 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
       note('error_bodies_scanned', errorBodies.length);
       expect(leaks).toEqual([]);
       expect(statSync(grid.logDir).isDirectory()).toBe(true);
-      const orphans = pids.filter(alive);
+      const orphans = pids.filter(processAlive);
       note('processes', pids.length);
       expect(orphans).toEqual([]);
     });

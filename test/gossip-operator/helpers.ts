@@ -3,7 +3,7 @@
 // for the local store, a poll-with-timeout that says what it waited for, and in-process operator start.
 import { mkdtemp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -194,4 +194,13 @@ export async function schemaProblems(stateDir: string): Promise<string[]> {
     }
   }
   return problems;
+}
+
+/** A loopback TCP port that was free a moment ago (for listeners a test must name before the process starts). */
+export async function freePort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

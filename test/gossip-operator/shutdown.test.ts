@@ -3,11 +3,10 @@
 // bound; a second signal during that shutdown exits at once with 128 + the signal.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../fixtures-path.ts';
-import { readStateObject, renderFixture, startBackend, tempDir, waitFor, type Backend } from './helpers.ts';
+import { freePort, readStateObject, renderFixture, startBackend, tempDir, waitFor, type Backend } from './helpers.ts';
 
 /** `podman stop` must return in < 3 s (issue 16); the operator's own share of that. */
 const EXIT_BOUND_MS = 3_000;
@@ -56,13 +55,6 @@ async function startOperator(name: string): Promise<Running> {
   return operator;
 }
 
-async function freePort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 const readyz = (port: number) => status(port, '/readyz');
 

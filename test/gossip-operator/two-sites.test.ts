@@ -17,7 +17,6 @@ import {
 } from '../../daemons/shared/tls.ts';
 import { X509Certificate } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { createServer as createNetServer } from 'node:net';
 import { GRID_SITE } from '../../daemons/gossip-operator/kinds.ts';
 import type { OperatorConfig } from '../../daemons/gossip-operator/config.ts';
 import { mintCallerKey } from '../../daemons/gateway/caller-keys.ts';
@@ -26,7 +25,7 @@ import { startGateway as startConsumerGateway, type GatewayInstance } from '../.
 import { startSim } from '../../daemons/sim/server.ts';
 import { call, candidate, consumerConfig, payload, writeOverlay } from '../gateway/helpers.ts';
 import { legacyPemFingerprint } from '../../daemons/gossip-operator/probes/site-probe.ts';
-import { capturingLogger, configMap, grid, renderFixture, schemaProblems, startLocalOperator, tempDir, testConfig, waitFor, type LocalOperator } from './helpers.ts';
+import { capturingLogger, configMap, freePort, grid, renderFixture, schemaProblems, startLocalOperator, tempDir, testConfig, waitFor, type LocalOperator } from './helpers.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -46,13 +45,6 @@ interface Site {
   ingestPort?: number;
 }
 
-async function freePort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 async function startGateway(ca: CertificateAuthority, cert: LeafCertificate): Promise<{ server: TlsServer; address: string }> {
   const server = createTlsServer({ cert: cert.certPem, key: cert.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: true }, (socket) => socket.end());

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { freeGossipPort, freeTcpPort } from '../../daemons/local-grid/ports.ts';
 import { crashesAfterExit, DEFAULT_RESTART_POLICY, restartDelayMs, type RestartPolicy } from '../../daemons/local-grid/restart-policy.ts';
 import { describeSupervisorEvent, ProcessStartError, Supervisor, type SupervisorEvent } from '../../daemons/local-grid/supervisor.ts';
+import { processAlive } from '../process-alive.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'agn-supervisor-'));
 const supervisors: Supervisor[] = [];
@@ -12,14 +13,6 @@ afterEach(async () => {
   await Promise.all(supervisors.splice(0).map((s) => s.stopAll(1000)));
 });
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function httpReady(port: number): Promise<boolean> {
   try {
@@ -49,10 +42,10 @@ describe('local grid supervisor', () => {
     supervisors.push(supervisor);
     const port = await freeTcpPort();
     const managed = await supervisor.start({ name: 'east/sim', command: process.execPath, args: ['-e', server(port)], logFile: join(dir, 'sim.log'), ready: () => httpReady(port) });
-    expect(alive(managed.pid)).toBe(true);
+    expect(processAlive(managed.pid)).toBe(true);
     expect(await httpReady(port)).toBe(true);
     await supervisor.stopAll();
-    expect(alive(managed.pid)).toBe(false);
+    expect(processAlive(managed.pid)).toBe(false);
     expect(managed.exit).toBeDefined();
   });
 
@@ -73,7 +66,7 @@ describe('local grid supervisor', () => {
     await expect(start).rejects.toThrow(/east\/operator failed to start: not ready within 500 ms/);
     const pid = supervisor.processes[0]!.pid;
     await supervisor.stopAll();
-    expect(alive(pid)).toBe(false);
+    expect(processAlive(pid)).toBe(false);
   });
 
   it('reports a process that dies after it started, and leaves it down without a restart policy', async () => {
@@ -133,7 +126,7 @@ describe('supervisor restarts', () => {
     expect(events[0]).toMatchObject({ exit: { code: null, signal: 'SIGKILL' }, restart: { number: 1, delayMs: 100 } });
     const second = supervisor.current('east/sim')!;
     expect(second.pid).not.toBe(first.pid);
-    expect(alive(second.pid)).toBe(true);
+    expect(processAlive(second.pid)).toBe(true);
     expect(await httpReady(port)).toBe(true);
     expect(supervisor.status('east/sim')).toMatchObject({ state: 'running', restarts: 1, lastExit: { signal: 'SIGKILL' } });
     const log = readFileSync(logFile, 'utf8');
@@ -211,7 +204,7 @@ describe('supervisor restarts', () => {
     await sleep(fast.maxDelayMs + 200);
     expect(events.map((e) => e.type)).toEqual(['exited']);
     expect(supervisor.processes.length).toBe(spawned);
-    expect(supervisor.processes.filter((p) => alive(p.pid))).toEqual([]);
+    expect(supervisor.processes.filter((p) => processAlive(p.pid))).toEqual([]);
     expect(supervisor.status('east/a')?.state).toBe('stopped');
     expect(supervisor.status('east/b')?.state).toBe('stopped');
     expect(await httpReady(c)).toBe(false);

@@ -12,8 +12,7 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { buildAddressTable } from '../../daemons/local-grid/address-table.ts';
 import { configMapData, loadCompiledGrid } from '../../daemons/local-grid/compiled-grid.ts';
 import { rewriteGatewayConfig } from '../../daemons/local-grid/rewrite.ts';
-import { renderPraxisConfig } from '../../daemons/gossip-operator/controllers/praxis-config.ts';
-import { consumer, dir, FAKE, provider, RULES, type Json } from '../conformance/praxis-rules-table.ts';
+import { consumer, dir, FAKE, generatedConsumerConfig, provider, RULES, type Json } from '../conformance/praxis-rules-table.ts';
 import { REPO_ROOT } from '../fixtures-path.ts';
 
 const run = promisify(execFile);
@@ -60,20 +59,7 @@ beforeAll(async () => {
     }
   }
   // The operator's generated consumer config (GatewayConsumer praxis.generate).
-  const generated = renderPraxisConfig({
-    network: 'grid',
-    gateway: { name: 'edge', namespace: 'grid-system', siteName: 'site-a' },
-    praxis: {
-      generate: true,
-      clusterEndpoints: [
-        { cluster: 'local', address: '127.0.0.1:8000', transport: { mode: 'plaintext' } },
-        { cluster: 'site-b', address: '10.0.0.4:30080', transport: { mode: 'mutual_tls', sni: 'site-b.grid.internal' } },
-      ],
-    },
-    candidates: [{ kind: 'inference_model', name: 'qwen3', site: 'site-a', cluster: 'local', fresh: true }],
-  });
-  if (!generated.ok) throw new Error(generated.message);
-  compiled.push(write('generated/consumer.yaml', generated.text));
+  compiled.push(write('generated/consumer.yaml', generatedConsumerConfig()));
   // The table: each row's accepted and refused example.
   examples.set('base provider', write('table/base-provider.yaml', stringifyYaml(provider(FAKE))));
   examples.set('base consumer', write('table/base-consumer.yaml', stringifyYaml(consumer())));
