@@ -13,6 +13,7 @@ import { buildAddressTable } from '../../daemons/local-grid/address-table.ts';
 import { configMapData, loadCompiledGrid } from '../../daemons/local-grid/compiled-grid.ts';
 import { rewriteGatewayConfig } from '../../daemons/local-grid/rewrite.ts';
 import { consumer, dir, FAKE, generatedConsumerConfig, provider, RULES, type Json } from '../conformance/praxis-rules-table.ts';
+import { TENANT_FILTERS } from '../../constructs/consumer-gateway-config.ts';
 import { REPO_ROOT } from '../fixtures-path.ts';
 
 const run = promisify(execFile);
@@ -21,6 +22,11 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Files to check, by what they are; each is written below and checked in one run of the checker. */
 const compiled: string[] = [];
+/**
+ * Compiled configs that carry the caller-key filters (our gateway's declared extensions, x-agn-extension in the
+ * schema): the file, the first such filter in chain order, and the same config with those filters removed.
+ */
+const withTenantFilters: { file: string; first: string; stripped: string }[] = [];
 const examples = new Map<string, string>();
 const verdicts = new Map<string, string>();
 
@@ -31,6 +37,19 @@ function write(name: string, text: string): string {
   return path;
 }
 
+const isTenantFilter = (f: Json): boolean => (TENANT_FILTERS as readonly string[]).includes(f.filter);
+
+/** Writes a compiled config; one with caller-key filters is also written without them. */
+function writeCompiled(name: string, text: string): void {
+  const file = write(name, text);
+  compiled.push(file);
+  const doc = parseYaml(text) as Json;
+  const tenant = (doc.filter_chains as Json[]).flatMap((chain) => (chain.filters as Json[]).filter(isTenantFilter));
+  if (tenant.length === 0) return;
+  for (const chain of doc.filter_chains as Json[]) chain.filters = (chain.filters as Json[]).filter((f) => !isTenantFilter(f));
+  withTenantFilters.push({ file, first: tenant[0].filter, stripped: write(name.replace(/\.yaml$/u, '.without-tenant-filters.yaml'), stringifyYaml(doc)) });
+}
+
 beforeAll(async () => {
   if (checker === undefined) throw new Error('AGN_PRAXIS_CHECK is not set: run this suite with `npm run test:praxis`');
   const sites = loadCompiledGrid(join(REPO_ROOT, 'dist'));
@@ -38,7 +57,7 @@ beforeAll(async () => {
   for (const site of sites) {
     for (const o of site.objects as unknown as Json[]) {
       if (o.kind === 'ConfigMap' && typeof o.data?.['praxis.yaml'] === 'string') {
-        compiled.push(write(`dist/${site.site}/${o.metadata.name}.yaml`, o.data['praxis.yaml']));
+        writeCompiled(`dist/${site.site}/${o.metadata.name}.yaml`, o.data['praxis.yaml']);
       }
     }
   }
@@ -55,11 +74,11 @@ beforeAll(async () => {
       ];
       const local = rewriteGatewayConfig(doc, { site: site.site, table, pod, mounts, problems });
       expect(problems).toEqual([]);
-      compiled.push(write(`local/${site.site}/${pod.id}.yaml`, stringifyYaml(local)));
+      writeCompiled(`local/${site.site}/${pod.id}.yaml`, stringifyYaml(local));
     }
   }
   // The operator's generated consumer config (GatewayConsumer praxis.generate).
-  compiled.push(write('generated/consumer.yaml', generatedConsumerConfig()));
+  writeCompiled('generated/consumer.yaml', generatedConsumerConfig());
   // The table: each row's accepted and refused example.
   examples.set('base provider', write('table/base-provider.yaml', stringifyYaml(provider(FAKE))));
   examples.set('base consumer', write('table/base-consumer.yaml', stringifyYaml(consumer())));
@@ -72,7 +91,7 @@ beforeAll(async () => {
     examples.set(`refuse ${r.rule}`, write(`table/${i}-refused.yaml`, stringifyYaml(refused)));
   });
 
-  const files = [...compiled, ...examples.values()];
+  const files = [...compiled, ...withTenantFilters.map((w) => w.stripped), ...examples.values()];
   // Exit 1 means "some file was rejected": the verdicts are asserted one by one below.
   const { stdout } = await run(checker, files, { timeout: 60_000 }).catch((error: { code?: number; stdout?: string; stderr?: string }) => {
     if (error.code !== 1) throw new Error(`praxis-check failed (exit ${error.code}): ${error.stderr}`);
@@ -92,7 +111,22 @@ describe('real Praxis (praxis-proxy 0.5.3 --validate) on what we compile', () =>
   it('accepts every praxis.yaml in dist/, every pod-local config of the local grid and the generated consumer config', () => {
     expect(compiled.filter((f) => f.includes('/dist/'))).toHaveLength(3);
     expect(compiled.filter((f) => f.includes('/local/'))).toHaveLength(6);
-    for (const file of compiled) expect(verdict(file)).toBe(`accept ${file}`);
+    const extended = new Set(withTenantFilters.map((w) => w.file));
+    for (const file of compiled.filter((f) => !extended.has(f))) expect(verdict(file)).toBe(`accept ${file}`);
+  });
+
+  it('refuses only the caller-key filters of the consumer that declares them, and accepts that config without them', () => {
+    // The example's east consumer declares callerKeys (README "Tenants, keys and budgets"): a Praxis AI consumer
+    // cannot run caller_auth, usage_meter or budget_enforce, so such a consumer must be our gateway.
+    expect(withTenantFilters.map((w) => w.file.slice(dir.length + 1)).sort()).toEqual([
+      'dist/east/consumer-gateway-config.yaml',
+      'local/east/consumer-gateway-0.yaml',
+      'local/east/consumer-gateway-1.yaml',
+    ]);
+    for (const { file, first, stripped } of withTenantFilters) {
+      expect(verdict(file)).toBe(`reject ${file}: unknown filter type: '${first}'`);
+      expect(verdict(stripped)).toBe(`accept ${stripped}`);
+    }
   });
 
   it('accepts the table base configs and every accepted example', () => {
