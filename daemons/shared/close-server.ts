@@ -3,8 +3,11 @@
 // request the daemon had accepted (an enrollment redeem half done, an age report half applied).
 import type { Server } from 'node:http';
 
-/** What a daemon's listeners give requests already running when they close: well inside the pod's 30 s grace. */
-export const LISTENER_GRACE_MS = 3_000;
+/**
+ * What a daemon's listeners give requests already running when they close (an enrollment redeem, an age or spend
+ * report: each a few milliseconds of work), so the whole stop fits `podman stop`'s 3 s target.
+ */
+export const LISTENER_GRACE_MS = 1_000;
 
 /** How often idle keep-alive connections are closed while requests drain (a connection goes idle after its answer). */
 const IDLE_SWEEP_MS = 50;
