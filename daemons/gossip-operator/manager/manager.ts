@@ -170,11 +170,17 @@ export class Manager {
    */
   async stop(deadlineMs = Infinity): Promise<void> {
     for (const running of this.#running.values()) running.queue.shutDown();
-    await Promise.all(this.#subscriptions.splice(0).map((s) => s.close()));
+    // Closing a watch is inside the deadline too: on the Kubernetes store it waits for the watch request to end,
+    // which the container suite saw outlast the operator's whole 10 s shutdown deadline. The store's own close
+    // (after this) ends whatever is still open.
+    let watchesOpen = true;
+    const watchesClosed = Promise.all(this.#subscriptions.splice(0).map((s) => s.close())).finally(() => {
+      watchesOpen = false;
+    });
     const running = [...this.#running.values()];
     this.#running.clear();
     const busy = new Set(running.map((r) => r.controller.name));
-    const finished = Promise.all(running.map((r) => r.worker.finally(() => busy.delete(r.controller.name))));
+    const finished = Promise.all([watchesClosed, ...running.map((r) => r.worker.finally(() => busy.delete(r.controller.name)))]);
     if (deadlineMs === Infinity) {
       await finished;
       return;
@@ -188,6 +194,6 @@ export class Manager {
       }),
     ]);
     clearTimeout(timer);
-    if (timedOut) this.#options.logger.warn({ deadlineMs, controllers: [...busy] }, 'reconciles still running at the stop deadline; abandoning them');
+    if (timedOut) this.#options.logger.warn({ deadlineMs, controllers: [...busy], watchesOpen }, 'reconciles or watches still running at the stop deadline; abandoning them');
   }
 }

@@ -78,8 +78,31 @@ describe('Manager.stop', () => {
     await manager.stop(200);
     expect(Date.now() - t0).toBeLessThan(2_000);
     expect(controller.finished).toEqual([]);
-    const warning = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'reconciles still running at the stop deadline; abandoning them');
-    expect(warning).toMatchObject({ deadlineMs: 200, controllers: ['held'] });
+    const warning = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'reconciles or watches still running at the stop deadline; abandoning them');
+    expect(warning).toMatchObject({ deadlineMs: 200, controllers: ['held'], watchesOpen: false });
     controller.release();
+  });
+
+  it('abandons a watch whose close hangs at the deadline (a Kubernetes watch request that does not end)', async () => {
+    const real = await storeWith(['a']);
+    // The store as the Kubernetes one behaved in the container suite: closing a watch never settles.
+    const store: ResourceStore = new Proxy(real, {
+      get(target, key, receiver) {
+        if (key !== 'watch') return Reflect.get(target, key, receiver) as unknown;
+        return (...args: Parameters<ResourceStore['watch']>) => {
+          const subscription = target.watch(...args);
+          return { ...subscription, close: () => new Promise<void>(() => undefined) };
+        };
+      },
+    });
+    const { logger, lines } = capturingLogger();
+    const manager = new Manager({ store, logger });
+    manager.add(heldController());
+    manager.start();
+    const t0 = Date.now();
+    await manager.stop(200);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    const warning = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'reconciles or watches still running at the stop deadline; abandoning them');
+    expect(warning).toMatchObject({ deadlineMs: 200, watchesOpen: true });
   });
 });
