@@ -13,6 +13,7 @@ import type { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
 import { cidrProblem, type ListenerSources } from './operator-network-policy.ts';
 import { issueAt, type SynthIssue } from './synth-error.ts';
+import { ingressPolicy, tcpPort } from './ingress-policy.ts';
 
 export interface GatewayNetworkPolicyProps {
   readonly name: string;
@@ -26,8 +27,6 @@ export interface GatewayNetworkPolicyProps {
   /** Prometheus (or another scraper) by source CIDR; absent: only the node reaches the scrape ports. */
   readonly metricsScrapers?: ListenerSources;
 }
-
-const tcp = (port: number): kplus.k8s.NetworkPolicyPort => ({ port: kplus.k8s.IntOrString.fromNumber(port), protocol: 'TCP' });
 
 /** Synth-time problems of the metricsScrapers prop. */
 export function metricsScraperIssues(scope: Construct, scrapers: ListenerSources | undefined): SynthIssue[] {
@@ -45,20 +44,13 @@ export function metricsScraperIssues(scope: Construct, scrapers: ListenerSources
 
 /** The ingress rules: the listener from anywhere, the scrape ports from the scrapers (the node needs no rule). */
 export function gatewayIngressRules(props: Pick<GatewayNetworkPolicyProps, 'listenerPort' | 'scrapePorts' | 'metricsScrapers'>): kplus.k8s.NetworkPolicyIngressRule[] {
-  const rules: kplus.k8s.NetworkPolicyIngressRule[] = [{ ports: [tcp(props.listenerPort)] }];
+  const rules: kplus.k8s.NetworkPolicyIngressRule[] = [{ ports: [tcpPort(props.listenerPort)] }];
   if (props.metricsScrapers !== undefined) {
-    rules.push({ from: props.metricsScrapers.cidrs.map((cidr) => ({ ipBlock: { cidr } })), ports: props.scrapePorts.map(tcp) });
+    rules.push({ from: props.metricsScrapers.cidrs.map((cidr) => ({ ipBlock: { cidr } })), ports: props.scrapePorts.map(tcpPort) });
   }
   return rules;
 }
 
 export function gatewayNetworkPolicy(scope: Construct, id: string, props: GatewayNetworkPolicyProps): kplus.k8s.KubeNetworkPolicy {
-  return new kplus.k8s.KubeNetworkPolicy(scope, id, {
-    metadata: { name: props.name, namespace: props.namespace, labels: props.labels },
-    spec: {
-      podSelector: { matchLabels: props.podLabels },
-      policyTypes: ['Ingress'],
-      ingress: gatewayIngressRules(props),
-    },
-  });
+  return ingressPolicy(scope, id, { name: props.name, namespace: props.namespace, labels: props.labels, podLabels: props.podLabels, ingress: gatewayIngressRules(props) });
 }

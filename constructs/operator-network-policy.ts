@@ -15,6 +15,7 @@ import type { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
 import { LABEL_NAME, LABEL_PART_OF, workloadLabels } from './labels.ts';
 import { issueAt, type SynthIssue } from './synth-error.ts';
+import { ingressPolicy, tcpPort } from './ingress-policy.ts';
 
 /** Where a listener admits connections from. */
 export interface ListenerSources {
@@ -153,8 +154,6 @@ export function sourceIssues(
   ];
 }
 
-const tcp = (port: number): kplus.k8s.NetworkPolicyPort => ({ port: kplus.k8s.IntOrString.fromNumber(port), protocol: 'TCP' });
-
 function cidrPeers(from: ListenerSources | undefined): kplus.k8s.NetworkPolicyPeer[] | undefined {
   return from === undefined ? undefined : from.cidrs.map((cidr) => ({ ipBlock: { cidr } }));
 }
@@ -180,12 +179,12 @@ export function operatorIngressRules(props: PolicyPorts & { readonly namespace: 
     {
       ports: [
         { port: kplus.k8s.IntOrString.fromNumber(props.gossipPort), protocol: 'UDP' },
-        tcp(props.gossipPort),
-        tcp(props.adminPort),
+        tcpPort(props.gossipPort),
+        tcpPort(props.adminPort),
       ],
     },
   ];
-  const rule = (port: number, from: kplus.k8s.NetworkPolicyPeer[] | undefined): kplus.k8s.NetworkPolicyIngressRule => (from === undefined ? { ports: [tcp(port)] } : { from, ports: [tcp(port)] });
+  const rule = (port: number, from: kplus.k8s.NetworkPolicyPeer[] | undefined): kplus.k8s.NetworkPolicyIngressRule => (from === undefined ? { ports: [tcpPort(port)] } : { from, ports: [tcpPort(port)] });
   if (props.signals !== undefined) rules.push(rule(props.signals.port, cidrPeers(props.signals.from)));
   if (props.gatewayAge !== undefined) rules.push(rule(props.gatewayAge.port, reporterPeers(props.namespace, props.gatewayAge.reporters)));
   if (props.enrollment !== undefined) rules.push(rule(props.enrollment.port, cidrPeers(props.enrollment.from)));
@@ -194,12 +193,5 @@ export function operatorIngressRules(props: PolicyPorts & { readonly namespace: 
 
 /** Renders the policy (call after the issues were checked). */
 export function operatorNetworkPolicy(scope: Construct, id: string, props: OperatorNetworkPolicyProps): kplus.k8s.KubeNetworkPolicy {
-  return new kplus.k8s.KubeNetworkPolicy(scope, id, {
-    metadata: { name: props.name, namespace: props.namespace, labels: props.labels },
-    spec: {
-      podSelector: { matchLabels: props.operatorLabels },
-      policyTypes: ['Ingress'],
-      ingress: operatorIngressRules(props),
-    },
-  });
+  return ingressPolicy(scope, id, { name: props.name, namespace: props.namespace, labels: props.labels, podLabels: props.operatorLabels, ingress: operatorIngressRules(props) });
 }
