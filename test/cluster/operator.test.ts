@@ -249,25 +249,32 @@ describe('gossip-operator (real program, its ServiceAccount token) on east', () 
   it('writes schema-valid status through the status subresource for the network, its site and its providers', async () => {
     const path = (o: Manifest['object']) => admin.objectPath(o);
     let lastStatus: unknown;
-    const net = await waitFor('GridNetwork status.gridId and a Distributed routingMapStatus', async () => {
+    // The operator may publish a newer overlay between two reads (the providers' failing health checks turn their
+    // candidates not fresh a moment later), so every revision compared below comes from one read of the GridNetwork
+    // and both overlay ConfigMaps that agree with each other.
+    const converged = await waitFor('GridNetwork status.gridId and a Distributed routingMapStatus that matches both overlay ConfigMaps', async () => {
       const o = await get(await path(network));
       lastStatus = o?.['status'];
-      const entry = (o?.['status']?.['routingMapStatus'] as Record<string, any>[] | undefined)?.find((e) => e['gatewayName'] === gateway.name);
-      return o?.['status']?.['gridId'] && entry?.['phase'] === 'Distributed' ? o : undefined;
+      const entries = o?.['status']?.['routingMapStatus'] as Record<string, any>[] | undefined;
+      const entry = entries?.find((e) => e['gatewayName'] === gateway.name);
+      const praxis = entries?.find((e) => e['dialect'] === 'praxis-main');
+      if (!o?.['status']?.['gridId'] || entry?.['phase'] !== 'Distributed' || praxis?.['phase'] !== 'Distributed') return undefined;
+      const cm = await get(CM_PATH);
+      const praxisCm = await get(`/api/v1/namespaces/${praxis['namespace']}/configmaps/${praxis['configMapName']}`);
+      const praxisOverlay = praxisCm?.['data']?.['routing-overlay.json'] as string | undefined;
+      if (cm?.['metadata']?.['annotations']?.['grid.praxis.fast/overlay-revision'] !== entry['distributedRevision']) return undefined;
+      if (praxisCm?.['metadata']?.['annotations']?.['grid.praxis.fast/overlay-revision'] !== praxis['distributedRevision']) return undefined;
+      return praxisOverlay === undefined ? undefined : { net: o, entry, praxis, praxisOverlay };
     }, 45_000).catch((error: Error) => {
       // Say what the operator did see and log, so a slow or failed reconcile can be told apart.
       throw new Error(`${error.message}; last status ${JSON.stringify(lastStatus)?.slice(0, 1500)}; operator warnings: ${operatorComplaints().slice(-10).join(' | ').slice(0, 3000)}`);
     });
-    const entry = (net['status']['routingMapStatus'] as Record<string, any>[]).find((e) => e['gatewayName'] === gateway.name)!;
-    const cm = (await get(CM_PATH))!;
+    const { net, entry, praxis, praxisOverlay } = converged;
     expect(entry['configMapName']).toBe(CONFIGMAP);
-    expect(entry['distributedRevision']).toBe(cm['metadata']['annotations']['grid.praxis.fast/overlay-revision']);
     // dist's east also declares a Praxis AI main consumer (consumerGateways[] dialect praxis-main): rendered in the same
     // reconcile, it gets its own overlay without selection_policy, which Praxis main accepts, and its entry says the
     // weightedRandom split is not honoured there.
-    const praxis = (net['status']['routingMapStatus'] as Record<string, any>[]).find((e) => e['dialect'] === 'praxis-main')!;
     expect(praxis).toMatchObject({ phase: 'Distributed', conditions: [expect.objectContaining({ type: 'SelectionPolicyHonored', status: 'False', reason: 'WeightedSplitCollapsed' })] });
-    const praxisOverlay = (await get(`/api/v1/namespaces/${praxis['namespace']}/configmaps/${praxis['configMapName']}`))!['data']['routing-overlay.json'] as string;
     expect(praxisOverlay).not.toContain('selection_policy');
     expect(validateOverlay(praxisOverlay, { maxBytes: OVERLAY_SYNC_MAX_OVERLAY_BYTES, allowLegacy: false, dialect: 'praxis-main' })).toMatchObject({ ok: true, revision: praxis['distributedRevision'] });
     const ownSite = gridObjects.find((o) => o.kind === 'GridSite' && o.metadata.name === SITE)!;
