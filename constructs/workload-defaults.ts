@@ -71,7 +71,7 @@ export function serviceAccountTokenVolume(scope: Construct, id: string, name: st
   return projectedVolume(scope, id, name, {
     defaultMode: 0o444,
     sources: [
-      // One hour, refreshed by the kubelet; client-node re-reads the file.
+      // One hour, refreshed by the kubelet; the daemons re-read the file (resource-store/kubeconfig.ts).
       { serviceAccountToken: { path: 'token', expirationSeconds: 3600 } },
       { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
       { downwardApi: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },

@@ -110,7 +110,6 @@ export function runtimePackages(
  * sources) so a new import shows up in review; test/image/layout.test.ts checks it against the sources.
  */
 export const RUNTIME_IMPORTS = [
-  '@kubernetes/client-node',
   '@marcbachmann/cel-js',
   '@peculiar/x509',
   'ajv',

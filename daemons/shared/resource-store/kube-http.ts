@@ -1,36 +1,12 @@
-// Thin HTTP layer to the API server. Configuration and authentication (in-cluster service-account token,
-// kubeconfig certificates, tokens, exec plugins) come from @kubernetes/client-node's KubeConfig; requests go
-// through node:https so one code path serves get, list, apply, the status subresource and watch streams
-// (the library's generic object API has no subresource calls and runs discovery requests first).
+// Thin HTTP layer to the API server. Configuration and authentication (in-cluster ServiceAccount token,
+// kubeconfig certificates, tokens, exec plugins) come from kubeconfig.ts; requests go through node:https so one code
+// path serves get, list, apply, the status subresource and watch streams.
 
 import http from 'node:http';
 import https from 'node:https';
-import { KubeConfig } from '@kubernetes/client-node';
 import { ResourceStoreError, type ResourceStoreErrorCode } from './errors.ts';
+import type { KubeAuthSource } from './kubeconfig.ts';
 import type { ResourceKind } from './types.ts';
-
-export interface KubeConfigSource {
-  /** Path of a kubeconfig file; absent: in-cluster when running in a pod, else $KUBECONFIG / ~/.kube/config. */
-  readonly kubeconfigPath?: string;
-  /** Overrides the kubeconfig's current context. */
-  readonly context?: string;
-}
-
-export function loadKubeConfig(source: KubeConfigSource = {}): KubeConfig {
-  const config = new KubeConfig();
-  if (source.kubeconfigPath !== undefined) {
-    config.loadFromFile(source.kubeconfigPath);
-  } else if (process.env['KUBERNETES_SERVICE_HOST'] !== undefined && process.env['KUBECONFIG'] === undefined) {
-    config.loadFromCluster();
-  } else {
-    config.loadFromDefault();
-  }
-  if (source.context !== undefined) config.setCurrentContext(source.context);
-  if (config.getCurrentCluster() === null) {
-    throw new ResourceStoreError('invalid', 'no Kubernetes cluster configured: set --kubeconfig, $KUBECONFIG, or run in a pod');
-  }
-  return config;
-}
 
 export function resourcePath(kind: ResourceKind, namespace: string | undefined, name?: string, subresource?: string): string {
   const slash = kind.apiVersion.indexOf('/');
@@ -66,10 +42,10 @@ export interface RequestSpec {
 }
 
 export class KubeHttp {
-  readonly #config: KubeConfig;
+  readonly #config: KubeAuthSource;
   readonly #server: URL;
 
-  constructor(config: KubeConfig) {
+  constructor(config: KubeAuthSource) {
     this.#config = config;
     const cluster = config.getCurrentCluster();
     if (cluster === null) throw new ResourceStoreError('invalid', 'no Kubernetes cluster configured');

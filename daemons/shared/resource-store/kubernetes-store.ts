@@ -2,7 +2,8 @@
 // patches, and list+watch loops (kube-watch.ts). Tested against a real API server in test/cluster/.
 
 import { checkRef, describeRef, ResourceStoreError } from './errors.ts';
-import { KubeHttp, failure, loadKubeConfig, resourcePath, type KubeConfigSource } from './kube-http.ts';
+import { KubeHttp, failure, resourcePath } from './kube-http.ts';
+import { loadKubeConfig, type KubeConfigSource } from './kubeconfig.ts';
 import { DEFAULT_KUBE_WATCH_TUNING, KubeWatch, type KubeWatchTuning } from './kube-watch.ts';
 import { checkLabelSelector } from './object-cache.ts';
 import type {
