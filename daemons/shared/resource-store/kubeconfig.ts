@@ -399,7 +399,8 @@ export interface KubeConfigSource {
 
 /** kubectl's order: an explicit file, else in-cluster in a pod without $KUBECONFIG, else $KUBECONFIG, else ~/.kube/config. */
 export function loadKubeConfig(source: KubeConfigSource = {}, env: NodeJS.ProcessEnv = process.env): KubeConnection {
-  if (source.kubeconfigPath !== undefined) return new KubeConnection(kubeconfigContext([source.kubeconfigPath], source.context));
+  // --kubeconfig may carry a $KUBECONFIG-style list (the daemons read it from that variable too).
+  if (source.kubeconfigPath !== undefined) return new KubeConnection(kubeconfigContext(source.kubeconfigPath.split(delimiter).filter((p) => p !== ''), source.context));
   const listed = (env['KUBECONFIG'] ?? '').split(delimiter).filter((p) => p !== '');
   if (listed.length === 0 && env['KUBERNETES_SERVICE_HOST'] !== undefined && source.context === undefined) {
     return new KubeConnection(inClusterContext(env));
