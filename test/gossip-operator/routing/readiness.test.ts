@@ -136,7 +136,7 @@ describe('API providers are the fallback of self-hosted pools in the same tier',
     const candidates = overlay(input).payload.candidates;
     expect(candidates.map((c) => [c.cluster, c.selection_group])).toEqual([['pool', 0], ['api', 1]]);
     // The API provider does score higher: ordering, not score, keeps it behind.
-    expect(candidates[1]!.score).toBeGreaterThan(candidates[0]!.score);
+    expect(candidates[1]!.score).toBeGreaterThan(candidates[0]!.score as number);
   });
 
   it('the API provider takes over when no self-hosted candidate is left (seed 004: "If no self-hosted candidate is available for a model, the API-provider candidate can become the selected route")', () => {
@@ -218,6 +218,6 @@ describe('score: latency, error rate and cost', () => {
     });
     const candidates = overlay(input).payload.candidates;
     expect(candidates.map((c) => c.cluster)).toEqual(['quiet', 'failing']);
-    expect(candidates[1]!.score_breakdown.latency).toBe(0.8);
+    expect(candidates[1]!.score_breakdown?.latency).toBe(0.8);
   });
 });
