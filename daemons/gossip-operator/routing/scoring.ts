@@ -90,11 +90,10 @@ export function roundScore(value: number): number {
 export const LATENCY_REFERENCE_MS = 1000;
 export const COST_REFERENCE_USD = 10;
 /**
- * How far latency and cost move the total away from the strategy's signal: each adds WEIGHT × (its score − 0.5), so
- * at most ±0.1 and ±0.05. The strategy's signal (a whole unit) stays what orders providers; these break near-ties.
+ * How far latency moves the total away from the strategy's signal: it adds LATENCY_WEIGHT × (its score − 0.5), so at
+ * most ±0.1. The strategy's signal (a whole unit) stays what orders providers; latency breaks near-ties.
  */
 export const LATENCY_WEIGHT = 0.2;
-export const COST_WEIGHT = 0.1;
 /** The total loses ERROR_RATE_WEIGHT × the failed share: a pool failing every request loses half a unit. */
 export const ERROR_RATE_WEIGHT = 0.5;
 
@@ -113,25 +112,24 @@ export function costScore(cost: ProviderCost | undefined): number {
 }
 
 /**
- * The strategy's score and the breakdown of every signal. noMetrics gives every candidate the same dynamic score
- * (seed 003: "it gives all admitted candidates the same dynamic score"), so only the static declared cost moves its
- * total; queueDepth prefers the shortest normalised queue, kvCachePressure the most free KV cache, and both also
- * read the measured latency and error rate. A missing signal changes nothing: latency and cost sit at the neutral
- * 0.5 (which adds 0), and a missing error rate is "no evidence of failure" (seed 004), which subtracts 0.
+ * The strategy's score and the breakdown of every signal. noMetrics gives every candidate the same score, 0 (seed
+ * 003: "it gives all admitted candidates the same dynamic score"; SPEC §2.5); queueDepth prefers the shortest
+ * normalised queue, kvCachePressure the most free KV cache, and both also read the measured latency and error rate.
+ * A missing signal changes nothing: latency sits at the neutral 0.5 (which adds 0), and a missing error rate is "no
+ * evidence of failure" (seed 004), which subtracts 0. The declared cost is published in the breakdown only: the
+ * static order between pools and API providers is the backend category's (ordering.ts), and SPEC §2.5 keeps the
+ * totals of a strategy comparable across sites, where remote records carry no cost.
  */
 export function scoreSignals(strategy: ScoringStrategy, signals: NormalizedSignals, cost?: ProviderCost): BaseScore {
   const queue = roundScore(signals.queueDepth === undefined ? NEUTRAL_SCORE : 1 - signals.queueDepth);
   const kv = roundScore(signals.kvCacheUtilization === undefined ? NEUTRAL_SCORE : 1 - signals.kvCacheUtilization);
   const prefix = roundScore(signals.prefixCacheHitRatio ?? NEUTRAL_SCORE);
   const latency = latencyScore(signals.latencyP99Ms);
-  const costValue = costScore(cost);
-  let total = COST_WEIGHT * (costValue - NEUTRAL_SCORE);
+  let total = 0;
   if (strategy === 'queueDepth' || strategy === 'kvCachePressure') {
-    total += strategy === 'queueDepth' ? queue : kv;
-    total += LATENCY_WEIGHT * (latency - NEUTRAL_SCORE);
-    total -= ERROR_RATE_WEIGHT * (signals.errorRate ?? 0);
+    total = (strategy === 'queueDepth' ? queue : kv) + LATENCY_WEIGHT * (latency - NEUTRAL_SCORE) - ERROR_RATE_WEIGHT * (signals.errorRate ?? 0);
   }
-  return { total: roundScore(total), queue_depth: queue, kv_cache: kv, prefix_cache: prefix, latency, cost: costValue };
+  return { total: roundScore(total), queue_depth: queue, kv_cache: kv, prefix_cache: prefix, latency, cost: costScore(cost) };
 }
 
 /**
