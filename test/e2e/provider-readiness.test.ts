@@ -2,13 +2,14 @@
 // checks is excluded and returns when healthy. The test declares a short probe (healthCheck interval 1s,
 // failureThreshold 2) by rewriting east's InferenceProvider the way an operator edits it with kubectl, turns the
 // sim's /health to 503 through its admin endpoint (the process keeps running and serving), and watches status,
-// grid_provider_ready, the overlay every consumer accepted, and where requests land. Time-boxed.
+// grid_provider_ready, the overlay every consumer accepted, and where requests land. Time-boxed. The same grid shows
+// the consumer gateways' age reports filling the operator's gatewayAgeReports.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify as stringifyYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INFERENCE_PROVIDER, metricSum, readOverlays, type OverlayCandidate } from '../../daemons/local-grid/grid-status.ts';
+import { GRID_NETWORK, INFERENCE_PROVIDER, metricSum, readOverlays, type OverlayCandidate } from '../../daemons/local-grid/grid-status.ts';
 import { type LocalGrid, REPO_ROOT, startLocalGrid } from '../../daemons/local-grid/runner.ts';
 import { attribution, chatCompletion, waitFor } from '../../daemons/local-grid/traffic.ts';
 
@@ -75,7 +76,7 @@ afterAll(async () => {
   rmSync(runDir, { recursive: true, force: true });
 }, 60_000);
 
-describe('local grid: a provider failing its health checks is excluded and returns when healthy', () => {
+describe('local grid: provider readiness and gateway age reports', () => {
   it('withdraws east-llm-a within its probe budget, routes to east-llm-b meanwhile, and restores it', async () => {
     const t0 = Date.now();
     await grid.setSimState(PROVIDER, { healthy: false });
@@ -121,4 +122,15 @@ describe('local grid: a provider failing its health checks is excluded and retur
     expect(after.get(PROVIDER) ?? 0).toBeGreaterThan(0);
     process.stdout.write(`provider readiness: Unavailable after ${unavailableMs} ms, out of every consumer's overlay after ${excludedMs} ms, back after ${restoredMs} ms\n`);
   }, 90_000);
+
+  it("fills the operator's gatewayAgeReports from the serving consumer gateways (one clean record per process)", async () => {
+    const network: Json = await waitFor('an age record per east consumer gateway', async () => {
+      const n: Json = (await grid.site('east').store.list(GRID_NETWORK)).items[0];
+      return (n?.status?.gatewayAgeReports ?? []).length >= consumers().length ? n : undefined;
+    }, 20_000, 200);
+    const records = network.status.gatewayAgeReports as Json[];
+    expect(new Set(records.map((r) => r.epoch)).size).toBe(records.length);
+    for (const r of records) expect(r).toMatchObject({ skewCount: 0, reportedRejected: false, rejected: false });
+    expect(network.status.conditions.find((c: Json) => c.type === 'GatewayAgesRejected')).toMatchObject({ status: 'False' });
+  }, 30_000);
 });
