@@ -85,7 +85,7 @@ export function roundScore(value: number): number {
 /**
  * Latency and cost have no normalisation contract from the destination, so each is read against a reference: a p99
  * of LATENCY_REFERENCE_MS, or a price of COST_REFERENCE_USD per million tokens (input plus output), scores exactly
- * the neutral 0.5; faster or cheaper scores above it, slower or dearer below, never reaching 0 or 1.
+ * the neutral 0.5; faster or cheaper scores above it (1 at zero), slower or dearer below it, never reaching 0.
  */
 export const LATENCY_REFERENCE_MS = 1000;
 export const COST_REFERENCE_USD = 10;
