@@ -2,6 +2,12 @@
 // /v1/gateway-age-reports and /v1/gateway-spend-reports, plain HTTP behind a NetworkPolicy that admits the site's
 // gateway pods). Each report kind is sent latest-wins: every tick the newest unsent document goes out; a failure
 // is retried on the next tick with the newer document, never queued, because every report is cumulative.
+//
+// Age reports (seed 001 "Gateway age evidence", schemas/signals/gateway-age-report.schema.json) go out only when
+// they say something new, because every one the operator records is a GridNetwork status write: once at start (the
+// process's record), when the count of rejected relayed ages grew (rejected: true), and once more when a tick passes
+// with no new rejection (the newer clean evidence that resolves it). A clean process needs no renewal: freshness
+// only ages rejected evidence.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
@@ -9,6 +15,21 @@ import type { Logger } from '../shared/log.ts';
 import type { SpendLedger } from './usage/spend-ledger.ts';
 
 export const SPEND_REPORTS_PATH = '/v1/gateway-spend-reports';
+export const AGE_REPORTS_PATH = '/v1/gateway-age-reports';
+
+/**
+ * This process's count of relayed ages it refused (a signal row whose age its own reading shows to be impossible),
+ * cumulative since start. Whatever reads relayed ages counts a refusal here; the reporter tells the operator.
+ */
+export class AgeEvidence {
+  #skewCount = 0;
+  get skewCount(): number {
+    return this.#skewCount;
+  }
+  reject(count = 1): void {
+    if (Number.isSafeInteger(count) && count > 0) this.#skewCount += count;
+  }
+}
 export const TENANT_BUDGETS_PATH = '/v1/tenant-budgets';
 
 /** The newest converged budgetStatus the operator answered: spendRatio per tracked tenant (budget_enforce reads it). */
@@ -43,6 +64,8 @@ export interface OperatorReporterOptions {
   readonly spend: SpendLedger;
   /** Filled from GET /v1/tenant-budgets on every tick. */
   readonly budgets: BudgetView;
+  /** Rejected relayed ages; a fresh, never-rejecting count when absent. */
+  readonly ages?: AgeEvidence;
   readonly logger: Logger;
   /** This process's epoch (random, 32 hex by default). */
   readonly epoch?: string;
@@ -51,9 +74,44 @@ export interface OperatorReporterOptions {
 export function startOperatorReporter(options: OperatorReporterOptions): OperatorReporter {
   const epoch = options.epoch ?? randomBytes(16).toString('hex');
   const replica = hostname().slice(0, 253);
+  const ages = options.ages ?? new AgeEvidence();
   let acked = 0;
   let running: Promise<void> | undefined;
   let lastProblem: string | undefined;
+  /** Age reports: the last sequence sent, and what the operator last recorded (undefined until the first one). */
+  let ageSequence = 0;
+  let ageRecorded: { skewCount: number; rejected: boolean } | undefined;
+  let lastAgeProblem: string | undefined;
+
+  async function sendAges(): Promise<void> {
+    const skewCount = ages.skewCount;
+    const recorded = ageRecorded;
+    if (recorded !== undefined && skewCount === recorded.skewCount && !recorded.rejected) return;
+    // rejected: a refusal since the previous recorded report (the first report counts from zero).
+    const rejected = skewCount > (recorded?.skewCount ?? 0);
+    ageSequence += 1;
+    const body = JSON.stringify({ epoch, replica, sequence: ageSequence, skewCount, rejected });
+    let problem: string | undefined;
+    try {
+      const res = await request(`${options.url}${AGE_REPORTS_PATH}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+        headersTimeout: REQUEST_TIMEOUT_MS,
+        bodyTimeout: REQUEST_TIMEOUT_MS,
+      });
+      await res.body.dump();
+      if (res.statusCode === 200 || res.statusCode === 202) ageRecorded = { skewCount, rejected };
+      else problem = `operator answered ${res.statusCode}`;
+    } catch (error) {
+      problem = (error as NodeJS.ErrnoException).code ?? (error as Error).name;
+    }
+    if (problem !== lastAgeProblem) {
+      if (problem === undefined) options.logger.info({ sequence: ageSequence }, 'age reports reach the operator');
+      else options.logger.warn({ url: options.url, problem }, 'age report not recorded; retried on the next tick');
+      lastAgeProblem = problem;
+    }
+  }
 
   async function sendSpend(): Promise<void> {
     const sequence = options.spend.sequence;
@@ -96,13 +154,19 @@ export function startOperatorReporter(options: OperatorReporterOptions): Operato
     }
   }
 
-  const flush = (): Promise<void> => {
-    running ??= Promise.all([sendSpend(), pollBudgets()]).then(() => undefined).finally(() => {
+  const tick = (): Promise<void> => {
+    running ??= Promise.all([sendSpend(), pollBudgets(), sendAges()]).then(() => undefined).finally(() => {
       running = undefined;
     });
     return running;
   };
-  const timer = setInterval(() => void flush(), options.intervalMs);
+  // "Sends what is pending now": a tick already in flight read its documents before the caller's latest spend or
+  // rejection, so an explicit flush waits it out and sends again. The timer's ticks just skip a busy interval.
+  const flush = async (): Promise<void> => {
+    while (running !== undefined) await running;
+    await tick();
+  };
+  const timer = setInterval(() => void tick(), options.intervalMs);
   timer.unref();
   return {
     flush,

@@ -24,7 +24,7 @@ import type { GatewayMetrics } from './metrics.ts';
 import { OverlayStore } from './overlay-store.ts';
 import { buildPipeline, runPipeline } from './pipeline.ts';
 import { SpendLedger } from './usage/spend-ledger.ts';
-import { BudgetView, startOperatorReporter } from './operator-reporter.ts';
+import { AgeEvidence, BudgetView, startOperatorReporter } from './operator-reporter.ts';
 import { KeyQuota } from './usage/key-quota.ts';
 import type { OperatorReporter } from './operator-reporter.ts';
 import { createUsageMetrics } from './usage/usage-metrics.ts';
@@ -55,8 +55,10 @@ export interface GatewayInstance {
   readonly overlay: OverlayStore | undefined;
   /** Cumulative priced spend per tenant recorded by usage_meter. */
   readonly spend: SpendLedger;
-  /** The spend reporter toward the site operator (usage_meter.report), when configured. */
+  /** The spend and age reporter toward the site operator (usage_meter.report), when configured. */
   readonly reporter: OperatorReporter | undefined;
+  /** Relayed ages this process refused: a reader of relayed signal ages counts here, the reporter sends the count. */
+  readonly ages: AgeEvidence;
   isReady(): boolean;
   /** Re-reads credential and caller key files (SIGHUP). */
   reloadCredentials(): void;
@@ -370,9 +372,10 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     });
   }
   const reportConfig = resolved.listeners.flatMap((l) => l.filters).find((f) => f.filter === 'usage_meter' && f.report !== undefined);
+  const ages = new AgeEvidence();
   const reporter: OperatorReporter | undefined =
     reportConfig?.filter === 'usage_meter' && reportConfig.report !== undefined
-      ? startOperatorReporter({ url: reportConfig.report.url, intervalMs: reportConfig.report.interval_ms ?? 5_000, spend: usage.ledger, budgets: usage.budgets, logger })
+      ? startOperatorReporter({ url: reportConfig.report.url, intervalMs: reportConfig.report.interval_ms ?? 5_000, spend: usage.ledger, budgets: usage.budgets, ages, logger })
       : undefined;
   const readyTimer = setInterval(() => metrics.ready.set(isReady() ? 1 : 0), 500);
   readyTimer.unref();
@@ -387,6 +390,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     overlay,
     spend: usage.ledger,
     reporter,
+    ages,
     isReady,
     reloadCredentials: () => {
       for (const { pipeline } of servers) {

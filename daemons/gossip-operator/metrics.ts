@@ -10,6 +10,7 @@ export class OperatorMetrics {
   readonly registry = new Registry();
   readonly providerScrapes: Counter<'grid_provider' | 'result'>;
   readonly providerLastScrapeSuccess: Gauge<'grid_provider'>;
+  readonly providerReady: Gauge<'grid_site' | 'grid_provider'>;
   readonly sitePhase: Gauge<'site' | 'phase'>;
   readonly sitePhaseTransitions: Counter<'phase' | 'reason'>;
   readonly modelDiscovery: Counter<'provider' | 'outcome'>;
@@ -39,6 +40,12 @@ export class OperatorMetrics {
       name: 'grid_provider_last_scrape_success_timestamp_seconds',
       help: 'Unix time of the last scrape of the provider that returned its configured series.',
       labelNames: ['grid_provider'],
+      registers,
+    });
+    this.providerReady = new Gauge({
+      name: 'grid_provider_ready',
+      help: '1 when the provider can serve, 0 when not (Unavailable, Ready False, metrics healthy=false, or no routing category); this site\'s providers and those its peers publish.',
+      labelNames: ['grid_site', 'grid_provider'],
       registers,
     });
     this.sitePhase = new Gauge({

@@ -143,9 +143,13 @@ export interface HealthCheck {
    */
   endpoint?: string;
   /**
-   * Probe interval (>= 1 s).
+   * Probe interval (>= 1 s); the operator's provider poll interval when absent.
    */
   interval?: string;
+  /**
+   * Consecutive failed probes, one per interval, after which the provider turns Unavailable and leaves routing; one passing probe brings it back. 1 when absent.
+   */
+  failureThreshold?: number;
   /**
    * Per-probe timeout ("5s" or "500ms").
    */

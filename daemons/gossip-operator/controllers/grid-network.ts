@@ -153,6 +153,11 @@ export class GridNetworkController implements Controller {
       this.#admission,
     );
     this.#admission = rendered.admissionMemory;
+    // Rebuilt whole each reconcile, so a provider that left the network drops its series.
+    ctx.metrics.providerReady.reset();
+    for (const row of rendered.providers) {
+      ctx.metrics.providerReady.set({ grid_site: row.site, grid_provider: row.provider }, row.ready ? 1 : 0);
+    }
     if (rendered.excluded.length > 0) {
       ctx.logger.debug({ network: name, excluded: rendered.excluded.slice(0, 20).map((e) => ({ reason: e.reason, provider: e.provider, detail: e.detail })) }, 'providers left out of the overlay');
     }

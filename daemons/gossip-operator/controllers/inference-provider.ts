@@ -1,8 +1,10 @@
 /**
- * InferenceProvider reconcile: validates the spec and its Secret references, probes health, and writes phase
- * (Pending | Available | Degraded | Unavailable, following configuration) plus the Ready condition (from the
- * signals loop's latest scrape: False excludes the provider from routing). Credential bytes are read only to
- * probe with and never reach status or logs.
+ * InferenceProvider reconcile: validates the spec, its routing category and its Secret references, probes health
+ * once per healthCheck.interval, and writes phase (Pending | Available | Degraded | Unavailable) plus the Ready
+ * condition (False excludes the provider from routing). A provider whose probes fail failureThreshold times running
+ * is Unavailable (seed 000: "If the operator cannot reach a backend's endpoint, the InferenceProvider stays
+ * Unavailable and the overlay excludes it") until one probe passes. Credential bytes are read only to probe with and
+ * never reach status or logs.
  */
 import type { GridNetworkResource, GridSiteResource, InferenceProviderResource } from '../../../schemas/crds/types.ts';
 import type { InferenceProviderStatus } from '../../../schemas/generated/inferenceproviders.ts';
@@ -16,6 +18,8 @@ import { readSecretKey, SecretError } from '../secrets.ts';
 import { parseDurationMs } from '../../../schemas/durations.ts';
 import { resolveEndpointTls } from './endpoint-tls.ts';
 import { bearerCredential } from './routing-input.ts';
+import { resolveBackendKind } from '../routing/backend-kind.ts';
+import { type HealthRecord, healthVerdict, recordProbe } from './provider-health.ts';
 import { boundedMessage, type Condition, mergeConditions, sameJson, specOnly } from './status.ts';
 import type { SignalState } from './provider-signals.ts';
 
@@ -55,8 +59,21 @@ export async function credentialFor(ctx: OperatorContext, auth: InferenceProvide
   }
 }
 
-export function readyCondition(phase: Phase, metricsConfigured: boolean, signal: SignalState | undefined): Omit<Condition, 'lastTransitionTime'> {
-  if (phase === 'Unavailable') return { type: 'Ready', status: 'False', reason: 'ProviderUnavailable', message: 'the provider is Unavailable' };
+/**
+ * The Ready condition. An Unavailable provider is not ready, and the condition names the cause the phase carries
+ * (a failed health check, a backendKind nothing routes) so `kubectl get -o wide` says why it left routing.
+ */
+export function readyCondition(
+  phase: Phase,
+  metricsConfigured: boolean,
+  signal: SignalState | undefined,
+  cause?: { readonly reason: string; readonly message: string },
+): Omit<Condition, 'lastTransitionTime'> {
+  if (phase === 'Unavailable') {
+    return cause !== undefined && cause.reason !== ''
+      ? { type: 'Ready', status: 'False', reason: cause.reason, message: boundedMessage(cause.message) }
+      : { type: 'Ready', status: 'False', reason: 'ProviderUnavailable', message: 'the provider is Unavailable' };
+  }
   if (!metricsConfigured) return { type: 'Ready', status: 'True', reason: 'MetricsNotConfigured', message: 'no metricsConfig: routed with neutral scores' };
   if (signal === undefined) return { type: 'Ready', status: 'Unknown', reason: 'AwaitingScrape', message: 'waiting for the first metrics scrape' };
   if (signal.failedClosed) return { type: 'Ready', status: 'False', reason: 'MetricsUnavailable', message: `metrics scrape ${signal.result}${signal.detail ? `: ${signal.detail}` : ''}; TLS metrics fail closed` };
@@ -69,39 +86,59 @@ export class InferenceProviderController implements Controller {
   readonly name = CONTROLLER_NAMES.provider;
   readonly kind = INFERENCE_PROVIDER;
   readonly #ctx: OperatorContext;
+  /** Per provider: the consecutive failed probes and when the last probe ran (per process, cleared on restart). */
+  readonly #health = new Map<string, HealthRecord>();
 
   constructor(ctx: OperatorContext) {
     this.#ctx = ctx;
   }
 
-  async #verdict(provider: InferenceProviderResource): Promise<Verdict & { requeue: boolean }> {
+  async #verdict(provider: InferenceProviderResource): Promise<Verdict & { requeueAfterMs?: number }> {
     const ctx = this.#ctx;
     const spec = provider.spec;
+    const poll = ctx.config.providerPollIntervalMs;
     const issues = validateCustomResource(specOnly(provider));
     if (issues.length > 0) {
-      return { phase: 'Unavailable', reason: 'ProviderConfigInvalid', message: issues.slice(0, 3).map((i) => `${i.path || '(object)'}: ${i.message}`).join('; '), requeue: false };
+      return { phase: 'Unavailable', reason: 'ProviderConfigInvalid', message: issues.slice(0, 3).map((i) => `${i.path || '(object)'}: ${i.message}`).join('; ') };
     }
+    // Refused, not dropped: a spelling no routing category matches is Unavailable with the reason in status.
+    const category = resolveBackendKind(spec.providerKind, spec.backendKind);
+    if (!category.ok) return { phase: 'Unavailable', reason: 'UnrecognizedBackendKind', message: `${category.message}; the provider is not routed` };
     const network = (await ctx.store.get(GRID_NETWORK, { name: spec.gridNetworkRef })) as GridNetworkResource | undefined;
-    if (network === undefined) return { phase: 'Pending', reason: 'GridNetworkNotFound', message: `GridNetwork ${spec.gridNetworkRef} does not exist`, requeue: true };
+    if (network === undefined) return { phase: 'Pending', reason: 'GridNetworkNotFound', message: `GridNetwork ${spec.gridNetworkRef} does not exist`, requeueAfterMs: poll };
     const credential = await credentialFor(ctx, spec.auth);
-    if (credential.verdict !== undefined) return { ...credential.verdict, requeue: true };
+    if (credential.verdict !== undefined) return { ...credential.verdict, requeueAfterMs: poll };
     const sharedTls = await resolveEndpointTls(ctx.store, spec.tls, 'EndpointTls');
-    if (!sharedTls.ok) return { phase: 'Degraded', reason: sharedTls.reason, message: sharedTls.message, requeue: true };
-    if (spec.healthCheck !== undefined) {
-      const tls = spec.healthCheck.tls !== undefined ? await resolveEndpointTls(ctx.store, spec.healthCheck.tls, 'HealthCheckTls') : sharedTls;
-      if (!tls.ok) return { phase: 'Degraded', reason: tls.reason, message: tls.message, requeue: true };
-      const timeoutMs = spec.healthCheck.timeout !== undefined ? parseDurationMs(spec.healthCheck.timeout) ?? 5000 : 5000;
+    if (!sharedTls.ok) return { phase: 'Degraded', reason: sharedTls.reason, message: sharedTls.message, requeueAfterMs: poll };
+    const check = spec.healthCheck;
+    if (check === undefined) {
+      this.#health.delete(provider.metadata.name);
+      return { phase: 'Available', reason: '', message: '' };
+    }
+    const tls = check.tls !== undefined ? await resolveEndpointTls(ctx.store, check.tls, 'HealthCheckTls') : sharedTls;
+    if (!tls.ok) return { phase: 'Degraded', reason: tls.reason, message: tls.message, requeueAfterMs: poll };
+    const intervalMs = check.interval !== undefined ? parseDurationMs(check.interval) ?? poll : poll;
+    const name = provider.metadata.name;
+    const now = ctx.now();
+    let record = this.#health.get(name);
+    // One probe per interval however often the provider is reconciled (its own status writes requeue it too), so
+    // failureThreshold counts probes, not reconciles. A changed spec is probed at once.
+    const generation = provider.metadata.generation ?? 1;
+    if (record === undefined || record.generation !== generation || now - record.probedAtMs >= intervalMs) {
+      const timeoutMs = check.timeout !== undefined ? parseDurationMs(check.timeout) ?? 5000 : 5000;
       const health = await probeHealth({
         providerEndpoint: spec.endpoint,
-        ...(spec.healthCheck.endpoint !== undefined ? { endpoint: spec.healthCheck.endpoint } : {}),
-        ...(spec.healthCheck.path !== undefined ? { path: spec.healthCheck.path } : {}),
+        ...(check.endpoint !== undefined ? { endpoint: check.endpoint } : {}),
+        ...(check.path !== undefined ? { path: check.path } : {}),
         ...(tls.tls !== undefined ? { tls: tls.tls } : {}),
         ...(credential.token !== undefined ? { bearerToken: credential.token } : {}),
         timeoutMs,
       });
-      if (!health.healthy) return { phase: 'Degraded', reason: 'HealthCheckFailed', message: `health check ${health.result}: ${health.detail}`, requeue: true };
+      record = recordProbe(record, health, now, generation);
+      this.#health.set(name, record);
     }
-    return { phase: 'Available', reason: '', message: '', requeue: spec.healthCheck !== undefined };
+    const verdict = healthVerdict(record, check.failureThreshold ?? 1);
+    return { ...verdict, requeueAfterMs: Math.max(1, record.probedAtMs + intervalMs - now) };
   }
 
   async reconcile(name: string): Promise<ReconcileResult> {
@@ -109,13 +146,14 @@ export class InferenceProviderController implements Controller {
     const provider = (await ctx.store.get(INFERENCE_PROVIDER, { name })) as InferenceProviderResource | undefined;
     if (provider === undefined) {
       ctx.signals.forget(name);
+      this.#health.delete(name);
       return {};
     }
     const verdict = await this.#verdict(provider);
     const spec = provider.spec ?? ({} as InferenceProviderResource['spec']);
     const sites = spec.gridNetworkRef !== undefined ? await matchingSites(ctx, spec.gridNetworkRef, spec.siteSelector?.matchLabels) : undefined;
     const generation = provider.metadata.generation ?? 1;
-    const ready = readyCondition(verdict.phase, spec.metricsConfig !== undefined, ctx.signals.latest(name));
+    const ready = readyCondition(verdict.phase, spec.metricsConfig !== undefined, ctx.signals.latest(name), verdict);
     const status: InferenceProviderStatus = {
       phase: verdict.phase,
       reason: verdict.reason,
@@ -134,6 +172,6 @@ export class InferenceProviderController implements Controller {
         else ctx.logger.info(fields, 'provider readiness changed');
       }
     }
-    return verdict.requeue ? { requeueAfterMs: ctx.config.providerPollIntervalMs } : {};
+    return verdict.requeueAfterMs !== undefined ? { requeueAfterMs: verdict.requeueAfterMs } : {};
   }
 }

@@ -21,6 +21,7 @@ import type {
   RemoteProviderRecord,
 } from '../routing/model.ts';
 import type { RemoteProvider } from '../state/state-store.ts';
+import { resolveBackendKind } from '../routing/backend-kind.ts';
 import type { MemberView } from '../swim/membership.ts';
 
 const PROVIDER_PHASES: readonly string[] = ['Pending', 'Available', 'Degraded', 'Unavailable'];
@@ -60,6 +61,7 @@ export function siteViews(network: GridNetworkResource, ownSite: string, sites: 
       phase: s.status?.phase ?? 'Pending',
       ...(s.spec.region !== undefined ? { region: s.spec.region } : {}),
       ...(s.spec.zone !== undefined ? { zone: s.spec.zone } : {}),
+      ...(s.spec.sovereigntyZone !== undefined ? { sovereigntyZone: s.spec.sovereigntyZone } : {}),
       labels: s.metadata.labels ?? {},
     }));
   // The own site's geography is the GridNetwork's region/zone when no GridSite describes it.
@@ -87,11 +89,17 @@ export function localInference(provider: InferenceProviderResource, metrics: Loc
   const credential = bearerCredential(spec.auth);
   const siteSelector = labels(spec.siteSelector?.matchLabels);
   const accessLabels = labels(spec.accessPolicy?.siteSelector?.matchLabels);
+  const ready = provider.status?.conditions?.find((c) => c.type === 'Ready');
   return {
     name: provider.metadata.name,
     network: spec.gridNetworkRef,
     phase: providerPhase(provider.status?.phase),
+    providerKind: spec.providerKind,
     backendKind: spec.backendKind,
+    ...(ready?.status === 'False' ? { notReady: true } : {}),
+    ...(spec.cost !== undefined
+      ? { cost: { perMillionInputTokens: spec.cost.perMillionInputTokens ?? 0, perMillionOutputTokens: spec.cost.perMillionOutputTokens ?? 0 } }
+      : {}),
     models: (spec.models ?? []).map((m) => m.name),
     ...(spec.routingClusterRef !== undefined ? { routingCluster: spec.routingClusterRef } : {}),
     ...(credential !== undefined ? { credential } : {}),
@@ -179,10 +187,17 @@ export function providerState(provider: LocalInferenceProvider | LocalToolProvid
     routing_cluster: inference?.routingCluster ?? (inference !== undefined ? provider.name : `tool/${provider.name}`),
     models: inference?.models.slice(0, 1024) ?? [],
     tools: tools !== undefined ? [...new Set(tools.discoveredTools ?? tools.tools)].slice(0, 1024) : [],
-    backend_kind: inference?.backendKind ?? 'remote',
+    // The resolved category, so a peer routes seed 000's `External`/`OpenAI` spelling without knowing providerKind.
+    backend_kind: inference === undefined ? 'remote' : backendCategoryOf(inference),
     phase: provider.phase,
     metrics,
     access_policy_labels: { ...(provider.accessLabels ?? {}) },
     capacity_weight: Math.min(1000, Math.max(1, Math.round(inference?.capacityWeight ?? 1))),
   };
+}
+
+/** The routing category gossiped for a local provider; an unresolvable spelling travels as written (peers refuse it too). */
+function backendCategoryOf(provider: LocalInferenceProvider): string {
+  const resolved = resolveBackendKind(provider.providerKind, provider.backendKind);
+  return resolved.ok ? resolved.category : provider.backendKind;
 }

@@ -5,12 +5,13 @@
  * ordering) run in render.ts, so hysteresis advances exactly once per reconcile however many gateways there are.
  */
 import { decideAdmission, activeSignal, type AdmissionMemory, type AdmissionMemoryMap } from './admission.ts';
+import { isExternalCategory, resolveBackendKind } from './backend-kind.ts';
 import {
-  RECOGNIZED_BACKEND_KINDS,
   type AdmissionState,
   type CandidateKind,
   type Labels,
   type LocalInferenceProvider,
+  type ProviderCost,
   type LocalToolProvider,
   type NetworkRoutingInput,
   type RemoteProviderRecord,
@@ -27,6 +28,11 @@ export interface RoutingBackend {
   readonly site: string;
   readonly cluster: string;
   readonly fresh: boolean;
+  /**
+   * An API provider or cloud-managed service: ranked after the self-hosted pools of its tier and kept out of their
+   * selection group, so it is the fallback (seed 004 "API-provider fallback").
+   */
+  readonly external: boolean;
   /** Local providers only: remote provider credentials stay at the remote site. */
   readonly credential: SecretKeyRef | undefined;
   /** none never reaches here: those providers are excluded. */
@@ -39,11 +45,39 @@ export interface RoutingBackend {
   readonly provider: string;
 }
 
+/**
+ * What one provider of this network is, before any gateway's perspective: whether it can serve (the
+ * grid_provider_ready reading), the admission it is published with (`none` whenever it is left out), and why it is
+ * left out. Rows are for this network's providers only: other networks' records and this site's own echoes have none.
+ */
+export interface ProviderReadiness {
+  readonly kind: 'inference' | 'tools';
+  /** The provider name (metadata.name locally, the record's provider name remotely). */
+  readonly provider: string;
+  /** The site that published the reading: this operator's site for local providers, the record's site otherwise. */
+  readonly site: string;
+  /** The sites it serves at: its siteSelector's matches locally (empty when none match), the record's site remotely. */
+  readonly servingSites: readonly string[];
+  /** The gateway upstream cluster of its candidates. */
+  readonly cluster: string;
+  readonly remote: boolean;
+  /**
+   * False when the provider cannot serve: Unavailable, its Ready condition False, its metrics healthy=false, or no
+   * routing category for its kind. Site eligibility is not the provider's readiness and leaves this true.
+   */
+  readonly ready: boolean;
+  readonly admission: AdmissionState;
+  /** Present exactly when no candidate of the provider reaches any gateway's overlay. */
+  readonly excluded?: { readonly reason: ExclusionReason; readonly detail: string };
+}
+
 export interface NetworkEvaluation {
   readonly backends: readonly RoutingBackend[];
   /** Hysteresis memory to pass to the next reconcile (only providers evaluated now). */
   readonly admissionMemory: AdmissionMemoryMap;
   readonly excluded: readonly Exclusion[];
+  /** One row per provider of the network, local first, in input order. */
+  readonly providers: readonly ProviderReadiness[];
 }
 
 /** Admission memory and CRDT records share one identity: `{network}/{site}/{provider}`. */
@@ -71,10 +105,6 @@ export function effectiveCapacityWeight(weight: number | undefined): number {
   return Math.min(MAX_CAPACITY_WEIGHT, Math.max(MIN_CAPACITY_WEIGHT, Math.round(weight)));
 }
 
-function recognizedBackendKind(kind: string): boolean {
-  return (RECOGNIZED_BACKEND_KINDS as readonly string[]).includes(kind);
-}
-
 /** Tool names to publish: spec.tools is the allowlist (empty = all discovered); discovery, once known, must agree. */
 export function publishedTools(provider: LocalToolProvider): string[] {
   const allow = new Set(provider.tools);
@@ -92,6 +122,7 @@ interface Assembly {
   readonly backends: RoutingBackend[];
   readonly memory: Map<string, AdmissionMemory>;
   readonly excluded: Exclusion[];
+  readonly providers: ProviderReadiness[];
 }
 
 interface Observation {
@@ -100,6 +131,7 @@ interface Observation {
   readonly signalConfigured: boolean;
   readonly sample: { readonly generation: number; readonly observedAtMs: number } | undefined;
   readonly drain: boolean;
+  readonly cost?: ProviderCost;
 }
 
 interface ProviderVerdict {
@@ -116,22 +148,36 @@ export function evaluateNetwork(input: NetworkRoutingInput, nowMs: number, previ
     backends: [],
     memory: new Map(),
     excluded: [],
+    providers: [],
   };
   for (const provider of input.inferenceProviders) assembleLocalInference(run, provider);
   for (const provider of input.toolProviders) assembleLocalTools(run, provider);
   for (const record of input.remoteRecords) assembleRemote(run, record);
-  return { backends: run.backends, admissionMemory: run.memory, excluded: run.excluded };
+  return { backends: run.backends, admissionMemory: run.memory, excluded: run.excluded, providers: run.providers };
+}
+
+/** The per-provider rows of one reconcile (grid_provider_ready, and the serving config's admission per provider). */
+export function providerReadiness(input: NetworkRoutingInput, nowMs: number, previous: AdmissionMemoryMap): readonly ProviderReadiness[] {
+  return evaluateNetwork(input, nowMs, previous).providers;
 }
 
 function exclude(run: Assembly, reason: ExclusionReason, provider: string, detail: string): void {
   run.excluded.push({ reason, provider, detail });
 }
 
+type RowIdentity = Pick<ProviderReadiness, 'kind' | 'provider' | 'site' | 'servingSites' | 'cluster' | 'remote'>;
+
+/** Reports a provider left out whole: the exclusion (for logs and metrics) and its row (admission none). */
+function leaveOut(run: Assembly, row: RowIdentity, id: string, ready: boolean, reason: ExclusionReason, detail: string): void {
+  exclude(run, reason, id, detail);
+  run.providers.push({ ...row, ready, admission: 'none', excluded: { reason, detail } });
+}
+
 /**
  * Scores the provider and decides admission once, whatever number of candidates it yields; the hysteresis memory is
  * keyed by `key`. Returns undefined (and reports `provider`) when admission is none.
  */
-function verdict(run: Assembly, key: string, provider: string, observation: Observation): ProviderVerdict | undefined {
+function verdict(run: Assembly, key: string, provider: string, row: RowIdentity, observation: Observation): ProviderVerdict | undefined {
   const { policy } = run.input;
   const { signals } = observation;
   const decision = decideAdmission(
@@ -141,12 +187,12 @@ function verdict(run: Assembly, key: string, provider: string, observation: Obse
   );
   if (decision.memory !== undefined) run.memory.set(key, decision.memory);
   if (decision.state === 'none') {
-    exclude(run, 'unhealthy', provider, signals.healthy ? 'configured metric signal missing (missingMetrics: excluded)' : 'metrics report healthy=false');
+    leaveOut(run, row, provider, signals.healthy, 'unhealthy', signals.healthy ? 'configured metric signal missing (missingMetrics: excluded)' : 'metrics report healthy=false');
     return undefined;
   }
   // trafficPolicy.drain keeps existing sessions but takes no new ones; it never revives an excluded provider.
   const admission = observation.drain ? 'existing_only' : decision.state;
-  return { admission, score: scoreSignals(policy.scoringStrategy, signals) };
+  return { admission, score: scoreSignals(policy.scoringStrategy, signals, observation.cost) };
 }
 
 /** Absent or empty siteSelector: the operator's own site; otherwise every GridSite of the network it matches. */
@@ -155,13 +201,15 @@ function resolveLocalSites(run: Assembly, selector: Labels | undefined): string[
   return run.sites.matching(selector as Labels).map((site) => site.name);
 }
 
+/** Pushes one backend per (site, name); returns how many were pushed. */
 function pushCapabilities(
   run: Assembly,
   kind: CandidateKind,
   names: readonly string[],
   siteNames: readonly string[],
   template: Omit<RoutingBackend, 'kind' | 'name' | 'site'>,
-): void {
+): number {
+  let pushed = 0;
   for (const site of siteNames) {
     for (const name of names) {
       if (!isBoundedName(name) || !isBoundedName(site) || !isBoundedName(template.cluster)) {
@@ -169,39 +217,61 @@ function pushCapabilities(
         continue;
       }
       run.backends.push({ kind, name, site, ...template });
+      pushed += 1;
     }
   }
+  return pushed;
+}
+
+/** The row of a provider that yielded candidates (or none it could publish). */
+function admitted(run: Assembly, row: RowIdentity, admission: Exclude<AdmissionState, 'none'>, pushed: number): void {
+  if (pushed > 0) {
+    run.providers.push({ ...row, ready: true, admission });
+    return;
+  }
+  const detail = 'no capability with a publishable name, site and cluster';
+  run.providers.push({ ...row, ready: true, admission: 'none', excluded: { reason: 'invalid_capability', detail } });
 }
 
 function assembleLocalInference(run: Assembly, provider: LocalInferenceProvider): void {
   const { input } = run;
   const id = provider.name;
   if (provider.network !== input.network) return;
-  if (!recognizedBackendKind(provider.backendKind)) {
-    exclude(run, 'unrecognized_backend_kind', id, `InferenceProvider ${id} spec.backendKind "${provider.backendKind}" is not one of ${RECOGNIZED_BACKEND_KINDS.join(', ')}`);
+  const cluster = provider.routingCluster ?? provider.name;
+  const row = { kind: 'inference' as const, provider: id, site: input.ownSite, servingSites: [] as string[], cluster, remote: false };
+  const category = resolveBackendKind(provider.providerKind, provider.backendKind);
+  if (!category.ok) {
+    leaveOut(run, row, id, false, 'unrecognized_backend_kind', `InferenceProvider ${id}: ${category.message}`);
     return;
   }
   if (provider.phase === 'Unavailable') {
-    exclude(run, 'provider_unavailable', id, `InferenceProvider ${id} is Unavailable`);
+    leaveOut(run, row, id, false, 'provider_unavailable', `InferenceProvider ${id} is Unavailable`);
+    return;
+  }
+  if (provider.notReady === true) {
+    leaveOut(run, row, id, false, 'not_ready', `InferenceProvider ${id} has Ready=False`);
     return;
   }
   const siteNames = resolveLocalSites(run, provider.siteSelector);
   if (siteNames.length === 0) {
-    exclude(run, 'no_matching_site', id, `InferenceProvider ${id} spec.siteSelector matches no GridSite of network ${input.network}`);
+    leaveOut(run, row, id, true, 'no_matching_site', `InferenceProvider ${id} spec.siteSelector matches no GridSite of network ${input.network}`);
     return;
   }
+  const served = { ...row, servingSites: siteNames };
   const metrics = provider.metrics;
   const signal = activeSignal(input.policy.scoringStrategy);
-  const judged = verdict(run, providerKey(input.network, input.ownSite, id), id, {
+  const judged = verdict(run, providerKey(input.network, input.ownSite, id), id, served, {
     signals: normalizeSample(metrics?.sample, metrics?.queueCapacity),
     signalConfigured: signal !== undefined && metrics !== undefined && metrics.configuredSignals.includes(signal),
     sample: metrics?.sample,
     drain: provider.drain === true,
+    ...(provider.cost !== undefined ? { cost: provider.cost } : {}),
   });
   if (judged === undefined) return;
-  pushCapabilities(run, 'inference_model', provider.models, siteNames, {
-    cluster: provider.routingCluster ?? provider.name,
+  const pushed = pushCapabilities(run, 'inference_model', provider.models, siteNames, {
+    cluster,
     fresh: provider.phase !== 'Degraded',
+    external: isExternalCategory(category.category),
     credential: provider.credential,
     admission: judged.admission,
     score: judged.score,
@@ -209,25 +279,28 @@ function assembleLocalInference(run: Assembly, provider: LocalInferenceProvider)
     accessLabels: provider.accessLabels,
     provider: id,
   });
+  admitted(run, served, judged.admission, pushed);
 }
 
 function assembleLocalTools(run: Assembly, provider: LocalToolProvider): void {
   const { input } = run;
   const id = provider.name;
   if (provider.network !== input.network) return;
+  const row = { kind: 'tools' as const, provider: id, site: input.ownSite, servingSites: [] as string[], cluster: `tool/${id}`, remote: false };
   if (provider.phase === 'Unavailable') {
-    exclude(run, 'provider_unavailable', id, `AgentToolProvider ${id} is Unavailable`);
+    leaveOut(run, row, id, false, 'provider_unavailable', `AgentToolProvider ${id} is Unavailable`);
     return;
   }
   const siteNames = resolveLocalSites(run, provider.siteSelector);
   if (siteNames.length === 0) {
-    exclude(run, 'no_matching_site', id, `AgentToolProvider ${id} spec.siteSelector matches no GridSite of network ${input.network}`);
+    leaveOut(run, row, id, true, 'no_matching_site', `AgentToolProvider ${id} spec.siteSelector matches no GridSite of network ${input.network}`);
     return;
   }
   // MCP servers export no pool metrics: tools score neutrally and are never NotConfigured-restricted.
-  pushCapabilities(run, 'mcp_tool', publishedTools(provider), siteNames, {
-    cluster: `tool/${id}`,
+  const pushed = pushCapabilities(run, 'mcp_tool', publishedTools(provider), siteNames, {
+    cluster: row.cluster,
     fresh: provider.phase !== 'Degraded',
+    external: false,
     credential: provider.credential,
     admission: 'new_and_existing',
     score: scoreSignals(input.policy.scoringStrategy, NO_SIGNALS),
@@ -235,6 +308,7 @@ function assembleLocalTools(run: Assembly, provider: LocalToolProvider): void {
     accessLabels: provider.accessLabels,
     provider: id,
   });
+  admitted(run, { ...row, servingSites: siteNames }, 'new_and_existing', pushed);
 }
 
 function assembleRemote(run: Assembly, record: RemoteProviderRecord): void {
@@ -249,18 +323,30 @@ function assembleRemote(run: Assembly, record: RemoteProviderRecord): void {
     exclude(run, 'own_echo', id, `record is this site's own provider state echoed back through the CRDT`);
     return;
   }
+  const hasModels = record.models.length > 0;
+  const row = {
+    kind: hasModels ? ('inference' as const) : ('tools' as const),
+    provider: record.provider,
+    site: record.site,
+    servingSites: [record.site],
+    cluster: record.routingCluster,
+    remote: true,
+  };
+  const category = resolveBackendKind(undefined, record.backendKind);
+  // The record's own state first: an Unavailable or failing provider is not ready wherever its site stands.
+  const ready = record.phase !== 'Unavailable' && record.metrics?.healthy !== false;
   const site = run.sites.discovered(record.site);
   if (site === undefined) {
-    exclude(run, 'site_not_found', id, `no GridSite named "${discoveredSiteK8sName(input.network, record.site)}" in network ${input.network}`);
+    leaveOut(run, row, id, ready, 'site_not_found', `no GridSite named "${discoveredSiteK8sName(input.network, record.site)}" in network ${input.network}`);
     return;
   }
   const poll = policy.signalTransport === 'poll';
   if (!(site.phase === 'Active' || (poll && site.phase === 'Unreachable'))) {
-    exclude(run, 'site_not_eligible', id, `GridSite ${site.name} is ${site.phase}; remote providers need Active${poll ? ' or Unreachable' : ''}`);
+    leaveOut(run, row, id, ready, 'site_not_eligible', `GridSite ${site.name} is ${site.phase}; remote providers need Active${poll ? ' or Unreachable' : ''}`);
     return;
   }
   if (record.phase === 'Unavailable') {
-    exclude(run, 'provider_unavailable', id, `remote provider ${id} is Unavailable`);
+    leaveOut(run, row, id, false, 'provider_unavailable', `remote provider ${id} is Unavailable`);
     return;
   }
   const memberLive = record.memberState === 'alive';
@@ -272,18 +358,23 @@ function assembleRemote(run: Assembly, record: RemoteProviderRecord): void {
     !fresh && !poll && !memberLive && ttl !== undefined && ttl > 0 &&
     record.memberAgeSeconds > 0 && record.memberAgeSeconds >= ttl
   ) {
-    exclude(run, 'stale_ttl_expired', id, `member ${record.site} has been ${record.memberState} for ${record.memberAgeSeconds}s (staleCandidateTtlSeconds ${ttl})`);
+    leaveOut(run, row, id, ready, 'stale_ttl_expired', `member ${record.site} has been ${record.memberState} for ${record.memberAgeSeconds}s (staleCandidateTtlSeconds ${ttl})`);
     return;
   }
-  const models = recognizedBackendKind(record.backendKind) ? record.models : [];
-  if (record.models.length > 0 && models.length === 0) {
-    exclude(run, 'unrecognized_backend_kind', id, `remote provider backendKind "${record.backendKind}" is not one of ${RECOGNIZED_BACKEND_KINDS.join(', ')}`);
-  }
+  const models = category.ok ? record.models : [];
   const tools = record.tools ?? [];
+  if (hasModels && models.length === 0) {
+    const detail = `remote provider ${id}: ${category.ok ? '' : category.message}`;
+    if (tools.length === 0) {
+      leaveOut(run, row, id, false, 'unrecognized_backend_kind', detail);
+      return;
+    }
+    exclude(run, 'unrecognized_backend_kind', id, detail);
+  }
   if (models.length === 0 && tools.length === 0) return;
 
   const signal = activeSignal(policy.scoringStrategy);
-  const judged = verdict(run, id, id, {
+  const judged = verdict(run, id, id, row, {
     signals: normalizeSample(record.metrics),
     // The writing site normalised its snapshot; a signal key it never sent is NotConfigured, a non-finite one missing.
     signalConfigured: signal !== undefined && record.metrics !== undefined && record.metrics[signal] !== undefined,
@@ -300,6 +391,9 @@ function assembleRemote(run: Assembly, record: RemoteProviderRecord): void {
     accessLabels: record.accessLabels,
     provider: id,
   };
-  pushCapabilities(run, 'inference_model', models, [record.site], { cluster: record.routingCluster, ...common });
-  pushCapabilities(run, 'mcp_tool', [...new Set(tools)], [record.site], { cluster: `tool/${record.provider}`, ...common });
+  const external = category.ok && isExternalCategory(category.category);
+  const pushed =
+    pushCapabilities(run, 'inference_model', models, [record.site], { cluster: record.routingCluster, external, ...common }) +
+    pushCapabilities(run, 'mcp_tool', [...new Set(tools)], [record.site], { cluster: `tool/${record.provider}`, external: false, ...common });
+  admitted(run, row, judged.admission, pushed);
 }

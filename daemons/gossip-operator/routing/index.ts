@@ -4,13 +4,14 @@
  * renderNetwork with its clock reading and last admission memory, then applies the results.
  */
 import type { AdmissionMemoryMap } from './admission.ts';
-import { evaluateNetwork } from './backends.ts';
+import { evaluateNetwork, type ProviderReadiness } from './backends.ts';
 import type { GatewayReference, NetworkRoutingInput, RenderSource } from './model.ts';
 import { renderGatewayOverlay, type RenderedOverlay } from './render.ts';
 import type { Exclusion, RenderError, Result } from './result.ts';
 import { siteIndexFor } from './sites.ts';
 
 export * from './admission.ts';
+export * from './backend-kind.ts';
 export * from './backends.ts';
 export * from './budget.ts';
 export * from './model.ts';
@@ -35,6 +36,8 @@ export interface NetworkRenderResult {
   readonly excluded: readonly Exclusion[];
   /** Candidates before any gateway's access policy, de-duplication and cap. */
   readonly candidateCount: number;
+  /** Per provider: ready, admission and why it is left out (the same rows providerReadiness returns). */
+  readonly providers: readonly ProviderReadiness[];
 }
 
 /**
@@ -66,5 +69,6 @@ export function renderNetwork(
     admissionMemory: evaluation.admissionMemory,
     excluded: evaluation.excluded,
     candidateCount: evaluation.backends.length,
+    providers: evaluation.providers,
   };
 }

@@ -59,6 +59,12 @@ export interface MetricsSample {
   readonly errorRate?: number;
 }
 
+/** spec.cost: USD per million tokens (the CRD defaults both to 0). */
+export interface ProviderCost {
+  readonly perMillionInputTokens: number;
+  readonly perMillionOutputTokens: number;
+}
+
 export interface LocalMetrics {
   /** Signals with a configured metric name in spec.metricsConfig.signalNames. */
   readonly configuredSignals: readonly MetricSignal[];
@@ -73,7 +79,16 @@ export interface LocalInferenceProvider {
   readonly name: string;
   readonly network: string;
   readonly phase: ProviderPhase;
+  /** spec.providerKind: seed 000's `External` makes an otherwise unnamed backendKind an API provider. */
+  readonly providerKind?: string;
   readonly backendKind: string;
+  /**
+   * The Ready condition's status is False (seed 001: "A provider whose Ready is False is excluded from routing");
+   * absent when True, Unknown or not written yet.
+   */
+  readonly notReady?: boolean;
+  /** spec.cost, when declared. */
+  readonly cost?: ProviderCost;
   readonly models: readonly string[];
   /** spec.routingClusterRef; the provider name when absent. */
   readonly routingCluster?: string;
@@ -131,6 +146,8 @@ export interface GridSiteView {
   readonly phase: GridSitePhase;
   readonly region?: string;
   readonly zone?: string;
+  /** spec.sovereigntyZone: a consumer site with one routes only to sites of the same zone. */
+  readonly sovereigntyZone?: string;
   readonly labels: Labels;
 }
 

@@ -53,14 +53,18 @@ function tieBreak(a: RoutingBackend, b: RoutingBackend): number {
 
 /**
  * The leading sort keys of an item packed into one number, smaller first, and the key compared after the score:
- * geographyFirst: admission, tier, fresh (true first), score descending, tie-break.
- * scoreFirst: admission, fresh, score descending, tier, tie-break.
- * Admission always leads, so a healthy cross-region provider precedes an overloaded same-region one under both.
+ * geographyFirst: admission, tier, fresh (true first), self-hosted before external, score descending, tie-break.
+ * scoreFirst: admission, fresh, self-hosted before external, score descending, tier, tie-break.
+ * Admission always leads, so a healthy cross-region provider precedes an overloaded same-region one under both. An
+ * API provider or cloud-managed service follows the self-hosted pools of its tier (seed 004 "API-provider fallback":
+ * "API providers are used as fallback"), after freshness: a healthy API beats a degraded pool of the same tier.
  */
 function leadKey(policy: RoutingPolicy, { backend, tier }: TieredBackend): number {
   const admission = backend.admission === 'new_and_existing' ? 0 : 1;
   const fresh = backend.fresh ? 0 : 1;
-  return policy === 'scoreFirst' ? admission * 2 + fresh : (admission * 8 + TIER_RANK[tier]) * 2 + fresh;
+  const external = backend.external ? 1 : 0;
+  const lead = policy === 'scoreFirst' ? admission * 2 + fresh : (admission * 8 + TIER_RANK[tier]) * 2 + fresh;
+  return lead * 2 + external;
 }
 
 function afterKey(policy: RoutingPolicy, { tier }: TieredBackend): number {
@@ -161,14 +165,15 @@ export function orderCandidates(
 }
 
 /**
- * selection_group per (kind, name) in final order: a new group starts when admission, tier or fresh changes
- * (scoreFirst: admission or fresh). Score never splits a group. Because these fields lead the sort key, each
- * group is contiguous within its capability and group numbers only grow.
+ * selection_group per (kind, name) in final order: a new group starts when admission, tier, fresh or external
+ * changes (scoreFirst: admission, fresh or external). Score never splits a group. Because these fields lead the sort
+ * key, each group is contiguous within its capability and group numbers only grow. External providers in a group of
+ * their own are what makes them a fallback: a picker spreading traffic inside the first group never reaches them.
  */
 export function assignSelectionGroups(policy: RoutingPolicy, ordered: readonly TieredBackend[]): number[] {
   // kind -> name -> the capability's last candidate so far: nested maps look the existing strings up, where a joined
   // key would be a new string to build and hash for every candidate. The record is updated in place.
-  const last = new Map<string, Map<string, { group: number; admission: string; tier: SelectionTier; fresh: boolean }>>();
+  const last = new Map<string, Map<string, { group: number; admission: string; tier: SelectionTier; fresh: boolean; external: boolean }>>();
   const groups: number[] = [];
   for (const { backend, tier } of ordered) {
     let byName = last.get(backend.kind);
@@ -178,18 +183,20 @@ export function assignSelectionGroups(policy: RoutingPolicy, ordered: readonly T
     }
     const previous = byName.get(backend.name);
     if (previous === undefined) {
-      byName.set(backend.name, { group: 0, admission: backend.admission, tier, fresh: backend.fresh });
+      byName.set(backend.name, { group: 0, admission: backend.admission, tier, fresh: backend.fresh, external: backend.external });
       groups.push(0);
       continue;
     }
     const split =
       previous.admission !== backend.admission ||
       previous.fresh !== backend.fresh ||
+      previous.external !== backend.external ||
       (policy === 'geographyFirst' && previous.tier !== tier);
     if (split) previous.group += 1;
     previous.admission = backend.admission;
     previous.tier = tier;
     previous.fresh = backend.fresh;
+    previous.external = backend.external;
     groups.push(previous.group);
   }
   return groups;

@@ -148,7 +148,22 @@ export function renderGatewayOverlay(input: GatewayRenderInput): Result<Rendered
   const tiers = new Map<string, SelectionTier>();
   const excluded: Exclusion[] = [];
   const admitted: TieredBackend[] = [];
+  // Residency before ordering (seed 004: ordering "does not override data-residency or sovereignty constraints; those
+  // must be enforced separately before candidates reach the ordering phase"): a consumer site that declares a
+  // sovereigntyZone sends requests only to sites declaring the same zone; a site without one is not known to be in it.
+  const residency = consumer?.sovereigntyZone;
   for (const backend of input.backends) {
+    if (residency !== undefined) {
+      const zone = sites.lookup(backend.site)?.sovereigntyZone;
+      if (zone !== residency) {
+        excluded.push({
+          reason: 'sovereignty_mismatch',
+          provider: backend.provider,
+          detail: `${backend.kind} "${backend.name}" at site ${backend.site} (sovereigntyZone ${zone ?? 'unset'}): consumer site ${localSite} is in sovereigntyZone ${residency}`,
+        });
+        continue;
+      }
+    }
     if (!accessAllowed(backend.accessLabels, consumer)) {
       excluded.push({
         reason: 'access_denied',

@@ -34,7 +34,7 @@ export interface RenderError {
 /** Why a provider or one of its capabilities is not in the overlay. Append only (metric label values). */
 export const EXCLUSION_REASONS = [
   'provider_unavailable', // phase Unavailable
-  'unrecognized_backend_kind', // backendKind outside local|remote|cloud_managed|api_provider
+  'unrecognized_backend_kind', // neither backendKind nor providerKind names a routing category (routing/backend-kind.ts)
   'no_matching_site', // siteSelector matches no GridSite of the network
   'other_network', // remote record of another GridNetwork
   'own_echo', // remote record written by this site
@@ -46,6 +46,8 @@ export const EXCLUSION_REASONS = [
   'access_denied', // accessPolicy labels not a subset of the consumer site's labels
   'duplicate', // same (kind, name, site, cluster) as a better-ranked candidate
   'over_limit', // past the 1024-candidate cap
+  'not_ready', // the InferenceProvider's Ready condition is False
+  'sovereignty_mismatch', // the consumer site has a sovereigntyZone and the candidate's site is not in it
 ] as const;
 export type ExclusionReason = (typeof EXCLUSION_REASONS)[number];
 

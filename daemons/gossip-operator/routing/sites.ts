@@ -65,6 +65,7 @@ export class SiteIndex {
       labels: found?.labels ?? {},
       ...withText('region', found?.region ?? this.own.region),
       ...withText('zone', found?.zone ?? this.own.zone),
+      ...(found?.sovereigntyZone !== undefined ? { sovereigntyZone: found.sovereigntyZone } : {}),
     };
     return this.ownView;
   }

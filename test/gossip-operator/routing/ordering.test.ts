@@ -24,6 +24,7 @@ function item(
       site,
       cluster: `gw-${site}`,
       fresh: true,
+      external: false,
       credential: undefined,
       admission: 'new_and_existing',
       score: { total: score, queue_depth: score, kv_cache: 0.5, prefix_cache: 0.5, latency: 0.5, cost: 0.5 },

@@ -261,7 +261,7 @@ describe('render errors are values', () => {
 
   it('turns a value JCS cannot hash into unencodable_payload instead of throwing', () => {
     const backend: RoutingBackend = {
-      kind: 'inference_model', name: 'm', site: OWN, cluster: 'c', fresh: true, credential: undefined,
+      kind: 'inference_model', name: 'm', site: OWN, cluster: 'c', fresh: true, external: false, credential: undefined,
       admission: 'new_and_existing', score: { total: Number.NaN, queue_depth: 0.5, kv_cache: 0.5, prefix_cache: 0.5, latency: 0.5, cost: 0.5 },
       capacityWeight: 1, accessLabels: undefined, provider: 'p',
     };
