@@ -281,7 +281,7 @@ export class GridNetworkController implements Controller {
     } else {
       const rendered = this.#render(network, policy.value, sites, localProviders, localToolProviders, remote, runtime, now);
       results = rendered.gateways;
-      serving = { input: rendered.input, excluded: rendered.excluded, signalsAddresses: signalsAddresses(ctx, runtime), nowMs: now };
+      serving = { input: rendered.input, excluded: rendered.excluded, signalsAddresses: signalsAddresses(ctx, runtime) };
     }
 
     const previous = network.status?.routingMapStatus ?? [];

@@ -31,7 +31,6 @@ export interface ServingSources {
   /** Exclusions made before any gateway's perspective. */
   readonly excluded: readonly Exclusion[];
   readonly signalsAddresses: ReadonlyMap<string, string>;
-  readonly nowMs: number;
 }
 
 export function servingConfigMap(network: string, gateway: { name: string; namespace: string }, rendered: RenderedServing): ConfigMapObject {
@@ -70,7 +69,7 @@ export async function publishServing(
       localSite: overlay.payload.local_site,
       entries: servingEntries(sources.input, overlay.payload, [...sources.excluded, ...overlay.excluded]),
       signalsAddresses: sources.signalsAddresses,
-      nowMs: sources.nowMs,
+      generatedAt: overlay.envelope.provenance.rendered_at,
     });
     const existing = (await ctx.store.get(CONFIG_MAP, { name: rendered.configMapName, namespace: gateway.namespace })) as ConfigMapObject | undefined;
     if (existing?.metadata.annotations?.[ANNOTATION_SERVING_REVISION] === rendered.revision && typeof existing.data?.[SERVING_DATA_KEY] === 'string') {

@@ -4,7 +4,6 @@
  */
 import type { ServingConfigDocument, ServingConfigEntry, ServingSite } from '../../../schemas/generated/serving-config.ts';
 import { buildServingDocument, servingConfigMapName } from '../../../schemas/serving/serving-config.ts';
-import { rfc3339Seconds } from '../routing/render.ts';
 
 export interface ServingRenderInput {
   readonly network: string;
@@ -13,7 +12,8 @@ export interface ServingRenderInput {
   readonly entries: readonly ServingConfigEntry[];
   /** host:port of each site's signals endpoint, as its site record advertises it (this site's: as bound or advertised). */
   readonly signalsAddresses: ReadonlyMap<string, string>;
-  readonly nowMs: number;
+  /** RFC 3339 time of the render: the overlay's, rendered from the same reconcile. */
+  readonly generatedAt: string;
 }
 
 export interface RenderedServing {
@@ -31,7 +31,7 @@ export function renderServing(input: ServingRenderInput): RenderedServing {
   const document = buildServingDocument(
     { gateway: input.gateway.name, namespace: input.gateway.namespace },
     { network: input.network, local_site: input.localSite, sites, entries: [...input.entries] },
-    rfc3339Seconds(input.nowMs) ?? new Date(0).toISOString(),
+    input.generatedAt,
   );
   return { document, revision: document.revision.value, configMapName: servingConfigMapName(input.network, input.gateway.name) };
 }

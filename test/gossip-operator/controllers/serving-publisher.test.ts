@@ -54,7 +54,7 @@ describe('serving config publisher', () => {
     const rendered = renderNetwork(input, [GATEWAY], SOURCE, T0, new Map());
     const entry = rendered.gateways[0]!;
     if (!entry.result.ok) throw new Error(entry.result.error.message);
-    return publishServing(ctx, gridNetwork(true), GATEWAY, entry.result.value, { input, excluded: rendered.excluded, signalsAddresses: new Map([['east', '127.0.0.1:7950']]), nowMs: T0 });
+    return publishServing(ctx, gridNetwork(true), GATEWAY, entry.result.value, { input, excluded: rendered.excluded, signalsAddresses: new Map([['east', '127.0.0.1:7950']]) });
   };
 
   it('only gateways that ask for it are served', () => {

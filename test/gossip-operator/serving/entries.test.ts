@@ -58,7 +58,7 @@ describe('serving entries from the routing result', () => {
       localSite: OWN,
       entries,
       signalsAddresses: new Map([[OWN, '127.0.0.1:7001'], ['west', 'west.example:7001']]),
-      nowMs: T0,
+      generatedAt: '2026-07-29T00:00:00Z',
     });
     expect(rendered.configMapName).toBe(`grid-serving-${NET}-${GATEWAY.name}`);
     expect(rendered.document.serving.sites).toEqual([{ site: OWN, signals_address: '127.0.0.1:7001' }, { site: 'north' }, { site: 'west', signals_address: 'west.example:7001' }]);
@@ -69,6 +69,6 @@ describe('serving entries from the routing result', () => {
     });
     expect(verdict).toMatchObject({ ok: true, revision: rendered.revision });
     // Rendering the same state later gives the same revision (generated_at does not count).
-    expect(renderServing({ network: NET, gateway: GATEWAY, localSite: OWN, entries, signalsAddresses: new Map([[OWN, '127.0.0.1:7001'], ['west', 'west.example:7001']]), nowMs: T0 + 60_000 }).revision).toBe(rendered.revision);
+    expect(renderServing({ network: NET, gateway: GATEWAY, localSite: OWN, entries, signalsAddresses: new Map([[OWN, '127.0.0.1:7001'], ['west', 'west.example:7001']]), generatedAt: '2026-07-29T00:01:00Z' }).revision).toBe(rendered.revision);
   });
 });
