@@ -23,6 +23,7 @@ import { createPeerIdentityTrust } from './filters/peer-identity-trust.ts';
 import { createProviderRoute } from './filters/provider-route.ts';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MODEL_HEADER, createRequestParser } from './filters/request-parser.ts';
 import type { Logger } from '../shared/log.ts';
+import type { SiteView } from './site-route/site-view.ts';
 
 export interface Pipeline {
   readonly filters: readonly Filter[];
@@ -39,6 +40,8 @@ export interface PipelineDeps {
   loadBalancer: LoadBalancer;
   overlay: OverlayStore | undefined;
   usage: { metrics: UsageMetrics; ledger: SpendLedger; quota: KeyQuota; budgets: BudgetView };
+  /** The serving config and site signals (GRID_SERVING_CONFIG), for grid_site_route; undefined without one. */
+  siteView?: SiteView | undefined;
 }
 
 export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): Pipeline {

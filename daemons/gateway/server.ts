@@ -30,6 +30,8 @@ import type { OperatorReporter } from './operator-reporter.ts';
 import { createUsageMetrics } from './usage/usage-metrics.ts';
 import type { Pipeline } from './pipeline.ts';
 import { listen } from '../shared/listen.ts';
+import { createSiteViewService, type ServingOptions } from './site-route/site-view-service.ts';
+import type { SiteView } from './site-route/site-view.ts';
 
 const INFERENCE_POST_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses']);
 const RESPONSES_SUBRESOURCE = /^\/v1\/responses\/[A-Za-z0-9_.-]{1,256}(\/(cancel|input_items))?$/;
@@ -59,6 +61,8 @@ export interface GatewayInstance {
   readonly reporter: OperatorReporter | undefined;
   /** Relayed ages this process refused: a reader of relayed signal ages counts here, the reporter sends the count. */
   readonly ages: AgeEvidence;
+  /** The serving config and site signals, when the gateway is given a serving config. */
+  readonly siteView: SiteView | undefined;
   isReady(): boolean;
   /** Re-reads credential and caller key files (SIGHUP). */
   reloadCredentials(): void;
@@ -78,6 +82,8 @@ export interface StartGatewayOptions {
    * @default 0
    */
   drainDelayMs?: number;
+  /** GRID_SERVING_CONFIG and the signals client identity: builds the SiteView grid_site_route reads. */
+  serving?: ServingOptions;
 }
 
 const peerCache = new WeakMap<Socket, PeerIdentity | null>();
@@ -184,6 +190,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   });
   let idleResolve: (() => void) | null = null;
 
+  const serving = options.serving === undefined ? undefined : createSiteViewService(options.serving, { logger, registry: metrics.registry });
   // One overlay store per intelligent_route file: listeners sharing a file share the accepted snapshot.
   const stores = new Map<string, OverlayStore>();
   const loadBalancers: LoadBalancer[] = [];
@@ -211,7 +218,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
         stores.set(file, store);
       }
     }
-    const pipeline = buildPipeline(listener, { configDir, logger, loadBalancer, overlay: store, usage });
+    const pipeline = buildPipeline(listener, { configDir, logger, loadBalancer, overlay: store, usage, siteView: serving?.view });
     const server = createListenerServer(listener, configDir, (req, res) => {
       void handle(req, res, pipeline, loadBalancer);
     });
@@ -346,6 +353,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
 
   // Cold start: an invalid or missing overlay keeps the gateway not ready, but it still starts and keeps watching.
   for (const store of stores.values()) await store.start();
+  await serving?.start();
 
   const listeners: ListenerInfo[] = [];
   for (const { server, listener } of servers) {
@@ -355,7 +363,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     listeners.push({ name: listener.listener.name, host, port: bound.port, tls: listener.listener.tls !== undefined });
   }
 
-  const isReady = (): boolean => !closing && [...stores.values()].every((s) => s.current() !== null);
+  const isReady = (): boolean => !closing && [...stores.values()].every((s) => s.current() !== null) && (serving === undefined || serving.view.revision() !== undefined);
   const adminAddress = resolved.config.admin?.address ?? resolved.config.admin?.metrics_address;
   let admin: AdminServer | undefined;
   if (adminAddress !== undefined) {
@@ -391,6 +399,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     spend: usage.ledger,
     reporter,
     ages,
+    siteView: serving?.view,
     isReady,
     reloadCredentials: () => {
       for (const { pipeline } of servers) {
@@ -423,6 +432,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       await Promise.all(loadBalancers.map((lb) => lb.close(inFlight === 0)));
       // Last: the spend of the requests that just drained still reaches the operator.
       await reporter?.close();
+      await serving?.close();
       await admin?.close();
     },
   };

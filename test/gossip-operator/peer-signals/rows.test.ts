@@ -66,6 +66,19 @@ describe('RowAges', () => {
     expect(ages.rows([{ provider: 'p', sample: sample(10_000) }], 12_000 + 86_400_000, 3_500)[0]?.age_ms).toBe(5_000);
   });
 
+  it('relays the EPP pool series as is, and leaves a missing one out (never zero)', () => {
+    const ages = new RowAges();
+    const [withPool, without] = ages.rows([
+      { provider: 'p', sample: { ...sample(10_000), runningPerEndpoint: 3.5, waitingPerEndpoint: 0, flowControlHeld: 2, readyEndpoints: 4 } },
+      { provider: 'q', sample: { ...sample(10_000), runningPerEndpoint: Number.NaN } },
+    ], 10_000, 0);
+    expect(withPool?.signals).toEqual({ healthy: true, queue_depth: 0.5, running_per_endpoint: 3.5, waiting_per_endpoint: 0, flow_control_held: 2, ready_endpoints: 4 });
+    expect(without?.signals).toEqual({ healthy: true, queue_depth: 0.5 });
+    // What the operator serves is what a receiver accepts.
+    const answer = classifyAnswer(signalsDocument('b', 'grid', [withPool!, without!]), 'b', 'grid');
+    expect(answer.ok && answer.answer.valid.length).toBe(2);
+  });
+
   it('a new sample starts a new age', () => {
     const ages = new RowAges();
     ages.rows([{ provider: 'p', sample: sample(10_000, 1) }], 12_000, 0);

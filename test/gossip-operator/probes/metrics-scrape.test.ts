@@ -44,6 +44,23 @@ describe('InferenceProvider metrics scrape (seed 001 "Metrics configuration", se
     expect((await scrapeMetrics(config(server.url, { poolName: 'b' }), undefined, 0)).metrics?.queue_depth).toBe(0.8);
   });
 
+  it('relays the EPP pool series as is, whatever signalNames says, scoped to the pool (reference site-selection.md "Inputs")', async () => {
+    const page = [
+      'llm_d_epp_average_running_requests{name="a"} 3',
+      'llm_d_epp_average_running_requests{name="b"} 9',
+      'inference_pool_per_pod_queue_size{name="a"} 1.5',
+      'llm_d_epp_flow_control_queue_size{name="a"} 4',
+      'llm_d_epp_ready_endpoints{name="a"} 2',
+    ].join('\n');
+    const server = await metricsServer(() => `${page}\n`);
+    const outcome = await scrapeMetrics(config(server.url, { poolName: 'a', signalNames: {} }), undefined, 0);
+    // The fallback name carries waiting when llm_d_epp_average_queue_size is absent; nothing is clamped to [0,1].
+    expect(outcome).toMatchObject({ result: 'success', metrics: { running_per_endpoint: 3, waiting_per_endpoint: 1.5, flow_control_held: 4, ready_endpoints: 2, healthy: true } });
+    const preferred = await metricsServer(() => 'llm_d_epp_average_queue_size 0.5\ninference_pool_per_pod_queue_size 7\nllm_d_epp_ready_endpoints 0\n');
+    const both = await scrapeMetrics(config(preferred.url, { signalNames: {} }), undefined, 0);
+    expect(both.metrics).toEqual({ waiting_per_endpoint: 0.5, ready_endpoints: 0, healthy: true });
+  });
+
   it('reports no_series when the page lacks every configured signal, leaving the signals missing', async () => {
     const server = await metricsServer(() => 'something_else 1\n');
     const outcome = await scrapeMetrics(config(server.url), undefined, 0);
