@@ -190,7 +190,9 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   });
   let idleResolve: (() => void) | null = null;
 
-  const serving = options.serving === undefined ? undefined : createSiteViewService(options.serving, { logger, registry: metrics.registry });
+  // Relayed signal ages this process refuses (implausible age_ms in a site's answer): the age report's skewCount.
+  const ages = new AgeEvidence();
+  const serving = options.serving === undefined ? undefined : createSiteViewService(options.serving, { logger, registry: metrics.registry, onRefusedAges: (n) => ages.reject(n) });
   // One overlay store per intelligent_route file: listeners sharing a file share the accepted snapshot.
   const stores = new Map<string, OverlayStore>();
   const loadBalancers: LoadBalancer[] = [];
@@ -380,7 +382,6 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     });
   }
   const reportConfig = resolved.listeners.flatMap((l) => l.filters).find((f) => f.filter === 'usage_meter' && f.report !== undefined);
-  const ages = new AgeEvidence();
   const reporter: OperatorReporter | undefined =
     reportConfig?.filter === 'usage_meter' && reportConfig.report !== undefined
       ? startOperatorReporter({ url: reportConfig.report.url, intervalMs: reportConfig.report.interval_ms ?? 5_000, spend: usage.ledger, budgets: usage.budgets, ages, logger })

@@ -32,6 +32,8 @@ export interface SiteSignalsPollerOptions {
   readonly tls: SignalsTlsFiles;
   readonly logger: Logger;
   readonly metrics: ServingMetrics;
+  /** Told how many relayed ages an answer carried that this gateway refused (the age report's skewCount). */
+  readonly onRefusedAges?: (count: number) => void;
   /** @default 5000 - the reference gateway's poll of its operator */
   readonly intervalMs?: number;
   /** @default 2000 */
@@ -45,7 +47,7 @@ export interface SiteSignalsPollerOptions {
 }
 
 /** The rows of a valid answer for `site` in `network`; a bad row costs that row, a bad document the whole answer. */
-export function answerRows(body: unknown, site: string, network: string): { ok: true; rows: PeerSignalRow[]; refused: number } | { ok: false; error: string } {
+export function answerRows(body: unknown, site: string, network: string): { ok: true; rows: PeerSignalRow[]; refused: number; refusedAges: number } | { ok: false; error: string } {
   const envelope = checkPeerSignalsEnvelope(body);
   if (!envelope.ok) return { ok: false, error: envelope.error };
   if (envelope.value.site !== site) return { ok: false, error: `document names site "${envelope.value.site.slice(0, 80)}", polled site is "${site}"` };
@@ -53,16 +55,19 @@ export function answerRows(body: unknown, site: string, network: string): { ok: 
   const rows: PeerSignalRow[] = [];
   const seen = new Set<string>();
   let refused = 0;
+  let refusedAges = 0;
   envelope.value.rows.forEach((raw, index) => {
     const row = checkPeerSignalRow(raw, index);
-    if (!row.ok || !plausibleAge(row.value.age_ms) || seen.has(row.value.provider)) {
+    const badAge = row.ok && !plausibleAge(row.value.age_ms);
+    if (badAge) refusedAges++;
+    if (!row.ok || badAge || seen.has(row.value.provider)) {
       refused++;
       return;
     }
     seen.add(row.value.provider);
     rows.push(row.value);
   });
-  return { ok: true, rows, refused };
+  return { ok: true, rows, refused, refusedAges };
 }
 
 export class SiteSignalsPoller {
@@ -168,6 +173,7 @@ export class SiteSignalsPoller {
         }
         return;
       }
+      if (answer.refusedAges > 0) this.#o.onRefusedAges?.(answer.refusedAges);
       if (this.#failing.delete(site)) logger.info({ site }, `site signals: ${site} answers again`);
       metrics.polls.inc({ site, outcome: 'answered' });
       if (!this.#sites.some((s) => s.site === site)) return;

@@ -57,7 +57,7 @@ export interface SiteViewService {
   close(): Promise<void>;
 }
 
-export function createSiteViewService(options: ServingOptions, deps: { readonly logger: Logger; readonly registry: Registry }): SiteViewService {
+export function createSiteViewService(options: ServingOptions, deps: { readonly logger: Logger; readonly registry: Registry; readonly onRefusedAges?: (count: number) => void }): SiteViewService {
   const metrics = createServingMetrics(deps.registry);
   const logger = deps.logger;
   const store = new ServingStore({ file: options.file, logger, metrics, ...(options.filePollIntervalMs !== undefined ? { pollIntervalMs: options.filePollIntervalMs } : {}) });
@@ -65,6 +65,7 @@ export function createSiteViewService(options: ServingOptions, deps: { readonly 
     tls: options.tls,
     logger,
     metrics,
+    ...(deps.onRefusedAges !== undefined ? { onRefusedAges: deps.onRefusedAges } : {}),
     ...(options.pollIntervalMs !== undefined ? { intervalMs: options.pollIntervalMs } : {}),
     ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}),
   });

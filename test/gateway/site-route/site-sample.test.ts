@@ -36,7 +36,8 @@ describe('answerRows', () => {
   it('drops a bad row, a skewed row and a second row for one provider, and keeps the rest', () => {
     const good = row('p', { running_per_endpoint: 1, ready_endpoints: 1 });
     const answer = answerRows(doc([good, { provider: 'x' }, { ...row('q', {}), age_ms: -5 }, { ...good, age_ms: 11 }]), 'east', 'grid');
-    expect(answer).toEqual({ ok: true, rows: [good], refused: 3 });
+    // Only the skewed row is a refused relayed age (the gateway's age report counts it as skewCount).
+    expect(answer).toEqual({ ok: true, rows: [good], refused: 3, refusedAges: 1 });
   });
   it.each([
     ['another site', doc([], 'west'), 'names site "west"'],
