@@ -14,6 +14,7 @@ import type {
   CredentialInjectFilter,
   FilterConfig,
   GatewayConfig,
+  GridSiteRouteFilter,
   IntelligentRouteFilter,
   ListenerConfig,
   LoadBalancerFilter,
@@ -148,23 +149,28 @@ function checkListener(config: GatewayConfig, listener: ListenerConfig, index: n
   const where = `listeners[${index}] "${listener.name}"`;
   const filters = filterPipeline(config, listener, index);
   const count = (name: FilterConfig['filter']): number => indexOfFilter(filters, name).length;
-  for (const name of ['caller_auth', 'budget_enforce', 'usage_meter', 'intelligent_route', 'provider_route', 'peer_identity_trust', 'credential_inject', 'load_balancer', 'json_body_field', 'openai_responses_format'] as const) {
+  for (const name of ['caller_auth', 'budget_enforce', 'usage_meter', 'intelligent_route', 'grid_site_route', 'provider_route', 'peer_identity_trust', 'credential_inject', 'load_balancer', 'json_body_field', 'openai_responses_format'] as const) {
     if (count(name) > 1) throw new ConfigError(`${where}: filter ${name} appears ${count(name)} times in its pipeline; at most once`);
   }
-  const isConsumer = count('intelligent_route') === 1;
+  if (count('intelligent_route') === 1 && count('grid_site_route') === 1) {
+    throw new ConfigError(`${where}: intelligent_route and grid_site_route in one pipeline; a consumer pipeline has one route filter`);
+  }
+  // grid_site_route is the consumer route of a gateway serving gridServing: it chooses the site instead of the overlay.
+  const consumerRoute = count('grid_site_route') === 1 ? 'grid_site_route' : 'intelligent_route';
+  const isConsumer = count(consumerRoute) === 1;
   const isProvider = count('provider_route') === 1 || count('peer_identity_trust') === 1;
   if (isConsumer && isProvider) {
-    throw new ConfigError(`${where}: intelligent_route and provider filters in one pipeline; consumer and provider roles run as separate gateways`);
+    throw new ConfigError(`${where}: ${consumerRoute} and provider filters in one pipeline; consumer and provider roles run as separate gateways`);
   }
   if (!isConsumer && !isProvider) {
-    throw new ConfigError(`${where}: the pipeline has neither intelligent_route (consumer) nor provider_route (provider)`);
+    throw new ConfigError(`${where}: the pipeline has neither intelligent_route (consumer) nor provider_route (provider), nor grid_site_route (consumer of gridServing)`);
   }
   const last = filters[filters.length - 1];
   if (last?.filter !== 'load_balancer') {
     throw new ConfigError(`${where}: the pipeline must end with load_balancer (it ends with ${last?.filter ?? 'nothing'})`);
   }
   const pos = (name: FilterConfig['filter']): number => filters.findIndex((f) => f.filter === name);
-  const routeName = isConsumer ? 'intelligent_route' : 'provider_route';
+  const routeName = isConsumer ? consumerRoute : 'provider_route';
   const route = pos(routeName);
   for (const parser of ['json_body_field', 'openai_responses_format'] as const) {
     if (pos(parser) > route) throw new ConfigError(`${where}: ${parser} must come before ${routeName}`);
@@ -186,7 +192,7 @@ function checkListener(config: GatewayConfig, listener: ListenerConfig, index: n
   }
   if (count('usage_meter') === 1) {
     if (isProvider) throw new ConfigError(`${where}: usage_meter is a consumer filter; usage is metered where the caller is known`);
-    if (pos('usage_meter') < route) throw new ConfigError(`${where}: usage_meter must come after intelligent_route (it records the routed provider and site)`);
+    if (pos('usage_meter') < route) throw new ConfigError(`${where}: usage_meter must come after ${routeName} (it records the routed provider and site)`);
   }
   if (isProvider) {
     const tls = listener.tls;
@@ -219,9 +225,9 @@ function checkClusters(filters: readonly FilterConfig[], where: string): void {
     names.add(cluster.name);
     checkClusterTls(cluster, where);
   }
-  const ir = filters.find((f): f is IntelligentRouteFilter => f.filter === 'intelligent_route');
-  for (const hop of ir?.provider_hop_clusters ?? []) {
-    if (!names.has(hop)) throw new ConfigError(`${where}: intelligent_route.provider_hop_clusters names "${hop}", which load_balancer.clusters does not define`);
+  const route = filters.find((f): f is IntelligentRouteFilter | GridSiteRouteFilter => f.filter === 'intelligent_route' || f.filter === 'grid_site_route');
+  for (const hop of route?.provider_hop_clusters ?? []) {
+    if (!names.has(hop)) throw new ConfigError(`${where}: ${route?.filter ?? ''}.provider_hop_clusters names "${hop}", which load_balancer.clusters does not define`);
   }
   const pr = filters.find((f): f is ProviderRouteFilter => f.filter === 'provider_route');
   pr?.routes.forEach((route, i) => {

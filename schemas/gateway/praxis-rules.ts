@@ -101,9 +101,9 @@ export function praxisRuleProblems(config: GatewayConfig): PraxisRuleProblem[] {
   config.filter_chains.forEach((chain, c) => {
     chain.filters.forEach((filter, f) => {
       const at = `/filter_chains/${c}/filters/${f}`;
-      if ((filter.filter === 'intelligent_route' || filter.filter === 'provider_route') && filter.model_header !== undefined) {
+      if ((filter.filter === 'intelligent_route' || filter.filter === 'provider_route' || filter.filter === 'grid_site_route') && filter.model_header !== undefined) {
         const header = filter.model_header.toLowerCase();
-        // Praxis AI routing/descriptor.rs validate_model_header.
+        // Praxis AI routing/descriptor.rs validate_model_header (the reference grid_site_route checks its header the same way).
         if (RESERVED_HEADER_PREFIXES.some((prefix) => header.startsWith(prefix))) {
           problems.push({ pointer: `${at}/model_header`, key: 'model_header', message: `${filter.filter}: model_header must not use a reserved internal header prefix (${RESERVED_HEADER_PREFIXES.join(', ')})` });
         }

@@ -38,6 +38,7 @@ export type FilterConfig =
   | JsonBodyFieldFilter
   | OpenAiResponsesFormatFilter
   | IntelligentRouteFilter
+  | GridSiteRouteFilter
   | CredentialInjectFilter
   | PeerIdentityTrustFilter
   | ProviderRouteFilter
@@ -59,11 +60,17 @@ export type Path = string;
  */
 export type ForwardRequestHeaders = string[];
 /**
- * (extension) Header allowlist for every request sent to the backend.
+ * Header allowlist for requests sent to provider_hop_clusters.
  *
  * @maxItems 64
  */
 export type ForwardRequestHeaders1 = string[];
+/**
+ * (extension) Header allowlist for every request sent to the backend.
+ *
+ * @maxItems 64
+ */
+export type ForwardRequestHeaders2 = string[];
 /**
  * host:port of one upstream endpoint.
  *
@@ -79,7 +86,7 @@ export type Endpoint = string;
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
  * via the `definition` "ForwardRequestHeaders".
  */
-export type ForwardRequestHeaders2 = string[];
+export type ForwardRequestHeaders3 = string[];
 
 /**
  * The gateway's config (SPEC §3.0): the Praxis AI config shape for the filters the gateway implements, so one rendered praxis.yaml means the same to this gateway and to Praxis AI (main, praxis-proxy-* crates 0.5.3). Unknown keys are a startup error naming the key and its path. Keys marked x-agn-extension are this gateway's extensions: Praxis AI refuses them, the compiler never renders them, and the gateway logs their paths at startup (daemons/gateway/README.md lists them). The rules a schema cannot say (loopback admin, unique candidate_id, listener ports) are in praxis-rules.ts beside this file.
@@ -333,6 +340,96 @@ export interface SessionAffinityConfig {
   max_entries?: number;
 }
 /**
+ * Consumer route filter of a gateway serving gridServing (seed 002; reference praxis-proxy/grid docs/site-selection.md, docs/architecture/prefix-affinity.md): chooses a site per request from the serving config and each site's polled signals (measured availability, opt-in shedding, prefix affinity, stored-state pinning) instead of the overlay, then the cluster of that site's entry. In a pipeline in place of intelligent_route, with the same parsers before it and load_balancer last. Praxis AI has no such filter: the whole filter is an extension, rendered only for this project's gateway (dialect agn), never for a Praxis AI consumer.
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "GridSiteRouteFilter".
+ */
+export interface GridSiteRouteFilter {
+  filter: 'grid_site_route';
+  /**
+   * Header the request parser writes the model into (as intelligent_route).
+   */
+  model_header?: string;
+  /**
+   * Clusters that lead to another site's provider gateway: requests to them carry the x-ai-routing-* hop context and only the forward_request_headers allowlist (as intelligent_route).
+   *
+   * @maxItems 1024
+   */
+  provider_hop_clusters?: NonEmptyString[];
+  forward_request_headers?: ForwardRequestHeaders1;
+  availability?: SiteAvailability;
+  prefix_affinity?: PrefixAffinity;
+}
+/**
+ * How a site's availability is measured from its signals and what the gateway does with it (reference docs/routing.md, measured site availability). Every field has a default; shedding is the one switch.
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "SiteAvailability".
+ */
+export interface SiteAvailability {
+  /**
+   * How far one new sample moves saturation toward the new reading.
+   */
+  smoothing?: number;
+  /**
+   * How long a learned ceiling takes to halve once load falls away.
+   */
+  ceiling_half_life_ms?: number;
+  /**
+   * The least a ceiling can be, so a quiet site does not read as full.
+   */
+  ceiling_floor?: number;
+  /**
+   * The least share of the largest ceiling a measured site weighs, so an unproven site can prove more.
+   */
+  explore_floor?: number;
+  /**
+   * How long a site stays at its ceiling with work waiting before it counts as full.
+   */
+  full_after_ms?: number;
+  /**
+   * How long no sample may show a site at its ceiling with work waiting before a shedding model routes again.
+   */
+  room_after_ms?: number;
+  /**
+   * Queued work per serving unit (ready endpoint) at which a site counts as full. Teaching stops on any whole request waiting, whatever this is set to.
+   */
+  queue_full?: number;
+  /**
+   * Whether a full model answers 429 with Retry-After. On only where every client retries on 429 and every provider publishes a queue.
+   */
+  shedding?: boolean;
+}
+/**
+ * Prefix affinity tuning (reference docs/architecture/prefix-affinity.md). Every field has a default. Fixed: 256-byte blocks, at most 512 keys per request, a 32-block run is always sticky and a run under 4 blocks never is, 16384 blocks per cluster, 30 s for an unanswered block and 10 minutes for a confirmed one.
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "PrefixAffinity".
+ */
+export interface PrefixAffinity {
+  /**
+   * The off switch. Off routes on load alone and reads no prompt.
+   */
+  enabled?: boolean;
+  /**
+   * Share of the prompt a site's run must cover to be sticky when it is under 32 blocks.
+   */
+  threshold?: number;
+  /**
+   * Share of requests that skip affinity, so a second site learns a shared prompt.
+   */
+  exploration?: number;
+  /**
+   * Prices the prefill a match saves. Lower makes a match worth more queue.
+   */
+  prefill_tokens_per_second?: number;
+  /**
+   * Seconds one queued request adds to a new request's wait. Lower lets a sticky site queue deeper.
+   */
+  queued_request_seconds?: number;
+}
+/**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
  * via the `definition` "CredentialInjectFilter".
  */
@@ -409,7 +506,7 @@ export interface ProviderRouteFilter {
    * @maxItems 1024
    */
   routes: ProviderRoute[];
-  forward_request_headers?: ForwardRequestHeaders1;
+  forward_request_headers?: ForwardRequestHeaders2;
 }
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
