@@ -23,6 +23,8 @@ import { createGatewayMetrics } from './metrics.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { OverlayStore } from './overlay-store.ts';
 import { buildPipeline, runPipeline } from './pipeline.ts';
+import { SiteRouteMetrics } from './site-route/metrics.ts';
+import type { SiteView } from './site-route/site-view.ts';
 import { SpendLedger } from './usage/spend-ledger.ts';
 import { BudgetView, startOperatorReporter } from './operator-reporter.ts';
 import { KeyQuota } from './usage/key-quota.ts';
@@ -76,6 +78,8 @@ export interface StartGatewayOptions {
    * @default 0
    */
   drainDelayMs?: number;
+  /** The serving config and site signals a grid_site_route listener chooses sites from. */
+  siteView?: SiteView;
 }
 
 const peerCache = new WeakMap<Socket, PeerIdentity | null>();
@@ -173,6 +177,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   const { logger, configDir } = options;
   const role = resolved.role;
   const metrics = createGatewayMetrics(role, options.processMetrics ?? true);
+  const siteRouteMetrics = options.siteView === undefined ? undefined : new SiteRouteMetrics(metrics.registry);
   const usage = { metrics: createUsageMetrics(metrics.registry), ledger: new SpendLedger(), quota: new KeyQuota(), budgets: new BudgetView() };
   let closing = false;
   let inFlight = 0;
@@ -209,7 +214,14 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
         stores.set(file, store);
       }
     }
-    const pipeline = buildPipeline(listener, { configDir, logger, loadBalancer, overlay: store, usage });
+    const pipeline = buildPipeline(listener, {
+      configDir,
+      logger,
+      loadBalancer,
+      overlay: store,
+      usage,
+      ...(options.siteView === undefined ? {} : { siteView: options.siteView, siteRouteMetrics }),
+    });
     const server = createListenerServer(listener, configDir, (req, res) => {
       void handle(req, res, pipeline, loadBalancer);
     });
@@ -353,7 +365,9 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     listeners.push({ name: listener.listener.name, host, port: bound.port, tls: listener.listener.tls !== undefined });
   }
 
-  const isReady = (): boolean => !closing && [...stores.values()].every((s) => s.current() !== null);
+  // A grid_site_route gateway is ready once it holds a serving config, as an overlay gateway once it holds an overlay.
+  const isReady = (): boolean =>
+    !closing && [...stores.values()].every((s) => s.current() !== null) && (options.siteView === undefined || options.siteView.revision() !== undefined);
   const adminAddress = resolved.config.admin?.address ?? resolved.config.admin?.metrics_address;
   let admin: AdminServer | undefined;
   if (adminAddress !== undefined) {
