@@ -115,12 +115,12 @@ export function isRelieved(site: SiteLearned | undefined, nowMs: number, setting
 /**
  * Draw weights: each measured site's ceiling, lifted to `explore_floor` of the largest measured ceiling ("The least
  * share of the largest ceiling a measured site weighs, so an unproven site can prove more"); an unmeasured site
- * weighs the mean of the measured, or 1 when none is.
+ * weighs the mean of the measured weights, or 1 when none is.
  */
 export function weights(sites: readonly (SiteLearned | undefined)[], settings: AvailabilitySettings): number[] {
   const measured = sites.flatMap((s) => (s?.ceiling === undefined ? [] : [s.ceiling]));
   const largest = measured.reduce((a, b) => Math.max(a, b), 0);
   const floor = largest * settings.explore_floor;
-  const mean = measured.length === 0 ? 1 : measured.reduce((a, b) => a + b, 0) / measured.length;
+  const mean = measured.length === 0 ? 1 : measured.reduce((a, b) => a + Math.max(b, floor), 0) / measured.length;
   return sites.map((s) => (s?.ceiling === undefined ? mean : Math.max(s.ceiling, floor)));
 }
