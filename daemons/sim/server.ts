@@ -43,6 +43,8 @@ export interface SimServer {
   readonly port: number;
   readonly state: SimState;
   readonly requests: SimRequestRecord[];
+  /** Requests being answered right now: the load an EPP stand-in in a test reads as the site's in-flight. */
+  readonly running: number;
   close(): Promise<void>;
 }
 
@@ -260,6 +262,9 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     port: bound.port,
     state,
     requests,
+    get running() {
+      return running;
+    },
     // Like a real backend on SIGTERM: unhealthy at once, no new connections, the requests already running finish
     // (bounded by DRAIN_MS), then whatever is left is cut.
     close: async () => {

@@ -1,0 +1,277 @@
+// Qualification of grid_site_route (issue 19, "Done when"), three sites: site-a's gateway (the real gateway, in
+// process, on real sockets) chooses among three sites from signals its SiteView polls over HTTP from each site's EPP
+// stand-in, and forwards to each site's sim backend. (a) a site at its ceiling loses new traffic within a few polls
+// and the rest share by the documented weights; (b) with shedding on and every site full, 429 with Retry-After, and
+// routing again after room_after_ms; (c) multi-turn chats stay on their first site, and load_override moves them
+// off it under load; (d) a previous_response_id from site-b is served by site-b.
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../../daemons/gateway/config.ts';
+import { startGateway } from '../../daemons/gateway/server.ts';
+import type { GatewayInstance } from '../../daemons/gateway/server.ts';
+import type { ServingEntry } from '../../daemons/gateway/site-route/site-view.ts';
+import { createLogger } from '../../daemons/shared/log.ts';
+import { startSim } from '../../daemons/sim/server.ts';
+import { call, tempDir, waitFor } from '../gateway/helpers.ts';
+import type { Reply } from '../gateway/helpers.ts';
+import { betweenTwoShares, chiSquare, twoChoicesShares } from '../gateway/site-route/fixtures.ts';
+import { PolledSiteView, startSignalsSite } from './site-route-fixture.ts';
+import type { SignalsSite } from './site-route-fixture.ts';
+
+const TOKEN = 'site-route-sim-token-41c9';
+const POLL_MS = 200;
+const FULL_AFTER_MS = 1000;
+const ROOM_AFTER_MS = 1500;
+const SITES = ['site-a', 'site-b', 'site-c'] as const;
+const CAPACITY = { 'site-a': 40, 'site-b': 20, 'site-c': 20 } as const;
+
+let sites: SignalsSite[];
+let view: PolledSiteView;
+let gateway: GatewayInstance;
+let base: string;
+let cleanup: () => Promise<void>;
+
+const siteOf = (reply: Reply): string => String(reply.headers['x-grid-site']);
+const chat = (messages: unknown[]): Promise<Reply> =>
+  call(`${base}/v1/chat/completions`, { body: { model: 'm', messages }, headers: { authorization: `Bearer ${TOKEN}` } });
+const hello = (): Promise<Reply> => chat([{ role: 'user', content: 'hi' }]);
+const load = (name: string) => sites.find((s) => s.name === name)!.load;
+
+async function metric(line: RegExp): Promise<number> {
+  const text = (await call(`http://127.0.0.1:${gateway.adminPort}/metrics`)).text;
+  const found = text.split('\n').find((l) => line.test(l));
+  return found === undefined ? Number.NaN : Number(found.split(' ').pop());
+}
+
+/** A counter's value, 0 before its first increment (a labelled series appears only then). */
+async function counter(line: RegExp): Promise<number> {
+  const value = await metric(line);
+  return Number.isNaN(value) ? 0 : value;
+}
+
+/** Waits until the gateway's exported rho of every site is within 0.03 of the target. */
+async function rhoSettles(targets: Record<string, number>): Promise<void> {
+  await waitFor(`rho settles at ${JSON.stringify(targets)}`, async () => {
+    for (const [site, rho] of Object.entries(targets)) {
+      const read = await metric(new RegExp(`^grid_route_site_rho\\{site="${site}",`));
+      if (!(Math.abs(read - rho) < 0.03)) return undefined;
+    }
+    return true;
+  }, 15_000);
+}
+
+async function tally(n: number): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (let i = 0; i < n; i++) {
+    const reply = await hello();
+    expect(reply.status, reply.text).toBe(200);
+    counts[siteOf(reply)] = (counts[siteOf(reply)] ?? 0) + 1;
+  }
+  return counts;
+}
+
+beforeAll(async () => {
+  let dir: string;
+  ({ dir, cleanup } = await tempDir('site-route'));
+  sites = [];
+  for (const name of SITES) {
+    const sim = await startSim({ name: `sim-${name}`, models: ['m'], token: TOKEN });
+    sites.push(await startSignalsSite(name, sim, { capacity: CAPACITY[name], background: 0, skewedQueue: 0, readyEndpoints: 1 }));
+  }
+  const entries: ServingEntry[] = SITES.map((name) => ({
+    site: name,
+    provider: `grid/llm-${name}`,
+    models: ['m'],
+    cluster: `c-${name}`,
+    admission: 'all',
+    ready: true,
+    local: name === 'site-a',
+  }));
+  view = new PolledSiteView(entries, sites, POLL_MS);
+  const config = {
+    listeners: [{ name: 'consumer', address: '127.0.0.1:0', filter_chains: ['main'] }],
+    admin: { address: '127.0.0.1:0' },
+    shutdown_timeout_secs: 2,
+    filter_chains: [
+      {
+        name: 'main',
+        filters: [
+          { filter: 'json_body_field', field: 'model', header: 'x-gateway-model-name' },
+          { filter: 'openai_responses_format' },
+          {
+            filter: 'grid_site_route',
+            model_header: 'x-gateway-model-name',
+            availability: { shedding: true, smoothing: 0.5, full_after_ms: FULL_AFTER_MS, room_after_ms: ROOM_AFTER_MS },
+          },
+          { filter: 'load_balancer', clusters: sites.map((s) => ({ name: `c-${s.name}`, endpoints: [`127.0.0.1:${s.sim.port}`] })) },
+        ],
+      },
+    ],
+  };
+  const logger = createLogger({ name: 'gateway', level: 'warn', destination: { write: () => undefined } });
+  gateway = await startGateway(resolveConfig(config, join(dir, 'consumer.json')), { configDir: dir, logger, processMetrics: false, siteView: view });
+  base = `http://127.0.0.1:${gateway.listeners[0]!.port}`;
+  view.start();
+  // Teach the ceilings: each site runs at its capacity with nothing waiting for a few polls.
+  for (const s of sites) s.load.background = s.load.capacity;
+  await waitFor('ceilings learned', async () => {
+    for (const name of SITES) if (!((await metric(new RegExp(`^grid_route_site_ceiling\\{site="${name}",`))) >= CAPACITY[name])) return undefined;
+    return true;
+  }, 15_000);
+}, 60_000);
+
+afterAll(async () => {
+  view?.stop();
+  await gateway?.close();
+  for (const s of sites ?? []) {
+    s.server.close();
+    await s.sim.close();
+  }
+  await cleanup?.();
+});
+
+describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () => {
+  it('(a) three sites with room share as two choices by ceiling; one at its ceiling loses new traffic within a few polls, the other two share by ceiling over 1 + rho', async () => {
+    load('site-a').background = 20;
+    load('site-b').background = 5;
+    load('site-c').background = 12;
+    await rhoSettles({ 'site-a': 0.5, 'site-b': 0.25, 'site-c': 0.6 });
+    const three = await tally(600);
+    const threeShares = twoChoicesShares([40, 20, 20], [0.5, 0.25, 0.6]);
+    const threeCheck = chiSquare(SITES.map((s) => three[s] ?? 0), threeShares);
+    expect(threeCheck.passes, `three sites ${JSON.stringify(three)} vs ${JSON.stringify(threeShares)}: chi-square ${threeCheck.statistic.toFixed(2)}`).toBe(true);
+
+    // site-a fills: 60 held at a capacity of 40, 20 of them waiting.
+    const switchedAt = Date.now();
+    const pollsBefore = view.polls;
+    load('site-a').background = 60;
+    let lastA = switchedAt;
+    for (let i = 0; i < 60; i++) {
+      const reply = await hello();
+      if (siteOf(reply) === 'site-a') lastA = Date.now();
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const pollsToMove = Math.ceil((lastA - switchedAt) / POLL_MS);
+    expect(pollsToMove, `site-a last chosen ${lastA - switchedAt} ms after it filled (${view.polls - pollsBefore} polls in the window)`).toBeLessThanOrEqual(4);
+    const two = await tally(600);
+    expect(two['site-a']).toBeUndefined();
+    const twoShares = betweenTwoShares([20, 20], [0.25, 0.6]);
+    const twoCheck = chiSquare([two['site-b'] ?? 0, two['site-c'] ?? 0], twoShares);
+    expect(twoCheck.passes, `two sites ${JSON.stringify(two)} vs ${JSON.stringify(twoShares)}: chi-square ${twoCheck.statistic.toFixed(2)}`).toBe(true);
+    expect(await metric(/^grid_route_selections_total\{path="between_two"\}/)).toBeGreaterThanOrEqual(600);
+  });
+
+  it('(b) with shedding on and every site full: 429 with Retry-After; routing resumes room_after_ms after the last full sample', async () => {
+    for (const s of sites) s.load.background = s.load.capacity + 20;
+    const shed = await waitFor('a 429', async () => {
+      const reply = await hello();
+      return reply.status === 429 ? reply : undefined;
+    }, 15_000);
+    expect(shed.json().error.code).toBe('capacity_exhausted');
+    const retryAfter = Number(shed.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThanOrEqual(3);
+    expect(retryAfter).toBeLessThanOrEqual(7);
+    expect(await metric(/^grid_route_shedding\{model="m"\}/)).toBe(1);
+    expect(await metric(/^grid_route_decisions_total\{site="",cluster="",reason="shed"\}/)).toBeGreaterThanOrEqual(1);
+
+    for (const s of sites) s.load.background = Math.floor(s.load.capacity / 4);
+    const calmAt = Date.now();
+    const resumed = await waitFor('routing again', async () => {
+      const reply = await hello();
+      return reply.status === 200 ? Date.now() : undefined;
+    }, 15_000);
+    const elapsed = resumed - calmAt;
+    // The last full sample is at most one poll before the switch (and the first calm one at most one poll after).
+    expect(elapsed, `resumed ${elapsed} ms after the load fell`).toBeGreaterThanOrEqual(ROOM_AFTER_MS - 2 * POLL_MS);
+    expect(elapsed, `resumed ${elapsed} ms after the load fell`).toBeLessThanOrEqual(ROOM_AFTER_MS + 5 * POLL_MS);
+    expect(await metric(/^grid_route_shedding\{model="m"\}/)).toBe(0);
+  });
+
+  it('(c) multi-turn chats with long shared prefixes stay on their first site under light load (>= 90 % sticky); load on that site moves them (load_override)', async () => {
+    for (const s of sites) s.load.background = Math.floor(s.load.capacity / 5);
+    await rhoSettles({ 'site-a': 0.2, 'site-b': 0.2, 'site-c': 0.2 });
+    const stickyBefore = await counter(/^grid_route_prefix_affinity_total\{outcome="sticky"\}/);
+    const conversations = Array.from({ length: 20 }, (_, i) => ({
+      messages: [{ role: 'system', content: `conversation ${i}: ${'You are a careful assistant for the grid. '.repeat(150)}` }] as { role: string; content: string }[],
+      first: '',
+    }));
+    let turns = 0;
+    let stayed = 0;
+    for (let turn = 0; turn < 6; turn++) {
+      for (const c of conversations) {
+        c.messages.push({ role: 'user', content: `question ${turn}` });
+        const reply = await chat(c.messages);
+        expect(reply.status, reply.text).toBe(200);
+        c.messages.push({ role: 'assistant', content: String(reply.json().choices[0].message.content) });
+        if (turn === 0) c.first = siteOf(reply);
+        else {
+          turns++;
+          if (siteOf(reply) === c.first) stayed++;
+        }
+      }
+    }
+    expect(stayed / turns, `${stayed} of ${turns} later turns on the first turn's site`).toBeGreaterThanOrEqual(0.9);
+    expect((await counter(/^grid_route_prefix_affinity_total\{outcome="sticky"\}/)) - stickyBefore).toBeGreaterThanOrEqual(0.9 * turns);
+
+    // Heavy load on the site holding most conversations: a queue at its busy endpoint, worth more than the match.
+    const counts: Record<string, number> = {};
+    for (const c of conversations) counts[c.first] = (counts[c.first] ?? 0) + 1;
+    const busy = Object.entries(counts).sort((x, y) => y[1] - x[1])[0]![0];
+    const overrideBefore = await counter(/^grid_route_prefix_affinity_total\{outcome="load_override"\}/);
+    load(busy).skewedQueue = 3;
+    const seen = view.polls;
+    await waitFor('two polls', () => (view.polls >= seen + 2 ? true : undefined), 5_000);
+    let moved = 0;
+    let held = 0;
+    for (const c of conversations.filter((x) => x.first === busy)) {
+      c.messages.push({ role: 'user', content: 'one more' });
+      const reply = await chat(c.messages);
+      expect(reply.status).toBe(200);
+      held++;
+      if (siteOf(reply) !== busy) moved++;
+    }
+    expect(moved / held, `${moved} of ${held} turns moved off ${busy}`).toBeGreaterThanOrEqual(0.9);
+    expect((await counter(/^grid_route_prefix_affinity_total\{outcome="load_override"\}/)) - overrideBefore).toBeGreaterThanOrEqual(0.9 * held);
+    load(busy).skewedQueue = 0;
+  });
+
+  it('(d) a previous_response_id from site-b is served by site-b through site-a\'s gateway; a left site is 404, a site admitting nothing 503', async () => {
+    const responses = (body: Record<string, unknown>): Promise<Reply> =>
+      call(`${base}/v1/responses`, { body: { model: 'm', ...body }, headers: { authorization: `Bearer ${TOKEN}` } });
+    const fromB = await waitFor('a response stored at site-b', async () => {
+      const reply = await responses({ input: 'remember this' });
+      return reply.status === 200 && siteOf(reply) === 'site-b' ? reply : undefined;
+    }, 15_000);
+    const id = String(fromB.json().id);
+    expect(id).toMatch(/^resp_site-b\.[0-9a-f]+$/);
+    const simB = sites[1]!.sim;
+    for (let i = 0; i < 10; i++) {
+      const before = simB.requests.at(-1);
+      const follow = await responses({ input: 'and then?', previous_response_id: id });
+      expect(follow.status, follow.text).toBe(200);
+      expect(siteOf(follow)).toBe('site-b');
+      expect(follow.headers['x-grid-backend']).toBe('c-site-b');
+      // site-b's sim answered it (its newest record is this request).
+      expect(simB.requests.at(-1)).not.toBe(before);
+      expect(simB.requests.at(-1)?.path).toBe('/v1/responses');
+    }
+    // The stored response itself, by its tagged id: site-b knows it only by its own id, so the tag was stripped.
+    const stored = await call(`${base}/v1/responses/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(stored.status, stored.text).toBe(200);
+    expect(stored.json().id).toBe(id);
+    // Streamed: every id in the event stream carries the site too.
+    const streamed = await responses({ input: 'stream it', stream: true, previous_response_id: id });
+    expect(siteOf(streamed)).toBe('site-b');
+    expect(streamed.text).toMatch(/"id":"resp_site-b\.[0-9a-f]+"/);
+    expect(streamed.text).not.toMatch(/"id":"resp_[0-9a-f]+"/);
+
+    const gone = await responses({ input: 'x', previous_response_id: 'resp_site-z.0123' });
+    expect(gone.status).toBe(404);
+    const original = view.entriesList;
+    view.entriesList = original.map((e) => (e.site === 'site-b' ? { ...e, admission: 'none', ready: false } : e));
+    const closed = await responses({ input: 'x', previous_response_id: id });
+    expect(closed.status).toBe(503);
+    expect(closed.headers['retry-after']).toBe('5');
+    view.entriesList = original;
+  });
+});
