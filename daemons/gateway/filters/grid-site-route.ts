@@ -20,7 +20,7 @@ import { promptKeys } from '../site-route/prefix-keys.ts';
 import { SiteRouter } from '../site-route/site-router.ts';
 import type { Decision, Refusal } from '../site-route/site-router.ts';
 import { IdTagger, PinConflict, pinOf } from '../site-route/stored-state.ts';
-import type { SiteView } from '../site-route/site-view.ts';
+import type { ServingEntry, SiteView } from '../site-route/site-view.ts';
 
 export const RESPONSE_GRID_SITE_HEADER = 'x-grid-site';
 export const RESPONSE_GRID_BACKEND_HEADER = 'x-grid-backend';
@@ -114,14 +114,16 @@ export function createGridSiteRoute(options: GridSiteRouteOptions): GridSiteRout
         decision = router.decide(model, keys);
       }
       if (decision.kind === 'refused') refuse(decision);
-      const { entry } = decision;
-      request.cluster = entry.cluster;
-      request.routedSite = entry.site;
-      request.labels.cluster = entry.cluster;
-      if (model !== undefined) request.labels.model = model;
-      request.res.setHeader(RESPONSE_GRID_SITE_HEADER, entry.site);
-      request.res.setHeader(RESPONSE_GRID_BACKEND_HEADER, entry.cluster);
-      if (hopClusters.has(entry.cluster)) {
+      let current = decision.entry;
+      const applyEntry = (entry: ServingEntry): void => {
+        current = entry;
+        request.cluster = entry.cluster;
+        request.routedSite = entry.site;
+        request.labels.cluster = entry.cluster;
+        request.res.setHeader(RESPONSE_GRID_SITE_HEADER, entry.site);
+        request.res.setHeader(RESPONSE_GRID_BACKEND_HEADER, entry.cluster);
+        stripPrefixedHeaders(request.headers, 'x-ai-routing-');
+        if (!hopClusters.has(entry.cluster)) return;
         applyHeaderAllowlist(request.headers, hopHeaders);
         const hopModel = model ?? entry.models[0];
         if (hopModel !== undefined) {
@@ -132,17 +134,32 @@ export function createGridSiteRoute(options: GridSiteRouteOptions): GridSiteRout
         request.headers.set(ROUTING_REQUEST_ID_HEADER, request.requestId);
         const revision = view.revision();
         if (revision !== undefined && REVISION.test(revision)) request.headers.set(ROUTING_REVISION_HEADER, revision);
+      };
+      if (model !== undefined) request.labels.model = model;
+      applyEntry(current);
+      if (pin === undefined && model !== undefined && decision.path !== 'pinned') {
+        // A connect failure marks the cluster's endpoint down, so deciding again demotes that site: the request moves
+        // to another site when one is left, else it is retried where it was (runPipeline).
+        request.failover = () => {
+          const again = router.decide(model, keys);
+          if (again.kind !== 'routed' || again.entry.cluster === current.cluster) return false;
+          if (keys !== undefined && keys.length > 0) router.memory.sent(again.entry.cluster, keys, nowMs());
+          applyEntry(again.entry);
+          return true;
+        };
       }
       const observed = keys !== undefined && keys.length > 0 ? keys : undefined;
       const tags = STORED_STATE_PATH.test(request.path);
       if (observed === undefined && !tags) return;
-      if (observed !== undefined) router.memory.sent(entry.cluster, observed, nowMs());
-      const tagger = tags ? new IdTagger(entry.site) : undefined;
+      if (observed !== undefined) router.memory.sent(current.cluster, observed, nowMs());
+      let tagger: IdTagger | undefined;
       const observer: ResponseObserver = {
         start(status, headers) {
+          // Made here, not before: a failover may have moved the request to another site since.
+          if (tags) tagger = new IdTagger(current.site);
           if (observed !== undefined) {
-            if (status >= 200 && status < 300) router.memory.confirmed(entry.cluster, observed, nowMs());
-            else if (status === 429 || status >= 500) router.memory.dropped(entry.cluster, observed);
+            if (status >= 200 && status < 300) router.memory.confirmed(current.cluster, observed, nowMs());
+            else if (status === 429 || status >= 500) router.memory.dropped(current.cluster, observed);
           }
           // Tagging lengthens the body: it goes out chunked instead of with the upstream's length.
           if (tagger !== undefined) delete (headers as Record<string, unknown>)['content-length'];
