@@ -45,6 +45,8 @@ export interface PipelineDeps {
   /** The serving config and site signals grid_site_route chooses from; required when a listener runs it. */
   siteView?: SiteView;
   siteRouteMetrics?: SiteRouteMetrics;
+  /** Random source of grid_site_route's draws; Math.random unless a test seeds it. */
+  random?: () => number;
 }
 
 export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): Pipeline {
@@ -88,6 +90,7 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
           isClusterAvailable: deps.loadBalancer.isClusterAvailable,
           modelHeader,
           ...(deps.siteRouteMetrics === undefined ? {} : { metrics: deps.siteRouteMetrics }),
+          ...(deps.random === undefined ? {} : { random: deps.random }),
         });
         routeIndex = filters.length;
         filters.push(route);

@@ -80,6 +80,8 @@ export interface StartGatewayOptions {
   drainDelayMs?: number;
   /** The serving config and site signals a grid_site_route listener chooses sites from. */
   siteView?: SiteView;
+  /** Random source of grid_site_route's draws (Math.random); a test seeds it to make its draws reproducible. */
+  random?: () => number;
 }
 
 const peerCache = new WeakMap<Socket, PeerIdentity | null>();
@@ -221,6 +223,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       overlay: store,
       usage,
       ...(options.siteView === undefined ? {} : { siteView: options.siteView, siteRouteMetrics }),
+      ...(options.random === undefined ? {} : { random: options.random }),
     });
     const server = createListenerServer(listener, configDir, (req, res) => {
       void handle(req, res, pipeline, loadBalancer);
