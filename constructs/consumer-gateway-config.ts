@@ -1,4 +1,4 @@
-import type { ClusterConfig, FilterConfig, GatewayConfig, UpstreamTlsConfig, UsagePrice } from '../schemas/generated/gateway-config.ts';
+import type { ClusterConfig, FilterConfig, GatewayConfig, GridSiteRouteFilter, UpstreamTlsConfig, UsagePrice } from '../schemas/generated/gateway-config.ts';
 import type { ClusterEndpoint, ClusterTransport } from '../schemas/generated/gridnetworks.ts';
 import { MODEL_HEADER, OVERLAY_FILE, TLS_CA_PATH, TLS_CERT_PATH, TLS_KEY_PATH, adminAddress, upstreamCaPath } from './gateway-paths.ts';
 
@@ -27,7 +27,15 @@ export interface ConsumerGatewayConfigInput {
   readonly spendReportUrl?: string;
   /** budget_enforce right after caller_auth (needs spendReportUrl). */
   readonly budgetEnforce?: { readonly softLimit?: number; readonly requestsPerMinute?: number; readonly tokensPerMinute?: number };
+  /**
+   * gridServing: the consumer route is grid_site_route (site choice from the serving config and the sites' signals)
+   * in place of intelligent_route, with these availability and prefix_affinity blocks. An extension Praxis AI lacks.
+   */
+  readonly siteRoute?: Pick<GridSiteRouteFilter, 'availability' | 'prefix_affinity'>;
 }
+
+/** The extension filter a consumer with gridServing renders. */
+export const SITE_ROUTE_FILTER = 'grid_site_route';
 
 /** The extension filters a consumer with caller keys renders (the only extension keys the compiler ever renders). */
 export const TENANT_FILTERS = ['caller_auth', 'budget_enforce', 'usage_meter'] as const;
@@ -69,6 +77,32 @@ function upstreamTls(upstream: ConsumerUpstream): UpstreamTlsConfig | undefined 
   }
 }
 
+/** The consumer route: intelligent_route on the overlay, or grid_site_route on the serving config (gridServing). */
+function routeFilter(input: ConsumerGatewayConfigInput, hopClusters: string[]): FilterConfig {
+  if (input.siteRoute !== undefined) {
+    return {
+      filter: 'grid_site_route',
+      model_header: MODEL_HEADER,
+      provider_hop_clusters: hopClusters,
+      ...(input.siteRoute.availability === undefined ? {} : { availability: input.siteRoute.availability }),
+      ...(input.siteRoute.prefix_affinity === undefined ? {} : { prefix_affinity: input.siteRoute.prefix_affinity }),
+    };
+  }
+  return {
+    filter: 'intelligent_route',
+    overlay_file: OVERLAY_FILE,
+    model_header: MODEL_HEADER,
+    provider_hop_clusters: hopClusters,
+    expected_overlay_scope: {
+      network: input.expectedScope.network,
+      gateway: input.expectedScope.gateway,
+      namespace: input.expectedScope.namespace,
+      local_site: input.expectedScope.localSite,
+    },
+    reload: { enabled: true, debounce_ms: input.reloadDebounceMs },
+  };
+}
+
 /**
  * The consumer chain of SPEC §3.1: request parsers → intelligent_route → load_balancer. There is no
  * credential_inject: the provider gateway makes the final call, so no credential is ever needed here.
@@ -90,19 +124,7 @@ export function renderConsumerGatewayConfig(input: ConsumerGatewayConfigInput): 
           ...(input.callerKeysFile === undefined || input.budgetEnforce === undefined ? [] : [budgetEnforceFilter(input.budgetEnforce)]),
           { filter: 'json_body_field', field: 'model', header: MODEL_HEADER },
           { filter: 'openai_responses_format' },
-          {
-            filter: 'intelligent_route',
-            overlay_file: OVERLAY_FILE,
-            model_header: MODEL_HEADER,
-            provider_hop_clusters: upstreams.map((upstream) => upstream.cluster),
-            expected_overlay_scope: {
-              network: input.expectedScope.network,
-              gateway: input.expectedScope.gateway,
-              namespace: input.expectedScope.namespace,
-              local_site: input.expectedScope.localSite,
-            },
-            reload: { enabled: true, debounce_ms: input.reloadDebounceMs },
-          },
+          routeFilter(input, upstreams.map((upstream) => upstream.cluster)),
           ...(input.callerKeysFile === undefined
             ? []
             : [

@@ -1,16 +1,34 @@
 import { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
-import { TENANT_FILTERS, renderConsumerGatewayConfig, type ConsumerUpstream } from './consumer-gateway-config.ts';
+import { SITE_ROUTE_FILTER, TENANT_FILTERS, renderConsumerGatewayConfig, type ConsumerUpstream } from './consumer-gateway-config.ts';
 import type { ClusterEndpoint } from '../schemas/generated/gridnetworks.ts';
-import type { UsagePrice } from '../schemas/generated/gateway-config.ts';
+import type { PrefixAffinity, SiteAvailability, UsagePrice } from '../schemas/generated/gateway-config.ts';
 import { GatewayWorkload } from './gateway-workload.ts';
-import { PRAXIS_DIR, upstreamCaPath } from './gateway-paths.ts';
+import { siteRouteProblems } from './gateway-config-schema.ts';
+import { PRAXIS_DIR, SERVING_DIR, SERVING_FILE, TLS_DIR, upstreamCaPath } from './gateway-paths.ts';
 import { imageOf, type ImageReference } from './image-reference.ts';
 import type { ListenerSources } from './operator-network-policy.ts';
 import { OverlaySync } from './overlay-sync.ts';
 import type { CredentialRef } from './provider-gateway-config.ts';
 import { GridSynthError, issueAt } from './synth-error.ts';
+import { Size } from 'cdk8s';
 import { resources } from './workload-defaults.ts';
+
+/**
+ * gridServing (seed 002): the operator renders this gateway's serving config, overlay-sync delivers it beside the
+ * overlay, the gateway reads it from GRID_SERVING_CONFIG, polls every site's signals endpoint with its TLS identity
+ * (GRID_SIGNALS_TLS_DIR: the grid CA must issue its tls.crt) and routes with grid_site_route.
+ */
+export interface GridServingProps {
+  /** grid_site_route's blocks (the reference chart's gridServing.siteRoute). @default - every field at its default */
+  readonly siteRoute?: { readonly availability?: SiteAvailability; readonly prefixAffinity?: PrefixAffinity };
+  /** How often the gateway polls each site's signals endpoint, in ms (100..600000). @default 5000 */
+  readonly signalsPollIntervalMs?: number;
+  /** How long a site's last sample is used while its polls fail, in ms. @default - three poll intervals */
+  readonly signalsStaleAfterMs?: number;
+  /** Port of the serving config sidecar's health and metrics. @default 9092 */
+  readonly syncHealthPort?: number;
+}
 
 /** Where the caller keys Secret is projected (beside the other Secrets of the gateway's praxis directory). */
 const CALLER_KEYS_DIR = `${PRAXIS_DIR}/caller-keys`;
@@ -90,6 +108,12 @@ export interface ConsumerGatewayProps {
   readonly prices?: readonly UsagePrice[];
   /** Extra labels for every object this construct emits. @default - none (the workload labels only) */
   readonly labels?: Record<string, string>;
+  /**
+   * Serve with grid_site_route from the operator's serving config and the sites' signals (GridServingProps). The
+   * site's GridNetwork entry must then set gridServing (GridSiteStack does) and its operator should serve peerSignals.
+   * @default - no serving config: intelligent_route on the overlay
+   */
+  readonly gridServing?: GridServingProps;
 }
 
 /**
@@ -117,6 +141,7 @@ export class ConsumerGateway extends Construct {
   private readonly prices: readonly UsagePrice[];
   private readonly spendReportUrl: string | undefined;
   private readonly budgetEnforce: NonNullable<ConsumerGatewayProps['callerKeys']>['budgetEnforce'];
+  readonly gridServing: GridServingProps | undefined;
 
   constructor(scope: Construct, id: string, props: ConsumerGatewayProps) {
     super(scope, id);
@@ -135,6 +160,20 @@ export class ConsumerGateway extends Construct {
     this.prices = props.prices ?? [];
     this.spendReportUrl = props.spendReportUrl;
     this.budgetEnforce = props.callerKeys?.budgetEnforce;
+    this.gridServing = props.gridServing;
+    const interval = props.gridServing?.signalsPollIntervalMs;
+    if (interval !== undefined && (!Number.isInteger(interval) || interval < 100 || interval > 600_000)) {
+      throw new GridSynthError([issueAt(this, 'gridServing.signalsPollIntervalMs', `${interval} is not a whole number of milliseconds from 100 to 600000`, 'poll every 5000 ms (the default) unless sites change faster')]);
+    }
+    const siteRoute = props.gridServing?.siteRoute;
+    const blockProblems = siteRoute === undefined ? [] : siteRouteProblems({ filter: 'grid_site_route', availability: siteRoute.availability ?? {}, prefix_affinity: siteRoute.prefixAffinity ?? {} });
+    if (blockProblems.length > 0) {
+      throw new GridSynthError(blockProblems.map((p) => issueAt(this, `gridServing.siteRoute${p.pointer.replace('/prefix_affinity', '.prefixAffinity').replace('/availability', '.availability').replaceAll('/', '.')}`, p.message, 'see the availability and prefix_affinity tables in schemas/gateway/gateway-config.schema.json (GridSiteRouteFilter)')));
+    }
+    const stale = props.gridServing?.signalsStaleAfterMs;
+    if (stale !== undefined && (!Number.isInteger(stale) || stale < 100 || stale > 3_600_000)) {
+      throw new GridSynthError([issueAt(this, 'gridServing.signalsStaleAfterMs', `${stale} is not a whole number of milliseconds from 100 to 3600000`, 'leave it unset: three poll intervals')]);
+    }
     if (this.budgetEnforce !== undefined && this.spendReportUrl === undefined) {
       throw new GridSynthError([
         issueAt(this, 'callerKeys.budgetEnforce', 'budget enforcement needs the converged budgets, which come from the site operator', "declare the site's gatewayAgeIngest (the listener spend reports and budgets go through)"),
@@ -153,6 +192,7 @@ export class ConsumerGateway extends Construct {
       localSite: this.site,
       image: this.imageReference,
       labels,
+      ...(props.gridServing !== undefined ? { serving: true, ...(props.gridServing.syncHealthPort !== undefined ? { servingHealthPort: props.gridServing.syncHealthPort } : {}) } : {}),
     });
     this.workload = new GatewayWorkload(this, 'Workload', {
       component: 'consumer-gateway',
@@ -164,7 +204,7 @@ export class ConsumerGateway extends Construct {
       listenerPort: this.listenerPort,
       adminPort: this.adminPort,
       metricsScrapers: props.metricsScrapers,
-      sidecarPorts: [this.overlaySync.healthPort],
+      sidecarPorts: [this.overlaySync.healthPort, ...(props.gridServing !== undefined ? [this.overlaySync.servingHealthPort] : [])],
       tlsSecretName: this.tlsSecretName,
       resources: props.resources ?? resources(100, 128, 1000, 512),
       serviceType: props.serviceType ?? kplus.ServiceType.CLUSTER_IP,
@@ -174,11 +214,25 @@ export class ConsumerGateway extends Construct {
     const overlayVolume = this.workload.overlayVolume;
     if (overlayVolume === undefined) throw new Error('consumer gateway workload has no overlay volume');
     this.overlaySync.attachTo(this.workload.deployment, overlayVolume, this.workload.tmp);
+    if (props.gridServing !== undefined) this.attachServing(props.gridServing);
     if (props.callerKeys !== undefined) {
       this.workload.projectSecret(props.callerKeys.secretName, [{ key: keysKey, path: `${CALLER_KEYS_DIR}/${keysKey}`.slice(PRAXIS_DIR.length + 1) }]);
     }
     for (const upstream of props.upstreams ?? []) this.addUpstream(upstream);
     this.render();
+  }
+
+  /** The serving config's emptyDir, its sync containers, and the gateway's GRID_SERVING_CONFIG environment. */
+  private attachServing(serving: GridServingProps): void {
+    const volume = kplus.Volume.fromEmptyDir(this, 'Serving', 'grid-serving', { sizeLimit: Size.mebibytes(16) });
+    this.overlaySync.attachServingTo(this.workload.deployment, volume, this.workload.tmp);
+    const gateway = this.workload.gatewayContainer;
+    gateway.mount(SERVING_DIR, volume, { readOnly: true });
+    gateway.env.addVariable('GRID_SERVING_CONFIG', kplus.EnvValue.fromValue(SERVING_FILE));
+    // The TLS Secret's client identity (seed 000 "TLS Secret Key Contract"): what the sites' signals endpoints trust.
+    gateway.env.addVariable('GRID_SIGNALS_TLS_DIR', kplus.EnvValue.fromValue(TLS_DIR));
+    if (serving.signalsPollIntervalMs !== undefined) gateway.env.addVariable('GRID_SIGNALS_POLL_INTERVAL_MS', kplus.EnvValue.fromValue(String(serving.signalsPollIntervalMs)));
+    if (serving.signalsStaleAfterMs !== undefined) gateway.env.addVariable('GRID_SIGNALS_STALE_AFTER_MS', kplus.EnvValue.fromValue(String(serving.signalsStaleAfterMs)));
   }
 
   /** The upstreams in config order (a copy). */
@@ -235,6 +289,14 @@ export class ConsumerGateway extends Construct {
         upstreams: this.upstreamList,
         reloadDebounceMs: this.reloadDebounceMs,
         shutdownTimeoutSecs: this.shutdownTimeoutSecs,
+        ...(this.gridServing === undefined
+          ? {}
+          : {
+              siteRoute: {
+                ...(this.gridServing.siteRoute?.availability === undefined ? {} : { availability: this.gridServing.siteRoute.availability }),
+                ...(this.gridServing.siteRoute?.prefixAffinity === undefined ? {} : { prefix_affinity: this.gridServing.siteRoute.prefixAffinity }),
+              },
+            }),
         ...(this.callerKeysFile === undefined
           ? {}
           : {
@@ -244,7 +306,7 @@ export class ConsumerGateway extends Construct {
               ...(this.budgetEnforce === undefined ? {} : { budgetEnforce: this.budgetEnforce }),
             }),
       }),
-      this.callerKeysFile === undefined ? [] : TENANT_FILTERS,
+      [...(this.gridServing === undefined ? [] : [SITE_ROUTE_FILTER]), ...(this.callerKeysFile === undefined ? [] : TENANT_FILTERS)],
     );
   }
 }

@@ -13,13 +13,26 @@ import type { GatewayConfig } from '../schemas/generated/gateway-config.ts';
  */
 
 let compiled: ValidateFunction | undefined;
+let siteRoute: ValidateFunction | undefined;
 
 function validator(): ValidateFunction {
   if (compiled === undefined) {
-    const schema = JSON.parse(readFileSync(new URL('../schemas/gateway/gateway-config.schema.json', import.meta.url), 'utf8')) as object;
-    compiled = new Ajv2020({ allErrors: true, strict: false }).compile(schema);
+    const schema = JSON.parse(readFileSync(new URL('../schemas/gateway/gateway-config.schema.json', import.meta.url), 'utf8')) as { $id: string };
+    const ajv = new Ajv2020({ allErrors: true, strict: false });
+    compiled = ajv.compile(schema);
+    siteRoute = ajv.getSchema(`${schema.$id}#/$defs/GridSiteRouteFilter`);
   }
   return compiled;
+}
+
+/**
+ * Problems of one grid_site_route filter block on its own, pointers relative to the filter: the whole-config check
+ * reports a bad block only through the filter union's every branch, which names nothing a user declared.
+ */
+export function siteRouteProblems(filter: unknown): GatewayConfigProblem[] {
+  validator();
+  if (siteRoute === undefined || siteRoute(filter)) return [];
+  return (siteRoute.errors ?? []).map(describe);
 }
 
 export interface GatewayConfigProblem {

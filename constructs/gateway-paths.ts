@@ -30,6 +30,11 @@ export const OVERLAY_DIR = '/run/praxis-routing';
 export const OVERLAY_DATA_KEY = 'routing-overlay.json';
 export const OVERLAY_FILE = `${OVERLAY_DIR}/${OVERLAY_DATA_KEY}`;
 
+/** The emptyDir overlay-sync writes the serving config into (gridServing) and the gateway reads (GRID_SERVING_CONFIG). */
+export const SERVING_DIR = '/run/grid-serving';
+export const SERVING_DATA_KEY = 'serving-config.json';
+export const SERVING_FILE = `${SERVING_DIR}/${SERVING_DATA_KEY}`;
+
 /** The header the request parser writes the model into and the routing filters read it from. */
 export const MODEL_HEADER = 'x-gateway-model-name';
 

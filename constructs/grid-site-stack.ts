@@ -1,6 +1,7 @@
 import { Construct } from 'constructs';
 import { Chart } from 'cdk8s';
 import { overlayConfigMapName } from '../schemas/overlay/configmap-name.ts';
+import { servingConfigMapName } from '../schemas/serving/serving-config.ts';
 import type { ClusterEndpoint, GridNetworkSpec } from '../schemas/generated/gridnetworks.ts';
 import { delegatedDeployment, generatedConfigNames, generates } from '../schemas/generated-config.ts';
 import { DEFAULT_PRAXIS_CONFIG_MAP_NAME } from '../schemas/object-names.ts';
@@ -211,7 +212,7 @@ export class GridSiteStack extends Chart {
       // The deployed consumer is this project's gateway (dialect agn, the default, so not written); external
       // consumers carry the dialect they declare.
       consumerGateways: consumerNames.length === 0 ? undefined : [
-        ...(consumerName === undefined ? [] : [{ name: consumerName, namespace: this.siteNamespace, siteName: site.name, praxisConfig: site.consumerGateway?.praxisConfig }]),
+        ...(consumerName === undefined ? [] : [{ name: consumerName, namespace: this.siteNamespace, siteName: site.name, praxisConfig: site.consumerGateway?.praxisConfig, gridServing: site.consumerGateway?.gridServing !== undefined ? true : undefined }]),
         ...(site.externalConsumers ?? []).map((c) => ({ name: c.name, namespace: this.siteNamespace, siteName: site.name, dialect: c.dialect })),
       ],
       tls: { caSecretRef: ref(secrets.ca), siteSecretRef: ref(secrets.siteCertificate), swimKeySecretRef: ref(secrets.swimKey) },
@@ -245,7 +246,11 @@ export class GridSiteStack extends Chart {
       peerSignals: site.peerSignals,
       gatewayAgeIngest: siteGatewayAgeIngest(site),
       enrollment: site.enrollment,
-      overlayConfigMaps: consumerNames.map((name) => overlayConfigMapName(this.network, name)),
+      overlayConfigMaps: [
+        ...consumerNames.map((name) => overlayConfigMapName(this.network, name)),
+        // The serving config is applied beside the overlay, by the same Role (its names are scoped the same way).
+        ...(consumerName !== undefined && site.consumerGateway?.gridServing !== undefined ? [servingConfigMapName(this.network, consumerName)] : []),
+      ],
       referencedSecrets: [
         ...referencedSecrets([networkSpec, ...[...providerSpecs, ...toolSpecs, ...agentSpecs].map((p) => p.spec)]),
         ...delegatedMountSecrets(networkSpec, peers.flatMap((peer) => (peer.providers ?? []).flatMap((p) => providerCredential(p) ?? []))),
@@ -308,6 +313,14 @@ export class GridSiteStack extends Chart {
   private declarationIssues(site: SiteDeclaration, peers: readonly SiteDeclaration[]): SynthIssue[] {
     const issues: SynthIssue[] = [];
     const path = constructPath(this);
+    if (site.consumerGateway?.gridServing !== undefined && site.peerSignals === undefined) {
+      issues.push({
+        path,
+        field: 'consumerGateway.gridServing',
+        problem: `site ${site.name}'s consumer gateway serves gridServing, but the site's operator serves no signals endpoint for it to poll`,
+        fix: 'declare peerSignals on the site (and on every site it routes to), so each site publishes the load its gateway reads',
+      });
+    }
     if ((site.providers ?? []).length > 0 && site.providerGateway === undefined) {
       issues.push({
         path,

@@ -1,8 +1,9 @@
 import { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
 import { overlayConfigMapName } from '../schemas/overlay/configmap-name.ts';
+import { servingConfigMapName } from '../schemas/serving/serving-config.ts';
 import { imageOf, type ImageReference } from './image-reference.ts';
-import { OVERLAY_DATA_KEY, OVERLAY_DIR, OVERLAY_FILE } from './gateway-paths.ts';
+import { OVERLAY_DATA_KEY, OVERLAY_DIR, OVERLAY_FILE, SERVING_DATA_KEY, SERVING_DIR, SERVING_FILE } from './gateway-paths.ts';
 import { grantNamespaced } from './rbac.ts';
 import { CONTAINER_SECURITY, SERVICE_ACCOUNT_MOUNT_PATH, daemonCommand, resources, serviceAccountTokenVolume } from './workload-defaults.ts';
 
@@ -37,6 +38,17 @@ export interface OverlaySyncProps {
    * @default 20m/32Mi requested, 200m/128Mi limit - it holds one ConfigMap watch
    */
   readonly resources?: kplus.ContainerResources;
+  /**
+   * Also deliver the gateway's serving config (gridServing): the Role grants its ConfigMap too, and attachServingTo
+   * adds a second init container and sidecar of the same daemon for it.
+   * @default false
+   */
+  readonly serving?: boolean;
+  /**
+   * Port of the serving config sidecar's /livez, /readyz, /status and /metrics.
+   * @default 9092 - beside the overlay sidecar's
+   */
+  readonly servingHealthPort?: number;
 }
 
 /**
@@ -58,6 +70,9 @@ export class OverlaySync extends Construct {
   readonly resources: kplus.ContainerResources;
   readonly serviceAccount: kplus.ServiceAccount;
   readonly serviceAccountName: string;
+  /** The serving config ConfigMap (grid-serving-{network}-{gateway}) when `serving` is set. */
+  readonly servingConfigMapName: string | undefined;
+  readonly servingHealthPort: number;
 
   constructor(scope: Construct, id: string, props: OverlaySyncProps) {
     super(scope, id);
@@ -72,6 +87,8 @@ export class OverlaySync extends Construct {
     this.maxBytes = props.maxBytes ?? 1_048_576;
     this.resources = props.resources ?? resources(20, 32, 200, 128);
     this.serviceAccountName = `${props.gateway}-overlay-sync`;
+    this.servingConfigMapName = props.serving === true ? servingConfigMapName(props.network, props.gateway) : undefined;
+    this.servingHealthPort = props.servingHealthPort ?? 9092;
     const labels = props.labels ?? {};
     this.serviceAccount = new kplus.ServiceAccount(this, 'ServiceAccount', {
       metadata: { name: this.serviceAccountName, namespace: this.namespace, labels },
@@ -89,24 +106,28 @@ export class OverlaySync extends Construct {
       namespace: this.namespace,
       serviceAccountName: this.serviceAccountName,
       serviceAccountNamespace: this.namespace,
-      names: { overlayConfigMap: [this.configMapName] },
+      names: { overlayConfigMap: [this.configMapName, ...(this.servingConfigMapName === undefined ? [] : [this.servingConfigMapName])] },
       labels,
     });
   }
 
-  /** The SPEC §4 environment; `once` selects init-container mode (write a valid file, then exit). */
-  private environment(once: boolean): Record<string, kplus.EnvValue> {
+  /**
+   * The SPEC §4 environment; `once` selects init-container mode (write a valid file, then exit). The serving config
+   * adds OVERLAY_SYNC_CONTRACT and its own ConfigMap, key, output and health port.
+   */
+  private environment(once: boolean, serving = false): Record<string, kplus.EnvValue> {
     const env: Record<string, kplus.EnvValue> = {
+      ...(serving ? { OVERLAY_SYNC_CONTRACT: kplus.EnvValue.fromValue('serving') } : {}),
       OVERLAY_SYNC_NAMESPACE: kplus.EnvValue.fromValue(this.namespace),
-      OVERLAY_SYNC_CONFIGMAP: kplus.EnvValue.fromValue(this.configMapName),
-      OVERLAY_SYNC_DATA_KEY: kplus.EnvValue.fromValue(OVERLAY_DATA_KEY),
-      OVERLAY_SYNC_OUTPUT: kplus.EnvValue.fromValue(OVERLAY_FILE),
+      OVERLAY_SYNC_CONFIGMAP: kplus.EnvValue.fromValue(serving ? this.servingConfigMapName ?? '' : this.configMapName),
+      OVERLAY_SYNC_DATA_KEY: kplus.EnvValue.fromValue(serving ? SERVING_DATA_KEY : OVERLAY_DATA_KEY),
+      OVERLAY_SYNC_OUTPUT: kplus.EnvValue.fromValue(serving ? SERVING_FILE : OVERLAY_FILE),
       OVERLAY_SYNC_EXPECTED_NETWORK: kplus.EnvValue.fromValue(this.network),
       OVERLAY_SYNC_EXPECTED_GATEWAY: kplus.EnvValue.fromValue(this.gateway),
       OVERLAY_SYNC_EXPECTED_NAMESPACE: kplus.EnvValue.fromValue(this.namespace),
       OVERLAY_SYNC_EXPECTED_LOCAL_SITE: kplus.EnvValue.fromValue(this.localSite),
       OVERLAY_SYNC_MAX_BYTES: kplus.EnvValue.fromValue(String(this.maxBytes)),
-      OVERLAY_SYNC_HEALTH_ADDR: kplus.EnvValue.fromValue(`0.0.0.0:${this.healthPort}`),
+      OVERLAY_SYNC_HEALTH_ADDR: kplus.EnvValue.fromValue(`0.0.0.0:${serving ? this.servingHealthPort : this.healthPort}`),
     };
     if (once) env['OVERLAY_SYNC_ONCE'] = kplus.EnvValue.fromValue('true');
     return env;
@@ -140,6 +161,36 @@ export class OverlaySync extends Construct {
       ports: [{ number: this.healthPort, name: 'sync-health' }],
       liveness: kplus.Probe.fromHttpGet('/livez', { port: this.healthPort }),
       readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.healthPort }),
+    });
+  }
+
+  /**
+   * Adds the serving config's init container (the gateway starts with a valid serving config on disk) and sidecar
+   * (keeps it current), writing into `servingVolume` as a directory mount, like attachTo does for the overlay.
+   */
+  attachServingTo(deployment: kplus.Deployment, servingVolume: kplus.Volume, tmp: kplus.Volume): void {
+    if (this.servingConfigMapName === undefined) throw new Error('attachServingTo on an OverlaySync without serving');
+    const token = serviceAccountTokenVolume(this, 'ServingToken', 'serving-sync-token');
+    const common = {
+      image: this.image,
+      command: daemonCommand('overlay-sync'),
+      imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
+      securityContext: CONTAINER_SECURITY,
+      resources: this.resources,
+      volumeMounts: [
+        { path: SERVING_DIR, volume: servingVolume },
+        { path: SERVICE_ACCOUNT_MOUNT_PATH, volume: token, readOnly: true },
+        { path: '/tmp', volume: tmp },
+      ],
+    };
+    deployment.addInitContainer({ ...common, name: 'serving-sync-init', envVariables: this.environment(true, true) });
+    deployment.addContainer({
+      ...common,
+      name: 'serving-sync',
+      envVariables: this.environment(false, true),
+      ports: [{ number: this.servingHealthPort, name: 'serving-health' }],
+      liveness: kplus.Probe.fromHttpGet('/livez', { port: this.servingHealthPort }),
+      readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.servingHealthPort }),
     });
   }
 }

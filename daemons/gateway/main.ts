@@ -7,6 +7,7 @@ import { createLogger, errorFields } from '../shared/log.ts';
 import { extensionKeyPointers } from '../../schemas/gateway/praxis-rules.ts';
 import { ConfigError, loadConfigFile } from './config.ts';
 import { startGateway } from './server.ts';
+import { ServingEnvError, servingOptionsFromEnv } from './site-route/site-view-service.ts';
 
 /**
  * After SIGTERM the gateway reports not ready at once but keeps accepting this long: a terminating pod leaves its
@@ -42,16 +43,17 @@ async function main(): Promise<number> {
     const extensions = extensionKeyPointers(resolved.config);
     // Accepted, never silently: Praxis AI would refuse this file (daemons/gateway/README.md lists the extensions).
     if (extensions.length > 0) logger.warn({ config: path, extension_keys: extensions }, 'config uses extension keys Praxis AI refuses');
-    gateway = await startGateway(resolved, { configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS });
+    const serving = servingOptionsFromEnv(process.env);
+    gateway = await startGateway(resolved, { configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS, ...(serving !== undefined ? { serving } : {}) });
   } catch (error) {
-    const message = error instanceof ConfigError ? error.message : `startup failed: ${errorFields(error).message}`;
+    const message = error instanceof ConfigError || error instanceof ServingEnvError ? error.message : `startup failed: ${errorFields(error).message}`;
     logger.fatal({ config: path }, message);
     process.stderr.write(`gateway: ${message}\n`);
     return 1;
   }
   for (const l of gateway.listeners) logger.info({ listener: l.name, host: l.host, port: l.port, tls: l.tls, role: gateway.role }, 'listening');
   if (gateway.adminPort !== undefined) logger.info({ admin_port: gateway.adminPort }, 'admin listening');
-  if (!gateway.isReady()) logger.warn({}, 'not ready: no valid routing overlay yet');
+  if (!gateway.isReady()) logger.warn({}, gateway.siteView === undefined ? 'not ready: no valid routing overlay yet' : 'not ready: no valid routing overlay or serving config yet');
 
   const instance = gateway;
   await new Promise<void>((resolveStop) => {

@@ -42,8 +42,8 @@ export interface PipelineDeps {
   loadBalancer: LoadBalancer;
   overlay: OverlayStore | undefined;
   usage: { metrics: UsageMetrics; ledger: SpendLedger; quota: KeyQuota; budgets: BudgetView };
-  /** The serving config and site signals grid_site_route chooses from; required when a listener runs it. */
-  siteView?: SiteView;
+  /** The serving config and site signals grid_site_route chooses from; (GRID_SERVING_CONFIG); required when a listener runs it. */
+  siteView?: SiteView | undefined;
   siteRouteMetrics?: SiteRouteMetrics;
   /** Random source of grid_site_route's draws; Math.random unless a test seeds it. */
   random?: () => number;

@@ -24,7 +24,6 @@ import type { GatewayMetrics } from './metrics.ts';
 import { OverlayStore } from './overlay-store.ts';
 import { buildPipeline, runPipeline } from './pipeline.ts';
 import { SiteRouteMetrics } from './site-route/metrics.ts';
-import type { SiteView } from './site-route/site-view.ts';
 import { SpendLedger } from './usage/spend-ledger.ts';
 import { BudgetView, startOperatorReporter } from './operator-reporter.ts';
 import { KeyQuota } from './usage/key-quota.ts';
@@ -32,6 +31,8 @@ import type { OperatorReporter } from './operator-reporter.ts';
 import { createUsageMetrics } from './usage/usage-metrics.ts';
 import type { Pipeline } from './pipeline.ts';
 import { listen } from '../shared/listen.ts';
+import { createSiteViewService, type ServingOptions } from './site-route/site-view-service.ts';
+import type { SiteView } from './site-route/site-view.ts';
 
 const INFERENCE_POST_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses']);
 const RESPONSES_SUBRESOURCE = /^\/v1\/responses\/[A-Za-z0-9_.-]{1,256}(\/(cancel|input_items))?$/;
@@ -59,6 +60,8 @@ export interface GatewayInstance {
   readonly spend: SpendLedger;
   /** The spend reporter toward the site operator (usage_meter.report), when configured. */
   readonly reporter: OperatorReporter | undefined;
+  /** The serving config and site signals, when the gateway is given a serving config. */
+  readonly siteView: SiteView | undefined;
   isReady(): boolean;
   /** Re-reads credential and caller key files (SIGHUP). */
   reloadCredentials(): void;
@@ -78,7 +81,9 @@ export interface StartGatewayOptions {
    * @default 0
    */
   drainDelayMs?: number;
-  /** The serving config and site signals a grid_site_route listener chooses sites from. */
+  /** GRID_SERVING_CONFIG and the signals client identity: builds the SiteView grid_site_route reads. */
+  serving?: ServingOptions;
+  /** A SiteView built elsewhere (in-process grids, tests) instead of one from `serving`. */
   siteView?: SiteView;
   /** Random source of grid_site_route's draws (Math.random); a test seeds it to make its draws reproducible. */
   random?: () => number;
@@ -179,7 +184,6 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   const { logger, configDir } = options;
   const role = resolved.role;
   const metrics = createGatewayMetrics(role, options.processMetrics ?? true);
-  const siteRouteMetrics = options.siteView === undefined ? undefined : new SiteRouteMetrics(metrics.registry);
   const usage = { metrics: createUsageMetrics(metrics.registry), ledger: new SpendLedger(), quota: new KeyQuota(), budgets: new BudgetView() };
   let closing = false;
   let inFlight = 0;
@@ -189,6 +193,9 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   });
   let idleResolve: (() => void) | null = null;
 
+  const serving = options.serving === undefined ? undefined : createSiteViewService(options.serving, { logger, registry: metrics.registry });
+  const siteView = options.siteView ?? serving?.view;
+  const siteRouteMetrics = siteView === undefined ? undefined : new SiteRouteMetrics(metrics.registry);
   // One overlay store per intelligent_route file: listeners sharing a file share the accepted snapshot.
   const stores = new Map<string, OverlayStore>();
   const loadBalancers: LoadBalancer[] = [];
@@ -222,7 +229,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       loadBalancer,
       overlay: store,
       usage,
-      ...(options.siteView === undefined ? {} : { siteView: options.siteView, siteRouteMetrics }),
+      ...(siteView === undefined ? {} : { siteView, siteRouteMetrics }),
       ...(options.random === undefined ? {} : { random: options.random }),
     });
     const server = createListenerServer(listener, configDir, (req, res) => {
@@ -359,6 +366,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
 
   // Cold start: an invalid or missing overlay keeps the gateway not ready, but it still starts and keeps watching.
   for (const store of stores.values()) await store.start();
+  await serving?.start();
 
   const listeners: ListenerInfo[] = [];
   for (const { server, listener } of servers) {
@@ -370,7 +378,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
 
   // A grid_site_route gateway is ready once it holds a serving config, as an overlay gateway once it holds an overlay.
   const isReady = (): boolean =>
-    !closing && [...stores.values()].every((s) => s.current() !== null) && (options.siteView === undefined || options.siteView.revision() !== undefined);
+    !closing && [...stores.values()].every((s) => s.current() !== null) && (siteView === undefined || siteView.revision() !== undefined);
   const adminAddress = resolved.config.admin?.address ?? resolved.config.admin?.metrics_address;
   let admin: AdminServer | undefined;
   if (adminAddress !== undefined) {
@@ -404,6 +412,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     overlay,
     spend: usage.ledger,
     reporter,
+    siteView,
     isReady,
     reloadCredentials: () => {
       for (const { pipeline } of servers) {
@@ -436,6 +445,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       await Promise.all(loadBalancers.map((lb) => lb.close(inFlight === 0)));
       // Last: the spend of the requests that just drained still reaches the operator.
       await reporter?.close();
+      await serving?.close();
       await admin?.close();
     },
   };

@@ -17,6 +17,7 @@ export class OperatorMetrics {
   readonly gossipDrops: Counter<'component' | 'reason'>;
   readonly overlayRenders: Counter<'outcome'>;
   readonly overlayApplies: Counter<'outcome'>;
+  readonly servingApplies: Counter<'outcome'>;
   readonly overlayUnhonoured: Gauge<'network' | 'gateway' | 'feature'>;
   readonly reconciles: Counter<'controller' | 'result'>;
   readonly leader: Gauge;
@@ -80,6 +81,12 @@ export class OperatorMetrics {
     this.overlayApplies = new Counter({
       name: 'grid_overlay_applies_total',
       help: 'Overlay ConfigMap applies by outcome: applied, unchanged (revision already distributed), consumer_would_reject (the consumer\'s dialect would refuse it; last revision kept) or failed.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.servingApplies = new Counter({
+      name: 'grid_serving_config_applies_total',
+      help: 'Serving config ConfigMap applies (gateways with gridServing) by outcome: applied, unchanged (revision already distributed) or failed (last revision kept).',
       labelNames: ['outcome'],
       registers,
     });

@@ -11,6 +11,7 @@ import {
   createCertificateAuthority,
   createClientCertificate,
   createServerCertificate,
+  createSiteCertificate,
   pemFingerprint,
 } from '../shared/tls.ts';
 import { ensurePrivateDirSync, tightenPrivateFileSync, writePrivateFileSync } from '../shared/private-files.ts';
@@ -29,7 +30,7 @@ export interface SitePki {
   readonly providerGateway: PemPair;
   /** Consumer gateway client certificate, organization grid-<site> unless options.consumerOrganization says otherwise. */
   readonly consumerClient: PemPair;
-  /** The site identity (CN = site name, clientAuth): GridNetwork spec.tls.siteSecretRef, presented by the GridSite probe. */
+  /** The site identity (CN = site name, serverAuth and clientAuth): GridNetwork spec.tls.siteSecretRef, presented by the GridSite probe and served by the signals endpoint. */
   readonly siteIdentity: PemPair;
 }
 
@@ -70,19 +71,24 @@ export async function ensureGridPki(dir: string, sites: readonly string[], optio
       ca ??= await loadCa(caFile, caKeyFile);
       return createClientCertificate(ca, { commonName: `${site}-consumer`, organization });
     });
-    const siteIdentity = await ensureLeaf(siteDir, 'site-identity', { commonName: site }, async () => {
+    // Server and client: the operator's signals endpoint serves it, the GridSite probe and the peer poller present it.
+    const siteIdentity = await ensureLeaf(siteDir, 'site-identity', { commonName: site, serverAuth: true }, async () => {
       ca ??= await loadCa(caFile, caKeyFile);
-      return createClientCertificate(ca, { commonName: site, organization: `grid-${site}` });
+      return createSiteCertificate(ca, { commonName: site, organization: `grid-${site}` });
     });
     result.push({ site, providerGateway, consumerClient, siteIdentity });
   }
   return { caFile, sites: result };
 }
 
+const SERVER_AUTH_OID = '1.3.6.1.5.5.7.3.1';
+
 interface LeafWants {
   readonly sans?: readonly string[];
   readonly organization?: string;
   readonly commonName?: string;
+  /** The leaf must also serve TLS (an earlier start may have written a client-only one). */
+  readonly serverAuth?: boolean;
 }
 
 /** An existing leaf is reused only while it still says what the grid needs (a changed manifest may ask for more). */
@@ -94,6 +100,8 @@ function leafMatches(certFile: string, wants: LeafWants): boolean {
     if (wants.organization !== undefined && !subject.includes(`O=${wants.organization}`)) return false;
     if (wants.commonName !== undefined && !subject.includes(`CN=${wants.commonName}`)) return false;
     if (wants.sans !== undefined && !wants.sans.every((n) => sanList.includes(n))) return false;
+    // No extended key usage at all allows every purpose.
+    if (wants.serverAuth === true && cert.keyUsage !== undefined && !cert.keyUsage.includes(SERVER_AUTH_OID)) return false;
     return Date.parse(cert.validTo) > Date.now() + 86_400_000;
   } catch {
     return false;

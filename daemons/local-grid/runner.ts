@@ -364,7 +364,8 @@ function withDashboardTargets(sitePods: readonly PodRuntime[]): PodRuntime[] {
   const targets = sitePods.flatMap((pod) => pod.processes.flatMap((p) => {
     if (p.adminAddress === undefined || p.init) return [];
     if (p.role === 'consumer-gateway') return [`${pod.pod.id}/gateway=${p.adminAddress}`];
-    if (p.role === 'overlay-sync') return [`${pod.pod.id}/overlay-sync=${p.adminAddress}`];
+    // The dashboard reads the overlay's sync; a gridServing pod's serving-sync container is not one of its targets.
+    if (p.role === 'overlay-sync' && p.container === 'overlay-sync') return [`${pod.pod.id}/overlay-sync=${p.adminAddress}`];
     return [];
   }));
   if (targets.length === 0) return [...sitePods];

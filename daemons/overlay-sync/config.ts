@@ -2,12 +2,14 @@
 // (the flag wins). Parsed once at start; every mistake is reported with the variable or flag that caused it.
 
 import { parseArgs } from 'node:util';
-import { overlayConfigMapName } from '../../schemas/overlay/configmap-name.ts';
+import { CONTRACT_DEFAULTS, SYNCED_CONTRACTS, type SyncedContract } from './contracts.ts';
 import type { OverlayScope } from '../../schemas/overlay/types.ts';
 import { OVERLAY_SYNC_MAX_OVERLAY_BYTES } from '../../schemas/overlay/validate.ts';
 import { parseListenAddress } from '../shared/admin-server.ts';
 
 export interface OverlaySyncConfig {
+  /** What the ConfigMap holds: the routing overlay or the gateway's serving config. */
+  readonly contract: SyncedContract;
   readonly namespace: string;
   readonly configMap: string;
   readonly dataKey: string;
@@ -30,10 +32,12 @@ export class ConfigError extends Error {
 
 /** Each setting: its flag, its environment variable (absent = flag only), and its default. */
 const SETTINGS = {
+  contract: { flag: 'contract', env: 'OVERLAY_SYNC_CONTRACT', default: 'overlay' },
   namespace: { flag: 'namespace', env: 'OVERLAY_SYNC_NAMESPACE' },
   configMap: { flag: 'configmap', env: 'OVERLAY_SYNC_CONFIGMAP' },
-  dataKey: { flag: 'data-key', env: 'OVERLAY_SYNC_DATA_KEY', default: 'routing-overlay.json' },
-  output: { flag: 'output', env: 'OVERLAY_SYNC_OUTPUT', default: '/run/praxis-routing/routing-overlay.json' },
+  // Their defaults depend on the contract (contracts.ts CONTRACT_DEFAULTS).
+  dataKey: { flag: 'data-key', env: 'OVERLAY_SYNC_DATA_KEY' },
+  output: { flag: 'output', env: 'OVERLAY_SYNC_OUTPUT' },
   network: { flag: 'expected-network', env: 'OVERLAY_SYNC_EXPECTED_NETWORK' },
   gateway: { flag: 'expected-gateway', env: 'OVERLAY_SYNC_EXPECTED_GATEWAY' },
   expectedNamespace: { flag: 'expected-namespace', env: 'OVERLAY_SYNC_EXPECTED_NAMESPACE' },
@@ -50,10 +54,11 @@ const SETTINGS = {
 type SettingName = keyof typeof SETTINGS;
 
 export const USAGE = `usage: overlay-sync [flags]   (every flag also reads the environment variable shown)
+  --contract overlay|serving  OVERLAY_SYNC_CONTRACT (overlay): the routing overlay, or the gateway's serving config
   --namespace NS              OVERLAY_SYNC_NAMESPACE (default: --expected-namespace)
-  --configmap NAME            OVERLAY_SYNC_CONFIGMAP (default: grid-overlay-{network}-{gateway} from the expected scope)
-  --data-key KEY              OVERLAY_SYNC_DATA_KEY (routing-overlay.json)
-  --output PATH               OVERLAY_SYNC_OUTPUT (/run/praxis-routing/routing-overlay.json)
+  --configmap NAME            OVERLAY_SYNC_CONFIGMAP (default: grid-overlay-{network}-{gateway}, serving: grid-serving-{network}-{gateway})
+  --data-key KEY              OVERLAY_SYNC_DATA_KEY (routing-overlay.json; serving: serving-config.json)
+  --output PATH               OVERLAY_SYNC_OUTPUT (/run/praxis-routing/routing-overlay.json; serving: /run/grid-serving/serving-config.json)
   --expected-network N        OVERLAY_SYNC_EXPECTED_NETWORK
   --expected-gateway G        OVERLAY_SYNC_EXPECTED_GATEWAY
   --expected-namespace NS     OVERLAY_SYNC_EXPECTED_NAMESPACE
@@ -99,6 +104,12 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     return value === '' ? undefined : value;
   };
 
+  const contractText = text('contract') ?? 'overlay';
+  if (!(SYNCED_CONTRACTS as readonly string[]).includes(contractText)) {
+    throw new ConfigError(`${raw('contract').source}: ${JSON.stringify(contractText)} is not a contract; use ${SYNCED_CONTRACTS.join(' or ')}`);
+  }
+  const contract = contractText as SyncedContract;
+  const defaults = CONTRACT_DEFAULTS[contract];
   const expectedScope: Partial<OverlayScope> = {};
   const scopeFields = [
     ['network', 'network'],
@@ -120,7 +131,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
         'OVERLAY_SYNC_CONFIGMAP (--configmap) is required, or both OVERLAY_SYNC_EXPECTED_NETWORK and OVERLAY_SYNC_EXPECTED_GATEWAY to derive it',
       );
     }
-    configMap = overlayConfigMapName(expectedScope.network, expectedScope.gateway);
+    configMap = defaults.configMapName(expectedScope.network, expectedScope.gateway);
   }
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(configMap)) {
     throw new ConfigError(`${raw('configMap').source}: ${JSON.stringify(configMap)} is not a valid ConfigMap name`);
@@ -128,11 +139,11 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(namespace)) {
     throw new ConfigError(`${raw('namespace').source}: ${JSON.stringify(namespace)} is not a valid namespace name`);
   }
-  const dataKey = text('dataKey') ?? 'routing-overlay.json';
+  const dataKey = text('dataKey') ?? defaults.dataKey;
   if (!/^[-._a-zA-Z0-9]{1,253}$/.test(dataKey)) {
     throw new ConfigError(`${raw('dataKey').source}: ${JSON.stringify(dataKey)} is not a valid ConfigMap data key`);
   }
-  const output = text('output') ?? '/run/praxis-routing/routing-overlay.json';
+  const output = text('output') ?? defaults.output;
   if (output.endsWith('/')) throw new ConfigError(`${raw('output').source}: ${JSON.stringify(output)} names a directory, not a file`);
 
   const maxBytesText = text('maxBytes') ?? String(OVERLAY_SYNC_MAX_OVERLAY_BYTES);
@@ -169,5 +180,5 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     throw new ConfigError(`${raw('store').source}: ${JSON.stringify(backend)} is not a store; use kubernetes or local`);
   }
 
-  return { namespace, configMap, dataKey, output, expectedScope, maxBytes, healthAddr, once, store };
+  return { contract, namespace, configMap, dataKey, output, expectedScope, maxBytes, healthAddr, once, store };
 }

@@ -76,6 +76,7 @@ export async function startOverlaySync(config: OverlaySyncConfig, log: Logger): 
   }
   log.info(
     {
+      contract: config.contract,
       configmap: `${config.namespace}/${config.configMap}`,
       data_key: config.dataKey,
       output: config.output,

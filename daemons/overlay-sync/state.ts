@@ -1,8 +1,7 @@
 // The pure core of overlay-sync: what one observation of the ConfigMap means (assess) and how it moves the
 // daemon's state (transition). No I/O and no clock of its own: the shell passes the time in.
 
-import type { OverlayRejectReason } from '../../schemas/overlay/reasons.ts';
-import type { OverlayValidation } from '../../schemas/overlay/validate.ts';
+import type { ContractVerdict, RejectReason } from './contracts.ts';
 
 export type SyncState = 'cold' | 'ready' | 'ready_degraded';
 
@@ -16,29 +15,24 @@ export type MissingReason = 'configmap_absent' | 'configmap_deleted' | 'data_key
 export type Assessment =
   | { readonly outcome: 'accepted'; readonly reason: 'new_revision'; readonly revision: string }
   | { readonly outcome: 'unchanged'; readonly reason: 'same_revision'; readonly revision: string }
-  | { readonly outcome: 'rejected'; readonly reason: OverlayRejectReason; readonly message: string }
+  | { readonly outcome: 'rejected'; readonly reason: RejectReason; readonly message: string }
   | { readonly outcome: 'missing'; readonly reason: MissingReason; readonly message: string };
 
 /** `write_failed` is the one degraded reason that is not about the ConfigMap's content. */
-export type DegradedReason = OverlayRejectReason | MissingReason | 'write_failed';
+export type DegradedReason = RejectReason | MissingReason | 'write_failed';
 
 export type Observation =
   | { readonly kind: 'payload'; readonly raw: Uint8Array }
   | { readonly kind: 'missing'; readonly reason: MissingReason; readonly message: string };
 
 /**
- * Maps an observation to its assessment. The payload is validated by the shared contract validator
- * (`validate` is `validateOverlay` bound to this daemon's options); a bare legacy payload is never accepted
- * here because overlay-sync always runs with `allowLegacy: false`.
+ * Maps an observation to its assessment. The payload is validated by the shared contract validator of what this
+ * daemon delivers (contracts.ts, bound to its options); for the overlay a bare legacy payload is never accepted.
  */
-export function assess(observation: Observation, writtenRevision: string | undefined, validate: (raw: Uint8Array) => OverlayValidation): Assessment {
+export function assess(observation: Observation, writtenRevision: string | undefined, validate: (raw: Uint8Array) => ContractVerdict): Assessment {
   if (observation.kind === 'missing') return { outcome: 'missing', reason: observation.reason, message: observation.message };
   const result = validate(observation.raw);
   if (!result.ok) return { outcome: 'rejected', reason: result.reason, message: result.message };
-  if (result.format !== 'envelope') {
-    // Unreachable with allowLegacy false; kept so a misconfiguration cannot write an unversioned file.
-    return { outcome: 'rejected', reason: 'malformed', message: 'bare payload without envelope; overlay-sync requires the versioned envelope' };
-  }
   if (result.revision === writtenRevision) return { outcome: 'unchanged', reason: 'same_revision', revision: result.revision };
   return { outcome: 'accepted', reason: 'new_revision', revision: result.revision };
 }

@@ -5,7 +5,7 @@
 
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { validateOverlay } from '../../schemas/overlay/validate.ts';
+import { contractValidator, type ContractVerdict, type SyncedContract } from './contracts.ts';
 import type { OverlayScope } from '../../schemas/overlay/types.ts';
 import type { Logger } from '../shared/log.ts';
 import { errorFields } from '../shared/log.ts';
@@ -22,6 +22,8 @@ export interface OverlaySyncTarget {
   readonly output: string;
   readonly expectedScope: Readonly<Partial<OverlayScope>>;
   readonly maxBytes: number;
+  /** What the ConfigMap holds; the overlay when absent. */
+  readonly contract?: SyncedContract;
 }
 
 export interface OverlaySyncOptions {
@@ -48,7 +50,7 @@ export class OverlaySync {
   readonly #metrics: OverlaySyncMetrics;
   readonly #log: Logger;
   readonly #now: () => number;
-  readonly #validate: (raw: Uint8Array) => ReturnType<typeof validateOverlay>;
+  readonly #validate: (raw: Uint8Array) => ContractVerdict;
   #status: SyncStatus = COLD;
   #watch: WatchSubscription | undefined;
   #pending: PendingObservation | undefined;
@@ -64,8 +66,7 @@ export class OverlaySync {
     this.#metrics = options.metrics;
     this.#log = options.log;
     this.#now = options.now ?? Date.now;
-    const validationOptions = { maxBytes: this.#target.maxBytes, expectedScope: this.#target.expectedScope, allowLegacy: false };
-    this.#validate = (raw) => validateOverlay(raw, validationOptions);
+    this.#validate = contractValidator(this.#target.contract ?? 'overlay', { maxBytes: this.#target.maxBytes, expectedScope: this.#target.expectedScope });
   }
 
   get status(): SyncStatus {
@@ -137,9 +138,8 @@ export class OverlaySync {
       return;
     }
     const result = this.#validate(raw);
-    if (!result.ok || result.format !== 'envelope') {
-      const reason = result.ok ? 'malformed' : result.reason;
-      this.#log.warn({ output: this.#target.output, reason }, 'existing overlay file is not a valid envelope; starting cold');
+    if (!result.ok) {
+      this.#log.warn({ output: this.#target.output, reason: result.reason }, `existing ${this.#target.contract ?? 'overlay'} file is not valid; starting cold`);
       return;
     }
     const now = this.#now();

@@ -88,6 +88,10 @@ export interface GatewayRef {
    * What this consumer gateway is, so the operator renders the overlay it accepts: agn (this project's gateway), praxis-main (Praxis AI main: no selection_policy, the first admitted candidate wins) or praxis-groups (Praxis AI with selection groups: deterministic, roundRobin and random only). What the consumer cannot honour is reported in routingMapStatus[].conditions.
    */
   dialect?: 'agn' | 'praxis-main' | 'praxis-groups';
+  /**
+   * Render this gateway's serving config for grid_site_route (ConfigMap grid-serving-{network}-{name}, key serving-config.json, hash-suffixed like the overlay's name when long): every routable and known-but-excluded inference provider per site with its cluster, admission, readiness and the site's signals endpoint. For this project's gateway (dialect agn). Default false.
+   */
+  gridServing?: boolean;
   praxisConfig?: PraxisConfig;
   consumerConfig?: PraxisConfig;
   /**

@@ -54,4 +54,20 @@ export interface PeerSignalValues {
   prefix_cache_hit_ratio?: number;
   latency_p99_ms?: number;
   error_rate?: number;
+  /**
+   * The provider's EPP pool average of requests running per endpoint (llm_d_epp_average_running_requests), relayed as is.
+   */
+  running_per_endpoint?: number;
+  /**
+   * The EPP pool average of requests queued per endpoint (llm_d_epp_average_queue_size, else inference_pool_per_pod_queue_size), relayed as is.
+   */
+  waiting_per_endpoint?: number;
+  /**
+   * Requests the EPP's flow control holds before scheduling (llm_d_epp_flow_control_queue_size), relayed as is.
+   */
+  flow_control_held?: number;
+  /**
+   * The EPP's ready endpoints (llm_d_epp_ready_endpoints); 0 reads as not ready. Gateways conclude a site's in-flight as (running + waiting per endpoint) x ready endpoints + flow-control held; a missing series is a missing signal, never zero.
+   */
+  ready_endpoints?: number;
 }

@@ -10,6 +10,7 @@ describe('overlay-sync config', () => {
   it('applies the SPEC defaults', () => {
     const config = parseConfig([], BASE);
     expect(config).toEqual({
+      contract: 'overlay',
       namespace: 'grid-system',
       configMap: 'grid-overlay-glb-demo-edge',
       dataKey: 'routing-overlay.json',

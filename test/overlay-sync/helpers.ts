@@ -68,6 +68,7 @@ export interface TestDaemon {
 
 export function daemonConfig(stateDir: string, output: string, overrides: Partial<OverlaySyncConfig> = {}): OverlaySyncConfig {
   return {
+    contract: 'overlay',
     namespace: NAMESPACE,
     configMap: CONFIGMAP,
     dataKey: DATA_KEY,

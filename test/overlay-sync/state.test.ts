@@ -2,14 +2,13 @@
 
 import { describe, expect, it } from 'vitest';
 import { assess, COLD, restored, transition, type Assessment, type SyncStatus } from '../../daemons/overlay-sync/state.ts';
-import type { OverlayValidation } from '../../schemas/overlay/validate.ts';
+import { contractValidator, type ContractVerdict } from '../../daemons/overlay-sync/contracts.ts';
 
 const REV_A = 'a'.repeat(64);
 const REV_B = 'b'.repeat(64);
 const AT = '2026-11-29T12:00:00.000Z';
 
-const envelope = (revision: string) => (): OverlayValidation =>
-  ({ ok: true, format: 'envelope', revision, envelope: {} as never, payload: {} as never });
+const envelope = (revision: string) => (): ContractVerdict => ({ ok: true, revision });
 const raw = { kind: 'payload' as const, raw: new Uint8Array([123, 125]) };
 
 describe('assess', () => {
@@ -23,7 +22,11 @@ describe('assess', () => {
     expect(assess(raw, REV_A, () => ({ ok: false, reason: 'digest_mismatch', message: 'm' }))).toEqual({
       outcome: 'rejected', reason: 'digest_mismatch', message: 'm',
     });
-    expect(assess(raw, undefined, () => ({ ok: true, format: 'legacy', payload: {} as never }))).toMatchObject({ outcome: 'rejected', reason: 'malformed' });
+    const bare = new TextEncoder().encode(JSON.stringify({ network: 'grid', local_site: 'west', candidates: [] }));
+    const overlay = contractValidator('overlay', { maxBytes: 1024, expectedScope: {} });
+    expect(assess({ kind: 'payload', raw: bare }, undefined, overlay)).toMatchObject({ outcome: 'rejected', reason: 'malformed' });
+    // The serving contract refuses the overlay's bare payload too: it is not a serving config.
+    expect(assess({ kind: 'payload', raw: bare }, undefined, contractValidator('serving', { maxBytes: 1024, expectedScope: {} }))).toMatchObject({ outcome: 'rejected', reason: 'malformed' });
     expect(assess({ kind: 'missing', reason: 'configmap_deleted', message: 'gone' }, REV_A, envelope(REV_A))).toEqual({
       outcome: 'missing', reason: 'configmap_deleted', message: 'gone',
     });

@@ -25,11 +25,12 @@ import { AGENT_TOOL_PROVIDER, CONFIG_MAP, FIELD_MANAGER, GRID_NETWORK, GRID_SITE
 import { overlayConfigMapName } from '../../../schemas/overlay/configmap-name.ts';
 import type { Controller, ReconcileResult, SecondaryWatch } from '../manager/manager.ts';
 import { TerminalError } from '../manager/manager.ts';
-import { budgetStatus, err, renderNetwork, resolveRoutingPolicy, type AdmissionMemoryMap, type GatewayOverlayResult, type LocalMetrics, type NetworkRoutingInput } from '../routing/index.ts';
+import { budgetStatus, err, renderNetwork, resolveRoutingPolicy, type AdmissionMemoryMap, type Exclusion, type GatewayOverlayResult, type LocalMetrics, type NetworkRoutingInput } from '../routing/index.ts';
 import { checkDuration, type DurationRule } from '../../../schemas/durations.ts';
 import { ensureGossip, GossipSetupError, publishLocalState } from './network-gossip.ts';
 import { siteSpend } from '../tenant-spend/ledger.ts';
 import { publishOverlay } from './overlay-publisher.ts';
+import { publishServing, servingGateways, type ServingSources } from './serving-publisher.ts';
 import { publishGeneratedConfigs } from './generated-config.ts';
 import { MOUNT_POLL_MS } from './mount-reconciler.ts';
 import { credentialHoldBack } from './praxis-config.ts';
@@ -129,7 +130,7 @@ export class GridNetworkController implements Controller {
     remote: readonly RemoteProvider[],
     runtime: GossipRuntime,
     now: number,
-  ): readonly GatewayOverlayResult[] {
+  ): { gateways: readonly GatewayOverlayResult[]; input: NetworkRoutingInput; excluded: readonly Exclusion[] } {
     const ctx = this.#ctx;
     const name = network.metadata.name;
     const input: NetworkRoutingInput = {
@@ -156,7 +157,7 @@ export class GridNetworkController implements Controller {
     if (rendered.excluded.length > 0) {
       ctx.logger.debug({ network: name, excluded: rendered.excluded.slice(0, 20).map((e) => ({ reason: e.reason, provider: e.provider, detail: e.detail })) }, 'providers left out of the overlay');
     }
-    return rendered.gateways;
+    return { gateways: rendered.gateways, input, excluded: rendered.excluded };
   }
 
   /**
@@ -273,11 +274,14 @@ export class GridNetworkController implements Controller {
     const gateways = gatewayReferences(network);
     const policy = resolveRoutingPolicy(name, network.spec);
     let results: readonly GatewayOverlayResult[];
+    let serving: ServingSources | undefined;
     if (!policy.ok) {
       // A policy that bypassed API validation renders nothing: every gateway keeps its last distributed revision.
       results = gateways.map((gateway) => ({ gateway, result: err(policy.error) }));
     } else {
-      results = this.#render(network, policy.value, sites, localProviders, localToolProviders, remote, runtime, now);
+      const rendered = this.#render(network, policy.value, sites, localProviders, localToolProviders, remote, runtime, now);
+      results = rendered.gateways;
+      serving = { input: rendered.input, excluded: rendered.excluded, signalsAddresses: signalsAddresses(ctx, runtime), nowMs: now };
     }
 
     const previous = network.status?.routingMapStatus ?? [];
@@ -290,6 +294,11 @@ export class GridNetworkController implements Controller {
       const hold = entry.result.ok ? credentialHoldBack(ref, entry.result.value.payload.candidates) : undefined;
       if (hold !== undefined) held.set(`${entry.gateway.namespace}/${entry.gateway.name}`, hold);
       routingMapStatus.push(await publishOverlay(ctx, network, entry, prev, hold));
+    }
+    const servingFor = servingGateways(network);
+    for (const entry of results) {
+      if (serving === undefined || !entry.result.ok || !servingFor.has(`${entry.gateway.namespace}/${entry.gateway.name}`)) continue;
+      await publishServing(ctx, network, entry.gateway, entry.result.value, serving);
     }
     await this.#removeOrphanOverlays(network, results.map((r) => r.gateway));
     const generated = await publishGeneratedConfigs(ctx, network, results, held);
@@ -324,4 +333,12 @@ export class GridNetworkController implements Controller {
     // No Deployment or Secret watch (RBAC is get/patch by name): a waiting gateway is polled.
     return { requeueAfterMs: generated.pending ? Math.min(refreshMs, MOUNT_POLL_MS) : refreshMs };
   }
+}
+
+/** Each site's signals endpoint as its site record advertises it; this site's from its own listener. */
+function signalsAddresses(ctx: OperatorContext, runtime: GossipRuntime): Map<string, string> {
+  const addresses = new Map<string, string>();
+  for (const [site, info] of runtime.store.sites()) if (info.signals_address !== undefined) addresses.set(site, info.signals_address);
+  if (ctx.signalsAddress !== undefined) addresses.set(ctx.config.site, ctx.signalsAddress);
+  return addresses;
 }

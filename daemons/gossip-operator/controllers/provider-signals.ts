@@ -121,6 +121,10 @@ export class ProviderSignals {
       ...(m.prefix_cache_hit_ratio !== undefined ? { prefixCacheHitRatio: m.prefix_cache_hit_ratio } : {}),
       ...(m.latency_p99_ms !== undefined ? { latencyP99Ms: m.latency_p99_ms } : {}),
       ...(m.error_rate !== undefined ? { errorRate: m.error_rate } : {}),
+      ...(m.running_per_endpoint !== undefined ? { runningPerEndpoint: m.running_per_endpoint } : {}),
+      ...(m.waiting_per_endpoint !== undefined ? { waitingPerEndpoint: m.waiting_per_endpoint } : {}),
+      ...(m.flow_control_held !== undefined ? { flowControlHeld: m.flow_control_held } : {}),
+      ...(m.ready_endpoints !== undefined ? { readyEndpoints: m.ready_endpoints } : {}),
     };
     const next: SignalState = {
       result: outcome.result,

@@ -17,7 +17,7 @@ import type { OperatorMetrics } from '../metrics.ts';
 import { readSecretKey } from '../secrets.ts';
 import { type Condition, mergeConditions, withOwnConditions } from '../controllers/status.ts';
 import { patchStatusFresh } from '../controllers/status-write.ts';
-import { pollPeer } from './client.ts';
+import { pollPeer, type TlsMaterial } from '../../shared/signals-client.ts';
 import {
   conditionWriteDue,
   initialPeerTimeState,
@@ -29,7 +29,7 @@ import {
 } from './peer-time.ts';
 import type { PolledSignals } from './polled-signals.ts';
 import { classifyAnswer, RowAges, signalsDocument, type LocalSignal } from './rows.ts';
-import { PeerSignalsServer, type TlsMaterial } from './server.ts';
+import { PeerSignalsServer } from './server.ts';
 
 export const PEER_SIGNALS_FIELD_MANAGER = 'grid-operator-peer-signals';
 
@@ -150,7 +150,9 @@ export class PeerPoller {
     const gateOpen = o.converged();
     const network = byName((await o.store.list(GRID_NETWORK)).items as unknown as GridNetworkResource[])[0];
     if (network === undefined || network.spec.signalTransport?.mode !== 'poll') {
-      this.#network = undefined;
+      // Under gossip the endpoint still serves this site's rows: consumer gateways with a serving config poll it.
+      this.#network = network?.metadata.name;
+      if (network !== undefined && this.#server !== undefined) await this.#material(network);
       let changed = false;
       for (const site of o.polled.sites()) changed = o.polled.dropSite(site) || changed;
       if (changed && network !== undefined) o.onSignalsChanged(network.metadata.name);

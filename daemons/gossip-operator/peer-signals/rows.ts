@@ -9,7 +9,6 @@ import { checkPeerSignalRow, checkPeerSignalsEnvelope, plausibleAge } from '../.
 import type { MetricsSample } from '../routing/model.ts';
 
 export const PEER_SIGNALS_SCHEMA_VERSION = '1.0';
-export const PEER_SIGNALS_PATH = '/v1/signals';
 
 export interface LocalSignal {
   readonly provider: string;
@@ -63,6 +62,10 @@ function signalValues(sample: MetricsSample): PeerSignalRow['signals'] {
     ...(finite(sample.prefixCacheHitRatio) ? { prefix_cache_hit_ratio: Math.min(1, Math.max(0, sample.prefixCacheHitRatio)) } : {}),
     ...(finite(sample.latencyP99Ms) ? { latency_p99_ms: Math.max(0, sample.latencyP99Ms) } : {}),
     ...(finite(sample.errorRate) ? { error_rate: Math.min(1, Math.max(0, sample.errorRate)) } : {}),
+    ...(finite(sample.runningPerEndpoint) ? { running_per_endpoint: Math.max(0, sample.runningPerEndpoint) } : {}),
+    ...(finite(sample.waitingPerEndpoint) ? { waiting_per_endpoint: Math.max(0, sample.waitingPerEndpoint) } : {}),
+    ...(finite(sample.flowControlHeld) ? { flow_control_held: Math.max(0, sample.flowControlHeld) } : {}),
+    ...(finite(sample.readyEndpoints) ? { ready_endpoints: Math.max(0, sample.readyEndpoints) } : {}),
   };
 }
 

@@ -7,15 +7,9 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parseListenAddress } from '../../shared/admin-server.ts';
 import type { PeerSignalsDocument } from '../../../schemas/generated/peer-signals.ts';
-import { PEER_SIGNALS_PATH } from './rows.ts';
+import { PEER_SIGNALS_PATH, type TlsMaterial } from '../../shared/signals-client.ts';
 import { listen } from '../../shared/listen.ts';
 import { closeServer } from '../../shared/close-server.ts';
-
-export interface TlsMaterial {
-  readonly caPem: string;
-  readonly certPem: string;
-  readonly keyPem: string;
-}
 
 export interface PeerSignalsServerOptions {
   /** host:port; port 0 picks a free port. */

@@ -16,6 +16,11 @@ export interface BackendMetrics {
   readonly latency_p99_ms?: number;
   readonly prefix_cache_hit_ratio?: number;
   readonly error_rate?: number;
+  /** The EPP pool series the gateways conclude a site's in-flight from (poolSeries below), relayed as is. */
+  readonly running_per_endpoint?: number;
+  readonly waiting_per_endpoint?: number;
+  readonly flow_control_held?: number;
+  readonly ready_endpoints?: number;
   /** false excludes the provider from routing (SPEC §2.5: metrics with healthy=false are excluded). */
   readonly healthy: boolean;
 }
@@ -69,6 +74,17 @@ export interface ScrapeOutcome {
 
 const MAX_METRICS_BYTES = 4 * 1024 * 1024;
 
+/**
+ * The llm-d EPP series read whatever signalNames says (the reference's site-selection inputs): the gateways read
+ * them raw and conclude in-flight themselves. Earlier names win; a page without them leaves the signal missing.
+ */
+export const POOL_SERIES = {
+  running_per_endpoint: ['llm_d_epp_average_running_requests'],
+  waiting_per_endpoint: ['llm_d_epp_average_queue_size', 'inference_pool_per_pod_queue_size'],
+  flow_control_held: ['llm_d_epp_flow_control_queue_size'],
+  ready_endpoints: ['llm_d_epp_ready_endpoints'],
+} as const;
+
 export async function scrapeMetrics(config: MetricsScrapeConfig, cache: CachedSample | undefined, nowMs: number): Promise<ScrapeOutcome> {
   const headers: Record<string, string> = { accept: 'text/plain; version=0.0.4' };
   if (config.bearer !== undefined) {
@@ -99,6 +115,7 @@ export async function scrapeMetrics(config: MetricsScrapeConfig, cache: CachedSa
     latency_p99_ms: mapDefined(read(config.signalNames.latencyP99Ms), (v) => Math.max(0, v)),
     prefix_cache_hit_ratio: mapDefined(read(config.signalNames.prefixCacheHitRatio), clamp01),
     error_rate: mapDefined(read(config.signalNames.errorRate), clamp01),
+    ...Object.fromEntries(Object.entries(POOL_SERIES).map(([key, names]) => [key, mapDefined(names.map(read).find((v) => v !== undefined), (v) => Math.max(0, v))])),
     healthy: true,
   });
   const found = Object.keys(metrics).length > 1;

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
+import { parseHostPort } from '../../shared/signals-client.ts';
 
 export type SiteTransportMode = 'Mutual' | 'Plaintext';
 
@@ -38,13 +39,6 @@ export type SiteProbeResult =
   | { readonly outcome: 'unreachable'; readonly detail: string }
   | { readonly outcome: 'plaintext'; readonly reachable: boolean; readonly detail: string };
 
-export function parseHostPort(address: string): { host: string; port: number } | undefined {
-  const match = /^\[([0-9a-fA-F:.]+)\]:(\d{1,5})$/.exec(address) ?? /^([^:[\]]+):(\d{1,5})$/.exec(address);
-  if (match === null) return undefined;
-  const port = Number(match[2]);
-  if (port < 1 || port > 65535) return undefined;
-  return { host: match[1]!, port };
-}
 
 export function probeSite(config: SiteProbeConfig): Promise<SiteProbeResult> {
   const target = parseHostPort(config.address);

@@ -57,6 +57,11 @@ export interface MetricsSample {
   readonly prefixCacheHitRatio?: number;
   readonly latencyP99Ms?: number;
   readonly errorRate?: number;
+  /** EPP pool series relayed to gateways as is (peer-signals.schema.json); routing here does not read them. */
+  readonly runningPerEndpoint?: number;
+  readonly waitingPerEndpoint?: number;
+  readonly flowControlHeld?: number;
+  readonly readyEndpoints?: number;
 }
 
 export interface LocalMetrics {

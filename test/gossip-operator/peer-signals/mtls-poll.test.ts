@@ -9,7 +9,7 @@ import { GRID_NETWORK, SECRET } from '../../../daemons/gossip-operator/kinds.ts'
 import { OperatorMetrics } from '../../../daemons/gossip-operator/metrics.ts';
 import { PeerPoller, PEER_SIGNALS_FIELD_MANAGER, type PollTarget } from '../../../daemons/gossip-operator/peer-signals/poller.ts';
 import { PolledSignals } from '../../../daemons/gossip-operator/peer-signals/polled-signals.ts';
-import { pollPeer } from '../../../daemons/gossip-operator/peer-signals/client.ts';
+import { pollPeer } from '../../../daemons/shared/signals-client.ts';
 import type { LocalSignal } from '../../../daemons/gossip-operator/peer-signals/rows.ts';
 import { withOwnConditions, type Condition } from '../../../daemons/gossip-operator/controllers/status.ts';
 import type { ResourceStore } from '../../../daemons/shared/resource-store/types.ts';

@@ -9,7 +9,8 @@ import {
   createServerCertificate,
 } from '../../../daemons/shared/tls.ts';
 import { createHash, X509Certificate } from 'node:crypto';
-import { legacyPemFingerprint, parseHostPort, probeSite } from '../../../daemons/gossip-operator/probes/site-probe.ts';
+import { legacyPemFingerprint, probeSite } from '../../../daemons/gossip-operator/probes/site-probe.ts';
+import { parseHostPort } from '../../../daemons/shared/signals-client.ts';
 import { closedPort } from './servers.ts';
 
 let ca: CertificateAuthority;

@@ -1,13 +1,29 @@
 /**
- * Polls one peer's signals endpoint over mTLS: the grid CA must issue the peer's certificate and that certificate
+ * Polls one site's signals endpoint over mTLS: the grid CA must issue the site's certificate and that certificate
  * must name the polled site (CN or DNS SAN), so a member cannot answer for another site. Bounded in time and size.
+ * Operators poll their peers with it, gateways every site of their serving config.
  */
 import { request } from 'node:https';
 import { X509Certificate } from 'node:crypto';
 import type { PeerCertificate } from 'node:tls';
-import type { TlsMaterial } from './server.ts';
-import { parseHostPort } from '../probes/site-probe.ts';
-import { PEER_SIGNALS_PATH } from './rows.ts';
+
+export const PEER_SIGNALS_PATH = '/v1/signals';
+
+/** PEM text of the grid CA and of the certificate and key presented. */
+export interface TlsMaterial {
+  readonly caPem: string;
+  readonly certPem: string;
+  readonly keyPem: string;
+}
+
+/** host:port, with a bracketed IPv6 host; undefined for anything else. */
+export function parseHostPort(address: string): { host: string; port: number } | undefined {
+  const match = /^\[([0-9a-fA-F:.]+)\]:(\d{1,5})$/.exec(address) ?? /^([^:[\]]+):(\d{1,5})$/.exec(address);
+  if (match === null) return undefined;
+  const port = Number(match[2]);
+  if (port < 1 || port > 65535) return undefined;
+  return { host: match[1]!, port };
+}
 
 export const MAX_ANSWER_BYTES = 1024 * 1024;
 

@@ -1,0 +1,188 @@
+// The gateway's serving config (GRID_SERVING_CONFIG, delivered by overlay-sync): the same lifecycle as the overlay
+// store: cold load, a watch on the file's directory (the `..data` swap and overlay-sync's rename are seen), debounce,
+// skip on same bytes or same revision, full validation with the shared contract validator, atomic swap, and
+// last-known-good on any bad replacement. Only this module reads the file; grid_site_route reads `current()`.
+import { watch, type FSWatcher } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
+import type { ServingConfigDocument, ServingScope } from '../../../schemas/generated/serving-config.ts';
+import { GATEWAY_MAX_SERVING_BYTES, validateServing } from '../../../schemas/serving/serving-config.ts';
+import type { Logger } from '../../shared/log.ts';
+import type { ServingMetrics } from './serving-metrics.ts';
+
+export type ServingReload =
+  | { readonly outcome: 'accepted'; readonly revision: string }
+  | { readonly outcome: 'unchanged'; readonly reason: 'same_bytes' | 'same_revision' }
+  | { readonly outcome: 'rejected'; readonly reason: string; readonly message: string };
+
+export interface ServingStoreOptions {
+  readonly file: string;
+  readonly expectedScope?: Partial<ServingScope>;
+  readonly debounceMs?: number;
+  /** Safety re-read for file systems whose events can be lost; 0 disables it. */
+  readonly pollIntervalMs?: number;
+  readonly logger: Logger;
+  readonly metrics: ServingMetrics;
+}
+
+async function readBounded(path: string, maxBytes: number): Promise<Buffer> {
+  const handle = await open(path, 'r');
+  try {
+    // One byte past the limit, so the validator reports `oversized` without buffering a huge file.
+    const buffer = Buffer.alloc(Math.min((await handle.stat()).size, maxBytes) + 1);
+    let offset = 0;
+    while (offset < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, offset, buffer.length - offset, offset);
+      if (bytesRead === 0) break;
+      offset += bytesRead;
+    }
+    return buffer.subarray(0, offset);
+  } finally {
+    await handle.close();
+  }
+}
+
+export class ServingStore {
+  readonly #o: ServingStoreOptions;
+  #document: ServingConfigDocument | undefined;
+  #revision: string | undefined;
+  #lastRaw: Buffer | undefined;
+  #watcher: FSWatcher | undefined;
+  #debounce: NodeJS.Timeout | undefined;
+  #retryWatch: NodeJS.Timeout | undefined;
+  #poll: NodeJS.Timeout | undefined;
+  #loading: Promise<ServingReload> | undefined;
+  #again = false;
+  #closed = false;
+  readonly #listeners = new Set<(document: ServingConfigDocument) => void>();
+
+  constructor(options: ServingStoreOptions) {
+    this.#o = options;
+  }
+
+  /** The accepted serving config; undefined until one is accepted. */
+  current(): ServingConfigDocument | undefined {
+    return this.#document;
+  }
+
+  revision(): string | undefined {
+    return this.#revision;
+  }
+
+  /** Called with every newly accepted serving config. */
+  onAccepted(listener: (document: ServingConfigDocument) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  async start(): Promise<void> {
+    await this.reload('startup');
+    this.#startWatch();
+    const poll = this.#o.pollIntervalMs ?? 5_000;
+    if (poll > 0) {
+      this.#poll = setInterval(() => this.#schedule(0), poll);
+      this.#poll.unref();
+    }
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#watcher?.close();
+    clearTimeout(this.#debounce);
+    clearTimeout(this.#retryWatch);
+    clearInterval(this.#poll);
+  }
+
+  #startWatch(): void {
+    if (this.#closed) return;
+    const name = basename(this.#o.file);
+    try {
+      this.#watcher = watch(dirname(this.#o.file), { persistent: false }, (_event, filename) => {
+        if (filename === null || filename === name || filename.startsWith('.')) this.#schedule(this.#o.debounceMs ?? 250);
+      });
+      this.#watcher.on('error', () => {
+        this.#watcher?.close();
+        this.#watcher = undefined;
+        this.#retryWatchLater();
+      });
+    } catch {
+      // The directory may not exist yet (overlay-sync has not written): try again shortly.
+      this.#retryWatchLater();
+    }
+  }
+
+  #retryWatchLater(): void {
+    if (this.#closed || this.#retryWatch !== undefined) return;
+    this.#retryWatch = setTimeout(() => {
+      this.#retryWatch = undefined;
+      this.#startWatch();
+      this.#schedule(0);
+    }, 1_000);
+    this.#retryWatch.unref();
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#closed) return;
+    clearTimeout(this.#debounce);
+    this.#debounce = setTimeout(() => {
+      this.#debounce = undefined;
+      void this.reload('watch');
+    }, delayMs);
+    this.#debounce.unref();
+  }
+
+  /** One load attempt; concurrent triggers coalesce into one follow-up load. */
+  reload(trigger: string): Promise<ServingReload> {
+    if (this.#loading !== undefined) {
+      this.#again = true;
+      return this.#loading;
+    }
+    this.#loading = this.#load(trigger).finally(() => {
+      this.#loading = undefined;
+      if (this.#again && !this.#closed) {
+        this.#again = false;
+        void this.reload(trigger);
+      }
+    });
+    return this.#loading;
+  }
+
+  async #load(trigger: string): Promise<ServingReload> {
+    const { file, logger, metrics } = this.#o;
+    let raw: Buffer;
+    try {
+      raw = await readBounded(file, GATEWAY_MAX_SERVING_BYTES);
+    } catch (error) {
+      return this.#reject('unreadable', `cannot read serving config ${file} (${(error as NodeJS.ErrnoException).code ?? 'EIO'})`, trigger);
+    }
+    if (this.#lastRaw !== undefined && raw.equals(this.#lastRaw)) {
+      metrics.reloads.inc({ result: 'unchanged', reason: 'same_bytes' });
+      return { outcome: 'unchanged', reason: 'same_bytes' };
+    }
+    this.#lastRaw = raw;
+    const verdict = validateServing(raw, { maxBytes: GATEWAY_MAX_SERVING_BYTES, ...(this.#o.expectedScope !== undefined ? { expectedScope: this.#o.expectedScope } : {}) });
+    if (!verdict.ok) return this.#reject(verdict.reason, `${file}: ${verdict.message}`, trigger);
+    if (verdict.revision === this.#revision) {
+      metrics.reloads.inc({ result: 'unchanged', reason: 'same_revision' });
+      return { outcome: 'unchanged', reason: 'same_revision' };
+    }
+    const previous = this.#revision;
+    this.#document = verdict.document;
+    this.#revision = verdict.revision;
+    metrics.reloads.inc({ result: 'accepted', reason: 'valid' });
+    metrics.acceptedRevision.reset();
+    metrics.acceptedRevision.set({ revision: verdict.revision }, 1);
+    logger.info({ revision: verdict.revision, previous_revision: previous ?? null, entries: verdict.document.serving.entries.length, trigger }, 'serving config accepted');
+    for (const listener of this.#listeners) listener(verdict.document);
+    return { outcome: 'accepted', revision: verdict.revision };
+  }
+
+  #reject(reason: string, message: string, trigger: string): ServingReload {
+    this.#o.metrics.reloads.inc({ result: 'rejected', reason });
+    this.#o.logger.warn(
+      { reason, detail: message, trigger, serving_revision: this.#revision ?? null },
+      this.#revision === undefined ? 'serving config rejected; no serving config in use yet' : 'serving config rejected; keeping the last-known-good one',
+    );
+    return { outcome: 'rejected', reason, message };
+  }
+}
