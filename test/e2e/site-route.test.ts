@@ -1,6 +1,7 @@
 // Qualification of grid_site_route (issue 19, "Done when"), three sites: site-a's gateway (the real gateway, in
-// process, on real sockets) chooses among three sites from signals its SiteView polls over HTTP from each site's EPP
-// stand-in, and forwards to each site's sim backend. (a) a site at its ceiling loses new traffic within a few polls
+// process, on real sockets, with its real SiteView: the serving config file it reads as GRID_SERVING_CONFIG and its
+// signals poller) chooses among three sites whose operators' signals endpoints (PeerSignalsServer, mTLS) answer what
+// each site's EPP holds, and forwards to each site's sim backend. (a) a site at its ceiling loses new traffic within a few polls
 // and the rest share by the documented weights; (b) with shedding on and every site full, 429 with Retry-After, and
 // routing again after room_after_ms; (c) multi-turn chats stay on their first site, and load_override moves them
 // off it under load; (d) a previous_response_id from site-b is served by site-b.
@@ -9,14 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../daemons/gateway/config.ts';
 import { startGateway } from '../../daemons/gateway/server.ts';
 import type { GatewayInstance } from '../../daemons/gateway/server.ts';
-import type { ServingEntry } from '../../daemons/gateway/site-route/site-view.ts';
 import { createLogger } from '../../daemons/shared/log.ts';
 import { startSim } from '../../daemons/sim/server.ts';
 import { call, tempDir, waitFor } from '../gateway/helpers.ts';
 import type { Reply } from '../gateway/helpers.ts';
 import { betweenTwoShares, chiSquare, seeded, twoChoicesShares } from '../gateway/site-route/fixtures.ts';
-import { PolledSiteView, startSignalsSite } from './site-route-fixture.ts';
-import type { SignalsSite } from './site-route-fixture.ts';
+import { startThreeSites } from './site-route-fixture.ts';
+import type { SignalsSite, ThreeSites } from './site-route-fixture.ts';
 
 const TOKEN = 'site-route-sim-token-41c9';
 const POLL_MS = 200;
@@ -26,7 +26,7 @@ const SITES = ['site-a', 'site-b', 'site-c'] as const;
 const CAPACITY = { 'site-a': 40, 'site-b': 20, 'site-c': 20 } as const;
 
 let sites: SignalsSite[];
-let view: PolledSiteView;
+let grid: ThreeSites;
 let gateway: GatewayInstance;
 let base: string;
 let cleanup: () => Promise<void>;
@@ -73,21 +73,10 @@ async function tally(n: number): Promise<Record<string, number>> {
 beforeAll(async () => {
   let dir: string;
   ({ dir, cleanup } = await tempDir('site-route'));
-  sites = [];
-  for (const name of SITES) {
-    const sim = await startSim({ name: `sim-${name}`, models: ['m'], token: TOKEN });
-    sites.push(await startSignalsSite(name, sim, { capacity: CAPACITY[name], background: 0, skewedQueue: 0, readyEndpoints: 1 }));
-  }
-  const entries: ServingEntry[] = SITES.map((name) => ({
-    site: name,
-    provider: `grid/llm-${name}`,
-    models: ['m'],
-    cluster: `c-${name}`,
-    admission: 'all',
-    ready: true,
-    local: name === 'site-a',
-  }));
-  view = new PolledSiteView(entries, sites, POLL_MS);
+  const sims = [];
+  for (const name of SITES) sims.push(await startSim({ name: `sim-${name}`, models: ['m'], token: TOKEN }));
+  grid = await startThreeSites(dir, SITES, sims, SITES.map((name) => ({ capacity: CAPACITY[name], background: 0, skewedQueue: 0, readyEndpoints: 1 })), POLL_MS);
+  sites = grid.sites;
   const config = {
     listeners: [{ name: 'consumer', address: '127.0.0.1:0', filter_chains: ['main'] }],
     admin: { address: '127.0.0.1:0' },
@@ -113,13 +102,13 @@ beforeAll(async () => {
     configDir: dir,
     logger,
     processMetrics: false,
-    siteView: view,
+    serving: grid.serving,
     // Seeded, so a chi-square at alpha 0.05 does not fail one run in twenty by chance; the states it draws over are
     // still the live ones the polls bring.
     random: seeded(20261201),
   });
   base = `http://127.0.0.1:${gateway.listeners[0]!.port}`;
-  view.start();
+  await waitFor('the serving config accepted', () => (gateway.isReady() ? true : undefined), 15_000);
   // Teach the ceilings: each site runs at its capacity with nothing waiting for a few polls.
   for (const s of sites) s.load.background = s.load.capacity;
   await waitFor('ceilings learned', async () => {
@@ -129,14 +118,17 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  view?.stop();
   await gateway?.close();
-  for (const s of sites ?? []) {
-    s.server.close();
-    await s.sim.close();
-  }
+  await grid?.close();
+  for (const s of sites ?? []) await s.sim.close();
   await cleanup?.();
 });
+
+/** Waits until every site's endpoint has answered `n` more polls. */
+async function polls(n: number): Promise<void> {
+  const seen = sites.map((s) => s.polls);
+  await waitFor(`${n} polls`, () => (sites.every((s, i) => s.polls >= seen[i]! + n) ? true : undefined), 10_000);
+}
 
 describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () => {
   it('(a) three sites with room share as two choices by ceiling; one at its ceiling loses new traffic within a few polls, the other two share by ceiling over 1 + rho', async () => {
@@ -151,7 +143,7 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
 
     // site-a fills: 60 held at a capacity of 40, 20 of them waiting.
     const switchedAt = Date.now();
-    const pollsBefore = view.polls;
+    const pollsBefore = sites[0]!.polls;
     load('site-a').background = 60;
     let lastA = switchedAt;
     for (let i = 0; i < 60; i++) {
@@ -160,7 +152,7 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
       await new Promise((r) => setTimeout(r, 25));
     }
     const pollsToMove = Math.ceil((lastA - switchedAt) / POLL_MS);
-    expect(pollsToMove, `site-a last chosen ${lastA - switchedAt} ms after it filled (${view.polls - pollsBefore} polls in the window)`).toBeLessThanOrEqual(4);
+    expect(pollsToMove, `site-a last chosen ${lastA - switchedAt} ms after it filled (${sites[0]!.polls - pollsBefore} polls in the window)`).toBeLessThanOrEqual(4);
     const two = await tally(600);
     expect(two['site-a']).toBeUndefined();
     const twoShares = betweenTwoShares([20, 20], [0.25, 0.6]);
@@ -239,8 +231,7 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
     const busy = Object.entries(counts).sort((x, y) => y[1] - x[1])[0]![0];
     const beforeLoad = await outcomes();
     load(busy).skewedQueue = 3;
-    const seen = view.polls;
-    await waitFor('two polls', () => (view.polls >= seen + 2 ? true : undefined), 5_000);
+    await polls(2);
     let moved = 0;
     let held = 0;
     for (const c of conversations.filter((x) => x.first === busy)) {
@@ -291,11 +282,14 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
 
     const gone = await responses({ input: 'x', previous_response_id: 'resp_site-z.0123' });
     expect(gone.status).toBe(404);
-    const original = view.entriesList;
-    view.entriesList = original.map((e) => (e.site === 'site-b' ? { ...e, admission: 'none', ready: false } : e));
+    // site-b's provider turns not Ready: its serving config entry carries admission: none (seed 001).
+    const revision = await grid.writeServing(grid.entries.map((e) => (e.site === 'site-b' ? { ...e, admission: 'none', ready: false, excluded: 'not_ready' } : e)));
+    await waitFor('the new serving config', () => (gateway.siteView?.revision() === revision ? true : undefined), 10_000);
     const closed = await responses({ input: 'x', previous_response_id: id });
     expect(closed.status).toBe(503);
     expect(closed.headers['retry-after']).toBe('5');
-    view.entriesList = original;
+    const restored = await grid.writeServing(grid.entries);
+    await waitFor('the serving config restored', () => (gateway.siteView?.revision() === restored ? true : undefined), 10_000);
+    expect((await responses({ input: 'x', previous_response_id: id })).status).toBe(200);
   });
 });
