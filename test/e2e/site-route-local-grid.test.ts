@@ -221,15 +221,17 @@ describe('grid_site_route on the local grid, three sites', { timeout: 120_000 },
     expect(await metric(/^grid_route_shedding\{model="sim-model-v1"\}/)).toBe(0);
   });
 
-  it('(c) multi-turn chats with long shared prefixes stay on their first site (>= 90 %), and load on it moves them (load_override)', async () => {
+  it('(c) multi-turn chats with long shared prefixes stay where their prompt is held (>= 90 % of later turns, sticky outcomes >= 90 %), and load on that site moves them (load_override)', async () => {
     await setLoad({ east: { background: 4, skewed: 0 }, west: { background: 4, skewed: 0 }, south: { background: 4, skewed: 0 } });
     await rhoSettles({ east: 0.2, west: 0.2, south: 0.2 });
     const conversations = Array.from({ length: 12 }, (_, i) => ({
       messages: [{ role: 'system', content: `conversation ${i}: ${'You are a careful assistant for the grid. '.repeat(150)}` }] as { role: string; content: string }[],
       first: '',
+      last: '',
     }));
     let turns = 0;
     let stayed = 0;
+    let onFirst = 0;
     for (let turn = 0; turn < 5; turn++) {
       for (const c of conversations) {
         c.messages.push({ role: 'user', content: `question ${turn}` });
@@ -240,27 +242,31 @@ describe('grid_site_route on the local grid, three sites', { timeout: 120_000 },
         if (turn === 0) c.first = a.site!;
         else {
           turns++;
-          if (a.site === c.first) stayed++;
+          if (a.site === c.last) stayed++;
+          if (a.site === c.first) onFirst++;
         }
+        c.last = a.site!;
       }
     }
-    expect(stayed / turns, `${stayed} of ${turns} later turns on the first turn's site`).toBeGreaterThanOrEqual(0.9);
+    // A turn stays where its prompt is held. An explored turn (2 %) teaches a second site the longer run, so the turns
+    // after it follow there (the documented way a second site learns a prompt): counted against the turn before.
+    expect(stayed / turns, `${stayed} of ${turns} later turns on the site of the turn before (${onFirst} on the first turn's site)`).toBeGreaterThanOrEqual(0.9);
     expect(await counter(/^grid_route_prefix_affinity_total\{outcome="sticky"\}/)).toBeGreaterThanOrEqual(0.9 * turns);
 
     const counts: Record<string, number> = {};
-    for (const c of conversations) counts[c.first] = (counts[c.first] ?? 0) + 1;
+    for (const c of conversations) counts[c.last] = (counts[c.last] ?? 0) + 1;
     const busy = Object.entries(counts).sort((x, y) => y[1] - x[1])[0]![0];
     const overrideBefore = await counter(/^grid_route_prefix_affinity_total\{outcome="load_override"\}/);
     // A queue at one busy endpoint of that site, worth more than the match, while the site as a whole has room.
     await setLoad({ [busy]: { skewed: 4 } });
     await waitFor(`${busy}'s queue seen`, async () => {
-      const c = conversations.find((x) => x.first === busy)!;
+      const c = conversations.find((x) => x.last === busy)!;
       const a = await post('/v1/chat/completions', { model: MODEL, messages: [...c.messages, { role: 'user', content: 'probe' }] });
       return a.site !== busy ? true : undefined;
     }, 30_000);
     let moved = 0;
     let held = 0;
-    for (const c of conversations.filter((x) => x.first === busy)) {
+    for (const c of conversations.filter((x) => x.last === busy)) {
       c.messages.push({ role: 'user', content: 'one more' });
       const a = await post('/v1/chat/completions', { model: MODEL, messages: c.messages });
       expect(a.status).toBe(200);

@@ -187,7 +187,7 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
     expect(await metric(/^grid_route_shedding\{model="m"\}/)).toBe(0);
   });
 
-  it('(c) multi-turn chats with long shared prefixes stay on their first site under light load (>= 90 % sticky); load on that site moves them (load_override)', async () => {
+  it('(c) multi-turn chats with long shared prefixes stay where their prompt is held under light load (>= 90 % of later turns, sticky outcomes >= 90 %); load on that site moves them (load_override)', async () => {
     for (const s of sites) s.load.background = Math.floor(s.load.capacity / 5);
     await rhoSettles({ 'site-a': 0.2, 'site-b': 0.2, 'site-c': 0.2 });
     const outcomes = async (): Promise<Record<string, number>> => {
@@ -200,10 +200,12 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
     const conversations = Array.from({ length: 20 }, (_, i) => ({
       messages: [{ role: 'system', content: `conversation ${i}: ${'You are a careful assistant for the grid. '.repeat(150)}` }] as { role: string; content: string }[],
       first: '',
+      last: '',
     }));
     let turns = 0;
     let firstTurns: Record<string, number> = {};
     let stayed = 0;
+    let onFirst = 0;
     for (let turn = 0; turn < 6; turn++) {
       if (turn === 1) firstTurns = await outcomes();
       for (const c of conversations) {
@@ -214,11 +216,15 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
         if (turn === 0) c.first = siteOf(reply);
         else {
           turns++;
-          if (siteOf(reply) === c.first) stayed++;
+          if (siteOf(reply) === c.last) stayed++;
+          if (siteOf(reply) === c.first) onFirst++;
         }
+        c.last = siteOf(reply);
       }
     }
-    expect(stayed / turns, `${stayed} of ${turns} later turns on the first turn's site`).toBeGreaterThanOrEqual(0.9);
+    // A turn stays where its prompt is held. An explored turn (2 %) teaches a second site the longer run, so the turns
+    // after it follow there (the documented way a second site learns a prompt): counted against the turn before.
+    expect(stayed / turns, `${stayed} of ${turns} later turns on the site of the turn before (${onFirst} on the first turn's site)`).toBeGreaterThanOrEqual(0.9);
     // A first turn matches nothing; every later turn is kept on its site or explores (the documented 2 %).
     const later = await outcomes();
     expect(delta(firstTurns, start, 'no_match') + delta(firstTurns, start, 'exploration')).toBe(conversations.length);
@@ -227,14 +233,14 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
 
     // Heavy load on the site holding most conversations: a queue at its busy endpoint, worth more than the match.
     const counts: Record<string, number> = {};
-    for (const c of conversations) counts[c.first] = (counts[c.first] ?? 0) + 1;
+    for (const c of conversations) counts[c.last] = (counts[c.last] ?? 0) + 1;
     const busy = Object.entries(counts).sort((x, y) => y[1] - x[1])[0]![0];
     const beforeLoad = await outcomes();
     load(busy).skewedQueue = 3;
     await polls(2);
     let moved = 0;
     let held = 0;
-    for (const c of conversations.filter((x) => x.first === busy)) {
+    for (const c of conversations.filter((x) => x.last === busy)) {
       c.messages.push({ role: 'user', content: 'one more' });
       const reply = await chat(c.messages);
       expect(reply.status).toBe(200);
