@@ -212,7 +212,9 @@ export class SiteRouter {
         run: keys === undefined ? 0 : Math.max(...healthy[i]!.healthy.map((e) => this.memory.run(e.cluster, keys, nowMs))),
         queue: options[i]!.queue,
       }));
-      const step = affinityStep(candidates, keys === undefined || keys.length === 0 ? undefined : keys.length, this.prefix, this.#random);
+      // A readable prompt shorter than one block has no block keys: no_match ("identical short prompts spread by
+      // load"), not not_applicable.
+      const step = affinityStep(candidates, keys === undefined ? undefined : keys.length, this.prefix, this.#random);
       affinity = step.outcome;
       this.#metrics?.affinity(step.outcome);
       if (step.outcome === 'sticky') {

@@ -169,15 +169,17 @@ describe('prefix affinity in the decision', () => {
     expect(text).toContain('outcome="load_override"} 100');
     expect(text).toContain('outcome="no_match"} 2');
   });
-  it('"A request with one admitted site counts nothing"; a request with no keys counts not_applicable', async () => {
+  it('"A request with one admitted site counts nothing"; a request with no keys counts not_applicable, a short prompt no_match', async () => {
     const t = setup([entry('a'), entry('b')]);
     t.publish('a', 2, 0);
     t.router.decide('m', keys);
     t.publish('b', 2, 0);
     t.router.decide('m', undefined);
+    // A readable prompt shorter than one block: "identical short prompts spread by load".
+    t.router.decide('m', []);
     const text = await t.registry.getSingleMetricAsString('grid_route_prefix_affinity_total');
     expect(text).toContain('outcome="not_applicable"} 1');
-    expect(text).not.toContain('outcome="no_match"');
+    expect(text).toContain('outcome="no_match"} 1');
   });
 });
 
