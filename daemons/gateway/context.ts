@@ -26,7 +26,7 @@ export interface GatewayRequest {
   /** Path without the query string. */
   readonly path: string;
   /** Path and query as forwarded upstream. */
-  readonly target: string;
+  target: string;
   /** Headers to send upstream (lowercase names); filters strip and set here. */
   readonly headers: Map<string, string | string[]>;
   readonly receivedAtNs: bigint;
@@ -95,4 +95,24 @@ export function singleHeader(request: GatewayRequest, name: string): string | un
   const value = request.req.headers[name];
   if (Array.isArray(value)) return value.length === 1 ? value[0] : undefined;
   return value;
+}
+
+/**
+ * Two observers on one response: the upstream's bytes go through `first` (the one that sees them as sent, e.g.
+ * usage_meter) and then `second` (one that rewrites what the caller gets, e.g. grid_site_route's id tags).
+ */
+export function chainObservers(first: ResponseObserver, second: ResponseObserver): ResponseObserver {
+  return {
+    start(status, headers) {
+      first.start(status, headers);
+      second.start(status, headers);
+    },
+    push: (chunk) => second.push(first.push(chunk)),
+    end(complete) {
+      const tail = first.end(complete);
+      const rewritten = tail.length > 0 ? second.push(tail) : tail;
+      const rest = second.end(complete);
+      return rest.length === 0 ? rewritten : Buffer.concat([rewritten, rest]);
+    },
+  };
 }

@@ -18,16 +18,18 @@ import type { KeyQuota } from './usage/key-quota.ts';
 import type { SpendLedger } from './usage/spend-ledger.ts';
 import type { UsageMetrics } from './usage/usage-metrics.ts';
 import { createIntelligentRoute } from './filters/intelligent-route.ts';
+import { createGridSiteRoute } from './filters/grid-site-route.ts';
+import type { SiteRouteMetrics } from './site-route/metrics.ts';
+import type { SiteView } from './site-route/site-view.ts';
 import type { LoadBalancer } from './filters/load-balancer.ts';
 import { createPeerIdentityTrust } from './filters/peer-identity-trust.ts';
 import { createProviderRoute } from './filters/provider-route.ts';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MODEL_HEADER, createRequestParser } from './filters/request-parser.ts';
 import type { Logger } from '../shared/log.ts';
-import type { SiteView } from './site-route/site-view.ts';
 
 export interface Pipeline {
   readonly filters: readonly Filter[];
-  /** Index of the route filter (intelligent_route or provider_route). */
+  /** Index of the route filter (intelligent_route, grid_site_route or provider_route). */
   readonly routeIndex: number;
   listModels(): readonly string[] | null;
   credentialInject: CredentialInject | undefined;
@@ -40,15 +42,18 @@ export interface PipelineDeps {
   loadBalancer: LoadBalancer;
   overlay: OverlayStore | undefined;
   usage: { metrics: UsageMetrics; ledger: SpendLedger; quota: KeyQuota; budgets: BudgetView };
-  /** The serving config and site signals (GRID_SERVING_CONFIG), for grid_site_route; undefined without one. */
+  /** The serving config and site signals grid_site_route chooses from; (GRID_SERVING_CONFIG); required when a listener runs it. */
   siteView?: SiteView | undefined;
+  siteRouteMetrics?: SiteRouteMetrics;
+  /** Random source of grid_site_route's draws; Math.random unless a test seeds it. */
+  random?: () => number;
 }
 
 export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): Pipeline {
   const configs = listener.filters;
   const bodyField = configs.find((f): f is Extract<FilterConfig, { filter: 'json_body_field' }> => f.filter === 'json_body_field');
-  const routeConfig = configs.find((f) => f.filter === 'intelligent_route' || f.filter === 'provider_route') as
-    | Extract<FilterConfig, { filter: 'intelligent_route' | 'provider_route' }>
+  const routeConfig = configs.find((f) => f.filter === 'intelligent_route' || f.filter === 'provider_route' || f.filter === 'grid_site_route') as
+    | Extract<FilterConfig, { filter: 'intelligent_route' | 'provider_route' | 'grid_site_route' }>
     | undefined;
   const modelHeader = bodyField?.header ?? routeConfig?.model_header ?? DEFAULT_MODEL_HEADER;
   const parser = createRequestParser({
@@ -71,6 +76,22 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
         if (deps.overlay === undefined) throw new Error('intelligent_route needs an overlay store');
         filters.push(parser);
         const route = createIntelligentRoute({ config, store: deps.overlay, isClusterAvailable: deps.loadBalancer.isClusterAvailable, modelHeader });
+        routeIndex = filters.length;
+        filters.push(route);
+        listModels = route.listModels;
+        break;
+      }
+      case 'grid_site_route': {
+        if (deps.siteView === undefined) throw new Error('grid_site_route needs a site view (the serving config and site signals)');
+        filters.push(parser);
+        const route = createGridSiteRoute({
+          config,
+          view: deps.siteView,
+          isClusterAvailable: deps.loadBalancer.isClusterAvailable,
+          modelHeader,
+          ...(deps.siteRouteMetrics === undefined ? {} : { metrics: deps.siteRouteMetrics }),
+          ...(deps.random === undefined ? {} : { random: deps.random }),
+        });
         routeIndex = filters.length;
         filters.push(route);
         listModels = route.listModels;

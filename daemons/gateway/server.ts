@@ -23,6 +23,7 @@ import { createGatewayMetrics } from './metrics.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { OverlayStore } from './overlay-store.ts';
 import { buildPipeline, runPipeline } from './pipeline.ts';
+import { SiteRouteMetrics } from './site-route/metrics.ts';
 import { SpendLedger } from './usage/spend-ledger.ts';
 import { AgeEvidence, BudgetView, startOperatorReporter } from './operator-reporter.ts';
 import { KeyQuota } from './usage/key-quota.ts';
@@ -84,6 +85,10 @@ export interface StartGatewayOptions {
   drainDelayMs?: number;
   /** GRID_SERVING_CONFIG and the signals client identity: builds the SiteView grid_site_route reads. */
   serving?: ServingOptions;
+  /** A SiteView built elsewhere (in-process grids, tests) instead of one from `serving`. */
+  siteView?: SiteView;
+  /** Random source of grid_site_route's draws (Math.random); a test seeds it to make its draws reproducible. */
+  random?: () => number;
 }
 
 const peerCache = new WeakMap<Socket, PeerIdentity | null>();
@@ -193,6 +198,8 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   // Relayed signal ages this process refuses (implausible age_ms in a site's answer): the age report's skewCount.
   const ages = new AgeEvidence();
   const serving = options.serving === undefined ? undefined : createSiteViewService(options.serving, { logger, registry: metrics.registry, onRefusedAges: (n) => ages.reject(n) });
+  const siteView = options.siteView ?? serving?.view;
+  const siteRouteMetrics = siteView === undefined ? undefined : new SiteRouteMetrics(metrics.registry);
   // One overlay store per intelligent_route file: listeners sharing a file share the accepted snapshot.
   const stores = new Map<string, OverlayStore>();
   const loadBalancers: LoadBalancer[] = [];
@@ -220,7 +227,15 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
         stores.set(file, store);
       }
     }
-    const pipeline = buildPipeline(listener, { configDir, logger, loadBalancer, overlay: store, usage, siteView: serving?.view });
+    const pipeline = buildPipeline(listener, {
+      configDir,
+      logger,
+      loadBalancer,
+      overlay: store,
+      usage,
+      ...(siteView === undefined ? {} : { siteView, siteRouteMetrics }),
+      ...(options.random === undefined ? {} : { random: options.random }),
+    });
     const server = createListenerServer(listener, configDir, (req, res) => {
       void handle(req, res, pipeline, loadBalancer);
     });
@@ -365,7 +380,9 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     listeners.push({ name: listener.listener.name, host, port: bound.port, tls: listener.listener.tls !== undefined });
   }
 
-  const isReady = (): boolean => !closing && [...stores.values()].every((s) => s.current() !== null) && (serving === undefined || serving.view.revision() !== undefined);
+  // A grid_site_route gateway is ready once it holds a serving config, as an overlay gateway once it holds an overlay.
+  const isReady = (): boolean =>
+    !closing && [...stores.values()].every((s) => s.current() !== null) && (siteView === undefined || siteView.revision() !== undefined);
   const adminAddress = resolved.config.admin?.address ?? resolved.config.admin?.metrics_address;
   let admin: AdminServer | undefined;
   if (adminAddress !== undefined) {
@@ -400,7 +417,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     spend: usage.ledger,
     reporter,
     ages,
-    siteView: serving?.view,
+    siteView,
     isReady,
     reloadCredentials: () => {
       for (const { pipeline } of servers) {

@@ -43,6 +43,8 @@ export interface SimServer {
   readonly port: number;
   readonly state: SimState;
   readonly requests: SimRequestRecord[];
+  /** Requests being answered right now: the load an EPP stand-in in a test reads as the site's in-flight. */
+  readonly running: number;
   close(): Promise<void>;
 }
 
@@ -66,12 +68,17 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     tokens_per_second: options.tokensPerSecond ?? 0,
     completion_tokens: options.completionTokens ?? 16,
     fault: 'none',
+    pool_capacity: 0,
+    pool_background: 0,
+    pool_skewed_queue: 0,
   };
   const models = new Set(options.models);
   const maxBody = options.maxBodyBytes ?? 10 * 1024 * 1024;
   const requests: SimRequestRecord[] = [];
   const stored = new Map<string, Record<string, unknown>>();
   let running = 0;
+  /** Inference requests being answered (not /metrics or /admin): the pool's own load. */
+  let inferring = 0;
 
   const registry = new Registry();
   const registers = [registry];
@@ -82,6 +89,22 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
   new Gauge({ name: 'vllm:num_requests_running', help: 'Requests being served.', registers, collect() { this.set(running); } });
   const served = new Counter({ name: 'sim_requests_total', help: 'Requests answered by path and status.', labelNames: ['path', 'status'], registers });
 
+  /** The EPP pool series as the operator scrapes them (one ready endpoint), or nothing while pool_capacity is 0. */
+  const poolSeries = (): string => {
+    if (state.pool_capacity === 0) return '';
+    const held = inferring + state.pool_background;
+    const runningNow = Math.min(held, state.pool_capacity);
+    const waiting = held - runningNow + state.pool_skewed_queue;
+    return [
+      '# TYPE llm_d_epp_average_running_requests gauge',
+      `llm_d_epp_average_running_requests ${runningNow}`,
+      '# TYPE llm_d_epp_average_queue_size gauge',
+      `llm_d_epp_average_queue_size ${waiting}`,
+      '# TYPE llm_d_epp_ready_endpoints gauge',
+      'llm_d_epp_ready_endpoints 1',
+      '',
+    ].join('\n');
+  };
   const send = (res: ServerResponse, status: number, body: unknown): void => {
     const text = JSON.stringify(body);
     res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'x-sim-provider': options.name });
@@ -142,6 +165,8 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     if (model === undefined) return fail(res, 400, 'model_required', 'model is required');
     if (!models.has(model)) return fail(res, 404, 'model_not_found', `model "${model}" is not served by ${options.name}`);
     record(req, path, model, stream);
+    inferring++;
+    res.on('close', () => inferring--);
     if (state.fault === 'hang') return; // never answers; the gateway's timeout must fire
     if (state.fault === 'reset') {
       req.socket.destroy();
@@ -205,7 +230,7 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     const method = req.method ?? 'GET';
     if (path === '/health') return send(res, state.healthy ? 200 : 503, { status: state.healthy ? 'ok' : 'unhealthy', provider: options.name });
     if (path === '/metrics') {
-      const text = await registry.metrics();
+      const text = (await registry.metrics()) + poolSeries();
       res.writeHead(200, { 'content-type': registry.contentType, 'x-sim-provider': options.name });
       res.end(text);
       return;
@@ -260,6 +285,9 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     port: bound.port,
     state,
     requests,
+    get running() {
+      return running;
+    },
     // Like a real backend on SIGTERM: unhealthy at once, no new connections, the requests already running finish
     // (bounded by DRAIN_MS), then whatever is left is cut.
     close: async () => {

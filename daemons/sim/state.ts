@@ -15,6 +15,16 @@ export interface SimState {
   tokens_per_second: number;
   completion_tokens: number;
   fault: SimFault;
+  /**
+   * The llm-d EPP pool series (llm_d_epp_*) for the gateway's site choice: 0 publishes none (a vLLM-only site); above
+   * 0 it is the pool's capacity, and the inference requests the sim is answering plus `pool_background` run up to it
+   * and wait beyond it.
+   */
+  pool_capacity: number;
+  /** Requests the pool holds from elsewhere (other gateways), on top of the ones this sim is answering. */
+  pool_background: number;
+  /** Work waiting at one busy endpoint while the pool as a whole is under capacity (an unbalanced pool). */
+  pool_skewed_queue: number;
 }
 
 const FAULTS: readonly SimFault[] = ['none', 'hang', 'reset', 'reset_mid_stream', 'status_500'];
@@ -29,14 +39,14 @@ export function applyStateUpdate(state: SimState, update: unknown): string | und
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 1) return `${key} must be a number in [0, 1]`;
     return undefined;
   };
-  const nonNegative = (key: 'latency_ms' | 'tokens_per_second' | 'completion_tokens', max: number): string | undefined => {
+  const nonNegative = (key: 'latency_ms' | 'tokens_per_second' | 'completion_tokens' | 'pool_capacity' | 'pool_background' | 'pool_skewed_queue', max: number): string | undefined => {
     if (u[key] === undefined) return undefined;
     const v = u[key];
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > max) return `${key} must be a number in [0, ${max}]`;
     return undefined;
   };
   for (const key of Object.keys(u)) {
-    if (!['queue_depth', 'kv_cache_utilization', 'healthy', 'latency_ms', 'tokens_per_second', 'completion_tokens', 'fault'].includes(key)) {
+    if (!['queue_depth', 'kv_cache_utilization', 'healthy', 'latency_ms', 'tokens_per_second', 'completion_tokens', 'fault', 'pool_capacity', 'pool_background', 'pool_skewed_queue'].includes(key)) {
       return `unknown state field "${key}"`;
     }
   }
@@ -46,6 +56,9 @@ export function applyStateUpdate(state: SimState, update: unknown): string | und
     nonNegative('latency_ms', 600_000) ??
     nonNegative('tokens_per_second', 1_000_000) ??
     nonNegative('completion_tokens', 100_000) ??
+    nonNegative('pool_capacity', 1_000_000) ??
+    nonNegative('pool_background', 1_000_000) ??
+    nonNegative('pool_skewed_queue', 1_000_000) ??
     (u['healthy'] !== undefined && typeof u['healthy'] !== 'boolean' ? 'healthy must be a boolean' : undefined) ??
     (u['fault'] !== undefined && !FAULTS.includes(u['fault'] as SimFault) ? `fault must be one of ${FAULTS.join(', ')}` : undefined);
   if (problem !== undefined) return problem;

@@ -76,6 +76,18 @@ describe('sim backend', () => {
     expect(metrics).toMatch(/^vllm:gpu_cache_usage_perc 0\.91$/m);
   });
 
+  it('publishes the llm-d EPP pool series only once given a pool capacity: its answers plus the background load run up to it and wait beyond it', async () => {
+    expect((await call(`${base}/metrics`)).text).not.toContain('llm_d_epp_');
+    await call(`${base}/admin/state`, { body: { pool_capacity: 4, pool_background: 6, pool_skewed_queue: 1 }, headers: auth });
+    const metrics = (await call(`${base}/metrics`)).text;
+    expect(metrics).toMatch(/^llm_d_epp_average_running_requests 4$/m);
+    expect(metrics).toMatch(/^llm_d_epp_average_queue_size 3$/m);
+    expect(metrics).toMatch(/^llm_d_epp_ready_endpoints 1$/m);
+    expect((await call(`${base}/admin/state`, { body: { pool_background: -1 }, headers: auth })).json().error.message).toBe('pool_background must be a number in [0, 1000000]');
+    await call(`${base}/admin/state`, { body: { pool_capacity: 0, pool_background: 0, pool_skewed_queue: 0 }, headers: auth });
+    expect((await call(`${base}/metrics`)).text).not.toContain('llm_d_epp_');
+  });
+
   it('rejects a bad state update naming the field, and needs the token to change state', async () => {
     const bad = await call(`${base}/admin/state`, { body: { queue_depth: 3 }, headers: auth });
     expect(bad.status).toBe(400);

@@ -5,6 +5,7 @@
 // extra usage-only chunk is removed from what the caller receives.
 import type { UsageMeterFilter } from '../../../schemas/generated/gateway-config.ts';
 import type { Filter, GatewayRequest, ResponseObserver } from '../context.ts';
+import { chainObservers } from '../context.ts';
 import type { KeyQuota } from '../usage/key-quota.ts';
 import type { SpendLedger } from '../usage/spend-ledger.ts';
 import type { UsageMetrics } from '../usage/usage-metrics.ts';
@@ -106,7 +107,8 @@ export function createUsageMeter(config: UsageMeterFilter, metrics: UsageMetrics
           return tail;
         },
       };
-      request.responseObserver = observer;
+      // A route filter's observer (grid_site_route tags stored ids) sees the bytes after this one has read them.
+      request.responseObserver = request.responseObserver === undefined ? observer : chainObservers(observer, request.responseObserver);
     },
   };
 }
