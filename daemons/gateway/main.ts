@@ -7,6 +7,7 @@ import { createLogger, errorFields } from '../shared/log.ts';
 import { extensionKeyPointers } from '../../schemas/gateway/praxis-rules.ts';
 import { ConfigError, loadConfigFile } from './config.ts';
 import { startGateway } from './server.ts';
+import { WARMUP_REQUESTS } from './warmup.ts';
 
 /**
  * After SIGTERM the gateway reports not ready at once but keeps accepting this long: a terminating pod leaves its
@@ -42,7 +43,7 @@ async function main(): Promise<number> {
     const extensions = extensionKeyPointers(resolved.config);
     // Accepted, never silently: Praxis AI would refuse this file (daemons/gateway/README.md lists the extensions).
     if (extensions.length > 0) logger.warn({ config: path, extension_keys: extensions }, 'config uses extension keys Praxis AI refuses');
-    gateway = await startGateway(resolved, { configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS });
+    gateway = await startGateway(resolved, { configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS, warmupRequests: WARMUP_REQUESTS });
   } catch (error) {
     const message = error instanceof ConfigError ? error.message : `startup failed: ${errorFields(error).message}`;
     logger.fatal({ config: path }, message);
