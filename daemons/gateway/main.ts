@@ -36,6 +36,13 @@ async function main(): Promise<number> {
     process.stderr.write(`gateway: --config FILE is required (${USAGE})\n`);
     return 2;
   }
+  // AGN_GATEWAY_WARMUP_REQUESTS overrides the warm-up before ready (0 turns it off: faster start, slow first seconds).
+  const warmupEnv = process.env['AGN_GATEWAY_WARMUP_REQUESTS'];
+  const warmupRequests = warmupEnv === undefined ? WARMUP_REQUESTS : Number(warmupEnv);
+  if (!Number.isSafeInteger(warmupRequests) || warmupRequests < 0) {
+    process.stderr.write(`gateway: AGN_GATEWAY_WARMUP_REQUESTS must be a non-negative integer, got "${warmupEnv}" (${USAGE})\n`);
+    return 2;
+  }
   const path = resolve(configPath);
   let gateway;
   try {
@@ -43,7 +50,7 @@ async function main(): Promise<number> {
     const extensions = extensionKeyPointers(resolved.config);
     // Accepted, never silently: Praxis AI would refuse this file (daemons/gateway/README.md lists the extensions).
     if (extensions.length > 0) logger.warn({ config: path, extension_keys: extensions }, 'config uses extension keys Praxis AI refuses');
-    gateway = await startGateway(resolved, { configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS, warmupRequests: WARMUP_REQUESTS });
+    gateway = await startGateway(resolved, { configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS, warmupRequests });
   } catch (error) {
     const message = error instanceof ConfigError ? error.message : `startup failed: ${errorFields(error).message}`;
     logger.fatal({ config: path }, message);

@@ -30,11 +30,21 @@ import type { Daemon } from '../gateway/helpers.ts';
 
 const USAGE =
   'usage: npm run bench:gateway -- [--case closed|rate|stream|cold|idle]... [--window-ms 2000] [--rounds 3] [--concurrency 32] ' +
-  '[--rates 500,1000] [--rate-ms 4000] [--streams 100] [--idle-gap-s 30]';
+  '[--rates 500,1000] [--rate-ms 4000] [--streams 100] [--idle-gap-s 30] [--cold-warmups default,0]';
 const CASES = ['closed', 'rate', 'stream', 'cold', 'idle'] as const;
 type Case = (typeof CASES)[number];
 
-function options(): { cases: Set<Case>; windowMs: number; rounds: number; concurrency: number; rates: number[]; rateMs: number; streams: number; idleGapS: number } {
+function options(): {
+  cases: Set<Case>;
+  windowMs: number;
+  rounds: number;
+  concurrency: number;
+  rates: number[];
+  rateMs: number;
+  streams: number;
+  idleGapS: number;
+  coldWarmups: (number | undefined)[];
+} {
   let values;
   try {
     ({ values } = parseArgs({
@@ -48,6 +58,7 @@ function options(): { cases: Set<Case>; windowMs: number; rounds: number; concur
         'rate-ms': { type: 'string' },
         streams: { type: 'string' },
         'idle-gap-s': { type: 'string' },
+        'cold-warmups': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -84,6 +95,8 @@ function options(): { cases: Set<Case>; windowMs: number; rounds: number; concur
     rateMs: num('rate-ms', values['rate-ms'], 4000),
     streams: num('streams', values.streams, 100),
     idleGapS: num('idle-gap-s', values['idle-gap-s'], 30),
+    // Each entry is one cold start: "default" is the gateway's own warm-up, a number sets AGN_GATEWAY_WARMUP_REQUESTS.
+    coldWarmups: (values['cold-warmups'] ?? 'default,0').split(',').map((w) => (w === 'default' ? undefined : w === '0' ? 0 : num('cold-warmups', w, 0))),
   };
 }
 
@@ -441,10 +454,11 @@ async function streamCase(paths: BenchPath[]): Promise<void> {
 /** The cold consumer takes COLD_RATE req/s (open loop) from ready on: CPU per request compares at one offered rate. */
 const COLD_RATE = 500;
 
-async function coldCase(configPath: string, steadyUs: number | undefined): Promise<void> {
-  process.stdout.write(`## cold start: a fresh consumer gateway at ${COLD_RATE} req/s (open loop) from the moment /readyz answers 200 (load average ${load()})\n\n`);
+async function coldCase(configPath: string, steadyUs: number | undefined, warmupRequests: number | undefined): Promise<void> {
+  const warmup = warmupRequests === undefined ? 'its default warm-up' : `AGN_GATEWAY_WARMUP_REQUESTS=${warmupRequests}`;
+  process.stdout.write(`## cold start (${warmup}): a fresh consumer gateway at ${COLD_RATE} req/s (open loop) from the moment /readyz answers 200 (load average ${load()})\n\n`);
   const spawnedAt = process.hrtime.bigint();
-  const gateway = spawnDaemon('daemons/gateway/main.ts', ['--config', configPath]);
+  const gateway = spawnDaemon('daemons/gateway/main.ts', ['--config', configPath], warmupRequests === undefined ? {} : { AGN_GATEWAY_WARMUP_REQUESTS: String(warmupRequests) });
   try {
     const port = await waitForPort(gateway, 'edge', 60_000);
     const admin = await waitForPort(gateway, 'admin', 60_000);
@@ -456,10 +470,10 @@ async function coldCase(configPath: string, steadyUs: number | undefined): Promi
     const windows: RateResult[] = [];
     for (let i = 0; i < 10; i++) windows.push(await fixedRate(path, COLD_RATE, 1000, pool));
     await pool.close();
-    const warmup = gateway.lines.find((l) => l['msg'] === 'request path warmed up');
+    const warmed = gateway.lines.find((l) => l['msg'] === 'request path warmed up');
     process.stdout.write(
       `spawn -> ready: ${fmt(readyMs)} ms wall, ${fmt(startupCpuMs)} ms CPU before ready` +
-        `${warmup === undefined ? ' (no warm-up logged)' : `, of which the warm-up: ${String(warmup['requests'])} loopback requests in ${String(warmup['duration_ms'])} ms`}\n\n`,
+        `${warmed === undefined ? ' (no warm-up)' : `, of which the warm-up: ${String(warmed['requests'])} loopback requests in ${String(warmed['duration_ms'])} ms`}\n\n`,
     );
     table(
       ['second after ready', 'req/s', 'p99 ms', 'errors', 'CPU us/req', steadyUs === undefined ? 'vs steady (rate case not run)' : `vs steady at ${COLD_RATE} req/s (${fmt(steadyUs)} us)`],
@@ -695,7 +709,7 @@ async function main(): Promise<void> {
     if (OPTS.cases.has('closed')) await closedCase(paths);
     const steadyAt = OPTS.cases.has('rate') ? await rateCase(paths) : undefined;
     if (OPTS.cases.has('stream')) await streamCase(paths);
-    if (OPTS.cases.has('cold')) await coldCase(consumerPlain, steadyAt?.get(COLD_RATE));
+    if (OPTS.cases.has('cold')) for (const warmup of OPTS.coldWarmups) await coldCase(consumerPlain, steadyAt?.get(COLD_RATE), warmup);
     if (OPTS.cases.has('idle')) await idleCase(paths.at(-1)!, providerAdmin);
     // Two-worker case (issue 18): test/bench/gateway-workers.bench.ts; the lead wires its call in here.
 
