@@ -315,8 +315,11 @@ async function rateCase(paths: BenchPath[]): Promise<Map<number, number>> {
     process.stdout.write(`## open loop at ${rate} req/s: ${OPTS.rateMs} ms measured after 1 s at the rate (load average ${load()})\n\n`);
     const results = new Map<string, RateResult>();
     for (const path of paths) {
-      await fixedRate(path, rate, 1000);
-      results.set(path.name, await fixedRate(path, rate, OPTS.rateMs));
+      // One client pool for the warm second and the measured window: connections are open before measuring.
+      const pool = new Pool(path.origin, { connections: 512, pipelining: 1, keepAliveTimeout: 60_000 });
+      await fixedRate(path, rate, 1000, pool);
+      results.set(path.name, await fixedRate(path, rate, OPTS.rateMs, pool));
+      await pool.close();
     }
     consumerAt.set(rate, results.get('consumer gateway')?.cpuUs ?? NaN);
     const direct = results.get('direct to sim')!;
