@@ -1,6 +1,6 @@
 // Warm-up before readiness: a gateway started with warmupRequests sends them through its own request path over
 // loopback before it reports ready; none of them reaches a configured upstream or the gateway's request metrics,
-// and the first real request is served as usual.
+// and the first real request is served as usual. The gateway program refuses a bad AGN_GATEWAY_WARMUP_REQUESTS.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../daemons/gateway/config.ts';
@@ -9,7 +9,7 @@ import type { GatewayInstance } from '../../daemons/gateway/server.ts';
 import { createLogger } from '../../daemons/shared/log.ts';
 import { startSim } from '../../daemons/sim/server.ts';
 import type { SimServer } from '../../daemons/sim/server.ts';
-import { call, candidate, chatBody, consumerConfig, payload, tempDir, writeOverlay } from './helpers.ts';
+import { call, candidate, chatBody, consumerConfig, payload, spawnDaemon, tempDir, writeOverlay } from './helpers.ts';
 
 describe('warm-up before ready', () => {
   let dir: string;
@@ -48,5 +48,15 @@ describe('warm-up before ready', () => {
     expect(reply.status).toBe(200);
     expect(sim.requests).toHaveLength(1);
     expect(await gateway.metrics.registry.metrics()).toMatch(/grid_gateway_requests_total\{role="consumer",model="m1",cluster="west-sim",status="200"\} 1/);
+  });
+});
+
+describe('AGN_GATEWAY_WARMUP_REQUESTS', () => {
+  it.each(['-1', 'many', '1.5'])('refuses %s with one line on stderr and exit 2, before reading the config', async (value) => {
+    const daemon = spawnDaemon('daemons/gateway/main.ts', ['--config', '/nonexistent/gateway.json'], { AGN_GATEWAY_WARMUP_REQUESTS: value });
+    // 'close' comes after the exit and after stderr is read to its end.
+    const code = await new Promise<number | null>((resolve) => daemon.proc.once('close', (c: number | null) => resolve(c)));
+    expect(code).toBe(2);
+    expect(daemon.stderr()).toBe(`gateway: AGN_GATEWAY_WARMUP_REQUESTS must be a non-negative integer, got "${value}" (usage: node daemons/gateway/main.ts --config FILE)\n`);
   });
 });
