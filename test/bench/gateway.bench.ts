@@ -218,7 +218,7 @@ async function warm(path: BenchPath): Promise<number> {
   });
 }
 
-async function closedCase(paths: BenchPath[]): Promise<Map<string, number>> {
+async function closedCase(paths: BenchPath[]): Promise<void> {
   process.stdout.write(`## closed loop: ${OPTS.concurrency} in flight, ${OPTS.windowMs} ms windows, ${OPTS.rounds} rounds (load average ${load()})\n\n`);
   const warmups = new Map<string, number>();
   for (const path of paths) warmups.set(path.name, await warm(path));
@@ -231,7 +231,6 @@ async function closedCase(paths: BenchPath[]): Promise<Map<string, number>> {
       }));
     }
   }
-  const steady = new Map<string, number>();
   const rows: string[][] = [];
   const roundRatio = (name: string, base: string): string => {
     const a = windows.get(name);
@@ -244,7 +243,6 @@ async function closedCase(paths: BenchPath[]): Promise<Map<string, number>> {
     const ws = windows.get(path.name)!;
     const cpu = ws.map((w) => w.cpuUs);
     const lat = sortedOf(ws.flatMap((w) => w.latencies));
-    steady.set(path.name, median(cpu));
     rows.push([
       path.name,
       String(warmups.get(path.name)),
@@ -258,7 +256,6 @@ async function closedCase(paths: BenchPath[]): Promise<Map<string, number>> {
     ]);
   }
   table(['path', 'warm-up windows', 'req/s median (min-max)', 'p50 ms', 'p99 ms', 'errors', 'proxy CPU us/req median (min-max)', 'CPU vs floor', 'CPU vs nginx'], rows);
-  return steady;
 }
 
 // ---------------------------------------------------------------- open loop at a fixed rate
@@ -397,7 +394,6 @@ async function streamRun(path: BenchPath, concurrency: number, durationMs: numbe
     if (events !== STREAM_EVENTS) short++;
   };
   const cpu0 = cpuOf(path.pids());
-  const t0 = Date.now();
   const worker = async (): Promise<void> => {
     while (!stop) {
       try {
@@ -413,7 +409,6 @@ async function streamRun(path: BenchPath, concurrency: number, durationMs: numbe
   stop = true;
   await Promise.all(workers);
   const cpu1 = cpuOf(path.pids());
-  void t0;
   await pool.close();
   failedRequests += errors + short;
   return { streams, errors, ttfb: sortedOf(ttfb), gaps: sortedOf(gaps), coalesced, short, cpuUs: path.pids().length === 0 ? NaN : ((cpu1 - cpu0) * 1e6) / Math.max(1, streams) };
@@ -479,7 +474,7 @@ async function coldCase(configPath: string, steadyUs: number | undefined, warmup
         `${warmed === undefined ? ' (no warm-up)' : `, of which the warm-up: ${String(warmed['requests'])} loopback requests in ${String(warmed['duration_ms'])} ms`}\n\n`,
     );
     table(
-      ['second after ready', 'req/s', 'p99 ms', 'errors', 'CPU us/req', steadyUs === undefined ? 'vs steady (rate case not run)' : `vs steady at ${COLD_RATE} req/s (${fmt(steadyUs)} us)`],
+      ['second after ready', 'req/s', 'p99 ms', 'errors', 'CPU us/req', steadyUs === undefined ? `vs steady (no ${COLD_RATE} req/s rate case in this run)` : `vs steady at ${COLD_RATE} req/s (${fmt(steadyUs)} us)`],
       windows.map((w, i) => [String(i + 1), fmt(w.achieved), fmt(percentile(w.latencies, 99), 2), String(w.errors), fmt(w.cpuUs), steadyUs === undefined ? '-' : fmt(w.cpuUs / steadyUs, 2)]),
     );
   } finally {
