@@ -88,7 +88,15 @@ export const RESPONSE_UPSTREAM_REQUEST_ID_HEADER = 'x-upstream-request-id';
 export const RESPONSE_ROUTED_SITE_HEADER = 'x-agn-routed-site';
 
 export function stripPrefixedHeaders(headers: Map<string, string | string[]>, prefix: string): void {
-  for (const name of [...headers.keys()]) if (name.startsWith(prefix)) headers.delete(name);
+  // Deleting the entry being visited is safe in a Map iteration: no copy of the keys.
+  for (const name of headers.keys()) if (name.startsWith(prefix)) headers.delete(name);
+}
+
+/** Removes every x-ai-routing-* and x-ai-provider-* header in one pass (client-sent hop context is never trusted). */
+export function stripHopHeaders(headers: Map<string, string | string[]>): void {
+  for (const name of headers.keys()) {
+    if (name.startsWith('x-ai-') && (name.startsWith('x-ai-routing-') || name.startsWith('x-ai-provider-'))) headers.delete(name);
+  }
 }
 
 export function singleHeader(request: GatewayRequest, name: string): string | undefined {

@@ -8,6 +8,7 @@ import { extensionKeyPointers } from '../../schemas/gateway/praxis-rules.ts';
 import { ConfigError, loadConfigFile } from './config.ts';
 import { startGateway } from './server.ts';
 import { ServingEnvError, servingOptionsFromEnv } from './site-route/site-view-service.ts';
+import { WARMUP_REQUESTS } from './warmup.ts';
 
 /**
  * After SIGTERM the gateway reports not ready at once but keeps accepting this long: a terminating pod leaves its
@@ -36,6 +37,13 @@ async function main(): Promise<number> {
     process.stderr.write(`gateway: --config FILE is required (${USAGE})\n`);
     return 2;
   }
+  // AGN_GATEWAY_WARMUP_REQUESTS overrides the warm-up before ready (0 turns it off: faster start, slow first seconds).
+  const warmupEnv = process.env['AGN_GATEWAY_WARMUP_REQUESTS'];
+  const warmupRequests = warmupEnv === undefined ? WARMUP_REQUESTS : Number(warmupEnv);
+  if (!Number.isSafeInteger(warmupRequests) || warmupRequests < 0) {
+    process.stderr.write(`gateway: AGN_GATEWAY_WARMUP_REQUESTS must be a non-negative integer, got "${warmupEnv}" (${USAGE})\n`);
+    return 2;
+  }
   const path = resolve(configPath);
   let gateway;
   try {
@@ -44,7 +52,7 @@ async function main(): Promise<number> {
     // Accepted, never silently: Praxis AI would refuse this file (daemons/gateway/README.md lists the extensions).
     if (extensions.length > 0) logger.warn({ config: path, extension_keys: extensions }, 'config uses extension keys Praxis AI refuses');
     const serving = servingOptionsFromEnv(process.env);
-    gateway = await startGateway(resolved, { configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS, ...(serving !== undefined ? { serving } : {}) });
+    gateway = await startGateway(resolved, { configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS, warmupRequests, ...(serving !== undefined ? { serving } : {}) });
   } catch (error) {
     const message = error instanceof ConfigError || error instanceof ServingEnvError ? error.message : `startup failed: ${errorFields(error).message}`;
     logger.fatal({ config: path }, message);

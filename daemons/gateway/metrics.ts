@@ -18,21 +18,35 @@ export interface GatewayMetrics {
   readonly overlayCandidates: Gauge;
   readonly ready: Gauge;
   readonly inFlight: Gauge<'role'>;
+  readonly tlsHandshakes: Counter<'listener' | 'session'>;
   readonly role: GatewayRole;
+  /**
+   * Runs `flush` whenever the requests counter or the in-flight gauge is collected: the request path counts in
+   * plain variables (prom-client hashes a label object on every inc) and hands the counts over at scrape time.
+   */
+  onCollect(flush: () => void): void;
 }
 
 export function createGatewayMetrics(role: GatewayRole, withProcessMetrics = true): GatewayMetrics {
   const registry = new Registry();
   if (withProcessMetrics) collectDefaultMetrics({ register: registry, prefix: 'grid_gateway_' });
   const registers = [registry];
+  const flushes: (() => void)[] = [];
+  const collect = (): void => {
+    for (const flush of flushes) flush();
+  };
   return {
     registry,
     role,
+    onCollect: (flush) => {
+      flushes.push(flush);
+    },
     requests: new Counter({
       name: 'grid_gateway_requests_total',
       help: 'Requests answered, by gateway role, requested model, upstream cluster and HTTP status.',
       labelNames: ['role', 'model', 'cluster', 'status'],
       registers,
+      collect,
     }),
     upstreamLatency: new Histogram({
       name: 'grid_gateway_upstream_latency_seconds',
@@ -84,11 +98,18 @@ export function createGatewayMetrics(role: GatewayRole, withProcessMetrics = tru
       registers,
     }),
     ready: new Gauge({ name: 'grid_gateway_ready', help: '1 when the gateway serves traffic.', registers }),
+    tlsHandshakes: new Counter({
+      name: 'grid_gateway_tls_handshakes_total',
+      help: 'TLS handshakes completed on a listener, by session: new (full handshake) or resumed (session ticket).',
+      labelNames: ['listener', 'session'],
+      registers,
+    }),
     inFlight: new Gauge({
       name: 'grid_gateway_requests_in_flight',
       help: 'Requests being served.',
       labelNames: ['role'],
       registers,
+      collect,
     }),
   };
 }

@@ -129,28 +129,44 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
   return { filters, routeIndex, listModels: () => listModels(), credentialInject, callerAuth };
 }
 
-export async function runPipeline(pipeline: Pipeline, request: GatewayRequest, metrics: GatewayMetrics, loadBalancer: LoadBalancer): Promise<void> {
-  const { filters } = pipeline;
-  let start = 0;
-  let retried = false;
-  for (;;) {
-    try {
-      for (let i = start; i < filters.length; i++) await filters[i]!.apply(request);
-      return;
-    } catch (error) {
-      if (!(error instanceof UpstreamConnectError)) throw error;
-      if (retried || request.signal.aborted) {
-        throw badGateway('upstream_unreachable', `could not connect to cluster "${error.cluster}" (${error.causeCode})`);
-      }
-      retried = true;
-      if (request.failover?.() === true) {
-        start = pipeline.routeIndex + 1;
-      } else if (loadBalancer.isClusterAvailable(error.cluster)) {
-        start = filters.length - 1;
-      } else {
-        throw badGateway('upstream_unreachable', `could not connect to cluster "${error.cluster}" (${error.causeCode})`);
-      }
-      metrics.retries.inc({ role: metrics.role, cluster: error.cluster });
-    }
+/**
+ * Runs the filters in order. Synchronous filters run back to back without a Promise or an await; the first one that
+ * returns a Promise (the body read, the upstream call) hands the rest over to it. A connect failure is retried once.
+ */
+export function runPipeline(pipeline: Pipeline, request: GatewayRequest, metrics: GatewayMetrics, loadBalancer: LoadBalancer): void | Promise<void> {
+  let pending: void | Promise<void>;
+  try {
+    pending = runFilters(pipeline.filters, request, 0);
+  } catch (error) {
+    return retry(error, pipeline, request, metrics, loadBalancer);
+  }
+  return pending?.catch((error: unknown) => retry(error, pipeline, request, metrics, loadBalancer));
+}
+
+/** Runs filters[start..]; returns a Promise only once a filter returns one. */
+function runFilters(filters: readonly Filter[], request: GatewayRequest, start: number): void | Promise<void> {
+  for (let i = start; i < filters.length; i++) {
+    const pending = filters[i]!.apply(request);
+    if (pending !== undefined) return i + 1 === filters.length ? pending : pending.then(() => runFilters(filters, request, i + 1));
+  }
+}
+
+async function retry(error: unknown, pipeline: Pipeline, request: GatewayRequest, metrics: GatewayMetrics, loadBalancer: LoadBalancer): Promise<void> {
+  if (!(error instanceof UpstreamConnectError)) throw error;
+  const unreachable = (e: UpstreamConnectError): Error => badGateway('upstream_unreachable', `could not connect to cluster "${e.cluster}" (${e.causeCode})`);
+  if (request.signal.aborted) throw unreachable(error);
+  let start: number;
+  if (request.failover?.() === true) {
+    start = pipeline.routeIndex + 1;
+  } else if (loadBalancer.isClusterAvailable(error.cluster)) {
+    start = pipeline.filters.length - 1;
+  } else {
+    throw unreachable(error);
+  }
+  metrics.retries.inc({ role: metrics.role, cluster: error.cluster });
+  try {
+    await runFilters(pipeline.filters, request, start);
+  } catch (second) {
+    throw second instanceof UpstreamConnectError ? unreachable(second) : second;
   }
 }

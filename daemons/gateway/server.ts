@@ -33,6 +33,7 @@ import type { Pipeline } from './pipeline.ts';
 import { listen } from '../shared/listen.ts';
 import { createSiteViewService, type ServingOptions } from './site-route/site-view-service.ts';
 import type { SiteView } from './site-route/site-view.ts';
+import { warmRequestPath } from './warmup.ts';
 
 const INFERENCE_POST_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses']);
 const RESPONSES_SUBRESOURCE = /^\/v1\/responses\/[A-Za-z0-9_.-]{1,256}(\/(cancel|input_items))?$/;
@@ -40,6 +41,13 @@ const REQUEST_HEADERS_NOT_FORWARDED = new Set([...HOP_BY_HOP, 'host', 'content-l
 // A `.` or `..` segment, raw or percent-encoded, or an empty segment: a backend that normalises the path would serve
 // another resource than the one routed and authorized (`/v1/responses/../cancel`), so the path is refused, not rewritten.
 const DOT_OR_EMPTY_SEGMENT = /\/(?:\.|%2e){1,2}(?:\/|$)|\/\//i;
+/**
+ * How long a listener keeps an idle keep-alive connection (announced as `Keep-Alive: timeout=75`; undici clients
+ * close theirs 2 s before that). Longer than the idle gaps between a consumer's bursts of traffic, so the consumer
+ * -> provider hop keeps its mTLS connections instead of redoing the handshakes after every pause (at 5 s, as
+ * before, a 3 s gap did); nginx's keepalive_timeout default is the same 75 s.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 75_000;
 /** Connections one listener holds open at once unless `max_connections` says otherwise; more are closed at accept. */
 const DEFAULT_MAX_CONNECTIONS = 4096;
 
@@ -89,6 +97,12 @@ export interface StartGatewayOptions {
   siteView?: SiteView;
   /** Random source of grid_site_route's draws (Math.random); a test seeds it to make its draws reproducible. */
   random?: () => number;
+  /**
+   * Requests the gateway sends itself over loopback (warmup.ts) after its listeners are bound and before it reports
+   * ready, so its first real requests run warm code. main.ts sets WARMUP_REQUESTS; in-process tests leave it off.
+   * @default 0
+   */
+  warmupRequests?: number;
 }
 
 const peerCache = new WeakMap<Socket, PeerIdentity | null>();
@@ -144,7 +158,7 @@ function createListenerServer(listener: ResolvedListener, configDir: string, han
     maxHeaderSize: l.max_header_bytes ?? 16_384,
     headersTimeout: headerTimeout,
     requestTimeout: Math.max(l.request_timeout_ms ?? 60_000, headerTimeout),
-    keepAliveTimeout: 5_000,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     // Timeouts are enforced on this tick; keep it well under the shortest timeout so slow clients go promptly.
     connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headerTimeout / 4))),
   };
@@ -170,10 +184,16 @@ function createListenerServer(listener: ResolvedListener, configDir: string, han
 }
 
 function requestHeaders(req: IncomingMessage): Map<string, string | string[]> {
-  const connectionTokens = String(req.headers['connection'] ?? '').toLowerCase().split(',').map((t) => t.trim());
+  // Runs on every request: a plain key loop, and the Connection header's tokens only when it names more than the
+  // usual keep-alive/close.
+  const connection = req.headers['connection'];
+  const connectionTokens =
+    connection === undefined || connection === 'keep-alive' || connection === 'close' ? undefined : connection.toLowerCase().split(',').map((t) => t.trim());
   const headers = new Map<string, string | string[]>();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || REQUEST_HEADERS_NOT_FORWARDED.has(name) || connectionTokens.includes(name)) continue;
+  const raw = req.headers;
+  for (const name in raw) {
+    const value = raw[name];
+    if (value === undefined || REQUEST_HEADERS_NOT_FORWARDED.has(name) || (connectionTokens !== undefined && connectionTokens.includes(name))) continue;
     headers.set(name, value);
   }
   return headers;
@@ -190,7 +210,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   let closing = false;
   let inFlight = 0;
   const nextRequestId = createRequestIdGenerator({
-    nowMicros: () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)),
+    nowMicros: () => Math.round((performance.timeOrigin + performance.now()) * 1000),
     processTag: randomInt(0, 0x10000),
   });
   let idleResolve: (() => void) | null = null;
@@ -236,9 +256,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       ...(siteView === undefined ? {} : { siteView, siteRouteMetrics }),
       ...(options.random === undefined ? {} : { random: options.random }),
     });
-    const server = createListenerServer(listener, configDir, (req, res) => {
-      void handle(req, res, pipeline, loadBalancer);
-    });
+    const server = createListenerServer(listener, configDir, (req, res) => handle(req, res, pipeline, loadBalancer));
     server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
       // Malformed requests (bad framing, a malformed Transfer-Encoding), oversized heads and slow clients: answer
       // with a status while no response has started, then destroy the socket, so a refused connection never keeps
@@ -263,6 +281,10 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     server.on('drop', () => {
       logger.debug({ listener: listener.listener.name, max_connections: server.maxConnections }, 'connection refused: listener at max_connections');
     });
+    // Per connection, not per request: how often peers (a consumer's hop pool) have to redo TLS.
+    server.on('secureConnection', (socket: TLSSocket) => {
+      metrics.tlsHandshakes.inc({ listener: listener.listener.name, session: socket.isSessionReused() ? 'resumed' : 'new' });
+    });
     server.on('tlsClientError', (error: NodeJS.ErrnoException) => {
       logger.info({ listener: listener.listener.name, code: error.code ?? 'unknown' }, 'TLS handshake rejected');
     });
@@ -271,19 +293,33 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
 
   const overlay = stores.values().next().value;
 
-  async function handle(req: IncomingMessage, res: ServerResponse, pipeline: Pipeline, loadBalancer: LoadBalancer): Promise<void> {
+  // Per-status/model/cluster children of the requests counter: prom-client hashes a label object on every inc,
+  // so the answered-request count is kept here and added to the counter when it is collected.
+  const answered = new Map<string, { labels: { role: GatewayRole; model: string; cluster: string; status: string }; count: number }>();
+  metrics.onCollect(() => {
+    metrics.inFlight.set({ role }, inFlight);
+    for (const entry of answered.values()) {
+      if (entry.count === 0) continue;
+      metrics.requests.inc(entry.labels, entry.count);
+      entry.count = 0;
+    }
+  });
+  const debugEnabled = logger.isLevelEnabled('debug');
+
+  function handle(req: IncomingMessage, res: ServerResponse, pipeline: Pipeline, loadBalancer: LoadBalancer, counted = true): void {
     inFlight++;
-    metrics.inFlight.inc({ role });
     const abort = new AbortController();
     const requestId = nextRequestId();
     // Set before any answer is written, so errors carry it as well as upstream responses.
     res.setHeader(RESPONSE_REQUEST_ID_HEADER, requestId);
+    const target = req.url ?? '/';
+    const query = target.indexOf('?');
     const request: GatewayRequest = {
       req,
       res,
       method: req.method ?? 'GET',
-      path: (req.url ?? '/').split('?')[0] ?? '/',
-      target: req.url ?? '/',
+      path: query === -1 ? target : target.slice(0, query),
+      target,
       headers: requestHeaders(req),
       receivedAtNs: process.hrtime.bigint(),
       requestId,
@@ -304,29 +340,32 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
       if (request.labels.model === 'none' && request.model !== undefined) request.labels.model = 'other';
-      metrics.requests.inc({ role, model: request.labels.model, cluster: request.labels.cluster, status: String(res.statusCode) });
-      logger.debug(
-        {
-          method: request.method,
-          path: request.path,
-          status: res.statusCode,
-          model: request.labels.model,
-          cluster: request.labels.cluster,
-          revision: request.snapshot?.revision ?? null,
-          duration_ms: Number(process.hrtime.bigint() - request.receivedAtNs) / 1e6,
-          completed: res.writableFinished,
-        },
-        'request',
-      );
-      metrics.inFlight.dec({ role });
+      const status = res.statusCode;
+      if (counted) {
+        const key = `${status}\u0000${request.labels.model}\u0000${request.labels.cluster}`;
+        const entry = answered.get(key);
+        if (entry !== undefined) entry.count++;
+        else answered.set(key, { labels: { role, model: request.labels.model, cluster: request.labels.cluster, status: String(status) }, count: 1 });
+      }
+      if (debugEnabled) {
+        logger.debug(
+          {
+            method: request.method,
+            path: request.path,
+            status,
+            model: request.labels.model,
+            cluster: request.labels.cluster,
+            revision: request.snapshot?.revision ?? null,
+            duration_ms: Number(process.hrtime.bigint() - request.receivedAtNs) / 1e6,
+            completed: res.writableFinished,
+          },
+          'request',
+        );
+      }
       inFlight--;
       if (inFlight === 0 && idleResolve !== null) idleResolve();
     });
-    try {
-      // A request that reaches a closing gateway was accepted on a connection opened before the listener closed:
-      // it is served (its response closes the connection), never refused.
-      await route(request, pipeline, loadBalancer);
-    } catch (error) {
+    const fail = (error: unknown): void => {
       // The client went away or broke the framing mid-body (answered in clientError): nothing left to answer.
       if (abort.signal.aborted || req.errored !== null) return;
       if (error instanceof GatewayError) {
@@ -336,23 +375,28 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       }
       logger.error({ error: errorFields(error), path: request.path }, 'request failed unexpectedly');
       sendError(res, new GatewayError(500, 'internal_error', 'upstream_error', 'the gateway failed to handle the request'), closing);
+    };
+    // A request that reaches a closing gateway was accepted on a connection opened before the listener closed:
+    // it is served (its response closes the connection), never refused.
+    let pending: void | Promise<void>;
+    try {
+      pending = route(request, pipeline, loadBalancer);
+    } catch (error) {
+      fail(error);
+      return;
     }
+    if (pending !== undefined) pending.catch(fail);
   }
 
-  async function route(request: GatewayRequest, pipeline: Pipeline, loadBalancer: LoadBalancer): Promise<void> {
+  /** Synchronous until a filter returns a Promise (reading the body, the upstream call): no await per step. */
+  function route(request: GatewayRequest, pipeline: Pipeline, loadBalancer: LoadBalancer): void | Promise<void> {
     const { method, path, target } = request;
     if (!target.startsWith('/')) throw notFound('unknown_path', 'request target must be an absolute path');
     if (DOT_OR_EMPTY_SEGMENT.test(path)) throw badRequest('invalid_path', 'request path has a "." or ".." segment or an empty segment');
     if (path === '/v1/models') {
       if (method !== 'GET' && method !== 'HEAD') throw methodNotAllowed('GET');
       // Authorization still comes first: the filters before the route filter (peer_identity_trust) run.
-      for (let i = 0; i < pipeline.routeIndex; i++) await pipeline.filters[i]!.apply(request);
-      const models = pipeline.listModels();
-      if (models === null) throw unavailable('overlay_not_loaded', 'no routing overlay has been accepted yet', 5);
-      const body = JSON.stringify({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'agn' })) });
-      request.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(closing ? { connection: 'close' } : {}) });
-      request.res.end(method === 'HEAD' ? undefined : body);
-      return;
+      return listModels(request, pipeline);
     }
     if (INFERENCE_POST_PATHS.has(path)) {
       if (method !== 'POST') throw methodNotAllowed('POST');
@@ -361,7 +405,16 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     } else {
       throw notFound('unknown_path', `no route for ${path.slice(0, 128)}`);
     }
-    await runPipeline(pipeline, request, metrics, loadBalancer);
+    return runPipeline(pipeline, request, metrics, loadBalancer);
+  }
+
+  async function listModels(request: GatewayRequest, pipeline: Pipeline): Promise<void> {
+    for (let i = 0; i < pipeline.routeIndex; i++) await pipeline.filters[i]!.apply(request);
+    const models = pipeline.listModels();
+    if (models === null) throw unavailable('overlay_not_loaded', 'no routing overlay has been accepted yet', 5);
+    const body = JSON.stringify({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'agn' })) });
+    request.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(closing ? { connection: 'close' } : {}) });
+    request.res.end(request.method === 'HEAD' ? undefined : body);
   }
 
   function methodNotAllowed(allow: string): GatewayError {
@@ -380,9 +433,15 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     listeners.push({ name: listener.listener.name, host, port: bound.port, tls: listener.listener.tls !== undefined });
   }
 
+  let warm = (options.warmupRequests ?? 0) === 0;
   // A grid_site_route gateway is ready once it holds a serving config, as an overlay gateway once it holds an overlay.
   const isReady = (): boolean =>
-    !closing && [...stores.values()].every((s) => s.current() !== null) && (siteView === undefined || siteView.revision() !== undefined);
+    warm && !closing && [...stores.values()].every((s) => s.current() !== null) && (siteView === undefined || siteView.revision() !== undefined);
+  if (!warm) {
+    const result = await warmRequestPath({ role, logger, serve: handle, requests: options.warmupRequests });
+    warm = true;
+    logger.info({ requests: result.requests, failed: result.failed, duration_ms: result.ms }, 'request path warmed up');
+  }
   const adminAddress = resolved.config.admin?.address ?? resolved.config.admin?.metrics_address;
   let admin: AdminServer | undefined;
   if (adminAddress !== undefined) {

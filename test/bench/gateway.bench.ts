@@ -1,55 +1,124 @@
-// Gateway benchmark: one load generator, four paths to the same sim backend, measured in one run.
-//   npm run bench:gateway [-- --duration-ms 6000 --concurrency 32]
-// Paths: direct to sim; through the consumer gateway (plaintext, consumer-injected credential); consumer ->
-// provider over mTLS -> sim; and nginx proxy_pass -> sim when nginx is installed. Every server is its own
-// process; the load generator (this process) keeps a fixed number of requests in flight over keep-alive
-// connections and records each request's latency. Prints requests/s, p50/p99 and the ratios to direct.
+// Gateway data-plane benchmark: the same sim backend reached directly, through the runtime floor (a minimal Node 24
+// proxy, floor-proxy.ts), through nginx, through the consumer gateway, and consumer -> provider over mTLS, measured
+// in one run so the ratios between paths hold even on a busy machine.
+//   npm run bench:gateway [-- --case closed --case rate --case stream --case cold --case idle] [--window-ms 2000]
+//     [--rounds 3] [--concurrency 32] [--rates 500,1000] [--rate-ms 4000] [--streams 100] [--idle-gap-s 30]
+// Cases (all by default):
+//   closed  closed loop, CONCURRENCY in flight: each path warms until two consecutive windows agree within 10 % on
+//           CPU per request, then ROUNDS rounds of one window per path (paths interleaved); median and spread.
+//   rate    open loop at fixed rates: latency from each request's scheduled send time (no coordinated omission),
+//           added p50/p99/p99.9 over direct, proxy CPU per request.
+//   stream  SSE chat completions of 64 events, STREAMS concurrent streams: added time to first byte, inter-chunk
+//           gaps, and events that arrived coalesced with another in one read (each is written 40 ms apart).
+//   cold    a fresh consumer gateway at 500 req/s (open loop) from the moment /readyz answers 200: CPU per request
+//           and p99 in each of the first 10 one-second windows, against the warm consumer at the same rate.
+//   idle    the consumer -> provider hop after IDLE_GAP_S without traffic: TLS handshakes the provider counted
+//           (grid_gateway_tls_handshakes_total) across the gap and the burst after it.
+// CPU per request is utime+stime of the proxy processes (the gateways, floor proxy or nginx master+worker; never
+// the sim or this load generator) from /proc, divided by the requests completed in the window.
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { loadavg } from 'node:os';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { stableId } from '../../schemas/fnv1a.ts';
-import {
-  PROVIDER_SNI,
-  candidate,
-  chatBody,
-  consumerConfig,
-  makePki,
-  payload,
-  providerConfig,
-  spawnDaemon,
-  tempDir,
-  waitFor,
-  waitForPort,
-  writeOverlay,
-} from '../gateway/helpers.ts';
+import { PROVIDER_SNI, candidate, consumerConfig, makePki, payload, providerConfig, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay } from '../gateway/helpers.ts';
 import type { Daemon } from '../gateway/helpers.ts';
 
-const { values } = parseArgs({
-  options: { 'duration-ms': { type: 'string' }, 'warmup-ms': { type: 'string' }, concurrency: { type: 'string' } },
-});
-const DURATION_MS = Number(values['duration-ms'] ?? 6000);
-const WARMUP_MS = Number(values['warmup-ms'] ?? 1500);
-const CONCURRENCY = Number(values.concurrency ?? 32);
-const TOKEN = 'bench-backend-token';
-const BODY = JSON.stringify(chatBody('m1'));
+const USAGE =
+  'usage: npm run bench:gateway -- [--case closed|rate|stream|cold|idle]... [--window-ms 2000] [--rounds 3] [--concurrency 32] ' +
+  '[--rates 500,1000] [--rate-ms 4000] [--streams 100] [--idle-gap-s 30] [--cold-warmups default,0]';
+const CASES = ['closed', 'rate', 'stream', 'cold', 'idle'] as const;
+type Case = (typeof CASES)[number];
 
-interface Result {
-  name: string;
-  requests: number;
-  errors: number;
-  rps: number;
-  p50: number;
-  p99: number;
-  /** CPU time the proxy processes (not the sim) spent per request, microseconds: robust to a busy machine. */
-  proxyCpuUs: number;
+function options(): {
+  cases: Set<Case>;
+  windowMs: number;
+  rounds: number;
+  concurrency: number;
+  rates: number[];
+  rateMs: number;
+  streams: number;
+  idleGapS: number;
+  coldWarmups: (number | undefined)[];
+} {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      strict: true,
+      options: {
+        case: { type: 'string', multiple: true },
+        'window-ms': { type: 'string' },
+        rounds: { type: 'string' },
+        concurrency: { type: 'string' },
+        rates: { type: 'string' },
+        'rate-ms': { type: 'string' },
+        streams: { type: 'string' },
+        'idle-gap-s': { type: 'string' },
+        'cold-warmups': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (error) {
+    process.stderr.write(`bench:gateway: ${(error as Error).message} (${USAGE})\n`);
+    process.exit(2);
+  }
+  if (values.help === true) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  const num = (name: string, value: string | undefined, fallback: number): number => {
+    const n = value === undefined ? fallback : Number(value);
+    if (!Number.isFinite(n) || n <= 0) {
+      process.stderr.write(`bench:gateway: --${name} must be a positive number, got "${value}" (${USAGE})\n`);
+      process.exit(2);
+    }
+    return n;
+  };
+  const cases = new Set<Case>();
+  for (const c of values.case ?? CASES) {
+    if (!(CASES as readonly string[]).includes(c)) {
+      process.stderr.write(`bench:gateway: unknown --case "${c}", expected one of ${CASES.join(', ')} (${USAGE})\n`);
+      process.exit(2);
+    }
+    cases.add(c as Case);
+  }
+  return {
+    cases,
+    windowMs: num('window-ms', values['window-ms'], 2000),
+    rounds: num('rounds', values.rounds, 3),
+    concurrency: num('concurrency', values.concurrency, 32),
+    rates: (values.rates ?? '500,1000').split(',').map((r) => num('rates', r, 0)),
+    rateMs: num('rate-ms', values['rate-ms'], 4000),
+    streams: num('streams', values.streams, 100),
+    idleGapS: num('idle-gap-s', values['idle-gap-s'], 30),
+    // Each entry is one cold start: "default" is the gateway's own warm-up, a number sets AGN_GATEWAY_WARMUP_REQUESTS.
+    coldWarmups: (values['cold-warmups'] ?? 'default,0').split(',').map((w) => (w === 'default' ? undefined : w === '0' ? 0 : num('cold-warmups', w, 0))),
+  };
 }
 
+const OPTS = options();
+const TOKEN = 'bench-backend-token';
+const BODY = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hello' }] });
+const STREAM_BODY = JSON.stringify({ model: 'ms', stream: true, messages: [{ role: 'user', content: 'hello' }] });
+/** The stream sim writes 61 tokens: role chunk + 61 token chunks + stop chunk + [DONE] = 64 events. */
+const STREAM_TOKENS = 61;
+const STREAM_EVENTS = STREAM_TOKENS + 3;
+const STREAM_TOKENS_PER_SECOND = 25;
+const WARMUP_MAX_WINDOWS = 12;
 const CLOCK_TICKS_PER_SECOND = 100;
+
+interface BenchPath {
+  name: string;
+  origin: string;
+  /** Origin for the streaming model (nginx proxies it on its own port). */
+  streamOrigin: string;
+  headers: Record<string, string>;
+  pids: () => number[];
+}
 
 /** utime + stime of a process and its children (nginx workers), in seconds, from /proc. */
 function cpuSeconds(pid: number): number {
@@ -64,89 +133,492 @@ function cpuSeconds(pid: number): number {
     return NaN;
   }
 }
+const cpuOf = (pids: number[]): number => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
 
 function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
+const sortedOf = (values: number[]): Float64Array => Float64Array.from(values).sort();
+const median = (values: number[]): number => percentile(sortedOf(values), 50);
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const ms = (ns: bigint): number => Number(ns) / 1e6;
+const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toFixed(digits) : '-');
+const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
+let failedRequests = 0;
 
-/** Closed-loop load: CONCURRENCY requests in flight, each worker sending its next request when one completes. */
-async function measure(name: string, origin: string, headers: Record<string, string>, proxyPids: number[]): Promise<Result> {
-  const pool = new Pool(origin, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 30_000 });
-  const latencies: number[] = [];
+function table(header: string[], rows: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]): string => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  process.stdout.write(`${line(header)}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${rows.map(line).join('\n')}\n\n`);
+}
+
+// ---------------------------------------------------------------- closed loop
+
+interface Window {
+  requests: number;
+  errors: number;
+  rps: number;
+  cpuUs: number;
+  latencies: number[];
+}
+
+/** CONCURRENCY workers, each sending its next request when one completes, while `sample` runs. */
+async function closedLoop<T>(path: BenchPath, concurrency: number, sample: (window: (durationMs?: number) => Promise<Window>) => Promise<T>): Promise<T> {
+  const pool = new Pool(path.origin, { connections: concurrency, pipelining: 1, keepAliveTimeout: 60_000 });
+  let latencies: number[] = [];
   let errors = 0;
-  let recording = false;
   let stop = false;
   const worker = async (): Promise<void> => {
     while (!stop) {
       const started = process.hrtime.bigint();
       try {
-        const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: BODY });
+        const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', ...path.headers }, body: BODY });
         await res.body.dump();
         if (res.statusCode !== 200) throw new Error(String(res.statusCode));
-        if (recording) latencies.push(Number(process.hrtime.bigint() - started) / 1e6);
+        latencies.push(ms(process.hrtime.bigint() - started));
       } catch {
-        if (recording) errors++;
+        errors++;
       }
     }
   };
-  const workers = Array.from({ length: CONCURRENCY }, worker);
-  await new Promise((r) => setTimeout(r, WARMUP_MS));
-  const cpuBefore = proxyPids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
-  recording = true;
-  const t0 = process.hrtime.bigint();
-  await new Promise((r) => setTimeout(r, DURATION_MS));
-  recording = false;
-  const cpuAfter = proxyPids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
-  const elapsedS = Number(process.hrtime.bigint() - t0) / 1e9;
-  stop = true;
-  await Promise.all(workers);
-  await pool.close();
-  const sorted = Float64Array.from(latencies).sort();
-  return {
-    name,
-    requests: latencies.length,
-    errors,
-    rps: latencies.length / elapsedS,
-    p50: percentile(sorted, 50),
-    p99: percentile(sorted, 99),
-    proxyCpuUs: proxyPids.length === 0 ? 0 : ((cpuAfter - cpuBefore) * 1e6) / Math.max(1, latencies.length),
+  const workers = Array.from({ length: concurrency }, worker);
+  const window = async (durationMs = OPTS.windowMs): Promise<Window> => {
+    latencies = [];
+    errors = 0;
+    const cpu0 = cpuOf(path.pids());
+    const t0 = process.hrtime.bigint();
+    await sleep(durationMs);
+    const cpu1 = cpuOf(path.pids());
+    const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
+    const done = latencies;
+    failedRequests += errors;
+    return { requests: done.length, errors, rps: done.length / elapsed, cpuUs: path.pids().length === 0 ? NaN : ((cpu1 - cpu0) * 1e6) / Math.max(1, done.length), latencies: done };
   };
+  try {
+    return await sample(window);
+  } finally {
+    stop = true;
+    await Promise.all(workers);
+    await pool.close();
+  }
 }
 
-function nginxBinary(): string | undefined {
-  for (const candidatePath of ['/usr/sbin/nginx', '/usr/bin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx']) {
-    try {
-      execFileSync(candidatePath, ['-v'], { stdio: 'ignore' });
-      return candidatePath;
-    } catch {
-      // not there
+/** Warm-up: windows until two consecutive ones agree within 10 % (CPU/request, or req/s for direct). */
+async function warm(path: BenchPath): Promise<number> {
+  return closedLoop(path, OPTS.concurrency, async (window) => {
+    let previous: number | undefined;
+    for (let i = 1; i <= WARMUP_MAX_WINDOWS; i++) {
+      const w = await window();
+      const figure = Number.isNaN(w.cpuUs) ? w.rps : w.cpuUs;
+      if (previous !== undefined && Math.abs(figure - previous) / Math.max(figure, previous) <= 0.1) return i;
+      previous = figure;
+    }
+    return WARMUP_MAX_WINDOWS;
+  });
+}
+
+async function closedCase(paths: BenchPath[]): Promise<void> {
+  process.stdout.write(`## closed loop: ${OPTS.concurrency} in flight, ${OPTS.windowMs} ms windows, ${OPTS.rounds} rounds (load average ${load()})\n\n`);
+  const warmups = new Map<string, number>();
+  for (const path of paths) warmups.set(path.name, await warm(path));
+  const windows = new Map<string, Window[]>(paths.map((p) => [p.name, []]));
+  for (let round = 0; round < OPTS.rounds; round++) {
+    for (const path of paths) {
+      windows.get(path.name)!.push(await closedLoop(path, OPTS.concurrency, async (window) => {
+        await sleep(300);
+        return window();
+      }));
     }
   }
+  const rows: string[][] = [];
+  const roundRatio = (name: string, base: string): string => {
+    const a = windows.get(name);
+    const b = windows.get(base);
+    if (a === undefined || b === undefined) return '-';
+    const ratios = a.map((w, i) => w.cpuUs / b[i]!.cpuUs).filter(Number.isFinite);
+    return ratios.length === 0 ? '-' : `${fmt(median(ratios), 2)} (${fmt(Math.min(...ratios), 2)}-${fmt(Math.max(...ratios), 2)})`;
+  };
+  for (const path of paths) {
+    const ws = windows.get(path.name)!;
+    const cpu = ws.map((w) => w.cpuUs);
+    const lat = sortedOf(ws.flatMap((w) => w.latencies));
+    rows.push([
+      path.name,
+      String(warmups.get(path.name)),
+      `${fmt(median(ws.map((w) => w.rps)))} (${fmt(Math.min(...ws.map((w) => w.rps)))}-${fmt(Math.max(...ws.map((w) => w.rps)))})`,
+      fmt(percentile(lat, 50), 2),
+      fmt(percentile(lat, 99), 2),
+      String(ws.reduce((s, w) => s + w.errors, 0)),
+      Number.isNaN(median(cpu)) ? '-' : `${fmt(median(cpu))} (${fmt(Math.min(...cpu))}-${fmt(Math.max(...cpu))})`,
+      roundRatio(path.name, 'floor (minimal Node proxy)'),
+      roundRatio(path.name, 'nginx'),
+    ]);
+  }
+  table(['path', 'warm-up windows', 'req/s median (min-max)', 'p50 ms', 'p99 ms', 'errors', 'proxy CPU us/req median (min-max)', 'CPU vs floor', 'CPU vs nginx'], rows);
+}
+
+// ---------------------------------------------------------------- open loop at a fixed rate
+
+interface RateResult {
+  latencies: Float64Array;
+  errors: number;
+  cpuUs: number;
+  achieved: number;
+}
+
+async function fixedRate(path: BenchPath, rate: number, durationMs: number, shared?: Pool): Promise<RateResult> {
+  const pool = shared ?? new Pool(path.origin, { connections: 512, pipelining: 1, keepAliveTimeout: 60_000 });
+  const latencies: number[] = [];
+  let errors = 0;
+  const pending: Promise<void>[] = [];
+  const interval = 1e9 / rate;
+  const send = (scheduled: bigint): void => {
+    pending.push(
+      pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', ...path.headers }, body: BODY }).then(
+        async (res) => {
+          await res.body.dump();
+          if (res.statusCode !== 200) errors++;
+          else latencies.push(ms(process.hrtime.bigint() - scheduled));
+        },
+        () => {
+          errors++;
+        },
+      ),
+    );
+  };
+  const cpu0 = cpuOf(path.pids());
+  const t0 = process.hrtime.bigint();
+  const total = Math.round((rate * durationMs) / 1000);
+  let sent = 0;
+  while (sent < total) {
+    const now = process.hrtime.bigint();
+    while (sent < total && t0 + BigInt(Math.round(sent * interval)) <= now) {
+      send(t0 + BigInt(Math.round(sent * interval)));
+      sent++;
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await Promise.all(pending);
+  const cpu1 = cpuOf(path.pids());
+  if (shared === undefined) await pool.close();
+  failedRequests += errors;
+  return { latencies: sortedOf(latencies), errors, cpuUs: path.pids().length === 0 ? NaN : ((cpu1 - cpu0) * 1e6) / Math.max(1, latencies.length), achieved: (latencies.length * 1000) / durationMs };
+}
+
+async function rateCase(paths: BenchPath[]): Promise<Map<number, number>> {
+  const consumerAt = new Map<number, number>();
+  for (const rate of OPTS.rates) {
+    process.stdout.write(`## open loop at ${rate} req/s: ${OPTS.rateMs} ms measured after 1 s at the rate (load average ${load()})\n\n`);
+    const results = new Map<string, RateResult>();
+    for (const path of paths) {
+      // One client pool for the warm second and the measured window: connections are open before measuring.
+      const pool = new Pool(path.origin, { connections: 512, pipelining: 1, keepAliveTimeout: 60_000 });
+      await fixedRate(path, rate, 1000, pool);
+      results.set(path.name, await fixedRate(path, rate, OPTS.rateMs, pool));
+      await pool.close();
+    }
+    consumerAt.set(rate, results.get('consumer gateway')?.cpuUs ?? NaN);
+    const direct = results.get('direct to sim')!;
+    const floor = results.get('floor (minimal Node proxy)');
+    const nginx = results.get('nginx');
+    const rows = paths.map((path) => {
+      const r = results.get(path.name)!;
+      const added = (p: number): string => (path.name === 'direct to sim' ? '-' : fmt(percentile(r.latencies, p) - percentile(direct.latencies, p), 2));
+      return [
+        path.name,
+        fmt(r.achieved),
+        fmt(percentile(r.latencies, 50), 2),
+        fmt(percentile(r.latencies, 99), 2),
+        fmt(percentile(r.latencies, 99.9), 2),
+        added(50),
+        added(99),
+        added(99.9),
+        String(r.errors),
+        fmt(r.cpuUs),
+        floor === undefined ? '-' : fmt(r.cpuUs / floor.cpuUs, 2),
+        nginx === undefined ? '-' : fmt(r.cpuUs / nginx.cpuUs, 2),
+      ];
+    });
+    table(['path', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'added p50 ms', 'added p99 ms', 'added p99.9 ms', 'errors', 'proxy CPU us/req', 'CPU vs floor', 'CPU vs nginx'], rows);
+  }
+  return consumerAt;
+}
+
+// ---------------------------------------------------------------- streaming
+
+interface StreamResult {
+  streams: number;
+  errors: number;
+  ttfb: Float64Array;
+  gaps: Float64Array;
+  /** Token events (written 40 ms apart) that arrived in one read with another event. */
+  coalesced: number;
+  /** Streams whose event count was not STREAM_EVENTS. */
+  short: number;
+  cpuUs: number;
+}
+
+async function streamRun(path: BenchPath, concurrency: number, durationMs: number): Promise<StreamResult> {
+  const pool = new Pool(path.streamOrigin, { connections: concurrency, pipelining: 1, keepAliveTimeout: 60_000 });
+  const ttfb: number[] = [];
+  const gaps: number[] = [];
+  let streams = 0;
+  let errors = 0;
+  let coalesced = 0;
+  let short = 0;
+  let stop = false;
+  const one = async (): Promise<void> => {
+    const started = process.hrtime.bigint();
+    const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', ...path.headers }, body: STREAM_BODY });
+    if (res.statusCode !== 200) {
+      await res.body.dump();
+      throw new Error(String(res.statusCode));
+    }
+    let events = 0;
+    let last: bigint | undefined;
+    for await (const chunk of res.body) {
+      const now = process.hrtime.bigint();
+      if (last === undefined) ttfb.push(ms(now - started));
+      else gaps.push(ms(now - last));
+      last = now;
+      const text = (chunk as Buffer).toString('utf8');
+      let inRead = 0;
+      for (let at = text.indexOf('\n\n'); at !== -1; at = text.indexOf('\n\n', at + 2)) inRead++;
+      // The sim writes the role chunk and the first token together, and the stop chunk and [DONE] together: only
+      // token events in between must each come in their own read.
+      const firstEvent = events;
+      events += inRead;
+      if (inRead > 1 && firstEvent >= 2 && events <= STREAM_EVENTS - 2) coalesced += inRead - 1;
+    }
+    if (events !== STREAM_EVENTS) short++;
+  };
+  const cpu0 = cpuOf(path.pids());
+  const worker = async (): Promise<void> => {
+    while (!stop) {
+      try {
+        await one();
+        streams++;
+      } catch {
+        errors++;
+      }
+    }
+  };
+  const workers = Array.from({ length: concurrency }, worker);
+  await sleep(durationMs);
+  stop = true;
+  await Promise.all(workers);
+  const cpu1 = cpuOf(path.pids());
+  await pool.close();
+  failedRequests += errors + short;
+  return { streams, errors, ttfb: sortedOf(ttfb), gaps: sortedOf(gaps), coalesced, short, cpuUs: path.pids().length === 0 ? NaN : ((cpu1 - cpu0) * 1e6) / Math.max(1, streams) };
+}
+
+async function streamCase(paths: BenchPath[]): Promise<void> {
+  const duration = Math.max(OPTS.windowMs * 2, 4000);
+  process.stdout.write(
+    `## streaming: ${OPTS.streams} concurrent SSE chat streams of ${STREAM_EVENTS} events, one token every ${1000 / STREAM_TOKENS_PER_SECOND} ms, ` +
+      `${duration} ms per path after a 2 s warm-up (load average ${load()})\n\n`,
+  );
+  const results = new Map<string, StreamResult>();
+  for (const path of paths) {
+    await streamRun(path, OPTS.streams, 2000);
+    results.set(path.name, await streamRun(path, OPTS.streams, duration));
+  }
+  const direct = results.get('direct to sim')!;
+  const rows = paths.map((path) => {
+    const r = results.get(path.name)!;
+    const added = (a: Float64Array, b: Float64Array, p: number): string => (path.name === 'direct to sim' ? '-' : fmt(percentile(a, p) - percentile(b, p), 2));
+    return [
+      path.name,
+      String(r.streams),
+      fmt(percentile(r.ttfb, 50), 2),
+      fmt(percentile(r.ttfb, 99), 2),
+      added(r.ttfb, direct.ttfb, 50),
+      added(r.ttfb, direct.ttfb, 99),
+      fmt(percentile(r.gaps, 50), 2),
+      fmt(percentile(r.gaps, 99), 2),
+      added(r.gaps, direct.gaps, 99),
+      String(r.coalesced),
+      String(r.errors + r.short),
+      fmt(r.cpuUs),
+    ];
+  });
+  table(['path', 'streams', 'TTFB p50 ms', 'TTFB p99 ms', 'added TTFB p50 ms', 'added TTFB p99 ms', 'gap p50 ms', 'gap p99 ms', 'added gap p99 ms', 'coalesced events', 'failed streams', 'proxy CPU us/stream'], rows);
+}
+
+// ---------------------------------------------------------------- cold start
+
+/** The cold consumer takes COLD_RATE req/s (open loop) from ready on: CPU per request compares at one offered rate. */
+const COLD_RATE = 500;
+
+async function coldCase(configPath: string, steadyUs: number | undefined, warmupRequests: number | undefined): Promise<void> {
+  const warmup = warmupRequests === undefined ? 'its default warm-up' : `AGN_GATEWAY_WARMUP_REQUESTS=${warmupRequests}`;
+  process.stdout.write(`## cold start (${warmup}): a fresh consumer gateway at ${COLD_RATE} req/s (open loop) from the moment /readyz answers 200 (load average ${load()})\n\n`);
+  const spawnedAt = process.hrtime.bigint();
+  const gateway = spawnDaemon('daemons/gateway/main.ts', ['--config', configPath], warmupRequests === undefined ? {} : { AGN_GATEWAY_WARMUP_REQUESTS: String(warmupRequests) });
+  try {
+    const port = await waitForPort(gateway, 'edge', 60_000);
+    const admin = await waitForPort(gateway, 'admin', 60_000);
+    await waitFor('cold consumer ready', async () => ((await fetch(`http://127.0.0.1:${admin}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined), 60_000);
+    const readyMs = ms(process.hrtime.bigint() - spawnedAt);
+    const startupCpuMs = cpuOf([gateway.proc.pid!]) * 1000;
+    const path: BenchPath = { name: 'cold consumer', origin: `http://127.0.0.1:${port}`, streamOrigin: '', headers: {}, pids: () => [gateway.proc.pid!] };
+    const pool = new Pool(path.origin, { connections: 512, pipelining: 1, keepAliveTimeout: 60_000 });
+    const windows: RateResult[] = [];
+    for (let i = 0; i < 10; i++) windows.push(await fixedRate(path, COLD_RATE, 1000, pool));
+    await pool.close();
+    const warmed = gateway.lines.find((l) => l['msg'] === 'request path warmed up');
+    process.stdout.write(
+      `spawn -> ready: ${fmt(readyMs)} ms wall, ${fmt(startupCpuMs)} ms CPU before ready` +
+        `${warmed === undefined ? ' (no warm-up)' : `, of which the warm-up: ${String(warmed['requests'])} loopback requests in ${String(warmed['duration_ms'])} ms`}\n\n`,
+    );
+    table(
+      ['second after ready', 'req/s', 'p99 ms', 'errors', 'CPU us/req', steadyUs === undefined ? `vs steady (no ${COLD_RATE} req/s rate case in this run)` : `vs steady at ${COLD_RATE} req/s (${fmt(steadyUs)} us)`],
+      windows.map((w, i) => [String(i + 1), fmt(w.achieved), fmt(percentile(w.latencies, 99), 2), String(w.errors), fmt(w.cpuUs), steadyUs === undefined ? '-' : fmt(w.cpuUs / steadyUs, 2)]),
+    );
+  } finally {
+    await gateway.stop();
+  }
+}
+
+// ---------------------------------------------------------------- idle gap on the hop
+
+async function handshakeCount(adminPort: number): Promise<Record<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const counts: Record<string, number> = { new: 0, resumed: 0 };
+  for (const match of text.matchAll(/^grid_gateway_tls_handshakes_total\{[^}]*session="(new|resumed)"[^}]*\} (\d+)/gm)) counts[match[1]!]! += Number(match[2]);
+  return counts;
+}
+
+async function idleCase(hop: BenchPath, providerAdmin: number): Promise<void> {
+  process.stdout.write(`## consumer -> provider hop across a ${OPTS.idleGapS} s idle gap (load average ${load()})\n\n`);
+  await closedLoop(hop, OPTS.concurrency, (window) => window(1000));
+  const before = await handshakeCount(providerAdmin);
+  await sleep(OPTS.idleGapS * 1000);
+  const after = await closedLoop(hop, OPTS.concurrency, (window) => window(1000));
+  const later = await handshakeCount(providerAdmin);
+  table(
+    ['figure', 'value'],
+    [
+      ['provider TLS handshakes before the gap (new + resumed)', `${before['new']} + ${before['resumed']}`],
+      [`idle gap`, `${OPTS.idleGapS} s`],
+      ['requests in the 1 s after the gap', String(after.requests)],
+      ['failed requests after the gap', String(after.errors)],
+      ['TLS handshakes during the gap and the load after it', `${later['new']! - before['new']!} new, ${later['resumed']! - before['resumed']!} resumed`],
+    ],
+  );
+}
+
+// ---------------------------------------------------------------- setup
+
+function nginxBinary(): string | undefined {
+  for (const path of ['/usr/sbin/nginx', '/usr/bin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx']) if (existsSync(path)) return path;
   return undefined;
+}
+
+/** nginx from Debian when it is missing (a fresh CI machine); undefined, with the reason printed, when that fails. */
+function ensureNginx(): string | undefined {
+  const found = nginxBinary();
+  if (found !== undefined) return found;
+  if (process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) {
+    process.stdout.write('nginx is not installed and cannot be installed here (needs root and apt-get): the nginx path is skipped\n');
+    return undefined;
+  }
+  process.stdout.write('nginx is not installed: apt-get install -y nginx-light\n');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  for (const attempt of [['install', '-y', '-qq', 'nginx-light'], ['update', '-qq'], ['install', '-y', '-qq', 'nginx-light']]) {
+    try {
+      execFileSync('apt-get', attempt, { stdio: 'ignore', env, timeout: 300_000 });
+      if (attempt[0] === 'install') return nginxBinary();
+    } catch {
+      // update and retry once
+    }
+  }
+  process.stdout.write('apt-get could not install nginx-light: the nginx path is skipped\n');
+  return undefined;
+}
+
+async function startNginx(bin: string, dir: string, simPort: number, streamSimPort: number): Promise<{ proc: ChildProcess; port: number; streamPort: number }> {
+  const prefix = join(dir, 'nginx');
+  await mkdir(join(prefix, 'logs'), { recursive: true });
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const streamPort = port + 1;
+  const server = (listen: number, upstream: string): string => `
+  server {
+    listen 127.0.0.1:${listen};
+    location / {
+      proxy_pass http://${upstream};
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Authorization "Bearer ${TOKEN}";
+      proxy_buffering off;
+    }
+  }`;
+  await writeFile(
+    join(prefix, 'nginx.conf'),
+    `worker_processes 1;
+pid ${prefix}/nginx.pid;
+error_log ${prefix}/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_timeout 75s;
+  keepalive_requests 1000000;
+  client_body_temp_path ${prefix}/body;
+  proxy_temp_path ${prefix}/proxy;
+  fastcgi_temp_path ${prefix}/fastcgi;
+  uwsgi_temp_path ${prefix}/uwsgi;
+  scgi_temp_path ${prefix}/scgi;
+  upstream sim { server 127.0.0.1:${simPort}; keepalive 256; keepalive_requests 1000000; }
+  upstream simstream { server 127.0.0.1:${streamSimPort}; keepalive 256; keepalive_requests 1000000; }
+${server(port, 'sim')}
+${server(streamPort, 'simstream')}
+}
+`,
+  );
+  const proc = spawn(bin, ['-p', prefix, '-c', join(prefix, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'ignore' });
+  await waitFor('nginx', async () => ((await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.status === 200 ? true : undefined));
+  return { proc, port, streamPort };
 }
 
 async function main(): Promise<void> {
   const { dir, cleanup } = await tempDir('bench');
   const daemons: Daemon[] = [];
-  let nginx: ReturnType<typeof spawn> | undefined;
+  let nginx: ChildProcess | undefined;
+  const startedAt = Date.now();
+  const loadAtStart = load();
   try {
     const pki = await makePki(dir);
-    await writeFile(join(dir, 'sim-token'), TOKEN);
-    const sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim', '--models', 'm1', '--token-file', join(dir, 'sim-token')]);
-    daemons.push(sim);
+    const tokenFile = join(dir, 'sim-token');
+    await writeFile(tokenFile, TOKEN);
+    const sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim', '--models', 'm1', '--token-file', tokenFile]);
+    const streamSim = spawnDaemon('daemons/sim/main.ts', [
+      '--name', 'sim-stream', '--models', 'ms', '--token-file', tokenFile,
+      '--completion-tokens', String(STREAM_TOKENS), '--tokens-per-second', String(STREAM_TOKENS_PER_SECOND),
+    ]);
+    daemons.push(sim, streamSim);
     const simPort = await waitForPort(sim, 'sim');
+    const streamSimPort = await waitForPort(streamSim, 'sim');
 
+    const floor = spawnDaemon('test/bench/floor-proxy.ts', ['--upstream', `m1=127.0.0.1:${simPort},ms=127.0.0.1:${streamSimPort}`, '--token-file', tokenFile]);
+    daemons.push(floor);
+    const floorPort = await waitForPort(floor, 'floor');
+
+    const cred = { strategy: 'bearer_token' as const, secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' } };
     const overlayDirect = join(dir, 'overlay-direct.json');
-    await writeOverlay(overlayDirect, payload([{ ...candidate('m1', 'local', 'sim'), credential: { strategy: 'bearer_token', secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' } } }]));
+    await writeOverlay(overlayDirect, payload([{ ...candidate('m1', 'local', 'sim'), credential: cred }, { ...candidate('ms', 'local', 'simstream'), credential: cred }]));
     const consumerPlain = join(dir, 'consumer-plain.json');
     await writeFile(
       consumerPlain,
       JSON.stringify(
         consumerConfig({
           overlayPath: overlayDirect,
-          credentials: [{ name: 'sim-token', namespace: 'grid-system', key: 'token', file: join(dir, 'sim-token') }],
-          clusters: [{ name: 'sim', endpoints: [`127.0.0.1:${simPort}`] }],
+          credentials: [{ name: 'sim-token', namespace: 'grid-system', key: 'token', file: tokenFile }],
+          clusters: [
+            { name: 'sim', endpoints: [`127.0.0.1:${simPort}`] },
+            { name: 'simstream', endpoints: [`127.0.0.1:${streamSimPort}`] },
+          ],
         }),
       ),
     );
@@ -154,23 +626,34 @@ async function main(): Promise<void> {
     daemons.push(plain);
 
     const providerJson = join(dir, 'provider.json');
+    const route = (model: string, cluster: string): Record<string, unknown> => ({
+      candidate_id: stableId('inference_model', model, 'east', 'prov'),
+      model,
+      cluster,
+      paths: ['/v1/chat/completions'],
+      credential: { secretRef: { name: 'cred', namespace: 'grid-system', key: 'token' } },
+    });
     await writeFile(
       providerJson,
       JSON.stringify(
         providerConfig({
           pki,
-          routes: [{ candidate_id: stableId('inference_model', 'm1', 'east', 'prov'), model: 'm1', cluster: 'backend', paths: ['/v1/chat/completions'], credential: { secretRef: { name: 'cred', namespace: 'grid-system', key: 'token' } } }],
-          credentials: [{ name: 'cred', namespace: 'grid-system', key: 'token', file: join(dir, 'sim-token') }],
-          clusters: [{ name: 'backend', endpoints: [`127.0.0.1:${simPort}`] }],
+          routes: [route('m1', 'backend'), route('ms', 'backend-stream')],
+          credentials: [{ name: 'cred', namespace: 'grid-system', key: 'token', file: tokenFile }],
+          clusters: [
+            { name: 'backend', endpoints: [`127.0.0.1:${simPort}`] },
+            { name: 'backend-stream', endpoints: [`127.0.0.1:${streamSimPort}`] },
+          ],
         }),
       ),
     );
     const provider = spawnDaemon('daemons/gateway/main.ts', ['--config', providerJson]);
     daemons.push(provider);
     const providerPort = await waitForPort(provider, 'provider');
+    const providerAdmin = await waitForPort(provider, 'admin');
 
     const overlayHop = join(dir, 'overlay-hop.json');
-    await writeOverlay(overlayHop, payload([candidate('m1', 'east', 'prov')]));
+    await writeOverlay(overlayHop, payload([candidate('m1', 'east', 'prov'), candidate('ms', 'east', 'prov')]));
     const consumerHop = join(dir, 'consumer-hop.json');
     await writeFile(
       consumerHop,
@@ -194,88 +677,45 @@ async function main(): Promise<void> {
     const hopPort = await waitForPort(hop, 'edge');
     for (const [d, name] of [[plain, 'plain'], [hop, 'hop']] as const) {
       const admin = await waitForPort(d, 'admin');
-      await waitFor(`${name} consumer ready`, async () => {
-        const res = await fetch(`http://127.0.0.1:${admin}/readyz`);
-        return res.status === 200 ? true : undefined;
-      });
+      await waitFor(`${name} consumer ready`, async () => ((await fetch(`http://127.0.0.1:${admin}/readyz`)).status === 200 ? true : undefined));
     }
 
-    let nginxPort: number | undefined;
-    const nginxBin = nginxBinary();
+    const nginxBin = ensureNginx();
+    let nginxPorts: { port: number; streamPort: number } | undefined;
     if (nginxBin !== undefined) {
-      const prefix = join(dir, 'nginx');
-      await mkdir(join(prefix, 'logs'), { recursive: true });
-      nginxPort = 20_000 + Math.floor(Math.random() * 20_000);
-      await writeFile(
-        join(prefix, 'nginx.conf'),
-        `worker_processes 1;
-pid ${prefix}/nginx.pid;
-error_log ${prefix}/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${prefix}/body;
-  proxy_temp_path ${prefix}/proxy;
-  fastcgi_temp_path ${prefix}/fastcgi;
-  uwsgi_temp_path ${prefix}/uwsgi;
-  scgi_temp_path ${prefix}/scgi;
-  upstream sim { server 127.0.0.1:${simPort}; keepalive 64; }
-  server {
-    listen 127.0.0.1:${nginxPort};
-    location / {
-      proxy_pass http://sim;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Authorization "Bearer ${TOKEN}";
-      proxy_buffering off;
-    }
-  }
-}
-`,
-      );
-      nginx = spawn(nginxBin, ['-p', prefix, '-c', join(prefix, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'ignore' });
-      const port = nginxPort;
-      await waitFor('nginx', async () => {
-        const res = await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined);
-        return res?.status === 200 ? true : undefined;
-      });
+      const started = await startNginx(nginxBin, dir, simPort, streamSimPort);
+      nginx = started.proc;
+      nginxPorts = started;
     }
 
-    process.stdout.write(
-      `gateway benchmark: ${CONCURRENCY} requests in flight, ${WARMUP_MS} ms warm-up + ${DURATION_MS} ms measured per path, ` +
-        `non-streaming chat completions (16 tokens), node ${process.version}, ${cpus().length} CPUs` +
-        `${nginxBin === undefined ? ', nginx not installed (skipped)' : ', nginx worker_processes 1'}\n\n`,
-    );
-    const results: Result[] = [];
     const pid = (d: Daemon): number => d.proc.pid ?? -1;
-    results.push(await measure('direct to sim', `http://127.0.0.1:${simPort}`, { authorization: `Bearer ${TOKEN}` }, []));
-    results.push(await measure('consumer (plaintext) -> sim', `http://127.0.0.1:${plainPort}`, {}, [pid(plain)]));
-    results.push(await measure('consumer -> provider (mTLS) -> sim', `http://127.0.0.1:${hopPort}`, {}, [pid(hop), pid(provider)]));
-    if (nginxPort !== undefined && nginx?.pid !== undefined) {
-      results.push(await measure('nginx proxy_pass -> sim', `http://127.0.0.1:${nginxPort}`, {}, [nginx.pid]));
-    }
+    const url = (port: number): string => `http://127.0.0.1:${port}`;
+    const paths: BenchPath[] = [
+      { name: 'direct to sim', origin: url(simPort), streamOrigin: url(streamSimPort), headers: { authorization: `Bearer ${TOKEN}` }, pids: () => [] },
+      { name: 'floor (minimal Node proxy)', origin: url(floorPort), streamOrigin: url(floorPort), headers: {}, pids: () => [pid(floor)] },
+      ...(nginxPorts === undefined || nginx?.pid === undefined
+        ? []
+        : [{ name: 'nginx', origin: url(nginxPorts.port), streamOrigin: url(nginxPorts.streamPort), headers: {}, pids: () => [nginx!.pid!] }]),
+      { name: 'consumer gateway', origin: url(plainPort), streamOrigin: url(plainPort), headers: {}, pids: () => [pid(plain)] },
+      { name: 'consumer -> provider (mTLS), both gateways', origin: url(hopPort), streamOrigin: url(hopPort), headers: {}, pids: () => [pid(hop), pid(provider)] },
+    ];
 
-    const direct = results[0]!;
-    const pad = (s: string, n: number): string => s.padEnd(n);
-    process.stdout.write(`${pad('path', 38)}${pad('req/s', 10)}${pad('p50 ms', 10)}${pad('p99 ms', 10)}${pad('errors', 8)}${pad('rps vs direct', 15)}proxy CPU us/req\n`);
-    for (const r of results) {
-      process.stdout.write(
-        `${pad(r.name, 38)}${pad(r.rps.toFixed(0), 10)}${pad(r.p50.toFixed(2), 10)}${pad(r.p99.toFixed(2), 10)}${pad(String(r.errors), 8)}` +
-          `${pad((r.rps / direct.rps).toFixed(2), 15)}${r.proxyCpuUs === 0 ? '-' : r.proxyCpuUs.toFixed(0)}\n`,
-      );
-    }
-    const byName = new Map(results.map((r) => [r.name, r]));
-    const ratio = (a: string, b: string): string => {
-      const x = byName.get(a);
-      const y = byName.get(b);
-      return x === undefined || y === undefined ? 'n/a' : (x.rps / y.rps).toFixed(2);
-    };
     process.stdout.write(
-      `\nratios (req/s): consumer/direct ${ratio('consumer (plaintext) -> sim', 'direct to sim')}, ` +
-        `mTLS hop/consumer ${ratio('consumer -> provider (mTLS) -> sim', 'consumer (plaintext) -> sim')}, ` +
-        `consumer/nginx ${ratio('consumer (plaintext) -> sim', 'nginx proxy_pass -> sim')}\n` +
-        `load average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews req/s; CPU us/req is steadier)\n`,
+      `# gateway benchmark, ${new Date(startedAt).toISOString()}: node ${process.version}, ${cpus().length} CPUs, load average ${loadAtStart} at the start; ` +
+        `non-streaming chat completions of 16 tokens unless said; ${nginxBin === undefined ? 'nginx skipped' : 'nginx worker_processes 1'}\n\n`,
     );
+    if (OPTS.cases.has('closed')) await closedCase(paths);
+    const steadyAt = OPTS.cases.has('rate') ? await rateCase(paths) : undefined;
+    if (OPTS.cases.has('stream')) await streamCase(paths);
+    if (OPTS.cases.has('cold')) for (const warmup of OPTS.coldWarmups) await coldCase(consumerPlain, steadyAt?.get(COLD_RATE), warmup);
+    if (OPTS.cases.has('idle')) await idleCase(paths.at(-1)!, providerAdmin);
+    // Two-worker case (issue 18): test/bench/gateway-workers.bench.ts; the lead wires its call in here.
+
+    process.stdout.write(
+      `failed requests in every window of every case: ${failedRequests}\n` +
+        `load average: ${loadAtStart} at the start, ${load()} at the end; runtime ${fmt((Date.now() - startedAt) / 1000)} s\n`,
+    );
+    if (failedRequests > 0) process.exitCode = 1;
   } finally {
     nginx?.kill('SIGTERM');
     await Promise.all(daemons.map((d) => d.stop()));

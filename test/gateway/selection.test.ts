@@ -179,7 +179,7 @@ describe('AffinityTable', () => {
 
 describe('request id', () => {
   it('is 32 lowercase hex: microseconds, process tag, counter', () => {
-    const next = createRequestIdGenerator({ nowMicros: () => 0x1234n, processTag: 0xbeef });
+    const next = createRequestIdGenerator({ nowMicros: () => 0x1234, processTag: 0xbeef });
     const a = next();
     const b = next();
     expect(a).toMatch(REQUEST_ID_PATTERN);

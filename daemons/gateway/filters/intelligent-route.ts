@@ -10,6 +10,7 @@ import {
   ROUTING_REVISION_HEADER,
   RESPONSE_ROUTED_SITE_HEADER,
   singleHeader,
+  stripHopHeaders,
   stripPrefixedHeaders,
 } from '../context.ts';
 import type { Filter, GatewayRequest } from '../context.ts';
@@ -71,8 +72,7 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
     listModels: () => store.current()?.models ?? null,
     apply(request: GatewayRequest): void {
       // Client-sent hop context is never trusted, whatever happens next.
-      stripPrefixedHeaders(request.headers, 'x-ai-routing-');
-      stripPrefixedHeaders(request.headers, 'x-ai-provider-');
+      stripHopHeaders(request.headers);
       const snapshot = store.current();
       if (snapshot === null) throw unavailable('overlay_not_loaded', 'no routing overlay has been accepted yet', 5);
       request.snapshot = snapshot;
@@ -98,6 +98,7 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
       }
       // The hop carries the id the caller gets as x-request-id, so one id names the request at both sites.
       const requestId = request.requestId;
+      let failedOver = false;
       const applyCandidate = (selected: RoutingCandidate): void => {
         const candidate = selected.candidate;
         request.cluster = candidate.cluster;
@@ -105,7 +106,8 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
         request.res.setHeader(RESPONSE_ROUTED_SITE_HEADER, candidate.site);
         request.labels.cluster = candidate.cluster;
         request.credential = candidate.credential === undefined ? undefined : { strategy: candidate.credential.strategy, ...candidate.credential.secretRef };
-        stripPrefixedHeaders(request.headers, 'x-ai-routing-');
+        // A failover drops the hop context written for the candidate it replaces.
+        if (failedOver) stripPrefixedHeaders(request.headers, 'x-ai-routing-');
         if (hopClusters.has(candidate.cluster)) {
           applyHeaderAllowlist(request.headers, hopHeaders);
           request.headers.set(modelHeader, model);
@@ -118,6 +120,7 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
       let alternate = outcome.alternates.find((c) => options.isClusterAvailable(c.candidate.cluster));
       request.failover = () => {
         if (alternate === undefined) return false;
+        failedOver = true;
         applyCandidate(alternate);
         alternate = undefined;
         return true;

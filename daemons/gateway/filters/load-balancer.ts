@@ -135,7 +135,9 @@ export class ClusterRuntime {
       const origin = `${tls === undefined ? 'http' : 'https'}://${address}`;
       const pool = new Pool(origin, {
         pipelining: 1,
-        keepAliveTimeout: 30_000,
+        // Idle connections are kept until the server's Keep-Alive hint (minus 2 s) or, without a hint, 60 s: a pause
+        // in traffic does not cost new (m)TLS handshakes. A reconnect resumes the TLS session (undici caches them).
+        keepAliveTimeout: 60_000,
         keepAliveMaxTimeout: 600_000,
         headersTimeout: this.responseTimeoutMs,
         bodyTimeout: this.idleTimeoutMs,
@@ -202,9 +204,10 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
     const endpoint = cluster.pick(now());
     if (endpoint === undefined) throw unavailable('cluster_unavailable', `every endpoint of cluster "${cluster.name}" is backing off after connect failures`);
 
-    const headers: Record<string, string | string[]> = {};
-    for (const [key, value] of request.headers) headers[key] = value;
-    headers['host'] = endpoint.host;
+    // The request's own header Map goes to undici as it is (an iterable of pairs): no copy per request. A retry on
+    // another endpoint overwrites host.
+    const headers = request.headers;
+    headers.set('host', endpoint.host);
     const started = process.hrtime.bigint();
     let response: Awaited<ReturnType<Pool['request']>>;
     try {
@@ -233,18 +236,33 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
       throw badGateway('upstream_error', `cluster "${cluster.name}" failed before responding (${code})`);
     }
     endpoint.markUp();
+    stream(request, response, cluster, endpoint, started);
+  }
+
+  /**
+   * Streams the upstream response to the caller chunk by chunk, with backpressure; returns at once (the pipeline is
+   * done when the head is written). A caller that goes away aborts request.signal, which makes undici destroy the
+   * body with an error: that one 'error' listener covers both ends.
+   */
+  function stream(request: GatewayRequest, response: Awaited<ReturnType<Pool['request']>>, cluster: ClusterRuntime, endpoint: EndpointRuntime, started: bigint): void {
     const { res } = request;
+    const upstream = response.headers;
+    const connection = upstream['connection'];
+    const connectionTokens =
+      connection === undefined || connection === 'keep-alive' || connection === 'close' ? undefined : String(connection).toLowerCase().split(',').map((t) => t.trim());
     const outHeaders: Record<string, string | string[]> = {};
-    const connectionTokens = String(response.headers['connection'] ?? '').toLowerCase().split(',').map((t) => t.trim());
-    for (const [key, value] of Object.entries(response.headers)) {
-      if (value === undefined || HOP_BY_HOP.has(key) || connectionTokens.includes(key)) continue;
+    for (const key in upstream) {
+      const value = upstream[key];
+      if (value === undefined || HOP_BY_HOP.has(key) || (connectionTokens !== undefined && connectionTokens.includes(key))) continue;
       outHeaders[key] = value;
     }
     // The caller's x-request-id is this gateway's (set on the response before any answer); the upstream's own id is
     // kept beside it when no earlier hop kept one already.
     const upstreamId = outHeaders[RESPONSE_REQUEST_ID_HEADER];
-    delete outHeaders[RESPONSE_REQUEST_ID_HEADER];
-    if (upstreamId !== undefined && outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] === undefined) outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] = upstreamId;
+    if (upstreamId !== undefined) {
+      delete outHeaders[RESPONSE_REQUEST_ID_HEADER];
+      if (outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] === undefined) outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] = upstreamId;
+    }
     if (options.isClosing()) outHeaders['connection'] = 'close';
     const observer = request.responseObserver;
     observer?.start(response.statusCode, outHeaders);
@@ -252,58 +270,52 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
     // A streamed (length-less) response shows its head at once; a sized one goes out with its first chunk.
     if (outHeaders['content-length'] === undefined) res.flushHeaders();
     const body = response.body;
-    const clusterName = cluster.name;
-    await new Promise<void>((resolve) => {
-      let first = true;
-      const finish = (): void => {
-        body.off('data', onData);
-        body.off('end', onEnd);
-        body.off('error', onError);
-        res.off('drain', onDrain);
-        res.off('close', onClose);
-        metrics.upstreamLatency.observe({ role, cluster: clusterName }, Number(process.hrtime.bigint() - started) / 1e9);
-        resolve();
-      };
-      const onData = (chunk: Buffer): void => {
-        if (first) {
-          first = false;
-          metrics.timeToFirstByte.observe({ role, cluster: clusterName }, Number(process.hrtime.bigint() - request.receivedAtNs) / 1e9);
-        }
-        const out = observer === undefined ? chunk : observer.push(chunk);
-        // Backpressure: a slow client pauses the upstream read instead of growing a buffer.
-        if (out.length > 0 && !res.write(out)) body.pause();
-      };
-      const onDrain = (): void => {
-        body.resume();
-      };
-      const onEnd = (): void => {
-        const tail = observer?.end(true);
-        res.end(tail !== undefined && tail.length > 0 ? tail : undefined);
-        finish();
-      };
-      const onError = (error: Error): void => {
-        // Headers are already sent: the only honest signal left is to cut the client connection.
-        if (!request.signal.aborted) {
-          logger.warn({ cluster: clusterName, endpoint: endpoint.address, code: errorCode(error) }, 'upstream response failed mid-stream');
-        }
-        observer?.end(false);
-        body.destroy();
-        res.destroy();
-        finish();
-      };
-      const onClose = (): void => {
-        if (!res.writableFinished) {
-          observer?.end(false);
-          body.destroy();
-          finish();
-        }
-      };
-      body.on('data', onData);
-      body.on('end', onEnd);
-      body.on('error', onError);
-      res.on('drain', onDrain);
-      res.on('close', onClose);
+    const timing = timingOf(cluster.name);
+    let first = true;
+    let paused = false;
+    const onDrain = (): void => {
+      paused = false;
+      body.resume();
+    };
+    body.on('data', (chunk: Buffer) => {
+      if (first) {
+        first = false;
+        timing.ttfb.observe(Number(process.hrtime.bigint() - request.receivedAtNs) / 1e9);
+      }
+      const out = observer === undefined ? chunk : observer.push(chunk);
+      // Backpressure: a slow client pauses the upstream read instead of growing a buffer.
+      if (out.length > 0 && !res.write(out) && !paused) {
+        paused = true;
+        body.pause();
+        res.once('drain', onDrain);
+      }
     });
+    body.on('end', () => {
+      const tail = observer?.end(true);
+      res.end(tail !== undefined && tail.length > 0 ? tail : undefined);
+      timing.latency.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    });
+    body.on('error', (error: Error) => {
+      // Headers are already sent: the only honest signal left is to cut the client connection.
+      if (!request.signal.aborted) {
+        logger.warn({ cluster: cluster.name, endpoint: endpoint.address, code: errorCode(error) }, 'upstream response failed mid-stream');
+      }
+      observer?.end(false);
+      res.off('drain', onDrain);
+      res.destroy();
+      timing.latency.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    });
+  }
+
+  // The labelled histogram children of each cluster, made once rather than a label object per response.
+  const timings = new Map<string, { latency: { observe(v: number): void }; ttfb: { observe(v: number): void } }>();
+  function timingOf(cluster: string): { latency: { observe(v: number): void }; ttfb: { observe(v: number): void } } {
+    let timing = timings.get(cluster);
+    if (timing === undefined) {
+      timing = { latency: metrics.upstreamLatency.labels(role, cluster), ttfb: metrics.timeToFirstByte.labels(role, cluster) };
+      timings.set(cluster, timing);
+    }
+    return timing;
   }
 
   return {

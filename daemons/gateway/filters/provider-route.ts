@@ -11,7 +11,7 @@ import {
   ROUTING_CANDIDATE_HEADER,
   ROUTING_REQUEST_ID_HEADER,
   ROUTING_REVISION_HEADER,
-  stripPrefixedHeaders,
+  stripHopHeaders,
 } from '../context.ts';
 import type { Filter, GatewayRequest } from '../context.ts';
 import { REQUEST_ID_PATTERN } from '../routing/request-id.ts';
@@ -54,8 +54,7 @@ export function createProviderRoute(config: ProviderRouteFilter, parser: Filter)
       const revision = oneHeader(request, ROUTING_REVISION_HEADER);
       // Routing and provider headers are never in the allowlist: stripped whatever it says.
       applyHeaderAllowlist(request.headers, backendHeaders);
-      stripPrefixedHeaders(request.headers, 'x-ai-routing-');
-      stripPrefixedHeaders(request.headers, 'x-ai-provider-');
+      stripHopHeaders(request.headers);
       if (candidate === undefined || candidate === null || !CANDIDATE_ID.test(candidate)) {
         throw forbidden('invalid_routing_candidate', `missing or invalid ${ROUTING_CANDIDATE_HEADER}`);
       }
