@@ -48,6 +48,7 @@ export const APP_PATHS = [
   'schemas/generated',
   'schemas/gossip',
   'schemas/overlay',
+  'schemas/serving',
   'schemas/signals',
   'schemas/canonical-json.ts',
   'schemas/durations.ts',
