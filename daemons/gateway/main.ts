@@ -1,12 +1,14 @@
-// The gateway program: `node daemons/gateway/main.ts --config FILE`. The config decides the role (consumer/edge
-// with intelligent_route, or provider with peer_identity_trust -> provider_route). main only wires and handles
-// signals: SIGTERM/SIGINT drain and exit, SIGHUP re-reads credential files.
+// The gateway program: `node daemons/gateway/main.ts --config FILE [--workers N]`. The config decides the role
+// (consumer/edge with intelligent_route, or provider with peer_identity_trust -> provider_route). main only wires and
+// handles signals: SIGTERM/SIGINT drain and exit, SIGHUP re-reads credential files. `--workers N` (N > 1) serves the
+// listeners from N worker threads (workers.ts); 1, the default, is the single-threaded gateway.
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createLogger, errorFields } from '../shared/log.ts';
 import { extensionKeyPointers } from '../../schemas/gateway/praxis-rules.ts';
 import { ConfigError, loadConfigFile } from './config.ts';
 import { startGateway } from './server.ts';
+import { MAX_WORKERS, startWorkerPool, workersProblem } from './workers.ts';
 
 /**
  * After SIGTERM the gateway reports not ready at once but keeps accepting this long: a terminating pod leaves its
@@ -15,15 +17,27 @@ import { startGateway } from './server.ts';
  */
 const DRAIN_DELAY_MS = 600;
 
-const USAGE = 'usage: node daemons/gateway/main.ts --config FILE';
+const USAGE = `usage: node daemons/gateway/main.ts --config FILE [--workers N]
+  --config FILE  the gateway config (YAML, or JSON when the name ends in .json)
+  --workers N    worker threads serving the listeners, 1..${MAX_WORKERS} (default 1); give the pod N CPUs
+                 (daemons/gateway/README.md "Workers")`;
+const USAGE_LINE = 'usage: node daemons/gateway/main.ts --config FILE [--workers N]';
+
+/** The worker count of `--workers`, or a usage error (one line). */
+function parseWorkers(text: string | undefined): number | string {
+  if (text === undefined) return 1;
+  const n = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_WORKERS) return `--workers must be a whole number from 1 to ${MAX_WORKERS}, got "${text.slice(0, 32)}"`;
+  return n;
+}
 
 async function main(): Promise<number> {
   const logger = createLogger({ name: 'gateway' });
   let args;
   try {
-    args = parseArgs({ options: { config: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
+    args = parseArgs({ options: { config: { type: 'string' }, workers: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
   } catch (error) {
-    process.stderr.write(`gateway: ${(error as Error).message} (${USAGE})\n`);
+    process.stderr.write(`gateway: ${(error as Error).message.split('\n')[0]} (${USAGE_LINE})\n`);
     return 2;
   }
   if (args.values.help === true) {
@@ -32,10 +46,16 @@ async function main(): Promise<number> {
   }
   const configPath = args.values.config;
   if (configPath === undefined) {
-    process.stderr.write(`gateway: --config FILE is required (${USAGE})\n`);
+    process.stderr.write(`gateway: --config FILE is required (${USAGE_LINE})\n`);
+    return 2;
+  }
+  const workers = parseWorkers(args.values.workers);
+  if (typeof workers === 'string') {
+    process.stderr.write(`gateway: ${workers} (${USAGE_LINE})\n`);
     return 2;
   }
   const path = resolve(configPath);
+  if (workers > 1) return runWorkers(path, workers, logger);
   let gateway;
   try {
     const resolved = await loadConfigFile(path);
@@ -67,6 +87,50 @@ async function main(): Promise<number> {
     });
   });
   return 0;
+}
+
+/** `--workers N`: the same startup, signals and exit codes as below, over a pool of worker threads. */
+async function runWorkers(path: string, workers: number, logger: ReturnType<typeof createLogger>): Promise<number> {
+  let fatal: ((message: string) => void) | undefined;
+  let pool;
+  try {
+    const resolved = await loadConfigFile(path);
+    const problem = workersProblem(resolved, workers);
+    if (problem !== undefined) throw new ConfigError(`${path}: ${problem}`);
+    const extensions = extensionKeyPointers(resolved.config);
+    if (extensions.length > 0) logger.warn({ config: path, extension_keys: extensions }, 'config uses extension keys Praxis AI refuses');
+    pool = await startWorkerPool({ workers, resolved, configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS, onFatal: (message) => fatal?.(message) });
+  } catch (error) {
+    const message = error instanceof ConfigError ? error.message : `startup failed: ${errorFields(error).message}`;
+    logger.fatal({ config: path }, message);
+    process.stderr.write(`gateway: ${message}\n`);
+    return 1;
+  }
+  for (const l of pool.listeners) logger.info({ listener: l.name, host: l.host, port: l.port, tls: l.tls, role: pool.role, workers }, 'listening');
+  if (pool.adminPort !== undefined) logger.info({ admin_port: pool.adminPort }, 'admin listening');
+  if (!pool.isReady()) logger.warn({}, 'not ready: no valid routing overlay yet');
+
+  const instance = pool;
+  return new Promise<number>((resolveExit) => {
+    const stop = (reason: Record<string, string>, code: number): void => {
+      logger.info(reason, 'shutting down');
+      instance.close().then(
+        (inTime) => resolveExit(inTime ? code : 1),
+        () => resolveExit(1),
+      );
+    };
+    fatal = (message) => {
+      logger.fatal({}, message);
+      process.stderr.write(`gateway: ${message}\n`);
+      stop({ reason: 'worker crash loop' }, 1);
+    };
+    process.once('SIGTERM', () => stop({ signal: 'SIGTERM' }, 0));
+    process.once('SIGINT', () => stop({ signal: 'SIGINT' }, 0));
+    process.on('SIGHUP', () => {
+      instance.reloadCredentials();
+      logger.info({}, 'credentials re-read');
+    });
+  });
 }
 
 main().then(
