@@ -18,6 +18,7 @@ import { AggregatorRegistry, Registry, collectDefaultMetrics } from 'prom-client
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import { parseListenAddress, startAdminServer } from '../shared/admin-server.ts';
 import type { AdminServer } from '../shared/admin-server.ts';
+import { errorFields } from '../shared/log.ts';
 import type { Logger } from '../shared/log.ts';
 import type { GatewayRole, ResolvedConfig } from './config.ts';
 import type { ListenerInfo } from './server.ts';
@@ -157,7 +158,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
         }
       });
       worker.on('error', (error) => {
-        logger.error({ worker: slot.index, error: { message: error.message } }, 'worker failed');
+        logger.error({ worker: slot.index, error: errorFields(error) }, 'worker failed');
         if (!started) rejectStart(error);
       });
       worker.on('exit', (code) => {
@@ -189,7 +190,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     spawn(slot).then(
       () => logger.info({ worker: slot.index }, 'worker restarted'),
       (error: unknown) => {
-        logger.error({ worker: slot.index, error: { message: (error as Error).message } }, 'worker restart failed');
+        logger.error({ worker: slot.index, error: errorFields(error) }, 'worker restart failed');
         if (!closing && slot.worker === undefined) replace(slot, 1);
       },
     );
