@@ -22,7 +22,8 @@ let gateway: GatewayInstance;
 try {
   gateway = await startGateway(data.resolved, { configDir: data.configDir, logger, drainDelayMs: data.drainDelayMs, reusePort: true, processMetrics: false });
 } catch (error) {
-  post({ type: 'failed', message: error instanceof ConfigError ? error.message : `startup failed: ${errorFields(error).message}` });
+  // The supervisor's caller words it as a single-process gateway would ("startup failed: …").
+  post({ type: 'failed', message: error instanceof ConfigError ? error.message : errorFields(error).message });
   process.exit(1);
 }
 const instance = gateway;

@@ -177,6 +177,18 @@ describe('gateway --workers 2', () => {
   });
 });
 
+describe('gateway --workers startup failures', () => {
+  it('a worker that cannot bind fails startup like one process does (exit 1, one stderr line)', async () => {
+    const base = JSON.parse(await readFile(configPath, 'utf8')) as { listeners: Record<string, unknown>[] };
+    const busy = join(dir, 'busy.json');
+    // The sim holds this port without SO_REUSEPORT, so the first worker's bind fails.
+    await writeFile(busy, JSON.stringify({ ...base, listeners: [{ ...base.listeners[0], address: `127.0.0.1:${await waitForPort(sim, 'sim')}` }] }));
+    const gateway = spawnDaemon('daemons/gateway/main.ts', ['--config', busy, '--workers', '2']);
+    expect(await new Promise((resolve) => gateway.proc.once('exit', resolve))).toBe(1);
+    expect(gateway.stderr().trim().split('\n')).toEqual([expect.stringMatching(/^gateway: startup failed: listen EADDRINUSE: address already in use 127\.0\.0\.1:\d+$/u)]);
+  });
+});
+
 describe('gateway --workers on the command line', () => {
   it('--help documents the flag (stdout, exit 0)', async () => {
     const help = spawnDaemon('daemons/gateway/main.ts', ['--help']);
