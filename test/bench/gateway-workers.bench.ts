@@ -1,17 +1,23 @@
 // Gateway workers benchmark (issue 18, "Cores"): the consumer gateway with `--workers 1` against `--workers 2`, same
-// config, same upstream, same closed-loop load, alternating rounds so drift in the machine's other load hits both.
+// config, same upstream, same closed-loop load.
 //
-//   npm run bench:gateway-workers [-- --window-ms 3000 --concurrency 32 --rounds 2 --upstream minimal|sim]
+//   npm run bench:gateway-workers [-- --window-ms 3000 --concurrency 32 --pairs 5 --upstream minimal|sim]
+//
+// This machine is shared (other work comes and goes within seconds), so the two gateways run side by side and are
+// measured in alternating windows, 1 worker then 2 workers, each pair a few seconds apart: the ratio of each pair
+// sees nearly the same background load, and the figure is the median of the pairs' ratios. Only the gateway being
+// measured has traffic; the other is idle (its connections open, no requests).
 //
 // On a 2-core machine the load generator and the upstream compete with the gateway for the same cores, so both are
 // as cheap as we can make them: the load generator (this process) writes one pre-built request per connection on
-// raw sockets and reads only the status line and the framing; the default upstream ("minimal") answers every
-// request with one pre-built chat completion, without parsing more than the head. Per window it records requests/s,
-// failed requests (any non-200, reset or timeout), the gateway's CPU time per request (utime + stime of the whole
-// process from /proc: every worker thread), what the load generator and the upstream used, and the load average.
+// raw sockets and reads only the status line and the framing; the default upstream ("minimal", also in this
+// process) answers every request with one pre-built chat completion, parsing no more than the head. Per window it
+// records requests/s, failed requests (any non-200, reset, early close or 10 s without an answer), the gateway's CPU
+// time per request (utime + stime of the whole process from /proc: every worker thread), the cores the gateway and
+// the load generator used, and the load average.
 //
-// Warm-up runs windows until two consecutive ones agree within 10 % (a fresh gateway costs several times its steady
-// cost in its first seconds), then >= 3 measured windows; the median of those is the figure, min-max its spread.
+// Warm-up alternates windows until each gateway has two consecutive windows within 10 % of each other (a fresh
+// gateway costs several times its steady cost in its first seconds), then >= 3 measured pairs.
 // Exports benchGatewayWorkers() (one run, a result object) and formatWorkersReport(); runnable alone.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -27,18 +33,17 @@ import { ROOT, candidate, consumerConfig, payload, tempDir, waitFor, writeOverla
 export interface WorkersBenchOptions {
   /** Length of one window. */
   readonly windowMs: number;
-  /** Connections, each with one request in flight (closed loop). */
+  /** Connections per gateway, each with one request in flight (closed loop). */
   readonly concurrency: number;
-  /** Rounds of (1 worker, 2 workers). */
-  readonly rounds: number;
-  readonly measuredWindows: number;
-  /** Warm-up gives up (and the run says so) after this many windows without two agreeing within 10 %. */
+  /** Measured pairs of windows (1 worker, then 2 workers); at least 3. */
+  readonly pairs: number;
+  /** Warm-up gives up (and the report says so) after this many windows per gateway without two agreeing within 10 %. */
   readonly maxWarmupWindows: number;
   readonly upstream: 'minimal' | 'sim';
   readonly log?: (line: string) => void;
 }
 
-export const DEFAULT_WORKERS_BENCH: WorkersBenchOptions = { windowMs: 3_000, concurrency: 32, rounds: 2, measuredWindows: 3, maxWarmupWindows: 12, upstream: 'minimal' };
+export const DEFAULT_WORKERS_BENCH: WorkersBenchOptions = { windowMs: 3_000, concurrency: 32, pairs: 5, maxWarmupWindows: 12, upstream: 'minimal' };
 
 export interface Window {
   readonly rps: number;
@@ -47,22 +52,16 @@ export interface Window {
   readonly gatewayCpuUs: number;
   /** Gateway CPU as cores busy (1.0 = one core the whole window). */
   readonly gatewayCores: number;
+  /** The load generator's process (with the minimal upstream in it) and the sim, if used, as cores busy. */
   readonly loadGenCores: number;
-  readonly upstreamCores: number;
+  readonly loadAverage: number;
 }
 
-export interface ConfigResult {
-  readonly workers: number;
-  readonly round: number;
-  readonly warmupWindows: number;
-  readonly warmedUp: boolean;
-  readonly windows: readonly Window[];
-  readonly rps: number;
-  readonly rpsMin: number;
-  readonly rpsMax: number;
-  readonly gatewayCpuUs: number;
-  readonly gatewayCores: number;
-  readonly failed: number;
+export interface Pair {
+  readonly one: Window;
+  readonly two: Window;
+  readonly throughputRatio: number;
+  readonly cpuPerRequestRatio: number;
 }
 
 export interface WorkersBenchResult {
@@ -71,11 +70,14 @@ export interface WorkersBenchResult {
   readonly node: string;
   readonly loadAverageStart: readonly number[];
   readonly loadAverageEnd: readonly number[];
-  readonly results: readonly ConfigResult[];
-  /** Median two-worker requests/s over median single-worker requests/s (all rounds). */
+  /** Warm-up windows per gateway, and whether two consecutive ones agreed within 10 %. */
+  readonly warmup: { readonly one: number; readonly two: number; readonly agreed: boolean };
+  readonly pairs: readonly Pair[];
+  /** Median over pairs of (two-worker req/s / single-worker req/s). */
   readonly throughputRatio: number;
-  /** Two-worker CPU per request over single-worker CPU per request: above 1 means workers cost per request. */
+  /** Median over pairs of (two-worker CPU per request / single-worker CPU per request). */
   readonly cpuPerRequestRatio: number;
+  /** Failed requests in every window, warm-up included. */
   readonly failed: number;
 }
 
@@ -157,30 +159,49 @@ function processCpuSeconds(pid: number): number {
 interface Load {
   /** Answered (200) and failed requests since the last take(). */
   take(): { ok: number; failed: number };
+  /** Stops sending: each connection finishes its request in flight and then waits. */
+  pause(): Promise<void>;
+  resume(): void;
   stop(): Promise<void>;
 }
 
-/** Closed loop: `concurrency` keep-alive connections, each sending its next request when the previous answer ends. */
-async function startLoad(port: number, concurrency: number): Promise<Load> {
+/**
+ * Closed loop: `concurrency` keep-alive connections, each sending its next request when the previous answer ends.
+ * Starts paused. A connection the gateway closes (its keep-alive timeout while paused) is replaced.
+ */
+function startLoad(port: number, concurrency: number): Load {
   const request = Buffer.from(
     `POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(REQUEST_BODY)}\r\n\r\n${REQUEST_BODY}`,
   );
   let ok = 0;
   let failed = 0;
+  let paused = true;
   let stopping = false;
+  /** Connected sockets with no request outstanding. */
+  const idle = new Set<Socket>();
   const open = new Set<Socket>();
   const closed: Promise<void>[] = [];
+  const send = (socket: Socket): void => {
+    if (paused || stopping) {
+      idle.add(socket);
+      return;
+    }
+    idle.delete(socket);
+    socket.write(request);
+    socket.setTimeout(10_000);
+  };
   const connection = (): void => {
     const socket = connect({ host: '127.0.0.1', port, noDelay: true });
     open.add(socket);
     closed.push(new Promise<void>((resolve) => socket.once('close', () => resolve())));
-    socket.setTimeout(10_000, () => socket.destroy(new Error('timeout')));
+    socket.on('timeout', () => socket.destroy(new Error('no answer within 10 s')));
     socket.on(
       'data',
       messageSplitter((status) => {
+        socket.setTimeout(0);
         if (status.startsWith('HTTP/1.1 200 ')) ok++;
         else failed++;
-        if (!stopping) socket.write(request);
+        send(socket);
       }),
     );
     socket.on('error', () => {
@@ -188,10 +209,13 @@ async function startLoad(port: number, concurrency: number): Promise<Load> {
     });
     socket.on('close', () => {
       open.delete(socket);
-      // A connection the gateway closed is replaced, so the loop keeps `concurrency` requests in flight.
+      const wasIdle = idle.delete(socket);
+      // An idle connection closed by the gateway's keep-alive timeout is no failure; one with a request out is
+      // counted by its 'error' (a reset) or here (a clean close before the answer).
+      if (!wasIdle && !stopping && socket.errored === null) failed++;
       if (!stopping) connection();
     });
-    socket.once('connect', () => socket.write(request));
+    socket.once('connect', () => send(socket));
   };
   for (let i = 0; i < concurrency; i++) connection();
   return {
@@ -201,36 +225,46 @@ async function startLoad(port: number, concurrency: number): Promise<Load> {
       failed = 0;
       return taken;
     },
+    async pause() {
+      paused = true;
+      const deadline = Date.now() + 10_000;
+      while (idle.size < open.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    },
+    resume() {
+      paused = false;
+      for (const socket of [...idle]) send(socket);
+    },
     async stop() {
       stopping = true;
-      // Each connection ends after its request in flight is answered (or at its timeout).
-      await new Promise((r) => setTimeout(r, 200));
-      for (const s of open) s.destroy();
+      await this.pause();
+      for (const socket of open) socket.destroy();
       await Promise.all(closed);
     },
   };
 }
 
-async function runWindow(load: Load, windowMs: number, gatewayPid: number, upstreamPid: number | undefined): Promise<Window> {
+async function runWindow(load: Load, windowMs: number, gatewayPid: number, simPid: number | undefined): Promise<Window> {
   load.take();
   const cpu0 = processCpuSeconds(gatewayPid);
-  const up0 = upstreamPid === undefined ? 0 : processCpuSeconds(upstreamPid);
+  const sim0 = simPid === undefined ? 0 : processCpuSeconds(simPid);
   const own0 = process.cpuUsage();
   const t0 = performance.now();
+  load.resume();
   await new Promise((r) => setTimeout(r, windowMs));
-  const elapsedS = (performance.now() - t0) / 1000;
   const { ok, failed } = load.take();
+  const elapsedS = (performance.now() - t0) / 1000;
   const cpu = processCpuSeconds(gatewayPid) - cpu0;
   const own = process.cpuUsage(own0);
-  const upstreamCpu = upstreamPid === undefined ? (own.user + own.system) / 1e6 : processCpuSeconds(upstreamPid) - up0;
+  const sim = simPid === undefined ? 0 : processCpuSeconds(simPid) - sim0;
+  const loadAverage = loadavg()[0]!;
+  await load.pause();
   return {
     rps: ok / elapsedS,
     failed,
     gatewayCpuUs: ok === 0 ? NaN : (cpu * 1e6) / ok,
     gatewayCores: cpu / elapsedS,
-    // With the minimal upstream in this process, the two share one figure (reported as the load generator's).
-    loadGenCores: (own.user + own.system) / 1e6 / elapsedS,
-    upstreamCores: upstreamPid === undefined ? 0 : upstreamCpu / elapsedS,
+    loadGenCores: ((own.user + own.system) / 1e6 + sim) / elapsedS,
+    loadAverage,
   };
 }
 
@@ -240,33 +274,35 @@ const median = (values: readonly number[]): number => {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
-function startGateway(config: string, workers: number): { proc: ChildProcess; ready: Promise<{ port: number; admin: number }> } {
+interface RunningGateway {
+  readonly workers: number;
+  readonly proc: ChildProcess;
+  readonly port: number;
+}
+
+/** Starts `node daemons/gateway/main.ts --config … --workers N` on fixed free ports and waits for /readyz. */
+async function startGateway(dir: string, base: Record<string, unknown>, workers: number): Promise<RunningGateway> {
+  const port = await freePort();
+  const admin = await freePort();
+  const config = join(dir, `consumer-${workers}.json`);
+  await writeFile(config, JSON.stringify({ ...base, listeners: [{ name: 'edge', address: `127.0.0.1:${port}`, filter_chains: ['main'] }], admin: { address: `127.0.0.1:${admin}` } }));
   const proc = spawn(process.execPath, [join(ROOT, 'daemons/gateway/main.ts'), '--config', config, '--workers', String(workers)], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'ignore', 'pipe'],
   });
   let err = '';
   proc.stderr!.on('data', (c: Buffer) => (err += c.toString()));
-  proc.stdout!.resume();
-  const ready = (async () => {
-    // LOG_LEVEL=warn hides the listening lines: the ports are fixed in the config instead.
-    const text = readFileSync(config, 'utf8');
-    const parsed = JSON.parse(text) as { listeners: { address: string }[]; admin: { address: string } };
-    const port = Number(parsed.listeners[0]!.address.split(':')[1]);
-    const admin = Number(parsed.admin.address.split(':')[1]);
-    await waitFor(
-      `gateway --workers ${workers} ready`,
-      async () => {
-        if (proc.exitCode !== null) throw new Error(`gateway exited ${proc.exitCode}: ${err.slice(0, 400)}`);
-        const res = await fetch(`http://127.0.0.1:${admin}/readyz`).catch(() => undefined);
-        return res?.status === 200 ? true : undefined;
-      },
-      30_000,
-    );
-    return { port, admin };
-  })();
-  return { proc, ready };
+  await waitFor(
+    `gateway --workers ${workers} ready`,
+    async () => {
+      if (proc.exitCode !== null) throw new Error(`gateway --workers ${workers} exited ${proc.exitCode}: ${err.slice(0, 400)}`);
+      const res = await fetch(`http://127.0.0.1:${admin}/readyz`).catch(() => undefined);
+      return res?.status === 200 ? true : undefined;
+    },
+    30_000,
+  );
+  return { workers, proc, port };
 }
 
 async function stopProcess(proc: ChildProcess): Promise<number | null> {
@@ -288,64 +324,25 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function measureConfig(config: string, workers: number, round: number, options: WorkersBenchOptions, upstreamPid: number | undefined): Promise<ConfigResult> {
-  const log = options.log ?? (() => undefined);
-  const gateway = startGateway(config, workers);
-  try {
-    const { port } = await gateway.ready;
-    const load = await startLoad(port, options.concurrency);
-    const warmup: Window[] = [];
-    let warmedUp = false;
-    while (warmup.length < options.maxWarmupWindows) {
-      const w = await runWindow(load, options.windowMs, gateway.proc.pid!, upstreamPid);
-      warmup.push(w);
-      log(`  workers=${workers} round ${round} warm-up ${warmup.length}: ${w.rps.toFixed(0)} req/s, ${w.gatewayCpuUs.toFixed(0)} us CPU/req, failed ${w.failed}`);
-      const prev = warmup.at(-2);
-      if (prev !== undefined && Math.abs(w.rps - prev.rps) <= 0.1 * Math.max(w.rps, prev.rps)) {
-        warmedUp = true;
-        break;
-      }
-    }
-    const windows: Window[] = [];
-    for (let i = 0; i < options.measuredWindows; i++) {
-      const w = await runWindow(load, options.windowMs, gateway.proc.pid!, upstreamPid);
-      windows.push(w);
-      log(`  workers=${workers} round ${round} window ${i + 1}: ${w.rps.toFixed(0)} req/s, ${w.gatewayCpuUs.toFixed(0)} us CPU/req, gateway ${w.gatewayCores.toFixed(2)} cores, failed ${w.failed}`);
-    }
-    await load.stop();
-    const rps = windows.map((w) => w.rps);
-    return {
-      workers,
-      round,
-      warmupWindows: warmup.length,
-      warmedUp,
-      windows,
-      rps: median(rps),
-      rpsMin: Math.min(...rps),
-      rpsMax: Math.max(...rps),
-      gatewayCpuUs: median(windows.map((w) => w.gatewayCpuUs)),
-      gatewayCores: median(windows.map((w) => w.gatewayCores)),
-      failed: [...warmup, ...windows].reduce((sum, w) => sum + w.failed, 0),
-    };
-  } finally {
-    const code = await stopProcess(gateway.proc);
-    if (code !== 0) throw new Error(`gateway --workers ${workers} exited ${code} on SIGTERM`);
-  }
-}
+const within10 = (a: Window | undefined, b: Window | undefined): boolean => a !== undefined && b !== undefined && Math.abs(a.rps - b.rps) <= 0.1 * Math.max(a.rps, b.rps);
 
-/** One run: `rounds` x (1 worker, 2 workers) through the consumer gateway. */
+/** One run: a single-worker and a two-worker consumer gateway, warmed up, then measured in alternating windows. */
 export async function benchGatewayWorkers(partial: Partial<WorkersBenchOptions> = {}): Promise<WorkersBenchResult> {
   const options = { ...DEFAULT_WORKERS_BENCH, ...partial };
+  if (options.pairs < 3) throw new Error(`pairs must be at least 3, got ${options.pairs}`);
+  const log = options.log ?? (() => undefined);
   const loadAverageStart = loadavg();
   const { dir, cleanup } = await tempDir('bench-workers');
   let upstream: { port: number; close: () => Promise<void> } | undefined;
   let sim: ChildProcess | undefined;
+  const gateways: RunningGateway[] = [];
+  const loads: Load[] = [];
   try {
-    await writeFile(join(dir, 'sim-token'), 'bench-workers-token');
+    await writeFile(join(dir, 'upstream-token'), 'bench-workers-token');
     let upstreamPort: number;
     if (options.upstream === 'sim') {
       upstreamPort = await freePort();
-      sim = spawn(process.execPath, [join(ROOT, 'daemons/sim/main.ts'), '--name', 'sim', '--models', 'm1', '--token-file', join(dir, 'sim-token'), '--port', String(upstreamPort)], {
+      sim = spawn(process.execPath, [join(ROOT, 'daemons/sim/main.ts'), '--name', 'sim', '--models', 'm1', '--token-file', join(dir, 'upstream-token'), '--port', String(upstreamPort)], {
         cwd: ROOT,
         env: { ...process.env, LOG_LEVEL: 'warn' },
         stdio: 'ignore',
@@ -358,63 +355,87 @@ export async function benchGatewayWorkers(partial: Partial<WorkersBenchOptions> 
     }
     const overlay = join(dir, 'overlay.json');
     await writeOverlay(overlay, payload([{ ...candidate('m1', 'local', 'up'), credential: { strategy: 'bearer_token', secretRef: { name: 'tok', namespace: 'grid-system', key: 'token' } } }]));
-    const config = join(dir, 'consumer.json');
     const base = consumerConfig({
       overlayPath: overlay,
-      credentials: [{ name: 'tok', namespace: 'grid-system', key: 'token', file: join(dir, 'sim-token') }],
+      credentials: [{ name: 'tok', namespace: 'grid-system', key: 'token', file: join(dir, 'upstream-token') }],
       clusters: [{ name: 'up', endpoints: [`127.0.0.1:${upstreamPort}`] }],
     });
-    const results: ConfigResult[] = [];
-    for (let round = 1; round <= options.rounds; round++) {
-      for (const workers of [1, 2]) {
-        // Fixed ports (the bench reads them from the config; port 0 would need the log lines).
-        await writeFile(config, JSON.stringify({ ...base, listeners: [{ name: 'edge', address: `127.0.0.1:${await freePort()}`, filter_chains: ['main'] }], admin: { address: `127.0.0.1:${await freePort()}` } }));
-        results.push(await measureConfig(config, workers, round, options, sim?.pid));
+    for (const workers of [1, 2]) gateways.push(await startGateway(dir, base, workers));
+    for (const g of gateways) loads.push(startLoad(g.port, options.concurrency));
+    const [one, two] = gateways as [RunningGateway, RunningGateway];
+    const [loadOne, loadTwo] = loads as [Load, Load];
+    const window = async (g: RunningGateway, load: Load, label: string): Promise<Window> => {
+      const w = await runWindow(load, options.windowMs, g.proc.pid!, sim?.pid);
+      log(`  ${label} workers=${g.workers}: ${w.rps.toFixed(0)} req/s, ${w.gatewayCpuUs.toFixed(0)} us CPU/req, gateway ${w.gatewayCores.toFixed(2)} cores, load generator ${w.loadGenCores.toFixed(2)} cores, failed ${w.failed}, load average ${w.loadAverage.toFixed(1)}`);
+      return w;
+    };
+
+    const warmOne: Window[] = [];
+    const warmTwo: Window[] = [];
+    let agreed = false;
+    while (warmOne.length < options.maxWarmupWindows) {
+      warmOne.push(await window(one, loadOne, `warm-up ${warmOne.length + 1}`));
+      warmTwo.push(await window(two, loadTwo, `warm-up ${warmTwo.length + 1}`));
+      if (within10(warmOne.at(-1), warmOne.at(-2)) && within10(warmTwo.at(-1), warmTwo.at(-2))) {
+        agreed = true;
+        break;
       }
     }
-    const of = (workers: number): ConfigResult[] => results.filter((r) => r.workers === workers);
-    const rps = (workers: number): number => median(of(workers).flatMap((r) => r.windows.map((w) => w.rps)));
-    const cpu = (workers: number): number => median(of(workers).flatMap((r) => r.windows.map((w) => w.gatewayCpuUs)));
+    const pairs: Pair[] = [];
+    for (let i = 1; i <= options.pairs; i++) {
+      const a = await window(one, loadOne, `pair ${i}`);
+      const b = await window(two, loadTwo, `pair ${i}`);
+      pairs.push({ one: a, two: b, throughputRatio: b.rps / a.rps, cpuPerRequestRatio: b.gatewayCpuUs / a.gatewayCpuUs });
+    }
+    const all = [...warmOne, ...warmTwo, ...pairs.flatMap((p) => [p.one, p.two])];
     return {
       options,
       cpus: cpus().length,
       node: process.version,
       loadAverageStart,
       loadAverageEnd: loadavg(),
-      results,
-      throughputRatio: rps(2) / rps(1),
-      cpuPerRequestRatio: cpu(2) / cpu(1),
-      failed: results.reduce((sum, r) => sum + r.failed, 0),
+      warmup: { one: warmOne.length, two: warmTwo.length, agreed },
+      pairs,
+      throughputRatio: median(pairs.map((p) => p.throughputRatio)),
+      cpuPerRequestRatio: median(pairs.map((p) => p.cpuPerRequestRatio)),
+      failed: all.reduce((sum, w) => sum + w.failed, 0),
     };
   } finally {
+    await Promise.all(loads.map((l) => l.stop()));
+    const codes = await Promise.all(gateways.map((g) => stopProcess(g.proc)));
     await upstream?.close();
     if (sim !== undefined) await stopProcess(sim);
     await cleanup();
+    const bad = codes.findIndex((c) => c !== 0);
+    if (bad >= 0) throw new Error(`gateway --workers ${gateways[bad]!.workers} exited ${codes[bad]} on SIGTERM`);
   }
 }
 
 export function formatWorkersReport(result: WorkersBenchResult): string {
   const { options } = result;
   const pad = (s: string, n: number): string => s.padEnd(n);
+  const f0 = (n: number): string => n.toFixed(0);
   const lines = [
-    `gateway workers benchmark: consumer gateway --workers 1 vs 2, ${options.concurrency} connections closed loop, ${options.upstream} upstream, ` +
-      `${options.windowMs} ms windows (warm-up until two agree within 10 %, then ${options.measuredWindows}), ${options.rounds} rounds, ` +
-      `node ${result.node}, ${result.cpus} CPUs, load average at start ${result.loadAverageStart.map((l) => l.toFixed(2)).join(' ')}`,
+    `gateway workers benchmark: consumer gateway --workers 1 vs 2 in alternating ${options.windowMs} ms windows, ${options.concurrency} connections closed loop, ` +
+      `${options.upstream} upstream, node ${result.node}, ${result.cpus} CPUs, load average at start ${result.loadAverageStart.map((l) => l.toFixed(2)).join(' ')}`,
+    `warm-up: ${result.warmup.one} windows each${result.warmup.agreed ? ' (two consecutive within 10 %)' : `, NEVER two consecutive within 10 % (gave up after ${options.maxWarmupWindows})`}`,
     '',
-    `${pad('workers', 9)}${pad('round', 7)}${pad('warm-up', 9)}${pad('req/s median', 14)}${pad('min-max', 15)}${pad('CPU us/req', 12)}${pad('gateway cores', 15)}${pad('loadgen+up cores', 18)}failed`,
+    `${pad('pair', 6)}${pad('1 worker req/s', 16)}${pad('2 workers req/s', 17)}${pad('ratio', 8)}${pad('CPU us/req 1 / 2', 18)}${pad('gateway cores 1 / 2', 21)}${pad('loadgen cores', 15)}${pad('load avg', 10)}failed`,
   ];
-  for (const r of result.results) {
-    const loadGen = median(r.windows.map((w) => w.loadGenCores + w.upstreamCores));
+  result.pairs.forEach((p, i) => {
     lines.push(
-      `${pad(String(r.workers), 9)}${pad(String(r.round), 7)}${pad(`${r.warmupWindows}${r.warmedUp ? '' : '!'}`, 9)}${pad(r.rps.toFixed(0), 14)}` +
-        `${pad(`${r.rpsMin.toFixed(0)}-${r.rpsMax.toFixed(0)}`, 15)}${pad(r.gatewayCpuUs.toFixed(0), 12)}${pad(r.gatewayCores.toFixed(2), 15)}${pad(loadGen.toFixed(2), 18)}${r.failed}`,
+      `${pad(String(i + 1), 6)}${pad(f0(p.one.rps), 16)}${pad(f0(p.two.rps), 17)}${pad(p.throughputRatio.toFixed(2), 8)}${pad(`${f0(p.one.gatewayCpuUs)} / ${f0(p.two.gatewayCpuUs)}`, 18)}` +
+        `${pad(`${p.one.gatewayCores.toFixed(2)} / ${p.two.gatewayCores.toFixed(2)}`, 21)}${pad(`${p.one.loadGenCores.toFixed(2)} / ${p.two.loadGenCores.toFixed(2)}`, 15)}` +
+        `${pad(((p.one.loadAverage + p.two.loadAverage) / 2).toFixed(1), 10)}${p.one.failed + p.two.failed}`,
     );
-  }
+  });
+  const ratios = result.pairs.map((p) => p.throughputRatio);
   lines.push(
     '',
-    `two workers / one worker: throughput ${result.throughputRatio.toFixed(2)}x measured, CPU per request ${result.cpuPerRequestRatio.toFixed(2)}x; failed requests ${result.failed}`,
-    `with a whole core per worker (a pod given 2 CPUs, load generated elsewhere) the throughput ratio would be 2 / the CPU ratio = ${(2 / result.cpuPerRequestRatio).toFixed(2)}x (a projection, not a measurement)`,
-    `load average at the end: ${result.loadAverageEnd.map((l) => l.toFixed(2)).join(' ')} (the load generator and upstream share the cores with the gateway; "!" = warm-up never agreed within 10 %)`,
+    `two workers / one worker: throughput ${result.throughputRatio.toFixed(2)}x (median of ${ratios.length} pairs, range ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}), ` +
+      `CPU per request ${result.cpuPerRequestRatio.toFixed(2)}x; failed requests ${result.failed} (warm-up included)`,
+    `load average at the end: ${result.loadAverageEnd.map((l) => l.toFixed(2)).join(' ')}. The load generator and the upstream share the cores with the gateway, ` +
+      'so two workers cannot have two whole cores here; with a core per worker the ratio is bounded by 2 / the CPU ratio.',
   );
   return lines.join('\n');
 }
@@ -424,24 +445,23 @@ if (import.meta.main) {
     options: {
       'window-ms': { type: 'string' },
       concurrency: { type: 'string' },
-      rounds: { type: 'string' },
-      windows: { type: 'string' },
+      pairs: { type: 'string' },
       upstream: { type: 'string' },
     },
   });
-  const number = (text: string | undefined, fallback: number): number => {
+  const number = (text: string | undefined, fallback: number, name: string): number => {
     if (text === undefined) return fallback;
     const n = Number(text);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`expected a positive whole number, got "${text}"`);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive whole number, got "${text}"`);
     return n;
   };
   const upstream = values.upstream ?? 'minimal';
+  if (upstream !== 'minimal' && upstream !== 'sim') throw new Error(`--upstream must be minimal or sim, got "${upstream}"`);
   benchGatewayWorkers({
-    windowMs: number(values['window-ms'], DEFAULT_WORKERS_BENCH.windowMs),
-    concurrency: number(values.concurrency, DEFAULT_WORKERS_BENCH.concurrency),
-    rounds: number(values.rounds, DEFAULT_WORKERS_BENCH.rounds),
-    measuredWindows: Math.max(3, number(values.windows, DEFAULT_WORKERS_BENCH.measuredWindows)),
-    upstream: upstream === 'sim' ? 'sim' : upstream === 'minimal' ? 'minimal' : (() => { throw new Error(`--upstream must be minimal or sim, got "${upstream}"`); })(),
+    windowMs: number(values['window-ms'], DEFAULT_WORKERS_BENCH.windowMs, 'window-ms'),
+    concurrency: number(values.concurrency, DEFAULT_WORKERS_BENCH.concurrency, 'concurrency'),
+    pairs: number(values.pairs, DEFAULT_WORKERS_BENCH.pairs, 'pairs'),
+    upstream,
     log: (line) => process.stdout.write(`${line}\n`),
   }).then(
     (result) => {
