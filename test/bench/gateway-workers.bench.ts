@@ -16,6 +16,12 @@
 // time per request (utime + stime of the whole process from /proc: every worker thread), the cores the gateway and
 // the load generator used, and the load average.
 //
+// Linux's autogroup scheduling (kernel.sched_autogroup_enabled = 1, as on this machine) gives each session an equal
+// share of the CPUs: while other sessions are busy, the gateway gets about one session's share, so
+// a second worker finds no second core to use, and the run says so. Measure the scaling on an otherwise idle machine.
+// Each gateway runs in its own session (its own autogroup), so its worker count does not change the load
+// generator's share.
+//
 // Warm-up alternates windows until each gateway has two consecutive windows within 10 % of each other (a fresh
 // gateway costs several times its steady cost in its first seconds), then >= 3 measured pairs.
 // Exports benchGatewayWorkers() (one run, a result object) and formatWorkersReport(); runnable alone.
@@ -288,6 +294,9 @@ async function startGateway(dir: string, base: Record<string, unknown>, workers:
   await writeFile(config, JSON.stringify({ ...base, listeners: [{ name: 'edge', address: `127.0.0.1:${port}`, filter_chains: ['main'] }], admin: { address: `127.0.0.1:${admin}` } }));
   const proc = spawn(process.execPath, [join(ROOT, 'daemons/gateway/main.ts'), '--config', config, '--workers', String(workers)], {
     cwd: ROOT,
+    // Its own session, so its own autogroup: a second worker thread does not take CPU from the load generator's
+    // share (which would make the load generator the bottleneck of the two-worker windows).
+    detached: true,
     env: { ...process.env, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -322,6 +331,14 @@ async function freePort(): Promise<number> {
   const port = (server.address() as AddressInfo).port;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+function autogroupEnabled(): boolean {
+  try {
+    return readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() === '1';
+  } catch {
+    return false;
+  }
 }
 
 const within10 = (a: Window | undefined, b: Window | undefined): boolean => a !== undefined && b !== undefined && Math.abs(a.rps - b.rps) <= 0.1 * Math.max(a.rps, b.rps);
@@ -437,6 +454,13 @@ export function formatWorkersReport(result: WorkersBenchResult): string {
     `load average at the end: ${result.loadAverageEnd.map((l) => l.toFixed(2)).join(' ')}. The load generator and the upstream share the cores with the gateway, ` +
       'so two workers cannot have two whole cores here; with a core per worker the ratio is bounded by 2 / the CPU ratio.',
   );
+  const twoWorkerCores = Math.max(...result.pairs.map((p) => p.two.gatewayCores));
+  if (autogroupEnabled() && Math.max(result.loadAverageStart[0]!, result.loadAverageEnd[0]!) > result.cpus) {
+    lines.push(
+      `NOTE: autogroup scheduling is on and the load average exceeded ${result.cpus}: the gateway got one session's fair share of the CPUs ` +
+        `(the two-worker gateway used at most ${twoWorkerCores.toFixed(2)} cores in a window), so this run cannot show what a second core gives.`,
+    );
+  }
   return lines.join('\n');
 }
 
