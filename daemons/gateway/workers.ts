@@ -23,6 +23,9 @@ import type { Logger } from '../shared/log.ts';
 import type { GatewayRole, ResolvedConfig } from './config.ts';
 import type { ListenerInfo } from './server.ts';
 
+/** The worker thread's module: worker.ts from the repository, worker.js in the compiled package (build-package.ts). */
+const WORKER_SCRIPT = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url);
+
 /** The largest worker count accepted: more threads than this is a typo, not a sizing (a pod has far fewer cores). */
 export const MAX_WORKERS = 64;
 
@@ -132,7 +135,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
 
   function spawn(slot: Slot): Promise<readonly ListenerInfo[]> {
     const data: WorkerData = { index: slot.index, resolved, configDir: options.configDir, drainDelayMs: options.drainDelayMs };
-    const worker = new Worker(new URL('./worker.ts', import.meta.url), { workerData: data });
+    const worker = new Worker(WORKER_SCRIPT, { workerData: data });
     slot.worker = worker;
     slot.ready = false;
     return new Promise((resolveStart, rejectStart) => {
