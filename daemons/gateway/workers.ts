@@ -50,8 +50,19 @@ export type SupervisorMessage = { readonly type: 'metrics'; readonly id: number 
  * pod and its restart count shows the crash loop): a worker that dies once (a bug one request hit) is replaced in
  * about its startup time, one that dies on every start does not hide behind restarts.
  */
-const MAX_RESTARTS = 5;
-const RESTART_WINDOW_MS = 60_000;
+export const MAX_RESTARTS = 5;
+export const RESTART_WINDOW_MS = 60_000;
+
+/** Counts worker restarts in a sliding window: allow() records one and says whether it is within the budget. */
+export class RestartBudget {
+  readonly #times: number[] = [];
+  allow(nowMs: number): boolean {
+    while (this.#times.length > 0 && nowMs - this.#times[0]! >= RESTART_WINDOW_MS) this.#times.shift();
+    if (this.#times.length >= MAX_RESTARTS) return false;
+    this.#times.push(nowMs);
+    return true;
+  }
+}
 /** A worker that does not answer a metrics request within this is a failed scrape, never a partial sum. */
 const METRICS_TIMEOUT_MS = 2_000;
 /**
@@ -129,7 +140,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
   const slots: Slot[] = Array.from({ length: options.workers }, (_, index) => ({ index, worker: undefined, ready: false, revision: null }));
   let closing = false;
   let gaveUp = false;
-  const restarts: number[] = [];
+  const restarts = new RestartBudget();
   let nextMetricsId = 0;
   const pendingMetrics = new Map<number, (message: Extract<WorkerMessage, { type: 'metrics' }>) => void>();
 
@@ -138,8 +149,11 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     const worker = new Worker(WORKER_SCRIPT, { workerData: data });
     slot.worker = worker;
     slot.ready = false;
+    // Settled as soon as the worker listens, or once it has exited without listening (never before: a restart that
+    // fails must find the slot empty to try again).
     return new Promise((resolveStart, rejectStart) => {
       let started = false;
+      let failure: string | undefined;
       worker.on('message', (message: WorkerMessage) => {
         switch (message.type) {
           case 'started':
@@ -149,7 +163,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
             resolveStart(message.listeners);
             return;
           case 'failed':
-            rejectStart(new Error(message.message));
+            failure = message.message;
             return;
           case 'state':
             slot.ready = message.ready;
@@ -162,14 +176,14 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
       });
       worker.on('error', (error) => {
         logger.error({ worker: slot.index, error: errorFields(error) }, 'worker failed');
-        if (!started) rejectStart(error);
+        failure ??= errorFields(error).message;
       });
       worker.on('exit', (code) => {
         if (slot.worker !== worker) return;
         slot.worker = undefined;
         slot.ready = false;
         if (!started) {
-          rejectStart(new Error(`worker ${slot.index} exited with code ${code} before it listened`));
+          rejectStart(new Error(failure ?? `worker ${slot.index} exited with code ${code} before it listened`));
           return;
         }
         if (closing) return;
@@ -179,22 +193,19 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
   }
 
   function replace(slot: Slot, code: number): void {
-    const now = Date.now();
-    while (restarts.length > 0 && now - restarts[0]! > RESTART_WINDOW_MS) restarts.shift();
-    if (restarts.length >= MAX_RESTARTS) {
+    if (!restarts.allow(Date.now())) {
       if (!gaveUp) {
         gaveUp = true;
         options.onFatal(`worker ${slot.index} exited with code ${code}; ${MAX_RESTARTS} workers restarted within ${RESTART_WINDOW_MS / 1000} s, giving up`);
       }
       return;
     }
-    restarts.push(now);
     logger.error({ worker: slot.index, exit_code: code }, 'worker exited; starting a new one');
     spawn(slot).then(
       () => logger.info({ worker: slot.index }, 'worker restarted'),
       (error: unknown) => {
         logger.error({ worker: slot.index, error: errorFields(error) }, 'worker restart failed');
-        if (!closing && slot.worker === undefined) replace(slot, 1);
+        if (!closing) replace(slot, 1);
       },
     );
   }

@@ -7,6 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, candidate, chatBody, consumerConfig, payload, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay } from './helpers.ts';
 import type { Daemon } from './helpers.ts';
+import { MAX_RESTARTS, RESTART_WINDOW_MS, RestartBudget } from '../../daemons/gateway/workers.ts';
 
 const TOKEN = 'workers-backend-token-7a41';
 const BODY = JSON.stringify(chatBody('m1'));
@@ -186,6 +187,19 @@ describe('gateway --workers startup failures', () => {
     const gateway = spawnDaemon('daemons/gateway/main.ts', ['--config', busy, '--workers', '2']);
     expect(await new Promise((resolve) => gateway.proc.once('exit', resolve))).toBe(1);
     expect(gateway.stderr().trim().split('\n')).toEqual([expect.stringMatching(/^gateway: startup failed: listen EADDRINUSE: address already in use 127\.0\.0\.1:\d+$/u)]);
+  });
+});
+
+describe('worker restart budget', () => {
+  it(`allows ${MAX_RESTARTS} restarts in any ${RESTART_WINDOW_MS / 1000} s and refuses the next, until the oldest leaves the window`, () => {
+    const budget = new RestartBudget();
+    const t0 = 1_000_000;
+    for (let i = 0; i < MAX_RESTARTS; i++) expect(budget.allow(t0 + i * 1_000)).toBe(true);
+    expect(budget.allow(t0 + 10_000)).toBe(false);
+    expect(budget.allow(t0 + RESTART_WINDOW_MS - 1)).toBe(false);
+    // The first restart is now a whole window old: one more is allowed, and the budget is full again.
+    expect(budget.allow(t0 + RESTART_WINDOW_MS)).toBe(true);
+    expect(budget.allow(t0 + RESTART_WINDOW_MS + 1)).toBe(false);
   });
 });
 
