@@ -9,6 +9,10 @@ import { extensionKeyPointers } from '../../schemas/gateway/praxis-rules.ts';
 import { ConfigError, loadConfigFile } from './config.ts';
 import { startGateway } from './server.ts';
 import { MAX_WORKERS, startWorkerPool, workersProblem } from './workers.ts';
+import type { WorkerPool } from './workers.ts';
+
+/** What main runs: one gateway, or a pool of worker threads (close resolves false when a worker missed its deadline). */
+type Serving = WorkerPool;
 
 /**
  * After SIGTERM the gateway reports not ready at once but keeps accepting this long: a terminating pod leaves its
@@ -55,62 +59,34 @@ async function main(): Promise<number> {
     return 2;
   }
   const path = resolve(configPath);
-  if (workers > 1) return runWorkers(path, workers, logger);
-  let gateway;
-  try {
-    const resolved = await loadConfigFile(path);
-    const extensions = extensionKeyPointers(resolved.config);
-    // Accepted, never silently: Praxis AI would refuse this file (daemons/gateway/README.md lists the extensions).
-    if (extensions.length > 0) logger.warn({ config: path, extension_keys: extensions }, 'config uses extension keys Praxis AI refuses');
-    gateway = await startGateway(resolved, { configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS });
-  } catch (error) {
-    const message = error instanceof ConfigError ? error.message : `startup failed: ${errorFields(error).message}`;
-    logger.fatal({ config: path }, message);
-    process.stderr.write(`gateway: ${message}\n`);
-    return 1;
-  }
-  for (const l of gateway.listeners) logger.info({ listener: l.name, host: l.host, port: l.port, tls: l.tls, role: gateway.role }, 'listening');
-  if (gateway.adminPort !== undefined) logger.info({ admin_port: gateway.adminPort }, 'admin listening');
-  if (!gateway.isReady()) logger.warn({}, 'not ready: no valid routing overlay yet');
-
-  const instance = gateway;
-  await new Promise<void>((resolveStop) => {
-    const stop = (signal: string): void => {
-      logger.info({ signal }, 'shutting down');
-      instance.close().then(resolveStop, resolveStop);
-    };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
-    process.on('SIGHUP', () => {
-      instance.reloadCredentials();
-      logger.info({}, 'credentials re-read');
-    });
-  });
-  return 0;
-}
-
-/** `--workers N`: the same startup, signals and exit codes as below, over a pool of worker threads. */
-async function runWorkers(path: string, workers: number, logger: ReturnType<typeof createLogger>): Promise<number> {
   let fatal: ((message: string) => void) | undefined;
-  let pool;
+  let serving: Serving;
   try {
     const resolved = await loadConfigFile(path);
     const problem = workersProblem(resolved, workers);
     if (problem !== undefined) throw new ConfigError(`${path}: ${problem}`);
     const extensions = extensionKeyPointers(resolved.config);
+    // Accepted, never silently: Praxis AI would refuse this file (daemons/gateway/README.md lists the extensions).
     if (extensions.length > 0) logger.warn({ config: path, extension_keys: extensions }, 'config uses extension keys Praxis AI refuses');
-    pool = await startWorkerPool({ workers, resolved, configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS, onFatal: (message) => fatal?.(message) });
+    const options = { configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS };
+    if (workers === 1) {
+      const gateway = await startGateway(resolved, options);
+      // One process exits 0 once its close settles, as it always has.
+      serving = { ...gateway, isReady: () => gateway.isReady(), reloadCredentials: () => gateway.reloadCredentials(), close: () => gateway.close().then(() => true, () => true) };
+    } else {
+      serving = await startWorkerPool({ ...options, workers, resolved, onFatal: (message) => fatal?.(message) });
+    }
   } catch (error) {
     const message = error instanceof ConfigError ? error.message : `startup failed: ${errorFields(error).message}`;
     logger.fatal({ config: path }, message);
     process.stderr.write(`gateway: ${message}\n`);
     return 1;
   }
-  for (const l of pool.listeners) logger.info({ listener: l.name, host: l.host, port: l.port, tls: l.tls, role: pool.role, workers }, 'listening');
-  if (pool.adminPort !== undefined) logger.info({ admin_port: pool.adminPort }, 'admin listening');
-  if (!pool.isReady()) logger.warn({}, 'not ready: no valid routing overlay yet');
+  for (const l of serving.listeners) logger.info({ listener: l.name, host: l.host, port: l.port, tls: l.tls, role: serving.role, ...(workers > 1 ? { workers } : {}) }, 'listening');
+  if (serving.adminPort !== undefined) logger.info({ admin_port: serving.adminPort }, 'admin listening');
+  if (!serving.isReady()) logger.warn({}, 'not ready: no valid routing overlay yet');
 
-  const instance = pool;
+  const instance = serving;
   return new Promise<number>((resolveExit) => {
     const stop = (reason: Record<string, string>, code: number): void => {
       logger.info(reason, 'shutting down');
