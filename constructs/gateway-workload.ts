@@ -4,6 +4,7 @@ import { Lazy, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
 import YAML from 'yaml';
 import type { GatewayConfig } from '../schemas/generated/gateway-config.ts';
+import { MAX_GATEWAY_WORKERS } from '../schemas/gateway/workers.ts';
 import { gatewayConfigProblems } from './gateway-config-schema.ts';
 import { gatewayNetworkPolicy, metricsScraperIssues } from './gateway-network-policy.ts';
 import { OVERLAY_DIR, PRAXIS_CONFIG_KEY, PRAXIS_CONFIG_PATH, PRAXIS_DIR, TLS_KEYS } from './gateway-paths.ts';
@@ -15,8 +16,6 @@ import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, projectedVolume, resou
 /** Annotation carrying the config digest, so a config change rolls the pods (listeners and clusters need a restart). */
 export const CONFIG_DIGEST_ANNOTATION = `${GRID_PREFIX}config-sha256`;
 
-/** The gateway's own bound on `--workers` (daemons/gateway/workers.ts MAX_WORKERS). */
-export const MAX_GATEWAY_WORKERS = 64;
 
 /**
  * A gateway container's default resources for `workers` worker threads: each worker is a whole gateway (its own V8

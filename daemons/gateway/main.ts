@@ -8,7 +8,8 @@ import { createLogger, errorFields } from '../shared/log.ts';
 import { extensionKeyPointers } from '../../schemas/gateway/praxis-rules.ts';
 import { ConfigError, loadConfigFile } from './config.ts';
 import { startGateway } from './server.ts';
-import { MAX_WORKERS, startWorkerPool, workersProblem } from './workers.ts';
+import { MAX_GATEWAY_WORKERS as MAX_WORKERS } from '../../schemas/gateway/workers.ts';
+import { startWorkerPool, workersProblem } from './workers.ts';
 import type { WorkerPool } from './workers.ts';
 
 /** What main runs: one gateway, or a pool of worker threads (close resolves false when a worker missed its deadline). */

@@ -26,9 +26,6 @@ import type { ListenerInfo } from './server.ts';
 /** The worker thread's module: worker.ts from the repository, worker.js in the compiled package (build-package.ts). */
 const WORKER_SCRIPT = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url);
 
-/** The largest worker count accepted: more threads than this is a typo, not a sizing (a pod has far fewer cores). */
-export const MAX_WORKERS = 64;
-
 /** What a worker is started with (structured-cloned into the thread). */
 export interface WorkerData {
   readonly index: number;
