@@ -12,7 +12,6 @@ import { OverlaySync } from './overlay-sync.ts';
 import type { CredentialRef } from './provider-gateway-config.ts';
 import { GridSynthError, issueAt } from './synth-error.ts';
 import { Size } from 'cdk8s';
-import { resources } from './workload-defaults.ts';
 
 /**
  * gridServing (seed 002): the operator renders this gateway's serving config, overlay-sync delivers it beside the
@@ -60,7 +59,13 @@ export interface ConsumerGatewayProps {
    * @default '<name>-tls'
    */
   readonly tlsSecretName?: string;
-  /** @default 100m/128Mi requested, 1 CPU/512Mi limit - a proxy that buffers at most one request body per request */
+  /**
+   * Worker threads serving the listener (`--workers`, daemons/gateway/README.md "Workers"): one per CPU the pod
+   * may use. Each is a whole gateway with its own overlay snapshot; `/metrics` stays one view.
+   * @default 1 - one thread; scale out with replicas first
+   */
+  readonly workers?: number;
+  /** @default 100m/128Mi requested, 1 CPU/512Mi limit per worker - a proxy that buffers at most one request body per request */
   readonly resources?: kplus.ContainerResources;
   /** @default ClusterIP - in-cluster workloads are the clients; expose it deliberately if needed */
   readonly serviceType?: kplus.ServiceType;
@@ -129,6 +134,7 @@ export class ConsumerGateway extends Construct {
   readonly image: string;
   readonly imageReference: ImageReference | undefined;
   readonly replicas: number;
+  readonly workers: number;
   readonly listenerPort: number;
   readonly adminPort: number;
   readonly tlsSecretName: string;
@@ -152,6 +158,7 @@ export class ConsumerGateway extends Construct {
     this.imageReference = props.image;
     this.image = imageOf(this, props.image);
     this.replicas = props.replicas ?? 2;
+    this.workers = props.workers ?? 1;
     this.listenerPort = props.listenerPort ?? 8080;
     this.adminPort = props.adminPort ?? 9901;
     this.tlsSecretName = props.tlsSecretName ?? `${this.name}-tls`;
@@ -177,6 +184,16 @@ export class ConsumerGateway extends Construct {
     if (this.budgetEnforce !== undefined && this.spendReportUrl === undefined) {
       throw new GridSynthError([
         issueAt(this, 'callerKeys.budgetEnforce', 'budget enforcement needs the converged budgets, which come from the site operator', "declare the site's gatewayAgeIngest (the listener spend reports and budgets go through)"),
+      ]);
+    }
+    if (this.workers > 1 && (this.budgetEnforce?.requestsPerMinute !== undefined || this.budgetEnforce?.tokensPerMinute !== undefined)) {
+      throw new GridSynthError([
+        issueAt(
+          this,
+          'workers',
+          `per-key limits are counted in each worker's memory, so ${this.workers} workers would let a key through up to ${this.workers} times its limit (the gateway refuses this too)`,
+          'keep workers at 1 and scale with replicas, or drop callerKeys.budgetEnforce.requestsPerMinute/tokensPerMinute',
+        ),
       ]);
     }
     const keysKey = props.callerKeys?.key ?? 'caller-keys.json';
@@ -206,7 +223,8 @@ export class ConsumerGateway extends Construct {
       metricsScrapers: props.metricsScrapers,
       sidecarPorts: [this.overlaySync.healthPort, ...(props.gridServing !== undefined ? [this.overlaySync.servingHealthPort] : [])],
       tlsSecretName: this.tlsSecretName,
-      resources: props.resources ?? resources(100, 128, 1000, 512),
+      workers: this.workers,
+      resources: props.resources,
       serviceType: props.serviceType ?? kplus.ServiceType.CLUSTER_IP,
       serviceAccount: this.overlaySync.serviceAccount,
       readsOverlay: true,

@@ -4,16 +4,34 @@ import { Lazy, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
 import YAML from 'yaml';
 import type { GatewayConfig } from '../schemas/generated/gateway-config.ts';
+import { MAX_GATEWAY_WORKERS } from '../schemas/gateway/workers.ts';
 import { gatewayConfigProblems } from './gateway-config-schema.ts';
 import { gatewayNetworkPolicy, metricsScraperIssues } from './gateway-network-policy.ts';
 import { OVERLAY_DIR, PRAXIS_CONFIG_KEY, PRAXIS_CONFIG_PATH, PRAXIS_DIR, TLS_KEYS } from './gateway-paths.ts';
 import { GRID_PREFIX, type GridComponent, workloadLabels } from './labels.ts';
 import type { ListenerSources } from './operator-network-policy.ts';
 import { addIssueCheck, issueAt } from './synth-error.ts';
-import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, projectedVolume, tmpVolume } from './workload-defaults.ts';
+import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, projectedVolume, resources, tmpVolume } from './workload-defaults.ts';
 
 /** Annotation carrying the config digest, so a config change rolls the pods (listeners and clusters need a restart). */
 export const CONFIG_DIGEST_ANNOTATION = `${GRID_PREFIX}config-sha256`;
+
+
+/**
+ * A gateway container's default resources for `workers` worker threads: each worker is a whole gateway (its own V8
+ * heap, about 100 MiB resident, and its own request bodies), so requests and limits scale per worker from one
+ * worker's 100m/128Mi requested, 1 CPU/512Mi limit. The limit gives every worker a whole core under load.
+ */
+export function gatewayResources(workers: number): kplus.ContainerResources {
+  return resources(100 * workers, 128 * workers, 1000 * workers, 512 * workers);
+}
+
+/** CPU quantity (`1500m`, `2`, `0.5`) in millicores, or undefined when it is not a plain CPU quantity. */
+function cpuMillis(amount: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)(m?)$/.exec(amount);
+  if (match === null) return undefined;
+  return match[2] === 'm' ? Number(match[1]) : Number(match[1]) * 1000;
+}
 
 export interface GatewayWorkloadProps {
   readonly component: Extract<GridComponent, 'consumer-gateway' | 'provider-gateway'>;
@@ -29,7 +47,10 @@ export interface GatewayWorkloadProps {
   /** Health/metrics ports of sidecars in the pod (overlay-sync's on a consumer): scraped like the admin port. */
   readonly sidecarPorts?: readonly number[];
   readonly tlsSecretName: string;
-  readonly resources: kplus.ContainerResources;
+  /** Worker threads serving the listener (`--workers`); 1 is the single-threaded gateway and renders no flag. */
+  readonly workers: number;
+  /** Explicit resources; absent means gatewayResources(workers). */
+  readonly resources: kplus.ContainerResources | undefined;
   readonly serviceType: kplus.ServiceType;
   /** The pod's ServiceAccount (the consumer's is overlay-sync's); absent means the namespace default, no token. */
   readonly serviceAccount?: kplus.IServiceAccount;
@@ -94,7 +115,7 @@ export class GatewayWorkload extends Construct {
     this.gatewayContainer = this.deployment.addContainer({
       name: 'gateway',
       image: props.image,
-      command: daemonCommand('gateway', ['--config', PRAXIS_CONFIG_PATH]),
+      command: daemonCommand('gateway', ['--config', PRAXIS_CONFIG_PATH, ...(props.workers > 1 ? ['--workers', String(props.workers)] : [])]),
       // The image tag is pinned, so a node's cached copy is the same image.
       imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
       ports: [
@@ -102,7 +123,8 @@ export class GatewayWorkload extends Construct {
         { number: props.adminPort, name: 'admin' },
       ],
       securityContext: CONTAINER_SECURITY,
-      resources: props.resources,
+      // A worker count synth refuses (workerIssues) still needs a valid quantity to get that far.
+      resources: props.resources ?? gatewayResources(validWorkerCount(props.workers) ? props.workers : 1),
       liveness: kplus.Probe.fromHttpGet('/livez', { port: props.adminPort }),
       readiness: kplus.Probe.fromHttpGet('/readyz', { port: props.adminPort }),
       volumeMounts: [
@@ -130,6 +152,7 @@ export class GatewayWorkload extends Construct {
       metricsScrapers: props.metricsScrapers,
     });
     addIssueCheck(this, () => metricsScraperIssues(this, props.metricsScrapers));
+    addIssueCheck(this, () => workerIssues(this, props.workers, props.resources));
     addIssueCheck(this, () => {
       if (this.config === undefined) return [issueAt(this, 'config', 'no gateway config was rendered', 'this is a bug in the gateway construct')];
       return gatewayConfigProblems(this.config, this.extensionFilters).map((problem) =>
@@ -172,4 +195,28 @@ export class GatewayWorkload extends Construct {
   private renderYaml(): string {
     return YAML.stringify(this.config ?? {}, { lineWidth: 0 });
   }
+}
+
+function validWorkerCount(workers: number): boolean {
+  return Number.isInteger(workers) && workers >= 1 && workers <= MAX_GATEWAY_WORKERS;
+}
+
+/** A worker count the gateway would refuse, or a CPU limit that would throttle its workers to less than a core each. */
+function workerIssues(scope: Construct, workers: number, explicit: kplus.ContainerResources | undefined): ReturnType<typeof issueAt>[] {
+  if (!validWorkerCount(workers)) {
+    return [issueAt(scope, 'workers', `workers must be a whole number from 1 to ${MAX_GATEWAY_WORKERS}, got ${workers}`, 'give one worker per CPU the pod may use (daemons/gateway/README.md "Workers")')];
+  }
+  const limit = explicit?.cpu?.limit?.amount;
+  const millis = limit === undefined ? undefined : cpuMillis(limit);
+  if (workers > 1 && millis !== undefined && millis < 1000 * workers) {
+    return [
+      issueAt(
+        scope,
+        'resources.cpu.limit',
+        `a CPU limit of ${limit} gives ${workers} workers less than one core each: they would be throttled to the throughput of fewer workers while each holds a whole gateway's memory`,
+        `set resources.cpu.limit to at least ${workers} CPUs, or declare workers: ${Math.max(1, Math.floor((millis ?? 0) / 1000))}`,
+      ),
+    ];
+  }
+  return [];
 }

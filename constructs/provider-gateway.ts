@@ -12,7 +12,6 @@ import {
   type ProviderRouteInput,
 } from './provider-gateway-config.ts';
 import { GridSynthError, addIssueCheck, issueAt } from './synth-error.ts';
-import { resources } from './workload-defaults.ts';
 
 export interface ProviderGatewayProps {
   readonly namespace: string;
@@ -41,7 +40,13 @@ export interface ProviderGatewayProps {
   readonly trustedPeers: readonly TrustedPeer[];
   /** Written to x-ai-provider-attribution. @default the site name */
   readonly providerId?: string;
-  /** @default 100m/128Mi requested, 1 CPU/512Mi limit */
+  /**
+   * Worker threads serving the listener (`--workers`, daemons/gateway/README.md "Workers"): one per CPU the pod
+   * may use. Each is a whole gateway; `/metrics` stays one view.
+   * @default 1 - one thread; scale out with replicas first
+   */
+  readonly workers?: number;
+  /** @default 100m/128Mi requested, 1 CPU/512Mi limit per worker */
   readonly resources?: kplus.ContainerResources;
   /**
    * @default ClusterIP - expose it to other sites deliberately (LoadBalancer, an ingress or a mesh gateway) and
@@ -76,6 +81,7 @@ export class ProviderGateway extends Construct {
   readonly image: string;
   readonly imageReference: ImageReference | undefined;
   readonly replicas: number;
+  readonly workers: number;
   readonly listenerPort: number;
   readonly adminPort: number;
   readonly tlsSecretName: string;
@@ -94,6 +100,7 @@ export class ProviderGateway extends Construct {
     this.imageReference = props.image;
     this.image = imageOf(this, props.image);
     this.replicas = props.replicas ?? 2;
+    this.workers = props.workers ?? 1;
     this.listenerPort = props.listenerPort ?? 8443;
     this.adminPort = props.adminPort ?? 9901;
     this.tlsSecretName = props.tlsSecretName ?? `${this.name}-tls`;
@@ -111,7 +118,8 @@ export class ProviderGateway extends Construct {
       adminPort: this.adminPort,
       metricsScrapers: props.metricsScrapers,
       tlsSecretName: this.tlsSecretName,
-      resources: props.resources ?? resources(100, 128, 1000, 512),
+      workers: this.workers,
+      resources: props.resources,
       serviceType: props.serviceType ?? kplus.ServiceType.CLUSTER_IP,
       readsOverlay: false,
     });

@@ -1,5 +1,7 @@
 // The gateway's Prometheus metrics (SPEC §3.3). Label values are bounded: models and clusters come from the
-// accepted snapshot or the config (anything else is "other"), so a client cannot grow the series count.
+// accepted snapshot or the config (anything else is "other"), so a client cannot grow the series count. With
+// several workers (workers.ts) each has its own registry and /metrics sums them; `aggregator` marks the gauges a sum
+// would misstate (readiness is the least of the workers', info and size gauges the largest).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { GatewayRole } from './config.ts';
 
@@ -84,20 +86,23 @@ export function createGatewayMetrics(role: GatewayRole, withProcessMetrics = tru
       name: 'grid_gateway_overlay_accepted_revision_info',
       help: 'The overlay revision currently accepted (value 1); revision is "legacy" for a bare payload.',
       labelNames: ['revision', 'format'],
+      aggregator: 'max',
       registers,
     }),
     overlayServingRevision: new Gauge({
       name: 'grid_gateway_overlay_serving_revision_info',
       help: 'The overlay revision that served the most recent routed request (value 1).',
       labelNames: ['revision'],
+      aggregator: 'max',
       registers,
     }),
     overlayCandidates: new Gauge({
       name: 'grid_gateway_overlay_candidates',
       help: 'Candidates in the accepted overlay.',
+      aggregator: 'max',
       registers,
     }),
-    ready: new Gauge({ name: 'grid_gateway_ready', help: '1 when the gateway serves traffic.', registers }),
+    ready: new Gauge({ name: 'grid_gateway_ready', help: '1 when the gateway serves traffic.', aggregator: 'min', registers }),
     tlsHandshakes: new Counter({
       name: 'grid_gateway_tls_handshakes_total',
       help: 'TLS handshakes completed on a listener, by session: new (full handshake) or resumed (session ticket).',

@@ -103,6 +103,8 @@ export interface StartGatewayOptions {
    * @default 0
    */
   warmupRequests?: number;
+  /** Bind the listeners with SO_REUSEPORT, so the other workers of this gateway bind the same ports (workers.ts). */
+  reusePort?: boolean;
 }
 
 const peerCache = new WeakMap<Socket, PeerIdentity | null>();
@@ -428,7 +430,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   const listeners: ListenerInfo[] = [];
   for (const { server, listener } of servers) {
     const { host, port } = parseListenAddress(listener.listener.address);
-    await listen(server, port, host);
+    await listen(server, port, host, options.reusePort ?? false);
     const bound = server.address() as AddressInfo;
     listeners.push({ name: listener.listener.name, host, port: bound.port, tls: listener.listener.tls !== undefined });
   }

@@ -10,7 +10,8 @@ import { listen } from './listen.ts';
 export interface AdminServerOptions {
   /** `host:port`; port 0 picks a free port (tests). */
   address: string;
-  registry: Registry;
+  /** A prom-client Registry, or anything that renders one view the same way (the gateway's aggregate of its workers). */
+  registry: Pick<Registry, 'metrics' | 'contentType'>;
   isLive?: () => boolean;
   isReady: () => boolean;
   /** JSON document served at /status. */

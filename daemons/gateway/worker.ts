@@ -1,0 +1,73 @@
+// One worker thread of a gateway started with `--workers N` (workers.ts is the supervisor). It runs the same
+// startGateway as a single-process gateway, with its own overlay store, filter state and metrics registry, binds the
+// listeners with SO_REUSEPORT beside its siblings, and answers the supervisor: its state (ready, overlay revision),
+// its metrics as JSON for the one /metrics view, credential re-reads, and close (the same drain as SIGTERM).
+import { parentPort, workerData } from 'node:worker_threads';
+import { createLogger, errorFields } from '../shared/log.ts';
+import { ConfigError } from './config.ts';
+import { startGateway } from './server.ts';
+import type { GatewayInstance } from './server.ts';
+import type { SupervisorMessage, WorkerData, WorkerMessage } from './workers.ts';
+
+/** How often the worker compares its readiness and revision with what it last told the supervisor. */
+const STATE_INTERVAL_MS = 100;
+
+const port = parentPort;
+if (port === null) throw new Error('daemons/gateway/worker.ts runs only as a worker thread of workers.ts');
+const data = workerData as WorkerData;
+const post = (message: WorkerMessage): void => port.postMessage(message);
+const logger = createLogger({ name: 'gateway' }).child({ worker: data.index });
+
+let gateway: GatewayInstance;
+try {
+  gateway = await startGateway(data.resolved, {
+    configDir: data.configDir,
+    logger,
+    drainDelayMs: data.drainDelayMs,
+    reusePort: true,
+    processMetrics: false,
+    warmupRequests: data.warmupRequests,
+    ...(data.serving !== undefined ? { serving: data.serving } : {}),
+  });
+} catch (error) {
+  // The supervisor's caller words it as a single-process gateway would ("startup failed: …").
+  post({ type: 'failed', message: error instanceof ConfigError ? error.message : errorFields(error).message });
+  process.exit(1);
+}
+const instance = gateway;
+
+const state = (): { ready: boolean; revision: string | null } => ({ ready: instance.isReady(), revision: instance.overlay?.current()?.revision ?? null });
+let told = JSON.stringify(state());
+post({ type: 'started', listeners: instance.listeners.map((l) => ({ ...l })), ...state() });
+const tellState = (): void => {
+  const now = state();
+  const key = JSON.stringify(now);
+  if (key === told) return;
+  told = key;
+  post({ type: 'state', ...now });
+};
+const stateTimer = setInterval(tellState, STATE_INTERVAL_MS);
+
+port.on('message', (message: SupervisorMessage) => {
+  switch (message.type) {
+    case 'metrics':
+      instance.metrics.registry.getMetricsAsJSON().then(
+        (metrics) => post({ type: 'metrics', id: message.id, metrics }),
+        (error: unknown) => post({ type: 'metrics', id: message.id, error: errorFields(error).message }),
+      );
+      return;
+    case 'reload-credentials':
+      instance.reloadCredentials();
+      return;
+    case 'close':
+      clearInterval(stateTimer);
+      instance.close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ error: errorFields(error) }, 'close failed');
+          process.exit(1);
+        },
+      );
+      return;
+  }
+});
