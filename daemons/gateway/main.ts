@@ -65,7 +65,7 @@ async function main(): Promise<number> {
   const warmupEnv = process.env['AGN_GATEWAY_WARMUP_REQUESTS'];
   const warmupRequests = warmupEnv === undefined ? WARMUP_REQUESTS : Number(warmupEnv);
   if (!Number.isSafeInteger(warmupRequests) || warmupRequests < 0) {
-    process.stderr.write(`gateway: AGN_GATEWAY_WARMUP_REQUESTS must be a non-negative integer, got "${warmupEnv}" (${USAGE})\n`);
+    process.stderr.write(`gateway: AGN_GATEWAY_WARMUP_REQUESTS must be a non-negative integer, got "${warmupEnv}" (${USAGE_LINE})\n`);
     return 2;
   }
   const path = resolve(configPath);

@@ -349,7 +349,8 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
         if (entry !== undefined) entry.count++;
         else answered.set(key, { labels: { role, model: request.labels.model, cluster: request.labels.cluster, status: String(status) }, count: 1 });
       }
-      if (debugEnabled) {
+      // Warm-up requests (counted false) stay out of the request log as they stay out of the metrics.
+      if (debugEnabled && counted) {
         logger.debug(
           {
             method: request.method,

@@ -57,6 +57,6 @@ describe('AGN_GATEWAY_WARMUP_REQUESTS', () => {
     // 'close' comes after the exit and after stderr is read to its end.
     const code = await new Promise<number | null>((resolve) => daemon.proc.once('close', (c: number | null) => resolve(c)));
     expect(code).toBe(2);
-    expect(daemon.stderr()).toBe(`gateway: AGN_GATEWAY_WARMUP_REQUESTS must be a non-negative integer, got "${value}" (usage: node daemons/gateway/main.ts --config FILE)\n`);
+    expect(daemon.stderr()).toBe(`gateway: AGN_GATEWAY_WARMUP_REQUESTS must be a non-negative integer, got "${value}" (usage: node daemons/gateway/main.ts --config FILE [--workers N])\n`);
   });
 });
