@@ -73,6 +73,11 @@ export class PacketGate {
     return sealFrame(this.#keyring, encodeWire(version, header, this.#peers.latest, messages, stream), to, undefined, version);
   }
 
+  /** Records the wire version `peer` declared (`w` of its last authenticated packet; undefined: JSON only). */
+  heard(peer: string, declared: number | undefined): void {
+    if (this.#keyring) this.#peers.heard(peer, declared);
+  }
+
   /** A member forgotten: nothing more to remember about what it speaks. */
   forget(name: string): void {
     this.#peers.forget(name);
@@ -108,7 +113,7 @@ export class PacketGate {
       return undefined;
     }
     // Only now, authenticated and fresh, may the packet tell us what its sender speaks.
-    if (this.#keyring) this.#peers.heard(decoded.packet.from, decoded.packet.w);
+    this.heard(decoded.packet.from, decoded.packet.w);
     this.received[opened.version === 0 ? WIRE_BASELINE : (opened.version as WireVersion)]++;
     return { packet: decoded.packet, toAnyone: opened.recipient === ANY_RECIPIENT };
   }

@@ -109,8 +109,11 @@ export class PeerWireVersions {
   heard(peer: string, declared: number | undefined): void {
     const spoken = declared === undefined ? WIRE_BASELINE : declared;
     // The highest version both speak: ours if the peer is newer, the peer's if it is one we know.
-    const both = (WIRE_VERSIONS as readonly number[]).filter((v) => v <= spoken && v <= this.#latest);
-    const version = (both.length > 0 ? Math.max(...both) : WIRE_BASELINE) as WireVersion;
+    let version: WireVersion = WIRE_BASELINE;
+    for (const v of WIRE_VERSIONS) if (v <= spoken && v <= this.#latest && v > version) version = v;
+    // Most packets come from a peer already heard at the same version: re-inserting it (least recently heard
+    // order) only matters once the table is full. This runs for every packet received.
+    if (this.#peers.get(peer) === version && this.#peers.size < this.#maxEntries) return;
     this.#peers.delete(peer);
     this.#peers.set(peer, version);
     if (this.#peers.size > this.#maxEntries) {
