@@ -9,7 +9,7 @@ import { ANY_RECIPIENT, openFrame, ReplayGuard, sealFrame } from './crypto.ts';
 import type { DropCounter } from './drop-counter.ts';
 import type { KeyRing } from './keyring.ts';
 import type { SwimDropReason } from './reasons.ts';
-import { decodeWire, encodeWire, envelopeBytes, PeerWireVersions, WIRE_BASELINE, WIRE_VERSIONS, type WireMessage, type WireVersion } from './wire.ts';
+import { declaredWire, decodeWire, encodeWire, envelopeBytes, PeerWireVersions, WIRE_BASELINE, WIRE_VERSIONS, type WireMessage, type WireVersion } from './wire.ts';
 
 /** Frames sealed and opened per wire version (plaintext frames count as the baseline). */
 export type WireCounts = Record<WireVersion, number>;
@@ -76,6 +76,19 @@ export class PacketGate {
   /** Records the wire version `peer` declared (`w` of its last authenticated packet; undefined: JSON only). */
   heard(peer: string, declared: number | undefined): void {
     if (this.#keyring) this.#peers.heard(peer, declared);
+  }
+
+  /** What another member's push-pull entry says `peer` speaks (wire.ts PeerWireVersions.heardOf). */
+  heardOf(peer: string, declared: number): void {
+    if (this.#keyring && peer !== this.#self) this.#peers.heardOf(peer, declared);
+  }
+
+  /** The `w` of a push-pull entry: our own latest for ourselves, what we know for a peer (absent: baseline only or unknown). */
+  declaredFor(peer: string): number | undefined {
+    if (!this.#keyring) return undefined;
+    if (peer === this.#self) return declaredWire(this.#peers.latest);
+    const known = this.#peers.known(peer);
+    return known === undefined ? undefined : declaredWire(known);
   }
 
   /** A member forgotten: nothing more to remember about what it speaks. */
