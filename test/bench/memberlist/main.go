@@ -94,7 +94,11 @@ var (
 	falseDeaths atomic.Int64
 )
 
-func (e events) NotifyJoin(n *memberlist.Node) { e.v.mu.Lock(); e.v.alive[n.Name] = true; e.v.mu.Unlock() }
+func (e events) NotifyJoin(n *memberlist.Node) {
+	e.v.mu.Lock()
+	e.v.alive[n.Name] = true
+	e.v.mu.Unlock()
+}
 func (e events) NotifyLeave(n *memberlist.Node) {
 	e.v.mu.Lock()
 	delete(e.v.alive, n.Name)
