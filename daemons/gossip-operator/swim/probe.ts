@@ -88,7 +88,6 @@ export class AckTable {
  */
 export class ProbeTargets {
   #order: string[] = [];
-  #inOrder = new Set<string>();
   #index = 0;
   #arrivals = -1;
   readonly #random: RandomSource;
@@ -103,13 +102,16 @@ export class ProbeTargets {
     // A member learned during a round joins the rest of this round at a random place (as in memberlist), so it is
     // probed within the round and not only after the next reshuffle: at N members that is up to N probe periods
     // later, which the simulation showed as multi-second detection of a member that had joined last (issue 22).
+    // Arrivals are rare, so the set of names in the order is built only then (held for good, it would double the
+    // probe order's memory).
     if (members.arrivals !== this.#arrivals) {
       this.#arrivals = members.arrivals;
+      const inOrder = new Set(this.#order);
       for (const m of members.all()) {
-        if (this.#inOrder.has(m.name) || !probeable(m)) continue;
+        if (inOrder.has(m.name) || !probeable(m)) continue;
         const at = this.#index + Math.floor(this.#random() * (this.#order.length - this.#index + 1));
         this.#order.splice(at, 0, m.name);
-        this.#inOrder.add(m.name);
+        inOrder.add(m.name);
       }
     }
     for (let tries = 0; tries <= this.#order.length + 1; tries++) {
@@ -118,7 +120,6 @@ export class ProbeTargets {
         for (const m of members.all()) if (probeable(m)) live.push(m.name);
         if (live.length === 0) return undefined;
         this.#order = shuffled(live, this.#random);
-        this.#inOrder = new Set(this.#order);
         this.#index = 0;
       }
       const m = members.get(this.#order[this.#index++] as string);
