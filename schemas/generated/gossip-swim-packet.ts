@@ -133,6 +133,10 @@ export interface PushPullState {
     addr: string;
     inc: number;
     state: 'alive' | 'suspect' | 'dead' | 'left';
+    /**
+     * Highest wire version the member speaks, as the sender last heard it (or its own, for the sender's entry); absent when not known. Taken only for a member the receiver has not heard from itself, so a member learned by push-pull is spoken to in that version from the first packet (issue 22).
+     */
+    w?: number;
   }[];
   /**
    * Delegate full state.

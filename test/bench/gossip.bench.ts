@@ -1,13 +1,21 @@
 // Gossip benchmark: N members in one process on 127.0.0.1 (real UDP/TCP sockets, AES-256-GCM frames), with
 // loopbackProfile(10): the WAN profile of SPEC §5 with every protocol timer divided by 10 (500 ms probes, 50 ms
 // gossip rounds, 3 s suspicion). For each N it prints:
-//   join:  time from a new member's join() until all members list it alive (median and max of 3 trials)
-//   death: time from killing a member (no leave message) until every survivor lists it dead (3 trials)
+//   join:  time from a new member's join() until all members list it alive (median and max of 5 trials)
+//   death: time from killing a member (no leave message) until every survivor lists it dead (5 trials)
+//   false deaths: live members declared dead by anyone during the run
 //   bytes: UDP+TCP bytes sent per member per second over a quiet steady-state window
-// Run: npm run bench:gossip   (npm run bench:gossip -- 8 32 picks sizes; GOSSIP_BENCH_SPEEDUP=25 another profile)
+// and then the same for hashicorp/memberlist v0.7.0 with the same timers and procedure (test/bench/memberlist/,
+// built with Go when `go` is on PATH; skipped with a message where it is not), and both side by side.
+// Run: npm run bench:gossip   (npm run bench:gossip -- 8 32 picks sizes; GOSSIP_BENCH_SPEEDUP=25 another profile,
+// ours only; GOSSIP_BENCH_MEMBERLIST=0 skips memberlist)
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
-import { loopbackProfile, type SwimConfig } from '../../daemons/gossip-operator/swim/config.ts';
+import { loopbackProfile, pushPullIntervalFor, type SwimConfig } from '../../daemons/gossip-operator/swim/config.ts';
 import { KeyRing } from '../../daemons/gossip-operator/swim/keyring.ts';
 import { Membership } from '../../daemons/gossip-operator/swim/membership.ts';
 import { transportBounds, UdpTransport } from '../../daemons/gossip-operator/swim/udp-transport.ts';
@@ -40,7 +48,7 @@ async function until(what: string, timeoutMs: number, check: () => boolean): Pro
 const aliveCount = (m: Membership) => m.members().filter((x) => x.state === 'alive').length;
 const bytesSent = (ms: readonly Membership[]) => ms.reduce((s, m) => s + m.stats().transport.bytesSent, 0);
 
-const TRIALS = 3;
+const TRIALS = 5;
 
 interface Row {
   n: number;
@@ -48,6 +56,7 @@ interface Row {
   /** One sample per trial. */
   joinMs: number[];
   deathMs: number[];
+  falseDeaths: number;
   bytesPerMemberPerSec: number;
 }
 
@@ -56,15 +65,26 @@ const max = (xs: readonly number[]) => Math.max(...xs);
 
 async function run(n: number): Promise<Row> {
   const members: Membership[] = [];
+  const killed = new Set<string>();
+  let falseDeaths = 0;
+  const watch = (m: Membership) => {
+    const seen = (v: { name: string; state: string }) => {
+      if (v.state === 'dead' && !killed.has(v.name)) falseDeaths++;
+    };
+    m.on('update', seen);
+    m.on('leave', seen);
+    return m;
+  };
   try {
-    for (let i = 0; i < n; i++) members.push(await startMember(`site-${i}`));
+    for (let i = 0; i < n; i++) members.push(watch(await startMember(`site-${i}`)));
     const tc = performance.now();
     await Promise.all(members.slice(1).map((m) => m.join([members[0]!.address])));
     await until(`${n} members to converge`, 60_000, () => members.every((m) => aliveCount(m) === n));
     const convergeMs = performance.now() - tc;
 
-    // Quiet steady state: probes, acks and periodic push-pull only.
-    await new Promise((r) => setTimeout(r, 2 * timing.probeIntervalMs));
+    // Quiet steady state: probes, acks and periodic push-pull only, after two push-pull periods (by then every
+    // member has exchanged state at least once, and with it what wire version each member speaks).
+    await new Promise((r) => setTimeout(r, 2 * pushPullIntervalFor(timing.pushPullIntervalMs, n)));
     const b0 = bytesSent(members);
     const w0 = performance.now();
     await new Promise((r) => setTimeout(r, STEADY_WINDOW_MS));
@@ -74,7 +94,7 @@ async function run(n: number): Promise<Row> {
     const deathMs: number[] = [];
     for (let trial = 0; trial < TRIALS; trial++) {
       // A new member joins through one seed (N + 1 members), then one member dies (back to N).
-      const newcomer = await startMember(`site-${n + trial}`);
+      const newcomer = watch(await startMember(`site-${n + trial}`));
       members.push(newcomer);
       const tj = performance.now();
       await newcomer.join([members[trial]!.address]);
@@ -84,12 +104,13 @@ async function run(n: number): Promise<Row> {
 
       // A member dies without a word.
       const victim = members.splice(1 + Math.floor((members.length - 2) * ((trial + 1) / (TRIALS + 1))), 1)[0]!;
+      killed.add(victim.name);
       const td = performance.now();
       await victim.shutdown();
       await until('the death to be known by all', 60_000, () => members.every((m) => m.member(victim.name)?.state === 'dead'));
       deathMs.push(performance.now() - td);
     }
-    return { n, convergeMs, joinMs, deathMs, bytesPerMemberPerSec };
+    return { n, convergeMs, joinMs, deathMs, falseDeaths, bytesPerMemberPerSec };
   } finally {
     await Promise.all(members.map((m) => m.shutdown()));
   }
@@ -102,17 +123,70 @@ console.log(
     `suspicion ${timing.suspicionTimeoutMs} ms (min ${Math.floor(timing.suspicionTimeoutMs / timing.suspicionShrinkDivisor)} ms), push-pull ${timing.pushPullIntervalMs} ms, indirect k=${timing.indirectChecks}`,
 );
 const rows: Row[] = [];
+const line = (who: string, row: Row, gossipMs: number, probeMs: number) => {
+  const j = median(row.joinMs);
+  const d = median(row.deathMs);
+  return (
+    `${who} N=${String(row.n).padStart(3)}  new member known by all: median ${j.toFixed(0).padStart(5)} ms = ${(j / gossipMs).toFixed(1)} gossip rounds ` +
+    `(max ${max(row.joinMs).toFixed(0)} ms of ${row.joinMs.length})  death known by all: median ${d.toFixed(0).padStart(5)} ms = ${(d / probeMs).toFixed(1)} probe periods ` +
+    `(max ${max(row.deathMs).toFixed(0)} ms)  false deaths ${row.falseDeaths}  steady ${row.bytesPerMemberPerSec.toFixed(0).padStart(5)} B/member/s  [initial convergence ${row.convergeMs.toFixed(0)} ms]`
+  );
+};
+
+// memberlist, built once up front (test/bench/memberlist/main.go says how its timers match ours).
+const memberlistBinary = ((): string | undefined => {
+  if (process.env.GOSSIP_BENCH_MEMBERLIST === '0' || SPEEDUP !== 10) {
+    console.log('memberlist: skipped (GOSSIP_BENCH_MEMBERLIST=0 or a profile other than WAN / 10)');
+    return undefined;
+  }
+  if (spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0) {
+    console.log('memberlist: skipped, no Go toolchain on PATH (the comparison needs `go` to build test/bench/memberlist)');
+    return undefined;
+  }
+  const out = join(mkdtempSync(join(tmpdir(), 'agn-memberlist-bench-')), 'memberlist-bench');
+  try {
+    execFileSync('go', ['build', '-o', out, '.'], { cwd: new URL('./memberlist/', import.meta.url), stdio: ['ignore', 'inherit', 'inherit'] });
+  } catch (err) {
+    console.log(`memberlist: skipped, building test/bench/memberlist failed: ${err instanceof Error ? err.message : String(err)}`);
+    return undefined;
+  }
+  return out;
+})();
+
+interface MemberlistRow extends Row {
+  suspicionMult: number;
+  suspicionTimeoutMs: number;
+}
+const mlRows: MemberlistRow[] = [];
 for (const n of NS) {
   const row = await run(n);
   rows.push(row);
-  const j = median(row.joinMs);
-  const d = median(row.deathMs);
-  console.log(
-    `N=${String(n).padStart(3)}  new member known by all: median ${j.toFixed(0).padStart(5)} ms = ${(j / timing.gossipIntervalMs).toFixed(1)} gossip rounds ` +
-      `(max ${max(row.joinMs).toFixed(0)} ms)  death known by all: median ${d.toFixed(0).padStart(5)} ms = ${(d / timing.probeIntervalMs).toFixed(1)} probe periods ` +
-      `(max ${max(row.deathMs).toFixed(0)} ms)  steady ${row.bytesPerMemberPerSec.toFixed(0).padStart(5)} B/member/s  [initial convergence ${row.convergeMs.toFixed(0)} ms]`,
-  );
+  console.log(line('ours      ', row, timing.gossipIntervalMs, timing.probeIntervalMs));
+  if (memberlistBinary) {
+    try {
+      const ml = JSON.parse(execFileSync(memberlistBinary, [String(n)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })) as MemberlistRow;
+      mlRows.push(ml);
+      console.log(line('memberlist', ml, timing.gossipIntervalMs, timing.probeIntervalMs) + `  [suspicion ${ml.suspicionTimeoutMs.toFixed(0)} ms fixed, SuspicionMult ${ml.suspicionMult}]`);
+    } catch {
+      // Its own message (e.g. a grid that did not converge in 60 s) went to stderr above; our rows still stand.
+      console.log(`memberlist N=${String(n).padStart(3)}  no figures: the memberlist run failed (its message is above)`);
+    }
+  }
+}
+if (mlRows.length > 0) {
+  console.log('\nside by side (ours / memberlist), one run, back to back:');
+  console.log('| N | join median ms | join max ms (trials) | death median ms | false deaths | bytes per member per second |');
+  console.log('|---|---|---|---|---|---|');
+  for (const ours of rows) {
+    const ml = mlRows.find((r) => r.n === ours.n);
+    if (!ml) continue;
+    const f = (a: number, b: number) => `${a.toFixed(0)} / ${b.toFixed(0)}`;
+    console.log(
+      `| ${ours.n} | ${f(median(ours.joinMs), median(ml.joinMs))} | ${f(max(ours.joinMs), max(ml.joinMs))} (${ours.joinMs.length}) | ${f(median(ours.deathMs), median(ml.deathMs))} | ` +
+        `${ours.falseDeaths} / ${ml.falseDeaths} | ${f(ours.bytesPerMemberPerSec, ml.bytesPerMemberPerSec)} |`,
+    );
+  }
 }
 console.log(`log2(N) for reference: ${NS.map((n) => `N=${n}: ${Math.log2(n).toFixed(1)}`).join(', ')}`);
 console.log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`);
-console.log(JSON.stringify({ timing: { probeIntervalMs: timing.probeIntervalMs, gossipIntervalMs: timing.gossipIntervalMs, suspicionTimeoutMs: timing.suspicionTimeoutMs }, rows }));
+console.log(JSON.stringify({ timing: { probeIntervalMs: timing.probeIntervalMs, gossipIntervalMs: timing.gossipIntervalMs, suspicionTimeoutMs: timing.suspicionTimeoutMs }, rows, memberlist: mlRows }));

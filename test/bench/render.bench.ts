@@ -25,6 +25,7 @@ import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { serializeOverlay } from '../../schemas/overlay/envelope.ts';
+import { OVERLAY_SYNC_MAX_OVERLAY_BYTES } from '../../schemas/overlay/validate.ts';
 import { evaluateNetwork } from '../../daemons/gossip-operator/routing/backends.ts';
 import type {
   GatewayReference,
@@ -242,7 +243,85 @@ function quartiles(values: readonly number[]): { q1: number; median: number; q3:
   return { q1: at(0.25), median: at(0.5), q3: at(0.75) };
 }
 
-if (process.env[CHILD] === '1') {
+/**
+ * `--sites S`: one gateway's overlay in a grid of S Active sites (issue 22), each running one remote provider of
+ * MODELS_PER_SITE models, plus the own site's LOCAL_PROVIDERS local providers: what the 1024-candidate cap does and
+ * what a consumer receives. Prints one table row per S; CPU per render is the median of SITE_RENDERS renders.
+ */
+const MODELS_PER_SITE = 2;
+const LOCAL_PROVIDERS = 10;
+const SITE_RENDERS = 20;
+
+function buildSiteGrid(siteCount: number): NetworkRoutingInput {
+  const base = buildGrid(LOCAL_PROVIDERS * MODELS_PER_PROVIDER * 2);
+  const random = lcg(siteCount);
+  const sites: GridSiteView[] = [base.sites[0] as GridSiteView];
+  const remoteRecords: RemoteProviderRecord[] = [];
+  for (let s = 1; s <= siteCount; s += 1) {
+    sites.push({ name: `${NETWORK}-site-${s}`, network: NETWORK, phase: 'Active', region: `r${s % 4}`, zone: `z${s % 3}`, labels: { tier: 'gold' } });
+    remoteRecords.push({
+      network: NETWORK,
+      site: `site-${s}`,
+      provider: `remote-${s}`,
+      routingCluster: `gateway-site-${s}`,
+      backendKind: 'remote',
+      phase: 'Available',
+      models: Array.from({ length: MODELS_PER_SITE }, (_, m) => `model-${(s * 3 + m) % 40}`),
+      metrics: { generation: 1, observedAtMs: T0, healthy: true, queueDepth: random(), kvCacheUtilization: random() },
+      capacityWeight: 1 + (s % 100),
+      memberState: 'alive',
+      memberAgeSeconds: 0,
+    });
+  }
+  return { ...base, sites, remoteRecords };
+}
+
+function siteReport(siteCounts: readonly number[]): void {
+  console.log(`overlay for one gateway in a grid of S sites: each remote site ${MODELS_PER_SITE} models of one provider, the own site ${base()} local candidates; ${SITE_RENDERS} renders each`);
+  console.log('sites | candidates in | published | sites published | remote sites cut | overlay bytes | vs overlay-sync limit (1 MiB) | cpu median ms');
+  for (const siteCount of siteCounts) {
+    const input = buildSiteGrid(siteCount);
+    const evaluation = evaluateNetwork(input, T0, new Map());
+    const result = renderGatewayOverlay({ network: input.network, gateway: GATEWAY, policy: input.policy, sites: siteIndexFor(input), backends: evaluation.backends, source: SOURCE, nowMs: T0 });
+    if (!result.ok) throw new Error(`render failed: ${result.error.message}`);
+    const candidates = result.value.payload.candidates as unknown as readonly Record<string, unknown>[];
+    const sitesPublished = new Set(candidates.map((c) => String(c.site ?? c.site_id ?? ''))).size;
+    const remoteSitesIn = new Set(input.remoteRecords.map((r) => r.site)).size;
+    const remoteSitesOut = new Set(candidates.map((c) => String(c.site ?? c.site_id ?? '')).filter((x) => x !== OWN)).size;
+    const bytes = Buffer.byteLength(serializeOverlay(result.value.envelope));
+    const cpu: number[] = [];
+    for (let i = 0; i < SITE_RENDERS; i += 1) {
+      const c = cpuMs();
+      renderOnce(input, undefined, true);
+      cpu.push(cpuMs() - c);
+    }
+    console.log(
+      [
+        String(siteCount).padStart(5),
+        String(evaluation.backends.length).padStart(13),
+        String(candidates.length).padStart(9),
+        String(sitesPublished).padStart(15),
+        String(remoteSitesIn - remoteSitesOut).padStart(16),
+        String(bytes).padStart(13),
+        `${((100 * bytes) / OVERLAY_SYNC_MAX_OVERLAY_BYTES).toFixed(0)} %`.padStart(29),
+        median(cpu).toFixed(1).padStart(13),
+      ].join(' | '),
+    );
+  }
+  function base(): number {
+    return buildGrid(LOCAL_PROVIDERS * MODELS_PER_PROVIDER * 2).inferenceProviders.reduce((n, p) => n + p.models.length, 0);
+  }
+}
+
+const sitesArg = process.argv.indexOf('--sites');
+if (sitesArg >= 0) {
+  const counts = process.argv.slice(sitesArg + 1).map(Number);
+  if (counts.length === 0 || counts.some((n) => !Number.isInteger(n) || n < 1)) {
+    process.stderr.write(`bench:render: --sites needs site counts (integers of at least 1), got ${process.argv.slice(sitesArg + 1).join(' ') || 'none'}\n`);
+    process.exit(2);
+  }
+  siteReport(counts);
+} else if (process.env[CHILD] === '1') {
   const rows: ChildRow[] = measureAll().map((s) => ({
     mode: s.mode,
     candidates: s.first.inputCandidates,

@@ -8,7 +8,7 @@ import { checkMessage, WIRE_MAJOR, type SwimMessage } from '../../daemons/gossip
 import { frameOverhead } from '../../daemons/gossip-operator/swim/crypto.ts';
 import { KeyRing } from '../../daemons/gossip-operator/swim/keyring.ts';
 import { buildPushPull } from '../../daemons/gossip-operator/swim/push-pull.ts';
-import { decodeWire, encodeWire, WIRE_BINARY, WIRE_JSON, WireMessage } from '../../daemons/gossip-operator/swim/wire.ts';
+import { decodeWire, encodeWire, PeerWireVersions, WIRE_BINARY, WIRE_JSON, WireMessage } from '../../daemons/gossip-operator/swim/wire.ts';
 
 const header = { from: 'site-east-1', addr: '10.20.30.40:7946', ts: 1_764_600_000_000 };
 const ring = new KeyRing([Buffer.alloc(32, 7)]);
@@ -24,6 +24,7 @@ const samples: SwimMessage[] = [
   { k: 'user', data: { v: 1, record: { key: 'production/east/vllm', revision: 12, sig: 'AAAA', nested: [1, 'two', null, { ü: true }] } } },
   { k: 'push-pull', join: true, members: [{ name: 'a', addr: '10.0.0.1:7946', inc: 0, state: 'alive' }, { name: 'b', addr: '10.0.0.2:7946', inc: 3, state: 'left' }], user: { records: ['x', 'y'] } },
   { k: 'push-pull', join: false, members: [] },
+  { k: 'push-pull', join: false, members: [{ name: 'a', addr: '10.0.0.1:7946', inc: 2, state: 'suspect', w: 3 }] },
   { k: 'stream-open', bytes: 4_000_000, join: false },
 ];
 
@@ -129,5 +130,40 @@ describe('bytes on the wire, version 2 (JSON) against 3 (binary)', () => {
     const bin = frameBytes(WIRE_BINARY, [pp], true);
     console.log(`[wire] push-pull members N=${n}: ${json} bytes as version 2, ${bin} as version 3 (${Math.round((100 * bin) / json)}%)`);
     expect(bin).toBeLessThan(json / 2);
+  });
+});
+
+// Issue 22: push-pull entries carry what the sender knows of each member's wire version, so a member learned by
+// push-pull is spoken to in version 3 from the first packet; what a member declares itself always wins.
+describe('wire versions learned second hand', () => {
+  test('an entry\'s w is taken only for a peer not heard from, capped at what we speak', () => {
+    const peers = new PeerWireVersions(WIRE_BINARY, 16);
+    peers.heardOf('a', 3);
+    expect(peers.versionFor('a')).toBe(WIRE_BINARY);
+    peers.heard('b', undefined); // b itself said: JSON only
+    peers.heardOf('b', 3);
+    expect(peers.versionFor('b')).toBe(WIRE_JSON);
+    peers.heardOf('c', 200); // a version nobody speaks yet: the highest both speak
+    expect(peers.versionFor('c')).toBe(WIRE_BINARY);
+    peers.heard('a', undefined); // a rolled back: its own word replaces the second-hand claim
+    expect(peers.versionFor('a')).toBe(WIRE_JSON);
+    const old = new PeerWireVersions(WIRE_JSON, 16); // a member pinned to 2 never speaks 3, whatever it is told
+    old.heardOf('a', 3);
+    expect(old.versionFor('a')).toBe(WIRE_JSON);
+  });
+
+  test('push-pull entries carry w where it is known, through the binary wire and back', () => {
+    const members = [
+      { name: 'self', addr: '10.0.0.1:1', incarnation: 0, state: 'alive' as const, stateChangedAtMs: 0 },
+      { name: 'b', addr: '10.0.0.2:1', incarnation: 1, state: 'alive' as const, stateChangedAtMs: 0 },
+    ];
+    const pp = buildPushPull(members, false, undefined, (name) => (name === 'self' ? 3 : undefined));
+    expect(pp.members).toEqual([
+      { name: 'self', addr: '10.0.0.1:1', inc: 0, state: 'alive', w: 3 },
+      { name: 'b', addr: '10.0.0.2:1', inc: 1, state: 'alive' },
+    ]);
+    const m = new WireMessage(pp);
+    const decoded = decodeWire(WIRE_BINARY, encodeWire(WIRE_BINARY, { from: 'self', addr: '10.0.0.1:1', ts: 1 }, WIRE_BINARY, [m], true), 1 << 20);
+    expect(decoded.ok && decoded.packet.msgs[0]).toEqual(pp);
   });
 });

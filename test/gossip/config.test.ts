@@ -62,13 +62,17 @@ describe('applySwimSpec', () => {
   });
 });
 
+// memberlist's mult * ceil(log10(N + 1)) where it is at least the floor ceil(ln(N + 1)) + 7 (a member missing every
+// copy of a broadcast has odds of about N * e^-limit, issue 22).
 test.each([
-  { mult: 4, n: 1, want: 4 },
-  { mult: 4, n: 9, want: 4 },
-  { mult: 4, n: 10, want: 8 },
-  { mult: 4, n: 64, want: 8 },
+  { mult: 4, n: 1, want: 8 },
+  { mult: 4, n: 8, want: 10 },
+  { mult: 4, n: 64, want: 12 },
   { mult: 4, n: 100, want: 12 },
-  { mult: 3, n: 1000, want: 12 },
+  { mult: 4, n: 300, want: 13 },
+  { mult: 4, n: 1000, want: 16 },
+  { mult: 3, n: 1000, want: 14 },
+  { mult: 10, n: 9, want: 10 },
 ])('retransmit limit mult=$mult N=$n -> $want (grows with log N)', ({ mult, n, want }) => {
   expect(retransmitLimit(mult, n)).toBe(want);
 });

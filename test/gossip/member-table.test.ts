@@ -75,3 +75,62 @@ describe('MemberTable rules', () => {
     expect(t.refute(Number.MAX_SAFE_INTEGER)).toBe(Number.MAX_SAFE_INTEGER);
   });
 });
+
+// Issue 22: the live count, the dead/left set and random picks are kept on every transition instead of scanned.
+describe('MemberTable counts and picks', () => {
+  const scan = (t: MemberTable) => [...t.all()].filter((m) => m.state === 'alive' || m.state === 'suspect').length;
+  const goneScan = (t: MemberTable) => [...t.all()].filter((m) => m.state === 'dead' || m.state === 'left').map((m) => m.name).sort();
+
+  test('live count, dead and left members and arrivals follow every transition and forget', () => {
+    const t = new MemberTable('self', 's:1', 0, 0, 100);
+    const check = () => {
+      expect(t.liveCount()).toBe(scan(t));
+      expect([...t.gone()].map((m) => m.name).sort()).toEqual(goneScan(t));
+    };
+    for (const n of ['a', 'b', 'c', 'd']) t.applyAlive({ k: 'alive', name: n, addr: `${n}:1`, inc: 0 }, 0);
+    check();
+    expect(t.arrivals).toBe(5);
+    t.applySuspect({ k: 'suspect', name: 'a', inc: 0, by: 'b' }, 1);
+    check();
+    t.applyDead({ k: 'dead', name: 'a', inc: 0, by: 'b' }, 2);
+    t.applyDead({ k: 'dead', name: 'b', inc: 0, by: 'b' }, 2);
+    check();
+    expect(t.liveCount()).toBe(3);
+    const before = t.arrivals;
+    t.applyAlive({ k: 'alive', name: 'a', addr: 'a:1', inc: 1 }, 3); // back to life: an arrival
+    check();
+    expect(t.arrivals).toBe(before + 1);
+    t.applyAlive({ k: 'alive', name: 'b', addr: 'b:2', inc: 0 }, 3); // a departed site back on a new address
+    check();
+    t.applyDead({ k: 'dead', name: 'c', inc: 0, by: 'a' }, 4);
+    expect(t.forget('c')).toBe(true);
+    expect(t.forget('c')).toBe(false);
+    expect(t.forget('self')).toBe(false);
+    check();
+    expect(t.get('c')).toBeUndefined();
+    expect([...t.all()].map((m) => m.name).sort()).toEqual(['a', 'b', 'd', 'self']);
+  });
+
+  test('sample gives distinct eligible members, all of them when fewer exist, uniformly over many draws', () => {
+    let seed = 1;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const t = new MemberTable('self', 's:1', 0, 0, 1_000);
+    for (let i = 0; i < 200; i++) t.applyAlive({ k: 'alive', name: `m${i}`, addr: `m${i}:1`, inc: 0 }, 0);
+    for (let i = 0; i < 100; i++) t.applyDead({ k: 'dead', name: `m${i}`, inc: 0, by: 'self' }, 1);
+    const alive = (m: { state: string; name: string }) => m.state === 'alive' && m.name !== 'self';
+    const hits = new Map<string, number>();
+    for (let draw = 0; draw < 5_000; draw++) {
+      const picked = t.sample(4, random, alive);
+      expect(new Set(picked).size).toBe(4);
+      for (const m of picked) {
+        expect(alive(m)).toBe(true);
+        hits.set(m.name, (hits.get(m.name) ?? 0) + 1);
+      }
+    }
+    // 100 eligible members, 20,000 picks: 200 each on average; every one is picked, none more than twice as often.
+    expect(hits.size).toBe(100);
+    expect(Math.max(...hits.values())).toBeLessThan(2 * Math.min(...hits.values()));
+    expect(t.sample(4, random, (m) => m.name === 'm150' || m.name === 'm151').map((m) => m.name).sort()).toEqual(['m150', 'm151']);
+    expect(t.sample(4, random, () => false)).toEqual([]);
+  });
+});

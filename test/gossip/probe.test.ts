@@ -4,7 +4,7 @@ import { createSocket } from 'node:dgram';
 import { describe, expect, test } from 'vitest';
 import { seededRandom, systemClock } from '../../daemons/gossip-operator/swim/clock.ts';
 import { loopbackProfile, wanProfile } from '../../daemons/gossip-operator/swim/config.ts';
-import type { Member } from '../../daemons/gossip-operator/swim/member-table.ts';
+import { MemberTable, type Member } from '../../daemons/gossip-operator/swim/member-table.ts';
 import { AckTable, nackTimeoutMs, probeMember, ProbeTargets, type ProbeHost } from '../../daemons/gossip-operator/swim/probe.ts';
 import { FakeClock } from './fake-clock.ts';
 import { testTiming } from './helpers.ts';
@@ -46,7 +46,7 @@ function harness(helpers: readonly string[], onPingReq: (h: Harness, via: string
       probeTimeoutMs: () => TIMEOUT_MS,
       probeIntervalMs: () => INTERVAL_MS,
       indirectChecks: () => 3,
-      liveMembers: () => live,
+      sampleMembers: (count, eligible) => live.filter(eligible).slice(0, count),
       pingTo: (_target, s) => {
         h.lastSeq = s;
       },
@@ -213,14 +213,15 @@ describe('systemClock', () => {
 });
 
 describe('probe order', () => {
-  const member = (name: string): Member => ({ name, addr: `${name}:1`, incarnation: 0, state: 'alive', stateChangedAtMs: 0 });
 
   test('every member is probed once per round, and one learned mid-round is probed in that same round', () => {
     for (let seed = 1; seed <= 50; seed++) {
       const targets = new ProbeTargets(seededRandom(seed));
-      const members = ['self', ...Array.from({ length: 20 }, (_, i) => `m${i}`)].map(member);
+      const members = new MemberTable('self', 'self:1', 0, 0, 100);
+      const add = (name: string) => members.applyAlive({ k: 'alive', name, addr: `${name}:1`, inc: 0 }, 0);
+      for (let i = 0; i < 20; i++) add(`m${i}`);
       const first = [targets.next(members, 'self')!.name];
-      members.push(member('late'));
+      add('late');
       // The round had 20 members; with the late one it has 21 probes before anyone is probed twice.
       for (let i = 1; i < 21; i++) first.push(targets.next(members, 'self')!.name);
       expect(new Set(first).size, `seed ${seed}: ${first.join(',')}`).toBe(21);

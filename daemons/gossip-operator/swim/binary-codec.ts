@@ -13,7 +13,7 @@
 //            wire version the sender speaks)
 //   message: 1 kind (index in MESSAGE_KINDS), 2 seq, 3 target, 4 targetAddr, 5 name, 6 addr, 7 inc, 8 by,
 //            9 data (JSON text), 10 join (0/1), 11 member (repeated, nested), 12 user (JSON text), 13 bytes
-//   member:  1 name, 2 addr, 3 inc, 4 state (index in MEMBER_STATES)
+//   member:  1 name, 2 addr, 3 inc, 4 state (index in MEMBER_STATES), 5 w (wire version it speaks, if known)
 // Delegate payloads (data, user) stay JSON text: SWIM does not know their shape, and signed state records must
 // reach the verifier as the very object that was signed.
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
@@ -112,12 +112,13 @@ export function encodeBinaryMessage(m: SwimMessage): Buffer {
   if (m.k === 'user') w.stringField(9, JSON.stringify(raw.data));
   if (typeof raw.join === 'boolean') w.uintField(10, raw.join ? 1 : 0);
   if (Array.isArray(raw.members)) {
-    for (const mem of raw.members as { name: string; addr: string; inc: number; state: (typeof MEMBER_STATES)[number] }[]) {
+    for (const mem of raw.members as { name: string; addr: string; inc: number; state: (typeof MEMBER_STATES)[number]; w?: number }[]) {
       const mw = new Writer();
       mw.stringField(1, mem.name);
       mw.stringField(2, mem.addr);
       mw.uintField(3, wireUint(mem.inc, 'member inc'));
       mw.uintField(4, MEMBER_STATES.indexOf(mem.state));
+      if (mem.w !== undefined) mw.uintField(5, wireUint(mem.w, 'member w'));
       w.lenField(11, mw.done());
     }
   }
@@ -240,6 +241,7 @@ function decodeMember(buf: Buffer): Record<string, unknown> {
     else if (tag === 2) out.addr = str(v, 'member addr');
     else if (tag === 3) out.inc = num(v, 'member inc');
     else if (tag === 4) out.state = MEMBER_STATES[num(v, 'member state')] ?? `state#${String(v)}`;
+    else if (tag === 5) out.w = num(v, 'member w');
   }
   return out;
 }

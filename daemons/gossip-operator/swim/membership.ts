@@ -5,7 +5,7 @@ import { randomInt } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Awareness } from './awareness.ts';
 import { BroadcastQueue } from './broadcast-queue.ts';
-import { shuffled, systemClock, type Clock, type RandomSource, type TimerHandle } from './clock.ts';
+import { systemClock, type Clock, type RandomSource, type TimerHandle } from './clock.ts';
 import { pushPullIntervalFor, retransmitLimit, validateSwimConfig, type SwimConfig } from './config.ts';
 import { ANY_RECIPIENT, frameOverhead } from './crypto.ts';
 import type { StateDelegate } from './delegate.ts';
@@ -38,6 +38,18 @@ export interface MembershipOptions {
   /** Highest wire version to speak (wire.ts; default the latest). Pin it to 2 to hold a member on the JSON wire
    * during a rolling upgrade, or to stand in for a member of the previous release in tests. */
   readonly wireVersion?: WireVersion;
+  /** Members known alive from the start, with nothing to gossip about them: the state a member holds after a
+   * join storm has settled. The simulation starts 1,000-member grids from it (issue 22), where replaying the
+   * join storm itself would cost O(N^2) packets before anything is measured. */
+  readonly knownMembers?: readonly KnownMember[];
+}
+
+export interface KnownMember {
+  readonly name: string;
+  readonly addr: string;
+  readonly incarnation: number;
+  /** The wire version it was last heard declaring (absent: not heard from, spoken to in the baseline). */
+  readonly wire?: WireVersion;
 }
 
 export interface MemberView {
@@ -117,6 +129,10 @@ export class Membership extends EventEmitter<Events> {
       options.wireVersion ?? WIRE_LATEST,
       options.config.maxMembers,
     );
+    for (const m of options.knownMembers ?? []) {
+      this.#table.applyAlive({ k: 'alive', name: m.name, addr: m.addr, inc: m.incarnation }, this.#clock.now());
+      if (m.wire !== undefined) this.#gate.heard(m.name, m.wire);
+    }
     this.#broadcasts = new BroadcastQueue(options.config.maxQueuedBroadcasts, this.#maxBroadcastBytes());
     this.#acks = new AckTable(this.#clock);
     this.#targets = new ProbeTargets(this.#random);
@@ -250,8 +266,8 @@ export class Membership extends EventEmitter<Events> {
       let ok = 0;
       do {
         this.#syncAgain = false;
-        const peers = shuffled([...this.#table.all()].filter((m) => m !== this.#table.self && m.state === 'alive'), this.#random);
-        const results = await Promise.all(peers.slice(0, this.config.gossipFanout).map((m) => this.#pushPull.exchange(m.name, m.addr, false)));
+        const peers = this.#table.sample(this.config.gossipFanout, this.#random, (m) => m !== this.#table.self && m.state === 'alive');
+        const results = await Promise.all(peers.map((m) => this.#pushPull.exchange(m.name, m.addr, false)));
         ok = results.filter(Boolean).length;
       } while (this.#syncAgain && this.#running);
       return ok;
@@ -290,8 +306,9 @@ export class Membership extends EventEmitter<Events> {
   #start(): void {
     this.#running = true;
     // Announce ourselves (memberlist's setAlive): whoever we reach first starts spreading the news.
+    // A member started with the converged member list (knownMembers) stands for one whose announcement has spread.
     const self = this.#table.self;
-    this.#broadcasts.enqueue(`m:${self.name}`, new WireMessage({ k: 'alive', name: self.name, addr: self.addr, inc: self.incarnation }));
+    if (this.#table.size === 1) this.#broadcasts.enqueue(`m:${self.name}`, new WireMessage({ k: 'alive', name: self.name, addr: self.addr, inc: self.incarnation }));
     this.#transport.setPacketHandler((frame, from, at) => this.#receiver.onPacket(frame, from, at));
     this.#transport.setStreamHandler(
       (frame, from) => this.#pushPull.open(frame, from),
@@ -300,8 +317,8 @@ export class Membership extends EventEmitter<Events> {
     this.#transport.setStreamDropHandler((reason, detail) => this.drops.drop(reason, detail));
     this.#every(() => this.#awareness.scale(this.config.probeIntervalMs), () => this.#probeTick());
     this.#every(() => this.config.gossipIntervalMs, () => this.#gossipTick());
-    // Forgetting scans the whole table, so it runs at 1/30 of the TTL (within ~3 % of it), not every gossip round:
-    // at 1,000 members that scan was the largest CPU cost of an idle member (issue 22, simulation profile).
+    // Forgetting runs at 1/30 of the TTL (within ~3 % of it) over the dead and left members only: at 1,000
+    // members a scan of the whole table here was the largest CPU cost of an idle member (issue 22, simulation profile).
     this.#every(() => Math.max(this.config.gossipIntervalMs, this.config.deadMemberTtlMs / 30), () => this.#forgetExpired());
     this.#every(() => pushPullIntervalFor(this.config.pushPullIntervalMs, this.#table.liveCount()), () => void this.#pushPullTick());
     this.#every(() => (this.#joined ? this.config.announceIntervalMs : this.config.joinRetryIntervalMs), () => void this.#announce());
@@ -330,19 +347,21 @@ export class Membership extends EventEmitter<Events> {
   }
 
   #probeTick(): void {
-    const target = this.#targets.next([...this.#table.all()], this.name);
+    const target = this.#targets.next(this.#table, this.name);
     if (target) void probeMember(this.#probeHost, target);
   }
 
   #gossipTick(): void {
     if (this.#broadcasts.size === 0) return;
     const now = this.#clock.now();
-    const candidates = [...this.#table.all()].filter(
+    const targets = this.#table.sample(
+      this.config.gossipFanout,
+      this.#random,
       (m) =>
         m !== this.#table.self &&
         (m.state === 'alive' || m.state === 'suspect' || (m.state === 'dead' && now - m.stateChangedAtMs < this.config.gossipToTheDeadMs)),
     );
-    for (const m of shuffled(candidates, this.#random).slice(0, this.config.gossipFanout)) {
+    for (const m of targets) {
       if (this.#broadcasts.size === 0) break;
       this.#send(m.name, m.addr, []);
     }
@@ -350,8 +369,8 @@ export class Membership extends EventEmitter<Events> {
 
   #forgetExpired(): void {
     const now = this.#clock.now();
-    for (const m of [...this.#table.all()]) {
-      if ((m.state === 'dead' || m.state === 'left') && now - m.stateChangedAtMs >= this.config.deadMemberTtlMs && this.#table.forget(m.name)) {
+    for (const m of [...this.#table.gone()]) {
+      if (now - m.stateChangedAtMs >= this.config.deadMemberTtlMs && this.#table.forget(m.name)) {
         this.#broadcasts.remove(`m:${m.name}`);
         this.#gate.forget(m.name);
         this.emit('forget', m.name);
@@ -360,8 +379,7 @@ export class Membership extends EventEmitter<Events> {
   }
 
   async #pushPullTick(): Promise<void> {
-    const peers = [...this.#table.all()].filter((m) => m !== this.#table.self && m.state === 'alive');
-    const peer = shuffled(peers, this.#random)[0];
+    const [peer] = this.#table.sample(1, this.#random, (m) => m !== this.#table.self && m.state === 'alive');
     if (peer) await this.#pushPull.exchange(peer.name, peer.addr, false);
   }
 
@@ -417,7 +435,7 @@ export class Membership extends EventEmitter<Events> {
       probeTimeoutMs: () => this.#awareness.scale(this.config.probeTimeoutMs),
       probeIntervalMs: () => this.#awareness.scale(this.config.probeIntervalMs),
       indirectChecks: () => this.config.indirectChecks,
-      liveMembers: () => [...this.#table.all()].filter((m) => m.state === 'alive' || m.state === 'suspect'),
+      sampleMembers: (count, eligible) => this.#table.sample(count, this.#random, eligible),
       pingTo: (target, seq) => {
         const msgs = [new WireMessage({ k: 'ping', seq, target: target.name })];
         // Lifeguard buddy system: tell a suspect directly, so it can refute before the timeout.

@@ -9,7 +9,7 @@ import { ANY_RECIPIENT, openFrame, ReplayGuard, sealFrame } from './crypto.ts';
 import type { DropCounter } from './drop-counter.ts';
 import type { KeyRing } from './keyring.ts';
 import type { SwimDropReason } from './reasons.ts';
-import { decodeWire, encodeWire, envelopeBytes, PeerWireVersions, WIRE_BASELINE, WIRE_VERSIONS, type WireMessage, type WireVersion } from './wire.ts';
+import { declaredWire, decodeWire, encodeWire, envelopeBytes, PeerWireVersions, WIRE_BASELINE, WIRE_VERSIONS, type WireMessage, type WireVersion } from './wire.ts';
 
 /** Frames sealed and opened per wire version (plaintext frames count as the baseline). */
 export type WireCounts = Record<WireVersion, number>;
@@ -73,6 +73,24 @@ export class PacketGate {
     return sealFrame(this.#keyring, encodeWire(version, header, this.#peers.latest, messages, stream), to, undefined, version);
   }
 
+  /** Records the wire version `peer` declared (`w` of its last authenticated packet; undefined: JSON only). */
+  heard(peer: string, declared: number | undefined): void {
+    if (this.#keyring) this.#peers.heard(peer, declared);
+  }
+
+  /** What another member's push-pull entry says `peer` speaks (wire.ts PeerWireVersions.heardOf). */
+  heardOf(peer: string, declared: number): void {
+    if (this.#keyring && peer !== this.#self) this.#peers.heardOf(peer, declared);
+  }
+
+  /** The `w` of a push-pull entry: our own latest for ourselves, what we know for a peer (absent: baseline only or unknown). */
+  declaredFor(peer: string): number | undefined {
+    if (!this.#keyring) return undefined;
+    if (peer === this.#self) return declaredWire(this.#peers.latest);
+    const known = this.#peers.known(peer);
+    return known === undefined ? undefined : declaredWire(known);
+  }
+
   /** A member forgotten: nothing more to remember about what it speaks. */
   forget(name: string): void {
     this.#peers.forget(name);
@@ -108,7 +126,7 @@ export class PacketGate {
       return undefined;
     }
     // Only now, authenticated and fresh, may the packet tell us what its sender speaks.
-    if (this.#keyring) this.#peers.heard(decoded.packet.from, decoded.packet.w);
+    this.heard(decoded.packet.from, decoded.packet.w);
     this.received[opened.version === 0 ? WIRE_BASELINE : (opened.version as WireVersion)]++;
     return { packet: decoded.packet, toAnyone: opened.recipient === ANY_RECIPIENT };
   }

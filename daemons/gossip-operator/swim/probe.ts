@@ -2,7 +2,7 @@
 // members, then suspicion. Acks are matched by sequence number and by sender (the member probed, or a helper asked
 // to probe it), with the receive timestamp taken at receipt.
 import { shuffled, type Clock, type RandomSource, type TimerHandle } from './clock.ts';
-import type { Member } from './member-table.ts';
+import type { Member, MemberSource } from './member-table.ts';
 
 interface PendingAck {
   /** Members whose ack or nack counts for this entry; grows when a probe asks helpers. */
@@ -88,34 +88,42 @@ export class AckTable {
  */
 export class ProbeTargets {
   #order: string[] = [];
-  #inOrder = new Set<string>();
   #index = 0;
+  #arrivals = -1;
   readonly #random: RandomSource;
 
   constructor(random: RandomSource) {
     this.#random = random;
   }
 
-  next(candidates: readonly Member[], selfName: string): Member | undefined {
-    const byName = new Map(candidates.filter((m) => m.name !== selfName && (m.state === 'alive' || m.state === 'suspect')).map((m) => [m.name, m]));
-    if (byName.size === 0) return undefined;
+  /** The next member to probe; O(1) per call except when members arrived or a round ends (O(N) then). */
+  next(members: MemberSource, selfName: string): Member | undefined {
+    const probeable = (m: Member | undefined): m is Member => m !== undefined && m.name !== selfName && (m.state === 'alive' || m.state === 'suspect');
     // A member learned during a round joins the rest of this round at a random place (as in memberlist), so it is
     // probed within the round and not only after the next reshuffle: at N members that is up to N probe periods
     // later, which the simulation showed as multi-second detection of a member that had joined last (issue 22).
-    for (const name of byName.keys()) {
-      if (this.#inOrder.has(name)) continue;
-      const at = this.#index + Math.floor(this.#random() * (this.#order.length - this.#index + 1));
-      this.#order.splice(at, 0, name);
-      this.#inOrder.add(name);
+    // Arrivals are rare, so the set of names in the order is built only then (held for good, it would double the
+    // probe order's memory).
+    if (members.arrivals !== this.#arrivals) {
+      this.#arrivals = members.arrivals;
+      const inOrder = new Set(this.#order);
+      for (const m of members.all()) {
+        if (inOrder.has(m.name) || !probeable(m)) continue;
+        const at = this.#index + Math.floor(this.#random() * (this.#order.length - this.#index + 1));
+        this.#order.splice(at, 0, m.name);
+        inOrder.add(m.name);
+      }
     }
-    for (let tries = 0; tries <= this.#order.length; tries++) {
+    for (let tries = 0; tries <= this.#order.length + 1; tries++) {
       if (this.#index >= this.#order.length) {
-        this.#order = shuffled([...byName.keys()], this.#random);
-        this.#inOrder = new Set(this.#order);
+        const live: string[] = [];
+        for (const m of members.all()) if (probeable(m)) live.push(m.name);
+        if (live.length === 0) return undefined;
+        this.#order = shuffled(live, this.#random);
         this.#index = 0;
       }
-      const m = byName.get(this.#order[this.#index++] as string);
-      if (m) return m;
+      const m = members.get(this.#order[this.#index++] as string);
+      if (probeable(m)) return m;
     }
     return undefined;
   }
@@ -132,7 +140,8 @@ export interface ProbeHost {
   probeTimeoutMs(): number;
   probeIntervalMs(): number;
   indirectChecks(): number;
-  liveMembers(): Member[];
+  /** Up to `count` distinct random members for which `eligible` holds (MemberTable.sample). */
+  sampleMembers(count: number, eligible: (m: Member) => boolean): Member[];
   /** A suspect message about the target to piggyback on its ping (Lifeguard "buddy system"), if it is suspect. */
   pingTo(target: Member, seq: number): void;
   pingReqTo(via: Member, target: Member, seq: number): void;
@@ -188,10 +197,7 @@ export function probeMember(host: ProbeHost, target: Member): Promise<'acked' | 
     host.pingTo(target, seq);
     indirect = host.clock.schedule(timeoutMs, () => {
       if (settled) return;
-      const helpers = shuffled(host.liveMembers().filter((m) => m.name !== target.name && m.name !== host.selfName && m.state === 'alive'), host.random).slice(
-        0,
-        host.indirectChecks(),
-      );
+      const helpers = host.sampleMembers(host.indirectChecks(), (m) => m.name !== target.name && m.name !== host.selfName && m.state === 'alive');
       expectedNacks = helpers.length;
       for (const via of helpers) {
         senders.add(via.name);

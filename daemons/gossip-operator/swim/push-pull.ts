@@ -15,9 +15,13 @@ import type { Transport } from './transport.ts';
 import type { MembershipMessage } from './updates.ts';
 import { WireMessage } from './wire.ts';
 
-export function buildPushPull(members: Iterable<Member>, join: boolean, user: unknown): PushPullState {
+/** `wireOf`: the `w` to put in a member's entry (PacketGate.declaredFor), or undefined for none. */
+export function buildPushPull(members: Iterable<Member>, join: boolean, user: unknown, wireOf: (name: string) => number | undefined = () => undefined): PushPullState {
   const list: PushPullState['members'] = [];
-  for (const m of members) list.push({ name: m.name, addr: m.addr, inc: m.incarnation, state: m.state });
+  for (const m of members) {
+    const w = wireOf(m.name);
+    list.push(w === undefined ? { name: m.name, addr: m.addr, inc: m.incarnation, state: m.state } : { name: m.name, addr: m.addr, inc: m.incarnation, state: m.state, w });
+  }
   return user === undefined ? { k: 'push-pull', join, members: list } : { k: 'push-pull', join, members: list, user: user as PushPullState['user'] };
 }
 
@@ -127,13 +131,13 @@ export class PushPullExchange {
     const header = this.#c.header();
     const version = gate.versionFor(to);
     const user = delegate?.localState(join);
-    let message = new WireMessage(buildPushPull(this.#c.members(), join, user));
+    let message = new WireMessage(buildPushPull(this.#c.members(), join, user, (name) => gate.declaredFor(name)));
     // The receiver refuses a stream above maxMessageBytes and inflates no further than that, so the uncompressed
     // size is what must fit. Without the delegate state the member list still converges membership.
     const plaintextBytes = gate.envelopeBytes(version, header) + message.cost(version);
     if (plaintextBytes + frameOverhead(keyring) + 4 > config.maxMessageBytes && user !== undefined) {
       drops.drop('oversized', `local state of ${plaintextBytes} bytes exceeds maxMessageBytes; sending members only`);
-      message = new WireMessage(buildPushPull(this.#c.members(), join, undefined));
+      message = new WireMessage(buildPushPull(this.#c.members(), join, undefined, (name) => gate.declaredFor(name)));
     }
     return gate.seal(header, to, [message], true, version);
   }
@@ -160,6 +164,8 @@ export class PushPullExchange {
       return undefined;
     }
     for (const msg of remoteMembersAsMessages(pp.members, packet.from, config.maxMembers)) this.#c.apply(msg);
+    // What the peer knows of who speaks which wire version, for members we have not heard from ourselves.
+    for (const m of pp.members.slice(0, config.maxMembers)) if (m.w !== undefined) gate.heardOf(m.name, m.w);
     if (pp.user !== undefined && delegate) {
       try {
         delegate.mergeRemoteState(pp.user, pp.join, packet.from);

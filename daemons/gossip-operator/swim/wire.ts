@@ -3,8 +3,9 @@
 //   2: JSON plaintext (codec.ts), the baseline every member speaks;
 //   3: tagged binary plaintext, push-pull compressed (binary-codec.ts).
 // Every packet declares the highest version its sender speaks (`w`; absent in version 2 from a JSON-only
-// member). A member sends each peer the highest version both speak, as last declared by that peer, and the
-// baseline to a peer it has not heard from yet (a join, a member learned second hand). So in a rolling upgrade
+// member). A member sends each peer the highest version both speak, as last declared by that peer, or as another
+// member's push-pull entry for it says (only for a peer not heard from itself), and the baseline to a peer it
+// knows nothing about (a join to an unnamed seed, a member learned by gossip alone). So in a rolling upgrade
 // upgraded members speak 3 among themselves and 2 with the rest, and a member rolled back is spoken to in 2 again
 // from its next packet on. Plaintext frames (no key ring, local development) are always JSON and not negotiated.
 import { binaryEnvelopeBytes, binaryMessageCost, decodeBinaryPacket, encodeBinaryMessage, encodeBinaryPacket } from './binary-codec.ts';
@@ -109,14 +110,30 @@ export class PeerWireVersions {
   heard(peer: string, declared: number | undefined): void {
     const spoken = declared === undefined ? WIRE_BASELINE : declared;
     // The highest version both speak: ours if the peer is newer, the peer's if it is one we know.
-    const both = (WIRE_VERSIONS as readonly number[]).filter((v) => v <= spoken && v <= this.#latest);
-    const version = (both.length > 0 ? Math.max(...both) : WIRE_BASELINE) as WireVersion;
+    let version: WireVersion = WIRE_BASELINE;
+    for (const v of WIRE_VERSIONS) if (v <= spoken && v <= this.#latest && v > version) version = v;
+    // Most packets come from a peer already heard at the same version: re-inserting it (least recently heard
+    // order) only matters once the table is full. This runs for every packet received.
+    if (this.#peers.get(peer) === version && this.#peers.size < this.#maxEntries) return;
     this.#peers.delete(peer);
     this.#peers.set(peer, version);
     if (this.#peers.size > this.#maxEntries) {
       const oldest = this.#peers.keys().next().value;
       if (oldest !== undefined) this.#peers.delete(oldest);
     }
+  }
+
+  /**
+   * What another member says `peer` speaks (its push-pull entry): taken only when we know nothing of `peer`, so
+   * what a peer declares itself always wins. A claim beyond what we speak is capped like a declaration.
+   */
+  heardOf(peer: string, declared: number): void {
+    if (!this.#peers.has(peer)) this.heard(peer, declared);
+  }
+
+  /** The version we know `peer` speaks, if we know it (first or second hand). */
+  known(peer: string): WireVersion | undefined {
+    return this.#peers.get(peer);
   }
 
   /** The version to send `peer` (a member name, or ANY_RECIPIENT: the baseline). */

@@ -13,7 +13,8 @@ export interface ScaleFigures {
   readonly n: number;
   readonly lossRate: number;
   readonly wire: WireVersion | 'latest';
-  /** Virtual ms until all N list all N alive, joining 2 ms apart through one seed. */
+  readonly start: 'join-storm' | 'converged';
+  /** Virtual ms until all N list all N alive, joining 2 ms apart through one seed (join-storm start only). */
   readonly convergeMs: number | undefined;
   /** Steady state: bytes sent per member per second (UDP and push-pull) and datagrams per member per second. */
   readonly bytesPerMemberPerSec: number;
@@ -38,12 +39,28 @@ export interface ScaleFigures {
   readonly wallSeconds: number;
 }
 
-export async function runScale(n: number, lossRate: number, seed = 22, wire?: WireVersion): Promise<ScaleFigures> {
+export interface ScaleOptions {
+  readonly seed?: number;
+  readonly wire?: WireVersion;
+  /** 'join-storm': all N join through one seed, 2 ms apart, and the time to converge is measured (O(N^2) packets,
+   * so only for a few hundred members). 'converged': every member starts with the full member list. */
+  readonly start?: 'join-storm' | 'converged';
+}
+
+export async function runScale(n: number, lossRate: number, options: ScaleOptions = {}): Promise<ScaleFigures> {
   const started = performance.now();
   const timing = SIM_TIMING;
-  const grid = new SimGrid({ size: n, timing, model: { lossRate, delayMs: wanDelay }, seed, ...(wire === undefined ? {} : { wireVersion: wire }) });
+  const { seed = 22, wire, start = 'converged' } = options;
+  const grid = new SimGrid({
+    size: n,
+    timing,
+    model: { lossRate, delayMs: wanDelay },
+    seed,
+    converged: start === 'converged',
+    ...(wire === undefined ? {} : { wireVersion: wire }),
+  });
   try {
-    const convergeMs = await grid.joinAll(2, 120_000);
+    const convergeMs = start === 'converged' ? undefined : await grid.joinAll(2, 120_000);
     await grid.clock.advance(2_000);
     grid.falseDeaths = 0;
     grid.falseSuspicions = 0;
@@ -85,6 +102,7 @@ export async function runScale(n: number, lossRate: number, seed = 22, wire?: Wi
       n,
       lossRate,
       wire: wire ?? 'latest',
+      start,
       convergeMs,
       bytesPerMemberPerSec: bytes / n / (windowMs / 1000),
       packetsPerMemberPerSec: packets / n / (windowMs / 1000),
@@ -110,7 +128,7 @@ export function describeFigures(f: ScaleFigures): string {
   const ms = (v: number | undefined) => (v === undefined ? 'never' : `${Math.round(v)} ms`);
   const r = (v: number | undefined) => (v === undefined ? 'never' : v.toFixed(1));
   return (
-    `[sim] N=${f.n} loss=${f.lossRate * 100}% wire=${f.wire}: converge ${ms(f.convergeMs)}, ` +
+    `[sim] N=${f.n} loss=${f.lossRate * 100}% wire=${f.wire}: ${f.start === 'converged' ? 'converged start' : `join storm converged in ${ms(f.convergeMs)}`}, ` +
     `${Math.round(f.bytesPerMemberPerSec)} B/member/s (${f.packetsPerMemberPerSec.toFixed(1)} datagrams of ${Math.round(f.meanPacketBytes)} B), ` +
     `push-pull ${f.pushPullBytes} B, false deaths ${f.falseDeaths}, suspicions of live members ${f.falseSuspicions}, ` +
     `crash detected ${ms(f.detectMs)}, known by all ${ms(f.deadKnownByAllMs)} (${r(f.deathRounds)} rounds after the first), ` +

@@ -8,9 +8,9 @@ import { randomBytes } from 'node:crypto';
 import { seededRandom, type Clock, type RandomSource, type TimerHandle } from '../../../daemons/gossip-operator/swim/clock.ts';
 import type { SwimConfig, SwimTiming } from '../../../daemons/gossip-operator/swim/config.ts';
 import { KeyRing } from '../../../daemons/gossip-operator/swim/keyring.ts';
-import { Membership } from '../../../daemons/gossip-operator/swim/membership.ts';
+import { Membership, type MembershipOptions } from '../../../daemons/gossip-operator/swim/membership.ts';
 import { emptyStats, type PacketHandler, type StreamHandler, type StreamOpenHandler, type Transport, type TransportStats } from '../../../daemons/gossip-operator/swim/transport.ts';
-import type { WireVersion } from '../../../daemons/gossip-operator/swim/wire.ts';
+import { WIRE_LATEST, type WireVersion } from '../../../daemons/gossip-operator/swim/wire.ts';
 
 interface Event {
   readonly at: number;
@@ -259,12 +259,17 @@ export class SimTransport implements Transport {
   }
 }
 
+type SwimMembers = NonNullable<MembershipOptions['knownMembers']>;
+
 export interface SimGridOptions {
   readonly size: number;
   readonly timing: SwimTiming;
   readonly model: NetworkModel;
   readonly seed: number;
   readonly wireVersion?: WireVersion;
+  /** Start every member with the full member list (Membership's knownMembers), as after a settled join storm,
+   * instead of N members that have yet to join (joinAll). */
+  readonly converged?: boolean;
 }
 
 /** Who knows what, kept up to date from membership events, so checks cost O(1) instead of O(N^2). */
@@ -288,7 +293,21 @@ export class SimGrid {
     this.#options = options;
     this.#random = seededRandom(options.seed);
     this.net = new SimNetwork(this.clock, this.#random, options.model);
-    for (let i = 0; i < options.size; i++) this.add(`site-${String(i).padStart(4, '0')}`);
+    const names = Array.from({ length: options.size }, (_, i) => `site-${String(i).padStart(4, '0')}`);
+    if (!options.converged) {
+      for (const name of names) this.add(name);
+      return;
+    }
+    const transports = names.map(() => this.net.createTransport());
+    // Every pair has spoken once (as in a join storm), so each knows what wire version the other speaks.
+    const wire = options.wireVersion ?? WIRE_LATEST;
+    const all = names.map((name, i) => ({ name, addr: (transports[i] as SimTransport).localAddress, incarnation: 0, wire }));
+    for (const [i, name] of names.entries()) {
+      const m = this.add(name, transports[i], all.filter((x) => x.name !== name));
+      const view = this.#views.get(m.name) as Map<string, string>;
+      for (const x of all) if (x.name !== name) view.set(x.name, 'alive');
+    }
+    for (const name of names) this.knownAlive.set(name, options.size - 1);
   }
 
   /** A seeded pick in [0, n). */
@@ -297,13 +316,14 @@ export class SimGrid {
   }
 
   /** Starts a member (not yet joined) holding the grid's key. */
-  add(name: string): Membership {
+  add(name: string, transport: SimTransport = this.net.createTransport(), knownMembers: SwimMembers = []): Membership {
     const keyring = this.#keyring;
     const config: SwimConfig = { ...this.#options.timing, name, maxMembers: Math.max(this.#options.timing.maxMembers, 2 * this.#options.size) };
     const m = Membership.start({
       config,
-      transport: this.net.createTransport(),
+      transport,
       keyring,
+      knownMembers,
       clock: this.clock,
       random: seededRandom(Math.floor(this.#random() * 2 ** 32)),
       ...(this.#options.wireVersion === undefined ? {} : { wireVersion: this.#options.wireVersion }),
