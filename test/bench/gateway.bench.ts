@@ -16,6 +16,7 @@
 //           (grid_gateway_tls_handshakes_total) across the gap and the burst after it.
 // CPU per request is utime+stime of the proxy processes (the gateways, floor proxy or nginx master+worker; never
 // the sim or this load generator) from /proc, divided by the requests completed in the window.
+import { benchGatewayWorkers, formatWorkersReport } from './gateway-workers.bench.ts';
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -29,9 +30,9 @@ import { PROVIDER_SNI, candidate, consumerConfig, makePki, payload, providerConf
 import type { Daemon } from '../gateway/helpers.ts';
 
 const USAGE =
-  'usage: npm run bench:gateway -- [--case closed|rate|stream|cold|idle]... [--window-ms 2000] [--rounds 3] [--concurrency 32] ' +
+  'usage: npm run bench:gateway -- [--case closed|rate|stream|cold|idle|workers]... [--window-ms 2000] [--rounds 3] [--concurrency 32] ' +
   '[--rates 500,1000] [--rate-ms 4000] [--streams 100] [--idle-gap-s 30] [--cold-warmups default,0]';
-const CASES = ['closed', 'rate', 'stream', 'cold', 'idle'] as const;
+const CASES = ['closed', 'rate', 'stream', 'cold', 'idle', 'workers'] as const;
 type Case = (typeof CASES)[number];
 
 function options(): {
@@ -709,7 +710,8 @@ async function main(): Promise<void> {
     if (OPTS.cases.has('stream')) await streamCase(paths);
     if (OPTS.cases.has('cold')) for (const warmup of OPTS.coldWarmups) await coldCase(consumerPlain, steadyAt?.get(COLD_RATE), warmup);
     if (OPTS.cases.has('idle')) await idleCase(paths.at(-1)!, providerAdmin);
-    // Two-worker case (issue 18): test/bench/gateway-workers.bench.ts; the lead wires its call in here.
+    // Two workers against one (issue 18), in alternating windows so both see the same background load.
+    if (OPTS.cases.has('workers')) process.stdout.write(`${formatWorkersReport(await benchGatewayWorkers())}\n`);
 
     process.stdout.write(
       `failed requests in every window of every case: ${failedRequests}\n` +
