@@ -2,13 +2,10 @@
 // accepted), a watch on the file's directory (so the Kubernetes `..data` symlink swap is seen), debounce, skip when
 // bytes or semantic revision are unchanged, full validation with the shared contract validator, atomic swap, and
 // last-known-good on any bad replacement. Only this module touches the disk; requests read `current()`.
-import { watch } from 'node:fs';
-import type { FSWatcher } from 'node:fs';
-import { open } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
 import { GATEWAY_MAX_OVERLAY_BYTES, validateOverlay } from '../../schemas/overlay/validate.ts';
 import type { OverlayScope } from '../../schemas/overlay/types.ts';
 import type { Logger } from '../shared/log.ts';
+import { WatchedFile, readBounded } from '../shared/watched-file.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { buildSnapshot } from './routing/snapshot.ts';
 import type { RoutingSnapshot } from './routing/snapshot.ts';
@@ -32,40 +29,21 @@ export interface OverlayStoreOptions {
 
 const LEGACY_REVISION_LABEL = 'legacy';
 
-async function readBounded(path: string, maxBytes: number): Promise<Uint8Array> {
-  const handle = await open(path, 'r');
-  try {
-    const { size } = await handle.stat();
-    // Read one byte past the limit so the validator reports `oversized` without us buffering a huge file.
-    const length = Math.min(size, maxBytes) + 1;
-    const buffer = Buffer.alloc(length);
-    let offset = 0;
-    while (offset < length) {
-      const { bytesRead } = await handle.read(buffer, offset, length - offset, offset);
-      if (bytesRead === 0) break;
-      offset += bytesRead;
-    }
-    return buffer.subarray(0, offset);
-  } finally {
-    await handle.close();
-  }
-}
-
 export class OverlayStore {
   readonly #options: OverlayStoreOptions;
   #snapshot: RoutingSnapshot | null = null;
   #lastRaw: Uint8Array | null = null;
-  #watcher: FSWatcher | null = null;
-  #debounce: NodeJS.Timeout | null = null;
-  #retryWatch: NodeJS.Timeout | null = null;
-  #poll: NodeJS.Timeout | null = null;
-  #loading: Promise<ReloadOutcome> | null = null;
-  #again = false;
-  #closed = false;
+  readonly #file: WatchedFile<ReloadOutcome>;
   #lastServedRevision: string | null = null;
 
   constructor(options: OverlayStoreOptions) {
     this.#options = options;
+    this.#file = new WatchedFile({
+      file: options.file,
+      debounceMs: options.debounceMs,
+      pollIntervalMs: options.pollIntervalMs ?? 5_000,
+      load: (trigger) => this.#load(trigger),
+    });
   }
 
   /** The accepted snapshot, or null while cold (the gateway is not ready). */
@@ -83,77 +61,16 @@ export class OverlayStore {
   }
 
   async start(): Promise<void> {
-    await this.reload('startup');
-    if (!this.#options.reloadEnabled) return;
-    this.#startWatch();
-    const poll = this.#options.pollIntervalMs ?? 5_000;
-    if (poll > 0) {
-      this.#poll = setInterval(() => this.#schedule(0), poll);
-      this.#poll.unref();
-    }
+    await this.#file.start(this.#options.reloadEnabled);
   }
 
   close(): void {
-    this.#closed = true;
-    this.#watcher?.close();
-    for (const timer of [this.#debounce, this.#retryWatch, this.#poll]) if (timer !== null) clearTimeout(timer);
-  }
-
-  #startWatch(): void {
-    if (this.#closed) return;
-    const dir = dirname(this.#options.file);
-    const name = basename(this.#options.file);
-    try {
-      this.#watcher = watch(dir, { persistent: false }, (_event, filename) => {
-        // Kubernetes swaps `..data`; editors and overlay-sync rename temp files: any of them may change our file.
-        if (filename === null || filename === name || filename.startsWith('..') || filename.startsWith('.')) {
-          this.#schedule(this.#options.debounceMs);
-        }
-      });
-      this.#watcher.on('error', () => {
-        this.#watcher?.close();
-        this.#watcher = null;
-        this.#retryWatchLater();
-      });
-    } catch {
-      this.#retryWatchLater();
-    }
-  }
-
-  #retryWatchLater(): void {
-    if (this.#closed || this.#retryWatch !== null) return;
-    this.#retryWatch = setTimeout(() => {
-      this.#retryWatch = null;
-      this.#startWatch();
-      this.#schedule(0);
-    }, 1_000);
-    this.#retryWatch.unref();
-  }
-
-  #schedule(delayMs: number): void {
-    if (this.#closed) return;
-    if (this.#debounce !== null) clearTimeout(this.#debounce);
-    this.#debounce = setTimeout(() => {
-      this.#debounce = null;
-      void this.reload('watch');
-    }, delayMs);
-    this.#debounce.unref();
+    this.#file.close();
   }
 
   /** One load attempt; concurrent triggers coalesce into one follow-up load. */
   reload(trigger: string): Promise<ReloadOutcome> {
-    if (this.#loading !== null) {
-      this.#again = true;
-      return this.#loading;
-    }
-    this.#loading = this.#load(trigger).finally(() => {
-      this.#loading = null;
-      if (this.#again && !this.#closed) {
-        this.#again = false;
-        void this.reload(trigger);
-      }
-    });
-    return this.#loading;
+    return this.#file.reload(trigger);
   }
 
   async #load(trigger: string): Promise<ReloadOutcome> {

@@ -2,12 +2,10 @@
 // store: cold load, a watch on the file's directory (the `..data` swap and overlay-sync's rename are seen), debounce,
 // skip on same bytes or same revision, full validation with the shared contract validator, atomic swap, and
 // last-known-good on any bad replacement. Only this module reads the file; grid_site_route reads `current()`.
-import { watch, type FSWatcher } from 'node:fs';
-import { open } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
 import type { ServingConfigDocument, ServingScope } from '../../../schemas/generated/serving-config.ts';
 import { GATEWAY_MAX_SERVING_BYTES, validateServing } from '../../../schemas/serving/serving-config.ts';
 import type { Logger } from '../../shared/log.ts';
+import { WatchedFile, readBounded } from '../../shared/watched-file.ts';
 import type { ServingMetrics } from './serving-metrics.ts';
 
 export type ServingReload =
@@ -25,39 +23,22 @@ export interface ServingStoreOptions {
   readonly metrics: ServingMetrics;
 }
 
-async function readBounded(path: string, maxBytes: number): Promise<Buffer> {
-  const handle = await open(path, 'r');
-  try {
-    // One byte past the limit, so the validator reports `oversized` without buffering a huge file.
-    const buffer = Buffer.alloc(Math.min((await handle.stat()).size, maxBytes) + 1);
-    let offset = 0;
-    while (offset < buffer.length) {
-      const { bytesRead } = await handle.read(buffer, offset, buffer.length - offset, offset);
-      if (bytesRead === 0) break;
-      offset += bytesRead;
-    }
-    return buffer.subarray(0, offset);
-  } finally {
-    await handle.close();
-  }
-}
-
 export class ServingStore {
   readonly #o: ServingStoreOptions;
   #document: ServingConfigDocument | undefined;
   #revision: string | undefined;
   #lastRaw: Buffer | undefined;
-  #watcher: FSWatcher | undefined;
-  #debounce: NodeJS.Timeout | undefined;
-  #retryWatch: NodeJS.Timeout | undefined;
-  #poll: NodeJS.Timeout | undefined;
-  #loading: Promise<ServingReload> | undefined;
-  #again = false;
-  #closed = false;
+  readonly #file: WatchedFile<ServingReload>;
   readonly #listeners = new Set<(document: ServingConfigDocument) => void>();
 
   constructor(options: ServingStoreOptions) {
     this.#o = options;
+    this.#file = new WatchedFile({
+      file: options.file,
+      debounceMs: options.debounceMs ?? 250,
+      pollIntervalMs: options.pollIntervalMs ?? 5_000,
+      load: (trigger) => this.#load(trigger),
+    });
   }
 
   /** The accepted serving config; undefined until one is accepted. */
@@ -76,75 +57,16 @@ export class ServingStore {
   }
 
   async start(): Promise<void> {
-    await this.reload('startup');
-    this.#startWatch();
-    const poll = this.#o.pollIntervalMs ?? 5_000;
-    if (poll > 0) {
-      this.#poll = setInterval(() => this.#schedule(0), poll);
-      this.#poll.unref();
-    }
+    await this.#file.start();
   }
 
   close(): void {
-    this.#closed = true;
-    this.#watcher?.close();
-    clearTimeout(this.#debounce);
-    clearTimeout(this.#retryWatch);
-    clearInterval(this.#poll);
-  }
-
-  #startWatch(): void {
-    if (this.#closed) return;
-    const name = basename(this.#o.file);
-    try {
-      this.#watcher = watch(dirname(this.#o.file), { persistent: false }, (_event, filename) => {
-        if (filename === null || filename === name || filename.startsWith('.')) this.#schedule(this.#o.debounceMs ?? 250);
-      });
-      this.#watcher.on('error', () => {
-        this.#watcher?.close();
-        this.#watcher = undefined;
-        this.#retryWatchLater();
-      });
-    } catch {
-      // The directory may not exist yet (overlay-sync has not written): try again shortly.
-      this.#retryWatchLater();
-    }
-  }
-
-  #retryWatchLater(): void {
-    if (this.#closed || this.#retryWatch !== undefined) return;
-    this.#retryWatch = setTimeout(() => {
-      this.#retryWatch = undefined;
-      this.#startWatch();
-      this.#schedule(0);
-    }, 1_000);
-    this.#retryWatch.unref();
-  }
-
-  #schedule(delayMs: number): void {
-    if (this.#closed) return;
-    clearTimeout(this.#debounce);
-    this.#debounce = setTimeout(() => {
-      this.#debounce = undefined;
-      void this.reload('watch');
-    }, delayMs);
-    this.#debounce.unref();
+    this.#file.close();
   }
 
   /** One load attempt; concurrent triggers coalesce into one follow-up load. */
   reload(trigger: string): Promise<ServingReload> {
-    if (this.#loading !== undefined) {
-      this.#again = true;
-      return this.#loading;
-    }
-    this.#loading = this.#load(trigger).finally(() => {
-      this.#loading = undefined;
-      if (this.#again && !this.#closed) {
-        this.#again = false;
-        void this.reload(trigger);
-      }
-    });
-    return this.#loading;
+    return this.#file.reload(trigger);
   }
 
   async #load(trigger: string): Promise<ServingReload> {
