@@ -259,10 +259,12 @@ describe('grid_site_route on the local grid, three sites', { timeout: 120_000 },
     const overrideBefore = await counter(/^grid_route_prefix_affinity_total\{outcome="load_override"\}/);
     // A queue at one busy endpoint of that site, worth more than the match, while the site as a whole has room.
     await setLoad({ [busy]: { skewed: 4 } });
-    await waitFor(`${busy}'s queue seen`, async () => {
+    // Seen once a probe moves by load_override: a probe that merely explored (2 %) would end the wait before the
+    // gateway's next poll of the sites brought the queue in.
+    await waitFor(`${busy}'s queue seen (a probe moved by load_override)`, async () => {
       const c = conversations.find((x) => x.last === busy)!;
       const a = await post('/v1/chat/completions', { model: MODEL, messages: [...c.messages, { role: 'user', content: 'probe' }] });
-      return a.site !== busy ? true : undefined;
+      return a.site !== busy && (await counter(/^grid_route_prefix_affinity_total\{outcome="load_override"\}/)) > overrideBefore ? true : undefined;
     }, 30_000);
     let moved = 0;
     let held = 0;
