@@ -281,10 +281,19 @@ describe('grid_site_route on the local grid, three sites', { timeout: 120_000 },
   });
 
   it('(d) a response stored at west is continued at west through east\'s gateway (mTLS provider hop); a left site is 404', async () => {
+    // west the least loaded site, so two choices pick it whenever it is drawn (CI once drew 30 s without it when the
+    // three sites were equal after (c)); what the wait saw is in its message if it still times out.
+    await setLoad({ east: { background: 16, skewed: 0 }, west: { background: 2, skewed: 0 }, south: { background: 16, skewed: 0 } });
+    await rhoSettles({ east: 0.8, west: 0.1, south: 0.8 });
+    const seen: Record<string, number> = {};
     const stored = await waitFor('a response stored at west', async () => {
       const a = await post('/v1/responses', { model: MODEL, input: 'remember this' });
+      const key = `${a.status} ${a.site ?? '-'}`;
+      seen[key] = (seen[key] ?? 0) + 1;
       return a.status === 200 && a.site === 'west' ? a : undefined;
-    }, 30_000);
+    }, 30_000).catch((error: unknown) => {
+      throw new Error(`${error instanceof Error ? error.message : String(error)}; answers seen: ${JSON.stringify(seen)}`);
+    });
     const id = String(stored.body['id']);
     expect(id).toMatch(/^resp_west\./);
     for (let i = 0; i < 5; i++) {
