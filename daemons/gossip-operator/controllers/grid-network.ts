@@ -13,7 +13,7 @@ import type {
   GridSiteResource,
   InferenceProviderResource,
 } from '../../../schemas/crds/types.ts';
-import type { GridNetworkStatus, RoutingMapStatus } from '../../../schemas/generated/gridnetworks.ts';
+import type { GridNetworkStatus, RoutingMapStatus, ServingConfigStatus } from '../../../schemas/generated/gridnetworks.ts';
 import { errorFields } from '../../shared/log.ts';
 import type { KubeObject } from '../../shared/resource-store/types.ts';
 import type { OperatorContext } from '../context.ts';
@@ -30,7 +30,7 @@ import { checkDuration, type DurationRule } from '../../../schemas/durations.ts'
 import { ensureGossip, GossipSetupError, publishLocalState } from './network-gossip.ts';
 import { siteSpend } from '../tenant-spend/ledger.ts';
 import { publishOverlay } from './overlay-publisher.ts';
-import { publishServing, servingGateways, type ServingSources } from './serving-publisher.ts';
+import { publishServing, removeStoppedServing, servingGateways, type ServingSources } from './serving-publisher.ts';
 import { publishGeneratedConfigs } from './generated-config.ts';
 import { MOUNT_POLL_MS } from './mount-reconciler.ts';
 import { credentialHoldBack } from './praxis-config.ts';
@@ -301,31 +301,42 @@ export class GridNetworkController implements Controller {
       routingMapStatus.push(await publishOverlay(ctx, network, entry, prev, hold));
     }
     const servingFor = servingGateways(network);
+    const previousServing = network.status?.servingConfigStatus ?? [];
+    const servingConfigStatus: ServingConfigStatus[] = [];
     for (const entry of results) {
-      if (serving === undefined || !entry.result.ok || !servingFor.has(`${entry.gateway.namespace}/${entry.gateway.name}`)) continue;
-      await publishServing(ctx, network, entry.gateway, entry.result.value, serving);
+      if (!servingFor.has(`${entry.gateway.namespace}/${entry.gateway.name}`)) continue;
+      const prev = previousServing.find((s) => s.gatewayName === entry.gateway.name && s.namespace === entry.gateway.namespace);
+      const why = entry.result.ok ? undefined : `the overlay did not render (${entry.result.error.code}: ${entry.result.error.message})`;
+      servingConfigStatus.push(await publishServing(ctx, network, entry.gateway, entry.result.ok ? entry.result.value : undefined, serving, prev, why));
     }
+    servingConfigStatus.push(...(await removeStoppedServing(ctx, network, servingFor, previousServing)));
     await this.#removeOrphanOverlays(network, results.map((r) => r.gateway));
     const generated = await publishGeneratedConfigs(ctx, network, results, held);
     const { praxisConfigStatus, mountReconciliationStatus } = generated;
     // A revision held back for projected-credential attestation is a requested wait, not a failure: no Degraded.
     const failed = routingMapStatus.filter((s) => s.phase !== 'Distributed' && !held.has(`${s.namespace}/${s.gatewayName}`));
+    // A Disabled entry is a ConfigMap of a gateway no longer served that could not be deleted: its entry says so.
+    const servingFailed = servingConfigStatus.filter((s) => s.phase !== 'Distributed' && s.phase !== 'Disabled');
     const ownSites = sites.filter((s) => s.spec?.gridNetworkRef === name);
     const status: GridNetworkStatus = {
       gridId,
       // Initializing until a seed answered (a lone site with no seeds is a healthy single-member mesh at once).
-      phase: failed.length > 0 ? 'Degraded' : runtime.membership.joined ? 'Active' : 'Initializing',
+      phase: failed.length > 0 || servingFailed.length > 0 ? 'Degraded' : runtime.membership.joined ? 'Active' : 'Initializing',
       connectedSites: ownSites.filter((s) => s.status?.phase === 'Active').length,
       remoteProviderCount: remote.length,
       observedGeneration: generation,
       routingMapStatus,
+      // Written while a gateway is served, or to clear entries left by one that stopped.
+      ...(servingConfigStatus.length > 0 || previousServing.length > 0 ? { servingConfigStatus } : {}),
       // Written when a gateway generates, or to clear entries left by one that stopped.
       ...(praxisConfigStatus.length > 0 || (network.status?.praxisConfigStatus?.length ?? 0) > 0 ? { praxisConfigStatus } : {}),
       ...(mountReconciliationStatus.length > 0 || (network.status?.mountReconciliationStatus?.length ?? 0) > 0 ? { mountReconciliationStatus } : {}),
       budgetStatus: budgetStatus(network.spec.budgetPolicy?.tenants, runtime.store.tenantSpend()),
       conditions: failed.length > 0
         ? this.#conditions(network, false, 'OverlayNotDistributed', `${failed.length} of ${routingMapStatus.length} gateway overlays not distributed: ${failed.map((s) => `${s.namespace}/${s.gatewayName} ${s.reason ?? ''}`).join(', ')}`)
-        : this.#conditions(network, true, 'OverlaysDistributed', `${routingMapStatus.length} gateway overlays distributed`),
+        : servingFailed.length > 0
+          ? this.#conditions(network, false, 'ServingConfigNotDistributed', `${servingFailed.length} of ${servingFor.size} gateway serving configs not distributed: ${servingFailed.map((s) => `${s.namespace}/${s.gatewayName} ${s.reason ?? ''}`).join(', ')}`)
+          : this.#conditions(network, true, 'OverlaysDistributed', `${routingMapStatus.length} gateway overlays distributed${servingFor.size > 0 ? `, ${servingFor.size} serving configs` : ''}`),
     };
     await this.#patchStatus(network, status);
     ctx.metrics.swimMembers.reset();
