@@ -86,6 +86,7 @@ export class GridNetworkController implements Controller {
   readonly #ctx: OperatorContext;
   #admission: AdmissionMemoryMap = new Map();
   readonly #orphanWarned = new Set<string>();
+  readonly #servingWarned = new Set<string>();
 
   constructor(ctx: OperatorContext) {
     this.#ctx = ctx;
@@ -309,7 +310,7 @@ export class GridNetworkController implements Controller {
       const why = entry.result.ok ? undefined : `the overlay did not render (${entry.result.error.code}: ${entry.result.error.message})`;
       servingConfigStatus.push(await publishServing(ctx, network, entry.gateway, entry.result.ok ? entry.result.value : undefined, serving, prev, why));
     }
-    servingConfigStatus.push(...(await removeStoppedServing(ctx, network, servingFor, previousServing)));
+    servingConfigStatus.push(...(await removeStoppedServing(ctx, network, servingFor, previousServing, this.#servingWarned)));
     await this.#removeOrphanOverlays(network, results.map((r) => r.gateway));
     const generated = await publishGeneratedConfigs(ctx, network, results, held);
     const { praxisConfigStatus, mountReconciliationStatus } = generated;

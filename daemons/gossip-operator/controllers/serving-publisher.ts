@@ -174,8 +174,15 @@ export async function removeStoppedServing(
   network: GridNetworkResource,
   served: ReadonlySet<string>,
   previous: readonly ServingConfigStatus[],
+  /** ConfigMaps already warned about: a failure that repeats every reconcile is logged at warn once, then debug. */
+  warned: Set<string> = new Set(),
 ): Promise<ServingConfigStatus[]> {
   const name = network.metadata.name;
+  const warnOnce = (at: string, fields: Record<string, unknown>, msg: string): void => {
+    if (warned.has(at)) ctx.logger.debug(fields, msg);
+    else ctx.logger.warn(fields, msg);
+    warned.add(at);
+  };
   const stale = staleServing(name, served, previous);
   if (stale.length === 0) return [];
   const kept: ServingConfigStatus[] = [];
@@ -196,7 +203,8 @@ export async function removeStoppedServing(
     } catch (error) {
       // Unknown whether it is there: keep the record and look again next time.
       ctx.metrics.servingDeletes.inc({ outcome: 'failed' });
-      ctx.logger.warn({ network: name, configMap: `${record.namespace}/${record.configMapName}`, error: errorFields(error) }, 'cannot read the serving config of a gateway no longer served');
+      const at = `${record.namespace}/${record.configMapName}`;
+      warnOnce(at, { network: name, configMap: at, error: errorFields(error) }, 'cannot read the serving config of a gateway no longer served; retried next reconcile');
       kept.push(disabled(record, `gridServing off or gateway removed; cannot read ConfigMap ${record.namespace}/${record.configMapName}: ${errorFields(error).message}`));
     }
   }
@@ -212,10 +220,11 @@ export async function removeStoppedServing(
       // false: gone between the read and the delete, which is what was wanted.
       if (!(await ctx.store.delete(CONFIG_MAP, { name: record.configMapName, namespace: record.namespace }))) continue;
       ctx.metrics.servingDeletes.inc({ outcome: 'deleted' });
+      warned.delete(at);
       ctx.logger.info({ network: name, configMap: at, gateway: record.gatewayName }, 'serving config deleted: gateway no longer served');
     } catch (error) {
       ctx.metrics.servingDeletes.inc({ outcome: 'failed' });
-      ctx.logger.warn({ network: name, configMap: at, error: errorFields(error) }, 'cannot delete the serving config of a gateway no longer served; retried next reconcile');
+      warnOnce(at, { network: name, configMap: at, error: errorFields(error) }, 'cannot delete the serving config of a gateway no longer served; retried next reconcile');
       kept.push(disabled(record, `gridServing off or gateway removed; cannot delete ConfigMap ${at}: ${errorFields(error).message}`));
     }
   }

@@ -204,8 +204,8 @@ describe('serving config publisher', () => {
       expect(await removeStoppedServing(ctx, gridNetwork(false), new Set(), kept)).toEqual([]);
     });
 
-    it('a failed delete keeps a Disabled entry naming the ConfigMap, and the next reconcile retries it', async () => {
-      const { store, context } = await setup();
+    it('a failed delete keeps a Disabled entry naming the ConfigMap (warned once, not every reconcile), and the next reconcile retries it', async () => {
+      const { store, context, lines } = await setup();
       const entry = await publishStatus(context(store), network({ inferenceProviders: [local('llm-a')] }));
       const refusing: ResourceStore = new Proxy(store as LocalStore, {
         get(target, key, receiver) {
@@ -214,12 +214,17 @@ describe('serving config publisher', () => {
           return typeof value === 'function' ? value.bind(target) : value;
         },
       });
-      const kept = await removeStoppedServing(context(refusing), gridNetwork(false), new Set(), [entry]);
+      const warned = new Set<string>();
+      const kept = await removeStoppedServing(context(refusing), gridNetwork(false), new Set(), [entry], warned);
+      expect(await removeStoppedServing(context(refusing), gridNetwork(false), new Set(), kept, warned)).toEqual(kept);
+      const failures = lines.filter((l) => l.includes('cannot delete the serving config of a gateway no longer served'));
+      expect(failures.map((l) => (JSON.parse(l) as { level: string }).level)).toEqual(['warn', 'debug']);
       expect(kept).toEqual([{ gatewayName: 'inference-gw', namespace: 'praxis-system', configMapName: NAME, phase: 'Disabled', reason: 'DeleteFailed', message: expect.stringContaining(`cannot delete ConfigMap praxis-system/${NAME}: configmaps "${NAME}" is forbidden`), observedGeneration: 2 }]);
       expect(validateCustomResource({ ...gridNetwork(false), status: { servingConfigStatus: kept } })).toEqual([]);
       expect(await store.get(CONFIG_MAP, { name: NAME, namespace: GATEWAY.namespace })).toBeDefined();
-      expect(await removeStoppedServing(context(store), gridNetwork(false), new Set(), kept)).toEqual([]);
+      expect(await removeStoppedServing(context(store), gridNetwork(false), new Set(), kept, warned)).toEqual([]);
       expect(await store.get(CONFIG_MAP, { name: NAME, namespace: GATEWAY.namespace })).toBeUndefined();
+      expect(warned.size).toBe(0);
     });
   });
 });
