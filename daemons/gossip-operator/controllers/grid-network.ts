@@ -314,15 +314,12 @@ export class GridNetworkController implements Controller {
     await this.#removeOrphanOverlays(network, results.map((r) => r.gateway));
     const generated = await publishGeneratedConfigs(ctx, network, results, held);
     const { praxisConfigStatus, mountReconciliationStatus } = generated;
-    // A revision held back for projected-credential attestation is a requested wait, not a failure: no Degraded.
-    const failed = routingMapStatus.filter((s) => s.phase !== 'Distributed' && !held.has(`${s.namespace}/${s.gatewayName}`));
-    // A Disabled entry is a ConfigMap of a gateway no longer served that could not be deleted: its entry says so.
-    const servingFailed = servingConfigStatus.filter((s) => s.phase !== 'Distributed' && s.phase !== 'Disabled');
+    const verdict = distributionVerdict(routingMapStatus, servingConfigStatus, held);
     const ownSites = sites.filter((s) => s.spec?.gridNetworkRef === name);
     const status: GridNetworkStatus = {
       gridId,
       // Initializing until a seed answered (a lone site with no seeds is a healthy single-member mesh at once).
-      phase: failed.length > 0 || servingFailed.length > 0 ? 'Degraded' : runtime.membership.joined ? 'Active' : 'Initializing',
+      phase: !verdict.ready ? 'Degraded' : runtime.membership.joined ? 'Active' : 'Initializing',
       connectedSites: ownSites.filter((s) => s.status?.phase === 'Active').length,
       remoteProviderCount: remote.length,
       observedGeneration: generation,
@@ -333,11 +330,7 @@ export class GridNetworkController implements Controller {
       ...(praxisConfigStatus.length > 0 || (network.status?.praxisConfigStatus?.length ?? 0) > 0 ? { praxisConfigStatus } : {}),
       ...(mountReconciliationStatus.length > 0 || (network.status?.mountReconciliationStatus?.length ?? 0) > 0 ? { mountReconciliationStatus } : {}),
       budgetStatus: budgetStatus(network.spec.budgetPolicy?.tenants, runtime.store.tenantSpend()),
-      conditions: failed.length > 0
-        ? this.#conditions(network, false, 'OverlayNotDistributed', `${failed.length} of ${routingMapStatus.length} gateway overlays not distributed: ${failed.map((s) => `${s.namespace}/${s.gatewayName} ${s.reason ?? ''}`).join(', ')}`)
-        : servingFailed.length > 0
-          ? this.#conditions(network, false, 'ServingConfigNotDistributed', `${servingFailed.length} of ${servingFor.size} gateway serving configs not distributed: ${servingFailed.map((s) => `${s.namespace}/${s.gatewayName} ${s.reason ?? ''}`).join(', ')}`)
-          : this.#conditions(network, true, 'OverlaysDistributed', `${routingMapStatus.length} gateway overlays distributed${servingFor.size > 0 ? `, ${servingFor.size} serving configs` : ''}`),
+      conditions: this.#conditions(network, verdict.ready, verdict.reason, verdict.message),
     };
     await this.#patchStatus(network, status);
     ctx.metrics.swimMembers.reset();
@@ -350,6 +343,26 @@ export class GridNetworkController implements Controller {
     // No Deployment or Secret watch (RBAC is get/patch by name): a waiting gateway is polled.
     return { requeueAfterMs: generated.pending ? Math.min(refreshMs, MOUNT_POLL_MS) : refreshMs };
   }
+}
+
+/**
+ * Ready, with its reason and message, from what this reconcile distributed: an overlay not distributed comes first,
+ * then a served gateway's serving config not distributed. A revision held back for projected-credential attestation
+ * is a requested wait, not a failure; a Disabled serving entry (a gateway no longer served whose ConfigMap could not
+ * be deleted yet) says so in its own entry and leaves Ready alone.
+ */
+export function distributionVerdict(
+  routingMapStatus: readonly RoutingMapStatus[],
+  servingConfigStatus: readonly ServingConfigStatus[],
+  held: ReadonlyMap<string, unknown>,
+): { ready: boolean; reason: string; message: string } {
+  const list = (entries: readonly { namespace: string; gatewayName: string; reason?: string }[]) => entries.map((s) => `${s.namespace}/${s.gatewayName} ${s.reason ?? ''}`).join(', ');
+  const failed = routingMapStatus.filter((s) => s.phase !== 'Distributed' && !held.has(`${s.namespace}/${s.gatewayName}`));
+  if (failed.length > 0) return { ready: false, reason: 'OverlayNotDistributed', message: `${failed.length} of ${routingMapStatus.length} gateway overlays not distributed: ${list(failed)}` };
+  const serving = servingConfigStatus.filter((s) => s.phase !== 'Disabled');
+  const servingFailed = serving.filter((s) => s.phase !== 'Distributed');
+  if (servingFailed.length > 0) return { ready: false, reason: 'ServingConfigNotDistributed', message: `${servingFailed.length} of ${serving.length} gateway serving configs not distributed: ${list(servingFailed)}` };
+  return { ready: true, reason: 'OverlaysDistributed', message: `${routingMapStatus.length} gateway overlays distributed${serving.length > 0 ? `, ${serving.length} serving configs` : ''}` };
 }
 
 /** Each site's signals endpoint as its site record advertises it; this site's from its own listener. */
