@@ -51,6 +51,12 @@ export interface GossipOperatorProps extends OperatorListenerProps {
   readonly gossipAdvertiseAddress?: string;
   /** The overlay ConfigMaps this operator applies (names in its namespace); the Role is scoped to them. */
   readonly overlayConfigMaps: readonly string[];
+  /**
+   * Serving config ConfigMaps (grid-serving-{network}-{gateway}) of the gateways this site deploys, gridServing on or
+   * off: the Role can get and delete exactly these, so the operator removes a serving config once it is turned off.
+   * @default - none
+   */
+  readonly servingConfigMaps?: readonly string[];
   /** Secrets the site's resources reference; the Role can get exactly these. */
   readonly referencedSecrets: readonly SecretName[];
   /**
@@ -151,6 +157,7 @@ export class GossipOperator extends Construct {
       namespace: this.namespace,
       names: {
         overlayConfigMaps: props.overlayConfigMaps,
+        servingConfigMaps: props.servingConfigMaps ?? [],
         referencedSecrets: props.referencedSecrets.map((secret) => secret.name),
         leaderLease: [this.leaseName],
         operatorState: [operatorStateConfigMapName(props.site), siteNameLedgerConfigMapName(props.site)],

@@ -251,6 +251,8 @@ export class GridSiteStack extends Chart {
         // The serving config is applied beside the overlay, by the same Role (its names are scoped the same way).
         ...(consumerName !== undefined && site.consumerGateway?.gridServing !== undefined ? [servingConfigMapName(this.network, consumerName)] : []),
       ],
+      // Only the site's own consumer gateway can be served (external consumers have no serving sidecar).
+      servingConfigMaps: consumerName === undefined ? [] : [servingConfigMapName(this.network, consumerName)],
       referencedSecrets: [
         ...referencedSecrets([networkSpec, ...[...providerSpecs, ...toolSpecs, ...agentSpecs].map((p) => p.spec)]),
         ...delegatedMountSecrets(networkSpec, peers.flatMap((peer) => (peer.providers ?? []).flatMap((p) => providerCredential(p) ?? []))),

@@ -25,6 +25,7 @@ export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'd
 export type NameSlot =
   | 'all'
   | 'overlayConfigMaps'
+  | 'servingConfigMaps'
   | 'overlayConfigMap'
   | 'operatorState'
   | 'referencedSecrets'
@@ -86,6 +87,17 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
       verbs: ['get', 'patch', 'create'],
       names: 'overlayConfigMaps',
       why: 'overlay ConfigMaps are read to compare revisions and written with server-side apply, which the API server authorizes as create for the first write (the name is in the URL, so resourceNames scopes it)',
+    },
+    {
+      // Separate from overlayConfigMaps, which holds the serving name only while gridServing is on: this one holds
+      // it for as long as the site deploys the gateway, so a re-synth that turns gridServing off still lets the
+      // operator remove what it wrote.
+      scope: 'namespace',
+      apiGroup: '',
+      resources: ['configmaps'],
+      verbs: ['get', 'delete'],
+      names: 'servingConfigMaps',
+      why: 'when gridServing is turned off, the serving ConfigMap (grid-serving-{network}-{gateway}) recorded in status is read and deleted if it carries the operator\'s serving labels for that gateway; granted for the name of each gateway this site deploys',
     },
     {
       scope: 'namespace',

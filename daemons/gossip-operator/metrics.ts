@@ -19,6 +19,7 @@ export class OperatorMetrics {
   readonly overlayRenders: Counter<'outcome'>;
   readonly overlayApplies: Counter<'outcome'>;
   readonly servingApplies: Counter<'outcome'>;
+  readonly servingDeletes: Counter<'outcome'>;
   readonly overlayUnhonoured: Gauge<'network' | 'gateway' | 'feature'>;
   readonly reconciles: Counter<'controller' | 'result'>;
   readonly leader: Gauge;
@@ -93,7 +94,13 @@ export class OperatorMetrics {
     });
     this.servingApplies = new Counter({
       name: 'grid_serving_config_applies_total',
-      help: 'Serving config ConfigMap applies (gateways with gridServing) by outcome: applied, unchanged (revision already distributed) or failed (last revision kept).',
+      help: 'Serving config ConfigMap applies (gateways with gridServing) by outcome: applied, unchanged (revision already distributed), not_rendered (the overlay did not render), consumer_would_reject or failed (last revision kept in each).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.servingDeletes = new Counter({
+      name: 'grid_serving_config_deletes_total',
+      help: 'Serving config ConfigMaps of gateways no longer served (gridServing off, gateway removed) by outcome: deleted, foreign (not carrying the operator\'s serving labels for that gateway: left in place) or failed (retried next reconcile).',
       labelNames: ['outcome'],
       registers,
     });

@@ -416,6 +416,12 @@ export interface GridNetworkStatus {
    */
   routingMapStatus?: RoutingMapStatus[];
   /**
+   * Per-gateway serving config status, for consumer gateways with gridServing (and, until their ConfigMap is deleted, gateways that stopped).
+   *
+   * @maxItems 32
+   */
+  servingConfigStatus?: ServingConfigStatus[];
+  /**
    * Per-gateway consumer config status, for gateways with praxisConfig.generate true.
    *
    * @maxItems 32
@@ -549,6 +555,71 @@ export interface RoutingMapStatus {
    * @maxItems 4
    */
   conditions?: Condition[];
+}
+/**
+ * Rendered versus distributed serving config revision for one gateway (schemas/serving).
+ */
+export interface ServingConfigStatus {
+  /**
+   * GatewayRef name.
+   */
+  gatewayName: string;
+  /**
+   * Gateway namespace (serving ConfigMap namespace).
+   */
+  namespace: string;
+  /**
+   * Serving ConfigMap name (grid-serving-{network}-{gateway}).
+   */
+  configMapName?: string;
+  /**
+   * Serving config schema version.
+   */
+  schemaVersion?: string;
+  /**
+   * Revision of the last rendered serving config.
+   */
+  renderedRevision?: string;
+  /**
+   * Revision last distributed through the ConfigMap.
+   */
+  distributedRevision?: string;
+  /**
+   * resourceVersion of the distributed ConfigMap.
+   */
+  configMapResourceVersion?: string;
+  /**
+   * Provider entries in the rendered serving config, routable and known-but-excluded.
+   */
+  providerCount?: number;
+  /**
+   * Entries of them that admit new work (admission all).
+   */
+  admittingCount?: number;
+  /**
+   * Sites the rendered serving config names (this site included).
+   */
+  siteCount?: number;
+  /**
+   * When the serving config was rendered (RFC 3339; unchanged while the revision is).
+   */
+  renderedAt?: string;
+  /**
+   * Serving config lifecycle phase: Disabled when gridServing was turned off or the gateway removed but the ConfigMap could not be deleted yet (retried every reconcile).
+   */
+  phase?: 'Pending' | 'Distributed' | 'Error' | 'Retained' | 'Disabled';
+  /**
+   * Empty when Distributed; else RenderFailed, ApplyFailed, NotRendered or DeleteFailed.
+   */
+  reason?: string;
+  /**
+   * Bounded human-readable explanation; never contains Secret data or private keys.
+   */
+  message?: string;
+  /**
+   * GridNetwork generation of this entry.
+   */
+  observedGeneration?: number;
 }
 /**
  * Outcome of the latest consumer config render/apply for one gateway.

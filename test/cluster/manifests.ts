@@ -128,7 +128,15 @@ export async function applyManifests(
   files: readonly string[],
   fieldManager = APPLY_FIELD_MANAGER,
 ): Promise<{ manifest: Manifest; response: KubeResponse }[]> {
-  const all = files.flatMap(readManifests);
+  return applyObjects(client, files.flatMap(readManifests), fieldManager);
+}
+
+/** applyManifests for documents already in hand (e.g. a site synthesized in the test from a changed declaration). */
+export async function applyObjects(
+  client: RawClient,
+  all: readonly Manifest[],
+  fieldManager = APPLY_FIELD_MANAGER,
+): Promise<{ manifest: Manifest; response: KubeResponse }[]> {
   const isCrd = (m: Manifest): boolean => m.object.kind === 'CustomResourceDefinition';
   const results: { manifest: Manifest; response: KubeResponse }[] = [];
   const applyOne = async (m: Manifest): Promise<void> => {

@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { DAEMON_PERMISSIONS, GRID_API_GROUP, METRICS_SCRAPER_RULES } from '../../constructs/permissions.ts';
 import type { DaemonName, PermissionEntry } from '../../constructs/permissions.ts';
 import { overlayConfigMapName } from '../../schemas/overlay/configmap-name.ts';
+import { servingConfigMapName } from '../../schemas/serving/serving-config.ts';
 import { adminKubeConfig } from './kube.ts';
 import { applyManifests, distFiles, readManifests, RawClient } from './manifests.ts';
 import type { Manifest } from './manifests.ts';
@@ -129,7 +130,16 @@ function slotNames(manifests: readonly Manifest[], serviceAccount: string): Reco
     clusterEndpoints?: { transport?: { mode?: string; caSecretRef?: { name: string } } }[];
     mountReconciliation?: { enabled?: boolean; deploymentName?: string };
   };
-  type Gateway = { name: string; praxisConfig?: Praxis; consumerConfig?: Praxis };
+  type Gateway = { name: string; gridServing?: boolean; praxisConfig?: Praxis; consumerConfig?: Praxis };
+  // The overlay ConfigMaps some overlay-sync container of this site is configured with: the gateways it deploys.
+  const deployedOverlays = new Set(manifests.flatMap((m) =>
+    m.object.kind !== 'Deployment'
+      ? []
+      : (m.object['spec'] as { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } }).template.spec.containers.flatMap((c) =>
+          (c.env ?? []).filter((e) => e.name === 'OVERLAY_SYNC_CONFIGMAP').map((e) => e.value ?? ''),
+        ),
+  ));
+  const served: string[] = [];
   for (const m of manifests) {
     if (m.object.kind !== 'GridNetwork') continue;
     const spec = m.object['spec'] as { consumerGateways?: Gateway[]; gatewayRefs?: Gateway[] };
@@ -137,6 +147,10 @@ function slotNames(manifests: readonly Manifest[], serviceAccount: string): Reco
     // generate, else the deprecated enabled.
     for (const g of spec.consumerGateways ?? spec.gatewayRefs ?? []) {
       overlays.push(overlayConfigMapName(m.object.metadata.name, g.name));
+      // The serving config is applied like the overlay while gridServing is on, and may be deleted as long as the
+      // site deploys the gateway (so turning gridServing off can remove it).
+      if (g.gridServing === true) overlays.push(servingConfigMapName(m.object.metadata.name, g.name));
+      if (deployedOverlays.has(overlayConfigMapName(m.object.metadata.name, g.name))) served.push(servingConfigMapName(m.object.metadata.name, g.name));
       const praxis = g.praxisConfig ?? g.consumerConfig;
       if ((praxis?.generate ?? praxis?.enabled) !== true || praxis === undefined) continue;
       praxisConfigMaps.push(praxis.configMapName ?? DEFAULT_PRAXIS_CONFIG_MAP_NAME);
@@ -164,6 +178,7 @@ function slotNames(manifests: readonly Manifest[], serviceAccount: string): Reco
   const invites = manifests.filter((m) => m.object.kind === 'SiteInvite').map((m) => inviteTokenSecretName(m.object.metadata.name));
   return {
     overlayConfigMaps: overlays.sort(),
+    servingConfigMaps: served.sort(),
     overlayConfigMap: own,
     operatorState: sites.flatMap((site) => [operatorStateConfigMapName(site), siteNameLedgerConfigMapName(site)]),
     referencedSecrets: [...new Set([...referencedSecretNames(manifests), ...mountSecrets])].sort(),
@@ -327,6 +342,8 @@ describe('the API calls daemons/gossip-operator makes, authorized for its Servic
     { source: 'controllers/overlay-publisher.ts get the overlay ConfigMap', verb: 'get', group: '', resource: 'configmaps', namespace: 'grid-system', name: overlay },
     { source: 'controllers/overlay-publisher.ts apply (SSA) the overlay ConfigMap: update', verb: 'patch', group: '', resource: 'configmaps', namespace: 'grid-system', name: overlay },
     { source: 'controllers/overlay-publisher.ts apply (SSA) the overlay ConfigMap: first creation', verb: 'create', group: '', resource: 'configmaps', namespace: 'grid-system', name: overlay },
+    { source: 'controllers/serving-publisher.ts get the serving ConfigMap of a gateway no longer served', verb: 'get', group: '', resource: 'configmaps', namespace: 'grid-system', name: servingConfigMapName('demo', 'consumer-gateway') },
+    { source: 'controllers/serving-publisher.ts delete the serving ConfigMap of a gateway no longer served', verb: 'delete', group: '', resource: 'configmaps', namespace: 'grid-system', name: servingConfigMapName('demo', 'consumer-gateway') },
     { source: 'controllers/network-gossip.ts get its state ConfigMap', verb: 'get', group: '', resource: 'configmaps', namespace: 'grid-system', name: 'grid-operator-state-east' },
     { source: 'controllers/network-gossip.ts apply its state ConfigMap', verb: 'patch', group: '', resource: 'configmaps', namespace: 'grid-system', name: 'grid-operator-state-east' },
     { source: 'controllers/network-gossip.ts apply its state ConfigMap: first creation', verb: 'create', group: '', resource: 'configmaps', namespace: 'grid-system', name: 'grid-operator-state-east' },

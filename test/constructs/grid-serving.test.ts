@@ -22,6 +22,11 @@ function siteA(a: Partial<SiteDeclaration>): Manifest[] {
 }
 const configOf = (objects: Manifest[]): GatewayConfig =>
   YAML.parse((find(objects, 'ConfigMap', 'consumer-gateway-config') as unknown as { data: Record<string, string> }).data['praxis.yaml'] ?? '') as GatewayConfig;
+/** The verbs of each operator Role rule naming the deployed gateway's serving ConfigMap. */
+const servingGrants = (objects: Manifest[]) =>
+  ((find(objects, 'Role', 'gossip-operator') as unknown as { rules: { verbs: string[]; resourceNames?: string[] }[] }).rules)
+    .filter((r) => r.resourceNames?.includes('grid-serving-net-consumer-gateway'))
+    .map((r) => r.verbs);
 const rulesNaming = (objects: Manifest[], configMap: string) =>
   objects.filter((o) => o.kind === 'Role').filter((o) => JSON.stringify(o).includes(`"${configMap}"`)).map((o) => o.metadata.name).sort();
 
@@ -32,6 +37,8 @@ describe('consumer gateway with gridServing', () => {
     const network = find(serving, 'GridNetwork', 'net') as unknown as { spec: { consumerGateways: { name: string; gridServing?: boolean }[] } };
     expect(network.spec.consumerGateways).toEqual([expect.objectContaining({ name: 'consumer-gateway', gridServing: true })]);
     expect(rulesNaming(serving, 'grid-serving-net-consumer-gateway')).toHaveLength(2);
+    // The operator applies it beside the overlay, and may delete it (get + delete stay when gridServing goes).
+    expect(servingGrants(serving)).toEqual([['get', 'patch', 'create'], ['get', 'delete']]);
   });
 
   it('delivers it with a second overlay-sync pair into an emptyDir the gateway reads from GRID_SERVING_CONFIG', () => {
@@ -72,7 +79,9 @@ describe('consumer gateway with gridServing', () => {
     const plain = siteA({ consumerGateway: {} });
     expect(configOf(plain).filter_chains[0]!.filters.map((f) => f.filter)).toContain('intelligent_route');
     expect(podSpec(find(plain, 'Deployment', 'consumer-gateway')).containers.map((c) => c.name)).toEqual(['gateway', 'overlay-sync']);
-    expect(rulesNaming(plain, 'grid-serving-net-consumer-gateway')).toEqual([]);
+    // Only the operator's get + delete on the name remain, so a serving config left from gridServing on is removed.
+    expect(rulesNaming(plain, 'grid-serving-net-consumer-gateway')).toEqual(['gossip-operator']);
+    expect(servingGrants(plain)).toEqual([['get', 'delete']]);
   });
 
   it.each<[string, Partial<SiteDeclaration>, string]>([

@@ -178,6 +178,7 @@ describe('GridSiteStack: generated consumer config (praxisConfig) and the operat
   const rules = (objects: Manifest[]) => (find(objects, 'Role', 'gossip-operator') as unknown as { rules: Rule[] }).rules;
   const named = (objects: Manifest[], resource: string, verb: string) =>
     rules(objects).filter((r) => r.resources.includes(resource) && r.verbs.includes(verb)).flatMap((r) => r.resourceNames ?? ['<all>']).sort();
+  const SERVING_NAME = 'grid-serving-net-consumer-gateway';
   const praxisConfig = {
     generate: true,
     enableProjectedCredentials: true,
@@ -190,7 +191,8 @@ describe('GridSiteStack: generated consumer config (praxisConfig) and the operat
     const objects = stacks(twoSiteGrid({ a: { consumerGateway: { praxisConfig } } }))['a'] ?? [];
     const network = find(objects, 'GridNetwork', 'net') as unknown as { spec: { consumerGateways: { praxisConfig?: unknown }[] } };
     expect(network.spec.consumerGateways[0]?.praxisConfig).toEqual(praxisConfig);
-    expect(named(objects, 'configmaps', 'delete')).toEqual(['<all>']);
+    // The one other delete: the deployed gateway's serving config name, for removal once gridServing is off.
+    expect(named(objects, 'configmaps', 'delete')).toEqual(['<all>', SERVING_NAME]);
     expect(named(objects, 'deployments', 'patch')).toEqual(['inference-gw']);
     // api-ca: a transport.caSecretRef (no namespace: the gateway namespace); pb-credential: a remote candidate's
     // credential reference in the gateway namespace. Both are GETed before mounting; neither had a grant before.
@@ -203,11 +205,11 @@ describe('GridSiteStack: generated consumer config (praxisConfig) and the operat
   it('grants nothing for generated configs when praxisConfig is absent or not generating, and no mount Secrets without delegation', () => {
     const none = stacks(twoSiteGrid())['a'] ?? [];
     expect(named(none, 'deployments', 'patch')).toEqual([]);
-    expect(named(none, 'configmaps', 'delete')).toEqual([]);
+    expect(named(none, 'configmaps', 'delete')).toEqual([SERVING_NAME]);
     const off = stacks(twoSiteGrid({ a: { consumerGateway: { praxisConfig: { ...praxisConfig, generate: false } } } }))['a'] ?? [];
-    expect(named(off, 'configmaps', 'delete')).toEqual([]);
+    expect(named(off, 'configmaps', 'delete')).toEqual([SERVING_NAME]);
     const undelegated = stacks(twoSiteGrid({ a: { consumerGateway: { praxisConfig: { ...praxisConfig, mountReconciliation: undefined } } } }))['a'] ?? [];
-    expect(named(undelegated, 'configmaps', 'delete')).toEqual(['<all>']);
+    expect(named(undelegated, 'configmaps', 'delete')).toEqual(['<all>', SERVING_NAME]);
     expect(named(undelegated, 'secrets', 'get')).not.toContain('api-ca');
     expect(named(undelegated, 'secrets', 'get')).not.toContain('pb-credential');
   });

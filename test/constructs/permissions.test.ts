@@ -7,7 +7,7 @@ describe('permission table', () => {
     expect([...GRID_PLURALS].sort()).toEqual(KINDS.map((kind) => DEFINITIONS[kind].plural).sort());
   });
 
-  it('never grants a wildcard, deletes only discovered GridSite stubs and invite token Secrets, and explains every entry', () => {
+  it('never grants a wildcard, deletes only discovered GridSite stubs, invite token Secrets, generated configs and named serving configs, and explains every entry', () => {
     const deletes: string[] = [];
     for (const entries of Object.values(DAEMON_PERMISSIONS)) {
       for (const entry of entries) {
@@ -17,8 +17,9 @@ describe('permission table', () => {
         if ((entry.verbs as readonly string[]).includes('delete')) deletes.push(`${entry.resources.join(',')}:${entry.names}`);
       }
     }
-    // Generated consumer configs: the named ConfigMap, and the content-hashed mount requirements (opt-in only).
-    expect(deletes.sort()).toEqual(['configmaps:all', 'gridsites:all', 'secrets:inviteSecrets']);
+    // Generated consumer configs: the named ConfigMap, and the content-hashed mount requirements (opt-in only);
+    // serving configs by name, once gridServing is off.
+    expect(deletes.sort()).toEqual(['configmaps:all', 'configmaps:servingConfigMaps', 'gridsites:all', 'secrets:inviteSecrets']);
     expect(DAEMON_PERMISSIONS.gateway).toEqual([]);
     expect(DAEMON_PERMISSIONS.sim).toEqual([]);
   });
@@ -26,6 +27,7 @@ describe('permission table', () => {
   it('drops a named rule whose slot has no names, instead of granting every object', () => {
     expect(policyRules('gossip-operator', 'namespace', {})).toEqual([]);
     expect(policyRules('gossip-operator', 'namespace', { inviteSecrets: [] })).toEqual([]);
+    expect(policyRules('gossip-operator', 'namespace', { servingConfigMaps: [] })).toEqual([]);
     expect(policyRules('overlay-sync', 'namespace', { overlayConfigMap: [] })).toEqual([]);
   });
 

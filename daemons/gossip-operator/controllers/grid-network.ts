@@ -13,7 +13,7 @@ import type {
   GridSiteResource,
   InferenceProviderResource,
 } from '../../../schemas/crds/types.ts';
-import type { GridNetworkStatus, RoutingMapStatus } from '../../../schemas/generated/gridnetworks.ts';
+import type { GridNetworkStatus, RoutingMapStatus, ServingConfigStatus } from '../../../schemas/generated/gridnetworks.ts';
 import { errorFields } from '../../shared/log.ts';
 import type { KubeObject } from '../../shared/resource-store/types.ts';
 import type { OperatorContext } from '../context.ts';
@@ -30,7 +30,7 @@ import { checkDuration, type DurationRule } from '../../../schemas/durations.ts'
 import { ensureGossip, GossipSetupError, publishLocalState } from './network-gossip.ts';
 import { siteSpend } from '../tenant-spend/ledger.ts';
 import { publishOverlay } from './overlay-publisher.ts';
-import { publishServing, servingGateways, type ServingSources } from './serving-publisher.ts';
+import { publishServing, removeStoppedServing, servingGateways, type ServingSources } from './serving-publisher.ts';
 import { publishGeneratedConfigs } from './generated-config.ts';
 import { MOUNT_POLL_MS } from './mount-reconciler.ts';
 import { credentialHoldBack } from './praxis-config.ts';
@@ -86,6 +86,7 @@ export class GridNetworkController implements Controller {
   readonly #ctx: OperatorContext;
   #admission: AdmissionMemoryMap = new Map();
   readonly #orphanWarned = new Set<string>();
+  readonly #servingWarned = new Set<string>();
 
   constructor(ctx: OperatorContext) {
     this.#ctx = ctx;
@@ -301,31 +302,35 @@ export class GridNetworkController implements Controller {
       routingMapStatus.push(await publishOverlay(ctx, network, entry, prev, hold));
     }
     const servingFor = servingGateways(network);
+    const previousServing = network.status?.servingConfigStatus ?? [];
+    const servingConfigStatus: ServingConfigStatus[] = [];
     for (const entry of results) {
-      if (serving === undefined || !entry.result.ok || !servingFor.has(`${entry.gateway.namespace}/${entry.gateway.name}`)) continue;
-      await publishServing(ctx, network, entry.gateway, entry.result.value, serving);
+      if (!servingFor.has(`${entry.gateway.namespace}/${entry.gateway.name}`)) continue;
+      const prev = previousServing.find((s) => s.gatewayName === entry.gateway.name && s.namespace === entry.gateway.namespace);
+      const why = entry.result.ok ? undefined : `the overlay did not render (${entry.result.error.code}: ${entry.result.error.message})`;
+      servingConfigStatus.push(await publishServing(ctx, network, entry.gateway, entry.result.ok ? entry.result.value : undefined, serving, prev, why));
     }
+    servingConfigStatus.push(...(await removeStoppedServing(ctx, network, servingFor, previousServing, this.#servingWarned)));
     await this.#removeOrphanOverlays(network, results.map((r) => r.gateway));
     const generated = await publishGeneratedConfigs(ctx, network, results, held);
     const { praxisConfigStatus, mountReconciliationStatus } = generated;
-    // A revision held back for projected-credential attestation is a requested wait, not a failure: no Degraded.
-    const failed = routingMapStatus.filter((s) => s.phase !== 'Distributed' && !held.has(`${s.namespace}/${s.gatewayName}`));
+    const verdict = distributionVerdict(routingMapStatus, servingConfigStatus, held);
     const ownSites = sites.filter((s) => s.spec?.gridNetworkRef === name);
     const status: GridNetworkStatus = {
       gridId,
       // Initializing until a seed answered (a lone site with no seeds is a healthy single-member mesh at once).
-      phase: failed.length > 0 ? 'Degraded' : runtime.membership.joined ? 'Active' : 'Initializing',
+      phase: !verdict.ready ? 'Degraded' : runtime.membership.joined ? 'Active' : 'Initializing',
       connectedSites: ownSites.filter((s) => s.status?.phase === 'Active').length,
       remoteProviderCount: remote.length,
       observedGeneration: generation,
       routingMapStatus,
+      // Written while a gateway is served, or to clear entries left by one that stopped.
+      ...(servingConfigStatus.length > 0 || previousServing.length > 0 ? { servingConfigStatus } : {}),
       // Written when a gateway generates, or to clear entries left by one that stopped.
       ...(praxisConfigStatus.length > 0 || (network.status?.praxisConfigStatus?.length ?? 0) > 0 ? { praxisConfigStatus } : {}),
       ...(mountReconciliationStatus.length > 0 || (network.status?.mountReconciliationStatus?.length ?? 0) > 0 ? { mountReconciliationStatus } : {}),
       budgetStatus: budgetStatus(network.spec.budgetPolicy?.tenants, runtime.store.tenantSpend()),
-      conditions: failed.length > 0
-        ? this.#conditions(network, false, 'OverlayNotDistributed', `${failed.length} of ${routingMapStatus.length} gateway overlays not distributed: ${failed.map((s) => `${s.namespace}/${s.gatewayName} ${s.reason ?? ''}`).join(', ')}`)
-        : this.#conditions(network, true, 'OverlaysDistributed', `${routingMapStatus.length} gateway overlays distributed`),
+      conditions: this.#conditions(network, verdict.ready, verdict.reason, verdict.message),
     };
     await this.#patchStatus(network, status);
     ctx.metrics.swimMembers.reset();
@@ -338,6 +343,26 @@ export class GridNetworkController implements Controller {
     // No Deployment or Secret watch (RBAC is get/patch by name): a waiting gateway is polled.
     return { requeueAfterMs: generated.pending ? Math.min(refreshMs, MOUNT_POLL_MS) : refreshMs };
   }
+}
+
+/**
+ * Ready, with its reason and message, from what this reconcile distributed: an overlay not distributed comes first,
+ * then a served gateway's serving config not distributed. A revision held back for projected-credential attestation
+ * is a requested wait, not a failure; a Disabled serving entry (a gateway no longer served whose ConfigMap could not
+ * be deleted yet) says so in its own entry and leaves Ready alone.
+ */
+export function distributionVerdict(
+  routingMapStatus: readonly RoutingMapStatus[],
+  servingConfigStatus: readonly ServingConfigStatus[],
+  held: ReadonlyMap<string, unknown>,
+): { ready: boolean; reason: string; message: string } {
+  const list = (entries: readonly { namespace: string; gatewayName: string; reason?: string }[]) => entries.map((s) => `${s.namespace}/${s.gatewayName} ${s.reason ?? ''}`).join(', ');
+  const failed = routingMapStatus.filter((s) => s.phase !== 'Distributed' && !held.has(`${s.namespace}/${s.gatewayName}`));
+  if (failed.length > 0) return { ready: false, reason: 'OverlayNotDistributed', message: `${failed.length} of ${routingMapStatus.length} gateway overlays not distributed: ${list(failed)}` };
+  const serving = servingConfigStatus.filter((s) => s.phase !== 'Disabled');
+  const servingFailed = serving.filter((s) => s.phase !== 'Distributed');
+  if (servingFailed.length > 0) return { ready: false, reason: 'ServingConfigNotDistributed', message: `${servingFailed.length} of ${serving.length} gateway serving configs not distributed: ${list(servingFailed)}` };
+  return { ready: true, reason: 'OverlaysDistributed', message: `${routingMapStatus.length} gateway overlays distributed${serving.length > 0 ? `, ${serving.length} serving configs` : ''}` };
 }
 
 /** Each site's signals endpoint as its site record advertises it; this site's from its own listener. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { gridIdFor, refreshIntervalMs } from '../../../daemons/gossip-operator/controllers/grid-network.ts';
+import { distributionVerdict, gridIdFor, refreshIntervalMs } from '../../../daemons/gossip-operator/controllers/grid-network.ts';
 import { TerminalError } from '../../../daemons/gossip-operator/manager/manager.ts';
 import { boundedMessage, mergeConditions } from '../../../daemons/gossip-operator/controllers/status.ts';
 import { readyCondition } from '../../../daemons/gossip-operator/controllers/inference-provider.ts';
@@ -63,5 +63,23 @@ describe('InferenceProvider Ready condition', () => {
     expect(readyCondition('Available', true, { result: 'timeout', sample: undefined, stale: true, failedClosed: false })).toMatchObject({ status: 'True', reason: 'MetricsStale' });
     expect(readyCondition('Available', true, { result: 'unreachable', sample: undefined, stale: false, failedClosed: false })).toMatchObject({ status: 'True', reason: 'MetricsNeutral' });
     expect(readyCondition('Unavailable', true, { result: 'success', sample: undefined, stale: false, failedClosed: false })).toMatchObject({ status: 'False', reason: 'ProviderUnavailable' });
+  });
+});
+
+describe('GridNetwork Ready from what the reconcile distributed', () => {
+  const overlay = (gatewayName: string, phase: 'Distributed' | 'Retained', reason = '') => ({ gatewayName, namespace: 'ns', phase, reason });
+  const serving = (gatewayName: string, phase: 'Distributed' | 'Retained' | 'Error' | 'Disabled', reason = '') => ({ gatewayName, namespace: 'ns', phase, reason });
+  it.each([
+    ['everything distributed', [overlay('a', 'Distributed')], [serving('a', 'Distributed')], { ready: true, reason: 'OverlaysDistributed', message: '1 gateway overlays distributed, 1 serving configs' }],
+    ['no served gateway', [overlay('a', 'Distributed')], [], { ready: true, reason: 'OverlaysDistributed', message: '1 gateway overlays distributed' }],
+    ['a serving config not applied', [overlay('a', 'Distributed'), overlay('b', 'Distributed')], [serving('a', 'Distributed'), serving('b', 'Retained', 'ApplyFailed')], { ready: false, reason: 'ServingConfigNotDistributed', message: '1 of 2 gateway serving configs not distributed: ns/b ApplyFailed' }],
+    ['a serving config never distributed', [overlay('a', 'Distributed')], [serving('a', 'Error', 'ConsumerWouldReject')], { ready: false, reason: 'ServingConfigNotDistributed' }],
+    ['an overlay failure is named first', [overlay('a', 'Retained', 'ApplyFailed')], [serving('a', 'Retained', 'ApplyFailed')], { ready: false, reason: 'OverlayNotDistributed', message: '1 of 1 gateway overlays not distributed: ns/a ApplyFailed' }],
+    ['a stopped gateway\'s undeleted ConfigMap (Disabled) leaves Ready alone', [overlay('a', 'Distributed')], [serving('old', 'Disabled', 'DeleteFailed')], { ready: true, message: '1 gateway overlays distributed' }],
+  ] as const)('%s', (_label, overlays, servings, expected) => {
+    expect(distributionVerdict(overlays, servings, new Map())).toMatchObject(expected);
+  });
+  it('an overlay held back for credential attestation is a wait, not a failure', () => {
+    expect(distributionVerdict([overlay('a', 'Retained', 'ProjectedCredentialsNotAttested')], [], new Map([['ns/a', {}]]))).toMatchObject({ ready: true });
   });
 });
