@@ -32,10 +32,8 @@ export interface GatewayRequest {
   readonly receivedAtNs: bigint;
   /** This request's id: answered as x-request-id on every response and sent on a provider hop (SPEC §3.1). */
   readonly requestId: string;
-  /** True once the caller went away before its response finished. */
-  callerGone: boolean;
-  /** Called once when the caller goes away: set by the load balancer while an upstream exchange runs, to abort it. */
-  onCallerGone: (() => void) | undefined;
+  /** Aborted when the client goes away: the upstream request is aborted with it. */
+  readonly signal: AbortSignal;
   readonly peer: PeerIdentity | null;
   body: Buffer | null;
   model: string | undefined;

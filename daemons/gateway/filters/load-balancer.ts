@@ -4,7 +4,6 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { Pool } from 'undici';
-import type { Dispatcher } from 'undici';
 import type { ClusterConfig, LoadBalancerFilter } from '../../../schemas/generated/gateway-config.ts';
 import { UpstreamConnectError, badGateway, gatewayTimeout, unavailable } from '../errors.ts';
 import type { Filter, GatewayRequest } from '../context.ts';
@@ -14,8 +13,6 @@ import type { Logger } from '../../shared/log.ts';
 import { errorFields } from '../../shared/log.ts';
 
 const BACKOFF_BASE_MS = 1_000;
-/** The reason an upstream exchange is aborted with when its caller went away (never answered to anyone). */
-const CALLER_GONE = new Error('the caller went away');
 const BACKOFF_MAX_MS = 30_000;
 
 export const HOP_BY_HOP = new Set([
@@ -200,57 +197,56 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
   const { metrics, logger } = options;
   const role = metrics.role;
 
-  /**
-   * Sends the request to an endpoint of its cluster and streams the answer back. Resolves once the response head is
-   * written to the caller (the body keeps streaming), rejects with a GatewayError or UpstreamConnectError when the
-   * upstream fails before its head. Uses undici's dispatch handler rather than `request()`: no body Readable, no
-   * AbortSignal listeners and no async-resource scope per request, each chunk written to the caller as it is parsed.
-   */
-  function forward(request: GatewayRequest): Promise<void> {
+  async function forward(request: GatewayRequest): Promise<void> {
     const name = request.cluster;
     const cluster = name === undefined ? undefined : clusters.get(name);
-    if (cluster === undefined) return Promise.reject(unavailable('unknown_cluster', `no upstream cluster is configured for this route`));
+    if (cluster === undefined) throw unavailable('unknown_cluster', `no upstream cluster is configured for this route`);
     const endpoint = cluster.pick(now());
-    if (endpoint === undefined) return Promise.reject(unavailable('cluster_unavailable', `every endpoint of cluster "${cluster.name}" is backing off after connect failures`));
+    if (endpoint === undefined) throw unavailable('cluster_unavailable', `every endpoint of cluster "${cluster.name}" is backing off after connect failures`);
 
     // The request's own header Map goes to undici as it is (an iterable of pairs): no copy per request. A retry on
     // another endpoint overwrites host.
     const headers = request.headers;
     headers.set('host', endpoint.host);
-    return new Promise<void>((resolve, reject) => {
-      endpoint.pool.dispatch(
-        {
-          path: request.target,
-          method: request.method as 'GET',
-          headers,
-          body: request.body === null || request.body.length === 0 ? null : request.body,
-          // Without it undici takes the server name from the host header (the endpoint's DNS name): it reconnects with
-          // that name as SNI and verifies the certificate against it instead of tls.sni, failing requests at random.
-          ...(endpoint.servername === undefined ? {} : { servername: endpoint.servername }),
-        },
-        new UpstreamExchange(request, cluster, endpoint, resolve, reject),
-      );
-    });
-  }
-
-  /** Before the response head: the same answers `request()` gave, by the phase the failure happened in. */
-  function failedBeforeHead(request: GatewayRequest, error: Error, cluster: ClusterRuntime, endpoint: EndpointRuntime): Error {
-    if (request.callerGone) return error;
-    const connectCode = connectPhaseCode(error);
-    if (connectCode !== undefined) {
-      endpoint.markDown(now());
-      metrics.upstreamConnectFailures.inc({ role, cluster: cluster.name });
-      logger.warn({ cluster: cluster.name, endpoint: endpoint.address, code: connectCode }, 'upstream connect failed; endpoint backing off');
-      return new UpstreamConnectError(cluster.name, endpoint.address, connectCode);
+    const started = process.hrtime.bigint();
+    let response: Awaited<ReturnType<Pool['request']>>;
+    try {
+      response = await endpoint.pool.request({
+        path: request.target,
+        method: request.method as 'GET',
+        headers,
+        body: request.body === null || request.body.length === 0 ? null : request.body,
+        signal: request.signal,
+        // Without it undici takes the server name from the host header (the endpoint's DNS name): it reconnects with
+        // that name as SNI and verifies the certificate against it instead of tls.sni, failing requests at random.
+        ...(endpoint.servername === undefined ? {} : { servername: endpoint.servername }),
+      });
+    } catch (error) {
+      if (request.signal.aborted) throw error;
+      const connectCode = connectPhaseCode(error);
+      if (connectCode !== undefined) {
+        endpoint.markDown(now());
+        metrics.upstreamConnectFailures.inc({ role, cluster: cluster.name });
+        logger.warn({ cluster: cluster.name, endpoint: endpoint.address, code: connectCode }, 'upstream connect failed; endpoint backing off');
+        throw new UpstreamConnectError(cluster.name, endpoint.address, connectCode);
+      }
+      const code = errorCode(error);
+      logger.warn({ cluster: cluster.name, endpoint: endpoint.address, code, error: errorFields(error) }, 'upstream request failed');
+      if (code === 'UND_ERR_HEADERS_TIMEOUT') throw gatewayTimeout('upstream_timeout', `cluster "${cluster.name}" did not answer in time`);
+      throw badGateway('upstream_error', `cluster "${cluster.name}" failed before responding (${code})`);
     }
-    const code = errorCode(error);
-    logger.warn({ cluster: cluster.name, endpoint: endpoint.address, code, error: errorFields(error) }, 'upstream request failed');
-    if (code === 'UND_ERR_HEADERS_TIMEOUT') return gatewayTimeout('upstream_timeout', `cluster "${cluster.name}" did not answer in time`);
-    return badGateway('upstream_error', `cluster "${cluster.name}" failed before responding (${code})`);
+    endpoint.markUp();
+    stream(request, response, cluster, endpoint, started);
   }
 
-  /** The response head as the caller gets it: hop-by-hop and connection-named headers out, request ids kept apart. */
-  function callerHeaders(upstream: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+  /**
+   * Streams the upstream response to the caller chunk by chunk, with backpressure; returns at once (the pipeline is
+   * done when the head is written). A caller that goes away aborts request.signal, which makes undici destroy the
+   * body with an error: that one 'error' listener covers both ends.
+   */
+  function stream(request: GatewayRequest, response: Awaited<ReturnType<Pool['request']>>, cluster: ClusterRuntime, endpoint: EndpointRuntime, started: bigint): void {
+    const { res } = request;
+    const upstream = response.headers;
     const connection = upstream['connection'];
     const connectionTokens =
       connection === undefined || connection === 'keep-alive' || connection === 'close' ? undefined : String(connection).toLowerCase().split(',').map((t) => t.trim());
@@ -268,92 +264,47 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
       if (outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] === undefined) outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] = upstreamId;
     }
     if (options.isClosing()) outHeaders['connection'] = 'close';
-    return outHeaders;
-  }
-
-  /**
-   * One upstream exchange, as an undici dispatch handler: streams the response to the caller chunk by chunk with
-   * backpressure (a slow caller pauses the upstream read instead of growing a buffer). A caller that goes away
-   * aborts the exchange through request.onCallerGone; after the head is sent, an upstream failure cuts the caller's
-   * connection, the only honest signal left.
-   */
-  class UpstreamExchange implements Dispatcher.DispatchHandler {
-    #controller: Dispatcher.DispatchController | undefined;
-    #headSent = false;
-    #first = true;
-    readonly #started = process.hrtime.bigint();
-    readonly #timing;
-    readonly #onDrain = (): void => this.#controller?.resume();
-
-    readonly request: GatewayRequest;
-    readonly cluster: ClusterRuntime;
-    readonly endpoint: EndpointRuntime;
-    readonly resolve: () => void;
-    readonly reject: (error: Error) => void;
-
-    constructor(request: GatewayRequest, cluster: ClusterRuntime, endpoint: EndpointRuntime, resolve: () => void, reject: (error: Error) => void) {
-      this.request = request;
-      this.cluster = cluster;
-      this.endpoint = endpoint;
-      this.resolve = resolve;
-      this.reject = reject;
-      this.#timing = timingOf(cluster.name);
-    }
-
-    onRequestStart(controller: Dispatcher.DispatchController): void {
-      this.#controller = controller;
-      if (this.request.callerGone) controller.abort(CALLER_GONE);
-      else this.request.onCallerGone = () => controller.abort(CALLER_GONE);
-    }
-
-    onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, upstream: Record<string, string | string[] | undefined>): void {
-      // 1xx informational heads are not forwarded (as with request()): the final head follows.
-      if (statusCode < 200) return;
-      this.endpoint.markUp();
-      const { res } = this.request;
-      const outHeaders = callerHeaders(upstream);
-      this.request.responseObserver?.start(statusCode, outHeaders);
-      res.writeHead(statusCode, outHeaders);
-      // A streamed (length-less) response shows its head at once; a sized one goes out with its first chunk.
-      if (outHeaders['content-length'] === undefined) res.flushHeaders();
-      this.#headSent = true;
-      this.resolve();
-    }
-
-    onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-      if (this.#first) {
-        this.#first = false;
-        this.#timing.ttfb.observe(Number(process.hrtime.bigint() - this.request.receivedAtNs) / 1e9);
+    const observer = request.responseObserver;
+    observer?.start(response.statusCode, outHeaders);
+    res.writeHead(response.statusCode, outHeaders);
+    // A streamed (length-less) response shows its head at once; a sized one goes out with its first chunk.
+    if (outHeaders['content-length'] === undefined) res.flushHeaders();
+    const body = response.body;
+    const timing = timingOf(cluster.name);
+    let first = true;
+    let paused = false;
+    const onDrain = (): void => {
+      paused = false;
+      body.resume();
+    };
+    body.on('data', (chunk: Buffer) => {
+      if (first) {
+        first = false;
+        timing.ttfb.observe(Number(process.hrtime.bigint() - request.receivedAtNs) / 1e9);
       }
-      const observer = this.request.responseObserver;
       const out = observer === undefined ? chunk : observer.push(chunk);
-      if (out.length > 0 && !this.request.res.write(out) && !controller.paused) {
-        controller.pause();
-        this.request.res.once('drain', this.#onDrain);
+      // Backpressure: a slow client pauses the upstream read instead of growing a buffer.
+      if (out.length > 0 && !res.write(out) && !paused) {
+        paused = true;
+        body.pause();
+        res.once('drain', onDrain);
       }
-    }
-
-    onResponseEnd(): void {
-      this.request.onCallerGone = undefined;
-      const tail = this.request.responseObserver?.end(true);
-      this.request.res.end(tail !== undefined && tail.length > 0 ? tail : undefined);
-      this.#timing.latency.observe(Number(process.hrtime.bigint() - this.#started) / 1e9);
-    }
-
-    onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-      this.request.onCallerGone = undefined;
-      if (!this.#headSent) {
-        this.reject(failedBeforeHead(this.request, error, this.cluster, this.endpoint));
-        return;
+    });
+    body.on('end', () => {
+      const tail = observer?.end(true);
+      res.end(tail !== undefined && tail.length > 0 ? tail : undefined);
+      timing.latency.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    });
+    body.on('error', (error: Error) => {
+      // Headers are already sent: the only honest signal left is to cut the client connection.
+      if (!request.signal.aborted) {
+        logger.warn({ cluster: cluster.name, endpoint: endpoint.address, code: errorCode(error) }, 'upstream response failed mid-stream');
       }
-      if (!this.request.callerGone) {
-        logger.warn({ cluster: this.cluster.name, endpoint: this.endpoint.address, code: errorCode(error) }, 'upstream response failed mid-stream');
-      }
-      this.request.responseObserver?.end(false);
-      this.request.res.off('drain', this.#onDrain);
-      this.request.res.destroy();
-      this.#timing.latency.observe(Number(process.hrtime.bigint() - this.#started) / 1e9);
-    }
+      observer?.end(false);
+      res.off('drain', onDrain);
+      res.destroy();
+      timing.latency.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    });
   }
 
   // The labelled histogram children of each cluster, made once rather than a label object per response.
