@@ -53,9 +53,13 @@ export interface GatewayRequest {
   labels: { model: string; cluster: string };
   /**
    * Set by the route filter when a connect failure may move the request to another candidate: switches the
-   * request's cluster, headers and credential and returns true, or returns false when there is none.
+   * request's cluster, headers and credential and returns true, or returns false when there is none. One function
+   * per filter, with the request's own part in `failoverState`: a closure made per request and kept on it made every
+   * request's objects outlive the young generation (10-24 ms scavenges at 1000 req/s; BENCHMARKS.md).
    */
-  failover: (() => boolean) | undefined;
+  failover: ((request: GatewayRequest) => boolean) | undefined;
+  /** What the route filter's `failover` needs to decide again; opaque to everything else. */
+  failoverState: unknown;
 }
 
 /**

@@ -156,7 +156,7 @@ async function retry(error: unknown, pipeline: Pipeline, request: GatewayRequest
   const unreachable = (e: UpstreamConnectError): Error => badGateway('upstream_unreachable', `could not connect to cluster "${e.cluster}" (${e.causeCode})`);
   if (request.signal.aborted) throw unreachable(error);
   let start: number;
-  if (request.failover?.() === true) {
+  if (request.failover?.(request) === true) {
     start = pipeline.routeIndex + 1;
   } else if (loadBalancer.isClusterAvailable(error.cluster)) {
     start = pipeline.filters.length - 1;

@@ -338,6 +338,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       responseObserver: undefined,
       labels: { model: 'none', cluster: 'none' },
       failover: undefined,
+      failoverState: undefined,
     };
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();

@@ -27,6 +27,13 @@ export const RESPONSE_GRID_BACKEND_HEADER = 'x-grid-backend';
 
 const REVISION = /^[0-9a-f]{64}$/;
 /** Paths whose answers carry stored response or conversation ids. */
+/** One request's site choice: what it was decided from and where it is now (a failover or the observer reads it). */
+interface SiteRouting {
+  readonly model: string | undefined;
+  readonly keys: readonly string[] | undefined;
+  current: ServingEntry;
+}
+
 const STORED_STATE_PATH = /^\/v1\/(responses|conversations)(\/|$)/;
 
 export interface GridSiteRouteOptions {
@@ -71,6 +78,42 @@ export function createGridSiteRoute(options: GridSiteRouteOptions): GridSiteRout
   const hopHeaders = headerAllowlist(config.forward_request_headers);
   const modelHeader = options.modelHeader.toLowerCase();
 
+  /** Points the request at `entry`'s site and cluster, with the hop context when that cluster is a provider hop. */
+  function applyEntry(request: GatewayRequest, route: SiteRouting, entry: ServingEntry): void {
+    route.current = entry;
+    request.cluster = entry.cluster;
+    request.routedSite = entry.site;
+    request.labels.cluster = entry.cluster;
+    request.res.setHeader(RESPONSE_GRID_SITE_HEADER, entry.site);
+    request.res.setHeader(RESPONSE_GRID_BACKEND_HEADER, entry.cluster);
+    stripPrefixedHeaders(request.headers, 'x-ai-routing-');
+    if (!hopClusters.has(entry.cluster)) return;
+    applyHeaderAllowlist(request.headers, hopHeaders);
+    const hopModel = route.model ?? entry.models[0];
+    if (hopModel !== undefined) {
+      request.headers.set(modelHeader, hopModel);
+      // The provider gateway routes on the candidate's stable_id, the same identity the overlay gives it.
+      request.headers.set(ROUTING_CANDIDATE_HEADER, stableId('inference_model', hopModel, entry.site, entry.cluster));
+    }
+    request.headers.set(ROUTING_REQUEST_ID_HEADER, request.requestId);
+    const revision = view.revision();
+    if (revision !== undefined && REVISION.test(revision)) request.headers.set(ROUTING_REVISION_HEADER, revision);
+  }
+
+  /**
+   * A connect failure marks the cluster's endpoint down, so deciding again demotes that site: the request moves to
+   * another site when one is left, else it is retried where it was (runPipeline).
+   */
+  function failover(request: GatewayRequest): boolean {
+    const route = request.failoverState as SiteRouting;
+    if (route.model === undefined) return false;
+    const again = router.decide(route.model, route.keys);
+    if (again.kind !== 'routed' || again.entry.cluster === route.current.cluster) return false;
+    if (route.keys !== undefined && route.keys.length > 0) router.memory.sent(again.entry.cluster, route.keys, nowMs());
+    applyEntry(request, route, again.entry);
+    return true;
+  }
+
   function refuse(decision: Refusal): never {
     const headers: Record<string, string> = decision.retryAfterSeconds === undefined ? {} : { 'retry-after': String(decision.retryAfterSeconds) };
     const type = decision.status === 429 ? 'requests' : decision.status === 404 ? 'not_found_error' : decision.status === 400 ? 'invalid_request_error' : 'service_unavailable';
@@ -114,52 +157,25 @@ export function createGridSiteRoute(options: GridSiteRouteOptions): GridSiteRout
         decision = router.decide(model, keys);
       }
       if (decision.kind === 'refused') refuse(decision);
-      let current = decision.entry;
-      const applyEntry = (entry: ServingEntry): void => {
-        current = entry;
-        request.cluster = entry.cluster;
-        request.routedSite = entry.site;
-        request.labels.cluster = entry.cluster;
-        request.res.setHeader(RESPONSE_GRID_SITE_HEADER, entry.site);
-        request.res.setHeader(RESPONSE_GRID_BACKEND_HEADER, entry.cluster);
-        stripPrefixedHeaders(request.headers, 'x-ai-routing-');
-        if (!hopClusters.has(entry.cluster)) return;
-        applyHeaderAllowlist(request.headers, hopHeaders);
-        const hopModel = model ?? entry.models[0];
-        if (hopModel !== undefined) {
-          request.headers.set(modelHeader, hopModel);
-          // The provider gateway routes on the candidate's stable_id, the same identity the overlay gives it.
-          request.headers.set(ROUTING_CANDIDATE_HEADER, stableId('inference_model', hopModel, entry.site, entry.cluster));
-        }
-        request.headers.set(ROUTING_REQUEST_ID_HEADER, request.requestId);
-        const revision = view.revision();
-        if (revision !== undefined && REVISION.test(revision)) request.headers.set(ROUTING_REVISION_HEADER, revision);
-      };
+      const route: SiteRouting = { model, keys, current: decision.entry };
       if (model !== undefined) request.labels.model = model;
-      applyEntry(current);
+      applyEntry(request, route, decision.entry);
       if (pin === undefined && model !== undefined && decision.path !== 'pinned') {
-        // A connect failure marks the cluster's endpoint down, so deciding again demotes that site: the request moves
-        // to another site when one is left, else it is retried where it was (runPipeline).
-        request.failover = () => {
-          const again = router.decide(model, keys);
-          if (again.kind !== 'routed' || again.entry.cluster === current.cluster) return false;
-          if (keys !== undefined && keys.length > 0) router.memory.sent(again.entry.cluster, keys, nowMs());
-          applyEntry(again.entry);
-          return true;
-        };
+        request.failoverState = route;
+        request.failover = failover;
       }
       const observed = keys !== undefined && keys.length > 0 ? keys : undefined;
       const tags = STORED_STATE_PATH.test(request.path);
       if (observed === undefined && !tags) return;
-      if (observed !== undefined) router.memory.sent(current.cluster, observed, nowMs());
+      if (observed !== undefined) router.memory.sent(route.current.cluster, observed, nowMs());
       let tagger: IdTagger | undefined;
       const observer: ResponseObserver = {
         start(status, headers) {
           // Made here, not before: a failover may have moved the request to another site since.
-          if (tags) tagger = new IdTagger(current.site);
+          if (tags) tagger = new IdTagger(route.current.site);
           if (observed !== undefined) {
-            if (status >= 200 && status < 300) router.memory.confirmed(current.cluster, observed, nowMs());
-            else if (status === 429 || status >= 500) router.memory.dropped(current.cluster, observed);
+            if (status >= 200 && status < 300) router.memory.confirmed(route.current.cluster, observed, nowMs());
+            else if (status === 429 || status >= 500) router.memory.dropped(route.current.cluster, observed);
           }
           // Tagging lengthens the body: it goes out chunked instead of with the upstream's length.
           if (tagger !== undefined) delete (headers as Record<string, unknown>)['content-length'];

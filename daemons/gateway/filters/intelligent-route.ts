@@ -18,7 +18,14 @@ import type { OverlayStore } from '../overlay-store.ts';
 import { applyHeaderAllowlist, headerAllowlist } from './header-policy.ts';
 import { AffinityTable, DEFAULT_AFFINITY_TTL_SECONDS, MAX_AFFINITY_ENTRIES, MAX_SESSION_KEY_BYTES } from '../routing/affinity.ts';
 import { selectCandidate } from '../routing/selection.ts';
-import type { RoutingCandidate } from '../routing/snapshot.ts';
+import type { RoutingCandidate, RoutingSnapshot } from '../routing/snapshot.ts';
+
+/** What a failover needs, kept on the request (request.failoverState) rather than in a closure made per request. */
+interface Failover {
+  readonly snapshot: RoutingSnapshot;
+  readonly model: string;
+  readonly alternate: RoutingCandidate;
+}
 
 export interface IntelligentRouteOptions {
   config: IntelligentRouteFilter;
@@ -67,6 +74,35 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
     return key;
   }
 
+  /** Points the request at `selected`: cluster, credential, routed site, and the hop context for a provider hop. */
+  function applyCandidate(request: GatewayRequest, selected: RoutingCandidate, snapshot: RoutingSnapshot, model: string, failedOver: boolean): void {
+    const candidate = selected.candidate;
+    request.cluster = candidate.cluster;
+    request.routedSite = candidate.site;
+    request.res.setHeader(RESPONSE_ROUTED_SITE_HEADER, candidate.site);
+    request.labels.cluster = candidate.cluster;
+    request.credential = candidate.credential === undefined ? undefined : { strategy: candidate.credential.strategy, ...candidate.credential.secretRef };
+    // A failover drops the hop context written for the candidate it replaces.
+    if (failedOver) stripPrefixedHeaders(request.headers, 'x-ai-routing-');
+    if (hopClusters.has(candidate.cluster)) {
+      applyHeaderAllowlist(request.headers, hopHeaders);
+      request.headers.set(modelHeader, model);
+      request.headers.set(ROUTING_CANDIDATE_HEADER, selected.stableId);
+      // The hop carries the id the caller gets as x-request-id, so one id names the request at both sites.
+      request.headers.set(ROUTING_REQUEST_ID_HEADER, request.requestId);
+      if (snapshot.revision !== null) request.headers.set(ROUTING_REVISION_HEADER, snapshot.revision);
+    }
+  }
+
+  /** One failover per request, to the first alternate that was available when it was routed. */
+  function failover(request: GatewayRequest): boolean {
+    const state = request.failoverState as Failover | undefined;
+    if (state === undefined) return false;
+    request.failoverState = undefined;
+    applyCandidate(request, state.alternate, state.snapshot, state.model, true);
+    return true;
+  }
+
   return {
     name: 'intelligent_route',
     listModels: () => store.current()?.models ?? null,
@@ -96,35 +132,12 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
       if (outcome.kind === 'all_excluded') {
         throw unavailable('no_available_candidate', `every provider of model "${model}" is unavailable or not admitting new requests`);
       }
-      // The hop carries the id the caller gets as x-request-id, so one id names the request at both sites.
-      const requestId = request.requestId;
-      let failedOver = false;
-      const applyCandidate = (selected: RoutingCandidate): void => {
-        const candidate = selected.candidate;
-        request.cluster = candidate.cluster;
-        request.routedSite = candidate.site;
-        request.res.setHeader(RESPONSE_ROUTED_SITE_HEADER, candidate.site);
-        request.labels.cluster = candidate.cluster;
-        request.credential = candidate.credential === undefined ? undefined : { strategy: candidate.credential.strategy, ...candidate.credential.secretRef };
-        // A failover drops the hop context written for the candidate it replaces.
-        if (failedOver) stripPrefixedHeaders(request.headers, 'x-ai-routing-');
-        if (hopClusters.has(candidate.cluster)) {
-          applyHeaderAllowlist(request.headers, hopHeaders);
-          request.headers.set(modelHeader, model);
-          request.headers.set(ROUTING_CANDIDATE_HEADER, selected.stableId);
-          request.headers.set(ROUTING_REQUEST_ID_HEADER, requestId);
-          if (snapshot.revision !== null) request.headers.set(ROUTING_REVISION_HEADER, snapshot.revision);
-        }
-      };
-      applyCandidate(outcome.candidate);
-      let alternate = outcome.alternates.find((c) => options.isClusterAvailable(c.candidate.cluster));
-      request.failover = () => {
-        if (alternate === undefined) return false;
-        failedOver = true;
-        applyCandidate(alternate);
-        alternate = undefined;
-        return true;
-      };
+      applyCandidate(request, outcome.candidate, snapshot, model, false);
+      const alternate = outcome.alternates.find((c) => options.isClusterAvailable(c.candidate.cluster));
+      if (alternate !== undefined) {
+        request.failoverState = { snapshot, model, alternate } satisfies Failover;
+        request.failover = failover;
+      }
     },
   };
 }
