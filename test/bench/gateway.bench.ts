@@ -8,8 +8,9 @@
 //           CPU per request, then ROUNDS rounds of one window per path (paths interleaved); median and spread.
 //   rate    open loop at fixed rates: latency from each request's scheduled send time (no coordinated omission),
 //           added p50/p99/p99.9 over direct, proxy CPU per request.
-//   stream  SSE chat completions of 64 events, STREAMS concurrent streams: added time to first byte, inter-chunk
-//           gaps, and events that arrived coalesced with another in one read (each is written 40 ms apart).
+//   stream  SSE chat completions of 64 events, STREAMS concurrent streams started at a steady rate (not in one burst):
+//           added time to first byte, inter-chunk gaps, and events that arrived coalesced with another in one read
+//           (each is written 40 ms apart).
 //   cold    a fresh consumer gateway at 500 req/s (open loop) from the moment /readyz answers 200: CPU per request
 //           and p99 in each of the first 10 one-second windows, against the warm consumer at the same rate.
 //   idle    the consumer -> provider hop after IDLE_GAP_S without traffic: TLS handshakes the provider counted
@@ -360,7 +361,16 @@ interface StreamResult {
   cpuUs: number;
 }
 
-async function streamRun(path: BenchPath, concurrency: number, durationMs: number): Promise<StreamResult> {
+/** How long one stream lasts at the sim's pace: what spreads STREAMS concurrent streams evenly over time. */
+const STREAM_SECONDS = STREAM_EVENTS / STREAM_TOKENS_PER_SECOND;
+
+/**
+ * `concurrency` streams at all times, their starts spread evenly over one stream's length (worker i starts i/N of a
+ * stream late, and each starts its next stream when one ends), so the window sees streams starting at a steady
+ * rate as a long-running service does, not `concurrency` requests arriving in one burst. One client pool for the
+ * warm-up and the window; only streams that start inside the window are measured.
+ */
+async function streamRun(path: BenchPath, concurrency: number, warmMs: number, durationMs: number): Promise<StreamResult> {
   const pool = new Pool(path.streamOrigin, { connections: concurrency, pipelining: 1, keepAliveTimeout: 60_000 });
   const ttfb: number[] = [];
   const gaps: number[] = [];
@@ -369,8 +379,11 @@ async function streamRun(path: BenchPath, concurrency: number, durationMs: numbe
   let coalesced = 0;
   let short = 0;
   let stop = false;
+  const startedAt = process.hrtime.bigint();
+  const measureFrom = startedAt + BigInt(warmMs) * 1_000_000n;
   const one = async (): Promise<void> => {
     const started = process.hrtime.bigint();
+    const measured = started >= measureFrom;
     const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', ...path.headers }, body: STREAM_BODY });
     if (res.statusCode !== 200) {
       await res.body.dump();
@@ -380,8 +393,10 @@ async function streamRun(path: BenchPath, concurrency: number, durationMs: numbe
     let last: bigint | undefined;
     for await (const chunk of res.body) {
       const now = process.hrtime.bigint();
-      if (last === undefined) ttfb.push(ms(now - started));
-      else gaps.push(ms(now - last));
+      if (measured) {
+        if (last === undefined) ttfb.push(ms(now - started));
+        else gaps.push(ms(now - last));
+      }
       last = now;
       const text = (chunk as Buffer).toString('utf8');
       let inRead = 0;
@@ -390,22 +405,25 @@ async function streamRun(path: BenchPath, concurrency: number, durationMs: numbe
       // token events in between must each come in their own read.
       const firstEvent = events;
       events += inRead;
-      if (inRead > 1 && firstEvent >= 2 && events <= STREAM_EVENTS - 2) coalesced += inRead - 1;
+      if (measured && inRead > 1 && firstEvent >= 2 && events <= STREAM_EVENTS - 2) coalesced += inRead - 1;
     }
     if (events !== STREAM_EVENTS) short++;
+    if (measured) streams++;
   };
-  const cpu0 = cpuOf(path.pids());
-  const worker = async (): Promise<void> => {
+  let cpu0 = NaN;
+  const worker = async (i: number): Promise<void> => {
+    await sleep((i * STREAM_SECONDS * 1000) / concurrency);
     while (!stop) {
       try {
         await one();
-        streams++;
       } catch {
         errors++;
       }
     }
   };
-  const workers = Array.from({ length: concurrency }, worker);
+  const workers = Array.from({ length: concurrency }, (_, i) => worker(i));
+  await sleep(warmMs);
+  cpu0 = cpuOf(path.pids());
   await sleep(durationMs);
   stop = true;
   await Promise.all(workers);
@@ -416,15 +434,17 @@ async function streamRun(path: BenchPath, concurrency: number, durationMs: numbe
 }
 
 async function streamCase(paths: BenchPath[]): Promise<void> {
-  const duration = Math.max(OPTS.windowMs * 2, 4000);
+  const duration = Math.max(OPTS.windowMs * 4, 8000);
+  // The warm-up is one stream's length, so every worker has started before the window opens.
+  const warm = Math.ceil(STREAM_SECONDS * 1000) + 1000;
   process.stdout.write(
     `## streaming: ${OPTS.streams} concurrent SSE chat streams of ${STREAM_EVENTS} events, one token every ${1000 / STREAM_TOKENS_PER_SECOND} ms, ` +
-      `${duration} ms per path after a 2 s warm-up (load average ${load()})\n\n`,
+      `starts spread evenly over a stream's length (a steady ${fmt(OPTS.streams / STREAM_SECONDS)} new streams/s), streams starting in a ${duration} ms window per path ` +
+      `after a ${warm} ms warm-up (load average ${load()})\n\n`,
   );
   const results = new Map<string, StreamResult>();
   for (const path of paths) {
-    await streamRun(path, OPTS.streams, 2000);
-    results.set(path.name, await streamRun(path, OPTS.streams, duration));
+    results.set(path.name, await streamRun(path, OPTS.streams, warm, duration));
   }
   const direct = results.get('direct to sim')!;
   const rows = paths.map((path) => {
