@@ -83,6 +83,26 @@ export function startOperatorReporter(options: OperatorReporterOptions): Operato
   let ageRecorded: { skewCount: number; rejected: boolean } | undefined;
   let lastAgeProblem: string | undefined;
 
+  /**
+   * POSTs one report; undefined when the operator recorded it, else what went wrong. 200 (a duplicate: the operator
+   * already holds this sequence, a retry after a lost answer) counts as recorded too.
+   */
+  async function post(path: string, body: string): Promise<string | undefined> {
+    try {
+      const res = await request(`${options.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+        headersTimeout: REQUEST_TIMEOUT_MS,
+        bodyTimeout: REQUEST_TIMEOUT_MS,
+      });
+      await res.body.dump();
+      return res.statusCode === 200 || res.statusCode === 202 ? undefined : `operator answered ${res.statusCode}`;
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code ?? (error as Error).name;
+    }
+  }
+
   async function sendAges(): Promise<void> {
     const skewCount = ages.skewCount;
     const recorded = ageRecorded;
@@ -91,21 +111,8 @@ export function startOperatorReporter(options: OperatorReporterOptions): Operato
     const rejected = skewCount > (recorded?.skewCount ?? 0);
     ageSequence += 1;
     const body = JSON.stringify({ epoch, replica, sequence: ageSequence, skewCount, rejected });
-    let problem: string | undefined;
-    try {
-      const res = await request(`${options.url}${AGE_REPORTS_PATH}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body,
-        headersTimeout: REQUEST_TIMEOUT_MS,
-        bodyTimeout: REQUEST_TIMEOUT_MS,
-      });
-      await res.body.dump();
-      if (res.statusCode === 200 || res.statusCode === 202) ageRecorded = { skewCount, rejected };
-      else problem = `operator answered ${res.statusCode}`;
-    } catch (error) {
-      problem = (error as NodeJS.ErrnoException).code ?? (error as Error).name;
-    }
+    const problem = await post(AGE_REPORTS_PATH, body);
+    if (problem === undefined) ageRecorded = { skewCount, rejected };
     if (problem !== lastAgeProblem) {
       if (problem === undefined) options.logger.info({ sequence: ageSequence }, 'age reports reach the operator');
       else options.logger.warn({ url: options.url, problem }, 'age report not recorded; retried on the next tick');
@@ -117,22 +124,8 @@ export function startOperatorReporter(options: OperatorReporterOptions): Operato
     const sequence = options.spend.sequence;
     if (sequence <= acked) return;
     const body = JSON.stringify({ epoch, replica, sequence, spend_usd: options.spend.snapshot() });
-    let problem: string | undefined;
-    try {
-      const res = await request(`${options.url}${SPEND_REPORTS_PATH}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body,
-        headersTimeout: REQUEST_TIMEOUT_MS,
-        bodyTimeout: REQUEST_TIMEOUT_MS,
-      });
-      await res.body.dump();
-      // 200 duplicate means the operator already holds this sequence (a retry after a lost answer): done as well.
-      if (res.statusCode === 200 || res.statusCode === 202) acked = sequence;
-      else problem = `operator answered ${res.statusCode}`;
-    } catch (error) {
-      problem = (error as NodeJS.ErrnoException).code ?? (error as Error).name;
-    }
+    const problem = await post(SPEND_REPORTS_PATH, body);
+    if (problem === undefined) acked = sequence;
     // One line per change of problem, so a long outage does not flood the log.
     if (problem !== lastProblem) {
       if (problem === undefined) options.logger.info({ sequence }, 'spend reports reach the operator again');
