@@ -94,10 +94,13 @@ describe('the compiled grid from the project image', () => {
     const operators = grid.byRole('gossip-operator');
     expect(operators.map((o) => o.site).sort()).toEqual(['east', 'west']);
     for (const operator of operators) {
+      // A timeout carries the operator's last log lines: what it was doing instead of answering.
       const status = await waitUntil(`${operator.name} to see both sites alive`, async () => {
         const body = JSON.parse((await httpGet(`http://${operator.pod.ip}:9090/status`)).body) as { gossip: { members: Record<string, number> } | null };
         return body.gossip !== null && body.gossip.members['alive'] === 2 ? body : undefined;
-      }, 60_000);
+      }, 60_000).catch(async (error: unknown) => {
+        throw new Error(`${(error as Error).message}\n${await grid.logs(operator, 40)}`);
+      });
       expect(status.gossip?.members).toMatchObject({ alive: 2, dead: 0 });
     }
   });
