@@ -52,6 +52,20 @@ export interface GridSiteRoute extends Filter {
   listModels(): readonly string[];
 }
 
+/** The body fields stored-state pinning reads (pinOf), as they appear in JSON, and the escape that could spell them. */
+const STORED_STATE_FIELDS = [Buffer.from('"previous_response_id"'), Buffer.from('"conversation"')];
+const UNICODE_ESCAPE = Buffer.from('\\u');
+
+/**
+ * Whether a body may name stored state: a byte search, so the common request (a chat completion with prefix
+ * affinity off) is not parsed whole here. A key written with \u escapes could spell a field without these bytes, so
+ * any \u escape counts as "may".
+ */
+function mayNameStoredState(body: Buffer | null): boolean {
+  if (body === null || body.length === 0) return false;
+  return body.includes(UNICODE_ESCAPE) || STORED_STATE_FIELDS.some((field) => body.includes(field));
+}
+
 function jsonBody(request: GatewayRequest): Record<string, unknown> | undefined {
   if (request.method !== 'POST' || request.body === null || request.body.length === 0) return undefined;
   try {
@@ -128,7 +142,8 @@ export function createGridSiteRoute(options: GridSiteRouteOptions): GridSiteRout
       // Client-sent hop context is never trusted, whatever happens next.
       stripPrefixedHeaders(request.headers, 'x-ai-routing-');
       stripPrefixedHeaders(request.headers, 'x-ai-provider-');
-      const body = jsonBody(request);
+      // Parsed only when something reads it: prompt keys (prefix affinity) or a stored-state id to pin on.
+      const body = router.prefix.enabled || mayNameStoredState(request.body) ? jsonBody(request) : undefined;
       let pin;
       try {
         pin = pinOf(request.target, body);

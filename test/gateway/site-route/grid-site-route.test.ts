@@ -56,6 +56,9 @@ describe('grid_site_route in a gateway', () => {
   let view: MemorySiteView;
   let gateway: GatewayInstance;
   let base: string;
+  // The same routes with prefix affinity off: the body is parsed only when it may name stored state.
+  let noPrefix: GatewayInstance;
+  let noPrefixBase: string;
   // The provider gateway's place: records the headers the hop carries.
   let hop: Server;
   const hopHeaders: IncomingHttpHeaders[] = [];
@@ -90,9 +93,18 @@ describe('grid_site_route in a gateway', () => {
     const logger = createLogger({ name: 'gateway', level: 'warn', destination: { write: () => undefined } });
     gateway = await startGateway(resolveConfig(cfg, join(dir, 'c.json')), { configDir: dir, logger, processMetrics: false, siteView: view });
     base = `http://127.0.0.1:${gateway.listeners[0]!.port}`;
+    const cfgNoPrefix = config({ provider_hop_clusters: ['c-hop'], prefix_affinity: { enabled: false } }, [
+      { name: 'c-a', endpoints: [`127.0.0.1:${simA.port}`] },
+      { name: 'c-b', endpoints: [`127.0.0.1:${simB.port}`] },
+      { name: 'c-hop', endpoints: [`127.0.0.1:${hopPort}`] },
+      { name: 'c-dead', endpoints: [`127.0.0.1:${dead}`] },
+    ], [{ filter: 'json_body_field', field: 'model', header: 'x-gateway-model-name' }]);
+    noPrefix = await startGateway(resolveConfig(cfgNoPrefix, join(dir, 'c-no-prefix.json')), { configDir: dir, logger, processMetrics: false, siteView: view });
+    noPrefixBase = `http://127.0.0.1:${noPrefix.listeners[0]!.port}`;
   });
   afterAll(async () => {
     await gateway?.close();
+    await noPrefix?.close();
     await simA?.close();
     await simB?.close();
     hop?.close();
@@ -122,6 +134,24 @@ describe('grid_site_route in a gateway', () => {
     const reply = await call(`${base}/v1/chat/completions`, { body, headers: auth });
     expect(reply.status).toBe(status);
     expect(reply.json().error.code).toBe(code);
+  });
+
+  it.each([
+    ['plain keys', '{"model":"m","previous_response_id":"resp_site-a.1","conversation":"conv_site-b.2","messages":[]}'],
+    // A key spelled with \u escapes is the same key to JSON: pinning must see it although its bytes differ.
+    ['a key spelled with \\u escapes', '{"model":"m","previous\\u005fresponse_id":"resp_site-a.1","conv\\u0065rsation":"conv_site-b.2","messages":[]}'],
+  ])('with prefix affinity off, stored state in the body is still read (%s): two sites named is a 400', async (_name, raw) => {
+    const reply = await call(`${noPrefixBase}/v1/chat/completions`, { body: raw, headers: auth });
+    expect(reply.status, reply.text).toBe(400);
+    expect(reply.json().error.code).toBe('conflicting_stored_state');
+  });
+
+  it('with prefix affinity off, a chat completion naming no stored state is routed as usual', async () => {
+    sample('site-a', 1, 0);
+    sample('site-b', 1, 0);
+    const reply = await call(`${noPrefixBase}/v1/chat/completions`, { body: { model: 'm', messages: [{ role: 'user', content: 'a conversation about "conversation"' }] }, headers: auth });
+    expect(reply.status, reply.text).toBe(200);
+    expect(['site-a', 'site-b']).toContain(reply.headers['x-grid-site']);
   });
 
   it('a provider-hop cluster gets the hop context (the candidate\'s stable_id, the request id) and only allowlisted headers', async () => {
