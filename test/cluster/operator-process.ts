@@ -3,6 +3,8 @@
 // Its JSON log lines are kept for assertions; its admin port is read from the "gossip-operator running" line.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { adminGet, stopProcessGroup } from './process-group.ts';
 
@@ -86,4 +88,27 @@ export function startOperatorProcess(args: readonly string[], env: Record<string
       return code ?? null;
     },
   };
+}
+
+/**
+ * A loopback port free for both TCP and UDP a moment ago: SWIM uses one port for both, and the operator's other
+ * listeners (admin, signals) take any such port too. Takes one the kernel hands out for TCP and checks UDP binds it.
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const server = createServer();
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        const p = (server.address() as { port: number }).port;
+        server.close(() => resolve(p));
+      });
+    });
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = createSocket('udp4');
+      socket.once('error', () => resolve(false));
+      socket.bind(port, '127.0.0.1', () => socket.close(() => resolve(true)));
+    });
+    if (ok) return port;
+  }
 }

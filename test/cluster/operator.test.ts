@@ -5,8 +5,6 @@
 // subresource, logs free of secrets and of RBAC refusals, and one writer at a time with a hand-over on SIGTERM.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
-import { createSocket } from 'node:dgram';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +18,7 @@ import { renderKubeconfig } from './certs.ts';
 import { adminKubeConfig, waitFor } from './kube.ts';
 import { applyManifests, readManifests, RawClient } from './manifests.ts';
 import type { Manifest } from './manifests.ts';
-import { startOperatorProcess } from './operator-process.ts';
+import { freePort, startOperatorProcess } from './operator-process.ts';
 import type { OperatorProcess } from './operator-process.ts';
 
 const run = promisify(execFile);
@@ -70,25 +68,6 @@ function referencedSecrets(): Map<string, { ref: SecretRef; role: 'ca' | 'site' 
   return out;
 }
 
-async function freePort(): Promise<number> {
-  // SWIM uses the same port for UDP and TCP: take one the kernel hands out for TCP and check UDP can bind it too.
-  for (;;) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const server = createServer();
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
-        const p = (server.address() as { port: number }).port;
-        server.close(() => resolve(p));
-      });
-    });
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = createSocket('udp4');
-      socket.once('error', () => resolve(false));
-      socket.bind(port, '127.0.0.1', () => socket.close(() => resolve(true)));
-    });
-    if (ok) return port;
-  }
-}
 
 let admin: RawClient;
 let workDir: string;

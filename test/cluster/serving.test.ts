@@ -8,9 +8,7 @@
 // the ConfigMap, while a look-alike ConfigMap and, later, a ConfigMap at the same name the operator no longer owns
 // are left in place.
 import { randomBytes } from 'node:crypto';
-import { createSocket } from 'node:dgram';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -26,7 +24,7 @@ import { renderKubeconfig } from './certs.ts';
 import { resolveBinDir, startControlPlane, type ControlPlane } from './control-plane.ts';
 import { waitFor } from './kube.ts';
 import { applyManifests, applyObjects, RawClient, type Manifest } from './manifests.ts';
-import { startOperatorProcess, type OperatorProcess } from './operator-process.ts';
+import { freePort, startOperatorProcess, type OperatorProcess } from './operator-process.ts';
 import { startOverlaySyncProcess, type OverlaySyncProcess } from './overlay-sync-process.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -61,26 +59,6 @@ const envOf = (deploymentName: string, container: string): Record<string, string
   Object.fromEntries((deployment(deploymentName).template.spec.containers.find((c) => c.name === container)?.env ?? []).filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]));
 const servingSync = { serviceAccount: deployment(gateway.name).template.spec.serviceAccountName ?? '', env: envOf(gateway.name, 'serving-sync') };
 
-async function freePort(udpToo: boolean): Promise<number> {
-  for (;;) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const server = createServer();
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
-        const p = (server.address() as { port: number }).port;
-        server.close(() => resolve(p));
-      });
-    });
-    if (!udpToo) return port;
-    // SWIM uses the same port for UDP and TCP.
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = createSocket('udp4');
-      socket.once('error', () => resolve(false));
-      socket.bind(port, '127.0.0.1', () => socket.close(() => resolve(true)));
-    });
-    if (ok) return port;
-  }
-}
 
 let plane: ControlPlane | undefined;
 let admin: RawClient;
@@ -191,8 +169,8 @@ beforeAll(async () => {
   await makeSecrets();
   const { path } = await kubeconfigFor(OPERATOR_SA);
   const operatorEnv = envOf(OPERATOR_SA, 'gossip-operator');
-  const [gossipPort, adminPort] = [await freePort(true), await freePort(false)];
-  signalsPort = await freePort(false);
+  const [gossipPort, adminPort] = [await freePort(), await freePort()];
+  signalsPort = await freePort();
   operator = startOperatorProcess(
     [
       '--store', 'kubernetes',
