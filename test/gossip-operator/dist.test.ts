@@ -60,15 +60,24 @@ describe.skipIf(!existsSync(SITE_FILE))('gossip-operator on dist/', () => {
     op = await startLocalOperator(testConfig({ site, store: { backend: 'local', stateDir: state } }), { stateDir: state, manifestsDir: manifests });
 
     const name = `grid-overlay-${network.metadata.name}-${gateway.name}`;
-    const cm: Json = await waitFor(`ConfigMap ${gateway.namespace}/${name}`, () => configMap(state, gateway.namespace, name), 20_000);
+    // The compiled site's own models are routed (selection_policy as the GridNetwork sets it). An overlay published
+    // earlier in start-up may route fewer (CI saw one without a model of the site), so the wait is for the overlay
+    // that routes them all, and the run fails if none does within the bound.
+    const models = docs.filter((d) => d.kind === 'InferenceProvider').flatMap((d) => d.spec.models.map((m: Json) => m.name));
+    const routesAll = (cm: Json): boolean => {
+      const candidates = (JSON.parse(cm.data['routing-overlay.json']) as Json).overlay.candidates as Json[];
+      return models.every((model: string) => candidates.some((c: Json) => c.name === model && c.site === site));
+    };
+    const cm: Json = await waitFor(`ConfigMap ${gateway.namespace}/${name} routing every model of ${site}`, async () => {
+      const found = await configMap(state, gateway.namespace, name);
+      return found !== undefined && routesAll(found) ? found : undefined;
+    }, 20_000);
     const file = join(dirs.path, 'routing-overlay.json');
     await writeFile(file, cm.data['routing-overlay.json']);
     const args = ['overlay', 'verify', file, '--network', network.metadata.name, '--gateway', gateway.name, '--namespace', gateway.namespace, '--local-site', site];
     const verified = await run(process.execPath, [join(REPO_ROOT, 'daemons/cli/agn.ts'), ...args], { cwd: REPO_ROOT });
     expect(verified.stdout).toMatch(/^accept [0-9a-f]{64}\n$/);
     const overlay = JSON.parse(cm.data['routing-overlay.json']);
-    // The compiled site's own models are routed (selection_policy as the GridNetwork sets it).
-    const models = docs.filter((d) => d.kind === 'InferenceProvider').flatMap((d) => d.spec.models.map((m: Json) => m.name));
     for (const model of models) expect(overlay.overlay.candidates.some((c: Json) => c.name === model && c.site === site)).toBe(true);
     if (network.spec.selectionPolicy !== undefined) expect(overlay.overlay.selection_policy).toEqual({ mode: network.spec.selectionPolicy.mode });
     // Peers are declared but unpinned and unreachable here: never Active, never routed.
