@@ -428,14 +428,7 @@ export class ContainerGrid {
   async #startPod(pod: RunningPod): Promise<void> {
     for (const container of pod.containers.filter((c) => c.init)) {
       this.log(`${container.name}: init container`);
-      let result = await podman(['run', ...this.runArgs(container)], 180_000);
-      // 125-127 are podman's own failures to create or start the container (none of our daemons exits with them):
-      // CI saw a 126 with nothing on stderr once. Retried once, named, with the container removed first.
-      if (result.code >= 125 && result.code <= 127) {
-        this.log(`${container.name}: podman run exited ${result.code} (${result.stderr.trim().split('\n').slice(-3).join(' | ') || 'no stderr'}); removing it and running it again`);
-        await podman(['rm', '-f', container.name]);
-        result = await podman(['run', ...this.runArgs(container)], 180_000);
-      }
+      const result = await podman(['run', ...this.runArgs(container)], 180_000);
       if (result.code !== 0) throw new Error(`init container ${container.name} exited ${result.code}: ${result.stderr.trim().split('\n').slice(-5).join(' | ')}`);
     }
     for (const container of pod.containers.filter((c) => !c.init)) {
