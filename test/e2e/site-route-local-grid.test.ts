@@ -257,8 +257,10 @@ describe('grid_site_route on the local grid, three sites', { timeout: 120_000 },
     for (const c of conversations) counts[c.last] = (counts[c.last] ?? 0) + 1;
     const busy = Object.entries(counts).sort((x, y) => y[1] - x[1])[0]![0];
     const overrideBefore = await counter(/^grid_route_prefix_affinity_total\{outcome="load_override"\}/);
-    // A queue at one busy endpoint of that site, worth more than the match, while the site as a whole has room.
-    await setLoad({ [busy]: { skewed: 4 } });
+    // A queue at one busy endpoint of that site, worth more than the match, while the site as a whole has room; and
+    // less room there than at the others (rho 0.7 against 0.2), so the reopened draw by room moves the turns away.
+    // Without it a busy east (twice the others' ceiling) kept the most room and won the draw again (CI saw it).
+    await setLoad({ [busy]: { background: 14, skewed: 4 } });
     // Seen once a probe moves by load_override: a probe that merely explored (2 %) would end the wait before the
     // gateway's next poll of the sites brought the queue in.
     await waitFor(`${busy}'s queue seen (a probe moved by load_override)`, async () => {
@@ -277,7 +279,7 @@ describe('grid_site_route on the local grid, three sites', { timeout: 120_000 },
     }
     expect(moved / held, `${moved} of ${held} turns moved off ${busy}`).toBeGreaterThanOrEqual(0.9);
     expect((await counter(/^grid_route_prefix_affinity_total\{outcome="load_override"\}/)) - overrideBefore).toBeGreaterThanOrEqual(held);
-    await setLoad({ [busy]: { skewed: 0 } });
+    await setLoad({ [busy]: { background: 4, skewed: 0 } });
   });
 
   it('(d) a response stored at west is continued at west through east\'s gateway (mTLS provider hop); a left site is 404', async () => {
