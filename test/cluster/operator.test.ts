@@ -4,7 +4,6 @@
 // §2.1 written by field manager grid-operator and accepted by a consumer, schema-valid status through the status
 // subresource, logs free of secrets and of RBAC refusals, and one writer at a time with a hand-over on SIGTERM.
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +18,7 @@ import { adminKubeConfig, waitFor } from './kube.ts';
 import { applyManifests, readManifests, RawClient } from './manifests.ts';
 import type { Manifest } from './manifests.ts';
 import { freePort, startOperatorProcess } from './operator-process.ts';
+import { referencedSecrets, secretData } from './site-secrets.ts';
 import type { OperatorProcess } from './operator-process.ts';
 
 const run = promisify(execFile);
@@ -43,30 +43,6 @@ const gateway = (network['spec'] as { consumerGateways: { name: string; namespac
 const CONFIGMAP = overlayConfigMapName(network.metadata.name, gateway.name);
 const CM_PATH = `/api/v1/namespaces/${gateway.namespace}/configmaps/${CONFIGMAP}`;
 
-interface SecretRef {
-  name: string;
-  namespace: string;
-  key?: string;
-}
-
-// Every Secret a grid object's spec names (…SecretRef / secretRef), with the role it plays there.
-function referencedSecrets(): Map<string, { ref: SecretRef; role: 'ca' | 'site' | 'swim' | 'token' }> {
-  const out = new Map<string, { ref: SecretRef; role: 'ca' | 'site' | 'swim' | 'token' }>();
-  const walk = (value: unknown, key: string): void => {
-    if (Array.isArray(value)) value.forEach((v) => walk(v, key));
-    else if (value !== null && typeof value === 'object') {
-      const record = value as Record<string, unknown>;
-      if (/secretref$/i.test(key) && typeof record['name'] === 'string') {
-        const role = key === 'caSecretRef' ? 'ca' : key === 'siteSecretRef' ? 'site' : /swimkey/i.test(key) ? 'swim' : 'token';
-        const ref = record as unknown as SecretRef;
-        out.set(`${ref.namespace}/${ref.name}`, { ref, role });
-      }
-      for (const [k, v] of Object.entries(record)) walk(v, k);
-    }
-  };
-  for (const o of gridObjects) walk(o['spec'], 'spec');
-  return out;
-}
 
 
 let admin: RawClient;
@@ -114,22 +90,9 @@ async function makeSecrets(): Promise<void> {
   await ssl(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'site.key', '-out', 'site.csr', '-subj', `/CN=${SITE}`]);
   await ssl(['x509', '-req', '-in', 'site.csr', '-CA', 'grid-ca.crt', '-CAkey', 'grid-ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'site.ext', '-out', 'site.crt']);
   const pem = (f: string) => readFile(join(workDir, f), 'utf8');
-  const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
-  const siteKey = await pem('site.key');
-  secretsInPlay.push(siteKey.split('\n').filter((l) => l && !l.startsWith('-----')).join(''));
-  for (const { ref, role } of referencedSecrets().values()) {
-    let data: Record<string, string>;
-    if (role === 'ca') data = { [ref.key ?? 'ca.crt']: b64(await pem('grid-ca.crt')) };
-    else if (role === 'site') data = { 'tls.crt': b64(await pem('site.crt')), 'tls.key': b64(siteKey) };
-    else if (role === 'swim') {
-      const key = randomBytes(32);
-      secretsInPlay.push(key.toString('hex'), key.toString('base64'));
-      data = { [ref.key ?? 'key']: b64(key) };
-    } else {
-      const token = `tok-${randomBytes(18).toString('hex')}`;
-      secretsInPlay.push(token);
-      data = { [ref.key ?? 'token']: b64(token) };
-    }
+  const material = { caPem: await pem('grid-ca.crt'), certPem: await pem('site.crt'), keyPem: await pem('site.key') };
+  for (const { ref, role } of referencedSecrets(gridObjects.map((o) => o['spec'])).values()) {
+    const data = secretData(ref, role, material, secretsInPlay);
     const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: ref.name, namespace: ref.namespace }, type: 'Opaque', data };
     const res = await admin.apply(secret as Manifest['object'], 'agn-cluster-test', { force: 'true' });
     if (res.status !== 200 && res.status !== 201) throw new Error(`create Secret ${ref.namespace}/${ref.name}: HTTP ${res.status}`);
@@ -166,7 +129,7 @@ afterAll(async () => {
   if (admin !== undefined) {
     const ns = `/api/v1/namespaces/${NAMESPACE}`;
     const invites = gridObjects.filter((o) => o.kind === 'SiteInvite').map((o) => inviteTokenSecretName(o.metadata.name));
-    const secrets = [...[...referencedSecrets().values()].map((s) => `${s.ref.namespace === NAMESPACE ? ns : `/api/v1/namespaces/${s.ref.namespace}`}/secrets/${s.ref.name}`), ...invites.map((n) => `${ns}/secrets/${n}`)];
+    const secrets = [...[...referencedSecrets(gridObjects.map((o) => o['spec'])).values()].map((s) => `${s.ref.namespace === NAMESPACE ? ns : `/api/v1/namespaces/${s.ref.namespace}`}/secrets/${s.ref.name}`), ...invites.map((n) => `${ns}/secrets/${n}`)];
     for (const path of [...secrets, CM_PATH, `${ns}/configmaps/${operatorStateConfigMapName(SITE)}`, `${ns}/configmaps/${siteNameLedgerConfigMapName(SITE)}`, LEASE_PATH]) await admin.request('DELETE', path);
   }
   if (workDir !== undefined && process.env['AGN_CLUSTER_KEEP_WORKDIR'] === '1') {

@@ -7,7 +7,6 @@
 // in serving mode writes its bytes); re-applying the site synthesized without gridServing makes the operator delete
 // the ConfigMap, while a look-alike ConfigMap and, later, a ConfigMap at the same name the operator no longer owns
 // are left in place.
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +24,7 @@ import { resolveBinDir, startControlPlane, type ControlPlane } from './control-p
 import { waitFor } from './kube.ts';
 import { applyManifests, applyObjects, RawClient, type Manifest } from './manifests.ts';
 import { freePort, startOperatorProcess, type OperatorProcess } from './operator-process.ts';
+import { referencedSecrets, secretData } from './site-secrets.ts';
 import { startOverlaySyncProcess, type OverlaySyncProcess } from './overlay-sync-process.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -72,38 +72,15 @@ const get = async (path: string): Promise<Json | undefined> => {
   const res = await admin.request('GET', path);
   return res.status === 200 ? (res.body as Json) : undefined;
 };
-const b64 = (text: string | Buffer) => Buffer.from(text).toString('base64');
 
 /** Every Secret the site's grid objects reference, made with material of the role it plays there. */
 async function makeSecrets(): Promise<void> {
   const ca = await createCertificateAuthority({ commonName: 'agn serving test ca' });
   const site = await createSiteCertificate(ca, { commonName: SITE, sans: [SITE] });
-  secretsInPlay.push(site.keyPem.split('\n').filter((l) => l !== '' && !l.startsWith('-----')).join(''));
-  const refs = new Map<string, { name: string; namespace: string; key?: string; role: string }>();
-  const walk = (value: unknown, key: string): void => {
-    if (Array.isArray(value)) value.forEach((v) => walk(v, key));
-    else if (value !== null && typeof value === 'object') {
-      const record = value as Record<string, unknown>;
-      if (/secretref$/i.test(key) && typeof record['name'] === 'string' && typeof record['namespace'] === 'string') {
-        refs.set(`${String(record['namespace'])}/${String(record['name'])}`, { ...(record as { name: string; namespace: string; key?: string }), role: key });
-      }
-      for (const [k, v] of Object.entries(record)) walk(v, k);
-    }
-  };
-  for (const m of served) if (m.object.apiVersion.startsWith('grid.praxis.fast/')) walk(m.object['spec'], 'spec');
-  for (const ref of refs.values()) {
-    let data: Record<string, string>;
-    if (ref.role === 'caSecretRef') data = { [ref.key ?? 'ca.crt']: b64(ca.certPem) };
-    else if (ref.role === 'siteSecretRef') data = { 'tls.crt': b64(site.certPem), 'tls.key': b64(site.keyPem) };
-    else if (/swimkey/i.test(ref.role)) {
-      const key = randomBytes(32);
-      secretsInPlay.push(key.toString('hex'), key.toString('base64'));
-      data = { [ref.key ?? 'key']: b64(key) };
-    } else {
-      const token = `tok-${randomBytes(18).toString('hex')}`;
-      secretsInPlay.push(token);
-      data = { [ref.key ?? 'token']: b64(token) };
-    }
+  const material = { caPem: ca.certPem, certPem: site.certPem, keyPem: site.keyPem };
+  const specs = served.filter((m) => m.object.apiVersion.startsWith('grid.praxis.fast/')).map((m) => m.object['spec']);
+  for (const { ref, role } of referencedSecrets(specs).values()) {
+    const data = secretData(ref, role, material, secretsInPlay);
     const res = await admin.request('POST', `/api/v1/namespaces/${ref.namespace}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: ref.name }, type: 'Opaque', data });
     if (res.status !== 201) throw new Error(`create Secret ${ref.namespace}/${ref.name}: HTTP ${res.status}`);
   }

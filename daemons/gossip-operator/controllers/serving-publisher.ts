@@ -209,7 +209,7 @@ export async function removeStoppedServing(
     }
   }
   const unread = new Set(kept.map((k) => `${k.namespace}/${k.configMapName}`));
-  const plan = planServingCleanup(name, served, previous.filter((p) => !unread.has(`${p.namespace}/${p.configMapName}`)), existing);
+  const plan = planServingCleanup(name, stale.filter((r) => !unread.has(`${r.namespace}/${r.configMapName}`)), existing);
   for (const { record, why } of plan.foreign) {
     ctx.metrics.servingDeletes.inc({ outcome: 'foreign' });
     ctx.logger.info({ network: name, configMap: `${record.namespace}/${record.configMapName}`, gateway: record.gatewayName }, `gateway no longer served; ConfigMap not the operator's serving config (${why}), left in place`);

@@ -1,7 +1,7 @@
 /**
  * Which serving ConfigMaps to delete when a gateway stops being served (gridServing turned off, or the gateway
- * removed from spec.consumerGateways). Pure: the publisher fetches the ConfigMaps named here and deletes what
- * planServingCleanup says. Which ConfigMaps the operator made is known from the previous servingConfigStatus (as for
+ * removed from spec.consumerGateways). Pure: the publisher finds the stale records (staleServing), fetches the ConfigMaps they name
+ * and deletes what planServingCleanup says. Which ConfigMaps the operator made is known from the previous servingConfigStatus (as for
  * the overlay and the generated consumer config), so no list permission is needed; and a ConfigMap at a recorded
  * name is deleted only when it carries the operator's serving labels for that network and gateway, so a ConfigMap
  * someone else put there (or took over) is never touched.
@@ -66,21 +66,16 @@ export function staleServing(network: string, served: ReadonlySet<string>, recor
 }
 
 /**
- * Desired (`served`) versus recorded and existing: what to delete, what to leave and why. `existing` is whatever
- * the store returned for the stale names (absent ones simply missing); a ConfigMap not at a stale record's exact
- * namespace and name is never a deletion, however alike its name or labels.
+ * The stale records (staleServing) against what the store holds: what to delete, what to leave and why. `existing`
+ * is whatever the store returned for the stale names (absent ones simply missing); a ConfigMap not at a stale
+ * record's exact namespace and name is never a deletion, however alike its name or labels.
  */
-export function planServingCleanup(
-  network: string,
-  served: ReadonlySet<string>,
-  recorded: readonly ServingConfigStatus[],
-  existing: readonly StoredConfigMap[],
-): ServingCleanupPlan {
+export function planServingCleanup(network: string, stale: readonly ServingRecord[], existing: readonly StoredConfigMap[]): ServingCleanupPlan {
   const stored = new Map(existing.map((o) => [key(o.metadata.namespace ?? '', o.metadata.name), o]));
   const deletions: ServingRecord[] = [];
   const foreign: { record: ServingRecord; why: string }[] = [];
   const gone: ServingRecord[] = [];
-  for (const record of staleServing(network, served, recorded)) {
+  for (const record of stale) {
     const object = stored.get(key(record.namespace, record.configMapName));
     if (object === undefined) {
       gone.push(record);

@@ -13,18 +13,21 @@ const NS = 'praxis-system';
 const record = (gatewayName: string, namespace = NS, configMapName = servingConfigMapName(NET, gatewayName)): ServingConfigStatus => ({ gatewayName, namespace, configMapName, phase: 'Distributed' });
 const stored = (name: string, labels: Record<string, string> | undefined, namespace = NS): StoredConfigMap => ({ metadata: { name, namespace, ...(labels === undefined ? {} : { labels }) } });
 const ours = (gateway: string, namespace = NS) => stored(servingConfigMapName(NET, gateway), servingLabels(NET, gateway), namespace);
+/** The publisher's order: the stale records of what is recorded and served now, then the plan over what is stored. */
+const planFor = (served: ReadonlySet<string>, recorded: readonly ServingConfigStatus[], existing: readonly StoredConfigMap[]) =>
+  planServingCleanup(NET, staleServing(NET, served, recorded), existing);
 
 describe('serving ConfigMap cleanup plan', () => {
   it('deletes the recorded ConfigMap of a gateway whose gridServing was turned off or that was removed', () => {
     const recorded = [record('edge'), record('gone-gw'), record('kept')];
-    const plan = planServingCleanup(NET, new Set([`${NS}/kept`]), recorded, [ours('edge'), ours('gone-gw'), ours('kept')]);
+    const plan = planFor(new Set([`${NS}/kept`]), recorded, [ours('edge'), ours('gone-gw'), ours('kept')]);
     expect(plan.deletions.map((d) => d.configMapName)).toEqual(['grid-serving-production-edge', 'grid-serving-production-gone-gw']);
     expect(plan.foreign).toEqual([]);
     expect(plan.gone).toEqual([]);
   });
 
   it('never plans to delete a served gateway\'s ConfigMap, recorded or not', () => {
-    const plan = planServingCleanup(NET, new Set([`${NS}/edge`]), [record('edge')], [ours('edge')]);
+    const plan = planFor(new Set([`${NS}/edge`]), [record('edge')], [ours('edge')]);
     expect(plan).toEqual({ deletions: [], foreign: [], gone: [] });
   });
 
@@ -35,7 +38,7 @@ describe('serving ConfigMap cleanup plan', () => {
     ['the labels of another network', servingLabels('staging', 'edge'), /network=production$/],
     ['an overlay ConfigMap\'s labels (no serving component)', { 'app.kubernetes.io/managed-by': 'grid-operator', 'grid.praxis.fast/network': NET, 'grid.praxis.fast/gateway': 'edge' }, /component=serving$/],
   ])('leaves a ConfigMap at the recorded name with %s, and says why', (_, labels, why) => {
-    const plan = planServingCleanup(NET, new Set(), [record('edge')], [stored('grid-serving-production-edge', labels)]);
+    const plan = planFor(new Set(), [record('edge')], [stored('grid-serving-production-edge', labels)]);
     expect(plan.deletions).toEqual([]);
     expect(plan.foreign).toHaveLength(1);
     expect(plan.foreign[0]!.record.configMapName).toBe('grid-serving-production-edge');
@@ -49,17 +52,17 @@ describe('serving ConfigMap cleanup plan', () => {
       stored('grid-serving-production-edge', servingLabels(NET, 'edge'), 'other-namespace'),
       stored('grid-overlay-production-edge', servingLabels(NET, 'edge')),
     ];
-    const plan = planServingCleanup(NET, new Set(), [record('edge')], similar);
+    const plan = planFor(new Set(), [record('edge')], similar);
     expect(plan.deletions).toEqual([]);
     // Nothing is stored at the recorded name: only its status entry goes.
     expect(plan.gone).toEqual([{ gatewayName: 'edge', namespace: NS, configMapName: 'grid-serving-production-edge' }]);
     // With the real one beside them, only the real one is deleted.
-    const withReal = planServingCleanup(NET, new Set(), [record('edge')], [...similar, ours('edge')]);
+    const withReal = planFor(new Set(), [record('edge')], [...similar, ours('edge')]);
     expect(withReal.deletions).toEqual([{ gatewayName: 'edge', namespace: NS, configMapName: 'grid-serving-production-edge' }]);
   });
 
   it('a record is matched in its own namespace: the same gateway name elsewhere is another gateway', () => {
-    const plan = planServingCleanup(NET, new Set([`team-b/edge`]), [record('edge'), record('edge', 'team-b')], [ours('edge'), ours('edge', 'team-b')]);
+    const plan = planFor(new Set([`team-b/edge`]), [record('edge'), record('edge', 'team-b')], [ours('edge'), ours('edge', 'team-b')]);
     expect(plan.deletions).toEqual([{ gatewayName: 'edge', namespace: NS, configMapName: 'grid-serving-production-edge' }]);
   });
 
