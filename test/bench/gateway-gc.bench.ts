@@ -8,32 +8,14 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
+import { benchArgs } from './bench-args.ts';
 import { ROOT, candidate, consumerConfig, payload, spawnDaemon, tempDir, waitForPort, writeOverlay } from '../gateway/helpers.ts';
 
 const USAGE = 'usage: npm run bench:gateway-gc -- [--rate 1000] [--seconds 10]';
 
 function options(): { rate: number; seconds: number } {
-  let values;
-  try {
-    ({ values } = parseArgs({ strict: true, options: { rate: { type: 'string' }, seconds: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
-  } catch (error) {
-    process.stderr.write(`bench:gateway-gc: ${(error as Error).message} (${USAGE})\n`);
-    process.exit(2);
-  }
-  if (values.help === true) {
-    process.stdout.write(`${USAGE}\n`);
-    process.exit(0);
-  }
-  const num = (name: string, value: string | undefined, fallback: number): number => {
-    const n = value === undefined ? fallback : Number(value);
-    if (!Number.isFinite(n) || n <= 0) {
-      process.stderr.write(`bench:gateway-gc: --${name} must be a positive number, got "${value}" (${USAGE})\n`);
-      process.exit(2);
-    }
-    return n;
-  };
+  const { values, positive: num } = benchArgs('bench:gateway-gc', USAGE, { rate: { type: 'string' }, seconds: { type: 'string' } });
   return { rate: num('rate', values.rate, 1000), seconds: num('seconds', values.seconds, 10) };
 }
 

@@ -24,8 +24,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
+import { benchArgs } from './bench-args.ts';
 import { stableId } from '../../schemas/fnv1a.ts';
 import { PROVIDER_SNI, candidate, consumerConfig, makePki, payload, providerConfig, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay } from '../gateway/helpers.ts';
 import type { Daemon } from '../gateway/helpers.ts';
@@ -47,39 +47,17 @@ function options(): {
   idleGapS: number;
   coldWarmups: (number | undefined)[];
 } {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      strict: true,
-      options: {
-        case: { type: 'string', multiple: true },
-        'window-ms': { type: 'string' },
-        rounds: { type: 'string' },
-        concurrency: { type: 'string' },
-        rates: { type: 'string' },
-        'rate-ms': { type: 'string' },
-        streams: { type: 'string' },
-        'idle-gap-s': { type: 'string' },
-        'cold-warmups': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
-  } catch (error) {
-    process.stderr.write(`bench:gateway: ${(error as Error).message} (${USAGE})\n`);
-    process.exit(2);
-  }
-  if (values.help === true) {
-    process.stdout.write(`${USAGE}\n`);
-    process.exit(0);
-  }
-  const num = (name: string, value: string | undefined, fallback: number): number => {
-    const n = value === undefined ? fallback : Number(value);
-    if (!Number.isFinite(n) || n <= 0) {
-      process.stderr.write(`bench:gateway: --${name} must be a positive number, got "${value}" (${USAGE})\n`);
-      process.exit(2);
-    }
-    return n;
-  };
+  const { values, positive: num } = benchArgs('bench:gateway', USAGE, {
+    case: { type: 'string', multiple: true },
+    'window-ms': { type: 'string' },
+    rounds: { type: 'string' },
+    concurrency: { type: 'string' },
+    rates: { type: 'string' },
+    'rate-ms': { type: 'string' },
+    streams: { type: 'string' },
+    'idle-gap-s': { type: 'string' },
+    'cold-warmups': { type: 'string' },
+  });
   const cases = new Set<Case>();
   for (const c of values.case ?? CASES) {
     if (!(CASES as readonly string[]).includes(c)) {

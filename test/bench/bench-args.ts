@@ -1,0 +1,36 @@
+// The command line every gateway bench shares: strict options, --help on stdout with exit 0, a usage error as one
+// stderr line naming the bench with exit 2, and positive numbers checked by name.
+import { parseArgs } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+/** What parseArgs gives for `T` (its own inferred type does not survive a generic option set). */
+type Values<T extends Options> = { [K in keyof T]?: T[K] extends { multiple: true } ? string[] : T[K] extends { type: 'boolean' } ? boolean : string };
+
+/** Parses argv with `options` (plus --help/-h); exits 0 after printing `usage` on --help, 2 on a usage error. */
+export function benchArgs<T extends Options>(bench: string, usage: string, options: T) {
+  const config = { strict: true as const, options: { ...options, help: { type: 'boolean' as const, short: 'h' } } };
+  let parsed: ReturnType<typeof parseArgs<typeof config>>;
+  try {
+    parsed = parseArgs(config);
+  } catch (error) {
+    // Node's messages can span lines; a usage error is one.
+    process.stderr.write(`${bench}: ${(error as Error).message.replace(/\s*\n\s*/g, ' ')} (${usage})\n`);
+    process.exit(2);
+  }
+  const values = parsed.values as Values<T>;
+  if ((parsed.values as { help?: boolean }).help === true) {
+    process.stdout.write(`${usage}\n`);
+    process.exit(0);
+  }
+  /** `value` as a positive number (`fallback` when absent); anything else is a usage error naming --`name`. */
+  const positive = (name: string, value: string | undefined, fallback: number): number => {
+    const n = value === undefined ? fallback : Number(value);
+    if (!Number.isFinite(n) || n <= 0) {
+      process.stderr.write(`${bench}: --${name} must be a positive number, got "${value}" (${usage})\n`);
+      process.exit(2);
+    }
+    return n;
+  };
+  return { values, positive };
+}
