@@ -28,6 +28,8 @@ const NETWORK = `${PREFIX}-net`;
 const SUBNET = '10.213.0';
 const FIELD_MANAGER = 'agn-container-test';
 const PROBE_PERIOD_MS = 200;
+/** Locally administered (02:...), fixed for the bridge: see start(). */
+const BRIDGE_MAC = '02:a6:4e:00:00:01';
 
 export type Role = 'gossip-operator' | 'sim' | 'provider-gateway' | 'consumer-gateway' | 'overlay-sync';
 
@@ -152,6 +154,12 @@ export class ContainerGrid {
     await podmanOk(['pod', 'create', '--name', `${PREFIX}-bridge`, '--network', NETWORK, '--ip', `${SUBNET}.2`]);
     await podmanOk(['pod', 'start', `${PREFIX}-bridge`]);
     this.#bridge = (await podmanOk(['network', 'inspect', NETWORK, '--format', '{{.NetworkInterface}}'])).trim();
+    // A Linux bridge without an assigned MAC takes the lowest MAC of its ports, so it changes whenever a pod whose
+    // veth has a lower one joins (netavark 1.4 does not pin it). Pods that already resolved the gateway or a ClusterIP
+    // then send to the old MAC, which the host drops as not its own until their ARP entry expires (30-60 s): the
+    // operators' API connections went silent, they lost their Lease and exited (measured with `ip monitor`). An
+    // assigned MAC is never recalculated.
+    execFileSync('ip', ['link', 'set', 'dev', this.#bridge, 'address', BRIDGE_MAC]);
 
     const pkiDir = join(this.workDir, 'pki');
     const gatewayConfigs = (site: CompiledSite) =>
@@ -179,7 +187,7 @@ export class ContainerGrid {
 
     for (const site of compiled) {
       this.log(`${site.site}: starting kube-apiserver + etcd`);
-      const plane = await startControlPlane({ binDir: resolveBinDir() });
+      const plane = await startControlPlane({ binDir: resolveBinDir(), keepWorkDir: process.env['AGN_CONTAINERS_KEEP_WORKDIR'] === '1' });
       const kc = new KubeConfig();
       kc.loadFromFile(plane.kubeconfigPath);
       const client = new RawClient(kc);
@@ -450,6 +458,24 @@ export class ContainerGrid {
         throw new Error(`${(error as Error).message}\n${await this.logs(container)}`);
       }
     }
+  }
+
+  /**
+   * What a failed start needs to be understood: the last lines of every started container and of each site's
+   * kube-apiserver log (the pods are removed by stop(), their logs with them).
+   */
+  async diagnostics(lines = 30): Promise<string> {
+    const parts: string[] = [];
+    for (const container of this.containers.filter((c) => this.#started.has(c.pod.podName) || c.init)) parts.push(await this.logs(container, lines));
+    for (const cluster of this.sites) {
+      const log = join(cluster.plane.workDir, 'kube-apiserver.log');
+      try {
+        parts.push(`--- ${cluster.site} kube-apiserver (last ${lines} lines)\n${readFileSync(log, 'utf8').trimEnd().split('\n').slice(-lines).join('\n')}`);
+      } catch (error) {
+        parts.push(`--- ${cluster.site} kube-apiserver: ${(error as Error).message}`);
+      }
+    }
+    return parts.join('\n');
   }
 
   async logs(container: RunningContainer, lines = 20): Promise<string> {

@@ -18,6 +18,7 @@ beforeAll(async () => {
   try {
     await grid.start();
   } catch (error) {
+    console.log(`[containers] start failed; what the containers and API servers said:\n${await grid.diagnostics()}`);
     await grid.stop();
     throw error;
   }
