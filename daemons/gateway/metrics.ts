@@ -2,7 +2,8 @@
 // accepted snapshot or the config (anything else is "other"), so a client cannot grow the series count. With
 // several workers (workers.ts) each has its own registry and /metrics sums them; `aggregator` marks the gauges a sum
 // would misstate (readiness is the least of the workers', info and size gauges the largest).
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { RequestHistogram } from './request-histogram.ts';
 import type { GatewayRole } from './config.ts';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -10,8 +11,8 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 export interface GatewayMetrics {
   readonly registry: Registry;
   readonly requests: Counter<'role' | 'model' | 'cluster' | 'status'>;
-  readonly upstreamLatency: Histogram<'role' | 'cluster'>;
-  readonly timeToFirstByte: Histogram<'role' | 'cluster'>;
+  readonly upstreamLatency: RequestHistogram<'role' | 'cluster'>;
+  readonly timeToFirstByte: RequestHistogram<'role' | 'cluster'>;
   readonly upstreamConnectFailures: Counter<'role' | 'cluster'>;
   readonly retries: Counter<'role' | 'cluster'>;
   readonly overlayReloads: Counter<'outcome' | 'reason'>;
@@ -50,14 +51,14 @@ export function createGatewayMetrics(role: GatewayRole, withProcessMetrics = tru
       registers,
       collect,
     }),
-    upstreamLatency: new Histogram({
+    upstreamLatency: new RequestHistogram({
       name: 'grid_gateway_upstream_latency_seconds',
       help: 'Time from sending the upstream request to the end of its response body.',
       labelNames: ['role', 'cluster'],
       buckets: LATENCY_BUCKETS,
       registers,
     }),
-    timeToFirstByte: new Histogram({
+    timeToFirstByte: new RequestHistogram({
       name: 'grid_gateway_time_to_first_byte_seconds',
       help: 'Time from receiving the client request to the first response body byte from upstream.',
       labelNames: ['role', 'cluster'],

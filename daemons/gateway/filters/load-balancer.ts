@@ -9,6 +9,7 @@ import { UpstreamConnectError, badGateway, gatewayTimeout, unavailable } from '.
 import type { Filter, GatewayRequest } from '../context.ts';
 import { RESPONSE_REQUEST_ID_HEADER, RESPONSE_UPSTREAM_REQUEST_ID_HEADER } from '../context.ts';
 import type { GatewayMetrics } from '../metrics.ts';
+import type { HistogramSeries } from '../request-histogram.ts';
 import type { Logger } from '../../shared/log.ts';
 import { errorFields } from '../../shared/log.ts';
 
@@ -307,9 +308,9 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
     });
   }
 
-  // The labelled histogram children of each cluster, made once rather than a label object per response.
-  const timings = new Map<string, { latency: { observe(v: number): void }; ttfb: { observe(v: number): void } }>();
-  function timingOf(cluster: string): { latency: { observe(v: number): void }; ttfb: { observe(v: number): void } } {
+  // The histogram series of each cluster, bound once rather than a label object per response.
+  const timings = new Map<string, { latency: HistogramSeries; ttfb: HistogramSeries }>();
+  function timingOf(cluster: string): { latency: HistogramSeries; ttfb: HistogramSeries } {
     let timing = timings.get(cluster);
     if (timing === undefined) {
       timing = { latency: metrics.upstreamLatency.labels(role, cluster), ttfb: metrics.timeToFirstByte.labels(role, cluster) };
