@@ -98,6 +98,8 @@ interface BenchPath {
   streamOrigin: string;
   headers: Record<string, string>;
   pids: () => number[];
+  /** The processes of a path of several (the hop's two gateways), each reported on its own in the closed loop. */
+  parts?: { name: string; pids: () => number[] }[];
 }
 
 /** utime + stime of a process and its children (nginx workers), in seconds, from /proc. */
@@ -140,6 +142,8 @@ interface Window {
   errors: number;
   rps: number;
   cpuUs: number;
+  /** CPU per request of each of the path's parts, in their order. */
+  partsUs: number[];
   latencies: number[];
 }
 
@@ -167,13 +171,23 @@ async function closedLoop<T>(path: BenchPath, concurrency: number, sample: (wind
     latencies = [];
     errors = 0;
     const cpu0 = cpuOf(path.pids());
+    const parts0 = (path.parts ?? []).map((part) => cpuOf(part.pids()));
     const t0 = process.hrtime.bigint();
     await sleep(durationMs);
     const cpu1 = cpuOf(path.pids());
+    const parts1 = (path.parts ?? []).map((part) => cpuOf(part.pids()));
     const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
     const done = latencies;
     failedRequests += errors;
-    return { requests: done.length, errors, rps: done.length / elapsed, cpuUs: path.pids().length === 0 ? NaN : ((cpu1 - cpu0) * 1e6) / Math.max(1, done.length), latencies: done };
+    const perRequest = (seconds: number): number => (seconds * 1e6) / Math.max(1, done.length);
+    return {
+      requests: done.length,
+      errors,
+      rps: done.length / elapsed,
+      cpuUs: path.pids().length === 0 ? NaN : perRequest(cpu1 - cpu0),
+      partsUs: parts1.map((c, i) => perRequest(c - parts0[i]!)),
+      latencies: done,
+    };
   };
   try {
     return await sample(window);
@@ -236,6 +250,14 @@ async function closedCase(paths: BenchPath[]): Promise<void> {
     ]);
   }
   table(['path', 'warm-up windows', 'req/s median (min-max)', 'p50 ms', 'p99 ms', 'errors', 'proxy CPU us/req median (min-max)', 'CPU vs floor', 'CPU vs nginx'], rows);
+  for (const path of paths) {
+    const ws = windows.get(path.name)!;
+    const parts = (path.parts ?? []).map((part, i) => {
+      const us = ws.map((w) => w.partsUs[i]!);
+      return `${part.name} ${fmt(median(us))} us/req (${fmt(Math.min(...us))}-${fmt(Math.max(...us))})`;
+    });
+    if (parts.length > 0) process.stdout.write(`${path.name}, by process: ${parts.join(', ')}\n\n`);
+  }
 }
 
 // ---------------------------------------------------------------- open loop at a fixed rate
@@ -715,7 +737,17 @@ async function main(): Promise<void> {
         ? []
         : [{ name: 'nginx', origin: url(nginxPorts.port), streamOrigin: url(nginxPorts.streamPort), headers: {}, pids: () => [nginx!.pid!] }]),
       { name: 'consumer gateway', origin: url(plainPort), streamOrigin: url(plainPort), headers: {}, pids: () => [pid(plain)] },
-      { name: 'consumer -> provider (mTLS), both gateways', origin: url(hopPort), streamOrigin: url(hopPort), headers: {}, pids: () => [pid(hop), pid(provider)] },
+      {
+        name: 'consumer -> provider (mTLS), both gateways',
+        origin: url(hopPort),
+        streamOrigin: url(hopPort),
+        headers: {},
+        pids: () => [pid(hop), pid(provider)],
+        parts: [
+          { name: 'consumer gateway', pids: () => [pid(hop)] },
+          { name: 'provider gateway', pids: () => [pid(provider)] },
+        ],
+      },
     ];
 
     process.stdout.write(
