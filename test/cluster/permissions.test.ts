@@ -11,6 +11,7 @@ import { servingConfigMapName } from '../../schemas/serving/serving-config.ts';
 import { adminKubeConfig } from './kube.ts';
 import { applyManifests, distFiles, readManifests, RawClient } from './manifests.ts';
 import type { Manifest } from './manifests.ts';
+import { referencedSecrets } from './site-secrets.ts';
 import { DEFAULT_PRAXIS_CONFIG_MAP_NAME, inviteTokenSecretName, operatorStateConfigMapName, siteNameLedgerConfigMapName } from '../../schemas/object-names.ts';
 
 interface Rule {
@@ -95,23 +96,14 @@ function grantsBySubject(manifests: readonly Manifest[]): Map<string, Grant[]> {
 
 /**
  * Secrets the site's grid objects reference with a namespace (any `secretRef` / `…SecretRef` with name and
- * namespace), derived independently. A name-only ref (transport.caSecretRef) is read only by the delegated mount
- * check and is added by slotNames for delegating gateways alone.
+ * namespace), found by walking the objects (site-secrets.ts), not by the code under test. A name-only ref
+ * (transport.caSecretRef) is read only by the delegated mount check and is added by slotNames for delegating gateways
+ * alone.
  */
 function referencedSecretNames(manifests: readonly Manifest[]): string[] {
-  const found = new Set<string>();
-  const walk = (v: unknown): void => {
-    if (Array.isArray(v)) v.forEach(walk);
-    else if (typeof v === 'object' && v !== null) {
-      for (const [k, child] of Object.entries(v)) {
-        const ref = child as { name?: unknown; namespace?: unknown } | null;
-        if (/secretref$/i.test(k) && typeof ref?.name === 'string' && typeof ref.namespace === 'string') found.add(ref.name);
-        else walk(child);
-      }
-    }
-  };
-  for (const m of manifests) if (m.object.apiVersion.startsWith(`${GRID_API_GROUP}/`)) walk(m.object['spec']);
-  return [...found].sort();
+  const specs = manifests.filter((m) => m.object.apiVersion.startsWith(`${GRID_API_GROUP}/`)).map((m) => m.object['spec']);
+  const names = [...referencedSecrets(specs).values()].filter(({ ref }) => typeof ref.namespace === 'string').map(({ ref }) => ref.name);
+  return [...new Set(names)].sort();
 }
 
 /** The names each slot of the table stands for at this site, derived from the site's own objects. */
