@@ -109,6 +109,8 @@ export class ContainerGrid {
   /** Pods whose containers all pass their readiness probes, refreshed every PROBE_PERIOD_MS: a Service's endpoints. */
   readonly #ready = new Set<string>();
   readonly #started = new Set<string>();
+  /** Containers `podman run` was called for (init ones included): those have logs. */
+  readonly #ran = new Set<string>();
   #prober: NodeJS.Timeout | undefined;
   readonly #serviceIps = new Map<string, string>();
   readonly #clusterIps: string[] = [];
@@ -436,11 +438,13 @@ export class ContainerGrid {
   async #startPod(pod: RunningPod): Promise<void> {
     for (const container of pod.containers.filter((c) => c.init)) {
       this.log(`${container.name}: init container`);
+      this.#ran.add(container.name);
       const result = await podman(['run', ...this.runArgs(container)], 180_000);
       if (result.code !== 0) throw new Error(`init container ${container.name} exited ${result.code}: ${result.stderr.trim().split('\n').slice(-5).join(' | ')}`);
     }
     for (const container of pod.containers.filter((c) => !c.init)) {
       this.log(`${container.name}: start`);
+      this.#ran.add(container.name);
       await podmanOk(['run', '-d', ...this.runArgs(container)]);
     }
     this.#started.add(pod.podName);
@@ -466,7 +470,7 @@ export class ContainerGrid {
    */
   async diagnostics(lines = 30): Promise<string> {
     const parts: string[] = [];
-    for (const container of this.containers.filter((c) => this.#started.has(c.pod.podName) || c.init)) parts.push(await this.logs(container, lines));
+    for (const container of this.containers.filter((c) => this.#ran.has(c.name))) parts.push(await this.logs(container, lines));
     for (const cluster of this.sites) {
       const log = join(cluster.plane.workDir, 'kube-apiserver.log');
       try {
