@@ -1,0 +1,181 @@
+// Instructions per request (issue 18): the floor proxy and the consumer gateway each run under valgrind's callgrind,
+// which counts the instructions the process executes (every thread), the same count for the same code and requests
+// whatever else the machine is doing. CPU time on this shared 2-core machine moves 10-50 % between windows a minute
+// apart, so changes of a few percent to the request path are measured here and confirmed in `npm run bench:gateway`.
+//
+// Each path: the proxy starts under callgrind with instrumentation off (about 5x slower, not 50x), takes --warm
+// requests (8 in flight, closed loop) so the JIT has compiled the request path, then instrumentation is switched on
+// (`callgrind_control -i on`) for --requests requests and the counts are dumped (`callgrind_control -d`). The upstream is
+// the sim, outside valgrind. `--against DIR` adds the gateway of another checkout (e.g. a `git worktree` of an older
+// commit with node_modules linked) to compare two versions of the request path.
+//
+//   npm run bench:gateway-instructions [-- --warm 3000 --requests 3000 --rounds 2 --against DIR]
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { Pool } from 'undici';
+import { benchArgs } from './bench-args.ts';
+import { ROOT, candidate, consumerConfig, payload, spawnDaemon, tempDir, waitForPort, writeOverlay } from '../gateway/helpers.ts';
+
+const USAGE = 'usage: npm run bench:gateway-instructions -- [--warm 3000] [--requests 3000] [--rounds 2] [--against DIR]';
+const IN_FLIGHT = 8;
+const BODY = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hello' }] });
+
+interface Path {
+  readonly name: string;
+  readonly argv: (simPort: number) => string[];
+}
+
+/** valgrind from Debian when it is missing and this runs as root (a fresh CI machine); else the reason, and exit 1. */
+function ensureValgrind(): void {
+  if (spawnSync('valgrind', ['--version']).status === 0) return;
+  if (process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')) {
+    process.stdout.write('valgrind is not installed: apt-get install -y valgrind\n');
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    for (const args of [['install', '-y', '-qq', 'valgrind'], ['update', '-qq'], ['install', '-y', '-qq', 'valgrind']]) {
+      spawnSync('apt-get', args, { stdio: 'ignore', env, timeout: 300_000 });
+      if (args[0] === 'install' && spawnSync('valgrind', ['--version']).status === 0) return;
+    }
+  }
+  process.stderr.write('bench:gateway-instructions: valgrind is not installed and cannot be installed here (needs root and apt-get)\n');
+  process.exit(1);
+}
+
+async function closedLoop(pool: Pool, requests: number): Promise<number> {
+  let left = requests;
+  let failed = 0;
+  const worker = async (): Promise<void> => {
+    while (left-- > 0) {
+      try {
+        const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY });
+        await res.body.dump();
+        if (res.statusCode !== 200) failed++;
+      } catch {
+        failed++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  return failed;
+}
+
+const control = (args: string[]): Promise<void> =>
+  new Promise((done, fail) => spawn('callgrind_control', args, { stdio: 'ignore' }).on('exit', (code) => (code === 0 ? done() : fail(new Error(`callgrind_control ${args.join(' ')} exited ${code}`)))));
+
+/** One path under callgrind: instructions per request over `requests` after `warm`, and the failed requests. */
+async function measure(path: Path, simPort: number, dir: string, warm: number, requests: number): Promise<{ perRequest: number; failed: number }> {
+  const out = join(dir, `cg-${path.name.replace(/\W+/g, '-')}-${Date.now()}`);
+  await mkdir(out);
+  const proc = spawn('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', `--callgrind-out-file=${out}/callgrind.%p`, process.execPath, ...path.argv(simPort)], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // The gateway's own warm-up would take minutes under valgrind; the warm phase below replaces it.
+    env: { ...process.env, LOG_LEVEL: 'info', AGN_GATEWAY_WARMUP_REQUESTS: '0' },
+  });
+  proc.stderr!.resume();
+  try {
+    let text = '';
+    const port = await new Promise<number>((resolvePort, reject) => {
+      proc.once('exit', (code) => reject(new Error(`${path.name} exited (${code}) before listening`)));
+      proc.stdout!.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+        const match = /"listener":"(?:edge|floor)"[^}]*"port":(\d+)|"port":(\d+)[^}]*"listener":"(?:edge|floor)"/.exec(text);
+        if (match !== null) resolvePort(Number(match[1] ?? match[2]));
+      });
+    });
+    const pool = new Pool(`http://127.0.0.1:${port}`, { connections: IN_FLIGHT, pipelining: 1 });
+    let failed = await closedLoop(pool, warm);
+    await control(['-i', 'on', String(proc.pid)]);
+    failed += await closedLoop(pool, requests);
+    await control(['-d', String(proc.pid)]);
+    await pool.close();
+    let instructions = 0;
+    for (const file of readdirSync(out)) {
+      const dump = readFileSync(join(out, file), 'utf8');
+      const summary = /^summary: (\d+)/m.exec(dump);
+      // The dump callgrind_control asked for; the one written at exit holds only the shutdown.
+      if (summary !== null && /^desc: Trigger: dump/m.test(dump)) instructions += Number(summary[1]);
+    }
+    if (instructions === 0) throw new Error(`${path.name}: no callgrind dump with a summary in ${out}`);
+    return { perRequest: instructions / requests, failed };
+  } finally {
+    proc.kill('SIGTERM');
+    if (proc.exitCode === null) await new Promise((done) => proc.once('exit', done));
+  }
+}
+
+async function main(): Promise<void> {
+  const { values, positive } = benchArgs('bench:gateway-instructions', USAGE, {
+    warm: { type: 'string' },
+    requests: { type: 'string' },
+    rounds: { type: 'string' },
+    against: { type: 'string' },
+  });
+  const warm = positive('warm', values.warm, 3000);
+  const requests = positive('requests', values.requests, 3000);
+  const rounds = positive('rounds', values.rounds, 2);
+  const against = values.against === undefined ? undefined : resolve(values.against);
+  if (against !== undefined && !existsSync(join(against, 'daemons/gateway/main.ts'))) {
+    process.stderr.write(`bench:gateway-instructions: --against ${against} has no daemons/gateway/main.ts (${USAGE})\n`);
+    process.exit(2);
+  }
+  ensureValgrind();
+  const { dir, cleanup } = await tempDir('gw-instr');
+  try {
+    const tokenFile = join(dir, 'sim-token');
+    await writeFile(tokenFile, 'bench-token');
+    const sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim', '--models', 'm1', '--token-file', tokenFile]);
+    try {
+      const simPort = await waitForPort(sim, 'sim');
+      const overlay = join(dir, 'overlay.json');
+      const credential = { strategy: 'bearer_token' as const, secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' } };
+      await writeOverlay(overlay, payload([{ ...candidate('m1', 'local', 'sim'), credential }]));
+      const config = join(dir, 'consumer.json');
+      await writeFile(
+        config,
+        JSON.stringify(consumerConfig({ overlayPath: overlay, credentials: [{ name: 'sim-token', namespace: 'grid-system', key: 'token', file: tokenFile }], clusters: [{ name: 'sim', endpoints: [`127.0.0.1:${simPort}`] }] })),
+      );
+      const paths: Path[] = [
+        { name: 'floor (minimal Node proxy)', argv: (port) => [join(ROOT, 'test/bench/floor-proxy.ts'), '--upstream', `m1=127.0.0.1:${port}`, '--token-file', tokenFile] },
+        { name: 'consumer gateway', argv: () => [join(ROOT, 'daemons/gateway/main.ts'), '--config', config] },
+        ...(against === undefined ? [] : [{ name: `consumer gateway of ${against}`, argv: () => [join(against, 'daemons/gateway/main.ts'), '--config', config] }]),
+      ];
+      process.stdout.write(
+        `# gateway instructions benchmark, ${new Date().toISOString()}: node ${process.version}, callgrind, ${IN_FLIGHT} in flight, ${warm} warm-up requests, ${requests} counted per path and round\n\n`,
+      );
+      process.stdout.write('| round | path | instructions/request | vs floor |\n|---|---|---|---|\n');
+      const results = new Map<string, number[]>(paths.map((p) => [p.name, []]));
+      let failed = 0;
+      for (let round = 1; round <= rounds; round++) {
+        let floor = NaN;
+        for (const path of paths) {
+          const result = await measure(path, simPort, dir, warm, requests);
+          failed += result.failed;
+          if (path === paths[0]) floor = result.perRequest;
+          results.get(path.name)!.push(result.perRequest);
+          process.stdout.write(`| ${round} | ${path.name} | ${result.perRequest.toFixed(0)} | ${(result.perRequest / floor).toFixed(3)} |\n`);
+        }
+      }
+      const median = (xs: number[]): number => {
+        const sorted = [...xs].sort((a, b) => a - b);
+        const mid = Math.floor(sorted.length / 2);
+        return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+      };
+      const floorMedian = median(results.get(paths[0]!.name)!);
+      process.stdout.write('\n');
+      for (const path of paths.slice(1)) {
+        const m = median(results.get(path.name)!);
+        process.stdout.write(`${path.name}: ${m.toFixed(0)} instructions/request, ${(m / floorMedian).toFixed(3)}x the floor (${floorMedian.toFixed(0)}), medians over ${rounds} rounds\n`);
+      }
+      process.stdout.write(`failed requests: ${failed}\n`);
+      if (failed > 0) process.exitCode = 1;
+    } finally {
+      await sim.stop();
+    }
+  } finally {
+    await cleanup();
+  }
+}
+
+await main();
