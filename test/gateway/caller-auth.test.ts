@@ -180,7 +180,8 @@ describe('caller_auth at a consumer gateway', () => {
       { authorization: `Bearer ${mintCallerKey('tenant-a').key}` },
       { authorization: 'Bearer sk-not-ours' },
       { authorization: `Basic ${a.key}` },
-      { 'x-api-key': `${a.key.slice(0, -1)}A` },
+      // The last character changed: a 32-byte base64url key ends in one of 16 characters, 'A' among them.
+      { 'x-api-key': `${a.key.slice(0, -1)}${a.key.endsWith('A') ? 'B' : 'A'}` },
     ];
     for (const headers of refusedHeaders) {
       const reply = await chat(headers);
