@@ -6,10 +6,10 @@
 // Each path: the proxy starts under callgrind with instrumentation off (about 5x slower, not 50x), takes --warm
 // requests (8 in flight, closed loop) so the JIT has compiled the request path, then instrumentation is switched on
 // (`callgrind_control -i on`) for --requests requests and the counts are dumped (`callgrind_control -d`). The upstream is
-// the sim, outside valgrind. `--against DIR` adds the gateway of another checkout (e.g. a `git worktree` of an older
-// commit with node_modules linked) to compare two versions of the request path.
+// the sim, outside valgrind. `--against DIR` (repeatable) adds the gateway of another checkout (e.g. a `git worktree`
+// of an older commit with node_modules linked) to compare versions of the request path.
 //
-//   npm run bench:gateway-instructions [-- --warm 3000 --requests 3000 --rounds 2 --against DIR]
+//   npm run bench:gateway-instructions [-- --warm 3000 --requests 3000 --rounds 2 --against DIR ...]
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -18,7 +18,7 @@ import { Pool } from 'undici';
 import { benchArgs } from './bench-args.ts';
 import { ROOT, candidate, consumerConfig, payload, spawnDaemon, tempDir, waitForPort, writeOverlay } from '../gateway/helpers.ts';
 
-const USAGE = 'usage: npm run bench:gateway-instructions -- [--warm 3000] [--requests 3000] [--rounds 2] [--against DIR]';
+const USAGE = 'usage: npm run bench:gateway-instructions -- [--warm 3000] [--requests 3000] [--rounds 2] [--against DIR]...';
 const IN_FLIGHT = 8;
 const BODY = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hello' }] });
 
@@ -110,15 +110,17 @@ async function main(): Promise<void> {
     warm: { type: 'string' },
     requests: { type: 'string' },
     rounds: { type: 'string' },
-    against: { type: 'string' },
+    against: { type: 'string', multiple: true },
   });
   const warm = positive('warm', values.warm, 3000);
   const requests = positive('requests', values.requests, 3000);
   const rounds = positive('rounds', values.rounds, 2);
-  const against = values.against === undefined ? undefined : resolve(values.against);
-  if (against !== undefined && !existsSync(join(against, 'daemons/gateway/main.ts'))) {
-    process.stderr.write(`bench:gateway-instructions: --against ${against} has no daemons/gateway/main.ts (${USAGE})\n`);
-    process.exit(2);
+  const against = (values.against ?? []).map((dir) => resolve(dir));
+  for (const dir of against) {
+    if (!existsSync(join(dir, 'daemons/gateway/main.ts'))) {
+      process.stderr.write(`bench:gateway-instructions: --against ${dir} has no daemons/gateway/main.ts (${USAGE})\n`);
+      process.exit(2);
+    }
   }
   ensureValgrind();
   const { dir, cleanup } = await tempDir('gw-instr');
@@ -139,7 +141,7 @@ async function main(): Promise<void> {
       const paths: Path[] = [
         { name: 'floor (minimal Node proxy)', argv: (port) => [join(ROOT, 'test/bench/floor-proxy.ts'), '--upstream', `m1=127.0.0.1:${port}`, '--token-file', tokenFile] },
         { name: 'consumer gateway', argv: () => [join(ROOT, 'daemons/gateway/main.ts'), '--config', config] },
-        ...(against === undefined ? [] : [{ name: `consumer gateway of ${against}`, argv: () => [join(against, 'daemons/gateway/main.ts'), '--config', config] }]),
+        ...against.map((dir) => ({ name: `consumer gateway of ${dir}`, argv: () => [join(dir, 'daemons/gateway/main.ts'), '--config', config] })),
       ];
       process.stdout.write(
         `# gateway instructions benchmark, ${new Date().toISOString()}: node ${process.version}, callgrind, ${IN_FLIGHT} in flight, ${warm} warm-up requests, ${requests} counted per path and round\n\n`,
