@@ -186,4 +186,17 @@ describe('request id', () => {
     expect(a).toBe('0000000000001234beef000000000000');
     expect(b).toBe('0000000000001234beef000000000001');
   });
+
+  it('writes the microsecond timestamp as 16 hex digits across its whole range', () => {
+    const seeds = [0, 1, 0xff, 0x100, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 2 ** 32, 2 ** 48 - 1, 2 ** 48, 1_764_633_600_123_456, Number.MAX_SAFE_INTEGER];
+    const random = seeded(7);
+    for (let i = 0; i < 2000; i++) seeds.push(Math.floor(random() * 2 ** 21) * 2 ** 32 + Math.floor(random() * 2 ** 32));
+    for (const micros of seeds) {
+      const id = createRequestIdGenerator({ nowMicros: () => micros, processTag: 0x0a0b })();
+      expect(id).toMatch(REQUEST_ID_PATTERN);
+      expect(id).toBe(`${micros.toString(16).padStart(16, '0')}0a0b000000000000`);
+    }
+    // A clock before the epoch reads as 0.
+    expect(createRequestIdGenerator({ nowMicros: () => -5, processTag: 1 })()).toBe('00000000000000000001000000000000');
+  });
 });
