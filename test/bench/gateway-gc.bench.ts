@@ -109,7 +109,7 @@ async function main(): Promise<void> {
     ];
     procs.push(...paths.map((p) => p.proc));
     process.stdout.write(`gateway GC benchmark: node ${process.version}, open loop at ${rate} req/s, 1 s warm, then ${seconds} s measured per path; --trace-gc events in the measured window\n\n`);
-    process.stdout.write('| path | requests | scavenges | scavenge pause p50 / max ms | heap used after each scavenge, first -> last MB | mark-compacts | GC pause total ms |\n|---|---|---|---|---|---|---|\n');
+    process.stdout.write('| path | requests | failed | scavenges | scavenge pause p50 / max ms | heap used after each scavenge, first -> last MB | mark-compacts | GC pause total ms |\n|---|---|---|---|---|---|---|---|\n');
     for (const path of paths) {
       const port = await path.port;
       await load(port, rate, 1000);
@@ -121,7 +121,7 @@ async function main(): Promise<void> {
       const total = window.reduce((sum, e) => sum + e.pauseMs, 0);
       const after = scavenges.map((e) => e.afterMb);
       process.stdout.write(
-        `| ${path.name} | ${ok} | ${scavenges.length} | ${quantile(pauses, 0.5).toFixed(2)} / ${(pauses.at(-1) ?? NaN).toFixed(2)} | ` +
+        `| ${path.name} | ${ok} | ${Math.round(rate * seconds) - ok} | ${scavenges.length} | ${quantile(pauses, 0.5).toFixed(2)} / ${(pauses.at(-1) ?? NaN).toFixed(2)} | ` +
           `${(after[0] ?? NaN).toFixed(1)} -> ${(after.at(-1) ?? NaN).toFixed(1)} | ${window.length - scavenges.length} | ${total.toFixed(1)} |\n`,
       );
     }

@@ -10,12 +10,14 @@
 // of an older commit with node_modules linked) to compare versions of the request path.
 //
 //   npm run bench:gateway-instructions [-- --warm 3000 --requests 3000 --rounds 2 --against DIR ...]
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Pool } from 'undici';
+import { ensureDebianPackages } from '../../image/debian-tools.ts';
 import { benchArgs } from './bench-args.ts';
+import { median } from './stats.ts';
 import { ROOT, candidate, consumerConfig, payload, spawnDaemon, tempDir, waitForPort, writeOverlay } from '../gateway/helpers.ts';
 
 const USAGE = 'usage: npm run bench:gateway-instructions -- [--warm 3000] [--requests 3000] [--rounds 2] [--against DIR]...';
@@ -27,19 +29,14 @@ interface Path {
   readonly argv: (simPort: number) => string[];
 }
 
-/** valgrind from Debian when it is missing and this runs as root (a fresh CI machine); else the reason, and exit 1. */
+/** valgrind from Debian when it is missing (a fresh machine); else the reason, and exit 1. */
 function ensureValgrind(): void {
-  if (spawnSync('valgrind', ['--version']).status === 0) return;
-  if (process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')) {
-    process.stdout.write('valgrind is not installed: apt-get install -y valgrind\n');
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    for (const args of [['install', '-y', '-qq', 'valgrind'], ['update', '-qq'], ['install', '-y', '-qq', 'valgrind']]) {
-      spawnSync('apt-get', args, { stdio: 'ignore', env, timeout: 300_000 });
-      if (args[0] === 'install' && spawnSync('valgrind', ['--version']).status === 0) return;
-    }
+  try {
+    ensureDebianPackages(['valgrind']);
+  } catch (error) {
+    process.stderr.write(`bench:gateway-instructions: valgrind is not installed and apt-get could not install it (${(error as Error).message.split('\n')[0]})\n`);
+    process.exit(1);
   }
-  process.stderr.write('bench:gateway-instructions: valgrind is not installed and cannot be installed here (needs root and apt-get)\n');
-  process.exit(1);
 }
 
 async function closedLoop(pool: Pool, requests: number): Promise<number> {
@@ -159,11 +156,6 @@ async function main(): Promise<void> {
           process.stdout.write(`| ${round} | ${path.name} | ${result.perRequest.toFixed(0)} | ${(result.perRequest / floor).toFixed(3)} |\n`);
         }
       }
-      const median = (xs: number[]): number => {
-        const sorted = [...xs].sort((a, b) => a - b);
-        const mid = Math.floor(sorted.length / 2);
-        return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-      };
       const floorMedian = median(results.get(paths[0]!.name)!);
       process.stdout.write('\n');
       for (const path of paths.slice(1)) {

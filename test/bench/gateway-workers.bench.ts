@@ -35,6 +35,7 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ROOT, candidate, consumerConfig, payload, tempDir, waitFor, writeOverlay } from '../gateway/helpers.ts';
+import { processCpuSeconds } from './proc-cpu.ts';
 
 export interface WorkersBenchOptions {
   /** Length of one window. */
@@ -153,13 +154,6 @@ async function startMinimalUpstream(): Promise<{ port: number; close: () => Prom
         server.close(() => resolve());
       }),
   };
-}
-
-/** utime + stime of one process (every thread), in seconds. */
-function processCpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 interface Load {

@@ -20,12 +20,13 @@
 import { benchGatewayWorkers, formatWorkersReport } from './gateway-workers.bench.ts';
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { benchArgs } from './bench-args.ts';
+import { treeCpuSeconds } from './proc-cpu.ts';
 import { stableId } from '../../schemas/fnv1a.ts';
 import { PROVIDER_SNI, candidate, consumerConfig, makePki, payload, providerConfig, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay } from '../gateway/helpers.ts';
 import type { Daemon } from '../gateway/helpers.ts';
@@ -89,7 +90,6 @@ const STREAM_TOKENS = 61;
 const STREAM_EVENTS = STREAM_TOKENS + 3;
 const STREAM_TOKENS_PER_SECOND = 25;
 const WARMUP_MAX_WINDOWS = 12;
-const CLOCK_TICKS_PER_SECOND = 100;
 
 interface BenchPath {
   name: string;
@@ -102,20 +102,7 @@ interface BenchPath {
   parts?: { name: string; pids: () => number[] }[];
 }
 
-/** utime + stime of a process and its children (nginx workers), in seconds, from /proc. */
-function cpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    let ticks = Number(fields[11]) + Number(fields[12]);
-    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
-    for (const child of children === '' ? [] : children.split(' ')) ticks += cpuSeconds(Number(child)) * CLOCK_TICKS_PER_SECOND;
-    return ticks / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return NaN;
-  }
-}
-const cpuOf = (pids: number[]): number => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+const cpuOf = (pids: number[]): number => pids.reduce((sum, pid) => sum + treeCpuSeconds(pid), 0);
 
 function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return NaN;
@@ -497,7 +484,7 @@ async function coldCase(configPath: string, steadyUs: number | undefined, warmup
     for (let i = 10; i < OWN_STEADY_FROM - 1; i++) await fixedRate(path, COLD_RATE, 1000, pool);
     const own: number[] = [];
     for (let i = OWN_STEADY_FROM; i <= OWN_STEADY_TO; i++) own.push((await fixedRate(path, COLD_RATE, 1000, pool)).cpuUs);
-    const ownSteadyUs = [...own].sort((a, b) => a - b)[Math.floor(own.length / 2)]!;
+    const ownSteadyUs = median(own);
     await pool.close();
     const warmed = gateway.lines.find((l) => l['msg'] === 'request path warmed up');
     process.stdout.write(
@@ -730,6 +717,10 @@ async function main(): Promise<void> {
 
     const pid = (d: Daemon): number => d.proc.pid ?? -1;
     const url = (port: number): string => `http://127.0.0.1:${port}`;
+    const hopParts = [
+      { name: 'consumer gateway', pids: () => [pid(hop)] },
+      { name: 'provider gateway', pids: () => [pid(provider)] },
+    ];
     const paths: BenchPath[] = [
       { name: 'direct to sim', origin: url(simPort), streamOrigin: url(streamSimPort), headers: { authorization: `Bearer ${TOKEN}` }, pids: () => [] },
       { name: 'floor (minimal Node proxy)', origin: url(floorPort), streamOrigin: url(floorPort), headers: {}, pids: () => [pid(floor)] },
@@ -742,11 +733,8 @@ async function main(): Promise<void> {
         origin: url(hopPort),
         streamOrigin: url(hopPort),
         headers: {},
-        pids: () => [pid(hop), pid(provider)],
-        parts: [
-          { name: 'consumer gateway', pids: () => [pid(hop)] },
-          { name: 'provider gateway', pids: () => [pid(provider)] },
-        ],
+        pids: () => hopParts.flatMap((part) => part.pids()),
+        parts: hopParts,
       },
     ];
 

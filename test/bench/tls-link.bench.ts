@@ -17,6 +17,8 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { benchArgs } from './bench-args.ts';
+import { processCpuSeconds } from './proc-cpu.ts';
+import { median } from './stats.ts';
 import { PROVIDER_SNI, makePki, tempDir } from '../gateway/helpers.ts';
 
 const USAGE = 'usage: npm run bench:tls-link -- [--rounds 2] [--concurrency 32] [--window-ms 4000] [--warmup-ms 3000]';
@@ -42,12 +44,6 @@ function serve(protocol: Protocol, certPath: string, keyPath: string, caPath: st
     process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address !== null ? address.port : 0 })}\n`);
   });
   process.once('SIGTERM', () => process.exit(0));
-}
-
-function cpuSecondsOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -89,14 +85,14 @@ async function round(protocol: Protocol, pki: Awaited<ReturnType<typeof makePki>
     };
     const workers = Array.from({ length: opts.concurrency }, worker);
     await sleep(opts.warmupMs);
-    const server0 = cpuSecondsOf(server.pid!);
+    const server0 = processCpuSeconds(server.pid!);
     const client0 = process.cpuUsage();
     const done0 = done;
     const failed0 = failed;
     const started = process.hrtime.bigint();
     await sleep(opts.windowMs);
     const requests = done - done0;
-    const serverUs = ((cpuSecondsOf(server.pid!) - server0) * 1e6) / Math.max(1, requests);
+    const serverUs = ((processCpuSeconds(server.pid!) - server0) * 1e6) / Math.max(1, requests);
     const client = process.cpuUsage(client0);
     const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
     stop = true;
@@ -137,7 +133,6 @@ async function main(): Promise<void> {
       }
     }
     const both = (p: Protocol): number[] => rounds.filter((r) => r.protocol === p).map((r) => r.serverUs + r.clientUs);
-    const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     process.stdout.write(`\nboth sides per request, median over rounds: http/1.1 ${median(both('http/1.1')).toFixed(1)} us, h2 ${median(both('h2')).toFixed(1)} us (h2 / http/1.1 ${(median(both('h2')) / median(both('http/1.1'))).toFixed(2)}x); failed ${rounds.reduce((n, r) => n + r.failed, 0)}\n`);
   } finally {
     await cleanup();

@@ -102,7 +102,7 @@ function grantsBySubject(manifests: readonly Manifest[]): Map<string, Grant[]> {
  */
 function referencedSecretNames(manifests: readonly Manifest[]): string[] {
   const specs = manifests.filter((m) => m.object.apiVersion.startsWith(`${GRID_API_GROUP}/`)).map((m) => m.object['spec']);
-  const names = [...referencedSecrets(specs).values()].filter(({ ref }) => typeof ref.namespace === 'string').map(({ ref }) => ref.name);
+  const names = [...referencedSecrets(specs).values()].map(({ ref }) => ref.name);
   return [...new Set(names)].sort();
 }
 

@@ -11,14 +11,17 @@ export interface SecretRef {
 
 export type SecretRole = 'ca' | 'site' | 'swim' | 'token';
 
-/** Every Secret the specs name, by `namespace/name`, with its role (by the field that names it). */
+/**
+ * Every Secret the specs name with a namespace, by `namespace/name`, with its role (by the field that names it). A
+ * name-only ref (a gateway's transport.caSecretRef) is resolved in its gateway's namespace, not made here.
+ */
 export function referencedSecrets(specs: readonly unknown[]): Map<string, { ref: SecretRef; role: SecretRole }> {
   const out = new Map<string, { ref: SecretRef; role: SecretRole }>();
   const walk = (value: unknown, key: string): void => {
     if (Array.isArray(value)) value.forEach((v) => walk(v, key));
     else if (value !== null && typeof value === 'object') {
       const record = value as Record<string, unknown>;
-      if (/secretref$/i.test(key) && typeof record['name'] === 'string') {
+      if (/secretref$/i.test(key) && typeof record['name'] === 'string' && typeof record['namespace'] === 'string') {
         const role = key === 'caSecretRef' ? 'ca' : key === 'siteSecretRef' ? 'site' : /swimkey/i.test(key) ? 'swim' : 'token';
         const ref = record as unknown as SecretRef;
         out.set(`${ref.namespace}/${ref.name}`, { ref, role });
