@@ -1,7 +1,8 @@
-// The operator on the compiler's real output (dist/<site>.k8s.yaml from `npx cdk8s synth`): every host:port the
-// manifests name is rewritten to a closed loopback port (this machine may only send traffic to loopback), the
-// Secrets the local grid runner would create are generated, and the gateway's overlay must pass
-// `agn overlay verify` with the full expected scope.
+// The operator on the compiler's real output (dist/<site>.k8s.yaml from `npx cdk8s synth`): each InferenceProvider's
+// endpoint is rewritten to a sim backend of its own on loopback (its models, its token), every other host:port the
+// manifests name to a closed loopback port (this machine may only send traffic to loopback), the Secrets the local
+// grid runner would create are generated, and the gateway's overlay must pass `agn overlay verify` with the full
+// expected scope.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { promisify } from 'node:util';
 import { parseAllDocuments, stringify } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createCertificateAuthority, createClientCertificate } from '../../daemons/shared/tls.ts';
+import { startSim, type SimServer } from '../../daemons/sim/server.ts';
 import { REPO_ROOT } from '../fixtures-path.ts';
 import { configMap, grid, schemaProblems, startLocalOperator, tempDir, testConfig, waitFor, type LocalOperator } from './helpers.ts';
 
@@ -23,13 +25,23 @@ type Json = any;
 describe.skipIf(!existsSync(SITE_FILE))('gossip-operator on dist/', () => {
   let op: LocalOperator | undefined;
   let dirs: { path: string; remove: () => Promise<void> } | undefined;
+  const sims: SimServer[] = [];
   afterAll(async () => {
     await op?.stop();
+    await Promise.all(sims.map((sim) => sim.close()));
     await dirs?.remove();
   });
 
   it('writes an overlay ConfigMap for the compiled site that agn overlay verify accepts', async () => {
-    const text = (await readFile(SITE_FILE, 'utf8')).replace(/\b[a-z0-9.-]+\.(example\.com|svc\.cluster\.local):\d+/g, '127.0.0.1:9');
+    // A provider whose endpoint refused connections would be healthy only until its first probe, so whether the
+    // overlay routed it depended on which came first (CI saw the wait time out); a live backend makes it stable.
+    let text = await readFile(SITE_FILE, 'utf8');
+    for (const provider of parseAllDocuments(text).map((d) => d.toJS() as Json).filter((d) => d?.kind === 'InferenceProvider')) {
+      const sim = await startSim({ name: provider.metadata.name, models: provider.spec.models.map((m: Json) => m.name), token: `token-of-${provider.metadata.name}` });
+      sims.push(sim);
+      text = text.replaceAll(new URL(provider.spec.endpoint).host, `127.0.0.1:${sim.port}`);
+    }
+    text = text.replace(/\b[a-z0-9.-]+\.(example\.com|svc\.cluster\.local):\d+/g, '127.0.0.1:9');
     const docs = parseAllDocuments(text).map((d) => d.toJS() as Json).filter((d) => d !== null);
     const network = docs.find((d) => d.kind === 'GridNetwork');
     const gateway = network.spec.consumerGateways[0];
@@ -60,10 +72,19 @@ describe.skipIf(!existsSync(SITE_FILE))('gossip-operator on dist/', () => {
     op = await startLocalOperator(testConfig({ site, store: { backend: 'local', stateDir: state } }), { stateDir: state, manifestsDir: manifests });
 
     const name = `grid-overlay-${network.metadata.name}-${gateway.name}`;
+    // Each provider is probed and scraped (its sim answered), so what follows is the overlay of healthy providers,
+    // not one rendered before the first probe.
+    const providers = docs.filter((d) => d.kind === 'InferenceProvider');
+    for (const provider of providers) {
+      await waitFor(`InferenceProvider ${provider.metadata.name} Ready after a scrape`, async () => {
+        const ready = ((await grid(state, 'InferenceProvider', provider.metadata.name))?.status?.conditions as Json[] | undefined)?.find((c) => c.type === 'Ready');
+        return ready?.status === 'True' && ready.reason === 'MetricsScraped' ? ready : undefined;
+      }, 20_000);
+    }
     // The compiled site's own models are routed (selection_policy as the GridNetwork sets it). An overlay published
     // earlier in start-up may route fewer (CI saw one without a model of the site), so the wait is for the overlay
     // that routes them all, and the run fails if none does within the bound.
-    const models = docs.filter((d) => d.kind === 'InferenceProvider').flatMap((d) => d.spec.models.map((m: Json) => m.name));
+    const models = providers.flatMap((d) => d.spec.models.map((m: Json) => m.name));
     const routesAll = (cm: Json): boolean => {
       const candidates = (JSON.parse(cm.data['routing-overlay.json']) as Json).overlay.candidates as Json[];
       return models.every((model: string) => candidates.some((c: Json) => c.name === model && c.site === site));
