@@ -32,8 +32,13 @@ export interface GatewayRequest {
   readonly receivedAtNs: bigint;
   /** This request's id: answered as x-request-id on every response and sent on a provider hop (SPEC §3.1). */
   readonly requestId: string;
-  /** Aborted when the client goes away: the upstream request is aborted with it. */
-  readonly signal: AbortSignal;
+  /** True once the caller went away before its response was finished. */
+  callerGone: boolean;
+  /**
+   * The upstream exchange running for this request, if any: told when the caller goes away, so it aborts the upstream
+   * request. A field the server calls rather than an AbortSignal: no controller, event target or listener per request.
+   */
+  upstream: CallerGoneListener | undefined;
   readonly peer: PeerIdentity | null;
   body: Buffer | null;
   model: string | undefined;
@@ -60,6 +65,10 @@ export interface GatewayRequest {
   failover: ((request: GatewayRequest) => boolean) | undefined;
   /** What the route filter's `failover` needs to decide again; opaque to everything else. */
   failoverState: unknown;
+}
+
+export interface CallerGoneListener {
+  callerGone(): void;
 }
 
 /**

@@ -154,7 +154,7 @@ function runFilters(filters: readonly Filter[], request: GatewayRequest, start: 
 async function retry(error: unknown, pipeline: Pipeline, request: GatewayRequest, metrics: GatewayMetrics, loadBalancer: LoadBalancer): Promise<void> {
   if (!(error instanceof UpstreamConnectError)) throw error;
   const unreachable = (e: UpstreamConnectError): Error => badGateway('upstream_unreachable', `could not connect to cluster "${e.cluster}" (${e.causeCode})`);
-  if (request.signal.aborted) throw unreachable(error);
+  if (request.callerGone) throw unreachable(error);
   let start: number;
   if (request.failover?.(request) === true) {
     start = pipeline.routeIndex + 1;

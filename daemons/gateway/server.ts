@@ -310,7 +310,6 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
 
   function handle(req: IncomingMessage, res: ServerResponse, pipeline: Pipeline, loadBalancer: LoadBalancer, counted = true): void {
     inFlight++;
-    const abort = new AbortController();
     const requestId = nextRequestId();
     // Set before any answer is written, so errors carry it as well as upstream responses.
     res.setHeader(RESPONSE_REQUEST_ID_HEADER, requestId);
@@ -325,7 +324,8 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       headers: requestHeaders(req),
       receivedAtNs: process.hrtime.bigint(),
       requestId,
-      signal: abort.signal,
+      callerGone: false,
+      upstream: undefined,
       peer: peerIdentity(req.socket),
       body: null,
       model: undefined,
@@ -341,7 +341,10 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       failoverState: undefined,
     };
     res.on('close', () => {
-      if (!res.writableFinished) abort.abort();
+      if (!res.writableFinished) {
+        request.callerGone = true;
+        request.upstream?.callerGone();
+      }
       if (request.labels.model === 'none' && request.model !== undefined) request.labels.model = 'other';
       const status = res.statusCode;
       if (counted) {
@@ -371,7 +374,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     });
     const fail = (error: unknown): void => {
       // The client went away or broke the framing mid-body (answered in clientError): nothing left to answer.
-      if (abort.signal.aborted || req.errored !== null) return;
+      if (request.callerGone || req.errored !== null) return;
       if (error instanceof GatewayError) {
         sendError(res, error, closing || error.headers['connection'] === 'close');
         if (error.status >= 500) logger.info({ code: error.code, status: error.status, cluster: request.cluster, model: request.labels.model }, error.message);

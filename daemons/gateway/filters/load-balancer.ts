@@ -3,10 +3,12 @@
 // down for a growing backoff. Responses stream to the client chunk by chunk with backpressure.
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { Pool } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Pool, errors } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { ClusterConfig, LoadBalancerFilter } from '../../../schemas/generated/gateway-config.ts';
 import { UpstreamConnectError, badGateway, gatewayTimeout, unavailable } from '../errors.ts';
-import type { Filter, GatewayRequest } from '../context.ts';
+import type { CallerGoneListener, Filter, GatewayRequest } from '../context.ts';
 import { RESPONSE_REQUEST_ID_HEADER, RESPONSE_UPSTREAM_REQUEST_ID_HEADER } from '../context.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { HistogramSeries } from '../request-histogram.ts';
@@ -198,7 +200,13 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
   const { metrics, logger } = options;
   const role = metrics.role;
 
-  async function forward(request: GatewayRequest): Promise<void> {
+  /**
+   * Sends the request to an endpoint of its cluster and streams the answer back as it arrives; the Promise settles
+   * once the head is written to the caller (or the exchange failed before it). Through undici's dispatch API, not
+   * `pool.request`: no response Readable, async resource or abort-signal listener per request, and the head is
+   * written from the parser's callback rather than a microtask later.
+   */
+  function forward(request: GatewayRequest): Promise<void> {
     const name = request.cluster;
     const cluster = name === undefined ? undefined : clusters.get(name);
     if (cluster === undefined) throw unavailable('unknown_cluster', `no upstream cluster is configured for this route`);
@@ -209,103 +217,153 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
     // another endpoint overwrites host.
     const headers = request.headers;
     headers.set('host', endpoint.host);
-    const started = process.hrtime.bigint();
-    let response: Awaited<ReturnType<Pool['request']>>;
-    try {
-      response = await endpoint.pool.request({
-        path: request.target,
-        method: request.method as 'GET',
-        headers,
-        body: request.body === null || request.body.length === 0 ? null : request.body,
-        signal: request.signal,
-        // Without it undici takes the server name from the host header (the endpoint's DNS name): it reconnects with
-        // that name as SNI and verifies the certificate against it instead of tls.sni, failing requests at random.
-        ...(endpoint.servername === undefined ? {} : { servername: endpoint.servername }),
-      });
-    } catch (error) {
-      if (request.signal.aborted) throw error;
+    return new Promise((resolve, reject) => {
+      const exchange = new UpstreamExchange(request, cluster, endpoint, resolve, reject);
+      request.upstream = exchange;
+      endpoint.pool.dispatch(
+        {
+          path: request.target,
+          method: request.method as 'GET',
+          headers,
+          body: request.body === null || request.body.length === 0 ? null : request.body,
+          // Without it undici takes the server name from the host header (the endpoint's DNS name): it reconnects with
+          // that name as SNI and verifies the certificate against it instead of tls.sni, failing requests at random.
+          ...(endpoint.servername === undefined ? {} : { servername: endpoint.servername }),
+        },
+        exchange,
+      );
+    });
+  }
+
+  /**
+   * One request to one endpoint, as undici reports it. The response streams to the caller chunk by chunk with
+   * backpressure (a slow caller pauses the upstream read instead of growing a buffer); a caller that goes away
+   * aborts the upstream request (callerGone), which ends here as onResponseError.
+   */
+  class UpstreamExchange implements Dispatcher.DispatchHandler, CallerGoneListener {
+    readonly #request: GatewayRequest;
+    readonly #cluster: ClusterRuntime;
+    readonly #endpoint: EndpointRuntime;
+    readonly #resolve: () => void;
+    readonly #reject: (error: unknown) => void;
+    readonly #started = process.hrtime.bigint();
+    #controller: Dispatcher.DispatchController | undefined;
+    #timing: { latency: HistogramSeries; ttfb: HistogramSeries } | undefined;
+    #first = true;
+    #paused = false;
+    #onDrain: (() => void) | undefined;
+
+    constructor(request: GatewayRequest, cluster: ClusterRuntime, endpoint: EndpointRuntime, resolve: () => void, reject: (error: unknown) => void) {
+      this.#request = request;
+      this.#cluster = cluster;
+      this.#endpoint = endpoint;
+      this.#resolve = resolve;
+      this.#reject = reject;
+    }
+
+    callerGone(): void {
+      // Before onRequestStart (still queued for a connection) there is nothing to abort yet; onRequestStart checks.
+      this.#controller?.abort(new errors.RequestAbortedError());
+    }
+
+    onRequestStart(controller: Dispatcher.DispatchController): void {
+      if (this.#request.callerGone) {
+        controller.abort(new errors.RequestAbortedError());
+        return;
+      }
+      this.#controller = controller;
+    }
+
+    onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, upstream: IncomingHttpHeaders): void {
+      // 1xx informational answers are the upstream's business with this gateway, not the caller's.
+      if (statusCode < 200) return;
+      this.#endpoint.markUp();
+      const { res } = this.#request;
+      const connection = upstream['connection'];
+      const connectionTokens =
+        connection === undefined || connection === 'keep-alive' || connection === 'close' ? undefined : String(connection).toLowerCase().split(',').map((t) => t.trim());
+      const outHeaders: Record<string, string | string[]> = {};
+      for (const key in upstream) {
+        const value = upstream[key];
+        if (value === undefined || HOP_BY_HOP.has(key) || (connectionTokens !== undefined && connectionTokens.includes(key))) continue;
+        outHeaders[key] = value;
+      }
+      // The caller's x-request-id is this gateway's (set on the response before any answer); the upstream's own id is
+      // kept beside it when no earlier hop kept one already.
+      const upstreamId = outHeaders[RESPONSE_REQUEST_ID_HEADER];
+      if (upstreamId !== undefined) {
+        delete outHeaders[RESPONSE_REQUEST_ID_HEADER];
+        if (outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] === undefined) outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] = upstreamId;
+      }
+      if (options.isClosing()) outHeaders['connection'] = 'close';
+      this.#request.responseObserver?.start(statusCode, outHeaders);
+      res.writeHead(statusCode, outHeaders);
+      // A streamed (length-less) response shows its head at once; a sized one goes out with its first chunk.
+      if (outHeaders['content-length'] === undefined) res.flushHeaders();
+      this.#timing = timingOf(this.#cluster.name);
+      this.#resolve();
+    }
+
+    onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+      const request = this.#request;
+      if (this.#first) {
+        this.#first = false;
+        this.#timing!.ttfb.observe(Number(process.hrtime.bigint() - request.receivedAtNs) / 1e9);
+      }
+      const observer = request.responseObserver;
+      const out = observer === undefined ? chunk : observer.push(chunk);
+      if (out.length > 0 && !request.res.write(out) && !this.#paused) {
+        this.#paused = true;
+        controller.pause();
+        request.res.once('drain', (this.#onDrain ??= () => {
+          this.#paused = false;
+          controller.resume();
+        }));
+      }
+    }
+
+    onResponseEnd(): void {
+      const request = this.#request;
+      request.upstream = undefined;
+      const tail = request.responseObserver?.end(true);
+      request.res.end(tail !== undefined && tail.length > 0 ? tail : undefined);
+      this.#timing!.latency.observe(Number(process.hrtime.bigint() - this.#started) / 1e9);
+    }
+
+    onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+      const request = this.#request;
+      if (request.upstream === this) request.upstream = undefined;
+      if (this.#timing === undefined) {
+        this.#reject(this.#failureBeforeHead(error));
+        return;
+      }
+      // Headers are already sent: the only honest signal left is to cut the client connection.
+      if (!request.callerGone) {
+        logger.warn({ cluster: this.#cluster.name, endpoint: this.#endpoint.address, code: errorCode(error) }, 'upstream response failed mid-stream');
+      }
+      request.responseObserver?.end(false);
+      if (this.#onDrain !== undefined) request.res.off('drain', this.#onDrain);
+      request.res.destroy();
+      this.#timing.latency.observe(Number(process.hrtime.bigint() - this.#started) / 1e9);
+    }
+
+    /** What the caller is answered when the exchange fails before the head: a connect failure may be retried. */
+    #failureBeforeHead(error: Error): unknown {
+      if (this.#request.callerGone) return error;
+      const cluster = this.#cluster;
+      const endpoint = this.#endpoint;
       const connectCode = connectPhaseCode(error);
       if (connectCode !== undefined) {
         endpoint.markDown(now());
         metrics.upstreamConnectFailures.inc({ role, cluster: cluster.name });
         logger.warn({ cluster: cluster.name, endpoint: endpoint.address, code: connectCode }, 'upstream connect failed; endpoint backing off');
-        throw new UpstreamConnectError(cluster.name, endpoint.address, connectCode);
+        return new UpstreamConnectError(cluster.name, endpoint.address, connectCode);
       }
       const code = errorCode(error);
       logger.warn({ cluster: cluster.name, endpoint: endpoint.address, code, error: errorFields(error) }, 'upstream request failed');
-      if (code === 'UND_ERR_HEADERS_TIMEOUT') throw gatewayTimeout('upstream_timeout', `cluster "${cluster.name}" did not answer in time`);
-      throw badGateway('upstream_error', `cluster "${cluster.name}" failed before responding (${code})`);
+      if (code === 'UND_ERR_HEADERS_TIMEOUT') return gatewayTimeout('upstream_timeout', `cluster "${cluster.name}" did not answer in time`);
+      return badGateway('upstream_error', `cluster "${cluster.name}" failed before responding (${code})`);
     }
-    endpoint.markUp();
-    stream(request, response, cluster, endpoint, started);
-  }
-
-  /**
-   * Streams the upstream response to the caller chunk by chunk, with backpressure; returns at once (the pipeline is
-   * done when the head is written). A caller that goes away aborts request.signal, which makes undici destroy the
-   * body with an error: that one 'error' listener covers both ends.
-   */
-  function stream(request: GatewayRequest, response: Awaited<ReturnType<Pool['request']>>, cluster: ClusterRuntime, endpoint: EndpointRuntime, started: bigint): void {
-    const { res } = request;
-    const upstream = response.headers;
-    const connection = upstream['connection'];
-    const connectionTokens =
-      connection === undefined || connection === 'keep-alive' || connection === 'close' ? undefined : String(connection).toLowerCase().split(',').map((t) => t.trim());
-    const outHeaders: Record<string, string | string[]> = {};
-    for (const key in upstream) {
-      const value = upstream[key];
-      if (value === undefined || HOP_BY_HOP.has(key) || (connectionTokens !== undefined && connectionTokens.includes(key))) continue;
-      outHeaders[key] = value;
-    }
-    // The caller's x-request-id is this gateway's (set on the response before any answer); the upstream's own id is
-    // kept beside it when no earlier hop kept one already.
-    const upstreamId = outHeaders[RESPONSE_REQUEST_ID_HEADER];
-    if (upstreamId !== undefined) {
-      delete outHeaders[RESPONSE_REQUEST_ID_HEADER];
-      if (outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] === undefined) outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] = upstreamId;
-    }
-    if (options.isClosing()) outHeaders['connection'] = 'close';
-    const observer = request.responseObserver;
-    observer?.start(response.statusCode, outHeaders);
-    res.writeHead(response.statusCode, outHeaders);
-    // A streamed (length-less) response shows its head at once; a sized one goes out with its first chunk.
-    if (outHeaders['content-length'] === undefined) res.flushHeaders();
-    const body = response.body;
-    const timing = timingOf(cluster.name);
-    let first = true;
-    let paused = false;
-    const onDrain = (): void => {
-      paused = false;
-      body.resume();
-    };
-    body.on('data', (chunk: Buffer) => {
-      if (first) {
-        first = false;
-        timing.ttfb.observe(Number(process.hrtime.bigint() - request.receivedAtNs) / 1e9);
-      }
-      const out = observer === undefined ? chunk : observer.push(chunk);
-      // Backpressure: a slow client pauses the upstream read instead of growing a buffer.
-      if (out.length > 0 && !res.write(out) && !paused) {
-        paused = true;
-        body.pause();
-        res.once('drain', onDrain);
-      }
-    });
-    body.on('end', () => {
-      const tail = observer?.end(true);
-      res.end(tail !== undefined && tail.length > 0 ? tail : undefined);
-      timing.latency.observe(Number(process.hrtime.bigint() - started) / 1e9);
-    });
-    body.on('error', (error: Error) => {
-      // Headers are already sent: the only honest signal left is to cut the client connection.
-      if (!request.signal.aborted) {
-        logger.warn({ cluster: cluster.name, endpoint: endpoint.address, code: errorCode(error) }, 'upstream response failed mid-stream');
-      }
-      observer?.end(false);
-      res.off('drain', onDrain);
-      res.destroy();
-      timing.latency.observe(Number(process.hrtime.bigint() - started) / 1e9);
-    });
   }
 
   // The histogram series of each cluster, bound once rather than a label object per response.
