@@ -3,13 +3,16 @@
 // whatever else the machine is doing. CPU time on this shared 2-core machine moves 10-50 % between windows a minute
 // apart, so changes of a few percent to the request path are measured here and confirmed in `npm run bench:gateway`.
 //
-// Each path: the proxy starts under callgrind with instrumentation off (about 5x slower, not 50x), takes --warm
-// requests (8 in flight, closed loop) so the JIT has compiled the request path, then instrumentation is switched on
-// (`callgrind_control -i on`) for --requests requests and the counts are dumped (`callgrind_control -d`). The upstream is
-// the sim, outside valgrind. `--against DIR` (repeatable) adds the gateway of another checkout (e.g. a `git worktree`
-// of an older commit with node_modules linked) to compare versions of the request path.
+// Each path: the proxy starts under callgrind with instrumentation off (about 5x slower, not 50x) and takes --warm
+// requests (8 in flight, closed loop). Then instrumentation is switched on (`callgrind_control -i on`) and the counts
+// are dumped (`callgrind_control -d`) after every --requests requests, until two consecutive windows agree within 2 %
+// (steady state; at most --max-windows). Under valgrind the JIT takes far longer to settle than at full speed: after
+// 3 000 warm-up requests the floor still cost 338 000 instructions per request, after 12 000 219 000, after 30 000
+// 197 000, so a single window after a short warm-up measured compilation as much as the request path. (Switching
+// instrumentation off between windows corrupted callgrind's totals here, so the windows follow each other.) The upstream is the sim, outside valgrind. `--against DIR` (repeatable) adds the gateway of another
+// checkout (e.g. a `git worktree` of an older commit with node_modules linked) to compare versions of the request path.
 //
-//   npm run bench:gateway-instructions [-- --warm 3000 --requests 3000 --rounds 2 --against DIR ...]
+//   npm run bench:gateway-instructions [-- --warm 20000 --requests 2000 --max-windows 5 --rounds 1 --against DIR ...]
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -20,7 +23,9 @@ import { benchArgs } from './bench-args.ts';
 import { median } from './stats.ts';
 import { ROOT, candidate, consumerConfig, payload, spawnDaemon, tempDir, waitForPort, writeOverlay } from '../gateway/helpers.ts';
 
-const USAGE = 'usage: npm run bench:gateway-instructions -- [--warm 3000] [--requests 3000] [--rounds 2] [--against DIR]...';
+const USAGE = 'usage: npm run bench:gateway-instructions -- [--warm 20000] [--requests 2000] [--max-windows 5] [--rounds 1] [--against DIR]...';
+/** Two consecutive windows within this fraction of each other: steady state. */
+const AGREE = 0.02;
 const IN_FLIGHT = 8;
 const BODY = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hello' }] });
 
@@ -60,8 +65,34 @@ async function closedLoop(pool: Pool, requests: number): Promise<number> {
 const control = (args: string[]): Promise<void> =>
   new Promise((done, fail) => spawn('callgrind_control', args, { stdio: 'ignore' }).on('exit', (code) => (code === 0 ? done() : fail(new Error(`callgrind_control ${args.join(' ')} exited ${code}`)))));
 
-/** One path under callgrind: instructions per request over `requests` after `warm`, and the failed requests. */
-async function measure(path: Path, simPort: number, dir: string, warm: number, requests: number): Promise<{ perRequest: number; failed: number }> {
+interface Measured {
+  /** Instructions per request of the last window (the steady one, unless `steady` is false). */
+  readonly perRequest: number;
+  /** Every window's instructions per request, in order. */
+  readonly windows: readonly number[];
+  readonly steady: boolean;
+  readonly failed: number;
+}
+
+/** Instructions counted since the last dump: asks for a dump and reads the new file(s) callgrind wrote. */
+async function dumpInstructions(pid: number, out: string, seen: Set<string>): Promise<number> {
+  await control(['-d', String(pid)]);
+  let instructions = 0;
+  for (const file of readdirSync(out)) {
+    if (seen.has(file)) continue;
+    const dump = readFileSync(join(out, file), 'utf8');
+    const summary = /^summary: (\d+)/m.exec(dump);
+    // The dump callgrind_control asked for; the one written at exit holds only the shutdown.
+    if (summary === null || !/^desc: Trigger: dump/m.test(dump)) continue;
+    seen.add(file);
+    instructions += Number(summary[1]);
+  }
+  if (instructions === 0) throw new Error(`no new callgrind dump with a summary in ${out}`);
+  return instructions;
+}
+
+/** One path under callgrind: instructions per request in windows of `requests` until two agree within AGREE. */
+async function measure(path: Path, simPort: number, dir: string, opts: { warm: number; requests: number; maxWindows: number }): Promise<Measured> {
   const out = join(dir, `cg-${path.name.replace(/\W+/g, '-')}-${Date.now()}`);
   await mkdir(out);
   const proc = spawn('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', `--callgrind-out-file=${out}/callgrind.%p`, process.execPath, ...path.argv(simPort)], {
@@ -82,20 +113,19 @@ async function measure(path: Path, simPort: number, dir: string, warm: number, r
       });
     });
     const pool = new Pool(`http://127.0.0.1:${port}`, { connections: IN_FLIGHT, pipelining: 1 });
-    let failed = await closedLoop(pool, warm);
+    let failed = await closedLoop(pool, opts.warm);
+    const windows: number[] = [];
+    const seen = new Set<string>();
+    let steady = false;
     await control(['-i', 'on', String(proc.pid)]);
-    failed += await closedLoop(pool, requests);
-    await control(['-d', String(proc.pid)]);
-    await pool.close();
-    let instructions = 0;
-    for (const file of readdirSync(out)) {
-      const dump = readFileSync(join(out, file), 'utf8');
-      const summary = /^summary: (\d+)/m.exec(dump);
-      // The dump callgrind_control asked for; the one written at exit holds only the shutdown.
-      if (summary !== null && /^desc: Trigger: dump/m.test(dump)) instructions += Number(summary[1]);
+    while (!steady && windows.length < opts.maxWindows) {
+      failed += await closedLoop(pool, opts.requests);
+      windows.push((await dumpInstructions(proc.pid!, out, seen)) / opts.requests);
+      const [previous, last] = windows.slice(-2);
+      steady = windows.length >= 2 && Math.abs(last! - previous!) <= AGREE * previous!;
     }
-    if (instructions === 0) throw new Error(`${path.name}: no callgrind dump with a summary in ${out}`);
-    return { perRequest: instructions / requests, failed };
+    await pool.close();
+    return { perRequest: windows.at(-1)!, windows, steady, failed };
   } finally {
     proc.kill('SIGTERM');
     if (proc.exitCode === null) await new Promise((done) => proc.once('exit', done));
@@ -106,12 +136,16 @@ async function main(): Promise<void> {
   const { values, positive } = benchArgs('bench:gateway-instructions', USAGE, {
     warm: { type: 'string' },
     requests: { type: 'string' },
+    'max-windows': { type: 'string' },
     rounds: { type: 'string' },
     against: { type: 'string', multiple: true },
   });
-  const warm = positive('warm', values.warm, 3000);
-  const requests = positive('requests', values.requests, 3000);
-  const rounds = positive('rounds', values.rounds, 2);
+  const opts = {
+    warm: positive('warm', values.warm, 20_000),
+    requests: positive('requests', values.requests, 2000),
+    maxWindows: Math.max(2, positive('max-windows', values['max-windows'], 5)),
+  };
+  const rounds = positive('rounds', values.rounds, 1);
   const against = (values.against ?? []).map((dir) => resolve(dir));
   for (const dir of against) {
     if (!existsSync(join(dir, 'daemons/gateway/main.ts'))) {
@@ -141,19 +175,22 @@ async function main(): Promise<void> {
         ...against.map((dir) => ({ name: `consumer gateway of ${dir}`, argv: () => [join(dir, 'daemons/gateway/main.ts'), '--config', config] })),
       ];
       process.stdout.write(
-        `# gateway instructions benchmark, ${new Date().toISOString()}: node ${process.version}, callgrind, ${IN_FLIGHT} in flight, ${warm} warm-up requests, ${requests} counted per path and round\n\n`,
+        `# gateway instructions benchmark, ${new Date().toISOString()}: node ${process.version}, callgrind, ${IN_FLIGHT} in flight, ${opts.warm} warm-up requests, then consecutive windows of ${opts.requests} counted requests until two agree within ${AGREE * 100} % (at most ${opts.maxWindows})\n\n`,
       );
-      process.stdout.write('| round | path | instructions/request | vs floor |\n|---|---|---|---|\n');
+      process.stdout.write('| round | path | instructions/request (steady window) | vs floor | windows, in order |\n|---|---|---|---|---|\n');
       const results = new Map<string, number[]>(paths.map((p) => [p.name, []]));
       let failed = 0;
+      const unsteady: string[] = [];
       for (let round = 1; round <= rounds; round++) {
         let floor = NaN;
         for (const path of paths) {
-          const result = await measure(path, simPort, dir, warm, requests);
+          const result = await measure(path, simPort, dir, opts);
           failed += result.failed;
+          if (!result.steady) unsteady.push(`${path.name} (round ${round})`);
           if (path === paths[0]) floor = result.perRequest;
           results.get(path.name)!.push(result.perRequest);
-          process.stdout.write(`| ${round} | ${path.name} | ${result.perRequest.toFixed(0)} | ${(result.perRequest / floor).toFixed(3)} |\n`);
+          const windows = result.windows.map((w) => w.toFixed(0)).join(', ');
+          process.stdout.write(`| ${round} | ${path.name} | ${result.perRequest.toFixed(0)}${result.steady ? '' : ' (not steady)'} | ${(result.perRequest / floor).toFixed(3)} | ${windows} |\n`);
         }
       }
       const floorMedian = median(results.get(paths[0]!.name)!);
@@ -163,6 +200,7 @@ async function main(): Promise<void> {
         process.stdout.write(`${path.name}: ${m.toFixed(0)} instructions/request, ${(m / floorMedian).toFixed(3)}x the floor (${floorMedian.toFixed(0)}), medians over ${rounds} rounds\n`);
       }
       process.stdout.write(`failed requests: ${failed}\n`);
+      if (unsteady.length > 0) process.stdout.write(`not steady within ${opts.maxWindows} windows (the figure is the last window): ${unsteady.join('; ')}\n`);
       if (failed > 0) process.exitCode = 1;
     } finally {
       await sim.stop();
