@@ -1,14 +1,16 @@
 // The consumer -> provider link on its own (issue 18, the hop): what HTTP/1.1 and HTTP/2 over mutual TLS cost per
-// request on each side, without either gateway. The client is undici as the consumer gateway's hop pool uses it
+// request on each side, without either gateway, and HTTP/1.1 without TLS as the baseline that shows TLS's own share. The client is undici as the consumer gateway's hop pool uses it
 // (HTTP/1.1: one request in flight per connection, as many connections as requests in flight; HTTP/2: one connection,
 // the requests multiplexed on it); the server is Node's https or http2 secure server, as the provider gateway's
-// listener would be, answering a fixed chat completion after reading the request body. Each side's CPU per request:
+// listener would be (node:http for the cleartext baseline), answering a fixed chat completion after reading the
+// request body. Each side's CPU per request:
 // the server process from /proc, the client (this process) from process.cpuUsage(). Rounds alternate the protocols,
 // each with a fresh server process, a warm-up and a measured window.
 //
 //   npm run bench:tls-link [-- --rounds 2 --concurrency 32 --window-ms 4000 --warmup-ms 3000]
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { createSecureServer } from 'node:http2';
 import type { IncomingMessage } from 'node:http';
@@ -22,7 +24,7 @@ import { median } from './stats.ts';
 import { PROVIDER_SNI, makePki, tempDir } from '../gateway/helpers.ts';
 
 const USAGE = 'usage: npm run bench:tls-link -- [--rounds 2] [--concurrency 32] [--window-ms 4000] [--warmup-ms 3000]';
-const PROTOCOLS = ['http/1.1', 'h2'] as const;
+const PROTOCOLS = ['cleartext', 'http/1.1', 'h2'] as const;
 type Protocol = (typeof PROTOCOLS)[number];
 const REQUEST = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hello from the tls-link bench' }] });
 const ANSWER = Buffer.from(JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion', model: 'm1', choices: [{ index: 0, message: { role: 'assistant', content: 'x'.repeat(400) }, finish_reason: 'stop' }] }));
@@ -38,7 +40,12 @@ function serve(protocol: Protocol, certPath: string, keyPath: string, caPath: st
       res.end(ANSWER);
     });
   };
-  const server = protocol === 'h2' ? createSecureServer(tls, (req, res) => answer(req, res)) : createHttpsServer({ ...tls, keepAliveTimeout: 75_000 }, (req, res) => answer(req, res));
+  const server =
+    protocol === 'h2'
+      ? createSecureServer(tls, (req, res) => answer(req, res))
+      : protocol === 'cleartext'
+        ? createHttpServer({ keepAliveTimeout: 75_000 }, (req, res) => answer(req, res))
+        : createHttpsServer({ ...tls, keepAliveTimeout: 75_000 }, (req, res) => answer(req, res));
   server.listen(0, '127.0.0.1', () => {
     const address = server.address();
     process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address !== null ? address.port : 0 })}\n`);
@@ -64,10 +71,13 @@ async function round(protocol: Protocol, pki: Awaited<ReturnType<typeof makePki>
       server.stdout!.once('data', (chunk: Buffer) => resolve((JSON.parse(chunk.toString()) as { port: number }).port));
     });
     const connect = { ca: readFileSync(pki.caPath), cert: readFileSync(pki.edgeCertPath), key: readFileSync(pki.edgeKeyPath), servername: PROVIDER_SNI };
-    const pool = new Pool(
-      `https://127.0.0.1:${port}`,
-      protocol === 'h2' ? { allowH2: true, connections: 1, pipelining: opts.concurrency, connect } : { connections: opts.concurrency, pipelining: 1, connect },
-    );
+    const pool =
+      protocol === 'cleartext'
+        ? new Pool(`http://127.0.0.1:${port}`, { connections: opts.concurrency, pipelining: 1 })
+        : new Pool(
+            `https://127.0.0.1:${port}`,
+            protocol === 'h2' ? { allowH2: true, connections: 1, pipelining: opts.concurrency, connect } : { connections: opts.concurrency, pipelining: 1, connect },
+          );
     let done = 0;
     let failed = 0;
     let stop = false;
@@ -133,7 +143,10 @@ async function main(): Promise<void> {
       }
     }
     const both = (p: Protocol): number[] => rounds.filter((r) => r.protocol === p).map((r) => r.serverUs + r.clientUs);
-    process.stdout.write(`\nboth sides per request, median over rounds: http/1.1 ${median(both('http/1.1')).toFixed(1)} us, h2 ${median(both('h2')).toFixed(1)} us (h2 / http/1.1 ${(median(both('h2')) / median(both('http/1.1'))).toFixed(2)}x); failed ${rounds.reduce((n, r) => n + r.failed, 0)}\n`);
+    const [cleartext, http1, h2] = PROTOCOLS.map((p) => median(both(p)));
+    process.stdout.write(
+      `\nboth sides per request, median over rounds: cleartext http/1.1 ${cleartext!.toFixed(1)} us, http/1.1 over mTLS ${http1!.toFixed(1)} us (TLS adds ${(http1! - cleartext!).toFixed(1)} us, ${(http1! / cleartext!).toFixed(2)}x), h2 over mTLS ${h2!.toFixed(1)} us (h2 / http/1.1 ${(h2! / http1!).toFixed(2)}x); failed ${rounds.reduce((n, r) => n + r.failed, 0)}\n`,
+    );
   } finally {
     await cleanup();
   }
