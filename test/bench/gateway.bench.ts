@@ -522,7 +522,13 @@ async function idleCase(hop: BenchPath, providerAdmin: number): Promise<void> {
   process.stdout.write(`## consumer -> provider hop across a ${OPTS.idleGapS} s idle gap (load average ${load()})\n\n`);
   await closedLoop(hop, OPTS.concurrency, (window) => window(1000));
   const before = await handshakeCount(providerAdmin);
-  await sleep(OPTS.idleGapS * 1000);
+  // What each gateway costs doing nothing (its timers): paid every second in every pod, and per request at low rates.
+  await sleep(1000);
+  const idle0 = (hop.parts ?? []).map((part) => cpuOf(part.pids()));
+  const idleStarted = performance.now();
+  await sleep(OPTS.idleGapS * 1000 - 1000);
+  const idleS = (performance.now() - idleStarted) / 1000;
+  const idleCpu = (hop.parts ?? []).map((part, i) => `${part.name} ${(((cpuOf(part.pids()) - idle0[i]!) / idleS) * 1000).toFixed(2)} ms/s`);
   const after = await closedLoop(hop, OPTS.concurrency, (window) => window(1000));
   const later = await handshakeCount(providerAdmin);
   table(
@@ -533,6 +539,7 @@ async function idleCase(hop: BenchPath, providerAdmin: number): Promise<void> {
       ['requests in the 1 s after the gap', String(after.requests)],
       ['failed requests after the gap', String(after.errors)],
       ['TLS handshakes during the gap and the load after it', `${later['new']! - before['new']!} new, ${later['resumed']! - before['resumed']!} resumed`],
+      ['CPU while idle (the gap, less its first second)', idleCpu.join(', ')],
     ],
   );
 }
