@@ -1,20 +1,36 @@
 // The runtime floor of the gateway benchmark: the least a consumer gateway must do on Node 24, and nothing more.
 // node:http server, read the body, JSON.parse it for `model`, pick that model's upstream, forward over an undici
 // Pool with keep-alive, stream the response back chunk by chunk. No routing table, filters, metrics or logs: what
-// the gateway costs above this is what its features cost.
+// the gateway costs above this is what its features cost. Two of them make the floor of the provider hop: one
+// forwarding over mutual TLS (--upstream-tls) to one listening on it (--listen-tls), as the consumer and provider
+// gateways do.
 //   node test/bench/floor-proxy.ts --upstream m1=127.0.0.1:PORT[,m2=HOST:PORT] --token-file FILE
+//     [--listen-tls CERT,KEY,CA] [--upstream-tls CA,CERT,KEY,SERVERNAME]
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 
-const USAGE = 'usage: node test/bench/floor-proxy.ts --upstream MODEL=HOST:PORT[,MODEL=HOST:PORT] --token-file FILE [--port 0]';
+const USAGE =
+  'usage: node test/bench/floor-proxy.ts --upstream MODEL=HOST:PORT[,MODEL=HOST:PORT] --token-file FILE [--port 0] [--listen-tls CERT,KEY,CA] [--upstream-tls CA,CERT,KEY,SERVERNAME]';
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding']);
 
 function main(): number {
   let values;
   try {
-    ({ values } = parseArgs({ options: { upstream: { type: 'string' }, 'token-file': { type: 'string' }, port: { type: 'string' }, help: { type: 'boolean' } }, strict: true }));
+    ({ values } = parseArgs({
+      options: {
+        upstream: { type: 'string' },
+        'token-file': { type: 'string' },
+        port: { type: 'string' },
+        'listen-tls': { type: 'string' },
+        'upstream-tls': { type: 'string' },
+        help: { type: 'boolean' },
+      },
+      strict: true,
+    }));
   } catch (error) {
     process.stderr.write(`floor-proxy: ${(error as Error).message} (${USAGE})\n`);
     return 2;
@@ -28,6 +44,16 @@ function main(): number {
     return 2;
   }
   const authorization = `Bearer ${readFileSync(values['token-file'], 'utf8').trim()}`;
+  const listenTls = values['listen-tls']?.split(',');
+  const upstreamTls = values['upstream-tls']?.split(',');
+  if ((listenTls !== undefined && listenTls.length !== 3) || (upstreamTls !== undefined && upstreamTls.length !== 4)) {
+    process.stderr.write(`floor-proxy: --listen-tls takes CERT,KEY,CA and --upstream-tls CA,CERT,KEY,SERVERNAME (${USAGE})\n`);
+    return 2;
+  }
+  const connect =
+    upstreamTls === undefined
+      ? undefined
+      : { ca: readFileSync(upstreamTls[0]!), cert: readFileSync(upstreamTls[1]!), key: readFileSync(upstreamTls[2]!), servername: upstreamTls[3]! };
   const pools = new Map<string, Pool>();
   for (const entry of values.upstream.split(',')) {
     const [model, address] = entry.split('=');
@@ -35,9 +61,9 @@ function main(): number {
       process.stderr.write(`floor-proxy: --upstream entry "${entry}" is not MODEL=HOST:PORT (${USAGE})\n`);
       return 2;
     }
-    pools.set(model, new Pool(`http://${address}`, { pipelining: 1, keepAliveTimeout: 60_000 }));
+    pools.set(model, new Pool(`${connect === undefined ? 'http' : 'https'}://${address}`, { pipelining: 1, keepAliveTimeout: 60_000, ...(connect === undefined ? {} : { connect }) }));
   }
-  const server = createServer((req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
@@ -76,7 +102,11 @@ function main(): number {
         },
       );
     });
-  });
+  };
+  const server =
+    listenTls === undefined
+      ? createServer(handle)
+      : createTlsServer({ cert: readFileSync(listenTls[0]!), key: readFileSync(listenTls[1]!), ca: readFileSync(listenTls[2]!), requestCert: true, rejectUnauthorized: true }, handle);
   server.keepAliveTimeout = 75_000;
   server.listen(Number(values.port ?? 0), '127.0.0.1', () => {
     const address = server.address();

@@ -2,12 +2,13 @@
 // proxy, floor-proxy.ts), through nginx, through the consumer gateway, and consumer -> provider over mTLS, measured
 // in one run so the ratios between paths hold even on a busy machine.
 //   npm run bench:gateway [-- --case closed --case rate --case stream --case cold --case idle] [--window-ms 2000]
-//     [--rounds 3] [--concurrency 32] [--rates 500,1000] [--rate-ms 4000] [--streams 100] [--idle-gap-s 30]
+//     [--rounds 3] [--concurrency 32] [--rates 500,1000] [--rate-ms 2000] [--streams 100] [--idle-gap-s 30]
 // Cases (all by default):
 //   closed  closed loop, CONCURRENCY in flight: each path warms until two consecutive windows agree within 10 % on
 //           CPU per request, then ROUNDS rounds of one window per path (paths interleaved); median and spread.
-//   rate    open loop at fixed rates: latency from each request's scheduled send time (no coordinated omission),
-//           added p50/p99/p99.9 over direct, proxy CPU per request.
+//   rate    open loop at fixed rates: ROUNDS rounds of one RATE_MS window per path (paths interleaved), latency from
+//           each request's scheduled send time (no coordinated omission) pooled over the rounds, added p50/p99/p99.9
+//           over direct, proxy CPU per request and its ratios per round (median and spread).
 //   stream  SSE chat completions of 64 events, STREAMS concurrent streams started at a steady rate (not in one burst):
 //           added time to first byte, inter-chunk gaps, and events that arrived coalesced with another in one read
 //           (each is written 40 ms apart).
@@ -15,6 +16,7 @@
 //           and p99 in each of the first 10 one-second windows, against the warm consumer at the same rate.
 //   idle    the consumer -> provider hop after IDLE_GAP_S without traffic: TLS handshakes the provider counted
 //           (grid_gateway_tls_handshakes_total) across the gap and the burst after it.
+// Beside the floor, the floor of the hop: two minimal proxies, one forwarding to the other over mutual TLS.
 // CPU per request is utime+stime of the proxy processes (the gateways, floor proxy or nginx master+worker; never
 // the sim or this load generator) from /proc, divided by the requests completed in the window.
 import { benchGatewayWorkers, formatWorkersReport } from './gateway-workers.bench.ts';
@@ -33,7 +35,7 @@ import type { Daemon } from '../gateway/helpers.ts';
 
 const USAGE =
   'usage: npm run bench:gateway -- [--case closed|rate|stream|cold|idle|workers]... [--window-ms 2000] [--rounds 3] [--concurrency 32] ' +
-  '[--rates 500,1000] [--rate-ms 4000] [--streams 100] [--idle-gap-s 30] [--cold-warmups default,0]';
+  '[--rates 500,1000] [--rate-ms 2000] [--streams 100] [--idle-gap-s 30] [--cold-warmups default,0]';
 const CASES = ['closed', 'rate', 'stream', 'cold', 'idle', 'workers'] as const;
 type Case = (typeof CASES)[number];
 
@@ -73,7 +75,7 @@ function options(): {
     rounds: num('rounds', values.rounds, 3),
     concurrency: num('concurrency', values.concurrency, 32),
     rates: (values.rates ?? '500,1000').split(',').map((r) => num('rates', r, 0)),
-    rateMs: num('rate-ms', values['rate-ms'], 4000),
+    rateMs: num('rate-ms', values['rate-ms'], 2000),
     streams: num('streams', values.streams, 100),
     idleGapS: num('idle-gap-s', values['idle-gap-s'], 30),
     // Each entry is one cold start: "default" is the gateway's own warm-up, a number sets AGN_GATEWAY_WARMUP_REQUESTS.
@@ -83,6 +85,7 @@ function options(): {
 
 const OPTS = options();
 const TOKEN = 'bench-backend-token';
+const FLOOR_HOP = 'floor hop: two minimal proxies (mTLS)';
 const BODY = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hello' }] });
 const STREAM_BODY = JSON.stringify({ model: 'ms', stream: true, messages: [{ role: 'user', content: 'hello' }] });
 /** The stream sim writes 61 tokens: role chunk + 61 token chunks + stop chunk + [DONE] = 64 events. */
@@ -245,6 +248,9 @@ async function closedCase(paths: BenchPath[]): Promise<void> {
     });
     if (parts.length > 0) process.stdout.write(`${path.name}, by process: ${parts.join(', ')}\n\n`);
   }
+  // The hop against what two minimal proxies cost over the same mutual TLS, round by round.
+  const hop = paths.at(-1)!.name;
+  if (windows.has(FLOOR_HOP)) process.stdout.write(`${hop} vs ${FLOOR_HOP}: CPU per request ${roundRatio(hop, FLOOR_HOP)}\n\n`);
 }
 
 // ---------------------------------------------------------------- open loop at a fixed rate
@@ -286,6 +292,8 @@ async function fixedRate(path: BenchPath, rate: number, durationMs: number, shar
       send(t0 + BigInt(Math.round(sent * interval)));
       sent++;
     }
+    // Spinning (not a timer) so each request leaves on time: with 1 ms timers here direct's p50 went from 0.13 to
+    // 0.84 ms, the load generator's lateness rather than the proxy's.
     await new Promise((resolve) => setImmediate(resolve));
   }
   await Promise.all(pending);
@@ -298,38 +306,53 @@ async function fixedRate(path: BenchPath, rate: number, durationMs: number, shar
 async function rateCase(paths: BenchPath[]): Promise<Map<number, number>> {
   const consumerAt = new Map<number, number>();
   for (const rate of OPTS.rates) {
-    process.stdout.write(`## open loop at ${rate} req/s: ${OPTS.rateMs} ms measured after 1 s at the rate (load average ${load()})\n\n`);
-    const results = new Map<string, RateResult>();
-    for (const path of paths) {
-      // One client pool for the warm second and the measured window: connections are open before measuring.
-      const pool = new Pool(path.origin, { connections: 512, pipelining: 1, keepAliveTimeout: 60_000 });
-      await fixedRate(path, rate, 1000, pool);
-      results.set(path.name, await fixedRate(path, rate, OPTS.rateMs, pool));
-      await pool.close();
+    process.stdout.write(
+      `## open loop at ${rate} req/s: ${OPTS.rounds} rounds of one ${OPTS.rateMs} ms window per path (paths interleaved), after 1 s at the rate; ` +
+        `latency pooled over the rounds, CPU per request and its ratios per round, median (min-max) (load average ${load()})\n\n`,
+    );
+    // One client pool per path for the warm second and every window: connections are open before measuring.
+    const pools = new Map(paths.map((path) => [path.name, new Pool(path.origin, { connections: 512, pipelining: 1, keepAliveTimeout: 60_000 })]));
+    const results = new Map<string, RateResult[]>(paths.map((path) => [path.name, []]));
+    try {
+      for (const path of paths) await fixedRate(path, rate, 1000, pools.get(path.name));
+      for (let round = 0; round < OPTS.rounds; round++) {
+        for (const path of paths) results.get(path.name)!.push(await fixedRate(path, rate, OPTS.rateMs, pools.get(path.name)));
+      }
+    } finally {
+      await Promise.all([...pools.values()].map((pool) => pool.close()));
     }
-    consumerAt.set(rate, results.get('consumer gateway')?.cpuUs ?? NaN);
-    const direct = results.get('direct to sim')!;
-    const floor = results.get('floor (minimal Node proxy)');
-    const nginx = results.get('nginx');
+    const pooled = (name: string): Float64Array => sortedOf(results.get(name)!.flatMap((r) => [...r.latencies]));
+    const spread = (values: number[], digits = 0): string =>
+      values.length === 0 || values.some(Number.isNaN) ? '-' : `${fmt(median(values), digits)} (${fmt(Math.min(...values), digits)}-${fmt(Math.max(...values), digits)})`;
+    const ratio = (name: string, base: string): string => {
+      const a = results.get(name)!;
+      const b = results.get(base);
+      return b === undefined ? '-' : spread(a.map((r, i) => r.cpuUs / b[i]!.cpuUs), 2);
+    };
+    consumerAt.set(rate, median((results.get('consumer gateway') ?? []).map((r) => r.cpuUs)));
+    const direct = pooled('direct to sim');
     const rows = paths.map((path) => {
-      const r = results.get(path.name)!;
-      const added = (p: number): string => (path.name === 'direct to sim' ? '-' : fmt(percentile(r.latencies, p) - percentile(direct.latencies, p), 2));
+      const rs = results.get(path.name)!;
+      const latencies = pooled(path.name);
+      const added = (p: number): string => (path.name === 'direct to sim' ? '-' : fmt(percentile(latencies, p) - percentile(direct, p), 2));
       return [
         path.name,
-        fmt(r.achieved),
-        fmt(percentile(r.latencies, 50), 2),
-        fmt(percentile(r.latencies, 99), 2),
-        fmt(percentile(r.latencies, 99.9), 2),
+        fmt(median(rs.map((r) => r.achieved))),
+        fmt(percentile(latencies, 50), 2),
+        fmt(percentile(latencies, 99), 2),
+        fmt(percentile(latencies, 99.9), 2),
         added(50),
         added(99),
         added(99.9),
-        String(r.errors),
-        fmt(r.cpuUs),
-        floor === undefined ? '-' : fmt(r.cpuUs / floor.cpuUs, 2),
-        nginx === undefined ? '-' : fmt(r.cpuUs / nginx.cpuUs, 2),
+        String(rs.reduce((n, r) => n + r.errors, 0)),
+        spread(rs.map((r) => r.cpuUs)),
+        path.name === 'direct to sim' ? '-' : ratio(path.name, 'floor (minimal Node proxy)'),
+        path.name === 'direct to sim' ? '-' : ratio(path.name, 'nginx'),
       ];
     });
     table(['path', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'added p50 ms', 'added p99 ms', 'added p99.9 ms', 'errors', 'proxy CPU us/req', 'CPU vs floor', 'CPU vs nginx'], rows);
+    const hop = paths.at(-1)!.name;
+    if (results.has(FLOOR_HOP)) process.stdout.write(`${hop} vs ${FLOOR_HOP}: CPU per request ${ratio(hop, FLOOR_HOP)}\n\n`);
   }
   return consumerAt;
 }
@@ -638,6 +661,20 @@ async function main(): Promise<void> {
     const floor = spawnDaemon('test/bench/floor-proxy.ts', ['--upstream', `m1=127.0.0.1:${simPort},ms=127.0.0.1:${streamSimPort}`, '--token-file', tokenFile]);
     daemons.push(floor);
     const floorPort = await waitForPort(floor, 'floor');
+    // The floor of the provider hop: a minimal proxy forwarding over mutual TLS (client certificate, SNI) to another
+    // minimal proxy that checks it and forwards to the sims, as the consumer and provider gateways do.
+    const floorProvider = spawnDaemon('test/bench/floor-proxy.ts', [
+      '--upstream', `m1=127.0.0.1:${simPort},ms=127.0.0.1:${streamSimPort}`, '--token-file', tokenFile,
+      '--listen-tls', `${pki.providerCertPath},${pki.providerKeyPath},${pki.caPath}`,
+    ]);
+    daemons.push(floorProvider);
+    const floorProviderPort = await waitForPort(floorProvider, 'floor');
+    const floorEdge = spawnDaemon('test/bench/floor-proxy.ts', [
+      '--upstream', `m1=127.0.0.1:${floorProviderPort},ms=127.0.0.1:${floorProviderPort}`, '--token-file', tokenFile,
+      '--upstream-tls', `${pki.caPath},${pki.edgeCertPath},${pki.edgeKeyPath},${PROVIDER_SNI}`,
+    ]);
+    daemons.push(floorEdge);
+    const floorEdgePort = await waitForPort(floorEdge, 'floor');
 
     const cred = { strategy: 'bearer_token' as const, secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' } };
     const overlayDirect = join(dir, 'overlay-direct.json');
@@ -728,6 +765,10 @@ async function main(): Promise<void> {
       { name: 'consumer gateway', pids: () => [pid(hop)] },
       { name: 'provider gateway', pids: () => [pid(provider)] },
     ];
+    const floorHopParts = [
+      { name: 'edge floor proxy', pids: () => [pid(floorEdge)] },
+      { name: 'provider floor proxy', pids: () => [pid(floorProvider)] },
+    ];
     const paths: BenchPath[] = [
       { name: 'direct to sim', origin: url(simPort), streamOrigin: url(streamSimPort), headers: { authorization: `Bearer ${TOKEN}` }, pids: () => [] },
       { name: 'floor (minimal Node proxy)', origin: url(floorPort), streamOrigin: url(floorPort), headers: {}, pids: () => [pid(floor)] },
@@ -735,6 +776,14 @@ async function main(): Promise<void> {
         ? []
         : [{ name: 'nginx', origin: url(nginxPorts.port), streamOrigin: url(nginxPorts.streamPort), headers: {}, pids: () => [nginx!.pid!] }]),
       { name: 'consumer gateway', origin: url(plainPort), streamOrigin: url(plainPort), headers: {}, pids: () => [pid(plain)] },
+      {
+        name: FLOOR_HOP,
+        origin: url(floorEdgePort),
+        streamOrigin: url(floorEdgePort),
+        headers: {},
+        pids: () => floorHopParts.flatMap((part) => part.pids()),
+        parts: floorHopParts,
+      },
       {
         name: 'consumer -> provider (mTLS), both gateways',
         origin: url(hopPort),
