@@ -387,7 +387,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     // it is served (its response closes the connection), never refused.
     let pending: void | Promise<void>;
     try {
-      pending = route(request, pipeline, loadBalancer);
+      pending = route(request, pipeline, loadBalancer, fail);
     } catch (error) {
       fail(error);
       return;
@@ -396,7 +396,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   }
 
   /** Synchronous until a filter returns a Promise (reading the body, the upstream call): no await per step. */
-  function route(request: GatewayRequest, pipeline: Pipeline, loadBalancer: LoadBalancer): void | Promise<void> {
+  function route(request: GatewayRequest, pipeline: Pipeline, loadBalancer: LoadBalancer, fail: (error: unknown) => void): void | Promise<void> {
     const { method, path, target } = request;
     if (!target.startsWith('/')) throw notFound('unknown_path', 'request target must be an absolute path');
     if (DOT_OR_EMPTY_SEGMENT.test(path)) throw badRequest('invalid_path', 'request path has a "." or ".." segment or an empty segment');
@@ -412,7 +412,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     } else {
       throw notFound('unknown_path', `no route for ${path.slice(0, 128)}`);
     }
-    return runPipeline(pipeline, request, metrics, loadBalancer);
+    runPipeline(pipeline, request, metrics, loadBalancer, fail);
   }
 
   async function listModels(request: GatewayRequest, pipeline: Pipeline): Promise<void> {
