@@ -201,6 +201,8 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
       messages: [{ role: 'system', content: `conversation ${i}: ${'You are a careful assistant for the grid. '.repeat(150)}` }] as { role: string; content: string }[],
       first: '',
       last: '',
+      /** Every site that served one of its turns: each may hold its prompt. */
+      sites: new Set<string>(),
     }));
     let turns = 0;
     let firstTurns: Record<string, number> = {};
@@ -220,6 +222,7 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
           if (siteOf(reply) === c.first) onFirst++;
         }
         c.last = siteOf(reply);
+        c.sites.add(c.last);
       }
     }
     // A turn stays where its prompt is held. An explored turn (2 %) teaches a second site the longer run, so the turns
@@ -237,23 +240,43 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
     const busy = Object.entries(counts).sort((x, y) => y[1] - x[1])[0]![0];
     const beforeLoad = await outcomes();
     load(busy).skewedQueue = 3;
-    await polls(2);
-    let moved = 0;
-    let held = 0;
-    for (const c of conversations.filter((x) => x.last === busy)) {
-      c.messages.push({ role: 'user', content: 'one more' });
-      const reply = await chat(c.messages);
-      expect(reply.status).toBe(200);
-      held++;
-      if (siteOf(reply) !== busy) moved++;
+    try {
+      await polls(2);
+      // A conversation another site has also served (an explored turn taught it the prompt) may be held there with a
+      // run as long as the busy site's: its next turn then goes there as sticky, not load_override (CI saw 18
+      // load_override and exploration outcomes for 19 held turns). Only the conversations held at the busy site alone
+      // must move by load_override.
+      let moved = 0;
+      let held = 0;
+      let heldAlone = 0;
+      let movedAlone = 0;
+      for (const c of conversations.filter((x) => x.last === busy)) {
+        const alone = c.sites.size === 1;
+        c.messages.push({ role: 'user', content: 'one more' });
+        const reply = await chat(c.messages);
+        expect(reply.status).toBe(200);
+        held++;
+        if (alone) heldAlone++;
+        if (siteOf(reply) !== busy) {
+          moved++;
+          if (alone) movedAlone++;
+        }
+      }
+      expect(moved / held, `${moved} of ${held} turns moved off ${busy}`).toBeGreaterThanOrEqual(0.9);
+      // Every turn held at the busy site alone that moved was overridden by load, or explored (2 %); only a
+      // conversation also held elsewhere may stay sticky (to that other site).
+      const afterLoad = await outcomes();
+      const overrides = delta(afterLoad, beforeLoad, 'load_override');
+      const explorations = delta(afterLoad, beforeLoad, 'exploration');
+      expect(heldAlone, 'conversations held at the busy site alone').toBeGreaterThan(0);
+      expect(overrides, `${overrides} load_override and ${explorations} exploration outcomes for ${movedAlone} moved turns held at ${busy} alone`).toBeGreaterThanOrEqual(movedAlone - explorations);
+      expect(overrides).toBeGreaterThanOrEqual(0.8 * heldAlone);
+      expect(overrides + explorations + delta(afterLoad, beforeLoad, 'sticky')).toBe(held);
+      expect(delta(afterLoad, beforeLoad, 'sticky')).toBeLessThanOrEqual(held - heldAlone);
+    } finally {
+      // Back to no queue even when an expectation failed, so the next test starts from a calm grid.
+      load(busy).skewedQueue = 0;
     }
-    expect(moved / held, `${moved} of ${held} turns moved off ${busy}`).toBeGreaterThanOrEqual(0.9);
-    // Each of those turns was overridden by load, or explored; none stayed sticky.
-    const afterLoad = await outcomes();
-    expect(delta(afterLoad, beforeLoad, 'load_override') + delta(afterLoad, beforeLoad, 'exploration')).toBe(held);
-    expect(delta(afterLoad, beforeLoad, 'load_override')).toBeGreaterThanOrEqual(0.8 * held);
-    expect(delta(afterLoad, beforeLoad, 'sticky')).toBe(0);
-    load(busy).skewedQueue = 0;
   });
 
   it('(d) a previous_response_id from site-b is served by site-b through site-a\'s gateway; a left site is 404, a site admitting nothing 503', async () => {
