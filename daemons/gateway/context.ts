@@ -1,6 +1,7 @@
 // What one request carries through the filter pipeline. Filters read and edit `headers` (the headers that will
 // go upstream), set the model, the target cluster and the credential reference; the load balancer forwards.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import type { GatewayResponse } from './response.ts';
 import type { RoutingSnapshot } from './routing/snapshot.ts';
 
 /** Identity of the TLS peer, computed once per connection. */
@@ -21,7 +22,7 @@ export interface CredentialRef {
 
 export interface GatewayRequest {
   readonly req: IncomingMessage;
-  readonly res: ServerResponse;
+  readonly res: GatewayResponse;
   readonly method: string;
   /** Path without the query string. */
   readonly path: string;

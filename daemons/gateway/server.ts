@@ -4,6 +4,7 @@ import { createHash, randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { GatewayResponse } from './response.ts';
 import { createServer as createHttpsServer } from 'node:https';
 import { Server as NetServer } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
@@ -13,7 +14,6 @@ import type { AdminServer } from '../shared/admin-server.ts';
 import type { Logger } from '../shared/log.ts';
 import { errorFields } from '../shared/log.ts';
 import type { GatewayRole, ResolvedConfig, ResolvedListener } from './config.ts';
-import { RESPONSE_REQUEST_ID_HEADER } from './context.ts';
 import type { GatewayRequest, PeerIdentity } from './context.ts';
 import { createRequestIdGenerator } from './routing/request-id.ts';
 import { GatewayError, badRequest, errorBody, notFound, unavailable } from './errors.ts';
@@ -153,10 +153,11 @@ function readFileOrThrow(path: string, configDir: string, what: string): string 
   }
 }
 
-function createListenerServer(listener: ResolvedListener, configDir: string, handler: (req: IncomingMessage, res: ServerResponse) => void): Server {
+function createListenerServer(listener: ResolvedListener, configDir: string, handler: (req: IncomingMessage, res: GatewayResponse) => void): Server {
   const l = listener.listener;
   const headerTimeout = l.header_timeout_ms ?? 10_000;
   const common = {
+    ServerResponse: GatewayResponse,
     maxHeaderSize: l.max_header_bytes ?? 16_384,
     headersTimeout: headerTimeout,
     requestTimeout: Math.max(l.request_timeout_ms ?? 60_000, headerTimeout),
@@ -308,11 +309,11 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   });
   const debugEnabled = logger.isLevelEnabled('debug');
 
-  function handle(req: IncomingMessage, res: ServerResponse, pipeline: Pipeline, loadBalancer: LoadBalancer, counted = true): void {
+  function handle(req: IncomingMessage, res: GatewayResponse, pipeline: Pipeline, loadBalancer: LoadBalancer, counted = true): void {
     inFlight++;
     const requestId = nextRequestId();
-    // Set before any answer is written, so errors carry it as well as upstream responses.
-    res.setHeader(RESPONSE_REQUEST_ID_HEADER, requestId);
+    // Before any answer is written, so errors carry it as well as upstream responses (response.ts adds it to the head).
+    res.requestId = requestId;
     const target = req.url ?? '/';
     const query = target.indexOf('?');
     const request: GatewayRequest = {

@@ -5,7 +5,8 @@
 // balancer and undici) to a private sink upstream: non-streaming and streaming chat completions, a few thousand.
 // Nothing leaves the process, no configured upstream is called, and the figures go to a throw-away registry.
 import { createServer } from 'node:http';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { GatewayResponse } from './response.ts';
 import { Pool } from 'undici';
 import type { Logger } from '../shared/log.ts';
 import { listen } from '../shared/listen.ts';
@@ -38,7 +39,7 @@ export interface WarmupOptions {
   role: GatewayRole;
   logger: Logger;
   /** The gateway's request handler (what its listeners call); `counted` false keeps warm-up out of its metrics. */
-  serve(req: IncomingMessage, res: ServerResponse, pipeline: Pipeline, loadBalancer: LoadBalancer, counted: boolean): void;
+  serve(req: IncomingMessage, res: GatewayResponse, pipeline: Pipeline, loadBalancer: LoadBalancer, counted: boolean): void;
   requests?: number;
 }
 
@@ -65,7 +66,7 @@ export async function warmRequestPath(options: WarmupOptions): Promise<WarmupRes
       res.end('data: [DONE]\n\n');
     });
   });
-  const front = createServer();
+  const front = createServer({ ServerResponse: GatewayResponse });
   const sinkPort = (await listen(sink, 0, '127.0.0.1')).port;
   const loadBalancer = createLoadBalancer({
     config: { filter: 'load_balancer', clusters: [{ name: WARMUP_CLUSTER, endpoints: [`127.0.0.1:${sinkPort}`] }] },
@@ -83,7 +84,7 @@ export async function warmRequestPath(options: WarmupOptions): Promise<WarmupRes
   };
   const parser = createRequestParser({ field: 'model', header: DEFAULT_MODEL_HEADER, maxBodyBytes: DEFAULT_MAX_BODY_BYTES });
   const pipeline: Pipeline = { filters: [parser, route, loadBalancer], routeIndex: 1, listModels: () => null, credentialInject: undefined, callerAuth: undefined };
-  front.on('request', (req: IncomingMessage, res: ServerResponse) => options.serve(req, res, pipeline, loadBalancer, false));
+  front.on('request', (req: IncomingMessage, res: GatewayResponse) => options.serve(req, res, pipeline, loadBalancer, false));
   const frontPort = (await listen(front, 0, '127.0.0.1')).port;
   const client = new Pool(`http://127.0.0.1:${frontPort}`, { connections: WARMUP_CONCURRENCY, pipelining: 1 });
   const total = options.requests ?? WARMUP_REQUESTS;

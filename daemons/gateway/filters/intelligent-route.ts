@@ -8,7 +8,6 @@ import {
   ROUTING_CANDIDATE_HEADER,
   ROUTING_REQUEST_ID_HEADER,
   ROUTING_REVISION_HEADER,
-  RESPONSE_ROUTED_SITE_HEADER,
   singleHeader,
   stripHopHeaders,
   stripPrefixedHeaders,
@@ -79,7 +78,7 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
     const candidate = selected.candidate;
     request.cluster = candidate.cluster;
     request.routedSite = candidate.site;
-    request.res.setHeader(RESPONSE_ROUTED_SITE_HEADER, candidate.site);
+    request.res.routedSite = candidate.site;
     request.labels.cluster = candidate.cluster;
     request.credential = candidate.credential === undefined ? undefined : { strategy: candidate.credential.strategy, ...candidate.credential.secretRef };
     // A failover drops the hop context written for the candidate it replaces.
