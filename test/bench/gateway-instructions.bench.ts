@@ -1,7 +1,8 @@
 // Instructions per request (issue 18): the floor proxy and the consumer gateway each run under valgrind's callgrind,
-// which counts the instructions the process executes (every thread), the same count for the same code and requests
-// whatever else the machine is doing. CPU time on this shared 2-core machine moves 10-50 % between windows a minute
-// apart, so changes of a few percent to the request path are measured here and confirmed in `npm run bench:gateway`.
+// which counts the instructions the process executes (every thread). The same code measures within about 3 % from one
+// run to the next (the JIT's choices differ between processes; a loaded machine changes how requests batch), where
+// CPU time on this shared 2-core machine moves 10-50 % between windows a minute apart: compare a change with its base
+// in the same run (--against), and confirm it in `npm run bench:gateway`.
 //
 // Each path: the proxy starts under callgrind with instrumentation off (about 5x slower, not 50x) and takes --warm
 // requests (8 in flight, closed loop). Then instrumentation is switched on (`callgrind_control -i on`) and the counts
