@@ -1,11 +1,11 @@
 // The consumer -> provider link on its own (issue 18, the hop): what HTTP/1.1 and HTTP/2 over mutual TLS cost per
-// request on each side, without either gateway, and HTTP/1.1 without TLS as the baseline that shows TLS's own share. The client is undici as the consumer gateway's hop pool uses it
-// (HTTP/1.1: one request in flight per connection, as many connections as requests in flight; HTTP/2: one connection,
-// the requests multiplexed on it); the server is Node's https or http2 secure server, as the provider gateway's
-// listener would be (node:http for the cleartext baseline), answering a fixed chat completion after reading the
-// request body. Each side's CPU per request:
-// the server process from /proc, the client (this process) from process.cpuUsage(). Rounds alternate the protocols,
-// each with a fresh server process, a warm-up and a measured window.
+// request on each side, without either gateway, and HTTP/1.1 without TLS as the baseline that shows TLS's own share.
+// The client is undici as the consumer gateway's hop pool uses it (HTTP/1.1: one request in flight per connection, as
+// many connections as requests in flight; HTTP/2: one connection, the requests multiplexed on it); the server is Node's
+// https or http2 secure server, as the provider gateway's listener would be (node:http for the cleartext baseline),
+// answering a fixed chat completion after reading the request body. Each side's CPU per request: the server process
+// from /proc, the client (this process) from process.cpuUsage(). Rounds alternate the protocols, each with a fresh
+// server process, a warm-up and a measured window.
 //
 //   npm run bench:tls-link [-- --rounds 2 --concurrency 32 --window-ms 4000 --warmup-ms 3000]
 import { spawn } from 'node:child_process';
