@@ -16,22 +16,22 @@ import { createServer } from 'node:net';
 /** The lowest port handed out below the ephemeral range: above the registered services most machines run. */
 const LOWEST = 10_000;
 
-/** Linux's ephemeral port range, or undefined where it cannot be read (then the OS picks, as a bind to port 0). */
-function ephemeralRange(): readonly [number, number] | undefined {
+/** The first port of Linux's ephemeral range, or undefined where it cannot be read (then the OS picks, as port 0). */
+function ephemeralStart(): number | undefined {
   try {
-    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-    return Number.isInteger(low) && Number.isInteger(high) ? [low!, high!] : undefined;
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) ? low : undefined;
   } catch {
     return undefined;
   }
 }
 
-const EPHEMERAL = ephemeralRange();
+const EPHEMERAL_START = ephemeralStart();
 
 /** A candidate below the ephemeral range, or 0 (the OS picks) when there is no room of 1 000 ports there. */
 function candidate(): number {
-  if (EPHEMERAL === undefined || EPHEMERAL[0] - LOWEST < 1_000) return 0;
-  return LOWEST + Math.floor(Math.random() * (EPHEMERAL[0] - LOWEST));
+  if (EPHEMERAL_START === undefined || EPHEMERAL_START - LOWEST < 1_000) return 0;
+  return LOWEST + Math.floor(Math.random() * (EPHEMERAL_START - LOWEST));
 }
 
 async function bindsTcp(port: number, host: string): Promise<number | undefined> {

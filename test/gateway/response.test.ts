@@ -1,6 +1,6 @@
-// GatewayResponse adds the request id and the routed site to every head, whichever form of writeHead wrote it (a
-// headers object, a status message, Node's flat array, or the implicit head of a bare end()), and adds nothing to a
-// response the gateway never handled. A real node:http server with the class as its ServerResponse.
+// GatewayResponse adds the request id, the routed site and the headers filters added to every head, whichever form of
+// writeHead wrote it (a headers object, a status message, Node's flat array, or the implicit head of a bare end()),
+// and adds nothing to a response the gateway never handled. A real node:http server with the class as its ServerResponse.
 import { createServer, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GatewayResponse } from '../../daemons/gateway/response.ts';
@@ -40,6 +40,26 @@ describe('GatewayResponse', () => {
       if (form === 'message') expect(res.statusText).toBe('Made');
     });
   }
+
+  it('adds the headers filters added, the last value of a name winning, to an error head too', async () => {
+    server = createServer({ ServerResponse: GatewayResponse }, (req, res) => {
+      const response = res as GatewayResponse;
+      response.requestId = '0123456789abcdef0123456789abcdef';
+      response.addHeader('x-grid-site', 'east');
+      response.addHeader('x-grid-site', 'west');
+      response.addHeader('x-ratelimit-remaining-requests', '0');
+      response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '3' });
+      response.end('{}');
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const res = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/`);
+    await res.text();
+    expect(res.status).toBe(429);
+    expect(res.headers.get('x-grid-site')).toBe('west');
+    expect(res.headers.get('x-ratelimit-remaining-requests')).toBe('0');
+    expect(res.headers.get('retry-after')).toBe('3');
+    expect(res.headers.get('x-request-id')).toBe('0123456789abcdef0123456789abcdef');
+  });
 
   it('adds no routed site before a candidate is chosen, and nothing to a response the gateway never handled', async () => {
     const routed = await answer('object');

@@ -31,7 +31,7 @@ export function createBudgetEnforce(config: BudgetEnforceFilter, budgets: Budget
       }
       if (request.callerKeyId === undefined || (limits.requestsPerMinute === undefined && limits.tokensPerMinute === undefined)) return;
       const verdict = quota.admit(request.callerKeyId, limits);
-      for (const [name, value] of Object.entries(verdict.headers)) request.res.setHeader(name, value);
+      for (const name in verdict.headers) request.res.addHeader(name, verdict.headers[name]!);
       if (!verdict.ok) {
         throw new GatewayError(429, 'rate_limit_exceeded', verdict.kind, `Rate limit reached for ${verdict.kind} per minute on this key. Retry after ${verdict.retryAfterSeconds}s.`, {
           'retry-after': String(verdict.retryAfterSeconds),

@@ -98,8 +98,8 @@ export function createGridSiteRoute(options: GridSiteRouteOptions): GridSiteRout
     request.cluster = entry.cluster;
     request.routedSite = entry.site;
     request.labels.cluster = entry.cluster;
-    request.res.setHeader(RESPONSE_GRID_SITE_HEADER, entry.site);
-    request.res.setHeader(RESPONSE_GRID_BACKEND_HEADER, entry.cluster);
+    request.res.addHeader(RESPONSE_GRID_SITE_HEADER, entry.site);
+    request.res.addHeader(RESPONSE_GRID_BACKEND_HEADER, entry.cluster);
     stripPrefixedHeaders(request.headers, 'x-ai-routing-');
     if (!hopClusters.has(entry.cluster)) return;
     applyHeaderAllowlist(request.headers, hopHeaders);
