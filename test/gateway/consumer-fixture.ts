@@ -1,8 +1,7 @@
 // One consumer gateway in front of three in-process sims, shared by the consumer test files: clusters for
 // every scenario (direct, hop, slow, dead, weighted), a consumer-owned credential, tight listener limits, and
 // helpers to publish an overlay and wait until the gateway has accepted it.
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import { closedPort } from '../closed-port.ts';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { createLogger } from '../../daemons/shared/log.ts';
@@ -19,13 +18,6 @@ export const TOKEN = 'sim-secret-token-7f3a9c';
 export const CREDENTIAL = { strategy: 'bearer_token' as const, secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' } };
 export const withCred = (c: OverlayCandidate): OverlayCandidate => ({ ...c, credential: CREDENTIAL });
 
-export async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
 
 export interface ConsumerFixture {
   dir: string;

@@ -13,7 +13,7 @@ import { listen } from '../../../daemons/shared/listen.ts';
 import { createLogger } from '../../../daemons/shared/log.ts';
 import { startSim } from '../../../daemons/sim/server.ts';
 import type { SimServer } from '../../../daemons/sim/server.ts';
-import { closedPort } from '../consumer-fixture.ts';
+import { closedPort } from '../../closed-port.ts';
 import { call, tempDir } from '../helpers.ts';
 import { MemorySiteView, entry } from './fixtures.ts';
 

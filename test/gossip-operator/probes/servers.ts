@@ -36,11 +36,4 @@ export async function startServer(handler: Handler, tls?: https.ServerOptions): 
   };
 }
 
-/** A port that refuses connections: bind, read the port, close. */
-export async function closedPort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+export { closedPort } from '../../closed-port.ts';
