@@ -209,6 +209,8 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
       ]);
       // The listeners stop accepting; requests already running on them finish (LISTENER_GRACE_MS at most).
       await Promise.all([signalServices?.then((services) => services?.stop()), enrollment?.close()]);
+      // Each stage is logged as it completes, so an operator (and the shutdown test) can read the order from the log.
+      logger.info('listeners closed');
       if (context.gossip !== undefined) {
         try {
           await context.gossip.close();
@@ -219,6 +221,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
       }
       await elector?.stop();
       await admin.close();
+      logger.info('admin server closed');
       if (ownsStore) await store.close();
     },
   };

@@ -143,8 +143,14 @@ describe.each(['SIGTERM', 'SIGINT'] as const)('gossip-operator process on %s', (
     const ingestClosed = seen.findIndex((s) => s.ingest === 'closed');
     const adminClosed = seen.findIndex((s) => s.readyz === 'closed');
     expect(ingestClosed).toBeGreaterThan(0);
-    // Strictly before: some poll saw the ingest listener closed while the admin port still answered.
-    expect(ingestClosed).toBeLessThan(adminClosed);
+    // Only the SWIM leave and the Lease release separate the two closes, so on a loaded machine both can land between
+    // two polls: the polls must not contradict the order, and the operator's own log proves it.
+    expect(ingestClosed).toBeLessThanOrEqual(adminClosed);
+    const stages = operator.output().split('\n').flatMap((line) => {
+      const msg = /"msg":"(listeners closed|admin server closed)"/.exec(line)?.[1];
+      return msg === undefined ? [] : [msg];
+    });
+    expect(stages).toEqual(['listeners closed', 'admin server closed']);
     expect(seen.slice(adminClosed).every((s) => s.ingest === 'closed')).toBe(true);
     expect(code).toBe(0);
     expect(elapsedMs).toBeLessThan(EXIT_BOUND_MS);
