@@ -13,18 +13,25 @@
 // instrumentation off between windows corrupted callgrind's totals here, so the windows follow each other.) The upstream is the sim, outside valgrind. `--against DIR` (repeatable) adds the gateway of another
 // checkout (e.g. a `git worktree` of an older commit with node_modules linked) to compare versions of the request path.
 //
-//   npm run bench:gateway-instructions [-- --warm 20000 --requests 2000 --max-windows 5 --rounds 1 --against DIR ...]
+// `--hop` measures the two sides of the mutual-TLS hop instead, each against its own floor: the consumer gateway
+// forwarding to a provider gateway (which runs at full speed) against a floor proxy forwarding over the same mTLS to a
+// floor proxy; then the provider gateway, fed by a consumer gateway at full speed, against a floor proxy listening on
+// mTLS, fed by a floor proxy. `bench:gateway` can tell only the two together apart from a rate effect (each process of
+// a hop runs at the hop's lower rate, where every request costs more); here each side is counted on its own.
+//
+//   npm run bench:gateway-instructions [-- --warm 20000 --requests 2000 --max-windows 5 --rounds 1 --hop --against DIR ...]
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join, relative as relativePath, resolve } from 'node:path';
 import { Pool } from 'undici';
 import { ensureDebianPackages } from '../../image/debian-tools.ts';
 import { benchArgs } from './bench-args.ts';
 import { median } from './stats.ts';
-import { ROOT, candidate, consumerConfig, payload, spawnDaemon, tempDir, waitForPort, writeOverlay } from '../gateway/helpers.ts';
+import { stableId } from '../../schemas/fnv1a.ts';
+import { PROVIDER_SNI, ROOT, candidate, consumerConfig, makePki, payload, providerConfig, spawnDaemon, tempDir, waitForPort, writeOverlay, type Daemon } from '../gateway/helpers.ts';
 
-const USAGE = 'usage: npm run bench:gateway-instructions -- [--warm 20000] [--requests 2000] [--max-windows 5] [--rounds 1] [--against DIR]...';
+const USAGE = 'usage: npm run bench:gateway-instructions -- [--warm 20000] [--requests 2000] [--max-windows 5] [--rounds 1] [--hop] [--against DIR]...';
 /** Two consecutive windows within this fraction of each other: steady state. */
 const AGREE = 0.02;
 const IN_FLIGHT = 8;
@@ -32,8 +39,19 @@ const BODY = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: '
 
 interface Path {
   readonly name: string;
-  readonly argv: (simPort: number) => string[];
+  /** The measured process: a script and its arguments, run under callgrind. */
+  readonly argv: string[];
+  /** The path's floor, by name: what its ratio is taken against. */
+  readonly floor: string;
+  /**
+   * A process at full speed in front of the measured one (the other side of the hop), given the measured process's
+   * port; the load goes to it. Without one, the load goes to the measured process.
+   */
+  readonly front?: (measuredPort: number) => Promise<{ port: number; daemon: Daemon }>;
 }
+
+/** Where each kind of measured process logs its port: the consumer's edge, the floor proxy, the provider listener. */
+const LISTENING = /"listener":"(?:edge|floor|provider)"[^}]*"port":(\d+)|"port":(\d+)[^}]*"listener":"(?:edge|floor|provider)"/;
 
 /** valgrind from Debian when it is missing (a fresh machine); else the reason, and exit 1. */
 function ensureValgrind(): void {
@@ -93,26 +111,29 @@ async function dumpInstructions(pid: number, out: string, seen: Set<string>): Pr
 }
 
 /** One path under callgrind: instructions per request in windows of `requests` until two agree within AGREE. */
-async function measure(path: Path, simPort: number, dir: string, opts: { warm: number; requests: number; maxWindows: number }): Promise<Measured> {
+async function measure(path: Path, dir: string, opts: { warm: number; requests: number; maxWindows: number }): Promise<Measured> {
   const out = join(dir, `cg-${path.name.replace(/\W+/g, '-')}-${Date.now()}`);
   await mkdir(out);
-  const proc = spawn('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', `--callgrind-out-file=${out}/callgrind.%p`, process.execPath, ...path.argv(simPort)], {
+  const proc = spawn('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', `--callgrind-out-file=${out}/callgrind.%p`, process.execPath, ...path.argv], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     // The gateway's own warm-up would take minutes under valgrind; the warm phase below replaces it.
     env: { ...process.env, LOG_LEVEL: 'info', AGN_GATEWAY_WARMUP_REQUESTS: '0' },
   });
   proc.stderr!.resume();
+  let front: Daemon | undefined;
   try {
     let text = '';
-    const port = await new Promise<number>((resolvePort, reject) => {
+    const measuredPort = await new Promise<number>((resolvePort, reject) => {
       proc.once('exit', (code) => reject(new Error(`${path.name} exited (${code}) before listening`)));
       proc.stdout!.on('data', (chunk: Buffer) => {
         text += chunk.toString();
-        const match = /"listener":"(?:edge|floor)"[^}]*"port":(\d+)|"port":(\d+)[^}]*"listener":"(?:edge|floor)"/.exec(text);
+        const match = LISTENING.exec(text);
         if (match !== null) resolvePort(Number(match[1] ?? match[2]));
       });
     });
+    let port = measuredPort;
+    if (path.front !== undefined) ({ port, daemon: front } = await path.front(measuredPort));
     const pool = new Pool(`http://127.0.0.1:${port}`, { connections: IN_FLIGHT, pipelining: 1 });
     let failed = await closedLoop(pool, opts.warm);
     const windows: number[] = [];
@@ -128,9 +149,96 @@ async function measure(path: Path, simPort: number, dir: string, opts: { warm: n
     await pool.close();
     return { perRequest: windows.at(-1)!, windows, steady, failed };
   } finally {
+    await front?.stop();
     proc.kill('SIGTERM');
     if (proc.exitCode === null) await new Promise((done) => proc.once('exit', done));
   }
+}
+
+const FLOOR = 'floor (minimal Node proxy)';
+const FLOOR_EDGE = 'floor edge (forwards over mTLS)';
+const FLOOR_PROVIDER = 'floor provider (listens on mTLS)';
+const CONSUMER_HOP = 'consumer gateway (forwards over mTLS)';
+const PROVIDER = 'provider gateway';
+const credential = { strategy: 'bearer_token' as const, secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' } };
+const gatewayScript = (checkout: string): string => join(checkout, 'daemons/gateway/main.ts');
+const floorScript = join(ROOT, 'test/bench/floor-proxy.ts');
+
+/** The floor proxy and the consumer gateway (and other checkouts' consumers), each straight to the sim. */
+async function consumerPaths(dir: string, tokenFile: string, simPort: number, against: string[]): Promise<Path[]> {
+  const overlay = join(dir, 'overlay.json');
+  await writeOverlay(overlay, payload([{ ...candidate('m1', 'local', 'sim'), credential }]));
+  const config = join(dir, 'consumer.json');
+  await writeFile(
+    config,
+    JSON.stringify(consumerConfig({ overlayPath: overlay, credentials: [{ name: 'sim-token', namespace: 'grid-system', key: 'token', file: tokenFile }], clusters: [{ name: 'sim', endpoints: [`127.0.0.1:${simPort}`] }] })),
+  );
+  return [
+    { name: FLOOR, floor: FLOOR, argv: [floorScript, '--upstream', `m1=127.0.0.1:${simPort}`, '--token-file', tokenFile] },
+    { name: 'consumer gateway', floor: FLOOR, argv: [gatewayScript(ROOT), '--config', config] },
+    ...against.map((checkout) => ({ name: `consumer gateway of ${checkout}`, floor: FLOOR, argv: [gatewayScript(checkout), '--config', config] })),
+  ];
+}
+
+/**
+ * Both sides of the mTLS hop, each against its own floor; the far side of each runs at full speed. The floor pair is
+ * bench:gateway's floor hop (client certificate, SNI, requestCert), the gateway pair its consumer -> provider path.
+ */
+async function hopPaths(dir: string, tokenFile: string, simPort: number, against: string[], started: Daemon[]): Promise<Path[]> {
+  const pki = await makePki(dir);
+  const listenTls = ['--listen-tls', `${pki.providerCertPath},${pki.providerKeyPath},${pki.caPath}`];
+  const upstreamTls = ['--upstream-tls', `${pki.caPath},${pki.edgeCertPath},${pki.edgeKeyPath},${PROVIDER_SNI}`];
+  const floorEdgeArgv = (port: number): string[] => [floorScript, '--upstream', `m1=127.0.0.1:${port}`, '--token-file', tokenFile, ...upstreamTls];
+  const floorProviderArgv = [floorScript, '--upstream', `m1=127.0.0.1:${simPort}`, '--token-file', tokenFile, ...listenTls];
+
+  const providerJson = join(dir, 'provider.json');
+  await writeFile(
+    providerJson,
+    JSON.stringify(
+      providerConfig({
+        pki,
+        routes: [{ candidate_id: stableId('inference_model', 'm1', 'east', 'prov'), model: 'm1', cluster: 'backend', paths: ['/v1/chat/completions'], credential: { secretRef: credential.secretRef } }],
+        credentials: [{ name: 'sim-token', namespace: 'grid-system', key: 'token', file: tokenFile }],
+        clusters: [{ name: 'backend', endpoints: [`127.0.0.1:${simPort}`] }],
+      }),
+    ),
+  );
+  const overlay = join(dir, 'overlay-hop.json');
+  await writeOverlay(overlay, payload([candidate('m1', 'east', 'prov')]));
+  /** A consumer config forwarding to the provider gateway on `port`. */
+  const consumerHop = async (port: number): Promise<string> => {
+    const file = join(dir, `consumer-hop-${port}.json`);
+    const tls = { ca: { ca_path: pki.caPath }, client_cert: { cert_path: pki.edgeCertPath, key_path: pki.edgeKeyPath }, sni: PROVIDER_SNI };
+    await writeFile(file, JSON.stringify(consumerConfig({ overlayPath: overlay, hops: ['prov'], clusters: [{ name: 'prov', endpoints: [`127.0.0.1:${port}`], tls }] })));
+    return file;
+  };
+  const relative = (argv: string[]): [string, string[]] => [relativePath(ROOT, argv[0]!), argv.slice(1)];
+
+  // The far side for the two edge paths, at full speed for the whole run.
+  const floorProvider = spawnDaemon(...relative(floorProviderArgv));
+  started.push(floorProvider);
+  const provider = spawnDaemon('daemons/gateway/main.ts', ['--config', providerJson]);
+  started.push(provider);
+  const consumerToProvider = await consumerHop(await waitForPort(provider, 'provider'));
+  const floorProviderPort = await waitForPort(floorProvider, 'floor');
+
+  // The near side for the two provider paths, started once the measured process listens.
+  const floorFront = async (port: number): Promise<{ port: number; daemon: Daemon }> => {
+    const daemon = spawnDaemon(...relative(floorEdgeArgv(port)));
+    return { port: await waitForPort(daemon, 'floor'), daemon };
+  };
+  const consumerFront = async (port: number): Promise<{ port: number; daemon: Daemon }> => {
+    const daemon = spawnDaemon('daemons/gateway/main.ts', ['--config', await consumerHop(port)]);
+    return { port: await waitForPort(daemon, 'edge'), daemon };
+  };
+  return [
+    { name: FLOOR_EDGE, floor: FLOOR_EDGE, argv: floorEdgeArgv(floorProviderPort) },
+    { name: CONSUMER_HOP, floor: FLOOR_EDGE, argv: [gatewayScript(ROOT), '--config', consumerToProvider] },
+    ...against.map((checkout) => ({ name: `${CONSUMER_HOP} of ${checkout}`, floor: FLOOR_EDGE, argv: [gatewayScript(checkout), '--config', consumerToProvider] })),
+    { name: FLOOR_PROVIDER, floor: FLOOR_PROVIDER, argv: floorProviderArgv, front: floorFront },
+    { name: PROVIDER, floor: FLOOR_PROVIDER, argv: [gatewayScript(ROOT), '--config', providerJson], front: consumerFront },
+    ...against.map((checkout) => ({ name: `${PROVIDER} of ${checkout}`, floor: FLOOR_PROVIDER, argv: [gatewayScript(checkout), '--config', providerJson], front: consumerFront })),
+  ];
 }
 
 async function main(): Promise<void> {
@@ -140,6 +248,7 @@ async function main(): Promise<void> {
     'max-windows': { type: 'string' },
     rounds: { type: 'string' },
     against: { type: 'string', multiple: true },
+    hop: { type: 'boolean' },
   });
   const opts = {
     warm: positive('warm', values.warm, 20_000),
@@ -160,51 +269,46 @@ async function main(): Promise<void> {
     const tokenFile = join(dir, 'sim-token');
     await writeFile(tokenFile, 'bench-token');
     const sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim', '--models', 'm1', '--token-file', tokenFile]);
+    /** Processes the paths start once for the whole run (the far side of the hop). */
+    const stops: Daemon[] = [];
     try {
       const simPort = await waitForPort(sim, 'sim');
-      const overlay = join(dir, 'overlay.json');
-      const credential = { strategy: 'bearer_token' as const, secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' } };
-      await writeOverlay(overlay, payload([{ ...candidate('m1', 'local', 'sim'), credential }]));
-      const config = join(dir, 'consumer.json');
-      await writeFile(
-        config,
-        JSON.stringify(consumerConfig({ overlayPath: overlay, credentials: [{ name: 'sim-token', namespace: 'grid-system', key: 'token', file: tokenFile }], clusters: [{ name: 'sim', endpoints: [`127.0.0.1:${simPort}`] }] })),
-      );
-      const paths: Path[] = [
-        { name: 'floor (minimal Node proxy)', argv: (port) => [join(ROOT, 'test/bench/floor-proxy.ts'), '--upstream', `m1=127.0.0.1:${port}`, '--token-file', tokenFile] },
-        { name: 'consumer gateway', argv: () => [join(ROOT, 'daemons/gateway/main.ts'), '--config', config] },
-        ...against.map((dir) => ({ name: `consumer gateway of ${dir}`, argv: () => [join(dir, 'daemons/gateway/main.ts'), '--config', config] })),
-      ];
+      const paths = values.hop === true ? await hopPaths(dir, tokenFile, simPort, against, stops) : await consumerPaths(dir, tokenFile, simPort, against);
       process.stdout.write(
         `# gateway instructions benchmark, ${new Date().toISOString()}: node ${process.version}, callgrind, ${IN_FLIGHT} in flight, ${opts.warm} warm-up requests, then consecutive windows of ${opts.requests} counted requests until two agree within ${AGREE * 100} % (at most ${opts.maxWindows})\n\n`,
       );
-      process.stdout.write('| round | path | instructions/request (steady window) | vs floor | windows, in order |\n|---|---|---|---|---|\n');
+      process.stdout.write('| round | path | instructions/request (steady window) | vs its floor | windows, in order |\n|---|---|---|---|---|\n');
       const results = new Map<string, number[]>(paths.map((p) => [p.name, []]));
       let failed = 0;
       const unsteady: string[] = [];
       for (let round = 1; round <= rounds; round++) {
-        let floor = NaN;
         for (const path of paths) {
-          const result = await measure(path, simPort, dir, opts);
+          const result = await measure(path, dir, opts);
           failed += result.failed;
           if (!result.steady) unsteady.push(`${path.name} (round ${round})`);
-          if (path === paths[0]) floor = result.perRequest;
           results.get(path.name)!.push(result.perRequest);
+          const floor = results.get(path.floor)!.at(-1)!;
           const windows = result.windows.map((w) => w.toFixed(0)).join(', ');
           process.stdout.write(`| ${round} | ${path.name} | ${result.perRequest.toFixed(0)}${result.steady ? '' : ' (not steady)'} | ${(result.perRequest / floor).toFixed(3)} | ${windows} |\n`);
         }
       }
-      const floorMedian = median(results.get(paths[0]!.name)!);
+      const medianOf = (name: string): number => median(results.get(name)!);
       process.stdout.write('\n');
-      for (const path of paths.slice(1)) {
-        const m = median(results.get(path.name)!);
-        process.stdout.write(`${path.name}: ${m.toFixed(0)} instructions/request, ${(m / floorMedian).toFixed(3)}x the floor (${floorMedian.toFixed(0)}), medians over ${rounds} rounds\n`);
+      for (const path of paths.filter((p) => p.floor !== p.name)) {
+        const m = medianOf(path.name);
+        process.stdout.write(`${path.name}: ${m.toFixed(0)} instructions/request, ${(m / medianOf(path.floor)).toFixed(3)}x ${path.floor} (${medianOf(path.floor).toFixed(0)}), medians over ${rounds} rounds\n`);
+      }
+      if (values.hop === true) {
+        // The hop as bench:gateway adds it up: both sides together against both floors together.
+        const floorHop = medianOf(FLOOR_EDGE) + medianOf(FLOOR_PROVIDER);
+        const hop = medianOf(CONSUMER_HOP) + medianOf(PROVIDER);
+        process.stdout.write(`both gateways of the hop: ${hop.toFixed(0)} instructions/request, ${(hop / floorHop).toFixed(3)}x both floor proxies (${floorHop.toFixed(0)})\n`);
       }
       process.stdout.write(`failed requests: ${failed}\n`);
       if (unsteady.length > 0) process.stdout.write(`not steady within ${opts.maxWindows} windows (the figure is the last window): ${unsteady.join('; ')}\n`);
       if (failed > 0) process.exitCode = 1;
     } finally {
-      await sim.stop();
+      await Promise.all([sim, ...stops].map((daemon) => daemon.stop()));
     }
   } finally {
     await cleanup();
