@@ -199,4 +199,20 @@ describe('request id', () => {
     // A clock before the epoch reads as 0.
     expect(createRequestIdGenerator({ nowMicros: () => -5, processTag: 1 })()).toBe('00000000000000000001000000000000');
   });
+
+  it('keeps every id exact while one generator crosses the 2^24 boundaries of its clock and its counter', () => {
+    // The generator caches the hex of each number's high part: it must follow the clock both ways (a clock step back)
+    // and the counter past 2^24 requests.
+    const clock = [2 ** 24 - 1, 2 ** 24, 2 ** 24 + 1, 2 ** 24 - 1, 2 ** 48 + 2 ** 24 - 1, 2 ** 48 + 2 ** 24, 5];
+    let at = 0;
+    const next = createRequestIdGenerator({ nowMicros: () => clock[at++ % clock.length]!, processTag: 0xbeef });
+    for (let i = 0; i < clock.length; i++) {
+      expect(next()).toBe(`${clock[i]!.toString(16).padStart(16, '0')}beef${i.toString(16).padStart(12, '0')}`);
+    }
+    for (let i = clock.length; i < 2 ** 24 - 1; i++) next();
+    for (const counter of [2 ** 24 - 1, 2 ** 24, 2 ** 24 + 1]) {
+      const id = next();
+      expect(id.slice(20)).toBe(counter.toString(16).padStart(12, '0'));
+    }
+  });
 });

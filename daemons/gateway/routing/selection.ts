@@ -3,7 +3,6 @@
 // so every rule is table-tested without sockets or sleeps.
 import type { CandidateKind, SelectionMode } from '../../../schemas/overlay/types.ts';
 import type { AffinityTable } from './affinity.ts';
-import { capabilityKey } from './snapshot.ts';
 import type { RoutingCandidate, RoutingSnapshot } from './snapshot.ts';
 
 export interface SelectionRequest {
@@ -34,6 +33,9 @@ export type SelectionOutcome =
   | { readonly kind: 'no_candidate' }
   /** The capability is known but every candidate is excluded or closed to new sessions: 503. */
   | { readonly kind: 'all_excluded' };
+
+/** The alternates of a group with one viable member: shared, as nothing writes to an outcome's alternates. */
+const NO_ALTERNATES: readonly RoutingCandidate[] = Object.freeze([]);
 
 const admissionOf = (c: RoutingCandidate): string => c.candidate.admission_state ?? 'new_and_existing';
 
@@ -84,7 +86,7 @@ function pickIndex(
 export function selectCandidate(snapshot: RoutingSnapshot, request: SelectionRequest, deps: SelectionDeps): SelectionOutcome {
   const routes = snapshot.routesFor(request.kind, request.name);
   if (routes === undefined || routes.groups.length === 0) return { kind: 'no_candidate' };
-  const capKey = capabilityKey(request.kind, request.name);
+  const capKey = routes.key;
   const sessionKey = deps.affinity !== undefined ? request.sessionKey : undefined;
   const affinityKey = sessionKey === undefined ? undefined : `${capKey}\u0000${sessionKey}`;
 
@@ -102,12 +104,14 @@ export function selectCandidate(snapshot: RoutingSnapshot, request: SelectionReq
   }
 
   for (let g = 0; g < routes.groups.length; g++) {
-    const members = (routes.groups[g] ?? []).filter((c) => viableForNew(c, deps));
+    const group = routes.groups[g]!;
+    // The whole group when every member is viable (the usual case): no filtered copy per request.
+    const members = group.every((c) => viableForNew(c, deps)) ? group : group.filter((c) => viableForNew(c, deps));
     if (members.length === 0) continue;
-    const index = pickIndex(snapshot.mode, members, `${capKey}\u0000${g}`, snapshot, deps);
+    const index = pickIndex(snapshot.mode, members, routes.cursorKeys[g]!, snapshot, deps);
     const candidate = members[index] ?? members[0]!;
     // Retry order: the members after the chosen one, wrapping around, so a retry moves on like the mode would.
-    const alternates = [...members.slice(index + 1), ...members.slice(0, index)];
+    const alternates = members.length === 1 ? NO_ALTERNATES : [...members.slice(index + 1), ...members.slice(0, index)];
     if (affinityKey !== undefined && deps.affinity !== undefined) deps.affinity.bind(affinityKey, candidate.stableId, deps.nowMs());
     return { kind: 'selected', candidate, alternates, affinity: affinityKey === undefined ? 'none' : 'new' };
   }

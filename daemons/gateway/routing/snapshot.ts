@@ -17,6 +17,10 @@ export interface CapabilityRoutes {
   readonly name: string;
   /** Groups in priority order, each in overlay order. */
   readonly groups: readonly (readonly RoutingCandidate[])[];
+  /** capabilityKey(kind, name), made once per snapshot rather than on every request. */
+  readonly key: string;
+  /** Each group's round-robin cursor key, by group index. */
+  readonly cursorKeys: readonly string[];
 }
 
 export interface RoutingSnapshot {
@@ -63,8 +67,14 @@ export function buildSnapshot(
       group,
     });
   }
-  const routes = new Map<string, CapabilityRoutes>();
-  for (const [key, entry] of grouped) routes.set(key, { kind: entry.kind, name: entry.name, groups: entry.groups.filter((g) => g.length > 0) });
+  // By kind, then name: a request looks its capability up with the two strings it has, without joining them.
+  const routes = new Map<CandidateKind, Map<string, CapabilityRoutes>>();
+  for (const [key, entry] of grouped) {
+    const groups = entry.groups.filter((g) => g.length > 0);
+    let byName = routes.get(entry.kind);
+    if (byName === undefined) routes.set(entry.kind, (byName = new Map()));
+    byName.set(entry.name, { kind: entry.kind, name: entry.name, groups, key, cursorKeys: groups.map((_, g) => `${key}\u0000${g}`) });
+  }
   return {
     revision,
     format,
@@ -75,6 +85,6 @@ export function buildSnapshot(
     models,
     acceptedAtMs,
     cursors: new Map(),
-    routesFor: (kind, name) => routes.get(capabilityKey(kind, name)),
+    routesFor: (kind, name) => routes.get(kind)?.get(name),
   };
 }
