@@ -14,6 +14,8 @@ const TOKEN = /^[\x21-\x7e]+$/;
 interface LoadedCredential {
   readonly source: CredentialSource;
   readonly token: string | undefined;
+  /** The Authorization value, made once per load rather than per request. */
+  readonly authorization: string | undefined;
   /** Why the token is unusable (never contains token bytes). */
   readonly problem: string | undefined;
 }
@@ -55,7 +57,7 @@ export function createCredentialInject(config: CredentialInjectFilter, configDir
     loaded = (config.credentials ?? []).map((source) => {
       const { token, problem } = loadToken(source, configDir);
       if (problem !== undefined) logger.warn({ credential: describe(source), problem }, 'credential unusable; requests that need it get 503');
-      return { source, token, problem };
+      return { source, token, authorization: token === undefined ? undefined : `Bearer ${token}`, problem };
     });
     return loaded.filter((c) => c.token !== undefined).length;
   };
@@ -78,9 +80,9 @@ export function createCredentialInject(config: CredentialInjectFilter, configDir
       if (ref.name === undefined || ref.name === '') throw unavailable('credential_unavailable', 'the route names an incomplete credential reference');
       const entry = find(ref);
       if (entry === undefined) throw unavailable('credential_unavailable', `credential "${ref.name}" is not configured on this gateway`);
-      if (entry.token === undefined) throw unavailable('credential_unavailable', `credential "${ref.name}" is not available on this gateway`);
+      if (entry.authorization === undefined) throw unavailable('credential_unavailable', `credential "${ref.name}" is not available on this gateway`);
       request.headers.delete('authorization');
-      request.headers.set('authorization', `Bearer ${entry.token}`);
+      request.headers.set('authorization', entry.authorization);
     },
   };
 }

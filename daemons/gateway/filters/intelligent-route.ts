@@ -16,7 +16,7 @@ import type { Filter, GatewayRequest } from '../context.ts';
 import type { OverlayStore } from '../overlay-store.ts';
 import { applyHeaderAllowlist, headerAllowlist } from './header-policy.ts';
 import { AffinityTable, DEFAULT_AFFINITY_TTL_SECONDS, MAX_AFFINITY_ENTRIES, MAX_SESSION_KEY_BYTES } from '../routing/affinity.ts';
-import { selectCandidate } from '../routing/selection.ts';
+import { selectCandidate, type SelectionDeps } from '../routing/selection.ts';
 import type { RoutingCandidate, RoutingSnapshot } from '../routing/snapshot.ts';
 
 /** What a failover needs, kept on the request (request.failoverState) rather than in a closure made per request. */
@@ -73,6 +73,14 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
     return key;
   }
 
+  // The same for every request: made once, not per request.
+  const selectionDeps: SelectionDeps = {
+    random,
+    nowMs,
+    isExcluded: (c) => !options.isClusterAvailable(c.candidate.cluster),
+    ...(affinity === undefined ? {} : { affinity }),
+  };
+
   /** Points the request at `selected`: cluster, credential, routed site, and the hop context for a provider hop. */
   function applyCandidate(request: GatewayRequest, selected: RoutingCandidate, snapshot: RoutingSnapshot, model: string, failedOver: boolean): void {
     const candidate = selected.candidate;
@@ -80,7 +88,7 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
     request.routedSite = candidate.site;
     request.res.routedSite = candidate.site;
     request.labels.cluster = candidate.cluster;
-    request.credential = candidate.credential === undefined ? undefined : { strategy: candidate.credential.strategy, ...candidate.credential.secretRef };
+    request.credential = selected.credential;
     // A failover drops the hop context written for the candidate it replaces.
     if (failedOver) stripPrefixedHeaders(request.headers, 'x-ai-routing-');
     if (hopClusters.has(candidate.cluster)) {
@@ -114,17 +122,7 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
       const model = request.model;
       if (model === undefined) throw notFound('no_route', 'the request names no model, and no other route applies');
       if (model.length === 0) throw badRequest('invalid_model', 'model is blank');
-      const key = sessionKey(request);
-      const outcome = selectCandidate(
-        snapshot,
-        { kind: 'inference_model', name: model, ...(key === undefined ? {} : { sessionKey: key }) },
-        {
-          random,
-          nowMs,
-          isExcluded: (c) => !options.isClusterAvailable(c.candidate.cluster),
-          ...(affinity === undefined ? {} : { affinity }),
-        },
-      );
+      const outcome = selectCandidate(snapshot, { kind: 'inference_model', name: model, sessionKey: sessionKey(request) }, selectionDeps);
       store.noteServed(snapshot);
       if (outcome.kind === 'no_candidate') throw notFound('model_not_found', `no provider serves model "${model}"`);
       request.labels.model = model;

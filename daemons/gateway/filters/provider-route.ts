@@ -13,7 +13,7 @@ import {
   ROUTING_REVISION_HEADER,
   stripHopHeaders,
 } from '../context.ts';
-import type { Filter, GatewayRequest } from '../context.ts';
+import type { CredentialRef, Filter, GatewayRequest } from '../context.ts';
 import { REQUEST_ID_PATTERN } from '../routing/request-id.ts';
 import { applyHeaderAllowlist, headerAllowlist } from './header-policy.ts';
 
@@ -41,7 +41,13 @@ export function pathAllowed(route: ProviderRoute, path: string): boolean {
 
 export function createProviderRoute(config: ProviderRouteFilter, parser: Filter): ProviderRouteFilterRuntime {
   // One route per candidate_id: the config loader refuses a repeat, as Praxis AI does.
-  const byCandidate = new Map<string, ProviderRoute>(config.routes.map((route) => [route.candidate_id, route]));
+  // Each route with its credential reference as credential_inject reads it, made once rather than per request.
+  const byCandidate = new Map<string, { route: ProviderRoute; credential: CredentialRef | undefined }>(
+    config.routes.map((route) => [
+      route.candidate_id,
+      { route, credential: route.credential === undefined ? undefined : Object.freeze({ strategy: route.credential.strategy ?? 'bearer_token', ...route.credential.secretRef }) },
+    ]),
+  );
   const models = [...new Set(config.routes.map((r) => r.model))];
   const backendHeaders = headerAllowlist(config.forward_request_headers);
 
@@ -67,14 +73,15 @@ export function createProviderRoute(config: ProviderRouteFilter, parser: Filter)
       await parser.apply(request);
       const model = request.model;
       if (model === undefined) throw badRequest('model_required', 'the request names no model');
-      const route = byCandidate.get(candidate);
-      if (route === undefined) throw forbidden('unknown_candidate', 'the routing candidate is not served by this provider');
+      const routed = byCandidate.get(candidate);
+      if (routed === undefined) throw forbidden('unknown_candidate', 'the routing candidate is not served by this provider');
+      const route = routed.route;
       if (route.model !== model) throw notFound('model_not_routed', `model "${model}" is not routed for this candidate`);
       if (!pathAllowed(route, request.path)) throw notFound('path_not_routed', `path ${request.path} is not routed for this candidate`);
       request.cluster = route.cluster;
       request.labels.model = route.model;
       request.labels.cluster = route.cluster;
-      request.credential = route.credential === undefined ? undefined : { strategy: route.credential.strategy ?? 'bearer_token', ...route.credential.secretRef };
+      request.credential = routed.credential;
       request.headers.set(PROVIDER_REQUEST_ID_HEADER, requestId);
       if (config.provider_id !== undefined) request.headers.set(PROVIDER_ATTRIBUTION_HEADER, config.provider_id);
       if (revision !== undefined) request.headers.set(PROVIDER_REVISION_HEADER, revision);

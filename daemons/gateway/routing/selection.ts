@@ -9,7 +9,7 @@ export interface SelectionRequest {
   readonly kind: CandidateKind;
   readonly name: string;
   /** Session key from the affinity header or cookie; only consulted when an affinity table is given. */
-  readonly sessionKey?: string;
+  readonly sessionKey?: string | undefined;
 }
 
 export interface SelectionDeps {
