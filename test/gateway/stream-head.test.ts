@@ -1,0 +1,81 @@
+// A streamed answer's head reaches the caller as soon as the upstream sends it, before the model's first token: a chat
+// client shows the stream as started (200, text/event-stream) while the model is still thinking. The load balancer
+// flushes a length-less head once the upstream read that carried it is handled, so a first event in that same read goes
+// out with the head in one write; these tests hold both orders to the caller's view. The upstream is a real HTTP server
+// that writes the head, then the first event only when the test says so.
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { afterEach, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../../daemons/gateway/config.ts';
+import { startGateway, type GatewayInstance } from '../../daemons/gateway/server.ts';
+import { capturingLogger } from '../gossip-operator/helpers.ts';
+import { candidate, chatBody, consumerConfig, payload, tempDir, writeOverlay } from './helpers.ts';
+
+const EVENT = 'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n';
+
+describe('streamed answer head', () => {
+  let gateway: GatewayInstance | undefined;
+  let upstream: Server | undefined;
+  let cleanup: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    await gateway?.close();
+    upstream?.closeAllConnections();
+    await new Promise((resolve) => upstream?.close(resolve) ?? resolve(undefined));
+    await cleanup?.();
+  });
+
+  /** A consumer gateway in front of an upstream that hands each streamed answer to `answer`. */
+  async function start(answer: (res: ServerResponse) => void): Promise<string> {
+    upstream = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => answer(res));
+    });
+    await new Promise<void>((resolve) => upstream!.listen(0, '127.0.0.1', resolve));
+    const dirs = await tempDir('stream-head');
+    cleanup = dirs.cleanup;
+    const overlayPath = join(dirs.dir, 'routing-overlay.json');
+    await writeOverlay(overlayPath, payload([candidate('m1', 'west', 'sse')]));
+    const port = (upstream.address() as { port: number }).port;
+    gateway = await startGateway(resolveConfig(consumerConfig({ overlayPath, clusters: [{ name: 'sse', endpoints: [`127.0.0.1:${port}`] }] }), 'consumer.json'), {
+      configDir: dirs.dir,
+      logger: capturingLogger().logger,
+      processMetrics: false,
+      overlayPollIntervalMs: 0,
+    });
+    return `http://127.0.0.1:${gateway.listeners[0]!.port}/v1/chat/completions`;
+  }
+
+  it('reaches the caller while the upstream has sent no event yet, and the event follows when it comes', async () => {
+    let held: ServerResponse | undefined;
+    const url = await start((res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.flushHeaders();
+      held = res;
+    });
+    const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chatBody('m1', { stream: true })) });
+    // The head is here and the upstream still holds its first event: nothing waited for a body byte.
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/event-stream');
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f]{32}$/);
+    expect(held).toBeDefined();
+    expect(held!.writableEnded).toBe(false);
+    held!.write(EVENT);
+    held!.end('data: [DONE]\n\n');
+    expect(await res.body.text()).toBe(`${EVENT}data: [DONE]\n\n`);
+    // Without the flush the request above waits for a body byte the upstream never sends: it times out.
+  }, 10_000);
+
+  it('carries the first event that came with the head, and every later one', async () => {
+    const url = await start((res) => {
+      // Head and first event in one write, as the sim (and most servers) send them.
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(EVENT);
+      setTimeout(() => res.end('data: [DONE]\n\n'), 50);
+    });
+    const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chatBody('m1', { stream: true })) });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/event-stream');
+    expect(await res.body.text()).toBe(`${EVENT}data: [DONE]\n\n`);
+  });
+});
