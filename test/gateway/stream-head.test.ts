@@ -1,8 +1,8 @@
 // A streamed answer's head reaches the caller as soon as the upstream sends it, before the model's first token: a chat
 // client shows the stream as started (200, text/event-stream) while the model is still thinking. The load balancer
-// flushes a length-less head once the upstream read that carried it is handled, so a first event in that same read goes
-// out with the head in one write; these tests hold both orders to the caller's view. The upstream is a real HTTP server
-// that writes the head, then the first event only when the test says so.
+// flushes a length-less head when it writes it; Node corks the socket until the next tick, so a first event that came in
+// the same upstream read still goes out in the same write. These tests hold both orders to the caller's view. The
+// upstream is a real HTTP server that writes the head, then the first event only when the test says so.
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { request } from 'undici';

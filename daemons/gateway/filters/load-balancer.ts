@@ -250,8 +250,6 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
     #controller: Dispatcher.DispatchController | undefined;
     #timing: { latency: HistogramSeries; ttfb: HistogramSeries } | undefined;
     #first = true;
-    /** A chunk or the end has been written to the caller (the head went out with it). */
-    #wrote = false;
     #paused = false;
     #onDrain: (() => void) | undefined;
 
@@ -300,16 +298,8 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
       if (options.isClosing()) outHeaders['connection'] = 'close';
       this.#request.responseObserver?.start(statusCode, outHeaders);
       res.writeHead(statusCode, outHeaders);
-      // A streamed (length-less) response shows its head at once, even while the model has not produced its first
-      // token; a sized one goes out with its first chunk. At once means after this read from the upstream: when the
-      // first event came in the same read (undici calls onResponseData before the microtask runs), the head goes out
-      // with it in one write, as a minimal proxy's does, instead of a write and a wakeup of the caller of its own.
-      if (outHeaders['content-length'] === undefined) {
-        queueMicrotask(() => {
-          // res.headersSent is true from writeHead on; what matters is whether a write has carried the head out.
-          if (!this.#wrote && !res.destroyed) res.flushHeaders();
-        });
-      }
+      // A streamed (length-less) response shows its head at once; a sized one goes out with its first chunk.
+      if (outHeaders['content-length'] === undefined) res.flushHeaders();
       this.#timing = timingOf(this.#cluster.name);
       this.#resolve();
     }
@@ -322,9 +312,7 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
       }
       const observer = request.responseObserver;
       const out = observer === undefined ? chunk : observer.push(chunk);
-      if (out.length === 0) return;
-      this.#wrote = true;
-      if (!request.res.write(out) && !this.#paused) {
+      if (out.length > 0 && !request.res.write(out) && !this.#paused) {
         this.#paused = true;
         controller.pause();
         request.res.once('drain', (this.#onDrain ??= () => {
@@ -338,7 +326,6 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
       const request = this.#request;
       request.upstream = undefined;
       const tail = request.responseObserver?.end(true);
-      this.#wrote = true;
       request.res.end(tail !== undefined && tail.length > 0 ? tail : undefined);
       this.#timing!.latency.observe(Number(process.hrtime.bigint() - this.#started) / 1e9);
     }
