@@ -2,32 +2,24 @@
 // full) instead of the gateway buffering the whole answer, and once it reads again it gets every byte. The upstream
 // is a real HTTP server writing a 64 MiB answer with backpressure of its own, so how far it got shows how much the
 // gateway took from it; the caller is a raw socket that stops reading for a while.
-import { createServer, type Server } from 'node:http';
 import { connect } from 'node:net';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../../daemons/gateway/config.ts';
-import { startGateway, type GatewayInstance } from '../../daemons/gateway/server.ts';
-import { capturingLogger } from '../gossip-operator/helpers.ts';
-import { candidate, chatBody, consumerConfig, payload, tempDir, waitFor, writeOverlay } from './helpers.ts';
+import { chatBody, waitFor } from './helpers.ts';
+import { consumerBeforeRawUpstream, type RawUpstreamGateway } from './raw-upstream.ts';
 
 const CHUNK = Buffer.alloc(64 * 1024, 'x');
 const TOTAL = 64 * 1024 * 1024;
 
 describe('load balancer backpressure', () => {
-  let gateway: GatewayInstance | undefined;
-  let upstream: Server | undefined;
-  let cleanup: (() => Promise<void>) | undefined;
+  let fixture: RawUpstreamGateway | undefined;
   afterEach(async () => {
-    await gateway?.close();
-    upstream?.closeAllConnections();
-    await new Promise((resolve) => upstream?.close(resolve) ?? resolve(undefined));
-    await cleanup?.();
+    await fixture?.close();
+    fixture = undefined;
   });
 
   it('pauses the upstream while the caller does not read, then delivers all of it', async () => {
     let written = 0;
-    upstream = createServer((req, res) => {
+    fixture = await consumerBeforeRawUpstream('backpressure', (req, res) => {
       req.resume();
       req.on('end', () => {
         res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': TOTAL });
@@ -44,21 +36,9 @@ describe('load balancer backpressure', () => {
         pump();
       });
     });
-    await new Promise<void>((resolve) => upstream!.listen(0, '127.0.0.1', resolve));
-    const upstreamPort = (upstream.address() as { port: number }).port;
-    const dirs = await tempDir('backpressure');
-    cleanup = dirs.cleanup;
-    const overlayPath = join(dirs.dir, 'routing-overlay.json');
-    await writeOverlay(overlayPath, payload([candidate('m1', 'west', 'big')]));
-    gateway = await startGateway(resolveConfig(consumerConfig({ overlayPath, clusters: [{ name: 'big', endpoints: [`127.0.0.1:${upstreamPort}`] }] }), 'consumer.json'), {
-      configDir: dirs.dir,
-      logger: capturingLogger().logger,
-      processMetrics: false,
-      overlayPollIntervalMs: 0,
-    });
 
     const body = JSON.stringify(chatBody('m1'));
-    const socket = connect(gateway.listeners[0]!.port, '127.0.0.1');
+    const socket = connect(fixture.port, '127.0.0.1');
     let received = 0;
     let head = '';
     let headDone = false;

@@ -3,47 +3,28 @@
 // flushes a length-less head when it writes it; Node corks the socket until the next tick, so a first event that came in
 // the same upstream read still goes out in the same write. These tests hold both orders to the caller's view. The
 // upstream is a real HTTP server that writes the head, then the first event only when the test says so.
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import { join } from 'node:path';
+import type { ServerResponse } from 'node:http';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../../daemons/gateway/config.ts';
-import { startGateway, type GatewayInstance } from '../../daemons/gateway/server.ts';
-import { capturingLogger } from '../gossip-operator/helpers.ts';
-import { candidate, chatBody, consumerConfig, payload, tempDir, writeOverlay } from './helpers.ts';
+import { chatBody } from './helpers.ts';
+import { consumerBeforeRawUpstream, type RawUpstreamGateway } from './raw-upstream.ts';
 
 const EVENT = 'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n';
 
 describe('streamed answer head', () => {
-  let gateway: GatewayInstance | undefined;
-  let upstream: Server | undefined;
-  let cleanup: (() => Promise<void>) | undefined;
+  let fixture: RawUpstreamGateway | undefined;
   afterEach(async () => {
-    await gateway?.close();
-    upstream?.closeAllConnections();
-    await new Promise((resolve) => upstream?.close(resolve) ?? resolve(undefined));
-    await cleanup?.();
+    await fixture?.close();
+    fixture = undefined;
   });
 
-  /** A consumer gateway in front of an upstream that hands each streamed answer to `answer`. */
+  /** A consumer gateway in front of an upstream that hands each streamed answer to `answer`; the URL to call. */
   async function start(answer: (res: ServerResponse) => void): Promise<string> {
-    upstream = createServer((req, res) => {
+    fixture = await consumerBeforeRawUpstream('stream-head', (req, res) => {
       req.resume();
       req.on('end', () => answer(res));
     });
-    await new Promise<void>((resolve) => upstream!.listen(0, '127.0.0.1', resolve));
-    const dirs = await tempDir('stream-head');
-    cleanup = dirs.cleanup;
-    const overlayPath = join(dirs.dir, 'routing-overlay.json');
-    await writeOverlay(overlayPath, payload([candidate('m1', 'west', 'sse')]));
-    const port = (upstream.address() as { port: number }).port;
-    gateway = await startGateway(resolveConfig(consumerConfig({ overlayPath, clusters: [{ name: 'sse', endpoints: [`127.0.0.1:${port}`] }] }), 'consumer.json'), {
-      configDir: dirs.dir,
-      logger: capturingLogger().logger,
-      processMetrics: false,
-      overlayPollIntervalMs: 0,
-    });
-    return `http://127.0.0.1:${gateway.listeners[0]!.port}/v1/chat/completions`;
+    return `http://127.0.0.1:${fixture.port}/v1/chat/completions`;
   }
 
   it('reaches the caller while the upstream has sent no event yet, and the event follows when it comes', async () => {
