@@ -1,13 +1,13 @@
 // CPU time of benchmarked processes from /proc (Linux), in seconds. The scheduler's own count of each thread's time on
 // a CPU (/proc/PID/task/TID/schedstat, nanoseconds) is read where the kernel has it: utime + stime in /proc/PID/stat
-// come in clock ticks of 1/100 s (USER_HZ), which is 7 % of a cold one-second window at 500 req/s. The schedstat sum
+// come in clock ticks of 1/100 s (USER_HZ), 5-7 % of a cold one-second window at 500 req/s. The schedstat sum
 // covers the threads alive when it is read; the processes measured here (Node, its worker threads, nginx's workers as
 // child processes) keep theirs for their whole life.
 import { readFileSync, readdirSync } from 'node:fs';
 
 const CLOCK_TICKS_PER_SECOND = 100;
 
-/** Nanoseconds on a CPU of every live thread of `pid`, or undefined where the kernel keeps no schedstat. */
+/** Seconds on a CPU (counted in nanoseconds) of every live thread of `pid`, or undefined where the kernel keeps no schedstat. */
 function scheduledSeconds(pid: number): number | undefined {
   let nanoseconds = 0;
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
