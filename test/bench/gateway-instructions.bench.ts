@@ -27,6 +27,7 @@ import { join, relative as relativePath, resolve } from 'node:path';
 import { Pool } from 'undici';
 import { ensureDebianPackages } from '../../image/debian-tools.ts';
 import { benchArgs } from './bench-args.ts';
+import { floorListenTls, floorUpstreamTls } from './floor-hop.ts';
 import { median } from './stats.ts';
 import { stableId } from '../../schemas/fnv1a.ts';
 import { PROVIDER_SNI, ROOT, candidate, consumerConfig, makePki, payload, providerConfig, spawnDaemon, tempDir, waitForPort, writeOverlay, type Daemon } from '../gateway/helpers.ts';
@@ -186,8 +187,8 @@ async function consumerPaths(dir: string, tokenFile: string, simPort: number, ag
  */
 async function hopPaths(dir: string, tokenFile: string, simPort: number, against: string[], started: Daemon[]): Promise<Path[]> {
   const pki = await makePki(dir);
-  const listenTls = ['--listen-tls', `${pki.providerCertPath},${pki.providerKeyPath},${pki.caPath}`];
-  const upstreamTls = ['--upstream-tls', `${pki.caPath},${pki.edgeCertPath},${pki.edgeKeyPath},${PROVIDER_SNI}`];
+  const listenTls = floorListenTls(pki);
+  const upstreamTls = floorUpstreamTls(pki);
   const floorEdgeArgv = (port: number): string[] => [floorScript, '--upstream', `m1=127.0.0.1:${port}`, '--token-file', tokenFile, ...upstreamTls];
   const floorProviderArgv = [floorScript, '--upstream', `m1=127.0.0.1:${simPort}`, '--token-file', tokenFile, ...listenTls];
 

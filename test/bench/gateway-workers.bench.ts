@@ -33,9 +33,10 @@ import { createServer, connect } from 'node:net';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { ROOT, candidate, consumerConfig, payload, tempDir, waitFor, writeOverlay } from '../gateway/helpers.ts';
 import { processCpuSeconds } from './proc-cpu.ts';
+import { benchArgs } from './bench-args.ts';
+import { median } from './stats.ts';
 
 export interface WorkersBenchOptions {
   /** Length of one window. */
@@ -268,11 +269,6 @@ async function runWindow(load: Load, windowMs: number, gatewayPid: number, simPi
   };
 }
 
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 interface RunningGateway {
   readonly workers: number;
@@ -459,26 +455,30 @@ export function formatWorkersReport(result: WorkersBenchResult): string {
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({
-    options: {
-      'window-ms': { type: 'string' },
-      concurrency: { type: 'string' },
-      pairs: { type: 'string' },
-      upstream: { type: 'string' },
-    },
+  const usage = 'usage: npm run bench:gateway-workers -- [--window-ms 3000] [--concurrency 32] [--pairs 5] [--upstream minimal|sim]';
+  const { values, positive } = benchArgs('bench:gateway-workers', usage, {
+    'window-ms': { type: 'string' },
+    concurrency: { type: 'string' },
+    pairs: { type: 'string' },
+    upstream: { type: 'string' },
   });
-  const number = (text: string | undefined, fallback: number, name: string): number => {
-    if (text === undefined) return fallback;
-    const n = Number(text);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive whole number, got "${text}"`);
+  const whole = (name: string, text: string | undefined, fallback: number): number => {
+    const n = positive(name, text, fallback);
+    if (!Number.isInteger(n)) {
+      process.stderr.write(`bench:gateway-workers: --${name} must be a whole number, got "${text}" (${usage})\n`);
+      process.exit(2);
+    }
     return n;
   };
   const upstream = values.upstream ?? 'minimal';
-  if (upstream !== 'minimal' && upstream !== 'sim') throw new Error(`--upstream must be minimal or sim, got "${upstream}"`);
+  if (upstream !== 'minimal' && upstream !== 'sim') {
+    process.stderr.write(`bench:gateway-workers: --upstream must be minimal or sim, got "${upstream}" (${usage})\n`);
+    process.exit(2);
+  }
   benchGatewayWorkers({
-    windowMs: number(values['window-ms'], DEFAULT_WORKERS_BENCH.windowMs, 'window-ms'),
-    concurrency: number(values.concurrency, DEFAULT_WORKERS_BENCH.concurrency, 'concurrency'),
-    pairs: number(values.pairs, DEFAULT_WORKERS_BENCH.pairs, 'pairs'),
+    windowMs: whole('window-ms', values['window-ms'], DEFAULT_WORKERS_BENCH.windowMs),
+    concurrency: whole('concurrency', values.concurrency, DEFAULT_WORKERS_BENCH.concurrency),
+    pairs: whole('pairs', values.pairs, DEFAULT_WORKERS_BENCH.pairs),
     upstream,
     log: (line) => process.stdout.write(`${line}\n`),
   }).then(

@@ -29,6 +29,8 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { benchArgs } from './bench-args.ts';
+import { floorListenTls, floorUpstreamTls } from './floor-hop.ts';
+import { median } from './stats.ts';
 import { treeCpuSeconds } from './proc-cpu.ts';
 import { stableId } from '../../schemas/fnv1a.ts';
 import { PROVIDER_SNI, candidate, consumerConfig, makePki, payload, providerConfig, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay } from '../gateway/helpers.ts';
@@ -115,10 +117,20 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 const sortedOf = (values: number[]): Float64Array => Float64Array.from(values).sort();
-const median = (values: number[]): number => percentile(sortedOf(values), 50);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const ms = (ns: bigint): number => Number(ns) / 1e6;
 const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toFixed(digits) : '-');
+
+/** "median (min-max)" of the finite values, or '-' when there are none (a path with no proxy process has no CPU). */
+function spread(values: readonly number[], digits = 0): string {
+  const finite = values.filter(Number.isFinite);
+  return finite.length === 0 ? '-' : `${fmt(median(finite), digits)} (${fmt(Math.min(...finite), digits)}-${fmt(Math.max(...finite), digits)})`;
+}
+
+/** Round by round, `values[i] / base[i]`, as a spread: ratios are taken within a round, never across rounds. */
+function roundRatios(values: readonly number[], base: readonly number[] | undefined): string {
+  return base === undefined ? '-' : spread(values.map((v, i) => v / base[i]!), 2);
+}
 const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
 let failedRequests = 0;
 
@@ -219,25 +231,18 @@ async function closedCase(paths: BenchPath[]): Promise<void> {
     }
   }
   const rows: string[][] = [];
-  const roundRatio = (name: string, base: string): string => {
-    const a = windows.get(name);
-    const b = windows.get(base);
-    if (a === undefined || b === undefined) return '-';
-    const ratios = a.map((w, i) => w.cpuUs / b[i]!.cpuUs).filter(Number.isFinite);
-    return ratios.length === 0 ? '-' : `${fmt(median(ratios), 2)} (${fmt(Math.min(...ratios), 2)}-${fmt(Math.max(...ratios), 2)})`;
-  };
+  const roundRatio = (name: string, base: string): string => roundRatios(windows.get(name)!.map((w) => w.cpuUs), windows.get(base)?.map((w) => w.cpuUs));
   for (const path of paths) {
     const ws = windows.get(path.name)!;
-    const cpu = ws.map((w) => w.cpuUs);
     const lat = sortedOf(ws.flatMap((w) => w.latencies));
     rows.push([
       path.name,
       String(warmups.get(path.name)),
-      `${fmt(median(ws.map((w) => w.rps)))} (${fmt(Math.min(...ws.map((w) => w.rps)))}-${fmt(Math.max(...ws.map((w) => w.rps)))})`,
+      spread(ws.map((w) => w.rps)),
       fmt(percentile(lat, 50), 2),
       fmt(percentile(lat, 99), 2),
       String(ws.reduce((s, w) => s + w.errors, 0)),
-      Number.isNaN(median(cpu)) ? '-' : `${fmt(median(cpu))} (${fmt(Math.min(...cpu))}-${fmt(Math.max(...cpu))})`,
+      spread(ws.map((w) => w.cpuUs)),
       roundRatio(path.name, 'floor (minimal Node proxy)'),
       roundRatio(path.name, 'nginx'),
     ]);
@@ -246,8 +251,7 @@ async function closedCase(paths: BenchPath[]): Promise<void> {
   for (const path of paths) {
     const ws = windows.get(path.name)!;
     const parts = (path.parts ?? []).map((part, i) => {
-      const us = ws.map((w) => w.partsUs[i]!);
-      return `${part.name} ${fmt(median(us))} us/req (${fmt(Math.min(...us))}-${fmt(Math.max(...us))})`;
+      return `${part.name} ${spread(ws.map((w) => w.partsUs[i]!))} us/req`;
     });
     if (parts.length > 0) process.stdout.write(`${path.name}, by process: ${parts.join(', ')}\n\n`);
   }
@@ -295,8 +299,8 @@ async function fixedRate(path: BenchPath, rate: number, durationMs: number, shar
       send(t0 + BigInt(Math.round(sent * interval)));
       sent++;
     }
-    // Spinning (not a timer) so each request leaves on time: with 1 ms timers here direct's p50 was 0.84-0.88 ms
-    // against 0.10-0.18 spinning, the load generator's lateness rather than the proxy's.
+    // Spinning (not a timer) so each request leaves on time: a timer of 1 ms or more adds its own lateness, up to its
+    // period, to every latency, against direct's p50 of 0.10-0.18 ms (BENCHMARKS.md).
     await new Promise((resolve) => setImmediate(resolve));
   }
   await Promise.all(pending);
@@ -325,13 +329,7 @@ async function rateCase(paths: BenchPath[]): Promise<Map<number, number>> {
       await Promise.all([...pools.values()].map((pool) => pool.close()));
     }
     const pooled = (name: string): Float64Array => sortedOf(results.get(name)!.flatMap((r) => [...r.latencies]));
-    const spread = (values: number[], digits = 0): string =>
-      values.length === 0 || values.some(Number.isNaN) ? '-' : `${fmt(median(values), digits)} (${fmt(Math.min(...values), digits)}-${fmt(Math.max(...values), digits)})`;
-    const ratio = (name: string, base: string): string => {
-      const a = results.get(name)!;
-      const b = results.get(base);
-      return b === undefined ? '-' : spread(a.map((r, i) => r.cpuUs / b[i]!.cpuUs), 2);
-    };
+    const ratio = (name: string, base: string): string => roundRatios(results.get(name)!.map((r) => r.cpuUs), results.get(base)?.map((r) => r.cpuUs));
     consumerAt.set(rate, median((results.get('consumer gateway') ?? []).map((r) => r.cpuUs)));
     const direct = pooled('direct to sim');
     const rows = paths.map((path) => {
@@ -668,13 +666,13 @@ async function main(): Promise<void> {
     // minimal proxy that checks it and forwards to the sims, as the consumer and provider gateways do.
     const floorProvider = spawnDaemon('test/bench/floor-proxy.ts', [
       '--upstream', `m1=127.0.0.1:${simPort},ms=127.0.0.1:${streamSimPort}`, '--token-file', tokenFile,
-      '--listen-tls', `${pki.providerCertPath},${pki.providerKeyPath},${pki.caPath}`,
+      ...floorListenTls(pki),
     ]);
     daemons.push(floorProvider);
     const floorProviderPort = await waitForPort(floorProvider, 'floor');
     const floorEdge = spawnDaemon('test/bench/floor-proxy.ts', [
       '--upstream', `m1=127.0.0.1:${floorProviderPort},ms=127.0.0.1:${floorProviderPort}`, '--token-file', tokenFile,
-      '--upstream-tls', `${pki.caPath},${pki.edgeCertPath},${pki.edgeKeyPath},${PROVIDER_SNI}`,
+      ...floorUpstreamTls(pki),
     ]);
     daemons.push(floorEdge);
     const floorEdgePort = await waitForPort(floorEdge, 'floor');

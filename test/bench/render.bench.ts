@@ -36,6 +36,7 @@ import type {
 } from '../../daemons/gossip-operator/routing/model.ts';
 import { renderGatewayOverlay } from '../../daemons/gossip-operator/routing/render.ts';
 import { siteIndexFor } from '../../daemons/gossip-operator/routing/sites.ts';
+import { median } from './stats.ts';
 
 const NETWORK = 'bench';
 const OWN = 'site-0';
@@ -146,11 +147,6 @@ function renderOnce(input: NetworkRoutingInput, candidateLimit: number | undefin
   return { inputCandidates: evaluation.backends.length, published: result.value.payload.candidates.length, bytes, revision: result.value.revision };
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
 
 function cpuMs(): number {
   const { user, system } = process.cpuUsage();

@@ -5,7 +5,7 @@ import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/pr
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CONFIG_MAP, openLocalStore, ResourceStoreError, SECRET, type LocalStore } from '../../daemons/shared/resource-store/index.ts';
-import type { KubeObject, ResourceKind, WatchEvent } from '../../daemons/shared/resource-store/types.ts';
+import type { KubeObject, ResourceKind } from '../../daemons/shared/resource-store/types.ts';
 import { makeTempDir, poll } from '../overlay-sync/helpers.ts';
 import { resourceStoreContract } from './contract.ts';
 

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createCertificateAuthority, createServerCertificate } from '../../../daemons/shared/tls.ts';
 import { probeHealth } from '../../../daemons/gossip-operator/probes/health-probe.ts';
-import { type TestServer, closedPort, startServer } from './servers.ts';
+import { closedPort } from '../../closed-port.ts';
+import { type TestServer, startServer } from './servers.ts';
 
 const servers: TestServer[] = [];
 afterEach(async () => {

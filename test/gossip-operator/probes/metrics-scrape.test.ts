@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createCertificateAuthority, createServerCertificate } from '../../../daemons/shared/tls.ts';
 import { type MetricsScrapeConfig, scrapeMetrics } from '../../../daemons/gossip-operator/probes/metrics-scrape.ts';
-import { type TestServer, closedPort, startServer } from './servers.ts';
+import { closedPort } from '../../closed-port.ts';
+import { type TestServer, startServer } from './servers.ts';
 
 const servers: TestServer[] = [];
 afterEach(async () => {

@@ -35,5 +35,3 @@ export async function startServer(handler: Handler, tls?: https.ServerOptions): 
       }),
   };
 }
-
-export { closedPort } from '../../closed-port.ts';

@@ -11,7 +11,7 @@ import {
 import { createHash, X509Certificate } from 'node:crypto';
 import { legacyPemFingerprint, probeSite } from '../../../daemons/gossip-operator/probes/site-probe.ts';
 import { parseHostPort } from '../../../daemons/shared/signals-client.ts';
-import { closedPort } from './servers.ts';
+import { closedPort } from '../../closed-port.ts';
 
 let ca: CertificateAuthority;
 let otherCa: CertificateAuthority;
