@@ -2,7 +2,7 @@
 // proxy, floor-proxy.ts), through nginx, through the consumer gateway, and consumer -> provider over mTLS, measured
 // in one run so the ratios between paths hold even on a busy machine.
 //   npm run bench:gateway [-- --case closed --case rate --case stream --case cold --case idle] [--window-ms 2000]
-//     [--rounds 5] [--concurrency 32] [--rates 500,1000] [--rate-ms 2000] [--streams 100] [--idle-gap-s 30]
+//     [--rounds 5] [--concurrency 32] [--rates 500,1000] [--rate-ms 2000] [--streams 100] [--stream-rounds 3] [--idle-gap-s 30]
 // Cases (all by default):
 //   closed  closed loop, CONCURRENCY in flight: each path warms until two consecutive windows agree within 10 % on
 //           CPU per request, then ROUNDS rounds of one window per path (paths interleaved); median and spread.
@@ -10,8 +10,9 @@
 //           each request's scheduled send time (no coordinated omission) pooled over the rounds, added p50/p99/p99.9
 //           over direct, proxy CPU per request and its ratios per round (median and spread).
 //   stream  SSE chat completions of 64 events, STREAMS concurrent streams started at a steady rate (not in one burst):
-//           added time to first byte, inter-chunk gaps, and events that arrived coalesced with another in one read
-//           (each is written 40 ms apart).
+//           STREAM_ROUNDS rounds of one window per path (paths interleaved); added time to first byte and inter-chunk
+//           gaps pooled over the rounds (one window's p99 is its 4th-slowest of ~325 streams), and per round; events
+//           that arrived coalesced with another in one read (each is written 40 ms apart).
 //   cold    a fresh consumer gateway at 500 req/s (open loop) from the moment /readyz answers 200: CPU per request
 //           and p99 in each of the first 10 one-second windows, against the warm consumer at the same rate.
 //   idle    the consumer -> provider hop after IDLE_GAP_S without traffic: TLS handshakes the provider counted
@@ -38,7 +39,7 @@ import type { Daemon } from '../gateway/helpers.ts';
 
 const USAGE =
   'usage: npm run bench:gateway -- [--case closed|rate|stream|cold|idle|workers]... [--window-ms 2000] [--rounds 5] [--concurrency 32] ' +
-  '[--rates 500,1000] [--rate-ms 2000] [--streams 100] [--idle-gap-s 30] [--cold-warmups default,0]';
+  '[--rates 500,1000] [--rate-ms 2000] [--streams 100] [--stream-rounds 3] [--idle-gap-s 30] [--cold-warmups default,0]';
 const CASES = ['closed', 'rate', 'stream', 'cold', 'idle', 'workers'] as const;
 type Case = (typeof CASES)[number];
 
@@ -50,6 +51,7 @@ function options(): {
   rates: number[];
   rateMs: number;
   streams: number;
+  streamRounds: number;
   idleGapS: number;
   coldWarmups: (number | undefined)[];
 } {
@@ -61,6 +63,7 @@ function options(): {
     rates: { type: 'string' },
     'rate-ms': { type: 'string' },
     streams: { type: 'string' },
+    'stream-rounds': { type: 'string' },
     'idle-gap-s': { type: 'string' },
     'cold-warmups': { type: 'string' },
   });
@@ -82,6 +85,9 @@ function options(): {
     rates: (values.rates ?? '500,1000').split(',').map((r) => num('rates', r, 0)),
     rateMs: num('rate-ms', values['rate-ms'], 2000),
     streams: num('streams', values.streams, 100),
+    // Three rounds of about 12 s per path: ~975 streams per path, so the pooled p99 is the 10th-slowest stream, not the
+    // 4th of one window (a single window's added p99 read -0.08 to 2.37 ms for the same consumer, BENCHMARKS.md).
+    streamRounds: num('stream-rounds', values['stream-rounds'], 3),
     idleGapS: num('idle-gap-s', values['idle-gap-s'], 30),
     // Each entry is one cold start: "default" is the gateway's own warm-up, a number sets AGN_GATEWAY_WARMUP_REQUESTS.
     coldWarmups: (values['cold-warmups'] ?? 'default,0').split(',').map((w) => (w === 'default' ? undefined : w === '0' ? 0 : num('cold-warmups', w, 0))),
@@ -450,33 +456,61 @@ async function streamCase(paths: BenchPath[]): Promise<void> {
   const warm = Math.ceil(STREAM_SECONDS * 1000) + 1000;
   process.stdout.write(
     `## streaming: ${OPTS.streams} concurrent SSE chat streams of ${STREAM_EVENTS} events, one token every ${1000 / STREAM_TOKENS_PER_SECOND} ms, ` +
-      `starts spread evenly over a stream's length (a steady ${fmt(OPTS.streams / STREAM_SECONDS)} new streams/s), streams starting in a ${duration} ms window per path ` +
-      `after a ${warm} ms warm-up (load average ${load()})\n\n`,
+      `starts spread evenly over a stream's length (a steady ${fmt(OPTS.streams / STREAM_SECONDS)} new streams/s); ${OPTS.streamRounds} rounds of the streams ` +
+      `starting in one ${duration} ms window per path after a ${warm} ms warm-up (paths interleaved); TTFB and gaps pooled over the rounds, ` +
+      `added TTFB p99 also per round, median (min-max) (load average ${load()})\n\n`,
   );
-  const results = new Map<string, StreamResult>();
-  for (const path of paths) {
-    results.set(path.name, await streamRun(path, OPTS.streams, warm, duration));
+  const results = new Map<string, StreamResult[]>(paths.map((path) => [path.name, []]));
+  for (let round = 0; round < OPTS.streamRounds; round++) {
+    for (const path of paths) results.get(path.name)!.push(await streamRun(path, OPTS.streams, warm, duration));
   }
+  const pooled = (rs: StreamResult[], of: 'ttfb' | 'gaps'): Float64Array => sortedOf(rs.flatMap((r) => [...r[of]]));
   const direct = results.get('direct to sim')!;
+  const directTtfb = pooled(direct, 'ttfb');
+  const directGaps = pooled(direct, 'gaps');
   const rows = paths.map((path) => {
-    const r = results.get(path.name)!;
-    const added = (a: Float64Array, b: Float64Array, p: number): string => (path.name === 'direct to sim' ? '-' : fmt(percentile(a, p) - percentile(b, p), 2));
+    const rs = results.get(path.name)!;
+    const ttfb = pooled(rs, 'ttfb');
+    const gaps = pooled(rs, 'gaps');
+    const isDirect = path.name === 'direct to sim';
+    const added = (a: Float64Array, b: Float64Array, p: number): string => (isDirect ? '-' : fmt(percentile(a, p) - percentile(b, p), 2));
+    // Each round against direct's window of the same round.
+    const perRound = isDirect ? '-' : spread(rs.map((r, i) => percentile(r.ttfb, 99) - percentile(direct[i]!.ttfb, 99)), 2);
+    const sum = (f: (r: StreamResult) => number): number => rs.reduce((n, r) => n + f(r), 0);
     return [
       path.name,
-      String(r.streams),
-      fmt(percentile(r.ttfb, 50), 2),
-      fmt(percentile(r.ttfb, 99), 2),
-      added(r.ttfb, direct.ttfb, 50),
-      added(r.ttfb, direct.ttfb, 99),
-      fmt(percentile(r.gaps, 50), 2),
-      fmt(percentile(r.gaps, 99), 2),
-      added(r.gaps, direct.gaps, 99),
-      String(r.coalesced),
-      String(r.errors + r.short),
-      fmt(r.cpuUs),
+      String(sum((r) => r.streams)),
+      fmt(percentile(ttfb, 50), 2),
+      fmt(percentile(ttfb, 99), 2),
+      added(ttfb, directTtfb, 50),
+      added(ttfb, directTtfb, 99),
+      perRound,
+      fmt(percentile(gaps, 50), 2),
+      fmt(percentile(gaps, 99), 2),
+      added(gaps, directGaps, 99),
+      String(sum((r) => r.coalesced)),
+      String(sum((r) => r.errors + r.short)),
+      spread(rs.map((r) => r.cpuUs)),
     ];
   });
-  table(['path', 'streams', 'TTFB p50 ms', 'TTFB p99 ms', 'added TTFB p50 ms', 'added TTFB p99 ms', 'gap p50 ms', 'gap p99 ms', 'added gap p99 ms', 'coalesced events', 'failed streams', 'proxy CPU us/stream'], rows);
+  table(
+    [
+      'path',
+      'streams',
+      'TTFB p50 ms',
+      'TTFB p99 ms',
+      'added TTFB p50 ms',
+      'added TTFB p99 ms',
+      'added TTFB p99 per round',
+      'gap p50 ms',
+      'gap p99 ms',
+      'added gap p99 ms',
+      'coalesced events',
+      'failed streams',
+      'proxy CPU us/stream',
+    ],
+    rows,
+  );
 }
 
 // ---------------------------------------------------------------- cold start
