@@ -2,7 +2,8 @@
 // accepted snapshot or the config (anything else is "other"), so a client cannot grow the series count. With
 // several workers (workers.ts) each has its own registry and /metrics sums them; `aggregator` marks the gauges a sum
 // would misstate (readiness is the least of the workers', info and size gauges the largest).
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { collectProcessMetrics, registerEventLoopDelay } from '../shared/runtime-metrics.ts';
 import { RequestHistogram } from './request-histogram.ts';
 import type { GatewayRole } from './config.ts';
 
@@ -30,9 +31,15 @@ export interface GatewayMetrics {
   onCollect(flush: () => void): void;
 }
 
-export function createGatewayMetrics(role: GatewayRole, withProcessMetrics = true): GatewayMetrics {
+/**
+ * `runtime.process`: the process's CPU, memory and descriptors (one per process: a worker leaves them to the
+ * supervisor). `runtime.eventLoop`: this thread's event-loop delay (each worker has its own loop). Neither for a
+ * gateway that is not the process's (tests, the warm-up's pipeline): each would start another sampling timer.
+ */
+export function createGatewayMetrics(role: GatewayRole, runtime: { process: boolean; eventLoop: boolean }): GatewayMetrics {
   const registry = new Registry();
-  if (withProcessMetrics) collectDefaultMetrics({ register: registry, prefix: 'grid_gateway_' });
+  if (runtime.process) collectProcessMetrics(registry, 'grid_gateway_');
+  if (runtime.eventLoop) registerEventLoopDelay(registry, 'grid_gateway_');
   const registers = [registry];
   const flushes: (() => void)[] = [];
   const collect = (): void => {

@@ -85,6 +85,8 @@ export interface StartGatewayOptions {
   overlayPollIntervalMs?: number;
   /** Collect process metrics (off for in-process tests that start several gateways). */
   processMetrics?: boolean;
+  /** Report this thread's event-loop delay. @default processMetrics (a worker thread: on, without process metrics) */
+  eventLoopMetrics?: boolean;
   /**
    * How long close() keeps accepting, already reporting not ready, before the listeners close: the time a Service
    * needs to take the pod out of its endpoints, so clients stop connecting before connections would be refused.
@@ -208,7 +210,7 @@ const ACCEPTED_GRACE_MS = 250;
 export async function startGateway(resolved: ResolvedConfig, options: StartGatewayOptions): Promise<GatewayInstance> {
   const { logger, configDir } = options;
   const role = resolved.role;
-  const metrics = createGatewayMetrics(role, options.processMetrics ?? true);
+  const metrics = createGatewayMetrics(role, { process: options.processMetrics ?? true, eventLoop: options.eventLoopMetrics ?? options.processMetrics ?? true });
   const usage = { metrics: createUsageMetrics(metrics.registry), ledger: new SpendLedger(), quota: new KeyQuota(), budgets: new BudgetView() };
   let closing = false;
   let inFlight = 0;

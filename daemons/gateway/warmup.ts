@@ -71,7 +71,7 @@ export async function warmRequestPath(options: WarmupOptions): Promise<WarmupRes
   const loadBalancer = createLoadBalancer({
     config: { filter: 'load_balancer', clusters: [{ name: WARMUP_CLUSTER, endpoints: [`127.0.0.1:${sinkPort}`] }] },
     configDir: '.',
-    metrics: createGatewayMetrics(options.role, false),
+    metrics: createGatewayMetrics(options.role, { process: false, eventLoop: false }),
     logger: options.logger,
     isClosing: () => false,
   });

@@ -25,7 +25,9 @@ try {
     logger,
     drainDelayMs: data.drainDelayMs,
     reusePort: true,
+    // The supervisor collects the process's metrics once; each worker reports its own event loop.
     processMetrics: false,
+    eventLoopMetrics: true,
     warmupRequests: data.warmupRequests,
     ...(data.serving !== undefined ? { serving: data.serving } : {}),
   });

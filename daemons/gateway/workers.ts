@@ -11,10 +11,12 @@
 // V8 error (out of memory) ends the whole process, which Kubernetes then restarts like any crash.
 //
 // This thread is the supervisor: it runs the admin listener alone (/metrics sums the workers' registries, with the
-// process metrics collected here once for the whole process; /readyz is ready only while every worker is), relays
+// process metrics collected here once for the whole process; the event-loop delay is the workers' loops, the greatest
+// maximum of them, not this thread's; /readyz is ready only while every worker is), relays
 // SIGHUP, drains every worker on SIGTERM with the same deadlines as one process, and restarts a worker that dies.
 import { Worker } from 'node:worker_threads';
-import { AggregatorRegistry, Registry, collectDefaultMetrics } from 'prom-client';
+import { AggregatorRegistry, Registry } from 'prom-client';
+import { collectProcessMetrics } from '../shared/runtime-metrics.ts';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import { parseListenAddress, startAdminServer } from '../shared/admin-server.ts';
 import type { AdminServer } from '../shared/admin-server.ts';
@@ -138,7 +140,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
   // Process metrics (CPU, memory, descriptors) are the whole process's, so they are collected once, here, from the
   // start: a worker's registry has only the gateway's own metrics.
   const processRegistry = new Registry();
-  collectDefaultMetrics({ register: processRegistry, prefix: 'grid_gateway_' });
+  collectProcessMetrics(processRegistry, 'grid_gateway_');
   // Workers run without the admin listener (it is this thread's) and without process metrics (collected here).
   let resolved: ResolvedConfig = { ...options.resolved, config: { ...options.resolved.config, admin: undefined } };
   const slots: Slot[] = Array.from({ length: options.workers }, (_, index) => ({ index, worker: undefined, ready: false, revision: null }));

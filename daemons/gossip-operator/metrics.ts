@@ -2,7 +2,8 @@
  * The operator's Prometheus metrics, named as SPEC and the seeds name them. One registry per operator instance
  * (tests run several in one process). Label values are fixed catalogues or resource names, never secret bytes.
  */
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { collectProcessMetrics, registerEventLoopDelay } from '../shared/runtime-metrics.ts';
 import { UNHONOURED_FEATURES, type UnhonouredFeature } from '../../schemas/overlay/dialect.ts';
 import { GRID_SITE_PHASES, type GridSitePhase } from './site-phase.ts';
 
@@ -31,7 +32,10 @@ export class OperatorMetrics {
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
-    if (options.defaultMetrics === true) collectDefaultMetrics({ register: this.registry });
+    if (options.defaultMetrics === true) {
+      collectProcessMetrics(this.registry);
+      registerEventLoopDelay(this.registry);
+    }
     this.providerScrapes = new Counter({
       name: 'grid_provider_scrape_total',
       help: 'InferenceProvider metrics scrapes by result: success, no_series, or a failure class.',

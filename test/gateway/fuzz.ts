@@ -1,6 +1,7 @@
 // Shared pieces of the fuzz suites: a seeded random source (the seed is printed and FUZZ_SEED replays a run), a
 // few pickers, and the gateway's own view of its health read from its admin /metrics (RSS, open descriptors, the
 // longest event-loop delay since the previous scrape), so every figure is measured in the gateway's process.
+import { EVENT_LOOP_SAMPLE_MS } from '../../daemons/shared/runtime-metrics.ts';
 import { request } from 'undici';
 
 export function fuzzSeed(): number {
@@ -41,7 +42,10 @@ export function seededRandom(seed: number): Random {
 export interface ProcessHealth {
   rssBytes: number;
   openFds: number;
-  /** Longest event-loop delay since the previous scrape (prom-client resets it on every collect). */
+  /**
+   * Longest event-loop delay past a sample's due time since the previous scrape (reset on every collect). A stall of
+   * S ms reads at least S - EVENT_LOOP_SAMPLE_MS (daemons/shared/runtime-metrics.ts): see stallReadingBound.
+   */
   loopLagMaxMs: number;
 }
 
@@ -60,6 +64,12 @@ export async function gatewayHealth(adminUrl: string): Promise<ProcessHealth> {
     loopLagMaxMs: value('grid_gateway_nodejs_eventloop_lag_max_seconds') * 1000,
   };
 }
+
+/**
+ * The largest loopLagMaxMs that still proves no stall reached `stallMs`: the metric can read a stall up to one
+ * sampling interval short.
+ */
+export const stallReadingBound = (stallMs: number): number => stallMs - EVENT_LOOP_SAMPLE_MS;
 
 /** Scrapes every `intervalMs` until stopped; returns the longest event-loop delay seen. */
 export function watchLoopLag(adminUrl: string, intervalMs = 250): { stop(): Promise<number> } {

@@ -113,6 +113,10 @@ describe('gateway --workers 2', () => {
     expect(sample(metrics.text, 'grid_gateway_overlay_candidates')).toBe(1);
     // Process metrics appear once, for the whole process.
     expect(metrics.text.match(/^grid_gateway_process_cpu_seconds_total /gm)).toHaveLength(1);
+    // The event-loop delay is the workers' loops, merged into one series each (the greatest maximum).
+    for (const series of ['lag', 'lag_min', 'lag_max', 'lag_p99']) {
+      expect(metrics.text.match(new RegExp(`^grid_gateway_nodejs_eventloop_${series}_seconds `, 'gm')), series).toHaveLength(1);
+    }
 
     const status = (await call(`http://127.0.0.1:${admin}/status`)).json();
     expect(status).toMatchObject({ role: 'consumer', ready: true, listeners: [{ name: 'edge', port }] });
