@@ -1,5 +1,5 @@
-// The command line every gateway bench shares: strict options, --help on stdout with exit 0, a usage error as one
-// stderr line naming the bench with exit 2, and positive numbers checked by name.
+// The command line every bench shares: strict options, --help on stdout with exit 0, a usage error as one stderr line
+// naming the bench with exit 2, and positive numbers checked by name.
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 
@@ -7,9 +7,12 @@ type Options = NonNullable<ParseArgsConfig['options']>;
 /** What parseArgs gives for `T` (its own inferred type does not survive a generic option set). */
 type Values<T extends Options> = { [K in keyof T]?: T[K] extends { multiple: true } ? string[] : T[K] extends { type: 'boolean' } ? boolean : string };
 
-/** Parses argv with `options` (plus --help/-h); exits 0 after printing `usage` on --help, 2 on a usage error. */
-export function benchArgs<T extends Options>(bench: string, usage: string, options: T) {
-  const config = { strict: true as const, options: { ...options, help: { type: 'boolean' as const, short: 'h' } } };
+/**
+ * Parses argv with `options` (plus --help/-h); exits 0 after printing `usage` on --help, 2 on a usage error.
+ * `positionals`: the bench takes bare arguments too (sizes, counts), returned as `positionals`.
+ */
+export function benchArgs<T extends Options>(bench: string, usage: string, options: T, { positionals = false } = {}) {
+  const config = { strict: true as const, allowPositionals: positionals, options: { ...options, help: { type: 'boolean' as const, short: 'h' } } };
   let parsed: ReturnType<typeof parseArgs<typeof config>>;
   try {
     parsed = parseArgs(config);
@@ -23,14 +26,16 @@ export function benchArgs<T extends Options>(bench: string, usage: string, optio
     process.stdout.write(`${usage}\n`);
     process.exit(0);
   }
+  /** A usage error: `message` on one stderr line with the usage, exit 2. */
+  const fail = (message: string): never => {
+    process.stderr.write(`${bench}: ${message} (${usage})\n`);
+    process.exit(2);
+  };
   /** `value` as a positive number (`fallback` when absent); anything else is a usage error naming --`name`. */
   const positive = (name: string, value: string | undefined, fallback: number): number => {
     const n = value === undefined ? fallback : Number(value);
-    if (!Number.isFinite(n) || n <= 0) {
-      process.stderr.write(`${bench}: --${name} must be a positive number, got "${value}" (${usage})\n`);
-      process.exit(2);
-    }
+    if (!Number.isFinite(n) || n <= 0) fail(`--${name} must be a positive number, got "${value}"`);
     return n;
   };
-  return { values, positive };
+  return { values, positionals: parsed.positionals, positive, fail };
 }

@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
+import { benchArgs } from './bench-args.ts';
 import { loopbackProfile, pushPullIntervalFor, type SwimConfig } from '../../daemons/gossip-operator/swim/config.ts';
 import { KeyRing } from '../../daemons/gossip-operator/swim/keyring.ts';
 import { Membership } from '../../daemons/gossip-operator/swim/membership.ts';
@@ -27,7 +28,9 @@ const timing = loopbackProfile(SPEEDUP);
 const key = randomBytes(32);
 // Two push-pull periods at N = 64 (pushPullIntervalFor doubles the 3 s interval above 32 members).
 const STEADY_WINDOW_MS = 12_000;
-const sizes = process.argv.slice(2).map(Number).filter((n) => Number.isInteger(n) && n > 1);
+const cli = benchArgs('bench:gossip', 'usage: npm run bench:gossip [-- N...]  (cluster sizes, each a whole number of at least 2; default 8 32 64)', {}, { positionals: true });
+const sizes = cli.positionals.map(Number);
+if (sizes.some((n) => !Number.isInteger(n) || n < 2)) cli.fail(`cluster sizes are whole numbers of at least 2, got ${cli.positionals.join(' ')}`);
 const NS = sizes.length > 0 ? sizes : [8, 32, 64];
 
 async function startMember(name: string): Promise<Membership> {

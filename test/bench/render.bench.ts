@@ -24,6 +24,7 @@ import { spawnSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
+import { benchArgs } from './bench-args.ts';
 import { serializeOverlay } from '../../schemas/overlay/envelope.ts';
 import { OVERLAY_SYNC_MAX_OVERLAY_BYTES } from '../../schemas/overlay/validate.ts';
 import { evaluateNetwork } from '../../daemons/gossip-operator/routing/backends.ts';
@@ -309,13 +310,11 @@ function siteReport(siteCounts: readonly number[]): void {
   }
 }
 
-const sitesArg = process.argv.indexOf('--sites');
-if (sitesArg >= 0) {
-  const counts = process.argv.slice(sitesArg + 1).map(Number);
-  if (counts.length === 0 || counts.some((n) => !Number.isInteger(n) || n < 1)) {
-    process.stderr.write(`bench:render: --sites needs site counts (integers of at least 1), got ${process.argv.slice(sitesArg + 1).join(' ') || 'none'}\n`);
-    process.exit(2);
-  }
+const cli = process.env[CHILD] === '1' ? undefined : benchArgs('bench:render', 'usage: npm run bench:render [-- --sites S [S...]]', { sites: { type: 'boolean' } }, { positionals: true });
+if (cli !== undefined && (cli.values.sites === true || cli.positionals.length > 0)) {
+  const counts = cli.positionals.map(Number);
+  if (cli.values.sites !== true) cli.fail(`site counts come after --sites, got ${cli.positionals.join(' ')}`);
+  if (counts.length === 0 || counts.some((n) => !Number.isInteger(n) || n < 1)) cli.fail(`--sites needs site counts (integers of at least 1), got ${cli.positionals.join(' ') || 'none'}`);
   siteReport(counts);
 } else if (process.env[CHILD] === '1') {
   const rows: ChildRow[] = measureAll().map((s) => ({

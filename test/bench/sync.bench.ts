@@ -22,7 +22,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './bench-args.ts';
 import { CONFIG_MAP, KubernetesStore, openLocalStore } from '../../daemons/shared/resource-store/index.ts';
 import type { ResourceStore } from '../../daemons/shared/resource-store/types.ts';
 import { resolveBinDir, startControlPlane } from '../cluster/control-plane.ts';
@@ -34,26 +34,21 @@ const CONFIGMAP = 'grid-overlay-glb-demo-glb-demo-edge-gateway';
 const PER_UPDATE_TIMEOUT_MS = 10_000;
 const TOTAL_BUDGET_MS = 180_000;
 
-const { values } = parseArgs({
-  options: {
-    updates: { type: 'string', default: '200' },
-    candidates: { type: 'string', default: '100' },
-    warmup: { type: 'string', default: '10' },
-    store: { type: 'string', default: 'local' },
-    kubeconfig: { type: 'string' },
-  },
+const cli = benchArgs('bench:sync', 'usage: npm run bench:sync -- [--updates 200] [--candidates 100 (0..1024)] [--warmup 10] [--store local|kubernetes] [--kubeconfig FILE]', {
+  updates: { type: 'string' },
+  candidates: { type: 'string' },
+  warmup: { type: 'string' },
+  store: { type: 'string' },
+  kubeconfig: { type: 'string' },
 });
+const values = { updates: '200', candidates: '100', warmup: '10', store: 'local', ...cli.values };
 const storeBackend = values.store;
-if (storeBackend !== 'local' && storeBackend !== 'kubernetes') {
-  process.stderr.write('sync.bench.ts: --store must be local or kubernetes\n');
-  process.exit(2);
-}
+if (storeBackend !== 'local' && storeBackend !== 'kubernetes') cli.fail(`--store must be local or kubernetes, got "${storeBackend}"`);
 const updates = Number(values.updates);
 const candidates = Number(values.candidates);
 const warmup = Number(values.warmup);
 if (![updates, candidates, warmup].every((n) => Number.isInteger(n) && n >= 0) || updates < 1 || candidates > 1024) {
-  process.stderr.write('usage: sync.bench.ts [--updates N>=1] [--candidates 0..1024] [--warmup N]\n');
-  process.exit(2);
+  cli.fail(`--updates is a whole number of at least 1, --candidates 0 to 1024 and --warmup a whole number, got ${updates}, ${candidates}, ${warmup}`);
 }
 
 function percentile(sorted: number[], p: number): number {
