@@ -3,15 +3,15 @@
 //
 // The event-loop delay is our own, for two reasons:
 // - Cost. prom-client samples the loop every 10 ms, and every sample wakes a sleeping process: an idle gateway spent
-//   about 6-11 ms of CPU per second on it (`npm run bench:gateway -- --case idle`, BENCHMARKS.md), where the floor
-//   proxy spends none. That is paid in every pod all day, and per request at low rates. We sample every
-//   EVENT_LOOP_SAMPLE_MS instead.
+//   5.5-11 ms of CPU per second, where the floor proxy spends none, and 3.5-4.4 with 50 ms samples (the idle case of
+//   `npm run bench:gateway`, BENCHMARKS.md sessions 8-10). That is paid in every pod all day, and per request at low
+//   rates. We sample every EVENT_LOOP_SAMPLE_MS.
 // - Meaning. prom-client reports the raw time between samples, so an idle loop reads 10 ms and any other sampling
 //   interval would shift every series by that interval. We report the delay past the sample's due time: an idle
 //   loop reads about 0.
 // The trade: a stall of S ms reads between S - EVENT_LOOP_SAMPLE_MS and S (the sample falls due somewhere inside the
-// stall; test/shared/runtime-metrics.test.ts), where a 10 ms sample would read it within 10 ms. Stalls that matter to an operator are hundreds of
-// milliseconds; the request latency histograms see every shorter delay a request meets.
+// stall; test/shared/runtime-metrics.test.ts), where a 10 ms sample would read it within 10 ms. Stalls that matter to
+// an operator are hundreds of milliseconds; the request latency histograms see every shorter delay a request meets.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Gauge, collectDefaultMetrics } from 'prom-client';
 import type { Registry } from 'prom-client';

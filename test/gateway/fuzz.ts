@@ -1,8 +1,8 @@
 // Shared pieces of the fuzz suites: a seeded random source (the seed is printed and FUZZ_SEED replays a run), a
 // few pickers, and the gateway's own view of its health read from its admin /metrics (RSS, open descriptors, the
 // longest event-loop delay since the previous scrape), so every figure is measured in the gateway's process.
-import { EVENT_LOOP_SAMPLE_MS } from '../../daemons/shared/runtime-metrics.ts';
 import { request } from 'undici';
+import { EVENT_LOOP_SAMPLE_MS } from '../../daemons/shared/runtime-metrics.ts';
 
 export function fuzzSeed(): number {
   const fromEnv = process.env['FUZZ_SEED'];
