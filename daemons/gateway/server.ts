@@ -472,9 +472,8 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     reportConfig?.filter === 'usage_meter' && reportConfig.report !== undefined
       ? startOperatorReporter({ url: reportConfig.report.url, intervalMs: reportConfig.report.interval_ms ?? 5_000, spend: usage.ledger, budgets: usage.budgets, ages, logger })
       : undefined;
-  const readyTimer = setInterval(() => metrics.ready.set(isReady() ? 1 : 0), 500);
-  readyTimer.unref();
-  metrics.ready.set(isReady() ? 1 : 0);
+  // Read when scraped, not on a timer: exact at every scrape, and an idle gateway is not woken twice a second for it.
+  metrics.onCollect(() => metrics.ready.set(isReady() ? 1 : 0));
 
   const shutdownMs = (resolved.config.shutdown_timeout_secs ?? 5) * 1000;
   return {
@@ -497,8 +496,6 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     async close() {
       if (closing) return;
       closing = true;
-      metrics.ready.set(0);
-      clearInterval(readyTimer);
       for (const store of stores.values()) store.close();
       if ((options.drainDelayMs ?? 0) > 0) await new Promise<void>((resolve) => setTimeout(resolve, options.drainDelayMs).unref());
       // Stop accepting, but do not yet close connections without a request: http.Server.close() would, and a

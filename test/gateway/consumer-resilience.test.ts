@@ -17,6 +17,14 @@ import { call, candidate, chatBody, consumerConfig, payload, tempDir, waitFor, w
 
 const f = useConsumerFixture();
 
+/** grid_gateway_ready as the admin port's /metrics reports it now. */
+async function readyGauge(adminPort: number): Promise<number> {
+  const text = (await call(`http://127.0.0.1:${adminPort}/metrics`)).text;
+  const line = text.split('\n').find((l) => l.startsWith('grid_gateway_ready '));
+  if (line === undefined) throw new Error('/metrics has no grid_gateway_ready');
+  return Number(line.split(' ')[1]);
+}
+
 describe('overlay hot reload', () => {
   it('swaps to a new revision and reports accepted and serving revisions', async () => {
     await f.useOverlay([withCred(candidate('m1', 'a', 'ca'))]);
@@ -206,7 +214,7 @@ describe('Kubernetes projected volume', () => {
 });
 
 describe('cold start', () => {
-  it('stays not ready on a missing or invalid overlay, and becomes ready once a valid one arrives', async () => {
+  it('stays not ready on a missing or invalid overlay, and becomes ready once a valid one arrives; grid_gateway_ready says so at each scrape', async () => {
     const { dir: coldDir, cleanup: coldCleanup } = await tempDir('cold');
     const path = join(coldDir, 'overlay.json');
     await writeFile(path, '{"not": "an overlay"');
@@ -219,11 +227,18 @@ describe('cold start', () => {
       expect(cold.isReady()).toBe(false);
       expect((await call(`http://127.0.0.1:${cold.adminPort}/readyz`)).status).toBe(503);
       expect((await call(`http://127.0.0.1:${cold.adminPort}/livez`)).status).toBe(200);
+      expect(await readyGauge(cold.adminPort!)).toBe(0);
       const reply = await call(`http://127.0.0.1:${cold.listeners[0]!.port}/v1/chat/completions`, { body: chatBody('m1') });
       expect(reply.status).toBe(503);
       expect(reply.json().error.code).toBe('overlay_not_loaded');
       await writeOverlay(path, payload([candidate('m1', 'a', 'ca')]));
       await waitFor('ready', async () => (await call(`http://127.0.0.1:${cold.adminPort}/readyz`)).status === 200);
+      // The same scrape moment as /readyz, not a value sampled up to half a second before.
+      expect(await readyGauge(cold.adminPort!)).toBe(1);
+      const closing = cold.close();
+      expect(cold.isReady()).toBe(false);
+      expect(await readyGauge(cold.adminPort!)).toBe(0);
+      await closing;
     } finally {
       await cold.close();
       await coldCleanup();
