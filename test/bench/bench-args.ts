@@ -37,5 +37,11 @@ export function benchArgs<T extends Options>(bench: string, usage: string, optio
     if (!Number.isFinite(n) || n <= 0) fail(`--${name} must be a positive number, got "${value}"`);
     return n;
   };
-  return { values, positionals: parsed.positionals, positive, fail };
+  /** `value` as a whole number of at least 1 (counts: rounds, requests, connections); anything else is a usage error. */
+  const whole = (name: string, value: string | undefined, fallback: number): number => {
+    const n = positive(name, value, fallback);
+    if (!Number.isInteger(n)) fail(`--${name} must be a whole number, got "${value}"`);
+    return n;
+  };
+  return { values, positionals: parsed.positionals, positive, whole, fail };
 }

@@ -243,7 +243,7 @@ async function hopPaths(dir: string, tokenFile: string, simPort: number, against
 }
 
 async function main(): Promise<void> {
-  const { values, positive } = benchArgs('bench:gateway-instructions', USAGE, {
+  const { values, whole, fail } = benchArgs('bench:gateway-instructions', USAGE, {
     warm: { type: 'string' },
     requests: { type: 'string' },
     'max-windows': { type: 'string' },
@@ -252,17 +252,14 @@ async function main(): Promise<void> {
     hop: { type: 'boolean' },
   });
   const opts = {
-    warm: positive('warm', values.warm, 20_000),
-    requests: positive('requests', values.requests, 2000),
-    maxWindows: Math.max(2, positive('max-windows', values['max-windows'], 5)),
+    warm: whole('warm', values.warm, 20_000),
+    requests: whole('requests', values.requests, 2000),
+    maxWindows: Math.max(2, whole('max-windows', values['max-windows'], 5)),
   };
-  const rounds = positive('rounds', values.rounds, 1);
+  const rounds = whole('rounds', values.rounds, 1);
   const against = (values.against ?? []).map((dir) => resolve(dir));
   for (const dir of against) {
-    if (!existsSync(join(dir, 'daemons/gateway/main.ts'))) {
-      process.stderr.write(`bench:gateway-instructions: --against ${dir} has no daemons/gateway/main.ts (${USAGE})\n`);
-      process.exit(2);
-    }
+    if (!existsSync(join(dir, 'daemons/gateway/main.ts'))) fail(`--against ${dir} has no daemons/gateway/main.ts`);
   }
   ensureValgrind();
   const { dir, cleanup } = await tempDir('gw-instr');

@@ -456,25 +456,14 @@ export function formatWorkersReport(result: WorkersBenchResult): string {
 
 if (import.meta.main) {
   const usage = 'usage: npm run bench:gateway-workers -- [--window-ms 3000] [--concurrency 32] [--pairs 5] [--upstream minimal|sim]';
-  const { values, positive } = benchArgs('bench:gateway-workers', usage, {
+  const { values, whole, fail } = benchArgs('bench:gateway-workers', usage, {
     'window-ms': { type: 'string' },
     concurrency: { type: 'string' },
     pairs: { type: 'string' },
     upstream: { type: 'string' },
   });
-  const whole = (name: string, text: string | undefined, fallback: number): number => {
-    const n = positive(name, text, fallback);
-    if (!Number.isInteger(n)) {
-      process.stderr.write(`bench:gateway-workers: --${name} must be a whole number, got "${text}" (${usage})\n`);
-      process.exit(2);
-    }
-    return n;
-  };
-  const upstream = values.upstream ?? 'minimal';
-  if (upstream !== 'minimal' && upstream !== 'sim') {
-    process.stderr.write(`bench:gateway-workers: --upstream must be minimal or sim, got "${upstream}" (${usage})\n`);
-    process.exit(2);
-  }
+  const named = values.upstream ?? 'minimal';
+  const upstream = named === 'minimal' || named === 'sim' ? named : fail(`--upstream must be minimal or sim, got "${named}"`);
   benchGatewayWorkers({
     windowMs: whole('window-ms', values['window-ms'], DEFAULT_WORKERS_BENCH.windowMs),
     concurrency: whole('concurrency', values.concurrency, DEFAULT_WORKERS_BENCH.concurrency),

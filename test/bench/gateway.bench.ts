@@ -55,7 +55,7 @@ function options(): {
   idleGapS: number;
   coldWarmups: (number | undefined)[];
 } {
-  const { values, positive: num } = benchArgs('bench:gateway', USAGE, {
+  const { values, positive: num, whole, fail } = benchArgs('bench:gateway', USAGE, {
     case: { type: 'string', multiple: true },
     'window-ms': { type: 'string' },
     rounds: { type: 'string' },
@@ -69,10 +69,7 @@ function options(): {
   });
   const cases = new Set<Case>();
   for (const c of values.case ?? CASES) {
-    if (!(CASES as readonly string[]).includes(c)) {
-      process.stderr.write(`bench:gateway: unknown --case "${c}", expected one of ${CASES.join(', ')} (${USAGE})\n`);
-      process.exit(2);
-    }
+    if (!(CASES as readonly string[]).includes(c)) fail(`unknown --case "${c}", expected one of ${CASES.join(', ')}`);
     cases.add(c as Case);
   }
   return {
@@ -80,14 +77,14 @@ function options(): {
     windowMs: num('window-ms', values['window-ms'], 2000),
     // Five rounds: on this shared 2-core machine the closed-loop ratio of one path to the floor moved 0.86-1.16 within a
     // three-round run, and its median with it; eight rounds read 1.00-1.12 (BENCHMARKS.md, session 9).
-    rounds: num('rounds', values.rounds, 5),
-    concurrency: num('concurrency', values.concurrency, 32),
+    rounds: whole('rounds', values.rounds, 5),
+    concurrency: whole('concurrency', values.concurrency, 32),
     rates: (values.rates ?? '500,1000').split(',').map((r) => num('rates', r, 0)),
     rateMs: num('rate-ms', values['rate-ms'], 2000),
-    streams: num('streams', values.streams, 100),
+    streams: whole('streams', values.streams, 100),
     // Three rounds of about 12 s per path: ~975 streams per path, so the pooled p99 is the 10th-slowest stream, not the
     // 4th of one window (a single window's added p99 read -0.08 to 2.37 ms for the same consumer, BENCHMARKS.md).
-    streamRounds: num('stream-rounds', values['stream-rounds'], 3),
+    streamRounds: whole('stream-rounds', values['stream-rounds'], 3),
     idleGapS: num('idle-gap-s', values['idle-gap-s'], 30),
     // Each entry is one cold start: "default" is the gateway's own warm-up, a number sets AGN_GATEWAY_WARMUP_REQUESTS.
     coldWarmups: (values['cold-warmups'] ?? 'default,0').split(',').map((w) => (w === 'default' ? undefined : w === '0' ? 0 : num('cold-warmups', w, 0))),

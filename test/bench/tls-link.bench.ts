@@ -115,15 +115,15 @@ async function round(protocol: Protocol, pki: Awaited<ReturnType<typeof makePki>
 }
 
 async function main(): Promise<void> {
-  const { values, positive } = benchArgs('bench:tls-link', USAGE, {
+  const { values, positive, whole } = benchArgs('bench:tls-link', USAGE, {
     rounds: { type: 'string' },
     concurrency: { type: 'string' },
     'window-ms': { type: 'string' },
     'warmup-ms': { type: 'string' },
   });
   const opts = {
-    rounds: positive('rounds', values.rounds, 2),
-    concurrency: positive('concurrency', values.concurrency, 32),
+    rounds: whole('rounds', values.rounds, 2),
+    concurrency: whole('concurrency', values.concurrency, 32),
     windowMs: positive('window-ms', values['window-ms'], 4000),
     warmupMs: positive('warmup-ms', values['warmup-ms'], 3000),
   };

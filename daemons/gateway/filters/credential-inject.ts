@@ -13,11 +13,8 @@ const TOKEN = /^[\x21-\x7e]+$/;
 
 interface LoadedCredential {
   readonly source: CredentialSource;
-  readonly token: string | undefined;
-  /** The Authorization value, made once per load rather than per request. */
+  /** `Bearer <token>`, made once per load rather than per request; undefined when the token is unusable (logged). */
   readonly authorization: string | undefined;
-  /** Why the token is unusable (never contains token bytes). */
-  readonly problem: string | undefined;
 }
 
 export interface CredentialInject extends Filter {
@@ -57,9 +54,9 @@ export function createCredentialInject(config: CredentialInjectFilter, configDir
     loaded = (config.credentials ?? []).map((source) => {
       const { token, problem } = loadToken(source, configDir);
       if (problem !== undefined) logger.warn({ credential: describe(source), problem }, 'credential unusable; requests that need it get 503');
-      return { source, token, authorization: token === undefined ? undefined : `Bearer ${token}`, problem };
+      return { source, authorization: token === undefined ? undefined : `Bearer ${token}` };
     });
-    return loaded.filter((c) => c.token !== undefined).length;
+    return loaded.filter((c) => c.authorization !== undefined).length;
   };
   reload();
 

@@ -11,6 +11,7 @@ import {
   ROUTING_CANDIDATE_HEADER,
   ROUTING_REQUEST_ID_HEADER,
   ROUTING_REVISION_HEADER,
+  credentialRef,
   stripHopHeaders,
 } from '../context.ts';
 import type { CredentialRef, Filter, GatewayRequest } from '../context.ts';
@@ -43,10 +44,7 @@ export function createProviderRoute(config: ProviderRouteFilter, parser: Filter)
   // One route per candidate_id: the config loader refuses a repeat, as Praxis AI does.
   // Each route with its credential reference as credential_inject reads it, made once rather than per request.
   const byCandidate = new Map<string, { route: ProviderRoute; credential: CredentialRef | undefined }>(
-    config.routes.map((route) => [
-      route.candidate_id,
-      { route, credential: route.credential === undefined ? undefined : Object.freeze({ strategy: route.credential.strategy ?? 'bearer_token', ...route.credential.secretRef }) },
-    ]),
+    config.routes.map((route) => [route.candidate_id, { route, credential: credentialRef(route.credential) }]),
   );
   const models = [...new Set(config.routes.map((r) => r.model))];
   const backendHeaders = headerAllowlist(config.forward_request_headers);

@@ -3,7 +3,7 @@
 // because SPEC §3.1 keeps them "per group per accepted snapshot": a new revision starts every cursor afresh.
 import { stableId } from '../../../schemas/fnv1a.ts';
 import type { CandidateKind, OverlayCandidate, OverlayPayload, SelectionMode } from '../../../schemas/overlay/types.ts';
-import type { CredentialRef } from '../context.ts';
+import { credentialRef, type CredentialRef } from '../context.ts';
 
 export interface RoutingCandidate {
   readonly candidate: OverlayCandidate;
@@ -68,7 +68,7 @@ export function buildSnapshot(
       candidate,
       stableId: candidate.stable_id ?? stableId(candidate.kind, candidate.name, candidate.site, candidate.cluster),
       group,
-      credential: candidate.credential === undefined ? undefined : Object.freeze({ strategy: candidate.credential.strategy, ...candidate.credential.secretRef }),
+      credential: credentialRef(candidate.credential),
     });
   }
   // By kind, then name: a request looks its capability up with the two strings it has, without joining them.
