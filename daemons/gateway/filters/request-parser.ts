@@ -60,26 +60,35 @@ export function createRequestParser(options: RequestParserOptions): Filter {
   const header = options.header.toLowerCase();
   return {
     name: 'request_parser',
-    async apply(request: GatewayRequest): Promise<void> {
+    apply(request: GatewayRequest): void | Promise<void> {
       const jsonBody = request.method === 'POST' && MODEL_BODY_PATHS.has(request.path);
       // Checked before the body is read: a text/plain or form body is never buffered, scanned or routed.
       if (jsonBody && !isJsonContentType(request.req.headers['content-type'])) throw unsupportedMediaType(request.path);
-      if (request.body === null) request.body = await readBoundedBody(request.req, options.maxBodyBytes, payloadTooLarge);
-      let model: string | undefined;
-      if (jsonBody) {
-        model = modelFromBody(request.body, options.field, request.path);
-      } else {
-        // Body-less calls (Responses sub-resources such as GET /v1/responses/{id}) may name the model in the header.
-        const value = request.req.headers[header];
-        if (typeof value === 'string') model = checkModel(value, `header ${header}`);
-      }
-      request.headers.delete(header);
-      if (model !== undefined) {
-        request.model = model;
-        request.headers.set(header, model);
-      }
+      if (request.body !== null) return promoteModel(request, jsonBody);
+      // Not an async function: one Promise for the body read and one reaction, no suspended frame per request.
+      return readBoundedBody(request.req, options.maxBodyBytes, payloadTooLarge).then((body) => {
+        request.body = body;
+        promoteModel(request, jsonBody);
+      });
     },
   };
+
+  /** Finds the model (body field, or the header on body-less calls) and promotes it into the model header. */
+  function promoteModel(request: GatewayRequest, jsonBody: boolean): void {
+    let model: string | undefined;
+    if (jsonBody) {
+      model = modelFromBody(request.body!, options.field, request.path);
+    } else {
+      // Body-less calls (Responses sub-resources such as GET /v1/responses/{id}) may name the model in the header.
+      const value = request.req.headers[header];
+      if (typeof value === 'string') model = checkModel(value, `header ${header}`);
+    }
+    request.headers.delete(header);
+    if (model !== undefined) {
+      request.model = model;
+      request.headers.set(header, model);
+    }
+  }
 }
 
 function modelFromBody(body: Buffer, field: string, path: string): string | undefined {
