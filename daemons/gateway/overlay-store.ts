@@ -35,6 +35,7 @@ export class OverlayStore {
   #lastRaw: Uint8Array | null = null;
   readonly #file: WatchedFile<ReloadOutcome>;
   #lastServedRevision: string | null = null;
+  readonly #listeners = new Set<(snapshot: RoutingSnapshot) => void>();
 
   constructor(options: OverlayStoreOptions) {
     this.#options = options;
@@ -49,6 +50,12 @@ export class OverlayStore {
   /** The accepted snapshot, or null while cold (the gateway is not ready). */
   current(): RoutingSnapshot | null {
     return this.#snapshot;
+  }
+
+  /** Called with every newly accepted snapshot. */
+  onAccepted(listener: (snapshot: RoutingSnapshot) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /** Records which revision served a request, for the serving-revision metric. */
@@ -110,6 +117,7 @@ export class OverlayStore {
       { revision: revision ?? LEGACY_REVISION_LABEL, previous_revision: previous, format: result.format, candidates: this.#snapshot.candidateCount, trigger },
       'overlay accepted',
     );
+    for (const listener of this.#listeners) listener(this.#snapshot);
     return { outcome: 'accepted', revision };
   }
 

@@ -73,6 +73,11 @@ export interface GatewayInstance {
   /** The serving config and site signals, when the gateway is given a serving config. */
   readonly siteView: SiteView | undefined;
   isReady(): boolean;
+  /**
+   * Called whenever what isReady() and the accepted revision depend on may have changed: an overlay or serving config
+   * accepted, or close() begun. Not for a SiteView passed in the options, which this gateway does not load.
+   */
+  onStateChange(listener: () => void): () => void;
   /** Re-reads credential and caller key files (SIGHUP). */
   reloadCredentials(): void;
   close(): Promise<void>;
@@ -443,6 +448,13 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     listeners.push({ name: listener.listener.name, host, port: bound.port, tls: listener.listener.tls !== undefined });
   }
 
+  const stateListeners = new Set<() => void>();
+  const stateChanged = (): void => {
+    for (const listener of stateListeners) listener();
+  };
+  for (const store of stores.values()) store.onAccepted(stateChanged);
+  serving?.store.onAccepted(stateChanged);
+
   let warm = (options.warmupRequests ?? 0) === 0;
   // A grid_site_route gateway is ready once it holds a serving config, as an overlay gateway once it holds an overlay.
   const isReady = (): boolean =>
@@ -487,6 +499,10 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     ages,
     siteView,
     isReady,
+    onStateChange(listener) {
+      stateListeners.add(listener);
+      return () => stateListeners.delete(listener);
+    },
     reloadCredentials: () => {
       for (const { pipeline } of servers) {
         pipeline.credentialInject?.reload();
@@ -496,6 +512,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     async close() {
       if (closing) return;
       closing = true;
+      stateChanged();
       for (const store of stores.values()) store.close();
       if ((options.drainDelayMs ?? 0) > 0) await new Promise<void>((resolve) => setTimeout(resolve, options.drainDelayMs).unref());
       // Stop accepting, but do not yet close connections without a request: http.Server.close() would, and a

@@ -9,9 +9,6 @@ import { startGateway } from './server.ts';
 import type { GatewayInstance } from './server.ts';
 import type { SupervisorMessage, WorkerData, WorkerMessage } from './workers.ts';
 
-/** How often the worker compares its readiness and revision with what it last told the supervisor. */
-const STATE_INTERVAL_MS = 100;
-
 const port = parentPort;
 if (port === null) throw new Error('daemons/gateway/worker.ts runs only as a worker thread of workers.ts');
 const data = workerData as WorkerData;
@@ -48,7 +45,8 @@ const tellState = (): void => {
   told = key;
   post({ type: 'state', ...now });
 };
-const stateTimer = setInterval(tellState, STATE_INTERVAL_MS);
+// Told when it changes (an overlay or serving config accepted, close begun), not polled: an idle worker sleeps.
+instance.onStateChange(tellState);
 
 port.on('message', (message: SupervisorMessage) => {
   switch (message.type) {
@@ -62,7 +60,6 @@ port.on('message', (message: SupervisorMessage) => {
       instance.reloadCredentials();
       return;
     case 'close':
-      clearInterval(stateTimer);
       instance.close().then(
         () => process.exit(0),
         (error: unknown) => {

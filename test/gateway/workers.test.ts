@@ -3,7 +3,7 @@
 // SIGTERM draining the requests in flight in both workers before exit 0, and the command line refusing bad counts.
 import { request } from 'node:http';
 import { join } from 'node:path';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, candidate, chatBody, consumerConfig, payload, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay } from './helpers.ts';
 import type { Daemon } from './helpers.ts';
@@ -124,6 +124,31 @@ describe('gateway --workers 2', () => {
       { index: 0, running: true, ready: true, accepted_revision: status.accepted_revision },
       { index: 1, running: true, ready: true, accepted_revision: status.accepted_revision },
     ]);
+    expect(await gateway.stop()).toBe(0);
+  });
+
+  it('tells the supervisor when each worker accepts its first overlay and each new revision', async () => {
+    const config = await writeConsumer('cold', await waitForPort(sim, 'sim'));
+    const overlayPath = join(dir, 'cold-overlay.json');
+    await rm(overlayPath);
+    const gateway = spawnDaemon('daemons/gateway/main.ts', ['--config', config, '--workers', '2']);
+    daemons.push(gateway);
+    const admin = await waitForPort(gateway, 'admin');
+    const status = async (): Promise<{ ready: boolean; accepted_revision: string | null; workers: { ready: boolean; accepted_revision: string | null }[] }> =>
+      (await call(`http://127.0.0.1:${admin}/status`)).json();
+    expect(await status()).toMatchObject({ ready: false, accepted_revision: null, workers: [{ ready: false }, { ready: false }] });
+    expect((await call(`http://127.0.0.1:${admin}/readyz`)).status).toBe(503);
+
+    const cred = { strategy: 'bearer_token' as const, secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' } };
+    for (const candidates of [[{ ...candidate('m1', 'local', 'sim'), credential: cred }], [{ ...candidate('m1', 'local', 'sim'), credential: cred }, { ...candidate('m2', 'local', 'sim'), credential: cred }]]) {
+      const revision = await writeOverlay(overlayPath, payload(candidates));
+      const seen = await waitFor(`both workers on ${revision}`, async () => {
+        const now = await status();
+        return now.workers.every((w) => w.ready && w.accepted_revision === revision) ? now : undefined;
+      }, 3_000);
+      expect(seen).toMatchObject({ ready: true, accepted_revision: revision });
+      expect((await call(`http://127.0.0.1:${admin}/readyz`)).status).toBe(200);
+    }
     expect(await gateway.stop()).toBe(0);
   });
 
