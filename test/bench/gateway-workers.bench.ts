@@ -1,7 +1,10 @@
 // Gateway workers benchmark (issue 18, "Cores"): the consumer gateway with `--workers 1` against `--workers 2`, same
 // config, same upstream, same closed-loop load.
 //
-//   npm run bench:gateway-workers [-- --window-ms 3000 --concurrency 32 --pairs 5 --upstream minimal|sim]
+//   npm run bench:gateway-workers [-- --window-ms 3000 --concurrency 32 --pairs 5 --upstream minimal|sim --idle-ms 10000]
+//
+// Before any load, both gateways sit idle for IDLE_MS (after 3 s to settle) and their CPU per idle second is recorded:
+// what a scaled-out pod of idle workers costs (each worker thread's own timers and its event-loop monitor).
 //
 // This machine is shared (other work comes and goes within seconds), so the two gateways run side by side and are
 // measured in alternating windows, 1 worker then 2 workers, each pair a few seconds apart: the ratio of each pair
@@ -48,10 +51,15 @@ export interface WorkersBenchOptions {
   /** Warm-up gives up (and the report says so) after this many windows per gateway without two agreeing within 10 %. */
   readonly maxWarmupWindows: number;
   readonly upstream: 'minimal' | 'sim';
+  /** How long both gateways are measured idle before the load starts; 0 skips it. */
+  readonly idleMs: number;
   readonly log?: (line: string) => void;
 }
 
-export const DEFAULT_WORKERS_BENCH: WorkersBenchOptions = { windowMs: 3_000, concurrency: 32, pairs: 5, maxWarmupWindows: 12, upstream: 'minimal' };
+export const DEFAULT_WORKERS_BENCH: WorkersBenchOptions = { windowMs: 3_000, concurrency: 32, pairs: 5, maxWarmupWindows: 12, upstream: 'minimal', idleMs: 10_000 };
+
+/** Idle gateways settle this long after /readyz before their idle CPU is measured. */
+const IDLE_SETTLE_MS = 3_000;
 
 export interface Window {
   readonly rps: number;
@@ -78,6 +86,8 @@ export interface WorkersBenchResult {
   readonly node: string;
   readonly loadAverageStart: readonly number[];
   readonly loadAverageEnd: readonly number[];
+  /** CPU milliseconds per second of each gateway while idle (no connections), when measured. */
+  readonly idle: { readonly one: number; readonly two: number } | undefined;
   /** Warm-up windows per gateway, and whether two consecutive ones agreed within 10 %. */
   readonly warmup: { readonly one: number; readonly two: number; readonly agreed: boolean };
   readonly pairs: readonly Pair[];
@@ -331,6 +341,15 @@ function autogroupEnabled(): boolean {
   }
 }
 
+/** Both gateways' CPU per second (ms) over `ms` without a connection, after IDLE_SETTLE_MS. */
+async function idleCpu(gateways: readonly RunningGateway[], ms: number): Promise<{ one: number; two: number }> {
+  await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_MS));
+  const before = gateways.map((g) => processCpuSeconds(g.proc.pid!));
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  const [one, two] = gateways.map((g, i) => ((processCpuSeconds(g.proc.pid!) - before[i]!) * 1e6) / ms) as [number, number];
+  return { one, two };
+}
+
 const within10 = (a: Window | undefined, b: Window | undefined): boolean => a !== undefined && b !== undefined && Math.abs(a.rps - b.rps) <= 0.1 * Math.max(a.rps, b.rps);
 
 /** One run: a single-worker and a two-worker consumer gateway, warmed up, then measured in alternating windows. */
@@ -368,6 +387,8 @@ export async function benchGatewayWorkers(partial: Partial<WorkersBenchOptions> 
       clusters: [{ name: 'up', endpoints: [`127.0.0.1:${upstreamPort}`] }],
     });
     for (const workers of [1, 2]) gateways.push(await startGateway(dir, base, workers));
+    const idle = options.idleMs > 0 ? await idleCpu(gateways, options.idleMs) : undefined;
+    if (idle !== undefined) log(`  idle: 1 worker ${idle.one.toFixed(2)} ms CPU/s, 2 workers ${idle.two.toFixed(2)} ms CPU/s`);
     for (const g of gateways) loads.push(startLoad(g.port, options.concurrency));
     const [one, two] = gateways as [RunningGateway, RunningGateway];
     const [loadOne, loadTwo] = loads as [Load, Load];
@@ -401,6 +422,7 @@ export async function benchGatewayWorkers(partial: Partial<WorkersBenchOptions> 
       node: process.version,
       loadAverageStart,
       loadAverageEnd: loadavg(),
+      idle,
       warmup: { one: warmOne.length, two: warmTwo.length, agreed },
       pairs,
       throughputRatio: median(pairs.map((p) => p.throughputRatio)),
@@ -425,6 +447,9 @@ export function formatWorkersReport(result: WorkersBenchResult): string {
   const lines = [
     `gateway workers benchmark: consumer gateway --workers 1 vs 2 in alternating ${options.windowMs} ms windows, ${options.concurrency} connections closed loop, ` +
       `${options.upstream} upstream, node ${result.node}, ${result.cpus} CPUs, load average at start ${result.loadAverageStart.map((l) => l.toFixed(2)).join(' ')}`,
+    ...(result.idle === undefined
+      ? []
+      : [`idle before the load (${options.idleMs} ms, no connections): 1 worker ${result.idle.one.toFixed(2)} ms CPU per second, 2 workers ${result.idle.two.toFixed(2)} ms CPU per second`]),
     `warm-up: ${result.warmup.one} windows each${result.warmup.agreed ? ' (two consecutive within 10 %)' : `, NEVER two consecutive within 10 % (gave up after ${options.maxWarmupWindows})`}`,
     '',
     `${pad('pair', 6)}${pad('1 worker req/s', 16)}${pad('2 workers req/s', 17)}${pad('ratio', 8)}${pad('CPU us/req 1 / 2', 18)}${pad('gateway cores 1 / 2', 21)}${pad('loadgen cores', 15)}${pad('load avg', 10)}failed`,
@@ -455,12 +480,13 @@ export function formatWorkersReport(result: WorkersBenchResult): string {
 }
 
 if (import.meta.main) {
-  const usage = 'usage: npm run bench:gateway-workers -- [--window-ms 3000] [--concurrency 32] [--pairs 5] [--upstream minimal|sim]';
+  const usage = 'usage: npm run bench:gateway-workers -- [--window-ms 3000] [--concurrency 32] [--pairs 5] [--upstream minimal|sim] [--idle-ms 10000]';
   const { values, whole, fail } = benchArgs('bench:gateway-workers', usage, {
     'window-ms': { type: 'string' },
     concurrency: { type: 'string' },
     pairs: { type: 'string' },
     upstream: { type: 'string' },
+    'idle-ms': { type: 'string' },
   });
   const named = values.upstream ?? 'minimal';
   const upstream = named === 'minimal' || named === 'sim' ? named : fail(`--upstream must be minimal or sim, got "${named}"`);
@@ -469,6 +495,7 @@ if (import.meta.main) {
     concurrency: whole('concurrency', values.concurrency, DEFAULT_WORKERS_BENCH.concurrency),
     pairs: whole('pairs', values.pairs, DEFAULT_WORKERS_BENCH.pairs),
     upstream,
+    idleMs: values['idle-ms'] === '0' ? 0 : whole('idle-ms', values['idle-ms'], DEFAULT_WORKERS_BENCH.idleMs),
     log: (line) => process.stdout.write(`${line}\n`),
   }).then(
     (result) => {
