@@ -52,7 +52,7 @@ export function createProviderRoute(config: ProviderRouteFilter, parser: Filter)
   return {
     name: 'provider_route',
     listModels: () => models,
-    async apply(request: GatewayRequest): Promise<void> {
+    apply(request: GatewayRequest): void | Promise<void> {
       const candidate = oneHeader(request, ROUTING_CANDIDATE_HEADER);
       const requestId = oneHeader(request, ROUTING_REQUEST_ID_HEADER);
       const revision = oneHeader(request, ROUTING_REVISION_HEADER);
@@ -68,21 +68,29 @@ export function createProviderRoute(config: ProviderRouteFilter, parser: Filter)
       if (revision === null || (revision !== undefined && !REVISION.test(revision))) {
         throw forbidden('invalid_routing_revision', `malformed ${ROUTING_REVISION_HEADER}`);
       }
-      await parser.apply(request);
-      const model = request.model;
-      if (model === undefined) throw badRequest('model_required', 'the request names no model');
-      const routed = byCandidate.get(candidate);
-      if (routed === undefined) throw forbidden('unknown_candidate', 'the routing candidate is not served by this provider');
-      const route = routed.route;
-      if (route.model !== model) throw notFound('model_not_routed', `model "${model}" is not routed for this candidate`);
-      if (!pathAllowed(route, request.path)) throw notFound('path_not_routed', `path ${request.path} is not routed for this candidate`);
-      request.cluster = route.cluster;
-      request.labels.model = route.model;
-      request.labels.cluster = route.cluster;
-      request.credential = routed.credential;
-      request.headers.set(PROVIDER_REQUEST_ID_HEADER, requestId);
-      if (config.provider_id !== undefined) request.headers.set(PROVIDER_ATTRIBUTION_HEADER, config.provider_id);
-      if (revision !== undefined) request.headers.set(PROVIDER_REVISION_HEADER, revision);
+      // The parser reads the body (a Promise) unless it is already read; not an async function, so a request pays
+      // one reaction on the body read and no suspended frame.
+      const parsed = parser.apply(request);
+      if (parsed === undefined) return authorize(request, candidate, requestId, revision);
+      return parsed.then(() => authorize(request, candidate, requestId, revision));
     },
   };
+
+  /** The parsed request against the candidate's route; the backend's attribution headers once it is allowed. */
+  function authorize(request: GatewayRequest, candidate: string, requestId: string, revision: string | undefined): void {
+    const model = request.model;
+    if (model === undefined) throw badRequest('model_required', 'the request names no model');
+    const routed = byCandidate.get(candidate);
+    if (routed === undefined) throw forbidden('unknown_candidate', 'the routing candidate is not served by this provider');
+    const route = routed.route;
+    if (route.model !== model) throw notFound('model_not_routed', `model "${model}" is not routed for this candidate`);
+    if (!pathAllowed(route, request.path)) throw notFound('path_not_routed', `path ${request.path} is not routed for this candidate`);
+    request.cluster = route.cluster;
+    request.labels.model = route.model;
+    request.labels.cluster = route.cluster;
+    request.credential = routed.credential;
+    request.headers.set(PROVIDER_REQUEST_ID_HEADER, requestId);
+    if (config.provider_id !== undefined) request.headers.set(PROVIDER_ATTRIBUTION_HEADER, config.provider_id);
+    if (revision !== undefined) request.headers.set(PROVIDER_REVISION_HEADER, revision);
+  }
 }
