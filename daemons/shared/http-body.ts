@@ -19,8 +19,9 @@ export function readBoundedBody(req: IncomingMessage, maxBytes: number, tooLarge
     // A small body usually arrives in the same read as the head. The 'request' event fires before the parser reaches
     // the body, and 'readable' once it has parsed a body chunk (or the end of an empty body), a tick later in the same
     // turn of the event loop: a body that came with its head is then all buffered and taken with one read(), without
-    // flowing mode, 'data' and 'end' events and their ticks. (Waiting for the check phase, where the parser is done
-    // with the read, found the body whole as often, but the extra turn of the loop cost more CPU per request.)
+    // flowing mode, 'data' and 'end' events and their ticks. (Waiting for the check phase instead also finds the body
+    // whole, but it saves fewer instructions and holds each request's dispatch until the loop has handled everything
+    // else that turn read: BENCHMARKS.md, session 11.)
     const onReadable = (): void => {
       req.off('close', onClose);
       takeBody(req, length, maxBytes, tooLarge, resolve, reject);
