@@ -53,9 +53,8 @@ export class OverlayStore {
   }
 
   /** Called with every newly accepted snapshot. */
-  onAccepted(listener: (snapshot: RoutingSnapshot) => void): () => void {
+  onAccepted(listener: (snapshot: RoutingSnapshot) => void): void {
     this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
   }
 
   /** Records which revision served a request, for the serving-revision metric. */

@@ -77,7 +77,7 @@ export interface GatewayInstance {
    * Called whenever what isReady() and the accepted revision depend on may have changed: an overlay or serving config
    * accepted, or close() begun. Not for a SiteView passed in the options, which this gateway does not load.
    */
-  onStateChange(listener: () => void): () => void;
+  onStateChange(listener: () => void): void;
   /** Re-reads credential and caller key files (SIGHUP). */
   reloadCredentials(): void;
   close(): Promise<void>;
@@ -501,7 +501,6 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     isReady,
     onStateChange(listener) {
       stateListeners.add(listener);
-      return () => stateListeners.delete(listener);
     },
     reloadCredentials: () => {
       for (const { pipeline } of servers) {

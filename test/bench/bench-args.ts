@@ -1,5 +1,5 @@
 // The command line every bench shares: strict options, --help on stdout with exit 0, a usage error as one stderr line
-// naming the bench with exit 2, and positive numbers checked by name.
+// naming the bench with exit 2, and numbers checked by name (positive, whole, or a count that may be 0).
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 
@@ -43,5 +43,11 @@ export function benchArgs<T extends Options>(bench: string, usage: string, optio
     if (!Number.isInteger(n)) fail(`--${name} must be a whole number, got "${value}"`);
     return n;
   };
-  return { values, positionals: parsed.positionals, positive, whole, fail };
+  /** `value` as a whole number of at least 0 (a count that may be none: 0 turns a step off); anything else is a usage error. */
+  const count = (name: string, value: string | undefined, fallback: number): number => {
+    const n = value === undefined ? fallback : Number(value);
+    if (value !== undefined && (value.trim() === '' || !Number.isInteger(n) || n < 0)) fail(`--${name} must be a whole number of at least 0, got "${value}"`);
+    return n;
+  };
+  return { values, positionals: parsed.positionals, positive, whole, count, fail };
 }

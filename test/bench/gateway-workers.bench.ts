@@ -481,7 +481,7 @@ export function formatWorkersReport(result: WorkersBenchResult): string {
 
 if (import.meta.main) {
   const usage = 'usage: npm run bench:gateway-workers -- [--window-ms 3000] [--concurrency 32] [--pairs 5] [--upstream minimal|sim] [--idle-ms 10000]';
-  const { values, whole, fail } = benchArgs('bench:gateway-workers', usage, {
+  const { values, whole, count, fail } = benchArgs('bench:gateway-workers', usage, {
     'window-ms': { type: 'string' },
     concurrency: { type: 'string' },
     pairs: { type: 'string' },
@@ -495,7 +495,7 @@ if (import.meta.main) {
     concurrency: whole('concurrency', values.concurrency, DEFAULT_WORKERS_BENCH.concurrency),
     pairs: whole('pairs', values.pairs, DEFAULT_WORKERS_BENCH.pairs),
     upstream,
-    idleMs: values['idle-ms'] === '0' ? 0 : whole('idle-ms', values['idle-ms'], DEFAULT_WORKERS_BENCH.idleMs),
+    idleMs: count('idle-ms', values['idle-ms'], DEFAULT_WORKERS_BENCH.idleMs),
     log: (line) => process.stdout.write(`${line}\n`),
   }).then(
     (result) => {

@@ -55,7 +55,7 @@ function options(): {
   idleGapS: number;
   coldWarmups: (number | undefined)[];
 } {
-  const { values, positive: num, whole, fail } = benchArgs('bench:gateway', USAGE, {
+  const { values, positive: num, whole, count, fail } = benchArgs('bench:gateway', USAGE, {
     case: { type: 'string', multiple: true },
     'window-ms': { type: 'string' },
     rounds: { type: 'string' },
@@ -87,7 +87,7 @@ function options(): {
     streamRounds: whole('stream-rounds', values['stream-rounds'], 3),
     idleGapS: num('idle-gap-s', values['idle-gap-s'], 30),
     // Each entry is one cold start: "default" is the gateway's own warm-up, a number sets AGN_GATEWAY_WARMUP_REQUESTS.
-    coldWarmups: (values['cold-warmups'] ?? 'default,0').split(',').map((w) => (w === 'default' ? undefined : w === '0' ? 0 : num('cold-warmups', w, 0))),
+    coldWarmups: (values['cold-warmups'] ?? 'default,0').split(',').map((w) => (w === 'default' ? undefined : count('cold-warmups', w, 0))),
   };
 }
 

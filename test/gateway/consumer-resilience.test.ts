@@ -13,16 +13,15 @@ import { resolveConfig } from '../../daemons/gateway/config.ts';
 import { startGateway } from '../../daemons/gateway/server.ts';
 import type { OverlayCandidate } from '../../schemas/overlay/types.ts';
 import { TOKEN, useConsumerFixture, withCred } from './consumer-fixture.ts';
-import { call, candidate, chatBody, consumerConfig, payload, tempDir, waitFor, writeOverlay, writeRaw } from './helpers.ts';
+import { call, candidate, chatBody, consumerConfig, metricSample, payload, tempDir, waitFor, writeOverlay, writeRaw } from './helpers.ts';
 
 const f = useConsumerFixture();
 
 /** grid_gateway_ready as the admin port's /metrics reports it now. */
 async function readyGauge(adminPort: number): Promise<number> {
-  const text = (await call(`http://127.0.0.1:${adminPort}/metrics`)).text;
-  const line = text.split('\n').find((l) => l.startsWith('grid_gateway_ready '));
-  if (line === undefined) throw new Error('/metrics has no grid_gateway_ready');
-  return Number(line.split(' ')[1]);
+  const value = metricSample((await call(`http://127.0.0.1:${adminPort}/metrics`)).text, 'grid_gateway_ready');
+  if (value === undefined) throw new Error('/metrics has no grid_gateway_ready');
+  return value;
 }
 
 describe('overlay hot reload', () => {

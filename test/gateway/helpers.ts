@@ -132,6 +132,12 @@ export async function writeRaw(path: string, content: string): Promise<void> {
   await rename(tmp, path);
 }
 
+/** The value of one sample line of a Prometheus text page (`name{labels}` exactly as written), or undefined if absent. */
+export function metricSample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
 export function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
   return pollUntil(what, probe, timeoutMs, 25);
 }

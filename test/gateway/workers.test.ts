@@ -5,7 +5,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, candidate, chatBody, consumerConfig, payload, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay } from './helpers.ts';
+import { call, candidate, chatBody, consumerConfig, metricSample, payload, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay } from './helpers.ts';
 import type { Daemon } from './helpers.ts';
 import { MAX_RESTARTS, RESTART_WINDOW_MS, RestartBudget } from '../../daemons/gateway/workers.ts';
 
@@ -70,11 +70,6 @@ function requestsByWorker(daemon: Daemon): Map<number, number> {
   return counts;
 }
 
-/** The value of one sample line of a Prometheus text page (`name{labels}` exactly as written), or undefined. */
-function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
 
 async function startTwoWorkers(config: string): Promise<{ gateway: Daemon; port: number; admin: number }> {
   const gateway = spawnDaemon('daemons/gateway/main.ts', ['--config', config, '--workers', '2'], { LOG_LEVEL: 'debug' });
@@ -106,11 +101,11 @@ describe('gateway --workers 2', () => {
     const metrics = await call(`http://127.0.0.1:${admin}/metrics`);
     expect(metrics.status).toBe(200);
     // Summed over the workers: the request counter equals the requests sent, not one worker's share.
-    expect(sample(metrics.text, 'grid_gateway_requests_total{role="consumer",model="m1",cluster="sim",status="200"}')).toBe(sent);
-    expect(sample(metrics.text, 'grid_gateway_requests_in_flight{role="consumer"}')).toBe(0);
+    expect(metricSample(metrics.text, 'grid_gateway_requests_total{role="consumer",model="m1",cluster="sim",status="200"}')).toBe(sent);
+    expect(metricSample(metrics.text, 'grid_gateway_requests_in_flight{role="consumer"}')).toBe(0);
     // Readiness and info gauges are not summed: ready is 1 (every worker ready), the overlay has one candidate.
-    expect(sample(metrics.text, 'grid_gateway_ready')).toBe(1);
-    expect(sample(metrics.text, 'grid_gateway_overlay_candidates')).toBe(1);
+    expect(metricSample(metrics.text, 'grid_gateway_ready')).toBe(1);
+    expect(metricSample(metrics.text, 'grid_gateway_overlay_candidates')).toBe(1);
     // Process metrics appear once, for the whole process.
     expect(metrics.text.match(/^grid_gateway_process_cpu_seconds_total /gm)).toHaveLength(1);
     // The event-loop delay is the workers' loops, merged into one series each (the greatest maximum).
@@ -157,7 +152,7 @@ describe('gateway --workers 2', () => {
     const inFlight = Array.from({ length: 16 }, () => chat(port));
     await waitFor('16 requests in flight', async () => {
       const text = (await call(`http://127.0.0.1:${admin}/metrics`)).text;
-      return sample(text, 'grid_gateway_requests_in_flight{role="consumer"}') === 16 ? true : undefined;
+      return metricSample(text, 'grid_gateway_requests_in_flight{role="consumer"}') === 16 ? true : undefined;
     });
     const started = Date.now();
     const exited = gateway.stop('SIGTERM');

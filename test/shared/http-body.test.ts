@@ -1,6 +1,6 @@
 // readBoundedBody over a real node:http server and raw TCP clients, so each case controls how the request reaches the
-// server: head and body in one write (the parser has the body whole before the first microtask), the body in pieces
-// after the head, chunked, over the bound, cut off, or empty; and a keep-alive connection that carries a second
+// server: head and body in one write (the whole body is buffered by the request's first 'readable' event), the body in
+// pieces after the head, chunked, over the bound, cut off, or empty; and a keep-alive connection that carries a second
 // request after the first body was read.
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';

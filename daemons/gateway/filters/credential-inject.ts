@@ -26,6 +26,7 @@ function describe(source: CredentialSource): string {
   return `${source.namespace}/${source.name}/${source.key}`;
 }
 
+/** The token, or why it is unusable: the problem is logged, so it names the source and never holds token bytes. */
 function loadToken(source: CredentialSource, configDir: string): { token?: string; problem?: string } {
   let raw: string | undefined;
   if (source.file !== undefined) {

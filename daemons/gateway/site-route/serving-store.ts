@@ -51,9 +51,8 @@ export class ServingStore {
   }
 
   /** Called with every newly accepted serving config. */
-  onAccepted(listener: (document: ServingConfigDocument) => void): () => void {
+  onAccepted(listener: (document: ServingConfigDocument) => void): void {
     this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
   }
 
   async start(): Promise<void> {
