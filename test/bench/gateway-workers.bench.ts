@@ -17,7 +17,8 @@
 // process) answers every request with one pre-built chat completion, parsing no more than the head. Per window it
 // records requests/s, failed requests (any non-200, reset, early close or 10 s without an answer), the gateway's CPU
 // time per request (utime + stime of the whole process from /proc: every worker thread), the cores the gateway and
-// the load generator used, and the load average.
+// the load generator used, and the load average. Each pair also states the most a second worker could add on these
+// cores at the measured CPU per request (ratioCeiling): what the ratio is to be read against.
 //
 // Linux's autogroup scheduling (kernel.sched_autogroup_enabled = 1, as on this machine) gives each session an equal
 // share of the CPUs: while other sessions are busy, the gateway gets about one session's share, so
@@ -78,6 +79,19 @@ export interface Pair {
   readonly two: Window;
   readonly throughputRatio: number;
   readonly cpuPerRequestRatio: number;
+  /** The highest throughputRatio this machine allows the pair (ratioCeiling()). */
+  readonly ceiling: number;
+}
+
+/**
+ * The most a second worker can add here, from the single-worker window: at the same CPU per request for the gateway
+ * (g) and for the load generator with the upstream (o), `cpus` cores carry at most cpus / (g + o) requests per
+ * second, and one worker carried gatewayCores / g = loadGenCores / o, so two workers reach at most
+ * cpus / (gatewayCores + loadGenCores) times one. On 2 cores a load generator and upstream using 0.55 of a core
+ * beside one busy worker cap the ratio at 2 / 1.55 = 1.29, whatever the gateway does.
+ */
+export function ratioCeiling(one: Pick<Window, 'gatewayCores' | 'loadGenCores'>, cpuCount: number): number {
+  return cpuCount / (one.gatewayCores + one.loadGenCores);
 }
 
 export interface WorkersBenchResult {
@@ -95,6 +109,8 @@ export interface WorkersBenchResult {
   readonly throughputRatio: number;
   /** Median over pairs of (two-worker CPU per request / single-worker CPU per request). */
   readonly cpuPerRequestRatio: number;
+  /** Median over pairs of the machine's ceiling on throughputRatio. */
+  readonly ceiling: number;
   /** Failed requests in every window, warm-up included. */
   readonly failed: number;
 }
@@ -413,7 +429,7 @@ export async function benchGatewayWorkers(partial: Partial<WorkersBenchOptions> 
     for (let i = 1; i <= options.pairs; i++) {
       const a = await window(one, loadOne, `pair ${i}`);
       const b = await window(two, loadTwo, `pair ${i}`);
-      pairs.push({ one: a, two: b, throughputRatio: b.rps / a.rps, cpuPerRequestRatio: b.gatewayCpuUs / a.gatewayCpuUs });
+      pairs.push({ one: a, two: b, throughputRatio: b.rps / a.rps, cpuPerRequestRatio: b.gatewayCpuUs / a.gatewayCpuUs, ceiling: ratioCeiling(a, cpus().length) });
     }
     const all = [...warmOne, ...warmTwo, ...pairs.flatMap((p) => [p.one, p.two])];
     return {
@@ -427,6 +443,7 @@ export async function benchGatewayWorkers(partial: Partial<WorkersBenchOptions> 
       pairs,
       throughputRatio: median(pairs.map((p) => p.throughputRatio)),
       cpuPerRequestRatio: median(pairs.map((p) => p.cpuPerRequestRatio)),
+      ceiling: median(pairs.map((p) => p.ceiling)),
       failed: all.reduce((sum, w) => sum + w.failed, 0),
     };
   } finally {
@@ -452,12 +469,12 @@ export function formatWorkersReport(result: WorkersBenchResult): string {
       : [`idle before the load (${options.idleMs} ms, no connections): 1 worker ${result.idle.one.toFixed(2)} ms CPU per second, 2 workers ${result.idle.two.toFixed(2)} ms CPU per second`]),
     `warm-up: ${result.warmup.one} windows each${result.warmup.agreed ? ' (two consecutive within 10 %)' : `, NEVER two consecutive within 10 % (gave up after ${options.maxWarmupWindows})`}`,
     '',
-    `${pad('pair', 6)}${pad('1 worker req/s', 16)}${pad('2 workers req/s', 17)}${pad('ratio', 8)}${pad('CPU us/req 1 / 2', 18)}${pad('gateway cores 1 / 2', 21)}${pad('loadgen cores', 15)}${pad('load avg', 10)}failed`,
+    `${pad('pair', 6)}${pad('1 worker req/s', 16)}${pad('2 workers req/s', 17)}${pad('ratio', 8)}${pad('CPU us/req 1 / 2', 18)}${pad('gateway cores 1 / 2', 21)}${pad('loadgen cores', 15)}${pad('ceiling', 9)}${pad('load avg', 10)}failed`,
   ];
   result.pairs.forEach((p, i) => {
     lines.push(
       `${pad(String(i + 1), 6)}${pad(f0(p.one.rps), 16)}${pad(f0(p.two.rps), 17)}${pad(p.throughputRatio.toFixed(2), 8)}${pad(`${f0(p.one.gatewayCpuUs)} / ${f0(p.two.gatewayCpuUs)}`, 18)}` +
-        `${pad(`${p.one.gatewayCores.toFixed(2)} / ${p.two.gatewayCores.toFixed(2)}`, 21)}${pad(`${p.one.loadGenCores.toFixed(2)} / ${p.two.loadGenCores.toFixed(2)}`, 15)}` +
+        `${pad(`${p.one.gatewayCores.toFixed(2)} / ${p.two.gatewayCores.toFixed(2)}`, 21)}${pad(`${p.one.loadGenCores.toFixed(2)} / ${p.two.loadGenCores.toFixed(2)}`, 15)}${pad(p.ceiling.toFixed(2), 9)}` +
         `${pad(((p.one.loadAverage + p.two.loadAverage) / 2).toFixed(1), 10)}${p.one.failed + p.two.failed}`,
     );
   });
@@ -466,6 +483,8 @@ export function formatWorkersReport(result: WorkersBenchResult): string {
     '',
     `two workers / one worker: throughput ${result.throughputRatio.toFixed(2)}x (median of ${ratios.length} pairs, range ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}), ` +
       `CPU per request ${result.cpuPerRequestRatio.toFixed(2)}x; failed requests ${result.failed} (warm-up included)`,
+    `this machine's ceiling on that ratio: ${result.ceiling.toFixed(2)}x (median; ${result.cpus} CPUs / the cores the gateway and the load generator used in the ` +
+      `single-worker window), so two workers reached ${((100 * result.throughputRatio) / result.ceiling).toFixed(0)} % of what these cores allow`,
     `load average at the end: ${result.loadAverageEnd.map((l) => l.toFixed(2)).join(' ')}. The load generator and the upstream share the cores with the gateway, ` +
       'so two workers cannot have two whole cores here; with a core per worker the ratio is bounded by 2 / the CPU ratio.',
   );

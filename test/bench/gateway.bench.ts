@@ -3,6 +3,7 @@
 // in one run so the ratios between paths hold even on a busy machine.
 //   npm run bench:gateway [-- --case closed --case rate --case stream --case cold --case idle] [--window-ms 2000]
 //     [--rounds 5] [--concurrency 32] [--rates 500,1000] [--rate-ms 2000] [--streams 100] [--stream-rounds 3] [--idle-gap-s 30]
+//     [--cold-warmups default,0] [--sched]
 // Cases (all by default):
 //   closed  closed loop, CONCURRENCY in flight: each path warms until two consecutive windows agree within 10 % on
 //           CPU per request, then ROUNDS rounds of one window per path (paths interleaved); median and spread.
@@ -17,6 +18,9 @@
 //           and p99 in each of the first 10 one-second windows, against the warm consumer at the same rate.
 //   idle    the consumer -> provider hop after IDLE_GAP_S without traffic: TLS handshakes the provider counted
 //           (grid_gateway_tls_handshakes_total) across the gap and the burst after it.
+// --sched traces the rate case with `perf sched record` (sched-wait.ts) and adds, per path, how often its processes
+// (the proxies, the sim, this load generator) waited 1 ms or more for a CPU after a wakeup, per 100 requests: what the
+// machine adds to the latency tail whatever the proxy does.
 // Beside the floor, the floor of the hop: two minimal proxies, one forwarding to the other over mutual TLS.
 // CPU per request is the CPU time of the proxy processes (the gateways, floor proxy or nginx master+worker; never
 // the sim or this load generator) from /proc (proc-cpu.ts: the scheduler's nanoseconds per thread), divided by the
@@ -33,13 +37,16 @@ import { benchArgs } from './bench-args.ts';
 import { floorListenTls, floorUpstreamTls } from './floor-hop.ts';
 import { median } from './stats.ts';
 import { treeCpuSeconds } from './proc-cpu.ts';
+import { monotonicSeconds, processTree, recordSched, stealSeconds, waitsOf } from './sched-wait.ts';
+import type { SchedEvent, SchedRecording } from './sched-wait.ts';
+import { ensureDebianPackages } from '../../image/debian-tools.ts';
 import { stableId } from '../../schemas/fnv1a.ts';
 import { PROVIDER_SNI, candidate, consumerConfig, makePki, payload, providerConfig, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay } from '../gateway/helpers.ts';
 import type { Daemon } from '../gateway/helpers.ts';
 
 const USAGE =
   'usage: npm run bench:gateway -- [--case closed|rate|stream|cold|idle|workers]... [--window-ms 2000] [--rounds 5] [--concurrency 32] ' +
-  '[--rates 500,1000] [--rate-ms 2000] [--streams 100] [--stream-rounds 3] [--idle-gap-s 30] [--cold-warmups default,0]';
+  '[--rates 500,1000] [--rate-ms 2000] [--streams 100] [--stream-rounds 3] [--idle-gap-s 30] [--cold-warmups default,0] [--sched]';
 const CASES = ['closed', 'rate', 'stream', 'cold', 'idle', 'workers'] as const;
 type Case = (typeof CASES)[number];
 
@@ -54,6 +61,7 @@ function options(): {
   streamRounds: number;
   idleGapS: number;
   coldWarmups: (number | undefined)[];
+  sched: boolean;
 } {
   const { values, positive: num, whole, count, fail } = benchArgs('bench:gateway', USAGE, {
     case: { type: 'string', multiple: true },
@@ -66,6 +74,7 @@ function options(): {
     'stream-rounds': { type: 'string' },
     'idle-gap-s': { type: 'string' },
     'cold-warmups': { type: 'string' },
+    sched: { type: 'boolean' },
   });
   const cases = new Set<Case>();
   for (const c of values.case ?? CASES) {
@@ -88,6 +97,7 @@ function options(): {
     idleGapS: num('idle-gap-s', values['idle-gap-s'], 30),
     // Each entry is one cold start: "default" is the gateway's own warm-up, a number sets AGN_GATEWAY_WARMUP_REQUESTS.
     coldWarmups: (values['cold-warmups'] ?? 'default,0').split(',').map((w) => (w === 'default' ? undefined : count('cold-warmups', w, 0))),
+    sched: values.sched === true,
   };
 }
 
@@ -313,7 +323,16 @@ async function fixedRate(path: BenchPath, rate: number, durationMs: number, shar
   return { latencies: sortedOf(latencies), errors, cpuUs: path.pids().length === 0 ? NaN : ((cpu1 - cpu0) * 1e6) / Math.max(1, latencies.length), achieved: (latencies.length * 1000) / durationMs };
 }
 
-async function rateCase(paths: BenchPath[]): Promise<Map<number, number>> {
+/** One measured window of the rate case: when it ran (monotonic seconds) and the processes its requests passed through. */
+interface RateWindow {
+  from: number;
+  to: number;
+  pids: Set<number>;
+  /** Seconds of CPU the hypervisor took during the window (stealSeconds()). */
+  steal: number;
+}
+
+async function rateCase(paths: BenchPath[], sharedPids: () => number[], dir: string): Promise<Map<number, number>> {
   const consumerAt = new Map<number, number>();
   for (const rate of OPTS.rates) {
     process.stdout.write(
@@ -323,13 +342,25 @@ async function rateCase(paths: BenchPath[]): Promise<Map<number, number>> {
     // One client pool per path for the warm second and every window: connections are open before measuring.
     const pools = new Map(paths.map((path) => [path.name, new Pool(path.origin, { connections: 512, pipelining: 1, keepAliveTimeout: 60_000 })]));
     const results = new Map<string, RateResult[]>(paths.map((path) => [path.name, []]));
+    const windows = new Map<string, RateWindow[]>(paths.map((path) => [path.name, []]));
+    let recording: SchedRecording | undefined;
+    let events: SchedEvent[] = [];
     try {
       for (const path of paths) await fixedRate(path, rate, 1000, pools.get(path.name));
+      if (OPTS.sched) recording = await recordSched(join(dir, `sched-${rate}.data`));
       for (let round = 0; round < OPTS.rounds; round++) {
-        for (const path of paths) results.get(path.name)!.push(await fixedRate(path, rate, OPTS.rateMs, pools.get(path.name)));
+        for (const path of paths) {
+          // The proxies with their children (nginx's workers); the sim and this process alone (every daemon here is a child).
+          const pids = new Set([...path.pids().flatMap(processTree), ...sharedPids()]);
+          const from = monotonicSeconds();
+          const steal = stealSeconds();
+          results.get(path.name)!.push(await fixedRate(path, rate, OPTS.rateMs, pools.get(path.name)));
+          windows.get(path.name)!.push({ from, to: monotonicSeconds(), pids, steal: stealSeconds() - steal });
+        }
       }
     } finally {
       await Promise.all([...pools.values()].map((pool) => pool.close()));
+      if (recording !== undefined) events = await recording.stop();
     }
     const pooled = (name: string): Float64Array => sortedOf(results.get(name)!.flatMap((r) => [...r.latencies]));
     const ratio = (name: string, base: string): string => roundRatios(results.get(name)!.map((r) => r.cpuUs), results.get(base)?.map((r) => r.cpuUs));
@@ -357,8 +388,38 @@ async function rateCase(paths: BenchPath[]): Promise<Map<number, number>> {
     table(['path', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'added p50 ms', 'added p99 ms', 'added p99.9 ms', 'errors', 'proxy CPU us/req', 'CPU vs floor', 'CPU vs nginx'], rows);
     const hop = paths.at(-1)!.name;
     if (results.has(FLOOR_HOP)) process.stdout.write(`${hop} vs ${FLOOR_HOP}: CPU per request ${ratio(hop, FLOOR_HOP)}\n\n`);
+    if (recording !== undefined) schedTable(paths, results, windows, events, direct);
   }
   return consumerAt;
+}
+
+/**
+ * Per path, the waits for a CPU after a wakeup of its processes (the proxies, the sim, this load generator) inside its
+ * windows, per 100 requests completed in them. Where a path's processes wait 1 ms or more more than once per 100
+ * requests, its p99 holds a millisecond of the machine's scheduling unless those waits fall on the same requests.
+ */
+function schedTable(paths: BenchPath[], results: Map<string, RateResult[]>, windows: Map<string, RateWindow[]>, events: SchedEvent[], direct: Float64Array): void {
+  process.stdout.write(
+    `scheduler waits in the same windows (perf sched: from a wakeup of the path's processes, the proxies, the sim and this load generator, to running):\n\n`,
+  );
+  const rows = paths.map((path) => {
+    const waits = windows.get(path.name)!.flatMap((w) => waitsOf(events, w.pids, w.from, w.to)).sort((a, b) => a - b);
+    const requests = results.get(path.name)!.reduce((n, r) => n + r.latencies.length, 0);
+    const per100 = (ms: number): string => fmt((100 * waits.filter((w) => w >= ms).length) / Math.max(1, requests), 2);
+    const sorted = Float64Array.from(waits);
+    return [
+      path.name,
+      String(requests),
+      fmt(waits.length / Math.max(1, requests), 1),
+      fmt(percentile(sorted, 99), 3),
+      per100(1),
+      per100(2.5),
+      fmt(sorted.at(-1) ?? NaN, 2),
+      fmt(windows.get(path.name)!.reduce((ms, w) => ms + w.steal * 1000, 0)),
+      path.name === 'direct to sim' ? '-' : fmt(percentile(sortedOf(results.get(path.name)!.flatMap((r) => [...r.latencies])), 99) - percentile(direct, 99), 2),
+    ];
+  });
+  table(['path', 'requests', 'switch-ins per request', 'wait p99 ms', 'waits >= 1 ms per 100 requests', 'waits >= 2.5 ms per 100 requests', 'longest wait ms', 'steal ms (all CPUs)', 'added p99 ms'], rows);
 }
 
 // ---------------------------------------------------------------- streaming
@@ -783,6 +844,7 @@ async function main(): Promise<void> {
       await waitFor(`${name} consumer ready`, async () => ((await fetch(`http://127.0.0.1:${admin}/readyz`)).status === 200 ? true : undefined));
     }
 
+    if (OPTS.sched) ensureDebianPackages(['linux-perf']);
     const nginxBin = ensureNginx();
     let nginxPorts: { port: number; streamPort: number } | undefined;
     if (nginxBin !== undefined) {
@@ -831,7 +893,7 @@ async function main(): Promise<void> {
         `non-streaming chat completions of 16 tokens unless said; ${nginxBin === undefined ? 'nginx skipped' : 'nginx worker_processes 1'}\n\n`,
     );
     if (OPTS.cases.has('closed')) await closedCase(paths);
-    const steadyAt = OPTS.cases.has('rate') ? await rateCase(paths) : undefined;
+    const steadyAt = OPTS.cases.has('rate') ? await rateCase(paths, () => [pid(sim), process.pid], dir) : undefined;
     if (OPTS.cases.has('stream')) await streamCase(paths);
     if (OPTS.cases.has('cold')) for (const warmup of OPTS.coldWarmups) await coldCase(consumerPlain, steadyAt?.get(COLD_RATE), warmup);
     if (OPTS.cases.has('idle')) await idleCase(paths.at(-1)!, providerAdmin);
