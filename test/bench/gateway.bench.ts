@@ -3,13 +3,17 @@
 // in one run so the ratios between paths hold even on a busy machine.
 //   npm run bench:gateway [-- --case closed --case rate --case stream --case cold --case idle] [--window-ms 2000]
 //     [--rounds 5] [--concurrency 32] [--rates 500,1000] [--rate-ms 2000] [--streams 100] [--stream-rounds 3] [--idle-gap-s 30]
-//     [--cold-warmups default,0] [--sched]
+//     [--cold-warmups default,0] [--sched] [--pace spin|sleep|spin,sleep]
 // Cases (all by default):
 //   closed  closed loop, CONCURRENCY in flight: each path warms until two consecutive windows agree within 10 % on
 //           CPU per request, then ROUNDS rounds of one window per path (paths interleaved); median and spread.
 //   rate    open loop at fixed rates: ROUNDS rounds of one RATE_MS window per path (paths interleaved), latency from
 //           each request's scheduled send time (no coordinated omission) pooled over the rounds, added p50/p99/p99.9
-//           over direct, proxy CPU per request and its ratios per round (median and spread).
+//           over direct, proxy CPU per request and its ratios per round (median and spread). This process waits for
+//           each send time by spinning, which holds one of the two cores for the whole case; --pace sleep has a thread
+//           sleep until each send time instead (pacer.ts), --pace spin,sleep runs the case both ways. On this
+//           virtual machine a sleeping thread is woken late (its CPU halts and the hypervisor gives it away), so
+//           spinning is the default. "sent late p99" is how late requests left, which every latency includes.
 //   stream  SSE chat completions of 64 events, STREAMS concurrent streams started at a steady rate (not in one burst):
 //           STREAM_ROUNDS rounds of one window per path (paths interleaved); added time to first byte and inter-chunk
 //           gaps pooled over the rounds (one window's p99 is its 4th-slowest of ~325 streams), and per round; events
@@ -35,6 +39,7 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { benchArgs } from './bench-args.ts';
 import { floorListenTls, floorUpstreamTls } from './floor-hop.ts';
+import { Pacer } from './pacer.ts';
 import { median } from './stats.ts';
 import { treeCpuSeconds } from './proc-cpu.ts';
 import { monotonicSeconds, processTree, recordSched, stealSeconds, waitsOf } from './sched-wait.ts';
@@ -46,8 +51,11 @@ import type { Daemon } from '../gateway/helpers.ts';
 
 const USAGE =
   'usage: npm run bench:gateway -- [--case closed|rate|stream|cold|idle|workers]... [--window-ms 2000] [--rounds 5] [--concurrency 32] ' +
-  '[--rates 500,1000] [--rate-ms 2000] [--streams 100] [--stream-rounds 3] [--idle-gap-s 30] [--cold-warmups default,0] [--sched]';
+  '[--rates 500,1000] [--rate-ms 2000] [--streams 100] [--stream-rounds 3] [--idle-gap-s 30] [--cold-warmups default,0] [--sched] [--pace spin|sleep|spin,sleep]';
 const CASES = ['closed', 'rate', 'stream', 'cold', 'idle', 'workers'] as const;
+/** How the open loop waits for each send time: a sleeping pacer thread, or spinning on this one (the older way). */
+const PACES = ['sleep', 'spin'] as const;
+type Pace = (typeof PACES)[number];
 type Case = (typeof CASES)[number];
 
 function options(): {
@@ -62,6 +70,7 @@ function options(): {
   idleGapS: number;
   coldWarmups: (number | undefined)[];
   sched: boolean;
+  paces: Pace[];
 } {
   const { values, positive: num, whole, count, fail } = benchArgs('bench:gateway', USAGE, {
     case: { type: 'string', multiple: true },
@@ -75,6 +84,7 @@ function options(): {
     'idle-gap-s': { type: 'string' },
     'cold-warmups': { type: 'string' },
     sched: { type: 'boolean' },
+    pace: { type: 'string' },
   });
   const cases = new Set<Case>();
   for (const c of values.case ?? CASES) {
@@ -98,6 +108,7 @@ function options(): {
     // Each entry is one cold start: "default" is the gateway's own warm-up, a number sets AGN_GATEWAY_WARMUP_REQUESTS.
     coldWarmups: (values['cold-warmups'] ?? 'default,0').split(',').map((w) => (w === 'default' ? undefined : count('cold-warmups', w, 0))),
     sched: values.sched === true,
+    paces: (values.pace ?? 'spin').split(',').map((p) => ((PACES as readonly string[]).includes(p) ? (p as Pace) : fail(`--pace takes spin, sleep or both ("spin,sleep"), got "${p}"`))),
   };
 }
 
@@ -277,18 +288,25 @@ async function closedCase(paths: BenchPath[]): Promise<void> {
 
 interface RateResult {
   latencies: Float64Array;
+  /** How late each request left after its scheduled send time, ms: the load generator's own lateness, in every latency. */
+  lateness: Float64Array;
   errors: number;
   cpuUs: number;
   achieved: number;
 }
 
+/** The rate case (and the cold case) paces its sends with this under --pace sleep; undefined: it spins. */
+let pacer: Pacer | undefined;
+
 async function fixedRate(path: BenchPath, rate: number, durationMs: number, shared?: Pool): Promise<RateResult> {
   const pool = shared ?? new Pool(path.origin, { connections: 512, pipelining: 1, keepAliveTimeout: 60_000 });
   const latencies: number[] = [];
+  const lateness: number[] = [];
   let errors = 0;
   const pending: Promise<void>[] = [];
   const interval = 1e9 / rate;
   const send = (scheduled: bigint): void => {
+    lateness.push(ms(process.hrtime.bigint() - scheduled));
     pending.push(
       pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', ...path.headers }, body: BODY }).then(
         async (res) => {
@@ -312,15 +330,16 @@ async function fixedRate(path: BenchPath, rate: number, durationMs: number, shar
       send(t0 + BigInt(Math.round(sent * interval)));
       sent++;
     }
-    // Spinning (not a timer) so each request leaves on time: a timer of 1 ms or more adds its own lateness, up to its
-    // period, to every latency, against direct's p50 of 0.10-0.18 ms (BENCHMARKS.md).
-    await new Promise((resolve) => setImmediate(resolve));
+    // Not a timer: one of 1 ms or more adds its own lateness, up to its period, to every latency, against direct's p50
+    // of 0.10-0.18 ms (BENCHMARKS.md). Spinning sends on time but holds a core; the pacer's thread (--pace sleep)
+    // sleeps until the next send time, and on this machine wakes milliseconds late at the p99 (BENCHMARKS.md, session 12).
+    if (sent < total) await (pacer === undefined ? new Promise((resolve) => setImmediate(resolve)) : pacer.until(t0 + BigInt(Math.round(sent * interval))));
   }
   await Promise.all(pending);
   const cpu1 = cpuOf(path.pids());
   if (shared === undefined) await pool.close();
   failedRequests += errors;
-  return { latencies: sortedOf(latencies), errors, cpuUs: path.pids().length === 0 ? NaN : ((cpu1 - cpu0) * 1e6) / Math.max(1, latencies.length), achieved: (latencies.length * 1000) / durationMs };
+  return { latencies: sortedOf(latencies), lateness: sortedOf(lateness), errors, cpuUs: path.pids().length === 0 ? NaN : ((cpu1 - cpu0) * 1e6) / Math.max(1, latencies.length), achieved: (latencies.length * 1000) / durationMs };
 }
 
 /** One measured window of the rate case: when it ran (monotonic seconds) and the processes its requests passed through. */
@@ -332,11 +351,12 @@ interface RateWindow {
   steal: number;
 }
 
-async function rateCase(paths: BenchPath[], sharedPids: () => number[], dir: string): Promise<Map<number, number>> {
+async function rateCase(paths: BenchPath[], sharedPids: () => number[], dir: string, pace: Pace): Promise<Map<number, number>> {
   const consumerAt = new Map<number, number>();
+  const paced = pace === 'sleep' ? 'sends paced by a sleeping thread' : 'sends paced by spinning, one core busy';
   for (const rate of OPTS.rates) {
     process.stdout.write(
-      `## open loop at ${rate} req/s: ${OPTS.rounds} rounds of one ${OPTS.rateMs} ms window per path (paths interleaved), after 1 s at the rate; ` +
+      `## open loop at ${rate} req/s (${paced}): ${OPTS.rounds} rounds of one ${OPTS.rateMs} ms window per path (paths interleaved), after 1 s at the rate; ` +
         `latency pooled over the rounds, CPU per request and its ratios per round, median (min-max) (load average ${load()})\n\n`,
     );
     // One client pool per path for the warm second and every window: connections are open before measuring.
@@ -347,7 +367,7 @@ async function rateCase(paths: BenchPath[], sharedPids: () => number[], dir: str
     let events: SchedEvent[] = [];
     try {
       for (const path of paths) await fixedRate(path, rate, 1000, pools.get(path.name));
-      if (OPTS.sched) recording = await recordSched(join(dir, `sched-${rate}.data`));
+      if (OPTS.sched) recording = await recordSched(join(dir, `sched-${rate}-${pace}.data`));
       for (let round = 0; round < OPTS.rounds; round++) {
         for (const path of paths) {
           // The proxies with their children (nginx's workers); the sim and this process alone (every daemon here is a child).
@@ -379,13 +399,14 @@ async function rateCase(paths: BenchPath[], sharedPids: () => number[], dir: str
         added(50),
         added(99),
         added(99.9),
+        fmt(percentile(sortedOf(rs.flatMap((r) => [...r.lateness])), 99), 2),
         String(rs.reduce((n, r) => n + r.errors, 0)),
         spread(rs.map((r) => r.cpuUs)),
         path.name === 'direct to sim' ? '-' : ratio(path.name, 'floor (minimal Node proxy)'),
         path.name === 'direct to sim' ? '-' : ratio(path.name, 'nginx'),
       ];
     });
-    table(['path', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'added p50 ms', 'added p99 ms', 'added p99.9 ms', 'errors', 'proxy CPU us/req', 'CPU vs floor', 'CPU vs nginx'], rows);
+    table(['path', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'added p50 ms', 'added p99 ms', 'added p99.9 ms', 'sent late p99 ms', 'errors', 'proxy CPU us/req', 'CPU vs floor', 'CPU vs nginx'], rows);
     const hop = paths.at(-1)!.name;
     if (results.has(FLOOR_HOP)) process.stdout.write(`${hop} vs ${FLOOR_HOP}: CPU per request ${ratio(hop, FLOOR_HOP)}\n\n`);
     if (recording !== undefined) schedTable(paths, results, windows, events, direct);
@@ -738,6 +759,7 @@ async function main(): Promise<void> {
   let nginx: ChildProcess | undefined;
   const startedAt = Date.now();
   const loadAtStart = load();
+  const sleeper = OPTS.paces.includes('sleep') ? await Pacer.start() : undefined;
   try {
     const pki = await makePki(dir);
     const tokenFile = join(dir, 'sim-token');
@@ -893,8 +915,17 @@ async function main(): Promise<void> {
         `non-streaming chat completions of 16 tokens unless said; ${nginxBin === undefined ? 'nginx skipped' : 'nginx worker_processes 1'}\n\n`,
     );
     if (OPTS.cases.has('closed')) await closedCase(paths);
-    const steadyAt = OPTS.cases.has('rate') ? await rateCase(paths, () => [pid(sim), process.pid], dir) : undefined;
+    let steadyAt: Map<number, number> | undefined;
+    if (OPTS.cases.has('rate')) {
+      for (const pace of OPTS.paces) {
+        pacer = pace === 'sleep' ? sleeper : undefined;
+        const consumerAt = await rateCase(paths, () => [pid(sim), process.pid], dir, pace);
+        // The cold case compares with the warm consumer paced as it is (the first --pace).
+        steadyAt ??= consumerAt;
+      }
+    }
     if (OPTS.cases.has('stream')) await streamCase(paths);
+    pacer = OPTS.paces[0] === 'sleep' ? sleeper : undefined;
     if (OPTS.cases.has('cold')) for (const warmup of OPTS.coldWarmups) await coldCase(consumerPlain, steadyAt?.get(COLD_RATE), warmup);
     if (OPTS.cases.has('idle')) await idleCase(paths.at(-1)!, providerAdmin);
     // Two workers against one (issue 18), in alternating windows so both see the same background load.
@@ -906,6 +937,7 @@ async function main(): Promise<void> {
     );
     if (failedRequests > 0) process.exitCode = 1;
   } finally {
+    await sleeper?.close();
     nginx?.kill('SIGTERM');
     await Promise.all(daemons.map((d) => d.stop()));
     await cleanup();
