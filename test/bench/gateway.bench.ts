@@ -53,7 +53,7 @@ const USAGE =
   'usage: npm run bench:gateway -- [--case closed|rate|stream|cold|idle|workers]... [--window-ms 2000] [--rounds 5] [--concurrency 32] ' +
   '[--rates 500,1000] [--rate-ms 2000] [--streams 100] [--stream-rounds 3] [--idle-gap-s 30] [--cold-warmups default,0] [--sched] [--pace spin|sleep|spin,sleep]';
 const CASES = ['closed', 'rate', 'stream', 'cold', 'idle', 'workers'] as const;
-/** How the open loop waits for each send time: a sleeping pacer thread, or spinning on this one (the older way). */
+/** How the open loop waits for each send time: spinning on this thread (the default), or a sleeping pacer thread. */
 const PACES = ['sleep', 'spin'] as const;
 type Pace = (typeof PACES)[number];
 type Case = (typeof CASES)[number];
@@ -416,8 +416,8 @@ async function rateCase(paths: BenchPath[], sharedPids: () => number[], dir: str
 
 /**
  * Per path, the waits for a CPU after a wakeup of its processes (the proxies, the sim, this load generator) inside its
- * windows, per 100 requests completed in them. Where a path's processes wait 1 ms or more more than once per 100
- * requests, its p99 holds a millisecond of the machine's scheduling unless those waits fall on the same requests.
+ * windows, per 100 requests completed in them. Where a path's processes wait 1 ms or longer more often than once per
+ * 100 requests, its p99 holds a millisecond of the machine's scheduling unless those waits fall on the same requests.
  */
 function schedTable(paths: BenchPath[], results: Map<string, RateResult[]>, windows: Map<string, RateWindow[]>, events: SchedEvent[], direct: Float64Array): void {
   process.stdout.write(
