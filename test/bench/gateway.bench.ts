@@ -386,10 +386,12 @@ async function rateCase(paths: BenchPath[], sharedPids: () => number[], dir: str
     const ratio = (name: string, base: string): string => roundRatios(results.get(name)!.map((r) => r.cpuUs), results.get(base)?.map((r) => r.cpuUs));
     consumerAt.set(rate, median((results.get('consumer gateway') ?? []).map((r) => r.cpuUs)));
     const direct = pooled('direct to sim');
+    /** The path's pooled percentile `p` over direct's, as printed. */
+    const addedOver = (name: string, p: number): string => (name === 'direct to sim' ? '-' : fmt(percentile(pooled(name), p) - percentile(direct, p), 2));
     const rows = paths.map((path) => {
       const rs = results.get(path.name)!;
       const latencies = pooled(path.name);
-      const added = (p: number): string => (path.name === 'direct to sim' ? '-' : fmt(percentile(latencies, p) - percentile(direct, p), 2));
+      const added = (p: number): string => addedOver(path.name, p);
       return [
         path.name,
         fmt(median(rs.map((r) => r.achieved))),
@@ -409,7 +411,7 @@ async function rateCase(paths: BenchPath[], sharedPids: () => number[], dir: str
     table(['path', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'added p50 ms', 'added p99 ms', 'added p99.9 ms', 'sent late p99 ms', 'errors', 'proxy CPU us/req', 'CPU vs floor', 'CPU vs nginx'], rows);
     const hop = paths.at(-1)!.name;
     if (results.has(FLOOR_HOP)) process.stdout.write(`${hop} vs ${FLOOR_HOP}: CPU per request ${ratio(hop, FLOOR_HOP)}\n\n`);
-    if (recording !== undefined) schedTable(paths, results, windows, events, direct);
+    if (recording !== undefined) schedTable(paths, results, windows, events, (name) => addedOver(name, 99));
   }
   return consumerAt;
 }
@@ -419,25 +421,24 @@ async function rateCase(paths: BenchPath[], sharedPids: () => number[], dir: str
  * windows, per 100 requests completed in them. Where a path's processes wait 1 ms or longer more often than once per
  * 100 requests, its p99 holds a millisecond of the machine's scheduling unless those waits fall on the same requests.
  */
-function schedTable(paths: BenchPath[], results: Map<string, RateResult[]>, windows: Map<string, RateWindow[]>, events: SchedEvent[], direct: Float64Array): void {
+function schedTable(paths: BenchPath[], results: Map<string, RateResult[]>, windows: Map<string, RateWindow[]>, events: SchedEvent[], addedP99: (name: string) => string): void {
   process.stdout.write(
     `scheduler waits in the same windows (perf sched: from a wakeup of the path's processes, the proxies, the sim and this load generator, to running):\n\n`,
   );
   const rows = paths.map((path) => {
-    const waits = windows.get(path.name)!.flatMap((w) => waitsOf(events, w.pids, w.from, w.to)).sort((a, b) => a - b);
+    const waits = sortedOf(windows.get(path.name)!.flatMap((w) => waitsOf(events, w.pids, w.from, w.to)));
     const requests = results.get(path.name)!.reduce((n, r) => n + r.latencies.length, 0);
     const per100 = (ms: number): string => fmt((100 * waits.filter((w) => w >= ms).length) / Math.max(1, requests), 2);
-    const sorted = Float64Array.from(waits);
     return [
       path.name,
       String(requests),
       fmt(waits.length / Math.max(1, requests), 1),
-      fmt(percentile(sorted, 99), 3),
+      fmt(percentile(waits, 99), 3),
       per100(1),
       per100(2.5),
-      fmt(sorted.at(-1) ?? NaN, 2),
+      fmt(waits.at(-1) ?? NaN, 2),
       fmt(windows.get(path.name)!.reduce((ms, w) => ms + w.steal * 1000, 0)),
-      path.name === 'direct to sim' ? '-' : fmt(percentile(sortedOf(results.get(path.name)!.flatMap((r) => [...r.latencies])), 99) - percentile(direct, 99), 2),
+      addedP99(path.name),
     ];
   });
   table(['path', 'requests', 'switch-ins per request', 'wait p99 ms', 'waits >= 1 ms per 100 requests', 'waits >= 2.5 ms per 100 requests', 'longest wait ms', 'steal ms (all CPUs)', 'added p99 ms'], rows);

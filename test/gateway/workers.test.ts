@@ -70,7 +70,6 @@ function requestsByWorker(daemon: Daemon): Map<number, number> {
   return counts;
 }
 
-
 async function startTwoWorkers(config: string): Promise<{ gateway: Daemon; port: number; admin: number }> {
   const gateway = spawnDaemon('daemons/gateway/main.ts', ['--config', config, '--workers', '2'], { LOG_LEVEL: 'debug' });
   daemons.push(gateway);
