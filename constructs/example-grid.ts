@@ -1,5 +1,7 @@
 import type { GridDeclaration, ProviderDeclaration } from './grid-declaration.ts';
 import { DEFAULT_IMAGE } from './image-reference.ts';
+import { readGridTrust } from './grid-trust-file.ts';
+import type { ServiceExposure } from './service-exposure.ts';
 
 /**
  * The example grid `npx cdk8s synth` compiles into dist/: network `demo` with two sites.
@@ -14,7 +16,15 @@ import { DEFAULT_IMAGE } from './image-reference.ts';
  * converges in the GridNetwork's budgetStatus and a tenant over its cap gets 429.
  * Every potentially routable provider becomes an upstream of east's consumer gateway: east's own through the
  * in-cluster provider-gateway Service, west's through west's public gateway endpoint, both over mTLS.
+ * Each site is reached through LoadBalancer Services (the operator's SWIM, signals and enrollment ports, and the
+ * provider gateway) whose names external-dns publishes from their annotations; every peer's GridSite carries the
+ * pins of the example's PKI (example-pki/, made by `agn pki init`; its keys are public, for demos only).
  */
+
+/** A LoadBalancer Service whose advertised name external-dns publishes. */
+function publicName(hostname: string): ServiceExposure<never> {
+  return { type: 'LoadBalancer', annotations: { 'external-dns.alpha.kubernetes.io/hostname': hostname } };
+}
 
 const metricsConfig = {
   path: '/metrics',
@@ -46,6 +56,8 @@ const consumerIdentity = [{ organization: 'agn-demo-consumers' }];
 export const exampleGrid: GridDeclaration = {
   // The image `npm run image` builds from this checkout; point it at your registry (and pin a digest) to deploy.
   image: DEFAULT_IMAGE,
+  // The public half of the example's PKI: the grid CA and each site's provider gateway pin.
+  trust: readGridTrust(new URL('./example-pki/grid-trust.json', import.meta.url)),
   network: {
     name: 'demo',
     policy: {
@@ -68,15 +80,16 @@ export const exampleGrid: GridDeclaration = {
       region: 'us-east-1',
       zone: 'us-east-1a',
       labels: { 'grid.praxis.fast/provider-site': 'east' },
-      seeds: ['gossip.west.grid.example.com:7946'],
+      // seeds: west's gossipAddress, by default.
       gossipAddress: 'gossip.east.grid.example.com:7946',
+      gossipService: publicName('gossip.east.grid.example.com'),
       gatewayEndpoint: { address: 'gateway.east.grid.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.east.grid.example.com' } },
       // Callers need an API key (hashes in the Secret `agn key mint` writes); spend is reported to east's operator
       // through its gateway ingest listener, and budgets are enforced.
       consumerGateway: { replicas: 2, callerKeys: { secretName: 'consumer-caller-keys', budgetEnforce: {} } },
       gatewayAgeIngest: {},
       externalConsumers: [{ name: 'praxis-ai', dialect: 'praxis-main' }],
-      providerGateway: { trustedPeers: consumerIdentity },
+      providerGateway: { trustedPeers: consumerIdentity, exposure: publicName('gateway.east.grid.example.com') },
       providers: [
         simProvider('east-llm-a', 'east', ['sim-model-v1'], 3),
         simProvider('east-llm-b', 'east', ['sim-model-v1', 'sim-model-v2'], 1),
@@ -101,10 +114,10 @@ export const exampleGrid: GridDeclaration = {
       region: 'us-west-2',
       zone: 'us-west-2b',
       labels: { 'grid.praxis.fast/provider-site': 'west' },
-      seeds: ['gossip.east.grid.example.com:7946'],
       gossipAddress: 'gossip.west.grid.example.com:7946',
+      gossipService: publicName('gossip.west.grid.example.com'),
       gatewayEndpoint: { address: 'gateway.west.grid.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.west.grid.example.com' } },
-      providerGateway: { trustedPeers: consumerIdentity },
+      providerGateway: { trustedPeers: consumerIdentity, exposure: publicName('gateway.west.grid.example.com') },
       providers: [
         simProvider('west-llm', 'west', ['sim-model-v1'], 2),
         {
@@ -134,3 +147,5 @@ export const exampleGrid: GridDeclaration = {
     },
   ],
 };
+
+export default exampleGrid;

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Construct } from 'constructs';
 import { Lazy, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
+import { applyExposureExtras, exposedPorts, kplusServiceType, type ServiceExposure } from './service-exposure.ts';
 import YAML from 'yaml';
 import type { GatewayConfig } from '../schemas/generated/gateway-config.ts';
 import { MAX_GATEWAY_WORKERS } from '../schemas/gateway/workers.ts';
@@ -52,6 +53,8 @@ export interface GatewayWorkloadProps {
   /** Explicit resources; absent means gatewayResources(workers). */
   readonly resources: kplus.ContainerResources | undefined;
   readonly serviceType: kplus.ServiceType;
+  /** How other sites reach the listener; when set it decides the Service type, node port and annotations. */
+  readonly exposure?: ServiceExposure<'listener'>;
   /** The pod's ServiceAccount (the consumer's is overlay-sync's); absent means the namespace default, no token. */
   readonly serviceAccount?: kplus.IServiceAccount;
   /** Whether the gateway reads a routing overlay (consumer role): adds the shared overlay emptyDir. */
@@ -134,12 +137,16 @@ export class GatewayWorkload extends Construct {
       ],
     });
 
+    const exposure = props.exposure;
+    const listenerPorts = [{ name: 'listener', port: props.listenerPort, targetPort: props.listenerPort, exposureName: 'listener' as const }];
     this.service = new kplus.Service(this, 'Service', {
-      metadata: { name: props.name, namespace: props.namespace, labels },
-      type: props.serviceType,
+      metadata: { name: props.name, namespace: props.namespace, labels, ...(exposure?.annotations === undefined ? {} : { annotations: { ...exposure.annotations } }) },
+      type: exposure === undefined ? props.serviceType : kplusServiceType(exposure.type),
       selector: kplus.Pods.select(this, 'Pods', { labels: selectorLabels }),
-      ports: [{ name: 'listener', port: props.listenerPort, targetPort: props.listenerPort }],
+      ports: exposure === undefined ? listenerPorts.map(({ exposureName: _, ...port }) => port) : exposedPorts(exposure, listenerPorts),
+      ...(exposure?.loadBalancerSourceRanges === undefined ? {} : { loadBalancerSourceRanges: [...exposure.loadBalancerSourceRanges] }),
     });
+    if (exposure !== undefined) applyExposureExtras(this.service, exposure);
 
     // Every rendered config binds the admin listener publicly (allow_public_admin); this policy is why that is safe.
     this.networkPolicy = gatewayNetworkPolicy(this, 'NetworkPolicy', {

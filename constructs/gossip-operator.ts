@@ -7,6 +7,7 @@ import { DEFAULT_ENROLLMENT_PORT, DEFAULT_GATEWAY_AGE_PORT, DEFAULT_SIGNALS_PORT
 import { operatorNetworkPolicy } from './operator-network-policy.ts';
 import { GridSynthError, issueAt, type SynthIssue } from './synth-error.ts';
 import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, resources, tmpVolume } from './workload-defaults.ts';
+import { applyExposureExtras, exposedPorts, exposureIssues, kplusServiceType, type OperatorPortName, type ServiceExposure } from './service-exposure.ts';
 import { inviteTokenSecretName, operatorStateConfigMapName, siteNameLedgerConfigMapName } from '../schemas/object-names.ts';
 
 /** A Secret the operator reads by name (the swim key, site certificate, CA, provider credentials). */
@@ -72,9 +73,18 @@ export interface GossipOperatorProps extends OperatorListenerProps {
   /** @default '<name>-leader' - the Lease leader election renews; the Role can update only this one */
   readonly leaseName?: string;
   /**
-   * @default ClusterIP - peers must reach the gossip port: expose it (LoadBalancer/NodePort) and list that address in other sites' seeds
+   * The in-cluster Service's type (gossip, admin and every listener port).
+   * @default ClusterIP - reach other sites through `publicService`, which carries only what peers need
    */
   readonly serviceType?: kplus.ServiceType;
+  /**
+   * A second Service, `<name>-public`, that carries only the ports other sites use: SWIM (UDP and TCP on one port;
+   * a LoadBalancer with both protocols needs Kubernetes 1.26 or later), and the peer signals and enrollment ports
+   * when those listeners are on. The admin port (metrics, the dashboard) and the gateway ingest stay on the
+   * in-cluster Service. Advertise its address as gossipAdvertiseAddress (and peerSignals.advertise).
+   * @default - none: the operator is reachable inside its cluster only
+   */
+  readonly publicService?: ServiceExposure<OperatorPortName>;
   /** @default 100m/128Mi requested, 1 CPU/512Mi limit - the routing core renders overlays for up to 1024 candidates */
   readonly resources?: kplus.ContainerResources;
   /**
@@ -107,6 +117,8 @@ export class GossipOperator extends Construct {
   readonly serviceAccount: kplus.ServiceAccount;
   readonly deployment: kplus.Deployment;
   readonly service: kplus.Service;
+  /** The Service other sites reach the operator through (`publicService`), when declared. */
+  readonly publicService: kplus.Service | undefined;
   /**
    * The ingress policy of the operator pods, rendered only when an opt-in listener is on (without one the operator
    * stays unisolated, as before): SWIM and admin open as before, each listener limited by its `from`/`gateways`.
@@ -135,6 +147,7 @@ export class GossipOperator extends Construct {
     const taken = new Map<number, string>([[this.gossipPort, 'gossipPort (SWIM)']]);
     if (!taken.has(this.adminPort)) taken.set(this.adminPort, 'adminPort');
     issues.push(...listenerIssues(this, props, taken));
+    if (props.publicService !== undefined) issues.push(...exposureIssues(this, 'publicService', props.publicService, this.publicPortNames(props)));
     if (issues.length > 0) throw new GridSynthError(issues);
 
     if (props.createNamespace ?? true) {
@@ -232,6 +245,8 @@ export class GossipOperator extends Construct {
       ],
     });
 
+    this.publicService = props.publicService === undefined ? undefined : this.renderPublicService(props, props.publicService, labels);
+
     const { peerSignals, gatewayAgeIngest, enrollment } = props;
     this.networkPolicy =
       peerSignals === undefined && gatewayAgeIngest === undefined && enrollment === undefined
@@ -247,5 +262,33 @@ export class GossipOperator extends Construct {
             gatewayAge: gatewayAgeIngest === undefined ? undefined : { port: gatewayAgeIngest.port ?? DEFAULT_GATEWAY_AGE_PORT, reporters: gatewayAgeIngest.gateways },
             enrollment: enrollment === undefined ? undefined : { port: enrollment.port ?? DEFAULT_ENROLLMENT_PORT, from: enrollment.from },
           });
+  }
+
+  private publicPortNames(props: GossipOperatorProps): OperatorPortName[] {
+    return ['gossip', ...(props.peerSignals === undefined ? [] : ['signals' as const]), ...(props.enrollment === undefined ? [] : ['enrollment' as const])];
+  }
+
+  private renderPublicService(props: GossipOperatorProps, exposure: ServiceExposure<OperatorPortName>, labels: Record<string, string>): kplus.Service {
+    const ports: (kplus.ServicePort & { exposureName: OperatorPortName })[] = [
+      { name: 'gossip-udp', port: this.gossipPort, targetPort: this.gossipPort, protocol: kplus.Protocol.UDP, exposureName: 'gossip' },
+      { name: 'gossip-tcp', port: this.gossipPort, targetPort: this.gossipPort, protocol: kplus.Protocol.TCP, exposureName: 'gossip' },
+    ];
+    if (props.peerSignals !== undefined) {
+      const port = props.peerSignals.port ?? DEFAULT_SIGNALS_PORT;
+      ports.push({ name: 'signals', port, targetPort: port, exposureName: 'signals' });
+    }
+    if (props.enrollment !== undefined) {
+      const port = props.enrollment.port ?? DEFAULT_ENROLLMENT_PORT;
+      ports.push({ name: 'enrollment', port, targetPort: port, exposureName: 'enrollment' });
+    }
+    const service = new kplus.Service(this, 'PublicService', {
+      metadata: { name: `${this.name}-public`, namespace: this.namespace, labels, ...(exposure.annotations === undefined ? {} : { annotations: { ...exposure.annotations } }) },
+      type: kplusServiceType(exposure.type),
+      selector: kplus.Pods.select(this, 'PublicPods', { labels: this.selectorLabels }),
+      ports: exposedPorts(exposure, ports),
+      ...(exposure.loadBalancerSourceRanges === undefined ? {} : { loadBalancerSourceRanges: [...exposure.loadBalancerSourceRanges] }),
+    });
+    applyExposureExtras(service, exposure);
+    return service;
   }
 }

@@ -8,6 +8,8 @@ import type { ImageReference } from './image-reference.ts';
 import type { ConsumerGatewayProps } from './consumer-gateway.ts';
 import type { OperatorListenerProps } from './operator-listeners.ts';
 import type { ProviderGatewayProps } from './provider-gateway.ts';
+import type { OperatorPortName, ServiceExposure } from './service-exposure.ts';
+import type { GridTrust } from '../schemas/generated/grid-trust.ts';
 
 /**
  * The user-facing declaration of a grid: what a site runs, which providers it offers, which gateways it has.
@@ -62,6 +64,11 @@ export interface SiteSecretsDeclaration {
   readonly siteCertificate?: string;
   /** @default 'swim-key' - 32-byte AES-256-GCM key of the gossip layer, key `key` */
   readonly swimKey?: string;
+  /**
+   * @default 'grid-ca-signer' - the grid CA certificate and private key (tls.crt, tls.key) the enrollment endpoint
+   * signs joining sites with; only a site that signs SiteInvites needs it
+   */
+  readonly gridCaSigner?: string;
 }
 
 /**
@@ -90,20 +97,37 @@ export interface SiteDeclaration {
   readonly sovereigntyZone?: GridSiteSpec['sovereigntyZone'];
   /** GridSite labels; providers' siteSelector/accessPolicy match on them. @default - none */
   readonly labels?: Record<string, string>;
-  /** SWIM seeds (other sites' gossip addresses). @default - none (a lone site is a healthy single-member mesh) */
+  /**
+   * SWIM seeds (other sites' gossip addresses).
+   * @default - the gossipAddress of every other site of the declaration (none for a lone site, which is a healthy
+   * single-member mesh)
+   */
   readonly seeds?: GridNetworkSpec['seeds'];
   /**
-   * The host:port other sites reach this site's gossip port at (what their seeds list).
-   * @default - the operator advertises its bind address (enough inside one flat network)
+   * The host:port other sites reach this site's gossip port at (what their seeds list): the address of
+   * `gossipService` (a load balancer's DNS name or address, or a node address with the node port). Required in a
+   * grid of several sites.
+   * @default - the operator advertises its bind address (a lone site)
    */
   readonly gossipAddress?: string;
+  /**
+   * How other sites reach this site's operator: the Service (`gossip-operator-public`) that carries SWIM (UDP and
+   * TCP), the peer signals port and the enrollment port, and nothing else. Required in a grid of several sites, with
+   * its type said explicitly (ClusterIP only where the sites share one routed network).
+   * @default - none (a lone site)
+   */
+  readonly gossipService?: ServiceExposure<OperatorPortName>;
   /**
    * The address other sites reach this site's provider gateway at, with its TLS mode. Required when the site
    * offers providers to a grid that has consumers elsewhere.
    * @default - not reachable from other sites
    */
   readonly gatewayEndpoint?: GridSiteSpec['gatewayEndpoint'];
-  /** Certificate pin(s) other sites verify this site's gateway against. @default - none */
+  /**
+   * Certificate pin(s) other sites verify this site's provider gateway against, when they are not in the
+   * declaration's `trust` file.
+   * @default - the site's pins in the declaration's `trust`
+   */
   readonly trust?: GridSiteSpec['trust'];
   /** @default - the names documented on SiteSecretsDeclaration */
   readonly secrets?: SiteSecretsDeclaration;
@@ -137,13 +161,25 @@ export interface SiteDeclaration {
   readonly peerSignals?: OperatorListenerProps['peerSignals'];
   /** The operator's gateway age report ingest, passed to GossipOperator. @default - off */
   readonly gatewayAgeIngest?: OperatorListenerProps['gatewayAgeIngest'];
-  /** The operator's SiteInvite redeem endpoint (for `invites`), passed to GossipOperator. @default - off */
+  /**
+   * The operator's SiteInvite redeem endpoint, passed to GossipOperator. A site that declares `invites` always
+   * serves it (an invite nobody can redeem is no invite).
+   * @default - off without invites; with invites, the site certificate Secret and the `gridCaSigner` Secret
+   */
   readonly enrollment?: OperatorListenerProps['enrollment'];
 }
 
 export interface GridDeclaration {
   readonly network: NetworkDeclaration;
   readonly sites: readonly SiteDeclaration[];
+  /**
+   * The public half of the grid's PKI that `agn pki init` writes (grid-trust.json): pass
+   * `readGridTrust(new URL('./grid-trust.json', import.meta.url))` here (undefined until the file exists). Synth renders each site's
+   * provider gateway pins into the GridSite every other site has for it. Required in a grid of several sites whose
+   * gateways speak Mutual TLS.
+   * @default - no pins (a lone site needs none)
+   */
+  readonly trust?: GridTrust;
   /**
    * The image every workload runs (`npm run image` builds it; push it where your cluster pulls from). Synth refuses
    * a reference with neither tag nor digest; a digest wins over the tag.

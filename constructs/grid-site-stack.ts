@@ -27,6 +27,10 @@ import type { BackendCluster } from './provider-gateway-config.ts';
 import { SimBackend, simBackendUrl } from './sim-backend.ts';
 import { customResourceIssues } from './grid-custom-resource.ts';
 import { constructPath, throwIfIssues, type SynthIssue } from './synth-error.ts';
+import type { GridTrust } from '../schemas/generated/grid-trust.ts';
+import { peerTrust, peerTrustIssues, reachabilityIssues } from './site-reachability.ts';
+import { mergeNeeds, type SiteSecretNeed } from './site-secrets.ts';
+import type { EnrollmentProps } from './operator-listeners.ts';
 
 export interface GridSiteStackProps {
   readonly network: NetworkDeclaration;
@@ -39,6 +43,41 @@ export interface GridSiteStackProps {
   readonly peers?: readonly SiteDeclaration[];
   /** @default DEFAULT_IMAGE - the project image at this package's version; one image carries every daemon */
   readonly image?: ImageReference;
+  /** The grid's trust file (`agn pki init`): the pins of the peers' GridSites. @default - none */
+  readonly trust?: GridTrust;
+  /**
+   * Refuse a peer verified over Mutual TLS that has no pin. Off only while `agn pki init` reads what the
+   * certificates must say, before any pin exists.
+   * @default true
+   */
+  readonly checkPins?: boolean;
+}
+
+/** The Secret names a site declaration's `secrets` resolves to. */
+export function siteSecretNames(site: SiteDeclaration): { ca: string; siteCertificate: string; swimKey: string; gridCaSigner: string } {
+  return {
+    ca: site.secrets?.ca ?? 'grid-ca',
+    siteCertificate: site.secrets?.siteCertificate ?? 'grid-site-cert',
+    swimKey: site.secrets?.swimKey ?? 'swim-key',
+    gridCaSigner: site.secrets?.gridCaSigner ?? 'grid-ca-signer',
+  };
+}
+
+/**
+ * The enrollment endpoint a site serves: as declared, or, for a site that signs SiteInvites, one with the site's
+ * certificate and its gridCaSigner Secret (an invite that nothing redeems would never let a site join).
+ */
+export function siteEnrollment(site: SiteDeclaration): EnrollmentProps | undefined {
+  if (site.enrollment !== undefined || (site.invites ?? []).length === 0) return site.enrollment;
+  const names = siteSecretNames(site);
+  return { siteCertificateSecret: names.siteCertificate, gridCaSecret: names.gridCaSigner };
+}
+
+/** The seeds of a site: as declared, else the gossip address of every other site. */
+export function siteSeeds(site: SiteDeclaration, peers: readonly SiteDeclaration[]): string[] | undefined {
+  if (site.seeds !== undefined) return [...site.seeds];
+  const seeds = peers.flatMap((peer) => (peer.gossipAddress === undefined ? [] : [peer.gossipAddress]));
+  return seeds.length === 0 ? undefined : seeds;
 }
 
 /**
@@ -183,6 +222,8 @@ export class GridSiteStack extends Chart {
   readonly backendPolicies: readonly BackendNetworkPolicy[];
   readonly providerGateway: ProviderGateway | undefined;
   readonly consumerGateway: ConsumerGateway | undefined;
+  /** Every Secret this site's objects name, with what it is for (`agn pki secrets` fills them). */
+  readonly secretNeeds: readonly SiteSecretNeed[];
 
   constructor(scope: Construct, id: string, props: GridSiteStackProps) {
     super(scope, id, { labels: { [LABEL_MANAGED_BY]: 'agn-constructs' } });
@@ -194,18 +235,15 @@ export class GridSiteStack extends Chart {
     this.imageReference = props.image;
     this.image = imageOf(this, props.image);
 
-    const secrets = {
-      ca: site.secrets?.ca ?? 'grid-ca',
-      siteCertificate: site.secrets?.siteCertificate ?? 'grid-site-cert',
-      swimKey: site.secrets?.swimKey ?? 'swim-key',
-    };
+    const secrets = siteSecretNames(site);
+    const enrollment = siteEnrollment(site);
     const ref = (name: string): SecretName => ({ name, namespace: this.siteNamespace });
     const consumerName = site.consumerGateway === undefined ? undefined : (site.consumerGateway.name ?? 'consumer-gateway');
     const consumerNames = [...(consumerName === undefined ? [] : [consumerName]), ...(site.externalConsumers ?? []).map((c) => c.name)];
 
     const networkSpec: GridNetworkSpec = compact({
       ...(props.network.policy ?? {}),
-      seeds: site.seeds === undefined ? undefined : [...site.seeds],
+      seeds: siteSeeds(site, peers),
       region: site.region,
       zone: site.zone,
       // praxisConfig from the declaration is carried through: the operator's Role below is derived from this spec.
@@ -227,6 +265,8 @@ export class GridSiteStack extends Chart {
     const path = constructPath(this);
     throwIfIssues([
       ...this.declarationIssues(site, peers),
+      ...reachabilityIssues(site, peers, enrollment !== undefined),
+      ...(props.checkPins === false ? [] : peers.flatMap((peer) => peerTrustIssues(peer, props.trust))),
       ...customResourceIssues(`${path}/network`, 'GridNetwork', { name: this.network, spec: networkSpec }),
       ...customResourceIssues(`${path}/site`, 'GridSite', siteProps),
       ...providerSpecs.flatMap(({ provider, spec }) => customResourceIssues(`${path}/providers/${provider.name}`, 'InferenceProvider', { name: provider.name, spec })),
@@ -245,7 +285,8 @@ export class GridSiteStack extends Chart {
       gossipAdvertiseAddress: site.gossipAddress,
       peerSignals: site.peerSignals,
       gatewayAgeIngest: siteGatewayAgeIngest(site),
-      enrollment: site.enrollment,
+      enrollment,
+      ...(site.gossipService === undefined ? {} : { publicService: site.gossipService }),
       overlayConfigMaps: [
         ...consumerNames.map((name) => overlayConfigMapName(this.network, name)),
         // The serving config is applied beside the overlay, by the same Role (its names are scoped the same way).
@@ -270,7 +311,7 @@ export class GridSiteStack extends Chart {
         new GridSite(peerScope, peer.name, {
           name: peerGridSiteName(this.network, peer.name),
           labels: { [LABEL_NETWORK]: this.network, ...(peer.labels ?? {}) },
-          spec: this.gridSiteSpec(peer),
+          spec: this.gridSiteSpec({ ...peer, trust: peerTrust(peer, props.trust) }),
         }),
     );
 
@@ -310,6 +351,49 @@ export class GridSiteStack extends Chart {
 
     this.providerGateway = site.providerGateway === undefined ? undefined : this.buildProviderGateway(site, providerSpecs);
     this.consumerGateway = site.consumerGateway === undefined ? undefined : this.buildConsumerGateway(site, peers);
+    this.secretNeeds = this.collectSecretNeeds(site, peers, secrets, enrollment, [...toolSpecs, ...agentSpecs]);
+  }
+
+  private collectSecretNeeds(
+    site: SiteDeclaration,
+    peers: readonly SiteDeclaration[],
+    secrets: ReturnType<typeof siteSecretNames>,
+    enrollment: EnrollmentProps | undefined,
+    agentSpecs: readonly { name: string; spec: { auth?: { secretRef?: { name: string; namespace: string; key?: string } } } }[],
+  ): SiteSecretNeed[] {
+    const namespace = this.siteNamespace;
+    const needs: SiteSecretNeed[] = [
+      { purpose: 'grid-ca', name: secrets.ca, namespace, keys: ['ca.crt'] },
+      { purpose: 'site-certificate', name: secrets.siteCertificate, namespace, keys: ['ca.crt', 'tls.crt', 'tls.key'] },
+      { purpose: 'swim-key', name: secrets.swimKey, namespace, keys: ['key'] },
+    ];
+    const provider = this.providerGateway;
+    if (provider !== undefined) {
+      const host = site.gatewayEndpoint === undefined ? undefined : site.gatewayEndpoint.address.slice(0, site.gatewayEndpoint.address.lastIndexOf(':')).replace(/^\[|\]$/gu, '');
+      const inCluster = [`${provider.name}.${namespace}.svc.cluster.local`, `${provider.name}.${namespace}.svc`, `${provider.name}.${namespace}`, provider.name];
+      const serverNames = [...new Set([site.gatewayEndpoint?.tls?.serverName, host, ...inCluster].filter((n): n is string => n !== undefined && n !== ''))];
+      needs.push({ purpose: 'gateway-tls', role: 'provider', gateway: provider.name, name: provider.tlsSecretName, namespace, keys: ['ca.crt', 'tls.crt', 'tls.key'], serverNames });
+    }
+    const consumer = this.consumerGateway;
+    if (consumer !== undefined) {
+      // The consumer's client certificate must carry an organization every provider gateway it calls admits.
+      const called = [site, ...peers].filter((owner) => (owner.providers ?? []).length > 0 && (owner === site || owner.gatewayEndpoint !== undefined));
+      const organizations = [...new Set(called.flatMap((owner) => (owner.providerGateway?.trustedPeers ?? []).flatMap((peer) => (peer.organization === undefined ? [] : [peer.organization]))))];
+      needs.push({ purpose: 'gateway-tls', role: 'consumer', gateway: consumer.name, name: consumer.tlsSecretName, namespace, keys: ['ca.crt', 'tls.crt', 'tls.key'], organizations });
+      const callerKeys = site.consumerGateway?.callerKeys;
+      if (callerKeys !== undefined) needs.push({ purpose: 'caller-keys', gateway: consumer.name, name: callerKeys.secretName, namespace, keys: [callerKeys.key ?? 'caller-keys.json'] });
+    }
+    if (enrollment !== undefined) needs.push({ purpose: 'grid-ca-signer', name: enrollment.gridCaSecret, namespace, keys: ['tls.crt', 'tls.key'] });
+    for (const declared of site.providers ?? []) {
+      const credential = providerCredential(declared);
+      if (credential === undefined) continue;
+      needs.push({ purpose: 'provider-credential', provider: declared.name, simulated: declared.simulated !== undefined, name: credential.name, namespace: credential.namespace, keys: [credential.key] });
+    }
+    for (const { name, spec } of agentSpecs) {
+      const ref = spec.auth?.secretRef;
+      if (ref !== undefined) needs.push({ purpose: 'provider-credential', provider: name, simulated: false, name: ref.name, namespace: ref.namespace, keys: [ref.key ?? 'token'] });
+    }
+    return mergeNeeds(needs);
   }
 
   private declarationIssues(site: SiteDeclaration, peers: readonly SiteDeclaration[]): SynthIssue[] {

@@ -7,6 +7,13 @@ import { DEFAULT_IMAGE, imageReferenceIssues } from './image-reference.ts';
 import { LABEL_MANAGED_BY, LABEL_VERSION } from './labels.ts';
 import { PACKAGE_VERSION } from './package-version.ts';
 import { formatIssue, GridSynthError, type SynthIssue } from './synth-error.ts';
+import { checkGridTrust } from '../schemas/pki/validate.ts';
+import { gridTrustIssues } from './site-reachability.ts';
+
+export interface GridBuildOptions {
+  /** Refuse peers without certificate pins (`agn pki init` builds without, to learn what to issue). @default true */
+  readonly checkPins?: boolean;
+}
 
 /** The chart id (and dist/ file name) of the CRDs; a site may not use it as its name. */
 export const CRDS_CHART_ID = 'crds';
@@ -26,7 +33,7 @@ interface CompiledGrid extends BuiltGrid {
  * Builds what can be built and collects every problem instead of stopping at the first: a site that fails is
  * reported and left out of the App, and the other sites are still built, so one run names every mistake.
  */
-function compileGrid(app: App, declaration: GridDeclaration): CompiledGrid {
+function compileGrid(app: App, declaration: GridDeclaration, options: GridBuildOptions = {}): CompiledGrid {
   const issues: SynthIssue[] = [];
   const lines: string[] = [];
   const seen = new Set<string>();
@@ -46,7 +53,16 @@ function compileGrid(app: App, declaration: GridDeclaration): CompiledGrid {
     }
     seen.add(site.name);
   }
-  for (const issue of imageReferenceIssues(declaration.image ?? DEFAULT_IMAGE, 'declaration')) {
+  const trustChecked = declaration.trust === undefined ? undefined : checkGridTrust(declaration.trust);
+  const trustShape: SynthIssue[] = trustChecked === undefined || trustChecked.ok ? [] : [{
+    path: 'declaration',
+    field: 'trust',
+    problem: trustChecked.error,
+    fix: 'pass the grid-trust.json that `agn pki init` wrote, unedited',
+  }];
+  // A malformed trust file says nothing reliable about pins: report it alone, not a missing pin per site as well.
+  const trust = trustShape.length > 0 ? undefined : declaration.trust;
+  for (const issue of [...imageReferenceIssues(declaration.image ?? DEFAULT_IMAGE, 'declaration'), ...trustShape, ...gridTrustIssues(declaration)]) {
     issues.push(issue);
     lines.push(formatIssue(issue));
   }
@@ -63,6 +79,8 @@ function compileGrid(app: App, declaration: GridDeclaration): CompiledGrid {
           // A site with a refused name is no peer either: a second `a` would clash with the first in every stack.
           peers: buildable.filter((other) => other !== site),
           ...(declaration.image === undefined ? {} : { image: declaration.image }),
+          ...(trust === undefined ? {} : { trust }),
+          checkPins: options.checkPins !== false && trustShape.length === 0,
         }),
       );
     } catch (error) {
@@ -79,8 +97,8 @@ function compileGrid(app: App, declaration: GridDeclaration): CompiledGrid {
  * Builds a whole grid into an App: one chart with the six CRDs, one GridSiteStack per site (each site's peers
  * are all the other sites). Every problem found while building is thrown at once; nothing has been written yet.
  */
-export function buildGrid(app: App, declaration: GridDeclaration): BuiltGrid {
-  const { crds, sites, issues, lines } = compileGrid(app, declaration);
+export function buildGrid(app: App, declaration: GridDeclaration, options: GridBuildOptions = {}): BuiltGrid {
+  const { crds, sites, issues, lines } = compileGrid(app, declaration, options);
   if (lines.length > 0) throw new GridSynthError(issues, lines);
   return { crds, sites };
 }

@@ -9,7 +9,11 @@ export type {
   SiteDeclaration,
   SiteSecretsDeclaration,
 } from './grid-declaration.ts';
-export { buildGrid, gridProblems, synthGrid, validateGrid, CRDS_CHART_ID, type BuiltGrid } from './grid.ts';
+export { buildGrid, gridProblems, synthGrid, validateGrid, CRDS_CHART_ID, type BuiltGrid, type GridBuildOptions } from './grid.ts';
+export { readGridTrust } from './grid-trust-file.ts';
+export type { GridTrust } from '../schemas/generated/grid-trust.ts';
+export type { OperatorPortName, ProviderGatewayPortName, ServiceExposure, ServiceExposureType } from './service-exposure.ts';
+export type { SiteSecretNeed } from './site-secrets.ts';
 export { GridSiteStack, peerGridSiteName, type GridSiteStackProps } from './grid-site-stack.ts';
 export { GridCrds } from './grid-crds.ts';
 export { GridCustomResource, type GridCustomResourceProps } from './grid-custom-resource.ts';

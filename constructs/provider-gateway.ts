@@ -12,6 +12,7 @@ import {
   type ProviderRouteInput,
 } from './provider-gateway-config.ts';
 import { GridSynthError, addIssueCheck, issueAt } from './synth-error.ts';
+import { exposureIssues, type ProviderGatewayPortName, type ServiceExposure } from './service-exposure.ts';
 
 export interface ProviderGatewayProps {
   readonly namespace: string;
@@ -53,6 +54,12 @@ export interface ProviderGatewayProps {
    * declare that address as the site's gatewayEndpoint
    */
   readonly serviceType?: kplus.ServiceType;
+  /**
+   * How other sites reach the listener (Service type, node port, load-balancer annotations); set either this or
+   * serviceType. The site's gatewayEndpoint.address must name the port it opens.
+   * @default - serviceType
+   */
+  readonly exposure?: ServiceExposure<ProviderGatewayPortName>;
   /** @default 5 - the reference gateway's shutdown grace */
   readonly shutdownTimeoutSecs?: number;
   /** Authorized routes; more with addRoute(). @default - none (synth fails until one is added) */
@@ -107,6 +114,11 @@ export class ProviderGateway extends Construct {
     this.providerId = props.providerId ?? props.site;
     this.shutdownTimeoutSecs = props.shutdownTimeoutSecs ?? 5;
     this.trustedPeers = [...props.trustedPeers];
+    if (props.exposure !== undefined) {
+      const issues = exposureIssues(this, 'exposure', props.exposure, ['listener']);
+      if (props.serviceType !== undefined) issues.push(issueAt(this, 'serviceType', 'both serviceType and exposure are set', 'keep exposure (it carries the type) and drop serviceType'));
+      if (issues.length > 0) throw new GridSynthError(issues);
+    }
     this.workload = new GatewayWorkload(this, 'Workload', {
       component: 'provider-gateway',
       name: this.name,
@@ -121,6 +133,7 @@ export class ProviderGateway extends Construct {
       workers: this.workers,
       resources: props.resources,
       serviceType: props.serviceType ?? kplus.ServiceType.CLUSTER_IP,
+      ...(props.exposure === undefined ? {} : { exposure: props.exposure }),
       readsOverlay: false,
     });
     for (const backend of props.backends ?? []) this.addBackend(backend);

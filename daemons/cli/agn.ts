@@ -17,6 +17,7 @@ import { UP_USAGE, upCommand } from './up.ts';
 import { INIT_USAGE, SYNTH_USAGE, VALIDATE_USAGE, initCommand, synthCommand, validateCommand } from './grid-commands.ts';
 import { ENROLL_USAGE, KEYGEN_USAGE } from './site-usage.ts';
 import { KEY_MINT_USAGE, KEY_REVOKE_USAGE, keyMintCommand, keyRevokeCommand } from './key-commands.ts';
+import { PKI_INIT_USAGE, PKI_RENEW_USAGE, PKI_SECRETS_USAGE, PKI_STATUS_USAGE } from './pki-usage.ts';
 
 interface Command {
   readonly usage: string;
@@ -86,6 +87,26 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     summary: 'mint a caller API key for TENANT: prints the key once on stdout, appends only its salted hash to FILE (created 0600 if absent; mount it as the consumer gateway\'s caller_auth keys_file)',
     run: keyMintCommand,
   },
+  'pki init': {
+    usage: PKI_INIT_USAGE,
+    summary: 'make or refresh the grid\'s PKI in DIR (default .pki: grid CA, per site its identity, provider gateway and consumer gateway certificates, the SWIM key, simulated backends\' tokens) from the declaration (default grid.ts), and write the public trust file TRUST (default grid-trust.json: CA certificate and each site\'s pins) for the declaration to import',
+    run: async (args) => (await import('./pki-commands.ts')).pkiInitCommand(args),
+  },
+  'pki secrets': {
+    usage: PKI_SECRETS_USAGE,
+    summary: 'print the Secret manifests of SITE from the PKI in DIR for kubectl apply -f - (every Secret its manifests name that the PKI holds); lists on stderr the ones to create yourself',
+    run: async (args) => (await import('./pki-commands.ts')).pkiSecretsCommand(args),
+  },
+  'pki renew': {
+    usage: PKI_RENEW_USAGE,
+    summary: 'renew SITE\'s pinned provider gateway certificate in three steps no peer refuses: --stage (next certificate, both pinned), --activate (it serves), --finish (old pin dropped); rewrites TRUST',
+    run: async (args) => (await import('./pki-commands.ts')).pkiRenewCommand(args),
+  },
+  'pki status': {
+    usage: PKI_STATUS_USAGE,
+    summary: 'each certificate\'s expiry and whether TRUST and the declaration\'s trust match the certificates in DIR; exit 1 on a problem (expired, under 30 days, pins out of date)',
+    run: async (args) => (await import('./pki-commands.ts')).pkiStatusCommand(args),
+  },
   'key revoke': {
     usage: KEY_REVOKE_USAGE,
     summary: 'mark the key with ID revoked in FILE; consumer gateways answer it 401 after their next reload (SIGHUP)',
@@ -107,7 +128,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const [name, args] = COMMANDS[twoWord] ? [twoWord, argv.slice(2)] : [argv[0] ?? '', argv.slice(1)];
   const command = COMMANDS[name];
   if (command === undefined) {
-    throw usageError(argv[0] === 'overlay' || argv[0] === 'site' || argv[0] === 'key' ? `unknown ${argv[0]} command "${argv[1] ?? ''}"` : `unknown command "${argv[0]}"`);
+    throw usageError(argv[0] === 'overlay' || argv[0] === 'site' || argv[0] === 'key' || argv[0] === 'pki' ? `unknown ${argv[0]} command "${argv[1] ?? ''}"` : `unknown command "${argv[0]}"`);
   }
   if (args.includes('--help')) {
     process.stdout.write(`usage: agn ${command.usage}\n${command.summary}\n`);

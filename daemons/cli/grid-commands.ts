@@ -24,7 +24,7 @@ export function ownManifest(): PackageManifest {
   return JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as PackageManifest;
 }
 
-function parse<T extends Record<string, { type: 'string' | 'boolean' }>>(args: readonly string[], usage: string, options: T, positionals: number) {
+export function parse<T extends Record<string, { type: 'string' | 'boolean' }>>(args: readonly string[], usage: string, options: T, positionals: number) {
   try {
     const parsed = parseArgs({ args: [...args], options, strict: true, allowPositionals: true });
     if (parsed.positionals.length > positionals) throw new Error(`unexpected argument "${parsed.positionals[positionals]}"`);
@@ -115,7 +115,7 @@ export function scaffoldFiles(name: string, dependency: string): Record<string, 
     'cdk8s.yaml': `language: typescript\napp: agn synth ${GRID_FILE}\noutput: dist\n`,
     [GRID_FILE]: starter,
     'tsconfig.json': `${JSON.stringify(tsconfig, null, 2)}\n`,
-    '.gitignore': 'node_modules/\ncdk.out/\n.state/\n',
+    '.gitignore': 'node_modules/\ncdk.out/\n.state/\n.pki/\n',
     'README.md': readme,
   };
 }
@@ -145,13 +145,13 @@ export function initCommand(args: readonly string[]): CommandResult {
   return { stdout, exitCode: 0 };
 }
 
-function declarationFile(positionals: readonly string[]): string {
+export function declarationFile(positionals: readonly string[]): string {
   const file = positionals[0] ?? GRID_FILE;
   if (!existsSync(file)) throw new CliError(`${file}: no such file (run in a grid repository, or name the declaration file)`, 2);
   return file;
 }
 
-function problemsResult(file: string, problems: readonly string[]): CommandResult {
+export function problemsResult(file: string, problems: readonly string[]): CommandResult {
   const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
   return { stdout: '', stderr: [`${file}: ${count}, nothing written:`, ...problems].join('\n'), exitCode: 1 };
 }

@@ -11,6 +11,7 @@ import { URL } from 'node:url';
 import {
   type CompiledSite,
   configMapData,
+  isExposed,
   OPERATOR_SCRIPT,
   type PodPlan,
   scriptOf,
@@ -188,7 +189,10 @@ export async function buildAddressTable(sites: readonly CompiledSite[], allocate
           const match = value === undefined ? null : /^(.+):(\d{1,5})$/.exec(value);
           if (match === null) continue;
           const port = Number(match[2]);
-          const candidates = site.services.filter((s) => s.ports.some((p) => p.port === port));
+          const serving = site.services.filter((s) => s.ports.some((p) => p.port === port));
+          // Another site reaches the advertised address through the Service exposed outside the cluster, when one is.
+          const exposed = serving.filter(isExposed);
+          const candidates = exposed.length > 0 ? exposed : serving;
           if (candidates.length !== 1) {
             throw new Error(`site ${site.site}: ${variable}=${value} matches ${candidates.length} Services with port ${port}; cannot tell which one it fronts`);
           }

@@ -60,7 +60,11 @@ export interface PodPlan {
 export interface ServicePlan {
   readonly name: string;
   readonly namespace: string;
-  readonly ports: readonly { readonly port: number; readonly targetPort: number | string; readonly protocol?: string }[];
+  /** ClusterIP (the default), NodePort or LoadBalancer: whether other sites can reach it at all. */
+  readonly type: string;
+  /** The annotations a load-balancer controller or external-dns reads. */
+  readonly annotations: Readonly<Record<string, string>>;
+  readonly ports: readonly { readonly port: number; readonly targetPort: number | string; readonly protocol?: string; readonly nodePort?: number }[];
   readonly selector: Readonly<Record<string, string>>;
 }
 
@@ -167,10 +171,16 @@ export function compileSite(site: string, file: string, objects: readonly KubeOb
   const services: ServicePlan[] = objects
     .filter((o) => o.kind === 'Service')
     .map((o) => {
-      const spec = (o['spec'] ?? {}) as { ports?: ServicePlan['ports']; selector?: Record<string, string> };
-      return { name: o.metadata.name, namespace: o.metadata.namespace ?? 'default', ports: spec.ports ?? [], selector: spec.selector ?? {} };
+      const spec = (o['spec'] ?? {}) as { type?: string; ports?: ServicePlan['ports']; selector?: Record<string, string> };
+      const annotations = (o.metadata as { annotations?: Record<string, string> }).annotations ?? {};
+      return { name: o.metadata.name, namespace: o.metadata.namespace ?? 'default', type: spec.type ?? 'ClusterIP', annotations, ports: spec.ports ?? [], selector: spec.selector ?? {} };
     });
   return { site, file, objects, pods, services };
+}
+
+/** Whether a Service is reachable from outside its cluster: a LoadBalancer or NodePort one. */
+export function isExposed(service: ServicePlan): boolean {
+  return service.type === 'LoadBalancer' || service.type === 'NodePort';
 }
 
 export function selects(service: ServicePlan, pod: PodPlan): boolean {

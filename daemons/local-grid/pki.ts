@@ -3,7 +3,6 @@
  * gateway's client certificate (its identity on the provider hop) and the site identity the GridSite probe presents.
  * Written once into the state directory and reused by later starts, so pinned fingerprints stay valid.
  */
-import { webcrypto, X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -12,10 +11,12 @@ import {
   createClientCertificate,
   createServerCertificate,
   createSiteCertificate,
+  type LeafWants,
+  leafMismatch,
+  loadCertificateAuthority,
   pemFingerprint,
 } from '../shared/tls.ts';
 import { ensurePrivateDirSync, tightenPrivateFileSync, writePrivateFileSync } from '../shared/private-files.ts';
-import * as x509 from '@peculiar/x509';
 
 export interface PemPair {
   readonly certFile: string;
@@ -43,6 +44,8 @@ export interface GridPkiOptions {
 
 export interface GridPki {
   readonly caFile: string;
+  /** The CA's private key: only an enrollment endpoint (a site that signs invites) is given it. */
+  readonly caKeyFile: string;
   readonly sites: readonly SitePki[];
 }
 
@@ -67,7 +70,7 @@ export async function ensureGridPki(dir: string, sites: readonly string[], optio
       return createServerCertificate(ca, { commonName: `${site}.grid.internal`, organization: `grid-${site}`, sans });
     });
     const organization = options.consumerOrganization ?? `grid-${site}`;
-    const consumerClient = await ensureLeaf(siteDir, 'consumer-client', { organization }, async () => {
+    const consumerClient = await ensureLeaf(siteDir, 'consumer-client', { organizations: [organization] }, async () => {
       ca ??= await loadCa(caFile, caKeyFile);
       return createClientCertificate(ca, { commonName: `${site}-consumer`, organization });
     });
@@ -78,40 +81,13 @@ export async function ensureGridPki(dir: string, sites: readonly string[], optio
     });
     result.push({ site, providerGateway, consumerClient, siteIdentity });
   }
-  return { caFile, sites: result };
-}
-
-const SERVER_AUTH_OID = '1.3.6.1.5.5.7.3.1';
-
-interface LeafWants {
-  readonly sans?: readonly string[];
-  readonly organization?: string;
-  readonly commonName?: string;
-  /** The leaf must also serve TLS (an earlier start may have written a client-only one). */
-  readonly serverAuth?: boolean;
-}
-
-/** An existing leaf is reused only while it still says what the grid needs (a changed manifest may ask for more). */
-function leafMatches(certFile: string, wants: LeafWants): boolean {
-  try {
-    const cert = new X509Certificate(readFileSync(certFile));
-    const subject = cert.subject.split('\n');
-    const sanList = (cert.subjectAltName ?? '').split(', ').map((e) => e.replace(/^(DNS|IP Address):/, ''));
-    if (wants.organization !== undefined && !subject.includes(`O=${wants.organization}`)) return false;
-    if (wants.commonName !== undefined && !subject.includes(`CN=${wants.commonName}`)) return false;
-    if (wants.sans !== undefined && !wants.sans.every((n) => sanList.includes(n))) return false;
-    // No extended key usage at all allows every purpose.
-    if (wants.serverAuth === true && cert.keyUsage !== undefined && !cert.keyUsage.includes(SERVER_AUTH_OID)) return false;
-    return Date.parse(cert.validTo) > Date.now() + 86_400_000;
-  } catch {
-    return false;
-  }
+  return { caFile, caKeyFile, sites: result };
 }
 
 async function ensureLeaf(dir: string, name: string, wants: LeafWants, create: () => Promise<{ certPem: string; keyPem: string }>): Promise<PemPair> {
   const certFile = join(dir, `${name}.crt`);
   const keyFile = join(dir, `${name}.key`);
-  if (!existsSync(certFile) || !existsSync(keyFile) || !leafMatches(certFile, wants)) {
+  if (!existsSync(certFile) || !existsSync(keyFile) || leafMismatch(readFileSync(certFile, 'utf8'), { ...wants, minRemainingMs: 86_400_000 }) !== undefined) {
     const leaf = await create();
     writePrivateFileSync(keyFile, leaf.keyPem);
     writeFileSync(certFile, leaf.certPem);
@@ -121,13 +97,6 @@ async function ensureLeaf(dir: string, name: string, wants: LeafWants, create: (
 }
 
 /** Reloads the CA written by an earlier start, so a site added later is signed by the same CA. */
-async function loadCa(certFile: string, keyFile: string): Promise<CertificateAuthority> {
-  const certPem = readFileSync(certFile, 'utf8');
-  const keyPem = readFileSync(keyFile, 'utf8');
-  const cert = new x509.X509Certificate(certPem);
-  const der = Buffer.from(keyPem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
-  const algorithm = { name: 'ECDSA', namedCurve: 'P-256' } as const;
-  const privateKey = await webcrypto.subtle.importKey('pkcs8', der, algorithm, true, ['sign']);
-  const publicKey = await cert.publicKey.export(algorithm, ['verify'], webcrypto as unknown as Parameters<typeof cert.publicKey.export>[2]);
-  return { certPem, keyPem, fingerprint: pemFingerprint(certPem), cert, keys: { privateKey, publicKey } as CertificateAuthority['keys'] };
+function loadCa(certFile: string, keyFile: string): Promise<CertificateAuthority> {
+  return loadCertificateAuthority(readFileSync(certFile, 'utf8'), readFileSync(keyFile, 'utf8'));
 }

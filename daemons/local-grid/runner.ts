@@ -299,10 +299,10 @@ function translatedManifests(site: CompiledSite, table: AddressTable, pki: GridP
       const address = ((object['spec'] as { gatewayEndpoint?: { address?: string } } | undefined)?.gatewayEndpoint?.address) ?? '';
       const target = table.resolve(site.site, address);
       const fingerprint = pki.sites.find((s) => s.site === target?.site)?.providerGateway.fingerprint;
-      // The pin an administrator would copy from the peer's certificate; here the runner issued that certificate.
-      if (fingerprint !== undefined && (spec['trust'] as { canonicalFingerprints?: unknown } | undefined)?.canonicalFingerprints === undefined) {
-        spec['trust'] = { ...((spec['trust'] as object | undefined) ?? {}), canonicalFingerprints: [fingerprint] };
-      }
+      // This machine runs every gateway on a certificate its own PKI issued (the compiled grid's keys are not
+      // here), so a compiled pin names a certificate no process here serves: the pin becomes this PKI's, like an
+      // address becomes a loopback port.
+      if (fingerprint !== undefined) spec['trust'] = { canonicalFingerprints: [fingerprint] };
     }
     if (object.kind === 'GridNetwork' && profile === 'fast') {
       spec['metricsRefreshInterval'] = '2s';

@@ -66,6 +66,24 @@ function podGatewayConfigs(site: CompiledSite, pod: PodPlan): Record<string, unk
   return configs;
 }
 
+/**
+ * Secrets projected where an operator container reads the grid CA certificate and key that sign enrolled sites
+ * (GRID_CA_CERT / GRID_CA_KEY of its enrollment endpoint): they hold the CA pair, not a leaf.
+ */
+function podCaSignerSecrets(pod: PodPlan): Set<string> {
+  const names = new Set<string>();
+  for (const container of pod.containers) {
+    for (const env of container.env ?? []) {
+      if ((env.name !== 'GRID_CA_CERT' && env.name !== 'GRID_CA_KEY') || typeof env.value !== 'string') continue;
+      const path = env.value;
+      const mount = (container.volumeMounts ?? []).find((m) => path.startsWith(`${m.mountPath.replace(/\/+$/u, '')}/`));
+      const volume = pod.volumes.find((v) => v.name === mount?.name);
+      for (const secret of [volume?.secret?.secretName, ...(volume?.projected?.sources ?? []).map((source) => source.secret?.name)]) if (secret !== undefined) names.add(secret);
+    }
+  }
+  return names;
+}
+
 function podIsProviderGateway(site: CompiledSite, pod: PodPlan): boolean {
   return podGatewayConfigs(site, pod).some((doc) => isProviderGatewayConfig(doc));
 }
@@ -90,8 +108,8 @@ export function siteSecrets(
   const own = pki.sites.find((s) => s.site === site.site) as SitePki;
   const ca = readFileSync(pki.caFile);
   const pem = (pair: { certFile: string; keyFile: string }): SecretData => ({ 'ca.crt': ca, 'tls.crt': readFileSync(pair.certFile), 'tls.key': readFileSync(pair.keyFile) });
-  const wanted = new Map<string, { namespace: string; name: string; keys: Set<string>; tls?: 'provider' | 'consumer'; callerKeys?: Set<string> }>();
-  const want = (ref: Ref | undefined, key: string | undefined, fallbackNamespace: string, tls?: 'provider' | 'consumer') => {
+  const wanted = new Map<string, { namespace: string; name: string; keys: Set<string>; tls?: 'provider' | 'consumer' | 'ca-signer'; callerKeys?: Set<string> }>();
+  const want = (ref: Ref | undefined, key: string | undefined, fallbackNamespace: string, tls?: 'provider' | 'consumer' | 'ca-signer') => {
     if (ref === undefined || ref.name === undefined) return;
     const namespace = ref.namespace ?? fallbackNamespace;
     const id = `${namespace}/${ref.name}`;
@@ -115,6 +133,7 @@ export function siteSecrets(
   }
   for (const pod of site.pods) {
     const role = podIsProviderGateway(site, pod) ? 'provider' : 'consumer';
+    const caSigners = podCaSignerSecrets(pod);
     for (const volume of pod.volumes) {
       const sources = [
         ...(volume.secret !== undefined ? [{ name: volume.secret.secretName, items: volume.secret.items }] : []),
@@ -124,7 +143,7 @@ export function siteSecrets(
       for (const source of sources) {
         const keys = (source.items ?? []).map((i) => i.key);
         const isTls = keys.includes('tls.crt');
-        for (const key of keys) want({ name: source.name }, key, pod.namespace, isTls ? role : undefined);
+        for (const key of keys) want({ name: source.name }, key, pod.namespace, caSigners.has(source.name) ? 'ca-signer' : isTls ? role : undefined);
         if (keys.length === 0) want({ name: source.name }, undefined, pod.namespace);
         // An item mounted where the gateway's caller_auth reads its keys file carries the demo keys' hashes.
         for (const item of source.items ?? []) {
@@ -143,6 +162,10 @@ export function siteSecrets(
     wanted.delete(id);
   }
   for (const entry of wanted.values()) {
+    if (entry.tls === 'ca-signer') {
+      out.push({ namespace: entry.namespace, name: entry.name, data: { 'tls.crt': ca, 'tls.key': readFileSync(pki.caKeyFile) }, tokenKeys: [] });
+      continue;
+    }
     if (entry.tls !== undefined) {
       out.push({ namespace: entry.namespace, name: entry.name, data: pem(entry.tls === 'provider' ? own.providerGateway : own.consumerClient), tokenKeys: [] });
       continue;

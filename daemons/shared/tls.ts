@@ -1,9 +1,9 @@
-// Certificate generation for tests, benchmarks and the local grid runner: a CA plus server and client
+// Certificate generation for `agn pki`, tests, benchmarks and the local grid runner: a CA plus server and client
 // leaf certificates with SANs and an organization, built with @peculiar/x509 over node:crypto's WebCrypto.
 // ECDSA P-256 keeps generation fast on a 2-core machine while being accepted by every TLS stack we use.
 // @peculiar/x509's dependency tsyringe needs the Reflect metadata API at load time.
 import 'reflect-metadata';
-import { createHash, webcrypto } from 'node:crypto';
+import { createHash, webcrypto, X509Certificate as NodeX509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import * as x509 from '@peculiar/x509';
 
@@ -45,6 +45,8 @@ export interface CaOptions {
 export interface LeafOptions {
   commonName: string;
   organization?: string;
+  /** Several subject O values (one RDN each), for a client several peer_identity_trust lists must each admit. */
+  organizations?: readonly string[];
   /** DNS names and IP addresses for the subjectAltName extension. */
   sans?: string[];
   validDays?: number;
@@ -71,9 +73,10 @@ export function pemFingerprint(pem: string): string {
   return certificateFingerprint(new x509.X509Certificate(pem).rawData);
 }
 
-function distinguishedName(commonName: string, organization?: string): string {
+function distinguishedName(commonName: string, organization?: string | readonly string[]): string {
   const escape = (value: string): string => value.replace(/([,+"\\<>;=])/g, '\\$1');
-  return organization === undefined ? `CN=${escape(commonName)}` : `CN=${escape(commonName)}, O=${escape(organization)}`;
+  const organizations = organization === undefined ? [] : typeof organization === 'string' ? [organization] : organization;
+  return [`CN=${escape(commonName)}`, ...organizations.map((o) => `O=${escape(o)}`)].join(', ');
 }
 
 async function exportKeyPem(key: CryptoKey): Promise<string> {
@@ -137,7 +140,7 @@ async function issueLeaf(ca: CertificateAuthority, options: LeafOptions, usage: 
   }
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber,
-    subject: distinguishedName(options.commonName, options.organization),
+    subject: distinguishedName(options.commonName, options.organizations !== undefined && options.organizations.length > 0 ? options.organizations : options.organization),
     issuer: ca.cert.subject,
     notBefore,
     notAfter: new Date(notBefore.getTime() + (options.validDays ?? 30) * DAY_MS),
@@ -170,4 +173,57 @@ export function createClientCertificate(ca: CertificateAuthority, options: LeafO
  */
 export function createSiteCertificate(ca: CertificateAuthority, options: LeafOptions): Promise<LeafCertificate> {
   return issueLeaf(ca, options, 'site');
+}
+
+/** A CA written earlier (its PEM certificate and PKCS#8 key), loaded back to sign more leaves. */
+export async function loadCertificateAuthority(certPem: string, keyPem: string): Promise<CertificateAuthority> {
+  const cert = new x509.X509Certificate(certPem);
+  const der = Buffer.from(keyPem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
+  const privateKey = await webcrypto.subtle.importKey('pkcs8', der, KEY_ALGORITHM, true, ['sign']);
+  const publicKey = await cert.publicKey.export(KEY_ALGORITHM, ['verify'], webcrypto as unknown as Parameters<typeof cert.publicKey.export>[2]);
+  return { certPem, keyPem, fingerprint: certificateFingerprint(cert.rawData), cert, keys: { privateKey, publicKey } as CryptoKeyPair };
+}
+
+const SERVER_AUTH_OID = '1.3.6.1.5.5.7.3.1';
+const CLIENT_AUTH_OID = '1.3.6.1.5.5.7.3.2';
+
+/** What a leaf written earlier must still say to be kept (a changed declaration may ask for more). */
+export interface LeafWants {
+  readonly sans?: readonly string[];
+  /** Every one of these must be a subject O. */
+  readonly organizations?: readonly string[];
+  readonly commonName?: string;
+  readonly serverAuth?: boolean;
+  readonly clientAuth?: boolean;
+  /** Issued by this CA (its certificate PEM). */
+  readonly caPem?: string;
+  /** Still valid this long after `nowMs`. */
+  readonly minRemainingMs?: number;
+}
+
+/** Why a PEM leaf does not satisfy `wants`, or undefined when it does. */
+export function leafMismatch(certPem: string, wants: LeafWants, nowMs = Date.now()): string | undefined {
+  let cert: NodeX509Certificate;
+  try {
+    cert = new NodeX509Certificate(certPem);
+  } catch {
+    return 'not a readable certificate';
+  }
+  const subject = cert.subject.split('\n');
+  const sanList = (cert.subjectAltName ?? '').split(', ').map((e) => e.replace(/^(DNS|IP Address):/, ''));
+  for (const organization of wants.organizations ?? []) if (!subject.includes(`O=${organization}`)) return `its subject has no O=${organization}`;
+  if (wants.commonName !== undefined && !subject.includes(`CN=${wants.commonName}`)) return `its subject CN is not ${wants.commonName}`;
+  const missing = (wants.sans ?? []).filter((n) => !sanList.includes(n));
+  if (missing.length > 0) return `it does not name ${missing.join(', ')}`;
+  // No extended key usage at all allows every purpose.
+  if (wants.serverAuth === true && cert.keyUsage !== undefined && !cert.keyUsage.includes(SERVER_AUTH_OID)) return 'it is not for TLS servers';
+  if (wants.clientAuth === true && cert.keyUsage !== undefined && !cert.keyUsage.includes(CLIENT_AUTH_OID)) return 'it is not for TLS clients';
+  if (wants.caPem !== undefined) {
+    const ca = new NodeX509Certificate(wants.caPem);
+    if (!cert.checkIssued(ca) || !cert.verify(ca.publicKey)) return 'another CA issued it';
+  }
+  const remaining = Date.parse(cert.validTo) - nowMs;
+  if (remaining <= 0) return `it expired on ${new Date(Date.parse(cert.validTo)).toISOString().slice(0, 10)}`;
+  if (wants.minRemainingMs !== undefined && remaining < wants.minRemainingMs) return `it expires on ${new Date(Date.parse(cert.validTo)).toISOString().slice(0, 10)}`;
+  return undefined;
 }

@@ -25,6 +25,8 @@ function agn(cwd: string, ...args: string[]): Promise<Run> {
   });
 }
 
+/** The scaffold imports its values from the package; without an install, from this repository's constructs. */
+const CONSTRUCTS = join(REPO_ROOT, 'constructs', 'index.ts');
 const tmp = mkdtempSync(join(tmpdir(), 'agn-grid-cli-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const version = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -95,8 +97,14 @@ describe('agn validate and agn synth', () => {
     expect(files(join(dir, 'out'))).toEqual(files(join(tmp, 'expected')));
   });
 
-  it('compiles an edited declaration with a second site and providers', async () => {
-    writeFileSync(join(dir, 'two.ts'), withSecondSite(readFileSync(join(dir, 'grid.ts'), 'utf8')));
+  it('compiles an edited declaration with a second site and providers, once agn pki init made its pins', async () => {
+    writeFileSync(join(dir, 'two.ts'), withSecondSite(readFileSync(join(dir, 'grid.ts'), 'utf8'), CONSTRUCTS));
+    const unpinned = await agn(dir, 'validate', 'two.ts');
+    expect(unpinned.code).toBe(1);
+    expect(unpinned.stderr).toContain("west: trust: no certificate pin for site west's provider gateway (gateway.west.example.com:8443)");
+    const init = await agn(dir, 'pki', 'init', 'two.ts');
+    expect(init.code, init.stderr).toBe(0);
+    expect(init.stdout).toContain('wrote grid-trust.json (pins: east 1, west 1;');
     expect((await agn(dir, 'validate', 'two.ts')).stdout).toBe('ok: two.ts: network my-grid, 2 sites (east, west)\n');
     expect((await agn(dir, 'synth', 'two.ts', '--out', 'two')).code).toBe(0);
     expect(readdirSync(join(dir, 'two')).sort()).toEqual(['crds.k8s.yaml', 'east.k8s.yaml', 'west.k8s.yaml']);
@@ -104,7 +112,7 @@ describe('agn validate and agn synth', () => {
   });
 
   it('reports every mistake of every site at once, naming site, provider, field and rule, and writes nothing', async () => {
-    writeFileSync(join(dir, 'broken.ts'), withMistakes(readFileSync(join(dir, 'grid.ts'), 'utf8')));
+    writeFileSync(join(dir, 'broken.ts'), withMistakes(readFileSync(join(dir, 'grid.ts'), 'utf8'), CONSTRUCTS));
     const expected = ['broken.ts: 4 problems, nothing written:', ...MISTAKES, ''].join('\n');
     expect(await agn(dir, 'validate', 'broken.ts')).toEqual({ code: 1, stdout: '', stderr: expected });
     expect(await agn(dir, 'synth', 'broken.ts', '--out', 'broken')).toEqual({ code: 1, stdout: '', stderr: expected });

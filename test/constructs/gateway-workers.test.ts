@@ -93,7 +93,7 @@ describe('gateway workers', () => {
 
   it('is a field of the grid declaration: a site declares its gateways\' workers', () => {
     const app = Testing.app();
-    const grid = twoSiteGrid({ a: { consumerGateway: { workers: 2 }, providerGateway: { trustedPeers: [{ organization: 'test-consumers' }], workers: 2 } } });
+    const grid = twoSiteGrid({ a: { consumerGateway: { workers: 2 }, providerGateway: { trustedPeers: [{ organization: 'test-consumers' }], workers: 2, exposure: { type: 'LoadBalancer' } } } });
     const built = buildGrid(app, grid);
     const a = Testing.synth(built.sites.find((s) => s.siteName === 'a')!) as Manifest[];
     expect(gatewayContainer(a, 'consumer-gateway').command?.slice(-2)).toEqual(['--workers', '2']);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { gridProblems, synthGrid } from '../../constructs/grid.ts';
 import { GridSynthError } from '../../constructs/synth-error.ts';
-import { simProvider, site, twoSiteGrid } from './helpers.ts';
+import { fakeTrust, simProvider, site, twoSiteGrid } from './helpers.ts';
 import { synthFailure } from './synth-failure.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'agn-problems-'));
@@ -19,6 +19,7 @@ describe('gridProblems', () => {
   it('lists the problems of every site: names, declaration rules, every resource schema rule, construct and validation checks', () => {
     const declaration = {
       network: { name: 'net' },
+      trust: fakeTrust('net', ['a', 'b', 'lonely']),
       sites: [
         site('a', {
           consumerGateway: {},
@@ -27,7 +28,7 @@ describe('gridProblems', () => {
         site('a'),
         site('crds'),
         // Built, then fails its operator's listener check: the other sites are still reported.
-        site('b', { providers: [simProvider('pb', ['m2'])], peerSignals: { port: 0 } }),
+        site('b', { providers: [simProvider('pb', ['m2'])], peerSignals: { port: 0, advertise: 'signals.b.example.com:7950' } }),
         // Builds, but a provider gateway with nothing behind it fails the gateway config schema at validation.
         site('lonely'),
       ],

@@ -16,7 +16,7 @@ import type { GatewayConfig, GridSiteRouteFilter } from '../../schemas/generated
 import { find, podSpec, simProvider, twoSiteGrid, type Manifest } from './helpers.ts';
 
 function siteA(a: Partial<SiteDeclaration>): Manifest[] {
-  const declaration = twoSiteGrid({ a: { providers: [simProvider('pa', ['m1'])], peerSignals: {}, ...a } });
+  const declaration = twoSiteGrid({ a: { providers: [simProvider('pa', ['m1'])], peerSignals: { advertise: 'signals.a.example.com:7950' }, ...a } });
   const built = buildGrid(Testing.app(), declaration);
   return Testing.synth(built.sites.find((s) => s.siteName === 'a')!) as Manifest[];
 }

@@ -1,6 +1,7 @@
 // Shared test fixtures: a throwaway chart, synthesized objects, and small finders.
 import { Chart, Testing } from 'cdk8s';
 import type { GridDeclaration, ProviderDeclaration, SiteDeclaration } from '../../constructs/grid-declaration.ts';
+import type { GridTrust } from '../../schemas/generated/grid-trust.ts';
 
 export type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; [key: string]: unknown };
 
@@ -55,12 +56,31 @@ export function simProvider(name: string, models: readonly string[], extra: Part
   };
 }
 
+/** A site reachable from other sites: LoadBalancer Services for its gossip port and its provider gateway. */
 export function site(name: string, extra: Partial<SiteDeclaration> = {}): SiteDeclaration {
   return {
     name,
     gatewayEndpoint: { address: `gateway.${name}.example.com:8443`, tls: { mode: 'Mutual', serverName: `gateway.${name}.example.com` } },
-    providerGateway: { trustedPeers: [{ organization: 'test-consumers' }] },
+    gossipAddress: `gossip.${name}.example.com:7946`,
+    gossipService: { type: 'LoadBalancer' },
+    providerGateway: { trustedPeers: [{ organization: 'test-consumers' }], exposure: { type: 'LoadBalancer' } },
     ...extra,
+  };
+}
+
+/** A pin that names no real certificate: these tests read manifests, no TLS handshake checks it. */
+export function fakePin(site: string): string {
+  return Buffer.from(site.padEnd(32, '-')).toString('hex').slice(0, 64);
+}
+
+/** A trust file with a fake pin for every named site (the shape `agn pki init` writes). */
+export function fakeTrust(network: string, sites: readonly string[]): GridTrust {
+  return {
+    kind: 'GridTrust',
+    version: 1,
+    network,
+    ca: { certificatePem: '-----BEGIN CERTIFICATE-----\nfake\n-----END CERTIFICATE-----\n', fingerprint: '0'.repeat(64) },
+    sites: Object.fromEntries(sites.map((s) => [s, { gatewayPins: [fakePin(s)] }])),
   };
 }
 
@@ -68,6 +88,7 @@ export function site(name: string, extra: Partial<SiteDeclaration> = {}): SiteDe
 export function twoSiteGrid(overrides: { a?: Partial<SiteDeclaration>; b?: Partial<SiteDeclaration> } = {}): GridDeclaration {
   return {
     network: { name: 'net' },
+    trust: fakeTrust('net', ['a', 'b']),
     sites: [
       site('a', { consumerGateway: {}, providers: [simProvider('pa', ['m1'])], ...overrides.a }),
       site('b', { providers: [simProvider('pb', ['m1', 'm2'])], ...overrides.b }),

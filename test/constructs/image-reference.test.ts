@@ -12,7 +12,7 @@ const DIGEST = `sha256:${'ab'.repeat(32)}`;
 /** Every container and init container image of every workload in the grid's charts. */
 function workloadImages(image: ImageReference | undefined): string[] {
   const app = new App();
-  const built = buildGrid(app, { ...twoSiteGrid({ a: { providerGateway: { trustedPeers: [{ organization: 'x' }] } } }), ...(image === undefined ? {} : { image }) });
+  const built = buildGrid(app, { ...twoSiteGrid({ a: { providerGateway: { trustedPeers: [{ organization: 'x' }], exposure: { type: 'LoadBalancer' } } } }), ...(image === undefined ? {} : { image }) });
   validateGrid(app);
   const objects: Manifest[] = built.sites.flatMap((site) => synth(site));
   const pods = objects.filter((o) => o.kind === 'Deployment').map(podSpec);

@@ -8,18 +8,27 @@ function replaceOnce(text: string, anchor: string, replacement: string): string 
   return text.slice(0, at) + replacement + text.slice(at + anchor.length);
 }
 
-/** A provider-only second site, west, with a simulated provider and an external API, and east seeded with it. */
-export function withSecondSite(grid: string): string {
-  const seeded = replaceOnce(grid, 'seeds: [],', "seeds: ['gossip.west.example.com:7946'],");
+/**
+ * A provider-only second site, west, with a simulated provider and an external API: both sites reachable through
+ * LoadBalancer Services (their seeds are each other's gossipAddress by default), and the declaration reading the
+ * trust file `agn pki init` writes. `from` is where readGridTrust comes from: the installed package, or this
+ * repository's constructs for a run without an install.
+ */
+export function withSecondSite(grid: string, from = 'agn-ts'): string {
+  let text = replaceOnce(grid, "import type { GridDeclaration } from 'agn-ts';", `import { readGridTrust, type GridDeclaration } from '${from}';`);
+  text = replaceOnce(text, 'const grid: GridDeclaration = {\n', "const grid: GridDeclaration = {\n  trust: readGridTrust(new URL('./grid-trust.json', import.meta.url)),\n");
+  text = replaceOnce(text, 'seeds: [],', "gossipAddress: 'gossip.east.example.com:7946',\n      gossipService: { type: 'LoadBalancer' },");
+  text = replaceOnce(text, "providerGateway: { trustedPeers: [{ organization: 'my-grid-consumers' }] },", "providerGateway: { trustedPeers: [{ organization: 'my-grid-consumers' }], exposure: { type: 'LoadBalancer' } },");
   return replaceOnce(
-    seeded,
+    text,
     '  ],\n};',
     `    {
       name: 'west',
       region: 'us-west-2',
-      seeds: ['gossip.east.example.com:7946'],
+      gossipAddress: 'gossip.west.example.com:7946',
+      gossipService: { type: 'LoadBalancer' },
       gatewayEndpoint: { address: 'gateway.west.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.west.example.com' } },
-      providerGateway: { trustedPeers: [{ organization: 'my-grid-consumers' }] },
+      providerGateway: { trustedPeers: [{ organization: 'my-grid-consumers' }], exposure: { type: 'LoadBalancer' } },
       providers: [
         {
           name: 'west-llm',
@@ -49,11 +58,11 @@ export function withSecondSite(grid: string): string {
 }
 
 /** The two-site grid with four mistakes in two sites: two schema rules, one missing gateway, one missing endpoint. */
-export function withMistakes(grid: string): string {
-  let text = withSecondSite(grid);
+export function withMistakes(grid: string, from = 'agn-ts'): string {
+  let text = withSecondSite(grid, from);
   text = replaceOnce(text, "providerKind: 'self_hosted',\n            backendKind: 'local',\n            models: [{ name: 'my-model', capabilities", "providerKind: 'self_hosted',\n            capacityWeight: 5000,\n            backendKind: 'local',\n            models: [{ name: 'my-model', capabilities");
   text = replaceOnce(text, "models: [{ name: 'gpt-4o-mini' }],", "models: [{ name: 'gpt-4o-mini' }],\n            healthCheck: { interval: '5 minutes' },");
-  text = replaceOnce(text, "      gatewayEndpoint: { address: 'gateway.west.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.west.example.com' } },\n      providerGateway: { trustedPeers: [{ organization: 'my-grid-consumers' }] },\n", '');
+  text = replaceOnce(text, "      gatewayEndpoint: { address: 'gateway.west.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.west.example.com' } },\n      providerGateway: { trustedPeers: [{ organization: 'my-grid-consumers' }], exposure: { type: 'LoadBalancer' } },\n", '');
   return text;
 }
 

@@ -137,6 +137,9 @@ describe('a grid repository on the installed package', () => {
 
   it('synthesizes an edited declaration with a second site and providers', () => {
     writeFileSync(join(grid, 'grid.ts'), withSecondSite(starter));
+    // The installed package's agn makes the grid's PKI and the trust file the declaration reads.
+    const init = ok(run('npx agn pki init', grid, 'npx', ['agn', 'pki', 'init']), 'agn pki init');
+    expect(init.stdout).toContain('wrote grid-trust.json (pins: east 1, west 1;');
     ok(run('npm run synth (two sites)', grid, 'npm', ['run', 'synth']), 'npm run synth');
     second = files(join(grid, 'dist'));
     expect(Object.keys(second)).toEqual(['crds.k8s.yaml', 'east.k8s.yaml', 'west.k8s.yaml']);
