@@ -1,32 +1,44 @@
-// The compiled grid of dist/ run from the project image under podman, one real kube-apiserver + etcd per site.
-// Per site: the CRDs and the site's manifests server-side applied, the Secrets they name created (grid PKI from the
-// local grid's module), kube-root-ca.crt published (no controller-manager runs here), then every Deployment replica
-// started as a podman pod with the containers of its template (pod-spec.ts). Networking: one podman bridge; each pod
-// has its own IP; each Service gets a ClusterIP on the bridge with a userspace proxy (service-proxy.ts); each pod's
-// /etc/hosts maps its site's Service names, the API server (`kubernetes.default.svc`) and the grid's public names
-// (gossip and gateway endpoints) the way cluster DNS and the sites' load balancers would.
-import { execFileSync } from 'node:child_process';
+// The compiled grid of dist/ run from the project image under podman, one real kube-apiserver + etcd per site,
+// deployed the way README "Deploy to a cluster" tells a user to: per site the CRDs and the site's manifests
+// server-side applied exactly as compiled, the Secrets `agn pki secrets` prints for the site (from the example's PKI)
+// applied, and the ones it says the user makes (caller keys from `agn key mint`, a provider API key) created. Nothing
+// in a manifest is changed or patched afterwards: the peers' pins, the advertised names and the keys all come from
+// dist/ and the PKI. kube-root-ca.crt is published (no controller-manager runs here); then every Deployment replica
+// starts as a podman pod with the containers of its template (pod-spec.ts), its volumes filled from the Secrets and
+// ConfigMaps the API server holds, as a kubelet does. Networking: one podman bridge; each pod has its own IP; each
+// Service a ClusterIP on the bridge with a userspace proxy (service-proxy.ts), named only in its own site's pods'
+// /etc/hosts (cluster DNS). This suite is also each site's cloud: a LoadBalancer Service gets an external address on
+// the bridge (TCP proxies, a UDP forwarder), written to its status.loadBalancer like a cloud controller does, and
+// its external-dns hostname annotation resolves to that address in every pod of the grid, like public DNS. A
+// ClusterIP Service is never reachable by name from the other site.
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { KubeConfig } from '@kubernetes/client-node';
-import { parse as parseYaml } from 'yaml';
-import { type CompiledSite, loadCompiledGrid, selects, targetContainerPort, type PodPlan } from '../../daemons/local-grid/compiled-grid.ts';
-import { ensureGridPki } from '../../daemons/local-grid/pki.ts';
-import { isGatewayConfig, isProviderGatewayConfig, trustedOrganizations } from '../../daemons/local-grid/rewrite.ts';
-import { type DemoCallerKey, demoKeysFile, demoTenants, ensureDemoCallerKeys, requiresCallerKeys } from '../../daemons/local-grid/demo-keys.ts';
-import { ensureSwimKey, secretObject, siteSecrets, type SiteSecret } from '../../daemons/local-grid/secrets.ts';
+import { parseAllDocuments } from 'yaml';
+import { type CompiledSite, loadCompiledGrid, selects, targetContainerPort, type PodPlan, type ServicePlan } from '../../daemons/local-grid/compiled-grid.ts';
+import { demoTenants } from '../../daemons/local-grid/demo-keys.ts';
 import { type ControlPlane, resolveBinDir, startControlPlane } from '../cluster/control-plane.ts';
+import { REPO_ROOT } from '../fixtures-path.ts';
 import { applyManifests, DIST_DIR, RawClient, waitUntil } from '../cluster/manifests.ts';
 
 export { waitUntil };
 import { podman, podmanOk } from './podman.ts';
 import { type ContainerTemplate, type PodTemplateSpec, podmanRunArgs } from './pod-spec.ts';
-import { type ServiceProxy, startServiceProxy } from './service-proxy.ts';
+import { type Endpoint, type ServiceProxy, startServiceProxy, startUdpForwarder } from './service-proxy.ts';
 
 const PREFIX = 'agnct';
 const NETWORK = `${PREFIX}-net`;
 const SUBNET = '10.213.0';
-const FIELD_MANAGER = 'agn-container-test';
+export const CONTAINER_FIELD_MANAGER = 'agn-container-test';
+const FIELD_MANAGER = CONTAINER_FIELD_MANAGER;
+/** What `kubectl apply --server-side` calls itself: the Secrets are applied as a user would. */
+const USER_FIELD_MANAGER = 'kubectl';
+/** The declaration dist/ is compiled from and the PKI its pins name (the example's public demo keys). */
+export const EXAMPLE_DECLARATION = join(REPO_ROOT, 'constructs', 'example-grid.ts');
+export const EXAMPLE_PKI = join(REPO_ROOT, 'constructs', 'example-pki');
+const EXTERNAL_DNS_HOSTNAME = 'external-dns.alpha.kubernetes.io/hostname';
 const PROBE_PERIOD_MS = 200;
 /** Locally administered (02:...), fixed for the bridge: see start(). */
 const BRIDGE_MAC = '02:a6:4e:00:00:01';
@@ -59,8 +71,22 @@ export interface SiteCluster {
   readonly compiled: CompiledSite;
   readonly plane: ControlPlane;
   readonly client: RawClient;
-  readonly secrets: readonly SiteSecret[];
+  /** The site's Secrets as the API server holds them, by namespace/name: what the kubelet mounts. */
+  secrets: ReadonlyMap<string, Record<string, Buffer>>;
   readonly pods: RunningPod[];
+}
+
+/** A caller key minted with `agn key mint` for one of the example's tenants. */
+export interface CallerKey {
+  readonly tenant: string;
+  readonly key: string;
+}
+
+/** One `agn` command as a user runs it (this repository's agn, on the Node running the suite). */
+function agnCommand(args: readonly string[]): { stdout: string; stderr: string } {
+  const result = spawnSync(process.execPath, [join(REPO_ROOT, 'daemons', 'cli', 'agn.ts'), ...args], { encoding: 'utf8', cwd: REPO_ROOT, timeout: 120_000 });
+  if (result.status !== 0) throw new Error(`agn ${args.join(' ')}: exit ${String(result.status)}: ${result.stderr.trim()}`);
+  return { stdout: result.stdout, stderr: result.stderr };
 }
 
 export interface StopResult {
@@ -84,11 +110,6 @@ function tierOf(pod: RunningPod): number {
   if (roles.includes('sim')) return 1;
   if (roles.includes('provider-gateway')) return 2;
   return 3;
-}
-
-function hostOf(address: string): { host: string; port: number } {
-  const i = address.lastIndexOf(':');
-  return { host: address.slice(0, i), port: Number(address.slice(i + 1)) };
 }
 
 function writeVolumeFile(path: string, content: string | Buffer, mode: number, gid: number): void {
@@ -119,8 +140,12 @@ export class ContainerGrid {
   #nextClusterIp = 200;
   readonly workDir: string;
   readonly log: (line: string) => void;
-  /** Demo caller keys (one per budgetPolicy tenant) when a compiled consumer requires caller keys, as `agn up` mints them. */
-  demoKeys: readonly DemoCallerKey[] = [];
+  /** Caller keys minted with `agn key mint`, one per budgetPolicy tenant, when a consumer requires caller keys. */
+  demoKeys: readonly CallerKey[] = [];
+  /** Each LoadBalancer Service's external address, by site/namespace/name. */
+  readonly #loadBalancers = new Map<string, string>();
+  /** The tokens this suite made for the Secrets `agn pki secrets` leaves to the user: what the leak checks look for. */
+  readonly userTokens: string[] = [];
 
   constructor(workDir: string, log: (line: string) => void) {
     this.workDir = workDir;
@@ -163,30 +188,6 @@ export class ContainerGrid {
     // assigned MAC is never recalculated.
     execFileSync('ip', ['link', 'set', 'dev', this.#bridge, 'address', BRIDGE_MAC]);
 
-    const pkiDir = join(this.workDir, 'pki');
-    const gatewayConfigs = (site: CompiledSite) =>
-      site.objects.filter((o) => o.kind === 'ConfigMap').flatMap((o) => Object.values((o['data'] ?? {}) as Record<string, string>)).flatMap((text) => {
-        try {
-          const doc: unknown = parseYaml(text);
-          return isGatewayConfig(doc) ? [doc] : [];
-        } catch {
-          return [];
-        }
-      });
-    const organizations = [...new Set(compiled.flatMap((s) => gatewayConfigs(s).filter(isProviderGatewayConfig).flatMap(trustedOrganizations)))];
-    // A provider gateway's certificate names what consumers send as SNI: its GridSite's gatewayEndpoint serverName.
-    const providerSans: Record<string, string[]> = {};
-    for (const site of compiled) {
-      for (const gridSite of site.objects.filter((o) => o.kind === 'GridSite' && o.metadata.name === site.site)) {
-        const endpoint = (gridSite['spec'] as { gatewayEndpoint?: { address?: string; tls?: { serverName?: string } } }).gatewayEndpoint;
-        const names = [endpoint?.tls?.serverName, endpoint?.address === undefined ? undefined : hostOf(endpoint.address).host].filter((n): n is string => n !== undefined);
-        providerSans[site.site] = [...new Set(names)];
-      }
-    }
-    const pki = await ensureGridPki(pkiDir, compiled.map((s) => s.site), { ...(organizations[0] === undefined ? {} : { consumerOrganization: organizations[0] }), providerSans });
-    const swimKey = ensureSwimKey(pkiDir);
-    this.demoKeys = requiresCallerKeys(compiled.flatMap(gatewayConfigs)) ? ensureDemoCallerKeys(this.workDir, demoTenants(compiled)) : [];
-
     for (const site of compiled) {
       this.log(`${site.site}: starting kube-apiserver + etcd`);
       const plane = await startControlPlane({ binDir: resolveBinDir(), keepWorkDir: process.env['AGN_CONTAINERS_KEEP_WORKDIR'] === '1' });
@@ -194,21 +195,13 @@ export class ContainerGrid {
       kc.loadFromFile(plane.kubeconfigPath);
       const client = new RawClient(kc);
       await applyManifests(client, ['crds.k8s.yaml', site.file.split('/').pop() as string], FIELD_MANAGER);
-      const secrets = siteSecrets(site, pki, swimKey, () => undefined, demoKeysFile(this.demoKeys));
-      for (const secret of secrets) await this.#applyOk(client, secretObject(secret) as never);
+      await this.#applySiteSecrets(client, site);
       for (const namespace of new Set(site.pods.map((p) => p.namespace))) {
         await this.#applyOk(client, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kube-root-ca.crt', namespace }, data: { 'ca.crt': plane.caPem } });
       }
-      // What an administrator does once certificates are exchanged: pin each peer gateway's certificate in its
-      // GridSite (the example grid cannot know the fingerprints of certificates issued here).
-      for (const gridSite of site.objects.filter((o) => o.kind === 'GridSite')) {
-        const address = (gridSite['spec'] as { gatewayEndpoint?: { address?: string } }).gatewayEndpoint?.address;
-        const owner = compiled.find((c) => c.objects.some((o) => o.kind === 'GridSite' && o.metadata.name === c.site && (o['spec'] as { gatewayEndpoint?: { address?: string } }).gatewayEndpoint?.address === address));
-        const fingerprint = pki.sites.find((p) => p.site === owner?.site)?.providerGateway.fingerprint;
-        if (address === undefined || fingerprint === undefined) continue;
-        await this.#applyOk(client, { apiVersion: gridSite.apiVersion, kind: 'GridSite', metadata: { name: gridSite.metadata.name, namespace: gridSite.metadata.namespace }, spec: { trust: { canonicalFingerprints: [fingerprint] } } }, 'grid-admin');
-      }
-      this.sites.push({ site: site.site, compiled: site, plane, client, secrets, pods: [] });
+      const cluster: SiteCluster = { site: site.site, compiled: site, plane, client, secrets: new Map(), pods: [] };
+      cluster.secrets = await this.#readSecrets(cluster);
+      this.sites.push(cluster);
     }
 
     // Pod IPs first: Services, /etc/hosts and the public names all point at them.
@@ -216,8 +209,12 @@ export class ContainerGrid {
       for (const plan of cluster.compiled.pods) cluster.pods.push(this.#planPod(cluster, plan));
     }
     const hosts = new Map<string, [string, string][]>();
-    for (const cluster of this.sites) hosts.set(cluster.site, await this.#siteNames(cluster));
-    const publicNames = this.#publicNames(hosts);
+    const publicNames: [string, string][] = [];
+    for (const cluster of this.sites) {
+      const names = await this.#siteNames(cluster);
+      hosts.set(cluster.site, names.cluster);
+      publicNames.push(...names.public);
+    }
     for (const cluster of this.sites) {
       for (const pod of cluster.pods) await this.#createPod(cluster, pod, [...(hosts.get(cluster.site) ?? []), ...publicNames]);
     }
@@ -300,53 +297,97 @@ export class ContainerGrid {
     return pod;
   }
 
-  /** The site's cluster DNS as /etc/hosts lines: every Service name form, and the API server. */
-  async #siteNames(cluster: SiteCluster): Promise<[string, string][]> {
+  /**
+   * The site's cluster DNS as /etc/hosts lines (every Service name form, and the API server), and the public names
+   * of its LoadBalancer Services: each gets an external address with a proxy per port, the address in its status
+   * (as a cloud controller writes it), and its external-dns hostname pointing at that address grid-wide.
+   */
+  async #siteNames(cluster: SiteCluster): Promise<{ cluster: [string, string][]; public: [string, string][] }> {
     const names: [string, string][] = [];
+    const publicNames: [string, string][] = [];
     const forms = (name: string, namespace: string) => [name, `${name}.${namespace}`, `${name}.${namespace}.svc`, `${name}.${namespace}.svc.cluster.local`];
     const apiIp = await this.#clusterIp();
     const api = new URL(cluster.plane.server);
     this.#proxies.push(await startServiceProxy(apiIp, 443, () => [{ host: api.hostname, port: Number(api.port) }]));
     for (const name of forms('kubernetes', 'default')) names.push([name, apiIp]);
     for (const service of cluster.compiled.services) {
+      if (service.type === 'NodePort') throw new Error(`${cluster.site}: Service ${service.namespace}/${service.name} is a NodePort; this suite plays a cloud with load balancers only`);
+      const endpointsOf = (port: ServicePlan['ports'][number]) => (): Endpoint[] =>
+        cluster.pods.filter((p) => selects(service, p.plan) && this.#ready.has(p.podName)).flatMap((p) => {
+          const target = targetContainerPort(p.plan, port.targetPort);
+          return target === undefined ? [] : [{ host: p.ip, port: target }];
+        });
       const ip = await this.#clusterIp();
       for (const port of service.ports) {
         if ((port.protocol ?? 'TCP') !== 'TCP') continue;
-        const endpoints = () =>
-          cluster.pods.filter((p) => selects(service, p.plan) && this.#ready.has(p.podName)).flatMap((p) => {
-            const target = targetContainerPort(p.plan, port.targetPort);
-            return target === undefined ? [] : [{ host: p.ip, port: target }];
-          });
-        this.#proxies.push(await startServiceProxy(ip, port.port, endpoints));
+        this.#proxies.push(await startServiceProxy(ip, port.port, endpointsOf(port)));
       }
       for (const name of forms(service.name, service.namespace)) names.push([name, ip]);
       this.#serviceIps.set(`${cluster.site}/${service.namespace}/${service.name}`, ip);
+      if (service.type !== 'LoadBalancer') continue;
+      const external = await this.#clusterIp();
+      for (const port of service.ports) {
+        const start = (port.protocol ?? 'TCP') === 'UDP' ? startUdpForwarder : startServiceProxy;
+        this.#proxies.push(await start(external, port.port, endpointsOf(port)));
+      }
+      this.#loadBalancers.set(`${cluster.site}/${service.namespace}/${service.name}`, external);
+      const status = await cluster.client.request('PATCH', `/api/v1/namespaces/${service.namespace}/services/${service.name}/status`, { status: { loadBalancer: { ingress: [{ ip: external }] } } }, { contentType: 'application/merge-patch+json' });
+      if (status.status !== 200) throw new Error(`${cluster.site}: status of Service ${service.namespace}/${service.name}: HTTP ${status.status}`);
+      for (const hostname of (service.annotations[EXTERNAL_DNS_HOSTNAME] ?? '').split(',').map((h) => h.trim()).filter((h) => h !== '')) publicNames.push([hostname, external]);
     }
-    return names;
+    return { cluster: names, public: publicNames };
+  }
+
+  /** The external address this suite gave a LoadBalancer Service. */
+  loadBalancerIp(site: string, namespace: string, name: string): string {
+    const ip = this.#loadBalancers.get(`${site}/${namespace}/${name}`);
+    if (ip === undefined) throw new Error(`no LoadBalancer Service ${namespace}/${name} in site ${site}`);
+    return ip;
   }
 
   /**
-   * The names other sites use: a site's gateway endpoint (its GridSite) resolves to the ClusterIP of the Service
-   * in front of its provider gateway, as a load balancer would; its gossip address to its operator pod.
+   * The site's Secrets as README "Deploy to a cluster" makes them: what `agn pki secrets` prints, applied; then the
+   * ones it lists for the user: caller keys minted with `agn key mint` (one per budget tenant), and a token for a
+   * provider credential (the external API's key, which no request here reaches).
    */
-  #publicNames(hosts: Map<string, [string, string][]>): [string, string][] {
-    const names: [string, string][] = [];
-    for (const cluster of this.sites) {
-      const gridSite = cluster.compiled.objects.find((o) => o.kind === 'GridSite' && o.metadata.name === cluster.site);
-      const gateway = (gridSite?.['spec'] as { gatewayEndpoint?: { address?: string } } | undefined)?.gatewayEndpoint?.address;
-      if (gateway !== undefined) {
-        const { host, port } = hostOf(gateway);
-        const service = cluster.compiled.services.find((s) => s.ports.some((p) => p.port === port) && cluster.pods.some((p) => selects(s, p.plan) && p.containers.some((c) => c.role === 'provider-gateway')));
-        if (service === undefined) throw new Error(`${cluster.site}: no Service on port ${port} in front of the provider gateway for ${gateway}`);
-        const ip = (hosts.get(cluster.site) ?? []).find(([name]) => name === service.name)?.[1] as string;
-        names.push([host, ip]);
+  async #applySiteSecrets(client: RawClient, site: CompiledSite): Promise<void> {
+    const printed = agnCommand(['pki', 'secrets', EXAMPLE_DECLARATION, '--site', site.site, '--dir', EXAMPLE_PKI]);
+    for (const doc of parseAllDocuments(printed.stdout)) await this.#applyOk(client, doc.toJS() as never, USER_FIELD_MANAGER);
+    for (const line of printed.stderr.split('\n')) {
+      const listed = /^ {2}([a-z0-9-]+)\/([a-z0-9.-]+): (.+)$/u.exec(line);
+      if (listed === null) continue;
+      const [, namespace = '', name = '', how = ''] = listed;
+      const fromFile = /--from-file=([^=\s]+)=/u.exec(how);
+      const fromLiteral = /--from-literal=([^=\s]+)=/u.exec(how);
+      let data: Record<string, string>;
+      if (fromFile !== null && how.includes('agn key mint')) {
+        const keysFile = join(this.workDir, `${site.site}-${name}.json`);
+        const keys: CallerKey[] = [];
+        for (const tenant of demoTenants([site])) keys.push({ tenant, key: agnCommand(['key', 'mint', '--tenant', tenant, '--keys-file', keysFile]).stdout.trim() });
+        this.demoKeys = [...this.demoKeys, ...keys];
+        data = { [fromFile[1] as string]: readFileSync(keysFile).toString('base64') };
+      } else if (fromLiteral !== null) {
+        const token = randomBytes(24).toString('base64url');
+        this.userTokens.push(token);
+        data = { [fromLiteral[1] as string]: Buffer.from(token).toString('base64') };
+      } else {
+        throw new Error(`agn pki secrets --site ${site.site}: cannot tell how to make ${namespace}/${name}: ${how}`);
       }
-      for (const operator of cluster.pods.flatMap((p) => p.containers.filter((c) => c.role === 'gossip-operator'))) {
-        const advertise = operator.template.env?.find((e) => e.name === 'GRID_GOSSIP_ADVERTISE')?.value;
-        if (advertise !== undefined) names.push([hostOf(advertise).host, operator.pod.ip]);
+      await this.#applyOk(client, { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, type: 'Opaque', data } as never, USER_FIELD_MANAGER);
+    }
+  }
+
+  /** Every Secret of the site's namespaces, read back from its API server (the kubelet's source). */
+  async #readSecrets(cluster: SiteCluster): Promise<Map<string, Record<string, Buffer>>> {
+    const out = new Map<string, Record<string, Buffer>>();
+    for (const namespace of new Set(cluster.compiled.pods.map((p) => p.namespace))) {
+      const res = await cluster.client.request('GET', `/api/v1/namespaces/${namespace}/secrets`);
+      if (res.status !== 200) throw new Error(`${cluster.site}: list Secrets in ${namespace}: HTTP ${res.status}`);
+      for (const item of (res.body as { items: { metadata: { name: string }; data?: Record<string, string> }[] }).items) {
+        out.set(`${namespace}/${item.metadata.name}`, Object.fromEntries(Object.entries(item.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])));
       }
     }
-    return names;
+    return out;
   }
 
   async #serviceAccountToken(cluster: SiteCluster, namespace: string, account: string): Promise<string> {
@@ -365,7 +406,7 @@ export class ContainerGrid {
     const gid = pod.spec.securityContext?.fsGroup ?? 0;
     const configMap = (name: string) => cluster.compiled.objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === name && (o.metadata.namespace ?? 'default') === pod.plan.namespace)?.['data'] as Record<string, string> | undefined;
     const kubeRoot = (name: string) => (name === 'kube-root-ca.crt' ? { 'ca.crt': cluster.plane.caPem } : configMap(name));
-    const secret = (name: string) => cluster.secrets.find((s) => s.name === name && s.namespace === pod.plan.namespace)?.data;
+    const secret = (name: string) => cluster.secrets.get(`${pod.plan.namespace}/${name}`);
     const items = (list: readonly { key: string; path: string }[] | undefined, keys: readonly string[]) => (list !== undefined && list.length > 0 ? list : keys.map((key) => ({ key, path: key })));
     const account = pod.spec.serviceAccountName ?? 'default';
     let token: string | undefined;

@@ -1,5 +1,7 @@
 // Every workload of dist/ as compiled, run from the project image under podman against one real kube-apiserver +
-// etcd per site (container-grid.ts says how the pods are wired). Shows the two sites' operators forming a grid,
+// etcd per site (container-grid.ts says how the pods are wired and the Secrets made, as README "Deploy to a cluster"
+// tells a user). Shows dist/ held by the API servers exactly as compiled, each site reached only through its
+// LoadBalancer addresses, each site verifying the other's pinned gateway (GridSite Active), the two sites' operators forming a grid,
 // overlay-sync writing the overlay into the consumer gateway's shared volume, a chat completion through the
 // containerized consumer gateway -> provider gateway (mTLS) -> sim, graceful stops (timed, exit 0, no accepted
 // request failed under load), serving on after one container of each kind is stopped, and bad flags refused.
@@ -7,7 +9,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ContainerGrid, httpGet, type RunningContainer, waitUntil } from './container-grid.ts';
+import { CONTAINER_FIELD_MANAGER, ContainerGrid, httpGet, type RunningContainer, waitUntil } from './container-grid.ts';
 import { podman } from './podman.ts';
 
 const grid = new ContainerGrid(join(tmpdir(), `agn-containers-${process.pid}`), (line) => console.log(`[containers] ${line}`));
@@ -89,6 +91,55 @@ describe('the compiled grid from the project image', () => {
     }
     const roles = new Set(running.map((c) => c.role));
     expect([...roles].sort()).toEqual(['consumer-gateway', 'gossip-operator', 'overlay-sync', 'provider-gateway', 'sim']);
+  });
+
+  it('runs dist/ exactly as compiled: the API servers hold each GridSite as dist/ says, pins included, changed by no one but the apply', async () => {
+    for (const cluster of grid.sites) {
+      for (const compiled of cluster.compiled.objects.filter((o) => o.kind === 'GridSite')) {
+        const res = await cluster.client.request('GET', `/apis/grid.praxis.fast/v1alpha1/gridsites/${compiled.metadata.name}`);
+        const stored = res.body as { spec: unknown; metadata: { managedFields?: { manager: string; subresource?: string }[] } };
+        expect(stored.spec, `${cluster.site}: GridSite ${compiled.metadata.name}`).toEqual(compiled['spec']);
+        // Only the apply of dist/ wrote the spec; the operator writes status only.
+        const specWriters = (stored.metadata.managedFields ?? []).filter((f) => f.subresource !== 'status').map((f) => f.manager);
+        expect(specWriters, `${cluster.site}: GridSite ${compiled.metadata.name}`).toEqual([CONTAINER_FIELD_MANAGER]);
+      }
+      const peers = cluster.compiled.objects.filter((o) => o.kind === 'GridSite' && o.metadata.name !== cluster.site);
+      expect(peers.length, cluster.site).toBe(1);
+      for (const peer of peers) expect((peer['spec'] as { trust?: { canonicalFingerprints?: string[] } }).trust?.canonicalFingerprints?.length, `${cluster.site}: ${peer.metadata.name} is pinned in dist/`).toBe(1);
+    }
+  });
+
+  it('gives each site a LoadBalancer address for its operator and provider gateway, and nothing of a site by ClusterIP to the other', async () => {
+    for (const cluster of grid.sites) {
+      for (const name of ['gossip-operator-public', 'provider-gateway']) {
+        const res = await cluster.client.request('GET', `/api/v1/namespaces/grid-system/services/${name}`);
+        const service = res.body as { spec: { type: string }; status?: { loadBalancer?: { ingress?: { ip: string }[] } } };
+        expect(service.spec.type, `${cluster.site}/${name}`).toBe('LoadBalancer');
+        expect(service.status?.loadBalancer?.ingress?.[0]?.ip, `${cluster.site}/${name}`).toBe(grid.loadBalancerIp(cluster.site, 'grid-system', name));
+      }
+    }
+    const [east] = grid.byRole('gossip-operator', 'east');
+    if (east === undefined) throw new Error('no east operator');
+    const hosts = (await podman(['pod', 'inspect', east.pod.podName, '--format', '{{json .InfraConfig.HostAdd}}'])).stdout;
+    expect(hosts).toMatch(/gossip\.west\.grid\.example\.com/u);
+    expect(hosts).not.toMatch(new RegExp(grid.serviceIp('west', 'grid-system', 'gossip-operator').replaceAll('.', '\\.'), 'u'));
+  });
+
+  it('has each site verify the other: both peer GridSites Active with the pinned certificate, Ready', async () => {
+    for (const cluster of grid.sites) {
+      const peer = cluster.compiled.objects.find((o) => o.kind === 'GridSite' && o.metadata.name !== cluster.site);
+      if (peer === undefined) throw new Error(`${cluster.site}: no peer GridSite`);
+      const status = await waitUntil(`${cluster.site}: GridSite ${peer.metadata.name} Active`, async () => {
+        const res = await cluster.client.request('GET', `/apis/grid.praxis.fast/v1alpha1/gridsites/${peer.metadata.name}`);
+        const s = (res.body as { status?: { phase?: string; reason?: string; conditions?: { type: string; status: string }[] } }).status;
+        return s?.phase === 'Active' ? s : undefined;
+      }, 90_000).catch(async (error: unknown) => {
+        const [operator] = grid.byRole('gossip-operator', cluster.site);
+        throw new Error(`${(error as Error).message}\n${operator === undefined ? '' : await grid.logs(operator, 40)}`);
+      });
+      expect(status.reason).toBe('TlsVerified');
+      expect(status.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    }
   });
 
   it('has the operators of the two sites form one grid over gossip', async () => {

@@ -1,7 +1,9 @@
 // A Service as kube-proxy's userspace mode made it: a ClusterIP (an address added to the podman bridge) listening on
 // each Service port, forwarding every TCP connection to an endpoint (a selected pod's IP and target port), the next
 // one when a connect fails. Containers reach Services by the names the compiled configs use, mapped to the ClusterIP
-// in each pod's /etc/hosts; nothing in a container's spec is rewritten for it.
+// in each pod's /etc/hosts; nothing in a container's spec is rewritten for it. A LoadBalancer's address is served the
+// same way, with startUdpForwarder for its UDP ports.
+import { createSocket } from 'node:dgram';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 
 export interface Endpoint {
@@ -65,6 +67,25 @@ export function startServiceProxy(address: string, port: number, endpoints: () =
             server.close(() => done());
           }),
       });
+    });
+  });
+}
+
+/**
+ * A UDP port of a load balancer: every datagram to `address:port` goes on to the first endpoint. Enough for SWIM,
+ * whose members answer the address a peer advertises, never the datagram's source.
+ */
+export function startUdpForwarder(address: string, port: number, endpoints: () => readonly Endpoint[]): Promise<ServiceProxy> {
+  const socket = createSocket('udp4');
+  socket.on('message', (message) => {
+    const [endpoint] = endpoints();
+    if (endpoint !== undefined) socket.send(message, endpoint.port, endpoint.host);
+  });
+  socket.on('error', () => undefined);
+  return new Promise((resolve, reject) => {
+    socket.once('error', reject);
+    socket.bind(port, address, () => {
+      resolve({ address, port, close: () => new Promise<void>((done) => socket.close(() => done())) });
     });
   });
 }
