@@ -2,8 +2,8 @@
  * The one translation table of the local grid: every address the compiled manifests use, mapped to loopback.
  * - each Service DNS name (`svc`, `svc.ns`, `svc.ns.svc`, `svc.ns.svc.cluster.local`) and port, inside its own site
  *   (each site is its own cluster, with its own DNS), to the ports of the pods it selects;
- * - each address a site's operator advertises (GRID_GOSSIP_ADVERTISE, GRID_GATEWAY_ADDRESS) to that site's Service
- *   with the same port, grid-wide, like the external load balancers of real clusters;
+ * - each address a site's operator advertises (GRID_GOSSIP_ADVERTISE, GRID_GATEWAY_ADDRESS, GRID_SIGNALS_ADVERTISE)
+ *   to that site's Service with the same port, grid-wide, like the external load balancers of real clusters;
  * - each external API endpoint no Service serves (api.openai.com:443) to a local sim standing in for it;
  * - per pod, every `0.0.0.0:<containerPort>` bind to 127.0.0.1 and a free port.
  */
@@ -184,7 +184,7 @@ export async function buildAddressTable(sites: readonly CompiledSite[], allocate
     for (const pod of site.pods) {
       for (const container of pod.containers) {
         if (scriptOf(container) !== OPERATOR_SCRIPT) continue;
-        for (const variable of ['GRID_GOSSIP_ADVERTISE', 'GRID_GATEWAY_ADDRESS']) {
+        for (const variable of ['GRID_GOSSIP_ADVERTISE', 'GRID_GATEWAY_ADDRESS', 'GRID_SIGNALS_ADVERTISE']) {
           const value = container.env?.find((e) => e.name === variable)?.value;
           const match = value === undefined ? null : /^(.+):(\d{1,5})$/.exec(value);
           if (match === null) continue;

@@ -38,7 +38,7 @@ const SITE = 'east';
 function eastSite(gridServing: boolean): Manifest[] {
   const declaration = {
     ...exampleGrid,
-    sites: exampleGrid.sites.map((s) => (s.name !== SITE ? s : { ...s, peerSignals: {}, consumerGateway: { ...s.consumerGateway, ...(gridServing ? { gridServing: {} } : {}) } })),
+    sites: exampleGrid.sites.map((s) => (s.name !== SITE ? s : { ...s, peerSignals: { advertise: 'gossip.east.grid.example.com:7950' }, consumerGateway: { ...s.consumerGateway, ...(gridServing ? { gridServing: {} } : {}) } })),
   };
   const built = buildGrid(Testing.app(), declaration);
   const objects = Testing.synth(built.sites.find((s) => s.siteName === SITE)!) as Manifest['object'][];

@@ -5,11 +5,16 @@
 // overlay-sync writing the overlay into the consumer gateway's shared volume, a chat completion through the
 // containerized consumer gateway -> provider gateway (mTLS) -> sim, graceful stops (timed, exit 0, no accepted
 // request failed under load), serving on after one container of each kind is stopped, and bad flags refused.
+import { spawnSync } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { inviteTokenSecretName } from '../../schemas/object-names.ts';
+import { REPO_ROOT } from '../fixtures-path.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONTAINER_FIELD_MANAGER, ContainerGrid, httpGet, type RunningContainer, waitUntil } from './container-grid.ts';
+import { CONTAINER_FIELD_MANAGER, ContainerGrid, EXAMPLE_PKI, httpGet, type RunningContainer, waitUntil } from './container-grid.ts';
 import { podman } from './podman.ts';
 
 const grid = new ContainerGrid(join(tmpdir(), `agn-containers-${process.pid}`), (line) => console.log(`[containers] ${line}`));
@@ -139,6 +144,30 @@ describe('the compiled grid from the project image', () => {
       });
       expect(status.reason).toBe('TlsVerified');
       expect(status.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    }
+  });
+
+  it("redeems the SiteInvite east signs at east's public address with agn site enroll: enrollment as compiled", async () => {
+    const east = grid.sites.find((s) => s.site === 'east');
+    if (east === undefined) throw new Error('no east site');
+    const tokenId = await waitUntil('the north invite to get a token', async () => {
+      const res = await east.client.request('GET', '/apis/grid.praxis.fast/v1alpha1/siteinvites/north');
+      return (res.body as { status?: { tokenId?: string } }).status?.tokenId;
+    }, 60_000);
+    const secret = await east.client.request('GET', `/api/v1/namespaces/grid-system/secrets/${inviteTokenSecretName('north')}`);
+    const out = mkdtempSync(join(tmpdir(), 'agn-enroll-'));
+    try {
+      writeFileSync(join(out, 'north.token'), Buffer.from((secret.body as { data: { token: string } }).data.token, 'base64'));
+      const address = grid.loadBalancerIp('east', 'grid-system', 'gossip-operator-public');
+      const enroll = spawnSync(process.execPath, [join(REPO_ROOT, 'daemons/cli/agn.ts'), 'site', 'enroll', '--url', `https://${address}:9443`, '--ca', join(EXAMPLE_PKI, 'ca.crt'), '--token-id', tokenId, '--token-file', join(out, 'north.token'), '--site', 'north', '--signer', 'east', '--out', join(out, 'tls')], { encoding: 'utf8', timeout: 60_000 });
+      expect(enroll.status, enroll.stderr).toBe(0);
+      const issued = new X509Certificate(readFileSync(join(out, 'tls', 'tls.crt')));
+      expect(issued.subject.split('\n')).toContain('CN=north');
+      expect(issued.verify(new X509Certificate(readFileSync(join(EXAMPLE_PKI, 'ca.crt'))).publicKey)).toBe(true);
+      const invite = await east.client.request('GET', '/apis/grid.praxis.fast/v1alpha1/siteinvites/north');
+      expect((invite.body as { status?: { redeemed?: boolean; redeemedBy?: string } }).status).toMatchObject({ redeemed: true, redeemedBy: 'north' });
+    } finally {
+      rmSync(out, { recursive: true, force: true });
     }
   });
 

@@ -23,7 +23,7 @@ const declaration: GridDeclaration = {
   ...exampleGrid,
   sites: exampleGrid.sites.map((site) => ({
     ...site,
-    peerSignals: {},
+    peerSignals: { advertise: `gossip.${site.name}.grid.example.com:7950` },
     ...(site.consumerGateway === undefined ? {} : { consumerGateway: { ...site.consumerGateway, gridServing: { signalsPollIntervalMs: 500 } } }),
   })),
 };

@@ -51,10 +51,13 @@ function southSite(west: SiteDeclaration): SiteDeclaration {
     labels: { 'grid.praxis.fast/provider-site': 'south' },
     seeds: ['gossip.east.grid.example.com:7946'],
     gossipAddress: 'gossip.south.grid.example.com:7946',
+    gossipService: { type: 'LoadBalancer' },
+    // Not in the example's trust file; the local grid pins every gateway to the certificate its own PKI issued.
+    trust: { canonicalFingerprints: ['5'.repeat(64)] },
     gatewayEndpoint: { address: 'gateway.south.grid.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.south.grid.example.com' } },
     ...(west.providerGateway === undefined ? {} : { providerGateway: west.providerGateway }),
     providers: [provider],
-    peerSignals: {},
+    peerSignals: { advertise: 'gossip.south.grid.example.com:7950' },
   };
 }
 
@@ -62,12 +65,13 @@ const declaration: GridDeclaration = {
   ...exampleGrid,
   sites: [
     ...exampleGrid.sites.map((site): SiteDeclaration => {
-      if (site.consumerGateway === undefined) return { ...site, peerSignals: {} };
+      const peerSignals = { advertise: `gossip.${site.name}.grid.example.com:7950` };
+      if (site.consumerGateway === undefined) return { ...site, peerSignals };
       // One replica: prefix memory and shedding state are per replica, and the test reads one replica's metrics.
       const { callerKeys: _keys, ...consumer } = site.consumerGateway;
       return {
         ...site,
-        peerSignals: {},
+        peerSignals,
         consumerGateway: {
           ...consumer,
           replicas: 1,
