@@ -178,7 +178,7 @@ export function renderListeners(scope: Construct, props: OperatorListenerProps):
   if (enrollment !== undefined) {
     env['GRID_ENROLLMENT_ADDRESS'] = kplus.EnvValue.fromValue(listen('enrollment', enrollment.port ?? DEFAULT_ENROLLMENT_PORT));
     // Directory mounts of projected volumes, never subPath: the kubelet then swaps rotated Secrets in, and the
-    // daemon re-reads the files on SIGHUP. Only tls.crt and tls.key are projected; 0440 with the pod's fsGroup.
+    // daemon follows the files on disk. Only tls.crt and tls.key are projected; 0440 with the pod's fsGroup.
     const keys = [{ key: 'tls.crt', path: 'tls.crt' }, { key: 'tls.key', path: 'tls.key' }];
     const site = projectedVolume(scope, 'EnrollmentSiteCertificate', 'enrollment-site-certificate', { defaultMode: 0o440, sources: [{ secret: { name: enrollment.siteCertificateSecret, items: keys } }] });
     const ca = projectedVolume(scope, 'EnrollmentGridCa', 'enrollment-grid-ca', { defaultMode: 0o440, sources: [{ secret: { name: enrollment.gridCaSecret, items: keys } }] });

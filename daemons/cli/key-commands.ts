@@ -56,5 +56,11 @@ export function keyRevokeCommand(args: readonly string[]): CommandResult {
   const entry = document.keys.find((k) => k.id === id);
   if (entry === undefined) throw new CliError(`${file}: no key with id "${id.slice(0, 64)}"`, 1);
   save(file, { keys: document.keys.map((k) => (k.id === id ? { ...k, revoked: true } : k)) });
-  return { stdout: '', exitCode: 0, stderr: `key ${id} of tenant ${entry.tenant} revoked in ${file}; gateways stop accepting it on their next reload (SIGHUP)` };
+  return {
+    stdout: '',
+    exitCode: 0,
+    stderr:
+      `key ${id} of tenant ${entry.tenant} revoked in ${file}; a gateway reading this file refuses it within about 0.3 s. ` +
+      'In a cluster, apply the file to the caller keys Secret: the gateways refuse the key once the kubelet syncs the Secret into their pods (up to its syncFrequency, 1 min by default, plus its cache delay: about 60-90 s), no restart needed',
+  };
 }

@@ -3,7 +3,7 @@
 // random bytes of secret (base64url). The file stores only HMAC-SHA-256(salt, key) with a 16-byte salt per key.
 // HMAC, not scrypt: a minted key carries 256 random bits, so a slow KDF buys no resistance to guessing (there is
 // nothing to guess faster than 2^256) while it would cost every request milliseconds of CPU on the event loop;
-// the salt keeps two files with the same key from sharing a hash. Pure except `readCallerKeysFile`.
+// the salt keeps two files with the same key from sharing a hash. Pure except `readCallerKeysFile` (the CLI's read; the gateway reads through its mounted-file loader).
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -72,6 +72,19 @@ export class CallerKeyTable {
   }
 }
 
+/** Parses and checks a keys file's text; throws an Error whose message names the file and the problem, never a hash. */
+export function parseCallerKeys(text: string, path: string): CallerKeysFile {
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch {
+    throw new Error(`${path}: not valid JSON`);
+  }
+  const problem = callerKeysProblems(document)[0];
+  if (problem !== undefined) throw new Error(`${path}: ${problem}`);
+  return document as CallerKeysFile;
+}
+
 /** Reads and checks a keys file; throws an Error whose message names the file and the problem, never a hash. */
 export function readCallerKeysFile(path: string): CallerKeysFile {
   let text: string;
@@ -82,13 +95,5 @@ export function readCallerKeysFile(path: string): CallerKeysFile {
     const code = (error as NodeJS.ErrnoException).code;
     throw new Error(code === undefined ? (error as Error).message : `${path}: unreadable (${code})`);
   }
-  let document: unknown;
-  try {
-    document = JSON.parse(text);
-  } catch {
-    throw new Error(`${path}: not valid JSON`);
-  }
-  const problem = callerKeysProblems(document)[0];
-  if (problem !== undefined) throw new Error(`${path}: ${problem}`);
-  return document as CallerKeysFile;
+  return parseCallerKeys(text, path);
 }

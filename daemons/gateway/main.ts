@@ -1,6 +1,7 @@
 // The gateway program: `node daemons/gateway/main.ts --config FILE [--workers N]`. The config decides the role
 // (consumer/edge with intelligent_route, or provider with peer_identity_trust -> provider_route). main only wires and
-// handles signals: SIGTERM/SIGINT drain and exit, SIGHUP re-reads credential files. `--workers N` (N > 1) serves the
+// handles signals: SIGTERM/SIGINT drain and exit, SIGHUP re-reads the mounted files at once (they are also followed
+// on disk, so a rotated Secret takes effect without it). `--workers N` (N > 1) serves the
 // listeners from N worker threads (workers.ts); 1, the default, is the single-threaded gateway.
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -27,7 +28,9 @@ const DRAIN_DELAY_MS = 600;
 const USAGE = `usage: node daemons/gateway/main.ts --config FILE [--workers N]
   --config FILE  the gateway config (YAML, or JSON when the name ends in .json)
   --workers N    worker threads serving the listeners, 1..${MAX_WORKERS} (default 1); give the pod N CPUs
-                 (daemons/gateway/README.md "Workers")`;
+                 (daemons/gateway/README.md "Workers")
+The caller keys, credential and TLS files the config names are followed on disk (a changed file is in force about
+0.3 s later; a bad one keeps the previous); SIGHUP re-reads them at once (daemons/gateway/README.md "Mounted files").`;
 const USAGE_LINE = 'usage: node daemons/gateway/main.ts --config FILE [--workers N]';
 
 /** The worker count of `--workers`, or a usage error (one line). */
@@ -85,7 +88,7 @@ async function main(): Promise<number> {
     if (workers === 1) {
       const gateway = await startGateway(resolved, options);
       // One process exits 0 once its close settles, as it always has.
-      serving = { ...gateway, isReady: () => gateway.isReady(), reloadCredentials: () => gateway.reloadCredentials(), close: () => gateway.close().then(() => true, () => true) };
+      serving = { ...gateway, isReady: () => gateway.isReady(), reloadFiles: () => gateway.reloadFiles(), close: () => gateway.close().then(() => true, () => true) };
     } else {
       serving = await startWorkerPool({ ...options, workers, resolved, onFatal: (message) => fatal?.(message) });
     }
@@ -116,8 +119,8 @@ async function main(): Promise<number> {
     process.once('SIGTERM', () => stop({ signal: 'SIGTERM' }, 0));
     process.once('SIGINT', () => stop({ signal: 'SIGINT' }, 0));
     process.on('SIGHUP', () => {
-      instance.reloadCredentials();
-      logger.info({}, 'credentials re-read');
+      logger.info({ signal: 'SIGHUP' }, 're-reading the mounted files (caller keys, credentials, TLS)');
+      void instance.reloadFiles();
     });
   });
 }

@@ -17,6 +17,7 @@ export interface GatewayMetrics {
   readonly upstreamConnectFailures: Counter<'role' | 'cluster'>;
   readonly retries: Counter<'role' | 'cluster'>;
   readonly overlayReloads: Counter<'outcome' | 'reason'>;
+  readonly fileReloads: Counter<'file_kind' | 'outcome'>;
   readonly overlayAcceptedRevision: Gauge<'revision' | 'format'>;
   readonly overlayServingRevision: Gauge<'revision'>;
   readonly overlayCandidates: Gauge;
@@ -88,6 +89,12 @@ export function createGatewayMetrics(role: GatewayRole, runtime: { process: bool
       name: 'grid_gateway_overlay_reloads_total',
       help: 'Overlay load attempts by outcome (accepted, unchanged, rejected) and reason.',
       labelNames: ['outcome', 'reason'],
+      registers,
+    }),
+    fileReloads: new Counter({
+      name: 'grid_gateway_file_reloads_total',
+      help: 'Loads of mounted files (caller_keys, credential, listener_tls, upstream_tls) that took new material (accepted) or kept the previous because a file was unreadable or invalid (rejected).',
+      labelNames: ['file_kind', 'outcome'],
       registers,
     }),
     overlayAcceptedRevision: new Gauge({

@@ -8,9 +8,8 @@ import { UpstreamConnectError, badGateway } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { OverlayStore } from './overlay-store.ts';
 import { createCallerAuth } from './filters/caller-auth.ts';
-import type { CallerAuth } from './filters/caller-auth.ts';
 import { createCredentialInject } from './filters/credential-inject.ts';
-import type { CredentialInject } from './filters/credential-inject.ts';
+import type { GatewayFiles } from './gateway-files.ts';
 import { createUsageMeter } from './filters/usage-meter.ts';
 import { createBudgetEnforce } from './filters/budget-enforce.ts';
 import type { BudgetView } from './operator-reporter.ts';
@@ -32,13 +31,12 @@ export interface Pipeline {
   /** Index of the route filter (intelligent_route, grid_site_route or provider_route). */
   readonly routeIndex: number;
   listModels(): readonly string[] | null;
-  credentialInject: CredentialInject | undefined;
-  callerAuth: CallerAuth | undefined;
 }
 
 export interface PipelineDeps {
-  configDir: string;
   logger: Logger;
+  /** Where the caller keys and credential files are registered; the gateway reads them before it listens. */
+  files: GatewayFiles;
   loadBalancer: LoadBalancer;
   overlay: OverlayStore | undefined;
   usage: { metrics: UsageMetrics; ledger: SpendLedger; quota: KeyQuota; budgets: BudgetView };
@@ -64,8 +62,6 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
   const filters: Filter[] = [];
   let routeIndex = -1;
   let listModels: () => readonly string[] | null = () => null;
-  let credentialInject: CredentialInject | undefined;
-  let callerAuth: CallerAuth | undefined;
   for (const config of configs) {
     switch (config.filter) {
       case 'json_body_field':
@@ -105,8 +101,7 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
         break;
       }
       case 'caller_auth':
-        callerAuth = createCallerAuth(config, deps.configDir, deps.logger);
-        filters.push(callerAuth);
+        filters.push(createCallerAuth(config, deps.files));
         break;
       case 'usage_meter':
         filters.push(createUsageMeter(config, deps.usage.metrics, deps.usage.ledger, deps.usage.quota));
@@ -118,15 +113,14 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
         filters.push(createPeerIdentityTrust(config));
         break;
       case 'credential_inject':
-        credentialInject = createCredentialInject(config, deps.configDir, deps.logger);
-        filters.push(credentialInject);
+        filters.push(createCredentialInject(config, deps.files, deps.logger));
         break;
       case 'load_balancer':
         filters.push(deps.loadBalancer);
         break;
     }
   }
-  return { filters, routeIndex, listModels: () => listModels(), credentialInject, callerAuth };
+  return { filters, routeIndex, listModels: () => listModels() };
 }
 
 /**

@@ -1,14 +1,13 @@
 // The HTTP(S) shell: listeners, OpenAI-compatible route table, request context, error answers, metrics, and
 // graceful shutdown. Routing and authorization live in the filters; this file only moves bytes and records.
 import { createHash, randomInt } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { GatewayResponse } from './response.ts';
 import { createServer as createHttpsServer } from 'node:https';
 import { Server as NetServer } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
+import type { Server as TlsServer, TLSSocket } from 'node:tls';
 import { parseListenAddress, startAdminServer } from '../shared/admin-server.ts';
 import type { AdminServer } from '../shared/admin-server.ts';
 import type { Logger } from '../shared/log.ts';
@@ -17,7 +16,9 @@ import type { GatewayRole, ResolvedConfig, ResolvedListener } from './config.ts'
 import type { GatewayRequest, PeerIdentity } from './context.ts';
 import { createRequestIdGenerator } from './routing/request-id.ts';
 import { GatewayError, badRequest, errorBody, notFound, unavailable } from './errors.ts';
-import { HOP_BY_HOP, createLoadBalancer } from './filters/load-balancer.ts';
+import { HOP_BY_HOP, startLoadBalancer } from './filters/load-balancer.ts';
+import { GatewayFiles } from './gateway-files.ts';
+import { type ListenerTls, MAX_TLS_FILE_BYTES, listenerContextOptions, listenerTlsFiles } from './tls-files.ts';
 import type { LoadBalancer } from './filters/load-balancer.ts';
 import { createGatewayMetrics } from './metrics.ts';
 import type { GatewayMetrics } from './metrics.ts';
@@ -78,8 +79,11 @@ export interface GatewayInstance {
    * accepted, or close() begun. Not for a SiteView passed in the options, which this gateway does not load.
    */
   onStateChange(listener: () => void): void;
-  /** Re-reads credential and caller key files (SIGHUP). */
-  reloadCredentials(): void;
+  /**
+   * Re-reads every mounted file now (SIGHUP): caller keys, credential files, listener and upstream TLS. They are also
+   * followed on disk, so this only makes a change take effect without waiting for the watch.
+   */
+  reloadFiles(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -88,6 +92,8 @@ export interface StartGatewayOptions {
   logger: Logger;
   /** Overlay poll interval; tests shorten or disable it. */
   overlayPollIntervalMs?: number;
+  /** Safety re-read interval of the mounted files (gateway-files.ts); 0 leaves only the watch (tests). */
+  filePollIntervalMs?: number;
   /** Collect process metrics (off for in-process tests that start several gateways). */
   processMetrics?: boolean;
   /** Report this thread's event-loop delay. @default processMetrics (a worker thread: on, without process metrics) */
@@ -151,16 +157,7 @@ function sendError(res: ServerResponse, error: GatewayError, closing: boolean): 
   res.end(body);
 }
 
-function readFileOrThrow(path: string, configDir: string, what: string): string {
-  const full = path.startsWith('/') ? path : `${configDir}/${path}`;
-  try {
-    return readFileSync(full, 'utf8');
-  } catch (error) {
-    throw new Error(`cannot read ${what} ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-  }
-}
-
-function createListenerServer(listener: ResolvedListener, configDir: string, handler: (req: IncomingMessage, res: GatewayResponse) => void): Server {
+function createListenerServer(listener: ResolvedListener, tls: ListenerTls | undefined, handler: (req: IncomingMessage, res: GatewayResponse) => void): Server {
   const l = listener.listener;
   const headerTimeout = l.header_timeout_ms ?? 10_000;
   const common = {
@@ -172,22 +169,15 @@ function createListenerServer(listener: ResolvedListener, configDir: string, han
     // Timeouts are enforced on this tick; keep it well under the shortest timeout so slow clients go promptly.
     connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headerTimeout / 4))),
   };
-  if (l.tls === undefined) return createHttpServer(common, handler);
+  if (l.tls === undefined || tls === undefined) return createHttpServer(common, handler);
   const mode = l.tls.client_cert_mode ?? 'none';
-  const certs = l.tls.certificates.map((c, i) => ({
-    cert: readFileOrThrow(c.cert_path, configDir, `listener ${l.name} tls.certificates[${i}].cert_path`),
-    key: readFileOrThrow(c.key_path, configDir, `listener ${l.name} tls.certificates[${i}].key_path`),
-  }));
   return createHttpsServer(
     {
       ...common,
-      cert: certs.map((c) => c.cert),
-      key: certs.map((c) => c.key),
-      ...(l.tls.client_ca === undefined ? {} : { ca: readFileOrThrow(l.tls.client_ca.ca_path, configDir, `listener ${l.name} tls.client_ca.ca_path`) }),
+      ...listenerContextOptions(tls),
       requestCert: mode !== 'none',
       rejectUnauthorized: mode === 'require',
       handshakeTimeout: headerTimeout,
-      minVersion: 'TLSv1.2',
     },
     handler,
   );
@@ -216,6 +206,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   const { logger, configDir } = options;
   const role = resolved.role;
   const metrics = createGatewayMetrics(role, { process: options.processMetrics ?? true, eventLoop: options.eventLoopMetrics ?? options.processMetrics ?? true });
+  const files = new GatewayFiles({ configDir, logger, metrics, ...(options.filePollIntervalMs === undefined ? {} : { pollIntervalMs: options.filePollIntervalMs }) });
   const usage = { metrics: createUsageMetrics(metrics.registry), ledger: new SpendLedger(), quota: new KeyQuota(), budgets: new BudgetView() };
   let closing = false;
   let inFlight = 0;
@@ -234,10 +225,20 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   const stores = new Map<string, OverlayStore>();
   const loadBalancers: LoadBalancer[] = [];
   const servers: { server: Server; listener: ResolvedListener; pipeline: Pipeline }[] = [];
+  /** A start step that reads TLS files the gateway cannot start without: on failure nothing opened so far stays behind. */
+  const opening = async <T>(step: () => Promise<T>): Promise<T> => {
+    try {
+      return await step();
+    } catch (error) {
+      files.close();
+      await Promise.all(loadBalancers.map((lb) => lb.close(false)));
+      throw error;
+    }
+  };
   for (const listener of resolved.listeners) {
     const lbConfig = listener.filters.find((f) => f.filter === 'load_balancer');
     if (lbConfig?.filter !== 'load_balancer') throw new Error(`listener ${listener.listener.name} has no load_balancer`);
-    const loadBalancer = createLoadBalancer({ config: lbConfig, configDir, metrics, logger, isClosing: () => closing });
+    const loadBalancer = await opening(() => startLoadBalancer({ config: lbConfig, files, metrics, logger, isClosing: () => closing }));
     loadBalancers.push(loadBalancer);
     const ir = listener.filters.find((f) => f.filter === 'intelligent_route');
     let store: OverlayStore | undefined;
@@ -258,7 +259,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       }
     }
     const pipeline = buildPipeline(listener, {
-      configDir,
+      files,
       logger,
       loadBalancer,
       overlay: store,
@@ -266,7 +267,27 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       ...(siteView === undefined ? {} : { siteView, siteRouteMetrics }),
       ...(options.random === undefined ? {} : { random: options.random }),
     });
-    const server = createListenerServer(listener, configDir, (req, res) => handle(req, res, pipeline, loadBalancer));
+    // The listener's certificates and client CA, followed on disk: renewed material is set on the server, so new
+    // connections present the new certificate (and check peers against the new CA) while open ones continue. A TLS
+    // session from before does not resume after a change (setSecureContext draws new ticket keys).
+    let tlsServer: TlsServer | undefined;
+    const tls =
+      listener.listener.tls === undefined
+        ? undefined
+        : await opening(() =>
+            files.require<ListenerTls>({
+              kind: 'listener_tls',
+              name: listener.listener.name,
+              ...listenerTlsFiles(listener.listener, (path) => files.resolve(path)),
+              maxBytes: MAX_TLS_FILE_BYTES,
+              use: (next, previous) => {
+                if (previous !== undefined) tlsServer?.setSecureContext(listenerContextOptions(next));
+              },
+              fields: (material) => ({ certificates: material.fingerprints }),
+            }),
+          );
+    const server = createListenerServer(listener, tls, (req, res) => handle(req, res, pipeline, loadBalancer));
+    if (tls !== undefined) tlsServer = server as unknown as TlsServer;
     server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
       // Malformed requests (bad framing, a malformed Transfer-Encoding), oversized heads and slow clients: answer
       // with a status while no response has started, then destroy the socket, so a refused connection never keeps
@@ -436,6 +457,8 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     return new GatewayError(405, 'method_not_allowed', 'invalid_request_error', `method not allowed; use ${allow}`, { allow });
   }
 
+  // Caller keys and credential files: one that cannot be read leaves its requests answered 503, not the gateway down.
+  await files.start();
   // Cold start: an invalid or missing overlay keeps the gateway not ready, but it still starts and keeps watching.
   for (const store of stores.values()) await store.start();
   await serving?.start();
@@ -502,17 +525,13 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     onStateChange(listener) {
       stateListeners.add(listener);
     },
-    reloadCredentials: () => {
-      for (const { pipeline } of servers) {
-        pipeline.credentialInject?.reload();
-        pipeline.callerAuth?.reload();
-      }
-    },
+    reloadFiles: () => files.reload(),
     async close() {
       if (closing) return;
       closing = true;
       stateChanged();
       for (const store of stores.values()) store.close();
+      files.close();
       if ((options.drainDelayMs ?? 0) > 0) await new Promise<void>((resolve) => setTimeout(resolve, options.drainDelayMs).unref());
       // Stop accepting, but do not yet close connections without a request: http.Server.close() would, and a
       // connection accepted a moment ago whose request is still on the wire counts as idle, so its client would

@@ -12,7 +12,7 @@ import type { Logger } from '../shared/log.ts';
 import { listen } from '../shared/listen.ts';
 import type { GatewayRole } from './config.ts';
 import type { Filter } from './context.ts';
-import { createLoadBalancer } from './filters/load-balancer.ts';
+import { startLoadBalancer } from './filters/load-balancer.ts';
 import type { LoadBalancer } from './filters/load-balancer.ts';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MODEL_HEADER, createRequestParser } from './filters/request-parser.ts';
 import { createGatewayMetrics } from './metrics.ts';
@@ -68,9 +68,8 @@ export async function warmRequestPath(options: WarmupOptions): Promise<WarmupRes
   });
   const front = createServer({ ServerResponse: GatewayResponse });
   const sinkPort = (await listen(sink, 0, '127.0.0.1')).port;
-  const loadBalancer = createLoadBalancer({
+  const loadBalancer = await startLoadBalancer({
     config: { filter: 'load_balancer', clusters: [{ name: WARMUP_CLUSTER, endpoints: [`127.0.0.1:${sinkPort}`] }] },
-    configDir: '.',
     metrics: createGatewayMetrics(options.role, { process: false, eventLoop: false }),
     logger: options.logger,
     isClosing: () => false,
@@ -83,7 +82,7 @@ export async function warmRequestPath(options: WarmupOptions): Promise<WarmupRes
     },
   };
   const parser = createRequestParser({ field: 'model', header: DEFAULT_MODEL_HEADER, maxBodyBytes: DEFAULT_MAX_BODY_BYTES });
-  const pipeline: Pipeline = { filters: [parser, route, loadBalancer], routeIndex: 1, listModels: () => null, credentialInject: undefined, callerAuth: undefined };
+  const pipeline: Pipeline = { filters: [parser, route, loadBalancer], routeIndex: 1, listModels: () => null };
   front.on('request', (req: IncomingMessage, res: GatewayResponse) => options.serve(req, res, pipeline, loadBalancer, false));
   const frontPort = (await listen(front, 0, '127.0.0.1')).port;
   const client = new Pool(`http://127.0.0.1:${frontPort}`, { connections: WARMUP_CONCURRENCY, pipelining: 1 });

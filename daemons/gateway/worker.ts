@@ -1,7 +1,7 @@
 // One worker thread of a gateway started with `--workers N` (workers.ts is the supervisor). It runs the same
 // startGateway as a single-process gateway, with its own overlay store, filter state and metrics registry, binds the
 // listeners with SO_REUSEPORT beside its siblings, and answers the supervisor: its state (ready, overlay revision),
-// its metrics as JSON for the one /metrics view, credential re-reads, and close (the same drain as SIGTERM).
+// its metrics as JSON for the one /metrics view, SIGHUP's re-read of the mounted files, and close (the same drain as SIGTERM).
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger, errorFields } from '../shared/log.ts';
 import { ConfigError } from './config.ts';
@@ -56,8 +56,8 @@ port.on('message', (message: SupervisorMessage) => {
         (error: unknown) => post({ type: 'metrics', id: message.id, error: errorFields(error).message }),
       );
       return;
-    case 'reload-credentials':
-      instance.reloadCredentials();
+    case 'reload-files':
+      void instance.reloadFiles();
       return;
     case 'close':
       instance.close().then(

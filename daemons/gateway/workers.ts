@@ -14,6 +14,11 @@
 // process metrics collected here once for the whole process; the event-loop delay is the workers' loops, the greatest
 // maximum of them, not this thread's; /readyz is ready only while every worker is), relays
 // SIGHUP, drains every worker on SIGTERM with the same deadlines as one process, and restarts a worker that dies.
+//
+// Mounted files (caller keys, credentials, TLS) are followed by every worker itself, not by this thread: each worker
+// holds its own copy of the material on its own request path, so each must load it anyway, and a worker that
+// watches needs no message from here, keeps working while this thread is busy (a /metrics sum), and picks the files
+// up again by itself when it is restarted. The cost is one watch and one read per worker per change, which is small.
 import { Worker } from 'node:worker_threads';
 import { AggregatorRegistry, Registry } from 'prom-client';
 import { collectProcessMetrics } from '../shared/runtime-metrics.ts';
@@ -47,7 +52,7 @@ export type WorkerMessage =
   | { readonly type: 'state'; readonly ready: boolean; readonly revision: string | null }
   | { readonly type: 'metrics'; readonly id: number; readonly metrics?: MetricObjectWithValues<MetricValue<string>>[]; readonly error?: string };
 
-export type SupervisorMessage = { readonly type: 'metrics'; readonly id: number } | { readonly type: 'reload-credentials' } | { readonly type: 'close' };
+export type SupervisorMessage = { readonly type: 'metrics'; readonly id: number } | { readonly type: 'reload-files' } | { readonly type: 'close' };
 
 /**
  * Restarts allowed inside RESTART_WINDOW_MS before the gateway gives up and exits 1 (Kubernetes then restarts the
@@ -92,7 +97,8 @@ export interface WorkerPool {
   readonly listeners: readonly ListenerInfo[];
   readonly adminPort: number | undefined;
   isReady(): boolean;
-  reloadCredentials(): void;
+  /** SIGHUP: every worker re-reads its mounted files now. */
+  reloadFiles(): Promise<void>;
   /** Drains every worker (SIGTERM); resolves false when a worker had to be ended at the deadline. */
   close(): Promise<boolean>;
 }
@@ -295,8 +301,9 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     listeners,
     adminPort: admin?.port,
     isReady,
-    reloadCredentials() {
-      for (const s of slots) s.worker?.postMessage({ type: 'reload-credentials' } satisfies SupervisorMessage);
+    reloadFiles() {
+      for (const s of slots) s.worker?.postMessage({ type: 'reload-files' } satisfies SupervisorMessage);
+      return Promise.resolve();
     },
     close() {
       closed ??= drain();

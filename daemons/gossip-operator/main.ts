@@ -78,12 +78,13 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-  // With the enrollment endpoint on, SIGHUP re-reads its certificate and the grid CA (rotation without a restart);
-  // without it SIGHUP keeps its default meaning.
+  // The enrollment endpoint follows its certificate and grid CA files on disk; SIGHUP re-reads them at once. Without
+  // the endpoint SIGHUP keeps its default meaning.
   const enrollment = operator.enrollment;
   if (enrollment !== undefined) {
     process.on('SIGHUP', () => {
-      enrollment.reload().catch((error: unknown) => logger.error({ error: errorFields(error) }, 'enrollment reload failed; keeping the previous certificates'));
+      // A bad file is logged by the loader itself (once per bad version), naming the file.
+      enrollment.reload().catch(() => undefined);
     });
   }
   process.on('unhandledRejection', (reason) => logger.error({ error: errorFields(reason) }, 'unhandled rejection'));

@@ -29,6 +29,7 @@ export class OperatorMetrics {
   readonly peerSignalPolls: Counter<'peer' | 'outcome'>;
   readonly gatewayAgeReports: Counter<'outcome'>;
   readonly enrollmentRedeems: Counter<'outcome'>;
+  readonly fileReloads: Counter<'file_kind' | 'outcome'>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -144,6 +145,12 @@ export class OperatorMetrics {
       name: 'grid_enrollment_redeem_total',
       help: 'SiteInvite redeem attempts by outcome: issued or a refusal code (enrollment/redeem.ts REDEEM_OUTCOMES).',
       labelNames: ['outcome'],
+      registers,
+    });
+    this.fileReloads = new Counter({
+      name: 'grid_operator_file_reloads_total',
+      help: 'Loads of mounted files (enrollment_tls: the enrollment certificate and the grid CA) that took new material (accepted) or kept the previous because a file was unreadable or invalid (rejected).',
+      labelNames: ['file_kind', 'outcome'],
       registers,
     });
   }

@@ -113,6 +113,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
         namespace: config.namespace,
         logger,
         redeems: metrics.enrollmentRedeems,
+        fileReloads: metrics.fileReloads,
         now: context.now,
         onRedeemed: (invite) => context.enqueue('siteinvite', invite),
         siteNameLedger: { name: siteNameLedgerConfigMapName(config.site), namespace: config.namespace },

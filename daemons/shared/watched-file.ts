@@ -1,8 +1,16 @@
-// One file a daemon keeps loaded while something else replaces it (the gateway's overlay and serving config, written
-// by overlay-sync or swapped by the kubelet's `..data` symlink): a bounded read, a watch on the file's directory so
-// renames and the symlink swap are seen, a debounce, a safety re-read for file systems whose events can be lost, and
-// one load at a time (triggers during a load coalesce into one follow-up). What a load accepts is the caller's.
-import { watch, type FSWatcher } from 'node:fs';
+// One file, or a few read together (a certificate and its key), that a daemon keeps loaded while something else
+// replaces it (the gateway's overlay and serving config written by overlay-sync, a Secret or ConfigMap volume swapped
+// by the kubelet): a bounded read, a watch on each file's directory so renames and in-place writes are seen, a
+// debounce, a safety re-read for file systems whose events can be lost, and one load at a time (triggers during a
+// load coalesce into one follow-up). What a load accepts is the caller's.
+//
+// The kubelet's update is a symlink swap: it writes a new `..<timestamp>` directory, points `..data_tmp` at it and
+// renames that over `..data`, and the names in the volume (`keys.json -> ..data/keys.json`, or a projected
+// `tls -> ..data/tls`) resolve through it. A file whose own directory is such a symlink (`/etc/praxis/tls/tls.crt`)
+// would be watched in the old timestamped directory, which is deleted after the first swap and never changes again;
+// so each symlink on the way to a file's directory has its parent watched too (where `..data` is renamed), and the
+// watches are set again whenever a directory resolves elsewhere than it did.
+import { lstatSync, realpathSync, watch, type FSWatcher } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 
@@ -24,7 +32,8 @@ export async function readBounded(path: string, maxBytes: number): Promise<Buffe
 }
 
 export interface WatchedFileOptions<T> {
-  readonly file: string;
+  /** The file, or the files one load reads: a change to any of them triggers the load. */
+  readonly file: string | readonly string[];
   /** Delay between a directory event and the load it triggers. */
   readonly debounceMs: number;
   /** Safety re-read interval; 0 disables it. */
@@ -33,9 +42,40 @@ export interface WatchedFileOptions<T> {
   readonly load: (trigger: string) => Promise<T>;
 }
 
+/** One directory to watch and the entry names in it that may change a watched file. */
+interface WatchTarget {
+  readonly dir: string;
+  readonly names: ReadonlySet<string>;
+  /** Where the directory resolves now: a change means the watch is on a directory the kubelet has replaced. */
+  readonly real: string;
+}
+
+/**
+ * The directories to watch for `files`: each file's directory, and the parent of every symlink on the way to it
+ * (the directory where the kubelet renames `..data`). Throws when a directory does not exist (yet).
+ */
+export function watchTargets(files: readonly string[]): WatchTarget[] {
+  const byDir = new Map<string, Set<string>>();
+  const add = (dir: string, name: string): void => {
+    const names = byDir.get(dir) ?? new Set<string>();
+    names.add(name);
+    byDir.set(dir, names);
+  };
+  for (const file of files) {
+    add(dirname(file), basename(file));
+    for (let path = dirname(file); dirname(path) !== path; path = dirname(path)) {
+      if (lstatSync(path).isSymbolicLink()) add(dirname(path), basename(path));
+    }
+  }
+  return [...byDir].map(([dir, names]) => ({ dir, names, real: realpathSync(dir) }));
+}
+
 export class WatchedFile<T> {
   readonly #o: WatchedFileOptions<T>;
-  #watcher: FSWatcher | undefined;
+  readonly #files: readonly string[];
+  #watchers: FSWatcher[] = [];
+  /** The targets the watchers were set on, as `dir=real` pairs, to see when one resolves elsewhere. */
+  #watching = '';
   #debounce: NodeJS.Timeout | undefined;
   #retryWatch: NodeJS.Timeout | undefined;
   #poll: NodeJS.Timeout | undefined;
@@ -45,6 +85,7 @@ export class WatchedFile<T> {
 
   constructor(options: WatchedFileOptions<T>) {
     this.#o = options;
+    this.#files = typeof options.file === 'string' ? [options.file] : options.file;
   }
 
   /** Loads once; with `follow`, then follows the file until close(). */
@@ -61,7 +102,7 @@ export class WatchedFile<T> {
 
   close(): void {
     this.#closed = true;
-    this.#watcher?.close();
+    this.#unwatch();
     clearTimeout(this.#debounce);
     clearTimeout(this.#retryWatch);
     clearInterval(this.#poll);
@@ -85,21 +126,41 @@ export class WatchedFile<T> {
 
   #startWatch(): void {
     if (this.#closed) return;
-    const name = basename(this.#o.file);
+    let targets: WatchTarget[];
     try {
-      this.#watcher = watch(dirname(this.#o.file), { persistent: false }, (_event, filename) => {
-        // Kubernetes swaps `..data`; editors and overlay-sync rename dot-named temp files: any may change our file.
-        if (filename === null || filename === name || filename.startsWith('.')) this.#schedule(this.#o.debounceMs);
-      });
-      this.#watcher.on('error', () => {
-        this.#watcher?.close();
-        this.#watcher = undefined;
-        this.#retryWatchLater();
-      });
+      targets = watchTargets(this.#files);
     } catch {
-      // The directory may not exist yet (overlay-sync has not written): try again shortly.
+      // A directory may not exist yet (overlay-sync has not written): try again shortly.
+      this.#unwatch();
+      this.#retryWatchLater();
+      return;
+    }
+    const key = targets.map((t) => `${t.dir}=${t.real}`).join('\n');
+    if (key === this.#watching && this.#watchers.length === targets.length) return;
+    this.#unwatch();
+    try {
+      for (const target of targets) {
+        const watcher = watch(target.dir, { persistent: false }, (_event, filename) => {
+          // Kubernetes swaps `..data`; editors and overlay-sync rename dot-named temp files: any may change a file.
+          if (filename === null || target.names.has(filename) || filename.startsWith('.')) this.#schedule(this.#o.debounceMs);
+        });
+        watcher.on('error', () => {
+          this.#unwatch();
+          this.#retryWatchLater();
+        });
+        this.#watchers.push(watcher);
+      }
+      this.#watching = key;
+    } catch {
+      this.#unwatch();
       this.#retryWatchLater();
     }
+  }
+
+  #unwatch(): void {
+    for (const watcher of this.#watchers) watcher.close();
+    this.#watchers = [];
+    this.#watching = '';
   }
 
   #retryWatchLater(): void {
@@ -117,6 +178,8 @@ export class WatchedFile<T> {
     clearTimeout(this.#debounce);
     this.#debounce = setTimeout(() => {
       this.#debounce = undefined;
+      // After a `..data` swap a watch may sit on the deleted directory: set the watches again where they moved.
+      this.#startWatch();
       void this.reload('watch');
     }, delayMs);
     this.#debounce.unref();

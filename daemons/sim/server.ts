@@ -2,7 +2,7 @@
 // completions, embeddings and the Responses API (plain and SSE streaming), /v1/models, /health, Prometheus
 // /metrics with a settable queue depth and KV-cache utilisation, a required bearer token, and an
 // `x-sim-provider` header naming itself on every answer.
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Counter, Gauge, Registry } from 'prom-client';
@@ -10,14 +10,17 @@ import { applyStateUpdate } from './state.ts';
 import type { SimState } from './state.ts';
 import { chatChunk, chatCompletion, completion, completionChunk, embeddings, responseObject, sseEvent, tokenText, usageChunk } from './responses.ts';
 import { listen } from '../shared/listen.ts';
-
+import { BearerTokens } from './bearer-tokens.ts';
 
 /** How long close() lets running requests finish before cutting them. */
 const DRAIN_MS = 5000;
 export interface SimOptions {
   name: string;
   models: readonly string[];
-  token: string;
+  /** The bearer token, or the rotating tokens main.ts keeps from --token-file. */
+  token: string | BearerTokens;
+  /** Where the sim's metrics go (main.ts adds its token reload counter); a new registry by default. */
+  registry?: Registry;
   host?: string;
   port?: number;
   latencyMs?: number;
@@ -51,15 +54,8 @@ export interface SimServer {
 const MAX_RECORDS = 200;
 const MAX_STORED_RESPONSES = 200;
 
-function bearerMatches(header: string | undefined, token: Buffer): boolean {
-  if (header === undefined || !header.startsWith('Bearer ')) return false;
-  const presented = Buffer.from(header.slice(7));
-  return presented.length === token.length && timingSafeEqual(presented, token);
-}
-
 export async function startSim(options: SimOptions): Promise<SimServer> {
-  const token = Buffer.from(options.token);
-  if (token.length === 0) throw new Error('sim: a non-empty bearer token is required');
+  const bearer = typeof options.token === 'string' ? new BearerTokens(options.token) : options.token;
   const state: SimState = {
     queue_depth: 0,
     kv_cache_utilization: 0,
@@ -80,7 +76,7 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
   /** Inference requests being answered (not /metrics or /admin): the pool's own load. */
   let inferring = 0;
 
-  const registry = new Registry();
+  const registry = options.registry ?? new Registry();
   const registers = [registry];
   new Gauge({ name: 'sim_queue_depth', help: 'Normalized queue depth set through /admin/state.', registers, collect() { this.set(state.queue_depth); } });
   new Gauge({ name: 'sim_kv_cache_utilization', help: 'KV-cache utilisation set through /admin/state.', registers, collect() { this.set(state.kv_cache_utilization); } });
@@ -235,7 +231,7 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
       res.end(text);
       return;
     }
-    if (!bearerMatches(req.headers['authorization'], token)) return fail(res, 401, 'invalid_api_key', 'a valid bearer token is required');
+    if (!bearer.accepts(req.headers['authorization'])) return fail(res, 401, 'invalid_api_key', 'a valid bearer token is required');
     if (path === '/admin/state') {
       if (method === 'GET') return send(res, 200, state);
       if (method !== 'POST') return fail(res, 405, 'method_not_allowed', 'use GET or POST');

@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 /**
- * The caller keys a consumer gateway's caller_auth filter accepts (daemons/gateway/README.md "Tenants, keys and budgets"). Only salted hashes are stored: hash = HMAC-SHA-256(key = salt bytes, message = the whole key string), hex. `agn key mint` writes entries and prints the key once; the file is mounted from a Secret and re-read on SIGHUP.
+ * The caller keys a consumer gateway's caller_auth filter accepts (daemons/gateway/README.md "Tenants, keys and budgets"). Only salted hashes are stored: hash = HMAC-SHA-256(key = salt bytes, message = the whole key string), hex. `agn key mint` writes entries and prints the key once; the file is mounted from a Secret and followed on disk by the gateway (a change is in force about 0.3 s after it reaches the pod; SIGHUP re-reads it at once).
  */
 export interface CallerKeysFile {
   /**

@@ -1,7 +1,7 @@
 // caller_auth: caller keys minted by `agn key mint`, checked against salted hashes at a real consumer gateway in
 // front of a real upstream that records what reaches it. Missing, unknown, malformed and revoked keys get
-// OpenAI's 401; a revocation takes effect on the next reload; the key never travels upstream; neither key nor
-// hash ever appears in a log line, a metric or an error body.
+// OpenAI's 401; a reload (SIGHUP) applies a revocation at once (caller-keys-reload.test.ts follows the file without
+// one); the key never travels upstream; neither key nor hash ever appears in a log line, a metric or an error body.
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
@@ -219,18 +219,18 @@ describe('caller_auth at a consumer gateway', () => {
     expect(refused.headers['x-agn-routed-site']).toBeUndefined();
   });
 
-  it('stops a revoked key on the next reload, and keeps the last good keys when the file turns bad', async () => {
-    expect(agn('key', 'revoke', '--id', a.entry.id, '--keys-file', keysFile).status).toBe(0);
+  it('stops a revoked key as soon as a reload returns, and keeps the last good keys when the file turns bad', async () => {
     expect((await chat({ authorization: `Bearer ${a.key}` })).status).toBe(200);
-    gateway.reloadCredentials();
+    expect(agn('key', 'revoke', '--id', a.entry.id, '--keys-file', keysFile).status).toBe(0);
+    await gateway.reloadFiles();
     const revoked = await chat({ authorization: `Bearer ${a.key}` });
     expect([revoked.status, revoked.json().error.code]).toEqual([401, 'invalid_api_key']);
     expect((await chat({ authorization: `Bearer ${b.key}` })).status).toBe(200);
 
     writeFileSync(keysFile, '{"keys": [');
-    gateway.reloadCredentials();
+    await gateway.reloadFiles();
     expect((await chat({ authorization: `Bearer ${b.key}` })).status).toBe(200);
     expect((await chat({ authorization: `Bearer ${a.key}` })).status).toBe(401);
-    expect(logs.join('')).toContain('caller keys unusable; the previous keys stay in force');
+    expect(logs.join('')).toContain('caller_keys unusable; the previous one stays in force');
   });
 });

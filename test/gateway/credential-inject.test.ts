@@ -1,11 +1,15 @@
 // credential_inject on its own: sources (file, env, value), trimming, the 16 KiB bound, lookup by
-// (name, namespace, key), and failing closed with 503 on any doubt, never echoing a token.
+// (name, namespace, key), failing closed with 503 on any doubt, never echoing a token, and a rotated file taken on
+// reload while a bad one keeps the token in force (provider-reload.test.ts follows the file on disk in a process).
 import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../daemons/shared/log.ts';
 import { GatewayError } from '../../daemons/gateway/errors.ts';
 import { createCredentialInject } from '../../daemons/gateway/filters/credential-inject.ts';
+import { GatewayFiles } from '../../daemons/gateway/gateway-files.ts';
+import { createGatewayMetrics } from '../../daemons/gateway/metrics.ts';
+import type { Filter } from '../../daemons/gateway/context.ts';
 import type { CredentialRef, GatewayRequest } from '../../daemons/gateway/context.ts';
 import { tempDir } from './helpers.ts';
 
@@ -28,7 +32,7 @@ afterAll(async () => {
   await cleanup();
 });
 
-function run(filter: ReturnType<typeof createCredentialInject>, credential: CredentialRef | undefined): Map<string, string | string[]> {
+function run(filter: Filter, credential: CredentialRef | undefined): Map<string, string | string[]> {
   const headers = new Map<string, string | string[]>([['authorization', 'Bearer client']]);
   filter.apply({ headers, credential } as unknown as GatewayRequest);
   return headers;
@@ -48,8 +52,16 @@ const status = (fn: () => unknown): number => {
 };
 
 describe('credential_inject', () => {
-  const filter = () =>
-    createCredentialInject(
+  const opened: GatewayFiles[] = [];
+  afterEach(() => {
+    for (const files of opened.splice(0)) files.close();
+  });
+
+  /** The filter over its sources, with its files read (as the gateway reads them before it listens). */
+  const filter = async (): Promise<{ f: Filter; files: GatewayFiles }> => {
+    const files = new GatewayFiles({ configDir: dir, logger, metrics: createGatewayMetrics('provider', { process: false, eventLoop: false }), pollIntervalMs: 0 });
+    opened.push(files);
+    const f = createCredentialInject(
       {
         filter: 'credential_inject',
         credentials: [
@@ -62,19 +74,23 @@ describe('credential_inject', () => {
           { name: 'unset', namespace: 'grid-system', key: 'token', env_var: 'AGN_TEST_UNSET_VARIABLE' },
         ],
       },
-      dir,
+      files,
       logger,
     );
+    await files.start();
+    return { f, files };
+  };
+  const fromFile = { name: 'from-file', namespace: 'grid-system', key: 'token' };
 
-  it('replaces the client Authorization with exactly one trimmed bearer token from each source', () => {
-    const f = filter();
-    expect(run(f, { name: 'from-file', namespace: 'grid-system', key: 'token' }).get('authorization')).toBe('Bearer file-token-1');
+  it('replaces the client Authorization with exactly one trimmed bearer token from each source', async () => {
+    const { f } = await filter();
+    expect(run(f, fromFile).get('authorization')).toBe('Bearer file-token-1');
     expect(run(f, { name: 'from-env', namespace: 'grid-system', key: 'token' }).get('authorization')).toBe('Bearer env-token-2');
     expect(run(f, { name: 'from-value', namespace: 'grid-system', key: 'token' }).get('authorization')).toBe('Bearer value-token-3');
   });
 
-  it('leaves requests without a credential reference untouched', () => {
-    expect(run(filter(), undefined).get('authorization')).toBe('Bearer client');
+  it('leaves requests without a credential reference untouched', async () => {
+    expect(run((await filter()).f, undefined).get('authorization')).toBe('Bearer client');
   });
 
   it.each([
@@ -86,14 +102,32 @@ describe('credential_inject', () => {
     ['a missing file', { name: 'missing', namespace: 'grid-system', key: 'token' }],
     ['a token with CR/LF', { name: 'injected', namespace: 'grid-system', key: 'token' }],
     ['an unset environment variable', { name: 'unset', namespace: 'grid-system', key: 'token' }],
-  ])('fails closed with 503 for %s', (_what, ref) => {
-    expect(status(() => run(filter(), ref))).toBe(503);
+  ])('fails closed with 503 for %s', async (_what, ref) => {
+    const { f } = await filter();
+    expect(status(() => run(f, ref))).toBe(503);
   });
 
-  it('picks up a rotated file on reload', async () => {
-    const f = filter();
+  it('names each unusable source and its problem in the log, never the bytes', async () => {
+    logs.length = 0;
+    await filter();
+    const problems = logs.map((l) => JSON.parse(l) as { credential?: string; name?: string; problem?: string }).filter((l) => l.problem !== undefined);
+    expect(problems.map((l) => l.problem).sort()).toEqual([
+      `${join(dir, 'huge')}: larger than 16384 bytes`,
+      `${join(dir, 'injected')}: the token contains characters not allowed in a header value`,
+      `${join(dir, 'nope')}: cannot be read (no such file)`,
+      'environment variable AGN_TEST_UNSET_VARIABLE is not set',
+    ]);
+    expect(logs.join('')).not.toContain('x-evil');
+  });
+
+  it('takes a rotated file on reload and keeps the token in force when the file turns empty', async () => {
+    const { f, files } = await filter();
     await writeFile(join(dir, 'ok'), 'file-token-1b');
-    expect(f.reload()).toBe(3);
-    expect(run(f, { name: 'from-file', namespace: 'grid-system', key: 'token' }).get('authorization')).toBe('Bearer file-token-1b');
+    await files.reload();
+    expect(run(f, fromFile).get('authorization')).toBe('Bearer file-token-1b');
+    await writeFile(join(dir, 'ok'), '\n');
+    await files.reload();
+    expect(run(f, fromFile).get('authorization')).toBe('Bearer file-token-1b');
+    await writeFile(join(dir, 'ok'), '\n  file-token-1  \n');
   });
 });

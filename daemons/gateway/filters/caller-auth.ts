@@ -1,18 +1,14 @@
 // caller_auth (consumer only, first filter): who is calling. The key comes as `Authorization: Bearer KEY` or
 // `x-api-key: KEY` (the OpenAI and Anthropic SDK conventions), is checked against the salted hashes of the keys
 // file, and the request is attributed to the key's tenant. Both headers are removed from what goes upstream: the
-// caller's key never leaves the consumer. The file is read at startup and on reload (SIGHUP); a reload that fails
-// keeps the last good table (logged), and a gateway that never read a good file answers 503, not 401.
+// caller's key never leaves the consumer. The file is followed on disk (gateway-files.ts): a revoked or minted key
+// takes effect about 0.3 s after the file changes, SIGHUP re-reads it at once. A bad file keeps the last good table
+// (logged, counted), and a gateway that never read a good file answers 503, not 401.
 import type { CallerAuthFilter } from '../../../schemas/generated/gateway-config.ts';
-import { CallerKeyTable, readCallerKeysFile } from '../caller-keys.ts';
+import { CallerKeyTable, MAX_CALLER_KEYS_FILE_BYTES, parseCallerKeys } from '../caller-keys.ts';
 import type { Filter, GatewayRequest } from '../context.ts';
 import { unauthorized, unavailable } from '../errors.ts';
-import type { Logger } from '../../shared/log.ts';
-
-export interface CallerAuth extends Filter {
-  /** Re-reads the keys file; returns the number of entries now in force (the old count when the read failed). */
-  reload(): number;
-}
+import type { GatewayFiles } from '../gateway-files.ts';
 
 const BEARER = /^Bearer +(\S+) *$/i;
 
@@ -27,29 +23,24 @@ function presentedKey(request: GatewayRequest): string | undefined | null {
   return undefined;
 }
 
-export function createCallerAuth(config: CallerAuthFilter, configDir: string, logger: Logger): CallerAuth {
-  const path = config.keys_file.startsWith('/') ? config.keys_file : `${configDir}/${config.keys_file}`;
-  let table: CallerKeyTable | undefined;
-  const reload = (): number => {
-    try {
-      table = new CallerKeyTable(readCallerKeysFile(path));
-      logger.info({ keys_file: config.keys_file, entries: table.size }, 'caller keys read');
-    } catch (error) {
-      logger.warn({ keys_file: config.keys_file, problem: (error as Error).message }, table === undefined
-        ? 'caller keys unusable; every request gets 503 until a reload reads a good file'
-        : 'caller keys unusable; the previous keys stay in force');
-    }
-    return table?.size ?? 0;
-  };
-  reload();
+export function createCallerAuth(config: CallerAuthFilter, files: GatewayFiles): Filter {
+  const path = files.resolve(config.keys_file);
+  const keys = files.add({
+    kind: 'caller_keys',
+    name: config.keys_file,
+    files: [path],
+    maxBytes: MAX_CALLER_KEYS_FILE_BYTES,
+    parse: ([bytes]) => new CallerKeyTable(parseCallerKeys(bytes!.toString('utf8'), path)),
+    fields: (table) => ({ entries: table.size }),
+  });
 
   return {
     name: 'caller_auth',
-    reload,
     apply(request: GatewayRequest): void {
       const key = presentedKey(request);
       request.headers.delete('authorization');
       request.headers.delete('x-api-key');
+      const table = keys.current();
       if (table === undefined) throw unavailable('caller_keys_unavailable', 'the gateway has no readable caller keys file', 5);
       if (key === undefined) {
         throw unauthorized('missing_api_key', 'You didn\'t provide an API key. Send it as "Authorization: Bearer KEY" or "x-api-key: KEY".');

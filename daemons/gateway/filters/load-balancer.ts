@@ -1,7 +1,9 @@
 // load_balancer: named clusters of endpoints, one keep-alive undici Pool per endpoint (TLS/mTLS with SNI where
 // configured), round-robin over endpoints that are up, and passive health: a failed connect marks an endpoint
-// down for a growing backoff. Responses stream to the client chunk by chunk with backpressure.
-import { readFileSync } from 'node:fs';
+// down for a growing backoff. Responses stream to the client chunk by chunk with backpressure. A cluster's TLS files
+// are followed on disk (gateway-files.ts): renewed material gets each endpoint a new pool, so the next request
+// connects with it (a new pool has no TLS session to resume with the old certificate), while requests in flight
+// finish on the old pool, which then closes.
 import { isIP } from 'node:net';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, errors } from 'undici';
@@ -10,7 +12,9 @@ import type { ClusterConfig, LoadBalancerFilter } from '../../../schemas/generat
 import { UpstreamConnectError, badGateway, gatewayTimeout, unavailable } from '../errors.ts';
 import type { CallerGoneListener, Filter, GatewayRequest } from '../context.ts';
 import { RESPONSE_REQUEST_ID_HEADER, RESPONSE_UPSTREAM_REQUEST_ID_HEADER } from '../context.ts';
+import type { GatewayFiles } from '../gateway-files.ts';
 import type { GatewayMetrics } from '../metrics.ts';
+import { type ClusterTls, MAX_TLS_FILE_BYTES, clusterTlsFiles } from '../tls-files.ts';
 import type { HistogramSeries } from '../request-histogram.ts';
 import type { Logger } from '../../shared/log.ts';
 import { errorFields } from '../../shared/log.ts';
@@ -81,7 +85,8 @@ export function hostHeaderOf(address: string, tls: boolean): string {
 
 export class EndpointRuntime {
   readonly address: string;
-  readonly pool: Pool;
+  /** Replaced when the cluster's TLS files change; a request keeps the pool it was dispatched on. */
+  pool: Pool;
   readonly host: string;
   /** The TLS server name every request to this endpoint must use (tls.sni, or the endpoint's host name). */
   readonly servername: string | undefined;
@@ -115,48 +120,54 @@ export class ClusterRuntime {
   readonly endpoints: readonly EndpointRuntime[];
   readonly responseTimeoutMs: number;
   readonly idleTimeoutMs: number;
+  readonly #config: ClusterConfig;
   #cursor = 0;
 
-  constructor(config: ClusterConfig, configDir: string) {
+  /** `tls` is the cluster's TLS material when its config has a tls block (read from its files). */
+  constructor(config: ClusterConfig, tls: ClusterTls | undefined) {
     this.name = config.name;
+    this.#config = config;
     this.responseTimeoutMs = config.response_timeout_ms ?? 300_000;
     this.idleTimeoutMs = config.body_idle_timeout_ms ?? 300_000;
-    const tls = config.tls;
-    const read = (path: string, what: string): string => {
-      try {
-        return readFileSync(path.startsWith('/') ? path : `${configDir}/${path}`, 'utf8');
-      } catch (error) {
-        throw new Error(`cluster "${config.name}": cannot read ${what} ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-      }
-    };
-    const ca = tls?.ca === undefined ? undefined : read(tls.ca.ca_path, 'tls.ca.ca_path');
-    const cert = tls?.client_cert === undefined ? undefined : read(tls.client_cert.cert_path, 'tls.client_cert.cert_path');
-    const key = tls?.client_cert === undefined ? undefined : read(tls.client_cert.key_path, 'tls.client_cert.key_path');
     this.endpoints = config.endpoints.map((address) => {
       const host = address.slice(0, address.lastIndexOf(':')).replace(/^\[|\]$/g, '');
-      const servername = tls?.sni ?? (isIP(host) === 0 ? host : undefined);
-      const origin = `${tls === undefined ? 'http' : 'https'}://${address}`;
-      const pool = new Pool(origin, {
-        pipelining: 1,
-        // Idle connections are kept until the server's Keep-Alive hint (minus 2 s) or, without a hint, 60 s: a pause
-        // in traffic does not cost new (m)TLS handshakes. A reconnect resumes the TLS session (undici caches them).
-        keepAliveTimeout: 60_000,
-        keepAliveMaxTimeout: 600_000,
-        headersTimeout: this.responseTimeoutMs,
-        bodyTimeout: this.idleTimeoutMs,
-        connect: {
-          timeout: config.connect_timeout_ms ?? 5_000,
-          ...(tls === undefined
-            ? {}
-            : {
-                rejectUnauthorized: tls.verify !== false,
-                ...(ca === undefined ? {} : { ca }),
-                ...(cert === undefined ? {} : { cert, key }),
-                ...(servername === undefined ? {} : { servername }),
-              }),
-        },
-      });
-      return new EndpointRuntime(address, pool, hostHeaderOf(address, tls !== undefined), tls === undefined ? undefined : servername);
+      const servername = config.tls?.sni ?? (isIP(host) === 0 ? host : undefined);
+      const endpointServername = config.tls === undefined ? undefined : servername;
+      return new EndpointRuntime(address, this.#pool(address, endpointServername, tls), hostHeaderOf(address, config.tls !== undefined), endpointServername);
+    });
+  }
+
+  /** Gives every endpoint a pool that connects with `tls`; returns the pools it replaced (to close once drained). */
+  useTls(tls: ClusterTls): Pool[] {
+    return this.endpoints.map((endpoint) => {
+      const old = endpoint.pool;
+      endpoint.pool = this.#pool(endpoint.address, endpoint.servername, tls);
+      return old;
+    });
+  }
+
+  #pool(address: string, servername: string | undefined, material: ClusterTls | undefined): Pool {
+    const config = this.#config;
+    const tls = config.tls;
+    return new Pool(`${tls === undefined ? 'http' : 'https'}://${address}`, {
+      pipelining: 1,
+      // Idle connections are kept until the server's Keep-Alive hint (minus 2 s) or, without a hint, 60 s: a pause
+      // in traffic does not cost new (m)TLS handshakes. A reconnect resumes the TLS session (undici caches them).
+      keepAliveTimeout: 60_000,
+      keepAliveMaxTimeout: 600_000,
+      headersTimeout: this.responseTimeoutMs,
+      bodyTimeout: this.idleTimeoutMs,
+      connect: {
+        timeout: config.connect_timeout_ms ?? 5_000,
+        ...(tls === undefined
+          ? {}
+          : {
+              rejectUnauthorized: tls.verify !== false,
+              ...(material?.ca === undefined ? {} : { ca: material.ca }),
+              ...(material?.cert === undefined ? {} : { cert: material.cert, key: material.key }),
+              ...(servername === undefined ? {} : { servername }),
+            }),
+      },
     });
   }
 
@@ -179,7 +190,8 @@ export class ClusterRuntime {
 
 export interface LoadBalancerOptions {
   config: LoadBalancerFilter;
-  configDir: string;
+  /** Where the clusters' TLS files are read and followed; needed only when a cluster has a tls block. */
+  files?: GatewayFiles;
   metrics: GatewayMetrics;
   logger: Logger;
   nowMs?: () => number;
@@ -193,11 +205,37 @@ export interface LoadBalancer extends Filter {
   close(graceful: boolean): Promise<void>;
 }
 
-export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
+/** Reads the clusters' TLS files (throwing the first problem: the gateway does not start without them) and builds the pools. */
+export async function startLoadBalancer(options: LoadBalancerOptions): Promise<LoadBalancer> {
   const now = options.nowMs ?? Date.now;
   const clusters = new Map<string, ClusterRuntime>();
-  for (const cluster of options.config.clusters) clusters.set(cluster.name, new ClusterRuntime(cluster, options.configDir));
+  /** Pools replaced by renewed TLS material, still finishing their requests. */
+  const retired = new Set<Pool>();
   const { metrics, logger } = options;
+  for (const cluster of options.config.clusters) {
+    if (cluster.tls === undefined) {
+      clusters.set(cluster.name, new ClusterRuntime(cluster, undefined));
+      continue;
+    }
+    const files = options.files;
+    if (files === undefined) throw new Error(`cluster "${cluster.name}" has TLS files and the load balancer was given no file registry`);
+    const tls = await files.require<ClusterTls>({
+      kind: 'upstream_tls',
+      name: cluster.name,
+      ...clusterTlsFiles(cluster, (path) => files.resolve(path)),
+      maxBytes: MAX_TLS_FILE_BYTES,
+      use: (next, previous) => {
+        const runtime = clusters.get(cluster.name);
+        if (previous === undefined || runtime === undefined) return;
+        // The old pools finish the requests already on them, then close; new requests go to the new pools.
+        for (const old of runtime.useTls(next)) {
+          retired.add(old);
+          void old.close().catch(() => undefined).finally(() => retired.delete(old));
+        }
+      },
+    });
+    clusters.set(cluster.name, new ClusterRuntime(cluster, tls));
+  }
   const role = metrics.role;
 
   /**
@@ -383,9 +421,8 @@ export function createLoadBalancer(options: LoadBalancerOptions): LoadBalancer {
     apply: forward,
     isClusterAvailable: (name) => clusters.get(name)?.available(now()) ?? false,
     async close(graceful) {
-      await Promise.all(
-        [...clusters.values()].flatMap((c) => c.endpoints.map((e) => (graceful ? e.pool.close() : e.pool.destroy()).catch(() => undefined))),
-      );
+      const pools = [...[...clusters.values()].flatMap((c) => c.endpoints.map((e) => e.pool)), ...retired];
+      await Promise.all(pools.map((pool) => (graceful ? pool.close() : pool.destroy()).catch(() => undefined)));
     },
   };
 }

@@ -1,6 +1,6 @@
 /**
  * Enrollment endpoint configuration. Off unless an address is given, so existing operators change nothing.
- * The file paths are read at start (and on reload), never logged with their contents.
+ * The files are read at start and followed on disk (enrollment/server.ts), never logged with their contents.
  */
 import { parseListenAddress } from '../../shared/admin-server.ts';
 import { CERTIFICATE_LIFETIME_RULE, checkDuration } from '../../../schemas/durations.ts';
@@ -33,7 +33,8 @@ export const ENROLLMENT_USAGE = `  --enrollment-address HOST:PORT  serve the Sit
   --enrollment-tls-cert FILE      this site's certificate (PEM) the endpoint serves (env GRID_ENROLLMENT_TLS_CERT)
   --enrollment-tls-key FILE       its private key (env GRID_ENROLLMENT_TLS_KEY)
   --grid-ca-cert FILE             grid CA certificate that signs enrolled sites (env GRID_CA_CERT)
-  --grid-ca-key FILE              grid CA private key (env GRID_CA_KEY)
+  --grid-ca-key FILE              grid CA private key (env GRID_CA_KEY); the four files are followed on disk (a renewed
+                                  certificate or CA is served without a restart; SIGHUP re-reads them at once)
   --enrollment-cert-lifetime DUR  issued site certificate lifetime, 1h..8760h (env GRID_ENROLLMENT_CERT_LIFETIME; default ${DEFAULT_CERTIFICATE_LIFETIME})
 `;
 

@@ -1,10 +1,13 @@
 /**
  * The HTTPS shell of the redeem endpoint: POST /v1/enroll/redeem with a JSON body bounded to 32 KiB. It serves this
  * operator's site certificate (the joining site verifies it against the grid CA bundle it received out of band),
- * counts every attempt by outcome and logs the token id, never the token. The CA key and the serving key are read
- * at start and on reload() only.
+ * counts every attempt by outcome and logs the token id, never the token. The four files (serving certificate and
+ * key, grid CA certificate and key) are read at start and followed on disk: a renewed certificate or CA (the kubelet's
+ * Secret swap) is checked whole and then served to new connections and used to sign, without a restart or SIGHUP; a
+ * bad replacement keeps what is in force (logged once, counted in grid_operator_file_reloads_total). reload() (SIGHUP)
+ * re-reads them at once.
  */
-import { X509Certificate } from 'node:crypto';
+import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -20,6 +23,7 @@ import { REDEEM_PATH } from './protocol.ts';
 import { listen } from '../../shared/listen.ts';
 import { closeServer } from '../../shared/close-server.ts';
 import { readBoundedBody } from '../../shared/http-body.ts';
+import { MountedFileError, MountedFiles } from '../../shared/mounted-files.ts';
 
 export { REDEEM_PATH };
 
@@ -32,7 +36,11 @@ export interface EnrollmentServerOptions {
   readonly namespace: string;
   readonly logger: Logger;
   readonly redeems: Counter<'outcome'>;
+  /** Counts the loads of the certificate files that took new material or kept the previous. */
+  readonly fileReloads?: Counter<'file_kind' | 'outcome'>;
   readonly now: () => number;
+  /** Safety re-read of the certificate files when file system events are lost; 0 leaves the watch alone. @default 5000 */
+  readonly filePollIntervalMs?: number;
   readonly onRedeemed?: (invite: string) => void;
   /** The site name ledger the redeem checks for deleted names (InviteRedeemerOptions.siteNameLedger). */
   readonly siteNameLedger?: ObjectRef;
@@ -41,7 +49,7 @@ export interface EnrollmentServerOptions {
 export interface EnrollmentServer {
   readonly host: string;
   readonly port: number;
-  /** Re-reads the serving certificate and the grid CA; on failure the old material stays in use. */
+  /** Re-reads the serving certificate and the grid CA now; on failure the old material stays in use and this rejects. */
   reload(): Promise<void>;
   close(): Promise<void>;
 }
@@ -61,6 +69,13 @@ async function readPem(file: string, flag: string): Promise<string> {
   }
 }
 
+/** The enrollment files in the order they are read, each named by its flag. */
+function enrollmentFiles(config: EnrollmentConfig): { files: string[]; labels: string[] } {
+  const files = [config.tlsCertFile, config.tlsKeyFile, config.caCertFile, config.caKeyFile];
+  const flags = ['--enrollment-tls-cert', '--enrollment-tls-key', '--grid-ca-cert', '--grid-ca-key'];
+  return { files, labels: files.map((file, i) => `${flags[i]} ${file}`) };
+}
+
 /** Reads and cross-checks the files; errors name the flag and file, never their contents. */
 export async function loadEnrollmentMaterial(config: EnrollmentConfig): Promise<Material> {
   const [cert, key, caCert, caKey] = await Promise.all([
@@ -69,6 +84,11 @@ export async function loadEnrollmentMaterial(config: EnrollmentConfig): Promise<
     readPem(config.caCertFile, '--grid-ca-cert'),
     readPem(config.caKeyFile, '--grid-ca-key'),
   ]);
+  return checkEnrollmentMaterial(config, cert, key, caCert, caKey);
+}
+
+/** Cross-checks the four files' texts: the serving certificate with its key, issued by the grid CA for serverAuth. */
+async function checkEnrollmentMaterial(config: EnrollmentConfig, cert: string, key: string, caCert: string, caKey: string): Promise<Material> {
   const ca = await loadGridCa(caCert, caKey, { cert: `--grid-ca-cert ${config.caCertFile}`, key: `--grid-ca-key ${config.caKeyFile}` });
   let serving: X509Certificate;
   try {
@@ -84,16 +104,56 @@ export async function loadEnrollmentMaterial(config: EnrollmentConfig): Promise<
   if (Array.isArray(serving.keyUsage) && !serving.keyUsage.includes(SERVER_AUTH_OID)) {
     throw new Error(`--enrollment-tls-cert ${config.tlsCertFile}: its extended key usage does not include serverAuth`);
   }
+  // A renewed certificate and key arrive as two files: a pair that does not match would fail every handshake.
+  let servingKey;
+  try {
+    servingKey = createPrivateKey(key);
+  } catch {
+    throw new Error(`--enrollment-tls-key ${config.tlsKeyFile}: not a PEM private key`);
+  }
+  if (!serving.checkPrivateKey(servingKey)) {
+    throw new Error(`--enrollment-tls-key ${config.tlsKeyFile}: the private key does not belong to the certificate --enrollment-tls-cert ${config.tlsCertFile}`);
+  }
   return { cert, key, ca };
 }
 
+/** PEM files are small; anything larger is not one. */
+const MAX_PEM_FILE_BYTES = 1024 * 1024;
+
 export async function startEnrollmentServer(options: EnrollmentServerOptions): Promise<EnrollmentServer> {
   const { config, logger, redeems } = options;
-  let material = await loadEnrollmentMaterial(config);
+  let server: Server | undefined;
+  const files = new MountedFiles<Material>({
+    kind: 'enrollment_tls',
+    name: config.address,
+    ...enrollmentFiles(config),
+    maxBytes: MAX_PEM_FILE_BYTES,
+    parse: async ([cert, key, caCert, caKey]) => {
+      try {
+        return await checkEnrollmentMaterial(config, cert!.toString('utf8'), key!.toString('utf8'), caCert!.toString('utf8'), caKey!.toString('utf8'));
+      } catch (error) {
+        throw new MountedFileError((error as Error).message);
+      }
+    },
+    // New connections present the renewed certificate; redeems already running finish with the CA they started with.
+    use: (next, previous) => {
+      if (previous !== undefined) server?.setSecureContext({ cert: next.cert, key: next.key, minVersion: 'TLSv1.2' });
+    },
+    logger,
+    ...(options.fileReloads === undefined ? {} : { count: (outcome: 'accepted' | 'rejected') => options.fileReloads!.inc({ file_kind: 'enrollment_tls', outcome }) }),
+    ...(options.filePollIntervalMs === undefined ? {} : { pollIntervalMs: options.filePollIntervalMs }),
+  });
+  const first = await files.start();
+  const initial = files.current();
+  if (first.outcome === 'rejected' || initial === undefined) {
+    files.close();
+    throw new Error(first.outcome === 'rejected' ? first.problem : 'the enrollment certificates were not read');
+  }
+  const material = (): Material => files.current() ?? initial;
   const redeemer = new InviteRedeemer({
     store: options.store,
     namespace: options.namespace,
-    ca: () => material.ca,
+    ca: () => material().ca,
     certificateLifetimeMs: config.certificateLifetimeMs,
     now: options.now,
     ...(options.onRedeemed !== undefined ? { onRedeemed: options.onRedeemed } : {}),
@@ -148,7 +208,7 @@ export async function startEnrollmentServer(options: EnrollmentServerOptions): P
   };
 
   const { host, port } = parseListenAddress(config.address);
-  const server: Server = createServer({ cert: material.cert, key: material.key, minVersion: 'TLSv1.2' }, (req, res) => {
+  server = createServer({ cert: initial.cert, key: initial.key, minVersion: 'TLSv1.2' }, (req, res) => {
     handle(req, res).catch((error: unknown) => {
       logger.error({ error: errorFields(error) }, 'enrollment request failed');
       if (!res.headersSent) send(res, 500, { error: 'internal_error', message: 'internal error' });
@@ -160,19 +220,26 @@ export async function startEnrollmentServer(options: EnrollmentServerOptions): P
   server.keepAliveTimeout = 5_000;
   // A failed TLS handshake is the client's problem; it must not surface as an unhandled error.
   server.on('tlsClientError', (error) => logger.debug({ error: errorFields(error) }, 'enrollment TLS handshake failed'));
-  await listen(server, port, host);
-  const bound = server.address() as AddressInfo;
+  try {
+    await listen(server, port, host);
+  } catch (error) {
+    files.close();
+    throw error;
+  }
+  const listening = server;
+  const bound = listening.address() as AddressInfo;
   logger.info({ address: `${bound.address}:${bound.port}`, path: REDEEM_PATH }, 'enrollment endpoint listening');
   return {
     host: bound.address,
     port: bound.port,
     async reload() {
-      const next = await loadEnrollmentMaterial(config);
-      server.setSecureContext({ cert: next.cert, key: next.key, minVersion: 'TLSv1.2' });
-      material = next;
-      logger.info({}, 'enrollment certificates reloaded');
+      const result = await files.reload('signal');
+      if (result.outcome === 'rejected') throw new Error(result.problem);
     },
     // A redeem already running (the token claim is a store write) finishes before the listener goes.
-    close: () => closeServer(server),
+    close: () => {
+      files.close();
+      return closeServer(listening);
+    },
   };
 }

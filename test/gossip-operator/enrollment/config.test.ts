@@ -67,6 +67,8 @@ describe('enrollment configuration', () => {
       [{ caCertFile: leafAsCa }, 'not a CA certificate'],
       [{ tlsCertFile: foreignCert }, `--enrollment-tls-cert ${foreignCert}: not issued by the grid CA`],
       [{ tlsCertFile: clientCert }, 'extended key usage does not include serverAuth'],
+      [{ tlsKeyFile: otherKey }, `--enrollment-tls-key ${otherKey}: the private key does not belong to the certificate --enrollment-tls-cert ${files.tlsCertFile}`],
+      [{ tlsKeyFile: files.caCertFile }, `--enrollment-tls-key ${files.caCertFile}: not a PEM private key`],
     ];
     for (const [change, message] of cases) {
       const error = await loadEnrollmentMaterial({ ...config, ...change }).then(() => undefined, (e: Error) => e);
