@@ -47,6 +47,8 @@ export interface GatewayWorkloadProps {
   readonly metricsScrapers?: ListenerSources;
   /** Health/metrics ports of sidecars in the pod (overlay-sync's on a consumer): scraped like the admin port. */
   readonly sidecarPorts?: readonly number[];
+  /** The operator pods the NetworkPolicy admits to these ports, for the fleet dashboard. @default - none */
+  readonly dashboardReader?: { readonly podLabels: Record<string, string>; readonly ports: readonly number[] };
   readonly tlsSecretName: string;
   /** Worker threads serving the listener (`--workers`); 1 is the single-threaded gateway and renders no flag. */
   readonly workers: number;
@@ -151,6 +153,7 @@ export class GatewayWorkload extends Construct {
       listenerPort: props.listenerPort,
       scrapePorts: [props.adminPort, ...(props.sidecarPorts ?? [])],
       metricsScrapers: props.metricsScrapers,
+      ...(props.dashboardReader !== undefined ? { dashboardReader: props.dashboardReader } : {}),
     });
     addIssueCheck(this, () => metricsScraperIssues(this, props.metricsScrapers));
     addIssueCheck(this, () => workerIssues(this, props.workers, props.resources));

@@ -62,6 +62,8 @@ export interface SiteSecretsDeclaration {
   readonly siteCertificate?: string;
   /** @default 'swim-key' - 32-byte AES-256-GCM key of the gossip layer, key `key` */
   readonly swimKey?: string;
+  /** @default 'grid-dashboard-token' - the fleet dashboard's token, key `token` (read with `dashboard.access: 'token'`) */
+  readonly dashboardToken?: string;
 }
 
 /**
@@ -113,7 +115,7 @@ export interface SiteDeclaration {
    * operator's Role then grants the generated ConfigMap, the delegated Deployment and the Secrets it checks.
    * @default - none
    */
-  readonly consumerGateway?: Omit<ConsumerGatewayProps, 'namespace' | 'network' | 'site' | 'upstreams' | 'image' | 'prices'> & {
+  readonly consumerGateway?: Omit<ConsumerGatewayProps, 'namespace' | 'network' | 'site' | 'upstreams' | 'image' | 'prices' | 'dashboardReaderLabels'> & {
     /** @default - no generated consumer config */
     readonly praxisConfig?: PraxisConfig;
   };
@@ -139,6 +141,13 @@ export interface SiteDeclaration {
   readonly gatewayAgeIngest?: OperatorListenerProps['gatewayAgeIngest'];
   /** The operator's SiteInvite redeem endpoint (for `invites`), passed to GossipOperator. @default - off */
   readonly enrollment?: OperatorListenerProps['enrollment'];
+  /**
+   * Who may open the operator's fleet dashboard (README "Fleet dashboard"). `token`: a bearer token or a browser
+   * session cookie from the Secret `secrets.dashboardToken` (key `token`, which `agn pki` generates); the operator
+   * then lists the consumer gateway pods and its pods are admitted to their admin ports.
+   * @default - off
+   */
+  readonly dashboard?: { readonly access: 'off' } | { readonly access: 'token' };
 }
 
 export interface GridDeclaration {
