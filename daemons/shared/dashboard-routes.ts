@@ -50,7 +50,7 @@ export interface DashboardRoutes {
   handle(req: IncomingMessage, res: ServerResponse, path: string, search: string): boolean;
 }
 
-/** A token-gated request that may not pass: the answer, or undefined to serve it. */
+/** Answers a request the access does not let through (true), or leaves it to be served (false). */
 function refuse(req: IncomingMessage, res: ServerResponse, path: string, search: string, access: DashboardAccess): boolean {
   if (access.mode === 'open') return false;
   const decision = decideAccess(req, path, search, access.token());

@@ -5,6 +5,7 @@
  * the last computed list from memory, so a page view never waits on the API server.
  */
 import type { Logger } from '../../shared/log.ts';
+import { ResourceStoreError } from '../../shared/resource-store/errors.ts';
 import type { ResourceStore, WatchSubscription } from '../../shared/resource-store/types.ts';
 import { CONSUMER_GATEWAY_POD_SELECTOR, CONSUMER_POD } from '../../../schemas/workload-labels.ts';
 import { POD, type PodObject } from '../kinds.ts';
@@ -75,7 +76,7 @@ export class ReplicaDiscovery {
         // Once per distinct problem: a watch retried with backoff would otherwise log the same 403 forever.
         if (error.message === this.#lastProblem) return;
         this.#lastProblem = error.message;
-        const forbidden = (error as { code?: unknown }).code === 'forbidden';
+        const forbidden = error instanceof ResourceStoreError && error.code === 'forbidden';
         logger.warn(
           { namespace, error: error.message },
           forbidden

@@ -3,10 +3,9 @@
  * model over the replica targets (fixed by --dashboard-targets, else discovered from the pods with the kubernetes
  * store) and the access (open, or the token kept loaded from its file).
  */
-import type { AdminServerOptions } from '../../shared/admin-server.ts';
+import { type AdminServerOptions, parseListenAddress } from '../../shared/admin-server.ts';
 import { DashboardTokenFile } from '../../shared/dashboard-token-file.ts';
 import type { DashboardAccess } from '../../shared/dashboard-routes.ts';
-import { parseListenAddress } from '../../shared/admin-server.ts';
 import type { Logger } from '../../shared/log.ts';
 import { isLoopbackHost, type OperatorConfig } from '../config.ts';
 import { DashboardSource, type DashboardContext } from './source.ts';
