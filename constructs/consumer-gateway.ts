@@ -114,6 +114,12 @@ export interface ConsumerGatewayProps {
   /** Extra labels for every object this construct emits. @default - none (the workload labels only) */
   readonly labels?: Record<string, string>;
   /**
+   * Labels of the site operator's pods when it serves the fleet dashboard: the NetworkPolicy admits them to the
+   * admin port and overlay-sync's health port, whose /status the dashboard reads (GridSiteStack sets it).
+   * @default - none: only the node and metricsScrapers reach those ports
+   */
+  readonly dashboardReaderLabels?: Record<string, string>;
+  /**
    * Serve with grid_site_route from the operator's serving config and the sites' signals (GridServingProps). The
    * site's GridNetwork entry must then set gridServing (GridSiteStack does) and its operator should serve peerSignals.
    * @default - no serving config: intelligent_route on the overlay
@@ -228,6 +234,7 @@ export class ConsumerGateway extends Construct {
       serviceType: props.serviceType ?? kplus.ServiceType.CLUSTER_IP,
       serviceAccount: this.overlaySync.serviceAccount,
       readsOverlay: true,
+      ...(props.dashboardReaderLabels !== undefined ? { dashboardReader: { podLabels: props.dashboardReaderLabels, ports: [this.adminPort, this.overlaySync.healthPort] } } : {}),
     });
     const overlayVolume = this.workload.overlayVolume;
     if (overlayVolume === undefined) throw new Error('consumer gateway workload has no overlay volume');

@@ -13,7 +13,8 @@ import type { ServiceExposure } from './service-exposure.ts';
  * so the operator publishes it an overlay Praxis AI main accepts (no selection_policy) and reports in its
  * routingMapStatus entry that the weightedRandom split is not honoured there.
  * east's consumer is the production-shaped one: callers need an API key per tenant, usage is metered and priced, spend
- * converges in the GridNetwork's budgetStatus and a tenant over its cap gets 429.
+ * converges in the GridNetwork's budgetStatus and a tenant over its cap gets 429. Its fleet dashboard (which shows that
+ * spend) opens with a token only.
  * Every potentially routable provider becomes an upstream of east's consumer gateway: east's own through the
  * in-cluster provider-gateway Service, west's through west's public gateway endpoint, both over mTLS.
  * Each site is reached through LoadBalancer Services (the operator's SWIM, signals and enrollment ports, and the
@@ -88,6 +89,8 @@ export const exampleGrid: GridDeclaration = {
       // through its gateway ingest listener, and budgets are enforced.
       consumerGateway: { replicas: 2, callerKeys: { secretName: 'consumer-caller-keys', budgetEnforce: {} } },
       gatewayAgeIngest: {},
+      // The fleet dashboard behind a token (Secret grid-dashboard-token, key token, which `agn pki` generates).
+      dashboard: { access: 'token' },
       externalConsumers: [{ name: 'praxis-ai', dialect: 'praxis-main' }],
       providerGateway: { trustedPeers: consumerIdentity, exposure: publicName('gateway.east.grid.example.com') },
       providers: [

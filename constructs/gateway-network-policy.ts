@@ -4,7 +4,9 @@
  * that only the listener port is open to every source (consumers call the edge; remote consumers' mTLS hops reach
  * the provider gateway), while the admin port (/livez, /readyz, /metrics) and a sidecar's health port are reached only from the node, which
  * Kubernetes always allows ("traffic to and from the node where a Pod is running is always allowed"), and from
- * the metrics scrapers' CIDRs a declaration lists. Egress is not restricted: policyTypes is Ingress only.
+ * the metrics scrapers' CIDRs a declaration lists. A site whose operator serves the fleet dashboard admits the
+ * operator pods to the admin and overlay-sync ports it reads (never the listener's traffic path, which stays as it is).
+ * Egress is not restricted: policyTypes is Ingress only.
  *
  * Built on the typed L1 KubeNetworkPolicy for the same reason as operator-network-policy.ts: "any source" is a rule
  * without `from`, which cdk8s-plus cannot render.
@@ -26,6 +28,11 @@ export interface GatewayNetworkPolicyProps {
   readonly scrapePorts: readonly number[];
   /** Prometheus (or another scraper) by source CIDR; absent: only the node reaches the scrape ports. */
   readonly metricsScrapers?: ListenerSources;
+  /**
+   * The site operator's pods (same namespace), reading the admin endpoints for the fleet dashboard.
+   * @default - none
+   */
+  readonly dashboardReader?: { readonly podLabels: Record<string, string>; readonly ports: readonly number[] };
 }
 
 /** Synth-time problems of the metricsScrapers prop. */
@@ -42,11 +49,17 @@ export function metricsScraperIssues(scope: Construct, scrapers: ListenerSources
   });
 }
 
-/** The ingress rules: the listener from anywhere, the scrape ports from the scrapers (the node needs no rule). */
-export function gatewayIngressRules(props: Pick<GatewayNetworkPolicyProps, 'listenerPort' | 'scrapePorts' | 'metricsScrapers'>): kplus.k8s.NetworkPolicyIngressRule[] {
+/**
+ * The ingress rules: the listener from anywhere, the scrape ports from the scrapers (the node needs no rule), the
+ * dashboard's ports from the operator pods.
+ */
+export function gatewayIngressRules(props: Pick<GatewayNetworkPolicyProps, 'listenerPort' | 'scrapePorts' | 'metricsScrapers' | 'dashboardReader'>): kplus.k8s.NetworkPolicyIngressRule[] {
   const rules: kplus.k8s.NetworkPolicyIngressRule[] = [{ ports: [tcpPort(props.listenerPort)] }];
   if (props.metricsScrapers !== undefined) {
     rules.push({ from: props.metricsScrapers.cidrs.map((cidr) => ({ ipBlock: { cidr } })), ports: props.scrapePorts.map(tcpPort) });
+  }
+  if (props.dashboardReader !== undefined) {
+    rules.push({ from: [{ podSelector: { matchLabels: { ...props.dashboardReader.podLabels } } }], ports: props.dashboardReader.ports.map(tcpPort) });
   }
   return rules;
 }

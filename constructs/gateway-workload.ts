@@ -10,6 +10,7 @@ import { gatewayConfigProblems } from './gateway-config-schema.ts';
 import { gatewayNetworkPolicy, metricsScraperIssues } from './gateway-network-policy.ts';
 import { OVERLAY_DIR, PRAXIS_CONFIG_KEY, PRAXIS_CONFIG_PATH, PRAXIS_DIR, TLS_KEYS } from './gateway-paths.ts';
 import { GRID_PREFIX, type GridComponent, workloadLabels } from './labels.ts';
+import { CONSUMER_POD } from '../schemas/workload-labels.ts';
 import type { ListenerSources } from './operator-network-policy.ts';
 import { addIssueCheck, issueAt } from './synth-error.ts';
 import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, projectedVolume, resources, tmpVolume } from './workload-defaults.ts';
@@ -47,6 +48,8 @@ export interface GatewayWorkloadProps {
   readonly metricsScrapers?: ListenerSources;
   /** Health/metrics ports of sidecars in the pod (overlay-sync's on a consumer): scraped like the admin port. */
   readonly sidecarPorts?: readonly number[];
+  /** The operator pods the NetworkPolicy admits to these ports, for the fleet dashboard. @default - none */
+  readonly dashboardReader?: { readonly podLabels: Record<string, string>; readonly ports: readonly number[] };
   readonly tlsSecretName: string;
   /** Worker threads serving the listener (`--workers`); 1 is the single-threaded gateway and renders no flag. */
   readonly workers: number;
@@ -116,14 +119,14 @@ export class GatewayWorkload extends Construct {
     this.deployment.select(kplus.LabelSelector.of({ labels: selectorLabels }));
 
     this.gatewayContainer = this.deployment.addContainer({
-      name: 'gateway',
+      name: CONSUMER_POD.gatewayContainer,
       image: props.image,
       command: daemonCommand('gateway', ['--config', PRAXIS_CONFIG_PATH, ...(props.workers > 1 ? ['--workers', String(props.workers)] : [])]),
       // The image tag is pinned, so a node's cached copy is the same image.
       imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
       ports: [
         { number: props.listenerPort, name: 'listener' },
-        { number: props.adminPort, name: 'admin' },
+        { number: props.adminPort, name: CONSUMER_POD.gatewayAdminPort },
       ],
       securityContext: CONTAINER_SECURITY,
       // A worker count synth refuses (workerIssues) still needs a valid quantity to get that far.
@@ -157,6 +160,7 @@ export class GatewayWorkload extends Construct {
       listenerPort: props.listenerPort,
       scrapePorts: [props.adminPort, ...(props.sidecarPorts ?? [])],
       metricsScrapers: props.metricsScrapers,
+      ...(props.dashboardReader !== undefined ? { dashboardReader: props.dashboardReader } : {}),
     });
     addIssueCheck(this, () => metricsScraperIssues(this, props.metricsScrapers));
     addIssueCheck(this, () => workerIssues(this, props.workers, props.resources));

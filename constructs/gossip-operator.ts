@@ -5,6 +5,7 @@ import { workloadLabels } from './labels.ts';
 import { grantClusterWide, grantNamespaced, metricsScraperAccount } from './rbac.ts';
 import { DEFAULT_ENROLLMENT_PORT, DEFAULT_GATEWAY_AGE_PORT, DEFAULT_SIGNALS_PORT, listenerIssues, renderListeners, type OperatorListenerProps } from './operator-listeners.ts';
 import { operatorNetworkPolicy } from './operator-network-policy.ts';
+import { dashboardIssues, renderDashboard, type OperatorDashboardProps } from './operator-dashboard.ts';
 import { GridSynthError, issueAt, type SynthIssue } from './synth-error.ts';
 import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, resources, tmpVolume } from './workload-defaults.ts';
 import { applyExposureExtras, exposedPorts, exposureIssues, kplusServiceType, type OperatorPortName, type ServiceExposure } from './service-exposure.ts';
@@ -37,7 +38,7 @@ export interface GossipOperatorProps extends OperatorListenerProps {
   readonly replicas?: number;
   /** @default 7946 - SWIM over UDP, push-pull over TCP (SPEC §5) */
   readonly gossipPort?: number;
-  /** @default 9090 - the operator's admin listener: /livez, /readyz and /metrics (GRID_ADMIN_ADDRESS) */
+  /** @default 9090 - the operator's admin listener: /livez, /readyz, /metrics and the dashboard (GRID_ADMIN_ADDRESS) */
   readonly adminPort?: number;
   /**
    * This site's data-plane address announced to peers (GRID_GATEWAY_ADDRESS, seed 001).
@@ -93,6 +94,18 @@ export interface GossipOperatorProps extends OperatorListenerProps {
    * @default true
    */
   readonly metricsScraper?: boolean;
+  /**
+   * Who may open the fleet dashboard on the admin port (README "Fleet dashboard"). `token`: a bearer token or a
+   * session cookie from the token Secret, projected into the pod.
+   * @default - nothing rendered: the operator's default for its public admin bind, off
+   */
+  readonly dashboard?: OperatorDashboardProps;
+  /**
+   * The consumer gateways of this namespace whose pods the dashboard reads (with `dashboard.access: token`): the
+   * Role then lists and watches pods in the namespace. Their NetworkPolicies must admit the operator pods.
+   * @default - none
+   */
+  readonly dashboardGateways?: readonly string[];
   /** Extra labels for every object this construct emits. @default - none (the workload labels only) */
   readonly labels?: Record<string, string>;
 }
@@ -148,6 +161,7 @@ export class GossipOperator extends Construct {
     if (!taken.has(this.adminPort)) taken.set(this.adminPort, 'adminPort');
     issues.push(...listenerIssues(this, props, taken));
     if (props.publicService !== undefined) issues.push(...exposureIssues(this, 'publicService', props.publicService, this.publicPortNames(props)));
+    issues.push(...dashboardIssues(this, props.dashboard));
     if (issues.length > 0) throw new GridSynthError(issues);
 
     if (props.createNamespace ?? true) {
@@ -178,6 +192,7 @@ export class GossipOperator extends Construct {
         metricsScraper: this.metricsScraperName === undefined ? [] : [this.metricsScraperName],
         praxisConfigMaps: props.praxisConfigMaps ?? [],
         delegatedDeployments: props.delegatedDeployments ?? [],
+        dashboardGateways: props.dashboard?.access === 'token' ? (props.dashboardGateways ?? []) : [],
       },
     });
     if (this.metricsScraperName !== undefined) {
@@ -213,6 +228,8 @@ export class GossipOperator extends Construct {
     // SiteInvites through the cluster-wide grid read rule and its token Secrets through the inviteSecrets rule.
     const listeners = renderListeners(this, props);
     Object.assign(env, listeners.env);
+    const dashboard = renderDashboard(this, props.dashboard);
+    Object.assign(env, dashboard.env);
     const tmp = tmpVolume(this);
     this.deployment.addContainer({
       name: 'gossip-operator',
@@ -230,7 +247,7 @@ export class GossipOperator extends Construct {
       resources: props.resources ?? resources(100, 128, 1000, 512),
       liveness: kplus.Probe.fromHttpGet('/livez', { port: this.adminPort }),
       readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.adminPort }),
-      volumeMounts: [{ path: '/tmp', volume: tmp }, ...listeners.volumeMounts],
+      volumeMounts: [{ path: '/tmp', volume: tmp }, ...listeners.volumeMounts, ...dashboard.volumeMounts],
     });
 
     this.service = new kplus.Service(this, 'Service', {

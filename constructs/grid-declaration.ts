@@ -69,6 +69,8 @@ export interface SiteSecretsDeclaration {
    * signs joining sites with; only a site that signs SiteInvites needs it
    */
   readonly gridCaSigner?: string;
+  /** @default 'grid-dashboard-token' - the fleet dashboard's token, key `token` (read with `dashboard.access: 'token'`) */
+  readonly dashboardToken?: string;
 }
 
 /**
@@ -137,7 +139,7 @@ export interface SiteDeclaration {
    * operator's Role then grants the generated ConfigMap, the delegated Deployment and the Secrets it checks.
    * @default - none
    */
-  readonly consumerGateway?: Omit<ConsumerGatewayProps, 'namespace' | 'network' | 'site' | 'upstreams' | 'image' | 'prices'> & {
+  readonly consumerGateway?: Omit<ConsumerGatewayProps, 'namespace' | 'network' | 'site' | 'upstreams' | 'image' | 'prices' | 'dashboardReaderLabels'> & {
     /** @default - no generated consumer config */
     readonly praxisConfig?: PraxisConfig;
   };
@@ -167,6 +169,13 @@ export interface SiteDeclaration {
    * @default - off without invites; with invites, the site certificate Secret and the `gridCaSigner` Secret
    */
   readonly enrollment?: OperatorListenerProps['enrollment'];
+  /**
+   * Who may open the operator's fleet dashboard (README "Fleet dashboard"). `token`: a bearer token or a browser
+   * session cookie from the Secret `secrets.dashboardToken` (key `token`, which `agn pki` generates); the operator
+   * then lists the consumer gateway pods and its pods are admitted to their admin ports.
+   * @default - off
+   */
+  readonly dashboard?: { readonly access: 'off' } | { readonly access: 'token' };
 }
 
 export interface GridDeclaration {

@@ -11,6 +11,7 @@ import { BackendNetworkPolicy } from './backend-network-policy.ts';
 import { candidateCluster, candidateIssues, providerCandidates, providerCredential, siteNamespace } from './candidates.ts';
 import { ConsumerGateway } from './consumer-gateway.ts';
 import { DEFAULT_GATEWAY_AGE_PORT } from './operator-listeners.ts';
+import { DEFAULT_DASHBOARD_TOKEN_SECRET } from './operator-dashboard.ts';
 import type { UsagePrice } from '../schemas/generated/gateway-config.ts';
 import { GossipOperator, type SecretName } from './gossip-operator.ts';
 import type { NetworkDeclaration, ProviderDeclaration, SiteDeclaration } from './grid-declaration.ts';
@@ -301,6 +302,10 @@ export class GridSiteStack extends Chart {
       invites: (site.invites ?? []).map((invite) => invite.name),
       praxisConfigMaps: generated.praxisConfigMaps,
       delegatedDeployments: generated.delegatedDeployments,
+      ...(site.dashboard === undefined ? {} : {
+        dashboard: site.dashboard.access === 'token' ? { access: 'token', tokenSecret: site.secrets?.dashboardToken ?? DEFAULT_DASHBOARD_TOKEN_SECRET } : site.dashboard,
+        dashboardGateways: consumerName === undefined ? [] : [consumerName],
+      }),
     });
 
     this.gridNetwork = new GridNetwork(this, 'network', { name: this.network, spec: networkSpec });
@@ -383,6 +388,7 @@ export class GridSiteStack extends Chart {
       const callerKeys = site.consumerGateway?.callerKeys;
       if (callerKeys !== undefined) needs.push({ purpose: 'caller-keys', gateway: consumer.name, name: callerKeys.secretName, namespace, keys: [callerKeys.key ?? 'caller-keys.json'] });
     }
+    if (site.dashboard?.access === 'token') needs.push({ purpose: 'dashboard-token', name: site.secrets?.dashboardToken ?? DEFAULT_DASHBOARD_TOKEN_SECRET, namespace, keys: ['token'] });
     if (enrollment !== undefined) needs.push({ purpose: 'grid-ca-signer', name: enrollment.gridCaSecret, namespace, keys: ['tls.crt', 'tls.key'] });
     for (const declared of site.providers ?? []) {
       const credential = providerCredential(declared);
@@ -511,7 +517,9 @@ export class GridSiteStack extends Chart {
         if (cost !== undefined) prices.push({ cluster, per_million_input_tokens: cost.perMillionInputTokens ?? 0, per_million_output_tokens: cost.perMillionOutputTokens ?? 0 });
       }
     }
-    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.imageReference, upstreams, prices, ...this.spendReportUrl(site) });
+    // The dashboard reads the replicas' admin endpoints from the operator pods: their NetworkPolicy admits them.
+    const dashboardReader = site.dashboard?.access === 'token' ? { dashboardReaderLabels: this.operator.selectorLabels } : {};
+    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.imageReference, upstreams, prices, ...this.spendReportUrl(site), ...dashboardReader });
   }
 
   /** The operator's gateway ingest listener, where a consumer with caller keys reports spend and reads budgets. */

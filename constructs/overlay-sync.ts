@@ -5,6 +5,7 @@ import { servingConfigMapName } from '../schemas/serving/serving-config.ts';
 import { imageOf, type ImageReference } from './image-reference.ts';
 import { OVERLAY_DATA_KEY, OVERLAY_DIR, OVERLAY_FILE, SERVING_DATA_KEY, SERVING_DIR, SERVING_FILE } from './gateway-paths.ts';
 import { grantNamespaced } from './rbac.ts';
+import { CONSUMER_POD } from '../schemas/workload-labels.ts';
 import { CONTAINER_SECURITY, SERVICE_ACCOUNT_MOUNT_PATH, daemonCommand, resources, serviceAccountTokenVolume } from './workload-defaults.ts';
 
 export interface OverlaySyncProps {
@@ -156,9 +157,9 @@ export class OverlaySync extends Construct {
     deployment.addInitContainer({ ...common, name: 'overlay-sync-init', envVariables: this.environment(true) });
     deployment.addContainer({
       ...common,
-      name: 'overlay-sync',
+      name: CONSUMER_POD.overlaySyncContainer,
       envVariables: this.environment(false),
-      ports: [{ number: this.healthPort, name: 'sync-health' }],
+      ports: [{ number: this.healthPort, name: CONSUMER_POD.overlaySyncHealthPort }],
       liveness: kplus.Probe.fromHttpGet('/livez', { port: this.healthPort }),
       readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.healthPort }),
     });

@@ -33,7 +33,8 @@ export type NameSlot =
   | 'leaderLease'
   | 'metricsScraper'
   | 'praxisConfigMaps'
-  | 'delegatedDeployments';
+  | 'delegatedDeployments'
+  | 'dashboardGateways';
 
 export interface PermissionEntry {
   /** `cluster` entries go into the ClusterRole (the grid kinds are cluster-scoped); `namespace` into Roles. */
@@ -142,6 +143,17 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
       verbs: ['get', 'patch'],
       names: 'delegatedDeployments',
       why: 'praxisConfig.mountReconciliation reads the one annotated consumer Deployment and server-side applies its reserved projected volumes, mounts and revision annotation (never create: a missing Deployment is an Error)',
+    },
+    {
+      // resourceNames cannot scope a list by label, so the dashboardGateways slot only gates it: granted where the
+      // site serves the dashboard with a token and deploys a consumer gateway, in the site namespace only.
+      scope: 'namespace',
+      apiGroup: '',
+      resources: ['pods'],
+      verbs: ['list', 'watch'],
+      names: 'all',
+      onlyWith: 'dashboardGateways',
+      why: 'the fleet dashboard lists and watches the consumer gateway pods of the site namespace (by their workload labels) to read each replica\'s gateway and overlay-sync admin endpoints at its pod IP; never get, never a write',
     },
     {
       scope: 'namespace',

@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { formatAddresses, formatSnapshot, readOverlays, snapshot } from '../local-grid/grid-status.ts';
 import { DEFAULT_GRID_HOME, type GridProfile, type LocalGrid, startLocalGrid } from '../local-grid/runner.ts';
 import { describeSupervisorEvent, ProcessStartError } from '../local-grid/supervisor.ts';
-import { chatCompletion, curlFor, dashboardUrl, waitFor } from '../local-grid/traffic.ts';
+import { chatCompletion, curlFor, waitFor } from '../local-grid/traffic.ts';
 import { CliError, usageError } from './cli-error.ts';
 import type { CommandResult } from './overlay-commands.ts';
 
@@ -60,9 +60,17 @@ async function firstRoute(grid: LocalGrid): Promise<{ listen: string; model: str
   return candidate === undefined ? undefined : { listen: consumer.listenAddress, model: candidate.name };
 }
 
-/** Each site operator's fleet dashboard (its admin listener), printed beside the curl line. */
+/**
+ * Each site operator's fleet dashboard (its admin listener), printed beside the curl line. A site compiled with token
+ * access gets the URL that carries its token (this terminal only, as the demo key): opened once, the browser keeps a
+ * session cookie and the token leaves the address bar.
+ */
 function dashboardLines(grid: LocalGrid): string {
-  const urls = grid.byRole('operator').filter((p) => p.adminAddress !== undefined).map((p) => `  ${p.site}: ${dashboardUrl(p.adminAddress!)}`);
+  const urls = grid.sites.flatMap((s) => {
+    const dashboard = grid.dashboard(s.site);
+    if (dashboard === undefined) return [];
+    return [`  ${s.site}: ${dashboard.openUrl}${dashboard.token === undefined ? '' : '  (token access: the link carries the token)'}`];
+  });
   return urls.length === 0 ? '' : `Fleet dashboard (open in a browser):\n${urls.join('\n')}\n`;
 }
 

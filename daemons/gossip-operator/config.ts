@@ -52,8 +52,23 @@ export interface OperatorConfig {
   readonly metricsScraperServiceAccount?: string;
   /** The SiteInvite redeem endpoint; absent (the default) serves nothing. */
   readonly enrollment?: EnrollmentConfig;
-  /** Gateway and overlay-sync admin endpoints the dashboard reads (accepted/serving revisions, delivery health). */
+  /**
+   * Who may open the fleet dashboard on the admin listener (the page, its events and model.json; never /livez,
+   * /readyz or /metrics). Default: open when the admin listener binds a loopback address, else off.
+   */
+  readonly dashboard: DashboardAccessConfig;
+  /**
+   * Gateway and overlay-sync admin endpoints the dashboard reads (accepted/serving revisions, delivery health).
+   * Empty: with the kubernetes store the operator discovers the site's consumer gateway pods itself.
+   */
   readonly dashboardTargets: readonly DashboardTarget[];
+}
+
+export type DashboardAccessConfig = { readonly access: 'off' } | { readonly access: 'open' } | { readonly access: 'token'; readonly tokenFile: string };
+
+/** Whether `host` (of a listen address) is reachable from this machine only. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
 export class ConfigError extends Error {
@@ -91,6 +106,8 @@ const OPTIONS = {
   'peer-poll-interval': { type: 'string' },
   'metrics-scraper-service-account': { type: 'string' },
   'dashboard-targets': { type: 'string' },
+  dashboard: { type: 'string' },
+  'dashboard-token-file': { type: 'string' },
   ...ENROLLMENT_OPTIONS,
   help: { type: 'boolean' },
 } as const;
@@ -105,8 +122,15 @@ export const USAGE = `Usage: node daemons/gossip-operator/main.ts [flags]
   --seeds A,B                     extra SWIM seeds besides GridNetwork spec.seeds (env GRID_SWIM_SEEDS)
   --gateway-address HOST:PORT     this site's gateway, advertised to peers (env GRID_GATEWAY_ADDRESS)
   --admin HOST:PORT               /livez /readyz /metrics /dashboard/ (env GRID_ADMIN_ADDRESS; default 0.0.0.0:9090)
+  --dashboard off|open|token      who may open the fleet dashboard under /dashboard/ (env GRID_DASHBOARD; default
+                                  open when --admin binds a loopback address, else off); /livez /readyz /metrics
+                                  are always served
+  --dashboard-token-file FILE     the token of --dashboard token: requests send Authorization: Bearer TOKEN, or a
+                                  browser opens /dashboard/?token=TOKEN once for a session cookie; re-read when
+                                  the file changes (env GRID_DASHBOARD_TOKEN_FILE)
   --dashboard-targets LIST        admin endpoints the dashboard reads: REPLICA/gateway=HOST:PORT and
-                                  REPLICA/overlay-sync=HOST:PORT, comma-separated (env GRID_DASHBOARD_TARGETS)
+                                  REPLICA/overlay-sync=HOST:PORT, comma-separated (env GRID_DASHBOARD_TARGETS);
+                                  default with --store kubernetes: the consumer gateway pods of --namespace
   --swim-profile wan|loopback     SWIM timing profile (env GRID_SWIM_PROFILE; default wan)
   --leader-elect true|false       wait on the Lease before reconciling (default true)
   --lease-name NAME               Lease name (env GRID_LEASE_NAME; default gossip-operator-leader)
@@ -219,6 +243,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
   } catch (error) {
     throw new ConfigError((error as Error).message);
   }
+  const dashboard = dashboardAccess(pick('dashboard', 'GRID_DASHBOARD'), pick('dashboard-token-file', 'GRID_DASHBOARD_TOKEN_FILE'), parseListenAddress(adminAddress).host);
   let enrollment: EnrollmentConfig | undefined;
   try {
     enrollment = parseEnrollmentConfig(pick);
@@ -252,6 +277,23 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
     peerPollIntervalMs: duration('peer-poll-interval', 'GRID_PEER_POLL_INTERVAL', '10s'),
     metricsScraperServiceAccount: scraper,
     ...(enrollment !== undefined ? { enrollment } : {}),
+    dashboard,
     dashboardTargets,
   };
+}
+
+function dashboardAccess(mode: string | undefined, tokenFile: string | undefined, adminHost: string): DashboardAccessConfig {
+  const where = '--dashboard (env GRID_DASHBOARD)';
+  if (mode !== undefined && mode !== 'off' && mode !== 'open' && mode !== 'token') {
+    throw new ConfigError(`${where}: "${mode.slice(0, 40)}" must be off, open or token`);
+  }
+  if (mode === 'token') {
+    if (tokenFile === undefined) throw new ConfigError(`${where}: token needs --dashboard-token-file FILE (env GRID_DASHBOARD_TOKEN_FILE), the file holding the token`);
+    return { access: 'token', tokenFile };
+  }
+  if (tokenFile !== undefined) {
+    // A token file without token access would read as protection that is not there.
+    throw new ConfigError(`--dashboard-token-file (env GRID_DASHBOARD_TOKEN_FILE) is read only with --dashboard token; set ${where} to token`);
+  }
+  return { access: mode ?? (isLoopbackHost(adminHost) ? 'open' : 'off') };
 }

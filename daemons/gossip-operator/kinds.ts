@@ -21,6 +21,15 @@ export const SITE_INVITE = gridKind('SiteInvite');
 /** The one consumer Deployment a gateway delegates with praxisConfig.mountReconciliation (get and apply only). */
 export const DEPLOYMENT: ResourceKind = { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespaced: true };
 
+/** The site's consumer gateway pods, listed and watched (never written) by the dashboard's replica discovery. */
+export const POD: ResourceKind = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', namespaced: true };
+
+/** The fields of a Pod the dashboard reads. */
+export interface PodObject extends KubeObject {
+  spec?: { containers?: { name: string; ports?: { name?: string; containerPort: number }[] }[] };
+  status?: { phase?: string; podIP?: string };
+}
+
 /** Server-side apply field manager of everything the operator writes (SPEC §2.1). */
 export const FIELD_MANAGER = 'grid-operator';
 

@@ -52,6 +52,8 @@ async function main(): Promise<void> {
   logger.info({
     site: config.site,
     admin: `${operator.admin.host}:${operator.admin.port}`,
+    // Which access the dashboard runs with (off, open or token), so a reader of the log knows who can open it.
+    dashboard: config.dashboard.access,
     ...(operator.enrollment !== undefined ? { enrollment: `${operator.enrollment.host}:${operator.enrollment.port}` } : {}),
   }, 'gossip-operator running');
   let stopping = false;

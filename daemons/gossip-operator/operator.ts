@@ -24,7 +24,7 @@ import { PolledSignals } from './peer-signals/polled-signals.ts';
 import { OperatorMetrics } from './metrics.ts';
 import { ScraperTokenSource } from './probes/scraper-token.ts';
 import { type EnrollmentServer, startEnrollmentServer } from './enrollment/server.ts';
-import { DashboardSource } from './dashboard/source.ts';
+import { startDashboard } from './dashboard/serve.ts';
 import { siteNameLedgerConfigMapName } from '../../schemas/object-names.ts';
 
 export interface OperatorOptions {
@@ -145,7 +145,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
   };
   let elector: LeaderElector | undefined;
   let stopped = false;
-  const dashboard = new DashboardSource(context, config.dashboardTargets);
+  const dashboard = await startDashboard(context, config, logger);
   let admin: Awaited<ReturnType<typeof startAdminServer>>;
   try {
     admin = await startAdminServer({
@@ -159,10 +159,11 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
         leader: manager !== undefined,
         gossip: context.gossip === undefined ? null : { address: context.gossip.address, members: context.gossip.membership.stats().members },
       }),
-      dashboard: () => dashboard.view(),
+      ...(dashboard.admin !== undefined ? { dashboard: dashboard.admin } : {}),
     });
   } catch (error) {
     // Bound before any controller or election starts, so a taken admin port leaves nothing running behind it.
+    await dashboard.close();
     await enrollment?.close();
     if (ownsStore) await store.close();
     throw error;
@@ -222,6 +223,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
       }
       await elector?.stop();
       await admin.close();
+      await dashboard.close();
       logger.info('admin server closed');
       if (ownsStore) await store.close();
     },

@@ -21,6 +21,7 @@ import { type DemoCallerKey, demoKeysFile, demoTenants, ensureDemoCallerKeys, re
 import { ensureSwimKey, secretDataOf, secretObject, siteSecrets, type SiteSecret } from './secrets.ts';
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from './restart-policy.ts';
 import { type ManagedProcess, ProcessStartError, type ProcessSpec, type ProcessStatus, Supervisor } from './supervisor.ts';
+import { dashboardUrl } from './traffic.ts';
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 /**
@@ -150,6 +151,22 @@ export class LocalGrid {
       ...this.#secrets.flatMap((s) => s.tokenKeys.map((k) => s.data[k]).filter((v): v is Buffer => v !== undefined)),
       ...this.demoKeys.map((k) => Buffer.from(k.key)),
     ];
+  }
+
+  /**
+   * The fleet dashboard of `site`'s operator as the compiled manifests chose it: undefined when it is off; with token
+   * access, the token (read from the file the operator reads, which the runner generated like any Secret) for the
+   * local user's browser, and `openUrl`, the URL that carries it. Never logged.
+   */
+  dashboard(site: string): { url: string; token?: string; openUrl: string } | undefined {
+    const operator = this.byRole('operator', site)[0];
+    if (operator?.adminAddress === undefined) return undefined;
+    const access = operator.env['GRID_DASHBOARD'];
+    const url = dashboardUrl(operator.adminAddress);
+    if (access === 'off') return undefined;
+    if (access !== 'token') return { url, openUrl: url };
+    const token = readFileSync(operator.env['GRID_DASHBOARD_TOKEN_FILE'] ?? '', 'utf8').trim();
+    return { url, token, openUrl: dashboardUrl(operator.adminAddress, token) };
   }
 
   /** The demo key of `tenant` (the first tenant's when omitted); undefined when no consumer requires caller keys. */

@@ -37,9 +37,14 @@ export function curlFor(listen: string, model: string, apiKey?: string): string 
   return `curl -sS -i http://${listen}/v1/chat/completions -H 'content-type: application/json'${auth} -d '${CHAT_BODY(model)}'`;
 }
 
-/** The fleet dashboard on an operator's admin listener (a wildcard bind is reached on loopback). */
-export function dashboardUrl(adminAddress: string): string {
-  return `http://${adminAddress.replace(/^0\.0\.0\.0:/, '127.0.0.1:')}/dashboard/`;
+/**
+ * The fleet dashboard on an operator's admin listener (a wildcard bind is reached on loopback). With the token of a
+ * token-access dashboard the URL opens it once: the operator answers with a session cookie and a redirect that drops
+ * the token from the address bar (for the terminal of who ran `agn up` only).
+ */
+export function dashboardUrl(adminAddress: string, token?: string): string {
+  const base = `http://${adminAddress.replace(/^0\.0\.0\.0:/, '127.0.0.1:')}/dashboard/`;
+  return token === undefined ? base : `${base}?token=${encodeURIComponent(token)}`;
 }
 
 export { waitFor } from '../shared/wait-for.ts';

@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import { dashboardRoutes } from './dashboard-routes.ts';
+import { type DashboardAccess, dashboardRoutes } from './dashboard-routes.ts';
 import { listen } from './listen.ts';
 
 export interface AdminServerOptions {
@@ -16,8 +16,11 @@ export interface AdminServerOptions {
   isReady: () => boolean;
   /** JSON document served at /status. */
   status?: () => unknown;
-  /** The fleet dashboard's read model: serves the page, /dashboard/model.json and /dashboard/events. */
-  dashboard?: () => Promise<unknown>;
+  /**
+   * The fleet dashboard: its read model (the page, /dashboard/model.json and /dashboard/events) and who may open it.
+   * Absent: the dashboard is off and its paths answer 404 like any other unknown path.
+   */
+  dashboard?: { readonly view: () => Promise<unknown>; readonly access: DashboardAccess };
 }
 
 export interface AdminServer {
@@ -39,9 +42,12 @@ export function parseListenAddress(address: string): { host: string; port: numbe
 
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
   const { host, port } = parseListenAddress(options.address);
-  const dashboard = options.dashboard === undefined ? undefined : dashboardRoutes(options.dashboard);
+  const dashboard = options.dashboard === undefined ? undefined : dashboardRoutes(options.dashboard.view, options.dashboard.access);
   const server: Server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const path = query < 0 ? url : url.slice(0, query);
+    const search = query < 0 ? '' : url.slice(query);
     const send = (status: number, body: string, type = 'text/plain; charset=utf-8'): void => {
       res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
       res.end(body);
@@ -72,7 +78,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
         }
         break;
       default:
-        if (path !== undefined && dashboard?.handle(req, res, path) === true) return;
+        if (dashboard?.handle(req, res, path, search) === true) return;
         break;
     }
     send(404, 'not found\n');

@@ -2,9 +2,11 @@
  * The fleet dashboard on the admin listener: the page and its assets (daemons/shared/dashboard/, plain files
  * versioned with the daemons, no framework, nothing fetched from elsewhere), the read model as JSON, and a
  * server-sent event stream that pushes the read model whenever it changes, so the page updates without reloads.
+ * Served open or behind a token (dashboard-access.ts); a dashboard that is off is not routed at all.
  */
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { decideAccess, DENIED_PAGE, type DashboardToken, UNAVAILABLE_TEXT } from './dashboard-access.ts';
 
 const DASHBOARD_PATH = '/dashboard/';
 /** How often an open event stream rebuilds the view (builds are shared, see the operator's DashboardSource). */
@@ -40,12 +42,38 @@ function fingerprint(view: unknown): string {
   return JSON.stringify(view, (key, value: unknown) => (key === 'generatedAt' ? undefined : value));
 }
 
+/** `open`: anyone who reaches the port; `token`: a bearer token or the session cookie (the token read from memory). */
+export type DashboardAccess = { readonly mode: 'open' } | { readonly mode: 'token'; readonly token: () => DashboardToken | undefined };
+
 export interface DashboardRoutes {
-  /** Answers a dashboard path; false when `path` is not one. */
-  handle(req: IncomingMessage, res: ServerResponse, path: string): boolean;
+  /** Answers a dashboard path (`search` is the query string, '' or '?…'); false when `path` is not one. */
+  handle(req: IncomingMessage, res: ServerResponse, path: string, search: string): boolean;
 }
 
-export function dashboardRoutes(view: () => Promise<unknown>): DashboardRoutes {
+/** Answers a request the access does not let through (true), or leaves it to be served (false). */
+function refuse(req: IncomingMessage, res: ServerResponse, path: string, search: string, access: DashboardAccess): boolean {
+  if (access.mode === 'open') return false;
+  const decision = decideAccess(req, path, search, access.token());
+  switch (decision.kind) {
+    case 'allow':
+      return false;
+    case 'login':
+      // 303 to the same page without the token, so it leaves the address bar, the history and any Referer.
+      res.writeHead(303, { ...SECURITY_HEADERS, location: decision.location, 'set-cookie': decision.cookie });
+      res.end();
+      return true;
+    case 'deny':
+      res.writeHead(401, { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8', 'www-authenticate': 'Bearer realm="agn fleet dashboard"' });
+      res.end(req.method === 'HEAD' ? undefined : DENIED_PAGE);
+      return true;
+    case 'unavailable':
+      res.writeHead(503, { ...SECURITY_HEADERS, 'content-type': 'text/plain; charset=utf-8' });
+      res.end(UNAVAILABLE_TEXT);
+      return true;
+  }
+}
+
+export function dashboardRoutes(view: () => Promise<unknown>, access: DashboardAccess): DashboardRoutes {
   const assets = loadAssets();
   let streams = 0;
   const sendJson = (res: ServerResponse): void => {
@@ -97,13 +125,14 @@ export function dashboardRoutes(view: () => Promise<unknown>): DashboardRoutes {
     res.once('close', close);
   };
   return {
-    handle(req, res, path) {
+    handle(req, res, path, search) {
+      if (path !== '/dashboard' && !path.startsWith(DASHBOARD_PATH)) return false;
+      if (refuse(req, res, path, search, access)) return true;
       if (path === '/dashboard') {
         res.writeHead(308, { location: DASHBOARD_PATH, 'cache-control': 'no-store' });
         res.end();
         return true;
       }
-      if (!path.startsWith(DASHBOARD_PATH)) return false;
       const rest = path.slice(DASHBOARD_PATH.length);
       if (rest === 'model.json') sendJson(res);
       else if (rest === 'events') openStream(req, res);

@@ -168,6 +168,14 @@ function slotNames(manifests: readonly Manifest[], serviceAccount: string): Reco
         ),
   );
   const invites = manifests.filter((m) => m.object.kind === 'SiteInvite').map((m) => inviteTokenSecretName(m.object.metadata.name));
+  // The dashboard lists the consumer gateway pods when the operator serves it with a token: the Deployments that run
+  // an overlay-sync sidecar are the consumer gateways.
+  const deployments = manifests.filter((m) => m.object.kind === 'Deployment').map((m) => ({
+    name: m.object.metadata.name,
+    containers: (m.object['spec'] as { template: { spec: { containers: { name: string; env?: { name: string; value?: string }[] }[] } } }).template.spec.containers,
+  }));
+  const dashboardToken = deployments.some((d) => d.containers.some((c) => (c.env ?? []).some((e) => e.name === 'GRID_DASHBOARD' && e.value === 'token')));
+  const consumerGateways = deployments.filter((d) => d.containers.some((c) => c.name === 'overlay-sync')).map((d) => d.name);
   return {
     overlayConfigMaps: overlays.sort(),
     servingConfigMaps: served.sort(),
@@ -179,6 +187,7 @@ function slotNames(manifests: readonly Manifest[], serviceAccount: string): Reco
     metricsScraper: scraperAccounts(manifests),
     praxisConfigMaps: praxisConfigMaps.sort(),
     delegatedDeployments: delegatedDeployments.sort(),
+    dashboardGateways: dashboardToken ? consumerGateways.sort() : [],
   };
 }
 
@@ -353,6 +362,8 @@ describe('the API calls daemons/gossip-operator makes, authorized for its Servic
     { source: 'enrollment/redeem.ts list SiteInvites to find a token id', verb: 'list', group: GRID_API_GROUP, resource: 'siteinvites' },
     { source: 'enrollment/redeem.ts get the invite token Secret', verb: 'get', group: '', resource: 'secrets', namespace: 'grid-system', name: 'grid-invite-north' },
     { source: 'enrollment/redeem.ts delete the invite token Secret (the one-time claim)', verb: 'delete', group: '', resource: 'secrets', namespace: 'grid-system', name: 'grid-invite-north' },
+    { source: 'dashboard/replica-discovery.ts list the consumer gateway pods', verb: 'list', group: '', resource: 'pods', namespace: 'grid-system' },
+    { source: 'dashboard/replica-discovery.ts watch the consumer gateway pods', verb: 'watch', group: '', resource: 'pods', namespace: 'grid-system' },
   ];
 
   it('allows every one of them', async () => {

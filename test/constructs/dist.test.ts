@@ -89,7 +89,10 @@ describe('dist/', () => {
     for (const deployment of all.filter((o) => o.kind === 'Deployment')) {
       const spec = podSpec(deployment);
       for (const container of [...(spec.initContainers ?? []), ...spec.containers]) {
-        const literal = (container.env ?? []).filter((env) => env.value !== undefined && /TOKEN|PASSWORD|SECRET|ENCRYPT_KEY|API_KEY/u.test(env.name));
+        // A *_FILE variable may name where a mounted Secret's file is (GRID_DASHBOARD_TOKEN_FILE), nothing else.
+        const mounts = (container.volumeMounts ?? []).map((m) => `${m.mountPath}/`);
+        const pointsIntoMount = (env: { name: string; value?: string }): boolean => env.name.endsWith('_FILE') && mounts.some((m) => env.value?.startsWith(m) === true);
+        const literal = (container.env ?? []).filter((env) => env.value !== undefined && /TOKEN|PASSWORD|SECRET|ENCRYPT_KEY|API_KEY/u.test(env.name) && !pointsIntoMount(env));
         expect(literal, `${deployment.metadata.name}/${container.name}`).toEqual([]);
       }
     }

@@ -162,6 +162,7 @@ describe('enrollment and the Secrets a site names', () => {
       'east-llm-b-credential provider-credential/simulated',
       'grid-ca grid-ca',
       'grid-ca-signer grid-ca-signer',
+      'grid-dashboard-token dashboard-token',
       'grid-site-cert site-certificate',
       'provider-gateway-tls gateway-tls/provider',
       'swim-key swim-key',

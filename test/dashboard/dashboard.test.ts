@@ -2,7 +2,9 @@
 // local grid started from dist/ by the same runner as `npm start`. The page must show what the stores, the admin
 // endpoints and the backends' metrics say, follow a provider's death without a reload, pass axe-core with no
 // serious or critical violation at desktop and phone widths, reach nothing outside the operator, and carry no
-// token or private key bytes. Screenshots go to test/dashboard/artifacts/ (gitignored).
+// token or private key bytes. east is compiled with token access, so the browser gets in the way a user does: the
+// URL `agn up` prints, whose token the operator trades for a session cookie. Screenshots go to
+// test/dashboard/artifacts/ (gitignored).
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -11,7 +13,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GRID_NETWORK, GRID_SITE, INFERENCE_PROVIDER, metricSum, readOverlays } from '../../daemons/local-grid/grid-status.ts';
 import { type LocalGrid, REPO_ROOT, startLocalGrid } from '../../daemons/local-grid/runner.ts';
-import { attribution, chatCompletion, dashboardUrl, waitFor } from '../../daemons/local-grid/traffic.ts';
+import { attribution, chatCompletion, waitFor } from '../../daemons/local-grid/traffic.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(REPO_ROOT, 'test', 'dashboard', 'artifacts');
@@ -23,6 +25,7 @@ let grid: LocalGrid;
 let browser: Browser;
 let page: Page;
 let url: string;
+let dashboardToken: string;
 const requests: string[] = [];
 
 async function json(address: string, path: string): Promise<Record<string, unknown>> {
@@ -52,7 +55,10 @@ beforeAll(async () => {
     const result = await chatCompletion(consumer.listenAddress!, MODEL, 10_000, grid.demoKey());
     return result.status === 200 && result.provider !== undefined ? result : undefined;
   }, 60_000, 200);
-  url = dashboardUrl(grid.byRole('operator', 'east')[0]!.adminAddress!);
+  const dashboard = grid.dashboard('east')!;
+  expect(dashboard.token, 'the compiled east dashboard asks for token access').toBeDefined();
+  url = dashboard.url;
+  dashboardToken = dashboard.token!;
   // launch() gives Chromium a fresh temporary profile of its own (it refuses a --user-data-dir argument).
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -60,7 +66,7 @@ beforeAll(async () => {
   });
   page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   page.on('request', (r) => requests.push(r.url()));
-  await page.goto(url);
+  await page.goto(dashboard.openUrl);
   await page.waitForSelector('body[data-generated-at]', { timeout: 15_000 });
 }, 90_000);
 
@@ -71,6 +77,23 @@ afterAll(async () => {
 }, 60_000);
 
 describe('fleet dashboard in headless Chromium', () => {
+  it('trades the token in the printed URL for an HttpOnly session cookie and leaves it out of the address bar', async () => {
+    expect(page.url()).toBe(url);
+    const cookies = await page.context().cookies();
+    expect(cookies.map((c) => [c.name, c.path, c.httpOnly, c.sameSite])).toEqual([['agn_dashboard_session', '/dashboard', true, 'Strict']]);
+    expect(cookies[0]!.value).not.toContain(dashboardToken);
+    // A browser without the cookie gets the page that says how to get in, and nothing of the fleet.
+    const stranger = await browser.newPage();
+    const denied = await stranger.goto(url);
+    expect(denied?.status()).toBe(401);
+    expect(await stranger.textContent('h1')).toBe('This fleet dashboard needs its token');
+    expect((await stranger.goto(new URL('model.json', url).href))?.status()).toBe(401);
+    const wrong = await stranger.goto(`${url}?token=not-the-dashboard-token-at-all`);
+    expect(wrong?.status()).toBe(401);
+    expect(await stranger.context().cookies()).toEqual([]);
+    await stranger.close();
+  }, 30_000);
+
   it('shows the sites, providers and revisions the stores, admin endpoints and metrics report', async () => {
     const store = grid.site('east').store;
     const gridSites = (await store.list(GRID_SITE)).items;
@@ -182,7 +205,9 @@ describe('fleet dashboard in headless Chromium', () => {
     const origin = new URL(url).origin;
     expect(requests.length).toBeGreaterThan(0);
     expect(requests.filter((r) => !r.startsWith(origin))).toEqual([]);
-    const model = await (await fetch(new URL('model.json', url))).text();
+    const model = await (await fetch(new URL('model.json', url), { headers: { authorization: `Bearer ${dashboardToken}` } })).text();
+    expect(model).toContain('"site":"east"');
+    expect(grid.tokens().map(String)).toContain(dashboardToken);
     const html = await page.content();
     const needles = grid.tokens().flatMap((t) => [t.toString(), t.toString('base64')]);
     // Private keys: any 48-character run of a PEM body is enough to be a leak.
@@ -194,7 +219,7 @@ describe('fleet dashboard in headless Chromium', () => {
       else if (body.length > 0) needles.push(body);
     }
     expect(needles.length).toBeGreaterThan(3);
-    const leaks = needles.filter((n) => model.includes(n) || html.includes(n));
+    const leaks = needles.filter((n) => model.includes(n) || html.includes(n) || page.url().includes(n) || page.url().includes(encodeURIComponent(n)));
     expect(leaks).toEqual([]);
   }, 30_000);
 });

@@ -18,7 +18,7 @@ afterAll(() => {
 
 
 describe('agn up restarts a crashed daemon', () => {
-  it('prints a curl carrying the demo caller key (answered; refused without it), restarts a daemon killed with SIGKILL, and restarts nothing once it is stopping', async () => {
+  it('prints a curl carrying the demo caller key (answered; refused without it) and the dashboard links (east with its token), restarts a daemon killed with SIGKILL, and restarts nothing once it is stopping', async () => {
     const env: NodeJS.ProcessEnv = { ...process.env };
     delete env['CI']; // the interactive mode, not --check
     up = spawn(process.execPath, [join(REPO_ROOT, 'daemons', 'cli', 'agn.ts'), 'up', '--state', join(dir, 'state'), '--profile', 'fast'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -47,6 +47,20 @@ describe('agn up restarts a crashed daemon', () => {
     expect((await post({})).status).toBe(401);
     expect(stdout.split(key!).length - 1, 'the key is printed once').toBe(1);
     for (const file of readdirSync(join(dir, 'state', 'logs'))) expect(readFileSync(join(dir, 'state', 'logs', file), 'utf8').includes(key!), file).toBe(false);
+    // east's dashboard is compiled with token access: its line carries the token, which opens it once (a redirect
+    // without the token and a session cookie); west's, declared without access, is open on loopback.
+    const eastDashboard = /^ {2}east: (http:\/\/127\.0\.0\.1:\d+\/dashboard\/)\?token=(\S+) {2}\(token access/m.exec(stdout);
+    expect(eastDashboard, stdout).not.toBeNull();
+    const dashboardToken = decodeURIComponent(eastDashboard![2]!);
+    const login = await fetch(`${eastDashboard![1]!}?token=${eastDashboard![2]!}`, { redirect: 'manual' });
+    expect(login.status).toBe(303);
+    expect(login.headers.get('location')).toBe('/dashboard/');
+    expect(login.headers.get('set-cookie')).toMatch(/^agn_dashboard_session=[A-Za-z0-9_-]+; Path=\/dashboard; HttpOnly; SameSite=Strict$/);
+    expect((await fetch(eastDashboard![1]!)).status).toBe(401);
+    const westDashboard = /^ {2}west: (http:\/\/127\.0\.0\.1:\d+\/dashboard\/)$/m.exec(stdout);
+    expect(westDashboard, stdout).not.toBeNull();
+    expect((await fetch(westDashboard![1]!)).status).toBe(200);
+    for (const file of readdirSync(join(dir, 'state', 'logs'))) expect(readFileSync(join(dir, 'state', 'logs', file), 'utf8').includes(dashboardToken), file).toBe(false);
     // The PID column of the address table.
     const pidOf = (name: string) => Number(new RegExp(`^  ${name.replace(/[/.-]/g, (c) => `\\${c}`)} +\\S+ +\\S+ +(\\d+) `, 'm').exec(stdout)?.[1]);
     const victim = 'east/sim-east-llm-b/sim';

@@ -47,4 +47,25 @@ describe('operator configuration', () => {
     expect(message).toContain('GRID_SWIM_ENCRYPT_KEY');
     expect(message).not.toContain(badKey);
   });
+
+  it('chooses the dashboard access: off on a public admin bind, open on loopback, token only with its file', () => {
+    const dashboard = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(['--site', 'x', ...argv], env).dashboard;
+    expect(dashboard([])).toEqual({ access: 'off' });
+    expect(dashboard(['--admin', ':9090'])).toEqual({ access: 'off' });
+    expect(dashboard(['--admin', '[::]:9090'])).toEqual({ access: 'off' });
+    expect(dashboard(['--admin', '10.0.0.4:9090'])).toEqual({ access: 'off' });
+    expect(dashboard(['--admin', '127.0.0.1:9090'])).toEqual({ access: 'open' });
+    expect(dashboard(['--admin', '127.0.3.1:9090'])).toEqual({ access: 'open' });
+    expect(dashboard(['--admin', '[::1]:9090'])).toEqual({ access: 'open' });
+    expect(dashboard(['--admin', 'localhost:9090'])).toEqual({ access: 'open' });
+    expect(dashboard(['--admin', '127.0.0.1:9090', '--dashboard', 'off'])).toEqual({ access: 'off' });
+    expect(dashboard([], { GRID_DASHBOARD: 'open' })).toEqual({ access: 'open' });
+    expect(dashboard([], { GRID_DASHBOARD: 'token', GRID_DASHBOARD_TOKEN_FILE: '/etc/grid/dashboard-token/token' })).toEqual({ access: 'token', tokenFile: '/etc/grid/dashboard-token/token' });
+    expect(dashboard(['--dashboard', 'off'], { GRID_DASHBOARD: 'open' })).toEqual({ access: 'off' });
+    const fail = (argv: string[], env: NodeJS.ProcessEnv = {}) => thrownMessage(() => parseConfig(['--site', 'x', ...argv], env), ConfigError);
+    expect(fail(['--dashboard', 'public'])).toBe('--dashboard (env GRID_DASHBOARD): "public" must be off, open or token');
+    expect(fail(['--dashboard', 'token'])).toBe('--dashboard (env GRID_DASHBOARD): token needs --dashboard-token-file FILE (env GRID_DASHBOARD_TOKEN_FILE), the file holding the token');
+    expect(fail(['--dashboard-token-file', '/t'])).toBe('--dashboard-token-file (env GRID_DASHBOARD_TOKEN_FILE) is read only with --dashboard token; set --dashboard (env GRID_DASHBOARD) to token');
+    expect(fail(['--dashboard', 'open'], { GRID_DASHBOARD_TOKEN_FILE: '/t' })).toContain('is read only with --dashboard token');
+  });
 });

@@ -147,6 +147,7 @@ export function testConfig(overrides: Partial<OperatorConfig> & Pick<OperatorCon
     modelDiscoveryTtlMs: 5_000,
     discoveryVerificationWindowMs: 0,
     logLevel: 'debug',
+    dashboard: { access: 'open' },
     dashboardTargets: [],
     ...overrides,
   };

@@ -11,6 +11,7 @@ import { CompiledGridError, compileSite, configMapData, loadCompiledGrid } from 
 import { ensureGridPki } from '../../daemons/local-grid/pki.ts';
 import { rewriteGatewayConfig, rewriteValue } from '../../daemons/local-grid/rewrite.ts';
 import { PortPool } from '../../daemons/local-grid/ports.ts';
+import { materializePod } from '../../daemons/local-grid/pods.ts';
 import { siteSecrets } from '../../daemons/local-grid/secrets.ts';
 import { demoKeysFile, demoTenants, ensureDemoCallerKeys, requiresCallerKeys } from '../../daemons/local-grid/demo-keys.ts';
 import { hashCallerKey } from '../../daemons/gateway/caller-keys.ts';
@@ -172,6 +173,33 @@ describe('secrets and certificates', () => {
     const fresh = ensureDemoCallerKeys(join(dir, 'state'), ['team-a']);
     expect(fresh[0]!.key).not.toBe(keys[0]!.key);
     expect(hashCallerKey(fresh[0]!.key, fresh[0]!.entry.salt)).toBe(fresh[0]!.entry.hash);
+  });
+});
+
+describe('the dashboard token of a site compiled with token access', () => {
+  it('is generated like a credential, kept across starts, and is the file the loopback operator reads', async () => {
+    const pki = await ensureGridPki(join(dir, 'pki-dashboard'), ['east', 'west'], {});
+    const swimKey = Buffer.alloc(32, 7);
+    const first = siteSecrets(east, pki, swimKey, () => undefined);
+    const secret = first.find((s) => s.name === 'grid-dashboard-token')!;
+    expect(secret.namespace).toBe('grid-system');
+    expect(secret.data['token']!.toString()).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    // A token: the leak checks (LocalGrid.tokens) look for it.
+    expect(secret.tokenKeys).toEqual(['token']);
+    const second = siteSecrets(east, pki, swimKey, (_ns, name) => first.find((s) => s.name === name)?.data);
+    expect(second.find((s) => s.name === 'grid-dashboard-token')!.data['token']).toEqual(secret.data['token']);
+    expect(siteSecrets(west, pki, swimKey, () => undefined).some((s) => s.name === 'grid-dashboard-token')).toBe(false);
+
+    const table = await buildAddressTable(sites, counter());
+    const plan = east.pods.find((p) => p.deployment === 'gossip-operator')!;
+    const pod = materializePod(east, plan, join(dir, 'grid'), { repoRoot: REPO_ROOT, table, storeDir: join(dir, 'store'), manifestsDir: join(dir, 'manifests'), secrets: first, operatorEnv: {} });
+    const operator = pod.processes.find((p) => p.role === 'operator')!;
+    expect(operator.env['GRID_DASHBOARD']).toBe('token');
+    expect(operator.adminAddress).toMatch(/^127\.0\.0\.1:\d+$/);
+    const file = operator.env['GRID_DASHBOARD_TOKEN_FILE']!;
+    expect(file.startsWith(pod.dir)).toBe(true);
+    expect(readFileSync(file)).toEqual(secret.data['token']);
+    expect(statSync(file).mode & 0o077).toBe(0);
   });
 });
 

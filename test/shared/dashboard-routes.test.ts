@@ -11,7 +11,7 @@ afterEach(async () => {
 });
 
 async function start(view: () => Promise<unknown>): Promise<string> {
-  server = await startAdminServer({ address: '127.0.0.1:0', registry: new Registry(), isReady: () => true, dashboard: view });
+  server = await startAdminServer({ address: '127.0.0.1:0', registry: new Registry(), isReady: () => true, dashboard: { view, access: { mode: 'open' } } });
   return `http://127.0.0.1:${server.port}`;
 }
 

@@ -12,6 +12,7 @@
  *   sites/<site>/provider-gateway.previous.{crt,key}  the one it replaced, still pinned until renew --finish
  *   sites/<site>/consumer-gateway.{crt,key}        client certificate on the provider hop
  *   sites/<site>/credentials/<secret>.<key>        a simulated backend's bearer token
+ *   sites/<site>/<purpose>.token                   a token the site's own daemons share (dashboard)
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -45,6 +46,14 @@ export interface SitePlan {
   readonly consumer?: { readonly gateway: string; readonly organizations: readonly string[] };
   /** Simulated backends' credential Secrets (name, key): tokens the grid makes itself. */
   readonly simulatedCredentials: readonly { readonly name: string; readonly key: string }[];
+  /** The tokens the site's own daemons share (the dashboard's), by purpose. */
+  readonly tokens: readonly SiteToken[];
+}
+
+export type SiteToken = 'dashboard';
+
+export function tokenFile(dir: string, site: string, token: SiteToken): string {
+  return join(siteDir(dir, site), `${token}.token`);
 }
 
 export interface PkiOptions {
@@ -194,8 +203,11 @@ export async function ensurePki(dir: string, network: string, plans: readonly Si
       const why = wrong ?? soon ?? '';
       changes.push(`${plan.site}: ${present ? 're-issued' : 'issued'} the ${spec.name} certificate${present ? ` (${why})` : ''}${pinned && present ? '; its pin changed: synthesize and apply every site' : ''}`);
     }
-    for (const credential of plan.simulatedCredentials) {
-      const file = credentialFile(dir, plan.site, credential.name, credential.key);
+    const tokenFiles = [
+      ...plan.simulatedCredentials.map((c) => ({ file: credentialFile(dir, plan.site, c.name, c.key), what: `the token of simulated backend credential ${c.name}` })),
+      ...plan.tokens.map((token) => ({ file: tokenFile(dir, plan.site, token), what: `the ${token} token` })),
+    ];
+    for (const { file, what } of tokenFiles) {
       if (existsSync(file) && readText(file).trim().length >= 16) {
         tightenPrivateFileSync(file);
         continue;
@@ -203,7 +215,7 @@ export async function ensurePki(dir: string, network: string, plans: readonly Si
       ensurePrivateDirSync(dirname(file));
       // 24 random bytes, base64url: 32 characters that no log line or overlay contains by accident.
       writePrivateFileSync(file, randomBytes(24).toString('base64url'));
-      changes.push(`${plan.site}: made the token of simulated backend credential ${credential.name}`);
+      changes.push(`${plan.site}: made ${what}`);
     }
   }
   return { changes, warnings };

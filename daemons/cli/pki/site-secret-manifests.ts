@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import type { SiteSecretNeed } from '../../../constructs/site-secrets.ts';
-import { credentialFile, PkiError, readCaPair, readLeaf, readSwimKey } from './grid-pki.ts';
+import { credentialFile, PkiError, readCaPair, readLeaf, readSwimKey, tokenFile } from './grid-pki.ts';
 
 export const SECRET_MANAGER_LABEL = 'agn-pki';
 
@@ -78,6 +78,9 @@ export function siteSecretManifests(dir: string, network: string, site: string, 
           const key = need.keys[0] ?? 'token';
           user.push({ need, how: `the bearer token of ${need.provider}: kubectl -n ${need.namespace} create secret generic ${need.name} --from-literal=${key}=<token>` });
         }
+        break;
+      case 'dashboard-token':
+        secrets.push(manifest(need, network, { token: readToken(tokenFile(dir, site, 'dashboard'), 'the dashboard token') }));
         break;
       case 'caller-keys': {
         const key = need.keys[0] ?? 'caller-keys.json';

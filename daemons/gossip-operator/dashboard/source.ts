@@ -109,13 +109,14 @@ export type DashboardContext = Pick<OperatorContext, 'store' | 'signals' | 'conf
 
 export class DashboardSource {
   readonly #ctx: DashboardContext;
-  readonly #targets: readonly DashboardTarget[];
+  /** Read at each build: fixed (--dashboard-targets) or the pods discovered so far (memory only either way). */
+  readonly #targets: () => readonly DashboardTarget[];
   #transitions: TransitionState = EMPTY_TRANSITIONS;
   #previousRequests: { atMs: number; totals: Map<string, number> } | undefined;
   #rates: Map<string, number> | undefined;
   #cached: { atMs: number; view: Promise<FleetView> } | undefined;
 
-  constructor(ctx: DashboardContext, targets: readonly DashboardTarget[]) {
+  constructor(ctx: DashboardContext, targets: () => readonly DashboardTarget[]) {
     this.#ctx = ctx;
     this.#targets = targets;
   }
@@ -142,12 +143,13 @@ export class DashboardSource {
         return [];
       }
     };
+    const targets = this.#targets();
     const [networks, gridSites, providers, gateways, syncs] = await Promise.all([
       list('GridNetworks', async () => (await store.list(GRID_NETWORK)).items as unknown as GridNetworkResource[]),
       list('GridSites', async () => (await store.list(GRID_SITE)).items as unknown as GridSiteResource[]),
       list('InferenceProviders', async () => (await store.list(INFERENCE_PROVIDER)).items as unknown as InferenceProviderResource[]),
-      Promise.all(this.#targets.filter((t) => t.kind === 'gateway').map(readGateway)),
-      Promise.all(this.#targets.filter((t) => t.kind === 'overlay-sync').map(readSync)),
+      Promise.all(targets.filter((t) => t.kind === 'gateway').map(readGateway)),
+      Promise.all(targets.filter((t) => t.kind === 'overlay-sync').map(readSync)),
     ]);
     // The overlay ConfigMaps by the names routingMapStatus records: the operator may get them, not list them.
     const refs = (networks[0]?.status?.routingMapStatus ?? []).filter((r) => r.configMapName !== undefined && r.configMapName !== '');

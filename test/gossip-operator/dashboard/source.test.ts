@@ -53,7 +53,7 @@ function source(store: ResourceStore, targets: string): DashboardSource {
     const [replica = '', kind = ''] = left.split('/');
     return { replica, kind: kind as 'gateway' | 'overlay-sync', address };
   });
-  return new DashboardSource({ store, signals: new ProviderSignals(), config, now: Date.now, gossip: undefined, siteProbeRtt: new Map() }, replicas);
+  return new DashboardSource({ store, signals: new ProviderSignals(), config, now: Date.now, gossip: undefined, siteProbeRtt: new Map() }, () => replicas);
 }
 
 describe('dashboard source', () => {
