@@ -17,7 +17,7 @@ import { createLogger } from '../../daemons/shared/log.ts';
 import { openLocalStore, type LocalStore } from '../../daemons/shared/resource-store/index.ts';
 import { startSim } from '../../daemons/sim/server.ts';
 import type { SimServer } from '../../daemons/sim/server.ts';
-import type { GatewaySpendReport } from '../../schemas/generated/gridnetworks.ts';
+import type { GridNetworkStatus } from '../../schemas/generated/gridnetworks.ts';
 import { call, candidate, consumerConfig, payload, tempDir, waitFor, writeOverlay } from './helpers.ts';
 
 const PRICE = { per_million_input_tokens: 2_500, per_million_output_tokens: 10_000 };
@@ -51,8 +51,8 @@ describe('spend reports from a consumer gateway to its site operator', () => {
   }
 
   async function recorded(): Promise<Record<string, number>> {
-    const network = (await store.get(GRID_NETWORK, { name: 'grid' })) as { status?: { gatewaySpendReports?: GatewaySpendReport[] } };
-    return siteSpend(network.status?.gatewaySpendReports);
+    const network = (await store.get(GRID_NETWORK, { name: 'grid' })) as { status?: GridNetworkStatus };
+    return siteSpend(network.status);
   }
 
   async function traffic(gateway: GatewayInstance, key: string, tenant: string): Promise<void> {

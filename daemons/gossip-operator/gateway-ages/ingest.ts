@@ -119,7 +119,7 @@ export class GatewayAgeIngest {
         try {
           body = JSON.parse(bytes.toString('utf8'));
         } catch {
-          if (!spend) this.#o.metrics.gatewayAgeReports.inc({ outcome: 'invalid' });
+          (spend ? this.#o.metrics.gatewaySpendReports : this.#o.metrics.gatewayAgeReports).inc({ outcome: 'invalid' });
           return reply(400, { error: 'report is not JSON' });
         }
         return (spend ? this.submitSpend(body) : this.submit(body)).then(
@@ -164,9 +164,10 @@ export class GatewayAgeIngest {
   /** Records one tenant spend report (serialized with the age reports); returns the HTTP answer. */
   submitSpend(body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
     const run = this.#queue.then(async () => {
-      const answer = await recordSpendReport(this.#o.store, body);
+      const answer = await recordSpendReport(this.#o.store, body, { now: this.#now });
+      this.#o.metrics.gatewaySpendReports.inc({ outcome: answer.outcome ?? (answer.status === 400 ? 'invalid' : 'no_network') });
       // Refusals mean a confused or misconfigured reporter; the answer names the field, never a key or a hash.
-      if (answer.status === 400 || answer.status === 409 || answer.status === 429) this.#o.logger.warn({ status: answer.status, ...answer.body }, 'gateway spend report refused');
+      if (answer.status === 400 || answer.status === 409) this.#o.logger.warn({ status: answer.status, ...answer.body }, 'gateway spend report refused');
       return answer;
     });
     this.#queue = run.catch(() => undefined);
