@@ -11,6 +11,7 @@ import { siteSpend, siteSpendMicro } from '../../../daemons/gossip-operator/tena
 import { openLocalStore, type LocalStore } from '../../../daemons/shared/resource-store/index.ts';
 import type { GridNetworkStatus } from '../../../schemas/generated/gridnetworks.ts';
 import { capturingLogger, tempDir } from '../helpers.ts';
+import { ingestAuth, testTokenFile } from '../../ingest-token.ts';
 
 const EPOCH_A = 'a'.repeat(32);
 const EPOCH_B = 'b'.repeat(32);
@@ -18,7 +19,7 @@ const report = (epoch: string, sequence: number, spend_usd: Record<string, numbe
 
 function post(port: number, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/v1/gateway-spend-reports', method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path: '/v1/gateway-spend-reports', method: 'POST', headers: { 'content-type': 'application/json', ...ingestAuth() } }, (res) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> }));
@@ -36,7 +37,7 @@ describe('spend ingest across an operator restart', () => {
 
   async function operator(stateDir: string): Promise<{ store: LocalStore; ingest: GatewayAgeIngest; stop: () => Promise<void> }> {
     const store = await openLocalStore({ stateDir, coalesceMs: 5, rescanIntervalMs: 1_000 });
-    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', store, logger: capturingLogger().logger, metrics: new OperatorMetrics() });
+    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', tokenFile: testTokenFile(), store, logger: capturingLogger().logger, metrics: new OperatorMetrics() });
     await ingest.start();
     const stop = async () => {
       await ingest.close();
