@@ -62,6 +62,11 @@ export interface SiteSecretsDeclaration {
   readonly siteCertificate?: string;
   /** @default 'swim-key' - 32-byte AES-256-GCM key of the gossip layer, key `key` */
   readonly swimKey?: string;
+  /**
+   * @default 'grid-ingest-token' - key `token`: the bearer token of the operator's gateway ingest (gatewayAgeIngest),
+   * mounted into the operator and into the consumer gateway that reports spend
+   */
+  readonly ingestToken?: string;
 }
 
 /**
@@ -113,7 +118,7 @@ export interface SiteDeclaration {
    * operator's Role then grants the generated ConfigMap, the delegated Deployment and the Secrets it checks.
    * @default - none
    */
-  readonly consumerGateway?: Omit<ConsumerGatewayProps, 'namespace' | 'network' | 'site' | 'upstreams' | 'image' | 'prices'> & {
+  readonly consumerGateway?: Omit<ConsumerGatewayProps, 'namespace' | 'network' | 'site' | 'upstreams' | 'image' | 'prices' | 'ingestTokenSecret'> & {
     /** @default - no generated consumer config */
     readonly praxisConfig?: PraxisConfig;
   };
@@ -135,8 +140,11 @@ export interface SiteDeclaration {
   readonly invites?: readonly { readonly name: string; readonly spec: SiteInviteSpec }[];
   /** The operator's peer signals endpoint (signalTransport poll), passed to GossipOperator. @default - off */
   readonly peerSignals?: OperatorListenerProps['peerSignals'];
-  /** The operator's gateway age report ingest, passed to GossipOperator. @default - off */
-  readonly gatewayAgeIngest?: OperatorListenerProps['gatewayAgeIngest'];
+  /**
+   * The operator's gateway ingest (age and spend reports, budgets), passed to GossipOperator; its token Secret is
+   * `secrets.ingestToken`. @default - off
+   */
+  readonly gatewayAgeIngest?: Omit<NonNullable<OperatorListenerProps['gatewayAgeIngest']>, 'tokenSecret'>;
   /** The operator's SiteInvite redeem endpoint (for `invites`), passed to GossipOperator. @default - off */
   readonly enrollment?: OperatorListenerProps['enrollment'];
 }

@@ -10,7 +10,7 @@ import type { InferenceProviderSpec } from '../schemas/generated/inferenceprovid
 import { BackendNetworkPolicy } from './backend-network-policy.ts';
 import { candidateCluster, candidateIssues, providerCandidates, providerCredential, siteNamespace } from './candidates.ts';
 import { ConsumerGateway } from './consumer-gateway.ts';
-import { DEFAULT_GATEWAY_AGE_PORT } from './operator-listeners.ts';
+import { DEFAULT_GATEWAY_AGE_PORT, DEFAULT_INGEST_TOKEN_SECRET, type OperatorListenerProps } from './operator-listeners.ts';
 import type { UsagePrice } from '../schemas/generated/gateway-config.ts';
 import { GossipOperator, type SecretName } from './gossip-operator.ts';
 import type { NetworkDeclaration, ProviderDeclaration, SiteDeclaration } from './grid-declaration.ts';
@@ -91,9 +91,11 @@ export function referencedSecrets(value: unknown, found: SecretName[] = []): Sec
  * The site's gateway age ingest with its reporters narrowed to the gateways this stack renders, when the
  * declaration names none itself; a site without gateways keeps the default (every AGN gateway of the namespace).
  */
-function siteGatewayAgeIngest(site: SiteDeclaration): SiteDeclaration['gatewayAgeIngest'] {
-  const ingest = site.gatewayAgeIngest;
-  if (ingest === undefined || ingest.gateways !== undefined) return ingest;
+function siteGatewayAgeIngest(site: SiteDeclaration, tokenSecret: string): OperatorListenerProps['gatewayAgeIngest'] {
+  const declared = site.gatewayAgeIngest;
+  if (declared === undefined) return undefined;
+  const ingest = { ...declared, tokenSecret };
+  if (ingest.gateways !== undefined) return ingest;
   const gateways = [
     ...(site.consumerGateway === undefined ? [] : [{ component: 'consumer-gateway' as const, name: site.consumerGateway.name ?? 'consumer-gateway' }]),
     ...(site.providerGateway === undefined ? [] : [{ component: 'provider-gateway' as const, name: site.providerGateway.name ?? 'provider-gateway' }]),
@@ -198,6 +200,7 @@ export class GridSiteStack extends Chart {
       ca: site.secrets?.ca ?? 'grid-ca',
       siteCertificate: site.secrets?.siteCertificate ?? 'grid-site-cert',
       swimKey: site.secrets?.swimKey ?? 'swim-key',
+      ingestToken: site.secrets?.ingestToken ?? DEFAULT_INGEST_TOKEN_SECRET,
     };
     const ref = (name: string): SecretName => ({ name, namespace: this.siteNamespace });
     const consumerName = site.consumerGateway === undefined ? undefined : (site.consumerGateway.name ?? 'consumer-gateway');
@@ -244,7 +247,7 @@ export class GridSiteStack extends Chart {
       gatewayAddress: site.gatewayEndpoint?.address,
       gossipAdvertiseAddress: site.gossipAddress,
       peerSignals: site.peerSignals,
-      gatewayAgeIngest: siteGatewayAgeIngest(site),
+      gatewayAgeIngest: siteGatewayAgeIngest(site, secrets.ingestToken),
       enrollment: site.enrollment,
       overlayConfigMaps: [
         ...consumerNames.map((name) => overlayConfigMapName(this.network, name)),
@@ -427,7 +430,7 @@ export class GridSiteStack extends Chart {
         if (cost !== undefined) prices.push({ cluster, per_million_input_tokens: cost.perMillionInputTokens ?? 0, per_million_output_tokens: cost.perMillionOutputTokens ?? 0 });
       }
     }
-    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.imageReference, upstreams, prices, ...this.spendReportUrl(site) });
+    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.imageReference, upstreams, prices, ...this.spendReportUrl(site), ingestTokenSecret: site.secrets?.ingestToken ?? DEFAULT_INGEST_TOKEN_SECRET });
   }
 
   /** The operator's gateway ingest listener, where a consumer with caller keys reports spend and reads budgets. */

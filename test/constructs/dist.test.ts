@@ -89,7 +89,8 @@ describe('dist/', () => {
     for (const deployment of all.filter((o) => o.kind === 'Deployment')) {
       const spec = podSpec(deployment);
       for (const container of [...(spec.initContainers ?? []), ...spec.containers]) {
-        const literal = (container.env ?? []).filter((env) => env.value !== undefined && /TOKEN|PASSWORD|SECRET|ENCRYPT_KEY|API_KEY/u.test(env.name));
+        // A *_FILE variable names where a mounted Secret is (an absolute path), never its value.
+        const literal = (container.env ?? []).filter((env) => env.value !== undefined && /TOKEN|PASSWORD|SECRET|ENCRYPT_KEY|API_KEY/u.test(env.name) && !(/_FILE$/u.test(env.name) && env.value.startsWith('/')));
         expect(literal, `${deployment.metadata.name}/${container.name}`).toEqual([]);
       }
     }
