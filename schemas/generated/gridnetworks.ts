@@ -797,7 +797,9 @@ export interface TenantSpend {
  */
 export interface GatewaySpendRetired {
   /**
-   * Per tenant, the summed final spend of every retired process, in micro-dollars.
+   * Per tenant, the summed final spend of every retired process, in micro-dollars (at most 16384 tenants per site ever; the API server refuses a write past it).
+   *
+   * @maxItems 16384
    */
   baseline?: RetiredTenantSpend[];
   /**
