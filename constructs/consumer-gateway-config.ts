@@ -25,6 +25,8 @@ export interface ConsumerGatewayConfigInput {
   readonly prices?: readonly UsagePrice[];
   /** usage_meter.report.url: the site operator's gateway ingest listener. */
   readonly spendReportUrl?: string;
+  /** usage_meter.report.token_file: the projected ingest token (with spendReportUrl). */
+  readonly spendReportTokenFile?: string;
   /** budget_enforce right after caller_auth (needs spendReportUrl). */
   readonly budgetEnforce?: { readonly softLimit?: number; readonly requestsPerMinute?: number; readonly tokensPerMinute?: number };
   /**
@@ -131,7 +133,7 @@ export function renderConsumerGatewayConfig(input: ConsumerGatewayConfigInput): 
                 {
                   filter: 'usage_meter',
                   prices: [...(input.prices ?? [])].sort((a, b) => (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : 0)),
-                  ...(input.spendReportUrl === undefined ? {} : { report: { url: input.spendReportUrl } }),
+                  ...(input.spendReportUrl === undefined ? {} : { report: { url: input.spendReportUrl, ...(input.spendReportTokenFile === undefined ? {} : { token_file: input.spendReportTokenFile }) } }),
                 } satisfies FilterConfig,
               ]),
           { filter: 'load_balancer', clusters },

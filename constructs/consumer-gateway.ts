@@ -11,6 +11,7 @@ import type { ListenerSources } from './operator-network-policy.ts';
 import { OverlaySync } from './overlay-sync.ts';
 import type { CredentialRef } from './provider-gateway-config.ts';
 import { GridSynthError, issueAt } from './synth-error.ts';
+import { DEFAULT_INGEST_TOKEN_SECRET, INGEST_TOKEN_DIR, INGEST_TOKEN_FILE, ingestTokenVolume } from './operator-listeners.ts';
 import { Size } from 'cdk8s';
 
 /**
@@ -109,6 +110,12 @@ export interface ConsumerGatewayProps {
   };
   /** The site operator's gateway ingest URL (http://HOST:PORT): usage_meter reports spend there. @default - none */
   readonly spendReportUrl?: string;
+  /**
+   * With spendReportUrl: the Secret (key `token`) holding the ingest token usage_meter sends, projected read-only
+   * into the gateway container as a directory (usage_meter.report.token_file).
+   * @default 'grid-ingest-token'
+   */
+  readonly ingestTokenSecret?: string;
   /** usage_meter prices per upstream cluster (InferenceProvider.spec.cost). @default - none (tokens priced at 0) */
   readonly prices?: readonly UsagePrice[];
   /** Extra labels for every object this construct emits. @default - none (the workload labels only) */
@@ -240,6 +247,11 @@ export class ConsumerGateway extends Construct {
     if (overlayVolume === undefined) throw new Error('consumer gateway workload has no overlay volume');
     this.overlaySync.attachTo(this.workload.deployment, overlayVolume, this.workload.tmp);
     if (props.gridServing !== undefined) this.attachServing(props.gridServing);
+    if (this.spendReportUrl !== undefined && props.callerKeys !== undefined) {
+      // The ingest token: only the gateway container reads it (not the overlay-sync sidecars).
+      const token = ingestTokenVolume(this, 'IngestToken', props.ingestTokenSecret ?? DEFAULT_INGEST_TOKEN_SECRET);
+      this.workload.gatewayContainer.mount(INGEST_TOKEN_DIR, token, { readOnly: true });
+    }
     if (props.callerKeys !== undefined) {
       this.workload.projectSecret(props.callerKeys.secretName, [{ key: keysKey, path: `${CALLER_KEYS_DIR}/${keysKey}`.slice(PRAXIS_DIR.length + 1) }]);
     }
@@ -327,7 +339,7 @@ export class ConsumerGateway extends Construct {
           : {
               callerKeysFile: this.callerKeysFile,
               prices: this.prices,
-              ...(this.spendReportUrl === undefined ? {} : { spendReportUrl: this.spendReportUrl }),
+              ...(this.spendReportUrl === undefined ? {} : { spendReportUrl: this.spendReportUrl, spendReportTokenFile: INGEST_TOKEN_FILE }),
               ...(this.budgetEnforce === undefined ? {} : { budgetEnforce: this.budgetEnforce }),
             }),
       }),

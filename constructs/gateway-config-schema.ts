@@ -46,12 +46,13 @@ function describe(error: ErrorObject): GatewayConfigProblem {
   return { pointer: error.instancePath === '' ? '/' : error.instancePath, message: `${error.message ?? error.keyword}${extra}` };
 }
 
-const FILTER_NAME_POINTER = /^\/filter_chains\/(\d+)\/filters\/(\d+)\/filter$/;
+/** A key of one filter (the filter name or any key inside it): inside an extension filter every key is ours. */
+const FILTER_KEY_POINTER = /^\/filter_chains\/(\d+)\/filters\/(\d+)\//;
 
 /** Problems of a config, empty when it is valid. A `oneOf` miss is reported once, not once per branch. */
 export function gatewayConfigProblems(config: GatewayConfig | unknown, extensionFilters: readonly string[] = []): GatewayConfigProblem[] {
   const declared = (pointer: string): boolean => {
-    const match = FILTER_NAME_POINTER.exec(pointer);
+    const match = FILTER_KEY_POINTER.exec(pointer);
     if (match === null) return false;
     const filter = (config as GatewayConfig).filter_chains[Number(match[1])]?.filters[Number(match[2])]?.filter;
     return filter !== undefined && extensionFilters.includes(filter);

@@ -71,6 +71,11 @@ export interface SiteSecretsDeclaration {
   readonly gridCaSigner?: string;
   /** @default 'grid-dashboard-token' - the fleet dashboard's token, key `token` (read with `dashboard.access: 'token'`) */
   readonly dashboardToken?: string;
+  /**
+   * @default 'grid-ingest-token' - key `token`: the bearer token of the operator's gateway ingest (gatewayAgeIngest),
+   * mounted into the operator and into the consumer gateway that reports spend
+   */
+  readonly ingestToken?: string;
 }
 
 /**
@@ -139,7 +144,7 @@ export interface SiteDeclaration {
    * operator's Role then grants the generated ConfigMap, the delegated Deployment and the Secrets it checks.
    * @default - none
    */
-  readonly consumerGateway?: Omit<ConsumerGatewayProps, 'namespace' | 'network' | 'site' | 'upstreams' | 'image' | 'prices' | 'dashboardReaderLabels'> & {
+  readonly consumerGateway?: Omit<ConsumerGatewayProps, 'namespace' | 'network' | 'site' | 'upstreams' | 'image' | 'prices' | 'dashboardReaderLabels' | 'ingestTokenSecret'> & {
     /** @default - no generated consumer config */
     readonly praxisConfig?: PraxisConfig;
   };
@@ -161,8 +166,11 @@ export interface SiteDeclaration {
   readonly invites?: readonly { readonly name: string; readonly spec: SiteInviteSpec }[];
   /** The operator's peer signals endpoint (signalTransport poll), passed to GossipOperator. @default - off */
   readonly peerSignals?: OperatorListenerProps['peerSignals'];
-  /** The operator's gateway age report ingest, passed to GossipOperator. @default - off */
-  readonly gatewayAgeIngest?: OperatorListenerProps['gatewayAgeIngest'];
+  /**
+   * The operator's gateway ingest (age and spend reports, budgets), passed to GossipOperator; its token Secret is
+   * `secrets.ingestToken`. @default - off
+   */
+  readonly gatewayAgeIngest?: Omit<NonNullable<OperatorListenerProps['gatewayAgeIngest']>, 'tokenSecret'>;
   /**
    * The operator's SiteInvite redeem endpoint, passed to GossipOperator. A site that declares `invites` always
    * serves it (an invite nobody can redeem is no invite).

@@ -10,7 +10,7 @@ import type { InferenceProviderSpec } from '../schemas/generated/inferenceprovid
 import { BackendNetworkPolicy } from './backend-network-policy.ts';
 import { candidateCluster, candidateIssues, providerCandidates, providerCredential, siteNamespace } from './candidates.ts';
 import { ConsumerGateway } from './consumer-gateway.ts';
-import { DEFAULT_GATEWAY_AGE_PORT } from './operator-listeners.ts';
+import { DEFAULT_GATEWAY_AGE_PORT, DEFAULT_INGEST_TOKEN_SECRET, type OperatorListenerProps } from './operator-listeners.ts';
 import { DEFAULT_DASHBOARD_TOKEN_SECRET } from './operator-dashboard.ts';
 import type { UsagePrice } from '../schemas/generated/gateway-config.ts';
 import { GossipOperator, type SecretName } from './gossip-operator.ts';
@@ -55,12 +55,14 @@ export interface GridSiteStackProps {
 }
 
 /** The Secret names a site declaration's `secrets` resolves to. */
-export function siteSecretNames(site: SiteDeclaration): { ca: string; siteCertificate: string; swimKey: string; gridCaSigner: string } {
+export function siteSecretNames(site: SiteDeclaration): { ca: string; siteCertificate: string; swimKey: string; gridCaSigner: string; ingestToken: string; dashboardToken: string } {
   return {
     ca: site.secrets?.ca ?? 'grid-ca',
     siteCertificate: site.secrets?.siteCertificate ?? 'grid-site-cert',
     swimKey: site.secrets?.swimKey ?? 'swim-key',
     gridCaSigner: site.secrets?.gridCaSigner ?? 'grid-ca-signer',
+    ingestToken: site.secrets?.ingestToken ?? DEFAULT_INGEST_TOKEN_SECRET,
+    dashboardToken: site.secrets?.dashboardToken ?? DEFAULT_DASHBOARD_TOKEN_SECRET,
   };
 }
 
@@ -131,9 +133,11 @@ export function referencedSecrets(value: unknown, found: SecretName[] = []): Sec
  * The site's gateway age ingest with its reporters narrowed to the gateways this stack renders, when the
  * declaration names none itself; a site without gateways keeps the default (every AGN gateway of the namespace).
  */
-function siteGatewayAgeIngest(site: SiteDeclaration): SiteDeclaration['gatewayAgeIngest'] {
-  const ingest = site.gatewayAgeIngest;
-  if (ingest === undefined || ingest.gateways !== undefined) return ingest;
+function siteGatewayAgeIngest(site: SiteDeclaration, tokenSecret: string): OperatorListenerProps['gatewayAgeIngest'] {
+  const declared = site.gatewayAgeIngest;
+  if (declared === undefined) return undefined;
+  const ingest = { ...declared, tokenSecret };
+  if (ingest.gateways !== undefined) return ingest;
   const gateways = [
     ...(site.consumerGateway === undefined ? [] : [{ component: 'consumer-gateway' as const, name: site.consumerGateway.name ?? 'consumer-gateway' }]),
     ...(site.providerGateway === undefined ? [] : [{ component: 'provider-gateway' as const, name: site.providerGateway.name ?? 'provider-gateway' }]),
@@ -285,7 +289,7 @@ export class GridSiteStack extends Chart {
       gatewayAddress: site.gatewayEndpoint?.address,
       gossipAdvertiseAddress: site.gossipAddress,
       peerSignals: site.peerSignals,
-      gatewayAgeIngest: siteGatewayAgeIngest(site),
+      gatewayAgeIngest: siteGatewayAgeIngest(site, secrets.ingestToken),
       enrollment,
       ...(site.gossipService === undefined ? {} : { publicService: site.gossipService }),
       overlayConfigMaps: [
@@ -388,7 +392,8 @@ export class GridSiteStack extends Chart {
       const callerKeys = site.consumerGateway?.callerKeys;
       if (callerKeys !== undefined) needs.push({ purpose: 'caller-keys', gateway: consumer.name, name: callerKeys.secretName, namespace, keys: [callerKeys.key ?? 'caller-keys.json'] });
     }
-    if (site.dashboard?.access === 'token') needs.push({ purpose: 'dashboard-token', name: site.secrets?.dashboardToken ?? DEFAULT_DASHBOARD_TOKEN_SECRET, namespace, keys: ['token'] });
+    if (site.dashboard?.access === 'token') needs.push({ purpose: 'dashboard-token', name: secrets.dashboardToken, namespace, keys: ['token'] });
+    if (site.gatewayAgeIngest !== undefined) needs.push({ purpose: 'ingest-token', name: secrets.ingestToken, namespace, keys: ['token'] });
     if (enrollment !== undefined) needs.push({ purpose: 'grid-ca-signer', name: enrollment.gridCaSecret, namespace, keys: ['tls.crt', 'tls.key'] });
     for (const declared of site.providers ?? []) {
       const credential = providerCredential(declared);
@@ -519,7 +524,7 @@ export class GridSiteStack extends Chart {
     }
     // The dashboard reads the replicas' admin endpoints from the operator pods: their NetworkPolicy admits them.
     const dashboardReader = site.dashboard?.access === 'token' ? { dashboardReaderLabels: this.operator.selectorLabels } : {};
-    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.imageReference, upstreams, prices, ...this.spendReportUrl(site), ...dashboardReader });
+    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.imageReference, upstreams, prices, ...this.spendReportUrl(site), ...dashboardReader, ingestTokenSecret: siteSecretNames(site).ingestToken });
   }
 
   /** The operator's gateway ingest listener, where a consumer with caller keys reports spend and reads budgets. */

@@ -32,14 +32,21 @@ export interface PeerSignalsProps {
 }
 
 export interface GatewayAgeIngestProps {
-  /** @default 7951 - gateway age report ingest (plain HTTP, POST /v1/gateway-age-reports) */
+  /** @default 7951 - gateway ingest (plain HTTP: age and spend reports, tenant budgets; bearer token required) */
   readonly port?: number;
   /**
-   * The gateway pods the operator's NetworkPolicy admits to this port (plain HTTP without client authentication,
-   * so it is the only guard). GridSiteStack fills in the site's declared gateways.
+   * The gateway pods the operator's NetworkPolicy admits to this port; each request must also carry the ingest token.
+   * GridSiteStack fills in the site's declared gateways.
    * @default - every consumer and provider gateway pod of these constructs in the operator namespace
    */
   readonly gateways?: readonly GatewayAgeReporter[];
+  /**
+   * Secret (operator namespace) whose key `token` is the bearer token the ingest requires and the reporting gateways
+   * send; projected read-only as a directory into the operator and those gateways (never an env value). `agn pki`
+   * or any 16+ printable characters make one.
+   * @default 'grid-ingest-token' - GridSiteStack takes the site declaration's secrets.ingestToken
+   */
+  readonly tokenSecret?: string;
 }
 
 export interface EnrollmentProps {
@@ -78,6 +85,17 @@ export interface OperatorListenerProps {
 export const DEFAULT_SIGNALS_PORT = 7950;
 export const DEFAULT_GATEWAY_AGE_PORT = 7951;
 export const DEFAULT_ENROLLMENT_PORT = 9443;
+/** The ingest token Secret and its key (daemons/shared/token-file.ts reads it). */
+export const DEFAULT_INGEST_TOKEN_SECRET = 'grid-ingest-token';
+export const INGEST_TOKEN_KEY = 'token';
+/** Where the ingest token Secret is projected, in the operator and in every reporting gateway: one directory. */
+export const INGEST_TOKEN_DIR = '/etc/grid/ingest-token';
+export const INGEST_TOKEN_FILE = `${INGEST_TOKEN_DIR}/${INGEST_TOKEN_KEY}`;
+
+/** The read-only projected volume of the ingest token Secret (a directory, so the kubelet swaps a rotation in). */
+export function ingestTokenVolume(scope: Construct, id: string, secretName: string): kplus.Volume {
+  return projectedVolume(scope, id, 'ingest-token', { defaultMode: 0o440, sources: [{ secret: { name: secretName, items: [{ key: INGEST_TOKEN_KEY, path: INGEST_TOKEN_KEY }] } }] });
+}
 
 /** Where the enrollment Secrets are projected: one directory per Secret, so neither shadows the other. */
 export const ENROLLMENT_SITE_DIR = '/etc/grid/enrollment/site';
@@ -122,6 +140,10 @@ export function listenerIssues(scope: Construct, props: OperatorListenerProps, t
   }
   if (props.gatewayAgeIngest !== undefined) {
     issues.push(...portIssues(scope, 'gatewayAgeIngest.port', props.gatewayAgeIngest.port ?? DEFAULT_GATEWAY_AGE_PORT, taken));
+    const secret = props.gatewayAgeIngest.tokenSecret;
+    if (secret !== undefined && !DNS_SUBDOMAIN.test(secret)) {
+      issues.push(issueAt(scope, 'gatewayAgeIngest.tokenSecret', `"${secret.slice(0, 80)}" is not a Secret name`, `use a DNS-1123 subdomain (lowercase letters, digits, - and .), or omit it for ${DEFAULT_INGEST_TOKEN_SECRET}`));
+    }
   }
   const enrollment = props.enrollment;
   if (enrollment !== undefined) {
@@ -173,6 +195,10 @@ export function renderListeners(scope: Construct, props: OperatorListenerProps):
     // A port of its own so the operator's NetworkPolicy (operator-network-policy.ts) can open it to the site's
     // gateway pods only; the port is on the Service for in-cluster gateways.
     env['GRID_GATEWAY_AGE_ADDRESS'] = kplus.EnvValue.fromValue(listen('gateway-age', props.gatewayAgeIngest.port ?? DEFAULT_GATEWAY_AGE_PORT));
+    // The bearer token every ingest request must carry: a directory mount (never subPath), re-read on rotation.
+    const token = ingestTokenVolume(scope, 'IngestToken', props.gatewayAgeIngest.tokenSecret ?? DEFAULT_INGEST_TOKEN_SECRET);
+    volumeMounts.push({ path: INGEST_TOKEN_DIR, volume: token, readOnly: true });
+    env['GRID_INGEST_TOKEN_FILE'] = kplus.EnvValue.fromValue(INGEST_TOKEN_FILE);
   }
   const enrollment = props.enrollment;
   if (enrollment !== undefined) {

@@ -32,8 +32,9 @@ export type SiteSecretNeed = NeedBase &
     | { readonly purpose: 'provider-credential'; readonly provider: string; readonly simulated: boolean }
     /** A consumer's caller keys file (salted hashes, `agn key mint`): the user's. */
     | { readonly purpose: 'caller-keys'; readonly gateway: string }
-    /** A bearer token the grid's own daemons share (`token`): the fleet dashboard's. */
+    /** A bearer token the grid's own daemons share (`token`): the fleet dashboard's, the gateway ingest's. */
     | { readonly purpose: 'dashboard-token' }
+    | { readonly purpose: 'ingest-token' }
   );
 
 export type SiteSecretPurpose = SiteSecretNeed['purpose'];

@@ -65,7 +65,10 @@ function plansOf(compiled: Compiled): SitePlan[] {
       ...(provider?.purpose === 'gateway-tls' && provider.role === 'provider' ? { providerServerNames: provider.serverNames } : {}),
       ...(consumer?.purpose === 'gateway-tls' && consumer.role === 'consumer' ? { consumer: { gateway: consumer.gateway, organizations: consumer.organizations } } : {}),
       simulatedCredentials: needs.flatMap((n) => (n.purpose === 'provider-credential' && n.simulated ? n.keys.map((key) => ({ name: n.name, key })) : [])),
-      tokens: needs.some((n) => n.purpose === 'dashboard-token') ? ['dashboard' as const] : [],
+      tokens: [
+        ...(needs.some((n) => n.purpose === 'dashboard-token') ? ['dashboard' as const] : []),
+        ...(needs.some((n) => n.purpose === 'ingest-token') ? ['ingest' as const] : []),
+      ],
     };
   });
 }

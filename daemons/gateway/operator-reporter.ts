@@ -1,7 +1,9 @@
 // The gateway's one client toward its site operator's gateway ingest listener (GatewayAgeIngest: POST
-// /v1/gateway-age-reports and /v1/gateway-spend-reports, plain HTTP behind a NetworkPolicy that admits the site's
-// gateway pods). Each report kind is sent latest-wins: every tick the newest unsent document goes out; a failure
-// is retried on the next tick with the newer document, never queued, because every report is cumulative.
+// /v1/gateway-age-reports and /v1/gateway-spend-reports, GET /v1/tenant-budgets; plain HTTP behind a NetworkPolicy
+// that admits the site's gateway pods, every request carrying the site's ingest token as a bearer token). Each
+// report kind is sent latest-wins: every tick the newest unsent document goes out; a failure is retried on the next
+// tick with the newer document, never queued, because every report is cumulative. At close (after the drain) the
+// spend goes out once more marked final, so the operator retires this process's epoch at once (SpendEpochs).
 //
 // Age reports (seed 001 "Gateway age evidence", schemas/signals/gateway-age-report.schema.json) go out only when
 // they say something new, because every one the operator records is a GridNetwork status write: once at start (the
@@ -13,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
 import type { Logger } from '../shared/log.ts';
 import type { SpendLedger } from './usage/spend-ledger.ts';
+import { SpendEpochs } from './usage/spend-epochs.ts';
 
 export const SPEND_REPORTS_PATH = '/v1/gateway-spend-reports';
 export const AGE_REPORTS_PATH = '/v1/gateway-age-reports';
@@ -67,15 +70,22 @@ export interface OperatorReporterOptions {
   /** Rejected relayed ages; a fresh, never-rejecting count when absent. */
   readonly ages?: AgeEvidence;
   readonly logger: Logger;
-  /** This process's epoch (random, 32 hex by default). */
+  /** This process's first epoch (tests); `<start ms>-<random hex>` by default (schemas/signals/spend-epoch.ts). */
   readonly epoch?: string;
+  /**
+   * The site's ingest token (usage_meter.report.token_file, kept loaded off the request path), sent as
+   * `Authorization: Bearer`. Undefined while the file could not be read: nothing is sent then (the operator would
+   * refuse it), and the newer report goes out once the token is there.
+   */
+  readonly token?: () => string | undefined;
 }
 
 export function startOperatorReporter(options: OperatorReporterOptions): OperatorReporter {
-  const epoch = options.epoch ?? randomBytes(16).toString('hex');
   const replica = hostname().slice(0, 253);
+  const epochs = new SpendEpochs({ now: Date.now, randomHex: () => randomBytes(8).toString('hex'), replica, ...(options.epoch === undefined ? {} : { epoch: options.epoch }) });
+  // Age evidence keeps the process's first epoch: a new spend epoch is a ledger matter, not a new process.
+  const ageEpoch = epochs.epoch;
   const ages = options.ages ?? new AgeEvidence();
-  let acked = 0;
   let running: Promise<void> | undefined;
   let lastProblem: string | undefined;
   /** Age reports: the last sequence sent, and what the operator last recorded (undefined until the first one). */
@@ -83,25 +93,44 @@ export function startOperatorReporter(options: OperatorReporterOptions): Operato
   let ageRecorded: { skewCount: number; rejected: boolean } | undefined;
   let lastAgeProblem: string | undefined;
 
+  /** The token header, or undefined when a token is configured and not loaded (then nothing is sent). */
+  function authorization(): Record<string, string> | undefined {
+    if (options.token === undefined) return {};
+    const token = options.token();
+    return token === undefined ? undefined : { authorization: `Bearer ${token}` };
+  }
+
   /**
-   * POSTs one report; undefined when the operator recorded it, else what went wrong. 200 (a duplicate: the operator
-   * already holds this sequence, a retry after a lost answer) counts as recorded too.
+   * POSTs one report: the operator's status and JSON answer, or what went wrong before one. 200 (a duplicate: the
+   * operator already holds this sequence, a retry after a lost answer) counts as recorded too.
    */
-  async function post(path: string, body: string): Promise<string | undefined> {
+  async function post(path: string, body: string): Promise<{ status: number; answer: unknown } | string> {
+    const auth = authorization();
+    if (auth === undefined) return 'no ingest token loaded (usage_meter.report.token_file)';
     try {
       const res = await request(`${options.url}${path}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...auth },
         body,
         headersTimeout: REQUEST_TIMEOUT_MS,
         bodyTimeout: REQUEST_TIMEOUT_MS,
       });
-      await res.body.dump();
-      return res.statusCode === 200 || res.statusCode === 202 ? undefined : `operator answered ${res.statusCode}`;
+      const text = await res.body.text();
+      let answer: unknown;
+      try {
+        answer = JSON.parse(text);
+      } catch {
+        answer = undefined;
+      }
+      return { status: res.statusCode, answer };
     } catch (error) {
       return (error as NodeJS.ErrnoException).code ?? (error as Error).name;
     }
   }
+
+  /** undefined when the operator recorded the report, else the problem in words (never the token). */
+  const problemOf = (result: { status: number } | string): string | undefined =>
+    typeof result === 'string' ? result : result.status === 200 || result.status === 202 ? undefined : result.status === 401 ? 'operator refused the ingest token (401): check usage_meter.report.token_file against the operator\'s --ingest-token-file' : `operator answered ${result.status}`;
 
   async function sendAges(): Promise<void> {
     const skewCount = ages.skewCount;
@@ -110,8 +139,8 @@ export function startOperatorReporter(options: OperatorReporterOptions): Operato
     // rejected: a refusal since the previous recorded report (the first report counts from zero).
     const rejected = skewCount > (recorded?.skewCount ?? 0);
     ageSequence += 1;
-    const body = JSON.stringify({ epoch, replica, sequence: ageSequence, skewCount, rejected });
-    const problem = await post(AGE_REPORTS_PATH, body);
+    const body = JSON.stringify({ epoch: ageEpoch, replica, sequence: ageSequence, skewCount, rejected });
+    const problem = problemOf(await post(AGE_REPORTS_PATH, body));
     if (problem === undefined) ageRecorded = { skewCount, rejected };
     if (problem !== lastAgeProblem) {
       if (problem === undefined) options.logger.info({ sequence: ageSequence }, 'age reports reach the operator');
@@ -120,23 +149,33 @@ export function startOperatorReporter(options: OperatorReporterOptions): Operato
     }
   }
 
-  async function sendSpend(): Promise<void> {
-    const sequence = options.spend.sequence;
-    if (sequence <= acked) return;
-    const body = JSON.stringify({ epoch, replica, sequence, spend_usd: options.spend.snapshot() });
-    const problem = await post(SPEND_REPORTS_PATH, body);
-    if (problem === undefined) acked = sequence;
-    // One line per change of problem, so a long outage does not flood the log.
-    if (problem !== lastProblem) {
-      if (problem === undefined) options.logger.info({ sequence }, 'spend reports reach the operator again');
-      else options.logger.warn({ url: options.url, problem }, 'spend report not recorded; the next report carries the same cumulative spend');
-      lastProblem = problem;
+  async function sendSpend(final = false): Promise<void> {
+    // Twice at most: an epoch_retired answer is followed at once by the same spend under the new epoch.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const pending = epochs.report(options.spend.sequence, options.spend.snapshot(), final);
+      if (pending === undefined) return;
+      const result = await post(SPEND_REPORTS_PATH, JSON.stringify(pending.body));
+      const answer = typeof result === 'string' ? 'refused' : epochs.answered(pending, result.status, result.answer);
+      if (answer === 'new_epoch') {
+        options.logger.info({ epoch: epochs.epoch }, 'the operator no longer knows this process\'s spend epoch; the spend after its last acknowledged report goes on under a new one');
+        continue;
+      }
+      const problem = answer === 'acked' ? undefined : problemOf(result) ?? 'operator refused the report';
+      // One line per change of problem, so a long outage does not flood the log.
+      if (problem !== lastProblem) {
+        if (problem === undefined) options.logger.info({ sequence: pending.body.sequence }, 'spend reports reach the operator again');
+        else options.logger.warn({ url: options.url, problem }, final ? 'final spend report not recorded; the operator retires this epoch later' : 'spend report not recorded; the next report carries the same cumulative spend');
+        lastProblem = problem;
+      }
+      return;
     }
   }
 
   async function pollBudgets(): Promise<void> {
     try {
-      const res = await request(`${options.url}${TENANT_BUDGETS_PATH}`, { method: 'GET', headersTimeout: REQUEST_TIMEOUT_MS, bodyTimeout: REQUEST_TIMEOUT_MS });
+      const auth = authorization();
+      if (auth === undefined) return;
+      const res = await request(`${options.url}${TENANT_BUDGETS_PATH}`, { method: 'GET', headers: auth, headersTimeout: REQUEST_TIMEOUT_MS, bodyTimeout: REQUEST_TIMEOUT_MS });
       if (res.statusCode !== 200) {
         await res.body.dump();
         return;
@@ -165,8 +204,9 @@ export function startOperatorReporter(options: OperatorReporterOptions): Operato
     flush,
     async close() {
       clearInterval(timer);
-      await running;
-      await flush();
+      while (running !== undefined) await running;
+      // The last word on spend: final, so the operator retires this epoch now rather than when it needs the room.
+      await Promise.all([sendSpend(true), sendAges()]);
     },
   };
 }

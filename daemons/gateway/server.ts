@@ -26,6 +26,7 @@ import { OverlayStore } from './overlay-store.ts';
 import { buildPipeline, runPipeline } from './pipeline.ts';
 import { SiteRouteMetrics } from './site-route/metrics.ts';
 import { SpendLedger } from './usage/spend-ledger.ts';
+import { TokenFile } from '../shared/token-file.ts';
 import { AgeEvidence, BudgetView, startOperatorReporter } from './operator-reporter.ts';
 import { KeyQuota } from './usage/key-quota.ts';
 import type { OperatorReporter } from './operator-reporter.ts';
@@ -503,9 +504,22 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     });
   }
   const reportConfig = resolved.listeners.flatMap((l) => l.filters).find((f) => f.filter === 'usage_meter' && f.report !== undefined);
+  const report = reportConfig?.filter === 'usage_meter' ? reportConfig.report : undefined;
+  // The ingest token is read here and on every change of its file, never on a request or a report.
+  const tokenPath = report?.token_file;
+  const ingestToken = tokenPath === undefined ? undefined : new TokenFile({ file: tokenPath.startsWith('/') ? tokenPath : `${configDir}/${tokenPath}`, what: 'ingest token (usage_meter.report.token_file)', logger });
+  await ingestToken?.start();
   const reporter: OperatorReporter | undefined =
-    reportConfig?.filter === 'usage_meter' && reportConfig.report !== undefined
-      ? startOperatorReporter({ url: reportConfig.report.url, intervalMs: reportConfig.report.interval_ms ?? 5_000, spend: usage.ledger, budgets: usage.budgets, ages, logger })
+    report !== undefined
+      ? startOperatorReporter({
+          url: report.url,
+          intervalMs: report.interval_ms ?? 5_000,
+          spend: usage.ledger,
+          budgets: usage.budgets,
+          ages,
+          logger,
+          ...(ingestToken === undefined ? {} : { token: () => ingestToken.current() }),
+        })
       : undefined;
   // Read when scraped, not on a timer: exact at every scrape, and an idle gateway is not woken twice a second for it.
   metrics.onCollect(() => metrics.ready.set(isReady() ? 1 : 0));
@@ -551,6 +565,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       await Promise.all(loadBalancers.map((lb) => lb.close(inFlight === 0)));
       // Last: the spend of the requests that just drained still reaches the operator.
       await reporter?.close();
+      ingestToken?.close();
       await serving?.close();
       await admin?.close();
     },

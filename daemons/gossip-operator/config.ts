@@ -41,8 +41,10 @@ export interface OperatorConfig {
   readonly signalsAddress?: string;
   /** Address peers dial for it (site record signals_address); default: the bound address unless a wildcard. */
   readonly signalsAdvertise?: string;
-  /** Gateway age report ingest listen address (plain HTTP); absent: ingest is off. */
+  /** Gateway ingest listen address (plain HTTP: age and spend reports, budgets); absent: ingest is off. */
   readonly gatewayAgeAddress?: string;
+  /** The file holding the bearer token the ingest requires (always set with gatewayAgeAddress). */
+  readonly ingestTokenFile?: string;
   /** How often the peer poller polls under signalTransport poll. */
   readonly peerPollIntervalMs?: number;
   /**
@@ -103,6 +105,7 @@ const OPTIONS = {
   'signals-address': { type: 'string' },
   'signals-advertise': { type: 'string' },
   'gateway-age-address': { type: 'string' },
+  'ingest-token-file': { type: 'string' },
   'peer-poll-interval': { type: 'string' },
   'metrics-scraper-service-account': { type: 'string' },
   'dashboard-targets': { type: 'string' },
@@ -136,7 +139,10 @@ export const USAGE = `Usage: node daemons/gossip-operator/main.ts [flags]
   --lease-name NAME               Lease name (env GRID_LEASE_NAME; default gossip-operator-leader)
   --signals-address HOST:PORT     peer signals endpoint over mTLS, for signalTransport poll (env GRID_SIGNALS_ADDRESS; off when unset)
   --signals-advertise HOST:PORT   address peers poll (env GRID_SIGNALS_ADVERTISE; default the bound address)
-  --gateway-age-address HOST:PORT gateway age report ingest, plain HTTP (env GRID_GATEWAY_AGE_ADDRESS; off when unset)
+  --gateway-age-address HOST:PORT gateway ingest (age and spend reports, budgets), plain HTTP with a bearer token
+                                  (env GRID_GATEWAY_AGE_ADDRESS; off when unset; needs --ingest-token-file)
+  --ingest-token-file PATH        the token the ingest requires, re-read when the file changes (env
+                                  GRID_INGEST_TOKEN_FILE; the Secret grid-ingest-token, key token, mounted as a directory)
   --peer-poll-interval DURATION   peer signals poll interval (env GRID_PEER_POLL_INTERVAL; default 10s)
   --metrics-scraper-service-account NAME
                                   ServiceAccount in --namespace whose token metricsConfig.auth sends
@@ -231,6 +237,14 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
   const signalsAddress = listen('signals-address', 'GRID_SIGNALS_ADDRESS');
   const signalsAdvertise = listen('signals-advertise', 'GRID_SIGNALS_ADVERTISE');
   const gatewayAgeAddress = listen('gateway-age-address', 'GRID_GATEWAY_AGE_ADDRESS');
+  const ingestTokenFile = pick('ingest-token-file', 'GRID_INGEST_TOKEN_FILE');
+  // An unauthenticated ingest would let any pod past the NetworkPolicy write spend into status: no such mode.
+  if (gatewayAgeAddress !== undefined && (ingestTokenFile === undefined || ingestTokenFile.trim() === '')) {
+    throw new ConfigError(`${flagOrEnv('gateway-age-address', 'GRID_GATEWAY_AGE_ADDRESS')} needs ${flagOrEnv('ingest-token-file', 'GRID_INGEST_TOKEN_FILE')}: the file holding the bearer token the site's gateways send (Secret grid-ingest-token, key token)`);
+  }
+  if (gatewayAgeAddress === undefined && ingestTokenFile !== undefined) {
+    throw new ConfigError(`${flagOrEnv('ingest-token-file', 'GRID_INGEST_TOKEN_FILE')} is set but ${flagOrEnv('gateway-age-address', 'GRID_GATEWAY_AGE_ADDRESS')} is not: set both to serve the gateway ingest, or neither`);
+  }
   const seeds = (pick('seeds', 'GRID_SWIM_SEEDS') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
   const advertise = pick('gossip-advertise', 'GRID_GOSSIP_ADVERTISE');
   const scraper = pick('metrics-scraper-service-account', 'GRID_METRICS_SCRAPER_SERVICE_ACCOUNT') ?? 'gossip-operator-metrics-scraper';
@@ -273,7 +287,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
     logLevel: pick('log-level', 'LOG_LEVEL') ?? 'info',
     ...(signalsAddress !== undefined ? { signalsAddress } : {}),
     ...(signalsAdvertise !== undefined ? { signalsAdvertise } : {}),
-    ...(gatewayAgeAddress !== undefined ? { gatewayAgeAddress } : {}),
+    ...(gatewayAgeAddress !== undefined && ingestTokenFile !== undefined ? { gatewayAgeAddress, ingestTokenFile } : {}),
     peerPollIntervalMs: duration('peer-poll-interval', 'GRID_PEER_POLL_INTERVAL', '10s'),
     metricsScraperServiceAccount: scraper,
     ...(enrollment !== undefined ? { enrollment } : {}),

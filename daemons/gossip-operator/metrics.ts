@@ -28,6 +28,8 @@ export class OperatorMetrics {
   readonly peerSignalsRefused: Counter<'peer' | 'reason'>;
   readonly peerSignalPolls: Counter<'peer' | 'outcome'>;
   readonly gatewayAgeReports: Counter<'outcome'>;
+  readonly gatewaySpendReports: Counter<'outcome'>;
+  readonly gatewayIngestRefused: Counter<'reason'>;
   readonly enrollmentRedeems: Counter<'outcome'>;
   readonly fileReloads: Counter<'file_kind' | 'outcome'>;
 
@@ -139,6 +141,18 @@ export class OperatorMetrics {
       name: 'grid_gateway_age_reports_total',
       help: 'Gateway age reports received, by outcome: recorded, duplicate, invalid, skew_count_decreased, capacity, no_network, too_large, busy (queue full, answered 503).',
       labelNames: ['outcome'],
+      registers,
+    });
+    this.gatewaySpendReports = new Counter({
+      name: 'grid_gateway_spend_reports_total',
+      help: 'Gateway spend reports answered, by outcome: recorded, final_recorded, reinstated, duplicate, spend_decreased, epoch_retired (tenant-spend/ledger.ts), invalid, no_network.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.gatewayIngestRefused = new Counter({
+      name: 'grid_gateway_ingest_refused_total',
+      help: 'Gateway ingest requests refused 401 before their body was read, by reason: missing (no bearer token), wrong (not the ingest token), no_token (the token file could not be read yet).',
+      labelNames: ['reason'],
       registers,
     });
     this.enrollmentRedeems = new Counter({

@@ -240,13 +240,17 @@ export interface UsageMeterFilter {
    */
   report?: {
     /**
-     * http://HOST:PORT of the ingest listener (plain HTTP behind its NetworkPolicy, like the age reports).
+     * http://HOST:PORT of the ingest listener (plain HTTP behind its NetworkPolicy, like the age reports, authenticated by token_file).
      */
     url: string;
     /**
      * Report interval (5000 by default).
      */
     interval_ms?: number;
+    /**
+     * (extension) Path (absolute, or relative to the config's directory) of the file holding the site's ingest token (Secret grid-ingest-token, key token, projected as a directory), sent as Authorization: Bearer on every request to the ingest listener and re-read when the file changes. Absent: requests carry no token, and an operator that checks one refuses them (401).
+     */
+    token_file?: string;
   };
 }
 /**

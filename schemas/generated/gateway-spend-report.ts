@@ -2,11 +2,11 @@
 /* eslint-disable */
 
 /**
- * One report a consumer gateway process POSTs (application/json, at most 64 KiB) to its site operator's gateway ingest listener at /v1/gateway-spend-reports: the cumulative priced spend per tenant the process has metered since it started. Reports are idempotent: the operator keeps the highest sequence per epoch in GridNetwork status.gatewaySpendReports, so a repeated, reordered or replayed report (after either side restarts) neither loses nor doubles spend. Answers: 202 recorded, 200 duplicate (sequence not newer), 400 invalid, 409 a tenant's spend went backwards within an epoch, 413 too large, 429 128 epochs recorded and this one is new, 503 no GridNetwork to record into.
+ * One report a consumer gateway process POSTs (application/json, at most 64 KiB, Authorization: Bearer <the site's ingest token>) to its site operator's gateway ingest listener at /v1/gateway-spend-reports: the cumulative priced spend per tenant the process has metered in this epoch. Reports are idempotent: the operator keeps the highest sequence per live epoch in GridNetwork status.gatewaySpendReports and folds retired epochs into status.gatewaySpendRetired, so a repeated, reordered or replayed report (after either side restarts) neither loses nor doubles spend. Answers: 202 recorded (outcome recorded, final_recorded or reinstated), 200 duplicate (sequence not newer), 400 invalid, 401 no or wrong token, 409 a tenant's spend went backwards within an epoch, 410 epoch_retired (the epoch was forgotten: start a new epoch after the answer's watermark and report only the spend since the last acknowledged report), 413 too large, 503 no GridNetwork to record into.
  */
 export interface GatewaySpendReportRequest {
   /**
-   * Random identifier the gateway process draws at start; never reused by another process.
+   * Identifier the gateway process draws at start, never reused: <start time in ms, 13 digits>-<16+ random hex>, so epochs sort by start time (random hex alone from older gateways is accepted and never refused by the watermark).
    */
   epoch: string;
   /**
@@ -18,9 +18,13 @@ export interface GatewaySpendReportRequest {
    */
   sequence: number;
   /**
-   * Cumulative spend per tenant id since the process started, in USD; never decreases within an epoch.
+   * Cumulative spend per tenant in this epoch, in USD (recorded as round(usd × 10^6) micro-dollars); never decreases within an epoch.
    */
   spend_usd: {
     [k: string]: number | undefined;
   };
+  /**
+   * The process's last report, sent at shutdown after in-flight requests finished: the operator retires the epoch into the baseline at once.
+   */
+  final?: boolean;
 }

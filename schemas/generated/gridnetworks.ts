@@ -450,11 +450,12 @@ export interface GridNetworkStatus {
    */
   gatewayAgeReportOverflow?: boolean;
   /**
-   * Cumulative priced spend per tenant of each consumer gateway process of this site, keyed by its random process epoch (at most 128; a new epoch is refused when full). The site's tenant spend G-Counter slot is the sum over epochs. Entries are never expired: an operator may remove one only after folding its spend elsewhere.
+   * The live consumer gateway processes of this site: the newest cumulative spend report per process epoch (at most 64). The site's tenant spend G-Counter slot is the sum over these plus gatewaySpendRetired.baseline. A process that sent its final report, or that has not reported for the retirement age when room is needed, is folded into gatewaySpendRetired, so any number of rollouts is counted exactly. Do not edit by hand: removing an entry loses its spend.
    *
-   * @maxItems 128
+   * @maxItems 64
    */
   gatewaySpendReports?: GatewaySpendReport[];
+  gatewaySpendRetired?: GatewaySpendRetired;
 }
 /**
  * A standard Kubernetes condition (metav1.Condition).
@@ -758,7 +759,7 @@ export interface GatewayAgeReport {
  */
 export interface GatewaySpendReport {
   /**
-   * Random process epoch identifying one gateway process.
+   * Process epoch identifying one gateway process: <13-digit start time in ms>-<random hex> (older gateways: random hex).
    */
   epoch: string;
   /**
@@ -770,13 +771,68 @@ export interface GatewaySpendReport {
    */
   sequence: number;
   /**
-   * Cumulative spend per tenant since the process started, in USD.
+   * Cumulative spend per tenant since the process started, in micro-dollars (USD × 10^6, integers, so sums over any number of processes are exact).
    *
    * @maxItems 1024
    */
   spend: TenantSpend[];
+  /**
+   * When the operator recorded this epoch's newest report (RFC 3339); the stalest epoch is retired first when room is needed.
+   */
+  reportedAt?: string;
 }
 export interface TenantSpend {
   tenantId: string;
-  usd: number;
+  /**
+   * Micro-dollars (USD × 10^6): round(usd × 10^6) of the reported amount.
+   */
+  microUsd?: number;
+  /**
+   * USD as a float, as operators before micro-dollars wrote it; read as round(usd × 10^6) when microUsd is absent, never written.
+   */
+  usd?: number;
+}
+/**
+ * The spend of this site's retired gateway processes (tenant-spend/ledger.ts): a per-tenant baseline that stays in the site's total, the recently retired epochs (at most 256) so a late or replayed report counts nothing twice, and a watermark for the epochs forgotten beyond that.
+ */
+export interface GatewaySpendRetired {
+  /**
+   * Per tenant, the summed final spend of every retired process, in micro-dollars (at most 16384 tenants per site ever; the API server refuses a write past it).
+   *
+   * @maxItems 16384
+   */
+  baseline?: RetiredTenantSpend[];
+  /**
+   * @maxItems 256
+   */
+  epochs?: RetiredSpendEpoch[];
+  /**
+   * The newest time-prefixed epoch forgotten from epochs: a report from an unknown epoch that sorts at or below it is answered epoch_retired (the gateway then starts a new epoch carrying only its spend since its last acknowledged report).
+   */
+  watermark?: string;
+}
+export interface RetiredTenantSpend {
+  tenantId: string;
+  microUsd: number;
+}
+/**
+ * A recently retired gateway process: a report from it is recognised (not newer: duplicate; newer after an age retirement: reinstated).
+ */
+export interface RetiredSpendEpoch {
+  epoch: string;
+  /**
+   * Sequence of the report the epoch was retired at.
+   */
+  sequence: number;
+  /**
+   * final: the process sent its final report at shutdown; age: it had not reported for the retirement age (or was the stalest) when room was needed.
+   */
+  reason: 'final' | 'age';
+  /**
+   * Age retirements only: the spend moved into the baseline, moved back out if the process reports again.
+   *
+   * @maxItems 1024
+   */
+  spend?: TenantSpend[];
+  retiredAt?: string;
 }

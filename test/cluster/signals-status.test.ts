@@ -17,6 +17,7 @@ import { resolveBinDir, startControlPlane, type ControlPlane } from './control-p
 import { waitFor } from './kube.ts';
 import { gatedStore } from '../gossip-operator/gated-store.ts';
 import { applyManifests, RawClient } from './manifests.ts';
+import { testTokenFile } from '../ingest-token.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -61,7 +62,7 @@ describe('PeerTimeValid and GatewayAgesRejected on a real API server', () => {
   const statusManagers = async (): Promise<string[]> => ((await network()).metadata.managedFields as Json[]).filter((m) => m.subresource === 'status').map((m) => m.manager);
 
   it('records gateway age evidence the API server accepts, under grid-operator-gateway-ages', async () => {
-    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', store, logger: createLogger({ name: 'test', level: 'silent' }), metrics: new OperatorMetrics() });
+    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', tokenFile: testTokenFile(), store, logger: createLogger({ name: 'test', level: 'silent' }), metrics: new OperatorMetrics() });
     const answer = await ingest.submit({ epoch: 'd41d8cd98f00b204', replica: 'edge-7c9f', sequence: 3, skewCount: 2, rejected: true });
     expect(answer).toEqual({ status: 202, body: { outcome: 'recorded', condition: 'True' } });
     const status = (await network()).status;
@@ -70,6 +71,18 @@ describe('PeerTimeValid and GatewayAgesRejected on a real API server', () => {
     ]);
     expect(await condition('GatewayAgesRejected')).toMatchObject({ status: 'True', reason: 'GatewayAgesRejected', observedGeneration: 1 });
     expect(await statusManagers()).toContain(GATEWAY_AGES_FIELD_MANAGER);
+  });
+
+  it('records spend the API server accepts as it is written: live epochs, the retired baseline and epochs, micro-dollars', async () => {
+    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', tokenFile: testTokenFile(), store, logger: createLogger({ name: 'test', level: 'silent' }), metrics: new OperatorMetrics() });
+    const live = '1700000000000-00000000000000a1';
+    const gone = '1700000001000-00000000000000b2';
+    expect((await ingest.submitSpend({ epoch: live, replica: 'edge-1', sequence: 2, spend_usd: { 'team-a': 0.07 } })).status).toBe(202);
+    expect((await ingest.submitSpend({ epoch: gone, replica: 'edge-2', sequence: 5, spend_usd: { 'team-a': 0.1, 'team-b': 1.25 }, final: true })).body).toEqual({ outcome: 'final_recorded' });
+    const status = (await network()).status;
+    expect(status.gatewaySpendReports).toEqual([{ epoch: live, replica: 'edge-1', sequence: 2, spend: [{ tenantId: 'team-a', microUsd: 70_000 }], reportedAt: expect.any(String) as unknown }]);
+    expect(status.gatewaySpendRetired).toEqual({ baseline: [{ tenantId: 'team-a', microUsd: 100_000 }, { tenantId: 'team-b', microUsd: 1_250_000 }], epochs: [{ epoch: gone, sequence: 5, reason: 'final', retiredAt: expect.any(String) as unknown }] });
+    expect((await ingest.submitSpend({ epoch: gone, replica: 'edge-2', sequence: 5, spend_usd: { 'team-a': 0.1, 'team-b': 1.25 }, final: true })).body).toEqual({ outcome: 'duplicate' });
   });
 
   it('writes PeerTimeValid under grid-operator-peer-signals, and a Ready write keeps both conditions', async () => {
@@ -102,10 +115,10 @@ describe('PeerTimeValid and GatewayAgesRejected on a real API server', () => {
     const before = await network();
     // Two records: the one recorded above, and one more the administrator will verify as retired. These ingests
     // never received d41d… themselves, so its freshness is unknown to them: GatewayAgesRejected Unknown (seed 001).
-    const first = new GatewayAgeIngest({ address: '127.0.0.1:0', store, logger: createLogger({ name: 'test', level: 'silent' }), metrics: new OperatorMetrics() });
+    const first = new GatewayAgeIngest({ address: '127.0.0.1:0', tokenFile: testTokenFile(), store, logger: createLogger({ name: 'test', level: 'silent' }), metrics: new OperatorMetrics() });
     expect((await first.submit({ epoch: 'aaaaaaaaaaaaaaaa', replica: 'edge-old', sequence: 1, skewCount: 1, rejected: true })).status).toBe(202);
     const held = gatedStore(store, (kind) => kind.kind === 'GridNetwork');
-    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', store: held.store, logger: createLogger({ name: 'test', level: 'silent' }), metrics: new OperatorMetrics() });
+    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', tokenFile: testTokenFile(), store: held.store, logger: createLogger({ name: 'test', level: 'silent' }), metrics: new OperatorMetrics() });
     const pending = ingest.submit({ epoch: 'bbbbbbbbbbbbbbbb', replica: 'edge-new', sequence: 1, skewCount: 0, rejected: false });
     await held.gate.reached;
     const now = await network();

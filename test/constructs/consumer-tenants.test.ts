@@ -57,9 +57,29 @@ describe('consumer gateway with caller keys', () => {
     const filters = config.filter_chains[0]!.filters;
     expect(filters.map((f) => f.filter)).toEqual(['caller_auth', 'budget_enforce', 'json_body_field', 'openai_responses_format', 'intelligent_route', 'usage_meter', 'load_balancer']);
     expect(filters.find((f): f is BudgetEnforceFilter => f.filter === 'budget_enforce')).toEqual({ filter: 'budget_enforce', requests_per_minute: 600 });
-    expect(filters.find((f): f is UsageMeterFilter => f.filter === 'usage_meter')!.report).toEqual({ url: expect.stringMatching(/^http:\/\/[a-z0-9-]+\.[a-z0-9-]+\.svc\.cluster\.local:7951$/) });
+    expect(filters.find((f): f is UsageMeterFilter => f.filter === 'usage_meter')!.report).toEqual({ url: expect.stringMatching(/^http:\/\/[a-z0-9-]+\.[a-z0-9-]+\.svc\.cluster\.local:7951$/), token_file: '/etc/grid/ingest-token/token' });
     expect(resolveConfig(config, 'a consumer').role).toBe('consumer');
     expect(gatewayConfigProblems(config, ['caller_auth', 'budget_enforce', 'usage_meter'])).toEqual([]);
+  });
+
+  it('with the site operator ingest declared: mounts the ingest token into the gateway container only, and into the operator', () => {
+    const objects = siteA(true, { gatewayAgeIngest: {} });
+    const pod = podSpec(find(objects, 'Deployment', 'consumer-gateway'));
+    const mounts = (name: string) => (pod.containers.find((c) => c.name === name)?.volumeMounts ?? []).filter((m) => m.name === 'ingest-token');
+    expect(mounts('gateway')).toEqual([{ name: 'ingest-token', mountPath: '/etc/grid/ingest-token', readOnly: true }]);
+    for (const other of pod.containers.filter((c) => c.name !== 'gateway')) expect(mounts(other.name)).toEqual([]);
+    expect(pod.volumes?.find((v) => v.name === 'ingest-token')).toEqual({ name: 'ingest-token', projected: { defaultMode: 0o440, sources: [{ secret: { name: 'grid-ingest-token', items: [{ key: 'token', path: 'token' }] } }] } });
+    const operator = podSpec(find(objects, 'Deployment', 'gossip-operator'));
+    expect(JSON.stringify(operator.volumes)).toContain('"name":"grid-ingest-token"');
+    // The site's secrets.ingestToken renames the Secret for both.
+    const renamed = siteA(true, { gatewayAgeIngest: {}, secrets: { ingestToken: 'site-a-ingest' } });
+    for (const deployment of ['consumer-gateway', 'gossip-operator']) {
+      const text = JSON.stringify(podSpec(find(renamed, 'Deployment', deployment)).volumes);
+      expect(text).toContain('"name":"site-a-ingest"');
+      expect(text).not.toContain('grid-ingest-token');
+    }
+    // Without the ingest, the gateway reports nowhere and mounts no token.
+    expect(JSON.stringify(podSpec(find(siteA(true), 'Deployment', 'consumer-gateway')).volumes)).not.toContain('ingest-token');
   });
 
   it('refuses budget enforcement without the site operator ingest, naming the field', () => {

@@ -81,6 +81,17 @@ describe('GossipOperator opt-in listeners', () => {
     expect(env(render({ gatewayAgeIngest: {} }))['GRID_GATEWAY_AGE_ADDRESS']).toBe('0.0.0.0:7951');
   });
 
+  it('gatewayAgeIngest: projects the ingest token Secret read-only as a directory (no subPath) and names its file', () => {
+    const objects = render({ gatewayAgeIngest: {} });
+    const pod = podSpec(find(objects, 'Deployment', 'gossip-operator'));
+    expect(container(objects).volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }, { name: 'ingest-token', mountPath: '/etc/grid/ingest-token', readOnly: true }]);
+    expect(pod.volumes?.find((v) => v.name === 'ingest-token')).toEqual({ name: 'ingest-token', projected: { defaultMode: 0o440, sources: [{ secret: { name: 'grid-ingest-token', items: [{ key: 'token', path: 'token' }] } }] } });
+    expect(env(objects)['GRID_INGEST_TOKEN_FILE']).toBe('/etc/grid/ingest-token/token');
+    const custom = podSpec(find(render({ gatewayAgeIngest: { tokenSecret: 'site-ingest' } }), 'Deployment', 'gossip-operator'));
+    expect(JSON.stringify(custom.volumes)).toContain('"name":"site-ingest"');
+    expect(synthFailure(() => render({ gatewayAgeIngest: { tokenSecret: 'Not_A_Name' } }))).toContain('gatewayAgeIngest.tokenSecret: "Not_A_Name" is not a Secret name');
+  });
+
   it('enrollment: mounts the two Secrets read-only as projected directories (no subPath) and passes the file paths; RBAC is unchanged', () => {
     const objects = render({ enrollment: { ...enrollment, certificateLifetime: '720h' } });
     const pod = podSpec(find(objects, 'Deployment', 'gossip-operator'));

@@ -163,6 +163,7 @@ describe('enrollment and the Secrets a site names', () => {
       'grid-ca grid-ca',
       'grid-ca-signer grid-ca-signer',
       'grid-dashboard-token dashboard-token',
+      'grid-ingest-token ingest-token',
       'grid-site-cert site-certificate',
       'provider-gateway-tls gateway-tls/provider',
       'swim-key swim-key',

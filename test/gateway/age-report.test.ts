@@ -17,6 +17,7 @@ import { openLocalStore, type LocalStore } from '../../daemons/shared/resource-s
 import { startSim, type SimServer } from '../../daemons/sim/server.ts';
 import type { GatewayAgeReport } from '../../schemas/generated/gridnetworks.ts';
 import { call, candidate, consumerConfig, payload, tempDir, waitFor, writeOverlay } from './helpers.ts';
+import { testTokenFile } from '../ingest-token.ts';
 
 interface Recorded {
   readonly reports: GatewayAgeReport[];
@@ -36,7 +37,7 @@ describe('age reports from a consumer gateway to its site operator', () => {
   const logger = createLogger({ name: 'test', level: 'warn', destination: { write: () => undefined } });
 
   async function startIngest(port: number): Promise<void> {
-    ingest = new GatewayAgeIngest({ address: `127.0.0.1:${port}`, store, logger, metrics: new OperatorMetrics() });
+    ingest = new GatewayAgeIngest({ address: `127.0.0.1:${port}`, tokenFile: testTokenFile(), store, logger, metrics: new OperatorMetrics() });
     await ingest.start();
     ingestPort = ingest.port;
   }
@@ -66,7 +67,7 @@ describe('age reports from a consumer gateway to its site operator', () => {
     const chain = (config['filter_chains'] as { filters: unknown[] }[])[0]!;
     chain.filters.unshift({ filter: 'caller_auth', keys_file: 'keys.json' });
     // A long interval: the test drives every tick with flush(), so each assertion sees exactly the reports it caused.
-    chain.filters.splice(2, 0, { filter: 'usage_meter', report: { url: `http://127.0.0.1:${ingestPort}`, interval_ms: 600_000 } });
+    chain.filters.splice(2, 0, { filter: 'usage_meter', report: { url: `http://127.0.0.1:${ingestPort}`, interval_ms: 600_000, token_file: testTokenFile() } });
     gateway = await startGateway(resolveConfig(config, 'consumer.json'), { configDir: dir, logger, processMetrics: false, overlayPollIntervalMs: 0 });
     await waitFor('overlay', () => gateway.overlay?.current() ?? undefined);
   });
@@ -86,7 +87,8 @@ describe('age reports from a consumer gateway to its site operator', () => {
     const first = await recorded();
     expect(first.reports).toHaveLength(1);
     expect(first.reports[0]).toMatchObject({ replica: hostname().slice(0, 253), sequence: 1, skewCount: 0, reportedRejected: false, rejected: false });
-    expect(first.reports[0]!.epoch).toMatch(/^[0-9a-f]{32}$/);
+    // <start time in ms>-<random hex>: epochs sort by start (schemas/signals/spend-epoch.ts).
+    expect(first.reports[0]!.epoch).toMatch(/^\d{13}-[0-9a-f]{16}$/);
     expect(first.condition).toMatchObject({ status: 'False', reason: 'NoUnresolvedRejections' });
 
     // "Duplicate reports cannot establish recovery or renew freshness": a clean process sends none, so no status write.

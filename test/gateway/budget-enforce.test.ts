@@ -19,6 +19,7 @@ import { openLocalStore, type LocalStore } from '../../daemons/shared/resource-s
 import { startSim } from '../../daemons/sim/server.ts';
 import type { SimServer } from '../../daemons/sim/server.ts';
 import { call, candidate, consumerConfig, payload, tempDir, waitFor, writeOverlay } from './helpers.ts';
+import { testTokenFile } from '../ingest-token.ts';
 
 describe('key quota', () => {
   it('counts requests per key in one-minute windows and answers OpenAI headers', () => {
@@ -69,7 +70,7 @@ describe('budget_enforce at a consumer gateway', () => {
     store = await openLocalStore({ stateDir: join(dir, 'store'), coalesceMs: 5, rescanIntervalMs: 1_000 });
     await store.apply(GRID_NETWORK, { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridNetwork', metadata: { name: 'grid' }, spec: {} }, { fieldManager: 'test' });
     await budgets({ 'tenant-a': 0.2, 'tenant-b': 0.2, 'tenant-c': 0.2 });
-    ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', store, logger, metrics: new OperatorMetrics() });
+    ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', tokenFile: testTokenFile(), store, logger, metrics: new OperatorMetrics() });
     await ingest.start();
     sim = await startSim({ name: 'sim', models: ['m1'], token: 'tok-1' });
     writeFileSync(join(dir, 'keys.json'), JSON.stringify({ keys: [a.entry, b.entry, c.entry] }));
@@ -78,7 +79,7 @@ describe('budget_enforce at a consumer gateway', () => {
     config = consumerConfig({ overlayPath, credentials: [{ name: 't', namespace: 'n', key: 'k', value: 'tok-1' }], clusters: [{ name: 'west-sim', endpoints: [`127.0.0.1:${sim.port}`] }] });
     const chain = (config['filter_chains'] as { filters: unknown[] }[])[0]!;
     chain.filters.unshift({ filter: 'caller_auth', keys_file: 'keys.json' }, { filter: 'budget_enforce', requests_per_minute: 4 });
-    chain.filters.splice(3, 0, { filter: 'usage_meter', report: { url: `http://127.0.0.1:${ingest.port}`, interval_ms: 100 } });
+    chain.filters.splice(3, 0, { filter: 'usage_meter', report: { url: `http://127.0.0.1:${ingest.port}`, interval_ms: 100, token_file: testTokenFile() } });
     gateway = await startGateway(resolveConfig(structuredClone(config), 'consumer.json'), { configDir: dir, logger, processMetrics: false, overlayPollIntervalMs: 0 });
     base = `http://127.0.0.1:${gateway.listeners[0]!.port}`;
     await waitFor('overlay', () => gateway.overlay?.current() ?? undefined);

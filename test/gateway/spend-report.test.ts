@@ -17,8 +17,9 @@ import { createLogger } from '../../daemons/shared/log.ts';
 import { openLocalStore, type LocalStore } from '../../daemons/shared/resource-store/index.ts';
 import { startSim } from '../../daemons/sim/server.ts';
 import type { SimServer } from '../../daemons/sim/server.ts';
-import type { GatewaySpendReport } from '../../schemas/generated/gridnetworks.ts';
+import type { GridNetworkStatus } from '../../schemas/generated/gridnetworks.ts';
 import { call, candidate, consumerConfig, payload, tempDir, waitFor, writeOverlay } from './helpers.ts';
+import { testTokenFile } from '../ingest-token.ts';
 
 const PRICE = { per_million_input_tokens: 2_500, per_million_output_tokens: 10_000 };
 const usd = (input: number, output: number): number => (input * PRICE.per_million_input_tokens + output * PRICE.per_million_output_tokens) / 1e6;
@@ -38,7 +39,7 @@ describe('spend reports from a consumer gateway to its site operator', () => {
   const logger = createLogger({ name: 'test', level: 'warn', destination: { write: () => undefined } });
 
   async function startIngest(port: number): Promise<void> {
-    ingest = new GatewayAgeIngest({ address: `127.0.0.1:${port}`, store, logger, metrics: new OperatorMetrics() });
+    ingest = new GatewayAgeIngest({ address: `127.0.0.1:${port}`, tokenFile: testTokenFile(), store, logger, metrics: new OperatorMetrics() });
     await ingest.start();
     ingestPort = ingest.port;
   }
@@ -51,8 +52,8 @@ describe('spend reports from a consumer gateway to its site operator', () => {
   }
 
   async function recorded(): Promise<Record<string, number>> {
-    const network = (await store.get(GRID_NETWORK, { name: 'grid' })) as { status?: { gatewaySpendReports?: GatewaySpendReport[] } };
-    return siteSpend(network.status?.gatewaySpendReports);
+    const network = (await store.get(GRID_NETWORK, { name: 'grid' })) as { status?: GridNetworkStatus };
+    return siteSpend(network.status);
   }
 
   async function traffic(gateway: GatewayInstance, key: string, tenant: string): Promise<void> {
@@ -79,7 +80,7 @@ describe('spend reports from a consumer gateway to its site operator', () => {
     config = consumerConfig({ overlayPath, credentials: [{ name: 't', namespace: 'n', key: 'k', value: 'tok-1' }], clusters: [{ name: 'west-sim', endpoints: [`127.0.0.1:${sim.port}`] }] });
     const chain = (config['filter_chains'] as { filters: unknown[] }[])[0]!;
     chain.filters.unshift({ filter: 'caller_auth', keys_file: 'keys.json' });
-    chain.filters.splice(2, 0, { filter: 'usage_meter', prices: [{ cluster: 'west-sim', ...PRICE }], report: { url: `http://127.0.0.1:${ingestPort}`, interval_ms: 100 } });
+    chain.filters.splice(2, 0, { filter: 'usage_meter', prices: [{ cluster: 'west-sim', ...PRICE }], report: { url: `http://127.0.0.1:${ingestPort}`, interval_ms: 100, token_file: testTokenFile() } });
   });
 
   afterAll(async () => {
@@ -116,6 +117,11 @@ describe('spend reports from a consumer gateway to its site operator', () => {
 
   it('a restarted gateway is a new epoch: its spend adds to what the old process reported', async () => {
     await gateways[0]!.close();
+    // Its drain ended with a final report: the operator retired the epoch into the baseline, spend unchanged.
+    const closed = ((await store.get(GRID_NETWORK, { name: 'grid' })) as { status?: GridNetworkStatus }).status;
+    expect(closed?.gatewaySpendReports).toEqual([]);
+    expect(closed?.gatewaySpendRetired?.epochs?.map((e) => e.reason)).toEqual(['final']);
+    expect(siteSpend(closed)['tenant-a']).toBeCloseTo(expected['tenant-a']!, 9);
     const second = await startConsumer();
     await traffic(second, a.key, 'tenant-a');
     await second.reporter!.flush();

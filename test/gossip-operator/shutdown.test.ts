@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../fixtures-path.ts';
 import { freePort, readStateObject, renderFixture, startBackend, tempDir, waitFor, type Backend } from './helpers.ts';
+import { testTokenFile } from '../ingest-token.ts';
 
 /** `podman stop` must return in < 3 s (issue 16); the operator's own share of that. */
 const EXIT_BOUND_MS = 3_000;
@@ -37,7 +38,7 @@ async function startOperator(name: string): Promise<Running> {
       '--store', 'local', '--manifests', join(base, 'manifests'), '--state', stateDir,
       '--site', 'site-a', '--gossip-bind', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--swim-profile', 'loopback',
       '--lease-duration', '3s', '--provider-poll-interval', '1s', '--site-poll-interval', '1s',
-      '--gateway-age-address', `127.0.0.1:${ingestPort}`,
+      '--gateway-age-address', `127.0.0.1:${ingestPort}`, '--ingest-token-file', testTokenFile(),
     ],
     { env: { ...process.env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );

@@ -26,6 +26,7 @@ import { startSim } from '../../daemons/sim/server.ts';
 import { call, candidate, consumerConfig, payload, writeOverlay } from '../gateway/helpers.ts';
 import { legacyPemFingerprint } from '../../daemons/gossip-operator/probes/site-probe.ts';
 import { capturingLogger, configMap, freePort, grid, renderFixture, schemaProblems, startLocalOperator, tempDir, testConfig, waitFor, type LocalOperator } from './helpers.ts';
+import { testTokenFile } from '../ingest-token.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -88,7 +89,7 @@ describe('two sites over encrypted gossip and mTLS-verified GridSites', () => {
 
   // Seeds come from the rendered manifests (GridNetwork spec.seeds), so a restart rejoins the same peer.
   function siteConfig(site: Site): OperatorConfig {
-    return testConfig({ site: site.name, store: { backend: 'local', stateDir: stateDir(site) }, gatewayAddress: site.gatewayAddress!, gatewayAgeAddress: `127.0.0.1:${site.ingestPort!}` });
+    return testConfig({ site: site.name, store: { backend: 'local', stateDir: stateDir(site) }, gatewayAddress: site.gatewayAddress!, gatewayAgeAddress: `127.0.0.1:${site.ingestPort!}`, ingestTokenFile: testTokenFile() });
   }
 
   beforeAll(async () => {
@@ -229,7 +230,7 @@ describe('two sites over encrypted gossip and mTLS-verified GridSites', () => {
         const config = consumerConfig({ overlayPath, credentials: [{ name: 't', namespace: 'n', key: 'k', value: 'sim-token' }], clusters: [{ name: 'sim', endpoints: [`127.0.0.1:${sim.port}`] }] });
         const chain = (config['filter_chains'] as { filters: unknown[] }[])[0]!;
         chain.filters.unshift({ filter: 'caller_auth', keys_file: 'keys.json' }, { filter: 'budget_enforce' });
-        chain.filters.splice(3, 0, { filter: 'usage_meter', prices: [{ cluster: 'sim', ...price }], report: { url: `http://127.0.0.1:${site.ingestPort!}`, interval_ms: 100 } });
+        chain.filters.splice(3, 0, { filter: 'usage_meter', prices: [{ cluster: 'sim', ...price }], report: { url: `http://127.0.0.1:${site.ingestPort!}`, interval_ms: 100, token_file: testTokenFile() } });
         const gateway = await startConsumerGateway(resolveConfig(config, `${site.name}.json`), { configDir: dirs.path, logger: capturingLogger().logger, processMetrics: false, overlayPollIntervalMs: 0 });
         consumers.push(gateway);
         await waitFor(`${site.name} consumer overlay`, () => gateway.overlay?.current() ?? undefined);

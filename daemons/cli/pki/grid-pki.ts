@@ -12,7 +12,7 @@
  *   sites/<site>/provider-gateway.previous.{crt,key}  the one it replaced, still pinned until renew --finish
  *   sites/<site>/consumer-gateway.{crt,key}        client certificate on the provider hop
  *   sites/<site>/credentials/<secret>.<key>        a simulated backend's bearer token
- *   sites/<site>/<purpose>.token                   a token the site's own daemons share (dashboard)
+ *   sites/<site>/<purpose>.token                   a token the site's own daemons share (dashboard, ingest)
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -46,11 +46,11 @@ export interface SitePlan {
   readonly consumer?: { readonly gateway: string; readonly organizations: readonly string[] };
   /** Simulated backends' credential Secrets (name, key): tokens the grid makes itself. */
   readonly simulatedCredentials: readonly { readonly name: string; readonly key: string }[];
-  /** The tokens the site's own daemons share (the dashboard's), by purpose. */
+  /** The tokens the site's own daemons share (the dashboard's, the gateway ingest's), by purpose. */
   readonly tokens: readonly SiteToken[];
 }
 
-export type SiteToken = 'dashboard';
+export type SiteToken = 'dashboard' | 'ingest';
 
 export function tokenFile(dir: string, site: string, token: SiteToken): string {
   return join(siteDir(dir, site), `${token}.token`);

@@ -82,6 +82,9 @@ export function siteSecretManifests(dir: string, network: string, site: string, 
       case 'dashboard-token':
         secrets.push(manifest(need, network, { token: readToken(tokenFile(dir, site, 'dashboard'), 'the dashboard token') }));
         break;
+      case 'ingest-token':
+        secrets.push(manifest(need, network, { token: readToken(tokenFile(dir, site, 'ingest'), 'the gateway ingest token') }));
+        break;
       case 'caller-keys': {
         const key = need.keys[0] ?? 'caller-keys.json';
         user.push({ need, how: `the caller keys of consumer gateway ${need.gateway} (salted hashes): agn key mint --tenant <tenant> --keys-file ${key}, then kubectl -n ${need.namespace} create secret generic ${need.name} --from-file=${key}=${key}` });

@@ -262,7 +262,7 @@ export class GridNetworkController implements Controller {
         [...localProviders.map((p) => providerState(p, 'inference')), ...localToolProviders.map((p) => providerState(p, 'tools'))],
         { inference: localProviders.length > 0, agentTools: localToolProviders.length > 0 },
         runtime.certificateBundle,
-        siteSpend(network.status?.gatewaySpendReports),
+        siteSpend(network.status),
       );
     } catch (error) {
       ctx.logger.warn({ network: name, error: errorFields(error) }, 'publishing local state into gossip failed; retried on the next reconcile');

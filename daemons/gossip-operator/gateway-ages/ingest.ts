@@ -1,8 +1,10 @@
 /**
- * The gateway age ingest listener: POST /v1/gateway-age-reports (schemas/signals/gateway-age-report.schema.json)
- * on its own plain-HTTP listener, off unless --gateway-age-address is set. Not the admin listener: that one is
- * GET-only and scraped by probes, and this one takes writes that end in status, so it gets its own port a
- * NetworkPolicy can open to the site's gateway pods only. Reports are applied one at a time.
+ * The gateway ingest listener: POST /v1/gateway-age-reports (schemas/signals/gateway-age-report.schema.json) and
+ * /v1/gateway-spend-reports, GET /v1/tenant-budgets, on its own plain-HTTP listener, off unless
+ * --gateway-age-address is set. Not the admin listener: that one is GET-only and scraped by probes, and this one
+ * takes writes that end in status, so it gets its own port a NetworkPolicy can open to the site's gateway pods only,
+ * and every request must carry the site's ingest token (--ingest-token-file) as a bearer token: a missing or wrong
+ * one is answered 401 before the body is read. Reports are applied one at a time.
  *
  * GridNetwork status is the source of truth for the records (an operator may delete an entry after verifying a
  * process retired, or clear gatewayAgeReportOverflow after verifying coverage); this process only adds the
@@ -26,6 +28,7 @@ import type { OperatorMetrics } from '../metrics.ts';
 import { type AgeRecord, applyReport, type EvidenceState, GATEWAY_AGES_REJECTED, gatewayAgesCondition, type ReportOutcome } from './evidence.ts';
 import { listen } from '../../shared/listen.ts';
 import { closeServer } from '../../shared/close-server.ts';
+import { TokenFile } from '../../shared/token-file.ts';
 import { GATEWAY_SPEND_REPORTS_PATH, MAX_SPEND_REPORT_BYTES, TENANT_BUDGETS_PATH, recordSpendReport, tenantBudgets } from '../tenant-spend/record.ts';
 
 export const GATEWAY_AGES_FIELD_MANAGER = 'grid-operator-gateway-ages';
@@ -42,6 +45,8 @@ export const MAX_CONNECTIONS = 64;
 
 export interface GatewayAgeIngestOptions {
   readonly address: string;
+  /** The file holding the bearer token every request must carry (kept loaded, re-read when it changes). */
+  readonly tokenFile: string;
   readonly store: ResourceStore;
   readonly logger: Logger;
   readonly metrics: OperatorMetrics;
@@ -63,6 +68,7 @@ export class GatewayAgeIngest {
   readonly #receipts = new Map<string, { sequence: number; monoMs: number }>();
   #queue: Promise<unknown> = Promise.resolve();
   #server: Server | undefined;
+  #token: TokenFile | undefined;
   #pending = 0;
 
   constructor(options: GatewayAgeIngestOptions) {
@@ -80,15 +86,34 @@ export class GatewayAgeIngest {
     return this.#pending;
   }
 
+  /** Why a request may not be served (its token is missing or wrong, or none is loaded yet); undefined: it may. */
+  #refusal(authorization: string | undefined): 'missing' | 'wrong' | 'no_token' | undefined {
+    const token = this.#token;
+    if (token?.current() === undefined) return 'no_token';
+    const match = /^Bearer +(\S+) *$/iu.exec(authorization ?? '');
+    if (match === null) return 'missing';
+    return token.matches(match[1] as string) ? undefined : 'wrong';
+  }
+
   async start(): Promise<void> {
     const { host, port } = parseListenAddress(this.#o.address);
     const maxPending = this.#o.maxQueuedReports ?? MAX_QUEUED_REPORTS;
+    // A token file that cannot be read yet is logged (naming the file) and retried; requests get 503 meanwhile.
+    this.#token = new TokenFile({ file: this.#o.tokenFile, what: 'ingest token (--ingest-token-file)', logger: this.#o.logger });
+    await this.#token.start();
     const server = createServer((req, res) => {
       const reply = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
         if (res.headersSent) return;
         res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
         res.end(JSON.stringify(body));
       };
+      // Before anything else, the body included: an unauthenticated request costs a header parse and nothing more.
+      const refusal = this.#refusal(req.headers.authorization);
+      if (refusal !== undefined) {
+        this.#o.metrics.gatewayIngestRefused.inc({ reason: refusal });
+        if (refusal === 'no_token') return reply(503, { error: 'the operator has no ingest token loaded (its --ingest-token-file cannot be read); retry later' }, { 'retry-after': String(RETRY_AFTER_SECONDS), connection: 'close' });
+        return reply(401, { error: `${refusal === 'missing' ? 'no' : 'wrong'} ingest token: send Authorization: Bearer with the token of Secret grid-ingest-token (key token) of this site` }, { 'www-authenticate': 'Bearer', connection: 'close' });
+      }
       const path = (req.url ?? '').split('?')[0];
       if (path === TENANT_BUDGETS_PATH) {
         if (req.method !== 'GET') return reply(405, { error: 'method not allowed; use GET' });
@@ -119,7 +144,7 @@ export class GatewayAgeIngest {
         try {
           body = JSON.parse(bytes.toString('utf8'));
         } catch {
-          if (!spend) this.#o.metrics.gatewayAgeReports.inc({ outcome: 'invalid' });
+          (spend ? this.#o.metrics.gatewaySpendReports : this.#o.metrics.gatewayAgeReports).inc({ outcome: 'invalid' });
           return reply(400, { error: 'report is not JSON' });
         }
         return (spend ? this.submitSpend(body) : this.submit(body)).then(
@@ -151,6 +176,7 @@ export class GatewayAgeIngest {
     const server = this.#server;
     // A report being applied finishes (its status write included) before the listener goes.
     if (server !== undefined) await closeServer(server);
+    this.#token?.close();
     await this.#queue.catch(() => undefined);
   }
 
@@ -164,9 +190,10 @@ export class GatewayAgeIngest {
   /** Records one tenant spend report (serialized with the age reports); returns the HTTP answer. */
   submitSpend(body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
     const run = this.#queue.then(async () => {
-      const answer = await recordSpendReport(this.#o.store, body);
+      const answer = await recordSpendReport(this.#o.store, body, { now: this.#now });
+      this.#o.metrics.gatewaySpendReports.inc({ outcome: answer.outcome ?? (answer.status === 400 ? 'invalid' : 'no_network') });
       // Refusals mean a confused or misconfigured reporter; the answer names the field, never a key or a hash.
-      if (answer.status === 400 || answer.status === 409 || answer.status === 429) this.#o.logger.warn({ status: answer.status, ...answer.body }, 'gateway spend report refused');
+      if (answer.status === 400 || answer.status === 409) this.#o.logger.warn({ status: answer.status, ...answer.body }, 'gateway spend report refused');
       return answer;
     });
     this.#queue = run.catch(() => undefined);

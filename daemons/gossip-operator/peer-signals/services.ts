@@ -70,8 +70,8 @@ export async function startSignalServices(ctx: OperatorContext): Promise<SignalS
   }
   if (ctx.signalsAddress !== undefined) await requeueNetworks(ctx);
   let ingest: GatewayAgeIngest | undefined;
-  if (config.gatewayAgeAddress !== undefined) {
-    ingest = new GatewayAgeIngest({ address: config.gatewayAgeAddress, store: ctx.store, logger: ctx.logger, metrics: ctx.metrics, now: ctx.now });
+  if (config.gatewayAgeAddress !== undefined && config.ingestTokenFile !== undefined) {
+    ingest = new GatewayAgeIngest({ address: config.gatewayAgeAddress, tokenFile: config.ingestTokenFile, store: ctx.store, logger: ctx.logger, metrics: ctx.metrics, now: ctx.now });
     try {
       await ingest.start();
     } catch (error) {

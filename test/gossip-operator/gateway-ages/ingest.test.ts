@@ -8,13 +8,14 @@ import { OperatorMetrics } from '../../../daemons/gossip-operator/metrics.ts';
 import { GATEWAY_AGES_FIELD_MANAGER, GatewayAgeIngest, RETRY_AFTER_SECONDS } from '../../../daemons/gossip-operator/gateway-ages/ingest.ts';
 import { gatedStore } from '../gated-store.ts';
 import { capturingLogger, tempDir, waitFor } from '../helpers.ts';
+import { ingestAuth, testTokenFile } from '../../ingest-token.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
 function post(port: number, body: string, path = '/v1/gateway-age-reports', method = 'POST'): Promise<{ status: number; body: Json }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method, headers: { 'content-type': 'application/json' } }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path, method, headers: { 'content-type': 'application/json', ...ingestAuth() } }, (res) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text === '' ? undefined : JSON.parse(text) }));
@@ -26,7 +27,7 @@ function post(port: number, body: string, path = '/v1/gateway-age-reports', meth
 
 function postWithHeaders(port: number, body: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/v1/gateway-age-reports', method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path: '/v1/gateway-age-reports', method: 'POST', headers: { 'content-type': 'application/json', ...ingestAuth() } }, (res) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
@@ -64,7 +65,7 @@ describe('gateway age ingest', () => {
       metrics,
       mono,
       start: async () => {
-        const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', store, logger: capturingLogger().logger, metrics, monotonic: () => mono.ms });
+        const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', tokenFile: testTokenFile(), store, logger: capturingLogger().logger, metrics, monotonic: () => mono.ms });
         await ingest.start();
         ingests.push(ingest);
         return ingest;
@@ -120,11 +121,11 @@ describe('gateway age ingest', () => {
 
   it('a status writer racing the report (between its read and its patch) loses nothing: PeerTimeValid stays, a removed entry stays removed', async () => {
     const { store, metrics } = await setup();
-    const first = new GatewayAgeIngest({ address: '127.0.0.1:0', store, logger: capturingLogger().logger, metrics, monotonic: () => 1_000 });
+    const first = new GatewayAgeIngest({ address: '127.0.0.1:0', tokenFile: testTokenFile(), store, logger: capturingLogger().logger, metrics, monotonic: () => 1_000 });
     await first.submit(JSON.parse(report('aaaaaaaa01', 1, true)));
     await first.submit(JSON.parse(report('bbbbbbbb02', 1, true)));
     const held = gatedStore(store);
-    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', store: held.store, logger: capturingLogger().logger, metrics, monotonic: () => 2_000 });
+    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', tokenFile: testTokenFile(), store: held.store, logger: capturingLogger().logger, metrics, monotonic: () => 2_000 });
     const pending = ingest.submit(JSON.parse(report('cccccccc03', 1, false)));
     await held.gate.reached;
     // The peer poller writes PeerTimeValid and an administrator, having verified process aaaaaaaa01 retired,
@@ -145,7 +146,7 @@ describe('gateway age ingest', () => {
   it('answers 503 with Retry-After while more reports than the bound wait on the API, and takes reports again after', async () => {
     const { store, metrics } = await setup();
     const held = gatedStore(store, (kind) => kind.kind === 'GridNetwork');
-    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', store: held.store, logger: capturingLogger().logger, metrics, monotonic: () => 1_000, maxQueuedReports: 2 });
+    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', tokenFile: testTokenFile(), store: held.store, logger: capturingLogger().logger, metrics, monotonic: () => 1_000, maxQueuedReports: 2 });
     await ingest.start();
     try {
       // The first report is stuck in its status write (a slow API server); the second waits behind it.

@@ -12,10 +12,11 @@ import type { OperatorConfig } from '../../../daemons/gossip-operator/config.ts'
 import { PolledSignals } from '../../../daemons/gossip-operator/peer-signals/polled-signals.ts';
 import { startSignalServices, type SignalServices } from '../../../daemons/gossip-operator/peer-signals/services.ts';
 import { capturingLogger, tempDir, testConfig } from '../helpers.ts';
+import { ingestAuth, testTokenFile } from '../../ingest-token.ts';
 
 function post(port: number, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/v1/gateway-age-reports', method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path: '/v1/gateway-age-reports', method: 'POST', headers: { 'content-type': 'application/json', ...ingestAuth() } }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
     });
@@ -70,7 +71,7 @@ describe('signal services', () => {
 
   it('a signals address already in use is reported by name and address, and the gateway age ingest still starts', async () => {
     const port = await takenPort();
-    const { ctx, lines, enqueued } = await context({ signalsAddress: `127.0.0.1:${port}`, gatewayAgeAddress: '127.0.0.1:0' });
+    const { ctx, lines, enqueued } = await context({ signalsAddress: `127.0.0.1:${port}`, gatewayAgeAddress: '127.0.0.1:0', ingestTokenFile: testTokenFile() });
     const services = await start(ctx);
     expect(services.signalsBound).toBeUndefined();
     expect(ctx.signalsAddress).toBeUndefined();
@@ -86,7 +87,7 @@ describe('signal services', () => {
 
   it('a gateway age address already in use is reported, and the signals endpoint still serves', async () => {
     const port = await takenPort();
-    const { ctx, lines } = await context({ signalsAddress: '127.0.0.1:0', gatewayAgeAddress: `127.0.0.1:${port}` });
+    const { ctx, lines } = await context({ signalsAddress: '127.0.0.1:0', gatewayAgeAddress: `127.0.0.1:${port}`, ingestTokenFile: testTokenFile() });
     const services = await start(ctx);
     expect(services.gatewayAgePort).toBeUndefined();
     expect(services.signalsBound).toMatch(/^127\.0\.0\.1:\d+$/);

@@ -1,55 +1,25 @@
-// Tenant spend from gateway reports: the pure ledger (idempotent per epoch and sequence, cumulative, bounded), and
-// the ingest listener over real HTTP into a local store, across an operator restart: a report replayed after the
-// restart counts nothing twice, a report lost before it is covered by the next cumulative one.
+// Tenant spend from gateway reports through the ingest listener over real HTTP into a local store (the pure ledger
+// has its own tests beside this file): across an operator restart a report replayed after the restart counts nothing
+// twice and a report lost before it is covered by the next cumulative one; and across more gateway processes than
+// the ledger keeps live, every process's spend is still counted.
 import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GatewayAgeIngest } from '../../../daemons/gossip-operator/gateway-ages/ingest.ts';
 import { GRID_NETWORK } from '../../../daemons/gossip-operator/kinds.ts';
 import { OperatorMetrics } from '../../../daemons/gossip-operator/metrics.ts';
-import { MAX_SPEND_EPOCHS, applySpendReport, siteSpend } from '../../../daemons/gossip-operator/tenant-spend/ledger.ts';
+import { siteSpend, siteSpendMicro } from '../../../daemons/gossip-operator/tenant-spend/ledger.ts';
 import { openLocalStore, type LocalStore } from '../../../daemons/shared/resource-store/index.ts';
-import type { GatewaySpendReport } from '../../../schemas/generated/gridnetworks.ts';
+import type { GridNetworkStatus } from '../../../schemas/generated/gridnetworks.ts';
 import { capturingLogger, tempDir } from '../helpers.ts';
+import { ingestAuth, testTokenFile } from '../../ingest-token.ts';
 
 const EPOCH_A = 'a'.repeat(32);
 const EPOCH_B = 'b'.repeat(32);
 const report = (epoch: string, sequence: number, spend_usd: Record<string, number>) => ({ epoch, replica: 'gw-0', sequence, spend_usd });
 
-describe('spend ledger', () => {
-  it('keeps the newest report per epoch and sums epochs into the site spend', () => {
-    let records: readonly GatewaySpendReport[] = [];
-    const step = (r: ReturnType<typeof report>) => {
-      const applied = applySpendReport(records, r);
-      records = applied.records;
-      return applied.outcome;
-    };
-    expect(step(report(EPOCH_A, 1, { 'tenant-a': 0.5 }))).toBe('recorded');
-    expect(step(report(EPOCH_A, 3, { 'tenant-a': 1.25, 'tenant-b': 2 }))).toBe('recorded');
-    // Reordered and repeated reports change nothing.
-    expect(step(report(EPOCH_A, 2, { 'tenant-a': 0.75 }))).toBe('duplicate');
-    expect(step(report(EPOCH_A, 3, { 'tenant-a': 1.25, 'tenant-b': 2 }))).toBe('duplicate');
-    expect(step(report(EPOCH_B, 1, { 'tenant-a': 0.25 }))).toBe('recorded');
-    expect(siteSpend(records)).toEqual({ 'tenant-a': 1.5, 'tenant-b': 2 });
-  });
-
-  it('refuses a tenant whose cumulative spend went down or vanished within an epoch, and a new epoch when full', () => {
-    const { records } = applySpendReport([], report(EPOCH_A, 1, { 'tenant-a': 1 }));
-    expect(applySpendReport(records, report(EPOCH_A, 2, { 'tenant-a': 0.5 })).outcome).toBe('spend_decreased');
-    expect(applySpendReport(records, report(EPOCH_A, 2, { 'tenant-b': 5 })).outcome).toBe('spend_decreased');
-    const full = Array.from({ length: MAX_SPEND_EPOCHS }, (_, i) => ({ epoch: `e${String(i).padStart(8, '0')}`, sequence: 1, spend: [] }));
-    expect(applySpendReport(full, report(EPOCH_A, 1, {})).outcome).toBe('capacity');
-    expect(applySpendReport(full, report('e00000000', 2, { t: 1 })).outcome).toBe('recorded');
-  });
-
-  it('ignores spend that is not a positive finite number when summing', () => {
-    expect(siteSpend([{ epoch: 'x', sequence: 1, spend: [{ tenantId: 't', usd: -1 }, { tenantId: 'u', usd: Number.NaN }, { tenantId: 'v', usd: 2 }] }])).toEqual({ v: 2 });
-    expect(siteSpend(undefined)).toEqual({});
-  });
-});
-
 function post(port: number, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/v1/gateway-spend-reports', method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path: '/v1/gateway-spend-reports', method: 'POST', headers: { 'content-type': 'application/json', ...ingestAuth() } }, (res) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> }));
@@ -67,7 +37,7 @@ describe('spend ingest across an operator restart', () => {
 
   async function operator(stateDir: string): Promise<{ store: LocalStore; ingest: GatewayAgeIngest; stop: () => Promise<void> }> {
     const store = await openLocalStore({ stateDir, coalesceMs: 5, rescanIntervalMs: 1_000 });
-    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', store, logger: capturingLogger().logger, metrics: new OperatorMetrics() });
+    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', tokenFile: testTokenFile(), store, logger: capturingLogger().logger, metrics: new OperatorMetrics() });
     await ingest.start();
     const stop = async () => {
       await ingest.close();
@@ -97,10 +67,25 @@ describe('spend ingest across an operator restart', () => {
     expect((await post(second.ingest.port, report(EPOCH_A, 2, { 'tenant-a': 0.03, 'tenant-b': 0.1 }))).status).toBe(200);
     expect((await post(second.ingest.port, report(EPOCH_A, 4, { 'tenant-a': 0.07, 'tenant-b': 0.1 }))).status).toBe(202);
     expect((await post(second.ingest.port, report(EPOCH_B, 1, { 'tenant-a': 0.005 }))).status).toBe(202);
-    const network = (await second.store.get(GRID_NETWORK, { name: 'grid' })) as { status?: { gatewaySpendReports?: GatewaySpendReport[] } };
-    const spend = siteSpend(network.status?.gatewaySpendReports);
-    expect(spend['tenant-a']).toBeCloseTo(0.075, 12);
-    expect(spend['tenant-b']).toBeCloseTo(0.1, 12);
+    const network = (await second.store.get(GRID_NETWORK, { name: 'grid' })) as { status?: GridNetworkStatus };
+    expect(siteSpend(network.status)).toEqual({ 'tenant-a': 0.075, 'tenant-b': 0.1 });
+  });
+
+  it('counts every process of 150 rollouts of a 2-replica consumer (300 epochs, more than the ledger keeps live)', async () => {
+    const dirs = await tempDir('spend-rollouts');
+    cleanups.push(() => dirs.remove());
+    const op = await operator(dirs.path);
+    cleanups.push(op.stop);
+    await op.store.apply(GRID_NETWORK, { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridNetwork', metadata: { name: 'grid' }, spec: {} }, { fieldManager: 'test' });
+    const statuses = new Set<number>();
+    for (let i = 0; i < 300; i++) {
+      // A time-prefixed epoch per process; each spends one cent and is replaced without a final report.
+      const epoch = `${String(1_700_000_000_000 + i * 1000).padStart(13, '0')}-${i.toString(16).padStart(16, '0')}`;
+      statuses.add((await post(op.ingest.port, report(epoch, 1, { 'tenant-a': 0.01 }))).status);
+    }
+    expect([...statuses]).toEqual([202]);
+    const network = (await op.store.get(GRID_NETWORK, { name: 'grid' })) as { status?: GridNetworkStatus };
+    expect(siteSpendMicro(network.status)).toEqual({ 'tenant-a': 3_000_000 });
   });
 
   it('answers 503 when there is no GridNetwork to record into', async () => {
