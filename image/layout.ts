@@ -55,6 +55,7 @@ export const APP_PATHS = [
   'schemas/fnv1a.ts',
   'schemas/generated-config.ts',
   'schemas/object-names.ts',
+  'schemas/workload-labels.ts',
 ] as const;
 
 /** The daemons the image runs, each `node daemons/<name>/main.ts`. */
