@@ -44,6 +44,7 @@ export const APP_PATHS = [
   'daemons/shared',
   'daemons/sim',
   'schemas/crds',
+  'schemas/engines',
   'schemas/gateway',
   'schemas/generated',
   'schemas/gossip',

@@ -222,9 +222,13 @@ export interface MetricsConfig {
    * Per-scrape timeout ("2s" or "500ms").
    */
   timeout?: string;
+  /**
+   * Serving engine whose documented Prometheus metrics fill the signals (metric names, units, normalisation: schemas/engines/engine-presets.json). signalNames, and queueCapacity for the queue, override it per signal.
+   */
+  engine?: 'vllm' | 'sglang' | 'tgi' | 'triton-trtllm';
   signalNames?: SignalNames;
   /**
-   * Raw queue capacity: queue_depth is divided by it and clamped to [0,1].
+   * Raw queue capacity: the raw queue (signalNames.queueDepth, or the preset's waiting count) is divided by it and clamped to [0,1].
    */
   queueCapacity?: number;
   /**
@@ -235,7 +239,7 @@ export interface MetricsConfig {
   tls?: EndpointTls;
 }
 /**
- * Scoring signal to Prometheus metric name; unset signals score neutral (0.5).
+ * Scoring signal to Prometheus metric name, overriding the engine preset for that signal; a signal neither named here nor given by the preset scores neutral (0.5).
  */
 export interface SignalNames {
   /**
@@ -351,6 +355,12 @@ export interface InferenceProviderStatus {
    */
   conditions?: Condition[];
   /**
+   * Signals the last usable metrics scrape returned and the series each was read from (their values are in the overlay's score_breakdown). Absent until a scrape returns one.
+   *
+   * @maxItems 8
+   */
+  scrapedSignals?: ScrapedSignal[];
+  /**
    * Effective model-listing URL while discovery is configured.
    */
   modelDiscoveryUrl?: string;
@@ -398,4 +408,23 @@ export interface Condition {
    * Human-readable detail. Never contains credential bytes.
    */
   message: string;
+}
+/**
+ * One scoring signal and where it came from.
+ */
+export interface ScrapedSignal {
+  /**
+   * Scoring signal.
+   */
+  signal: 'queueDepth' | 'kvCacheUtilization' | 'latencyP99Ms' | 'prefixCacheHitRatio' | 'errorRate';
+  /**
+   * Engine preset the signal was read by; absent when spec.metricsConfig.signalNames named its metric.
+   */
+  engine?: 'vllm' | 'sglang' | 'tgi' | 'triton-trtllm';
+  /**
+   * Series read, in the preset's order (e.g. waiting, then running); a label selection reads name{label="value"}.
+   *
+   * @maxItems 4
+   */
+  metrics: string[];
 }

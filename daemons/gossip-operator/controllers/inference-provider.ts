@@ -77,9 +77,17 @@ export function readyCondition(
   if (!metricsConfigured) return { type: 'Ready', status: 'True', reason: 'MetricsNotConfigured', message: 'no metricsConfig: routed with neutral scores' };
   if (signal === undefined) return { type: 'Ready', status: 'Unknown', reason: 'AwaitingScrape', message: 'waiting for the first metrics scrape' };
   if (signal.failedClosed) return { type: 'Ready', status: 'False', reason: 'MetricsUnavailable', message: `metrics scrape ${signal.result}${signal.detail ? `: ${signal.detail}` : ''}; TLS metrics fail closed` };
-  if (signal.result === 'success') return { type: 'Ready', status: 'True', reason: 'MetricsScraped', message: 'the last scrape returned the configured series' };
+  if (signal.result === 'success') return { type: 'Ready', status: 'True', reason: 'MetricsScraped', message: scrapedMessage(signal) };
   if (signal.stale) return { type: 'Ready', status: 'True', reason: 'MetricsStale', message: `metrics scrape ${signal.result}; last good sample reused within staleMetricsSeconds` };
   return { type: 'Ready', status: 'True', reason: signal.result === 'no_series' ? 'MetricsNoSeries' : 'MetricsNeutral', message: `metrics scrape ${signal.result}${signal.detail ? `: ${signal.detail}` : ''}; scored neutral` };
+}
+
+/** Which signals the scrape returned, and which configured ones the page lacked (they score as missing). */
+function scrapedMessage(signal: SignalState): string {
+  if (signal.signals.length === 0) return 'the last scrape returned the configured series';
+  const got = signal.signals.map((s) => s.signal);
+  const missing = signal.configured.filter((s) => !got.includes(s as (typeof got)[number]));
+  return `the last scrape returned ${got.join(', ')}${missing.length > 0 ? `; missing ${missing.join(', ')}` : ''}`;
 }
 
 export class InferenceProviderController implements Controller {
@@ -153,7 +161,9 @@ export class InferenceProviderController implements Controller {
     const spec = provider.spec ?? ({} as InferenceProviderResource['spec']);
     const sites = spec.gridNetworkRef !== undefined ? await matchingSites(ctx, spec.gridNetworkRef, spec.siteSelector?.matchLabels) : undefined;
     const generation = provider.metadata.generation ?? 1;
-    const ready = readyCondition(verdict.phase, spec.metricsConfig !== undefined, ctx.signals.latest(name), verdict);
+    const signal = spec.metricsConfig !== undefined ? ctx.signals.latest(name) : undefined;
+    const ready = readyCondition(verdict.phase, spec.metricsConfig !== undefined, signal, verdict);
+    const scraped = signal?.signals ?? [];
     const status: InferenceProviderStatus = {
       phase: verdict.phase,
       reason: verdict.reason,
@@ -161,11 +171,14 @@ export class InferenceProviderController implements Controller {
       observedGeneration: generation,
       conditions: mergeConditions(provider.status?.conditions as Condition[] | undefined, [{ ...ready, observedGeneration: generation }], ctx.now()),
       ...(sites !== undefined ? { matchingSites: sites } : {}),
+      ...(scraped.length > 0 ? { scrapedSignals: [...scraped] } : {}),
     };
+    // A merge patch removes a field only when sent as null; send it only when there is one to remove.
+    const patch: Record<string, unknown> = scraped.length === 0 && provider.status?.scrapedSignals !== undefined ? { ...status, scrapedSignals: null } : { ...status };
     const before = provider.status;
     const readyBefore = before?.conditions?.find((c) => c.type === 'Ready');
-    if (!sameJson({ ...before, ...status }, before)) {
-      await ctx.store.patchStatus(INFERENCE_PROVIDER, { name }, status as Record<string, unknown>, { fieldManager: FIELD_MANAGER });
+    if (!sameJson({ ...before, ...patch }, before)) {
+      await ctx.store.patchStatus(INFERENCE_PROVIDER, { name }, patch, { fieldManager: FIELD_MANAGER });
       if (readyBefore?.reason !== ready.reason || readyBefore?.status !== ready.status) {
         const fields = { provider: name, ready: ready.status, reason: ready.reason };
         if (ready.status === 'False') ctx.logger.warn(fields, 'provider not ready');

@@ -4,9 +4,11 @@
  * outcome, which the InferenceProvider controller turns into the Ready condition.
  */
 import type { InferenceProviderResource } from '../../../schemas/crds/types.ts';
+import type { ScrapedSignal } from '../../../schemas/generated/inferenceproviders.ts';
 import { joinUrl } from '../probes/http-probe.ts';
 import { scrapeMetrics, type CachedSample, type ScrapeOutcome, type ScrapeResult } from '../probes/metrics-scrape.ts';
 import type { BearerResult } from '../probes/scraper-token.ts';
+import { planSignals } from '../probes/signal-readings.ts';
 import type { LocalMetrics, MetricSignal, MetricsSample } from '../routing/model.ts';
 import type { ResourceStore } from '../../shared/resource-store/types.ts';
 import type { OperatorMetrics } from '../metrics.ts';
@@ -20,6 +22,10 @@ export interface SignalState {
   readonly detail?: string;
   /** True when a TLS-configured provider fails closed (Ready False, excluded from routing). */
   readonly failedClosed: boolean;
+  /** The signals the sample holds and the series each came from (status.scrapedSignals). */
+  readonly signals: readonly ScrapedSignal[];
+  /** Signals signalNames or the engine preset configures, whether or not the page had them. */
+  readonly configured: readonly string[];
 }
 
 interface Entry {
@@ -72,16 +78,18 @@ export class ProviderSignals {
     const entry = this.#entries.get(name) ?? { cache: undefined, generation: 0, last: undefined };
     this.#entries.set(name, entry);
     const signalNames = config.signalNames ?? {};
-    const configuredSignals: MetricSignal[] = [];
-    if (signalNames.queueDepth !== undefined) configuredSignals.push('queueDepth');
-    if (signalNames.kvCacheUtilization !== undefined) configuredSignals.push('kvCacheUtilization');
+    // A signal is configured when signalNames names it or the engine preset reads it; admission treats the others
+    // as NotConfigured, so an engine without a KV-cache metric never fails closed on kvCachePressure.
+    const plan = planSignals(signalNames, config.engine);
+    const configured = Object.keys(plan);
+    const configuredSignals = (['queueDepth', 'kvCacheUtilization'] as const).filter((s): s is MetricSignal => plan[s] !== undefined);
 
     const tlsSpec = config.tls ?? provider.spec.tls;
     const tls = await resolveEndpointTls(store, tlsSpec, 'MetricsTls');
     let outcome: ScrapeOutcome;
     if (!tls.ok) {
       // Unresolvable TLS material never falls back to an unverified scrape: fail closed like a TLS scrape failure.
-      outcome = { result: 'tls', metrics: { healthy: false }, cache: entry.cache, stale: false, detail: tls.message };
+      outcome = { result: 'tls', metrics: { healthy: false }, cache: entry.cache, stale: false, signals: [], detail: tls.message };
     } else {
       let url: URL;
       try {
@@ -91,12 +99,13 @@ export class ProviderSignals {
       }
       const timeoutMs = config.timeout !== undefined ? parseDurationMs(config.timeout) ?? 2000 : 2000;
       outcome = url.protocol === 'invalid:'
-        ? { result: 'config', metrics: undefined, cache: entry.cache, stale: false, detail: 'metrics endpoint is not a valid URL' }
+        ? { result: 'config', metrics: undefined, cache: entry.cache, stale: false, signals: [], detail: 'metrics endpoint is not a valid URL' }
         : await scrapeMetrics(
             {
               url,
               timeoutMs,
               signalNames,
+              ...(config.engine !== undefined ? { engine: config.engine } : {}),
               ...(config.poolName !== undefined ? { poolName: config.poolName } : {}),
               ...(config.queueCapacity !== undefined ? { queueCapacity: config.queueCapacity } : {}),
               ...(tls.tls !== undefined ? { tls: tls.tls } : {}),
@@ -132,8 +141,17 @@ export class ProviderSignals {
       stale: outcome.stale,
       ...(outcome.detail !== undefined ? { detail: outcome.detail } : {}),
       failedClosed: m !== undefined && !m.healthy,
+      signals: outcome.signals,
+      configured,
     };
-    const changed = entry.last === undefined || entry.last.result !== next.result || entry.last.failedClosed !== next.failedClosed || entry.last.stale !== next.stale;
+    // Status shows the outcome class and where each signal came from, not the values: those change every scrape.
+    const changed =
+      entry.last === undefined ||
+      entry.last.result !== next.result ||
+      entry.last.failedClosed !== next.failedClosed ||
+      entry.last.stale !== next.stale ||
+      JSON.stringify(entry.last.signals) !== JSON.stringify(next.signals) ||
+      JSON.stringify(entry.last.configured) !== JSON.stringify(next.configured);
     entry.last = next;
     // The scrape already divided by queueCapacity; routing must not divide again, so it gets no capacity here.
     return { local: { configuredSignals, ...(sample !== undefined ? { sample } : {}) }, changed };

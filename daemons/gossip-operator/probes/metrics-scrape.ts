@@ -1,13 +1,17 @@
 /**
  * The operator-side Prometheus scrape of an InferenceProvider (seed 001 "Metrics configuration", seed 004 "Stale
- * metrics grace period"): fetch, pick the configured signals, normalise, and decide what a failure means.
+ * metrics grace period"): fetch, read the signals of signalNames and the engine preset (signal-readings.ts), and
+ * decide what a failure means.
  *
  * The last good sample is data the caller keeps between reconciles (per provider, per process) and passes back in;
  * this module keeps no state of its own.
  */
+import type { MetricsEngine } from '../../../schemas/engines/presets.ts';
+import type { ScrapedSignal } from '../../../schemas/generated/inferenceproviders.ts';
 import { type ProbeFailure, type ProbeTls, probeHttp } from './http-probe.ts';
 import { parsePrometheusText, signalValue } from './prometheus-text.ts';
 import type { BearerResult } from './scraper-token.ts';
+import { type CounterMemories, planSignals, readSignals, type SignalNames } from './signal-readings.ts';
 
 /** The signals a provider can publish; names follow the CRDT metrics snapshot of SPEC §5. */
 export interface BackendMetrics {
@@ -25,21 +29,19 @@ export interface BackendMetrics {
   readonly healthy: boolean;
 }
 
-export interface SignalNames {
-  readonly queueDepth?: string;
-  readonly kvCacheUtilization?: string;
-  readonly latencyP99Ms?: string;
-  readonly prefixCacheHitRatio?: string;
-  readonly errorRate?: string;
-}
-
 export interface MetricsScrapeConfig {
   readonly url: URL;
   readonly timeoutMs: number;
+  /** Explicit metric names; each overrides the engine preset for its signal. */
   readonly signalNames: SignalNames;
+  /** metricsConfig.engine: the preset that fills the signals signalNames leaves unset. */
+  readonly engine?: MetricsEngine;
   /** Only series whose `name` label equals the pool (llm-d EPP pools publish one series per pool). */
   readonly poolName?: string;
-  /** An absolute queue size is divided by this and clamped to [0,1] (seed 004 "Queue depth normalization"). */
+  /**
+   * An absolute queue size is divided by this and clamped to [0,1] (seed 004 "Queue depth normalization"): a named
+   * queue metric, or the preset's waiting count in place of waiting + running.
+   */
   readonly queueCapacity?: number;
   /** Set when spec.tls or metricsConfig.tls is configured: failures then fail closed instead of scoring neutral. */
   readonly tls?: ProbeTls;
@@ -56,6 +58,10 @@ export interface MetricsScrapeConfig {
 export interface CachedSample {
   readonly metrics: BackendMetrics;
   readonly scrapedAtMs: number;
+  /** The signals it holds and the series they came from. */
+  readonly signals: readonly ScrapedSignal[];
+  /** Counter totals of the preset's counter readings: the baseline of the next scrape's increments. */
+  readonly counters?: CounterMemories;
 }
 
 /** Label values of grid_provider_scrape_total{result}. */
@@ -69,6 +75,8 @@ export interface ScrapeOutcome {
   readonly cache: CachedSample | undefined;
   /** True when the metrics came from the cache within staleMetricsSeconds. */
   readonly stale: boolean;
+  /** The signals in `metrics` and where they were read (empty when there are none). */
+  readonly signals: readonly ScrapedSignal[];
   readonly detail?: string;
 }
 
@@ -107,20 +115,31 @@ export async function scrapeMetrics(config: MetricsScrapeConfig, cache: CachedSa
   }
   const samples = parsePrometheusText(response.body.toString('utf8'));
   const match: Record<string, string> = config.poolName === undefined ? {} : { name: config.poolName };
-  const read = (name: string | undefined) => (name === undefined ? undefined : signalValue(samples, name, match));
-  const rawQueue = read(config.signalNames.queueDepth);
+  const read = (name: string) => signalValue(samples, name, match);
+  const signals = readSignals(samples, planSignals(config.signalNames, config.engine), {
+    match,
+    ...(config.queueCapacity !== undefined ? { queueCapacity: config.queueCapacity } : {}),
+    ...(cache?.counters !== undefined ? { counters: cache.counters } : {}),
+  });
   const metrics = omitUndefined({
-    queue_depth: rawQueue === undefined ? undefined : clamp01(config.queueCapacity ? rawQueue / config.queueCapacity : rawQueue),
-    kv_cache_utilization: mapDefined(read(config.signalNames.kvCacheUtilization), clamp01),
-    latency_p99_ms: mapDefined(read(config.signalNames.latencyP99Ms), (v) => Math.max(0, v)),
-    prefix_cache_hit_ratio: mapDefined(read(config.signalNames.prefixCacheHitRatio), clamp01),
-    error_rate: mapDefined(read(config.signalNames.errorRate), clamp01),
+    queue_depth: signals.values.queueDepth,
+    kv_cache_utilization: signals.values.kvCacheUtilization,
+    latency_p99_ms: signals.values.latencyP99Ms,
+    prefix_cache_hit_ratio: signals.values.prefixCacheHitRatio,
+    error_rate: signals.values.errorRate,
     ...Object.fromEntries(Object.entries(POOL_SERIES).map(([key, names]) => [key, mapDefined(names.map(read).find((v) => v !== undefined), (v) => Math.max(0, v))])),
     healthy: true,
   });
   const found = Object.keys(metrics).length > 1;
+  const counters = Object.keys(signals.counters).length > 0 ? { counters: signals.counters } : {};
   // A page without any configured series still proves the endpoint answers; the missing signals stay missing.
-  return { result: found ? 'success' : 'no_series', metrics, cache: { metrics, scrapedAtMs: nowMs }, stale: false };
+  return {
+    result: found ? 'success' : 'no_series',
+    metrics,
+    cache: { metrics, scrapedAtMs: nowMs, signals: signals.scraped, ...counters },
+    stale: false,
+    signals: signals.scraped,
+  };
 }
 
 /**
@@ -130,10 +149,10 @@ export async function scrapeMetrics(config: MetricsScrapeConfig, cache: CachedSa
 function failed(config: MetricsScrapeConfig, cache: CachedSample | undefined, nowMs: number, result: ScrapeResult, detail: string): ScrapeOutcome {
   const graceMs = (config.staleMetricsSeconds ?? 0) * 1000;
   if (cache !== undefined && graceMs > 0 && nowMs - cache.scrapedAtMs <= graceMs) {
-    return { result, metrics: cache.metrics, cache, stale: true, detail };
+    return { result, metrics: cache.metrics, cache, stale: true, signals: cache.signals, detail };
   }
   const metrics = config.tls !== undefined ? { healthy: false } : undefined;
-  return { result, metrics, cache, stale: false, detail };
+  return { result, metrics, cache, stale: false, signals: [], detail };
 }
 
 /** A credential goes only to a host proven by a configured CA, or over plaintext the user explicitly allowed. */
@@ -146,10 +165,6 @@ function refuseUnsafeCredential(config: MetricsScrapeConfig): string | undefined
   }
   if (config.url.protocol !== 'https:' && config.url.protocol !== 'http:') return `metrics auth needs an http(s) endpoint, not ${config.url.protocol}`;
   return undefined;
-}
-
-function clamp01(value: number): number {
-  return Math.min(1, Math.max(0, value));
 }
 
 function mapDefined(value: number | undefined, map: (v: number) => number): number | undefined {

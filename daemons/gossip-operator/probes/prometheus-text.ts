@@ -1,6 +1,7 @@
 /**
  * A bounded reader for the Prometheus text exposition format (version 0.0.4), enough to pull the provider signals
- * AGN scores on (queue depth, KV-cache utilisation) out of a vLLM or llm-d EPP /metrics page.
+ * AGN scores on (queue depth, KV-cache utilisation, prefix-cache hits) out of a serving engine's or an llm-d EPP's
+ * /metrics page.
  *
  * Non-finite samples are dropped at parse time (seed 004: "Prometheus scraping drops NaN and ±Inf values"), so
  * nothing downstream has to re-check them.
@@ -85,13 +86,23 @@ function parseLabels(text: string): { labels: Record<string, string>; length: nu
  * when a pool exposes one series per endpoint. undefined when there is no such series.
  */
 export function signalValue(samples: readonly Sample[], name: string, match: Readonly<Record<string, string>> = {}): number | undefined {
+  const { sum, count } = seriesTotals(samples, name, match);
+  return count === 0 ? undefined : sum / count;
+}
+
+/**
+ * The sum and number of the samples named `name` whose labels include every entry of `match` (other labels are not
+ * looked at): engine presets sum counts and average fractions over the replicas or ranks behind one endpoint.
+ */
+export function seriesTotals(samples: readonly Sample[], name: string, match: Readonly<Record<string, string>> = {}): { sum: number; count: number } {
   let sum = 0;
   let count = 0;
+  const wanted = Object.entries(match);
   for (const sample of samples) {
     if (sample.name !== name) continue;
-    if (!Object.entries(match).every(([key, value]) => sample.labels[key] === value)) continue;
+    if (!wanted.every(([key, value]) => sample.labels[key] === value)) continue;
     sum += sample.value;
     count++;
   }
-  return count === 0 ? undefined : sum / count;
+  return { sum, count };
 }

@@ -71,7 +71,7 @@ export interface ProviderCost {
 }
 
 export interface LocalMetrics {
-  /** Signals with a configured metric name in spec.metricsConfig.signalNames. */
+  /** Signals spec.metricsConfig configures: a metric named in signalNames, or read by the engine preset. */
   readonly configuredSignals: readonly MetricSignal[];
   /** spec.metricsConfig.queueCapacity: divides a raw queue size into [0,1]. */
   readonly queueCapacity?: number;

@@ -55,14 +55,22 @@ describe('status helpers', () => {
 });
 
 describe('InferenceProvider Ready condition', () => {
+  const NONE = { signals: [], configured: [] };
   it('follows the signals loop: fail-closed TLS metrics are not ready, plaintext failures score neutral', () => {
     expect(readyCondition('Available', false, undefined)).toMatchObject({ status: 'True', reason: 'MetricsNotConfigured' });
     expect(readyCondition('Available', true, undefined)).toMatchObject({ status: 'Unknown', reason: 'AwaitingScrape' });
-    expect(readyCondition('Available', true, { result: 'success', sample: undefined, stale: false, failedClosed: false })).toMatchObject({ status: 'True', reason: 'MetricsScraped' });
-    expect(readyCondition('Available', true, { result: 'tls', sample: undefined, stale: false, failedClosed: true })).toMatchObject({ status: 'False', reason: 'MetricsUnavailable' });
-    expect(readyCondition('Available', true, { result: 'timeout', sample: undefined, stale: true, failedClosed: false })).toMatchObject({ status: 'True', reason: 'MetricsStale' });
-    expect(readyCondition('Available', true, { result: 'unreachable', sample: undefined, stale: false, failedClosed: false })).toMatchObject({ status: 'True', reason: 'MetricsNeutral' });
-    expect(readyCondition('Unavailable', true, { result: 'success', sample: undefined, stale: false, failedClosed: false })).toMatchObject({ status: 'False', reason: 'ProviderUnavailable' });
+    expect(readyCondition('Available', true, { result: 'success', sample: undefined, stale: false, failedClosed: false, ...NONE })).toMatchObject({ status: 'True', reason: 'MetricsScraped' });
+    expect(readyCondition('Available', true, { result: 'tls', sample: undefined, stale: false, failedClosed: true, ...NONE })).toMatchObject({ status: 'False', reason: 'MetricsUnavailable' });
+    expect(readyCondition('Available', true, { result: 'timeout', sample: undefined, stale: true, failedClosed: false, ...NONE })).toMatchObject({ status: 'True', reason: 'MetricsStale' });
+    expect(readyCondition('Available', true, { result: 'unreachable', sample: undefined, stale: false, failedClosed: false, ...NONE })).toMatchObject({ status: 'True', reason: 'MetricsNeutral' });
+    expect(readyCondition('Unavailable', true, { result: 'success', sample: undefined, stale: false, failedClosed: false, ...NONE })).toMatchObject({ status: 'False', reason: 'ProviderUnavailable' });
+  });
+
+  it('names the signals a scrape returned and the configured ones the page lacked', () => {
+    const signals = [{ signal: 'queueDepth' as const, engine: 'vllm' as const, metrics: ['vllm:num_requests_waiting', 'vllm:num_requests_running'] }];
+    const state = { result: 'success' as const, sample: undefined, stale: false, failedClosed: false, signals, configured: ['queueDepth', 'kvCacheUtilization'] };
+    expect(readyCondition('Available', true, state)).toMatchObject({ reason: 'MetricsScraped', message: 'the last scrape returned queueDepth; missing kvCacheUtilization' });
+    expect(readyCondition('Available', true, { ...state, configured: ['queueDepth'] }).message).toBe('the last scrape returned queueDepth');
   });
 });
 

@@ -31,7 +31,12 @@ describe('InferenceProvider metrics scrape (seed 001 "Metrics configuration", se
     const server = await metricsServer(() => 'queue 0.3\nkv 1.7\n');
     const outcome = await scrapeMetrics(config(server.url), undefined, 1000);
     expect(outcome).toMatchObject({ result: 'success', metrics: { queue_depth: 0.3, kv_cache_utilization: 1, healthy: true }, stale: false });
-    expect(outcome.cache).toEqual({ metrics: outcome.metrics, scrapedAtMs: 1000 });
+    const signals = [
+      { signal: 'queueDepth', metrics: ['queue'] },
+      { signal: 'kvCacheUtilization', metrics: ['kv'] },
+    ];
+    expect(outcome.signals).toEqual(signals);
+    expect(outcome.cache).toEqual({ metrics: outcome.metrics, scrapedAtMs: 1000, signals });
   });
 
   it('divides an absolute queue size by queueCapacity ("AGN divides the raw value by that capacity and clamps")', async () => {
@@ -79,10 +84,11 @@ describe('InferenceProvider metrics scrape (seed 001 "Metrics configuration", se
 
   it('reuses the last sample within staleMetricsSeconds, not after', async () => {
     const port = await closedPort();
-    const cache = { metrics: { queue_depth: 0.2, healthy: true }, scrapedAtMs: 10_000 };
+    const cache = { metrics: { queue_depth: 0.2, healthy: true }, scrapedAtMs: 10_000, signals: [{ signal: 'queueDepth' as const, metrics: ['queue'] }] };
     const cfg = config(`http://127.0.0.1:${port}`, { staleMetricsSeconds: 30 });
-    expect(await scrapeMetrics(cfg, cache, 40_000)).toMatchObject({ metrics: cache.metrics, stale: true });
-    expect(await scrapeMetrics(cfg, cache, 40_001)).toMatchObject({ metrics: undefined, stale: false });
+    // The reused sample keeps saying where its signals came from.
+    expect(await scrapeMetrics(cfg, cache, 40_000)).toMatchObject({ metrics: cache.metrics, stale: true, signals: cache.signals });
+    expect(await scrapeMetrics(cfg, cache, 40_001)).toMatchObject({ metrics: undefined, stale: false, signals: [] });
   });
 
   it('fails closed (healthy=false) when TLS is configured and no usable sample remains', async () => {
