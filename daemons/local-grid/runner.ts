@@ -146,6 +146,11 @@ export class LocalGrid {
 
   /** Every credential token of the grid: what must never show up in a log, status, overlay or error body. */
   /** The demo caller keys count: they belong only in the state directory's caller-keys/demo-keys.json. */
+  /** The provider credentials' tokens: what no consumer gateway may ever hold. */
+  providerCredentialTokens(): Buffer[] {
+    return this.#secrets.filter((s) => s.providerCredential === true).flatMap((s) => s.tokenKeys.map((k) => s.data[k]).filter((v): v is Buffer => v !== undefined));
+  }
+
   tokens(): Buffer[] {
     return [
       ...this.#secrets.flatMap((s) => s.tokenKeys.map((k) => s.data[k]).filter((v): v is Buffer => v !== undefined)),

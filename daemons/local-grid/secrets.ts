@@ -23,6 +23,8 @@ export interface SiteSecret {
   readonly data: SecretData;
   /** Credential tokens (as opposed to certificates and keys): what the leak check looks for. */
   readonly tokenKeys: readonly string[];
+  /** A provider's credential (an InferenceProvider's or a tool's auth.secretRef): only its provider gateway holds it. */
+  readonly providerCredential?: boolean;
 }
 
 interface Ref {
@@ -127,9 +129,12 @@ export function siteSecrets(
     if (tls?.caSecretRef !== undefined) special.set(`${tls.caSecretRef.namespace ?? 'grid-system'}/${tls.caSecretRef.name}`, { 'ca.crt': ca });
     if (tls?.siteSecretRef !== undefined) special.set(`${tls.siteSecretRef.namespace ?? 'grid-system'}/${tls.siteSecretRef.name}`, pem(own.siteIdentity));
   }
+  const credentials = new Set<string>();
   for (const object of site.objects) {
     const auth = ((object['spec'] ?? {}) as { auth?: { secretRef?: Ref } }).auth;
-    if (auth?.secretRef !== undefined) want(auth.secretRef, auth.secretRef.key ?? 'token', 'grid-system');
+    if (auth?.secretRef === undefined) continue;
+    want(auth.secretRef, auth.secretRef.key ?? 'token', 'grid-system');
+    credentials.add(`${auth.secretRef.namespace ?? 'grid-system'}/${auth.secretRef.name}`);
   }
   for (const pod of site.pods) {
     const role = podIsProviderGateway(site, pod) ? 'provider' : 'consumer';
@@ -180,7 +185,7 @@ export function siteSecrets(
       data[key] = kept !== undefined && kept.length >= 16 ? kept : Buffer.from(randomBytes(24).toString('base64url'));
     }
     // The keys file holds hashes, not tokens: the leak check looks for the demo keys and hashes themselves (LocalGrid.tokens).
-    out.push({ namespace: entry.namespace, name: entry.name, data, tokenKeys: keys.filter((k) => !(entry.callerKeys?.has(k) ?? false)) });
+    out.push({ namespace: entry.namespace, name: entry.name, data, tokenKeys: keys.filter((k) => !(entry.callerKeys?.has(k) ?? false)), providerCredential: credentials.has(`${entry.namespace}/${entry.name}`) });
   }
   return out.sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
 }

@@ -296,7 +296,8 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
 
   it('keeps the network boundaries: no credential at the consumer, no entry to the provider gateway without a trusted client certificate', async () => {
     await evidence.step('network boundaries', async (note) => {
-      const tokens = grid.tokens().map((t) => t.toString());
+      // Provider credentials: the consumer holds the gateway ingest token it reports with, never a provider's.
+      const tokens = grid.providerCredentialTokens().map((t) => t.toString());
       expect(tokens.length).toBeGreaterThan(0);
       const holds = (pod: string) => filesUnder(grid.pods.find((p) => p.site === 'east' && p.pod.id === pod)!.dir).filter((f) => tokens.some((t) => readFileSync(f, 'utf8').includes(t)));
       expect(holds('consumer-gateway-0')).toEqual([]);
