@@ -248,7 +248,7 @@ export interface UsageMeterFilter {
      */
     interval_ms?: number;
     /**
-     * (extension) Path (absolute, or relative to the config's directory) of the file holding the site's ingest token (Secret grid-ingest-token, key token, projected as a directory), sent as Authorization: Bearer on every request to the ingest listener and re-read when the file changes. Absent: requests carry no token, and an operator that checks one refuses them (401).
+     * Path (absolute, or relative to the config's directory) of the file holding the site's ingest token (Secret grid-ingest-token, key token, projected as a directory), sent as Authorization: Bearer on every request to the ingest listener and re-read when the file changes. Absent: requests carry no token, and an operator that checks one refuses them (401). Like every key of usage_meter, which is an extension filter as a whole.
      */
     token_file?: string;
   };

@@ -165,7 +165,7 @@ describe('every config we render', () => {
     }
   });
 
-  it('dist/: a public admin address comes with a NetworkPolicy that opens only the listener to every source', () => {
+  it('dist/: a public admin address comes with a NetworkPolicy that opens only the listener to every source, the admin port to named peers only', () => {
     for (const { site, name, config } of compiled) {
       const admin = config.admin.address as string;
       if (admin.startsWith('127.') || admin.startsWith('[::1]')) continue;
@@ -181,7 +181,13 @@ describe('every config we render', () => {
       // A rule without `from` admits every source: only the listener port may have one.
       const open = policy.spec.ingress.filter((rule: Json) => rule.from === undefined).flatMap((rule: Json) => rule.ports.map((p: Json) => p.port));
       expect(open).toEqual([listenerPort]);
-      expect(policy.spec.ingress.flatMap((rule: Json) => rule.ports.map((p: Json) => p.port))).not.toContain(adminPort);
+      // The admin port only for named peers: the operator pods the dashboard reads replica state with (podSelector),
+      // or CIDRs declared as metrics scrapers; never an ipBlock of everything.
+      for (const rule of policy.spec.ingress.filter((r: Json) => r.ports.some((p: Json) => p.port === adminPort))) {
+        for (const from of rule.from as Json[]) {
+          expect(from.podSelector !== undefined || (from.ipBlock !== undefined && from.ipBlock.cidr !== '0.0.0.0/0' && from.ipBlock.cidr !== '::/0'), `${name}: ${JSON.stringify(from)}`).toBe(true);
+        }
+      }
     }
   });
 
