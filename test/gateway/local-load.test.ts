@@ -135,21 +135,19 @@ describe('local_load: own in-flight per candidate on a real gateway', () => {
 
   it('returns to 0 when the caller goes away mid-stream, while the upstream still holds its answer', async () => {
     await useOverlay([candidate('m1', 'west', 'hold')]);
-    const firstEvent = new Promise<void>((resolve, reject) => {
+    const streaming = await new Promise<ReturnType<typeof httpRequest>>((resolve, reject) => {
       const body = JSON.stringify(chatBody('m1', { stream: true }));
       const req = httpRequest(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hold': 'stream' } }, (res) => {
-        res.once('data', () => {
-          resolve();
-          // Gone after the first event: the answer is still streaming.
-          setTimeout(() => req.destroy(), 50);
-        });
+        res.once('data', () => resolve(req));
+        res.once('error', () => undefined);
       });
-      req.on('error', () => undefined);
-      req.once('response', (res) => res.once('error', reject));
+      req.on('error', reject);
       req.end(body);
     });
-    await firstEvent;
     expect(await inFlight('hold')).toBe(1);
+    // Gone after the first event, while the answer is still streaming.
+    streaming.on('error', () => undefined);
+    streaming.destroy();
     await settlesAt('hold', 0);
   });
 
