@@ -1,4 +1,4 @@
-import type { ClusterConfig, FilterConfig, GatewayConfig, GridSiteRouteFilter, UpstreamTlsConfig, UsagePrice } from '../schemas/generated/gateway-config.ts';
+import type { ClusterConfig, FilterConfig, GatewayConfig, GridSiteRouteFilter, LocalLoad, UpstreamTlsConfig, UsagePrice } from '../schemas/generated/gateway-config.ts';
 import type { ClusterEndpoint, ClusterTransport } from '../schemas/generated/gridnetworks.ts';
 import { MODEL_HEADER, OVERLAY_FILE, TLS_CA_PATH, TLS_CERT_PATH, TLS_KEY_PATH, adminAddress, upstreamCaPath } from './gateway-paths.ts';
 
@@ -34,13 +34,21 @@ export interface ConsumerGatewayConfigInput {
    * in place of intelligent_route, with these availability and prefix_affinity blocks. An extension Praxis AI lacks.
    */
   readonly siteRoute?: Pick<GridSiteRouteFilter, 'availability' | 'prefix_affinity'>;
+  /**
+   * local_load on the consumer route (intelligent_route or grid_site_route): steer by the gateway's own in-flight
+   * requests. An extension key of intelligent_route, so a consumer meant for Praxis AI never sets it.
+   */
+  readonly localLoad?: LocalLoad['mode'];
 }
 
 /** The extension filter a consumer with gridServing renders. */
 export const SITE_ROUTE_FILTER = 'grid_site_route';
 
-/** The extension filters a consumer with caller keys renders (the only extension keys the compiler ever renders). */
+/** The extension filters a consumer with caller keys renders. */
 export const TENANT_FILTERS = ['caller_auth', 'budget_enforce', 'usage_meter'] as const;
+
+/** The one extension key inside a Praxis AI filter the compiler renders, for a consumer declared with localLoad. */
+export const LOCAL_LOAD_KEY = 'intelligent_route/local_load';
 
 function budgetEnforceFilter(budget: NonNullable<ConsumerGatewayConfigInput['budgetEnforce']>): FilterConfig {
   return {
@@ -88,6 +96,7 @@ function routeFilter(input: ConsumerGatewayConfigInput, hopClusters: string[]): 
       provider_hop_clusters: hopClusters,
       ...(input.siteRoute.availability === undefined ? {} : { availability: input.siteRoute.availability }),
       ...(input.siteRoute.prefix_affinity === undefined ? {} : { prefix_affinity: input.siteRoute.prefix_affinity }),
+      ...(input.localLoad === undefined ? {} : { local_load: { mode: input.localLoad } }),
     };
   }
   return {
@@ -102,6 +111,7 @@ function routeFilter(input: ConsumerGatewayConfigInput, hopClusters: string[]): 
       local_site: input.expectedScope.localSite,
     },
     reload: { enabled: true, debounce_ms: input.reloadDebounceMs },
+    ...(input.localLoad === undefined ? {} : { local_load: { mode: input.localLoad } }),
   };
 }
 

@@ -1,6 +1,6 @@
 import { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
-import { SITE_ROUTE_FILTER, TENANT_FILTERS, renderConsumerGatewayConfig, type ConsumerUpstream } from './consumer-gateway-config.ts';
+import { LOCAL_LOAD_KEY, SITE_ROUTE_FILTER, TENANT_FILTERS, renderConsumerGatewayConfig, type ConsumerUpstream } from './consumer-gateway-config.ts';
 import type { ClusterEndpoint } from '../schemas/generated/gridnetworks.ts';
 import type { PrefixAffinity, SiteAvailability, UsagePrice } from '../schemas/generated/gateway-config.ts';
 import { GatewayWorkload } from './gateway-workload.ts';
@@ -132,6 +132,13 @@ export interface ConsumerGatewayProps {
    * @default - no serving config: intelligent_route on the overlay
    */
   readonly gridServing?: GridServingProps;
+  /**
+   * Steer by the gateway's own in-flight requests, the one signal that is never old (daemons/gateway/README.md
+   * "Local load"): `two_choices` renders `local_load: { mode: two_choices }` on the route filter. On intelligent_route
+   * it is an extension key Praxis AI refuses, so this consumer is then this project's gateway, not a Praxis AI config.
+   * @default - off: SPEC §3.1's selection modes exactly
+   */
+  readonly localLoad?: 'two_choices';
 }
 
 /**
@@ -161,6 +168,7 @@ export class ConsumerGateway extends Construct {
   private readonly spendReportUrl: string | undefined;
   private readonly budgetEnforce: NonNullable<ConsumerGatewayProps['callerKeys']>['budgetEnforce'];
   readonly gridServing: GridServingProps | undefined;
+  readonly localLoad: 'two_choices' | undefined;
 
   constructor(scope: Construct, id: string, props: ConsumerGatewayProps) {
     super(scope, id);
@@ -181,6 +189,10 @@ export class ConsumerGateway extends Construct {
     this.spendReportUrl = props.spendReportUrl;
     this.budgetEnforce = props.callerKeys?.budgetEnforce;
     this.gridServing = props.gridServing;
+    this.localLoad = props.localLoad;
+    if (this.localLoad !== undefined && (this.localLoad as string) !== 'two_choices') {
+      throw new GridSynthError([issueAt(this, 'localLoad', `"${String(this.localLoad)}" is not a local_load mode`, 'set localLoad: two_choices, or leave it unset (off)')]);
+    }
     const interval = props.gridServing?.signalsPollIntervalMs;
     if (interval !== undefined && (!Number.isInteger(interval) || interval < 100 || interval > 600_000)) {
       throw new GridSynthError([issueAt(this, 'gridServing.signalsPollIntervalMs', `${interval} is not a whole number of milliseconds from 100 to 600000`, 'poll every 5000 ms (the default) unless sites change faster')]);
@@ -326,6 +338,7 @@ export class ConsumerGateway extends Construct {
         upstreams: this.upstreamList,
         reloadDebounceMs: this.reloadDebounceMs,
         shutdownTimeoutSecs: this.shutdownTimeoutSecs,
+        ...(this.localLoad === undefined ? {} : { localLoad: this.localLoad }),
         ...(this.gridServing === undefined
           ? {}
           : {
@@ -343,7 +356,11 @@ export class ConsumerGateway extends Construct {
               ...(this.budgetEnforce === undefined ? {} : { budgetEnforce: this.budgetEnforce }),
             }),
       }),
-      [...(this.gridServing === undefined ? [] : [SITE_ROUTE_FILTER]), ...(this.callerKeysFile === undefined ? [] : TENANT_FILTERS)],
+      [
+        ...(this.gridServing === undefined ? [] : [SITE_ROUTE_FILTER]),
+        ...(this.callerKeysFile === undefined ? [] : TENANT_FILTERS),
+        ...(this.localLoad === undefined || this.gridServing !== undefined ? [] : [LOCAL_LOAD_KEY]),
+      ],
     );
   }
 }

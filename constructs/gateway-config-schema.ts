@@ -8,8 +8,10 @@ import type { GatewayConfig } from '../schemas/generated/gateway-config.ts';
  * Synth-time check of a rendered gateway config against the one schema the gateway itself loads
  * (schemas/gateway/gateway-config.schema.json) and Praxis AI's cross-field rules beside it, so a config that our
  * gateway or Praxis AI would refuse at startup fails synth instead. The compiler renders no extension key, so every
- * compiled praxis.yaml is one Praxis AI accepts, with one declared exception: a consumer gateway whose declaration
- * names caller keys renders the extension filters of `extensionFilters` (caller_auth, usage_meter) and nothing else.
+ * compiled praxis.yaml is one Praxis AI accepts, with declared exceptions: a consumer gateway whose declaration names
+ * caller keys, gridServing or localLoad renders what `extensionFilters` lists (whole filters such as caller_auth,
+ * usage_meter, grid_site_route, and `filter/key` for one key of a Praxis AI filter, intelligent_route/local_load) and
+ * nothing else.
  */
 
 let compiled: ValidateFunction | undefined;
@@ -47,7 +49,7 @@ function describe(error: ErrorObject): GatewayConfigProblem {
 }
 
 /** A key of one filter (the filter name or any key inside it): inside an extension filter every key is ours. */
-const FILTER_KEY_POINTER = /^\/filter_chains\/(\d+)\/filters\/(\d+)\//;
+const FILTER_KEY_POINTER = /^\/filter_chains\/(\d+)\/filters\/(\d+)\/([^/]+)/;
 
 /** Problems of a config, empty when it is valid. A `oneOf` miss is reported once, not once per branch. */
 export function gatewayConfigProblems(config: GatewayConfig | unknown, extensionFilters: readonly string[] = []): GatewayConfigProblem[] {
@@ -55,7 +57,7 @@ export function gatewayConfigProblems(config: GatewayConfig | unknown, extension
     const match = FILTER_KEY_POINTER.exec(pointer);
     if (match === null) return false;
     const filter = (config as GatewayConfig).filter_chains[Number(match[1])]?.filters[Number(match[2])]?.filter;
-    return filter !== undefined && extensionFilters.includes(filter);
+    return filter !== undefined && (extensionFilters.includes(filter) || extensionFilters.includes(`${filter}/${match[3]}`));
   };
   const validate = validator();
   if (validate(config)) {

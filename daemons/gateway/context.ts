@@ -2,6 +2,7 @@
 // go upstream), set the model, the target cluster and the credential reference; the load balancer forwards.
 import type { IncomingMessage } from 'node:http';
 import type { GatewayResponse } from './response.ts';
+import type { LoadCell } from './routing/candidate-load.ts';
 import type { RoutingSnapshot } from './routing/snapshot.ts';
 
 /** Identity of the TLS peer, computed once per connection. */
@@ -74,6 +75,11 @@ export interface GatewayRequest {
   failover: ((request: GatewayRequest) => boolean) | undefined;
   /** What the route filter's `failover` needs to decide again; opaque to everything else. */
   failoverState: unknown;
+  /**
+   * The in-flight count this request adds to (local_load, routing/candidate-load.ts): set by the route filter, moved
+   * by its failover, ended by the server's close handler (endLoad). A field, not a close listener per request.
+   */
+  load: LoadCell | undefined;
 }
 
 export interface CallerGoneListener {

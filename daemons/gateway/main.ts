@@ -28,7 +28,8 @@ const DRAIN_DELAY_MS = 600;
 const USAGE = `usage: node daemons/gateway/main.ts --config FILE [--workers N]
   --config FILE  the gateway config (YAML, or JSON when the name ends in .json)
   --workers N    worker threads serving the listeners, 1..${MAX_WORKERS} (default 1); give the pod N CPUs
-                 (daemons/gateway/README.md "Workers")
+                 (daemons/gateway/README.md "Workers"); with local_load each worker steers by its own in-flight
+                 requests (daemons/gateway/README.md "Local load")
 The caller keys, credential and TLS files the config names are followed on disk (a changed file is in force about
 0.3 s later; a bad one keeps the previous); SIGHUP re-reads them at once (daemons/gateway/README.md "Mounted files").`;
 const USAGE_LINE = 'usage: node daemons/gateway/main.ts --config FILE [--workers N]';

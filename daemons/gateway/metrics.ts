@@ -23,6 +23,10 @@ export interface GatewayMetrics {
   readonly overlayCandidates: Gauge;
   readonly ready: Gauge;
   readonly inFlight: Gauge<'role'>;
+  /** local_load: this gateway's own in-flight requests per upstream cluster (the sum of its candidates'). */
+  readonly candidateInFlight: Gauge<'cluster'>;
+  /** local_load: which arm of the selection made each pick. */
+  readonly selections: Counter<'path'>;
   readonly tlsHandshakes: Counter<'listener' | 'session'>;
   readonly role: GatewayRole;
   /**
@@ -128,6 +132,20 @@ export function createGatewayMetrics(role: GatewayRole, runtime: { process: bool
       name: 'grid_gateway_requests_in_flight',
       help: 'Requests being served.',
       labelNames: ['role'],
+      registers,
+      collect,
+    }),
+    candidateInFlight: new Gauge({
+      name: 'grid_gateway_candidate_in_flight',
+      help: 'Requests this gateway dispatched to an upstream cluster and has not finished (route filters with local_load); what local_load steers by.',
+      labelNames: ['cluster'],
+      registers,
+      collect,
+    }),
+    selections: new Counter({
+      name: 'grid_gateway_selections_total',
+      help: 'intelligent_route picks under local_load by path: first_draw or second_draw (random, weightedRandom: the lighter of two draws), cursor or skipped (roundRobin: the cursor kept or passed over for a lighter candidate).',
+      labelNames: ['path'],
       registers,
       collect,
     }),

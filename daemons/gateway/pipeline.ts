@@ -21,6 +21,7 @@ import { createGridSiteRoute } from './filters/grid-site-route.ts';
 import type { SiteRouteMetrics } from './site-route/metrics.ts';
 import type { SiteView } from './site-route/site-view.ts';
 import type { LoadBalancer } from './filters/load-balancer.ts';
+import type { CandidateLoad } from './routing/candidate-load.ts';
 import { createPeerIdentityTrust } from './filters/peer-identity-trust.ts';
 import { createProviderRoute } from './filters/provider-route.ts';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MODEL_HEADER, createRequestParser } from './filters/request-parser.ts';
@@ -43,7 +44,9 @@ export interface PipelineDeps {
   /** The serving config and site signals grid_site_route chooses from; (GRID_SERVING_CONFIG); required when a listener runs it. */
   siteView?: SiteView | undefined;
   siteRouteMetrics?: SiteRouteMetrics;
-  /** Random source of grid_site_route's draws; Math.random unless a test seeds it. */
+  /** The gateway's own in-flight requests per candidate, for route filters with local_load. */
+  candidateLoad?: CandidateLoad;
+  /** Random source of the route filters' draws; Math.random unless a test seeds it. */
   random?: () => number;
 }
 
@@ -71,7 +74,14 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
       case 'intelligent_route': {
         if (deps.overlay === undefined) throw new Error('intelligent_route needs an overlay store');
         filters.push(parser);
-        const route = createIntelligentRoute({ config, store: deps.overlay, isClusterAvailable: deps.loadBalancer.isClusterAvailable, modelHeader });
+        const route = createIntelligentRoute({
+          config,
+          store: deps.overlay,
+          isClusterAvailable: deps.loadBalancer.isClusterAvailable,
+          modelHeader,
+          ...(deps.candidateLoad === undefined ? {} : { load: deps.candidateLoad }),
+          ...(deps.random === undefined ? {} : { random: deps.random }),
+        });
         routeIndex = filters.length;
         filters.push(route);
         listModels = route.listModels;
@@ -86,6 +96,7 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
           isClusterAvailable: deps.loadBalancer.isClusterAvailable,
           modelHeader,
           ...(deps.siteRouteMetrics === undefined ? {} : { metrics: deps.siteRouteMetrics }),
+          ...(deps.candidateLoad === undefined ? {} : { load: deps.candidateLoad }),
           ...(deps.random === undefined ? {} : { random: deps.random }),
         });
         routeIndex = filters.length;

@@ -15,6 +15,7 @@ import { errorFields } from '../shared/log.ts';
 import type { GatewayRole, ResolvedConfig, ResolvedListener } from './config.ts';
 import type { GatewayRequest, PeerIdentity } from './context.ts';
 import { createRequestIdGenerator } from './routing/request-id.ts';
+import { CandidateLoad, LOAD_PATHS, endLoad } from './routing/candidate-load.ts';
 import { GatewayError, badRequest, errorBody, notFound, unavailable } from './errors.ts';
 import { HOP_BY_HOP, startLoadBalancer } from './filters/load-balancer.ts';
 import { GatewayFiles } from './gateway-files.ts';
@@ -109,7 +110,7 @@ export interface StartGatewayOptions {
   serving?: ServingOptions;
   /** A SiteView built elsewhere (in-process grids, tests) instead of one from `serving`. */
   siteView?: SiteView;
-  /** Random source of grid_site_route's draws (Math.random); a test seeds it to make its draws reproducible. */
+  /** Random source of the route filters' draws (Math.random); a test seeds it to make its draws reproducible. */
   random?: () => number;
   /**
    * Requests the gateway sends itself over loopback (warmup.ts) after its listeners are bound and before it reports
@@ -222,6 +223,9 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   const serving = options.serving === undefined ? undefined : createSiteViewService(options.serving, { logger, registry: metrics.registry, onRefusedAges: (n) => ages.reject(n) });
   const siteView = options.siteView ?? serving?.view;
   const siteRouteMetrics = siteView === undefined ? undefined : new SiteRouteMetrics(metrics.registry);
+  // One per gateway (each worker its own): every listener's route filter counts into it, so a candidate reached from
+  // two listeners carries both listeners' requests. Only route filters with local_load use it.
+  const candidateLoad = new CandidateLoad();
   // One overlay store per intelligent_route file: listeners sharing a file share the accepted snapshot.
   const stores = new Map<string, OverlayStore>();
   const loadBalancers: LoadBalancer[] = [];
@@ -265,6 +269,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       loadBalancer,
       overlay: store,
       usage,
+      candidateLoad,
       ...(siteView === undefined ? {} : { siteView, siteRouteMetrics }),
       ...(options.random === undefined ? {} : { random: options.random }),
     });
@@ -329,6 +334,17 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   // so the answered-request count is kept here and added to the counter when it is collected.
   const answered = new Map<string, { labels: { role: GatewayRole; model: string; cluster: string; status: string }; count: number }>();
   metrics.onCollect(() => {
+    // Every cell's cluster, idle ones at 0, so the series shows the count returning to 0 rather than vanishing.
+    if (candidateLoad.size > 0) {
+      metrics.candidateInFlight.reset();
+      for (const [cluster, count] of candidateLoad.byCluster()) metrics.candidateInFlight.set({ cluster }, count);
+    }
+    for (const path of LOAD_PATHS) {
+      const count = candidateLoad.selections[path];
+      if (count === 0) continue;
+      metrics.selections.inc({ path }, count);
+      candidateLoad.selections[path] = 0;
+    }
     metrics.inFlight.set({ role }, inFlight);
     for (const entry of answered.values()) {
       if (entry.count === 0) continue;
@@ -369,12 +385,15 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       labels: { model: 'none', cluster: 'none' },
       failover: undefined,
       failoverState: undefined,
+      load: undefined,
     };
     res.on('close', () => {
       if (!res.writableFinished) {
         request.callerGone = true;
         request.upstream?.callerGone();
       }
+      // The response ended, broke off or lost its caller: either way the candidate no longer carries this request.
+      if (request.load !== undefined) endLoad(request);
       if (request.labels.model === 'none' && request.model !== undefined) request.labels.model = 'other';
       const status = res.statusCode;
       if (counted) {

@@ -298,6 +298,7 @@ export interface IntelligentRouteFilter {
   reload?: ReloadConfig;
   session_affinity?: SessionAffinityConfig;
   forward_request_headers?: ForwardRequestHeaders;
+  local_load?: LocalLoad;
 }
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
@@ -344,6 +345,15 @@ export interface SessionAffinityConfig {
   max_entries?: number;
 }
 /**
+ * (extension) Steer by this gateway's own in-flight requests inside the first viable selection group (daemons/gateway/README.md "Local load"). Absent: the selection modes are exactly SPEC §3.1's.
+ */
+export interface LocalLoad {
+  /**
+   * two_choices: intelligent_route takes the lighter (in flight over traffic_weight) of two independent draws under random and weightedRandom, and under roundRobin leaves the cursor's candidate for one with at least 2 fewer in flight; deterministic stays first. grid_site_route adds its own in-flight since each site's newest sample to that site's rho, which its draw (two choices by rho) already compares.
+   */
+  mode: 'two_choices';
+}
+/**
  * Consumer route filter of a gateway serving gridServing (seed 002; reference praxis-proxy/grid docs/site-selection.md, docs/architecture/prefix-affinity.md): chooses a site per request from the serving config and each site's polled signals (measured availability, opt-in shedding, prefix affinity, stored-state pinning) instead of the overlay, then the cluster of that site's entry. In a pipeline in place of intelligent_route, with the same parsers before it and load_balancer last. Praxis AI has no such filter: the whole filter is an extension, rendered only for this project's gateway (dialect agn), never for a Praxis AI consumer.
  *
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
@@ -364,6 +374,7 @@ export interface GridSiteRouteFilter {
   forward_request_headers?: ForwardRequestHeaders1;
   availability?: SiteAvailability;
   prefix_affinity?: PrefixAffinity;
+  local_load?: LocalLoad1;
 }
 /**
  * How a site's availability is measured from its signals and what the gateway does with it (reference docs/routing.md, measured site availability). Every field has a default; shedding is the one switch.
@@ -432,6 +443,15 @@ export interface PrefixAffinity {
    * Seconds one queued request adds to a new request's wait. Lower lets a sticky site queue deeper.
    */
   queued_request_seconds?: number;
+}
+/**
+ * Add this gateway's own in-flight requests dispatched since a site's newest sample to that site's rho before the draw (daemons/gateway/README.md "Local load"). Absent: every input is the site's published signals.
+ */
+export interface LocalLoad1 {
+  /**
+   * two_choices: intelligent_route takes the lighter (in flight over traffic_weight) of two independent draws under random and weightedRandom, and under roundRobin leaves the cursor's candidate for one with at least 2 fewer in flight; deterministic stays first. grid_site_route adds its own in-flight since each site's newest sample to that site's rho, which its draw (two choices by rho) already compares.
+   */
+  mode: 'two_choices';
 }
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
@@ -622,4 +642,16 @@ export interface InsecureOptions {
    * Allow admin.address to bind a non-loopback address (Praxis AI refuses it otherwise). Render it only with a NetworkPolicy that limits who reaches the admin port.
    */
   allow_public_admin?: boolean;
+}
+/**
+ * How the route filter uses the requests this gateway process (each worker its own) has dispatched and not finished, per candidate: the one routing signal that is never old.
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "LocalLoad".
+ */
+export interface LocalLoad2 {
+  /**
+   * two_choices: intelligent_route takes the lighter (in flight over traffic_weight) of two independent draws under random and weightedRandom, and under roundRobin leaves the cursor's candidate for one with at least 2 fewer in flight; deterministic stays first. grid_site_route adds its own in-flight since each site's newest sample to that site's rho, which its draw (two choices by rho) already compares.
+   */
+  mode: 'two_choices';
 }

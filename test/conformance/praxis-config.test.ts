@@ -15,7 +15,7 @@ import { buildAddressTable } from '../../daemons/local-grid/address-table.ts';
 import { configMapData, loadCompiledGrid } from '../../daemons/local-grid/compiled-grid.ts';
 import { isGatewayConfig, rewriteGatewayConfig } from '../../daemons/local-grid/rewrite.ts';
 import { ConfigError, parseConfigText, resolveConfig } from '../../daemons/gateway/config.ts';
-import { TENANT_FILTERS } from '../../constructs/consumer-gateway-config.ts';
+import { LOCAL_LOAD_KEY, TENANT_FILTERS } from '../../constructs/consumer-gateway-config.ts';
 import { extensionKeyPointers, praxisRuleProblems } from '../../schemas/gateway/praxis-rules.ts';
 import type { GatewayConfig, ProviderRouteFilter } from '../../schemas/generated/gateway-config.ts';
 import { REPO_ROOT } from '../fixtures-path.ts';
@@ -111,21 +111,23 @@ function gatewayConfigsOf(objects: readonly Json[]): { name: string; config: Jso
     .map((o) => ({ name: `${o.metadata.namespace}/${o.metadata.name}`, config: parseYaml(o.data['praxis.yaml']) as Json }));
 }
 
-/** What a compiled config must show beyond passing the validator: the rules above, visibly rendered. */
 /**
- * The tenant filters (caller_auth, budget_enforce, usage_meter) are our gateway's extensions: a consumer declared with
- * callerKeys renders them and Praxis AI would refuse that config (README "Praxis compatibility"). They are the only
- * extension keys a config may carry, and exactly where a tenant filter is declared.
+ * The extension keys a compiled config may carry (README "Praxis AI compatibility"), and only where declared: the
+ * tenant filters (caller_auth, budget_enforce, usage_meter, with every key inside them) of a consumer declared with
+ * callerKeys, and intelligent_route's local_load of one declared with localLoad. Praxis AI would refuse either.
  */
-function tenantFilterPointers(config: GatewayConfig): string[] {
-  return config.filter_chains.flatMap((chain, c) =>
-    chain.filters.flatMap((filter, f) => ((TENANT_FILTERS as readonly string[]).includes(filter.filter) ? [`/filter_chains/${c}/filters/${f}/filter`] : [])),
-  );
+function declaredExtensionPointers(config: GatewayConfig): string[] {
+  return extensionKeyPointers(config).filter((pointer) => {
+    const match = /^\/filter_chains\/(\d+)\/filters\/(\d+)\/([^/]+)/.exec(pointer);
+    const filter = match === null ? undefined : config.filter_chains[Number(match[1])]?.filters[Number(match[2])]?.filter;
+    if (filter === undefined) return false;
+    return (TENANT_FILTERS as readonly string[]).includes(filter) || `${filter}/${match![3]}` === LOCAL_LOAD_KEY;
+  });
 }
 
 function expectPraxisShape(config: GatewayConfig, where: string): void {
   expect(praxisRuleProblems(config), where).toEqual([]);
-  expect(extensionKeyPointers(config), where).toEqual(tenantFilterPointers(config));
+  expect(extensionKeyPointers(config), where).toEqual(declaredExtensionPointers(config));
   // Praxis AI's defaults differ from ours (model_header X-Model, shutdown 30 s): the compiler renders both explicitly.
   expect(config.shutdown_timeout_secs, where).toBeDefined();
   for (const chain of config.filter_chains) {

@@ -249,6 +249,8 @@ export function consumerConfig(options: {
   credentials?: Record<string, unknown>[];
   listener?: Record<string, unknown>;
   debounceMs?: number;
+  /** intelligent_route.local_load (an extension): steer by the gateway's own in-flight requests. */
+  localLoad?: boolean;
 }): Record<string, unknown> {
   const filters: Record<string, unknown>[] = [
     {
@@ -258,6 +260,7 @@ export function consumerConfig(options: {
       ...(options.scope === null ? {} : { expected_overlay_scope: options.scope ?? SCOPE }),
       reload: { enabled: true, debounce_ms: options.debounceMs ?? 20 },
       ...(options.affinity === undefined ? {} : { session_affinity: options.affinity }),
+      ...(options.localLoad === true ? { local_load: { mode: 'two_choices' } } : {}),
     },
   ];
   if (options.credentials !== undefined) filters.push({ filter: 'credential_inject', credentials: options.credentials });

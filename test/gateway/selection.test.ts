@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import type { OverlayCandidate } from '../../schemas/overlay/types.ts';
 import { AffinityTable } from '../../daemons/gateway/routing/affinity.ts';
 import { REQUEST_ID_PATTERN, createRequestIdGenerator } from '../../daemons/gateway/routing/request-id.ts';
-import { selectCandidate } from '../../daemons/gateway/routing/selection.ts';
+import { CandidateLoad, endLoad, type LoadHolder } from '../../daemons/gateway/routing/candidate-load.ts';
+import { ROUND_ROBIN_SKIP_GAP, selectCandidate } from '../../daemons/gateway/routing/selection.ts';
 import type { SelectionDeps } from '../../daemons/gateway/routing/selection.ts';
 import { buildSnapshot } from '../../daemons/gateway/routing/snapshot.ts';
 import { candidate, payload } from './helpers.ts';
@@ -159,6 +160,232 @@ describe('selectCandidate', () => {
       now = 10_000;
       expect(pick(s, d, 'm', 's')).toBe('b');
     });
+  });
+});
+
+/** A random source that answers `values` in order (and fails the test if asked for more). */
+function scripted(values: readonly number[]): () => number {
+  let next = 0;
+  return () => {
+    if (next >= values.length) throw new Error(`random source asked for draw ${next + 1} of ${values.length}`);
+    return values[next++]!;
+  };
+}
+
+describe('selectCandidate with local_load', () => {
+  const three = [
+    candidate('m', 'a', 'ca', { selection_group: 0, traffic_weight: 5 }),
+    candidate('m', 'b', 'cb', { selection_group: 0, traffic_weight: 3 }),
+    candidate('m', 'c', 'cc', { selection_group: 0, traffic_weight: 2 }),
+  ];
+  /** Each pick as site:alternates, for 20 requests from seed 5. */
+  const picks = (mode: 'deterministic' | 'roundRobin' | 'random' | 'weightedRandom', d: SelectionDeps): string[] => {
+    const s = snap(three, mode);
+    return Array.from({ length: 20 }, () => {
+      const out = selectCandidate(s, { kind: 'inference_model', name: 'm' }, d);
+      return out.kind === 'selected' ? `${out.candidate.candidate.site}:${out.alternates.map((c) => c.candidate.site).join('')}` : out.kind;
+    });
+  };
+
+  // Off, every mode makes exactly SPEC §3.1's picks, alternates included: these are the sequences the selection made
+  // for seed 5 with no local_load code in it, so turning the extension off leaves a Praxis AI config's routing as it was.
+  it.each([
+    ['deterministic', 'a:bc '.repeat(20)],
+    ['roundRobin', 'a:bc b:ca c:ab '.repeat(7)],
+    ['random', 'c:ab c:ab a:bc b:ca a:bc b:ca c:ab b:ca c:ab a:bc c:ab c:ab b:ca a:bc b:ca a:bc c:ab a:bc c:ab c:ab'],
+    ['weightedRandom', 'b:ca b:ca a:bc b:ca a:bc b:ca b:ca a:bc c:ab a:bc b:ca b:ca b:ca a:bc a:bc a:bc c:ab a:bc b:ca b:ca'],
+  ] as const)('off: %s makes the same 20 picks for seed 5 as without the extension', (mode, expected) => {
+    expect(picks(mode, deps({ random: seeded(5) }))).toEqual(expected.trim().split(' ').slice(0, 20));
+  });
+
+  it('off: roundRobin over [a, b] is a, b, a, b (SPEC §3.1) and reports no local_load path', () => {
+    const s = snap([candidate('m', 'a', 'ca', { selection_group: 0 }), candidate('m', 'b', 'cb', { selection_group: 0 })], 'roundRobin');
+    const d = deps();
+    const out = [1, 2, 3, 4].map(() => selectCandidate(s, { kind: 'inference_model', name: 'm' }, d));
+    expect(out.map((o) => (o.kind === 'selected' ? o.candidate.candidate.site : o.kind))).toEqual(['a', 'b', 'a', 'b']);
+    expect(out.map((o) => (o.kind === 'selected' ? o.path : o.kind))).toEqual([undefined, undefined, undefined, undefined]);
+  });
+
+  /** A burst: each pick is counted against its candidate and none finishes, as when requests arrive faster than they end. */
+  function burst(mode: 'roundRobin' | 'random' | 'weightedRandom', list: typeof three, already: Record<string, number>, random: () => number, n: number) {
+    const load = new CandidateLoad();
+    const s = snap(list, mode);
+    const cellOf = (site: string) => {
+      const c = list.find((x) => x.site === site)!;
+      return load.cell(c.stable_id!, c.cluster, c.site);
+    };
+    const holders: LoadHolder[] = [];
+    for (const [site, count] of Object.entries(already)) {
+      for (let i = 0; i < count; i++) {
+        const h: LoadHolder = { load: undefined };
+        load.begin(h, cellOf(site));
+        holders.push(h);
+      }
+    }
+    const d = deps({ random, load: { inFlight: (c) => load.inFlight(c.stableId, c.candidate.cluster) } });
+    const sites: string[] = [];
+    const paths: (string | undefined)[] = [];
+    for (let i = 0; i < n; i++) {
+      const out = selectCandidate(s, { kind: 'inference_model', name: 'm' }, d);
+      if (out.kind !== 'selected') throw new Error(out.kind);
+      sites.push(out.candidate.candidate.site);
+      paths.push(out.path);
+      const h: LoadHolder = { load: undefined };
+      load.begin(h, load.cell(out.candidate.stableId, out.candidate.candidate.cluster, out.candidate.candidate.site));
+      holders.push(h);
+    }
+    return { sites, paths, load, holders, inFlight: (site: string) => cellOf(site).inFlight };
+  }
+
+  const ab = [candidate('m', 'a', 'ca', { selection_group: 0, traffic_weight: 1 }), candidate('m', 'b', 'cb', { selection_group: 0, traffic_weight: 1 })];
+  // Pairs of draws; over [a, b] of equal weight a draw below 0.5 is a, at or above it b.
+  const draws = [0.2, 0.7, 0.3, 0.1, 0.6, 0.4, 0.9, 0.8, 0.1, 0.6, 0.45, 0.55];
+
+  it('on: weightedRandom moves a burst off the candidate that already carries 6 in flight (two choices, ties to the first draw)', () => {
+    const on = burst('weightedRandom', ab, { a: 6 }, scripted(draws), 6);
+    // (a,b) b lighter; (a,a) one candidate; (b,a) b is the lighter first draw; (b,b); (a,b) b at 3 < a at 6; (a,b) b at 4.
+    expect(on.sites).toEqual(['b', 'a', 'b', 'b', 'b', 'b']);
+    expect(on.paths).toEqual(['second_draw', 'first_draw', 'first_draw', 'first_draw', 'second_draw', 'second_draw']);
+    // Off, the same source (one draw a request) sends half of the burst to the loaded candidate.
+    const off = snap(ab, 'weightedRandom');
+    const d = deps({ random: scripted(draws) });
+    expect([1, 2, 3, 4, 5, 6].map(() => pick(off, d))).toEqual(['a', 'b', 'a', 'a', 'b', 'a']);
+  });
+
+  it('on: random (uniform) compares raw in-flight counts, whatever traffic_weight says', () => {
+    const weighted = [candidate('m', 'a', 'ca', { selection_group: 0, traffic_weight: 100 }), candidate('m', 'b', 'cb', { selection_group: 0, traffic_weight: 1 })];
+    // (a, b): a at 3 against b at 2, so b; under weightedRandom b's 2 in flight over weight 1 would be the heavier.
+    expect(burst('random', weighted, { a: 3, b: 2 }, scripted([0.2, 0.7]), 1).sites).toEqual(['b']);
+  });
+
+  it('on: weightedRandom weighs in-flight against traffic_weight', () => {
+    const weighted = [candidate('m', 'a', 'ca', { selection_group: 0, traffic_weight: 3 }), candidate('m', 'b', 'cb', { selection_group: 0, traffic_weight: 1 })];
+    // Draws 0.1 -> a and 0.9 -> b (a holds 3/4 of the weight). a: 6 over 3 = 2 per weight; b: 1 over 1, lighter.
+    expect(burst('weightedRandom', weighted, { a: 6, b: 1 }, scripted([0.1, 0.9]), 1).sites).toEqual(['b']);
+    // b at 3 over 1 is heavier than a at 6 over 3: a stays.
+    expect(burst('weightedRandom', weighted, { a: 6, b: 3 }, scripted([0.1, 0.9]), 1).sites).toEqual(['a']);
+    // Exactly equal shares (a 6 over 3, b 2 over 1) go to the first draw, both ways round.
+    expect(burst('weightedRandom', weighted, { a: 6, b: 2 }, scripted([0.1, 0.9]), 1).sites).toEqual(['a']);
+    expect(burst('weightedRandom', weighted, { a: 6, b: 2 }, scripted([0.9, 0.1]), 1).sites).toEqual(['b']);
+  });
+
+  it('on: weightedRandom never picks a weight-0 member, however idle it is', () => {
+    const zero = [candidate('m', 'a', 'ca', { selection_group: 0, traffic_weight: 1 }), candidate('m', 'b', 'cb', { selection_group: 0, traffic_weight: 0 })];
+    const on = burst('weightedRandom', zero, { a: 50 }, seeded(3), 40);
+    expect(new Set(on.sites)).toEqual(new Set(['a']));
+  });
+
+  it('on: roundRobin keeps the rotation unless a member is at least 2 behind, then takes the least loaded', () => {
+    expect(ROUND_ROBIN_SKIP_GAP).toBe(2);
+    // a starts with 4 in flight (slow), b with none; nothing finishes during the burst. Cursor a: a 4 against b 0,
+    // skipped; cursor b (1); cursor a: a 4 against b 2, skipped; cursor b (3); cursor a: 4 against 4, kept; cursor b.
+    const on = burst('roundRobin', ab, { a: 4 }, seeded(1), 6);
+    expect(on.sites).toEqual(['b', 'b', 'b', 'b', 'a', 'b']);
+    expect(on.paths).toEqual(['skipped', 'cursor', 'skipped', 'cursor', 'cursor', 'cursor']);
+    // A gap of one is round-robin's own: the rotation stands.
+    expect(burst('roundRobin', ab, { a: 1 }, seeded(1), 4).sites).toEqual(['a', 'b', 'a', 'b']);
+  });
+
+  it('on: roundRobin ties among lighter members go to the next in rotation order after the cursor', () => {
+    const abc = three.map((c) => ({ ...c }));
+    // Cursor a (5 in flight); b and c both at 0: b, the next after a.
+    expect(burst('roundRobin', abc, { a: 5 }, seeded(1), 1).sites).toEqual(['b']);
+  });
+
+  it('on: with nothing in flight every mode picks as it would off (roundRobin a, b, a, b; deterministic first)', () => {
+    const load = new CandidateLoad();
+    const d = (mode: 'roundRobin' | 'deterministic') => {
+      const s = snap(ab, mode);
+      const dd = deps({ load: { inFlight: (c) => load.inFlight(c.stableId, c.candidate.cluster) } });
+      return [1, 2, 3, 4].map(() => pick(s, dd));
+    };
+    expect(d('roundRobin')).toEqual(['a', 'b', 'a', 'b']);
+    expect(d('deterministic')).toEqual(['a', 'a', 'a', 'a']);
+  });
+
+  it('on: deterministic stays on the first member however many requests it carries, and reports no path', () => {
+    const load = new CandidateLoad();
+    const first = load.cell(ab[0]!.stable_id!, 'ca', 'a');
+    for (let i = 0; i < 1000; i++) load.begin({ load: undefined }, first);
+    const s = snap(ab, 'deterministic');
+    const out = selectCandidate(s, { kind: 'inference_model', name: 'm' }, deps({ load: { inFlight: (c) => load.inFlight(c.stableId, c.candidate.cluster) } }));
+    expect(out.kind === 'selected' && [out.candidate.candidate.site, out.path]).toEqual(['a', undefined]);
+  });
+
+  it('on: never leaves the first viable group, however loaded it is', () => {
+    const grouped = [...ab, candidate('m', 'z', 'cz', { selection_group: 1 })];
+    const on = burst('weightedRandom', grouped, { a: 100, b: 100 }, seeded(9), 20);
+    expect(on.sites.filter((site) => site === 'z')).toEqual([]);
+  });
+
+  it('on: alternates still follow the chosen member, wrapping round', () => {
+    const load = new CandidateLoad();
+    const a = three[0]!;
+    for (let i = 0; i < 4; i++) load.begin({ load: undefined }, load.cell(a.stable_id!, a.cluster, a.site));
+    const out = selectCandidate(snap(three, 'roundRobin'), { kind: 'inference_model', name: 'm' }, deps({ load: { inFlight: (c) => load.inFlight(c.stableId, c.candidate.cluster) } }));
+    expect(out.kind === 'selected' && `${out.candidate.candidate.site}:${out.alternates.map((c) => c.candidate.site).join('')}`).toBe('b:ca');
+  });
+
+  it('on: a burst ends back at zero in flight once every request ends', () => {
+    const on = burst('weightedRandom', ab, { a: 6 }, scripted(draws), 6);
+    expect(on.inFlight('a') + on.inFlight('b')).toBe(12);
+    for (const h of on.holders) endLoad(h);
+    for (const h of on.holders) endLoad(h);
+    expect([on.inFlight('a'), on.inFlight('b')]).toEqual([0, 0]);
+  });
+});
+
+describe('CandidateLoad', () => {
+  it('counts begin and end, moves a failed-over request, and ends each request once', () => {
+    const load = new CandidateLoad();
+    const a = load.cell('id-a', 'ca', 'west');
+    const b = load.cell('id-b', 'cb', 'east');
+    const request: LoadHolder = { load: undefined };
+    load.begin(request, a);
+    expect([load.inFlight('id-a', 'ca'), load.inFlight('id-b', 'cb')]).toEqual([1, 0]);
+    // A failover: the old candidate ends, the new one begins.
+    load.begin(request, b);
+    expect([load.inFlight('id-a', 'ca'), load.inFlight('id-b', 'cb')]).toEqual([0, 1]);
+    // Beginning the same cell again (a retry on another endpoint of the same cluster) counts nothing twice.
+    load.begin(request, b);
+    expect(load.inFlight('id-b', 'cb')).toBe(1);
+    endLoad(request);
+    endLoad(request);
+    expect([load.inFlight('id-a', 'ca'), load.inFlight('id-b', 'cb')]).toEqual([0, 0]);
+    expect(load.byCluster()).toEqual(new Map([['ca', 0], ['cb', 0]]));
+  });
+
+  it('counts a stable_id reused for another cluster apart, so the metric names the cluster the requests went to', () => {
+    const load = new CandidateLoad();
+    load.begin({ load: undefined }, load.cell('same', 'ca', 'west'));
+    load.begin({ load: undefined }, load.cell('same', 'cb', 'west'));
+    load.begin({ load: undefined }, load.cell('same', 'cb', 'west'));
+    expect([load.inFlight('same', 'ca'), load.inFlight('same', 'cb'), load.inFlight('same', 'cc')]).toEqual([1, 2, 0]);
+    expect(load.byCluster()).toEqual(new Map([['ca', 1], ['cb', 2]]));
+  });
+
+  it('drops idle cells once overlays have named MAX_IDLE_CELLS candidates, never one a request still holds', () => {
+    const load = new CandidateLoad();
+    const held: LoadHolder = { load: undefined };
+    load.begin(held, load.cell('busy', 'ca', 'west'));
+    for (let i = 0; i < 5000; i++) load.cell(`idle-${i}`, 'cb', 'west');
+    expect(load.size).toBeLessThanOrEqual(4096);
+    expect(load.inFlight('busy', 'ca')).toBe(1);
+    endLoad(held);
+    expect(load.inFlight('busy', 'ca')).toBe(0);
+  });
+
+  it('tells grid_site_route what changed at a site since its newest sample', () => {
+    const load = new CandidateLoad();
+    const holders = Array.from({ length: 3 }, (): LoadHolder => ({ load: undefined }));
+    for (const h of holders) load.begin(h, load.cell('c-east', 'c-east', 'east'));
+    expect(load.sinceSample('east')).toBe(3);
+    load.sampled('east');
+    expect(load.sinceSample('east')).toBe(0);
+    endLoad(holders[0]!);
+    expect(load.sinceSample('east')).toBe(-1);
+    load.begin({ load: undefined }, load.cell('c-east-2', 'c-east-2', 'east'));
+    expect([load.sinceSample('east'), load.sinceSample('west')]).toEqual([0, 0]);
   });
 });
 

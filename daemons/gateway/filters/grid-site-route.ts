@@ -18,6 +18,7 @@ import { applyHeaderAllowlist, headerAllowlist } from './header-policy.ts';
 import type { SiteRouteMetrics } from '../site-route/metrics.ts';
 import { promptKeys } from '../site-route/prefix-keys.ts';
 import { SiteRouter } from '../site-route/site-router.ts';
+import type { CandidateLoad } from '../routing/candidate-load.ts';
 import type { Decision, Refusal } from '../site-route/site-router.ts';
 import { IdTagger, PinConflict, pinOf } from '../site-route/stored-state.ts';
 import type { ServingEntry, SiteView } from '../site-route/site-view.ts';
@@ -43,6 +44,8 @@ export interface GridSiteRouteOptions {
   /** Header the request parser wrote the model into: kept on a provider hop. */
   modelHeader: string;
   metrics?: SiteRouteMetrics;
+  /** The gateway's own in-flight requests per cluster; counted and read only with config.local_load. */
+  load?: CandidateLoad;
   nowMs?: () => number;
   random?: () => number;
 }
@@ -85,6 +88,7 @@ export function createGridSiteRoute(options: GridSiteRouteOptions): GridSiteRout
     config,
     isClusterAvailable: options.isClusterAvailable,
     ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
+    ...(options.load === undefined ? {} : { load: options.load }),
     nowMs,
     ...(options.random === undefined ? {} : { random: options.random }),
   });
@@ -98,6 +102,9 @@ export function createGridSiteRoute(options: GridSiteRouteOptions): GridSiteRout
     request.cluster = entry.cluster;
     request.routedSite = entry.site;
     request.labels.cluster = entry.cluster;
+    // Counted from here until the response closes; a failover moves the count to the site it moves to.
+    const load = router.load;
+    if (load !== undefined) load.begin(request, load.cell(entry.cluster, entry.cluster, entry.site));
     request.res.addHeader(RESPONSE_GRID_SITE_HEADER, entry.site);
     request.res.addHeader(RESPONSE_GRID_BACKEND_HEADER, entry.cluster);
     stripPrefixedHeaders(request.headers, 'x-ai-routing-');

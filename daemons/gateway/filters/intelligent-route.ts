@@ -17,6 +17,7 @@ import type { OverlayStore } from '../overlay-store.ts';
 import { applyHeaderAllowlist, headerAllowlist } from './header-policy.ts';
 import { AffinityTable, DEFAULT_AFFINITY_TTL_SECONDS, MAX_AFFINITY_ENTRIES, MAX_SESSION_KEY_BYTES } from '../routing/affinity.ts';
 import { selectCandidate, type SelectionDeps } from '../routing/selection.ts';
+import type { CandidateLoad } from '../routing/candidate-load.ts';
 import type { RoutingCandidate, RoutingSnapshot } from '../routing/snapshot.ts';
 
 /** What a failover needs, kept on the request (request.failoverState) rather than in a closure made per request. */
@@ -32,6 +33,11 @@ export interface IntelligentRouteOptions {
   isClusterAvailable(cluster: string): boolean;
   /** Header the request parser wrote the model into: kept when the header policy applies. */
   modelHeader: string;
+  /**
+   * The gateway's own in-flight requests per candidate; read and counted only when the config sets local_load (an
+   * extension), so a Praxis AI config runs exactly SPEC §3.1's selection.
+   */
+  load?: CandidateLoad;
   random?: () => number;
   nowMs?: () => number;
 }
@@ -73,12 +79,16 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
     return key;
   }
 
+  const load = config.local_load === undefined ? undefined : options.load;
+  if (config.local_load !== undefined && load === undefined) throw new Error('intelligent_route local_load needs the gateway\'s candidate load');
+
   // The same for every request: made once, not per request.
   const selectionDeps: SelectionDeps = {
     random,
     nowMs,
     isExcluded: (c) => !options.isClusterAvailable(c.candidate.cluster),
     ...(affinity === undefined ? {} : { affinity }),
+    ...(load === undefined ? {} : { load: { inFlight: (c: RoutingCandidate) => load.inFlight(c.stableId, c.candidate.cluster) } }),
   };
 
   /** Points the request at `selected`: cluster, credential, routed site, and the hop context for a provider hop. */
@@ -89,6 +99,8 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
     request.res.routedSite = candidate.site;
     request.labels.cluster = candidate.cluster;
     request.credential = selected.credential;
+    // Counted from here until the response closes; a failover moves the count to the candidate it moves to.
+    if (load !== undefined) load.begin(request, load.cell(selected.stableId, candidate.cluster, candidate.site));
     // A failover drops the hop context written for the candidate it replaces.
     if (failedOver) stripPrefixedHeaders(request.headers, 'x-ai-routing-');
     if (hopClusters.has(candidate.cluster)) {
@@ -129,6 +141,7 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
       if (outcome.kind === 'all_excluded') {
         throw unavailable('no_available_candidate', `every provider of model "${model}" is unavailable or not admitting new requests`);
       }
+      if (outcome.path !== undefined && load !== undefined) load.selections[outcome.path]++;
       applyCandidate(request, outcome.candidate, snapshot, model, false);
       const alternate = outcome.alternates.find((c) => options.isClusterAvailable(c.candidate.cluster));
       if (alternate !== undefined) {

@@ -1,6 +1,7 @@
 // Measured site availability (reference praxis-proxy/grid docs/site-selection.md, docs/routing.md §7b): what each
 // site's samples teach the gateway. Pure: the learned state goes in and comes out, time is the sample's own clock.
-// The gateway counts none of its own requests; every input is the site's published in-flight, queue and readiness.
+// Every input is the site's published in-flight, queue and readiness; with local_load the gateway also adds the
+// requests it dispatched to the site since that sample (freshRho), the one part of the site's load it knows now.
 import type { SiteAvailability } from '../../../schemas/generated/gateway-config.ts';
 import type { SiteSample } from './site-view.ts';
 
@@ -92,6 +93,16 @@ export function learn(previous: SiteLearned | undefined, sample: SiteSample, set
 
 function finite(value: number | undefined): number | undefined {
   return value !== undefined && Number.isFinite(value) && value >= 0 ? value : undefined;
+}
+
+/**
+ * rho as of now rather than as of the site's newest sample: `sinceSample` is the change in this gateway's own
+ * in-flight requests to the site since that sample arrived (dispatched minus finished), added to the site's in-flight
+ * over the same ceiling, as the sample's own in-flight is. Never below 0; an unmeasured site stays unmeasured.
+ */
+export function freshRho(site: SiteLearned | undefined, sinceSample: number): number | undefined {
+  if (site?.rho === undefined || site.ceiling === undefined) return site?.rho;
+  return Math.max(0, site.rho + sinceSample / site.ceiling);
 }
 
 /** "A site has room while rho is below 1" (site-selection.md). An unmeasured site has no room: it is not read as idle. */

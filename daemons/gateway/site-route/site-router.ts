@@ -3,6 +3,7 @@
 // filter (filters/grid-site-route.ts) is the HTTP shell around it.
 import {
   availabilitySettings,
+  freshRho,
   hasRoom,
   isFull,
   isRelieved,
@@ -17,13 +18,16 @@ import { pickByCapacity, pickWithRoom, shouldShed } from './site-choice.ts';
 import type { SelectionPath, SiteOption } from './site-choice.ts';
 import type { ServingEntry, SiteSample, SiteView } from './site-view.ts';
 import type { GridSiteRouteFilter } from '../../../schemas/generated/gateway-config.ts';
+import type { CandidateLoad } from '../routing/candidate-load.ts';
 
 export interface SiteRouterOptions {
   view: SiteView;
-  config: Pick<GridSiteRouteFilter, 'availability' | 'prefix_affinity'>;
+  config: Pick<GridSiteRouteFilter, 'availability' | 'prefix_affinity' | 'local_load'>;
   /** Whether the load balancer has an endpoint of this cluster that is not backing off. */
   isClusterAvailable(cluster: string): boolean;
   metrics?: SiteRouteMetrics;
+  /** The gateway's own in-flight requests per cluster; read only with config.local_load. */
+  load?: CandidateLoad;
   nowMs?: () => number;
   random?: () => number;
 }
@@ -67,6 +71,8 @@ export class SiteRouter {
   readonly #metrics: SiteRouteMetrics | undefined;
   readonly #now: () => number;
   readonly #random: () => number;
+  /** Set only with local_load: the draw then reads each site's rho with this gateway's requests since its sample. */
+  readonly load: CandidateLoad | undefined;
   readonly #learned = new Map<string, SiteLearned>();
   readonly #shed = new Set<string>();
   readonly #cursor = new Map<string, number>();
@@ -81,6 +87,8 @@ export class SiteRouter {
     this.#metrics = options.metrics;
     this.#now = options.nowMs ?? Date.now;
     this.#random = options.random ?? Math.random;
+    this.load = options.config.local_load === undefined ? undefined : options.load;
+    if (options.config.local_load !== undefined && this.load === undefined) throw new Error('grid_site_route local_load needs the gateway\'s candidate load');
     this.#unsubscribe = this.#view.onSample((sample) => this.observe(sample));
   }
 
@@ -92,6 +100,8 @@ export class SiteRouter {
   observe(sample: SiteSample): void {
     const learned = learn(this.#learned.get(sample.site), sample, this.availability);
     this.#learned.set(sample.site, learned);
+    // What the sample already holds of this gateway's requests: only those after it are added to its rho.
+    this.load?.sampled(sample.site);
     if (this.#metrics !== undefined) this.#publish(sample.site);
   }
 
@@ -115,6 +125,15 @@ export class SiteRouter {
         this.#metrics?.site(site, entry.cluster, l?.ceiling, l?.rho, l?.ceiling === undefined ? undefined : w[index]);
       }
     }
+  }
+
+  /** What the site taught, with rho as of now under local_load (freshRho); exactly learned() without it. */
+  #fresh(site: string): SiteLearned | undefined {
+    const learned = this.learned(site);
+    const load = this.load;
+    if (load === undefined || learned?.rho === undefined) return learned;
+    const since = load.sinceSample(site);
+    return since === 0 ? learned : { ...learned, rho: freshRho(learned, since) };
   }
 
   #healthy(entry: ServingEntry): boolean {
@@ -195,7 +214,7 @@ export class SiteRouter {
     if (this.#shedding(model, healthy, nowMs)) {
       return this.#refuse(429, 'capacity_exhausted', `every site serving model "${model}" is at capacity`, 'shed', this.#retryAfter());
     }
-    const learned = healthy.map((g) => this.learned(g.site));
+    const learned = healthy.map((g) => this.#fresh(g.site));
     const w = weights(learned, this.availability);
     const options: SiteOption[] = healthy.map((g, i) => ({
       site: g.site,

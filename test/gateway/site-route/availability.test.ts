@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_AVAILABILITY,
   availabilitySettings,
+  freshRho,
   hasRoom,
   isFull,
   isRelieved,
@@ -115,5 +116,23 @@ describe('draw weights', () => {
   it('an unmeasured site weighs the mean of the measured (neutral), or 1 when none is measured', () => {
     expect(weights([fold([sample(0, 100, 0)]), fold([sample(0, 20, 0)]), undefined], S)).toEqual([100, 25, 62.5]);
     expect(weights([undefined, undefined], S)).toEqual([1, 1]);
+  });
+});
+
+describe('fresh rho (local_load)', () => {
+  // Ceiling 20, rho 0.5 from a sample of 10 in flight with nothing waiting.
+  const half = fold([sample(0, 20, 0), sample(0, 10, 0)], { ...S, smoothing: 1 });
+  it.each([
+    ['nothing dispatched since the sample: the sample\'s rho', 0, 0.5],
+    ['10 dispatched since, over the same ceiling', 10, 1],
+    ['5 of the sample\'s own finished since', -5, 0.25],
+    ['more finished than the sample showed: never below 0', -50, 0],
+  ])('%s', (_case, since, expected) => {
+    expect(half!.ceiling).toBe(20);
+    expect(freshRho(half, since)).toBe(expected);
+  });
+  it('an unmeasured site stays unmeasured (missing is neutral, never read as idle or busy)', () => {
+    expect(freshRho(undefined, 5)).toBeUndefined();
+    expect(freshRho(fold([sample(0, undefined, 3)]), 5)).toBeUndefined();
   });
 });

@@ -4,6 +4,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { SiteRouteMetrics } from '../../../daemons/gateway/site-route/metrics.ts';
 import { SiteRouter } from '../../../daemons/gateway/site-route/site-router.ts';
+import { CandidateLoad, endLoad, type LoadHolder } from '../../../daemons/gateway/routing/candidate-load.ts';
 import type { Decision } from '../../../daemons/gateway/site-route/site-router.ts';
 import type { SiteSample } from '../../../daemons/gateway/site-route/site-view.ts';
 import { MemorySiteView, chiSquare, entry, seeded, twoChoicesShares } from './fixtures.ts';
@@ -104,6 +105,70 @@ describe('SiteRouter.decide', () => {
     const counts = count(900, () => r2.decide('m', undefined));
     const result = chiSquare(['a', 'b', 'c'].map((s) => counts[s] ?? 0), shares);
     expect(result.passes, `${JSON.stringify(counts)} vs ${JSON.stringify(shares)}: ${result.statistic}`).toBe(true);
+  });
+});
+
+describe('local_load: own in-flight since each sample', () => {
+  /**
+   * Three sites with room and equal ceilings (8, rho 0), then a burst with no sample in between: requests to `slow`
+   * never finish during it, the others finish at once. Counted as grid_site_route counts (begin at the decision).
+   */
+  function burst(localLoad: boolean, n: number) {
+    const view = new MemorySiteView([entry('a'), entry('b'), entry('c')]);
+    const load = new CandidateLoad();
+    const router = new SiteRouter({
+      view,
+      config: { prefix_affinity: { enabled: false }, ...(localLoad ? { local_load: { mode: 'two_choices' as const } } : {}) },
+      isClusterAvailable: () => true,
+      load,
+      nowMs: () => 100_000,
+      random: seeded(5),
+    });
+    for (const s of ['a', 'b', 'c']) view.publish({ site: s, atMs: 100_000, inFlight: 0, waiting: 0, readyEndpoints: 1 });
+    const counts: Record<string, number> = {};
+    const held: LoadHolder[] = [];
+    for (let i = 0; i < n; i++) {
+      const d = router.decide('m', undefined);
+      if (d.kind !== 'routed') throw new Error(d.code);
+      counts[d.entry.site] = (counts[d.entry.site] ?? 0) + 1;
+      const request: LoadHolder = { load: undefined };
+      load.begin(request, load.cell(d.entry.cluster, d.entry.cluster, d.entry.site));
+      if (d.entry.site === 'a') held.push(request);
+      else endLoad(request);
+    }
+    return { counts, router, view, load, held };
+  }
+
+  it('off: the burst keeps landing on the site that holds it, a third of it, until the next sample', () => {
+    const { counts } = burst(false, 300);
+    expect(counts['a']).toBeGreaterThan(70);
+  });
+
+  it('on: the held requests raise that site\'s rho now, so two choices move the burst to the others', () => {
+    const { counts, router } = burst(true, 300);
+    // Any draw pair with a and another site takes the other (a's rho is above theirs from its first held request).
+    expect(counts['a'] ?? 0).toBeLessThanOrEqual(3);
+    expect((counts['b'] ?? 0) + (counts['c'] ?? 0)).toBeGreaterThanOrEqual(297);
+    // The learned rho itself (and its gauge) stays the sample's: only the draw reads the fresh one.
+    expect(router.learned('a')!.rho).toBe(0);
+  });
+
+  it('on: a new sample already holds the requests sent before it, so only later ones are added', () => {
+    const { router, view, load, held } = burst(true, 50);
+    const before = held.length;
+    expect(load.sinceSample('a')).toBe(before);
+    // The site now publishes the requests it holds: the gateway's own are in that figure, not added again.
+    view.publish({ site: 'a', atMs: 100_000, inFlight: before, waiting: 0, readyEndpoints: 1 });
+    expect(load.sinceSample('a')).toBe(0);
+    for (const h of held) endLoad(h);
+    expect(load.sinceSample('a')).toBe(-before);
+    expect(router.learned('a')!.rho).toBeGreaterThan(0);
+  });
+
+  it('without local_load in the config the router reads no load, even when given one', () => {
+    const load = new CandidateLoad();
+    const router = new SiteRouter({ view: new MemorySiteView([entry('a')]), config: {}, isClusterAvailable: () => true, load });
+    expect(router.load).toBeUndefined();
   });
 });
 
