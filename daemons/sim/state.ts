@@ -1,18 +1,23 @@
-// The sim backend's adjustable state: what its /metrics reports and how it answers. Tests change it through
-// POST /admin/state to drive the operator's scoring and admission and the gateway's failure handling.
+// The sim backend's adjustable state: how it answers, and values forced over what its engine reports on /metrics.
+// Tests change it through POST /admin/state to drive the operator's scoring and admission and the gateway's failure
+// handling.
 
 export type SimFault = 'none' | 'hang' | 'reset' | 'reset_mid_stream' | 'status_500';
 
 export interface SimState {
-  /** Normalized queue depth in [0, 1] (reported as sim_queue_depth and vllm:num_requests_waiting). */
-  queue_depth: number;
-  /** KV-cache utilisation in [0, 1] (sim_kv_cache_utilization, vllm:gpu_cache_usage_perc). */
-  kv_cache_utilization: number;
+  /**
+   * A normalized queue depth in [0, 1] forced over the engine's: reported as sim_queue_depth, and as
+   * vllm:num_requests_waiting = round(queue_depth x max_num_seqs). null reports the engine's own.
+   */
+  queue_depth: number | null;
+  /** A KV-cache utilisation in [0, 1] forced over the engine's (sim_kv_cache_utilization, vllm:kv_cache_usage_perc); null reports the engine's. */
+  kv_cache_utilization: number | null;
   healthy: boolean;
-  /** Delay before the first token, milliseconds. */
+  /** Front-end delay before a request reaches the engine, milliseconds (counted in its TTFT, as a slow API server's would be). */
   latency_ms: number;
-  /** Streaming speed; 0 sends every token at once. */
+  /** A cap on each sequence's decode speed: no engine step shorter than 1000 / tokens_per_second ms; 0 leaves the engine's pace. */
   tokens_per_second: number;
+  /** Output tokens of a request that sets no max_tokens (the centre of the engine's draw; at least 1 come out). */
   completion_tokens: number;
   fault: SimFault;
   /**
@@ -34,7 +39,7 @@ export function applyStateUpdate(state: SimState, update: unknown): string | und
   if (typeof update !== 'object' || update === null || Array.isArray(update)) return 'state update must be a JSON object';
   const u = update as Record<string, unknown>;
   const unit = (key: 'queue_depth' | 'kv_cache_utilization'): string | undefined => {
-    if (u[key] === undefined) return undefined;
+    if (u[key] === undefined || u[key] === null) return undefined;
     const v = u[key];
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 1) return `${key} must be a number in [0, 1]`;
     return undefined;

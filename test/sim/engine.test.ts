@@ -327,13 +327,38 @@ describe('bad input', () => {
     expect(resolveEngineConfig()).toEqual(DEFAULT_ENGINE_CONFIG);
   });
 
-  it('refuses to add a request behind the engine\'s clock or under an id already in it', () => {
+  it('refuses a request out of time order or under an id already in it', () => {
     const engine = new Engine(SMALL);
-    engine.add({ id: 'a', promptTokenIds: ids(1, 2), maxTokens: 1 }, 0);
+    engine.add({ id: 'a', promptTokenIds: ids(1, 2), maxTokens: 1 }, 10);
+    expect(() => engine.add({ id: 'b', promptTokenIds: ids(1, 2) }, 9)).toThrow(/time order/);
+    expect(() => engine.add({ id: 'a', promptTokenIds: ids(1, 2) }, 10)).toThrow(/already/);
+  });
+});
+
+describe('arrivals between a step\'s end and the next advance', () => {
+  it('leave a request out of any step that began before it arrived', () => {
+    const engine = new Engine(SMALL);
+    engine.add({ id: 'a', promptTokenIds: ids(100, 2), maxTokens: 3 }, 0);
     engine.advanceTo(0);
-    // The step in flight ends at 12: a request at 13 must wait for advanceTo(13).
-    expect(() => engine.add({ id: 'b', promptTokenIds: ids(1, 2) }, 13)).toThrow(/advance/);
-    expect(() => engine.add({ id: 'a', promptTokenIds: ids(1, 2) }, 12)).toThrow(/already/);
+    // a's prefill ends at 12 and its decode steps start at 12 and 26; b arrives at 20, before anyone advanced past 12.
+    // [12, 24] a decodes alone: b was not there when it began. [24, 38] a decodes, b prefills 2: 10 + 2 + 2 = 14.
+    engine.add({ id: 'b', promptTokenIds: ids(200, 2), maxTokens: 1 }, 20);
+    const steps = engine.advanceTo(Number.POSITIVE_INFINITY);
+    expect(steps.map((s) => [s.startMs, s.endMs])).toEqual([[0, 12], [12, 24], [24, 38]]);
+    expect(tokenTimes(steps)).toEqual({ a: [12, 24, 38], b: [38] });
+    expect(finished(steps, 'b').queueMs).toBe(4);
+  });
+
+  it('start an idle engine at the arrival, not at the end of its last step', () => {
+    const engine = new Engine(SMALL);
+    engine.add({ id: 'a', promptTokenIds: ids(100, 2), maxTokens: 1 }, 0);
+    engine.advanceTo(0);
+    // a ends at 12; nobody advances until 50; b arrived at 30.
+    engine.add({ id: 'b', promptTokenIds: ids(200, 2), maxTokens: 1 }, 30);
+    expect(engine.nextEventMs()).toBe(12);
+    const steps = engine.advanceTo(50);
+    expect(steps.map((s) => [s.startMs, s.endMs])).toEqual([[0, 12], [30, 42]]);
+    expect(engine.nextEventMs()).toBeUndefined();
   });
 });
 

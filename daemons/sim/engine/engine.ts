@@ -160,6 +160,7 @@ export class Engine {
   /** Model time: where the next step starts when there is work and none in flight. */
   #clockMs = 0;
   #minStepMs = 0;
+  #lastArrivalMs = Number.NEGATIVE_INFINITY;
 
   constructor(config: Partial<EngineConfig> = {}) {
     this.config = resolveEngineConfig(config);
@@ -174,11 +175,11 @@ export class Engine {
   }
 
   /**
-   * Queues a request at `nowMs`, or refuses it as vLLM does when it cannot fit the model's context. Advance the engine
-   * to `nowMs` first, so that a step which ended before the request arrived does not count it.
+   * Queues a request at `nowMs`, or refuses it as vLLM does when it cannot fit the model's context. Requests come in
+   * time order; one added after a step ended that has not been advanced past yet waits for a step that starts after it.
    */
   add(request: EngineRequest, nowMs: number): Admission | EngineRefusal {
-    if (this.#inFlight !== undefined && this.#inFlight.endMs < nowMs) throw new Error('engine: advance to the arrival time before adding a request');
+    if (nowMs < this.#lastArrivalMs) throw new Error(`engine: requests must arrive in time order (${nowMs} ms after ${this.#lastArrivalMs} ms)`);
     if (this.#byId.has(request.id)) throw new Error(`engine: request id ${request.id} is already in the engine`);
     const { maxModelLen } = this.config;
     const promptLen = request.promptTokenIds.length;
@@ -225,7 +226,7 @@ export class Engine {
     };
     this.#byId.set(seq.id, seq);
     this.#waiting.push(seq);
-    if (this.#inFlight === undefined) this.#clockMs = Math.max(this.#clockMs, nowMs);
+    this.#lastArrivalMs = nowMs;
     return { outputTokens, finishReason };
   }
 
@@ -253,15 +254,19 @@ export class Engine {
         results.push(this.#complete(step));
       }
       if (this.#waiting.length === 0 && this.#running.length === 0) break;
+      // An idle engine starts its next step when the first waiting request arrived.
+      if (this.#running.length === 0) this.#clockMs = Math.max(this.#clockMs, this.#waiting[0]!.queuedMs);
+      if (this.#clockMs > nowMs) break;
       this.#inFlight = this.#schedule(this.#clockMs);
     }
     return results;
   }
 
-  /** When the engine next has something to do: the end of the step in flight, now when work waits, else undefined. */
+  /** When the engine next has something to do: the end of the step in flight, else when work waits, else undefined. */
   nextEventMs(): number | undefined {
     if (this.#inFlight !== undefined) return this.#inFlight.endMs;
-    return this.#waiting.length + this.#running.length > 0 ? this.#clockMs : undefined;
+    if (this.#running.length > 0) return this.#clockMs;
+    return this.#waiting.length > 0 ? Math.max(this.#clockMs, this.#waiting[0]!.queuedMs) : undefined;
   }
 
   snapshot(): EngineSnapshot {
@@ -306,6 +311,7 @@ export class Engine {
     // As in vLLM, a step that had to preempt admits nobody: the cache is short already.
     while (preempted.length === 0 && this.#waiting.length > 0 && budget > 0 && this.#running.length < maxNumSeqs) {
       const seq = this.#waiting[0]!;
+      if (seq.queuedMs > startMs) break; // arrived after this step began
       // At least one token is always computed, so that the step can sample the next one from it.
       const hits = this.config.enablePrefixCaching ? this.#pool.lookup(this.#hashes(seq).slice(0, Math.floor((seq.tokens.length - 1) / blockSize))) : [];
       const cached = hits.length * blockSize;

@@ -9,14 +9,28 @@
 // its UTF-8 bytes, so the same text has the same id in every process.
 
 const PIECE = /<\|[a-z_]+\|>| ?[\p{L}\p{N}]{1,4}| ?[^\s\p{L}\p{N}]|\s/gsu;
-const encoder = new TextEncoder();
+/** Ids of pieces seen before: text repeats its pieces, and a long prompt is tokenized on the request path. */
+const ids = new Map<string, number>();
+const MAX_CACHED_IDS = 1 << 16;
+
+function fnv1a(hash: number, byte: number): number {
+  return Math.imul(hash ^ byte, 0x01000193) >>> 0;
+}
 
 export function tokenId(piece: string): number {
+  const known = ids.get(piece);
+  if (known !== undefined) return known;
   let hash = 0x811c9dc5;
-  for (const byte of encoder.encode(piece)) {
-    hash ^= byte;
-    hash = Math.imul(hash, 0x01000193) >>> 0;
+  // FNV-1a over the UTF-8 encoding, written out rather than through a TextEncoder (an allocation per piece).
+  for (const char of piece) {
+    const c = char.codePointAt(0)!;
+    if (c < 0x80) hash = fnv1a(hash, c);
+    else if (c < 0x800) hash = fnv1a(fnv1a(hash, 0xc0 | (c >> 6)), 0x80 | (c & 0x3f));
+    else if (c < 0x10000) hash = fnv1a(fnv1a(fnv1a(hash, 0xe0 | (c >> 12)), 0x80 | ((c >> 6) & 0x3f)), 0x80 | (c & 0x3f));
+    else hash = fnv1a(fnv1a(fnv1a(fnv1a(hash, 0xf0 | (c >> 18)), 0x80 | ((c >> 12) & 0x3f)), 0x80 | ((c >> 6) & 0x3f)), 0x80 | (c & 0x3f));
   }
+  if (ids.size >= MAX_CACHED_IDS) ids.clear();
+  ids.set(piece, hash);
   return hash;
 }
 
