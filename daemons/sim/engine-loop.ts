@@ -2,7 +2,7 @@
 // starts the next; every arrival, abort and /metrics read first brings the engine up to now. The engine keeps its own
 // model time, so a late timer delays when tokens are written, never the latencies the engine reports.
 import { Engine, isRefusal } from './engine/engine.ts';
-import type { Admission, EngineRefusal, EngineRequest, StepResult, TokenEvent } from './engine/engine.ts';
+import type { Admission, EngineRefusal, EngineRequest, StepResult, StepTiming, TokenEvent } from './engine/engine.ts';
 
 /** Steps completed in one turn of the event loop at most: steps that take no time must not starve the sockets. */
 const MAX_STEPS_PER_TURN = 64;
@@ -10,8 +10,8 @@ const MAX_STEPS_PER_TURN = 64;
 export interface EngineLoopOptions {
   /** A monotonic clock in milliseconds. */
   readonly now?: () => number;
-  /** The floor on a step's duration, read before each step (the sim's tokens_per_second can change at any time). */
-  readonly minStepMs?: () => number;
+  /** The step costs, read before each step (the sim's /admin/state can change them at any time). */
+  readonly timing?: () => Partial<StepTiming>;
   /** Every completed step, in order (the metrics record them). */
   readonly onSteps?: (steps: readonly StepResult[]) => void;
 }
@@ -19,7 +19,7 @@ export interface EngineLoopOptions {
 export class EngineLoop {
   readonly engine: Engine;
   readonly now: () => number;
-  readonly #minStepMs: () => number;
+  readonly #timing: () => Partial<StepTiming>;
   readonly #onSteps: (steps: readonly StepResult[]) => void;
   readonly #listeners = new Map<string, (event: TokenEvent) => void>();
   #timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
@@ -28,7 +28,7 @@ export class EngineLoop {
   constructor(engine: Engine, options: EngineLoopOptions = {}) {
     this.engine = engine;
     this.now = options.now ?? (() => performance.now());
-    this.#minStepMs = options.minStepMs ?? (() => 0);
+    this.#timing = options.timing ?? (() => ({}));
     this.#onSteps = options.onSteps ?? (() => undefined);
   }
 
@@ -57,7 +57,7 @@ export class EngineLoop {
   /** Brings the engine up to now: completes the steps that have ended, delivers their tokens, sets the timer. */
   sync(now = this.now()): void {
     if (this.#closed) return;
-    this.engine.setMinStepMs(this.#minStepMs());
+    this.engine.setTiming(this.#timing());
     const steps = this.engine.advanceTo(now, MAX_STEPS_PER_TURN);
     if (steps.length > 0) this.#onSteps(steps);
     for (const step of steps) {

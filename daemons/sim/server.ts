@@ -77,6 +77,9 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     latency_ms: options.latencyMs ?? 0,
     tokens_per_second: options.tokensPerSecond ?? 0,
     completion_tokens: options.completionTokens ?? 16,
+    step_overhead_ms: engine.config.stepOverheadMs,
+    prefill_ms_per_token: engine.config.prefillMsPerToken,
+    decode_ms_per_seq: engine.config.decodeMsPerSeq,
     fault: 'none',
     pool_capacity: 0,
     pool_background: 0,
@@ -94,7 +97,12 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
   // vLLM labels its metrics with the first served model name.
   const metrics = registerEngineMetrics(registry, engine, state, options.models[0] ?? options.name);
   const loop = new EngineLoop(engine, {
-    minStepMs: () => (state.tokens_per_second > 0 ? 1000 / state.tokens_per_second : 0),
+    timing: () => ({
+      stepOverheadMs: state.step_overhead_ms,
+      prefillMsPerToken: state.prefill_ms_per_token,
+      decodeMsPerSeq: state.decode_ms_per_seq,
+      minStepMs: state.tokens_per_second > 0 ? 1000 / state.tokens_per_second : 0,
+    }),
     onSteps: (steps) => metrics.record(steps),
   });
   const served = new Counter({ name: 'sim_requests_total', help: 'Requests answered by path and status.', labelNames: ['path', 'status'], registers: [registry] });
@@ -186,7 +194,7 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     let finished = false;
     let outputTokens = 0;
     const writer = answerWriter(path, res, { id, model, created, stream, includeUsage });
-    const admission = loop.submit({ id, promptTokenIds: prompt.tokenIds, maxTokens: prompt.maxTokens, completionTokens: Math.max(1, state.completion_tokens), arrivalMs }, (event) => {
+    const deliver = (event: TokenEvent): void => {
       if (res.destroyed || res.writableEnded) return;
       text.push(event.text);
       if (event.finish !== undefined) {
@@ -199,6 +207,14 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
         return;
       }
       writer.token(event);
+    };
+    // Delivered from the engine's timer: a failure cuts this answer, never the loop serving the others.
+    const admission = loop.submit({ id, promptTokenIds: prompt.tokenIds, maxTokens: prompt.maxTokens, completionTokens: Math.max(1, state.completion_tokens), arrivalMs }, (event) => {
+      try {
+        deliver(event);
+      } catch {
+        res.destroy();
+      }
     });
     if (isRefusal(admission)) {
       return send(res, 400, { error: { message: admission.message, type: 'BadRequestError', param: admission.param, code: 400 } });

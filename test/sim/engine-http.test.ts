@@ -105,9 +105,10 @@ describe('sim engine over HTTP', () => {
       for (const _ of piece.matchAll(/"content":"[^"]+"/g)) arrivals.push(performance.now() - started);
     }
     expect(arrivals).toHaveLength(8);
-    expect(arrivals[0]).toBeGreaterThanOrEqual(25);
-    // Seven steps between the first token and the last: 210 ms of model time (the timer may only be late).
-    expect(arrivals[7]! - arrivals[0]!).toBeGreaterThanOrEqual(200);
+    // Token i ends step i + 1, 30 (i + 1) ms after the request arrived; the timer may be late, never early.
+    arrivals.forEach((at, i) => expect(at).toBeGreaterThanOrEqual(30 * (i + 1) - 1));
+    // And they come out as they are made, not all at the end: the first 210 ms of model time before the last.
+    expect(arrivals[7]! - arrivals[0]!).toBeGreaterThan(100);
     const usage = text.split('\n\n').filter((e) => e.includes('"usage"')).map((e) => JSON.parse(e.slice(6)).usage)[0];
     expect(usage).toMatchObject({ completion_tokens: 8, prompt_tokens: tokenize(renderChat([{ role: 'user', content: 'hi' }])).length });
     expect(text.match(/tok\d/g)).toHaveLength(8);
@@ -117,6 +118,22 @@ describe('sim engine over HTTP', () => {
     expect(metricSample(page, 'vllm:inter_token_latency_seconds_bucket{le="0.05",model_name="m1",engine="0"}')).toBe(7);
     expect(metricSample(page, `vllm:inter_token_latency_seconds_sum${LABELS}`)).toBeCloseTo(0.21, 9);
     expect(metricSample(page, `vllm:time_to_first_token_seconds_count${LABELS}`)).toBe(1);
+  });
+
+  it('takes new step costs through /admin/state from the next step on, and refuses bad ones naming the field', async () => {
+    const base = await start({ completionTokens: 3, engine: { stepOverheadMs: 0, prefillMsPerToken: 0, decodeMsPerSeq: 0 } });
+    const quick = performance.now();
+    await chat(base, 'hi');
+    const fast = performance.now() - quick;
+    const set = await call(`${base}/admin/state`, { headers: auth, body: { step_overhead_ms: 60 } });
+    expect(set.json()).toMatchObject({ step_overhead_ms: 60, prefill_ms_per_token: 0, decode_ms_per_seq: 0 });
+    const slow = performance.now();
+    await chat(base, 'hi');
+    // Three steps of 60 ms now.
+    expect(performance.now() - slow).toBeGreaterThanOrEqual(179);
+    expect(fast).toBeLessThan(179);
+    const bad = await call(`${base}/admin/state`, { headers: auth, body: { decode_ms_per_seq: -1 } });
+    expect([bad.status, bad.json().error.message]).toEqual([400, 'decode_ms_per_seq must be a number in [0, 60000]']);
   });
 
   it('preempts when the KV cache runs out, counts it, and still answers every request in full', async () => {

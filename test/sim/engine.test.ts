@@ -101,13 +101,19 @@ describe('continuous batching', () => {
     expect(engine.snapshot()).toMatchObject({ kvCacheUsage: 0, freeBlocks: 16 });
   });
 
-  it('floors every step at the minimum step time (the sim\'s --tokens-per-second)', () => {
+  it('floors every step at the minimum step time (the sim\'s --tokens-per-second), and takes new step costs from the next step', () => {
     const engine = new Engine(SMALL);
-    engine.setMinStepMs(50);
+    engine.setTiming({ minStepMs: 50 });
     // Each step would take 12 ms; the floor makes it 50.
     const steps = run(engine, [{ at: 0, id: 'a', promptTokenIds: ids(100, 2), maxTokens: 3 }]);
     expect(tokenTimes(steps)).toEqual({ a: [50, 100, 150] });
-    expect(() => engine.setMinStepMs(-1)).toThrow(/non-negative/);
+    // Without the floor and with a 1 ms overhead: [200, 203] prefill 2 (1 + 2), [203, 206] decode (1 + 2).
+    engine.setTiming({ minStepMs: 0, stepOverheadMs: 1 });
+    expect(engine.timing).toEqual({ stepOverheadMs: 1, prefillMsPerToken: 1, decodeMsPerSeq: 2, minStepMs: 0 });
+    expect(tokenTimes(run(engine, [{ at: 200, id: 'b', promptTokenIds: ids(200, 2), maxTokens: 2 }]))).toEqual({ b: [203, 206] });
+    expect(() => engine.setTiming({ minStepMs: -1 })).toThrow('minStepMs must be a non-negative number of milliseconds, got -1');
+    expect(() => engine.setTiming({ decodeMsPerSeq: Number.NaN })).toThrow(/decodeMsPerSeq/);
+    expect(engine.timing.stepOverheadMs).toBe(1);
   });
 
   it('frees an aborted request\'s blocks at once and never emits its tokens', () => {

@@ -93,6 +93,15 @@ export interface StepResult {
   readonly preempted: readonly string[];
 }
 
+/** What a step costs, in milliseconds. */
+export interface StepTiming {
+  readonly stepOverheadMs: number;
+  readonly prefillMsPerToken: number;
+  readonly decodeMsPerSeq: number;
+  /** A floor on a step's duration. */
+  readonly minStepMs: number;
+}
+
 export interface EngineTotals {
   /** Prompt tokens of requests that produced their first token, cached or not (vLLM's prompt_tokens). */
   promptTokens: number;
@@ -159,19 +168,31 @@ export class Engine {
   #inFlight: Step | undefined;
   /** Model time: where the next step starts when there is work and none in flight. */
   #clockMs = 0;
-  #minStepMs = 0;
+  #timing: StepTiming;
   #lastArrivalMs = Number.NEGATIVE_INFINITY;
 
   constructor(config: Partial<EngineConfig> = {}) {
     this.config = resolveEngineConfig(config);
     this.#pool = new BlockPool(this.config.numGpuBlocks);
     this.#random = seededRandom(this.config.seed);
+    const { stepOverheadMs, prefillMsPerToken, decodeMsPerSeq } = this.config;
+    this.#timing = { stepOverheadMs, prefillMsPerToken, decodeMsPerSeq, minStepMs: 0 };
   }
 
-  /** A floor on every step's duration (the sim's --tokens-per-second caps each sequence at 1000/ms tokens a second). */
-  setMinStepMs(ms: number): void {
-    if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`a step floor must be a non-negative number of milliseconds, got ${ms}`);
-    this.#minStepMs = ms;
+  /** The step costs in force: the configured ones until setTiming changes them. */
+  get timing(): Readonly<StepTiming> {
+    return this.#timing;
+  }
+
+  /**
+   * Changes the step costs from the next step on; minStepMs is a floor on every step's duration (the sim's
+   * --tokens-per-second caps each sequence at 1000 / minStepMs tokens a second).
+   */
+  setTiming(timing: Partial<StepTiming>): void {
+    for (const [key, ms] of Object.entries(timing)) {
+      if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) throw new RangeError(`${key} must be a non-negative number of milliseconds, got ${String(ms)}`);
+    }
+    this.#timing = { ...this.#timing, ...timing };
   }
 
   /**
@@ -338,8 +359,8 @@ export class Engine {
       if (tokens === 1 && seq.tokens.length > seq.promptLen && seq.numComputed === seq.tokens.length - 1) decodeSeqs++;
       else prefillTokens += tokens;
     }
-    const { stepOverheadMs, prefillMsPerToken, decodeMsPerSeq } = this.config;
-    const duration = Math.max(this.#minStepMs, stepOverheadMs + prefillMsPerToken * prefillTokens + decodeMsPerSeq * decodeSeqs);
+    const { stepOverheadMs, prefillMsPerToken, decodeMsPerSeq, minStepMs } = this.#timing;
+    const duration = Math.max(minStepMs, stepOverheadMs + prefillMsPerToken * prefillTokens + decodeMsPerSeq * decodeSeqs);
     return { startMs, endMs: startMs + duration, work, prefillTokens, decodeSeqs, preempted };
   }
 
