@@ -37,7 +37,7 @@ export class EngineLoop {
    * delivered from the timer, never before submit returns, so the caller can set up its answer first.
    */
   submit(request: Omit<EngineRequest, 'arrivalMs'> & { arrivalMs: number }, listener: (event: TokenEvent) => void): Admission | EngineRefusal {
-    // One reading of the clock for both: a step that ends between two readings would otherwise not have been completed.
+    // One reading of the clock for both, so the request arrives after every step this call completes.
     const now = this.now();
     this.sync(now);
     const admission = this.engine.add(request, now);
