@@ -1,68 +1,87 @@
-// Response bodies in the OpenAI shapes the sim serves: chat completions, completions, embeddings and the
-// Responses API, plain and as SSE events. Content is synthetic ("tok0 tok1 ...") so sizes are predictable.
+// Response bodies in the OpenAI shapes the sim serves: chat completions, completions, embeddings and the Responses
+// API, plain and as SSE events. The text is what the engine produced ("tok0 tok1 ..."); usage is the engine's count,
+// cached prompt tokens included (as vLLM reports them with --enable-prompt-tokens-details).
+import type { FinishReason } from './engine/engine.ts';
 
-export function tokenText(i: number): string {
-  return `tok${i} `;
+export interface Usage {
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly cachedTokens: number;
 }
 
-export function chatCompletion(id: string, model: string, created: number, tokens: number, provider: string): unknown {
+function chatUsage(u: Usage): Record<string, unknown> {
+  return { prompt_tokens: u.promptTokens, completion_tokens: u.completionTokens, total_tokens: u.promptTokens + u.completionTokens, prompt_tokens_details: { cached_tokens: u.cachedTokens } };
+}
+
+export function chatCompletion(id: string, model: string, created: number, text: string, finish: FinishReason, usage: Usage, provider: string): unknown {
   return {
     id,
     object: 'chat.completion',
     created,
     model,
     system_fingerprint: provider,
-    choices: [{ index: 0, message: { role: 'assistant', content: Array.from({ length: tokens }, (_, i) => tokenText(i)).join('') }, finish_reason: 'stop' }],
-    usage: { prompt_tokens: 8, completion_tokens: tokens, total_tokens: 8 + tokens },
+    choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finish }],
+    usage: chatUsage(usage),
   };
 }
 
-export function chatChunk(id: string, model: string, created: number, delta: Record<string, unknown>, finish: string | null): string {
+export function chatChunk(id: string, model: string, created: number, delta: Record<string, unknown>, finish: FinishReason | null): string {
   return `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
 }
 
 /** The final chunk of a stream that asked for `stream_options.include_usage`: no choices, the whole usage. */
-export function usageChunk(id: string, object: string, model: string, created: number, tokens: number): string {
-  return `data: ${JSON.stringify({ id, object, created, model, choices: [], usage: { prompt_tokens: 8, completion_tokens: tokens, total_tokens: 8 + tokens } })}\n\n`;
+export function usageChunk(id: string, object: string, model: string, created: number, usage: Usage): string {
+  return `data: ${JSON.stringify({ id, object, created, model, choices: [], usage: chatUsage(usage) })}\n\n`;
 }
 
-export function completion(id: string, model: string, created: number, tokens: number): unknown {
+export function completion(id: string, model: string, created: number, text: string, finish: FinishReason, usage: Usage): unknown {
   return {
     id,
     object: 'text_completion',
     created,
     model,
-    choices: [{ index: 0, text: Array.from({ length: tokens }, (_, i) => tokenText(i)).join(''), finish_reason: 'stop', logprobs: null }],
-    usage: { prompt_tokens: 8, completion_tokens: tokens, total_tokens: 8 + tokens },
+    choices: [{ index: 0, text, finish_reason: finish, logprobs: null }],
+    usage: chatUsage(usage),
   };
 }
 
-export function completionChunk(id: string, model: string, created: number, text: string, finish: string | null): string {
+export function completionChunk(id: string, model: string, created: number, text: string, finish: FinishReason | null): string {
   return `data: ${JSON.stringify({ id, object: 'text_completion', created, model, choices: [{ index: 0, text, finish_reason: finish }] })}\n\n`;
 }
 
-export function embeddings(model: string, inputs: number): unknown {
+export function embeddings(model: string, inputs: number, promptTokens: number): unknown {
   return {
     object: 'list',
     model,
     data: Array.from({ length: inputs }, (_, index) => ({ object: 'embedding', index, embedding: Array.from({ length: 8 }, (_, d) => ((index + 1) * (d + 1)) / 64) })),
-    usage: { prompt_tokens: 8 * inputs, total_tokens: 8 * inputs },
+    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
   };
 }
 
-export function responseObject(id: string, model: string, created: number, tokens: number, status: 'completed' | 'in_progress'): Record<string, unknown> {
-  const text = status === 'completed' ? Array.from({ length: tokens }, (_, i) => tokenText(i)).join('') : '';
+/** A Responses API object: in progress (no output yet), or done ("incomplete" when max_output_tokens cut it). */
+export function responseObject(id: string, model: string, created: number, done: { text: string; finish: FinishReason; usage: Usage } | undefined): Record<string, unknown> {
+  const status = done === undefined ? 'in_progress' : done.finish === 'length' ? 'incomplete' : 'completed';
   return {
     id,
     object: 'response',
     created_at: created,
     status,
     model,
+    incomplete_details: done?.finish === 'length' ? { reason: 'max_output_tokens' } : null,
     output:
-      status === 'completed'
-        ? [{ type: 'message', id: `msg_${id.slice(5)}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] }]
-        : [],
-    usage: status === 'completed' ? { input_tokens: 8, output_tokens: tokens, total_tokens: 8 + tokens } : null,
+      done === undefined
+        ? []
+        : [{ type: 'message', id: `msg_${id.slice(5)}`, status, role: 'assistant', content: [{ type: 'output_text', text: done.text, annotations: [] }] }],
+    usage:
+      done === undefined
+        ? null
+        : {
+            input_tokens: done.usage.promptTokens,
+            input_tokens_details: { cached_tokens: done.usage.cachedTokens },
+            output_tokens: done.usage.completionTokens,
+            output_tokens_details: { reasoning_tokens: 0 },
+            total_tokens: done.usage.promptTokens + done.usage.completionTokens,
+          },
   };
 }
 

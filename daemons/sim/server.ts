@@ -1,14 +1,22 @@
 // An OpenAI-compatible simulated inference backend for demos, tests and benchmarks: chat completions,
-// completions, embeddings and the Responses API (plain and SSE streaming), /v1/models, /health, Prometheus
-// /metrics with a settable queue depth and KV-cache utilisation, a required bearer token, and an
-// `x-sim-provider` header naming itself on every answer.
+// completions, embeddings and the Responses API (plain and SSE streaming), /v1/models, /health, a required bearer
+// token, and an `x-sim-provider` header naming itself on every answer. Generation runs on the engine model
+// (daemons/sim/engine/): requests queue, batch, hit the prefix cache and stream at the pace of its steps, and
+// /metrics reports its state under vLLM's names; /admin/state can force a reported value or a fault.
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Counter, Registry } from 'prom-client';
 import { applyStateUpdate } from './state.ts';
 import type { SimState } from './state.ts';
-import { chatChunk, chatCompletion, completion, completionChunk, embeddings, responseObject, sseEvent, tokenText, usageChunk } from './responses.ts';
+import { chatChunk, chatCompletion, completion, completionChunk, embeddings, responseObject, sseEvent, usageChunk } from './responses.ts';
+import type { Usage } from './responses.ts';
+import { Engine, isRefusal } from './engine/engine.ts';
+import type { EngineConfig } from './engine/config.ts';
+import type { FinishedRequest, TokenEvent } from './engine/engine.ts';
+import { EngineLoop } from './engine-loop.ts';
+import { registerEngineMetrics } from './engine-metrics.ts';
+import { chatPrompt, completionPrompt, embeddingInputs, responsesPrompt } from './prompt.ts';
 import { listen } from '../shared/listen.ts';
 import { BearerTokens } from './bearer-tokens.ts';
 
@@ -23,10 +31,15 @@ export interface SimOptions {
   registry?: Registry;
   host?: string;
   port?: number;
+  /** Front-end delay before a request reaches the engine. */
   latencyMs?: number;
+  /** A cap on each sequence's decode speed (a floor on the engine's step time); 0 leaves the engine's pace. */
   tokensPerSecond?: number;
+  /** Output tokens of a request that sets no max_tokens. */
   completionTokens?: number;
   maxBodyBytes?: number;
+  /** The engine's parameters over its defaults (daemons/sim/README.md); INSTANT_TIMING makes its steps take no time. */
+  engine?: Partial<EngineConfig>;
 }
 
 /** What a test can read back about a request the sim accepted (never the credential itself). */
@@ -56,13 +69,17 @@ const MAX_STORED_RESPONSES = 200;
 
 export async function startSim(options: SimOptions): Promise<SimServer> {
   const bearer = typeof options.token === 'string' ? new BearerTokens(options.token) : options.token;
+  const engine = new Engine(options.engine);
   const state: SimState = {
-    queue_depth: 0,
-    kv_cache_utilization: 0,
+    queue_depth: null,
+    kv_cache_utilization: null,
     healthy: true,
     latency_ms: options.latencyMs ?? 0,
     tokens_per_second: options.tokensPerSecond ?? 0,
     completion_tokens: options.completionTokens ?? 16,
+    step_overhead_ms: engine.config.stepOverheadMs,
+    prefill_ms_per_token: engine.config.prefillMsPerToken,
+    decode_ms_per_seq: engine.config.decodeMsPerSeq,
     fault: 'none',
     pool_capacity: 0,
     pool_background: 0,
@@ -77,13 +94,18 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
   let inferring = 0;
 
   const registry = options.registry ?? new Registry();
-  const registers = [registry];
-  new Gauge({ name: 'sim_queue_depth', help: 'Normalized queue depth set through /admin/state.', registers, collect() { this.set(state.queue_depth); } });
-  new Gauge({ name: 'sim_kv_cache_utilization', help: 'KV-cache utilisation set through /admin/state.', registers, collect() { this.set(state.kv_cache_utilization); } });
-  new Gauge({ name: 'vllm:num_requests_waiting', help: 'Queue depth in the vLLM metric name.', registers, collect() { this.set(state.queue_depth); } });
-  new Gauge({ name: 'vllm:gpu_cache_usage_perc', help: 'KV-cache utilisation in the vLLM metric name.', registers, collect() { this.set(state.kv_cache_utilization); } });
-  new Gauge({ name: 'vllm:num_requests_running', help: 'Requests being served.', registers, collect() { this.set(running); } });
-  const served = new Counter({ name: 'sim_requests_total', help: 'Requests answered by path and status.', labelNames: ['path', 'status'], registers });
+  // vLLM labels its metrics with the first served model name.
+  const metrics = registerEngineMetrics(registry, engine, state, options.models[0] ?? options.name);
+  const loop = new EngineLoop(engine, {
+    timing: () => ({
+      stepOverheadMs: state.step_overhead_ms,
+      prefillMsPerToken: state.prefill_ms_per_token,
+      decodeMsPerSeq: state.decode_ms_per_seq,
+      minStepMs: state.tokens_per_second > 0 ? 1000 / state.tokens_per_second : 0,
+    }),
+    onSteps: (steps) => metrics.record(steps),
+  });
+  const served = new Counter({ name: 'sim_requests_total', help: 'Requests answered by path and status.', labelNames: ['path', 'status'], registers: [registry] });
 
   /** The EPP pool series as the operator scrapes them (one ready endpoint), or nothing while pool_capacity is 0. */
   const poolSeries = (): string => {
@@ -135,21 +157,7 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     if (requests.length > MAX_RECORDS) requests.splice(0, requests.length - MAX_RECORDS);
   }
 
-  /** Streams `count` tokens at the configured rate; stops when the client goes away. */
-  async function streamTokens(res: ServerResponse, count: number, write: (i: number) => string): Promise<boolean> {
-    const interval = state.tokens_per_second > 0 ? 1000 / state.tokens_per_second : 0;
-    for (let i = 0; i < count; i++) {
-      if (res.destroyed) return false;
-      if (state.fault === 'reset_mid_stream' && i === Math.floor(count / 2)) {
-        res.socket?.destroy();
-        return false;
-      }
-      res.write(write(i));
-      if (interval > 0) await new Promise((r) => setTimeout(r, interval));
-    }
-    return !res.destroyed;
-  }
-
+  /** Answers from the engine: each token as it is produced when streaming, the whole answer when the request ends. */
   async function handleInference(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
     const body = await readJson(req);
     if (typeof body === 'string') return fail(res, body.includes('large') ? 413 : 400, 'invalid_body', body);
@@ -169,51 +177,133 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
       return;
     }
     if (state.fault === 'status_500') return fail(res, 500, 'sim_fault', 'simulated backend failure');
+    const arrivalMs = loop.now();
+    const prompt =
+      path === '/v1/chat/completions' ? chatPrompt(body) : path === '/v1/completions' ? completionPrompt(body) : path === '/v1/responses' ? responsesPrompt(body) : undefined;
+    if (typeof prompt === 'string') return fail(res, 400, 'invalid_request_error', prompt);
     if (state.latency_ms > 0) await new Promise((r) => setTimeout(r, state.latency_ms));
     if (res.destroyed) return;
+    // Embeddings are not generation: answered at once, outside the engine.
+    if (prompt === undefined) {
+      const { count, promptTokens } = embeddingInputs(body);
+      return send(res, 200, embeddings(model, count, promptTokens));
+    }
     const created = Math.floor(Date.now() / 1000);
-    const tokens = state.completion_tokens;
     const id = randomBytes(8).toString('hex');
-    if (path === '/v1/embeddings') {
-      const input = body['input'];
-      return send(res, 200, embeddings(model, Array.isArray(input) ? Math.min(input.length, 256) : 1));
+    const text: string[] = [];
+    let finished = false;
+    let outputTokens = 0;
+    const writer = answerWriter(path, res, { id, model, created, stream, includeUsage });
+    const deliver = (event: TokenEvent): void => {
+      if (res.destroyed || res.writableEnded) return;
+      text.push(event.text);
+      if (event.finish !== undefined) {
+        finished = true;
+        writer.finish(event, event.finish, text.join(''));
+        return;
+      }
+      if (stream && state.fault === 'reset_mid_stream' && event.index === Math.floor(outputTokens / 2)) {
+        res.socket?.destroy();
+        return;
+      }
+      writer.token(event);
+    };
+    // Delivered from the engine's timer: a failure cuts this answer, never the loop serving the others.
+    const admission = loop.submit({ id, promptTokenIds: prompt.tokenIds, maxTokens: prompt.maxTokens, completionTokens: Math.max(1, state.completion_tokens), arrivalMs }, (event) => {
+      try {
+        deliver(event);
+      } catch {
+        res.destroy();
+      }
+    });
+    if (isRefusal(admission)) {
+      return send(res, 400, { error: { message: admission.message, type: 'BadRequestError', param: admission.param, code: 400 } });
     }
-    if (!stream) {
-      if (path === '/v1/chat/completions') return send(res, 200, chatCompletion(`chatcmpl-${id}`, model, created, tokens, options.name));
-      if (path === '/v1/completions') return send(res, 200, completion(`cmpl-${id}`, model, created, tokens));
-      const response = responseObject(`resp_${id}`, model, created, tokens, 'completed');
-      remember(response);
-      return send(res, 200, response);
-    }
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-sim-provider': options.name });
-    res.flushHeaders();
+    outputTokens = admission.outputTokens;
+    res.on('close', () => {
+      if (!finished) loop.abort(id);
+    });
+    writer.start();
+  }
+
+  interface AnswerWriter {
+    start(): void;
+    token(event: TokenEvent): void;
+    /** The last token, the request's usage and the whole text. */
+    finish(last: TokenEvent, done: FinishedRequest, text: string): void;
+  }
+
+  interface AnswerContext {
+    id: string;
+    model: string;
+    created: number;
+    stream: boolean;
+    includeUsage: boolean;
+  }
+
+  /** How one API writes its answer: the stream's opening, each token, and the end with the usage. */
+  function answerWriter(path: string, res: ServerResponse, c: AnswerContext): AnswerWriter {
+    const usage = (done: FinishedRequest): Usage => ({ promptTokens: done.promptTokens, completionTokens: done.completionTokens, cachedTokens: done.cachedTokens });
+    const openStream = (): void => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-sim-provider': options.name });
+      res.flushHeaders();
+    };
     if (path === '/v1/chat/completions') {
-      const cid = `chatcmpl-${id}`;
-      res.write(chatChunk(cid, model, created, { role: 'assistant', content: '' }, null));
-      if (!(await streamTokens(res, tokens, (i) => chatChunk(cid, model, created, { content: tokenText(i) }, null)))) return;
-      res.write(chatChunk(cid, model, created, {}, 'stop'));
-      if (includeUsage) res.write(usageChunk(cid, 'chat.completion.chunk', model, created, tokens));
-      res.end('data: [DONE]\n\n');
-      return;
+      const cid = `chatcmpl-${c.id}`;
+      if (!c.stream) return { start() {}, token() {}, finish: (_last, done, text) => send(res, 200, chatCompletion(cid, c.model, c.created, text, done.finishReason, usage(done), options.name)) };
+      const token = (event: TokenEvent): void => {
+        // The role comes with the first token, as vLLM sends it.
+        if (event.index === 0) res.write(chatChunk(cid, c.model, c.created, { role: 'assistant', content: '' }, null));
+        res.write(chatChunk(cid, c.model, c.created, { content: event.text }, null));
+      };
+      return {
+        start: openStream,
+        token,
+        finish(last, done) {
+          token(last);
+          res.write(chatChunk(cid, c.model, c.created, {}, done.finishReason));
+          if (c.includeUsage) res.write(usageChunk(cid, 'chat.completion.chunk', c.model, c.created, usage(done)));
+          res.end('data: [DONE]\n\n');
+        },
+      };
     }
     if (path === '/v1/completions') {
-      const cid = `cmpl-${id}`;
-      if (!(await streamTokens(res, tokens, (i) => completionChunk(cid, model, created, tokenText(i), null)))) return;
-      res.write(completionChunk(cid, model, created, '', 'stop'));
-      if (includeUsage) res.write(usageChunk(cid, 'text_completion', model, created, tokens));
-      res.end('data: [DONE]\n\n');
-      return;
+      const cid = `cmpl-${c.id}`;
+      if (!c.stream) return { start() {}, token() {}, finish: (_last, done, text) => send(res, 200, completion(cid, c.model, c.created, text, done.finishReason, usage(done))) };
+      return {
+        start: openStream,
+        token: (event) => void res.write(completionChunk(cid, c.model, c.created, event.text, null)),
+        finish(last, done) {
+          res.write(completionChunk(cid, c.model, c.created, last.text, null));
+          res.write(completionChunk(cid, c.model, c.created, '', done.finishReason));
+          if (c.includeUsage) res.write(usageChunk(cid, 'text_completion', c.model, c.created, usage(done)));
+          res.end('data: [DONE]\n\n');
+        },
+      };
     }
-    const rid = `resp_${id}`;
+    const rid = `resp_${c.id}`;
+    const answer = (text: string, done: FinishedRequest): Record<string, unknown> => {
+      const response = responseObject(rid, c.model, c.created, { text, finish: done.finishReason, usage: usage(done) });
+      remember(response);
+      return response;
+    };
+    if (!c.stream) return { start() {}, token() {}, finish: (_last, done, text) => send(res, 200, answer(text, done)) };
     let sequence = 0;
-    res.write(sseEvent('response.created', { type: 'response.created', sequence_number: sequence++, response: responseObject(rid, model, created, tokens, 'in_progress') }));
-    const ok = await streamTokens(res, tokens, (i) =>
-      sseEvent('response.output_text.delta', { type: 'response.output_text.delta', sequence_number: sequence++, item_id: `msg_${id}`, output_index: 0, content_index: 0, delta: tokenText(i) }),
-    );
-    if (!ok) return;
-    const done = responseObject(rid, model, created, tokens, 'completed');
-    remember(done);
-    res.end(sseEvent('response.completed', { type: 'response.completed', sequence_number: sequence, response: done }));
+    const delta = (text: string): void =>
+      void res.write(sseEvent('response.output_text.delta', { type: 'response.output_text.delta', sequence_number: sequence++, item_id: `msg_${c.id}`, output_index: 0, content_index: 0, delta: text }));
+    return {
+      start() {
+        openStream();
+        res.write(sseEvent('response.created', { type: 'response.created', sequence_number: sequence++, response: responseObject(rid, c.model, c.created, undefined) }));
+      },
+      token: (event) => delta(event.text),
+      finish(last, done, text) {
+        delta(last.text);
+        const response = answer(text, done);
+        const type = response['status'] === 'incomplete' ? 'response.incomplete' : 'response.completed';
+        res.end(sseEvent(type, { type, sequence_number: sequence, response }));
+      },
+    };
   }
 
   function remember(response: Record<string, unknown>): void {
@@ -226,6 +316,7 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     const method = req.method ?? 'GET';
     if (path === '/health') return send(res, state.healthy ? 200 : 503, { status: state.healthy ? 'ok' : 'unhealthy', provider: options.name });
     if (path === '/metrics') {
+      loop.sync();
       const text = (await registry.metrics()) + poolSeries();
       res.writeHead(200, { 'content-type': registry.contentType, 'x-sim-provider': options.name });
       res.end(text);
@@ -293,6 +384,7 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
       while (running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
       server.closeAllConnections();
       await closed;
+      loop.close();
     },
   };
 }

@@ -95,7 +95,8 @@ async function main(): Promise<void> {
   try {
     const tokenFile = join(dir, 'sim-token');
     await writeFile(tokenFile, 'bench-backend-token');
-    const sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim', '--models', 'm1', '--token-file', tokenFile]);
+    // Engine steps that take no time: the benchmark measures the gateway, not a model of a GPU.
+    const sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim', '--models', 'm1', '--token-file', tokenFile, '--step-overhead-ms', '0', '--prefill-ms-per-token', '0', '--decode-ms-per-seq', '0']);
     procs.push(sim.proc);
     const simPort = await waitForPort(sim, 'sim');
     const cred = { strategy: 'bearer_token' as const, secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' } };

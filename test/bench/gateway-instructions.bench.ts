@@ -266,7 +266,8 @@ async function main(): Promise<void> {
   try {
     const tokenFile = join(dir, 'sim-token');
     await writeFile(tokenFile, 'bench-token');
-    const sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim', '--models', 'm1', '--token-file', tokenFile]);
+    // Engine steps that take no time: the benchmark measures the gateway, not a model of a GPU.
+    const sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim', '--models', 'm1', '--token-file', tokenFile, '--step-overhead-ms', '0', '--prefill-ms-per-token', '0', '--decode-ms-per-seq', '0']);
     /** Processes the paths start once for the whole run (the far side of the hop). */
     const stops: Daemon[] = [];
     try {

@@ -384,7 +384,9 @@ export async function benchGatewayWorkers(partial: Partial<WorkersBenchOptions> 
     let upstreamPort: number;
     if (options.upstream === 'sim') {
       upstreamPort = await freePort();
-      sim = spawn(process.execPath, [join(ROOT, 'daemons/sim/main.ts'), '--name', 'sim', '--models', 'm1', '--token-file', join(dir, 'upstream-token'), '--port', String(upstreamPort)], {
+      // Engine steps that take no time: the benchmark measures the gateway, not a model of a GPU.
+      const instant = ['--step-overhead-ms', '0', '--prefill-ms-per-token', '0', '--decode-ms-per-seq', '0'];
+      sim = spawn(process.execPath, [join(ROOT, 'daemons/sim/main.ts'), '--name', 'sim', '--models', 'm1', '--token-file', join(dir, 'upstream-token'), '--port', String(upstreamPort), ...instant], {
         cwd: ROOT,
         env: { ...process.env, LOG_LEVEL: 'warn' },
         stdio: 'ignore',

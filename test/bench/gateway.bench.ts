@@ -765,10 +765,13 @@ async function main(): Promise<void> {
     const pki = await makePki(dir);
     const tokenFile = join(dir, 'sim-token');
     await writeFile(tokenFile, TOKEN);
-    const sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim', '--models', 'm1', '--token-file', tokenFile]);
+    // The sims' engine steps take no time (the streaming one is paced by --tokens-per-second alone): the benchmark
+    // measures the gateways, not a model of a GPU.
+    const instant = ['--step-overhead-ms', '0', '--prefill-ms-per-token', '0', '--decode-ms-per-seq', '0'];
+    const sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim', '--models', 'm1', '--token-file', tokenFile, ...instant]);
     const streamSim = spawnDaemon('daemons/sim/main.ts', [
       '--name', 'sim-stream', '--models', 'ms', '--token-file', tokenFile,
-      '--completion-tokens', String(STREAM_TOKENS), '--tokens-per-second', String(STREAM_TOKENS_PER_SECOND),
+      '--completion-tokens', String(STREAM_TOKENS), '--tokens-per-second', String(STREAM_TOKENS_PER_SECOND), ...instant,
     ]);
     daemons.push(sim, streamSim);
     const simPort = await waitForPort(sim, 'sim');

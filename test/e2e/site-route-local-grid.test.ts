@@ -155,6 +155,9 @@ beforeAll(async () => {
   const distDir = join(runDir, 'dist');
   synthGrid(declaration, distDir);
   grid = await startLocalGrid({ distDir, stateDir: join(runDir, 'state'), profile: 'fast' });
+  // Engine steps that take no time: the shares and ceilings below are read from the pools' background load alone,
+  // which requests held for the engine's ~100 ms would add to.
+  for (const sim of grid.byRole('sim')) await grid.setSimState(sim.simName!, { step_overhead_ms: 0, prefill_ms_per_token: 0, decode_ms_per_seq: 0 });
   // Teach the ceilings: every pool at its capacity with nothing waiting.
   await setLoad({ east: { background: 20 }, west: { background: 20 }, south: { background: 20 } });
   await waitFor('ceilings learned at every site', async () => {

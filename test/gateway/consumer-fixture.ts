@@ -8,6 +8,7 @@ import { createLogger } from '../../daemons/shared/log.ts';
 import { resolveConfig } from '../../daemons/gateway/config.ts';
 import { startGateway } from '../../daemons/gateway/server.ts';
 import type { GatewayInstance } from '../../daemons/gateway/server.ts';
+import { INSTANT_TIMING } from '../../daemons/sim/engine/config.ts';
 import { startSim } from '../../daemons/sim/server.ts';
 import type { SimServer } from '../../daemons/sim/server.ts';
 import type { OverlayCandidate } from '../../schemas/overlay/types.ts';
@@ -53,9 +54,11 @@ export function useConsumerFixture(): ConsumerFixture {
   beforeAll(async () => {
     ({ dir: f.dir, cleanup } = await tempDir('consumer'));
     f.overlayPath = join(f.dir, 'routing-overlay.json');
-    f.simA = await startSim({ name: 'sim-a', models: ['m1', 'm2'], token: TOKEN });
-    f.simB = await startSim({ name: 'sim-b', models: ['m1', 'm2'], token: TOKEN });
-    f.simC = await startSim({ name: 'sim-c', models: ['m1'], token: TOKEN });
+    // Engine steps that take no time: these suites send hundreds of requests and pace a stream only when a test sets
+    // tokens_per_second.
+    f.simA = await startSim({ name: 'sim-a', models: ['m1', 'm2'], token: TOKEN, engine: INSTANT_TIMING });
+    f.simB = await startSim({ name: 'sim-b', models: ['m1', 'm2'], token: TOKEN, engine: INSTANT_TIMING });
+    f.simC = await startSim({ name: 'sim-c', models: ['m1'], token: TOKEN, engine: INSTANT_TIMING });
     const dead = await closedPort();
     await writeOverlay(f.overlayPath, payload([withCred(candidate('m1', 'a', 'ca'))]));
     const config = consumerConfig({

@@ -151,12 +151,11 @@ describe('streaming', () => {
     const controller = new AbortController();
     const res = await request(`${f.base}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chatBody('m1', { stream: true })), signal: controller.signal });
     for await (const _chunk of res.body) break;
+    const running = async (): Promise<number | undefined> => metricSample((await call(`http://127.0.0.1:${f.simA.port}/metrics`)).text, 'vllm:num_requests_running{model_name="m1",engine="0"}');
+    expect(await running()).toBe(1);
     controller.abort();
-    // The sim would stream for 10 s; its running count must drop as soon as the gateway aborts upstream.
-    await waitFor('upstream aborted', async () => {
-      const text = (await call(`http://127.0.0.1:${f.simA.port}/metrics`)).text;
-      return /vllm:num_requests_running 1$/m.test(text) ? true : undefined;
-    }, 3_000);
+    // The sim would stream for 10 s; its engine must drop the request as soon as the gateway aborts upstream.
+    await waitFor('upstream aborted', async () => ((await running()) === 0 ? true : undefined), 3_000);
   });
 
   it('routes the Responses API, streaming and not', async () => {

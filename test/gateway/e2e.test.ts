@@ -40,7 +40,11 @@ beforeAll(async () => {
   ({ dir, cleanup } = await tempDir('e2e'));
   const pki = await makePki(dir);
   await writeFile(join(dir, 'sim-token'), `${TOKEN}\n`, { mode: 0o600 });
-  sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim-east', '--models', 'm1', '--token-file', join(dir, 'sim-token'), '--tokens-per-second', '400']);
+  // Steps cost nothing but the 2.5 ms floor of 400 tokens a second: the load test below needs answers in tens of ms.
+  sim = spawnDaemon('daemons/sim/main.ts', [
+    '--name', 'sim-east', '--models', 'm1', '--token-file', join(dir, 'sim-token'), '--tokens-per-second', '400',
+    '--step-overhead-ms', '0', '--prefill-ms-per-token', '0', '--decode-ms-per-seq', '0',
+  ]);
   const simPort = await waitForPort(sim, 'sim');
 
   const candidateId = stableId('inference_model', 'm1', 'east', CLUSTER);

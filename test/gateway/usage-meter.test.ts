@@ -165,7 +165,7 @@ describe('usage_meter at a consumer gateway', () => {
     expect(usageEvents(text)).toEqual([]);
     expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
     expect((text.match(/tok\d/g) ?? []).length).toBe(9);
-    // The caller saw no usage: the sim's shape is 8 prompt tokens and completion_tokens as set.
+    // The caller saw no usage: an empty chat is 8 prompt tokens under the sim's chat template, and completion_tokens as set.
     account('tenant-a', 8, 9);
     expect((gateway.spend.snapshot()['tenant-a'] ?? 0) - before).toBeCloseTo((8 * PRICE.per_million_input_tokens + 9 * PRICE.per_million_output_tokens) / 1e6, 9);
   });
@@ -178,7 +178,8 @@ describe('usage_meter at a consumer gateway', () => {
     account('tenant-b', usage!.prompt_tokens, usage!.completion_tokens);
     const completions = await stream('/v1/completions', b.key, { prompt: 'x' });
     expect(usageEvents(completions)).toEqual([]);
-    account('tenant-b', 8, 3);
+    // The prompt "x" is 2 tokens to the sim: the beginning-of-text token and "x".
+    account('tenant-b', 2, 3);
     const responses = await stream('/v1/responses', b.key, { input: 'x' });
     const completed = responses.split('\n\n').find((e) => e.includes('response.completed'))!;
     const ru = JSON.parse(completed.split('data: ')[1]!).response.usage;

@@ -1,10 +1,11 @@
 // The sim backend as a user of it sees it: a real process on loopback with a bearer token, OpenAI-shaped
-// answers (plain and SSE), metrics a test can steer through /admin/state, and its name on every answer.
+// answers (plain and SSE), its engine set from its flags, metrics a test can force through /admin/state, and its name
+// on every answer.
 import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { call, chatBody, spawnDaemon, tempDir, waitForPort } from '../gateway/helpers.ts';
+import { call, chatBody, metricSample, spawnDaemon, tempDir, waitForPort } from '../gateway/helpers.ts';
 import type { Daemon } from '../gateway/helpers.ts';
 
 const TOKEN = 'sim-test-token';
@@ -17,7 +18,10 @@ beforeAll(async () => {
   let dir: string;
   ({ dir, cleanup } = await tempDir('sim'));
   await writeFile(join(dir, 'token'), `${TOKEN}\n`);
-  sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim-x', '--models', 'alpha,beta', '--token-file', join(dir, 'token'), '--completion-tokens', '10']);
+  sim = spawnDaemon('daemons/sim/main.ts', [
+    '--name', 'sim-x', '--models', 'alpha,beta', '--token-file', join(dir, 'token'), '--completion-tokens', '10',
+    '--max-num-seqs', '8', '--num-gpu-blocks', '9000', '--block-size', '32', '--max-model-len', '4096', '--step-overhead-ms', '2',
+  ]);
   base = `http://127.0.0.1:${await waitForPort(sim, 'sim')}`;
 });
 
@@ -66,14 +70,53 @@ describe('sim backend', () => {
     await call(`${base}/admin/state`, { body: { tokens_per_second: 0 }, headers: auth });
   });
 
-  it('reports the queue depth and KV-cache utilisation set through /admin/state', async () => {
+  it('reports the queue depth and KV-cache utilisation forced through /admin/state until cleared', async () => {
+    const labels = '{model_name="alpha",engine="0"}';
+    expect((await call(`${base}/admin/state`, { headers: auth })).json()).toMatchObject({ queue_depth: null, kv_cache_utilization: null });
     const set = await call(`${base}/admin/state`, { body: { queue_depth: 0.42, kv_cache_utilization: 0.91 }, headers: auth });
     expect(set.status).toBe(200);
-    const metrics = (await call(`${base}/metrics`)).text;
+    let metrics = (await call(`${base}/metrics`)).text;
     expect(metrics).toMatch(/^sim_queue_depth 0\.42$/m);
     expect(metrics).toMatch(/^sim_kv_cache_utilization 0\.91$/m);
-    expect(metrics).toMatch(/^vllm:num_requests_waiting 0\.42$/m);
-    expect(metrics).toMatch(/^vllm:gpu_cache_usage_perc 0\.91$/m);
+    // The forced depth as the count it stands for: round(0.42 x max_num_seqs 8) = 3 requests waiting.
+    expect(metricSample(metrics, `vllm:num_requests_waiting${labels}`)).toBe(3);
+    expect(metricSample(metrics, `vllm:kv_cache_usage_perc${labels}`)).toBe(0.91);
+    expect(metrics).not.toContain('vllm:gpu_cache_usage_perc');
+    // null clears a forced value: the idle engine's own are reported again.
+    await call(`${base}/admin/state`, { body: { queue_depth: null, kv_cache_utilization: null }, headers: auth });
+    metrics = (await call(`${base}/metrics`)).text;
+    expect(metrics).toMatch(/^sim_queue_depth 0$/m);
+    expect(metricSample(metrics, `vllm:num_requests_waiting${labels}`)).toBe(0);
+    expect(metricSample(metrics, `vllm:kv_cache_usage_perc${labels}`)).toBe(0);
+  });
+
+  it('runs its engine with the parameters its flags set', async () => {
+    const metrics = (await call(`${base}/metrics`)).text;
+    expect(metricSample(metrics, 'sim_max_num_seqs')).toBe(8);
+    expect(metrics).toMatch(/^vllm:cache_config_info\{block_size="32",cache_dtype="auto",enable_prefix_caching="True",num_gpu_blocks="9000",prefix_caching_hash_algo="sha256",engine="0"\} 1$/m);
+    const refused = await call(`${base}/v1/completions`, { body: { model: 'alpha', prompt: 'x', max_tokens: 4095 }, headers: auth });
+    expect(refused.status).toBe(400);
+    expect(refused.json().error.message).toContain("This model's maximum context length is 4096 tokens");
+  });
+
+  it('refuses bad engine flags with one line naming the flag', async () => {
+    const cases: [string[], string][] = [
+      [['--max-num-seqs', '0'], '--max-num-seqs must be a positive integer, got "0"'],
+      [['--block-size', 'big'], '--block-size must be a positive integer, got "big"'],
+      [['--step-overhead-ms=-1'], '--step-overhead-ms must be a non-negative number, got "-1"'],
+      [['--completion-tokens-spread', '3'], '--completion-tokens-spread must be a number in [0, 1], got 3'],
+      [['--max-num-seqs', '64', '--max-num-batched-tokens', '32'], '--max-num-batched-tokens (32) must be at least --max-num-seqs (64)'],
+      [['--num-gpu-blocks', '10'], '--num-gpu-blocks x --block-size (10 x 16 = 160 tokens) must hold one request of --max-model-len (131072) tokens'],
+    ];
+    const help = spawnDaemon('daemons/sim/main.ts', ['--help']);
+    expect(await help.stop('SIGCONT')).toBe(0);
+    for (const flag of ['--max-num-seqs', '--num-gpu-blocks', '--step-overhead-ms', '--tokens-per-second', '--latency-ms']) expect(help.stdout()).toContain(flag);
+    for (const [flags, message] of cases) {
+      const daemon = spawnDaemon('daemons/sim/main.ts', ['--name', 'x', '--models', 'a', ...flags], { SIM_TOKEN: 'tok' });
+      expect(await daemon.stop('SIGCONT')).toBe(2);
+      expect(daemon.stderr()).toContain(`sim: ${message} (usage:`);
+      expect(daemon.stderr().trimEnd().split('\n')).toHaveLength(1);
+    }
   });
 
   it('publishes the llm-d EPP pool series only once given a pool capacity: its answers plus the background load run up to it and wait beyond it', async () => {
