@@ -18,7 +18,7 @@ export interface GatewaySpendReportRequest {
    */
   sequence: number;
   /**
-   * Cumulative spend per tenant in this epoch, in USD (recorded as round(usd × 10^6) micro-dollars); never decreases within an epoch.
+   * Cumulative spend per tenant in this epoch, in USD (recorded as round(usd × 10^9) nano-dollars); never decreases within an epoch.
    */
   spend_usd: {
     [k: string]: number | undefined;

@@ -771,7 +771,7 @@ export interface GatewaySpendReport {
    */
   sequence: number;
   /**
-   * Cumulative spend per tenant since the process started, in micro-dollars (USD × 10^6, integers, so sums over any number of processes are exact).
+   * Cumulative spend per tenant since the process started, in nano-dollars (USD × 10^9, integers, so sums over any number of processes are exact).
    *
    * @maxItems 1024
    */
@@ -784,11 +784,11 @@ export interface GatewaySpendReport {
 export interface TenantSpend {
   tenantId: string;
   /**
-   * Micro-dollars (USD × 10^6): round(usd × 10^6) of the reported amount.
+   * Nano-dollars (USD × 10^9): round(usd × 10^9) of the reported amount.
    */
-  microUsd?: number;
+  nanoUsd?: number;
   /**
-   * USD as a float, as operators before micro-dollars wrote it; read as round(usd × 10^6) when microUsd is absent, never written.
+   * USD as a float, as operators before integer amounts wrote it; read as round(usd × 10^9) when nanoUsd is absent, never written.
    */
   usd?: number;
 }
@@ -797,7 +797,7 @@ export interface TenantSpend {
  */
 export interface GatewaySpendRetired {
   /**
-   * Per tenant, the summed final spend of every retired process, in micro-dollars (at most 16384 tenants per site ever; the API server refuses a write past it).
+   * Per tenant, the summed final spend of every retired process, in nano-dollars (at most 16384 tenants per site ever; the API server refuses a write past it).
    *
    * @maxItems 16384
    */
@@ -813,7 +813,7 @@ export interface GatewaySpendRetired {
 }
 export interface RetiredTenantSpend {
   tenantId: string;
-  microUsd: number;
+  nanoUsd: number;
 }
 /**
  * A recently retired gateway process: a report from it is recognised (not newer: duplicate; newer after an age retirement: reinstated).

@@ -73,15 +73,15 @@ describe('PeerTimeValid and GatewayAgesRejected on a real API server', () => {
     expect(await statusManagers()).toContain(GATEWAY_AGES_FIELD_MANAGER);
   });
 
-  it('records spend the API server accepts as it is written: live epochs, the retired baseline and epochs, micro-dollars', async () => {
+  it('records spend the API server accepts as it is written: live epochs, the retired baseline and epochs, nano-dollars', async () => {
     const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', tokenFile: testTokenFile(), store, logger: createLogger({ name: 'test', level: 'silent' }), metrics: new OperatorMetrics() });
     const live = '1700000000000-00000000000000a1';
     const gone = '1700000001000-00000000000000b2';
     expect((await ingest.submitSpend({ epoch: live, replica: 'edge-1', sequence: 2, spend_usd: { 'team-a': 0.07 } })).status).toBe(202);
     expect((await ingest.submitSpend({ epoch: gone, replica: 'edge-2', sequence: 5, spend_usd: { 'team-a': 0.1, 'team-b': 1.25 }, final: true })).body).toEqual({ outcome: 'final_recorded' });
     const status = (await network()).status;
-    expect(status.gatewaySpendReports).toEqual([{ epoch: live, replica: 'edge-1', sequence: 2, spend: [{ tenantId: 'team-a', microUsd: 70_000 }], reportedAt: expect.any(String) as unknown }]);
-    expect(status.gatewaySpendRetired).toEqual({ baseline: [{ tenantId: 'team-a', microUsd: 100_000 }, { tenantId: 'team-b', microUsd: 1_250_000 }], epochs: [{ epoch: gone, sequence: 5, reason: 'final', retiredAt: expect.any(String) as unknown }] });
+    expect(status.gatewaySpendReports).toEqual([{ epoch: live, replica: 'edge-1', sequence: 2, spend: [{ tenantId: 'team-a', nanoUsd: 70_000_000 }], reportedAt: expect.any(String) as unknown }]);
+    expect(status.gatewaySpendRetired).toEqual({ baseline: [{ tenantId: 'team-a', nanoUsd: 100_000_000 }, { tenantId: 'team-b', nanoUsd: 1_250_000_000 }], epochs: [{ epoch: gone, sequence: 5, reason: 'final', retiredAt: expect.any(String) as unknown }] });
     expect((await ingest.submitSpend({ epoch: gone, replica: 'edge-2', sequence: 5, spend_usd: { 'team-a': 0.1, 'team-b': 1.25 }, final: true })).body).toEqual({ outcome: 'duplicate' });
   });
 

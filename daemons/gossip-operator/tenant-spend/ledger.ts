@@ -14,7 +14,7 @@
  * - past that list, the oldest remembered epoch is forgotten and the watermark rises to it: a report from an unknown
  *   epoch that sorts at or below the watermark is answered epoch_retired, and the gateway starts a new epoch that
  *   carries only its spend after its last acknowledged report.
- * Amounts are integer micro-dollars (round(usd × 10^6)), so a sum over any number of epochs is exact, in any order.
+ * Amounts are integer nano-dollars (round(usd × 10^9)), so a sum over any number of epochs is exact, in any order.
  * The records live in GridNetwork status (gatewaySpendReports, gatewaySpendRetired), so an operator restart reads
  * them back and counts nothing twice. Pure: the clock is an argument.
  */
@@ -26,7 +26,7 @@ import { epochStartMs } from '../../../schemas/signals/spend-epoch.ts';
 export const MAX_LIVE_SPEND_EPOCHS = 64;
 /** Retired epochs remembered in status.gatewaySpendRetired.epochs; past it the oldest is forgotten (watermark). */
 export const MAX_RETIRED_SPEND_EPOCHS = 256;
-export const MICRO_PER_USD = 1_000_000;
+export const NANO_PER_USD = 1_000_000_000;
 
 export type SpendOutcome =
   /** A newer report of a live or new epoch. */
@@ -43,7 +43,7 @@ export type SpendOutcome =
   | 'epoch_retired';
 
 export interface SpendLedger {
-  /** status.gatewaySpendReports, amounts in microUsd, sorted by epoch. */
+  /** status.gatewaySpendReports, amounts in nanoUsd, sorted by epoch. */
   readonly live: readonly GatewaySpendReport[];
   readonly retired: Required<Pick<GatewaySpendRetired, 'baseline' | 'epochs'>> & Pick<GatewaySpendRetired, 'watermark'>;
 }
@@ -69,14 +69,14 @@ export interface SpendLedgerStatus {
 
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-/** USD as reported, in micro-dollars. */
-export function toMicroUsd(usd: number): number {
-  return Number.isFinite(usd) && usd > 0 ? Math.round(usd * MICRO_PER_USD) : 0;
+/** USD as reported, in nano-dollars. */
+export function toNanoUsd(usd: number): number {
+  return Number.isFinite(usd) && usd > 0 ? Math.round(usd * NANO_PER_USD) : 0;
 }
 
 function amountOf(entry: TenantSpend): number {
-  if (entry.microUsd !== undefined) return Number.isSafeInteger(entry.microUsd) && entry.microUsd > 0 ? entry.microUsd : 0;
-  return toMicroUsd(entry.usd ?? 0);
+  if (entry.nanoUsd !== undefined) return Number.isSafeInteger(entry.nanoUsd) && entry.nanoUsd > 0 ? entry.nanoUsd : 0;
+  return toNanoUsd(entry.usd ?? 0);
 }
 
 function spendMap(entries: readonly TenantSpend[] | undefined): Map<string, number> {
@@ -85,11 +85,11 @@ function spendMap(entries: readonly TenantSpend[] | undefined): Map<string, numb
   return out;
 }
 
-function spendList(map: ReadonlyMap<string, number>): { tenantId: string; microUsd: number }[] {
-  return [...map].sort(([a], [b]) => byString(a, b)).map(([tenantId, microUsd]) => ({ tenantId, microUsd }));
+function spendList(map: ReadonlyMap<string, number>): { tenantId: string; nanoUsd: number }[] {
+  return [...map].sort(([a], [b]) => byString(a, b)).map(([tenantId, nanoUsd]) => ({ tenantId, nanoUsd }));
 }
 
-/** The ledger status holds, normalised: amounts in microUsd (a previous version's usd floats converted), sorted. */
+/** The ledger status holds, normalised: amounts in nanoUsd (a previous version's usd floats converted), sorted. */
 export function readSpendLedger(status: SpendLedgerStatus | undefined): SpendLedger {
   const live = (status?.gatewaySpendReports ?? [])
     .map((r) => ({ ...r, spend: spendList(spendMap(r.spend)) }))
@@ -99,8 +99,8 @@ export function readSpendLedger(status: SpendLedgerStatus | undefined): SpendLed
     .map((e) => (e.spend === undefined ? { ...e } : { ...e, spend: spendList(spendMap(e.spend)) }))
     .sort((a, b) => byString(a.epoch, b.epoch));
   const baseline = (retired?.baseline ?? [])
-    .filter((b) => Number.isSafeInteger(b.microUsd) && b.microUsd > 0)
-    .map((b) => ({ tenantId: b.tenantId, microUsd: b.microUsd }))
+    .filter((b) => Number.isSafeInteger(b.nanoUsd) && b.nanoUsd > 0)
+    .map((b) => ({ tenantId: b.tenantId, nanoUsd: b.nanoUsd }))
     .sort((a, b) => byString(a.tenantId, b.tenantId));
   return { live, retired: { baseline, epochs, ...(retired?.watermark === undefined ? {} : { watermark: retired.watermark }) } };
 }
@@ -129,8 +129,8 @@ class Draft {
   }
 
   addToBaseline(spend: ReadonlyMap<string, number>, sign: 1 | -1): void {
-    for (const [tenant, micro] of spend) {
-      const next = (this.baseline.get(tenant) ?? 0) + sign * micro;
+    for (const [tenant, nano] of spend) {
+      const next = (this.baseline.get(tenant) ?? 0) + sign * nano;
       if (next > 0) this.baseline.set(tenant, next);
       else this.baseline.delete(tenant);
     }
@@ -220,9 +220,9 @@ class Draft {
 
 /** True when some tenant of `before` is missing from `after` or lower there. */
 function decreased(before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>): boolean {
-  for (const [tenant, micro] of before) {
+  for (const [tenant, nano] of before) {
     const now = after.get(tenant);
-    if (now === undefined || now < micro) return true;
+    if (now === undefined || now < nano) return true;
   }
   return false;
 }
@@ -230,7 +230,7 @@ function decreased(before: ReadonlyMap<string, number>, after: ReadonlyMap<strin
 /** Applies one validated report at wall time `nowMs`. */
 export function applySpendReport(ledger: SpendLedger, report: GatewaySpendReportRequest, nowMs: number, limits: SpendLedgerLimits = {}): AppliedSpendReport {
   const spend = new Map<string, number>();
-  for (const [tenant, usd] of Object.entries(report.spend_usd)) if (usd !== undefined) spend.set(tenant, toMicroUsd(usd));
+  for (const [tenant, usd] of Object.entries(report.spend_usd)) if (usd !== undefined) spend.set(tenant, toNanoUsd(usd));
   const final = report.final === true;
   const draft = (): Draft =>
     new Draft(ledger, new Date(nowMs).toISOString(), { maxLive: Math.max(1, limits.maxLive ?? MAX_LIVE_SPEND_EPOCHS), maxRetired: Math.max(1, limits.maxRetired ?? MAX_RETIRED_SPEND_EPOCHS) });
@@ -283,15 +283,15 @@ export function applySpendReport(ledger: SpendLedger, report: GatewaySpendReport
   return { ledger: d.ledger(), outcome: final ? 'final_recorded' : 'recorded' };
 }
 
-/** This site's spend per tenant in micro-dollars: the retired baseline plus every live epoch. Exact integers. */
-export function siteSpendMicro(status: SpendLedgerStatus | undefined): Record<string, number> {
+/** This site's spend per tenant in nano-dollars: the retired baseline plus every live epoch. Exact integers. */
+export function siteSpendNano(status: SpendLedgerStatus | undefined): Record<string, number> {
   const ledger = readSpendLedger(status);
   const out = spendMap(ledger.retired.baseline);
   for (const record of ledger.live) for (const entry of record.spend) out.set(entry.tenantId, (out.get(entry.tenantId) ?? 0) + amountOf(entry));
-  return Object.fromEntries([...out].filter(([, micro]) => micro > 0).sort(([a], [b]) => byString(a, b)));
+  return Object.fromEntries([...out].filter(([, nano]) => nano > 0).sort(([a], [b]) => byString(a, b)));
 }
 
-/** This site's spend per tenant in USD (its G-Counter slot value): siteSpendMicro divided once. */
+/** This site's spend per tenant in USD (its G-Counter slot value): siteSpendNano divided once. */
 export function siteSpend(status: SpendLedgerStatus | undefined): Record<string, number> {
-  return Object.fromEntries(Object.entries(siteSpendMicro(status)).map(([tenant, micro]) => [tenant, micro / MICRO_PER_USD]));
+  return Object.fromEntries(Object.entries(siteSpendNano(status)).map(([tenant, nano]) => [tenant, nano / NANO_PER_USD]));
 }

@@ -13,7 +13,7 @@ import { startGateway, type GatewayInstance } from '../../../daemons/gateway/ser
 import { GatewayAgeIngest } from '../../../daemons/gossip-operator/gateway-ages/ingest.ts';
 import { GRID_NETWORK } from '../../../daemons/gossip-operator/kinds.ts';
 import { OperatorMetrics } from '../../../daemons/gossip-operator/metrics.ts';
-import { siteSpendMicro } from '../../../daemons/gossip-operator/tenant-spend/ledger.ts';
+import { siteSpendNano } from '../../../daemons/gossip-operator/tenant-spend/ledger.ts';
 import { createLogger } from '../../../daemons/shared/log.ts';
 import { openLocalStore, type LocalStore } from '../../../daemons/shared/resource-store/index.ts';
 import { startSim, type SimServer } from '../../../daemons/sim/server.ts';
@@ -94,7 +94,7 @@ describe('gateway ingest bearer token', () => {
     expect((await send(ingest.port, '/v1/gateway-spend-reports', SPEND(epoch, 1, 5), bearer(TOKEN))).status).toBe(202);
     expect((await send(ingest.port, '/v1/gateway-age-reports', AGE, { authorization: `bearer  ${TOKEN}` })).status).toBe(202);
     expect((await send(ingest.port, '/v1/tenant-budgets', undefined, bearer(TOKEN))).status).toBe(200);
-    expect(siteSpendMicro(await status(store))).toEqual({ 'tenant-a': 5_000_000 });
+    expect(siteSpendNano(await status(store))).toEqual({ 'tenant-a': 5_000_000_000 });
 
     const text = await metrics.registry.metrics();
     expect(text).toContain('grid_gateway_ingest_refused_total{reason="missing"} 12');
@@ -178,7 +178,7 @@ describe('a consumer gateway sends the ingest token from its file', () => {
     const instance = gateway;
     await waitFor('overlay', () => instance.overlay?.current() ?? undefined);
     const chat = async () => expect((await call(`http://127.0.0.1:${instance.listeners[0]!.port}/v1/chat/completions`, { headers: { authorization: `Bearer ${key.key}` }, body: { model: 'm1', messages: [] } })).status).toBe(200);
-    const spent = async () => siteSpendMicro(((await store.get(GRID_NETWORK, { name: 'grid' })) as { status?: GridNetworkStatus }).status)['tenant-a'] ?? 0;
+    const spent = async () => siteSpendNano(((await store.get(GRID_NETWORK, { name: 'grid' })) as { status?: GridNetworkStatus }).status)['tenant-a'] ?? 0;
 
     await chat();
     await instance.reporter!.flush();
@@ -206,7 +206,7 @@ describe('a consumer gateway sends the ingest token from its file', () => {
     const after = ((await store.get(GRID_NETWORK, { name: 'grid' })) as { status?: GridNetworkStatus }).status ?? {};
     expect(after.gatewaySpendReports).toEqual([]);
     expect(after.gatewaySpendRetired?.epochs?.map((e) => e.reason)).toEqual(['final']);
-    expect(siteSpendMicro(after)['tenant-a']).toBe(total);
+    expect(siteSpendNano(after)['tenant-a']).toBe(total);
     for (const secret of [TOKEN, ROTATED]) expect([...gwLogs, ...opLogs].join('')).not.toContain(secret);
   });
 });

@@ -4,7 +4,7 @@
 // rollout; the operator restarts now and then and reads the ledger back from its status JSON. The gateway side is
 // the real SpendEpochs (the reporter's pure core), so an epoch_retired answer is followed by a new epoch as in
 // production. Checked: the site total per tenant equals the sum over epochs of the highest cumulative spend the
-// operator accepted from each, to the micro-dollar; every process's spend is counted once its reports get through
+// operator accepted from each, to the nano-dollar; every process's spend is counted once its reports get through
 // (the only excess is what a report recorded but never acknowledged carried into a new epoch, and none without
 // lost acknowledgements); no report is refused as spend_decreased; and the records stay within their bounds.
 import fc from 'fast-check';
@@ -15,7 +15,7 @@ import {
   MAX_RETIRED_SPEND_EPOCHS,
   applySpendReport,
   readSpendLedger,
-  siteSpendMicro,
+  siteSpendNano,
   spendLedgerPatch,
   type SpendLedger,
   type SpendOutcome,
@@ -70,7 +70,7 @@ interface Proc {
 interface Sent {
   readonly proc: Proc;
   readonly pending: PendingSpendReport;
-  /** The reported (epoch-relative) amounts in micro-dollars, as the operator rounds them. */
+  /** The reported (epoch-relative) amounts in nano-dollars, as the operator rounds them. */
   readonly reported: Micro;
   readonly cum: Micro;
 }
@@ -78,7 +78,7 @@ interface Sent {
 const add = (into: Micro, from: ReadonlyMap<string, number>, sign = 1): void => {
   for (const [t, v] of from) into.set(t, (into.get(t) ?? 0) + sign * v);
 };
-const asUsd = (m: ReadonlyMap<string, number>): Record<string, number> => Object.fromEntries([...m].map(([t, v]) => [t, v / 1e6]));
+const asUsd = (m: ReadonlyMap<string, number>): Record<string, number> => Object.fromEntries([...m].map(([t, v]) => [t, v / 1e9]));
 const nonZero = (m: ReadonlyMap<string, number>): Record<string, number> => Object.fromEntries([...m].filter(([, v]) => v !== 0).sort(([a], [b]) => (a < b ? -1 : 1)));
 
 function simulate(k: Knobs): { outcomes: Map<SpendOutcome, number>; edges: number; procs: number } {
@@ -163,7 +163,7 @@ function simulate(k: Knobs): { outcomes: Map<SpendOutcome, number>; edges: numbe
     for (let attempt = 0; attempt < 3; attempt++) {
       const pending = proc.epochs.report(proc.sequence, asUsd(proc.cum), final);
       if (pending === undefined) return;
-      const reported = new Map(Object.entries(pending.body.spend_usd).map(([t, usd]) => [t, Math.round(usd * 1e6)]));
+      const reported = new Map(Object.entries(pending.body.spend_usd).map(([t, usd]) => [t, Math.round(usd * 1e9)]));
       const sent: Sent = { proc, pending, reported, cum: new Map(proc.cum) };
       const fate = reliable ? 1 : rnd();
       if (fate < k.pLost) return;
@@ -229,7 +229,7 @@ function simulate(k: Knobs): { outcomes: Map<SpendOutcome, number>; edges: numbe
       }
     }
     living = living.filter((p) => p.alive);
-    if (r % 25 === 0) expect(nonZero(new Map(Object.entries(siteSpendMicro(spendLedgerPatch(ledger)))))).toEqual(expectedTotal());
+    if (r % 25 === 0) expect(nonZero(new Map(Object.entries(siteSpendNano(spendLedgerPatch(ledger)))))).toEqual(expectedTotal());
   }
 
   // Drain: every living process reports over a reliable network until the operator has all of its spend.
@@ -240,7 +240,7 @@ function simulate(k: Knobs): { outcomes: Map<SpendOutcome, number>; edges: numbe
     expect(p.epochs.ackedSequence).toBe(p.sequence);
   }
   ledger = readSpendLedger(JSON.parse(JSON.stringify(spendLedgerPatch(ledger))));
-  expect(nonZero(new Map(Object.entries(siteSpendMicro(spendLedgerPatch(ledger)))))).toEqual(expectedTotal());
+  expect(nonZero(new Map(Object.entries(siteSpendNano(spendLedgerPatch(ledger)))))).toEqual(expectedTotal());
 
   // Per living process: the operator counted exactly its whole spend plus its lost-acknowledgement excess.
   let edges = 0;

@@ -1,16 +1,16 @@
 // The spend ledger's outcomes one by one (the property test beside this file drives them all at random): newest
 // report per live epoch, final reports retired into the baseline, the stalest live epoch retired when room is
 // needed and reinstated exactly when it reports again, remembered retirements recognising late and replayed
-// reports, the watermark past them, older gateways' random-hex epochs, micro-dollar sums, and a previous version's
+// reports, the watermark past them, older gateways' random-hex epochs, nano-dollar sums, and a previous version's
 // usd floats read back.
 import { describe, expect, it } from 'vitest';
 import {
   applySpendReport,
   readSpendLedger,
   siteSpend,
-  siteSpendMicro,
+  siteSpendNano,
   spendLedgerPatch,
-  toMicroUsd,
+  toNanoUsd,
   type SpendLedger,
   type SpendLedgerLimits,
   type SpendOutcome,
@@ -49,7 +49,7 @@ describe('spend ledger outcomes', () => {
     expect(outcomes).toEqual(['recorded', 'recorded', 'duplicate', 'duplicate', 'recorded']);
     expect(siteSpend(spendLedgerPatch(ledger))).toEqual({ 'tenant-a': 1.5, 'tenant-b': 2 });
     expect(ledger.live.map((r) => r.epoch)).toEqual([epoch(1), epoch(2)]);
-    expect(ledger.live[0]?.spend).toEqual([{ tenantId: 'tenant-a', microUsd: 1_250_000 }, { tenantId: 'tenant-b', microUsd: 2_000_000 }]);
+    expect(ledger.live[0]?.spend).toEqual([{ tenantId: 'tenant-a', nanoUsd: 1_250_000_000 }, { tenantId: 'tenant-b', nanoUsd: 2_000_000_000 }]);
   });
 
   it('spend_decreased: a tenant lower or missing within an epoch, live or retired by age, is refused and changes nothing', () => {
@@ -73,10 +73,10 @@ describe('spend ledger outcomes', () => {
     ]);
     expect(outcomes).toEqual(['recorded', 'final_recorded', 'duplicate', 'duplicate', 'final_recorded']);
     expect(ledger.live).toEqual([]);
-    expect(ledger.retired.baseline).toEqual([{ tenantId: 't', microUsd: 60_000 }]);
+    expect(ledger.retired.baseline).toEqual([{ tenantId: 't', nanoUsd: 60_000_000 }]);
     // A final retirement is never reinstated, so it keeps no spend.
     expect(ledger.retired.epochs.map((e) => [e.epoch, e.sequence, e.reason, e.spend])).toEqual([[epoch(1), 4, 'final', undefined], [epoch(2), 2, 'final', undefined]]);
-    expect(siteSpendMicro(spendLedgerPatch(ledger))).toEqual({ t: 60_000 });
+    expect(siteSpendNano(spendLedgerPatch(ledger))).toEqual({ t: 60_000_000 });
   });
 
   it('epoch_retired: more after a final report is refused, so the process carries it in a new epoch', () => {
@@ -98,19 +98,19 @@ describe('spend ledger outcomes', () => {
     );
     expect(outcomes).toEqual(['recorded', 'recorded', 'recorded', 'recorded']);
     expect(ledger.live.map((r) => r.epoch)).toEqual([epoch(2), epoch(3)]);
-    expect(ledger.retired.epochs).toEqual([{ epoch: epoch(1), sequence: 1, reason: 'age', spend: [{ tenantId: 't', microUsd: 1_000_000 }], retiredAt: new Date(T0 + 63_000).toISOString() }]);
-    expect(siteSpendMicro(spendLedgerPatch(ledger))).toEqual({ t: 8_000_000 });
+    expect(ledger.retired.epochs).toEqual([{ epoch: epoch(1), sequence: 1, reason: 'age', spend: [{ tenantId: 't', nanoUsd: 1_000_000_000 }], retiredAt: new Date(T0 + 63_000).toISOString() }]);
+    expect(siteSpendNano(spendLedgerPatch(ledger))).toEqual({ t: 8_000_000_000 });
     // A replay of epoch 1's report is a duplicate; its newer report means the process was alive: reinstated, its
     // retired dollar moved back out of the baseline and the new cumulative 1.5 counted instead (epoch 2 retires).
     const again = run([report(epoch(1), 1, { t: 1 }), report(epoch(1), 2, { t: 1.5 })], limits, ledger);
     expect(again.outcomes).toEqual(['duplicate', 'reinstated']);
     expect(again.ledger.live.map((r) => r.epoch)).toEqual([epoch(1), epoch(3)]);
-    expect(siteSpendMicro(spendLedgerPatch(again.ledger))).toEqual({ t: 8_500_000 });
+    expect(siteSpendNano(spendLedgerPatch(again.ledger))).toEqual({ t: 8_500_000_000 });
     // The final report of an epoch retired by age at that very sequence makes it final, moving nothing.
     const final = run([report(epoch(2), 2, { t: 3 }, true)], limits, again.ledger);
     expect(final.outcomes).toEqual(['final_recorded']);
     expect(final.ledger.retired.epochs.find((e) => e.epoch === epoch(2))).toMatchObject({ reason: 'final', sequence: 2 });
-    expect(siteSpendMicro(spendLedgerPatch(final.ledger))).toEqual({ t: 8_500_000 });
+    expect(siteSpendNano(spendLedgerPatch(final.ledger))).toEqual({ t: 8_500_000_000 });
   });
 
   it('forgets the oldest remembered epoch past the bound and refuses unknown epochs at or below the watermark', () => {
@@ -119,7 +119,7 @@ describe('spend ledger outcomes', () => {
     expect(outcomes).toEqual(['final_recorded', 'final_recorded', 'final_recorded']);
     expect(ledger.retired.epochs.map((e) => e.epoch)).toEqual([epoch(2), epoch(3)]);
     expect(ledger.retired.watermark).toBe(epoch(1));
-    expect(siteSpendMicro(spendLedgerPatch(ledger))).toEqual({ t: 60_000 });
+    expect(siteSpendNano(spendLedgerPatch(ledger))).toEqual({ t: 60_000_000 });
     // Epoch 1 (forgotten) and an unknown epoch that started even earlier: epoch_retired, with the watermark to pass.
     const late = run([report(epoch(1), 1, { t: 0.01 }, true), report(epoch(0), 1, { t: 0.5 }), report(epoch(4), 1, { t: 0.5 })], limits, ledger);
     expect(late.outcomes).toEqual(['epoch_retired', 'epoch_retired', 'recorded']);
@@ -141,13 +141,13 @@ describe('spend ledger outcomes', () => {
     expect(epochStartMs(epoch(5))).toBe(T0 + 5_000);
   });
 
-  it('sums in integer micro-dollars, where a sum of USD floats drifts', () => {
-    expect(toMicroUsd(0.1 + 0.2)).toBe(300_000);
+  it('sums in integer nano-dollars, where a sum of USD floats drifts', () => {
+    expect(toNanoUsd(0.1 + 0.2)).toBe(300_000_000);
     let usd = 0;
     for (let i = 0; i < 1_000; i++) usd += 0.01;
     // The float sum drifts; the ledger's total of 1000 epochs of one cent each does not.
     expect(usd).not.toBe(10);
-    const baseline = [{ tenantId: 't', microUsd: 9_999_990_000 }];
+    const baseline = [{ tenantId: 't', nanoUsd: 9_999_990_000_000 }];
     const ledger = run([report(epoch(1), 1, { t: 0.01 })], {}, readSpendLedger({ gatewaySpendRetired: { baseline, epochs: [] } })).ledger;
     expect(siteSpend(spendLedgerPatch(ledger))).toEqual({ t: 10_000 });
   });
@@ -155,15 +155,15 @@ describe('spend ledger outcomes', () => {
   it("reads a previous version's status (usd floats, no reportedAt) and survives a JSON round trip unchanged", () => {
     const old = { gatewaySpendReports: [{ epoch: LEGACY, sequence: 2, spend: [{ tenantId: 't', usd: 0.07 }] }] };
     const ledger = readSpendLedger(old);
-    expect(ledger.live[0]?.spend).toEqual([{ tenantId: 't', microUsd: 70_000 }]);
-    expect(siteSpendMicro(old)).toEqual({ t: 70_000 });
+    expect(ledger.live[0]?.spend).toEqual([{ tenantId: 't', nanoUsd: 70_000_000 }]);
+    expect(siteSpendNano(old)).toEqual({ t: 70_000_000 });
     const { ledger: after } = run([report(LEGACY, 3, { t: 0.08 }), report(epoch(1), 1, { t: 0.01 })], { maxLive: 1 }, ledger);
     expect(readSpendLedger(JSON.parse(JSON.stringify(spendLedgerPatch(after))))).toEqual(after);
-    expect(siteSpendMicro(spendLedgerPatch(after))).toEqual({ t: 90_000 });
+    expect(siteSpendNano(spendLedgerPatch(after))).toEqual({ t: 90_000_000 });
   });
 
   it('ignores amounts that are not positive integers when summing', () => {
-    expect(siteSpendMicro({ gatewaySpendReports: [{ epoch: 'x', sequence: 1, spend: [{ tenantId: 't', microUsd: -1 }, { tenantId: 'u', usd: Number.NaN }, { tenantId: 'v', microUsd: 2 }] }] })).toEqual({ v: 2 });
+    expect(siteSpendNano({ gatewaySpendReports: [{ epoch: 'x', sequence: 1, spend: [{ tenantId: 't', nanoUsd: -1 }, { tenantId: 'u', usd: Number.NaN }, { tenantId: 'v', nanoUsd: 2000 }] }] })).toEqual({ v: 2_000 });
     expect(siteSpend(undefined)).toEqual({});
   });
 });

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { GatewayAgeIngest } from '../../../daemons/gossip-operator/gateway-ages/ingest.ts';
 import { GRID_NETWORK } from '../../../daemons/gossip-operator/kinds.ts';
 import { OperatorMetrics } from '../../../daemons/gossip-operator/metrics.ts';
-import { siteSpend, siteSpendMicro } from '../../../daemons/gossip-operator/tenant-spend/ledger.ts';
+import { siteSpend, siteSpendNano } from '../../../daemons/gossip-operator/tenant-spend/ledger.ts';
 import { openLocalStore, type LocalStore } from '../../../daemons/shared/resource-store/index.ts';
 import type { GridNetworkStatus } from '../../../schemas/generated/gridnetworks.ts';
 import { capturingLogger, tempDir } from '../helpers.ts';
@@ -85,7 +85,7 @@ describe('spend ingest across an operator restart', () => {
     }
     expect([...statuses]).toEqual([202]);
     const network = (await op.store.get(GRID_NETWORK, { name: 'grid' })) as { status?: GridNetworkStatus };
-    expect(siteSpendMicro(network.status)).toEqual({ 'tenant-a': 3_000_000 });
+    expect(siteSpendNano(network.status)).toEqual({ 'tenant-a': 3_000_000_000 });
   });
 
   it('answers 503 when there is no GridNetwork to record into', async () => {
