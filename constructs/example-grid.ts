@@ -2,6 +2,7 @@ import type { GridDeclaration, ProviderDeclaration } from './grid-declaration.ts
 import { DEFAULT_IMAGE } from './image-reference.ts';
 import { readGridTrust } from './grid-trust-file.ts';
 import type { ServiceExposure } from './service-exposure.ts';
+import type { SimEngineProps } from './sim-backend.ts';
 
 /**
  * The example grid `npx cdk8s synth` compiles into dist/: network `demo` with two sites.
@@ -27,16 +28,14 @@ function publicName(hostname: string): ServiceExposure<never> {
   return { type: 'LoadBalancer', annotations: { 'external-dns.alpha.kubernetes.io/hostname': hostname } };
 }
 
-const metricsConfig = {
-  path: '/metrics',
-  timeout: '2s',
-  signalNames: { queueDepth: 'sim_queue_depth', kvCacheUtilization: 'sim_kv_cache_utilization' },
-} as const;
+// The sims publish vLLM's metrics, so the vLLM preset reads their queue (waiting over waiting + running) and KV-cache
+// use; nothing is spelt out in signalNames.
+const metricsConfig = { path: '/metrics', timeout: '2s', engine: 'vllm' } as const;
 
-function simProvider(name: string, site: string, models: readonly string[], capacityWeight: number): ProviderDeclaration {
+function simProvider(name: string, site: string, models: readonly string[], capacityWeight: number, engine: SimEngineProps): ProviderDeclaration {
   return {
     name,
-    simulated: true,
+    simulated: { engine },
     spec: {
       providerKind: 'self_hosted',
       backendKind: 'local',
@@ -94,8 +93,9 @@ export const exampleGrid: GridDeclaration = {
       externalConsumers: [{ name: 'praxis-ai', dialect: 'praxis-main' }],
       providerGateway: { trustedPeers: consumerIdentity, exposure: publicName('gateway.east.grid.example.com') },
       providers: [
-        simProvider('east-llm-a', 'east', ['sim-model-v1'], 3),
-        simProvider('east-llm-b', 'east', ['sim-model-v1', 'sim-model-v2'], 1),
+        // Unequal backends: a batches 16 sequences, b only 8 at twice the step cost and a smaller KV cache.
+        simProvider('east-llm-a', 'east', ['sim-model-v1'], 3, { maxNumSeqs: 16 }),
+        simProvider('east-llm-b', 'east', ['sim-model-v1', 'sim-model-v2'], 1, { maxNumSeqs: 8, stepOverheadMs: 12.8, numGpuBlocks: 4096, maxModelLen: 32768 }),
       ],
       toolProviders: [
         {
@@ -122,7 +122,7 @@ export const exampleGrid: GridDeclaration = {
       gatewayEndpoint: { address: 'gateway.west.grid.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.west.grid.example.com' } },
       providerGateway: { trustedPeers: consumerIdentity, exposure: publicName('gateway.west.grid.example.com') },
       providers: [
-        simProvider('west-llm', 'west', ['sim-model-v1'], 2),
+        simProvider('west-llm', 'west', ['sim-model-v1'], 2, { maxNumSeqs: 16 }),
         {
           name: 'openai-west',
           spec: {

@@ -9,6 +9,7 @@ import type { ConsumerGatewayProps } from './consumer-gateway.ts';
 import type { OperatorListenerProps } from './operator-listeners.ts';
 import type { ProviderGatewayProps } from './provider-gateway.ts';
 import type { OperatorPortName, ServiceExposure } from './service-exposure.ts';
+import type { SimEngineProps } from './sim-backend.ts';
 import type { GridTrust } from '../schemas/generated/grid-trust.ts';
 
 /**
@@ -33,6 +34,8 @@ export interface SimulatedBackendDeclaration {
   readonly latencyMs?: number;
   /** @default 1 */
   readonly replicas?: number;
+  /** The engine model's parameters (unequal speed and cache size). @default - the sim's defaults */
+  readonly engine?: SimEngineProps;
 }
 
 export interface ProviderDeclaration {

@@ -483,6 +483,7 @@ export class GridSiteStack extends Chart {
       image: this.imageReference,
       latencyMs: options.latencyMs,
       replicas: options.replicas,
+      engine: options.engine,
     });
     created.push(sim);
     return sim;

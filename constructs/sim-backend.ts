@@ -3,6 +3,7 @@ import * as kplus from 'cdk8s-plus-28';
 import { imageOf, type ImageReference } from './image-reference.ts';
 import { workloadLabels } from './labels.ts';
 import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, resources, tmpVolume } from './workload-defaults.ts';
+import { GridSynthError, issueAt, type SynthIssue } from './synth-error.ts';
 
 export interface SimBackendProps {
   readonly namespace: string;
@@ -23,10 +24,66 @@ export interface SimBackendProps {
   readonly replicas?: number;
   /** @default 0 - added response latency, for demos of latency-aware routing */
   readonly latencyMs?: number;
+  /**
+   * The engine model's parameters (daemons/sim/README.md), to make backends of unequal speed and cache size.
+   * @default - the sim's defaults: Llama-3.1-8B-Instruct on one H100 80GB
+   */
+  readonly engine?: SimEngineProps;
   /** @default 50m/64Mi requested, 500m/256Mi limit */
   readonly resources?: kplus.ContainerResources;
   /** Extra labels for every object this construct emits. @default - none (the workload labels only) */
   readonly labels?: Record<string, string>;
+}
+
+/** The sim's engine flags a declaration may set (daemons/sim/main.ts --help). */
+export interface SimEngineProps {
+  /** Running batch at most; more requests wait (--max-num-seqs). */
+  readonly maxNumSeqs?: number;
+  /** KV-cache blocks of 16 tokens in all (--num-gpu-blocks); they must hold one request of maxModelLen. */
+  readonly numGpuBlocks?: number;
+  /** Prompt plus output tokens at most (--max-model-len). */
+  readonly maxModelLen?: number;
+  /** Fixed cost of every engine step, ms (--step-overhead-ms). */
+  readonly stepOverheadMs?: number;
+  /** Cost of each uncached prompt token a step computes, ms (--prefill-ms-per-token). */
+  readonly prefillMsPerToken?: number;
+  /** Cost of each sequence a step decodes, ms (--decode-ms-per-seq). */
+  readonly decodeMsPerSeq?: number;
+}
+
+/** The sim's defaults these checks need (daemons/sim/main.ts --help). */
+const SIM_BLOCK_SIZE = 16;
+const SIM_DEFAULT_GPU_BLOCKS = 28000;
+const SIM_DEFAULT_MAX_MODEL_LEN = 131072;
+
+const ENGINE_FLAGS: readonly [keyof SimEngineProps, string, 'count' | 'ms'][] = [
+  ['maxNumSeqs', '--max-num-seqs', 'count'],
+  ['numGpuBlocks', '--num-gpu-blocks', 'count'],
+  ['maxModelLen', '--max-model-len', 'count'],
+  ['stepOverheadMs', '--step-overhead-ms', 'ms'],
+  ['prefillMsPerToken', '--prefill-ms-per-token', 'ms'],
+  ['decodeMsPerSeq', '--decode-ms-per-seq', 'ms'],
+];
+
+/** The sim flags of `engine`, and a problem per value the sim would refuse at start. */
+export function simEngineArgs(scope: Construct, engine: SimEngineProps | undefined): string[] {
+  const args: string[] = [];
+  const issues: SynthIssue[] = [];
+  for (const [key, flag, kind] of ENGINE_FLAGS) {
+    const value = engine?.[key];
+    if (value === undefined) continue;
+    const ok = kind === 'count' ? Number.isSafeInteger(value) && value >= 1 : Number.isFinite(value) && value >= 0;
+    if (!ok) issues.push(issueAt(scope, `engine.${key}`, `${String(value)} is not ${kind === 'count' ? 'a whole number of at least 1' : 'a number of milliseconds of at least 0'}`, 'set it as daemons/sim/README.md describes, or omit it for the sim default'));
+    else args.push(flag, String(value));
+  }
+  // The sim's own start check: its cache must hold one request of the longest length it accepts.
+  const blocks = engine?.numGpuBlocks ?? SIM_DEFAULT_GPU_BLOCKS;
+  const length = engine?.maxModelLen ?? SIM_DEFAULT_MAX_MODEL_LEN;
+  if (issues.length === 0 && blocks * SIM_BLOCK_SIZE < length) {
+    issues.push(issueAt(scope, 'engine.numGpuBlocks', `${blocks} blocks of ${SIM_BLOCK_SIZE} tokens cannot hold one request of maxModelLen ${length}`, `set numGpuBlocks to at least ${Math.ceil(length / SIM_BLOCK_SIZE)}, or lower maxModelLen`));
+  }
+  if (issues.length > 0) throw new GridSynthError(issues);
+  return args;
 }
 
 const TOKEN_DIR = '/etc/sim/credential';
@@ -96,6 +153,7 @@ export class SimBackend extends Construct {
         String(this.port),
         '--latency-ms',
         String(props.latencyMs ?? 0),
+        ...simEngineArgs(this, props.engine),
       ]),
       ports: [{ number: this.port, name: 'http' }],
       securityContext: CONTAINER_SECURITY,

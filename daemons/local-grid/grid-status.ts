@@ -1,8 +1,8 @@
 /**
  * A live view of a running local grid, read the way an operator would look at clusters: GridSite phases and
  * InferenceProvider status from each site's store, gossip members from each operator's /status, each consumer's
- * accepted revision from its admin /status, admission from the overlay it serves, queue depth and requests from
- * each backend's /metrics. Every read is bounded and a failed read shows as "-", never as an error.
+ * accepted revision from its admin /status, admission from the overlay it serves, the engine's waiting and running
+ * requests, KV-cache use and requests from each backend's /metrics. Every read is bounded and a failed read shows as "-", never as an error.
  */
 import { CONFIG_MAP } from '../shared/resource-store/index.ts';
 import type { KubeObject, ResourceKind } from '../shared/resource-store/types.ts';
@@ -47,7 +47,10 @@ export interface ProviderView {
   readonly phase: string;
   readonly ready: string;
   readonly admission: string;
+  /** The backend's own queue and batch, as its engine reports them: `waiting/running` requests. */
   readonly queue: string;
+  /** Its KV-cache use, a percentage. */
+  readonly kvCache: string;
   readonly requests: number;
   readonly running: boolean;
   readonly standIn?: string;
@@ -178,14 +181,17 @@ export async function snapshot(grid: LocalGrid): Promise<GridSnapshot> {
       const admissions = new Set(
         overlays.flatMap((o) => o.candidates.filter((c) => c.site === site.site && c.cluster === name).map((c) => `${c.admission_state}${c.fresh ? '' : ' (stale)'}`)),
       );
-      const queue = metrics === undefined ? undefined : metricSum(metrics, 'sim_queue_depth');
+      const waiting = metrics === undefined ? undefined : metricSum(metrics, 'vllm:num_requests_waiting');
+      const running = metrics === undefined ? undefined : metricSum(metrics, 'vllm:num_requests_running');
+      const kv = metrics === undefined ? undefined : metricSum(metrics, 'vllm:kv_cache_usage_perc');
       providers.push({
         site: site.site,
         name,
         phase: status.phase ?? '-',
         ready: status.conditions?.find((c) => c.type === 'Ready')?.status ?? '-',
         admission: admissions.size === 0 ? 'not in overlay' : [...admissions].join(' / '),
-        queue: queue === undefined ? '-' : queue.toFixed(2),
+        queue: waiting === undefined || running === undefined ? '-' : `${waiting}/${running}`,
+        kvCache: kv === undefined ? '-' : `${(kv * 100).toFixed(1)}%`,
         requests: (metrics === undefined ? undefined : metricSum(metrics, 'sim_requests_total', 'path="/v1/chat/completions"')) ?? 0,
         running: sim !== undefined && grid.running(sim.name) !== undefined,
         ...(sim?.standInFor !== undefined ? { standIn: sim.standInFor } : {}),
@@ -238,13 +244,14 @@ export function formatSnapshot(view: GridSnapshot): string {
     s.gridSites.map((g) => `${g.name}=${g.phase}${g.phase !== 'Active' && g.reason !== '' ? ` (${g.reason})` : ''}`).join(', '),
   ])));
   lines.push('Providers');
-  lines.push(...table(['SITE', 'PROVIDER', 'PHASE', 'READY', 'ADMISSION', 'QUEUE', 'REQUESTS', 'NOTE'], view.providers.map((p) => [
+  lines.push(...table(['SITE', 'PROVIDER', 'PHASE', 'READY', 'ADMISSION', 'WAIT/RUN', 'KV', 'REQUESTS', 'NOTE'], view.providers.map((p) => [
     p.site,
     p.name,
     p.phase,
     p.ready,
     p.admission,
     p.queue,
+    p.kvCache,
     String(p.requests),
     p.standIn !== undefined ? `local sim standing in for ${p.standIn}` : p.running ? '' : 'backend stopped',
   ])));

@@ -41,10 +41,15 @@ export function registerEngineMetrics(registry: Registry, engine: Engine, state:
     void new Counter({ name, help, labelNames, registers, collect() { this.reset(); this.inc(labels, value()); } });
   const histogram = (name: string, help: string, buckets: number[]): Histogram<'model_name' | 'engine'> => new Histogram({ name, help, labelNames, buckets, registers });
 
-  const waiting = (): number => (state.queue_depth === null ? engine.snapshot().waiting : Math.round(state.queue_depth * config.maxNumSeqs));
+  // A forced queue depth q reads as a full batch (running = max_num_seqs) with q·M/(1 − q) requests waiting, so what
+  // an engine preset normalises as waiting / (waiting + running) is q (exactly when that count is whole, else to the
+  // nearest request); q = 1 is a queue with nothing running.
+  const forcedWaiting = (q: number): number => (q >= 1 ? config.maxNumSeqs : Math.round((q * config.maxNumSeqs) / (1 - q)));
+  const waiting = (): number => (state.queue_depth === null ? engine.snapshot().waiting : forcedWaiting(state.queue_depth));
+  const running = (): number => (state.queue_depth === null ? engine.snapshot().running : state.queue_depth >= 1 ? 0 : config.maxNumSeqs);
   const kvUsage = (): number => state.kv_cache_utilization ?? engine.snapshot().kvCacheUsage;
 
-  gauge('vllm:num_requests_running', 'Number of requests in model execution batches.', () => engine.snapshot().running);
+  gauge('vllm:num_requests_running', 'Number of requests in model execution batches.', running);
   gauge('vllm:num_requests_waiting', 'Number of requests waiting to be processed.', waiting);
   gauge('vllm:kv_cache_usage_perc', 'KV-cache usage. 1 means 100 percent usage.', kvUsage);
   counter('vllm:prefix_cache_queries_total', 'Prefix cache queries, in terms of number of queried tokens.', () => engine.snapshot().totals.prefixCacheQueries);

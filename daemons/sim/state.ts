@@ -6,8 +6,9 @@ export type SimFault = 'none' | 'hang' | 'reset' | 'reset_mid_stream' | 'status_
 
 export interface SimState {
   /**
-   * A normalized queue depth in [0, 1] forced over the engine's: reported as sim_queue_depth, and as
-   * vllm:num_requests_waiting = round(queue_depth x max_num_seqs). null reports the engine's own.
+   * A normalized queue depth q in [0, 1] forced over the engine's: reported as sim_queue_depth, and as a full batch
+   * (vllm:num_requests_running = max_num_seqs) with vllm:num_requests_waiting = round(q x max_num_seqs / (1 - q)),
+   * so waiting / (waiting + running) is q; q = 1 is max_num_seqs waiting and none running. null reports the engine's.
    */
   queue_depth: number | null;
   /** A KV-cache utilisation in [0, 1] forced over the engine's (sim_kv_cache_utilization, vllm:kv_cache_usage_perc); null reports the engine's. */

@@ -78,15 +78,22 @@ describe('sim backend', () => {
     let metrics = (await call(`${base}/metrics`)).text;
     expect(metrics).toMatch(/^sim_queue_depth 0\.42$/m);
     expect(metrics).toMatch(/^sim_kv_cache_utilization 0\.91$/m);
-    // The forced depth as the count it stands for: round(0.42 x max_num_seqs 8) = 3 requests waiting.
-    expect(metricSample(metrics, `vllm:num_requests_waiting${labels}`)).toBe(3);
+    // The forced depth as the full batch it stands for: 8 running (max_num_seqs) and round(0.42 x 8 / 0.58) = 6 waiting,
+    // so the vLLM preset's waiting / (waiting + running) reads 6/14 = 0.43, the nearest whole count.
+    expect(metricSample(metrics, `vllm:num_requests_waiting${labels}`)).toBe(6);
+    expect(metricSample(metrics, `vllm:num_requests_running${labels}`)).toBe(8);
     expect(metricSample(metrics, `vllm:kv_cache_usage_perc${labels}`)).toBe(0.91);
     expect(metrics).not.toContain('vllm:gpu_cache_usage_perc');
+    // A forced 1 is a queue with nothing running: the preset reads 1.
+    await call(`${base}/admin/state`, { body: { queue_depth: 1 }, headers: auth });
+    metrics = (await call(`${base}/metrics`)).text;
+    expect([metricSample(metrics, `vllm:num_requests_waiting${labels}`), metricSample(metrics, `vllm:num_requests_running${labels}`)]).toEqual([8, 0]);
     // null clears a forced value: the idle engine's own are reported again.
     await call(`${base}/admin/state`, { body: { queue_depth: null, kv_cache_utilization: null }, headers: auth });
     metrics = (await call(`${base}/metrics`)).text;
     expect(metrics).toMatch(/^sim_queue_depth 0$/m);
     expect(metricSample(metrics, `vllm:num_requests_waiting${labels}`)).toBe(0);
+    expect(metricSample(metrics, `vllm:num_requests_running${labels}`)).toBe(0);
     expect(metricSample(metrics, `vllm:kv_cache_usage_perc${labels}`)).toBe(0);
   });
 
