@@ -11,7 +11,7 @@
 // the bridge (TCP proxies, a UDP forwarder), written to its status.loadBalancer like a cloud controller does, and
 // its external-dns hostname annotation resolves to that address in every pod of the grid, like public DNS. A
 // ClusterIP Service is never reachable by name from the other site.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -82,9 +82,28 @@ export interface CallerKey {
   readonly key: string;
 }
 
-/** One `agn` command as a user runs it (this repository's agn, on the Node running the suite). */
-function agnCommand(args: readonly string[]): { stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [join(REPO_ROOT, 'daemons', 'cli', 'agn.ts'), ...args], { encoding: 'utf8', cwd: REPO_ROOT, timeout: 120_000 });
+export interface AgnResult {
+  readonly status: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * One `agn` command as a user runs it (this repository's agn, on the Node running the suite). Asynchronous on
+ * purpose: this process is the cloud's load balancer and the kubernetes Service proxy, and a synchronous child
+ * would stop them forwarding (an operator then loses its Lease, and a CLI dialling the LB waits on itself).
+ */
+export async function runAgn(args: readonly string[], timeoutMs = 120_000): Promise<AgnResult> {
+  return await new Promise((resolve) => {
+    execFile(process.execPath, [join(REPO_ROOT, 'daemons', 'cli', 'agn.ts'), ...args], { encoding: 'utf8', cwd: REPO_ROOT, timeout: timeoutMs }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
+      resolve({ status: code, stdout, stderr });
+    });
+  });
+}
+
+async function agnCommand(args: readonly string[]): Promise<{ stdout: string; stderr: string }> {
+  const result = await runAgn(args);
   if (result.status !== 0) throw new Error(`agn ${args.join(' ')}: exit ${String(result.status)}: ${result.stderr.trim()}`);
   return { stdout: result.stdout, stderr: result.stderr };
 }
@@ -351,7 +370,7 @@ export class ContainerGrid {
    * provider credential (the external API's key, which no request here reaches).
    */
   async #applySiteSecrets(client: RawClient, site: CompiledSite): Promise<void> {
-    const printed = agnCommand(['pki', 'secrets', EXAMPLE_DECLARATION, '--site', site.site, '--dir', EXAMPLE_PKI]);
+    const printed = await agnCommand(['pki', 'secrets', EXAMPLE_DECLARATION, '--site', site.site, '--dir', EXAMPLE_PKI]);
     for (const doc of parseAllDocuments(printed.stdout)) await this.#applyOk(client, doc.toJS() as never, USER_FIELD_MANAGER);
     for (const line of printed.stderr.split('\n')) {
       const listed = /^ {2}([a-z0-9-]+)\/([a-z0-9.-]+): (.+)$/u.exec(line);
@@ -363,7 +382,7 @@ export class ContainerGrid {
       if (fromFile !== null && how.includes('agn key mint')) {
         const keysFile = join(this.workDir, `${site.site}-${name}.json`);
         const keys: CallerKey[] = [];
-        for (const tenant of demoTenants([site])) keys.push({ tenant, key: agnCommand(['key', 'mint', '--tenant', tenant, '--keys-file', keysFile]).stdout.trim() });
+        for (const tenant of demoTenants([site])) keys.push({ tenant, key: (await agnCommand(['key', 'mint', '--tenant', tenant, '--keys-file', keysFile])).stdout.trim() });
         this.demoKeys = [...this.demoKeys, ...keys];
         data = { [fromFile[1] as string]: readFileSync(keysFile).toString('base64') };
       } else if (fromLiteral !== null) {

@@ -5,16 +5,14 @@
 // overlay-sync writing the overlay into the consumer gateway's shared volume, a chat completion through the
 // containerized consumer gateway -> provider gateway (mTLS) -> sim, graceful stops (timed, exit 0, no accepted
 // request failed under load), serving on after one container of each kind is stopped, and bad flags refused.
-import { spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inviteTokenSecretName } from '../../schemas/object-names.ts';
-import { REPO_ROOT } from '../fixtures-path.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONTAINER_FIELD_MANAGER, ContainerGrid, EXAMPLE_PKI, httpGet, type RunningContainer, waitUntil } from './container-grid.ts';
+import { CONTAINER_FIELD_MANAGER, ContainerGrid, EXAMPLE_PKI, httpGet, runAgn, type RunningContainer, waitUntil } from './container-grid.ts';
 import { podman } from './podman.ts';
 
 const grid = new ContainerGrid(join(tmpdir(), `agn-containers-${process.pid}`), (line) => console.log(`[containers] ${line}`));
@@ -159,7 +157,7 @@ describe('the compiled grid from the project image', () => {
     try {
       writeFileSync(join(out, 'north.token'), Buffer.from((secret.body as { data: { token: string } }).data.token, 'base64'));
       const address = grid.loadBalancerIp('east', 'grid-system', 'gossip-operator-public');
-      const enroll = spawnSync(process.execPath, [join(REPO_ROOT, 'daemons/cli/agn.ts'), 'site', 'enroll', '--url', `https://${address}:9443`, '--ca', join(EXAMPLE_PKI, 'ca.crt'), '--token-id', tokenId, '--token-file', join(out, 'north.token'), '--site', 'north', '--signer', 'east', '--out', join(out, 'tls')], { encoding: 'utf8', timeout: 60_000 });
+      const enroll = await runAgn(['site', 'enroll', '--url', `https://${address}:9443`, '--ca', join(EXAMPLE_PKI, 'ca.crt'), '--token-id', tokenId, '--token-file', join(out, 'north.token'), '--site', 'north', '--signer', 'east', '--out', join(out, 'tls')], 60_000);
       expect(enroll.status, enroll.stderr).toBe(0);
       const issued = new X509Certificate(readFileSync(join(out, 'tls', 'tls.crt')));
       expect(issued.subject.split('\n')).toContain('CN=north');
