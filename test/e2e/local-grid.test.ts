@@ -11,6 +11,7 @@ import { formatSnapshot, readOverlays, snapshot, type OverlayCandidate } from '.
 import { type LocalGrid, REPO_ROOT, startLocalGrid } from '../../daemons/local-grid/runner.ts';
 import type { SupervisorEvent } from '../../daemons/local-grid/supervisor.ts';
 import { attribution, chatCompletion, waitFor } from '../../daemons/local-grid/traffic.ts';
+import { gauge, holdEngineLoad } from './engine-load.ts';
 import { EvidenceLog } from './evidence.ts';
 import { processAlive } from '../process-alive.ts';
 
@@ -173,10 +174,68 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
       expect(after.find((c) => c.cluster === 'east-llm-a')!.score).toBeCloseTo(0.4, 5);
       // The next scrape (one refresh interval at most) sees it; one reconcile (scrape, render, write) comes on top.
       expect(elapsed).toBeLessThan(REFRESH_MS + 2_000);
-      await grid.setSimState('east-llm-a', { queue_depth: 0 });
+      // null hands the reading back to the engine (0 would keep forcing an empty queue over its real one).
+      await grid.setSimState('east-llm-a', { queue_depth: null });
       await waitFor('the ranking to return', async () => (model((await eastOverlay()).candidates)[0]?.cluster === 'east-llm-a' ? true : undefined), 15_000);
     });
   }, 60_000);
+
+  it("moves new traffic to west when real requests fill east's engines, and back once they are gone (no /admin/state)", async () => {
+    await evidence.step('real load at east moves traffic to west', async (note) => {
+      const before = await send(consumer(0).listenAddress!, 12);
+      expect([...before.keys()].every((k) => k.startsWith('east-llm-'))).toBe(true);
+      // Each engine's batch full and its queue well past the stabilized enterThreshold (0.85 of waiting over waiting +
+      // running, the vLLM preset's reading): max_num_seqs 16 and 8 in the example, so 16 + 110 and 8 + 60 requests.
+      // max_tokens keeps the running ones busy for longer than the test (about 140 and 75 tokens/s a sequence).
+      const loads = [
+        { provider: 'east-llm-a', count: 126, maxSeqs: 16 },
+        { provider: 'east-llm-b', count: 68, maxSeqs: 8 },
+      ].map((l) => {
+        const sim = grid.sim(l.provider);
+        const token = readFileSync(sim.tokenFile ?? '', 'utf8').trim();
+        return { ...l, sim, held: holdEngineLoad({ address: sim.listenAddress!, token, model: MODEL, count: l.count, maxTokens: 20_000 }) };
+      });
+      try {
+        const t0 = Date.now();
+        for (const l of loads) {
+          // The engine's own gauges, in vLLM's units: requests, not a 0-1 fraction.
+          const metrics = await waitFor(`${l.provider}'s engine to run a full batch with the rest waiting`, async () => {
+            const text = await (await fetch(`http://${l.sim.listenAddress}/metrics`, { signal: AbortSignal.timeout(3000) })).text();
+            const running = gauge(text, 'vllm:num_requests_running');
+            const waiting = gauge(text, 'vllm:num_requests_waiting');
+            return running === l.maxSeqs && waiting === l.count - l.maxSeqs ? { running, waiting, kv: gauge(text, 'vllm:kv_cache_usage_perc') } : undefined;
+          }, 15_000, 100);
+          note(`${l.provider}_engine`, metrics);
+        }
+        const moved = await waitFor("east's candidates closed to new requests at every consumer", async () => {
+          const overlay = await eastOverlay();
+          const east = model(overlay.candidates).filter((c) => c.site === 'east');
+          return east.length === 2 && east.every((c) => c.admission_state === 'existing_only') && (await acceptedEverywhere(overlay.revision)) ? east : undefined;
+        }, 30_000, 100);
+        note('closed_ms', Date.now() - t0);
+        note('east_scores', moved.map((c) => `${c.cluster}=${c.score}`));
+        const during = await send(consumer(0).listenAddress!, 16);
+        note('counts_under_load', Object.fromEntries(during));
+        expect(Object.fromEntries(during)).toEqual({ 'west-llm': 16 });
+        // The load held all along: it is the engines' own queue that moved the traffic.
+        for (const l of loads) expect(l.held.ended()).toBe(0);
+      } finally {
+        for (const l of loads) l.held.release();
+      }
+      const t1 = Date.now();
+      // Released, the engines drain; stabilized admission reopens east after successThreshold samples and its
+      // recoveryHoldDown (30 s by default).
+      await waitFor('east open to new requests again at every consumer', async () => {
+        const overlay = await eastOverlay();
+        const east = model(overlay.candidates).filter((c) => c.site === 'east');
+        return east.length === 2 && east.every((c) => c.admission_state === 'new_and_existing') && (await acceptedEverywhere(overlay.revision)) ? true : undefined;
+      }, 60_000, 200);
+      note('reopened_ms', Date.now() - t1);
+      const after = await send(consumer(0).listenAddress!, 12);
+      note('counts_after', Object.fromEntries(after));
+      expect([...after.keys()].every((k) => k.startsWith('east-llm-'))).toBe(true);
+    });
+  }, 150_000);
 
   it('withdraws a provider whose backend died, and routes to it again once it is back', async () => {
     await evidence.step('provider withdrawn and restored', async (note) => {
@@ -286,7 +345,8 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
       const results = await Promise.all([0, 1].map((i) => chatCompletion(consumer(i).listenAddress!, MODEL, 10_000, grid.demoKey())));
       note('served_by', results.map((r) => r.provider));
       expect(results.map((r) => r.status)).toEqual([200, 200]);
-      await grid.setSimState('east-llm-a', { queue_depth: 0 });
+      // null hands the reading back to the engine (0 would keep forcing an empty queue over its real one).
+      await grid.setSimState('east-llm-a', { queue_depth: null });
       // The restarted sim serves again, through the restarted provider gateway.
       await waitFor('east-llm-a to serve again', async () => ((await send(consumer(0).listenAddress!, 8)).has('east-llm-a') ? true : undefined), 60_000, 500);
       note('east_llm_a_serving_again_ms', Date.now() - t0);
