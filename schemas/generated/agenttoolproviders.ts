@@ -158,7 +158,7 @@ export interface AgentToolProviderStatus {
    */
   phase?: 'Pending' | 'Available' | 'Unavailable';
   /**
-   * Empty when healthy; else ProviderConfigInvalid, GridNetworkNotFound, McpEndpointUnreachable, McpToolsListInvalidResponse, McpAuthRejected, McpAuthTokenInvalid, EndpointTlsSecretMissing, EndpointTlsKeyMissing or EndpointTlsMaterialInvalid.
+   * Empty when healthy; else ProviderConfigInvalid, GridNetworkNotFound, McpEndpointUnreachable, McpInitializeFailed, McpProtocolVersionUnsupported, McpToolsListInvalidResponse, McpAuthRejected, McpAuthTokenInvalid, EndpointTlsSecretMissing, EndpointTlsKeyMissing or EndpointTlsMaterialInvalid.
    */
   reason?: string;
   /**
@@ -167,6 +167,33 @@ export interface AgentToolProviderStatus {
    * @maxItems 256
    */
   discoveredTools?: string[];
+  /**
+   * Name and description of each tool of the last successful probe (descriptions cut to 512 characters); a failed probe keeps the previous list.
+   *
+   * @maxItems 256
+   */
+  tools?: {
+    /**
+     * Tool name.
+     */
+    name: string;
+    /**
+     * What the server says the tool does.
+     */
+    description?: string;
+  }[];
+  /**
+   * MCP revision the last successful probe spoke: negotiated by initialize (2025-03-26 to 2025-11-25, session-based) or 2026-07-28 (stateless, from server/discover).
+   */
+  protocolVersion?: string;
+  /**
+   * Whether the server issued a session (Mcp-Session-Id) to the last successful probe; the probe ends it with HTTP DELETE.
+   */
+  session?: boolean;
+  /**
+   * When a probe last found a tool list different from the one before it (a tool added, removed or redescribed).
+   */
+  toolsChangedAt?: string;
   /**
    * Sites matched by the site selector.
    *

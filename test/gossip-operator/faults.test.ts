@@ -181,13 +181,27 @@ describe('operator fault isolation', () => {
     };
     const candidate: Json = await waitFor('the mcp_tool candidate', toolCandidate);
     expect(candidate).toMatchObject({ name: 'database-query', cluster: 'tool/db-tools', site: 'site-a' });
+    const first: Json = await grid(state, 'AgentToolProvider', 'db-tools');
+    expect(first.status).toMatchObject({ phase: 'Available', protocolVersion: '2025-06-18', session: false, tools: [{ name: 'database-query' }] });
+    expect(first.status.toolsChangedAt).toBeUndefined();
+    // The server's tool list changes: the next probe shows it, and when.
+    backend.tools = ['database-query', 'search'];
+    const changed: Json = await waitFor('the changed tool list in status', async () => {
+      const t: Json = await grid(state, 'AgentToolProvider', 'db-tools');
+      return t?.status?.discoveredTools?.length === 2 ? t : undefined;
+    });
+    expect(changed.status.toolsChangedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    backend.tools = ['database-query'];
+    await waitFor('the tool list back to one', async () => ((await grid(state, 'AgentToolProvider', 'db-tools'))?.status?.discoveredTools?.length === 1 ? true : undefined));
     backend.mcpStatus = 500;
     const failed: Json = await waitFor('db-tools Unavailable', async () => {
       const t: Json = await grid(state, 'AgentToolProvider', 'db-tools');
       return t?.status?.phase === 'Unavailable' ? t : undefined;
     });
-    expect(failed.status.reason).toBe('McpEndpointUnreachable');
+    // The server answers, but HTTP 500 to the handshake: the probe names the step that failed.
+    expect(failed.status.reason).toBe('McpInitializeFailed');
     expect(failed.status.discoveredTools).toEqual(['database-query']);
+    expect(failed.status.tools).toEqual([{ name: 'database-query' }]);
     await waitFor('the tool candidate to leave the overlay', async () => ((await toolCandidate()) === undefined ? true : undefined));
   });
 });

@@ -50,14 +50,26 @@ export async function startBackend(): Promise<Backend> {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ object: 'list', data: backend.models.map((id) => ({ id, object: 'model' })) }));
     } else if (path === '/mcp' && req.method === 'POST') {
-      const request = JSON.parse(await body(req)) as { id: number };
+      // A session-less MCP server of the 2025-06-18 revision: refuses server/discover, answers the handshake.
+      const request = JSON.parse(await body(req)) as { id?: number; method?: string };
       if (backend.mcpStatus !== 200) {
         res.writeHead(backend.mcpStatus);
         res.end();
         return;
       }
+      if (request.method === 'server/discover') {
+        res.writeHead(400);
+        res.end();
+        return;
+      }
+      if (request.id === undefined) {
+        res.writeHead(202);
+        res.end();
+        return;
+      }
+      const result = request.method === 'initialize' ? { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'fake-backend', version: '0' } } : { tools: backend.tools.map((name) => ({ name })) };
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: request.id, result: { tools: backend.tools.map((name) => ({ name })) } }));
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: request.id, result }));
     } else {
       res.writeHead(404);
       res.end();

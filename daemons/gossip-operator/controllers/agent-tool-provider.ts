@@ -1,6 +1,6 @@
 /**
- * AgentToolProvider reconcile: the MCP tools/list probe decides Available or Unavailable (no Degraded: the probe
- * has no partial success). discoveredTools is replaced on success and kept on failure; matchingSites follows
+ * AgentToolProvider reconcile: the MCP probe (mcp-probe.ts) decides Available or Unavailable (no Degraded: the probe
+ * has no partial success). discoveredTools, tools and protocolVersion are replaced on success and kept on failure; matchingSites follows
  * spec.siteSelector. An empty reason on Available means SitesMatched and on Pending AwaitingSiteMatch: those
  * are telemetry labels only (grid_mcp_probe_total), never written to status.reason.
  */
@@ -11,7 +11,7 @@ import type { OperatorContext } from '../context.ts';
 import { CONTROLLER_NAMES } from '../context.ts';
 import { AGENT_TOOL_PROVIDER, FIELD_MANAGER, GRID_NETWORK } from '../kinds.ts';
 import type { Controller, ReconcileResult } from '../manager/manager.ts';
-import { probeMcpTools } from '../probes/mcp-probe.ts';
+import { type McpProbeResult, probeMcpTools } from '../probes/mcp-probe.ts';
 import { resolveEndpointTls } from './endpoint-tls.ts';
 import { credentialFor, matchingSites } from './inference-provider.ts';
 import { sameJson, specOnly } from './status.ts';
@@ -67,16 +67,49 @@ export class AgentToolProviderController implements Controller {
       timeoutMs: 5_000,
     });
     if (!probe.ok) {
-      const reason = probe.reason === 'invalid_response' ? 'McpToolsListInvalidResponse' : probe.reason === 'http_status' && /HTTP 40[13]/.test(probe.detail) ? 'McpAuthRejected' : 'McpEndpointUnreachable';
-      ctx.logger.warn({ provider: name, reason, detail: probe.detail }, 'MCP tools/list probe failed; keeping the previous tool list');
+      const reason = probeReason(probe);
+      ctx.logger.warn({ provider: name, reason, step: probe.step, detail: probe.detail }, 'MCP probe failed; keeping the previous tool list');
       await write({ phase: 'Unavailable', reason, observedGeneration: generation, ...siteFields }, reason);
       return { requeueAfterMs: ctx.config.providerPollIntervalMs };
     }
     const matched = sites === undefined || sites.length > 0;
+    const tools = probe.tools.slice(0, 256).map((t) => (t.description === undefined ? { name: t.name } : { name: t.name, description: t.description }));
+    // A different list from the one in status (a tool added, removed or redescribed) is a change a user should see;
+    // the first list a provider ever reports is not.
+    const changed = previous.tools !== undefined && !sameJson(previous.tools, tools);
+    if (changed) {
+      const before = new Set(previous.tools!.map((t) => t.name));
+      const after = new Set(tools.map((t) => t.name));
+      ctx.logger.info(
+        { provider: name, added: [...after].filter((t) => !before.has(t)).slice(0, 32), removed: [...before].filter((t) => !after.has(t)).slice(0, 32) },
+        'MCP tool list changed',
+      );
+    }
     await write(
-      { phase: matched ? 'Available' : 'Pending', reason: '', discoveredTools: [...probe.tools].slice(0, 256), observedGeneration: generation, ...siteFields },
+      {
+        phase: matched ? 'Available' : 'Pending',
+        reason: '',
+        discoveredTools: tools.map((t) => t.name),
+        tools,
+        protocolVersion: probe.protocolVersion,
+        session: probe.session,
+        ...(changed ? { toolsChangedAt: new Date(ctx.now()).toISOString().replace(/\.\d{3}Z$/, 'Z') } : {}),
+        observedGeneration: generation,
+        ...siteFields,
+      },
       matched ? 'SitesMatched' : 'AwaitingSiteMatch',
     );
     return { requeueAfterMs: ctx.config.providerPollIntervalMs };
   }
+}
+
+/** The status reason of a failed probe: what failed, in the terms of the step that failed. */
+export function probeReason(probe: Extract<McpProbeResult, { ok: false }>): string {
+  if (probe.reason === 'unsupported_version') return 'McpProtocolVersionUnsupported';
+  if (probe.reason === 'http_status' && /HTTP 40[13]$/.test(probe.detail)) return 'McpAuthRejected';
+  if (probe.reason === 'http_status' || probe.reason === 'invalid_response') {
+    // discover, initialize and initialized are the handshake, whichever revision it was.
+    return probe.step === 'tools/list' ? 'McpToolsListInvalidResponse' : 'McpInitializeFailed';
+  }
+  return 'McpEndpointUnreachable';
 }

@@ -21,7 +21,7 @@ export interface ProbeTls {
 
 export interface ProbeRequest {
   readonly url: URL;
-  readonly method?: 'GET' | 'POST';
+  readonly method?: 'GET' | 'POST' | 'DELETE';
   readonly headers?: Readonly<Record<string, string>>;
   readonly body?: string;
   readonly tls?: ProbeTls;
