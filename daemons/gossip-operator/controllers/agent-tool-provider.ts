@@ -1,8 +1,8 @@
 /**
  * AgentToolProvider reconcile: the MCP probe (mcp-probe.ts) decides Available or Unavailable (no Degraded: the probe
- * has no partial success). discoveredTools, tools and protocolVersion are replaced on success and kept on failure; matchingSites follows
- * spec.siteSelector. An empty reason on Available means SitesMatched and on Pending AwaitingSiteMatch: those
- * are telemetry labels only (grid_mcp_probe_total), never written to status.reason.
+ * has no partial success). discoveredTools, tools and protocolVersion are replaced on success and kept on failure;
+ * matchingSites follows spec.siteSelector. An empty reason on Available means SitesMatched and on Pending
+ * AwaitingSiteMatch: those are telemetry labels only (grid_mcp_probe_total), never written to status.reason.
  */
 import type { AgentToolProviderResource, GridNetworkResource, InferenceProviderResource } from '../../../schemas/crds/types.ts';
 import type { AgentToolProviderStatus } from '../../../schemas/generated/agenttoolproviders.ts';
