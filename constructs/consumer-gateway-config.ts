@@ -39,6 +39,8 @@ export interface ConsumerGatewayConfigInput {
    * requests. An extension key of intelligent_route, so a consumer meant for Praxis AI never sets it.
    */
   readonly localLoad?: LocalLoad['mode'];
+  /** session_affinity on intelligent_route (SPEC §3.1), keyed by this request header. */
+  readonly sessionAffinity?: { readonly header: string; readonly ttlSecs?: number };
 }
 
 /** The extension filter a consumer with gridServing renders. */
@@ -111,6 +113,9 @@ function routeFilter(input: ConsumerGatewayConfigInput, hopClusters: string[]): 
       local_site: input.expectedScope.localSite,
     },
     reload: { enabled: true, debounce_ms: input.reloadDebounceMs },
+    ...(input.sessionAffinity === undefined
+      ? {}
+      : { session_affinity: { enabled: true, header: input.sessionAffinity.header, ...(input.sessionAffinity.ttlSecs === undefined ? {} : { ttl_secs: input.sessionAffinity.ttlSecs }) } }),
     ...(input.localLoad === undefined ? {} : { local_load: { mode: input.localLoad } }),
   };
 }

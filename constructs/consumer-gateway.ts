@@ -139,6 +139,14 @@ export interface ConsumerGatewayProps {
    * @default - off: SPEC §3.1's selection modes exactly
    */
   readonly localLoad?: 'two_choices';
+  /**
+   * Session affinity on intelligent_route (SPEC §3.1): a request carrying a session key in `header` goes to the
+   * candidate its session was first routed to while that candidate is not excluded, so a multi-turn chat stays on
+   * the backend whose prefix cache holds its conversation. A Praxis AI key (session_affinity), not an extension.
+   * Not with gridServing (grid_site_route pins by prompt prefix instead).
+   * @default - off
+   */
+  readonly sessionAffinity?: { readonly header: string; readonly ttlSecs?: number };
 }
 
 /**
@@ -169,6 +177,7 @@ export class ConsumerGateway extends Construct {
   private readonly budgetEnforce: NonNullable<ConsumerGatewayProps['callerKeys']>['budgetEnforce'];
   readonly gridServing: GridServingProps | undefined;
   readonly localLoad: 'two_choices' | undefined;
+  readonly sessionAffinity: ConsumerGatewayProps['sessionAffinity'];
 
   constructor(scope: Construct, id: string, props: ConsumerGatewayProps) {
     super(scope, id);
@@ -192,6 +201,20 @@ export class ConsumerGateway extends Construct {
     this.localLoad = props.localLoad;
     if (this.localLoad !== undefined && (this.localLoad as string) !== 'two_choices') {
       throw new GridSynthError([issueAt(this, 'localLoad', `"${String(this.localLoad)}" is not a local_load mode`, 'set localLoad: two_choices, or leave it unset (off)')]);
+    }
+    this.sessionAffinity = props.sessionAffinity;
+    if (this.sessionAffinity !== undefined) {
+      if (props.gridServing !== undefined) {
+        throw new GridSynthError([issueAt(this, 'sessionAffinity', 'session affinity is a key of intelligent_route, and gridServing routes with grid_site_route', 'drop sessionAffinity (grid_site_route keeps a chat where its prompt is held by prefix affinity), or drop gridServing')]);
+      }
+      const header = this.sessionAffinity.header;
+      if (typeof header !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/.test(header)) {
+        throw new GridSynthError([issueAt(this, 'sessionAffinity.header', `${JSON.stringify(header)} is not an HTTP header name`, 'name a header such as x-session-id')]);
+      }
+      const ttl = this.sessionAffinity.ttlSecs;
+      if (ttl !== undefined && (!Number.isInteger(ttl) || ttl < 1 || ttl > 86_400)) {
+        throw new GridSynthError([issueAt(this, 'sessionAffinity.ttlSecs', `${ttl} is not a whole number of seconds from 1 to 86400`, 'leave it unset: 3600 s')]);
+      }
     }
     const interval = props.gridServing?.signalsPollIntervalMs;
     if (interval !== undefined && (!Number.isInteger(interval) || interval < 100 || interval > 600_000)) {
@@ -339,6 +362,7 @@ export class ConsumerGateway extends Construct {
         reloadDebounceMs: this.reloadDebounceMs,
         shutdownTimeoutSecs: this.shutdownTimeoutSecs,
         ...(this.localLoad === undefined ? {} : { localLoad: this.localLoad }),
+        ...(this.sessionAffinity === undefined ? {} : { sessionAffinity: this.sessionAffinity }),
         ...(this.gridServing === undefined
           ? {}
           : {

@@ -44,6 +44,21 @@ export const gatewayTimeout = (code: string, message: string): GatewayError =>
   new GatewayError(504, code, 'timeout_error', message);
 
 /**
+ * Set by a gateway on its own 502/503 when the request reached no upstream (none could be connected to, or every
+ * endpoint was backing off): a consumer gateway whose provider hop answers with it may fail the request over, as after
+ * its own connect failure. Never taken from an upstream's answer (the load balancer drops it there).
+ */
+export const NOT_DELIVERED_HEADER = 'x-grid-not-delivered';
+
+/** 502: no endpoint of the cluster could be connected to; the request reached no upstream. */
+export const upstreamUnreachable = (message: string): GatewayError =>
+  new GatewayError(502, 'upstream_unreachable', 'upstream_error', message, { [NOT_DELIVERED_HEADER]: '1' });
+
+/** 503 for a request that was sent nowhere (no configured or available endpoint), with Retry-After. */
+export const unavailableNotDelivered = (code: string, message: string): GatewayError =>
+  new GatewayError(503, code, 'service_unavailable', message, { 'retry-after': '1', [NOT_DELIVERED_HEADER]: '1' });
+
+/**
  * A failure to reach an upstream before any request byte was sent (refused, connect timeout, TLS handshake):
  * the only failure a request may be retried after, because the upstream cannot have acted on it.
  */

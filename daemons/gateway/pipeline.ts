@@ -4,7 +4,7 @@
 import type { FilterConfig } from '../../schemas/generated/gateway-config.ts';
 import type { ResolvedListener } from './config.ts';
 import type { Filter, GatewayRequest } from './context.ts';
-import { UpstreamConnectError, badGateway } from './errors.ts';
+import { UpstreamConnectError, upstreamUnreachable } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { OverlayStore } from './overlay-store.ts';
 import { createCallerAuth } from './filters/caller-auth.ts';
@@ -162,7 +162,7 @@ function runFilters(filters: readonly Filter[], request: GatewayRequest, start: 
 
 async function retry(error: unknown, pipeline: Pipeline, request: GatewayRequest, metrics: GatewayMetrics, loadBalancer: LoadBalancer): Promise<void> {
   if (!(error instanceof UpstreamConnectError)) throw error;
-  const unreachable = (e: UpstreamConnectError): Error => badGateway('upstream_unreachable', `could not connect to cluster "${e.cluster}" (${e.causeCode})`);
+  const unreachable = (e: UpstreamConnectError): Error => upstreamUnreachable(`could not connect to cluster "${e.cluster}" (${e.causeCode})`);
   if (request.callerGone) throw unreachable(error);
   let start: number;
   if (request.failover?.(request) === true) {

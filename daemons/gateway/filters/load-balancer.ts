@@ -9,9 +9,9 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, errors } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { ClusterConfig, LoadBalancerFilter } from '../../../schemas/generated/gateway-config.ts';
-import { UpstreamConnectError, badGateway, gatewayTimeout, unavailable } from '../errors.ts';
+import { NOT_DELIVERED_HEADER, UpstreamConnectError, badGateway, gatewayTimeout, unavailableNotDelivered } from '../errors.ts';
 import type { CallerGoneListener, Filter, GatewayRequest } from '../context.ts';
-import { RESPONSE_REQUEST_ID_HEADER, RESPONSE_UPSTREAM_REQUEST_ID_HEADER } from '../context.ts';
+import { RESPONSE_REQUEST_ID_HEADER, RESPONSE_UPSTREAM_REQUEST_ID_HEADER, ROUTING_CANDIDATE_HEADER } from '../context.ts';
 import type { GatewayFiles } from '../gateway-files.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import { type ClusterTls, MAX_TLS_FILE_BYTES, clusterTlsFiles } from '../tls-files.ts';
@@ -247,9 +247,9 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
   function forward(request: GatewayRequest): Promise<void> {
     const name = request.cluster;
     const cluster = name === undefined ? undefined : clusters.get(name);
-    if (cluster === undefined) throw unavailable('unknown_cluster', `no upstream cluster is configured for this route`);
+    if (cluster === undefined) throw unavailableNotDelivered('unknown_cluster', `no upstream cluster is configured for this route`);
     const endpoint = cluster.pick(now());
-    if (endpoint === undefined) throw unavailable('cluster_unavailable', `every endpoint of cluster "${cluster.name}" is backing off after connect failures`);
+    if (endpoint === undefined) throw unavailableNotDelivered('cluster_unavailable', `every endpoint of cluster "${cluster.name}" is backing off after connect failures`);
 
     // The request's own header Map goes to undici as it is (an iterable of pairs): no copy per request. A retry on
     // another endpoint overwrites host.
@@ -290,6 +290,8 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
     #first = true;
     #paused = false;
     #onDrain: (() => void) | undefined;
+    /** The provider hop answered that it delivered the request nowhere: settled as a connect failure (retryable). */
+    #notDelivered = false;
 
     constructor(request: GatewayRequest, cluster: ClusterRuntime, endpoint: EndpointRuntime, resolve: () => void, reject: (error: unknown) => void) {
       this.#request = request;
@@ -315,6 +317,14 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
     onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, upstream: IncomingHttpHeaders): void {
       // 1xx informational answers are the upstream's business with this gateway, not the caller's.
       if (statusCode < 200) return;
+      // A provider gateway's own "sent nowhere" (its backend refused, say): no upstream saw the request, so it is
+      // failed over like a connect failure of this hop. Only on a provider hop (the request carries a candidate), and
+      // the provider gateway stays up: the endpoint is not backed off.
+      if ((statusCode === 502 || statusCode === 503) && upstream[NOT_DELIVERED_HEADER] !== undefined && this.#request.headers.has(ROUTING_CANDIDATE_HEADER)) {
+        this.#notDelivered = true;
+        _controller.abort(new errors.RequestAbortedError());
+        return;
+      }
       this.#endpoint.markUp();
       const { res } = this.#request;
       const connection = upstream['connection'];
@@ -323,7 +333,7 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
       const outHeaders: Record<string, string | string[]> = {};
       for (const key in upstream) {
         const value = upstream[key];
-        if (value === undefined || HOP_BY_HOP.has(key) || (connectionTokens !== undefined && connectionTokens.includes(key))) continue;
+        if (value === undefined || HOP_BY_HOP.has(key) || key === NOT_DELIVERED_HEADER || (connectionTokens !== undefined && connectionTokens.includes(key))) continue;
         outHeaders[key] = value;
       }
       // The caller's x-request-id is this gateway's (set on the response before any answer); the upstream's own id is
@@ -371,6 +381,11 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
     onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
       const request = this.#request;
       if (request.upstream === this) request.upstream = undefined;
+      if (this.#notDelivered && !request.callerGone) {
+        logger.warn({ cluster: this.#cluster.name, endpoint: this.#endpoint.address }, 'provider hop delivered the request nowhere; failing over');
+        this.#reject(new UpstreamConnectError(this.#cluster.name, this.#endpoint.address, 'NOT_DELIVERED'));
+        return;
+      }
       if (this.#timing === undefined) {
         this.#reject(this.#failureBeforeHead(error));
         return;
