@@ -20,6 +20,7 @@ import {
   waitFor,
   waitForPort,
   writeOverlay,
+  startConsumer,
   writeRaw,
 } from './helpers.ts';
 import type { Daemon } from './helpers.ts';
@@ -82,10 +83,7 @@ beforeAll(async () => {
       }),
     ),
   );
-  consumer = spawnDaemon('daemons/gateway/main.ts', ['--config', consumerJson]);
-  base = `http://127.0.0.1:${await waitForPort(consumer, 'edge')}`;
-  admin = `http://127.0.0.1:${await waitForPort(consumer, 'admin')}`;
-  await waitFor('consumer ready', async () => (await call(`${admin}/readyz`)).status === 200);
+  ({ daemon: consumer, base, admin } = await startConsumer(consumerJson));
 }, 60_000);
 
 afterAll(async () => {

@@ -207,6 +207,15 @@ export async function waitForPort(daemon: Daemon, name: string, timeoutMs = 20_0
   }, timeoutMs);
 }
 
+/** A consumer gateway started on `configPath` and ready (/readyz 200): its edge and admin base URLs. */
+export async function startConsumer(configPath: string, env: Record<string, string> = {}): Promise<{ daemon: Daemon; base: string; admin: string }> {
+  const daemon = spawnDaemon('daemons/gateway/main.ts', ['--config', configPath], env);
+  const base = `http://127.0.0.1:${await waitForPort(daemon, 'edge')}`;
+  const admin = `http://127.0.0.1:${await waitForPort(daemon, 'admin')}`;
+  await waitFor('the consumer ready', async () => ((await call(`${admin}/readyz`)).status === 200 ? true : undefined), 20_000);
+  return { daemon, base, admin };
+}
+
 export interface Reply {
   status: number;
   headers: Record<string, string | string[] | undefined>;

@@ -12,18 +12,8 @@ import { capturingLogger } from '../gossip-operator/helpers.ts';
 import { closedPort } from '../closed-port.ts';
 import { call, candidate, chatBody, consumerConfig, metricSample, payload, tempDir, waitFor, writeOverlay } from './helpers.ts';
 import { MemorySiteView, entry } from './site-route/fixtures.ts';
+import { seededRandom as seeded } from '../../daemons/shared/seeded-random.ts';
 
-/** mulberry32: the gateway's draws, seeded so a run's picks are reproducible. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const COMPLETION = JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] });
 

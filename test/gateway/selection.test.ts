@@ -8,18 +8,8 @@ import { ROUND_ROBIN_SKIP_GAP, selectCandidate } from '../../daemons/gateway/rou
 import type { SelectionDeps } from '../../daemons/gateway/routing/selection.ts';
 import { buildSnapshot } from '../../daemons/gateway/routing/snapshot.ts';
 import { candidate, payload } from './helpers.ts';
+import { seededRandom as seeded } from '../../daemons/shared/seeded-random.ts';
 
-/** mulberry32: a small seeded PRNG so random modes are reproducible. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function deps(overrides: Partial<SelectionDeps> = {}): SelectionDeps {
   return { random: seeded(1), nowMs: () => 1_000_000, isExcluded: () => false, ...overrides };

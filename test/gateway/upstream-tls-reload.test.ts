@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCertificateAuthority, createClientCertificate, createServerCertificate } from '../../daemons/shared/tls.ts';
 import type { CertificateAuthority, LeafCertificate } from '../../daemons/shared/tls.ts';
 import { KubeletVolume, type VolumePayload } from '../kubelet-volume.ts';
-import { EDGE_ORG, PROVIDER_SNI, call, candidate, chatBody, consumerConfig, metricSample, payload as overlayPayload, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay } from './helpers.ts';
+import { EDGE_ORG, PROVIDER_SNI, call, candidate, chatBody, consumerConfig, metricSample, payload as overlayPayload, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay, startConsumer } from './helpers.ts';
 import type { Daemon } from './helpers.ts';
 
 const BOUND_MS = 3_000;
@@ -75,10 +75,7 @@ beforeAll(async () => {
   });
   const configPath = join(dir, 'consumer.json');
   await writeFile(configPath, JSON.stringify(config));
-  consumer = spawnDaemon('daemons/gateway/main.ts', ['--config', configPath], { AGN_GATEWAY_WARMUP_REQUESTS: '0' });
-  base = `http://127.0.0.1:${await waitForPort(consumer, 'edge')}`;
-  admin = `http://127.0.0.1:${await waitForPort(consumer, 'admin')}`;
-  await waitFor('the consumer ready', async () => ((await call(`${admin}/readyz`)).status === 200 ? true : undefined), 20_000);
+  ({ daemon: consumer, base, admin } = await startConsumer(configPath, { AGN_GATEWAY_WARMUP_REQUESTS: '0' }));
 }, 40_000);
 
 afterAll(async () => {

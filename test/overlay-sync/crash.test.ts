@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeStaleTempFiles } from '../../daemons/shared/resource-store/atomic-write.ts';
 import { validateOverlay } from '../../schemas/overlay/validate.ts';
 import { makeTempDir, REPO_ROOT } from './helpers.ts';
+import { seededRandom as mulberry32 } from '../../daemons/shared/seeded-random.ts';
 import { makeOverlay } from './overlays.ts';
 
 const ITERATIONS = 200;
@@ -29,17 +30,6 @@ process.stdout.write('ready\\n');
 for (let i = 0; ; i += 1) await writeFileAtomic(output, payloads[i % 2]);
 `;
 
-/** Small seeded PRNG so a failing kill schedule can be replayed from the seed in the message. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('atomic overlay write under SIGKILL', () => {
   let dir: Awaited<ReturnType<typeof makeTempDir>>;

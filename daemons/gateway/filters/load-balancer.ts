@@ -34,6 +34,9 @@ export const HOP_BY_HOP = new Set([
   'upgrade',
 ]);
 
+/** An upstream's answer loses its hop-by-hop headers and the not-delivered marker, which only this gateway may set. */
+const RESPONSE_HEADERS_NOT_FORWARDED = new Set([...HOP_BY_HOP, NOT_DELIVERED_HEADER]);
+
 /** Errors that happen before a request byte can have reached the upstream (refused, timeout, TLS handshake). */
 const CONNECT_PHASE_CODES = new Set([
   'ECONNREFUSED',
@@ -333,7 +336,7 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
       const outHeaders: Record<string, string | string[]> = {};
       for (const key in upstream) {
         const value = upstream[key];
-        if (value === undefined || HOP_BY_HOP.has(key) || key === NOT_DELIVERED_HEADER || (connectionTokens !== undefined && connectionTokens.includes(key))) continue;
+        if (value === undefined || RESPONSE_HEADERS_NOT_FORWARDED.has(key) || (connectionTokens !== undefined && connectionTokens.includes(key))) continue;
         outHeaders[key] = value;
       }
       // The caller's x-request-id is this gateway's (set on the response before any answer); the upstream's own id is

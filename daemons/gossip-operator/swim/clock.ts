@@ -12,8 +12,9 @@ export interface Clock {
   schedule(delayMs: number, fn: () => void): TimerHandle;
 }
 
-/** A source of uniform numbers in [0, 1). */
-export type RandomSource = () => number;
+/** A source of uniform numbers in [0, 1), and the seeded one tests and replays use. */
+export { type RandomSource, seededRandom } from '../../shared/seeded-random.ts';
+import type { RandomSource } from '../../shared/seeded-random.ts';
 
 /**
  * Timers run `fn` from a setImmediate queued by the timeout, not from the timeout itself. After an event-loop
@@ -51,14 +52,3 @@ export function shuffled<T>(items: readonly T[], random: RandomSource): T[] {
   return out;
 }
 
-/** Mulberry32: a tiny seeded generator for deterministic tests and benchmarks. */
-export function seededRandom(seed: number): RandomSource {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

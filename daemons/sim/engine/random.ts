@@ -1,12 +1,3 @@
-// A seeded source of uniform numbers in [0, 1) (mulberry32): the same seed gives the same sequence on every machine,
+// The engine's seeded source of uniform numbers in [0, 1): the same seed gives the same sequence on every machine,
 // so an engine fed the same requests at the same times makes the same draws.
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { seededRandom } from '../../shared/seeded-random.ts';

@@ -5,7 +5,7 @@ import { BACKENDS } from './policies.ts';
 import { backendCapacity, movedAfterMs, percentile, ratiosToRoundRobin, summarize, type WindowSummary } from './report.ts';
 import type { RequestOutcome } from './run.ts';
 import { DEFAULT_SHAPE, buildTrace, meanRequest, reusableShare, simAnswer, words } from './workload.ts';
-import { seededRandom } from './workload.ts';
+import { seededRandom } from '../../../daemons/shared/seeded-random.ts';
 
 const shape = { ...DEFAULT_SHAPE, rate: 20, durationMs: 60_000, seed: 7 };
 

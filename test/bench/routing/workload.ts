@@ -6,20 +6,10 @@
 // ("tok0 tok1 … tok9 tok0 …"), so a later turn carries the exact tokens the engine produced and the trace does not
 // depend on the answers.
 
-/** Uniform in [0, 1). */
-export type Random = () => number;
+import { type RandomSource, seededRandom } from '../../../daemons/shared/seeded-random.ts';
 
-/** mulberry32: a small seeded generator, enough for a bench's draws. */
-export function seededRandom(seed: number): Random {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Uniform in [0, 1). */
+export type Random = RandomSource;
 
 export interface ChatMessage {
   readonly role: 'system' | 'user' | 'assistant';

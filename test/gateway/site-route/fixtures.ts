@@ -2,17 +2,8 @@
 // test), and the chi-square check the statistical rows use.
 import type { ServingEntry, SiteSample, SiteView } from '../../../daemons/gateway/site-route/site-view.ts';
 
-/** mulberry32: a small seeded PRNG so draws are reproducible. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The shared seeded source (mulberry32), so draws are reproducible. */
+export { seededRandom as seeded } from '../../../daemons/shared/seeded-random.ts';
 
 export function entry(site: string, overrides: Partial<ServingEntry> = {}): ServingEntry {
   return { site, provider: `p-${site}`, models: ['m'], cluster: `c-${site}`, admission: 'all', ready: true, local: false, ...overrides };

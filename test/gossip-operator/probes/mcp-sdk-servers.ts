@@ -72,8 +72,11 @@ function v1Server(tools: () => Tools): McpServerV1 {
   return server;
 }
 
-/** The SDK's documented stateful streamable-HTTP server: a transport per session, keyed by Mcp-Session-Id. */
-export async function startStatefulV1(initialTools: Tools): Promise<SdkServer> {
+/**
+ * The SDK's documented stateful streamable-HTTP wiring: a transport per session, keyed by Mcp-Session-Id, made on
+ * `initialize` and connected to a server `makeServer` builds; anything else without a known session is refused.
+ */
+async function startStateful(makeServer: (tools: () => Tools) => McpServerV1 | ServerV1, initialTools: Tools): Promise<SdkServer> {
   let tools = initialTools;
   const seen: SdkServer['seen'] = [];
   const transports = new Map<string, StreamableHTTPServerTransport>();
@@ -86,16 +89,11 @@ export async function startStatefulV1(initialTools: Tools): Promise<SdkServer> {
           res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: No valid session ID provided' }, id: null }));
           return;
         }
-        const created = new StreamableHTTPServerTransport({
-          sessionIdGenerator: () => randomUUID(),
-          onsessioninitialized: (id) => {
-            transports.set(id, created);
-          },
-        });
+        const created = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void transports.set(id, created) });
         created.onclose = () => {
           if (created.sessionId !== undefined) transports.delete(created.sessionId);
         };
-        await v1Server(() => tools).connect(created);
+        await makeServer(() => tools).connect(created);
         transport = created;
       }
       await transport.handleRequest(req, res, body);
@@ -103,6 +101,11 @@ export async function startStatefulV1(initialTools: Tools): Promise<SdkServer> {
     { openSessions: () => transports.size, setTools: (t) => void (tools = t) },
     seen,
   );
+}
+
+/** The SDK's documented stateful server: McpServer with registered tools. */
+export async function startStatefulV1(initialTools: Tools): Promise<SdkServer> {
+  return await startStateful((tools) => v1Server(tools), initialTools);
 }
 
 /** The SDK's documented stateless form: a new server and transport for every request, no session. */
@@ -131,33 +134,16 @@ export async function startStatelessV1(initialTools: Tools): Promise<SdkServer> 
 
 /** A v1 low-level server answering tools/list `pageSize` tools at a time with nextCursor (stateful). */
 export async function startPagedV1(initialTools: Tools, pageSize: number): Promise<SdkServer> {
-  let tools = initialTools;
-  const seen: SdkServer['seen'] = [];
-  const transports = new Map<string, StreamableHTTPServerTransport>();
-  return await listen(
-    async (req, res, body) => {
-      const sessionId = req.headers['mcp-session-id'];
-      let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
-      if (transport === undefined) {
-        const created = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void transports.set(id, created) });
-        created.onclose = () => {
-          if (created.sessionId !== undefined) transports.delete(created.sessionId);
-        };
-        const server = new ServerV1({ name: 'sdk-v1-paged', version: '1.0.0' }, { capabilities: { tools: {} } });
-        server.setRequestHandler(ListToolsRequestSchema, async (request) => {
-          const start = request.params?.cursor === undefined ? 0 : Number(request.params.cursor);
-          const page = tools.slice(start, start + pageSize).map((t) => ({ ...t, inputSchema: { type: 'object' as const } }));
-          return start + pageSize < tools.length ? { tools: page, nextCursor: String(start + pageSize) } : { tools: page };
-        });
-        server.setRequestHandler(CallToolRequestSchema, async (request) => ({ content: [{ type: 'text', text: `${request.params.name} ran` }] }));
-        await server.connect(created);
-        transport = created;
-      }
-      await transport.handleRequest(req, res, body);
-    },
-    { openSessions: () => transports.size, setTools: (t) => void (tools = t) },
-    seen,
-  );
+  return await startStateful((tools) => {
+    const server = new ServerV1({ name: 'sdk-v1-paged', version: '1.0.0' }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+      const start = request.params?.cursor === undefined ? 0 : Number(request.params.cursor);
+      const page = tools().slice(start, start + pageSize).map((t) => ({ ...t, inputSchema: { type: 'object' as const } }));
+      return start + pageSize < tools().length ? { tools: page, nextCursor: String(start + pageSize) } : { tools: page };
+    });
+    server.setRequestHandler(CallToolRequestSchema, async (request) => ({ content: [{ type: 'text', text: `${request.params.name} ran` }] }));
+    return server;
+  }, initialTools);
 }
 
 /** A v2 SDK endpoint (createMcpHandler): 2026-07-28 stateless, with the SDK's stateless fallback for older clients. */

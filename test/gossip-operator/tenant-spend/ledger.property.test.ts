@@ -21,20 +21,10 @@ import {
   type SpendOutcome,
 } from '../../../daemons/gossip-operator/tenant-spend/ledger.ts';
 import { checkGatewaySpendReport } from '../../../schemas/signals/validate.ts';
+import { seededRandom as prng } from '../../../daemons/shared/seeded-random.ts';
 
 const TENANTS = ['tenant-a', 'tenant-b', 'tenant-c'];
 
-/** mulberry32: the simulation's own seeded randomness (fast-check picks the seed and the knobs, and shrinks them). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Knobs {
   readonly seed: number;
