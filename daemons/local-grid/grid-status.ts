@@ -2,7 +2,8 @@
  * A live view of a running local grid, read the way an operator would look at clusters: GridSite phases and
  * InferenceProvider status from each site's store, gossip members from each operator's /status, each consumer's
  * accepted revision from its admin /status, admission from the overlay it serves, the engine's waiting and running
- * requests, KV-cache use and requests from each backend's /metrics. Every read is bounded and a failed read shows as "-", never as an error.
+ * requests, KV-cache use and requests from each backend's /metrics. Every read is bounded and a failed read shows as
+ * "-", never as an error.
  */
 import { CONFIG_MAP } from '../shared/resource-store/index.ts';
 import type { KubeObject, ResourceKind } from '../shared/resource-store/types.ts';

@@ -4,8 +4,6 @@
 import { request } from 'node:http';
 
 export interface HeldLoad {
-  /** Requests sent and neither answered nor failed yet. */
-  readonly open: () => number;
   /** Requests the sim answered or refused before they were released (each a load that stopped holding). */
   readonly ended: () => number;
   /** Drops every open request (the sim sees its clients go and frees their blocks). */
@@ -14,7 +12,6 @@ export interface HeldLoad {
 
 export function holdEngineLoad(options: { address: string; token: string; model: string; count: number; maxTokens: number }): HeldLoad {
   const [host = '127.0.0.1', port = '0'] = options.address.split(':');
-  let open = 0;
   let ended = 0;
   const requests = new Set<ReturnType<typeof request>>();
   const body = JSON.stringify({ model: options.model, max_tokens: options.maxTokens, messages: [{ role: 'user', content: 'Write a long story about a grid of inference engines.' }] });
@@ -25,43 +22,21 @@ export function holdEngineLoad(options: { address: string; token: string; model:
       (res) => {
         res.resume();
         res.on('end', () => {
-          if (requests.delete(req)) {
-            open--;
-            ended++;
-          }
+          if (requests.delete(req)) ended++;
         });
       },
     );
     req.on('error', () => {
-      if (requests.delete(req)) {
-        open--;
-        ended++;
-      }
+      if (requests.delete(req)) ended++;
     });
     requests.add(req);
-    open++;
     req.end(body);
   }
   return {
-    open: () => open,
     ended: () => ended,
     release() {
       for (const req of requests) req.destroy();
       requests.clear();
-      open = 0;
     },
   };
-}
-
-/** One gauge of a Prometheus text exposition, summed over its series (undefined when absent). */
-export function gauge(text: string, name: string): number | undefined {
-  let sum: number | undefined;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name)) continue;
-    const rest = line.slice(name.length);
-    if (rest[0] !== '{' && rest[0] !== ' ') continue;
-    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
-    if (Number.isFinite(value)) sum = (sum ?? 0) + value;
-  }
-  return sum;
 }

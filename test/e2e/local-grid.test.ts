@@ -7,11 +7,11 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatSnapshot, readOverlays, snapshot, type OverlayCandidate } from '../../daemons/local-grid/grid-status.ts';
+import { formatSnapshot, metricSum, readOverlays, snapshot, type OverlayCandidate } from '../../daemons/local-grid/grid-status.ts';
 import { type LocalGrid, REPO_ROOT, startLocalGrid } from '../../daemons/local-grid/runner.ts';
 import type { SupervisorEvent } from '../../daemons/local-grid/supervisor.ts';
 import { attribution, chatCompletion, waitFor } from '../../daemons/local-grid/traffic.ts';
-import { gauge, holdEngineLoad } from './engine-load.ts';
+import { holdEngineLoad } from './engine-load.ts';
 import { EvidenceLog } from './evidence.ts';
 import { processAlive } from '../process-alive.ts';
 
@@ -201,9 +201,9 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
           // The engine's own gauges, in vLLM's units: requests, not a 0-1 fraction.
           const metrics = await waitFor(`${l.provider}'s engine to run a full batch with the rest waiting`, async () => {
             const text = await (await fetch(`http://${l.sim.listenAddress}/metrics`, { signal: AbortSignal.timeout(3000) })).text();
-            const running = gauge(text, 'vllm:num_requests_running');
-            const waiting = gauge(text, 'vllm:num_requests_waiting');
-            return running === l.maxSeqs && waiting === l.count - l.maxSeqs ? { running, waiting, kv: gauge(text, 'vllm:kv_cache_usage_perc') } : undefined;
+            const running = metricSum(text, 'vllm:num_requests_running');
+            const waiting = metricSum(text, 'vllm:num_requests_waiting');
+            return running === l.maxSeqs && waiting === l.count - l.maxSeqs ? { running, waiting, kv: metricSum(text, 'vllm:kv_cache_usage_perc') } : undefined;
           }, 15_000, 100);
           note(`${l.provider}_engine`, metrics);
         }
