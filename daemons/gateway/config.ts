@@ -10,6 +10,9 @@ import { parse as parseYaml } from 'yaml';
 import schema from '../../schemas/gateway/gateway-config.schema.json' with { type: 'json' };
 import { praxisRuleProblems } from '../../schemas/gateway/praxis-rules.ts';
 import type {
+  A2ARouteFilter,
+  AgentProviderRouteFilter,
+  McpRouteFilter,
   ClusterConfig,
   CredentialInjectFilter,
   FilterConfig,
@@ -149,7 +152,7 @@ function checkListener(config: GatewayConfig, listener: ListenerConfig, index: n
   const where = `listeners[${index}] "${listener.name}"`;
   const filters = filterPipeline(config, listener, index);
   const count = (name: FilterConfig['filter']): number => indexOfFilter(filters, name).length;
-  for (const name of ['caller_auth', 'budget_enforce', 'usage_meter', 'intelligent_route', 'grid_site_route', 'provider_route', 'peer_identity_trust', 'credential_inject', 'load_balancer', 'json_body_field', 'openai_responses_format'] as const) {
+  for (const name of ['caller_auth', 'budget_enforce', 'usage_meter', 'intelligent_route', 'grid_site_route', 'provider_route', 'peer_identity_trust', 'credential_inject', 'load_balancer', 'json_body_field', 'openai_responses_format', 'mcp_route', 'a2a_route', 'agent_provider_route'] as const) {
     if (count(name) > 1) throw new ConfigError(`${where}: filter ${name} appears ${count(name)} times in its pipeline; at most once`);
   }
   if (count('intelligent_route') === 1 && count('grid_site_route') === 1) {
@@ -157,8 +160,12 @@ function checkListener(config: GatewayConfig, listener: ListenerConfig, index: n
   }
   // grid_site_route is the consumer route of a gateway serving gridServing: it chooses the site instead of the overlay.
   const consumerRoute = count('grid_site_route') === 1 ? 'grid_site_route' : 'intelligent_route';
-  const isConsumer = count(consumerRoute) === 1;
-  const isProvider = count('provider_route') === 1 || count('peer_identity_trust') === 1;
+  const agentConsumer = count('mcp_route') === 1 || count('a2a_route') === 1;
+  const isConsumer = count(consumerRoute) === 1 || agentConsumer;
+  const isProvider = count('provider_route') === 1 || count('peer_identity_trust') === 1 || count('agent_provider_route') === 1;
+  if (agentConsumer && isProvider) {
+    throw new ConfigError(`${where}: mcp_route and a2a_route are consumer filters; a provider pipeline serves agents with agent_provider_route`);
+  }
   if (isConsumer && isProvider) {
     throw new ConfigError(`${where}: ${consumerRoute} and provider filters in one pipeline; consumer and provider roles run as separate gateways`);
   }
@@ -205,13 +212,14 @@ function checkListener(config: GatewayConfig, listener: ListenerConfig, index: n
     if (filters[0]?.filter !== 'peer_identity_trust') {
       throw new ConfigError(`${where}: peer_identity_trust must be the first filter of a provider pipeline (found ${filters[0]?.filter ?? 'nothing'})`);
     }
-    if (count('provider_route') !== 1) {
-      throw new ConfigError(`${where}: a provider pipeline needs exactly one provider_route after peer_identity_trust`);
+    if (count('provider_route') !== 1 && count('agent_provider_route') !== 1) {
+      throw new ConfigError(`${where}: a provider pipeline needs a provider_route (or an agent_provider_route) after peer_identity_trust`);
     }
   }
   if (listener.tls?.client_cert_mode !== undefined && listener.tls.client_cert_mode !== 'none' && listener.tls.client_ca === undefined) {
     throw new ConfigError(`${where}: tls.client_cert_mode ${listener.tls.client_cert_mode} needs tls.client_ca`);
   }
+  checkAgentRoutes(filters, where, pos);
   checkClusters(filters, where);
   checkCredentials(filters, where);
   return { listener, filters, role: isConsumer ? 'consumer' : 'provider' };
@@ -229,6 +237,16 @@ function checkClusters(filters: readonly FilterConfig[], where: string): void {
   for (const hop of route?.provider_hop_clusters ?? []) {
     if (!names.has(hop)) throw new ConfigError(`${where}: ${route?.filter ?? ''}.provider_hop_clusters names "${hop}", which load_balancer.clusters does not define`);
   }
+  const mcp = filters.find((f): f is McpRouteFilter => f.filter === 'mcp_route');
+  for (const hop of mcp?.provider_hop_clusters ?? []) {
+    if (!names.has(hop)) throw new ConfigError(`${where}: mcp_route.provider_hop_clusters names "${hop}", which load_balancer.clusters does not define`);
+  }
+  filters.find((f): f is A2ARouteFilter => f.filter === 'a2a_route')?.agents.forEach((agent, i) => {
+    if (!names.has(agent.cluster)) throw new ConfigError(`${where}: a2a_route.agents[${i}] (${agent.name}) names cluster "${agent.cluster}", which load_balancer.clusters does not define`);
+  });
+  filters.find((f): f is AgentProviderRouteFilter => f.filter === 'agent_provider_route')?.servers.forEach((server, i) => {
+    if (!names.has(server.cluster)) throw new ConfigError(`${where}: agent_provider_route.servers[${i}] (${server.protocol}/${server.name}) names cluster "${server.cluster}", which load_balancer.clusters does not define`);
+  });
   const pr = filters.find((f): f is ProviderRouteFilter => f.filter === 'provider_route');
   pr?.routes.forEach((route, i) => {
     if (!names.has(route.cluster)) {
@@ -240,6 +258,39 @@ function checkClusters(filters: readonly FilterConfig[], where: string): void {
     if (peer.cert_digest === undefined && peer.organization === undefined && peer.serial_number === undefined) {
       throw new ConfigError(`${where}: peer_identity_trust.trusted_peers[${i}] matches nothing; set cert_digest, organization or serial_number`);
     }
+  });
+}
+
+/** The agent routes run after the filters that authorize (caller_auth, budget_enforce, peer_identity_trust) and before credential_inject. */
+function checkAgentRoutes(filters: readonly FilterConfig[], where: string, pos: (name: FilterConfig['filter']) => number): void {
+  for (const name of ['mcp_route', 'a2a_route', 'agent_provider_route'] as const) {
+    const at = pos(name);
+    if (at === -1) continue;
+    for (const before of ['caller_auth', 'budget_enforce', 'peer_identity_trust'] as const) {
+      if (pos(before) > at) throw new ConfigError(`${where}: ${before} must come before ${name} (it authorizes every request, agent ones too)`);
+    }
+    if (pos('credential_inject') !== -1 && pos('credential_inject') < at) throw new ConfigError(`${where}: credential_inject must come after ${name} (it reads the server's credential)`);
+  }
+  const mcp = filters.find((f): f is McpRouteFilter => f.filter === 'mcp_route');
+  const a2a = filters.find((f): f is A2ARouteFilter => f.filter === 'a2a_route');
+  if (mcp !== undefined && a2a !== undefined && (mcp.path_prefix ?? '/mcp/') === (a2a.path_prefix ?? '/a2a/')) {
+    throw new ConfigError(`${where}: mcp_route and a2a_route share path_prefix ${mcp.path_prefix ?? '/mcp/'}`);
+  }
+  for (const route of [mcp, a2a]) {
+    const prefix = route === undefined ? undefined : route.path_prefix ?? (route.filter === 'mcp_route' ? '/mcp/' : '/a2a/');
+    if (prefix !== undefined && (prefix.startsWith('/v1/') || prefix === '/v1/')) throw new ConfigError(`${where}: ${route!.filter}.path_prefix ${prefix} is under /v1/, the inference paths`);
+  }
+  const agents = new Set<string>();
+  a2a?.agents.forEach((agent, i) => {
+    if (agents.has(agent.name)) throw new ConfigError(`${where}: a2a_route.agents[${i}] repeats agent "${agent.name}"`);
+    agents.add(agent.name);
+  });
+  const servers = new Set<string>();
+  filters.find((f): f is AgentProviderRouteFilter => f.filter === 'agent_provider_route')?.servers.forEach((server, i) => {
+    const key = `${server.protocol}/${server.name}`;
+    if (servers.has(key)) throw new ConfigError(`${where}: agent_provider_route.servers[${i}] repeats ${server.protocol} server "${server.name}"`);
+    servers.add(key);
+    if (server.protocol === 'mcp' && server.card_path !== undefined) throw new ConfigError(`${where}: agent_provider_route.servers[${i}] (${key}) sets card_path, which only an a2a server has`);
   });
 }
 

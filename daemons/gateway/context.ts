@@ -80,6 +80,13 @@ export interface GatewayRequest {
    * by its failover, ended by the server's close handler (endLoad). A field, not a close listener per request.
    */
   load: LoadCell | undefined;
+  /**
+   * The endpoint (index in its cluster) this request must reach, set by a route that pins a session or a task to
+   * the backend replica holding it; the load balancer then uses that endpoint and no other.
+   */
+  pinnedEndpoint: number | undefined;
+  /** The endpoint (index in its cluster) the load balancer sent the request to, for observers that pin to it. */
+  endpointIndex: number | undefined;
 }
 
 export interface CallerGoneListener {
@@ -92,7 +99,8 @@ export interface CallerGoneListener {
  * body (its return value is written last), false when the response broke off or the caller left.
  */
 export interface ResponseObserver {
-  start(status: number, headers: Readonly<Record<string, string | string[]>>): void;
+  /** `headers` are the ones about to be written: an observer may rewrite one (mcp_route's session id). */
+  start(status: number, headers: Record<string, string | string[]>): void;
   push(chunk: Buffer): Buffer;
   end(complete: boolean): Buffer;
 }

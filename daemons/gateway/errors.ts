@@ -17,8 +17,11 @@ export class GatewayError extends Error {
   readonly code: string;
   readonly type: GatewayErrorType;
   readonly headers: Readonly<Record<string, string>>;
-  constructor(status: number, code: string, type: GatewayErrorType, message: string, headers: Record<string, string> = {}) {
+  /** A body in another protocol's error shape (a JSON-RPC error for MCP and A2A callers), instead of the OpenAI one. */
+  readonly body: string | undefined;
+  constructor(status: number, code: string, type: GatewayErrorType, message: string, headers: Record<string, string> = {}, body?: string) {
     super(message);
+    this.body = body;
     this.name = 'GatewayError';
     this.status = status;
     this.code = code;
@@ -76,5 +79,6 @@ export class UpstreamConnectError extends Error {
 }
 
 export function errorBody(error: GatewayError): string {
+  if (error.body !== undefined) return error.body;
   return JSON.stringify({ error: { message: error.message, type: error.type, code: error.code } });
 }

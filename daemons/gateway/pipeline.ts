@@ -26,13 +26,31 @@ import { createPeerIdentityTrust } from './filters/peer-identity-trust.ts';
 import { createProviderRoute } from './filters/provider-route.ts';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MODEL_HEADER, createRequestParser } from './filters/request-parser.ts';
 import type { Logger } from '../shared/log.ts';
+import type { AgentMetrics } from './agents/agent-metrics.ts';
+import { createA2aRoute } from './filters/a2a-route.ts';
+import { createAgentProviderRoute } from './filters/agent-provider-route.ts';
+import { createMcpRoute, type PathRouteFilter } from './filters/mcp-route.ts';
 
 export interface Pipeline {
   readonly filters: readonly Filter[];
-  /** Index of the route filter (intelligent_route, grid_site_route or provider_route). */
+  /** Index of the route filter (intelligent_route, grid_site_route or provider_route); -1 when there is none. */
   readonly routeIndex: number;
   listModels(): readonly string[] | null;
+  /**
+   * The agent protocols' pipelines (mcp_route, a2a_route, agent_provider_route), by path prefix: the filters before
+   * the route that authorize a caller or a peer, the agent route, then credential_inject and load_balancer. The
+   * inference-only filters (the request parser, usage_meter) have no part in them.
+   */
+  readonly pathRoutes: readonly PathRoute[];
 }
+
+export interface PathRoute {
+  readonly prefix: string;
+  readonly pipeline: Pipeline;
+}
+
+/** Filters that authorize the caller (consumer) or the peer (provider), and so run first on every path. */
+const AUTHORIZING_FILTERS = new Set(['caller_auth', 'budget_enforce', 'peer_identity_trust']);
 
 export interface PipelineDeps {
   logger: Logger;
@@ -48,6 +66,10 @@ export interface PipelineDeps {
   candidateLoad?: CandidateLoad;
   /** Random source of the route filters' draws; Math.random unless a test seeds it. */
   random?: () => number;
+  /** The overlay store of mcp_route's overlay_file (the same store as intelligent_route's when they name one file). */
+  mcpOverlay?: OverlayStore | undefined;
+  /** The gateway's agent metrics (agents/agent-metrics.ts); required when a listener runs an agent route. */
+  agentMetrics?: AgentMetrics;
 }
 
 export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): Pipeline {
@@ -129,9 +151,39 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
       case 'load_balancer':
         filters.push(deps.loadBalancer);
         break;
+      case 'mcp_route':
+      case 'a2a_route':
+      case 'agent_provider_route':
+        // Their own pipelines, by path prefix (buildPathRoutes).
+        break;
     }
   }
-  return { filters, routeIndex, listModels: () => listModels() };
+  return { filters, routeIndex, listModels: () => listModels(), pathRoutes: buildPathRoutes(configs, filters, deps) };
+}
+
+function buildPathRoutes(configs: readonly FilterConfig[], built: readonly Filter[], deps: PipelineDeps): PathRoute[] {
+  const routes: PathRouteFilter[] = [];
+  for (const config of configs) {
+    if (config.filter !== 'mcp_route' && config.filter !== 'a2a_route' && config.filter !== 'agent_provider_route') continue;
+    if (deps.agentMetrics === undefined) throw new Error(`${config.filter} needs the gateway's agent metrics`);
+    if (config.filter === 'mcp_route') {
+      if (deps.mcpOverlay === undefined) throw new Error('mcp_route needs an overlay store');
+      routes.push(createMcpRoute({ config, store: deps.mcpOverlay, metrics: deps.agentMetrics, isClusterAvailable: deps.loadBalancer.isClusterAvailable }));
+    } else if (config.filter === 'a2a_route') {
+      routes.push(createA2aRoute({ config, metrics: deps.agentMetrics, isClusterAvailable: deps.loadBalancer.isClusterAvailable }));
+    } else {
+      const clusters = deps.loadBalancer.clusters;
+      routes.push(createAgentProviderRoute({ config, metrics: deps.agentMetrics, endpointCount: (cluster) => clusters.get(cluster)?.endpoints.length ?? 0 }));
+    }
+  }
+  // The same filter objects as the inference pipeline's (one credential_inject, one load balancer per listener).
+  const before = built.filter((f) => AUTHORIZING_FILTERS.has(f.name));
+  const after = built.filter((f) => f.name === 'credential_inject' || f.name === 'load_balancer');
+  return routes.flatMap((route) => {
+    const pipeline: Pipeline = { filters: [...before, route, ...after], routeIndex: before.length, listModels: () => null, pathRoutes: [] };
+    const prefixes = 'prefixes' in route ? (route as { prefixes: readonly string[] }).prefixes : [route.prefix];
+    return prefixes.map((prefix) => ({ prefix, pipeline }));
+  });
 }
 
 /**

@@ -37,6 +37,8 @@ import { listen } from '../shared/listen.ts';
 import { createSiteViewService, type ServingOptions } from './site-route/site-view-service.ts';
 import type { SiteView } from './site-route/site-view.ts';
 import { warmRequestPath } from './warmup.ts';
+import { agentMetrics } from './agents/agent-metrics.ts';
+import type { IntelligentRouteFilter, McpRouteFilter } from '../../schemas/generated/gateway-config.ts';
 
 const INFERENCE_POST_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses']);
 const RESPONSES_SUBRESOURCE = /^\/v1\/responses\/[A-Za-z0-9_.-]{1,256}(\/(cancel|input_items))?$/;
@@ -226,8 +228,26 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   // One per gateway (each worker its own): every listener's route filter counts into it, so a candidate reached from
   // two listeners carries both listeners' requests. Only route filters with local_load use it.
   const candidateLoad = new CandidateLoad();
-  // One overlay store per intelligent_route file: listeners sharing a file share the accepted snapshot.
+  // One overlay store per overlay file (intelligent_route's, mcp_route's): routes sharing a file share the snapshot.
   const stores = new Map<string, OverlayStore>();
+  function overlayStore(filter: IntelligentRouteFilter | McpRouteFilter): OverlayStore {
+    const file = filter.overlay_file.startsWith('/') ? filter.overlay_file : `${configDir}/${filter.overlay_file}`;
+    let store = stores.get(file);
+    if (store === undefined) {
+      store = new OverlayStore({
+        file,
+        ...(filter.expected_overlay_scope === undefined ? {} : { expectedScope: filter.expected_overlay_scope }),
+        reloadEnabled: filter.reload?.enabled !== false,
+        debounceMs: filter.reload?.debounce_ms ?? 250,
+        ...(options.overlayPollIntervalMs === undefined ? {} : { pollIntervalMs: options.overlayPollIntervalMs }),
+        logger,
+        metrics,
+      });
+      stores.set(file, store);
+    }
+    return store;
+  }
+  const agents = agentMetrics(metrics.registry);
   const loadBalancers: LoadBalancer[] = [];
   const servers: { server: Server; listener: ResolvedListener; pipeline: Pipeline }[] = [];
   /** A start step that reads TLS files the gateway cannot start without: on failure nothing opened so far stays behind. */
@@ -246,28 +266,16 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     const loadBalancer = await opening(() => startLoadBalancer({ config: lbConfig, files, metrics, logger, isClosing: () => closing }));
     loadBalancers.push(loadBalancer);
     const ir = listener.filters.find((f) => f.filter === 'intelligent_route');
-    let store: OverlayStore | undefined;
-    if (ir?.filter === 'intelligent_route') {
-      const file = ir.overlay_file.startsWith('/') ? ir.overlay_file : `${configDir}/${ir.overlay_file}`;
-      store = stores.get(file);
-      if (store === undefined) {
-        store = new OverlayStore({
-          file,
-          ...(ir.expected_overlay_scope === undefined ? {} : { expectedScope: ir.expected_overlay_scope }),
-          reloadEnabled: ir.reload?.enabled !== false,
-          debounceMs: ir.reload?.debounce_ms ?? 250,
-          ...(options.overlayPollIntervalMs === undefined ? {} : { pollIntervalMs: options.overlayPollIntervalMs }),
-          logger,
-          metrics,
-        });
-        stores.set(file, store);
-      }
-    }
+    const mcp = listener.filters.find((f) => f.filter === 'mcp_route');
+    const store = ir?.filter === 'intelligent_route' ? overlayStore(ir) : undefined;
+    const mcpOverlay = mcp?.filter === 'mcp_route' ? overlayStore(mcp) : undefined;
     const pipeline = buildPipeline(listener, {
       files,
       logger,
       loadBalancer,
       overlay: store,
+      mcpOverlay,
+      agentMetrics: agents,
       usage,
       candidateLoad,
       ...(siteView === undefined ? {} : { siteView, siteRouteMetrics }),
@@ -386,6 +394,8 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       failover: undefined,
       failoverState: undefined,
       load: undefined,
+      pinnedEndpoint: undefined,
+      endpointIndex: undefined,
     };
     res.on('close', () => {
       if (!res.writableFinished) {
@@ -454,6 +464,13 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       // Authorization still comes first: the filters before the route filter (peer_identity_trust) run.
       return listModels(request, pipeline);
     }
+    for (const route of pipeline.pathRoutes) {
+      if (path.startsWith(route.prefix)) {
+        runPipeline(route.pipeline, request, metrics, loadBalancer, fail);
+        return;
+      }
+    }
+    if (pipeline.routeIndex === -1) throw notFound('unknown_path', `no route for ${path.slice(0, 128)}`);
     if (INFERENCE_POST_PATHS.has(path)) {
       if (method !== 'POST') throw methodNotAllowed('POST');
     } else if (RESPONSES_SUBRESOURCE.test(path)) {

@@ -82,7 +82,7 @@ export async function warmRequestPath(options: WarmupOptions): Promise<WarmupRes
     },
   };
   const parser = createRequestParser({ field: 'model', header: DEFAULT_MODEL_HEADER, maxBodyBytes: DEFAULT_MAX_BODY_BYTES });
-  const pipeline: Pipeline = { filters: [parser, route, loadBalancer], routeIndex: 1, listModels: () => null };
+  const pipeline: Pipeline = { filters: [parser, route, loadBalancer], routeIndex: 1, listModels: () => null, pathRoutes: [] };
   front.on('request', (req: IncomingMessage, res: GatewayResponse) => options.serve(req, res, pipeline, loadBalancer, false));
   const frontPort = (await listen(front, 0, '127.0.0.1')).port;
   const client = new Pool(`http://127.0.0.1:${frontPort}`, { connections: WARMUP_CONCURRENCY, pipelining: 1 });

@@ -42,7 +42,10 @@ export type FilterConfig =
   | CredentialInjectFilter
   | PeerIdentityTrustFilter
   | ProviderRouteFilter
-  | LoadBalancerFilter;
+  | LoadBalancerFilter
+  | McpRouteFilter
+  | A2ARouteFilter
+  | AgentProviderRouteFilter;
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
  * via the `definition` "HeaderName".
@@ -79,6 +82,31 @@ export type ForwardRequestHeaders2 = string[];
  */
 export type Endpoint = string;
 /**
+ * Client headers that cross to the provider gateway; the MCP headers (mcp-session-id, mcp-protocol-version, last-event-id, accept, content-type) always do.
+ *
+ * @maxItems 64
+ */
+export type ForwardRequestHeaders3 = string[];
+/**
+ * The provider's name as in its resource (a DNS subdomain): the path segment callers use.
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "AgentName".
+ */
+export type AgentName = string;
+/**
+ * Client headers that cross to the provider gateway; accept, content-type, last-event-id and a2a-version always do.
+ *
+ * @maxItems 64
+ */
+export type ForwardRequestHeaders4 = string[];
+/**
+ * Client headers that reach the backend; the protocol's own headers always do.
+ *
+ * @maxItems 64
+ */
+export type ForwardRequestHeaders5 = string[];
+/**
  * (extension) Client request headers that cross this trust boundary (lowercase names); every other client header is dropped. The gateway's own headers (model header, x-ai-routing-*, x-ai-provider-*, the injected Authorization) are set after the policy and always go. Replaces the default list.
  *
  * @maxItems 64
@@ -86,7 +114,12 @@ export type Endpoint = string;
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
  * via the `definition` "ForwardRequestHeaders".
  */
-export type ForwardRequestHeaders3 = string[];
+export type ForwardRequestHeaders6 = string[];
+/**
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "AgentPathPrefix".
+ */
+export type AgentPathPrefix = string;
 
 /**
  * The gateway's config (SPEC §3.0): the Praxis AI config shape for the filters the gateway implements, so one rendered praxis.yaml means the same to this gateway and to Praxis AI (main, praxis-proxy-* crates 0.5.3). Unknown keys are a startup error naming the key and its path. Keys marked x-agn-extension are this gateway's extensions: Praxis AI refuses them, the compiler never renders them, and the gateway logs their paths at startup (daemons/gateway/README.md lists them). The rules a schema cannot say (loopback admin, unique candidate_id, listener ports) are in praxis-rules.ts beside this file.
@@ -616,6 +649,111 @@ export interface UpstreamTlsConfig {
    */
   sni?: string;
   verify?: boolean;
+}
+/**
+ * (extension) Consumer only: routes MCP streamable HTTP (POST, GET and DELETE on <path_prefix><server>) to the AgentToolProvider named <server>, through the provider gateway of the site the routing overlay places it at (its mcp_tool candidates' cluster tool/<server>). A session (Mcp-Session-Id) is pinned to the site and backend replica that created it, in any consumer replica; tools/call of a tool the overlay does not list is answered -32602 and never sent. Praxis AI has no such filter.
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "McpRouteFilter".
+ */
+export interface McpRouteFilter {
+  filter: 'mcp_route';
+  path_prefix?: string;
+  /**
+   * The routing overlay: the same file as the listener's intelligent_route, read once for both.
+   */
+  overlay_file: string;
+  expected_overlay_scope?: ExpectedOverlayScope;
+  reload?: ReloadConfig;
+  /**
+   * Clusters (tool/<server>) that are a provider gateway: requests to them carry the x-ai-routing-* hop context.
+   *
+   * @maxItems 1024
+   */
+  provider_hop_clusters?: NonEmptyString[];
+  /**
+   * Largest JSON-RPC request body accepted, in bytes; a larger one is answered 413 and never sent upstream.
+   */
+  max_body_bytes?: number;
+  forward_request_headers?: ForwardRequestHeaders3;
+}
+/**
+ * (extension) Consumer only: routes A2A JSON-RPC (POST <path_prefix><agent>) and the agent card (GET <path_prefix><agent>/.well-known/agent-card.json, or agent.json) to the AgentToAgentProvider named <agent> through its site's provider gateway. The card's URLs are rewritten to this gateway's, so an A2A client that reads the card keeps calling through the grid. Praxis AI has no such filter.
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "A2aRouteFilter".
+ */
+export interface A2ARouteFilter {
+  filter: 'a2a_route';
+  path_prefix?: string;
+  /**
+   * @maxItems 1024
+   */
+  agents: A2AAgentRoute[];
+  /**
+   * Largest JSON-RPC request body accepted, in bytes; a larger one is answered 413 and never sent upstream.
+   */
+  max_body_bytes?: number;
+  forward_request_headers?: ForwardRequestHeaders4;
+}
+/**
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "A2aAgentRoute".
+ */
+export interface A2AAgentRoute {
+  name: AgentName;
+  /**
+   * The provider gateway cluster of the agent's site.
+   */
+  cluster: string;
+  /**
+   * The agent's site, answered as x-agn-routed-site and counted in metrics.
+   */
+  site?: string;
+}
+/**
+ * (extension) Provider only: serves the hop's /mcp/<name> and /a2a/<name> paths from the named tool servers and agents, with their credentials, behind peer_identity_trust. Pins an MCP session to the backend replica that created it (the replica is carried inside the session id) and an A2A task to the replica that answered it. Praxis AI has no such filter.
+ *
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "AgentProviderRouteFilter".
+ */
+export interface AgentProviderRouteFilter {
+  filter: 'agent_provider_route';
+  /**
+   * @minItems 1
+   * @maxItems 1024
+   */
+  servers: AgentServer[];
+  /**
+   * Largest JSON-RPC request body accepted, in bytes; a larger one is answered 413 and never sent upstream.
+   */
+  max_body_bytes?: number;
+  /**
+   * How long and how many A2A task ids are remembered with their backend replica.
+   */
+  task_affinity?: {
+    ttl_secs?: number;
+    max_entries?: number;
+  };
+  forward_request_headers?: ForwardRequestHeaders5;
+}
+/**
+ * This interface was referenced by `GatewayConfig`'s JSON-Schema
+ * via the `definition` "AgentServer".
+ */
+export interface AgentServer {
+  protocol: 'mcp' | 'a2a';
+  name: AgentName;
+  cluster: NonEmptyString;
+  /**
+   * The backend's path for the protocol's requests (the provider's endpoint path). Default /mcp for mcp, / for a2a.
+   */
+  path?: string;
+  /**
+   * a2a only: where the backend serves its agent card (the path its probe found).
+   */
+  card_path?: string;
+  credential?: RouteCredential;
 }
 /**
  * This interface was referenced by `GatewayConfig`'s JSON-Schema

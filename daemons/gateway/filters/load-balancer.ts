@@ -88,6 +88,8 @@ export function hostHeaderOf(address: string, tls: boolean): string {
 
 export class EndpointRuntime {
   readonly address: string;
+  /** Position in its cluster's endpoints (what a pinned session or task names). */
+  readonly index: number;
   /** Replaced when the cluster's TLS files change; a request keeps the pool it was dispatched on. */
   pool: Pool;
   readonly host: string;
@@ -96,8 +98,9 @@ export class EndpointRuntime {
   #downUntilMs = 0;
   #failures = 0;
 
-  constructor(address: string, pool: Pool, host: string = address, servername?: string) {
+  constructor(address: string, pool: Pool, host: string = address, servername?: string, index = 0) {
     this.address = address;
+    this.index = index;
     this.pool = pool;
     this.host = host;
     this.servername = servername;
@@ -132,11 +135,11 @@ export class ClusterRuntime {
     this.#config = config;
     this.responseTimeoutMs = config.response_timeout_ms ?? 300_000;
     this.idleTimeoutMs = config.body_idle_timeout_ms ?? 300_000;
-    this.endpoints = config.endpoints.map((address) => {
+    this.endpoints = config.endpoints.map((address, index) => {
       const host = address.slice(0, address.lastIndexOf(':')).replace(/^\[|\]$/g, '');
       const servername = config.tls?.sni ?? (isIP(host) === 0 ? host : undefined);
       const endpointServername = config.tls === undefined ? undefined : servername;
-      return new EndpointRuntime(address, this.#pool(address, endpointServername, tls), hostHeaderOf(address, config.tls !== undefined), endpointServername);
+      return new EndpointRuntime(address, this.#pool(address, endpointServername, tls), hostHeaderOf(address, config.tls !== undefined), endpointServername, index);
     });
   }
 
@@ -251,8 +254,13 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
     const name = request.cluster;
     const cluster = name === undefined ? undefined : clusters.get(name);
     if (cluster === undefined) throw unavailableNotDelivered('unknown_cluster', `no upstream cluster is configured for this route`);
-    const endpoint = cluster.pick(now());
-    if (endpoint === undefined) throw unavailableNotDelivered('cluster_unavailable', `every endpoint of cluster "${cluster.name}" is backing off after connect failures`);
+    // A pinned request goes to its endpoint even while that one backs off: no other holds its session or task.
+    const endpoint = request.pinnedEndpoint === undefined ? cluster.pick(now()) : cluster.endpoints[request.pinnedEndpoint];
+    if (endpoint === undefined) {
+      if (request.pinnedEndpoint !== undefined) throw unavailableNotDelivered('pinned_endpoint_gone', `cluster "${cluster.name}" has no endpoint ${request.pinnedEndpoint}, which held this session`);
+      throw unavailableNotDelivered('cluster_unavailable', `every endpoint of cluster "${cluster.name}" is backing off after connect failures`);
+    }
+    request.endpointIndex = endpoint.index;
 
     // The request's own header Map goes to undici as it is (an iterable of pairs): no copy per request. A retry on
     // another endpoint overwrites host.

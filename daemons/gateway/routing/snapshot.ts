@@ -40,6 +40,21 @@ export interface RoutingSnapshot {
   /** Mutable by design: round-robin positions, keyed by capability and group. */
   readonly cursors: Map<string, number>;
   routesFor(kind: CandidateKind, name: string): CapabilityRoutes | undefined;
+  /** The MCP tool server behind a `tool/<provider>` cluster, from its mcp_tool candidates (mcp_route). */
+  toolServer(cluster: string): ToolServer | undefined;
+}
+
+/** One AgentToolProvider as the overlay publishes it: one mcp_tool candidate per tool, all on its cluster. */
+export interface ToolServer {
+  readonly cluster: string;
+  /** The site serving it (the first candidate's, in overlay order). */
+  readonly site: string;
+  /** A candidate of it, named on the provider hop as x-ai-routing-candidate. */
+  readonly stableId: string;
+  /** The tools this gateway's callers may call on it. */
+  readonly tools: ReadonlySet<string>;
+  /** False when every candidate of it is admitting no new requests. */
+  readonly admitting: boolean;
 }
 
 export function capabilityKey(kind: string, name: string): string {
@@ -71,6 +86,20 @@ export function buildSnapshot(
       credential: credentialRef(candidate.credential),
     });
   }
+  const toolServers = new Map<string, { cluster: string; site: string; stableId: string; tools: Set<string>; admitting: boolean }>();
+  for (const candidate of payload.candidates) {
+    if (candidate.kind !== 'mcp_tool') continue;
+    let server = toolServers.get(candidate.cluster);
+    if (server === undefined) {
+      const id = candidate.stable_id ?? stableId(candidate.kind, candidate.name, candidate.site, candidate.cluster);
+      server = { cluster: candidate.cluster, site: candidate.site, stableId: id, tools: new Set(), admitting: false };
+      toolServers.set(candidate.cluster, server);
+    }
+    // A second site publishing the same cluster name cannot be told apart by the gateway's cluster: the first wins.
+    if (candidate.site !== server.site) continue;
+    server.tools.add(candidate.name);
+    if ((candidate.admission_state ?? 'new_and_existing') !== 'none') server.admitting = true;
+  }
   // By kind, then name: a request looks its capability up with the two strings it has, without joining them.
   const routes = new Map<CandidateKind, Map<string, CapabilityRoutes>>();
   for (const [key, entry] of grouped) {
@@ -90,5 +119,6 @@ export function buildSnapshot(
     acceptedAtMs,
     cursors: new Map(),
     routesFor: (kind, name) => routes.get(kind)?.get(name),
+    toolServer: (cluster) => toolServers.get(cluster),
   };
 }

@@ -22,7 +22,7 @@ export interface SdkServer {
   close(): Promise<void>;
 }
 
-type Tools = readonly { name: string; description: string }[];
+export type Tools = readonly { name: string; description: string }[];
 
 function readBody(req: http.IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -33,9 +33,19 @@ function readBody(req: http.IncomingMessage): Promise<string> {
   });
 }
 
-async function listen(handler: (req: http.IncomingMessage, res: http.ServerResponse, body: unknown) => Promise<void>, extra: Omit<SdkServer, 'url' | 'close' | 'seen'>, seen: SdkServer['seen']): Promise<SdkServer> {
+export interface ServeOptions {
+  /** Refuse (401) every request without `Authorization: Bearer <token>`, as a server behind a credential does. */
+  requireToken?: string;
+}
+
+async function listen(handler: (req: http.IncomingMessage, res: http.ServerResponse, body: unknown) => Promise<void>, extra: Omit<SdkServer, 'url' | 'close' | 'seen'>, seen: SdkServer['seen'], options: ServeOptions = {}): Promise<SdkServer> {
   const server = http.createServer((req, res) => {
     void (async () => {
+      if (options.requireToken !== undefined && req.headers.authorization !== `Bearer ${options.requireToken}`) {
+        seen.push({ http: req.method ?? '', rpc: 'unauthorized' });
+        res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"unauthorized"}');
+        return;
+      }
       const text = await readBody(req);
       let body: unknown;
       try {
@@ -64,7 +74,7 @@ async function listen(handler: (req: http.IncomingMessage, res: http.ServerRespo
   };
 }
 
-function v1Server(tools: () => Tools): McpServerV1 {
+export function v1Server(tools: () => Tools): McpServerV1 {
   const server = new McpServerV1({ name: 'sdk-v1-tools', version: '1.0.0' });
   for (const tool of tools()) {
     server.registerTool(tool.name, { description: tool.description }, async () => ({ content: [{ type: 'text', text: `${tool.name} ran` }] }));
@@ -76,7 +86,7 @@ function v1Server(tools: () => Tools): McpServerV1 {
  * The SDK's documented stateful streamable-HTTP wiring: a transport per session, keyed by Mcp-Session-Id, made on
  * `initialize` and connected to a server `makeServer` builds; anything else without a known session is refused.
  */
-async function startStateful(makeServer: (tools: () => Tools) => McpServerV1 | ServerV1, initialTools: Tools): Promise<SdkServer> {
+export async function startStateful(makeServer: (tools: () => Tools) => McpServerV1 | ServerV1, initialTools: Tools, options: ServeOptions = {}): Promise<SdkServer> {
   let tools = initialTools;
   const seen: SdkServer['seen'] = [];
   const transports = new Map<string, StreamableHTTPServerTransport>();
@@ -100,6 +110,7 @@ async function startStateful(makeServer: (tools: () => Tools) => McpServerV1 | S
     },
     { openSessions: () => transports.size, setTools: (t) => void (tools = t) },
     seen,
+    options,
   );
 }
 
@@ -109,7 +120,7 @@ export async function startStatefulV1(initialTools: Tools): Promise<SdkServer> {
 }
 
 /** The SDK's documented stateless form: a new server and transport for every request, no session. */
-export async function startStatelessV1(initialTools: Tools): Promise<SdkServer> {
+export async function startStatelessV1(initialTools: Tools, options: ServeOptions = {}): Promise<SdkServer> {
   let tools = initialTools;
   const seen: SdkServer['seen'] = [];
   return await listen(
@@ -129,11 +140,12 @@ export async function startStatelessV1(initialTools: Tools): Promise<SdkServer> 
     },
     { openSessions: () => 0, setTools: (t) => void (tools = t) },
     seen,
+    options,
   );
 }
 
 /** A v1 low-level server answering tools/list `pageSize` tools at a time with nextCursor (stateful). */
-export async function startPagedV1(initialTools: Tools, pageSize: number): Promise<SdkServer> {
+export async function startPagedV1(initialTools: Tools, pageSize: number, options: ServeOptions = {}): Promise<SdkServer> {
   return await startStateful((tools) => {
     const server = new ServerV1({ name: 'sdk-v1-paged', version: '1.0.0' }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, async (request) => {
@@ -143,7 +155,7 @@ export async function startPagedV1(initialTools: Tools, pageSize: number): Promi
     });
     server.setRequestHandler(CallToolRequestSchema, async (request) => ({ content: [{ type: 'text', text: `${request.params.name} ran` }] }));
     return server;
-  }, initialTools);
+  }, initialTools, options);
 }
 
 /** A v2 SDK endpoint (createMcpHandler): 2026-07-28 stateless, with the SDK's stateless fallback for older clients. */
