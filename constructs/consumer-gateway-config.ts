@@ -41,7 +41,27 @@ export interface ConsumerGatewayConfigInput {
   readonly localLoad?: LocalLoad['mode'];
   /** session_affinity on intelligent_route (SPEC §3.1), keyed by this request header. */
   readonly sessionAffinity?: { readonly header: string; readonly ttlSecs?: number };
+  /**
+   * MCP tool servers (AgentToolProviders) of every site this consumer reaches: mcp_route, with a cluster
+   * tool/<name> toward the provider gateway of the server's site. The overlay decides which tools callers may call.
+   */
+  readonly toolServers?: readonly AgentUpstream[];
+  /** A2A agents (AgentToAgentProviders) this consumer's site may call: a2a_route, cluster agent/<name>. */
+  readonly agents?: readonly AgentUpstream[];
 }
+
+/** A tool server or agent, and how this consumer reaches the provider gateway of its site. */
+export interface AgentUpstream {
+  readonly name: string;
+  readonly site: string;
+  readonly address: string;
+  readonly transport: ClusterTransport;
+}
+
+/** The extension filters a consumer renders for the tool servers and agents it reaches. */
+export const AGENT_FILTERS = ['mcp_route', 'a2a_route'] as const;
+export const toolCluster = (name: string): string => `tool/${name}`;
+export const agentCluster = (name: string): string => `agent/${name}`;
 
 /** The extension filter a consumer with gridServing renders. */
 export const SITE_ROUTE_FILTER = 'grid_site_route';
@@ -126,11 +146,28 @@ function routeFilter(input: ConsumerGatewayConfigInput, hopClusters: string[]): 
  * Every upstream is a provider hop (it leads to a provider gateway that routes on the candidate's stable_id).
  */
 export function renderConsumerGatewayConfig(input: ConsumerGatewayConfigInput): GatewayConfig {
-  const upstreams = [...input.upstreams].sort((a, b) => (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : 0));
-  const clusters: ClusterConfig[] = upstreams.map((upstream) => {
+  const byCluster = (a: { cluster: string }, b: { cluster: string }): number => (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : 0);
+  const upstreams = [...input.upstreams].sort(byCluster);
+  const tools = [...(input.toolServers ?? [])].map((t) => ({ ...t, cluster: toolCluster(t.name) })).sort(byCluster);
+  const agents = [...(input.agents ?? [])].map((a) => ({ ...a, cluster: agentCluster(a.name) })).sort(byCluster);
+  const clusters: ClusterConfig[] = [...upstreams, ...tools, ...agents].map((upstream) => {
     const tls = upstreamTls(upstream);
     return tls === undefined ? { name: upstream.cluster, endpoints: [upstream.address] } : { name: upstream.cluster, endpoints: [upstream.address], tls };
   });
+  const agentRoutes: FilterConfig[] = [
+    ...(tools.length === 0
+      ? []
+      : [
+          {
+            filter: 'mcp_route',
+            overlay_file: OVERLAY_FILE,
+            expected_overlay_scope: { network: input.expectedScope.network, gateway: input.expectedScope.gateway, namespace: input.expectedScope.namespace, local_site: input.expectedScope.localSite },
+            reload: { enabled: true, debounce_ms: input.reloadDebounceMs },
+            provider_hop_clusters: tools.map((t) => t.cluster),
+          } satisfies FilterConfig,
+        ]),
+    ...(agents.length === 0 ? [] : [{ filter: 'a2a_route', agents: agents.map((a) => ({ name: a.name, cluster: a.cluster, site: a.site })) } satisfies FilterConfig]),
+  ];
   return {
     listeners: [{ name: 'consumer', address: `0.0.0.0:${input.listenerPort}`, filter_chains: ['main'] }],
     filter_chains: [
@@ -142,6 +179,7 @@ export function renderConsumerGatewayConfig(input: ConsumerGatewayConfigInput): 
           { filter: 'json_body_field', field: 'model', header: MODEL_HEADER },
           { filter: 'openai_responses_format' },
           routeFilter(input, upstreams.map((upstream) => upstream.cluster)),
+          ...agentRoutes,
           ...(input.callerKeysFile === undefined
             ? []
             : [

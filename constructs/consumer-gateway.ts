@@ -1,6 +1,6 @@
 import { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
-import { LOCAL_LOAD_KEY, SITE_ROUTE_FILTER, TENANT_FILTERS, renderConsumerGatewayConfig, type ConsumerUpstream } from './consumer-gateway-config.ts';
+import { AGENT_FILTERS, LOCAL_LOAD_KEY, SITE_ROUTE_FILTER, TENANT_FILTERS, renderConsumerGatewayConfig, type AgentUpstream, type ConsumerUpstream } from './consumer-gateway-config.ts';
 import type { ClusterEndpoint } from '../schemas/generated/gridnetworks.ts';
 import type { PrefixAffinity, SiteAvailability, UsagePrice } from '../schemas/generated/gateway-config.ts';
 import { GatewayWorkload } from './gateway-workload.ts';
@@ -147,6 +147,19 @@ export interface ConsumerGatewayProps {
    * @default - off
    */
   readonly sessionAffinity?: { readonly header: string; readonly ttlSecs?: number };
+  /**
+   * MCP tool servers callers reach at /mcp/<name> (mcp_route, an extension): each through the provider gateway of
+   * its site, the overlay deciding which of its tools they may call (GridSiteStack fills it from every site's
+   * toolProviders).
+   * @default - none: no mcp_route
+   */
+  readonly toolServers?: readonly AgentUpstream[];
+  /**
+   * A2A agents callers reach at /a2a/<name> (a2a_route, an extension), through the provider gateway of their site
+   * (GridSiteStack fills it with the agentProviders whose accessPolicy admits this site).
+   * @default - none: no a2a_route
+   */
+  readonly agents?: readonly AgentUpstream[];
 }
 
 /**
@@ -178,6 +191,8 @@ export class ConsumerGateway extends Construct {
   readonly gridServing: GridServingProps | undefined;
   readonly localLoad: 'two_choices' | undefined;
   readonly sessionAffinity: ConsumerGatewayProps['sessionAffinity'];
+  readonly toolServers: readonly AgentUpstream[];
+  readonly agents: readonly AgentUpstream[];
 
   constructor(scope: Construct, id: string, props: ConsumerGatewayProps) {
     super(scope, id);
@@ -203,6 +218,8 @@ export class ConsumerGateway extends Construct {
       throw new GridSynthError([issueAt(this, 'localLoad', `"${String(this.localLoad)}" is not a local_load mode`, 'set localLoad: two_choices, or leave it unset (off)')]);
     }
     this.sessionAffinity = props.sessionAffinity;
+    this.toolServers = props.toolServers ?? [];
+    this.agents = props.agents ?? [];
     if (this.sessionAffinity !== undefined) {
       if (props.gridServing !== undefined) {
         throw new GridSynthError([issueAt(this, 'sessionAffinity', 'session affinity is a key of intelligent_route, and gridServing routes with grid_site_route', 'drop sessionAffinity (grid_site_route keeps a chat where its prompt is held by prefix affinity), or drop gridServing')]);
@@ -379,8 +396,12 @@ export class ConsumerGateway extends Construct {
               ...(this.spendReportUrl === undefined ? {} : { spendReportUrl: this.spendReportUrl, spendReportTokenFile: INGEST_TOKEN_FILE }),
               ...(this.budgetEnforce === undefined ? {} : { budgetEnforce: this.budgetEnforce }),
             }),
+        toolServers: this.toolServers,
+        agents: this.agents,
       }),
       [
+        ...(this.toolServers.length === 0 ? [] : [AGENT_FILTERS[0]]),
+        ...(this.agents.length === 0 ? [] : [AGENT_FILTERS[1]]),
         ...(this.gridServing === undefined ? [] : [SITE_ROUTE_FILTER]),
         ...(this.callerKeysFile === undefined ? [] : TENANT_FILTERS),
         ...(this.localLoad === undefined || this.gridServing !== undefined ? [] : [LOCAL_LOAD_KEY]),

@@ -1,3 +1,6 @@
+import type { AgentUpstream } from './consumer-gateway-config.ts';
+import type { AgentToolProviderSpec } from '../schemas/generated/agenttoolproviders.ts';
+import type { AgentToAgentProviderSpec } from '../schemas/generated/agenttoagentproviders.ts';
 import { Construct } from 'constructs';
 import { Chart } from 'cdk8s';
 import { overlayConfigMapName } from '../schemas/overlay/configmap-name.ts';
@@ -358,7 +361,7 @@ export class GridSiteStack extends Chart {
     const inviteScope = new Construct(this, 'invites');
     this.invites = inviteSpecs.map(({ name, spec }) => new SiteInvite(inviteScope, name, { name, spec }));
 
-    this.providerGateway = site.providerGateway === undefined ? undefined : this.buildProviderGateway(site, providerSpecs);
+    this.providerGateway = site.providerGateway === undefined ? undefined : this.buildProviderGateway(site, providerSpecs, toolSpecs, agentSpecs);
     this.consumerGateway = site.consumerGateway === undefined ? undefined : this.buildConsumerGateway(site, peers);
     this.secretNeeds = this.collectSecretNeeds(site, peers, secrets, enrollment, [...toolSpecs, ...agentSpecs]);
   }
@@ -489,10 +492,30 @@ export class GridSiteStack extends Chart {
     return sim;
   }
 
-  private buildProviderGateway(site: SiteDeclaration, providers: readonly { provider: ProviderDeclaration; spec: InferenceProviderSpec }[]): ProviderGateway {
+  private buildProviderGateway(
+    site: SiteDeclaration,
+    providers: readonly { provider: ProviderDeclaration; spec: InferenceProviderSpec }[],
+    tools: readonly { name: string; spec: AgentToolProviderSpec }[],
+    agents: readonly { name: string; spec: AgentToAgentProviderSpec }[],
+  ): ProviderGateway {
     const declared = site.providerGateway;
     if (declared === undefined) throw new Error('buildProviderGateway without a declaration');
     const gateway = new ProviderGateway(this, 'provider-gateway', { ...declared, namespace: this.siteNamespace, site: site.name, image: this.imageReference });
+    // Tool servers and agents behind this gateway: /mcp/<name> and /a2a/<name> on the hop, their tokens mounted here.
+    for (const [protocol, list] of [['mcp', tools], ['a2a', agents]] as const) {
+      for (const { name, spec } of list) {
+        const backend = backendFromEndpoint(`${protocol === 'mcp' ? 'tool' : 'agent'}-backend-${name}`, spec.endpoint);
+        gateway.addBackend(backend);
+        const ref = spec.auth?.strategy === 'bearer_token' ? spec.auth.secretRef : undefined;
+        gateway.addAgentServer({
+          protocol,
+          name,
+          backendCluster: backend.name,
+          path: new URL(spec.endpoint).pathname,
+          ...(ref === undefined ? {} : { credential: { name: ref.name, namespace: ref.namespace, key: ref.key ?? 'token' } }),
+        });
+      }
+    }
     for (const { provider, spec } of providers) {
       const backend = backendFromEndpoint(`backend-${provider.name}`, spec.endpoint);
       gateway.addBackend(backend);
@@ -523,9 +546,22 @@ export class GridSiteStack extends Chart {
         if (cost !== undefined) prices.push({ cluster, per_million_input_tokens: cost.perMillionInputTokens ?? 0, per_million_output_tokens: cost.perMillionOutputTokens ?? 0 });
       }
     }
+    // Every site's tool servers and the agents whose accessPolicy admits this site, through their site's provider
+    // gateway (the overlay then decides which tools this site's callers may call).
+    const toolServers: AgentUpstream[] = [];
+    const agents: AgentUpstream[] = [];
+    for (const owner of [site, ...peers]) {
+      const address = owner.providerGateway === undefined ? undefined : this.providerGatewayAddress(site, owner);
+      if (address === undefined) continue;
+      for (const tool of owner.toolProviders ?? []) toolServers.push({ name: tool.name, site: owner.name, address: address.address, transport: address.transport });
+      for (const agent of owner.agentProviders ?? []) {
+        const wanted = agent.spec.accessPolicy?.siteSelector?.matchLabels ?? {};
+        if (Object.entries(wanted).every(([key, value]) => site.labels?.[key] === value)) agents.push({ name: agent.name, site: owner.name, address: address.address, transport: address.transport });
+      }
+    }
     // The dashboard reads the replicas' admin endpoints from the operator pods: their NetworkPolicy admits them.
     const dashboardReader = site.dashboard?.access === 'token' ? { dashboardReaderLabels: this.operator.selectorLabels } : {};
-    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.imageReference, upstreams, prices, ...this.spendReportUrl(site), ...dashboardReader, ingestTokenSecret: siteSecretNames(site).ingestToken });
+    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.imageReference, upstreams, prices, toolServers, agents, ...this.spendReportUrl(site), ...dashboardReader, ingestTokenSecret: siteSecretNames(site).ingestToken });
   }
 
   /** The operator's gateway ingest listener, where a consumer with caller keys reports spend and reads budgets. */

@@ -1,4 +1,4 @@
-import type { ClusterConfig, CredentialSource, GatewayConfig, ProviderRoute, TrustedPeer } from '../schemas/generated/gateway-config.ts';
+import type { ClusterConfig, CredentialSource, FilterConfig, GatewayConfig, ProviderRoute, TrustedPeer } from '../schemas/generated/gateway-config.ts';
 import { INFERENCE_PATHS, MODEL_HEADER, TLS_CA_PATH, TLS_CERT_PATH, TLS_KEY_PATH, adminAddress, credentialPath } from './gateway-paths.ts';
 
 /** A credential reference (never the bytes): the Secret and key the provider gateway reads the token from. */
@@ -25,6 +25,16 @@ export interface BackendCluster {
   readonly tls?: { readonly sni: string };
 }
 
+/** One MCP tool server or A2A agent this provider gateway serves at /mcp/<name> or /a2a/<name>. */
+export interface AgentServerInput {
+  readonly protocol: 'mcp' | 'a2a';
+  readonly name: string;
+  readonly backendCluster: string;
+  /** The backend's path for the protocol's requests (its endpoint URL's path). */
+  readonly path: string;
+  readonly credential?: CredentialRef;
+}
+
 export interface ProviderGatewayConfigInput {
   readonly listenerPort: number;
   readonly adminPort: number;
@@ -34,14 +44,19 @@ export interface ProviderGatewayConfigInput {
   readonly routes: readonly ProviderRouteInput[];
   readonly backends: readonly BackendCluster[];
   readonly shutdownTimeoutSecs: number;
+  /** Tool servers and agents of this site: agent_provider_route (an extension). @default - none */
+  readonly agentServers?: readonly AgentServerInput[];
 }
+
+/** The extension filter a provider gateway renders for its site's tool servers and agents. */
+export const AGENT_PROVIDER_FILTER = 'agent_provider_route';
 
 function byKey<T>(key: (item: T) => string): (a: T, b: T) => number {
   return (a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
 }
 
 /** Distinct credential references of the routes, sorted: the credential table and the pod's mounts both use this. */
-export function routeCredentials(routes: readonly ProviderRouteInput[]): CredentialRef[] {
+export function routeCredentials(routes: readonly { readonly credential?: CredentialRef | undefined }[]): CredentialRef[] {
   const unique = new Map<string, CredentialRef>();
   for (const route of routes) {
     if (route.credential === undefined) continue;
@@ -69,7 +84,8 @@ export function renderProviderGatewayConfig(input: ProviderGatewayConfigInput): 
           },
         };
   });
-  const credentials: CredentialSource[] = routeCredentials(input.routes).map((ref) => ({
+  const agentServers = [...(input.agentServers ?? [])].sort(byKey((a) => `${a.protocol}/${a.name}`));
+  const credentials: CredentialSource[] = routeCredentials([...input.routes, ...agentServers]).map((ref) => ({
     strategy: 'bearer_token',
     name: ref.name,
     namespace: ref.namespace,
@@ -100,9 +116,28 @@ export function renderProviderGatewayConfig(input: ProviderGatewayConfigInput): 
         name: 'provider-inference',
         filters: [
           { filter: 'peer_identity_trust', trusted_peers: [...input.trustedPeers] },
-          { filter: 'json_body_field', field: 'model', header: MODEL_HEADER },
-          { filter: 'openai_responses_format' },
-          { filter: 'provider_route', provider_id: input.providerId, model_header: MODEL_HEADER, routes },
+          // A site with tool servers or agents and no inference provider has no provider_route (it needs a route).
+          ...(routes.length === 0
+            ? []
+            : ([
+                { filter: 'json_body_field', field: 'model', header: MODEL_HEADER },
+                { filter: 'openai_responses_format' },
+                { filter: 'provider_route', provider_id: input.providerId, model_header: MODEL_HEADER, routes },
+              ] satisfies FilterConfig[])),
+          ...(agentServers.length === 0
+            ? []
+            : [
+                {
+                  filter: 'agent_provider_route',
+                  servers: agentServers.map((server) => ({
+                    protocol: server.protocol,
+                    name: server.name,
+                    cluster: server.backendCluster,
+                    path: server.path,
+                    ...(server.credential === undefined ? {} : { credential: { strategy: 'bearer_token' as const, secretRef: { ...server.credential } } }),
+                  })),
+                } satisfies FilterConfig,
+              ]),
           { filter: 'credential_inject', credentials },
           { filter: 'load_balancer', clusters },
         ],

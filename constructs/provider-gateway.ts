@@ -6,9 +6,12 @@ import { PRAXIS_DIR, credentialPath } from './gateway-paths.ts';
 import { imageOf, type ImageReference } from './image-reference.ts';
 import type { ListenerSources } from './operator-network-policy.ts';
 import {
+  AGENT_PROVIDER_FILTER,
   renderProviderGatewayConfig,
   routeCredentials,
+  type AgentServerInput,
   type BackendCluster,
+  type CredentialRef,
   type ProviderRouteInput,
 } from './provider-gateway-config.ts';
 import { GridSynthError, addIssueCheck, issueAt } from './synth-error.ts';
@@ -98,6 +101,7 @@ export class ProviderGateway extends Construct {
   readonly workload: GatewayWorkload;
   private readonly routeList: ProviderRouteInput[] = [];
   private readonly backendList: BackendCluster[] = [];
+  private readonly agentList: AgentServerInput[] = [];
 
   constructor(scope: Construct, id: string, props: ProviderGatewayProps) {
     super(scope, id);
@@ -156,6 +160,35 @@ export class ProviderGateway extends Construct {
     return [...this.backendList];
   }
 
+  get agentServers(): AgentServerInput[] {
+    return [...this.agentList];
+  }
+
+  /** Serves one MCP tool server or A2A agent at /mcp/<name> or /a2a/<name>, mounting its credential here only. */
+  addAgentServer(server: AgentServerInput): void {
+    const field = `agentServers[${server.protocol}/${server.name}]`;
+    if (this.agentList.some((s) => s.protocol === server.protocol && s.name === server.name)) {
+      throw new GridSynthError([issueAt(this, field, `${server.protocol} server ${server.name} is declared twice`, 'give every tool server and agent of a site a unique name')]);
+    }
+    if (server.credential !== undefined) this.mountCredential(field, server.credential);
+    this.agentList.push(server);
+    this.render();
+  }
+
+  private mountCredential(field: string, credential: CredentialRef): void {
+    if (credential.namespace !== this.namespace) {
+      throw new GridSynthError([
+        issueAt(
+          this,
+          `${field}.credential.secretRef.namespace`,
+          `Secret ${credential.namespace}/${credential.name} is outside the gateway namespace ${this.namespace}, so it cannot be mounted`,
+          `create the credential Secret in ${this.namespace} and reference it there`,
+        ),
+      ]);
+    }
+    this.workload.projectSecret(credential.name, [{ key: credential.key, path: credentialPath(credential.name, credential.key).slice(PRAXIS_DIR.length + 1) }]);
+  }
+
   /** Authorizes one (candidate, model) and mounts its credential, if any, into this gateway only. */
   addRoute(route: ProviderRouteInput): void {
     const field = `routes[candidate_id=${route.candidateId}]`;
@@ -164,20 +197,7 @@ export class ProviderGateway extends Construct {
         issueAt(this, field, `candidate_id ${route.candidateId} is routed twice (model ${route.model})`, 'each (model, site, cluster) must be declared by exactly one provider'),
       ]);
     }
-    const credential = route.credential;
-    if (credential !== undefined) {
-      if (credential.namespace !== this.namespace) {
-        throw new GridSynthError([
-          issueAt(
-            this,
-            `${field}.credential.secretRef.namespace`,
-            `Secret ${credential.namespace}/${credential.name} is outside the gateway namespace ${this.namespace}, so it cannot be mounted`,
-            `create the credential Secret in ${this.namespace} and reference it there`,
-          ),
-        ]);
-      }
-      this.workload.projectSecret(credential.name, [{ key: credential.key, path: credentialPath(credential.name, credential.key).slice(PRAXIS_DIR.length + 1) }]);
-    }
+    if (route.credential !== undefined) this.mountCredential(field, route.credential);
     this.routeList.push(route);
     this.render();
   }
@@ -192,7 +212,7 @@ export class ProviderGateway extends Construct {
 
   /** The credential references this gateway mounts (sorted, distinct). */
   get credentials(): ReturnType<typeof routeCredentials> {
-    return routeCredentials(this.routeList);
+    return routeCredentials([...this.routeList, ...this.agentList]);
   }
 
   private render(): void {
@@ -206,7 +226,9 @@ export class ProviderGateway extends Construct {
         routes: this.routeList,
         backends: this.backendList,
         shutdownTimeoutSecs: this.shutdownTimeoutSecs,
+        agentServers: this.agentList,
       }),
+      this.agentList.length === 0 ? [] : [AGENT_PROVIDER_FILTER],
     );
   }
 }

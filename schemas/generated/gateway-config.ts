@@ -750,7 +750,7 @@ export interface AgentServer {
    */
   path?: string;
   /**
-   * a2a only: where the backend serves its agent card (the path its probe found).
+   * a2a only: where the backend serves its agent card. Absent: the well-known path the caller asked for (/.well-known/agent-card.json or the older agent.json).
    */
   card_path?: string;
   credential?: RouteCredential;

@@ -23,7 +23,6 @@ import { DEFAULT_AGENT_MAX_BODY_BYTES, methodNotAllowed, tooLarge, type PathRout
 
 const CANDIDATE_ID = /^[\x21-\x7e]{1,256}$/;
 export const CARD_PATHS = ['/.well-known/agent-card.json', '/.well-known/agent.json'];
-const DEFAULT_CARD_PATH = CARD_PATHS[0]!;
 /** How much of one answer (a JSON body or an SSE event) is read for task ids. */
 const TASK_SCAN_BYTES = 1024 * 1024;
 const EMPTY = Buffer.alloc(0);
@@ -99,7 +98,8 @@ export function createAgentProviderRoute(options: AgentProviderRouteOptions): Pa
     if (served === undefined) throw jsonRpcError(404, 'agent_not_found', INVALID_REQUEST, `this provider serves no agent "${name}"`);
     if (CARD_PATHS.includes(rest)) {
       if (request.method !== 'GET') throw methodNotAllowed('GET');
-      route(request, served, served.server.card_path ?? DEFAULT_CARD_PATH, a2aHeaders, requestId);
+      // The card where the config says the agent serves it, else at the well-known name the caller asked for.
+      route(request, served, served.server.card_path ?? rest, a2aHeaders, requestId);
       return;
     }
     if (rest !== '') throw jsonRpcError(404, 'unknown_path', INVALID_REQUEST, `no route for ${request.path.slice(0, 128)}`);
