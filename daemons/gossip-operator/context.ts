@@ -13,6 +13,7 @@ export const CONTROLLER_NAMES = {
   provider: 'inferenceprovider',
   discovery: 'model-discovery',
   tools: 'agenttoolprovider',
+  agents: 'agenttoagentprovider',
 } as const;
 
 export interface OperatorContext {

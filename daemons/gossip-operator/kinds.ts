@@ -17,6 +17,7 @@ export const GRID_NETWORK = gridKind('GridNetwork');
 export const GRID_SITE = gridKind('GridSite');
 export const INFERENCE_PROVIDER = gridKind('InferenceProvider');
 export const AGENT_TOOL_PROVIDER = gridKind('AgentToolProvider');
+export const AGENT_TO_AGENT_PROVIDER = gridKind('AgentToAgentProvider');
 export const SITE_INVITE = gridKind('SiteInvite');
 /** The one consumer Deployment a gateway delegates with praxisConfig.mountReconciliation (get and apply only). */
 export const DEPLOYMENT: ResourceKind = { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespaced: true };

@@ -16,6 +16,7 @@ export class OperatorMetrics {
   readonly sitePhaseTransitions: Counter<'phase' | 'reason'>;
   readonly modelDiscovery: Counter<'provider' | 'outcome'>;
   readonly mcpProbes: Counter<'provider' | 'outcome'>;
+  readonly a2aProbes: Counter<'provider' | 'outcome'>;
   readonly gossipDrops: Counter<'component' | 'reason'>;
   readonly overlayRenders: Counter<'outcome'>;
   readonly overlayApplies: Counter<'outcome'>;
@@ -78,6 +79,12 @@ export class OperatorMetrics {
     this.mcpProbes = new Counter({
       name: 'grid_mcp_probe_total',
       help: 'AgentToolProvider MCP tools/list probes by outcome (SitesMatched, AwaitingSiteMatch or a reason code).',
+      labelNames: ['provider', 'outcome'],
+      registers,
+    });
+    this.a2aProbes = new Counter({
+      name: 'grid_a2a_probe_total',
+      help: 'AgentToAgentProvider agent card probes by outcome (SitesMatched, AwaitingSiteMatch or a reason code).',
       labelNames: ['provider', 'outcome'],
       registers,
     });

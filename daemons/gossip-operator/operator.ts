@@ -10,6 +10,7 @@ import { createResourceStore } from '../shared/resource-store/index.ts';
 import type { ResourceStore } from '../shared/resource-store/types.ts';
 import type { OperatorConfig } from './config.ts';
 import type { OperatorContext } from './context.ts';
+import { AgentToAgentProviderController } from './controllers/agent-to-agent-provider.ts';
 import { AgentToolProviderController } from './controllers/agent-tool-provider.ts';
 import { GridNetworkController } from './controllers/grid-network.ts';
 import { GridSiteController } from './controllers/grid-site.ts';
@@ -135,6 +136,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
     manager.add(new InferenceProviderController(context));
     manager.add(new ModelDiscoveryController(context));
     manager.add(new AgentToolProviderController(context));
+    manager.add(new AgentToAgentProviderController(context));
     manager.add(new SiteInviteController(context));
     manager.start();
     signalServices = startSignalServices(context).catch((error: unknown) => {

@@ -153,13 +153,46 @@ export interface ClientCertificateSecretRef {
  */
 export interface AgentToAgentProviderStatus {
   /**
-   * Phase.
+   * Phase: Available when the agent card was read and is valid; Degraded when it lacks a skill spec.agentCard.skills declares; Unavailable when the card cannot be read or used; Pending while no site matches.
    */
   phase?: 'Pending' | 'Available' | 'Degraded' | 'Unavailable';
   /**
-   * Machine-readable reason when not Available.
+   * Empty when Available; else ProviderConfigInvalid, GridNetworkNotFound, A2aAuthTokenInvalid, EndpointTlsSecretMissing, EndpointTlsKeyMissing, EndpointTlsMaterialInvalid, A2aEndpointUnreachable, A2aAuthRejected, A2aAgentCardNotFound, A2aAgentCardHttpError, A2aAgentCardInvalid, A2aJsonRpcInterfaceMissing or A2aDeclaredSkillsMissing.
    */
   reason?: string;
+  /**
+   * What the last probe found wrong, and where (the card path, the field); empty when Available. Never contains credential bytes.
+   */
+  message?: string;
+  /**
+   * The name on the agent card of the last successful probe (cut to 256 characters); a failed probe keeps it.
+   */
+  agentName?: string;
+  /**
+   * The skills on the agent card of the last successful probe (descriptions cut to 512 characters); a failed probe keeps the previous list.
+   *
+   * @maxItems 256
+   */
+  skills?: AgentSkillStatus[];
+  capabilities?: AgentCapabilitiesStatus;
+  /**
+   * The newest A2A revision the card declares: an interface's protocolVersion (1.0 cards) or the card's own (0.3 cards).
+   */
+  protocolVersion?: string;
+  /**
+   * The interfaces on the card, the agent's preferred first: supportedInterfaces (1.0) or url, preferredTransport and additionalInterfaces (0.3).
+   *
+   * @maxItems 16
+   */
+  interfaces?: AgentInterfaceStatus[];
+  /**
+   * Where the card was read: /.well-known/agent-card.json (A2A 0.3 and 1.0), or /.well-known/agent.json (earlier agents) when the first answered 404.
+   */
+  cardPath?: '/.well-known/agent-card.json' | '/.well-known/agent.json';
+  /**
+   * When a probe last found a card different from the one before it (a skill added, removed or redescribed, other capabilities or interfaces).
+   */
+  cardChangedAt?: string;
   /**
    * Sites matched by the site selector.
    *
@@ -170,4 +203,45 @@ export interface AgentToAgentProviderStatus {
    * Last observed generation.
    */
   observedGeneration?: number;
+}
+export interface AgentSkillStatus {
+  /**
+   * Skill id, unique on the card.
+   */
+  id: string;
+  /**
+   * Skill name (cut to 256 characters).
+   */
+  name: string;
+  /**
+   * What the agent says the skill does.
+   */
+  description?: string;
+}
+/**
+ * Capabilities the agent card of the last successful probe declares (false when it does not say).
+ */
+export interface AgentCapabilitiesStatus {
+  /**
+   * Streaming answers (message/stream, SSE).
+   */
+  streaming?: boolean;
+  /**
+   * Push notifications to a client webhook.
+   */
+  pushNotifications?: boolean;
+}
+export interface AgentInterfaceStatus {
+  /**
+   * Where the interface is served.
+   */
+  url: string;
+  /**
+   * JSONRPC, HTTP+JSON, GRPC or another binding.
+   */
+  protocolBinding: string;
+  /**
+   * A2A revision of the interface.
+   */
+  protocolVersion?: string;
 }
