@@ -116,8 +116,9 @@ export function renderProviderGatewayConfig(input: ProviderGatewayConfigInput): 
         name: 'provider-inference',
         filters: [
           { filter: 'peer_identity_trust', trusted_peers: [...input.trustedPeers] },
-          // A site with tool servers or agents and no inference provider has no provider_route (it needs a route).
-          ...(routes.length === 0
+          // A site with tool servers or agents and no inference provider has no provider_route (it needs a route);
+          // a gateway with neither keeps the empty provider_route, refused at synth for its missing routes.
+          ...(routes.length === 0 && agentServers.length > 0
             ? []
             : ([
                 { filter: 'json_body_field', field: 'model', header: MODEL_HEADER },

@@ -49,6 +49,12 @@ export interface LocalGridOptions {
   readonly onCreated?: (grid: LocalGrid) => void;
   /** When a process that exited on its own is started again (default DEFAULT_RESTART_POLICY). */
   readonly restartPolicy?: RestartPolicy;
+  /**
+   * In-cluster backends the compiled grid names but does not run (an AgentToolProvider's MCP server, an
+   * AgentToAgentProvider's agent), served by the caller on loopback: `address` is the host:port as compiled (its
+   * site's Service DNS name), `endpoint` where it listens here. Without one such a backend stays unreachable.
+   */
+  readonly backends?: readonly { readonly site: string; readonly address: string; readonly endpoint: string }[];
 }
 
 export interface GridProcess extends ContainerProcess {
@@ -397,6 +403,12 @@ function withDashboardTargets(sitePods: readonly PodRuntime[]): PodRuntime[] {
   }));
 }
 
+function splitHostPort(address: string): [string, string] {
+  const colon = address.lastIndexOf(':');
+  if (colon <= 0) throw new Error(`backend address ${address} is not host:port`);
+  return [address.slice(0, colon), address.slice(colon + 1)];
+}
+
 export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGrid> {
   const progress = options.progress ?? (() => undefined);
   const profile = options.profile ?? 'compiled';
@@ -406,6 +418,10 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
   progress(`compiled grid ${options.distDir}/: sites ${compiled.map((s) => s.site).join(', ')}`);
   const ports = new PortPool(LOOPBACK);
   const table = await buildAddressTable(compiled, { tcp: () => ports.tcp(), gossip: () => ports.gossip() });
+  for (const backend of options.backends ?? []) {
+    table.addService(backend.site, AddressTable.key(...splitHostPort(backend.address)), { endpoints: [backend.endpoint], site: backend.site, service: backend.address });
+    progress(`${backend.address} (site ${backend.site}) is served by this run on ${backend.endpoint}`);
+  }
   for (const standIn of table.standIns) {
     progress(`${standIn.replaces} (provider ${standIn.provider}, site ${standIn.site}) cannot be reached from here: a local sim stands in for it on ${LOOPBACK}:${standIn.port}`);
   }

@@ -750,7 +750,7 @@ export interface AgentServer {
    */
   path?: string;
   /**
-   * a2a only: where the backend serves its agent card. Absent: the well-known path the caller asked for (/.well-known/agent-card.json or the older agent.json).
+   * a2a only: where the backend serves its agent card. Absent: the well-known path the caller asked for (/.well-known/agent-card.json, or the older agent.json) below the server's path, where the operator's probe reads it.
    */
   card_path?: string;
   credential?: RouteCredential;

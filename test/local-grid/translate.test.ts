@@ -109,10 +109,15 @@ describe('rewriting', () => {
     const openai = lb.clusters!.find((c) => c['name'] === 'backend-openai-west')!;
     expect(openai['endpoints']).toEqual([`127.0.0.1:${table.standIns[0]!.port}`]);
     expect(openai['tls']).toBeUndefined();
-    const broken = structuredClone(config) as { filter_chains: { filters: { filter: string; clusters?: { endpoints: string[] }[] }[] }[] };
-    broken.filter_chains[0]!.filters.find((f) => f.filter === 'load_balancer')!.clusters![1]!.endpoints = ['nowhere.example:80'];
+    // The example's A2A agent is an in-cluster Service the compiled grid names but does not run.
+    expect(problems.splice(0)).toEqual(['cluster agent-backend-west-claims-agent: endpoint claims-agent.agents.svc.cluster.local:8080 is served by nothing in the compiled grid']);
+    const broken = structuredClone(config) as { filter_chains: { filters: { filter: string; clusters?: { name: string; endpoints: string[] }[] }[] }[] };
+    broken.filter_chains[0]!.filters.find((f) => f.filter === 'load_balancer')!.clusters!.find((c) => c.name === 'backend-west-llm')!.endpoints = ['nowhere.example:80'];
     rewriteGatewayConfig(broken as unknown as Record<string, unknown>, { site: 'west', table, pod, mounts: [], problems });
-    expect(problems).toEqual(['cluster backend-west-llm: endpoint nowhere.example:80 is served by nothing in the compiled grid']);
+    expect(problems).toEqual([
+      'cluster agent-backend-west-claims-agent: endpoint claims-agent.agents.svc.cluster.local:8080 is served by nothing in the compiled grid',
+      'cluster backend-west-llm: endpoint nowhere.example:80 is served by nothing in the compiled grid',
+    ]);
   });
 
   it('rewrites provider URLs and leaves what it does not know alone', async () => {

@@ -17,7 +17,10 @@ export function namedPath(path: string, prefix: string): { name: string; rest: s
   const slash = tail.indexOf('/');
   const name = slash === -1 ? tail : tail.slice(0, slash);
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name)) return undefined;
-  return { name, rest: slash === -1 ? '' : tail.slice(slash) };
+  // `<prefix><name>/` is the same resource: an A2A client resolves the card relative to the URL it is given, so
+  // it is given the URL with the slash.
+  const rest = slash === -1 ? '' : tail.slice(slash);
+  return { name, rest: rest === '/' ? '' : rest };
 }
 
 export function queryOf(target: string): string {

@@ -98,8 +98,9 @@ export function createAgentProviderRoute(options: AgentProviderRouteOptions): Pa
     if (served === undefined) throw jsonRpcError(404, 'agent_not_found', INVALID_REQUEST, `this provider serves no agent "${name}"`);
     if (CARD_PATHS.includes(rest)) {
       if (request.method !== 'GET') throw methodNotAllowed('GET');
-      // The card where the config says the agent serves it, else at the well-known name the caller asked for.
-      route(request, served, served.server.card_path ?? rest, a2aHeaders, requestId);
+      // The card where the config says the agent serves it, else at the well-known name the caller asked for below
+      // the agent's endpoint path (where the operator's probe found it).
+      route(request, served, served.server.card_path ?? `${(served.server.path ?? '/').replace(/\/+$/, '')}${rest}`, a2aHeaders, requestId);
       return;
     }
     if (rest !== '') throw jsonRpcError(404, 'unknown_path', INVALID_REQUEST, `no route for ${request.path.slice(0, 128)}`);

@@ -20,8 +20,7 @@ import type { Controller, ReconcileResult } from '../manager/manager.ts';
 import { type A2aCard, type A2aCardProbeResult, probeAgentCard } from '../probes/a2a-card-probe.ts';
 import { resolveEndpointTls } from './endpoint-tls.ts';
 import { credentialFor, matchingSites } from './inference-provider.ts';
-import { canonicalize } from '../../../schemas/canonical-json.ts';
-import { boundedMessage, nowRfc3339, specOnly } from './status.ts';
+import { boundedMessage, nowRfc3339, sameJson, specOnly } from './status.ts';
 
 const PROBE_TIMEOUT_MS = 5_000;
 /** The binding the grid's gateways route A2A over (JSON-RPC `message/send`, `message/stream`, `tasks/*`). */
@@ -46,7 +45,7 @@ export class AgentToAgentProviderController implements Controller {
     const write = async (status: AgentToAgentProviderStatus, outcome: string): Promise<void> => {
       ctx.metrics.a2aProbes.inc({ provider: name, outcome });
       const next = { message: '', ...status };
-      if (!sameContent({ ...previous, ...next }, previous)) {
+      if (!sameJson({ ...previous, ...next }, previous)) {
         await ctx.store.patchStatus(AGENT_TO_AGENT_PROVIDER, { name }, next as Record<string, unknown>, { fieldManager: FIELD_MANAGER });
       }
     };
@@ -91,7 +90,7 @@ export class AgentToAgentProviderController implements Controller {
     const card = cardStatus(probe.card, probe.cardPath);
     // A card seen before and different now (a skill added, removed or redescribed) is a change a user should see;
     // the first card a provider ever reports is not.
-    const changed = previous.skills !== undefined && !sameContent(cardFieldsOf(previous), card);
+    const changed = previous.skills !== undefined && !sameJson(cardFieldsOf(previous), card);
     if (changed) {
       const before = new Set(previous.skills!.map((s) => s.id));
       const after = new Set(card.skills.map((s) => s.id));
@@ -140,14 +139,6 @@ function cardStatus(card: A2aCard, cardPath: CardStatus['cardPath']): CardStatus
 function cardFieldsOf(status: AgentToAgentProviderStatus): Partial<CardStatus> {
   const { agentName, skills, capabilities, protocolVersion, interfaces, cardPath } = status;
   return { agentName, skills, capabilities, protocolVersion, interfaces, cardPath };
-}
-
-/**
- * Equal content whatever the key order: an API server hands status back with its keys sorted, not in the order
- * they were written, so a text comparison would see a change at every probe. Absent and undefined are the same.
- */
-function sameContent(a: unknown, b: unknown): boolean {
-  return canonicalize(a) === canonicalize(b);
 }
 
 /** The status reason of a failed probe: what failed, in the terms of the step that failed. */

@@ -1,4 +1,5 @@
 /** Status helpers shared by the controllers: bounded messages, conditions with stable transition times. */
+import { canonicalize } from '../../../schemas/canonical-json.ts';
 import { redactText } from '../../shared/log.ts';
 
 export const MAX_MESSAGE_BYTES = 512;
@@ -44,8 +45,15 @@ export function mergeConditions(
   return [...out.values()].slice(0, 16);
 }
 
+/**
+ * Equal content whatever the key order: an API server hands an object back with its keys sorted, not in the order
+ * they were written, so a text comparison would see a change (a status write, a "tools changed") at every probe.
+ * Absent and undefined are the same.
+ */
 export function sameJson(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  // No status yet (undefined) is a document of its own; JCS has no text for it.
+  if (a === undefined || b === undefined) return a === b;
+  return canonicalize(a) === canonicalize(b);
 }
 
 /**
