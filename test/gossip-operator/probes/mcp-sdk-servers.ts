@@ -34,14 +34,18 @@ function readBody(req: http.IncomingMessage): Promise<string> {
 }
 
 export interface ServeOptions {
-  /** Refuse (401) every request without `Authorization: Bearer <token>`, as a server behind a credential does. */
-  requireToken?: string;
+  /**
+   * Refuse (401) every request without `Authorization: Bearer <token>`, as a server behind a credential does; a
+   * function is asked at each request (a token the grid generates after the server started).
+   */
+  requireToken?: string | (() => string | undefined);
 }
 
 async function listen(handler: (req: http.IncomingMessage, res: http.ServerResponse, body: unknown) => Promise<void>, extra: Omit<SdkServer, 'url' | 'close' | 'seen'>, seen: SdkServer['seen'], options: ServeOptions = {}): Promise<SdkServer> {
   const server = http.createServer((req, res) => {
     void (async () => {
-      if (options.requireToken !== undefined && req.headers.authorization !== `Bearer ${options.requireToken}`) {
+      const token = typeof options.requireToken === 'function' ? options.requireToken() : options.requireToken;
+      if (options.requireToken !== undefined && (token === undefined || req.headers.authorization !== `Bearer ${token}`)) {
         seen.push({ http: req.method ?? '', rpc: 'unauthorized' });
         res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"unauthorized"}');
         return;
