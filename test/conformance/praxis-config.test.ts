@@ -15,7 +15,8 @@ import { buildAddressTable } from '../../daemons/local-grid/address-table.ts';
 import { configMapData, loadCompiledGrid } from '../../daemons/local-grid/compiled-grid.ts';
 import { isGatewayConfig, rewriteGatewayConfig } from '../../daemons/local-grid/rewrite.ts';
 import { ConfigError, parseConfigText, resolveConfig } from '../../daemons/gateway/config.ts';
-import { LOCAL_LOAD_KEY, TENANT_FILTERS } from '../../constructs/consumer-gateway-config.ts';
+import { AGENT_FILTERS, LOCAL_LOAD_KEY, TENANT_FILTERS } from '../../constructs/consumer-gateway-config.ts';
+import { AGENT_PROVIDER_FILTER } from '../../constructs/provider-gateway-config.ts';
 import { extensionKeyPointers, praxisRuleProblems } from '../../schemas/gateway/praxis-rules.ts';
 import type { GatewayConfig, ProviderRouteFilter } from '../../schemas/generated/gateway-config.ts';
 import { REPO_ROOT } from '../fixtures-path.ts';
@@ -111,17 +112,21 @@ function gatewayConfigsOf(objects: readonly Json[]): { name: string; config: Jso
     .map((o) => ({ name: `${o.metadata.namespace}/${o.metadata.name}`, config: parseYaml(o.data['praxis.yaml']) as Json }));
 }
 
+/** The agent routes: a consumer's mcp_route and a2a_route, a provider gateway's agent_provider_route. */
+const AGENT_EXTENSIONS: readonly string[] = [...AGENT_FILTERS, AGENT_PROVIDER_FILTER];
+
 /**
  * The extension keys a compiled config may carry (README "Praxis AI compatibility"), and only where declared: the
  * tenant filters (caller_auth, budget_enforce, usage_meter, with every key inside them) of a consumer declared with
- * callerKeys, and intelligent_route's local_load of one declared with localLoad. Praxis AI would refuse either.
+ * callerKeys, the agent routes of a gateway whose sites offer tool servers or agents, and intelligent_route's
+ * local_load of one declared with localLoad. Praxis AI would refuse each.
  */
 function declaredExtensionPointers(config: GatewayConfig): string[] {
   return extensionKeyPointers(config).filter((pointer) => {
     const match = /^\/filter_chains\/(\d+)\/filters\/(\d+)\/([^/]+)/.exec(pointer);
     const filter = match === null ? undefined : config.filter_chains[Number(match[1])]?.filters[Number(match[2])]?.filter;
     if (filter === undefined) return false;
-    return (TENANT_FILTERS as readonly string[]).includes(filter) || `${filter}/${match![3]}` === LOCAL_LOAD_KEY;
+    return (TENANT_FILTERS as readonly string[]).includes(filter) || AGENT_EXTENSIONS.includes(filter) || `${filter}/${match![3]}` === LOCAL_LOAD_KEY;
   });
 }
 
@@ -164,6 +169,9 @@ describe('every config we render', () => {
       // Only east's consumer is declared with callerKeys: it, and nothing else, carries the tenant filters, all three.
       const tenant = resolved.config.filter_chains.flatMap((chain) => chain.filters.map((f) => f.filter)).filter((f) => (TENANT_FILTERS as readonly string[]).includes(f));
       expect(tenant, where).toEqual(`${site.site}:${name}` === 'east:grid-system/consumer-gateway-config' ? ['caller_auth', 'budget_enforce', 'usage_meter'] : []);
+      // east offers a tool server and west an agent: both provider gateways serve them; east's consumer reaches both.
+      const agents = resolved.config.filter_chains.flatMap((chain) => chain.filters.map((f) => f.filter)).filter((f) => AGENT_EXTENSIONS.includes(f));
+      expect(agents, where).toEqual(name === 'grid-system/consumer-gateway-config' ? ['mcp_route', 'a2a_route'] : ['agent_provider_route']);
     }
   });
 
@@ -208,7 +216,8 @@ describe('every config we render', () => {
           { mountPath: '/etc/praxis', dir: join(dir, site.site, pod.id, 'praxis') },
         ];
         const local = rewriteGatewayConfig(doc as Record<string, unknown>, { site: site.site, table, pod, mounts, problems });
-        expect(problems).toEqual([]);
+        // The example's tool server and agent are in-cluster Services the compiled grid names but does not run.
+        expect(problems.filter((p) => !/ endpoint \S+\.svc\.cluster\.local:\d+ is served by nothing/.test(p))).toEqual([]);
         const where = `${site.site}/${pod.id}`;
         const resolved = resolveConfig(parseConfigText(stringifyYaml(local), `${where}.yaml`), where);
         expectPraxisShape(resolved.config, where);
