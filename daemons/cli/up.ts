@@ -14,7 +14,7 @@ import { chatCompletion, curlFor, waitFor } from '../local-grid/traffic.ts';
 import { CliError, usageError } from './cli-error.ts';
 import type { CommandResult } from './overlay-commands.ts';
 
-export const UP_USAGE = 'up [--dist DIR] [--state DIR] [--check] [--demo] [--profile compiled|fast]';
+export const UP_USAGE = 'up [--dist DIR] [--state DIR] [--check] [--demo] [--profile compiled|fast] [--backend SITE/HOST:PORT=LOCAL_HOST:PORT ...]';
 
 export interface UpOptions {
   readonly dist: string;
@@ -22,14 +22,25 @@ export interface UpOptions {
   readonly check: boolean;
   readonly demo: boolean;
   readonly profile: GridProfile;
+  /** In-cluster backends the manifests name, served here by the user (an MCP server, an A2A agent). */
+  readonly backends: readonly { readonly site: string; readonly address: string; readonly endpoint: string }[];
+}
+
+const BACKEND = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([A-Za-z0-9.-]+:\d{1,5})=([A-Za-z0-9.-]+:\d{1,5})$/;
+
+/** `--backend east/db-tools.tools.svc.cluster.local:8080=127.0.0.1:9000`: the Service address as compiled, and where it listens here. */
+export function parseBackend(value: string): UpOptions['backends'][number] {
+  const match = BACKEND.exec(value);
+  if (match === null) throw usageError(`--backend ${value}: expected SITE/HOST:PORT=LOCAL_HOST:PORT, e.g. east/db-tools.tools.svc.cluster.local:8080=127.0.0.1:9000`);
+  return { site: match[1]!, address: match[3]!, endpoint: match[4]! };
 }
 
 export function parseUpArgs(args: readonly string[], env: NodeJS.ProcessEnv): UpOptions {
-  let values: { dist?: string; state?: string; check?: boolean; demo?: boolean; profile?: string };
+  let values: { dist?: string; state?: string; check?: boolean; demo?: boolean; profile?: string; backend?: string[] };
   try {
     values = parseArgs({
       args: [...args],
-      options: { dist: { type: 'string' }, state: { type: 'string' }, check: { type: 'boolean' }, demo: { type: 'boolean' }, profile: { type: 'string' } },
+      options: { dist: { type: 'string' }, state: { type: 'string' }, check: { type: 'boolean' }, demo: { type: 'boolean' }, profile: { type: 'string' }, backend: { type: 'string', multiple: true } },
       strict: true,
       allowPositionals: false,
     }).values;
@@ -44,6 +55,7 @@ export function parseUpArgs(args: readonly string[], env: NodeJS.ProcessEnv): Up
     check: values.check === true || (env['CI'] === 'true' && values.demo !== true),
     demo: values.demo === true,
     profile,
+    backends: (values.backend ?? []).map(parseBackend),
   };
 }
 
@@ -104,7 +116,7 @@ export async function upCommand(args: readonly string[]): Promise<CommandResult>
   };
   let grid: LocalGrid;
   try {
-    grid = await startLocalGrid({ distDir: options.dist, stateDir: options.state, profile: options.profile, progress: (m) => say(started, m), onCreated: (g) => {
+    grid = await startLocalGrid({ distDir: options.dist, stateDir: options.state, profile: options.profile, backends: options.backends, progress: (m) => say(started, m), onCreated: (g) => {
       created = g;
       // Exits, restarts and failed restarts from the first process on, each with its log.
       g.supervisor.onEvent = (event) => say(started, describeSupervisorEvent(event));

@@ -419,6 +419,7 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
   const ports = new PortPool(LOOPBACK);
   const table = await buildAddressTable(compiled, { tcp: () => ports.tcp(), gossip: () => ports.gossip() });
   for (const backend of options.backends ?? []) {
+    if (!compiled.some((s) => s.site === backend.site)) throw new Error(`backend ${backend.address}: no site "${backend.site}" in ${options.distDir} (sites: ${compiled.map((s) => s.site).join(', ')})`);
     table.addService(backend.site, AddressTable.key(...splitHostPort(backend.address)), { endpoints: [backend.endpoint], site: backend.site, service: backend.address });
     progress(`${backend.address} (site ${backend.site}) is served by this run on ${backend.endpoint}`);
   }
