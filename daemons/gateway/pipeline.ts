@@ -181,8 +181,7 @@ function buildPathRoutes(configs: readonly FilterConfig[], built: readonly Filte
   const after = built.filter((f) => f.name === 'credential_inject' || f.name === 'load_balancer');
   return routes.flatMap((route) => {
     const pipeline: Pipeline = { filters: [...before, route, ...after], routeIndex: before.length, listModels: () => null, pathRoutes: [] };
-    const prefixes = 'prefixes' in route ? (route as { prefixes: readonly string[] }).prefixes : [route.prefix];
-    return prefixes.map((prefix) => ({ prefix, pipeline }));
+    return route.prefixes.map((prefix) => ({ prefix, pipeline }));
   });
 }
 

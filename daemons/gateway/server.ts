@@ -247,7 +247,10 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     }
     return store;
   }
-  const agents = agentMetrics(metrics.registry);
+  // Only a gateway that routes agent traffic shows the agent series.
+  const agents = resolved.listeners.some((l) => l.filters.some((f) => f.filter === 'mcp_route' || f.filter === 'a2a_route' || f.filter === 'agent_provider_route'))
+    ? agentMetrics(metrics.registry)
+    : undefined;
   const loadBalancers: LoadBalancer[] = [];
   const servers: { server: Server; listener: ResolvedListener; pipeline: Pipeline }[] = [];
   /** A start step that reads TLS files the gateway cannot start without: on failure nothing opened so far stays behind. */
@@ -275,7 +278,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       loadBalancer,
       overlay: store,
       mcpOverlay,
-      agentMetrics: agents,
+      ...(agents === undefined ? {} : { agentMetrics: agents }),
       usage,
       candidateLoad,
       ...(siteView === undefined ? {} : { siteView, siteRouteMetrics }),

@@ -170,3 +170,83 @@ shutdown_timeout_secs: 5
     });
   });
 });
+
+describe('agent routes (mcp_route, a2a_route, agent_provider_route)', () => {
+  const filtersOf = (doc: any): any[] => doc.filter_chains[0].filters;
+  const withAgents = (): any => {
+    const doc: any = consumer();
+    const lb = filtersOf(doc).find((f) => f.filter === 'load_balancer');
+    lb.clusters.push({ name: 'tool/db', endpoints: ['127.0.0.1:8443'] }, { name: 'agent/claims', endpoints: ['127.0.0.1:8443'] });
+    filtersOf(doc).splice(1, 0,
+      { filter: 'mcp_route', overlay_file: '/run/overlay.json', provider_hop_clusters: ['tool/db'] },
+      { filter: 'a2a_route', agents: [{ name: 'claims', cluster: 'agent/claims', site: 'west' }] });
+    return doc;
+  };
+  const agentProvider = (): any => {
+    const doc = provider();
+    filtersOf(doc).splice(2, 0, { filter: 'agent_provider_route', servers: [{ protocol: 'mcp', name: 'db', cluster: 'backend', path: '/mcp' }] });
+    return doc;
+  };
+
+  it('accepts them in their roles', () => {
+    expect(resolveConfig(withAgents(), 'c').role).toBe('consumer');
+    expect(resolveConfig(agentProvider(), 'p').role).toBe('provider');
+    // A provider of tool servers only, without provider_route.
+    const toolsOnly = agentProvider();
+    filtersOf(toolsOnly).splice(1, 1);
+    expect(resolveConfig(toolsOnly, 'p').role).toBe('provider');
+  });
+
+  it('refuses an agent route in the other role', () => {
+    const doc = provider();
+    filtersOf(doc).splice(1, 0, { filter: 'mcp_route', overlay_file: '/run/overlay.json' });
+    expect(error(doc)).toMatch(/mcp_route and a2a_route are consumer filters/);
+    const consumerWithProviderRoute: any = consumer();
+    filtersOf(consumerWithProviderRoute).splice(0, 0, { filter: 'agent_provider_route', servers: [{ protocol: 'a2a', name: 'x', cluster: 'prov' }] });
+    expect(error(consumerWithProviderRoute)).toMatch(/intelligent_route and provider filters in one pipeline; consumer and provider roles run as separate gateways/);
+  });
+
+  it('refuses clusters the load balancer does not define, naming the route', () => {
+    const hop = withAgents();
+    filtersOf(hop)[1].provider_hop_clusters = ['tool/nope'];
+    expect(error(hop)).toMatch(/mcp_route\.provider_hop_clusters names "tool\/nope"/);
+    const agent = withAgents();
+    filtersOf(agent)[2].agents[0].cluster = 'agent/nope';
+    expect(error(agent)).toMatch(/a2a_route\.agents\[0\] \(claims\) names cluster "agent\/nope"/);
+    const server = agentProvider();
+    filtersOf(server)[2].servers[0].cluster = 'nope';
+    expect(error(server)).toMatch(/agent_provider_route\.servers\[0\] \(mcp\/db\) names cluster "nope"/);
+  });
+
+  it('refuses repeats, a card path on an MCP server, a shared or inference prefix, and a bad agent name', () => {
+    const twice = withAgents();
+    filtersOf(twice)[2].agents.push({ name: 'claims', cluster: 'agent/claims' });
+    expect(error(twice)).toMatch(/a2a_route\.agents\[1\] repeats agent "claims"/);
+    const servers = agentProvider();
+    filtersOf(servers)[2].servers.push({ protocol: 'mcp', name: 'db', cluster: 'backend' });
+    expect(error(servers)).toMatch(/servers\[1\] repeats mcp server "db"/);
+    const card = agentProvider();
+    filtersOf(card)[2].servers[0].card_path = '/card.json';
+    expect(error(card)).toMatch(/sets card_path, which only an a2a server has/);
+    const shared = withAgents();
+    filtersOf(shared)[2].path_prefix = '/mcp/';
+    expect(error(shared)).toMatch(/mcp_route and a2a_route share path_prefix \/mcp\//);
+    const inference = withAgents();
+    filtersOf(inference)[1].path_prefix = '/v1/tools/';
+    expect(error(inference)).toMatch(/path_prefix \/v1\/tools\/ is under \/v1\//);
+    const name = withAgents();
+    filtersOf(name)[2].agents[0].name = 'Claims_Agent';
+    expect(error(name)).toMatch(/agents\/0\/name/);
+  });
+
+  it('refuses an agent route before the filters that authorize, or after credential_inject', () => {
+    const doc = withAgents();
+    const auth = { filter: 'caller_auth', keys_file: '/etc/keys.json' };
+    filtersOf(doc).splice(3, 0, auth);
+    expect(error(doc)).toMatch(/caller_auth must be the first filter|caller_auth must come before mcp_route/);
+    const late = agentProvider();
+    const route = filtersOf(late).splice(2, 1)[0];
+    filtersOf(late).splice(3, 0, route);
+    expect(error(late)).toMatch(/credential_inject must come after agent_provider_route/);
+  });
+});

@@ -39,7 +39,7 @@ export function createA2aRoute(options: A2aRouteOptions): PathRouteFilter {
 
   return {
     name: 'a2a_route',
-    prefix,
+    prefixes: [prefix],
     apply(request: GatewayRequest): void | Promise<void> {
       stripHopHeaders(request.headers);
       const named = namedPath(request.path, prefix);

@@ -41,7 +41,7 @@ export interface AgentProviderRouteOptions {
 }
 
 /** One filter behind two prefixes: the server routes /mcp/ and /a2a/ requests of a provider listener here. */
-export function createAgentProviderRoute(options: AgentProviderRouteOptions): PathRouteFilter & { readonly prefixes: readonly string[] } {
+export function createAgentProviderRoute(options: AgentProviderRouteOptions): PathRouteFilter {
   const { config, metrics } = options;
   const now = options.nowMs ?? Date.now;
   const servers = new Map<string, Served>(config.servers.map((server) => [`${server.protocol}/${server.name}`, { server, credential: credentialRef(server.credential) }]));
@@ -140,7 +140,6 @@ export function createAgentProviderRoute(options: AgentProviderRouteOptions): Pa
 
   return {
     name: 'agent_provider_route',
-    prefix: '/mcp/',
     prefixes: ['/mcp/', '/a2a/'],
     apply(request: GatewayRequest): void | Promise<void> {
       const requestId = hopContext(request);

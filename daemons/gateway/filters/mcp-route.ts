@@ -35,8 +35,8 @@ export interface McpRouteOptions {
 }
 
 export interface PathRouteFilter extends Filter {
-  /** The path prefix this route serves. */
-  readonly prefix: string;
+  /** The path prefixes this route serves. */
+  readonly prefixes: readonly string[];
 }
 
 export function tooLarge(maxBytes: number): GatewayError {
@@ -56,7 +56,7 @@ export function createMcpRoute(options: McpRouteOptions): PathRouteFilter {
 
   return {
     name: 'mcp_route',
-    prefix,
+    prefixes: [prefix],
     apply(request: GatewayRequest): void | Promise<void> {
       stripHopHeaders(request.headers);
       const named = namedPath(request.path, prefix);
