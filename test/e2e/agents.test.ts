@@ -104,10 +104,45 @@ describe('tool servers and agents on the local example grid', { timeout: 90_000 
     expect((await other.callTool({ name: 'database-query', arguments: {} })).content).toEqual([{ type: 'text', text: 'database-query ran' }]);
     expect(tools.seen.slice(from).filter((s) => s.rpc === 'tools/call')).toHaveLength(2);
     expect(tools.seen.slice(from).some((s) => s.rpc === 'unauthorized')).toBe(false);
+    // A JSON-RPC answer of the server arrives as the SSE stream it sent (the SDK's default streamable-HTTP answer).
+    const raw = await fetch(url(0), {
+      method: 'POST',
+      headers: { ...keyHeaders(), 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': '2025-06-18' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 77, method: 'tools/list' }),
+    });
+    expect(raw.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(await raw.text()).toMatch(/^event: message\ndata: \{"result":\{"tools":\[/m);
     await client.close();
     await other.close();
     const anonymous = await fetch(url(1), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }) });
     expect(anonymous.status).toBe(401);
+  });
+
+  it('answers a forged session, an oversized message and a tool server that is gone with clear errors', async () => {
+    const url = `${consumer(0)}/mcp/east-db-tools`;
+    const post = (body: string, headers: Record<string, string> = {}) =>
+      fetch(url, { method: 'POST', headers: { ...keyHeaders(), 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body });
+    const forged = await post(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), { 'mcp-session-id': 'agn1.ZWFzdA.r0.not-a-session' });
+    // A well-formed pin to east reaches the server, which does not know the session and says so.
+    expect(forged.status).toBe(400);
+    expect(await forged.text()).toContain('No valid session ID');
+    const foreign = await post(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), { 'mcp-session-id': 'made-up' });
+    expect(foreign.status).toBe(404);
+    expect(((await foreign.json()) as { error: { code: number; message: string } }).error).toMatchObject({ code: -32001, message: expect.stringContaining('not a session this grid issued') });
+    const big = await post(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'database-query', arguments: { sql: 'x'.repeat(1_100_000) } } }));
+    expect(big.status).toBe(413);
+    // The server goes away: the operator's probe marks the provider Unavailable, the overlay drops its tools, and
+    // the consumer answers 404 naming it (a request in between reaches nothing and is answered 502).
+    await tools.close();
+    await waitFor('east-db-tools Unavailable', async () => {
+      const status = (await grid.site('east').store.get(AGENT_TOOL_PROVIDER, { name: 'east-db-tools' }))?.['status'] as { phase?: string; reason?: string } | undefined;
+      return status?.phase === 'Unavailable' ? status : undefined;
+    }, 60_000, 250).then((status) => expect(status.reason).toBe('McpEndpointUnreachable'));
+    const gone = await waitFor('the tool server withdrawn from the overlay', async () => {
+      const reply = await post(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'initialize', params: {} }));
+      return reply.status === 404 ? reply : (await reply.body?.cancel(), undefined);
+    }, 60_000, 250);
+    expect(((await gone.json()) as { error: { message: string } }).error.message).toContain('no tool server "east-db-tools"');
   });
 
   it('an A2A client streams a task across sites to the agent and fetches it', async () => {
