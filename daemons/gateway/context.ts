@@ -4,6 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import type { GatewayResponse } from './response.ts';
 import type { LoadCell } from './routing/candidate-load.ts';
 import type { RoutingSnapshot } from './routing/snapshot.ts';
+import type { RequestTrace } from './tracing/request-trace.ts';
 
 /** Identity of the TLS peer, computed once per connection. */
 export interface PeerIdentity {
@@ -87,6 +88,8 @@ export interface GatewayRequest {
   pinnedEndpoint: number | undefined;
   /** The endpoint (index in its cluster) the load balancer sent the request to, for observers that pin to it. */
   endpointIndex: number | undefined;
+  /** This request's spans when tracing is on (tracing/tracing.ts); undefined otherwise, and every hook is skipped. */
+  readonly trace: RequestTrace | undefined;
 }
 
 export interface CallerGoneListener {

@@ -9,6 +9,7 @@ import { createLogger, errorFields } from '../shared/log.ts';
 import { extensionKeyPointers } from '../../schemas/gateway/praxis-rules.ts';
 import { ConfigError, loadConfigFile } from './config.ts';
 import { startGateway } from './server.ts';
+import { TracingEnvError, checkTracingEnv, tracingFromEnv } from './tracing/tracing.ts';
 import { ServingEnvError, servingOptionsFromEnv } from './site-route/site-view-service.ts';
 import { WARMUP_REQUESTS } from './warmup.ts';
 import { MAX_GATEWAY_WORKERS as MAX_WORKERS } from '../../schemas/gateway/workers.ts';
@@ -87,14 +88,18 @@ async function main(): Promise<number> {
     hasServing = servingOptions !== undefined;
     const options = { configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS, warmupRequests, ...(servingOptions !== undefined ? { serving: servingOptions } : {}) };
     if (workers === 1) {
-      const gateway = await startGateway(resolved, options);
+      // Each worker thread makes its own (worker.ts): spans are exported from the thread that served the request.
+      const tracing = tracingFromEnv(process.env, resolved.role);
+      if (tracing !== undefined) logger.info({ endpoint: tracing.endpoint }, 'tracing: exporting spans over OTLP');
+      const gateway = await startGateway(resolved, { ...options, ...(tracing === undefined ? {} : { tracing }) });
       // One process exits 0 once its close settles, as it always has.
       serving = { ...gateway, isReady: () => gateway.isReady(), reloadFiles: () => gateway.reloadFiles(), close: () => gateway.close().then(() => true, () => true) };
     } else {
+      checkTracingEnv(process.env);
       serving = await startWorkerPool({ ...options, workers, resolved, onFatal: (message) => fatal?.(message) });
     }
   } catch (error) {
-    const message = error instanceof ConfigError || error instanceof ServingEnvError ? error.message : `startup failed: ${errorFields(error).message}`;
+    const message = error instanceof ConfigError || error instanceof ServingEnvError || error instanceof TracingEnvError ? error.message : `startup failed: ${errorFields(error).message}`;
     logger.fatal({ config: path }, message);
     process.stderr.write(`gateway: ${message}\n`);
     return 1;

@@ -38,6 +38,7 @@ import { createSiteViewService, type ServingOptions } from './site-route/site-vi
 import type { SiteView } from './site-route/site-view.ts';
 import { warmRequestPath } from './warmup.ts';
 import { agentMetrics } from './agents/agent-metrics.ts';
+import type { GatewayTracing } from './tracing/tracing.ts';
 import type { IntelligentRouteFilter, McpRouteFilter } from '../../schemas/generated/gateway-config.ts';
 
 const INFERENCE_POST_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses']);
@@ -122,6 +123,8 @@ export interface StartGatewayOptions {
   warmupRequests?: number;
   /** Bind the listeners with SO_REUSEPORT, so the other workers of this gateway bind the same ports (workers.ts). */
   reusePort?: boolean;
+  /** OpenTelemetry tracing (tracing/tracing.ts, from the OTEL_* environment); undefined: off. */
+  tracing?: GatewayTracing;
 }
 
 const peerCache = new WeakMap<Socket, PeerIdentity | null>();
@@ -208,6 +211,7 @@ const ACCEPTED_GRACE_MS = 250;
 
 export async function startGateway(resolved: ResolvedConfig, options: StartGatewayOptions): Promise<GatewayInstance> {
   const { logger, configDir } = options;
+  const tracing = options.tracing;
   const role = resolved.role;
   const metrics = createGatewayMetrics(role, { process: options.processMetrics ?? true, eventLoop: options.eventLoopMetrics ?? options.processMetrics ?? true });
   const files = new GatewayFiles({ configDir, logger, metrics, ...(options.filePollIntervalMs === undefined ? {} : { pollIntervalMs: options.filePollIntervalMs }) });
@@ -399,6 +403,8 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       load: undefined,
       pinnedEndpoint: undefined,
       endpointIndex: undefined,
+      // Warm-up requests are not the caller's: no span for them.
+      trace: tracing === undefined || !counted ? undefined : tracing.begin(role, req.method ?? 'GET', query === -1 ? target : target.slice(0, query), req.headers),
     };
     res.on('close', () => {
       if (!res.writableFinished) {
@@ -407,6 +413,7 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       }
       // The response ended, broke off or lost its caller: either way the candidate no longer carries this request.
       if (request.load !== undefined) endLoad(request);
+      request.trace?.end(res.statusCode, res.writableFinished);
       if (request.labels.model === 'none' && request.model !== undefined) request.labels.model = 'other';
       const status = res.statusCode;
       if (counted) {
@@ -607,6 +614,8 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       ingestToken?.close();
       await serving?.close();
       await admin?.close();
+      // Last: the spans of the requests that just drained are sent.
+      await tracing?.close().catch(() => undefined);
     },
   };
 }

@@ -6,6 +6,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger, errorFields } from '../shared/log.ts';
 import { ConfigError } from './config.ts';
 import { startGateway } from './server.ts';
+import { tracingFromEnv } from './tracing/tracing.ts';
 import type { GatewayInstance } from './server.ts';
 import type { SupervisorMessage, WorkerData, WorkerMessage } from './workers.ts';
 
@@ -16,6 +17,8 @@ const post = (message: WorkerMessage): void => port.postMessage(message);
 const logger = createLogger({ name: 'gateway' }).child({ worker: data.index });
 
 let gateway: GatewayInstance;
+// The environment was checked by the supervisor before it started the workers (main.ts).
+const tracing = tracingFromEnv(process.env, data.resolved.role);
 try {
   gateway = await startGateway(data.resolved, {
     configDir: data.configDir,
@@ -27,6 +30,7 @@ try {
     eventLoopMetrics: true,
     warmupRequests: data.warmupRequests,
     ...(data.serving !== undefined ? { serving: data.serving } : {}),
+    ...(tracing === undefined ? {} : { tracing }),
   });
 } catch (error) {
   // The supervisor's caller words it as a single-process gateway would ("startup failed: …").

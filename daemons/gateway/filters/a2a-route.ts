@@ -41,6 +41,7 @@ export function createA2aRoute(options: A2aRouteOptions): PathRouteFilter {
     name: 'a2a_route',
     prefixes: [prefix],
     apply(request: GatewayRequest): void | Promise<void> {
+      const startedAt = request.trace?.now();
       stripHopHeaders(request.headers);
       const named = namedPath(request.path, prefix);
       const agent = named === undefined ? undefined : agents.get(named.name);
@@ -60,6 +61,7 @@ export function createA2aRoute(options: A2aRouteOptions): PathRouteFilter {
       applyHeaderAllowlist(request.headers, allowed);
       request.headers.set(ROUTING_CANDIDATE_HEADER, `a2a/${agent.name}`);
       request.headers.set(ROUTING_REQUEST_ID_HEADER, request.requestId);
+      if (startedAt !== undefined) request.trace!.routed({ site: agent.site, cluster: agent.cluster, operation: 'invoke_agent' }, startedAt);
       if (card) {
         request.responseObserver = cardRewriter(`${publicOrigin(request)}${prefix}${agent.name}`);
         return;

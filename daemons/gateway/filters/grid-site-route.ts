@@ -146,6 +146,7 @@ export function createGridSiteRoute(options: GridSiteRouteOptions): GridSiteRout
     router,
     listModels: () => view.models(),
     apply(request: GatewayRequest): void {
+      const startedAt = request.trace?.now();
       // Client-sent hop context is never trusted, whatever happens next.
       stripPrefixedHeaders(request.headers, 'x-ai-routing-');
       stripPrefixedHeaders(request.headers, 'x-ai-provider-');
@@ -182,6 +183,7 @@ export function createGridSiteRoute(options: GridSiteRouteOptions): GridSiteRout
       const route: SiteRouting = { model, keys, current: decision.entry };
       if (model !== undefined) request.labels.model = model;
       applyEntry(request, route, decision.entry);
+      if (startedAt !== undefined) request.trace!.routed({ site: decision.entry.site, cluster: decision.entry.cluster, model }, startedAt);
       if (pin === undefined && model !== undefined && decision.path !== 'pinned') {
         request.failoverState = route;
         request.failover = failover;

@@ -126,6 +126,7 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
     name: 'intelligent_route',
     listModels: () => store.current()?.models ?? null,
     apply(request: GatewayRequest): void {
+      const startedAt = request.trace?.now();
       // Client-sent hop context is never trusted, whatever happens next.
       stripHopHeaders(request.headers);
       const snapshot = store.current();
@@ -143,6 +144,10 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
       }
       if (outcome.path !== undefined && load !== undefined) load.selections[outcome.path]++;
       applyCandidate(request, outcome.candidate, snapshot, model, false);
+      if (startedAt !== undefined) {
+        const chosen = outcome.candidate;
+        request.trace!.routed({ site: chosen.candidate.site, candidate: chosen.stableId, cluster: chosen.candidate.cluster, model }, startedAt);
+      }
       const alternate = outcome.alternates.find((c) => options.isClusterAvailable(c.candidate.cluster));
       if (alternate !== undefined) {
         request.failoverState = { snapshot, model, alternate } satisfies Failover;

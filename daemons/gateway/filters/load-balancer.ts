@@ -261,6 +261,7 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
       throw unavailableNotDelivered('cluster_unavailable', `every endpoint of cluster "${cluster.name}" is backing off after connect failures`);
     }
     request.endpointIndex = endpoint.index;
+    request.trace?.upstreamStart(cluster.name, endpoint.address, request.headers.has(ROUTING_CANDIDATE_HEADER), request.headers);
 
     // The request's own header Map goes to undici as it is (an iterable of pairs): no copy per request. A retry on
     // another endpoint overwrites host.
@@ -337,6 +338,7 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
         return;
       }
       this.#endpoint.markUp();
+      this.#request.trace?.upstreamHead(statusCode);
       const { res } = this.#request;
       const connection = upstream['connection'];
       const connectionTokens =
@@ -368,6 +370,7 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
       if (this.#first) {
         this.#first = false;
         this.#timing!.ttfb.observe(Number(process.hrtime.bigint() - request.receivedAtNs) / 1e9);
+        request.trace?.firstByte();
       }
       const observer = request.responseObserver;
       const out = observer === undefined ? chunk : observer.push(chunk);
@@ -386,12 +389,14 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
       request.upstream = undefined;
       const tail = request.responseObserver?.end(true);
       request.res.end(tail !== undefined && tail.length > 0 ? tail : undefined);
+      request.trace?.upstreamEnd(undefined);
       this.#timing!.latency.observe(Number(process.hrtime.bigint() - this.#started) / 1e9);
     }
 
     onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
       const request = this.#request;
       if (request.upstream === this) request.upstream = undefined;
+      request.trace?.upstreamEnd(undefined, this.#notDelivered ? 'not_delivered' : errorCode(error));
       if (this.#notDelivered && !request.callerGone) {
         logger.warn({ cluster: this.#cluster.name, endpoint: this.#endpoint.address }, 'provider hop delivered the request nowhere; failing over');
         this.#reject(new UpstreamConnectError(this.#cluster.name, this.#endpoint.address, 'NOT_DELIVERED'));

@@ -58,6 +58,7 @@ export function createMcpRoute(options: McpRouteOptions): PathRouteFilter {
     name: 'mcp_route',
     prefixes: [prefix],
     apply(request: GatewayRequest): void | Promise<void> {
+      const startedAt = request.trace?.now();
       stripHopHeaders(request.headers);
       const named = namedPath(request.path, prefix);
       if (named === undefined || named.rest !== '') throw new GatewayError(404, 'unknown_path', 'not_found_error', `no route for ${request.path.slice(0, 128)}; MCP servers are at ${prefix}<server>`);
@@ -103,6 +104,7 @@ export function createMcpRoute(options: McpRouteOptions): PathRouteFilter {
       }
       request.responseObserver = sessionPinner(server.site);
       store.noteServed(snapshot);
+      if (startedAt !== undefined) request.trace!.routed({ site: server.site, candidate: server.stableId, cluster, operation: 'execute_tool' }, startedAt);
       if (method !== 'POST') return;
       return readBoundedBody(request.req, maxBody, tooLarge).then((body) => {
         request.body = body;

@@ -85,6 +85,7 @@ export function createProviderRoute(config: ProviderRouteFilter, parser: Filter)
     const route = routed.route;
     if (route.model !== model) throw notFound('model_not_routed', `model "${model}" is not routed for this candidate`);
     if (!pathAllowed(route, request.path)) throw notFound('path_not_routed', `path ${request.path} is not routed for this candidate`);
+    request.trace?.routed({ candidate, cluster: route.cluster, model: route.model }, request.trace.now());
     request.cluster = route.cluster;
     request.labels.model = route.model;
     request.labels.cluster = route.cluster;

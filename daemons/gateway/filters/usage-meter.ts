@@ -70,6 +70,7 @@ export function createUsageMeter(config: UsageMeterFilter, metrics: UsageMetrics
     metrics.costUsd.inc(labels, entry.costUsd);
     if (request.tenant !== undefined) ledger.add(request.tenant, entry.costUsd);
     if (request.callerKeyId !== undefined) quota.consumeTokens(request.callerKeyId, usage.inputTokens + usage.outputTokens);
+    request.trace?.usage(usage.inputTokens, usage.outputTokens, usage.model);
   }
 
   return {

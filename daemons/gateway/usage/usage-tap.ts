@@ -8,6 +8,8 @@
 export interface TokenUsage {
   readonly inputTokens: number;
   readonly outputTokens: number;
+  /** The model the answer names (gen_ai.response.model), when it names one. */
+  readonly model?: string;
 }
 
 /** A JSON body larger than this is forwarded unmetered (a completion that big is not a usage-bearing answer we can afford to copy). */
@@ -25,7 +27,9 @@ export function usageOf(value: unknown): TokenUsage | undefined {
   const u = usage as Record<string, unknown>;
   const input = count(u['prompt_tokens']) ?? count(u['input_tokens']);
   const output = count(u['completion_tokens']) ?? count(u['output_tokens']) ?? (input === undefined ? undefined : 0);
-  return input === undefined || output === undefined ? undefined : { inputTokens: input, outputTokens: output };
+  if (input === undefined || output === undefined) return undefined;
+  const model = (value as { model?: unknown }).model;
+  return typeof model === 'string' && model.length > 0 && model.length <= 256 ? { inputTokens: input, outputTokens: output, model } : { inputTokens: input, outputTokens: output };
 }
 
 export interface UsageTap {
