@@ -191,7 +191,7 @@ export interface AgentToolProviderStatus {
    */
   session?: boolean;
   /**
-   * When a probe last found a tool list different from the one before it (a tool added, removed or redescribed).
+   * When a probe last found a tool list different from the one before it (a tool added, removed or redescribed): at the next poll, or at once when the server announced it with notifications/tools/list_changed.
    */
   toolsChangedAt?: string;
   /**

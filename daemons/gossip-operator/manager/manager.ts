@@ -36,6 +36,11 @@ export interface Controller {
   readonly kind: ResourceKind;
   readonly watches?: readonly SecondaryWatch[];
   reconcile(name: string): Promise<ReconcileResult>;
+  /**
+   * Releases what the controller holds outside reconciles (the MCP list watchers' open streams), once its worker
+   * stopped or the stop deadline passed: Manager.stop awaits it, so it must be bounded.
+   */
+  close?(): Promise<void>;
 }
 
 export interface ReconcileObserver {
@@ -181,6 +186,20 @@ export class Manager {
     this.#running.clear();
     const busy = new Set(running.map((r) => r.controller.name));
     const finished = Promise.all([watchesClosed, ...running.map((r) => r.worker.finally(() => busy.delete(r.controller.name)))]);
+    try {
+      await this.#settle(finished, busy, deadlineMs, () => watchesOpen);
+    } finally {
+      await Promise.all(running.map(async (r) => {
+        try {
+          await r.controller.close?.();
+        } catch (error) {
+          this.#options.logger.warn({ controller: r.controller.name, error: errorFields(error) }, 'controller close failed');
+        }
+      }));
+    }
+  }
+
+  async #settle(finished: Promise<unknown>, busy: Set<string>, deadlineMs: number, watchesOpen: () => boolean): Promise<void> {
     if (deadlineMs === Infinity) {
       await finished;
       return;
@@ -194,6 +213,6 @@ export class Manager {
       }),
     ]);
     clearTimeout(timer);
-    if (timedOut) this.#options.logger.warn({ deadlineMs, controllers: [...busy], watchesOpen }, 'reconciles or watches still running at the stop deadline; abandoning them');
+    if (timedOut) this.#options.logger.warn({ deadlineMs, controllers: [...busy], watchesOpen: watchesOpen() }, 'reconciles or watches still running at the stop deadline; abandoning them');
   }
 }

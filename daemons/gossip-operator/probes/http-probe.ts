@@ -30,6 +30,8 @@ export interface ProbeRequest {
   readonly maxBytes: number;
   /** Connect to this already-vetted address instead of resolving the URL host again (no DNS rebinding). */
   readonly address?: { readonly ip: string; readonly family: 4 | 6 };
+  /** Ends the exchange early (a watcher being stopped); it then fails as `protocol`. */
+  readonly signal?: AbortSignal;
 }
 
 /** Why an exchange produced no usable response. Stable strings: they are metric label values. */
@@ -53,20 +55,8 @@ export function probeHttp(request: ProbeRequest): Promise<ProbeResponse> {
     const options: https.RequestOptions = {
       method: request.method ?? 'GET',
       headers: { accept: 'application/json, text/plain;q=0.9, */*;q=0.1', ...request.headers },
-      agent: false,
+      ...connectionOptions(request),
     };
-    if (request.address !== undefined) {
-      const { ip, family } = request.address;
-      // net may ask for all addresses (happy eyeballs); answer in whichever form it asked for.
-      options.lookup = ((_host: string, opts: { all?: boolean }, callback: (...args: unknown[]) => void) =>
-        opts.all ? callback(null, [{ address: ip, family }]) : callback(null, ip, family)) as unknown as https.RequestOptions['lookup'];
-    }
-    if (secure && request.tls) {
-      if (request.tls.ca !== undefined) options.ca = request.tls.ca;
-      if (request.tls.cert !== undefined) options.cert = request.tls.cert;
-      if (request.tls.key !== undefined) options.key = request.tls.key;
-      if (request.tls.servername !== undefined) options.servername = request.tls.servername;
-    }
     const req = (secure ? https : http).request(request.url, options, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -90,10 +80,33 @@ export function probeHttp(request: ProbeRequest): Promise<ProbeResponse> {
   });
 }
 
+/**
+ * What every probe connection shares, the one-shot exchange here and the MCP list watcher's long GET
+ * (event-stream.ts): no pooled agent, the vetted address when there is one, and the provider's TLS material.
+ */
+export function connectionOptions(request: Pick<ProbeRequest, 'url' | 'tls' | 'address' | 'signal'>): https.RequestOptions {
+  const options: https.RequestOptions = { agent: false };
+  if (request.address !== undefined) {
+    const { ip, family } = request.address;
+    // net may ask for all addresses (happy eyeballs); answer in whichever form it asked for.
+    options.lookup = ((_host: string, opts: { all?: boolean }, callback: (...args: unknown[]) => void) =>
+      opts.all ? callback(null, [{ address: ip, family }]) : callback(null, ip, family)) as unknown as https.RequestOptions['lookup'];
+  }
+  if (request.url.protocol === 'https:' && request.tls) {
+    if (request.tls.ca !== undefined) options.ca = request.tls.ca;
+    if (request.tls.cert !== undefined) options.cert = request.tls.cert;
+    if (request.tls.key !== undefined) options.key = request.tls.key;
+    if (request.tls.servername !== undefined) options.servername = request.tls.servername;
+  }
+  if (request.signal !== undefined) options.signal = request.signal;
+  return options;
+}
+
 const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|ERR_OSSL_|HOSTNAME_MISMATCH)/;
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ETIMEDOUT']);
 
-function classify(error: Error & { code?: string }): ProbeResponse {
+/** A network-layer error as a failure category and a detail that quotes only its code. */
+export function classify(error: Error & { code?: string }): Extract<ProbeResponse, { ok: false }> {
   const code = error.code ?? '';
   if (TLS_CODES.test(code) || /certificate|handshake|SSL|TLS/i.test(error.message)) {
     return { ok: false, failure: 'tls', detail: `TLS failure (${code || 'handshake'})` };

@@ -13,6 +13,9 @@
  * with a result (an older server refuses it: HTTP 400 for a request without a session, or method not found). Then
  * `tools/list`, following `nextCursor` within MAX_PAGES and MAX_TOOLS. Answers may be JSON or a text/event-stream
  * whose message with the request's id is the answer. A probe either succeeds (Available) or fails (Unavailable).
+ *
+ * The session handshake (openSession) and the exchange are exported for the list watcher (mcp-list-watch.ts), which
+ * holds a session of its own open to hear `notifications/tools/list_changed`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { type ProbeFailure, type ProbeTls, probeHttp } from './http-probe.ts';
@@ -21,7 +24,10 @@ export interface McpProbeConfig {
   readonly endpoint: string;
   readonly tls?: ProbeTls;
   readonly bearerToken?: string;
+  /** One budget for the whole exchange: every request shares it. */
   readonly timeoutMs: number;
+  /** Ends every request of the exchange early (the list watcher's stop()). */
+  readonly signal?: AbortSignal;
 }
 
 export interface McpTool {
@@ -40,6 +46,11 @@ export type McpProbeResult =
       readonly protocolVersion: string;
       /** Whether the server issued a session (Mcp-Session-Id) for the probe. */
       readonly session: boolean;
+      /**
+       * Whether initialize advertised `capabilities.tools.listChanged`: the server announces changes on its GET
+       * stream and a list watcher can hear them. Always false on the stateless revision, which has no such stream.
+       */
+      readonly toolsListChanged: boolean;
     }
   | {
       readonly ok: false;
@@ -70,7 +81,8 @@ const META = {
   'io.modelcontextprotocol/clientCapabilities': {},
 };
 
-type Failure = Extract<McpProbeResult, { ok: false }>;
+export type McpProbeFailure = Extract<McpProbeResult, { ok: false }>;
+type Failure = McpProbeFailure;
 
 interface Answer {
   readonly status: number;
@@ -80,7 +92,8 @@ interface Answer {
   readonly unparsable?: string;
 }
 
-class Exchange {
+/** The requests of one probe or one watcher session, under one time budget. */
+export class Exchange {
   readonly #config: McpProbeConfig;
   readonly #deadline: number;
   #nextId = 1;
@@ -95,9 +108,7 @@ class Exchange {
   }
 
   headers(extra: Readonly<Record<string, string>>): Record<string, string> {
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...extra };
-    if (this.#config.bearerToken !== undefined) headers['authorization'] = `Bearer ${this.#config.bearerToken}`;
-    return headers;
+    return { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...extra, ...bearer(this.#config) };
   }
 
   async send(step: McpProbeStep, method: string, params: Record<string, unknown> | undefined, headers: Readonly<Record<string, string>>, notification = false): Promise<Answer | Failure> {
@@ -113,6 +124,7 @@ class Exchange {
       timeoutMs: this.remainingMs(),
       maxBytes: MAX_RESPONSE_BYTES,
       ...(this.#config.tls ? { tls: this.#config.tls } : {}),
+      ...(this.#config.signal ? { signal: this.#config.signal } : {}),
     });
     if (!response.ok) return { ok: false, reason: response.failure, step, detail: `${method}: ${response.detail}` };
     if (id === undefined) return { status: response.status, headers: response.headers, message: undefined };
@@ -133,8 +145,14 @@ class Exchange {
       timeoutMs: Math.min(this.remainingMs(), 2_000),
       maxBytes: 64 * 1024,
       ...(this.#config.tls ? { tls: this.#config.tls } : {}),
+      ...(this.#config.signal ? { signal: this.#config.signal } : {}),
     });
   }
+}
+
+/** The Authorization header for the provider's credential, when it has one. */
+export function bearer(config: Pick<McpProbeConfig, 'bearerToken'>): Record<string, string> {
+  return config.bearerToken === undefined ? {} : { authorization: `Bearer ${config.bearerToken}` };
 }
 
 export async function probeMcpTools(config: McpProbeConfig): Promise<McpProbeResult> {
@@ -144,7 +162,7 @@ export async function probeMcpTools(config: McpProbeConfig): Promise<McpProbeRes
     if (!discovered.ok) return discovered;
     const headers = { 'mcp-protocol-version': STATELESS_PROTOCOL_VERSION };
     const tools = await listTools(exchange, headers, { _meta: META });
-    return 'tools' in tools ? { ok: true, tools: tools.tools, protocolVersion: STATELESS_PROTOCOL_VERSION, session: false } : tools;
+    return 'tools' in tools ? { ok: true, tools: tools.tools, protocolVersion: STATELESS_PROTOCOL_VERSION, session: false, toolsListChanged: false } : tools;
   }
   return await sessionProbe(exchange);
 }
@@ -166,12 +184,29 @@ async function discover(exchange: Exchange): Promise<{ ok: true } | Failure | 'l
   return { ok: false, reason: 'unsupported_version', step: 'discover', detail: `server/discover lists ${versions.slice(0, 8).join(', ') || 'no revision'}; this client speaks ${STATELESS_PROTOCOL_VERSION} and ${SESSION_PROTOCOL_VERSIONS.join(', ')}` };
 }
 
-async function sessionProbe(exchange: Exchange): Promise<McpProbeResult> {
+/** A session-revision handshake that went through: what every later request of the session carries. */
+export interface McpSession {
+  /** The negotiated revision (one of SESSION_PROTOCOL_VERSIONS). */
+  readonly protocolVersion: string;
+  /** The Mcp-Session-Id the server issued; undefined for a server without sessions. */
+  readonly sessionId: string | undefined;
+  /** Mcp-Session-Id and MCP-Protocol-Version, as every request after initialize sends them. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** initialize's `capabilities.tools.listChanged`. */
+  readonly toolsListChanged: boolean;
+}
+
+/**
+ * initialize with version negotiation, then notifications/initialized. A session the server issued but whose
+ * handshake then failed is ended here, so a caller gets either a usable session or a failure and nothing to clean.
+ */
+export async function openSession(exchange: Exchange): Promise<McpSession | Failure> {
   const init = await exchange.send('initialize', 'initialize', { protocolVersion: SESSION_PROTOCOL_VERSIONS[0], capabilities: {}, clientInfo: CLIENT_INFO }, {});
   if (!('status' in init)) return init;
   const failed = answerFailure('initialize', 'initialize', init);
   if (failed !== undefined) return failed;
-  const version = (init.message as { result?: { protocolVersion?: unknown } }).result?.protocolVersion;
+  const result = (init.message as { result?: { protocolVersion?: unknown; capabilities?: { tools?: { listChanged?: unknown } } } }).result;
+  const version = result?.protocolVersion;
   if (typeof version !== 'string' || !(SESSION_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
     return { ok: false, reason: 'unsupported_version', step: 'initialize', detail: `initialize negotiated ${typeof version === 'string' ? JSON.stringify(version.slice(0, 64)) : 'no protocolVersion'}; this client speaks ${SESSION_PROTOCOL_VERSIONS.join(', ')}` };
   }
@@ -185,16 +220,29 @@ async function sessionProbe(exchange: Exchange): Promise<McpProbeResult> {
     ...(sessionId === undefined ? {} : { 'mcp-session-id': sessionId }),
     ...(version === '2025-03-26' ? {} : { 'mcp-protocol-version': version }),
   };
-  try {
-    const initialized = await exchange.send('initialized', 'notifications/initialized', undefined, headers, true);
-    if (!('status' in initialized)) return initialized;
-    if (initialized.status < 200 || initialized.status > 299) {
-      return { ok: false, reason: 'http_status', step: 'initialized', detail: `notifications/initialized answered HTTP ${initialized.status}` };
-    }
-    const tools = await listTools(exchange, headers, undefined);
-    return 'tools' in tools ? { ok: true, tools: tools.tools, protocolVersion: version, session: sessionId !== undefined } : tools;
-  } finally {
+  const initialized = await exchange.send('initialized', 'notifications/initialized', undefined, headers, true);
+  const refused: Failure | undefined = !('status' in initialized)
+    ? initialized
+    : initialized.status < 200 || initialized.status > 299
+      ? { ok: false, reason: 'http_status', step: 'initialized', detail: `notifications/initialized answered HTTP ${initialized.status}` }
+      : undefined;
+  if (refused !== undefined) {
     if (sessionId !== undefined) await exchange.end(headers);
+    return refused;
+  }
+  return { protocolVersion: version, sessionId, headers, toolsListChanged: result?.capabilities?.tools?.listChanged === true };
+}
+
+async function sessionProbe(exchange: Exchange): Promise<McpProbeResult> {
+  const session = await openSession(exchange);
+  if ('ok' in session) return session;
+  try {
+    const tools = await listTools(exchange, session.headers, undefined);
+    return 'tools' in tools
+      ? { ok: true, tools: tools.tools, protocolVersion: session.protocolVersion, session: session.sessionId !== undefined, toolsListChanged: session.toolsListChanged }
+      : tools;
+  } finally {
+    if (session.sessionId !== undefined) await exchange.end(session.headers);
   }
 }
 

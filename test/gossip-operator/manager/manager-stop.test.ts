@@ -1,5 +1,6 @@
 // Manager.stop on a real local store: no key is dequeued once stop began, a reconcile already running finishes
 // (its status write lands) before stop resolves, and one that outlives the deadline is abandoned, named in the log.
+// Either way each controller's close() runs after its worker, so what it holds outside reconciles is released.
 import { afterEach, describe, expect, it } from 'vitest';
 import { Manager, type Controller } from '../../../daemons/gossip-operator/manager/manager.ts';
 import { CONFIG_MAP, createResourceStore } from '../../../daemons/shared/resource-store/index.ts';
@@ -81,6 +82,24 @@ describe('Manager.stop', () => {
     const warning = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'reconciles or watches still running at the stop deadline; abandoning them');
     expect(warning).toMatchObject({ deadlineMs: 200, controllers: ['held'], watchesOpen: false });
     controller.release();
+  });
+
+  it('closes each controller after its reconciles, also when one outlived the deadline', async () => {
+    const store = await storeWith(['a']);
+    const { logger } = capturingLogger();
+    const events: string[] = [];
+    const held = heldController();
+    const plain = { ...heldController(), name: 'plain', close: async () => void events.push('plain closed') };
+    const closing = Object.assign(held, { close: async () => void events.push(`held closed after ${held.finished.length} finished`) });
+    const manager = new Manager({ store, logger });
+    manager.add(closing);
+    manager.add(plain);
+    manager.start();
+    await waitFor('reconciles in flight', () => (held.started.length === 1 && plain.started.length === 1 ? true : undefined));
+    plain.release();
+    await manager.stop(200);
+    expect(events.sort()).toEqual(['held closed after 0 finished', 'plain closed']);
+    held.release();
   });
 
   it('abandons a watch whose close hangs at the deadline (a Kubernetes watch request that does not end)', async () => {

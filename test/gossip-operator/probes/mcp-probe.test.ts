@@ -25,7 +25,7 @@ describe('MCP probe against the official SDK servers', () => {
   it('stateful v1 server: initialize, notifications/initialized, tools/list in the session, then DELETE ends it', async () => {
     const server = await keep<SdkServer>(startStatefulV1(TOOLS));
     const result = await probeMcpTools({ endpoint: server.url, timeoutMs: 5000 });
-    expect(result).toEqual({ ok: true, tools: TOOLS, protocolVersion: '2025-11-25', session: true });
+    expect(result).toEqual({ ok: true, tools: TOOLS, protocolVersion: '2025-11-25', session: true, toolsListChanged: true });
     // server/discover first (refused without a session: HTTP 400), then the handshake and one session for the rest.
     expect(server.seen.map((s) => `${s.http} ${s.rpc ?? ''}`.trim())).toEqual(['POST server/discover', 'POST initialize', 'POST notifications/initialized', 'POST tools/list', 'DELETE']);
     const session = server.seen[2]!.session;
@@ -36,13 +36,13 @@ describe('MCP probe against the official SDK servers', () => {
 
   it('stateless v1 server: the same handshake, no session, nothing to end', async () => {
     const server = await keep<SdkServer>(startStatelessV1(TOOLS));
-    expect(await probeMcpTools({ endpoint: server.url, timeoutMs: 5000 })).toEqual({ ok: true, tools: TOOLS, protocolVersion: '2025-11-25', session: false });
+    expect(await probeMcpTools({ endpoint: server.url, timeoutMs: 5000 })).toEqual({ ok: true, tools: TOOLS, protocolVersion: '2025-11-25', session: false, toolsListChanged: true });
     expect(server.seen.map((s) => s.http)).not.toContain('DELETE');
   });
 
   it('v2 server (2026-07-28): server/discover, then tools/list with the revision on the request, no initialize', async () => {
     const server = await keep<SdkServer>(startModernV2(TOOLS));
-    expect(await probeMcpTools({ endpoint: server.url, timeoutMs: 5000 })).toEqual({ ok: true, tools: TOOLS, protocolVersion: '2026-07-28', session: false });
+    expect(await probeMcpTools({ endpoint: server.url, timeoutMs: 5000 })).toEqual({ ok: true, tools: TOOLS, protocolVersion: '2026-07-28', session: false, toolsListChanged: false });
     expect(server.seen.map((s) => s.rpc)).toEqual(['server/discover', 'tools/list']);
   });
 
@@ -50,7 +50,8 @@ describe('MCP probe against the official SDK servers', () => {
     const many = Array.from({ length: 23 }, (_, i) => ({ name: `tool-${String(i).padStart(2, '0')}`, description: `Tool ${i}.` }));
     const server = await keep<SdkServer>(startPagedV1(many, 5));
     const result = await probeMcpTools({ endpoint: server.url, timeoutMs: 5000 });
-    expect(result).toMatchObject({ ok: true, session: true });
+    // A low-level server declaring `tools: {}` does not advertise listChanged: nothing to watch.
+    expect(result).toMatchObject({ ok: true, session: true, toolsListChanged: false });
     expect(result.ok && result.tools.map((t) => t.name)).toEqual(many.map((t) => t.name));
     expect(server.seen.filter((s) => s.rpc === 'tools/list')).toHaveLength(5);
   });

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer as McpServerV1, type RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { Server as ServerV1 } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ListToolsRequestSchema, CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -23,6 +23,22 @@ export interface SdkServer {
 }
 
 export type Tools = readonly { name: string; description: string }[];
+
+/** The stateful form, which a test can also make change its tools live and drop its streams and sessions. */
+export interface StatefulSdkServer extends SdkServer {
+  /**
+   * Replaces the tool list, and in every open session adds and removes the tools as the SDK's McpServer does
+   * (registerTool, RegisteredTool.remove), so the SDK itself announces notifications/tools/list_changed on the
+   * session's GET stream; a low-level Server is told to announce it (sendToolListChanged).
+   */
+  changeTools(tools: Tools): void;
+  /** Ends every session's GET stream (the SDK's closeStandaloneSSEStream), as a server restarting its streams. */
+  closeStreams(): void;
+  /** Closes every session's transport: the server forgets them and answers their requests 400, as after a restart. */
+  dropSessions(): Promise<void>;
+  /** GET requests holding a stream open now. */
+  readonly openStreams: () => number;
+}
 
 function readBody(req: http.IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -78,11 +94,18 @@ async function listen(handler: (req: http.IncomingMessage, res: http.ServerRespo
   };
 }
 
+/** The tools each v1Server registered, by name, so changeTools can remove them the SDK's way. */
+const registered = new WeakMap<McpServerV1, Map<string, RegisteredTool>>();
+
+function register(server: McpServerV1, tool: Tools[number]): void {
+  const handle = server.registerTool(tool.name, { description: tool.description }, async () => ({ content: [{ type: 'text', text: `${tool.name} ran` }] }));
+  registered.get(server)!.set(tool.name, handle);
+}
+
 export function v1Server(tools: () => Tools): McpServerV1 {
   const server = new McpServerV1({ name: 'sdk-v1-tools', version: '1.0.0' });
-  for (const tool of tools()) {
-    server.registerTool(tool.name, { description: tool.description }, async () => ({ content: [{ type: 'text', text: `${tool.name} ran` }] }));
-  }
+  registered.set(server, new Map());
+  for (const tool of tools()) register(server, tool);
   return server;
 }
 
@@ -90,11 +113,30 @@ export function v1Server(tools: () => Tools): McpServerV1 {
  * The SDK's documented stateful streamable-HTTP wiring: a transport per session, keyed by Mcp-Session-Id, made on
  * `initialize` and connected to a server `makeServer` builds; anything else without a known session is refused.
  */
-export async function startStateful(makeServer: (tools: () => Tools) => McpServerV1 | ServerV1, initialTools: Tools, options: ServeOptions = {}): Promise<SdkServer> {
+export async function startStateful(makeServer: (tools: () => Tools) => McpServerV1 | ServerV1, initialTools: Tools, options: ServeOptions = {}): Promise<StatefulSdkServer> {
   let tools = initialTools;
   const seen: SdkServer['seen'] = [];
   const transports = new Map<string, StreamableHTTPServerTransport>();
-  return await listen(
+  const servers = new Map<StreamableHTTPServerTransport, McpServerV1 | ServerV1>();
+  let streams = 0;
+  const changeTools = (next: Tools): void => {
+    tools = next;
+    for (const server of servers.values()) {
+      const handles = server instanceof McpServerV1 ? registered.get(server) : undefined;
+      if (server instanceof ServerV1 || handles === undefined) {
+        void (server as ServerV1).sendToolListChanged();
+        continue;
+      }
+      for (const [name, handle] of handles) {
+        if (!next.some((t) => t.name === name)) {
+          handle.remove();
+          handles.delete(name);
+        }
+      }
+      for (const tool of next) if (!handles.has(tool.name)) register(server, tool);
+    }
+  };
+  const sdk = await listen(
     async (req, res, body) => {
       const sessionId = req.headers['mcp-session-id'];
       let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
@@ -106,9 +148,16 @@ export async function startStateful(makeServer: (tools: () => Tools) => McpServe
         const created = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void transports.set(id, created) });
         created.onclose = () => {
           if (created.sessionId !== undefined) transports.delete(created.sessionId);
+          servers.delete(created);
         };
-        await makeServer(() => tools).connect(created);
+        const server = makeServer(() => tools);
+        servers.set(created, server);
+        await server.connect(created);
         transport = created;
+      }
+      if (req.method === 'GET') {
+        streams += 1;
+        res.on('close', () => void (streams -= 1));
       }
       await transport.handleRequest(req, res, body);
     },
@@ -116,11 +165,22 @@ export async function startStateful(makeServer: (tools: () => Tools) => McpServe
     seen,
     options,
   );
+  return {
+    ...sdk,
+    changeTools,
+    closeStreams: () => {
+      for (const transport of transports.values()) transport.closeStandaloneSSEStream();
+    },
+    dropSessions: async () => {
+      await Promise.all([...transports.values()].map((t) => t.close()));
+    },
+    openStreams: () => streams,
+  };
 }
 
 /** The SDK's documented stateful server: McpServer with registered tools. */
-export async function startStatefulV1(initialTools: Tools): Promise<SdkServer> {
-  return await startStateful((tools) => v1Server(tools), initialTools);
+export async function startStatefulV1(initialTools: Tools, options: ServeOptions = {}): Promise<StatefulSdkServer> {
+  return await startStateful((tools) => v1Server(tools), initialTools, options);
 }
 
 /** The SDK's documented stateless form: a new server and transport for every request, no session. */
@@ -149,7 +209,7 @@ export async function startStatelessV1(initialTools: Tools, options: ServeOption
 }
 
 /** A v1 low-level server answering tools/list `pageSize` tools at a time with nextCursor (stateful). */
-export async function startPagedV1(initialTools: Tools, pageSize: number, options: ServeOptions = {}): Promise<SdkServer> {
+export async function startPagedV1(initialTools: Tools, pageSize: number, options: ServeOptions = {}): Promise<StatefulSdkServer> {
   return await startStateful((tools) => {
     const server = new ServerV1({ name: 'sdk-v1-paged', version: '1.0.0' }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, async (request) => {
