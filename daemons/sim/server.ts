@@ -151,7 +151,7 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
   function record(req: IncomingMessage, path: string, model: string | undefined, stream: boolean): void {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(req.headers)) {
-      if ((name.startsWith('x-ai-') || name === 'x-gateway-model-name') && typeof value === 'string') headers[name] = value;
+      if ((name.startsWith('x-ai-') || name === 'x-gateway-model-name' || name === 'traceparent') && typeof value === 'string') headers[name] = value;
     }
     requests.push({ method: req.method ?? 'GET', path, model, stream, headers, headerNames: Object.keys(req.headers), authorized: true });
     if (requests.length > MAX_RECORDS) requests.splice(0, requests.length - MAX_RECORDS);
