@@ -22,6 +22,10 @@
 //           and p99 in each of the first 10 one-second windows, against the warm consumer at the same rate.
 //   idle    the consumer -> provider hop after IDLE_GAP_S without traffic: TLS handshakes the provider counted
 //           (grid_gateway_tls_handshakes_total) across the gap and the burst after it.
+//   tracing (only when asked for) the closed loop over three consumer -> provider pairs on the same sim: the gateways
+//           of the commit before tracing existed (--tracing-base REF, default the parent of the commit that added
+//           daemons/gateway/tracing/tracing.ts, checked out with `git worktree`), this code with tracing off, and this
+//           code exporting every span (OTEL_TRACES_SAMPLER always_on) to an OTLP/HTTP receiver in this process.
 // --sched traces the rate case with `perf sched record` (sched-wait.ts) and adds, per path, how often its processes
 // (the proxies, the sim, this load generator) waited 1 ms or more for a CPU after a wakeup, per 100 requests: what the
 // machine adds to the latency tail whatever the proxy does.
@@ -35,7 +39,7 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { Pool } from 'undici';
 import { benchArgs } from './bench-args.ts';
 import { floorListenTls, floorUpstreamTls } from './floor-hop.ts';
@@ -51,8 +55,11 @@ import type { Daemon } from '../gateway/helpers.ts';
 
 const USAGE =
   'usage: npm run bench:gateway -- [--case closed|rate|stream|cold|idle|workers]... [--window-ms 2000] [--rounds 5] [--concurrency 32] ' +
-  '[--rates 500,1000] [--rate-ms 2000] [--streams 100] [--stream-rounds 3] [--idle-gap-s 30] [--cold-warmups default,0] [--sched] [--pace spin|sleep|spin,sleep]';
-const CASES = ['closed', 'rate', 'stream', 'cold', 'idle', 'workers'] as const;
+  '[--rates 500,1000] [--rate-ms 2000] [--streams 100] [--stream-rounds 3] [--idle-gap-s 30] [--cold-warmups default,0] [--sched] [--pace spin|sleep|spin,sleep] ' +
+  '[--tracing-base REF]';
+const CASES = ['closed', 'rate', 'stream', 'cold', 'idle', 'workers', 'tracing'] as const;
+/** Cases run when none is named: all but tracing, which checks out and starts a second copy of the gateways. */
+const DEFAULT_CASES = CASES.filter((c) => c !== 'tracing');
 /** How the open loop waits for each send time: spinning on this thread (the default), or a sleeping pacer thread. */
 const PACES = ['sleep', 'spin'] as const;
 type Pace = (typeof PACES)[number];
@@ -71,6 +78,7 @@ function options(): {
   coldWarmups: (number | undefined)[];
   sched: boolean;
   paces: Pace[];
+  tracingBase: string | undefined;
 } {
   const { values, positive: num, whole, count, fail } = benchArgs('bench:gateway', USAGE, {
     case: { type: 'string', multiple: true },
@@ -85,9 +93,10 @@ function options(): {
     'cold-warmups': { type: 'string' },
     sched: { type: 'boolean' },
     pace: { type: 'string' },
+    'tracing-base': { type: 'string' },
   });
   const cases = new Set<Case>();
-  for (const c of values.case ?? CASES) {
+  for (const c of values.case ?? DEFAULT_CASES) {
     if (!(CASES as readonly string[]).includes(c)) fail(`unknown --case "${c}", expected one of ${CASES.join(', ')}`);
     cases.add(c as Case);
   }
@@ -108,6 +117,7 @@ function options(): {
     // Each entry is one cold start: "default" is the gateway's own warm-up, a number sets AGN_GATEWAY_WARMUP_REQUESTS.
     coldWarmups: (values['cold-warmups'] ?? 'default,0').split(',').map((w) => (w === 'default' ? undefined : count('cold-warmups', w, 0))),
     sched: values.sched === true,
+    tracingBase: values['tracing-base'],
     paces: (values.pace ?? 'spin').split(',').map((p) => ((PACES as readonly string[]).includes(p) ? (p as Pace) : fail(`--pace takes spin, sleep or both ("spin,sleep"), got "${p}"`))),
   };
 }
@@ -241,7 +251,7 @@ async function warm(path: BenchPath): Promise<number> {
   });
 }
 
-async function closedCase(paths: BenchPath[]): Promise<void> {
+async function closedCase(paths: BenchPath[], bases: readonly string[] = ['floor (minimal Node proxy)', 'nginx']): Promise<void> {
   process.stdout.write(`## closed loop: ${OPTS.concurrency} in flight, ${OPTS.windowMs} ms windows, ${OPTS.rounds} rounds (load average ${load()})\n\n`);
   const warmups = new Map<string, number>();
   for (const path of paths) warmups.set(path.name, await warm(path));
@@ -267,11 +277,10 @@ async function closedCase(paths: BenchPath[]): Promise<void> {
       fmt(percentile(lat, 99), 2),
       String(ws.reduce((s, w) => s + w.errors, 0)),
       spread(ws.map((w) => w.cpuUs)),
-      roundRatio(path.name, 'floor (minimal Node proxy)'),
-      roundRatio(path.name, 'nginx'),
+      ...bases.map((base) => roundRatio(path.name, base)),
     ]);
   }
-  table(['path', 'warm-up windows', 'req/s median (min-max)', 'p50 ms', 'p99 ms', 'errors', 'proxy CPU us/req median (min-max)', 'CPU vs floor', 'CPU vs nginx'], rows);
+  table(['path', 'warm-up windows', 'req/s median (min-max)', 'p50 ms', 'p99 ms', 'errors', 'proxy CPU us/req median (min-max)', ...bases.map((b) => `CPU vs ${b}`)], rows);
   for (const path of paths) {
     const ws = windows.get(path.name)!;
     const parts = (path.parts ?? []).map((part, i) => {
@@ -282,6 +291,61 @@ async function closedCase(paths: BenchPath[]): Promise<void> {
   // The hop against what two minimal proxies cost over the same mutual TLS, round by round.
   const hop = paths.at(-1)!.name;
   if (windows.has(FLOOR_HOP)) process.stdout.write(`${hop} vs ${FLOOR_HOP}: CPU per request ${roundRatio(hop, FLOOR_HOP)}\n\n`);
+}
+
+// ---------------------------------------------------------------- tracing cost
+
+const BEFORE_TRACING = 'hop, code before tracing';
+const TRACING_OFF = 'hop, tracing off';
+
+/** The commit before tracing: --tracing-base, else the parent of the commit that added the tracing module. */
+function tracingBase(): string {
+  if (OPTS.tracingBase !== undefined) return OPTS.tracingBase;
+  const added = execFileSync('git', ['log', '--diff-filter=A', '--format=%H', '--', 'daemons/gateway/tracing/tracing.ts'], { encoding: 'utf8' }).trim().split('\n').at(-1);
+  if (added === undefined || added === '') throw new Error('no commit added daemons/gateway/tracing/tracing.ts; pass --tracing-base REF');
+  return `${added}^`;
+}
+
+async function tracingCase(ctx: { dir: string; providerJson: string; consumerHop: string; daemons: Daemon[] }): Promise<void> {
+  const base = tracingBase();
+  const baseDir = join(ctx.dir, 'before-tracing');
+  execFileSync('git', ['worktree', 'add', '--detach', baseDir, base], { stdio: 'ignore' });
+  const { symlinkSync } = await import('node:fs');
+  symlinkSync(join(process.cwd(), 'node_modules'), join(baseDir, 'node_modules'));
+  const receiver = await (await import('../shared/otlp-receiver.ts')).startOtlpReceiver();
+  try {
+    const pair = async (name: string, root: string, env: Record<string, string>): Promise<BenchPath> => {
+      const provider = spawnDaemon(relative(process.cwd(), join(root, 'daemons/gateway/main.ts')), ['--config', ctx.providerJson], env);
+      ctx.daemons.push(provider);
+      const providerPort = await waitForPort(provider, 'provider');
+      const config = JSON.parse(await (await import('node:fs/promises')).readFile(ctx.consumerHop, 'utf8')) as { filter_chains: { filters: { filter: string; clusters?: { endpoints: string[] }[] }[] }[] };
+      config.filter_chains[0]!.filters.find((f) => f.filter === 'load_balancer')!.clusters![0]!.endpoints = [`127.0.0.1:${providerPort}`];
+      const file = join(ctx.dir, `consumer-${name.replace(/\W+/g, '-')}.json`);
+      await writeFile(file, JSON.stringify(config));
+      const consumer = spawnDaemon(relative(process.cwd(), join(root, 'daemons/gateway/main.ts')), ['--config', file], env);
+      ctx.daemons.push(consumer);
+      const port = await waitForPort(consumer, 'edge');
+      const admin = await waitForPort(consumer, 'admin');
+      await waitFor(`${name} ready`, async () => ((await fetch(`http://127.0.0.1:${admin}/readyz`)).status === 200 ? true : undefined));
+      const parts = [
+        { name: 'consumer gateway', pids: () => [consumer.proc.pid ?? -1] },
+        { name: 'provider gateway', pids: () => [provider.proc.pid ?? -1] },
+      ];
+      return { name, origin: `http://127.0.0.1:${port}`, streamOrigin: `http://127.0.0.1:${port}`, headers: {}, pids: () => parts.flatMap((p) => p.pids()), parts };
+    };
+    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on' };
+    const paths = [
+      await pair(BEFORE_TRACING, baseDir, {}),
+      await pair(TRACING_OFF, process.cwd(), {}),
+      await pair('hop, tracing on (every span exported)', process.cwd(), otel),
+    ];
+    process.stdout.write(`## tracing: the code before tracing is ${execFileSync('git', ['rev-parse', '--short', base], { encoding: 'utf8' }).trim()} (${base})\n\n`);
+    await closedCase(paths, [BEFORE_TRACING, TRACING_OFF]);
+    process.stdout.write(`spans the receiver decoded: ${receiver.spans.length}; refused exports: ${receiver.refused.length}\n\n`);
+  } finally {
+    await receiver.close();
+    execFileSync('git', ['worktree', 'remove', '--force', baseDir], { stdio: 'ignore' });
+  }
 }
 
 // ---------------------------------------------------------------- open loop at a fixed rate
@@ -934,6 +998,7 @@ async function main(): Promise<void> {
     if (OPTS.cases.has('idle')) await idleCase(paths.at(-1)!, providerAdmin);
     // Two workers against one (issue 18), in alternating windows so both see the same background load.
     if (OPTS.cases.has('workers')) process.stdout.write(`${formatWorkersReport(await benchGatewayWorkers())}\n`);
+    if (OPTS.cases.has('tracing')) await tracingCase({ dir, providerJson, consumerHop, daemons });
 
     process.stdout.write(
       `failed requests in every window of every case: ${failedRequests}\n` +

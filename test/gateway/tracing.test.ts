@@ -143,6 +143,24 @@ describe('tracing: one trace from the caller through both gateways to the backen
     expect(refused.status.code).toBe(0);
   });
 
+  it('exposes the GenAI metrics as Prometheus histograms: token usage, duration, time to first token and per output token', async () => {
+    const text = await (await fetch(`${consumer.admin}/metrics`)).text();
+    const sample = (series: string): number | undefined => {
+      const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+      return line === undefined ? undefined : Number(line.slice(series.length + 1));
+    };
+    const labels = 'gen_ai_operation_name="chat",gen_ai_request_model="m1",gen_ai_provider_name="prov-east"';
+    // Two answered chats (one streamed), each counted once per token type; the streamed one alone has a first token.
+    expect(sample(`gen_ai_client_token_usage_count{${labels},gen_ai_token_type="output"}`)).toBe(2);
+    expect(sample(`gen_ai_client_token_usage_sum{${labels},gen_ai_token_type="output"}`)).toBeGreaterThanOrEqual(2);
+    expect(sample(`gen_ai_client_operation_duration_seconds_count{${labels},error_type=""}`)).toBe(2);
+    expect(sample(`gen_ai_server_time_to_first_token_seconds_count{${labels}}`)).toBe(1);
+    expect(sample(`gen_ai_server_time_per_output_token_seconds_count{${labels}}`)).toBe(1);
+    const ttft = sample(`gen_ai_server_time_to_first_token_seconds_sum{${labels}}`)!;
+    expect(ttft).toBeGreaterThan(0);
+    expect(ttft).toBeLessThan(sample(`gen_ai_client_operation_duration_seconds_sum{${labels},error_type=""}`)!);
+  });
+
   it('exports no prompt, completion, token or key bytes', () => {
     expect(receiver.rawBodies.length).toBeGreaterThan(0);
     for (const body of receiver.rawBodies) {

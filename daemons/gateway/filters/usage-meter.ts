@@ -13,6 +13,8 @@ import { jsonUsageTap, sseUsageTap } from '../usage/usage-tap.ts';
 import type { TokenUsage, UsageTap } from '../usage/usage-tap.ts';
 
 const STREAM_USAGE_PATHS = new Set(['/v1/chat/completions', '/v1/completions']);
+/** gen_ai.operation.name of each metered path (OpenTelemetry GenAI semantic conventions). */
+const OPERATIONS: Readonly<Record<string, string>> = { '/v1/chat/completions': 'chat', '/v1/completions': 'text_completion', '/v1/embeddings': 'embeddings', '/v1/responses': 'chat' };
 const METERED_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses']);
 /** Label of requests no caller_auth attributed. */
 export const NO_TENANT = 'none';
@@ -54,6 +56,17 @@ export function withIncludeUsage(body: Buffer): Buffer | undefined {
 export function createUsageMeter(config: UsageMeterFilter, metrics: UsageMetrics, ledger: SpendLedger, quota: KeyQuota): Filter {
   const prices = new Map((config.prices ?? []).map((p) => [p.cluster, p]));
 
+  /** The GenAI histograms of one answer: its duration, and for a stream its first-token and per-token times. */
+  function timings(request: GatewayRequest, status: number, complete: boolean, firstEventNs: bigint | undefined, usage: TokenUsage | undefined): void {
+    const nowNs = process.hrtime.bigint();
+    const labels = { gen_ai_operation_name: OPERATIONS[request.path] ?? 'chat', gen_ai_request_model: request.labels.model, gen_ai_provider_name: request.labels.cluster };
+    const errorType = status >= 400 ? String(status) : complete ? '' : 'broken_off';
+    metrics.genAi.operationDuration.observe({ ...labels, error_type: errorType }, Number(nowNs - request.receivedAtNs) / 1e9);
+    if (firstEventNs === undefined) return;
+    metrics.genAi.timeToFirstToken.observe(labels, Number(firstEventNs - request.receivedAtNs) / 1e9);
+    if (complete && usage !== undefined && usage.outputTokens > 1) metrics.genAi.timePerOutputToken.observe(labels, Number(nowNs - firstEventNs) / 1e9 / (usage.outputTokens - 1));
+  }
+
   function record(request: GatewayRequest, usage: TokenUsage): void {
     const provider = request.labels.cluster;
     const entry: UsageRecord = {
@@ -67,6 +80,9 @@ export function createUsageMeter(config: UsageMeterFilter, metrics: UsageMetrics
     const labels = { tenant: entry.tenant, gen_ai_request_model: entry.model, gen_ai_provider_name: entry.provider, site: entry.site };
     metrics.tokens.inc({ ...labels, gen_ai_token_type: 'input' }, usage.inputTokens);
     metrics.tokens.inc({ ...labels, gen_ai_token_type: 'output' }, usage.outputTokens);
+    const genAi = { gen_ai_operation_name: OPERATIONS[request.path] ?? 'chat', gen_ai_request_model: entry.model, gen_ai_provider_name: provider };
+    metrics.genAi.tokenUsage.observe({ ...genAi, gen_ai_token_type: 'input' }, usage.inputTokens);
+    metrics.genAi.tokenUsage.observe({ ...genAi, gen_ai_token_type: 'output' }, usage.outputTokens);
     metrics.costUsd.inc(labels, entry.costUsd);
     if (request.tenant !== undefined) ledger.add(request.tenant, entry.costUsd);
     if (request.callerKeyId !== undefined) quota.consumeTokens(request.callerKeyId, usage.inputTokens + usage.outputTokens);
@@ -87,24 +103,38 @@ export function createUsageMeter(config: UsageMeterFilter, metrics: UsageMetrics
       }
       let tap: UsageTap | undefined;
       let ended = false;
+      let status = 0;
+      let streamed = false;
+      let firstEventNs: bigint | undefined;
       const observer: ResponseObserver = {
-        start(status, headers) {
+        start(answered, headers) {
           tap = undefined;
           ended = false;
+          status = answered;
+          firstEventNs = undefined;
           if (status < 200 || status > 299) return;
           const type = String(headers['content-type'] ?? '').toLowerCase();
-          if (type.startsWith('text/event-stream')) tap = sseUsageTap({ stripUsageChunk: added });
+          streamed = type.startsWith('text/event-stream');
+          if (streamed) tap = sseUsageTap({ stripUsageChunk: added });
           else if (type.startsWith('application/json')) tap = jsonUsageTap();
           else metrics.unmetered.inc({ reason: 'content_type' });
         },
-        push: (chunk) => (tap === undefined ? chunk : tap.push(chunk)),
+        push(chunk) {
+          if (streamed && firstEventNs === undefined) firstEventNs = process.hrtime.bigint();
+          return tap === undefined ? chunk : tap.push(chunk);
+        },
         end(complete) {
-          if (ended || tap === undefined) return Buffer.alloc(0);
+          if (ended) return Buffer.alloc(0);
           ended = true;
+          if (tap === undefined) {
+            timings(request, status, complete, firstEventNs, undefined);
+            return Buffer.alloc(0);
+          }
           const tail = complete ? tap.end() : Buffer.alloc(0);
           const usage = tap.usage();
           if (usage !== undefined) record(request, usage);
           else metrics.unmetered.inc({ reason: complete ? 'no_usage' : 'broken_off' });
+          timings(request, status, complete, firstEventNs, usage);
           return tail;
         },
       };
