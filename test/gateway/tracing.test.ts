@@ -13,6 +13,8 @@ import { stableId } from '../../schemas/fnv1a.ts';
 import { EDGE_ORG, PROVIDER_SNI, candidate, consumerConfig, makePki, payload, providerConfig, spawnDaemon, startConsumer, tempDir, waitForPort, writeOverlay } from './helpers.ts';
 import type { Daemon } from './helpers.ts';
 import { type OtlpReceiver, type ReceivedSpan, SPAN_KIND, startOtlpReceiver } from '../shared/otlp-receiver.ts';
+import { renderWaterfall, waterfallRows } from '../observability/waterfall.ts';
+import { REPO_ROOT } from '../fixtures-path.ts';
 
 const TOKEN = 'trace-backend-token-3f9a1c7e';
 const PROMPT = 'PROMPT-TEXT-that-must-never-be-exported';
@@ -126,6 +128,19 @@ describe('tracing: one trace from the caller through both gateways to the backen
     expect(ttft).toBeGreaterThan(0);
     expect(ttft).toBeLessThan(duration - 0.04);
     expect(upstream.events.map((e) => e.name)).toEqual(['first byte']);
+    // The README's picture of a trace is this one (AGN_WRITE_WATERFALL=1 rewrites docs/trace-waterfall.svg).
+    const rows = waterfallRows(ours);
+    expect(rows.map((r) => `${r.depth} ${r.span.serviceName}/${r.span.name}`)).toEqual([
+      '0 consumer-gateway/chat consumer gateway',
+      '1 consumer-gateway/grid.route',
+      '1 consumer-gateway/grid.provider_hop',
+      '2 provider-gateway/chat provider gateway',
+      '3 provider-gateway/grid.route',
+      '3 provider-gateway/grid.upstream',
+    ]);
+    if (process.env['AGN_WRITE_WATERFALL'] === '1') {
+      await writeFile(join(REPO_ROOT, 'docs/trace-waterfall.svg'), renderWaterfall(ours, 'A streamed chat completion: consumer gateway -> provider gateway (mTLS) -> sim'));
+    }
   });
 
   it('starts a new trace for a caller without one, and a failed request is an error span', async () => {
