@@ -11,6 +11,7 @@ import type { ListenerSources } from './operator-network-policy.ts';
 import { OverlaySync } from './overlay-sync.ts';
 import type { CredentialRef } from './provider-gateway-config.ts';
 import { GridSynthError, issueAt } from './synth-error.ts';
+import { checkTelemetry, instrumentContainer, type SiteTelemetry } from './observability.ts';
 import { DEFAULT_INGEST_TOKEN_SECRET, INGEST_TOKEN_DIR, INGEST_TOKEN_FILE, ingestTokenVolume } from './operator-listeners.ts';
 import { Size } from 'cdk8s';
 
@@ -322,6 +323,16 @@ export class ConsumerGateway extends Construct {
     gateway.env.addVariable('GRID_SIGNALS_TLS_DIR', kplus.EnvValue.fromValue(TLS_DIR));
     if (serving.signalsPollIntervalMs !== undefined) gateway.env.addVariable('GRID_SIGNALS_POLL_INTERVAL_MS', kplus.EnvValue.fromValue(String(serving.signalsPollIntervalMs)));
     if (serving.signalsStaleAfterMs !== undefined) gateway.env.addVariable('GRID_SIGNALS_STALE_AFTER_MS', kplus.EnvValue.fromValue(String(serving.signalsStaleAfterMs)));
+  }
+
+  /**
+   * Exports the traces of the gateway (service.name consumer-gateway) and of its overlay-sync containers
+   * (overlay-sync) as `telemetry` says.
+   */
+  enableTracing(telemetry: SiteTelemetry): void {
+    checkTelemetry(this, telemetry);
+    instrumentContainer(this.workload.gatewayContainer, telemetry, 'consumer-gateway', this.name);
+    this.overlaySync.enableTracing(telemetry);
   }
 
   /** The upstreams in config order (a copy). */

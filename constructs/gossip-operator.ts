@@ -7,6 +7,7 @@ import { DEFAULT_ENROLLMENT_PORT, DEFAULT_GATEWAY_AGE_PORT, DEFAULT_SIGNALS_PORT
 import { operatorNetworkPolicy } from './operator-network-policy.ts';
 import { dashboardIssues, renderDashboard, type OperatorDashboardProps } from './operator-dashboard.ts';
 import { GridSynthError, issueAt, type SynthIssue } from './synth-error.ts';
+import { checkTelemetry, instrumentContainer, type SiteTelemetry } from './observability.ts';
 import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, resources, tmpVolume } from './workload-defaults.ts';
 import { applyExposureExtras, exposedPorts, exposureIssues, kplusServiceType, type OperatorPortName, type ServiceExposure } from './service-exposure.ts';
 import { inviteTokenSecretName, operatorStateConfigMapName, siteNameLedgerConfigMapName } from '../schemas/object-names.ts';
@@ -279,6 +280,12 @@ export class GossipOperator extends Construct {
             gatewayAge: gatewayAgeIngest === undefined ? undefined : { port: gatewayAgeIngest.port ?? DEFAULT_GATEWAY_AGE_PORT, reporters: gatewayAgeIngest.gateways },
             enrollment: enrollment === undefined ? undefined : { port: enrollment.port ?? DEFAULT_ENROLLMENT_PORT, from: enrollment.from },
           });
+  }
+
+  /** Exports the operator's traces (service.name gossip-operator) as `telemetry` says. */
+  enableTracing(telemetry: SiteTelemetry): void {
+    checkTelemetry(this, telemetry);
+    for (const container of this.deployment.containers) instrumentContainer(container, telemetry, 'gossip-operator', this.name);
   }
 
   private publicPortNames(props: GossipOperatorProps): OperatorPortName[] {

@@ -11,6 +11,7 @@ import type { ProviderGatewayProps } from './provider-gateway.ts';
 import type { OperatorPortName, ServiceExposure } from './service-exposure.ts';
 import type { SimEngineProps } from './sim-backend.ts';
 import type { GridTrust } from '../schemas/generated/grid-trust.ts';
+import type { ObservabilityDeclaration, SiteObservabilityDeclaration } from './observability.ts';
 
 /**
  * The user-facing declaration of a grid: what a site runs, which providers it offers, which gateways it has.
@@ -187,6 +188,12 @@ export interface SiteDeclaration {
    * @default - off
    */
   readonly dashboard?: { readonly access: 'off' } | { readonly access: 'token' };
+  /**
+   * This site's OpenTelemetry trace export, over the grid's `observability`: the fields set here win (resource
+   * attributes merge key by key); `false` turns tracing off for this site.
+   * @default - the grid's observability
+   */
+  readonly observability?: SiteObservabilityDeclaration;
 }
 
 export interface GridDeclaration {
@@ -206,4 +213,12 @@ export interface GridDeclaration {
    * @default DEFAULT_IMAGE - ghcr.io/agn-ts/agn at this package's version
    */
   readonly image?: ImageReference;
+  /**
+   * Where every daemon of every site (operator, overlay-sync, consumer and provider gateways) exports its
+   * OpenTelemetry traces: rendered as the OTEL_* environment of each container, with service.name, grid.site,
+   * grid.network and the pod's k8s.* resource attributes. A site may override it or turn it off (its own
+   * `observability`).
+   * @default - no trace export; the daemons' environment carries no OTEL_* variable
+   */
+  readonly observability?: ObservabilityDeclaration;
 }

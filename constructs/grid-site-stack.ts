@@ -35,6 +35,7 @@ import type { GridTrust } from '../schemas/generated/grid-trust.ts';
 import { peerTrust, peerTrustIssues, reachabilityIssues } from './site-reachability.ts';
 import { mergeNeeds, type SiteSecretNeed } from './site-secrets.ts';
 import type { EnrollmentProps } from './operator-listeners.ts';
+import { resolveSiteTelemetry, type ObservabilityDeclaration, type SiteTelemetry } from './observability.ts';
 
 export interface GridSiteStackProps {
   readonly network: NetworkDeclaration;
@@ -55,6 +56,8 @@ export interface GridSiteStackProps {
    * @default true
    */
   readonly checkPins?: boolean;
+  /** The grid's trace export, which the site's own `observability` overrides. @default - none */
+  readonly observability?: ObservabilityDeclaration;
 }
 
 /** The Secret names a site declaration's `secrets` resolves to. */
@@ -232,6 +235,8 @@ export class GridSiteStack extends Chart {
   readonly consumerGateway: ConsumerGateway | undefined;
   /** Every Secret this site's objects name, with what it is for (`agn pki secrets` fills them). */
   readonly secretNeeds: readonly SiteSecretNeed[];
+  /** Where this site's daemons export traces; undefined when it declares none (nothing is rendered then). */
+  readonly telemetry: SiteTelemetry | undefined;
 
   constructor(scope: Construct, id: string, props: GridSiteStackProps) {
     super(scope, id, { labels: { [LABEL_MANAGED_BY]: 'agn-constructs' } });
@@ -271,8 +276,10 @@ export class GridSiteStack extends Chart {
     // Every problem of the declaration and of this site's resources at once, before anything is built. (Peers'
     // GridSites are checked by their own stacks; each resource constructor checks itself again for direct users.)
     const path = constructPath(this);
+    const observability = resolveSiteTelemetry(props.observability, site, path, { network: this.network, namespace: this.siteNamespace });
     throwIfIssues([
       ...this.declarationIssues(site, peers),
+      ...observability.issues,
       ...reachabilityIssues(site, peers, enrollment !== undefined),
       ...(props.checkPins === false ? [] : peers.flatMap((peer) => peerTrustIssues(peer, props.trust))),
       ...customResourceIssues(`${path}/network`, 'GridNetwork', { name: this.network, spec: networkSpec }),
@@ -364,6 +371,13 @@ export class GridSiteStack extends Chart {
     this.providerGateway = site.providerGateway === undefined ? undefined : this.buildProviderGateway(site, providerSpecs, toolSpecs, agentSpecs);
     this.consumerGateway = site.consumerGateway === undefined ? undefined : this.buildConsumerGateway(site, peers);
     this.secretNeeds = this.collectSecretNeeds(site, peers, secrets, enrollment, [...toolSpecs, ...agentSpecs]);
+    // Last, so every container (the consumer's serving sidecars too) exists. The sims are stand-ins, not daemons.
+    this.telemetry = observability.telemetry;
+    if (this.telemetry !== undefined) {
+      this.operator.enableTracing(this.telemetry);
+      this.providerGateway?.enableTracing(this.telemetry);
+      this.consumerGateway?.enableTracing(this.telemetry);
+    }
   }
 
   private collectSecretNeeds(

@@ -79,6 +79,7 @@ function compileGrid(app: App, declaration: GridDeclaration, options: GridBuildO
           // A site with a refused name is no peer either: a second `a` would clash with the first in every stack.
           peers: buildable.filter((other) => other !== site),
           ...(declaration.image === undefined ? {} : { image: declaration.image }),
+          ...(declaration.observability === undefined ? {} : { observability: declaration.observability }),
           ...(trust === undefined ? {} : { trust }),
           checkPins: options.checkPins !== false && trustShape.length === 0,
         }),

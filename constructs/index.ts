@@ -29,6 +29,7 @@ export { ProviderGateway, type ProviderGatewayProps } from './provider-gateway.t
 export { OverlaySync, type OverlaySyncProps } from './overlay-sync.ts';
 export { SimBackend, type SimBackendProps } from './sim-backend.ts';
 export { GridSynthError, formatIssue, type SynthIssue } from './synth-error.ts';
+export { OTLP_PROTOCOLS, resolveSiteTelemetry, type ObservabilityDeclaration, type OtlpProtocol, type SiteObservabilityDeclaration, type SiteTelemetry, type TracedService } from './observability.ts';
 export { DEFAULT_NAMESPACE } from './labels.ts';
 export { DEFAULT_IMAGE, DEFAULT_IMAGE_REPOSITORY, imageReferenceString, type ImageReference } from './image-reference.ts';
 export { API_VERSION, GROUP, VERSION, KINDS, type GridKind } from '../schemas/crds/definitions.ts';

@@ -7,6 +7,7 @@ import { OVERLAY_DATA_KEY, OVERLAY_DIR, OVERLAY_FILE, SERVING_DATA_KEY, SERVING_
 import { grantNamespaced } from './rbac.ts';
 import { CONSUMER_POD } from '../schemas/workload-labels.ts';
 import { CONTAINER_SECURITY, SERVICE_ACCOUNT_MOUNT_PATH, daemonCommand, resources, serviceAccountTokenVolume } from './workload-defaults.ts';
+import { checkTelemetry, instrumentContainer, type SiteTelemetry } from './observability.ts';
 
 export interface OverlaySyncProps {
   /** The gateway's namespace; the overlay ConfigMap, the ServiceAccount and the Role live there. */
@@ -74,6 +75,8 @@ export class OverlaySync extends Construct {
   /** The serving config ConfigMap (grid-serving-{network}-{gateway}) when `serving` is set. */
   readonly servingConfigMapName: string | undefined;
   readonly servingHealthPort: number;
+  /** The init containers and sidecars attached to the gateway's Deployment, in the order added. */
+  private readonly attached: kplus.Container[] = [];
 
   constructor(scope: Construct, id: string, props: OverlaySyncProps) {
     super(scope, id);
@@ -154,15 +157,15 @@ export class OverlaySync extends Construct {
       resources: this.resources,
       volumeMounts: mounts,
     };
-    deployment.addInitContainer({ ...common, name: 'overlay-sync-init', envVariables: this.environment(true) });
-    deployment.addContainer({
+    this.attached.push(deployment.addInitContainer({ ...common, name: 'overlay-sync-init', envVariables: this.environment(true) }));
+    this.attached.push(deployment.addContainer({
       ...common,
       name: CONSUMER_POD.overlaySyncContainer,
       envVariables: this.environment(false),
       ports: [{ number: this.healthPort, name: CONSUMER_POD.overlaySyncHealthPort }],
       liveness: kplus.Probe.fromHttpGet('/livez', { port: this.healthPort }),
       readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.healthPort }),
-    });
+    }));
   }
 
   /**
@@ -184,14 +187,23 @@ export class OverlaySync extends Construct {
         { path: '/tmp', volume: tmp },
       ],
     };
-    deployment.addInitContainer({ ...common, name: 'serving-sync-init', envVariables: this.environment(true, true) });
-    deployment.addContainer({
+    this.attached.push(deployment.addInitContainer({ ...common, name: 'serving-sync-init', envVariables: this.environment(true, true) }));
+    this.attached.push(deployment.addContainer({
       ...common,
       name: 'serving-sync',
       envVariables: this.environment(false, true),
       ports: [{ number: this.servingHealthPort, name: 'serving-health' }],
       liveness: kplus.Probe.fromHttpGet('/livez', { port: this.servingHealthPort }),
       readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.servingHealthPort }),
-    });
+    }));
+  }
+
+  /**
+   * Exports the traces of every container attached so far, init containers too (service.name overlay-sync; their
+   * k8s.container.name tells the overlay's from the serving config's). Call it after attachTo/attachServingTo.
+   */
+  enableTracing(telemetry: SiteTelemetry): void {
+    checkTelemetry(this, telemetry);
+    for (const container of this.attached) instrumentContainer(container, telemetry, 'overlay-sync', this.gateway);
   }
 }

@@ -15,6 +15,7 @@ import {
   type ProviderRouteInput,
 } from './provider-gateway-config.ts';
 import { GridSynthError, addIssueCheck, issueAt } from './synth-error.ts';
+import { checkTelemetry, instrumentContainer, type SiteTelemetry } from './observability.ts';
 import { exposureIssues, type ProviderGatewayPortName, type ServiceExposure } from './service-exposure.ts';
 
 export interface ProviderGatewayProps {
@@ -208,6 +209,12 @@ export class ProviderGateway extends Construct {
     }
     this.backendList.push(backend);
     this.render();
+  }
+
+  /** Exports the gateway's traces (service.name provider-gateway) as `telemetry` says. */
+  enableTracing(telemetry: SiteTelemetry): void {
+    checkTelemetry(this, telemetry);
+    instrumentContainer(this.workload.gatewayContainer, telemetry, 'provider-gateway', this.name);
   }
 
   /** The credential references this gateway mounts (sorted, distinct). */

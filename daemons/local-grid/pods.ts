@@ -1,8 +1,8 @@
 /**
  * A compiled pod made runnable: its volumes materialized as directories (Secrets and ConfigMaps as files, gateway
  * configs rewritten for this pod's ports and paths, emptyDirs shared by its containers) and each container turned
- * into a process spec (`node` becomes this Node, args and env rewritten, the local store wired in, readiness from
- * its liveness probe).
+ * into a process spec (`node` becomes this Node, args rewritten, env built as the kubelet would (container-env.ts),
+ * the local store wired in, readiness from its liveness probe).
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -22,7 +22,8 @@ import {
   type KeyToPath,
 } from './compiled-grid.ts';
 import { writePrivateFileSync } from '../shared/private-files.ts';
-import { isGatewayConfig, isProviderGatewayConfig, type Mount, rewriteArgs, rewriteGatewayConfig, rewriteValue, sortMounts, type RewriteContext } from './rewrite.ts';
+import { isGatewayConfig, isProviderGatewayConfig, type Mount, rewriteArgs, rewriteGatewayConfig, sortMounts, type RewriteContext } from './rewrite.ts';
+import { containerEnv } from './container-env.ts';
 import type { SiteSecret } from './secrets.ts';
 
 export type ProcessRole = 'operator' | 'sim' | 'provider-gateway' | 'consumer-gateway' | 'overlay-sync' | 'other';
@@ -163,13 +164,8 @@ export function materializePod(site: CompiledSite, pod: PodPlan, root: string, e
     const argv = rewriteArgs(rest, ctx);
     const script = scriptOf(container);
     if (binary === 'node' && script !== undefined) argv[0] = daemonScriptPath(env.repoRoot, script);
-    const vars: Record<string, string> = {};
-    for (const variable of container.env ?? []) {
-      if (variable.value !== undefined) vars[variable.name] = rewriteValue(variable.value, ctx);
-      else if (variable.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') vars[variable.name] = pod.namespace;
-      else if (variable.valueFrom?.fieldRef?.fieldPath === 'metadata.name') vars[variable.name] = pod.id;
-      else problems.push(`${pod.id}/${container.name}: env ${variable.name} has a source the local grid cannot provide`);
-    }
+    const { vars, problems: envProblems } = containerEnv(container, pod, ctx);
+    problems.push(...envProblems);
     const role = roleOf(container, providerPod);
     if (role === 'operator') {
       Object.assign(vars, { GRID_STORE: 'local', GRID_STATE_DIR: env.storeDir, GRID_MANIFESTS_DIR: env.manifestsDir, POD_NAME: pod.id }, env.operatorEnv);
