@@ -1,4 +1,5 @@
 /** What the controllers share: the store, logging, metrics, configuration, the gossip runtime and in-memory signals. */
+import type { Tracer } from '@opentelemetry/api';
 import type { Logger } from '../shared/log.ts';
 import type { ResourceStore } from '../shared/resource-store/types.ts';
 import type { OperatorConfig } from './config.ts';
@@ -17,6 +18,8 @@ export const CONTROLLER_NAMES = {
 } as const;
 
 export interface OperatorContext {
+  /** Spans of the reconciles and the render, when tracing is on (tracing.ts). */
+  readonly tracer?: Tracer;
   readonly store: ResourceStore;
   readonly logger: Logger;
   readonly metrics: OperatorMetrics;

@@ -3,6 +3,7 @@
  * shutdown on SIGTERM/SIGINT with a deadline: not ready at once, a drain delay while the listeners still answer, then
  * controllers, listeners, the SWIM member leaves, the Lease is released, exit 0. A second signal exits at once.
  */
+import { tracerFromEnv } from '../shared/otel-env.ts';
 import { constants } from 'node:os';
 import { createLogger, errorFields } from '../shared/log.ts';
 import { ConfigError, parseConfig, USAGE } from './config.ts';
@@ -43,8 +44,16 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({ name: 'gossip-operator', level: config.logLevel });
   let operator: Awaited<ReturnType<typeof startOperator>>;
+  let tracing: ReturnType<typeof tracerFromEnv>;
   try {
-    operator = await startOperator({ config, logger, defaultMetrics: true, onLeadershipLost: () => process.exit(1) });
+    tracing = tracerFromEnv(process.env, 'gossip-operator', 'agn-gossip-operator');
+  } catch (error) {
+    process.stderr.write(`gossip-operator: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+  if (tracing !== undefined) logger.info({ endpoint: tracing.endpoint }, 'tracing: exporting spans over OTLP');
+  try {
+    operator = await startOperator({ config, logger, defaultMetrics: true, onLeadershipLost: () => process.exit(1), ...(tracing === undefined ? {} : { tracer: tracing.tracer }) });
   } catch (error) {
     logger.fatal({ error: errorFields(error) }, 'gossip-operator failed to start');
     process.exit(1);
@@ -71,7 +80,8 @@ async function main(): Promise<void> {
     }, SHUTDOWN_DEADLINE_MS);
     deadline.unref();
     operator.stop({ drainDelayMs: DRAIN_DELAY_MS, reconcileDeadlineMs: RECONCILE_DEADLINE_MS }).then(
-      () => process.exit(0),
+      // The spans of the last reconciles are sent before the process ends.
+      () => (tracing?.close() ?? Promise.resolve()).catch(() => undefined).then(() => process.exit(0)),
       (error: unknown) => {
         logger.error({ error: errorFields(error) }, 'shutdown failed');
         process.exit(1);

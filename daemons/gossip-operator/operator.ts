@@ -2,6 +2,7 @@
  * One operator process, assembled: store, metrics, admin endpoints, Lease leader election and the controller
  * manager. main.ts only parses configuration and handles signals; tests start this in-process.
  */
+import type { Tracer } from '@opentelemetry/api';
 import { createRequire } from 'node:module';
 import type { Logger } from '../shared/log.ts';
 import { errorFields } from '../shared/log.ts';
@@ -36,6 +37,8 @@ export interface OperatorOptions {
   readonly now?: () => number;
   readonly defaultMetrics?: boolean;
   readonly discoveryIsBlocked?: (address: string) => boolean;
+  /** Spans of the reconciles and renders (tracing.ts); undefined: no tracing. */
+  readonly tracer?: Tracer;
   readonly retryPeriodMs?: number;
   /** Called when leadership is lost: the process should exit so it restarts as a clean standby. */
   readonly onLeadershipLost?: () => void;
@@ -86,6 +89,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
     ? undefined
     : new ScraperTokenSource({ store, serviceAccount: { namespace: config.namespace, name: config.metricsScraperServiceAccount }, logger, now });
   const context: OperatorContext = {
+    ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
     store,
     logger,
     metrics,
@@ -130,6 +134,7 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
       store,
       logger,
       onReconcile: (controller, result) => metrics.reconciles.inc({ controller, result }),
+      ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
     });
     manager.add(new GridNetworkController(context));
     manager.add(new GridSiteController(context));

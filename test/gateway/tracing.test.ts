@@ -116,6 +116,7 @@ describe('tracing: one trace from the caller through both gateways to the backen
       'gen_ai.usage.output_tokens': usage.completion_tokens,
       'grid.site': 'east',
       'grid.candidate': CANDIDATE,
+      'gen_ai.provider.name': CLUSTER,
       'http.request.method': 'POST',
       'url.path': '/v1/chat/completions',
       'http.response.status_code': 200,

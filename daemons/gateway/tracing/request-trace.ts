@@ -78,7 +78,11 @@ export class RequestTrace {
     const attributes: Record<string, string> = {};
     if (decision.site !== undefined) attributes['grid.site'] = decision.site;
     if (decision.candidate !== undefined) attributes['grid.candidate'] = decision.candidate;
-    if (decision.cluster !== undefined) attributes['grid.cluster'] = decision.cluster;
+    if (decision.cluster !== undefined) {
+      attributes['grid.cluster'] = decision.cluster;
+      // As the usage metrics name it: the upstream cluster serving the model (a provider of the grid).
+      attributes['gen_ai.provider.name'] = decision.cluster;
+    }
     if (decision.model !== undefined) attributes['gen_ai.request.model'] = decision.model;
     if (decision.operation !== undefined) attributes['gen_ai.operation.name'] = decision.operation;
     this.#tracer.startSpan('grid.route', { kind: SpanKind.INTERNAL, startTime: startedAtMs, attributes }, this.#context).end();

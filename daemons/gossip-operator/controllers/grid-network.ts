@@ -30,6 +30,7 @@ import { checkDuration, type DurationRule } from '../../../schemas/durations.ts'
 import { ensureGossip, GossipSetupError, publishLocalState } from './network-gossip.ts';
 import { siteSpend } from '../tenant-spend/ledger.ts';
 import { publishOverlay } from './overlay-publisher.ts';
+import { inSpanSync } from '../tracing.ts';
 import { publishServing, removeStoppedServing, servingGateways, type ServingSources } from './serving-publisher.ts';
 import { publishGeneratedConfigs } from './generated-config.ts';
 import { MOUNT_POLL_MS } from './mount-reconciler.ts';
@@ -147,13 +148,21 @@ export class GridNetworkController implements Controller {
         return policy.signalTransport === 'poll' ? ctx.peerSignals.apply(record) : record;
       }),
     };
-    const rendered = renderNetwork(
-      input,
-      gatewayReferences(network),
-      { uid: network.metadata.uid ?? name, generation: network.metadata.generation ?? 1, producerVersion: ctx.producerVersion },
-      now,
-      this.#admission,
-    );
+    const rendered = inSpanSync(ctx.tracer, 'grid.overlay.render', { 'grid.network': name, 'grid.site': ctx.config.site }, (span) => {
+      const result = renderNetwork(
+        input,
+        gatewayReferences(network),
+        { uid: network.metadata.uid ?? name, generation: network.metadata.generation ?? 1, producerVersion: ctx.producerVersion },
+        now,
+        this.#admission,
+      );
+      span?.setAttributes({
+        'grid.render.gateways': result.gateways.length,
+        'grid.render.remote_records': input.remoteRecords.length,
+        'grid.render.excluded': result.excluded.length,
+      });
+      return result;
+    });
     this.#admission = rendered.admissionMemory;
     // Rebuilt whole each reconcile, so a provider that left the network drops its series.
     ctx.metrics.providerReady.reset();

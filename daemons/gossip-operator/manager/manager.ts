@@ -4,6 +4,8 @@
  * periodic requeue asked for by the reconciler. A reconcile that throws is retried with backoff and never stops
  * the other keys; a TerminalError (invalid spec) is reported and waits for the next change instead.
  */
+import type { Tracer } from '@opentelemetry/api';
+import { inSpan } from '../tracing.ts';
 import type { Logger } from '../../shared/log.ts';
 import { errorFields } from '../../shared/log.ts';
 import type { KubeObject, ResourceKind, ResourceStore, WatchSubscription } from '../../shared/resource-store/types.ts';
@@ -53,6 +55,8 @@ export interface ManagerOptions {
   readonly baseBackoffMs?: number;
   readonly maxBackoffMs?: number;
   readonly onReconcile?: ReconcileObserver;
+  /** A span per reconcile when tracing is on (../tracing.ts). */
+  readonly tracer?: Tracer;
 }
 
 interface Running {
@@ -149,7 +153,7 @@ export class Manager {
       if (key === undefined) return;
       const started = Date.now();
       try {
-        const result = await controller.reconcile(key);
+        const result = await inSpan(this.#options.tracer, `reconcile ${controller.name}`, { 'grid.controller': controller.name, 'k8s.object.name': key }, () => controller.reconcile(key));
         queue.forget(key);
         if (result.requeueAfterMs !== undefined && result.requeueAfterMs > 0) queue.addAfter(key, result.requeueAfterMs);
         this.#options.onReconcile?.(controller.name, 'success', Date.now() - started);
