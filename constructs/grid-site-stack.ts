@@ -200,6 +200,11 @@ function externalConsumerIssues(site: SiteDeclaration): SynthIssue[] {
 }
 
 /** host:port and TLS of the backend an endpoint URL names (external APIs use the system trust store). */
+/** True when a site offers anything a consumer reaches through its provider gateway: models, tool servers, agents. */
+function servesThroughGateway(site: SiteDeclaration): boolean {
+  return (site.providers ?? []).length > 0 || (site.toolProviders ?? []).length > 0 || (site.agentProviders ?? []).length > 0;
+}
+
 export function backendFromEndpoint(name: string, endpoint: string): BackendCluster {
   const url = new URL(endpoint);
   const secure = url.protocol === 'https:';
@@ -403,7 +408,7 @@ export class GridSiteStack extends Chart {
     const consumer = this.consumerGateway;
     if (consumer !== undefined) {
       // The consumer's client certificate must carry an organization every provider gateway it calls admits.
-      const called = [site, ...peers].filter((owner) => (owner.providers ?? []).length > 0 && (owner === site || owner.gatewayEndpoint !== undefined));
+      const called = [site, ...peers].filter((owner) => servesThroughGateway(owner) && (owner === site || owner.gatewayEndpoint !== undefined));
       const organizations = [...new Set(called.flatMap((owner) => (owner.providerGateway?.trustedPeers ?? []).flatMap((peer) => (peer.organization === undefined ? [] : [peer.organization]))))];
       needs.push({ purpose: 'gateway-tls', role: 'consumer', gateway: consumer.name, name: consumer.tlsSecretName, namespace, keys: ['ca.crt', 'tls.crt', 'tls.key'], organizations });
       const callerKeys = site.consumerGateway?.callerKeys;
@@ -435,7 +440,7 @@ export class GridSiteStack extends Chart {
         fix: 'declare peerSignals on the site (and on every site it routes to), so each site publishes the load its gateway reads',
       });
     }
-    if ((site.providers ?? []).length > 0 && site.providerGateway === undefined) {
+    if (servesThroughGateway(site) && site.providerGateway === undefined) {
       issues.push({
         path,
         field: 'providerGateway',
@@ -445,7 +450,7 @@ export class GridSiteStack extends Chart {
     }
     for (const each of [site, ...peers]) {
       const endpoint = each.gatewayEndpoint;
-      const needed = site.consumerGateway !== undefined && each !== site && (each.providers ?? []).length > 0;
+      const needed = site.consumerGateway !== undefined && each !== site && servesThroughGateway(each);
       if (endpoint === undefined) {
         if (needed) {
           issues.push({
