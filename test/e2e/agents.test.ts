@@ -18,7 +18,7 @@ import { AGENT_TO_AGENT_PROVIDER, AGENT_TOOL_PROVIDER, SECRET } from '../../daem
 import { secretDataOf } from '../../daemons/local-grid/secrets.ts';
 import { type LocalGrid, REPO_ROOT, startLocalGrid } from '../../daemons/local-grid/runner.ts';
 import { waitFor } from '../../daemons/local-grid/traffic.ts';
-import { startStateful, v1Server } from '../gossip-operator/probes/mcp-sdk-servers.ts';
+import { startPagedV1 } from '../gossip-operator/probes/mcp-sdk-servers.ts';
 import type { SdkServer } from '../gossip-operator/probes/mcp-sdk-servers.ts';
 import { type A2aAgent, startA2aAgent } from '../gossip-operator/probes/a2a-sdk-agents.ts';
 
@@ -32,8 +32,9 @@ const consumer = (i = 0): string => `http://${grid.byRole('consumer-gateway', 'e
 const keyHeaders = (): Record<string, string> => ({ authorization: `Bearer ${grid.demoKey('team-a')!}` });
 
 beforeAll(async () => {
-  // The example declares database-query; the server also has a tool nobody published.
-  tools = await startStateful((list) => v1Server(list), [{ name: 'database-query', description: 'Query the database' }, { name: 'drop-database', description: 'Not published' }], {
+  // The example declares database-query; the server also has a tool nobody published. It pages tools/list one tool
+  // at a time (nextCursor), so the operator's probe and the caller's listing both page through the grid.
+  tools = await startPagedV1([{ name: 'database-query', description: 'Query the database' }, { name: 'drop-database', description: 'Not published' }], 1, {
     requireToken: () => toolToken,
   });
   agent = await startA2aAgent({
@@ -95,7 +96,9 @@ describe('tool servers and agents on the local example grid', { timeout: 90_000 
     const transport = new StreamableHTTPClientTransport(url(0), { requestInit: { headers: keyHeaders() } });
     const client = new Client({ name: 'e2e-agent', version: '1.0.0' });
     await client.connect(transport);
-    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['database-query', 'drop-database']);
+    const page = await client.listTools();
+    expect(page.tools.map((t) => t.name)).toEqual(['database-query']);
+    expect((await client.listTools({ cursor: page.nextCursor! })).tools.map((t) => t.name)).toEqual(['drop-database']);
     expect((await client.callTool({ name: 'database-query', arguments: {} })).content).toEqual([{ type: 'text', text: 'database-query ran' }]);
     await expect(client.callTool({ name: 'drop-database', arguments: {} })).rejects.toMatchObject({ code: -32602 });
     // The session continues through the other consumer replica.
