@@ -114,6 +114,12 @@ export function runtimePackages(
  */
 export const RUNTIME_IMPORTS = [
   '@marcbachmann/cel-js',
+  // Traces (daemons/shared/otel-env.ts, daemons/gateway/tracing/): the API, the SDK, the OTLP protobuf exporter.
+  '@opentelemetry/api',
+  '@opentelemetry/core',
+  '@opentelemetry/exporter-trace-otlp-proto',
+  '@opentelemetry/resources',
+  '@opentelemetry/sdk-trace',
   '@peculiar/x509',
   'ajv',
   'pino',

@@ -201,7 +201,14 @@ export async function schemaProblems(stateDir: string): Promise<string[]> {
   const problems: string[] = [];
   for (const kind of await readdir(base).catch(() => [] as string[])) {
     for (const file of await readdir(join(base, kind, '_cluster')).catch(() => [] as string[])) {
-      const object = JSON.parse(await readFile(join(base, kind, '_cluster', file), 'utf8')) as { metadata: Record<string, unknown> };
+      // The store writes a hidden temp file and renames it over the object: one seen mid-write is not an object.
+      if (file.startsWith('.')) continue;
+      const text = await readFile(join(base, kind, '_cluster', file), 'utf8').catch((error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return undefined;
+        throw error;
+      });
+      if (text === undefined) continue;
+      const object = JSON.parse(text) as { metadata: Record<string, unknown> };
       const { managedFields: _m, resourceVersion: _r, uid: _u, creationTimestamp: _c, generation: _g, ...metadata } = object.metadata;
       for (const issue of validateCustomResource({ ...object, metadata })) problems.push(`${kind}/${file} ${issue.path}: ${issue.message}`);
     }
