@@ -5,6 +5,11 @@ import type { GatewayResponse } from './response.ts';
 import type { LoadCell } from './routing/candidate-load.ts';
 import type { RoutingSnapshot } from './routing/snapshot.ts';
 import type { RequestTrace } from './tracing/request-trace.ts';
+import type { CredentialRef } from './credential-ref.ts';
+
+// Kept importable from here, where the filters have always found them; defined beside what they are.
+export { credentialRef, type CredentialRef } from './credential-ref.ts';
+export * from './hop-headers.ts';
 
 /** Identity of the TLS peer, computed once per connection. */
 export interface PeerIdentity {
@@ -13,21 +18,6 @@ export interface PeerIdentity {
   readonly organizations: readonly string[];
   /** Serial number, lowercase hex without separators. */
   readonly serialNumber: string;
-}
-
-export interface CredentialRef {
-  readonly name?: string;
-  readonly namespace?: string;
-  readonly key?: string;
-  readonly strategy?: string;
-}
-
-/**
- * An overlay candidate's or a provider route's credential as credential_inject looks it up (a route may leave the
- * strategy out: bearer_token). Made once per snapshot or config and frozen, as every request shares it.
- */
-export function credentialRef(credential: { readonly strategy?: string; readonly secretRef: { readonly name: string; readonly namespace: string; readonly key: string } } | undefined): CredentialRef | undefined {
-  return credential === undefined ? undefined : Object.freeze({ strategy: credential.strategy ?? 'bearer_token', ...credential.secretRef });
 }
 
 export interface GatewayRequest {
@@ -112,30 +102,6 @@ export interface Filter {
   readonly name: string;
   /** Throws a GatewayError to answer instead of the upstream. */
   apply(request: GatewayRequest): void | Promise<void>;
-}
-
-/** Header names of the provider-hop contract (SPEC §3.1, §3.2). */
-export const ROUTING_CANDIDATE_HEADER = 'x-ai-routing-candidate';
-export const ROUTING_REQUEST_ID_HEADER = 'x-ai-routing-request-id';
-export const ROUTING_REVISION_HEADER = 'x-ai-routing-revision';
-export const PROVIDER_REQUEST_ID_HEADER = 'x-ai-provider-request-id';
-export const PROVIDER_ATTRIBUTION_HEADER = 'x-ai-provider-attribution';
-export const PROVIDER_REVISION_HEADER = 'x-ai-provider-routing-revision';
-/** Response headers for the caller: the gateway's request id (the openai SDK's `_request_id`) and the routed site. */
-export const RESPONSE_REQUEST_ID_HEADER = 'x-request-id';
-export const RESPONSE_UPSTREAM_REQUEST_ID_HEADER = 'x-upstream-request-id';
-export const RESPONSE_ROUTED_SITE_HEADER = 'x-agn-routed-site';
-
-export function stripPrefixedHeaders(headers: Map<string, string | string[]>, prefix: string): void {
-  // Deleting the entry being visited is safe in a Map iteration: no copy of the keys.
-  for (const name of headers.keys()) if (name.startsWith(prefix)) headers.delete(name);
-}
-
-/** Removes every x-ai-routing-* and x-ai-provider-* header in one pass (client-sent hop context is never trusted). */
-export function stripHopHeaders(headers: Map<string, string | string[]>): void {
-  for (const name of headers.keys()) {
-    if (name.startsWith('x-ai-') && (name.startsWith('x-ai-routing-') || name.startsWith('x-ai-provider-'))) headers.delete(name);
-  }
 }
 
 export function singleHeader(request: GatewayRequest, name: string): string | undefined {

@@ -6,7 +6,7 @@
 // again inside writeHead (7 300 and 8 200 instructions per request in two runs of bench:gateway-instructions).
 import { ServerResponse } from 'node:http';
 import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders } from 'node:http';
-import { RESPONSE_REQUEST_ID_HEADER, RESPONSE_ROUTED_SITE_HEADER } from './context.ts';
+import { RESPONSE_REQUEST_ID_HEADER, RESPONSE_ROUTED_SITE_HEADER } from './hop-headers.ts';
 
 type Headers = OutgoingHttpHeaders | OutgoingHttpHeader[];
 

@@ -3,7 +3,7 @@
 // because SPEC §3.1 keeps them "per group per accepted snapshot": a new revision starts every cursor afresh.
 import { stableId } from '../../../schemas/fnv1a.ts';
 import type { CandidateKind, OverlayCandidate, OverlayPayload, SelectionMode } from '../../../schemas/overlay/types.ts';
-import { credentialRef, type CredentialRef } from '../context.ts';
+import { credentialRef, type CredentialRef } from '../credential-ref.ts';
 
 export interface RoutingCandidate {
   readonly candidate: OverlayCandidate;

@@ -1,7 +1,8 @@
 // The transport contract: unreliable datagrams for the protocol, plus one request/response stream exchange for
-// push-pull. A stream opens with a small frame that is authenticated before the transport buffers anything larger
-// (issue 17: unauthenticated bytes held per stream are bounded by the opening frame's bound, not maxMessageBytes). Frames are opaque here (already sealed); implementations: udp-transport.ts (dgram + TCP on the same
-// port number) and memory-transport.ts (in-process, for tests and the local grid runner).
+// push-pull. A stream opens with a small frame that is authenticated before the transport buffers anything larger,
+// so the unauthenticated bytes held per stream are bounded by the opening frame's bound, not maxMessageBytes. Frames
+// are opaque here (already sealed). Implementations: udp-transport.ts (dgram + TCP on the same port number), which
+// every operator runs, the local grid's included, and memory-transport.ts (in-process, for tests and simulations).
 import type { RandomSource } from './clock.ts';
 
 /** Called synchronously for each datagram; `receivedAtMs` is taken at receipt so RTTs stay honest. Must not throw. */
