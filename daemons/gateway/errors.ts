@@ -41,6 +41,9 @@ export const notFound = (code: string, message: string): GatewayError =>
   new GatewayError(404, code, 'not_found_error', message);
 export const unavailable = (code: string, message: string, retryAfterSeconds = 1): GatewayError =>
   new GatewayError(503, code, 'service_unavailable', message, { 'retry-after': String(retryAfterSeconds) });
+/** 405 with the Allow header naming the methods the path takes. */
+export const methodNotAllowed = (allow: string): GatewayError =>
+  new GatewayError(405, 'method_not_allowed', 'invalid_request_error', `method not allowed; use ${allow}`, { allow });
 export const badGateway = (code: string, message: string): GatewayError =>
   new GatewayError(502, code, 'upstream_error', message);
 export const gatewayTimeout = (code: string, message: string): GatewayError =>

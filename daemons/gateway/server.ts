@@ -16,7 +16,7 @@ import type { GatewayRole, ResolvedConfig, ResolvedListener } from './config.ts'
 import type { GatewayRequest, PeerIdentity } from './context.ts';
 import { createRequestIdGenerator } from './routing/request-id.ts';
 import { CandidateLoad, LOAD_PATHS, endLoad } from './routing/candidate-load.ts';
-import { GatewayError, badRequest, errorBody, notFound, unavailable } from './errors.ts';
+import { GatewayError, badRequest, errorBody, methodNotAllowed, notFound, unavailable } from './errors.ts';
 import { HOP_BY_HOP, startLoadBalancer } from './filters/load-balancer.ts';
 import { GatewayFiles } from './gateway-files.ts';
 import { type ListenerTls, MAX_TLS_FILE_BYTES, listenerContextOptions, listenerTlsFiles } from './tls-files.ts';
@@ -498,10 +498,6 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     const body = JSON.stringify({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'agn' })) });
     request.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(closing ? { connection: 'close' } : {}) });
     request.res.end(request.method === 'HEAD' ? undefined : body);
-  }
-
-  function methodNotAllowed(allow: string): GatewayError {
-    return new GatewayError(405, 'method_not_allowed', 'invalid_request_error', `method not allowed; use ${allow}`, { allow });
   }
 
   // Caller keys and credential files: one that cannot be read leaves its requests answered 503, not the gateway down.

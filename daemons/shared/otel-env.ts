@@ -73,7 +73,8 @@ export function tracesEndpoint(env: NodeJS.ProcessEnv): string | undefined {
   try {
     parsed = new URL(url);
   } catch {
-    throw new TracingEnvError(`the OTLP traces endpoint "${url.slice(0, 128)}" is not a URL`);
+    // Not echoed: a malformed URL may still carry a password.
+    throw new TracingEnvError('the OTLP traces endpoint is not a URL');
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TracingEnvError(`the OTLP traces endpoint must be http or https, got ${parsed.protocol}`);
   if (parsed.username !== '' || parsed.password !== '') throw new TracingEnvError('the OTLP traces endpoint carries credentials in its URL; use OTEL_EXPORTER_OTLP_HEADERS');
@@ -82,11 +83,21 @@ export function tracesEndpoint(env: NodeJS.ProcessEnv): string | undefined {
   return parsed.toString();
 }
 
+/** OTEL_BSP_SCHEDULE_DELAY: milliseconds between batch exports (1000 here unless set; the SDK's own default is 5000). */
+function scheduleDelay(env: NodeJS.ProcessEnv): number {
+  const text = env['OTEL_BSP_SCHEDULE_DELAY'];
+  if (text === undefined || text.trim() === '') return 1000;
+  const ms = Number(text);
+  if (!Number.isSafeInteger(ms) || ms < 0 || ms > 3_600_000) throw new TracingEnvError(`OTEL_BSP_SCHEDULE_DELAY must be milliseconds from 0 to 3600000, got "${text.slice(0, 32)}"`);
+  return ms;
+}
+
 /** Checks the tracing environment without starting anything (the supervisor of --workers); throws TracingEnvError. */
 export function checkTracingEnv(env: NodeJS.ProcessEnv): void {
   if (tracesEndpoint(env) === undefined) return;
   resourceAttributes(env['OTEL_RESOURCE_ATTRIBUTES']);
   sampler(env);
+  scheduleDelay(env);
 }
 
 /** A daemon's tracer and how to flush it, or undefined when the environment leaves tracing off. Throws TracingEnvError. */
@@ -98,7 +109,7 @@ export function tracerFromEnv(env: NodeJS.ProcessEnv, defaultServiceName: string
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ ...attributes, 'service.name': serviceName }),
     sampler: sampler(env),
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: endpoint }), scheduledDelayMillis: 1000 })],
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: endpoint }), scheduledDelayMillis: scheduleDelay(env) })],
   });
   return { tracer: provider.getTracer(scope), endpoint, close: () => provider.shutdown() };
 }

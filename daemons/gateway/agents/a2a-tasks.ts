@@ -3,6 +3,7 @@
 // provider gateway learns which backend replica answered for a task from the answers, and sends the task's later
 // requests (get, cancel, resubscribe, a message continuing it) to that replica.
 import type { JsonRpcMessage } from './jsonrpc.ts';
+import { boundary } from '../usage/usage-tap.ts';
 
 export const A2A_METHODS = new Set([
   'message/send', 'message/stream', 'tasks/get', 'tasks/cancel', 'tasks/resubscribe', 'tasks/pushNotificationConfig/set',
@@ -60,10 +61,13 @@ export class TaskIdScanner {
     if (this.#gaveUp) return;
     this.#buffer += chunk.toString('utf8');
     if (this.#eventStream) {
-      // Events end at a blank line; the last piece may be an event still arriving.
-      const events = this.#buffer.split(/\r?\n\r?\n/);
-      this.#buffer = events.pop() ?? '';
-      for (const event of events) this.#event(event);
+      // Events end at a blank line; what follows the last one may be an event still arriving.
+      let from = 0;
+      for (let b = boundary(this.#buffer, 0); b !== undefined; b = boundary(this.#buffer, from)) {
+        this.#event(this.#buffer.slice(from, b.at));
+        from = b.at + b.length;
+      }
+      this.#buffer = this.#buffer.slice(from);
     }
     if (this.#buffer.length > this.#maxBytes) {
       this.#gaveUp = true;

@@ -9,13 +9,13 @@ import type { A2ARouteFilter } from '../../../schemas/generated/gateway-config.t
 import { readBoundedBody } from '../../shared/http-body.ts';
 import { ROUTING_CANDIDATE_HEADER, ROUTING_REQUEST_ID_HEADER, singleHeader, stripHopHeaders } from '../context.ts';
 import type { Filter, GatewayRequest, ResponseObserver } from '../context.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError, methodNotAllowed } from '../errors.ts';
 import { A2A_HEADERS, agentAllowlist, namedPath } from '../agents/agent-headers.ts';
 import { A2A_METHODS } from '../agents/a2a-tasks.ts';
 import type { AgentMetrics } from '../agents/agent-metrics.ts';
 import { INVALID_REQUEST, jsonRpcError, methodLabel, parseMessages } from '../agents/jsonrpc.ts';
 import { applyHeaderAllowlist } from './header-policy.ts';
-import { DEFAULT_AGENT_MAX_BODY_BYTES, methodNotAllowed, tooLarge, type PathRouteFilter } from './mcp-route.ts';
+import { DEFAULT_AGENT_MAX_BODY_BYTES, tooLarge, type PathRouteFilter } from './mcp-route.ts';
 import { CARD_PATHS } from './agent-provider-route.ts';
 
 export const DEFAULT_A2A_PREFIX = '/a2a/';

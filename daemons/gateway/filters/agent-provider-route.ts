@@ -9,7 +9,7 @@ import type { AgentProviderRouteFilter, AgentServer } from '../../../schemas/gen
 import { readBoundedBody } from '../../shared/http-body.ts';
 import { PROVIDER_REQUEST_ID_HEADER, ROUTING_CANDIDATE_HEADER, ROUTING_REQUEST_ID_HEADER, credentialRef, singleHeader, stripHopHeaders } from '../context.ts';
 import type { CredentialRef, Filter, GatewayRequest, ResponseObserver } from '../context.ts';
-import { GatewayError, forbidden } from '../errors.ts';
+import { GatewayError, forbidden, methodNotAllowed } from '../errors.ts';
 import { REQUEST_ID_PATTERN } from '../routing/request-id.ts';
 import { AffinityTable, DEFAULT_AFFINITY_TTL_SECONDS, MAX_AFFINITY_ENTRIES } from '../routing/affinity.ts';
 import { A2A_HEADERS, MCP_HEADERS, agentAllowlist, namedPath, queryOf } from '../agents/agent-headers.ts';
@@ -19,7 +19,7 @@ import { INVALID_REQUEST, SESSION_NOT_FOUND, jsonRpcError, parseMessages } from 
 import { MCP_SESSION_HEADER, unwrapReplicaSession, wrapReplicaSession } from '../agents/mcp-session.ts';
 import type { HeaderAllowlist } from './header-policy.ts';
 import { applyHeaderAllowlist } from './header-policy.ts';
-import { DEFAULT_AGENT_MAX_BODY_BYTES, methodNotAllowed, tooLarge, type PathRouteFilter } from './mcp-route.ts';
+import { DEFAULT_AGENT_MAX_BODY_BYTES, tooLarge, type PathRouteFilter } from './mcp-route.ts';
 
 const CANDIDATE_ID = /^[\x21-\x7e]{1,256}$/;
 export const CARD_PATHS = ['/.well-known/agent-card.json', '/.well-known/agent.json'];

@@ -10,7 +10,7 @@ import type { McpRouteFilter } from '../../../schemas/generated/gateway-config.t
 import { readBoundedBody } from '../../shared/http-body.ts';
 import { ROUTING_CANDIDATE_HEADER, ROUTING_REQUEST_ID_HEADER, ROUTING_REVISION_HEADER, singleHeader, stripHopHeaders } from '../context.ts';
 import type { Filter, GatewayRequest, ResponseObserver } from '../context.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError, methodNotAllowed } from '../errors.ts';
 import type { OverlayStore } from '../overlay-store.ts';
 import { MCP_HEADERS, agentAllowlist, namedPath } from '../agents/agent-headers.ts';
 import type { AgentMetrics } from '../agents/agent-metrics.ts';
@@ -41,10 +41,6 @@ export interface PathRouteFilter extends Filter {
 
 export function tooLarge(maxBytes: number): GatewayError {
   return jsonRpcError(413, 'request_too_large', INVALID_REQUEST, `Invalid Request: the message exceeds ${maxBytes} bytes`, null, { connection: 'close' });
-}
-
-export function methodNotAllowed(allow: string): GatewayError {
-  return new GatewayError(405, 'method_not_allowed', 'invalid_request_error', `method not allowed; use ${allow}`, { allow });
 }
 
 export function createMcpRoute(options: McpRouteOptions): PathRouteFilter {

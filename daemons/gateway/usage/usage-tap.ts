@@ -68,8 +68,8 @@ export function jsonUsageTap(): UsageTap {
   };
 }
 
-/** Event boundary: a blank line (LF LF, or CRLF CRLF). */
-function boundary(text: string, from: number): { at: number; length: number } | undefined {
+/** Event boundary: a blank line (LF LF, or CRLF CRLF). Shared with the A2A task scanner (agents/a2a-tasks.ts). */
+export function boundary(text: string, from: number): { at: number; length: number } | undefined {
   const lf = text.indexOf('\n\n', from);
   const crlf = text.indexOf('\r\n\r\n', from);
   if (lf === -1 && crlf === -1) return undefined;
