@@ -12,7 +12,7 @@ import { checkServerIdentity } from 'node:tls';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as x509 from '@peculiar/x509';
-import { REDEEM_PATH, spkiSha256 } from '../gossip-operator/enrollment/protocol.ts';
+import { REDEEM_PATH, spkiSha256 } from '../../schemas/enrollment/protocol.ts';
 import { pemCertificates } from '../shared/tls.ts';
 import { CliError, usageError } from './cli-error.ts';
 import type { CommandResult } from './overlay-commands.ts';

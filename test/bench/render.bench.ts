@@ -27,16 +27,16 @@ import { performance } from 'node:perf_hooks';
 import { benchArgs } from './bench-args.ts';
 import { serializeOverlay } from '../../schemas/overlay/envelope.ts';
 import { OVERLAY_SYNC_MAX_OVERLAY_BYTES } from '../../schemas/overlay/validate.ts';
-import { evaluateNetwork } from '../../daemons/gossip-operator/routing/backends.ts';
+import { evaluateNetwork } from '../../daemons/routing/backends.ts';
 import type {
   GatewayReference,
   GridSiteView,
   LocalInferenceProvider,
   NetworkRoutingInput,
   RemoteProviderRecord,
-} from '../../daemons/gossip-operator/routing/model.ts';
-import { renderGatewayOverlay } from '../../daemons/gossip-operator/routing/render.ts';
-import { siteIndexFor } from '../../daemons/gossip-operator/routing/sites.ts';
+} from '../../daemons/routing/model.ts';
+import { renderGatewayOverlay } from '../../daemons/routing/render.ts';
+import { siteIndexFor } from '../../daemons/routing/sites.ts';
 import { median } from './stats.ts';
 
 const NETWORK = 'bench';

@@ -137,7 +137,7 @@ describe('agn overlay verify and revision on the contract fixtures', () => {
 });
 
 describe('agn overlay verify --consumer', () => {
-  // The example grid's overlays as the operator renders them (test/gossip-operator/routing/example-grid.test.ts):
+  // The example grid's overlays as the operator renders them (test/routing/example-grid.test.ts):
   // our gateway's carries selection_policy weightedRandom with traffic weights, the Praxis AI main one has neither.
   const ours = join(REPO_ROOT, 'test', 'fixtures', 'routing', 'example-grid.consumer-gateway.overlay.json');
   const praxisMain = join(REPO_ROOT, 'test', 'fixtures', 'routing', 'example-grid.praxis-ai.overlay.json');

@@ -5,7 +5,7 @@ import { GridSiteStack, backendFromEndpoint, peerGridSiteName, referencedSecrets
 import { buildGrid } from '../../constructs/grid.ts';
 import { synthFailure } from './synth-failure.ts';
 import { stableId } from '../../schemas/fnv1a.ts';
-import { discoveredSiteK8sName } from '../../daemons/gossip-operator/routing/sites.ts';
+import { discoveredSiteK8sName } from '../../daemons/routing/sites.ts';
 import type { GatewayConfig, LoadBalancerFilter, ProviderRouteFilter } from '../../schemas/generated/gateway-config.ts';
 import type { GridDeclaration } from '../../constructs/grid-declaration.ts';
 import { find, podSpec, simProvider, site, twoSiteGrid, type Manifest } from './helpers.ts';

@@ -6,7 +6,7 @@ import { ConfigError, parseConfig } from '../../daemons/gossip-operator/config.t
 import { REFRESH_INTERVAL_RULE, refreshIntervalMs } from '../../daemons/gossip-operator/controllers/grid-network.ts';
 import { INVITE_LIFETIME_RULE, inviteLifetime } from '../../daemons/gossip-operator/controllers/site-invite.ts';
 import { TerminalError } from '../../daemons/gossip-operator/manager/manager.ts';
-import { PRESSURE_DURATION_RULE, resolveRoutingPolicy } from '../../daemons/gossip-operator/routing/policy.ts';
+import { PRESSURE_DURATION_RULE, resolveRoutingPolicy } from '../../daemons/routing/policy.ts';
 import { applySwimSpec, SWIM_PROBE_INTERVAL_RULE, SWIM_SUSPICION_TIMEOUT_RULE, SwimConfigError, wanProfile } from '../../daemons/gossip-operator/swim/config.ts';
 import type { GridNetworkSpec } from '../../schemas/generated/gridnetworks.ts';
 import { checkDuration, type DurationRule, parseDuration } from '../../schemas/durations.ts';

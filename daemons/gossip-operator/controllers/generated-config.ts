@@ -11,8 +11,8 @@ import { gatewayRefsOf } from '../../../schemas/generated-config.ts';
 import type { MountReconciliationStatus, PraxisConfigStatus } from '../../../schemas/generated/gridnetworks.ts';
 import { errorFields } from '../../shared/log.ts';
 import { CONFIG_MAP, type ConfigMapObject, FIELD_MANAGER } from '../kinds.ts';
-import type { GatewayOverlayResult } from '../routing/index.ts';
-import type { GatewayReference } from '../routing/model.ts';
+import type { GatewayOverlayResult } from '../../routing/index.ts';
+import type { GatewayReference } from '../../routing/model.ts';
 import { type MountContext, mountPending, reconcileMounts, removeStoppedMounts } from './mount-reconciler.ts';
 import { ownedBy } from './mount-requirements.ts';
 import {

@@ -12,7 +12,7 @@ import { CONTROLLER_NAMES } from '../context.ts';
 import { ANNOTATION_SITE_ID, FIELD_MANAGER, GRID_NETWORK, GRID_SITE } from '../kinds.ts';
 import type { Controller, ReconcileResult } from '../manager/manager.ts';
 import { probeSite, type SiteProbeConfig, type SiteProbeResult } from '../probes/site-probe.ts';
-import { discoveredSiteK8sName } from '../routing/sites.ts';
+import { discoveredSiteK8sName } from '../../routing/sites.ts';
 import { readSecretKey } from '../secrets.ts';
 import { nextSitePhase, type GridSitePhase, type MemberView } from '../site-phase.ts';
 import { siteIdOf } from './site-discovery.ts';

@@ -18,7 +18,7 @@ import { readSecretKey, SecretError } from '../secrets.ts';
 import { parseDurationMs } from '../../../schemas/durations.ts';
 import { resolveEndpointTls } from './endpoint-tls.ts';
 import { bearerCredential } from './routing-input.ts';
-import { resolveBackendKind } from '../routing/backend-kind.ts';
+import { resolveBackendKind } from '../../routing/backend-kind.ts';
 import { type HealthRecord, healthVerdict, recordProbe } from './provider-health.ts';
 import { boundedMessage, type Condition, mergeConditions, sameJson, specOnly } from './status.ts';
 import type { SignalState } from './provider-signals.ts';

@@ -12,7 +12,7 @@ import { ResourceStoreError } from '../../shared/resource-store/errors.ts';
 import type { ResourceStore } from '../../shared/resource-store/types.ts';
 import type { OperatorContext } from '../context.ts';
 import { CONFIG_MAP, type ConfigMapObject, DEPLOYMENT, FIELD_MANAGER, SECRET } from '../kinds.ts';
-import type { GatewayReference } from '../routing/model.ts';
+import type { GatewayReference } from '../../routing/model.ts';
 import {
   deploymentApplyConfiguration,
   deploymentProblem,

@@ -16,7 +16,7 @@ import { mountRequirementsConfigMapName } from '../../../schemas/object-names.ts
 import { overlayConfigMapName } from '../../../schemas/overlay/configmap-name.ts';
 import type { KubeObject } from '../../shared/resource-store/types.ts';
 import { type ConfigMapObject, FIELD_MANAGER, LABEL_GATEWAY, LABEL_NETWORK, MANAGED_BY } from '../kinds.ts';
-import type { GatewayReference } from '../routing/model.ts';
+import type { GatewayReference } from '../../routing/model.ts';
 import { OVERLAY_DATA_KEY } from './overlay-publisher.ts';
 import { BACKEND_CA_MOUNT_ROOT, DEFAULT_CREDENTIAL_MOUNT_PATH, DEFAULT_TLS_CERT_MOUNT_PATH, OVERLAY_FILE } from './praxis-config.ts';
 

@@ -15,8 +15,8 @@ import { overlayConfigMapName } from '../../../schemas/overlay/configmap-name.ts
 import { errorFields } from '../../shared/log.ts';
 import type { OperatorContext } from '../context.ts';
 import { CONFIG_MAP, type ConfigMapObject, FIELD_MANAGER, LABEL_GATEWAY, LABEL_NETWORK, MANAGED_BY } from '../kinds.ts';
-import type { GatewayOverlayResult } from '../routing/index.ts';
-import type { RenderedOverlay } from '../routing/render.ts';
+import type { GatewayOverlayResult } from '../../routing/index.ts';
+import type { RenderedOverlay } from '../../routing/render.ts';
 import { boundedMessage, type Condition, mergeConditions, nowRfc3339 } from './status.ts';
 
 export const OVERLAY_DATA_KEY = 'routing-overlay.json';

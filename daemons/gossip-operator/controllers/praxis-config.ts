@@ -22,7 +22,7 @@ import type { OverlayCandidate } from '../../../schemas/generated/overlay-envelo
 import { generatingConfig } from '../../../schemas/generated-config.ts';
 import { DEFAULT_PRAXIS_CONFIG_MAP_NAME } from '../../../schemas/object-names.ts';
 import { type ConfigMapObject, FIELD_MANAGER, LABEL_GATEWAY, LABEL_NETWORK, MANAGED_BY } from '../kinds.ts';
-import type { GatewayReference } from '../routing/model.ts';
+import type { GatewayReference } from '../../routing/model.ts';
 import { boundedMessage } from './status.ts';
 
 export const PRAXIS_CONFIG_KEY = 'praxis.yaml';

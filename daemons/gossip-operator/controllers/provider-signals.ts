@@ -9,7 +9,7 @@ import { joinUrl } from '../probes/http-probe.ts';
 import { scrapeMetrics, type CachedSample, type ScrapeOutcome, type ScrapeResult } from '../probes/metrics-scrape.ts';
 import type { BearerResult } from '../probes/scraper-token.ts';
 import { planSignals } from '../probes/signal-readings.ts';
-import type { LocalMetrics, MetricSignal, MetricsSample } from '../routing/model.ts';
+import type { LocalMetrics, MetricSignal, MetricsSample } from '../../routing/model.ts';
 import type { ResourceStore } from '../../shared/resource-store/types.ts';
 import type { OperatorMetrics } from '../metrics.ts';
 import { resolveEndpointTls } from './endpoint-tls.ts';

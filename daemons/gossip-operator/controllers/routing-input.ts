@@ -19,9 +19,9 @@ import type {
   MemberState,
   ProviderPhase,
   RemoteProviderRecord,
-} from '../routing/model.ts';
+} from '../../routing/model.ts';
 import type { RemoteProvider } from '../state/state-store.ts';
-import { resolveBackendKind } from '../routing/backend-kind.ts';
+import { resolveBackendKind } from '../../routing/backend-kind.ts';
 import type { MemberView } from '../swim/membership.ts';
 
 const PROVIDER_PHASES: readonly string[] = ['Pending', 'Available', 'Degraded', 'Unavailable'];

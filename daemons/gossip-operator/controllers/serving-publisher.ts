@@ -21,9 +21,9 @@ import {
 import { errorFields } from '../../shared/log.ts';
 import type { OperatorContext } from '../context.ts';
 import { CONFIG_MAP, type ConfigMapObject, FIELD_MANAGER } from '../kinds.ts';
-import type { GatewayReference, NetworkRoutingInput } from '../routing/model.ts';
-import type { RenderedOverlay } from '../routing/render.ts';
-import type { Exclusion } from '../routing/result.ts';
+import type { GatewayReference, NetworkRoutingInput } from '../../routing/model.ts';
+import type { RenderedOverlay } from '../../routing/render.ts';
+import type { Exclusion } from '../../routing/result.ts';
 import { planServingCleanup, servingLabels, staleServing, type StoredConfigMap } from '../serving/cleanup.ts';
 import { servingEntries } from '../serving/entries.ts';
 import { renderServing, type RenderedServing } from '../serving/render.ts';

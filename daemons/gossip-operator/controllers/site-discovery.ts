@@ -11,7 +11,7 @@ import type { KubeObject } from '../../shared/resource-store/types.ts';
 import type { OperatorContext } from '../context.ts';
 import type { GossipRuntime } from '../gossip-runtime.ts';
 import { ANNOTATION_SITE_ID, FIELD_MANAGER, GRID_SITE, LABEL_AUTO_DISCOVERED, LABEL_NETWORK, siteIdOf } from '../kinds.ts';
-import { discoveredSiteK8sName } from '../routing/sites.ts';
+import { discoveredSiteK8sName } from '../../routing/sites.ts';
 import { nowRfc3339 } from './status.ts';
 
 export const DEFAULT_STUB_TTL_SECONDS = 86_400;

@@ -9,7 +9,7 @@ import type { GridNetworkResource, GridSiteResource, InferenceProviderResource }
 import type { OverlayCandidate, ScoreBreakdown } from '../../../schemas/generated/overlay-envelope.ts';
 import type { MemberState } from '../swim/member-table.ts';
 import { ANNOTATION_SITE_ID } from '../kinds.ts';
-import { discoveredSiteK8sName } from '../routing/sites.ts';
+import { discoveredSiteK8sName } from '../../routing/sites.ts';
 
 export interface SiteRow {
   /** The GridSite name. */

@@ -19,7 +19,7 @@ import type { ObjectRef, ResourceStore } from '../../shared/resource-store/types
 import type { EnrollmentConfig } from './config.ts';
 import { InviteRedeemer, MAX_REDEEM_BODY_BYTES, parseRedeemRequest, REDEEM_HTTP_STATUS, REDEEM_OUTCOMES, RedeemRefusal, type RedeemOutcome, type RedeemRequest } from './redeem.ts';
 import { type GridCa, loadGridCa } from './site-certificate.ts';
-import { REDEEM_PATH } from './protocol.ts';
+import { REDEEM_PATH } from '../../../schemas/enrollment/protocol.ts';
 import { listen } from '../../shared/listen.ts';
 import { closeServer } from '../../shared/close-server.ts';
 import { readBoundedBody } from '../../shared/http-body.ts';

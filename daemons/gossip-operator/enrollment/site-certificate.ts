@@ -7,7 +7,7 @@
 import 'reflect-metadata';
 import { createPrivateKey, createPublicKey, type KeyObject, webcrypto, X509Certificate } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
-import { spkiSha256 } from './protocol.ts';
+import { spkiSha256 } from '../../../schemas/enrollment/protocol.ts';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 

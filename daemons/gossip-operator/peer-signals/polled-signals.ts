@@ -4,7 +4,7 @@
  * unavailable for provider measurement; a provider the peer did not list keeps its gossiped record untouched.
  */
 import type { PeerSignalRow } from '../../../schemas/generated/peer-signals.ts';
-import type { MetricsSample, RemoteProviderRecord } from '../routing/model.ts';
+import type { MetricsSample, RemoteProviderRecord } from '../../routing/model.ts';
 
 type Entry = { readonly kind: 'sample'; readonly sample: MetricsSample } | { readonly kind: 'refused' };
 

@@ -6,7 +6,7 @@
  */
 import type { PeerSignalRow, PeerSignalsDocument } from '../../../schemas/generated/peer-signals.ts';
 import { checkPeerSignalRow, checkPeerSignalsEnvelope, plausibleAge } from '../../../schemas/signals/validate.ts';
-import type { MetricsSample } from '../routing/model.ts';
+import type { MetricsSample } from '../../routing/model.ts';
 
 export const PEER_SIGNALS_SCHEMA_VERSION = '1.0';
 

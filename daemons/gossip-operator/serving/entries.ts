@@ -8,9 +8,9 @@
  */
 import type { OverlayPayload } from '../../../schemas/overlay/types.ts';
 import type { ServingConfigEntry } from '../../../schemas/generated/serving-config.ts';
-import { providerKey } from '../routing/backends.ts';
-import type { NetworkRoutingInput } from '../routing/model.ts';
-import type { Exclusion, ExclusionReason } from '../routing/result.ts';
+import { providerKey } from '../../routing/backends.ts';
+import type { NetworkRoutingInput } from '../../routing/model.ts';
+import type { Exclusion, ExclusionReason } from '../../routing/result.ts';
 
 /**
  * Exclusions that say nothing about the provider to this gateway: another network's or our own echo, a duplicate or

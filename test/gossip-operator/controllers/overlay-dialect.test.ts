@@ -12,9 +12,9 @@ import type { OperatorContext } from '../../../daemons/gossip-operator/context.t
 import { ANNOTATION_REVISION, OVERLAY_DATA_KEY, publishOverlay } from '../../../daemons/gossip-operator/controllers/overlay-publisher.ts';
 import { CONFIG_MAP, type ConfigMapObject } from '../../../daemons/gossip-operator/kinds.ts';
 import { OperatorMetrics } from '../../../daemons/gossip-operator/metrics.ts';
-import { renderNetwork, type GatewayOverlayResult } from '../../../daemons/gossip-operator/routing/index.ts';
-import type { GatewayReference, SelectionMode } from '../../../daemons/gossip-operator/routing/model.ts';
-import { local, network, policy, SOURCE, T0 } from '../routing/fixtures.ts';
+import { renderNetwork, type GatewayOverlayResult } from '../../../daemons/routing/index.ts';
+import type { GatewayReference, SelectionMode } from '../../../daemons/routing/model.ts';
+import { local, network, policy, SOURCE, T0 } from '../../routing/fixtures.ts';
 import { capturingLogger, tempDir } from '../helpers.ts';
 
 const NET = 'production';

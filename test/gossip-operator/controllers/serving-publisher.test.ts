@@ -14,9 +14,9 @@ import type { OperatorContext } from '../../../daemons/gossip-operator/context.t
 import { ANNOTATION_SERVING_REVISION, publishServing, removeStoppedServing, servingGateways } from '../../../daemons/gossip-operator/controllers/serving-publisher.ts';
 import { CONFIG_MAP, type ConfigMapObject } from '../../../daemons/gossip-operator/kinds.ts';
 import { OperatorMetrics } from '../../../daemons/gossip-operator/metrics.ts';
-import { renderNetwork } from '../../../daemons/gossip-operator/routing/index.ts';
-import type { GatewayReference, NetworkRoutingInput } from '../../../daemons/gossip-operator/routing/model.ts';
-import { local, network, SOURCE, T0 } from '../routing/fixtures.ts';
+import { renderNetwork } from '../../../daemons/routing/index.ts';
+import type { GatewayReference, NetworkRoutingInput } from '../../../daemons/routing/model.ts';
+import { local, network, SOURCE, T0 } from '../../routing/fixtures.ts';
 import { capturingLogger, tempDir } from '../helpers.ts';
 
 const GATEWAY: GatewayReference = { name: 'inference-gw', namespace: 'praxis-system', siteName: 'east' };

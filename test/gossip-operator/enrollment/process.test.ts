@@ -7,7 +7,7 @@ import { request } from 'node:https';
 import { connect } from 'node:tls';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { REDEEM_PATH } from '../../../daemons/gossip-operator/enrollment/protocol.ts';
+import { REDEEM_PATH } from '../../../schemas/enrollment/protocol.ts';
 import { createServerCertificate, pemFingerprint } from '../../../daemons/shared/tls.ts';
 import { REPO_ROOT } from '../../fixtures-path.ts';
 import { grid, readStateObject, tempDir, waitFor } from '../helpers.ts';

@@ -9,7 +9,7 @@ import { certifiedIdentity, verifySiteBundle } from '../../../daemons/gossip-ope
 import { InviteRedeemer, parseRedeemRequest, RedeemRefusal, REDEEM_OUTCOMES } from '../../../daemons/gossip-operator/enrollment/redeem.ts';
 import { loadGridCa } from '../../../daemons/gossip-operator/enrollment/site-certificate.ts';
 import { grid, readStateObject, schemaProblems, waitFor } from '../helpers.ts';
-import { REDEEM_PATH } from '../../../daemons/gossip-operator/enrollment/protocol.ts';
+import { REDEEM_PATH } from '../../../schemas/enrollment/protocol.ts';
 import { call, CERT_LIFETIME_MS, createInvite, csrFor, type IssuedInvite, redeem, SIGNER, type Signer, siteKeys, startSigner } from './helpers.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -5,7 +5,7 @@ import { generateKeyPairSync, webcrypto, X509Certificate } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import { describe, expect, it } from 'vitest';
 import { CsrError, issueSiteCertificate, loadGridCa, verifyCsr } from '../../../daemons/gossip-operator/enrollment/site-certificate.ts';
-import { spkiSha256 } from '../../../daemons/gossip-operator/enrollment/protocol.ts';
+import { spkiSha256 } from '../../../schemas/enrollment/protocol.ts';
 import { createCertificateAuthority } from '../../../daemons/shared/tls.ts';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { classifyAnswer, RowAges, signalsDocument } from '../../../daemons/gossip-operator/peer-signals/rows.ts';
 import { PolledSignals } from '../../../daemons/gossip-operator/peer-signals/polled-signals.ts';
 import { MAX_PLAUSIBLE_AGE_MS } from '../../../schemas/signals/validate.ts';
-import type { RemoteProviderRecord } from '../../../daemons/gossip-operator/routing/model.ts';
+import type { RemoteProviderRecord } from '../../../daemons/routing/model.ts';
 
 const row = (provider: string, age: unknown, extra: Record<string, unknown> = {}) => ({ provider, age_ms: age, generation: 1, signals: { healthy: true, queue_depth: 0.25 }, ...extra });
 const doc = (rows: unknown[], over: Record<string, unknown> = {}) => ({ schema_version: '1.0', site: 'b', network: 'grid', rows, ...over });

@@ -4,10 +4,10 @@
 // none"), and nothing for providers this gateway cannot know. The rendered document passes the consumers' validator.
 import { describe, expect, it } from 'vitest';
 import { validateServing, GATEWAY_MAX_SERVING_BYTES, serializeServing } from '../../../schemas/serving/serving-config.ts';
-import { renderNetwork } from '../../../daemons/gossip-operator/routing/index.ts';
+import { renderNetwork } from '../../../daemons/routing/index.ts';
 import { servingEntries } from '../../../daemons/gossip-operator/serving/entries.ts';
 import { renderServing } from '../../../daemons/gossip-operator/serving/render.ts';
-import { GATEWAY, NET, OWN, SOURCE, T0, local, network, remote, remoteSite, sample, site } from '../routing/fixtures.ts';
+import { GATEWAY, NET, OWN, SOURCE, T0, local, network, remote, remoteSite, sample, site } from '../../routing/fixtures.ts';
 
 describe('serving entries from the routing result', () => {
   const input = network({

@@ -3,12 +3,12 @@
  * decides access policy, locality tiers and therefore order, so every gateway reference gets its own overlay. Every
  * failure is a RenderError value: the caller keeps the last distributed revision instead of publishing a partial one.
  */
-import { CanonicalJsonError } from '../../../schemas/canonical-json.ts';
-import { stableIdText } from '../../../schemas/fnv1a.ts';
-import { overlayConfigMapName } from '../../../schemas/overlay/configmap-name.ts';
-import { type ConsumerDialect, dialectSelection, type UnhonouredFeature } from '../../../schemas/overlay/dialect.ts';
-import { buildEnvelope } from '../../../schemas/overlay/envelope.ts';
-import type { OverlayCandidate, OverlayEnvelope, OverlayPayload } from '../../../schemas/overlay/types.ts';
+import { CanonicalJsonError } from '../../schemas/canonical-json.ts';
+import { stableIdText } from '../../schemas/fnv1a.ts';
+import { overlayConfigMapName } from '../../schemas/overlay/configmap-name.ts';
+import { type ConsumerDialect, dialectSelection, type UnhonouredFeature } from '../../schemas/overlay/dialect.ts';
+import { buildEnvelope } from '../../schemas/overlay/envelope.ts';
+import type { OverlayCandidate, OverlayEnvelope, OverlayPayload } from '../../schemas/overlay/types.ts';
 import { isBoundedName, MAX_NAME_BYTES, type RoutingBackend } from './backends.ts';
 import type { GatewayReference, GridSiteView, NetworkRoutingPolicy, RenderSource, SelectionTier } from './model.ts';
 import { assignSelectionGroups, orderCandidates, type TieredBackend } from './ordering.ts';

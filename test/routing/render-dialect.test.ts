@@ -5,13 +5,13 @@
  * praxis-proxy/ai filters/src/routing/overlay.rs ("main" = aa2b3feb, "groups" = 08f51242; PR #731 for the modes).
  */
 import { describe, expect, it } from 'vitest';
-import { CONSUMER_DIALECTS, type ConsumerDialect } from '../../../schemas/overlay/dialect.ts';
-import { serializeOverlay } from '../../../schemas/overlay/envelope.ts';
-import { overlayRevision } from '../../../schemas/overlay/revision.ts';
-import type { SelectionMode } from '../../../schemas/overlay/types.ts';
-import { GATEWAY_MAX_OVERLAY_BYTES, validateOverlay } from '../../../schemas/overlay/validate.ts';
-import { renderNetwork } from '../../../daemons/gossip-operator/routing/index.ts';
-import type { GatewayReference } from '../../../daemons/gossip-operator/routing/model.ts';
+import { CONSUMER_DIALECTS, type ConsumerDialect } from '../../schemas/overlay/dialect.ts';
+import { serializeOverlay } from '../../schemas/overlay/envelope.ts';
+import { overlayRevision } from '../../schemas/overlay/revision.ts';
+import type { SelectionMode } from '../../schemas/overlay/types.ts';
+import { GATEWAY_MAX_OVERLAY_BYTES, validateOverlay } from '../../schemas/overlay/validate.ts';
+import { renderNetwork } from '../../daemons/routing/index.ts';
+import type { GatewayReference } from '../../daemons/routing/model.ts';
 import { expectGatewayAccepts, GATEWAY, local, network, policy, rendered, SOURCE, T0 } from './fixtures.ts';
 
 /** Two equally good local providers of one model with different capacity weights: one selection group. */

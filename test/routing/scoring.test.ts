@@ -5,7 +5,7 @@ import {
   normalizeSample,
   NO_SIGNALS,
   scoreSignals,
-} from '../../../daemons/gossip-operator/routing/scoring.ts';
+} from '../../daemons/routing/scoring.ts';
 import { sample } from './fixtures.ts';
 
 describe('normalisation', () => {

@@ -5,9 +5,9 @@ import {
   providerKey,
   publishedTools,
   type RoutingBackend,
-} from '../../../daemons/gossip-operator/routing/backends.ts';
-import type { GridSitePhase, NetworkRoutingInput } from '../../../daemons/gossip-operator/routing/model.ts';
-import { renderGatewayOverlay } from '../../../daemons/gossip-operator/routing/render.ts';
+} from '../../daemons/routing/backends.ts';
+import type { GridSitePhase, NetworkRoutingInput } from '../../daemons/routing/model.ts';
+import { renderGatewayOverlay } from '../../daemons/routing/render.ts';
 import {
   expectGatewayAccepts,
   GATEWAY,

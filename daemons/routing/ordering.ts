@@ -2,7 +2,7 @@
  * Candidate ordering, de-duplication, ranking and selection groups (SPEC §2.5, seed 004 "Candidate scoring and
  * ordering"). Input is already scored and admitted; output is the final overlay order.
  */
-import { stableIdHash } from '../../../schemas/fnv1a.ts';
+import { stableIdHash } from '../../schemas/fnv1a.ts';
 import type { RoutingBackend } from './backends.ts';
 import type { RoutingPolicy, SelectionTier } from './model.ts';
 

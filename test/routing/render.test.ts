@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { stableId } from '../../../schemas/fnv1a.ts';
-import { orderCandidate } from '../../../schemas/overlay/envelope.ts';
-import type { RoutingBackend } from '../../../daemons/gossip-operator/routing/backends.ts';
-import { renderNetwork } from '../../../daemons/gossip-operator/routing/index.ts';
-import type { GatewayReference, NetworkRoutingInput } from '../../../daemons/gossip-operator/routing/model.ts';
-import { renderGatewayOverlay, rfc3339Seconds, type RenderedOverlay } from '../../../daemons/gossip-operator/routing/render.ts';
+import { stableId } from '../../schemas/fnv1a.ts';
+import { orderCandidate } from '../../schemas/overlay/envelope.ts';
+import type { RoutingBackend } from '../../daemons/routing/backends.ts';
+import { renderNetwork } from '../../daemons/routing/index.ts';
+import type { GatewayReference, NetworkRoutingInput } from '../../daemons/routing/model.ts';
+import { renderGatewayOverlay, rfc3339Seconds, type RenderedOverlay } from '../../daemons/routing/render.ts';
 import {
   expectGatewayAccepts,
   GATEWAY,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { GridNetworkSpec } from '../../../schemas/generated/gridnetworks.ts';
-import { resolveRoutingPolicy } from '../../../daemons/gossip-operator/routing/policy.ts';
+import type { GridNetworkSpec } from '../../schemas/generated/gridnetworks.ts';
+import { resolveRoutingPolicy } from '../../daemons/routing/policy.ts';
 
 function resolve(spec: GridNetworkSpec) {
   const result = resolveRoutingPolicy('production', spec);

@@ -5,7 +5,7 @@ import {
   labelsContain,
   localityTier,
   SiteIndex,
-} from '../../../daemons/gossip-operator/routing/sites.ts';
+} from '../../daemons/routing/sites.ts';
 import { NET, site } from './fixtures.ts';
 
 describe('discoveredSiteK8sName', () => {

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { stableId, stableIdHash, stableIdText } from '../../../schemas/fnv1a.ts';
-import type { RoutingBackend } from '../../../daemons/gossip-operator/routing/backends.ts';
-import type { SelectionTier } from '../../../daemons/gossip-operator/routing/model.ts';
+import { stableId, stableIdHash, stableIdText } from '../../schemas/fnv1a.ts';
+import type { RoutingBackend } from '../../daemons/routing/backends.ts';
+import type { SelectionTier } from '../../daemons/routing/model.ts';
 import {
   assignSelectionGroups,
   compareByteOrder,
   MAX_OVERLAY_CANDIDATES,
   orderCandidates,
   type TieredBackend,
-} from '../../../daemons/gossip-operator/routing/ordering.ts';
+} from '../../daemons/routing/ordering.ts';
 
 function item(
   site: string,

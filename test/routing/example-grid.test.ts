@@ -17,10 +17,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import type { GridNetworkSpec } from '../../../schemas/generated/gridnetworks.ts';
-import { canonicalize } from '../../../schemas/canonical-json.ts';
-import { serializeOverlay } from '../../../schemas/overlay/envelope.ts';
-import { renderNetwork } from '../../../daemons/gossip-operator/routing/index.ts';
+import type { GridNetworkSpec } from '../../schemas/generated/gridnetworks.ts';
+import { canonicalize } from '../../schemas/canonical-json.ts';
+import { serializeOverlay } from '../../schemas/overlay/envelope.ts';
+import { renderNetwork } from '../../daemons/routing/index.ts';
 import type {
   GatewayReference,
   GridSiteView,
@@ -28,12 +28,12 @@ import type {
   LocalToolProvider,
   MetricSignal,
   RemoteProviderRecord,
-} from '../../../daemons/gossip-operator/routing/model.ts';
-import { resolveRoutingPolicy } from '../../../daemons/gossip-operator/routing/policy.ts';
-import { gatewayReferences } from '../../../daemons/gossip-operator/controllers/routing-input.ts';
+} from '../../daemons/routing/model.ts';
+import { resolveRoutingPolicy } from '../../daemons/routing/policy.ts';
+import { gatewayReferences } from '../../daemons/gossip-operator/controllers/routing-input.ts';
 import { expectGatewayAccepts, rendered } from './fixtures.ts';
 
-const ROOT = join(import.meta.dirname, '..', '..', '..');
+const ROOT = join(import.meta.dirname, '..', '..');
 const run = promisify(execFile);
 const DIST = join(ROOT, 'dist');
 const GOLDEN = join(ROOT, 'test', 'fixtures', 'routing');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { budgetStatus, counterTotal, type TenantSpendCounter } from '../../../daemons/gossip-operator/routing/budget.ts';
+import { budgetStatus, counterTotal, type TenantSpendCounter } from '../../daemons/routing/budget.ts';
 
 describe('budget status', () => {
   // seed 001 "Tenant budget tracking": "For every tenant declared in budgetPolicy, budgetStatus[] reports tenantId,

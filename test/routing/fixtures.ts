@@ -1,7 +1,7 @@
 /** Builders of routing-core input for the tests: plain data with defaults a test overrides field by field. */
 import { expect } from 'vitest';
-import { serializeOverlay } from '../../../schemas/overlay/envelope.ts';
-import { GATEWAY_MAX_OVERLAY_BYTES, validateOverlay } from '../../../schemas/overlay/validate.ts';
+import { serializeOverlay } from '../../schemas/overlay/envelope.ts';
+import { GATEWAY_MAX_OVERLAY_BYTES, validateOverlay } from '../../schemas/overlay/validate.ts';
 import type {
   GatewayReference,
   GridSiteView,
@@ -13,9 +13,9 @@ import type {
   PressureAdmissionPolicy,
   RemoteProviderRecord,
   RenderSource,
-} from '../../../daemons/gossip-operator/routing/model.ts';
-import type { RenderedOverlay } from '../../../daemons/gossip-operator/routing/render.ts';
-import type { RenderError, Result } from '../../../daemons/gossip-operator/routing/result.ts';
+} from '../../daemons/routing/model.ts';
+import type { RenderedOverlay } from '../../daemons/routing/render.ts';
+import type { RenderError, Result } from '../../daemons/routing/result.ts';
 
 export const NET = 'production';
 export const OWN = 'east';

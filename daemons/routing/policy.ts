@@ -2,10 +2,10 @@
  * GridNetwork.spec → the routing core's resolved policy: CRD defaults applied, durations parsed, and anything that
  * bypassed API-server validation refused with one error naming the field (SPEC §1 rules, restated only as checks).
  */
-import type { GridNetworkSpec, PressurePolicy } from '../../../schemas/generated/gridnetworks.ts';
+import type { GridNetworkSpec, PressurePolicy } from '../../schemas/generated/gridnetworks.ts';
 import type { NetworkRoutingPolicy, PressureAdmissionPolicy } from './model.ts';
 import { err, ok, type RenderError, type Result } from './result.ts';
-import { checkDuration, type DurationRule } from '../../../schemas/durations.ts';
+import { checkDuration, type DurationRule } from '../../schemas/durations.ts';
 
 /** Defaults of admissionPolicy.pressure (SPEC §1). */
 export const PRESSURE_DEFAULTS = {

@@ -3,9 +3,9 @@ import {
   decideAdmission,
   legacyAdmission,
   type AdmissionMemory,
-} from '../../../daemons/gossip-operator/routing/admission.ts';
-import type { AdmissionState, PressureAdmissionPolicy, ScoringStrategy } from '../../../daemons/gossip-operator/routing/model.ts';
-import { normalizeSample } from '../../../daemons/gossip-operator/routing/scoring.ts';
+} from '../../daemons/routing/admission.ts';
+import type { AdmissionState, PressureAdmissionPolicy, ScoringStrategy } from '../../daemons/routing/model.ts';
+import { normalizeSample } from '../../daemons/routing/scoring.ts';
 import { sample, STABILIZED, T0 } from './fixtures.ts';
 
 describe('legacy instantaneous admission', () => {

@@ -13,7 +13,7 @@ import {
   NO_SIGNALS,
   type NetworkRoutingInput,
   type ProviderReadiness,
-} from '../../../daemons/gossip-operator/routing/index.ts';
+} from '../../daemons/routing/index.ts';
 import { expectGatewayAccepts, GATEWAY, local, network, OWN, policy, remote, remoteSite, rendered, sample, site, SOURCE, T0 } from './fixtures.ts';
 
 function rows(input: NetworkRoutingInput): readonly ProviderReadiness[] {

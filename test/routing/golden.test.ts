@@ -2,17 +2,17 @@
  * Golden overlays: whole scenarios in test/fixtures/routing/*.input.json are rendered and compared byte for byte
  * with the committed ConfigMap text (`<scenario>.<gateway>.overlay.json`) and exclusion report
  * (`<scenario>.report.json`). A diff here is a change of what gateways receive: review it like code.
- * Regenerate with `UPDATE_GOLDEN=1 npx vitest run --config test/vitest.config.ts test/gossip-operator/routing/golden.test.ts`.
+ * Regenerate with `UPDATE_GOLDEN=1 npx vitest run --config test/vitest.config.ts test/routing/golden.test.ts`.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { serializeOverlay } from '../../../schemas/overlay/envelope.ts';
-import { renderNetwork } from '../../../daemons/gossip-operator/routing/index.ts';
-import type { GatewayReference, NetworkRoutingInput, RenderSource } from '../../../daemons/gossip-operator/routing/model.ts';
+import { serializeOverlay } from '../../schemas/overlay/envelope.ts';
+import { renderNetwork } from '../../daemons/routing/index.ts';
+import type { GatewayReference, NetworkRoutingInput, RenderSource } from '../../daemons/routing/model.ts';
 import { expectGatewayAccepts, rendered } from './fixtures.ts';
 
-const DIR = join(import.meta.dirname, '..', '..', 'fixtures', 'routing');
+const DIR = join(import.meta.dirname, '..', 'fixtures', 'routing');
 const UPDATE = process.env['UPDATE_GOLDEN'] === '1';
 
 interface Scenario {

@@ -5,14 +5,14 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { renderNetwork } from '../../../daemons/gossip-operator/routing/index.ts';
+import { renderNetwork } from '../../daemons/routing/index.ts';
 import type {
   GridSiteView,
   LocalInferenceProvider,
   MetricsSample,
   NetworkRoutingInput,
   RemoteProviderRecord,
-} from '../../../daemons/gossip-operator/routing/model.ts';
+} from '../../daemons/routing/model.ts';
 import { expectGatewayAccepts, GATEWAY, NET, OWN, rendered, SOURCE, STABILIZED, T0 } from './fixtures.ts';
 
 const siteIds = fc.constantFrom(OWN, 'west', 'north', 'Süd', '', ' ', 'x'.repeat(300));
