@@ -3,7 +3,7 @@
 // The file is written whole to a temporary name and renamed, so a gateway reading it never sees half a file.
 import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { type CallerKeysFile, mintCallerKey, readCallerKeysFile } from '../gateway/caller-keys.ts';
+import { type CallerKeysFile, mintCallerKey, readCallerKeysFile } from '../../schemas/gateway/caller-keys.ts';
 import schema from '../../schemas/gateway/caller-keys.schema.json' with { type: 'json' };
 import { CliError, usageError } from './cli-error.ts';
 import type { CommandResult } from './overlay-commands.ts';

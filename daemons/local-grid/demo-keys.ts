@@ -7,7 +7,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type CallerKeyEntry, type CallerKeysFile, callerKeysProblems, hashCallerKey, mintCallerKey } from '../gateway/caller-keys.ts';
+import { type CallerKeyEntry, type CallerKeysFile, callerKeysProblems, hashCallerKey, mintCallerKey } from '../../schemas/gateway/caller-keys.ts';
 import { ensurePrivateDirSync, tightenPrivateFileSync, writePrivateFileSync } from '../shared/private-files.ts';
 import type { CompiledSite } from './compiled-grid.ts';
 

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import type { CallerKeysFile } from '../gateway/caller-keys.ts';
+import type { CallerKeysFile } from '../../schemas/gateway/caller-keys.ts';
 import { tightenPrivateFileSync, writePrivateFileSync } from '../shared/private-files.ts';
 import type { KubeObject } from '../shared/resource-store/types.ts';
 import { type CompiledSite, configMapData, type PodPlan } from './compiled-grid.ts';

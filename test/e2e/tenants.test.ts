@@ -1,5 +1,5 @@
 /**
- * Issue 20's Done-when on the compiled example grid run locally: two tenants (the demo keys `agn up` mints) send
+ * Tenants end to end on the compiled example grid run locally: two tenants (the demo keys `agn up` mints) send
  * traffic, streamed and not, through east's two consumer gateway replicas; every site's GridNetwork budgetStatus
  * converges to the spend this test prices from the usage in the responses; a tenant over its cap gets 429
  * insufficient_quota while the other still gets 200; a missing or unknown key gets 401; no key or hash is in any log.
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify as stringifyYaml } from 'yaml';
-import { mintCallerKey } from '../../daemons/gateway/caller-keys.ts';
+import { mintCallerKey } from '../../schemas/gateway/caller-keys.ts';
 import { GRID_NETWORK } from '../../daemons/local-grid/grid-status.ts';
 import { type LocalGrid, REPO_ROOT, startLocalGrid } from '../../daemons/local-grid/runner.ts';
 import { waitFor } from '../../daemons/local-grid/traffic.ts';

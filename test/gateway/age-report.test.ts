@@ -1,4 +1,4 @@
-// Age reports from a consumer gateway into its site operator (seed 001 "Gateway age evidence"): real gateway, real
+// Age reports from a consumer gateway into its site operator (gateway age evidence): real gateway, real
 // sim, real ingest listener on a local store. The gateway's process gets its record in GridNetwork
 // status.gatewayAgeReports as soon as it serves; rejected ages raise GatewayAgesRejected and the next clean tick
 // resolves it; a process with nothing new to say writes no status; an operator outage loses no evidence.
@@ -6,7 +6,7 @@ import { hostname } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintCallerKey } from '../../daemons/gateway/caller-keys.ts';
+import { mintCallerKey } from '../../schemas/gateway/caller-keys.ts';
 import { resolveConfig } from '../../daemons/gateway/config.ts';
 import { startGateway, type GatewayInstance } from '../../daemons/gateway/server.ts';
 import { GatewayAgeIngest } from '../../daemons/gossip-operator/gateway-ages/ingest.ts';
@@ -105,7 +105,7 @@ describe('age reports from a consumer gateway to its site operator', () => {
     expect(raised.reports[0]).toMatchObject({ sequence: 2, skewCount: 2, reportedRejected: true, rejected: true });
     expect(raised.condition).toMatchObject({ status: 'True', reason: 'GatewayAgesRejected' });
 
-    // seed 001: "False requires genuine newer clean evidence from every recorded rejecting process."
+    // "False requires genuine newer clean evidence from every recorded rejecting process."
     await gateway.reporter!.flush();
     const resolved = await recorded();
     expect(resolved.reports[0]).toMatchObject({ sequence: 3, skewCount: 2, reportedRejected: false, rejected: false });

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintCallerKey } from '../../daemons/gateway/caller-keys.ts';
+import { mintCallerKey } from '../../schemas/gateway/caller-keys.ts';
 import { ConfigError, resolveConfig } from '../../daemons/gateway/config.ts';
 import { startGateway } from '../../daemons/gateway/server.ts';
 import type { GatewayInstance } from '../../daemons/gateway/server.ts';

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CallerKeyTable, callerKeysProblems, mintCallerKey } from '../../daemons/gateway/caller-keys.ts';
+import { CallerKeyTable, callerKeysProblems, mintCallerKey } from '../../schemas/gateway/caller-keys.ts';
 import { ConfigError, resolveConfig } from '../../daemons/gateway/config.ts';
 import { startGateway } from '../../daemons/gateway/server.ts';
 import type { GatewayInstance } from '../../daemons/gateway/server.ts';

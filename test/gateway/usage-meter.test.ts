@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintCallerKey } from '../../daemons/gateway/caller-keys.ts';
+import { mintCallerKey } from '../../schemas/gateway/caller-keys.ts';
 import { resolveConfig } from '../../daemons/gateway/config.ts';
 import { priceOf, withIncludeUsage } from '../../daemons/gateway/filters/usage-meter.ts';
 import { startGateway } from '../../daemons/gateway/server.ts';

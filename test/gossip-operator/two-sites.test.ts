@@ -19,7 +19,7 @@ import { X509Certificate } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { GRID_SITE } from '../../daemons/gossip-operator/kinds.ts';
 import type { OperatorConfig } from '../../daemons/gossip-operator/config.ts';
-import { mintCallerKey } from '../../daemons/gateway/caller-keys.ts';
+import { mintCallerKey } from '../../schemas/gateway/caller-keys.ts';
 import { resolveConfig } from '../../daemons/gateway/config.ts';
 import { startGateway as startConsumerGateway, type GatewayInstance } from '../../daemons/gateway/server.ts';
 import { startSim } from '../../daemons/sim/server.ts';

@@ -14,7 +14,7 @@ import { PortPool } from '../../daemons/local-grid/ports.ts';
 import { materializePod } from '../../daemons/local-grid/pods.ts';
 import { siteSecrets } from '../../daemons/local-grid/secrets.ts';
 import { demoKeysFile, demoTenants, ensureDemoCallerKeys, requiresCallerKeys } from '../../daemons/local-grid/demo-keys.ts';
-import { hashCallerKey } from '../../daemons/gateway/caller-keys.ts';
+import { hashCallerKey } from '../../schemas/gateway/caller-keys.ts';
 import { REPO_ROOT } from '../fixtures-path.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'agn-translate-'));

@@ -79,3 +79,54 @@ describe('import circles', () => {
     expect(importCircles(graph).map((c) => c.map((f) => relative(REPO_ROOT, f)))).toEqual([]);
   });
 });
+
+/**
+ * Each daemon's room holds that daemon: what two of them use lives in daemons/shared/, daemons/routing/ or, as a
+ * contract, schemas/. The agn command and the local grid runner start the daemons, so they may import them.
+ */
+const SHARED_ROOMS = new Set(['shared', 'routing']);
+const LAUNCHERS = new Set(['cli', 'local-grid']);
+
+export function crossRoomImports(graph: ReadonlyMap<string, readonly string[]>, root: string): string[] {
+  const roomOf = (file: string): string | undefined => {
+    const [top, room] = relative(root, file).split('/');
+    return top === 'daemons' ? room : top;
+  };
+  return [...graph].flatMap(([file, deps]) => {
+    const from = roomOf(file);
+    if (from === undefined || LAUNCHERS.has(from)) return [];
+    return deps
+      .filter((dep) => {
+        const to = roomOf(dep);
+        const inDaemons = relative(root, dep).startsWith('daemons/');
+        // The contracts and the compiler stand on their own: neither reaches into the runtime.
+        if (from === 'schemas' || from === 'constructs') return inDaemons;
+        if (to === 'constructs') return true;
+        return inDaemons && to !== from && !SHARED_ROOMS.has(to ?? '');
+      })
+      .map((dep) => `${relative(root, file)} -> ${relative(root, dep)}`);
+  });
+}
+
+describe('rooms', () => {
+  it('finds a daemon reaching into another (the detector itself)', () => {
+    const root = '/r';
+    const graph = new Map([
+      ['/r/daemons/gateway/a.ts', ['/r/daemons/gossip-operator/b.ts', '/r/daemons/shared/c.ts', '/r/schemas/d.ts']],
+      ['/r/daemons/cli/e.ts', ['/r/daemons/gateway/a.ts']],
+      ['/r/schemas/d.ts', ['/r/daemons/shared/c.ts']],
+      ['/r/constructs/f.ts', ['/r/schemas/d.ts', '/r/daemons/routing/g.ts']],
+      ['/r/daemons/sim/h.ts', ['/r/constructs/f.ts', '/r/daemons/routing/g.ts']],
+    ]);
+    expect(crossRoomImports(graph, root)).toEqual([
+      'daemons/gateway/a.ts -> daemons/gossip-operator/b.ts',
+      'schemas/d.ts -> daemons/shared/c.ts',
+      'constructs/f.ts -> daemons/routing/g.ts',
+      'daemons/sim/h.ts -> constructs/f.ts',
+    ]);
+  });
+
+  it('no daemon imports another daemon or the compiler, and neither schemas/ nor constructs/ imports a daemon', () => {
+    expect(crossRoomImports(importGraph(REPO_ROOT), REPO_ROOT)).toEqual([]);
+  });
+});

@@ -5,7 +5,7 @@
 // takes effect about 0.3 s after the file changes, SIGHUP re-reads it at once. A bad file keeps the last good table
 // (logged, counted), and a gateway that never read a good file answers 503, not 401.
 import type { CallerAuthFilter } from '../../../schemas/generated/gateway-config.ts';
-import { CallerKeyTable, MAX_CALLER_KEYS_FILE_BYTES, parseCallerKeys } from '../caller-keys.ts';
+import { CallerKeyTable, MAX_CALLER_KEYS_FILE_BYTES, parseCallerKeys } from '../../../schemas/gateway/caller-keys.ts';
 import type { Filter, GatewayRequest } from '../context.ts';
 import { unauthorized, unavailable } from '../errors.ts';
 import type { GatewayFiles } from '../gateway-files.ts';

@@ -7,7 +7,7 @@ import { request } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { mintCallerKey } from '../../../daemons/gateway/caller-keys.ts';
+import { mintCallerKey } from '../../../schemas/gateway/caller-keys.ts';
 import { resolveConfig } from '../../../daemons/gateway/config.ts';
 import { startGateway, type GatewayInstance } from '../../../daemons/gateway/server.ts';
 import { GatewayAgeIngest } from '../../../daemons/gossip-operator/gateway-ages/ingest.ts';
