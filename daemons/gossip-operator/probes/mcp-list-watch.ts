@@ -19,7 +19,8 @@
  *
  * The bearer token goes only into request headers: reports quote statuses and failure categories, never headers.
  */
-import { type EventStreamEnd, openEventStream, type SseEvent } from './event-stream.ts';
+import { type EventStreamEnd, openEventStream } from './event-stream.ts';
+import type { SseEvent } from './sse-parser.ts';
 import type { ProbeTls } from './http-probe.ts';
 import { bearer, Exchange, type McpSession, openSession } from './mcp-probe.ts';
 

@@ -19,6 +19,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { type ProbeFailure, type ProbeTls, probeHttp } from './http-probe.ts';
+import { SseParser } from './sse-parser.ts';
 
 export interface McpProbeConfig {
   readonly endpoint: string;
@@ -307,9 +308,10 @@ export function answerOf(text: string, eventStream: boolean, id: number): unknow
       throw new Error('answer is not JSON');
     }
   }
-  for (const event of text.split(/\r?\n\r?\n/)) {
-    const data = event.split(/\r?\n/).filter((line) => line.startsWith('data:')).map((line) => line.slice(5).trimStart()).join('\n');
-    if (data === '') continue;
+  // The body is whole and already bounded by the probe's read: every event of it, the last one ended too.
+  const events: string[] = [];
+  new SseParser(Number.MAX_SAFE_INTEGER, (event) => events.push(event.data)).push(Buffer.from(`${text}\n\n`, 'utf8'));
+  for (const data of events) {
     let message: unknown;
     try {
       message = JSON.parse(data);

@@ -4,7 +4,7 @@
 // an oversized event, a batch), and the event-stream parser has its own cases.
 import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SseParser, type SseEvent } from '../../../daemons/gossip-operator/probes/event-stream.ts';
+import { SseParser, type SseEvent } from '../../../daemons/gossip-operator/probes/sse-parser.ts';
 import { DEFAULT_INITIAL_BACKOFF_MS, DEFAULT_MAX_BACKOFF_MS, McpListWatch, type McpListWatchOptions, type McpListWatchReport } from '../../../daemons/gossip-operator/probes/mcp-list-watch.ts';
 import { probeMcpTools } from '../../../daemons/gossip-operator/probes/mcp-probe.ts';
 import { closedPort } from '../../closed-port.ts';

@@ -126,6 +126,14 @@ describe('MCP probe failures, each with its step and a clear reason', () => {
     expect(() => answerOf('<html>', false, 1)).toThrow(/not JSON/);
   });
 
+  it('reads an answer stream as the event-stream format has it: CR or CRLF line ends, split data, no last blank line', () => {
+    const crlf = ': keep-alive\r\nid: 7\r\ndata: {"jsonrpc":"2.0",\r\ndata: "id":5,"result":{}}\r\n\r\n';
+    expect(answerOf(crlf, true, 5)).toEqual({ jsonrpc: '2.0', id: 5, result: {} });
+    expect(answerOf('data:{"jsonrpc":"2.0","id":6,"result":{}}\r\r', true, 6)).toEqual({ jsonrpc: '2.0', id: 6, result: {} });
+    expect(answerOf('event: message\ndata: {"jsonrpc":"2.0","id":8,"result":{}}', true, 8)).toEqual({ jsonrpc: '2.0', id: 8, result: {} });
+    expect(() => answerOf('data: {"id":9\n\n', true, 9)).toThrow(/not JSON/);
+  });
+
   it.each([
     ['no tools array', {}, /no result.tools array/],
     ['a nameless tool', [{}], /tools\[0\]\.name/],
