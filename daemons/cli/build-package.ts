@@ -89,7 +89,9 @@ function build(): void {
   for (const path of SHIPPED_AS_SOURCE) cpSync(join(root, path), join(packageDir, path));
   const repo = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, unknown>;
   writeFileSync(join(packageDir, 'package.json'), `${JSON.stringify(packageManifest(repo), null, 2)}\n`);
+  // The README and the docs/ pages it links to, so its links work in the installed package too.
   cpSync(join(root, 'README.md'), join(packageDir, 'README.md'));
+  cpSync(join(root, 'docs'), join(packageDir, 'docs'), { recursive: true });
 
   const packed = JSON.parse(
     execFileSync('npm', ['pack', '--json', '--pack-destination', PACKAGE_STAGE], { cwd: packageDir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }),

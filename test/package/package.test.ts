@@ -88,6 +88,11 @@ describe('the packed package', () => {
     ]) {
       expect(entries, needed).toContain(needed);
     }
+    // The README's links to docs/ pages resolve inside the package as in the repository.
+    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+    const linkedPages = [...readme.matchAll(/\]\((docs\/[^)#\s]+)/gu)].map((m) => m[1] ?? '');
+    expect(linkedPages.length).toBeGreaterThan(0);
+    expect(linkedPages.filter((page) => !entries.includes(page))).toEqual([]);
   });
 });
 
@@ -166,7 +171,7 @@ describe('a grid repository on the installed package', () => {
     expect(synth.code).not.toBe(0);
     expect(synth.stderr).toContain(MISTAKES.join('\n'));
     expect(files(join(grid, 'dist'))).toEqual(second);
-    // A bare `cdk8s synth` empties dist/ before it runs the app (the README says why `npm run synth` validates
+    // A bare `cdk8s synth` empties dist/ before it runs the app (docs/own-grid.md says why `npm run synth` validates
     // first): the app still names every mistake and writes nothing.
     const bare = run('npx cdk8s synth (broken)', grid, 'npx', ['cdk8s', 'synth']);
     expect(bare.code).not.toBe(0);

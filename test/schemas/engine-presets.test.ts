@@ -1,6 +1,6 @@
 // The engine preset table (schemas/engines/engine-presets.json): valid against its own schema, one entry per engine
-// the CRD accepts, every row citing where the engine defines its metrics, and the README's preset table naming the
-// same series. A broken table is refused with the place that is wrong.
+// the CRD accepts, every row citing where the engine defines its metrics, and the preset table of
+// docs/engine-presets.md naming the same series. A broken table is refused with the place that is wrong.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -67,9 +67,9 @@ describe('engine preset table', () => {
     expect(checkEnginePresets(missing)[0]).toContain('engines tgi, triton-trtllm, vllm differ');
   });
 
-  it('is what the README preset table lists (every series of every reading)', () => {
-    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('### Engine presets'));
+  it('is what the docs/engine-presets.md table lists (every series of every reading)', () => {
+    const page = readFileSync(join(REPO_ROOT, 'docs', 'engine-presets.md'), 'utf8');
+    const section = page.slice(page.indexOf('| engine |'));
     for (const preset of Object.values(ENGINE_PRESETS)) {
       for (const row of Object.values(preset.signals)) {
         for (const reading of row?.readings ?? []) for (const s of selectors(reading)) expect(section).toContain(selectorText(s));
