@@ -11,7 +11,7 @@ export interface BackendNetworkPolicyProps {
   readonly port: number;
   /** Labels of the provider gateway pods (they forward authorized requests). */
   readonly providerGatewayLabels: Record<string, string>;
-  /** Labels of the operator pods (health, metrics and model-discovery probes; seed 000). */
+  /** Labels of the operator pods (health, metrics and model-discovery probes). */
   readonly operatorLabels: Record<string, string>;
   /** Extra labels for every object this construct emits. @default - none (the workload labels only) */
   readonly labels?: Record<string, string>;
@@ -20,7 +20,7 @@ export interface BackendNetworkPolicyProps {
 /**
  * Isolates one private backend: ingress only from its provider gateway and the operator, on the backend port.
  * Everything else, consumer gateways included, is denied, so the provider gateway stays the only way in
- * (seed 003: consumers route to provider gateways, never directly to private inference endpoints).
+ * (consumers route to provider gateways, never directly to private inference endpoints).
  */
 export class BackendNetworkPolicy extends Construct {
   readonly policy: kplus.NetworkPolicy;

@@ -6,8 +6,8 @@ import type { SynthIssue } from './synth-error.ts';
 
 /**
  * The candidates a grid declaration can put into overlays, computed at synth time exactly as the operator will:
- * stable_id = FNV-1a of "{kind}/{name}/{site}/{cluster}" (SPEC §2.2). Provider routes carry these ids, so no
- * post-install step has to read them back from an overlay (seed 000's render_provider_config).
+ * stable_id = FNV-1a of "{kind}/{name}/{site}/{cluster}" (docs/contract.md §2.2). Provider routes carry these ids, so
+ * no post-install step has to read them back from an overlay.
  */
 
 /** The overlay `kind` of an inference model candidate. */
@@ -41,7 +41,7 @@ export function providerCandidates(site: SiteDeclaration, provider: ProviderDecl
   }));
 }
 
-/** The bearer credential reference of a provider, if the gateway must inject one (key defaults to `token`, seed 000). */
+/** The bearer credential reference of a provider, if the gateway must inject one (key defaults to `token`). */
 export function providerCredential(provider: ProviderDeclaration): CredentialRef | undefined {
   const auth = provider.spec.auth;
   if (auth === undefined || auth.strategy !== 'bearer_token' || auth.secretRef === undefined) return undefined;

@@ -18,7 +18,7 @@ export interface ConsumerGatewayConfigInput {
   readonly shutdownTimeoutSecs: number;
   /**
    * Caller keys file path in the pod: turns on caller_auth (first) and usage_meter (after intelligent_route), both
-   * extensions Praxis AI does not have. Undefined: the Praxis AI chain of SPEC §3.1, nothing else.
+   * extensions Praxis AI does not have. Undefined: the Praxis AI chain of docs/contract.md §3.1, nothing else.
    */
   readonly callerKeysFile?: string;
   /** usage_meter prices per upstream cluster, from each provider's InferenceProvider.spec.cost. */
@@ -39,7 +39,7 @@ export interface ConsumerGatewayConfigInput {
    * requests. An extension key of intelligent_route, so a consumer meant for Praxis AI never sets it.
    */
   readonly localLoad?: LocalLoad['mode'];
-  /** session_affinity on intelligent_route (SPEC §3.1), keyed by this request header. */
+  /** session_affinity on intelligent_route (docs/contract.md §3.1), keyed by this request header. */
   readonly sessionAffinity?: { readonly header: string; readonly ttlSecs?: number };
   /**
    * MCP tool servers (AgentToolProviders) of every site this consumer reaches: mcp_route, with a cluster
@@ -100,7 +100,7 @@ function upstreamTls(upstream: ConsumerUpstream): UpstreamTlsConfig | undefined 
         verify: true,
       };
     case 'tls':
-      // No `ca` means the system trust store (seed 000: `ca_system` is not a field; omit `ca` instead).
+      // No `ca` means the system trust store (Praxis AI has no `ca_system` field and denies unknown keys).
       return transport.caSecretRef === undefined
         ? { sni: transportSni(upstream), verify: true }
         : { ca: { ca_path: upstreamCaPath(transport.caSecretRef.name, transport.caSecretRef.key ?? 'ca.crt') }, sni: transportSni(upstream), verify: true };
@@ -141,7 +141,7 @@ function routeFilter(input: ConsumerGatewayConfigInput, hopClusters: string[]): 
 }
 
 /**
- * The consumer chain of SPEC §3.1: request parsers → intelligent_route → load_balancer. There is no
+ * The consumer chain of docs/contract.md §3.1: request parsers → intelligent_route → load_balancer. There is no
  * credential_inject: the provider gateway makes the final call, so no credential is ever needed here.
  * Every upstream is a provider hop (it leads to a provider gateway that routes on the candidate's stable_id).
  */

@@ -16,7 +16,7 @@ import { DEFAULT_INGEST_TOKEN_SECRET, INGEST_TOKEN_DIR, INGEST_TOKEN_FILE, inges
 import { Size } from 'cdk8s';
 
 /**
- * gridServing (seed 002): the operator renders this gateway's serving config, overlay-sync delivers it beside the
+ * gridServing: the operator renders this gateway's serving config, overlay-sync delivers it beside the
  * overlay, the gateway reads it from GRID_SERVING_CONFIG, polls every site's signals endpoint with its TLS identity
  * (GRID_SIGNALS_TLS_DIR: the grid CA must issue its tls.crt) and routes with grid_site_route.
  */
@@ -43,7 +43,8 @@ export interface ConsumerGatewayProps {
   readonly site: string;
   /**
    * Gateway name: Deployment, Service, GridNetwork consumerGateways[].name and the overlay ConfigMap name.
-   * @default 'consumer-gateway' - a fixed Service name (seed 000 recommends a stable one over release-generated names)
+   * @default 'consumer-gateway' - a fixed Service name, so what points at it survives a redeploy (a release-generated
+   * one would not)
    */
   readonly name?: string;
   /** @default DEFAULT_IMAGE - the project image at this package's version; one image carries every daemon */
@@ -52,7 +53,7 @@ export interface ConsumerGatewayProps {
    * @default 2 - the gateway is on every request's path; two replicas survive a node drain
    */
   readonly replicas?: number;
-  /** @default 8080 - the client listener of seed 000 */
+  /** @default 8080 - the client listener */
   readonly listenerPort?: number;
   /** @default 9901 - admin (/livez, /readyz, /metrics) beside the listener, as the reference config has it */
   readonly adminPort?: number;
@@ -71,7 +72,7 @@ export interface ConsumerGatewayProps {
   readonly resources?: kplus.ContainerResources;
   /** @default ClusterIP - in-cluster workloads are the clients; expose it deliberately if needed */
   readonly serviceType?: kplus.ServiceType;
-  /** @default 250 - SPEC §3.1 debounce of the overlay directory watch */
+  /** @default 250 - docs/contract.md §3.1 debounce of the overlay directory watch */
   readonly reloadDebounceMs?: number;
   /** @default 5 - the reference gateway's shutdown grace */
   readonly shutdownTimeoutSecs?: number;
@@ -82,7 +83,7 @@ export interface ConsumerGatewayProps {
   readonly upstreams?: readonly ClusterEndpoint[];
   /**
    * Provider credentials. Always rejected: the provider gateway makes the final call and is the only pod that
-   * mounts a credential (seed 000, "Credential Isolation"). The prop exists so the mistake fails at synth.
+   * mounts a credential. The prop exists so the mistake fails at synth.
    * @default - none
    */
   readonly credentials?: readonly CredentialRef[];
@@ -137,12 +138,12 @@ export interface ConsumerGatewayProps {
    * Steer by the gateway's own in-flight requests, the one signal that is never old (daemons/gateway/README.md
    * "Local load"): `two_choices` renders `local_load: { mode: two_choices }` on the route filter. On intelligent_route
    * it is an extension key Praxis AI refuses, so this consumer is then this project's gateway, not a Praxis AI config.
-   * @default - off: SPEC §3.1's selection modes exactly
+   * @default - off: the selection modes of docs/contract.md §3.1 exactly
    */
   readonly localLoad?: 'two_choices';
   /**
-   * Session affinity on intelligent_route (SPEC §3.1): a request carrying a session key in `header` goes to the
-   * candidate its session was first routed to while that candidate is not excluded, so a multi-turn chat stays on
+   * Session affinity on intelligent_route (docs/contract.md §3.1): a request carrying a session key in `header` goes to
+   * the candidate its session was first routed to while that candidate is not excluded, so a multi-turn chat stays on
    * the backend whose prefix cache holds its conversation. A Praxis AI key (session_affinity), not an extension.
    * Not with gridServing (grid_site_route pins by prompt prefix instead).
    * @default - off
@@ -165,7 +166,8 @@ export interface ConsumerGatewayProps {
 
 /**
  * The consumer (edge) gateway: receives client requests, picks a candidate from the overlay and forwards it to
- * the provider gateway serving the candidate's cluster (SPEC §3.1), with overlay-sync keeping the overlay current.
+ * the provider gateway serving the candidate's cluster (docs/contract.md §3.1), with overlay-sync keeping the overlay
+ * current.
  */
 export class ConsumerGateway extends Construct {
   readonly name: string;
@@ -319,7 +321,7 @@ export class ConsumerGateway extends Construct {
     const gateway = this.workload.gatewayContainer;
     gateway.mount(SERVING_DIR, volume, { readOnly: true });
     gateway.env.addVariable('GRID_SERVING_CONFIG', kplus.EnvValue.fromValue(SERVING_FILE));
-    // The TLS Secret's client identity (seed 000 "TLS Secret Key Contract"): what the sites' signals endpoints trust.
+    // The TLS Secret's client identity (gateway-paths.ts TLS_KEYS): what the sites' signals endpoints trust.
     gateway.env.addVariable('GRID_SIGNALS_TLS_DIR', kplus.EnvValue.fromValue(TLS_DIR));
     if (serving.signalsPollIntervalMs !== undefined) gateway.env.addVariable('GRID_SIGNALS_POLL_INTERVAL_MS', kplus.EnvValue.fromValue(String(serving.signalsPollIntervalMs)));
     if (serving.signalsStaleAfterMs !== undefined) gateway.env.addVariable('GRID_SIGNALS_STALE_AFTER_MS', kplus.EnvValue.fromValue(String(serving.signalsStaleAfterMs)));

@@ -8,7 +8,7 @@ export const PRAXIS_DIR = '/etc/praxis';
 export const PRAXIS_CONFIG_KEY = 'praxis.yaml';
 export const PRAXIS_CONFIG_PATH = `${PRAXIS_DIR}/${PRAXIS_CONFIG_KEY}`;
 
-/** The TLS Secret's three keys (seed 000, "TLS Secret Key Contract"). */
+/** The TLS Secret's three keys: a kubernetes.io/tls Secret's two, plus ca.crt as cert-manager writes it. */
 export const TLS_KEYS = ['ca.crt', 'tls.crt', 'tls.key'] as const;
 export const TLS_DIR = `${PRAXIS_DIR}/tls`;
 export const TLS_CA_PATH = `${TLS_DIR}/ca.crt`;
@@ -20,7 +20,7 @@ export function upstreamCaPath(secretName: string, key: string): string {
   return `${PRAXIS_DIR}/upstream-ca/${secretName}/${key}`;
 }
 
-/** Where a provider credential is projected on the provider gateway (seed 000, "Credential Isolation"). */
+/** Where a provider credential is projected on the provider gateway, the only pod that mounts credentials. */
 export function credentialPath(secretName: string, key: string): string {
   return `${PRAXIS_DIR}/credentials/${secretName}/${key}`;
 }

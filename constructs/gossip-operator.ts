@@ -37,12 +37,12 @@ export interface GossipOperatorProps extends OperatorListenerProps {
    * @default 1 - one SWIM member per site; a second replica would only wait on the Lease
    */
   readonly replicas?: number;
-  /** @default 7946 - SWIM over UDP, push-pull over TCP (SPEC §5) */
+  /** @default 7946 - SWIM over UDP, push-pull over TCP (docs/contract.md §5) */
   readonly gossipPort?: number;
   /** @default 9090 - the operator's admin listener: /livez, /readyz, /metrics and the dashboard (GRID_ADMIN_ADDRESS) */
   readonly adminPort?: number;
   /**
-   * This site's data-plane address announced to peers (GRID_GATEWAY_ADDRESS, seed 001).
+   * This site's data-plane address announced to peers (GRID_GATEWAY_ADDRESS).
    * @default - none; peers then keep this site Discovered (GatewayAddressMissing)
    */
   readonly gatewayAddress?: string;
@@ -91,7 +91,7 @@ export interface GossipOperatorProps extends OperatorListenerProps {
   readonly resources?: kplus.ContainerResources;
   /**
    * Emit the metrics scraper ServiceAccount (only get on the nonResourceURL /metrics) whose TokenRequest token
-   * metricsConfig.auth sends, and let the operator mint tokens for that one account (seed 001 rbac.metricsScraper).
+   * metricsConfig.auth sends, and let the operator mint tokens for that one account.
    * @default true
    */
   readonly metricsScraper?: boolean;
@@ -112,7 +112,7 @@ export interface GossipOperatorProps extends OperatorListenerProps {
 }
 
 /**
- * The per-site control plane (SPEC §5): namespace, ServiceAccount, least-privilege RBAC from the permission
+ * The per-site control plane (docs/contract.md §5): namespace, ServiceAccount, least-privilege RBAC from the permission
  * table, a Deployment that mounts its token (it is an API client), and the gossip/metrics Service.
  */
 export class GossipOperator extends Construct {
@@ -135,7 +135,7 @@ export class GossipOperator extends Construct {
   readonly publicService: kplus.Service | undefined;
   /**
    * The ingress policy of the operator pods, rendered only when an opt-in listener is on (without one the operator
-   * stays unisolated, as before): SWIM and admin open as before, each listener limited by its `from`/`gateways`.
+   * pods stay unisolated): SWIM and admin open to every source, each opt-in listener limited by its `from`/`gateways`.
    */
   readonly networkPolicy: kplus.k8s.KubeNetworkPolicy | undefined;
 

@@ -144,7 +144,7 @@ export interface SiteDeclaration {
   readonly secrets?: SiteSecretsDeclaration;
   /**
    * A consumer gateway for this site's workloads. `praxisConfig` is copied into its GridNetwork consumerGateways[]
-   * entry (seed 001 "GatewayRef.praxisConfig") for a Praxis AI consumer that reads this gateway's overlay; the
+   * entry for a Praxis AI consumer that reads this gateway's overlay; the
    * operator's Role then grants the generated ConfigMap, the delegated Deployment and the Secrets it checks.
    * @default - none
    */

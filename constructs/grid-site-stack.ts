@@ -90,7 +90,7 @@ export function siteSeeds(site: SiteDeclaration, peers: readonly SiteDeclaration
 }
 
 /**
- * The name of the GridSite the operator matches a remote site's records against (SPEC §2.5,
+ * The name of the GridSite the operator matches a remote site's records against (docs/contract.md §2.5,
  * discovered_site_k8s_name): each part lowercased, non [a-z0-9] replaced by '-', trimmed, joined with '-'.
  */
 export function peerGridSiteName(network: string, site: string): string {

@@ -3,10 +3,10 @@
  * so they live in one place: a rename here changes every selector at once instead of silently breaking one.
  */
 
-/** The namespace a site's AGN workloads run in when the declaration names none (seed 000 uses grid-system). */
+/** The namespace a site's AGN workloads run in when the declaration names none. */
 export const DEFAULT_NAMESPACE = 'grid-system';
 
-/** Label/annotation prefix of the API group (SPEC §1). */
+/** Label/annotation prefix of the API group (docs/contract.md §1). */
 export const GRID_PREFIX = 'grid.praxis.fast/';
 
 // The pod labels are a contract with the daemons too (the dashboard lists consumer gateway pods by them).

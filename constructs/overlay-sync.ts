@@ -27,12 +27,12 @@ export interface OverlaySyncProps {
   readonly image?: ImageReference;
   /**
    * Port of /livez, /readyz, /status and /metrics.
-   * @default 9091 - SPEC §4 default (OVERLAY_SYNC_HEALTH_ADDR 0.0.0.0:9091)
+   * @default 9091 - docs/contract.md §4 default (OVERLAY_SYNC_HEALTH_ADDR 0.0.0.0:9091)
    */
   readonly healthPort?: number;
   /**
    * Largest overlay accepted, in bytes.
-   * @default 1048576 - SPEC §2.4 limit for overlay-sync (1 MiB; the gateway allows 2 MiB)
+   * @default 1048576 - docs/contract.md §2.4 limit for overlay-sync (1 MiB; the gateway allows 2 MiB)
    */
   readonly maxBytes?: number;
   /**
@@ -54,7 +54,7 @@ export interface OverlaySyncProps {
 }
 
 /**
- * The overlay-sync daemon of one gateway (SPEC §4): its own ServiceAccount, a Role that can only
+ * The overlay-sync daemon of one gateway (docs/contract.md §4): its own ServiceAccount, a Role that can only
  * get/list/watch the gateway's one overlay ConfigMap (resourceNames), and the init container + sidecar that
  * copy that ConfigMap into a shared emptyDir the gateway watches. Only these containers mount a token.
  */
@@ -116,8 +116,8 @@ export class OverlaySync extends Construct {
   }
 
   /**
-   * The SPEC §4 environment; `once` selects init-container mode (write a valid file, then exit). The serving config
-   * adds OVERLAY_SYNC_CONTRACT and its own ConfigMap, key, output and health port.
+   * The docs/contract.md §4 environment; `once` selects init-container mode (write a valid file, then exit). The
+   * serving config adds OVERLAY_SYNC_CONTRACT and its own ConfigMap, key, output and health port.
    */
   private environment(once: boolean, serving = false): Record<string, kplus.EnvValue> {
     const env: Record<string, kplus.EnvValue> = {

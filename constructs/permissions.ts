@@ -9,7 +9,7 @@
 
 export const GRID_API_GROUP = 'grid.praxis.fast';
 
-/** The plurals of the six grid kinds (SPEC §1). */
+/** The plurals of the six grid kinds (docs/contract.md §1). */
 export const GRID_PLURALS = [
   'gridnetworks',
   'gridsites',
@@ -169,7 +169,7 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
       resources: ['serviceaccounts/token'],
       verbs: ['create'],
       names: 'metricsScraper',
-      why: 'metricsConfig.auth sends a TokenRequest-minted token of the metrics scraper ServiceAccount, never the operator\'s own (seed 001 "Bearer authentication")',
+      why: 'metricsConfig.auth sends a TokenRequest-minted token of the metrics scraper ServiceAccount, never the operator\'s own (docs/contract.md §7.4)',
     },
   ],
   'overlay-sync': [
@@ -188,7 +188,7 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
 };
 
 /**
- * What the metrics scraper ServiceAccount may do: only read /metrics (seed 001 "Bearer authentication"). It runs no
+ * What the metrics scraper ServiceAccount may do: only read /metrics. It runs no
  * daemon; whoever serves a scraped endpoint receives its token, so it must be worth nothing else.
  */
 export const METRICS_SCRAPER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly Verb[] }[] = [

@@ -67,9 +67,9 @@ export function routeCredentials(routes: readonly { readonly credential?: Creden
 }
 
 /**
- * The provider chain of SPEC §3.2: peer_identity_trust first (it cannot be made conditional), the request parser,
- * provider_route (authorizes the candidate's stable_id for exactly its model), credential_inject (final-hop token
- * from a mounted file), load_balancer to the authorized backend. The listener requires client certificates.
+ * The provider chain of docs/contract.md §3.2: peer_identity_trust first (it cannot be made conditional), the request
+ * parser, provider_route (authorizes the candidate's stable_id for exactly its model), credential_inject (final-hop
+ * token from a mounted file), load_balancer to the authorized backend. The listener requires client certificates.
  */
 export function renderProviderGatewayConfig(input: ProviderGatewayConfigInput): GatewayConfig {
   const routes: ProviderRoute[] = [...input.routes].sort(byKey((r) => `${r.model}\u0000${r.candidateId}`)).map((route) => {

@@ -30,7 +30,7 @@ export interface ProviderGatewayProps {
   readonly image?: ImageReference;
   /** @default 2 - every cross-site request passes through it; two replicas survive a node drain */
   readonly replicas?: number;
-  /** @default 8443 - the mTLS listener of seed 000 */
+  /** @default 8443 - the mTLS listener */
   readonly listenerPort?: number;
   /** @default 9901 - admin (/livez, /readyz, /metrics) */
   readonly adminPort?: number;
@@ -81,7 +81,7 @@ export interface ProviderGatewayProps {
 }
 
 /**
- * The provider gateway: the mTLS security boundary in front of private backends (SPEC §3.2). It is the only
+ * The provider gateway: the mTLS security boundary in front of private backends (docs/contract.md §3.2). It is the only
  * pod that mounts provider credentials, each projected at /etc/praxis/credentials/<secret>/<key>.
  */
 export class ProviderGateway extends Construct {

@@ -16,7 +16,7 @@ export interface SimBackendProps {
    * bypassed the provider gateway is refused even if a NetworkPolicy is missing.
    */
   readonly credential: { readonly name: string; readonly key: string };
-  /** @default 8080 - the backend port of seed 000's mock providers */
+  /** @default 8080 - the backend port */
   readonly port?: number;
   /** @default DEFAULT_IMAGE - the project image at this package's version; one image carries every daemon */
   readonly image?: ImageReference;
@@ -88,7 +88,7 @@ export function simEngineArgs(scope: Construct, engine: SimEngineProps | undefin
 
 const TOKEN_DIR = '/etc/sim/credential';
 
-/** The Deployment/Service name of a provider's simulated backend (seed 000 named them mock-inference-{name}). */
+/** The Deployment/Service name of a provider's simulated backend. */
 export function simBackendName(provider: string): string {
   return `sim-${provider}`;
 }

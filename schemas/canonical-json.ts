@@ -63,10 +63,10 @@ function sameKeys(a: readonly string[], b: readonly string[]): boolean {
 
 /**
  * Writes canonical text into a pending string that is handed to the sink whenever it passes CHUNK characters. Two
- * costs are avoided on purpose, because they made a large overlay cost more per candidate than a small one: a
+ * costs are avoided on purpose, because they make a large overlay cost more per candidate than a small one: a
  * path string per value (the location is kept as a stack of keys and indexes and spelled out only for an error),
- * and one long-lived text for the whole document (its fragments survived young-generation collections, so garbage
- * collection grew with the document's size).
+ * and one long-lived text for the whole document (its fragments survive young-generation collections, so garbage
+ * collection grows with the document's size).
  */
 class Writer {
   readonly #sink: (chunk: string) => void;

@@ -1,4 +1,6 @@
-/** FNV-1a 32-bit (SPEC §2.2): the stable_id of a candidate and the suffix of long overlay ConfigMap names. */
+/**
+ * FNV-1a 32-bit (docs/contract.md §2.2): the stable_id of a candidate and the suffix of long overlay ConfigMap names.
+ */
 
 const OFFSET_BASIS = 0x811c9dc5;
 const PRIME = 0x01000193;

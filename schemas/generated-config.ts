@@ -1,6 +1,6 @@
 /**
- * Which gateways of a GridNetwork generate their consumer Praxis config or delegate their Deployment mounts (seed
- * 001 "GatewayRef.praxisConfig"), and which objects that makes the operator read or write by name. One predicate for
+ * Which gateways of a GridNetwork generate their consumer Praxis config or delegate their Deployment mounts
+ * (GatewayRef.praxisConfig), and which objects that makes the operator read or write by name. One predicate for
  * the daemon (what it reconciles) and the compiler (what the operator's Role grants), so the two cannot disagree.
  */
 import type { GatewayRef, GridNetworkSpec, PraxisConfig } from './generated/gridnetworks.ts';

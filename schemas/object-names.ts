@@ -1,7 +1,7 @@
 /**
  * Names of objects the gossip-operator reads or writes by name, shared by the daemon and the compiler so the RBAC
  * the compiler emits (scoped with resourceNames) names exactly the objects the daemon touches.
- * The overlay ConfigMap's name is in overlay/configmap-name.ts (SPEC §2.1).
+ * The overlay ConfigMap's name is in overlay/configmap-name.ts (docs/contract.md §2.1).
  */
 
 /** The ConfigMap holding the operator's persisted gossip revision high-water mark (one per site). */
@@ -24,12 +24,12 @@ export function inviteTokenSecretName(invite: string): string {
 }
 
 /**
- * The reference-only mount requirements ConfigMap of a generated consumer config (seed 001): the revision is a
+ * The reference-only mount requirements ConfigMap of a generated consumer config: the revision is a
  * content digest, so the name changes with the document and cannot be known when RBAC is compiled.
  */
 export function mountRequirementsConfigMapName(revision: string): string {
   return `grid-mount-requirements-${revision}`;
 }
 
-/** praxisConfig.configMapName when absent: the generated consumer config ConfigMap (seed 001 example). */
+/** praxisConfig.configMapName when absent: the generated consumer config ConfigMap. */
 export const DEFAULT_PRAXIS_CONFIG_MAP_NAME = 'praxis-consumer-config';

@@ -2,7 +2,7 @@
 // (unknown keys are an error naming the key and its path), then Praxis AI's cross-field rules
 // (schemas/gateway/praxis-rules.ts: a config Praxis AI refuses is refused here with the same reason), then this
 // gateway's own: references between listeners, chains and clusters, one role per process, filter order, and the
-// provider boundary rules (SPEC §3.2).
+// provider boundary rules (docs/contract.md §3.2).
 import { readFile } from 'node:fs/promises';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject } from 'ajv/dist/2020.js';
@@ -52,7 +52,7 @@ export interface ResolvedConfig {
 const ajv = new Ajv2020({ allErrors: false, discriminator: true, strict: false, useDefaults: false });
 const validateSchema = ajv.compile<GatewayConfig>(schema);
 
-/** Keys that would make a filter nested or conditional; provider chains must have neither (SPEC §3.2). */
+/** Keys that would make a filter nested or conditional; provider chains must have neither (docs/contract.md §3.2). */
 const NESTING_KEYS = ['filters', 'branches', 'conditions', 'when', 'chain', 'on_match', 'skip'];
 
 function pointer(path: string): string {

@@ -31,7 +31,9 @@ export interface GatewayRequest {
   /** Headers to send upstream (lowercase names); filters strip and set here. */
   readonly headers: Map<string, string | string[]>;
   readonly receivedAtNs: bigint;
-  /** This request's id: answered as x-request-id on every response and sent on a provider hop (SPEC §3.1). */
+  /**
+   * This request's id: answered as x-request-id on every response and sent on a provider hop (docs/contract.md §3.1).
+   */
   readonly requestId: string;
   /** True once the caller went away before its response was finished. */
   callerGone: boolean;
@@ -60,8 +62,8 @@ export interface GatewayRequest {
   /**
    * Set by the route filter when a connect failure may move the request to another candidate: switches the
    * request's cluster, headers and credential and returns true, or returns false when there is none. One function
-   * per filter, with the request's own part in `failoverState`: a closure made per request and kept on it made every
-   * request's objects outlive the young generation (10-24 ms scavenges at 1000 req/s; BENCHMARKS.md).
+   * per filter, with the request's own part in `failoverState`: a closure made per request and kept on it makes every
+   * request's objects outlive the young generation (10-24 ms scavenges at 1000 req/s; `npm run bench:gateway-gc`).
    */
   failover: ((request: GatewayRequest) => boolean) | undefined;
   /** What the route filter's `failover` needs to decide again; opaque to everything else. */

@@ -1,7 +1,7 @@
 // The header names of the provider-hop contract and the caller's answer, and the one pass that strips client-sent hop
 // context: what the filters, the load balancer and the response class share, with no other dependency.
 
-/** Header names of the provider-hop contract (SPEC §3.1, §3.2). */
+/** Header names of the provider-hop contract (docs/contract.md §3.1, §3.2). */
 export const ROUTING_CANDIDATE_HEADER = 'x-ai-routing-candidate';
 export const ROUTING_REQUEST_ID_HEADER = 'x-ai-routing-request-id';
 export const ROUTING_REVISION_HEADER = 'x-ai-routing-revision';

@@ -1,4 +1,4 @@
-// The gateway's Prometheus metrics (SPEC §3.3). Label values are bounded: models and clusters come from the
+// The gateway's Prometheus metrics (docs/contract.md §3.3). Label values are bounded: models and clusters come from the
 // accepted snapshot or the config (anything else is "other"), so a client cannot grow the series count. With
 // several workers (workers.ts) each has its own registry and /metrics sums them; `aggregator` marks the gauges a sum
 // would misstate (readiness is the least of the workers', info and size gauges the largest).

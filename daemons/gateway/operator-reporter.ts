@@ -5,11 +5,11 @@
 // tick with the newer document, never queued, because every report is cumulative. At close (after the drain) the
 // spend goes out once more marked final, so the operator retires this process's epoch at once (SpendEpochs).
 //
-// Age reports (seed 001 "Gateway age evidence", schemas/signals/gateway-age-report.schema.json) go out only when
-// they say something new, because every one the operator records is a GridNetwork status write: once at start (the
-// process's record), when the count of rejected relayed ages grew (rejected: true), and once more when a tick passes
-// with no new rejection (the newer clean evidence that resolves it). A clean process needs no renewal: freshness
-// only ages rejected evidence.
+// Age reports (schemas/signals/gateway-age-report.schema.json; the operator's side is
+// gossip-operator/gateway-ages/evidence.ts) go out only when they say something new, because every one the operator
+// records is a GridNetwork status write: once at start (the process's record), when the count of rejected relayed ages
+// grew (rejected: true), and once more when a tick passes with no new rejection (the newer clean evidence that resolves
+// it). A clean process needs no renewal: freshness only ages rejected evidence.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { request } from 'undici';

@@ -1,4 +1,4 @@
-// The consumer's overlay lifecycle (SPEC §3.1): cold load (fail closed: not ready until a valid overlay is
+// The consumer's overlay lifecycle (docs/contract.md §3.1): cold load (fail closed: not ready until a valid overlay is
 // accepted), a watch on the file's directory (so the Kubernetes `..data` symlink swap is seen), debounce, skip when
 // bytes or semantic revision are unchanged, full validation with the shared contract validator, atomic swap, and
 // last-known-good on any bad replacement. Only this module touches the disk; requests read `current()`.

@@ -50,8 +50,8 @@ const DOT_OR_EMPTY_SEGMENT = /\/(?:\.|%2e){1,2}(?:\/|$)|\/\//i;
 /**
  * How long a listener keeps an idle keep-alive connection (announced as `Keep-Alive: timeout=75`; undici clients
  * close theirs 2 s before that). Longer than the idle gaps between a consumer's bursts of traffic, so the consumer
- * -> provider hop keeps its mTLS connections instead of redoing the handshakes after every pause (at 5 s, as
- * before, a 3 s gap did); nginx's keepalive_timeout default is the same 75 s.
+ * -> provider hop keeps its mTLS connections instead of redoing the handshakes after every pause (at Node's default
+ * 5 s, a 3 s gap is enough to lose them); nginx's keepalive_timeout default is the same 75 s.
  */
 export const KEEP_ALIVE_TIMEOUT_MS = 75_000;
 /** Connections one listener holds open at once unless `max_connections` says otherwise; more are closed at accept. */

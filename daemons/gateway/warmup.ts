@@ -18,7 +18,7 @@ import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MODEL_HEADER, createRequestParser } fro
 import { createGatewayMetrics } from './metrics.ts';
 import type { Pipeline } from './pipeline.ts';
 
-/** Requests sent through the request path before ready (measured: see BENCHMARKS.md, cold start). */
+/** Requests sent through the request path before ready (measured by the cold case of `npm run bench:gateway`). */
 export const WARMUP_REQUESTS = 3_000;
 const WARMUP_CONCURRENCY = 16;
 /** Every STREAM_EVERY-th warm-up request is streamed (SSE), as a share of real traffic is. */

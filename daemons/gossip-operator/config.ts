@@ -48,8 +48,8 @@ export interface OperatorConfig {
   /** How often the peer poller polls under signalTransport poll. */
   readonly peerPollIntervalMs?: number;
   /**
-   * The scraper ServiceAccount in `namespace` whose token metricsConfig.auth sends (seed 001 "Bearer
-   * authentication"); parseConfig always sets it. Absent (in-process tests only): such scrapes fail with `auth`.
+   * The scraper ServiceAccount in `namespace` whose token metricsConfig.auth sends; parseConfig always sets it. Absent
+   * (in-process tests only): such scrapes fail with `auth`.
    */
   readonly metricsScraperServiceAccount?: string;
   /** The SiteInvite redeem endpoint; absent (the default) serves nothing. */

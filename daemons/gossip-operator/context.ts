@@ -42,8 +42,8 @@ export interface OperatorContext {
   /** Queues `name` for a controller (external triggers). */
   readonly enqueue: (controller: string, name: string, afterMs?: number) => void;
   /**
-   * Which addresses model discovery refuses; undefined keeps the seed's block list. Only in-process tests set it,
-   * because their servers can only listen on loopback; no flag or variable reaches it.
+   * Which addresses model discovery refuses; undefined keeps the default block list (blocked-addresses.ts). Only
+   * in-process tests set it, because their servers can only listen on loopback; no flag or variable reaches it.
    */
   readonly discoveryIsBlocked?: (address: string) => boolean;
 }

@@ -1,4 +1,7 @@
-/** The Grid kinds as resource-store kinds (all cluster-scoped, SPEC §1), plus the built-ins the operator uses. */
+/**
+ * The Grid kinds as resource-store kinds (all cluster-scoped, docs/contract.md §1), plus the built-ins the operator
+ * uses.
+ */
 import { API_VERSION, DEFINITIONS, LABEL_PREFIX, type GridKind } from '../../schemas/crds/definitions.ts';
 import type { KubeObject, ResourceKind } from '../shared/resource-store/types.ts';
 
@@ -31,7 +34,7 @@ export interface PodObject extends KubeObject {
   status?: { phase?: string; podIP?: string };
 }
 
-/** Server-side apply field manager of everything the operator writes (SPEC §2.1). */
+/** Server-side apply field manager of everything the operator writes (docs/contract.md §2.1). */
 export const FIELD_MANAGER = 'grid-operator';
 
 export const LABEL_NETWORK = `${LABEL_PREFIX}network`;

@@ -1,5 +1,5 @@
 /**
- * The operator's Prometheus metrics, named as SPEC and the seeds name them. One registry per operator instance
+ * The operator's Prometheus metrics, under the names docs/contract.md gives them. One registry per operator instance
  * (tests run several in one process). Label values are fixed catalogues or resource names, never secret bytes.
  */
 import { Counter, Gauge, Registry } from 'prom-client';

@@ -1,6 +1,6 @@
 /**
- * Binds gossip state signatures to the site identity (SPEC §5 beyond: "per-origin signatures on state records,
- * bound to the site identity, so a key holder cannot speak for another site").
+ * Binds gossip state signatures to the site identity (docs/contract.md §5: per-origin signatures on state records,
+ * bound to the site identity, so a key holder cannot speak for another site).
  *
  * Each operator makes an Ed25519 record-signing key at start and certifies it with its site certificate
  * (GridNetwork spec.tls.siteSecretRef, issued by the grid CA with the site name as CN or DNS SAN). Its site record

@@ -1,6 +1,6 @@
 /**
- * The GridSite phase machine (seed 001 "GridSite lifecycle"), pure: Pending → Discovered → Connecting → Active →
- * Unreachable → Left, with the machine-readable reasons and (beyond the seed, SPEC §1) standard conditions
+ * The GridSite phase machine, pure: Pending → Discovered → Connecting → Active → Unreachable → Left, with the
+ * machine-readable reasons and (docs/contract.md §1) standard conditions
  * Reachable, IdentityVerified, CertificatePinned and Ready.
  */
 import type { SiteProbeResult } from './probes/site-probe.ts';

@@ -1,4 +1,4 @@
-// overlay-sync configuration: the environment variables of SPEC §4, each with a matching command-line flag
+// overlay-sync configuration: the environment variables of docs/contract.md §4, each with a matching command-line flag
 // (the flag wins). Parsed once at start; every mistake is reported with the variable or flag that caused it.
 
 import { parseArgs } from 'node:util';

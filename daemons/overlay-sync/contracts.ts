@@ -1,6 +1,6 @@
-// What overlay-sync delivers: the routing overlay (SPEC §4) or the serving config (schemas/serving/) of one gateway.
-// Both are content-addressed documents in one ConfigMap and go through the same watch, the same atomic write and
-// the same last-known-good rules; only the validator, the default ConfigMap name and the data key differ.
+// What overlay-sync delivers: the routing overlay (docs/contract.md §4) or the serving config (schemas/serving/) of one
+// gateway. Both are content-addressed documents in one ConfigMap and go through the same watch, the same atomic write
+// and the same last-known-good rules; only the validator, the default ConfigMap name and the data key differ.
 import type { OverlayRejectReason } from '../../schemas/overlay/reasons.ts';
 import type { OverlayScope } from '../../schemas/overlay/types.ts';
 import { validateOverlay } from '../../schemas/overlay/validate.ts';

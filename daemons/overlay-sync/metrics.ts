@@ -1,4 +1,4 @@
-// The metric names of SPEC §4, exactly. Labels carry only catalogue values (outcomes, reasons), never
+// The metric names of docs/contract.md §4, exactly. Labels carry only catalogue values (outcomes, reasons), never
 // names from the payload, so cardinality is bounded and nothing from a credential reference leaks.
 
 import { Counter, Gauge, Registry } from 'prom-client';
@@ -23,7 +23,7 @@ export class OverlaySyncMetrics {
   });
   readonly validationFailures = new Counter({
     name: `${PREFIX}_validation_failures_total`,
-    help: 'Overlays rejected by the contract validator, by reason (SPEC 2.4).',
+    help: 'Overlays rejected by the contract validator, by reason (docs/contract.md §2.4).',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

@@ -10,7 +10,7 @@ export type MissingReason = 'configmap_absent' | 'configmap_deleted' | 'data_key
 
 /**
  * What one observation came to. `outcome` and `reason` are the labels of
- * `grid_overlay_sync_events_total`; rejected reasons are SPEC §2.4's catalogue.
+ * `grid_overlay_sync_events_total`; rejected reasons are the catalogue of docs/contract.md §2.4.
  */
 export type Assessment =
   | { readonly outcome: 'accepted'; readonly reason: 'new_revision'; readonly revision: string }

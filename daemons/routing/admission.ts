@@ -1,5 +1,5 @@
 /**
- * Admission state derivation (SPEC §2.5 "Admission", seed 004 "Admission state derivation"). Pure: the stabilized
+ * Admission state derivation (docs/contract.md §2.5, "Admission"). Pure: the stabilized
  * evaluator's hysteresis memory comes in per provider and goes out, and the clock is a parameter. No admission check
  * runs in the request path; the gateway only reads the published state.
  */

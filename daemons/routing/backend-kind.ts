@@ -1,9 +1,10 @@
 /**
- * Which routing category an InferenceProvider belongs to, from the spellings the seeds use. Seed 001 lists the
- * categories AGN recognizes (`local | remote | cloud_managed | api_provider`) and says an unrecognized value "is not
- * converted into a normal scoring candidate"; seed 000's own external example writes `providerKind: External`,
- * `backendKind: OpenAI`. Both are the same provider category, so both must route: a spelling is resolved here once,
- * and a provider nothing resolves is refused with a reason its status shows, never dropped quietly.
+ * Which routing category an InferenceProvider belongs to, from the spellings in use. AGN recognizes the categories
+ * `local | remote | cloud_managed | api_provider`, and an unrecognized value "is not converted into a normal scoring
+ * candidate"; an external HTTPS API is also written `providerKind: External`, `backendKind: OpenAI`
+ * (test/fixtures/crds/valid/inferenceprovider-seed000-external.yaml). Both are the same provider category, so both
+ * must route: a spelling is resolved here once, and a provider nothing resolves is refused with a reason its status
+ * shows, never dropped quietly.
  */
 import { RECOGNIZED_BACKEND_KINDS } from './model.ts';
 
@@ -23,11 +24,12 @@ const BY_FOLDED: ReadonlyMap<string, BackendCategory> = new Map<string, BackendC
   ['remote', 'remote'],
   ['cloudmanaged', 'cloud_managed'],
   ['apiprovider', 'api_provider'],
-  // Seed 000 writes providerKind self_hosted with backendKind local; self_hosted as a backendKind says the same.
+  // In-cluster providers are written providerKind self_hosted with backendKind local; self_hosted as a backendKind
+  // says the same.
   ['selfhosted', 'local'],
-  // Seed 000 "External HTTPS API": "External APIs (OpenAI, Anthropic, Bedrock)", written as backendKind: OpenAI. The
-  // vendor names of seed 001's providerKind list: OpenAI and Anthropic are third-party APIs, Bedrock and Vertex are
-  // cloud-managed services (seed 004 "cloud_managed is distinct ... operational ownership").
+  // An external HTTPS API names its vendor ("External APIs (OpenAI, Anthropic, Bedrock)"), e.g. backendKind: OpenAI.
+  // The vendor names of the providerKind list: OpenAI and Anthropic are third-party APIs, Bedrock and Vertex are
+  // cloud-managed services ("cloud_managed is distinct ... operational ownership": someone else runs them).
   ['openai', 'api_provider'],
   ['anthropic', 'api_provider'],
   ['bedrock', 'cloud_managed'],
@@ -35,8 +37,8 @@ const BY_FOLDED: ReadonlyMap<string, BackendCategory> = new Map<string, BackendC
 ]);
 
 /**
- * The category of a provider. backendKind decides when it names one; otherwise providerKind External (seed 000's
- * external HTTPS API) means api_provider. Anything else is refused with a message naming both fields.
+ * The category of a provider. backendKind decides when it names one; otherwise providerKind External (an external
+ * HTTPS API) means api_provider. Anything else is refused with a message naming both fields.
  */
 export function resolveBackendKind(providerKind: string | undefined, backendKind: string): BackendKindResolution {
   const category = BY_FOLDED.get(fold(backendKind));
@@ -51,9 +53,9 @@ export function resolveBackendKind(providerKind: string | undefined, backendKind
 }
 
 /**
- * API providers and cloud-managed services are the fallback of self-hosted pools in the same tier (seed 004
- * "API-provider fallback": "Scoring normally places self-hosted candidates ahead of API-provider candidates, so API
- * providers are used as fallback or explicit lower-priority routes").
+ * API providers and cloud-managed services are the fallback of self-hosted pools in the same tier (docs/contract.md
+ * §2.5): "Scoring normally places self-hosted candidates ahead of API-provider candidates, so API providers are used
+ * as fallback or explicit lower-priority routes".
  */
 export function isExternalCategory(category: BackendCategory): boolean {
   return category === 'api_provider' || category === 'cloud_managed';

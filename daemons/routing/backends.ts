@@ -1,7 +1,7 @@
 /**
  * Candidate assembly for one GridNetwork, the part that does not depend on the gateway: eligibility of local and
- * remote providers, freshness, stale-TTL eviction, metrics normalisation, scoring and admission (SPEC §2.5, seed 004
- * "Routing eligibility", "Stale candidate retention and expiry"). Per-gateway steps (access policy, locality,
+ * remote providers, freshness, stale-TTL eviction, metrics normalisation, scoring and admission (docs/contract.md
+ * §2.5). Per-gateway steps (access policy, locality,
  * ordering) run in render.ts, so hysteresis advances exactly once per reconcile however many gateways there are.
  */
 import { decideAdmission, activeSignal, type AdmissionMemory, type AdmissionMemoryMap } from './admission.ts';
@@ -30,7 +30,7 @@ export interface RoutingBackend {
   readonly fresh: boolean;
   /**
    * An API provider or cloud-managed service: ranked after the self-hosted pools of its tier and kept out of their
-   * selection group, so it is the fallback (seed 004 "API-provider fallback").
+   * selection group, so it is the fallback (docs/contract.md §2.5).
    */
   readonly external: boolean;
   /** Local providers only: remote provider credentials stay at the remote site. */
@@ -90,8 +90,9 @@ export const MIN_CAPACITY_WEIGHT = 1;
 export const MAX_CAPACITY_WEIGHT = 1000;
 
 /**
- * The contract's bounded name (1-256 UTF-8 bytes, not blank; SPEC §2.4 steps 4 and 7) that JCS can hash (no lone
- * surrogate): one bad name, site or cluster would make gateways reject, or the revision fail for, the whole overlay.
+ * The contract's bounded name (1-256 UTF-8 bytes, not blank; docs/contract.md §2.4 steps 4 and 7) that JCS can hash (no
+ * lone surrogate): one bad name, site or cluster would make gateways reject, or the revision fail for, the whole
+ * overlay.
  */
 export function isBoundedName(value: string | undefined): value is string {
   if (value === undefined || !value.isWellFormed() || value.trim() === '') return false;

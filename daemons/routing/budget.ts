@@ -1,5 +1,5 @@
 /**
- * Tenant budget status (seed 001 "Tenant budget tracking"): the converged cross-site spend of each tenant the
+ * Tenant budget status (GridNetwork status.budgetStatus): the converged cross-site spend of each tenant the
  * GridNetwork's budgetPolicy declares. A status signal only; nothing here degrades traffic.
  */
 import type { BudgetStatus, TenantBudget } from '../../schemas/generated/gridnetworks.ts';

@@ -17,16 +17,16 @@ export type RoutingPolicy = NonNullable<GridNetworkSpec['routingPolicy']>;
 export type ScoringStrategy = ScoringPolicy['strategy'];
 export type SelectionTier = 'same_site' | 'same_zone' | 'same_region' | 'cross_region' | 'unknown';
 
-/** GridSite phases (seed 001). */
+/** GridSite phases (docs/contract.md §1). */
 export type GridSitePhase = NonNullable<GridSiteStatus['phase']>;
-/** InferenceProvider phases (seed 001); AgentToolProvider uses a subset (no Degraded). */
+/** InferenceProvider phases (docs/contract.md §1); AgentToolProvider uses a subset (no Degraded). */
 export type ProviderPhase = NonNullable<InferenceProviderStatus['phase']>;
 /** SWIM member state of the site that wrote a remote record, as the membership snapshot reports it. */
 export type MemberState = 'alive' | 'suspect' | 'dead';
 /** How remote liveness reaches the gateway: SWIM gossip (default) or the gateway polling peer signals. */
 export type SignalTransport = SignalTransportSpec['mode'];
 
-/** backendKind values AGN converts into scoring candidates (seed 001: others are not converted). */
+/** backendKind values AGN converts into scoring candidates (others are not converted; backend-kind.ts). */
 export const RECOGNIZED_BACKEND_KINDS = ['local', 'remote', 'cloud_managed', 'api_provider'] as const;
 
 export type Labels = Readonly<Record<string, string>>;
@@ -84,11 +84,11 @@ export interface LocalInferenceProvider {
   readonly name: string;
   readonly network: string;
   readonly phase: ProviderPhase;
-  /** spec.providerKind: seed 000's `External` makes an otherwise unnamed backendKind an API provider. */
+  /** spec.providerKind: `External` makes an otherwise unnamed backendKind an API provider. */
   readonly providerKind?: string;
   readonly backendKind: string;
   /**
-   * The Ready condition's status is False (seed 001: "A provider whose Ready is False is excluded from routing");
+   * The Ready condition's status is False ("A provider whose Ready is False is excluded from routing");
    * absent when True, Unknown or not written yet.
    */
   readonly notReady?: boolean;
@@ -175,7 +175,9 @@ export interface NetworkRoutingPolicy {
   readonly routingPolicy: RoutingPolicy;
   /** Absent scoringPolicy behaves as noMetrics. */
   readonly scoringStrategy: ScoringStrategy;
-  /** Absent: the legacy instantaneous admission of seed 004 (admissionPolicy absent or mode instantaneous). */
+  /**
+   * Absent: the legacy instantaneous admission (admissionPolicy absent or mode instantaneous; docs/contract.md §2.5).
+   */
   readonly admission?: PressureAdmissionPolicy;
   /** Absent: no selection_policy in the payload (consumers pick deterministically). */
   readonly selectionMode?: SelectionMode;

@@ -1,12 +1,12 @@
 /**
- * Candidate ordering, de-duplication, ranking and selection groups (SPEC §2.5, seed 004 "Candidate scoring and
- * ordering"). Input is already scored and admitted; output is the final overlay order.
+ * Candidate ordering, de-duplication, ranking and selection groups (docs/contract.md §2.5). Input is already scored and
+ * admitted; output is the final overlay order.
  */
 import { stableIdHash } from '../../schemas/fnv1a.ts';
 import type { RoutingBackend } from './backends.ts';
 import type { RoutingPolicy, SelectionTier } from './model.ts';
 
-/** At most this many candidates per overlay (SPEC §2.4 step 7): gateways reject longer lists. */
+/** At most this many candidates per overlay (docs/contract.md §2.4 step 7): gateways reject longer lists. */
 export const MAX_OVERLAY_CANDIDATES = 1024;
 
 export interface TieredBackend {
@@ -56,8 +56,8 @@ function tieBreak(a: RoutingBackend, b: RoutingBackend): number {
  * geographyFirst: admission, tier, fresh (true first), self-hosted before external, score descending, tie-break.
  * scoreFirst: admission, fresh, self-hosted before external, score descending, tier, tie-break.
  * Admission always leads, so a healthy cross-region provider precedes an overloaded same-region one under both. An
- * API provider or cloud-managed service follows the self-hosted pools of its tier (seed 004 "API-provider fallback":
- * "API providers are used as fallback"), after freshness: a healthy API beats a degraded pool of the same tier.
+ * API provider or cloud-managed service follows the self-hosted pools of its tier ("API providers are used as
+ * fallback"), after freshness: a healthy API beats a degraded pool of the same tier.
  */
 function leadKey(policy: RoutingPolicy, { backend, tier }: TieredBackend): number {
   const admission = backend.admission === 'new_and_existing' ? 0 : 1;
@@ -74,7 +74,7 @@ function afterKey(policy: RoutingPolicy, { tier }: TieredBackend): number {
 /**
  * The overlay order of `items` as indexes. Each item's keys are worked out once into flat arrays and the sort
  * compares those: a sort compares O(n log n) times, and reading admission, tier, freshness and score through each
- * backend on every comparison made a large overlay's sort cost grow well past n log n (the backends of 10 000
+ * backend on every comparison makes a large overlay's sort cost grow well past n log n (the backends of 10 000
  * candidates are spread over more memory than the CPU caches hold). Array sort is stable, so items equal in every
  * key (repeats of one identity from providers in the same state) keep their input order.
  */

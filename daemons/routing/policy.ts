@@ -1,13 +1,14 @@
 /**
  * GridNetwork.spec → the routing core's resolved policy: CRD defaults applied, durations parsed, and anything that
- * bypassed API-server validation refused with one error naming the field (SPEC §1 rules, restated only as checks).
+ * bypassed API-server validation refused with one error naming the field (docs/contract.md §1 rules, restated only as
+ * checks).
  */
 import type { GridNetworkSpec, PressurePolicy } from '../../schemas/generated/gridnetworks.ts';
 import type { NetworkRoutingPolicy, PressureAdmissionPolicy } from './model.ts';
 import { err, ok, type RenderError, type Result } from './result.ts';
 import { checkDuration, type DurationRule } from '../../schemas/durations.ts';
 
-/** Defaults of admissionPolicy.pressure (SPEC §1). */
+/** Defaults of admissionPolicy.pressure (docs/contract.md §1). */
 export const PRESSURE_DEFAULTS = {
   enterThreshold: 0.85,
   exitThreshold: 0.7,
@@ -86,7 +87,7 @@ function stabilized(pressure: PressurePolicy | undefined, missingMetrics: Pressu
 
 /**
  * Resolves the routing fields of one GridNetwork spec. A staleCandidateTtlSeconds that is not a positive integer is
- * treated as absent (seed 004: "defensively treats an internally observed 0 as absent"), so bad data never evicts.
+ * treated as absent (as an internally observed 0 is), so bad data never evicts.
  */
 export function resolveRoutingPolicy(network: string, spec: GridNetworkSpec): Result<NetworkRoutingPolicy, RenderError> {
   try {

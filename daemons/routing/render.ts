@@ -1,5 +1,5 @@
 /**
- * Per-gateway overlay rendering (SPEC §2.2, §2.5; seed 004 "Routing overlay format"). The gateway's local site
+ * Per-gateway overlay rendering (docs/contract.md §2.2, §2.5). The gateway's local site
  * decides access policy, locality tiers and therefore order, so every gateway reference gets its own overlay. Every
  * failure is a RenderError value: the caller keeps the last distributed revision instead of publishing a partial one.
  */
@@ -62,7 +62,7 @@ export function rfc3339Seconds(epochMs: number): string | undefined {
 let lastSecond = Number.NaN;
 let lastSecondText: string | undefined;
 
-/** The gateway's local site: spec.consumerGateways[].siteName, defaulting to the network name (seed 001). */
+/** The gateway's local site: spec.consumerGateways[].siteName, defaulting to the network name (the CRD's default). */
 export function gatewayLocalSite(network: string, gateway: GatewayReference): string {
   return gateway.siteName ?? network;
 }
@@ -148,9 +148,10 @@ export function renderGatewayOverlay(input: GatewayRenderInput): Result<Rendered
   const tiers = new Map<string, SelectionTier>();
   const excluded: Exclusion[] = [];
   const admitted: TieredBackend[] = [];
-  // Residency before ordering (seed 004: ordering "does not override data-residency or sovereignty constraints; those
-  // must be enforced separately before candidates reach the ordering phase"): a consumer site that declares a
-  // sovereigntyZone sends requests only to sites declaring the same zone; a site without one is not known to be in it.
+  // Residency before ordering (docs/contract.md §2.5), because ordering "does not override data-residency or
+  // sovereignty constraints; those must be enforced separately before candidates reach the ordering phase": a
+  // consumer site that declares a sovereigntyZone sends requests only to sites declaring the same zone; a site without
+  // one is not known to be in it.
   const residency = consumer?.sovereigntyZone;
   for (const backend of input.backends) {
     if (residency !== undefined) {

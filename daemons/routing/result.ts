@@ -1,7 +1,7 @@
 /**
- * Outcomes of the routing core as values. A render error means "keep the last distributed revision" (SPEC §2.1);
- * an exclusion is one provider or capability left out of an otherwise good overlay, reported so status and logs can
- * say why a model is missing.
+ * Outcomes of the routing core as values. A render error means "keep the last distributed revision" (docs/contract.md
+ * §2.1); an exclusion is one provider or capability left out of an otherwise good overlay, reported so status and logs
+ * can say why a model is missing.
  */
 
 export type Result<T, E> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: E };

@@ -1,10 +1,9 @@
 /**
- * Metrics normalisation and the provider-level scoring strategies (SPEC §2.5 "Scores", seed 004 "Metrics
- * normalization contract" and "Missing-value defaults").
+ * Metrics normalisation and the provider-level scoring strategies (docs/contract.md §2.5, "Scores").
  */
 import type { MetricsSample, ProviderCost, ScoringStrategy, SelectionTier } from './model.ts';
 
-/** Score of a signal with no value: no evidence either way (seed 004 "Missing-value defaults"). */
+/** Score of a signal with no value: no evidence either way. */
 export const NEUTRAL_SCORE = 0.5;
 
 /** Signals in [0,1] after normalisation; undefined where the sample had no finite value. */
@@ -33,7 +32,7 @@ function clampUnit(value: number): number {
   return value < 0 ? 0 : value > 1 ? 1 : value;
 }
 
-/** A ratio signal: non-finite values are absent (seed 004 "NaN and infinity"), others are clamped to [0,1]. */
+/** A ratio signal: non-finite values are absent (no evidence, not an extreme), others are clamped to [0,1]. */
 export function normalizeRatio(value: number | undefined): number | undefined {
   if (value === undefined || !Number.isFinite(value)) return undefined;
   return clampUnit(value);
@@ -41,8 +40,8 @@ export function normalizeRatio(value: number | undefined): number | undefined {
 
 /**
  * Queue depth: with metricsConfig.queueCapacity the raw queue size is divided by it, then clamped to [0,1]
- * (seed 004: "AGN divides the raw value by that capacity and clamps the result"). A capacity that is not a positive
- * finite number is ignored, so malformed data that slipped past the CRD cannot divide by zero.
+ * (docs/contract.md §2.5). A capacity that is not a positive finite number is ignored, so malformed data that slipped
+ * past the CRD cannot divide by zero.
  */
 export function normalizeQueueDepth(raw: number | undefined, queueCapacity: number | undefined): number | undefined {
   if (raw === undefined || !Number.isFinite(raw)) return undefined;
@@ -97,7 +96,7 @@ export const LATENCY_WEIGHT = 0.2;
 /** The total loses ERROR_RATE_WEIGHT × the failed share: a pool failing every request loses half a unit. */
 export const ERROR_RATE_WEIGHT = 0.5;
 
-/** score_breakdown.latency: neutral without a measured p99 (seed 004 "Missing-value defaults"), never 0. */
+/** score_breakdown.latency: neutral without a measured p99 (no evidence either way), never 0. */
 export function latencyScore(latencyP99Ms: number | undefined): number {
   if (latencyP99Ms === undefined) return NEUTRAL_SCORE;
   return roundScore(LATENCY_REFERENCE_MS / (LATENCY_REFERENCE_MS + latencyP99Ms));
@@ -112,13 +111,13 @@ export function costScore(cost: ProviderCost | undefined): number {
 }
 
 /**
- * The strategy's score and the breakdown of every signal. noMetrics gives every candidate the same score, 0 (seed
- * 003: "it gives all admitted candidates the same dynamic score"; SPEC §2.5); queueDepth prefers the shortest
- * normalised queue, kvCachePressure the most free KV cache, and both also read the measured latency and error rate.
- * A missing signal changes nothing: latency sits at the neutral 0.5 (which adds 0), and a missing error rate is "no
- * evidence of failure" (seed 004), which subtracts 0. The declared cost is published in the breakdown only: the
- * static order between pools and API providers is the backend category's (ordering.ts), and SPEC §2.5 keeps the
- * totals of a strategy comparable across sites, where remote records carry no cost.
+ * The strategy's score and the breakdown of every signal. noMetrics gives every candidate the same score, 0
+ * (docs/contract.md §2.5), so "it gives all admitted candidates the same dynamic score"; queueDepth prefers the
+ * shortest normalised queue, kvCachePressure the most free KV cache, and both also read the measured latency and error
+ * rate. A missing signal changes nothing: latency sits at the neutral 0.5 (which adds 0), and a missing error rate is
+ * "no evidence of failure", which subtracts 0. The declared cost is published in the breakdown only: the static order
+ * between pools and API providers is the backend category's (ordering.ts), and docs/contract.md §2.5 keeps the totals
+ * of a strategy comparable across sites, where remote records carry no cost.
  */
 export function scoreSignals(strategy: ScoringStrategy, signals: NormalizedSignals, cost?: ProviderCost): BaseScore {
   const queue = roundScore(signals.queueDepth === undefined ? NEUTRAL_SCORE : 1 - signals.queueDepth);

@@ -1,4 +1,4 @@
-/** Site identity, label matching and locality tiers (SPEC §2.5, seed 004 "Locality tier derivation"). */
+/** Site identity, label matching and locality tiers (docs/contract.md §2.5). */
 import type { GridSiteView, Labels, NetworkRoutingInput, SelectionTier } from './model.ts';
 
 function sanitizePart(part: string): string {
@@ -6,7 +6,7 @@ function sanitizePart(part: string): string {
 }
 
 /**
- * The Kubernetes name of the GridSite auto-discovered for `site` in `network` (seed 004 "Routing eligibility"):
+ * The Kubernetes name of the GridSite auto-discovered for `site` in `network` (docs/contract.md §2.5):
  * each part lowercased, every character outside [a-z0-9] turned into '-', trimmed of '-', joined with '-'.
  */
 export function discoveredSiteK8sName(network: string, site: string): string {
@@ -98,8 +98,9 @@ export function isEmptySelector(selector: Labels | undefined): boolean {
 }
 
 /**
- * Access policy (SPEC §2.5): the provider's accessPolicy.siteSelector.matchLabels must be a subset of the consumer
- * site's labels. An empty selector admits every consumer; an unknown consumer site is denied unless it is empty.
+ * Access policy (docs/contract.md §2.5): the provider's accessPolicy.siteSelector.matchLabels must be a subset of the
+ * consumer site's labels. An empty selector admits every consumer; an unknown consumer site is denied unless it is
+ * empty.
  */
 export function accessAllowed(accessLabels: Labels | undefined, consumer: GridSiteView | undefined): boolean {
   if (isEmptySelector(accessLabels)) return true;
@@ -117,7 +118,7 @@ function hasText(value: string | undefined): value is string {
 
 /**
  * Locality of a candidate site seen from the consumer site. Zone comparison requires a region match because zone
- * names are not globally unique; without geography on both sides the tier is unknown (seed 004).
+ * names are not globally unique; without geography on both sides the tier is unknown.
  */
 export function localityTier(
   consumerSite: string,

@@ -21,7 +21,7 @@ export function readBoundedBody(req: IncomingMessage, maxBytes: number, tooLarge
     // turn of the event loop: a body that came with its head is then all buffered and taken with one read(), without
     // flowing mode, 'data' and 'end' events and their ticks. (Waiting for the check phase instead also finds the body
     // whole, but it saves fewer instructions and holds each request's dispatch until the loop has handled everything
-    // else that turn read: BENCHMARKS.md, session 11.)
+    // else that turn read: `npm run bench:gateway-instructions` and `npm run bench:gateway`.)
     const onReadable = (): void => {
       req.off('close', onClose);
       takeBody(req, length, maxBytes, tooLarge, resolve, reject);

@@ -2,9 +2,9 @@
 // version) and the event-loop delay, under prom-client's names.
 //
 // The event-loop delay is our own, for two reasons:
-// - Cost. prom-client samples the loop every 10 ms, and every sample wakes a sleeping process: an idle gateway spent
-//   5.5-11 ms of CPU per second, where the floor proxy spends none, 3.5-4.4 with 50 ms samples, and 2.2-2.7 once its
-//   readiness gauge also stopped waking it (the idle case of `npm run bench:gateway`, BENCHMARKS.md sessions 8-10).
+// - Cost. prom-client samples the loop every 10 ms, and every sample wakes a sleeping process: an idle gateway spends
+//   5.5-11 ms of CPU per second that way, where the floor proxy spends none; 3.5-4.4 with 50 ms samples, and 2.2-2.7
+//   when its readiness gauge is also set on change rather than on a timer (the idle case of `npm run bench:gateway`).
 //   That is paid in every pod all day, and per request at low rates. We sample every EVENT_LOOP_SAMPLE_MS.
 // - Meaning. prom-client reports the raw time between samples, so an idle loop reads 10 ms and any other sampling
 //   interval would shift every series by that interval. We report the delay past the sample's due time: an idle

@@ -1,4 +1,4 @@
-// The Grid API (SPEC §1): group, version, the six kinds with their names and printer columns, and the
+// The Grid API (docs/contract.md §1): group, version, the six kinds with their names and printer columns, and the
 // CustomResourceDefinition each one is served by. The field lists live only in the `<plural>.schema.json` files
 // beside this module; everything here is derived from them.
 import gridNetworks from './gridnetworks.schema.json' with { type: 'json' };
@@ -82,7 +82,7 @@ export const DEFINITIONS: { readonly [K in GridKind]: KindDefinition } = {
     shortNames: ['infpvd'],
     printerColumns: [
       { name: 'Provider', type: 'string', jsonPath: '.spec.providerKind' },
-      // Readiness is a condition, not a phase (seed 001): the column reads the condition directly.
+      // Readiness is a condition, not a phase (docs/contract.md §1): the column reads the condition directly.
       { name: 'Ready', type: 'string', jsonPath: `${readyCondition}.status` },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
       { name: 'Reason', type: 'string', jsonPath: `${readyCondition}.reason`, priority: 1 },

@@ -7,8 +7,8 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import schema from '../../schemas/gateway/caller-keys.schema.json' with { type: 'json' };
-import type { CallerKeyEntry, CallerKeysFile } from '../../schemas/generated/caller-keys.ts';
+import schema from './caller-keys.schema.json' with { type: 'json' };
+import type { CallerKeyEntry, CallerKeysFile } from '../generated/caller-keys.ts';
 
 export type { CallerKeyEntry, CallerKeysFile };
 

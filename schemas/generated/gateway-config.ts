@@ -122,7 +122,7 @@ export type ForwardRequestHeaders6 = string[];
 export type AgentPathPrefix = string;
 
 /**
- * The gateway's config (SPEC §3.0): the Praxis AI config shape for the filters the gateway implements, so one rendered praxis.yaml means the same to this gateway and to Praxis AI (main, praxis-proxy-* crates 0.5.3). Unknown keys are a startup error naming the key and its path. Keys marked x-agn-extension are this gateway's extensions: Praxis AI refuses them, the compiler never renders them, and the gateway logs their paths at startup (daemons/gateway/README.md lists them). The rules a schema cannot say (loopback admin, unique candidate_id, listener ports) are in praxis-rules.ts beside this file.
+ * The gateway's config (docs/contract.md §3.0): the Praxis AI config shape for the filters the gateway implements, so one rendered praxis.yaml means the same to this gateway and to Praxis AI (main, praxis-proxy-* crates 0.5.3). Unknown keys are a startup error naming the key and its path. Keys marked x-agn-extension are this gateway's extensions: Praxis AI refuses them, the compiler never renders them, and the gateway logs their paths at startup (daemons/gateway/README.md lists them). The rules a schema cannot say (loopback admin, unique candidate_id, listener ports) are in praxis-rules.ts beside this file.
  */
 export interface GatewayConfig {
   /**
@@ -378,7 +378,7 @@ export interface SessionAffinityConfig {
   max_entries?: number;
 }
 /**
- * (extension) Steer by this gateway's own in-flight requests inside the first viable selection group (daemons/gateway/README.md "Local load"). Absent: the selection modes are exactly SPEC §3.1's.
+ * (extension) Steer by this gateway's own in-flight requests inside the first viable selection group (daemons/gateway/README.md "Local load"). Absent: the selection modes are exactly those of docs/contract.md §3.1.
  */
 export interface LocalLoad {
   /**
@@ -387,7 +387,7 @@ export interface LocalLoad {
   mode: 'two_choices';
 }
 /**
- * Consumer route filter of a gateway serving gridServing (seed 002; reference praxis-proxy/grid docs/site-selection.md, docs/architecture/prefix-affinity.md): chooses a site per request from the serving config and each site's polled signals (measured availability, opt-in shedding, prefix affinity, stored-state pinning) instead of the overlay, then the cluster of that site's entry. In a pipeline in place of intelligent_route, with the same parsers before it and load_balancer last. Praxis AI has no such filter: the whole filter is an extension, rendered only for this project's gateway (dialect agn), never for a Praxis AI consumer.
+ * Consumer route filter of a gateway serving gridServing (reference praxis-proxy/grid docs/site-selection.md, docs/architecture/prefix-affinity.md): chooses a site per request from the serving config and each site's polled signals (measured availability, opt-in shedding, prefix affinity, stored-state pinning) instead of the overlay, then the cluster of that site's entry. In a pipeline in place of intelligent_route, with the same parsers before it and load_balancer last. Praxis AI has no such filter: the whole filter is an extension, rendered only for this project's gateway (dialect agn), never for a Praxis AI consumer.
  *
  * This interface was referenced by `GatewayConfig`'s JSON-Schema
  * via the `definition` "GridSiteRouteFilter".

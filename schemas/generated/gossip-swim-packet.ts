@@ -134,7 +134,7 @@ export interface PushPullState {
     inc: number;
     state: 'alive' | 'suspect' | 'dead' | 'left';
     /**
-     * Highest wire version the member speaks, as the sender last heard it (or its own, for the sender's entry); absent when not known. Taken only for a member the receiver has not heard from itself, so a member learned by push-pull is spoken to in that version from the first packet (issue 22).
+     * Highest wire version the member speaks, as the sender last heard it (or its own, for the sender's entry); absent when not known. Taken only for a member the receiver has not heard from itself, so a member learned by push-pull is spoken to in that version from the first packet.
      */
     w?: number;
   }[];
@@ -146,7 +146,7 @@ export interface PushPullState {
   };
 }
 /**
- * Opening frame of a push-pull stream (issue 17): authenticated before the transport buffers the request, whose exact framed length it declares.
+ * Opening frame of a push-pull stream: authenticated before the transport buffers the request, whose exact framed length it declares.
  *
  * This interface was referenced by `SwimPacket`'s JSON-Schema
  * via the `definition` "StreamOpenMessage".

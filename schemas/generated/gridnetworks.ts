@@ -487,7 +487,7 @@ export interface Condition {
   message: string;
 }
 /**
- * Rendered versus distributed overlay revision for one gateway (SPEC 2.1).
+ * Rendered versus distributed overlay revision for one gateway (docs/contract.md §2.1).
  */
 export interface RoutingMapStatus {
   /**

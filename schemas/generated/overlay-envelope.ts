@@ -15,7 +15,7 @@ export type Sha256Hex = string;
 export type BoundedName = string;
 
 /**
- * Routing overlay envelope v1 (SPEC §2.2): the versioned, content-addressed, scoped document an operator renders for one gateway. Consumers validate it with schemas/overlay/validate.ts, which reads the enums and bounds below.
+ * Routing overlay envelope v1 (docs/contract.md §2.2): the versioned, content-addressed, scoped document an operator renders for one gateway. Consumers validate it with schemas/overlay/validate.ts, which reads the enums and bounds below.
  */
 export interface OverlayEnvelope {
   /**

@@ -8,7 +8,7 @@
 export type Name = string;
 
 /**
- * The serving config one operator renders for one consumer gateway (seed 002 gridServing, GRID_SERVING_CONFIG): every routable and every known-but-excluded inference provider per site, the gateway cluster that reaches it, its admission and readiness, and each site's mTLS signals endpoint. grid_site_route reads it together with the sites' polled signals. Published in the ConfigMap grid-serving-{network}-{gateway} (hash-suffixed like the overlay's when longer than 63 characters), data key serving-config.json. revision.value is the lowercase hex SHA-256 of the RFC 8785 canonical bytes of `serving` as serialized (generated_at and scope do not count), so an unchanged state re-renders to the same revision. Unknown keys are accepted (forward compatibility).
+ * The serving config one operator renders for one consumer gateway with gridServing, read from GRID_SERVING_CONFIG: every routable and every known-but-excluded inference provider per site, the gateway cluster that reaches it, its admission and readiness, and each site's mTLS signals endpoint. grid_site_route reads it together with the sites' polled signals. Published in the ConfigMap grid-serving-{network}-{gateway} (hash-suffixed like the overlay's when longer than 63 characters), data key serving-config.json. revision.value is the lowercase hex SHA-256 of the RFC 8785 canonical bytes of `serving` as serialized (generated_at and scope do not count), so an unchanged state re-renders to the same revision. Unknown keys are accepted (forward compatibility).
  */
 export interface ServingConfigDocument {
   /**

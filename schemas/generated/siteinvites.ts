@@ -85,7 +85,7 @@ export interface TokenSecretRef {
    */
   name: string;
   /**
-   * Secret namespace (the chart release namespace unless configured).
+   * Secret namespace: the operator's namespace.
    */
   namespace: string;
 }

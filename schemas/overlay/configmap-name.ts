@@ -6,8 +6,9 @@ const PREFIX = 'grid-overlay-';
 const PART_LENGTH = 20;
 
 /**
- * Name of the overlay ConfigMap for one (network, gateway) (SPEC §2.1). Long pairs are truncated and made unique again
- * with the FNV-1a hash of the full pair, so two gateways whose names share a 20-character prefix never collide.
+ * Name of the overlay ConfigMap for one (network, gateway) (docs/contract.md §2.1). Long pairs are truncated and made
+ * unique again with the FNV-1a hash of the full pair, so two gateways whose names share a 20-character prefix never
+ * collide.
  */
 export function overlayConfigMapName(network: string, gateway: string): string {
   const plain = `${PREFIX}${network}-${gateway}`;

@@ -20,8 +20,8 @@ export function isConsumerDialect(value: unknown): value is ConsumerDialect {
 
 export interface DialectRules {
   /**
-   * The only schema_version accepted, or undefined for any 1.x (SPEC §2.4 step 3). Praxis AI compares the string
-   * with "1.0.0" exactly (overlay.rs@aa2b3feb lines 198 and 409).
+   * The only schema_version accepted, or undefined for any 1.x (docs/contract.md §2.4 step 3). Praxis AI compares the
+   * string with "1.0.0" exactly (overlay.rs@aa2b3feb lines 198 and 409).
    */
   readonly exactSchemaVersion?: string;
   /**

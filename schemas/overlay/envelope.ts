@@ -19,9 +19,9 @@ export interface EnvelopeInput {
 }
 
 /**
- * Builds the envelope with the key order of SPEC §2.2 and the revision computed from the payload as it will be
- * serialized. The payload's key order follows the seed's example (selection_policy before candidates); the revision
- * does not depend on key order.
+ * Builds the envelope with the key order of docs/contract.md §2.2 and the revision computed from the payload as it
+ * will be serialized. The payload's key order follows the contract's example (selection_policy before candidates);
+ * the revision does not depend on key order.
  */
 export function buildEnvelope(input: EnvelopeInput): OverlayEnvelope {
   const payload = orderPayload(input.payload);

@@ -1,6 +1,7 @@
 /**
- * Why a consumer rejects an overlay (SPEC §2.4), in validation order. The same strings are the `reason` label of the
- * gateway's and overlay-sync's metrics and the `reject <reason>` output of `agn overlay verify`. Append only.
+ * Why a consumer rejects an overlay (docs/contract.md §2.4), in validation order. The same strings are the `reason`
+ * label of the gateway's and overlay-sync's metrics and the `reject <reason>` output of `agn overlay verify`. Append
+ * only.
  */
 export const OVERLAY_REJECT_REASONS = [
   'oversized', // step 1: more bytes than the consumer's limit
@@ -17,7 +18,7 @@ export type OverlayRejectReason = (typeof OVERLAY_REJECT_REASONS)[number];
 
 /**
  * The reference gateway's finer reason names, as used by fixtures/overlay-contract-v1/manifest.json, mapped to ours.
- * Both finer names are kinds of structural failure in SPEC §2.4 step 2/3.
+ * Both finer names are kinds of structural failure in docs/contract.md §2.4 step 2/3.
  */
 export const REFERENCE_REASON_ALIASES: Readonly<Record<string, OverlayRejectReason>> = {
   malformed_structure: 'malformed',

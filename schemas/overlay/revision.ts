@@ -3,7 +3,7 @@ import { canonicalizeInto } from '../canonical-json.ts';
 import { type ConsumerDialect, DIALECT_RULES } from './dialect.ts';
 
 /**
- * The semantic revision of a routing payload (SPEC §2.3): SHA-256 of the JCS bytes of
+ * The semantic revision of a routing payload (docs/contract.md §2.3): SHA-256 of the JCS bytes of
  * `{candidates, local_site, network, selection_policy?}` exactly as serialized. Consumers pass the raw parsed JSON,
  * so unknown candidate keys count and a typed copy can never hide a difference. generated_at is excluded, which is
  * why re-rendering unchanged state yields the same revision.

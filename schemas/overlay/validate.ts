@@ -1,5 +1,6 @@
 /**
- * Consumer-side overlay validation (SPEC §2.4), shared by the gateway and overlay-sync and `agn overlay verify`.
+ * Consumer-side overlay validation (docs/contract.md §2.4), shared by the gateway, overlay-sync and
+ * `agn overlay verify`.
  *
  * Checks run in the contract's order and stop at the first failure, so every consumer reports the same reason for
  * the same document. It never throws: a consumer must be able to feed it any bytes and keep its last-known-good

@@ -1,7 +1,7 @@
 /**
  * The serving config contract's functions (schemas/serving/serving-config.schema.json is its only definition):
  * the ConfigMap name, the content-addressed revision, building a document and validating one. The operator builds,
- * overlay-sync and the gateway validate, with the same rules the overlay has (SPEC §2.4 order: size, JSON,
+ * overlay-sync and the gateway validate, with the same rules the overlay has (docs/contract.md §2.4 order: size, JSON,
  * structure, schema version, scope, revision), so a bad serving config never replaces a good one anywhere.
  */
 import { createHash } from 'node:crypto';
@@ -22,7 +22,10 @@ const PREFIX = 'grid-serving-';
 const MAX_NAME = 63;
 const PART = 20;
 
-/** `grid-serving-{network}-{gateway}`; past 63 characters truncated and made unique as the overlay's name is (SPEC §2.1). */
+/**
+ * `grid-serving-{network}-{gateway}`; past 63 characters truncated and made unique as the overlay's name is
+ * (docs/contract.md §2.1).
+ */
 export function servingConfigMapName(network: string, gateway: string): string {
   const plain = `${PREFIX}${network}-${gateway}`;
   if (plain.length <= MAX_NAME) return plain;

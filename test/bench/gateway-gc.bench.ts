@@ -2,7 +2,7 @@
 // each started with --trace-gc in front of the same sim, at a fixed request rate (open loop) for a few seconds after
 // a warm second; every scavenge and mark-compact the process reports in the measured window is parsed. A request
 // path that keeps each request's objects across scavenges shows here as long scavenges and an old generation that
-// grows between mark-compacts (what `request.failover` as a per-request closure did; BENCHMARKS.md).
+// grows between mark-compacts (what a `request.failover` closure made per request does).
 //   npm run bench:gateway-gc [-- --rate 1000 --seconds 10]
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';

@@ -1,4 +1,4 @@
-// Instructions per request (issue 18): the floor proxy and the consumer gateway each run under valgrind's callgrind,
+// Instructions per request: the floor proxy and the consumer gateway each run under valgrind's callgrind,
 // which counts the instructions the process executes (every thread). The same code measures within about 3 % from one
 // run to the next (the JIT's choices differ between processes; a loaded machine changes how requests batch), where
 // CPU time on this shared 2-core machine moves 10-50 % between windows a minute apart: compare a change with its base

@@ -1,4 +1,4 @@
-// Gateway workers benchmark (issue 18, "Cores"): the consumer gateway with `--workers 1` against `--workers 2`, same
+// Gateway workers benchmark: the consumer gateway with `--workers 1` against `--workers 2`, same
 // config, same upstream, same closed-loop load.
 //
 //   npm run bench:gateway-workers [-- --window-ms 3000 --concurrency 32 --pairs 5 --upstream minimal|sim --idle-ms 10000]

@@ -4,8 +4,8 @@ import { ratioCeiling } from './gateway-workers.bench.ts';
 
 describe('ratioCeiling', () => {
   it('is the CPUs over the cores one worker and its load generator used', () => {
-    // The first pair of session 7's 01:10 UTC run (BENCHMARKS.md): the gateway 0.99 of a core, the load generator and
-    // upstream 0.54; the pair measured 1.27x.
+    // A pair measured by `npm run bench:gateway-workers` on a 2-core machine: the gateway 0.99 of a core, the load
+    // generator and upstream 0.54; the pair measured 1.27x.
     expect(ratioCeiling({ gatewayCores: 0.99, loadGenCores: 0.54 }, 2)).toBeCloseTo(1.307, 3);
     // A free load generator leaves two whole cores to two workers.
     expect(ratioCeiling({ gatewayCores: 1, loadGenCores: 0 }, 2)).toBe(2);

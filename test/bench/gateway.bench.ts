@@ -103,15 +103,15 @@ function options(): {
   return {
     cases,
     windowMs: num('window-ms', values['window-ms'], 2000),
-    // Five rounds: on this shared 2-core machine the closed-loop ratio of one path to the floor moved 0.86-1.16 within a
-    // three-round run, and its median with it; eight rounds read 1.00-1.12 (BENCHMARKS.md, session 9).
+    // Five rounds: on a shared 2-core machine the closed-loop ratio of one path to the floor moves 0.86-1.16 within a
+    // three-round run, and its median with it; over eight rounds it stays within 1.00-1.12.
     rounds: whole('rounds', values.rounds, 5),
     concurrency: whole('concurrency', values.concurrency, 32),
     rates: (values.rates ?? '500,1000').split(',').map((r) => num('rates', r, 0)),
     rateMs: num('rate-ms', values['rate-ms'], 2000),
     streams: whole('streams', values.streams, 100),
     // Three rounds of about 12 s per path: ~975 streams per path, so the pooled p99 is the 10th-slowest stream, not the
-    // 4th of one window (a single window's added p99 read -0.08 to 2.37 ms for the same consumer, BENCHMARKS.md).
+    // 4th of one window (a single window's added p99 ranges from -0.08 to 2.37 ms for the same consumer).
     streamRounds: whole('stream-rounds', values['stream-rounds'], 3),
     idleGapS: num('idle-gap-s', values['idle-gap-s'], 30),
     // Each entry is one cold start: "default" is the gateway's own warm-up, a number sets AGN_GATEWAY_WARMUP_REQUESTS.
@@ -395,8 +395,8 @@ async function fixedRate(path: BenchPath, rate: number, durationMs: number, shar
       sent++;
     }
     // Not a timer: one of 1 ms or more adds its own lateness, up to its period, to every latency, against direct's p50
-    // of 0.10-0.18 ms (BENCHMARKS.md). Spinning sends on time but holds a core; the pacer's thread (--pace sleep)
-    // sleeps until the next send time, and on this machine wakes milliseconds late at the p99 (BENCHMARKS.md, session 12).
+    // of 0.10-0.18 ms. Spinning sends on time but holds a core; the pacer's thread (--pace sleep) sleeps until the next
+    // send time, and on a 2-core virtual machine wakes milliseconds late at the p99 (pacer.ts).
     if (sent < total) await (pacer === undefined ? new Promise((resolve) => setImmediate(resolve)) : pacer.until(t0 + BigInt(Math.round(sent * interval))));
   }
   await Promise.all(pending);
@@ -996,7 +996,7 @@ async function main(): Promise<void> {
     pacer = OPTS.paces[0] === 'sleep' ? sleeper : undefined;
     if (OPTS.cases.has('cold')) for (const warmup of OPTS.coldWarmups) await coldCase(consumerPlain, steadyAt?.get(COLD_RATE), warmup);
     if (OPTS.cases.has('idle')) await idleCase(paths.at(-1)!, providerAdmin);
-    // Two workers against one (issue 18), in alternating windows so both see the same background load.
+    // Two workers against one, in alternating windows so both see the same background load.
     if (OPTS.cases.has('workers')) process.stdout.write(`${formatWorkersReport(await benchGatewayWorkers())}\n`);
     if (OPTS.cases.has('tracing')) await tracingCase({ dir, providerJson, consumerHop, daemons });
 

@@ -1,4 +1,4 @@
-// Gossip scale benchmark in simulated time (issue 22): the real membership code on a virtual clock and a seeded,
+// Gossip scale benchmark in simulated time: the real membership code on a virtual clock and a seeded,
 // lossy in-memory network (test/gossip/sim/), for sizes too large for the npm test budget. For each N and loss
 // rate it prints one line: steady traffic per member, push-pull size, false positives, crash detection and the
 // dissemination of a death and a join in gossip rounds (which should grow as O(log N)). Grids start converged

@@ -1,6 +1,6 @@
 // Gossip benchmark: N members in one process on 127.0.0.1 (real UDP/TCP sockets, AES-256-GCM frames), with
-// loopbackProfile(10): the WAN profile of SPEC §5 with every protocol timer divided by 10 (500 ms probes, 50 ms
-// gossip rounds, 3 s suspicion). For each N it prints:
+// loopbackProfile(10): the WAN profile of docs/contract.md §5 with every protocol timer divided by 10 (500 ms probes,
+// 50 ms gossip rounds, 3 s suspicion). For each N it prints:
 //   join:  time from a new member's join() until all members list it alive (median and max of 5 trials)
 //   death: time from killing a member (no leave message) until every survivor lists it dead (5 trials)
 //   false deaths: live members declared dead by anyone during the run

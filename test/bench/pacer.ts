@@ -5,9 +5,9 @@
 // better: Node's timers have a resolution of 1 ms and fire up to a period late. Here a worker thread sleeps until
 // each send time on a futex (Atomics.wait takes a fractional millisecond timeout) and posts a message; the caller's
 // thread sleeps in its event loop in between, free to read responses. Both threads read CLOCK_MONOTONIC
-// (process.hrtime), so the send times are the caller's. Under the rate case's load on this virtual machine it sent
+// (process.hrtime), so the send times are the caller's. Under the rate case's load on a 2-core virtual machine it sends
 // 3-10 ms late at the p99 (a halted virtual CPU is woken late), against 0.05-1.5 ms for spinning, so spinning stays
-// the default (BENCHMARKS.md, session 12).
+// the default (compare with `npm run bench:gateway -- --case rate --pace spin,sleep`).
 import { Worker } from 'node:worker_threads';
 
 const SLEEPER = `

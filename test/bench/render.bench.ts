@@ -241,7 +241,7 @@ function quartiles(values: readonly number[]): { q1: number; median: number; q3:
 }
 
 /**
- * `--sites S`: one gateway's overlay in a grid of S Active sites (issue 22), each running one remote provider of
+ * `--sites S`: one gateway's overlay in a grid of S Active sites, each running one remote provider of
  * MODELS_PER_SITE models, plus the own site's LOCAL_PROVIDERS local providers: what the 1024-candidate cap does and
  * what a consumer receives. Prints one table row per S; CPU per render is the median of SITE_RENDERS renders.
  */

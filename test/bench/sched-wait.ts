@@ -1,4 +1,4 @@
-// How long the processes of a benchmarked path waited for a CPU once woken (`bench:gateway --sched`, issue 18).
+// How long the processes of a benchmarked path waited for a CPU once woken (`bench:gateway --sched`).
 //
 // An added p99 of 1 ms is a claim about the slowest 1 % of requests. On a 2-core machine shared by the load
 // generator, the sim and one or two proxies, a request is late whenever one of the processes it passes through is

@@ -1,4 +1,4 @@
-// The consumer -> provider link on its own (issue 18, the hop): what HTTP/1.1 and HTTP/2 over mutual TLS cost per
+// The consumer -> provider link (the hop) on its own: what HTTP/1.1 and HTTP/2 over mutual TLS cost per
 // request on each side, without either gateway, and HTTP/1.1 without TLS as the baseline that shows TLS's own share.
 // The client is undici as the consumer gateway's hop pool uses it (HTTP/1.1: one request in flight per connection, as
 // many connections as requests in flight; HTTP/2: one connection, the requests multiplexed on it); the server is Node's

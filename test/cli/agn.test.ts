@@ -184,7 +184,7 @@ describe('agn overlay verify --consumer', () => {
 });
 
 describe('agn overlay configmap-name', () => {
-  it('prints the SPEC §2.1 name', async () => {
+  it('prints the docs/contract.md §2.1 name', async () => {
     expect((await agn('overlay', 'configmap-name', 'production', 'inference-gw')).stdout.toString()).toBe(
       'grid-overlay-production-inference-gw\n',
     );

@@ -1,6 +1,6 @@
 // The real API server paths the daemons rely on: server-side apply with a field manager, a watch that sees
 // ADDED then MODIFIED, ServiceAccount tokens from the TokenRequest API, and RBAC resourceNames that grant one
-// ConfigMap and nothing else (overlay-sync's RBAC, SPEC §4).
+// ConfigMap and nothing else (overlay-sync's RBAC, docs/contract.md §4).
 import { request } from 'node:https';
 import {
   AuthenticationV1Api,
@@ -161,7 +161,7 @@ describe('ServiceAccount token and RBAC resourceNames', () => {
       await core.createNamespacedConfigMap({ namespace, body: { metadata: { name }, data: { k: name } } });
     }
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: serviceAccount } } });
-    // overlay-sync's rule: read and watch one named ConfigMap (SPEC §4).
+    // overlay-sync's rule: read and watch one named ConfigMap (docs/contract.md §4).
     await rbac.createNamespacedRole({
       namespace,
       body: {

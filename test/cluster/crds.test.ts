@@ -1,6 +1,6 @@
 // The six Grid CRDs (schemas/crds/definitions.ts) on a real API server: they install and become Established,
-// discovery and `kubectl get` columns are what SPEC §1 lists, and the API server itself enforces the OpenAPI
-// and CEL rules: each invalid object below is rejected with its rule's message, its valid twin is accepted.
+// discovery and `kubectl get` columns are what docs/contract.md §1 lists, and the API server itself enforces the
+// OpenAPI and CEL rules: each invalid object below is rejected with its rule's message, its valid twin is accepted.
 import { ApiextensionsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';

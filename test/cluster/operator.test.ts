@@ -1,8 +1,9 @@
 // The real gossip-operator program against the real API server, as dist/east.k8s.yaml deploys it: its own
 // ServiceAccount token (TokenRequest, never the admin's), the Secrets east's resources reference created by name,
-// two replicas of site east competing for one Lease. Checks what a user relies on: the overlay ConfigMap of SPEC
-// §2.1 written by field manager grid-operator and accepted by a consumer, schema-valid status through the status
-// subresource, logs free of secrets and of RBAC refusals, and one writer at a time with a hand-over on SIGTERM.
+// two replicas of site east competing for one Lease. Checks what a user relies on: the overlay ConfigMap of
+// docs/contract.md §2.1 written by field manager grid-operator and accepted by a consumer, schema-valid status through
+// the status subresource, logs free of secrets and of RBAC refusals, and one writer at a time with a hand-over on
+// SIGTERM.
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -154,7 +155,7 @@ let leader = '';
 let standby = '';
 
 describe('gossip-operator (real program, its ServiceAccount token) on east', () => {
-  it('one replica takes the Lease and publishes the overlay ConfigMap of SPEC §2.1 with field manager grid-operator', async () => {
+  it('one replica takes the Lease and publishes the overlay ConfigMap of docs/contract.md §2.1 with field manager grid-operator', async () => {
     leader = await waitFor('a replica to hold the Lease', async () => (failFast(), leaseHolder()), 30_000);
     expect([...replicas.keys()]).toContain(leader);
     standby = [...replicas.keys()].find((k) => k !== leader)!;
@@ -235,7 +236,7 @@ describe('gossip-operator (real program, its ServiceAccount token) on east', () 
     });
     console.log(`GridNetwork Distributed, then site and provider phases after ${Date.now() - started} ms`);
     // The providers' endpoints are cluster DNS names that do not resolve here: their health checks fail, so they
-    // are Unavailable with the reason in status and Ready False (seed 000: "If the operator cannot reach a backend's
+    // are Unavailable with the reason in status and Ready False ("If the operator cannot reach a backend's
     // endpoint, the InferenceProvider stays Unavailable and the overlay excludes it").
     for (const p of withPhase.slice(1)) {
       expect([p['metadata']['name'], p['status']['phase'], p['status']['reason']]).toEqual([p['metadata']['name'], 'Unavailable', 'HealthCheckFailed']);

@@ -1,7 +1,7 @@
 // The RBAC that dist/east.k8s.yaml grants, exercised with the ServiceAccounts' own tokens (TokenRequest), never
 // the admin's: the real overlay-sync program watches the one overlay ConfigMap it is scoped to while the
-// operator's identity publishes overlays with server-side apply (field manager grid-operator, SPEC §2.1); then
-// each identity is shown to hold what the daemons need and to be refused what it was not granted.
+// operator's identity publishes overlays with server-side apply (field manager grid-operator, docs/contract.md §2.1);
+// then each identity is shown to hold what the daemons need and to be refused what it was not granted.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,7 +67,7 @@ function overlayText(sequence: number, scope: { network?: string; namespace?: st
   );
 }
 
-// The overlay ConfigMap as the operator publishes it (SPEC §2.1): both data keys, labels, annotations.
+// The overlay ConfigMap as the operator publishes it (docs/contract.md §2.1): both data keys, labels, annotations.
 function overlayConfigMap(text: string): Manifest['object'] {
   let annotations: Record<string, string> = {};
   let bare = '{}\n';
@@ -186,7 +186,7 @@ describe('overlay-sync (real program, its own token) and the operator (its own t
 
   afterAll(async () => {
     await daemon?.stop();
-    // The token never reaches a log line (SPEC: secrets never reach logs).
+    // The token never reaches a log line: no secret ever does.
     const log = JSON.stringify(daemon?.lines ?? []) + (daemon?.stderr() ?? '');
     for (const token of tokens) expect(log.includes(token)).toBe(false);
   });
@@ -285,7 +285,7 @@ async function expectRefused(client: RawClient, probe: Probe, serviceAccount: st
 }
 
 describe('what the operator token is granted', () => {
-  it('creates its overlay ConfigMap with server-side apply, field manager grid-operator (SPEC §2.1)', async () => {
+  it('creates its overlay ConfigMap with server-side apply, field manager grid-operator (docs/contract.md §2.1)', async () => {
     // The API server authorizes an apply that creates the object as `create`, checked with the URL's name, so the
     // table grants `create` scoped by resourceNames.
     const name = overlayConfigMapName(NETWORK, GATEWAY);

@@ -1,6 +1,6 @@
-// Every row of test/fixtures/crds/rule-cases.ts (one per OpenAPI/CEL rule of SPEC §1, each citing its sentence)
-// against the real API server with the CRDs from dist/: the invalid object is refused with the row's message at
-// the row's path, its valid twin is stored. The unit suite runs the same rows through the local validator, so
+// Every row of test/fixtures/crds/rule-cases.ts (one per OpenAPI/CEL rule of docs/contract.md §1, each citing its
+// sentence) against the real API server with the CRDs from dist/: the invalid object is refused with the row's message
+// at the row's path, its valid twin is stored. The unit suite runs the same rows through the local validator, so
 // the two must agree on every rule.
 //
 // The rows carry the local validator's wording; the API server words OpenAPI failures its own way

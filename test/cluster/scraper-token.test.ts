@@ -1,6 +1,6 @@
-// metricsConfig.auth on a real API server (seed 001 "Bearer authentication"): with nothing but the operator's own
+// metricsConfig.auth on a real API server: with nothing but the operator's own
 // RBAC from dist/east.k8s.yaml (its TokenRequest token, never the admin's), the operator's token source mints a
-// 10-minute, Pod-unbound token for the chart's metrics scraper ServiceAccount; the API server's TokenReview accepts
+// 10-minute, Pod-unbound token for the site's metrics scraper ServiceAccount; the API server's TokenReview accepts
 // it as that ServiceAccount; an EPP-like HTTPS /metrics endpoint that authorizes with TokenReview and
 // SubjectAccessReview (as an llm-d EPP does) serves the scrape; and the operator can mint for no other account.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

@@ -1,6 +1,6 @@
-// The two condition writers of issue 6 against a real kube-apiserver (a control plane of its own, so "the first
-// GridNetwork by name" is this test's): the gateway age ingest and the peer poller write through the status
-// subresource under their own field managers, the API server accepts what they write (CRD status schema), and a
+// The two condition writers (GatewayAgesRejected, PeerTimeValid) against a real kube-apiserver (a control plane of its
+// own, so "the first GridNetwork by name" is this test's): the gateway age ingest and the peer poller write through the
+// status subresource under their own field managers, the API server accepts what they write (CRD status schema), and a
 // GridNetwork-controller-style Ready write keeps both conditions.
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -114,7 +114,7 @@ describe('PeerTimeValid and GatewayAgesRejected on a real API server', () => {
   it('a report raced by an administrator\'s entry removal and a Ready write (409, read again) puts nothing back and drops nothing', async () => {
     const before = await network();
     // Two records: the one recorded above, and one more the administrator will verify as retired. These ingests
-    // never received d41d… themselves, so its freshness is unknown to them: GatewayAgesRejected Unknown (seed 001).
+    // never received d41d… themselves, so its freshness is unknown to them: GatewayAgesRejected Unknown.
     const first = new GatewayAgeIngest({ address: '127.0.0.1:0', tokenFile: testTokenFile(), store, logger: createLogger({ name: 'test', level: 'silent' }), metrics: new OperatorMetrics() });
     expect((await first.submit({ epoch: 'aaaaaaaaaaaaaaaa', replica: 'edge-old', sequence: 1, skewCount: 1, rejected: true })).status).toBe(202);
     const held = gatedStore(store, (kind) => kind.kind === 'GridNetwork');

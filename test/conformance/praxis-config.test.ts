@@ -1,4 +1,4 @@
-// Praxis AI conformance of every praxis.yaml we render (issue 15). One table: each rule Praxis AI applies to a key we
+// Praxis AI conformance of every praxis.yaml we render. One table: each rule Praxis AI applies to a key we
 // render, the Praxis source it comes from, an accepted and a refused example. Each row runs against our validator
 // (daemons/gateway/config.ts over schemas/gateway/gateway-config.schema.json and schemas/gateway/praxis-rules.ts) and
 // against the real gateway process: a refused config exits non-zero with one stderr line naming the key, its path
@@ -116,7 +116,7 @@ function gatewayConfigsOf(objects: readonly Json[]): { name: string; config: Jso
 const AGENT_EXTENSIONS: readonly string[] = [...AGENT_FILTERS, AGENT_PROVIDER_FILTER];
 
 /**
- * The extension keys a compiled config may carry (README "Praxis AI compatibility"), and only where declared: the
+ * The extension keys a compiled config may carry (docs/praxis-compatibility.md), and only where declared: the
  * tenant filters (caller_auth, budget_enforce, usage_meter, with every key inside them) of a consumer declared with
  * callerKeys, the agent routes of a gateway whose sites offer tool servers or agents, and intelligent_route's
  * local_load of one declared with localLoad. Praxis AI would refuse each.

@@ -1,4 +1,4 @@
-// The Praxis AI conformance table (issue 15): each rule Praxis AI applies to a key we render, the Praxis source it
+// The Praxis AI conformance table: each rule Praxis AI applies to a key we render, the Praxis source it
 // comes from, an accepted and a refused example. praxis-config.test.ts runs it against our validator and our gateway;
 // test/praxis/real-praxis.test.ts runs the rows Praxis's published crates enforce against the real Praxis parser.
 //

@@ -32,7 +32,7 @@ describe('GossipOperator', () => {
       expect(rule.resources).not.toContain('*');
       expect((rule as { apiGroups: string[] }).apiGroups).not.toContain('*');
     }
-    // The only cluster-wide delete: auto-discovered GridSite stubs absent past the TTL (seed 001).
+    // The only cluster-wide delete: auto-discovered GridSite stubs absent past the TTL (site-discovery.ts).
     expect(clusterRole.rules.filter((r) => r.verbs.includes('delete')).map((r) => r.resources)).toEqual([['gridsites']]);
     expect(clusterRole.rules[1]?.resources.every((r) => r.endsWith('/status'))).toBe(true);
     expect(role.rules.find((r) => r.resources.includes('secrets'))).toEqual({ apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: ['openai-credential', 'swim-key'] });

@@ -1,5 +1,5 @@
-// A consumer gateway declared with gridServing (seed 002: "With gridServing.enabled, the chart mounts this file and
-// sets GRID_SERVING_CONFIG"): its GridNetwork entry asks the operator for the serving config, the operator's Role and
+// A consumer gateway declared with gridServing (the construct mounts the serving config and sets
+// GRID_SERVING_CONFIG): its GridNetwork entry asks the operator for the serving config, the operator's Role and
 // overlay-sync's Role are scoped to that ConfigMap too, a second overlay-sync pair delivers it into an emptyDir the
 // gateway reads, and the listener routes with grid_site_route (its blocks from gridServing.siteRoute), which the
 // gateway's own loader accepts. Without gridServing nothing changes; bad settings fail synth naming the field.

@@ -24,13 +24,13 @@ describe('OverlaySync', () => {
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'consumer-gateway-overlay-sync', namespace: 'grid-system' }]);
   });
 
-  it('uses the hashed ConfigMap name of SPEC §2.1 for long names', () => {
+  it('uses the hashed ConfigMap name of docs/contract.md §2.1 for long names', () => {
     const sync = new OverlaySync(chart(), 'sync', { ...props, network: 'n'.repeat(40), gateway: 'g'.repeat(40) });
     expect(sync.configMapName).toBe(overlayConfigMapName('n'.repeat(40), 'g'.repeat(40)));
     expect(sync.configMapName.length).toBeLessThanOrEqual(63);
   });
 
-  it('gives init container and sidecar the SPEC §4 environment, a directory mount and the only token', () => {
+  it('gives init container and sidecar the docs/contract.md §4 environment, a directory mount and the only token', () => {
     const c = chart();
     new ConsumerGateway(c, 'consumer', {
       namespace: 'grid-system',

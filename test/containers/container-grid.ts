@@ -1,5 +1,5 @@
 // The compiled grid of dist/ run from the project image under podman, one real kube-apiserver + etcd per site,
-// deployed the way README "Deploy to a cluster" tells a user to: per site the CRDs and the site's manifests
+// deployed the way docs/deploy.md tells a user to: per site the CRDs and the site's manifests
 // server-side applied exactly as compiled, the Secrets `agn pki secrets` prints for the site (from the example's PKI)
 // applied, and the ones it says the user makes (caller keys from `agn key mint`, a provider API key) created. Nothing
 // in a manifest is changed or patched afterwards: the peers' pins, the advertised names and the keys all come from
@@ -365,7 +365,7 @@ export class ContainerGrid {
   }
 
   /**
-   * The site's Secrets as README "Deploy to a cluster" makes them: what `agn pki secrets` prints, applied; then the
+   * The site's Secrets as docs/deploy.md makes them: what `agn pki secrets` prints, applied; then the
    * ones it lists for the user: caller keys minted with `agn key mint` (one per budget tenant), and a token for a
    * provider credential (the external API's key, which no request here reaches).
    */

@@ -1,5 +1,5 @@
 // Every workload of dist/ as compiled, run from the project image under podman against one real kube-apiserver +
-// etcd per site (container-grid.ts says how the pods are wired and the Secrets made, as README "Deploy to a cluster"
+// etcd per site (container-grid.ts says how the pods are wired and the Secrets made, as docs/deploy.md
 // tells a user). Shows dist/ held by the API servers exactly as compiled, each site reached only through its
 // LoadBalancer addresses, each site verifying the other's pinned gateway (GridSite Active), the two sites' operators forming a grid,
 // overlay-sync writing the overlay into the consumer gateway's shared volume, a chat completion through the

@@ -1,4 +1,4 @@
-// The fleet dashboard in a real browser (issue 21): Debian's headless Chromium driven by playwright-core against a
+// The fleet dashboard in a real browser: Debian's headless Chromium driven by playwright-core against a
 // local grid started from dist/ by the same runner as `npm start`. The page must show what the stores, the admin
 // endpoints and the backends' metrics say, follow a provider's death without a reload, pass axe-core with no
 // serious or critical violation at desktop and phone widths, reach nothing outside the operator, and carry no
@@ -152,13 +152,13 @@ describe('fleet dashboard in headless Chromium', () => {
     const t0 = Date.now();
     await grid.stopProcess('east/sim-east-llm-a/sim');
     // The page follows whichever the operator concludes first: the failed scrape (existing_only, stale) or the failed
-    // health check, after which the provider is Unavailable and leaves the overlay (seed 000). Which comes first
+    // health check, after which the provider is Unavailable and leaves the overlay. Which comes first
     // depends on where the kill falls in the scrape and probe intervals.
     await expect.poll(() => admission.textContent(), { timeout: 10_000, interval: 100 }).toMatch(/^(existing_only( \(stale\))?|not in overlay)$/);
     const elapsedMs = Date.now() - t0;
     process.stdout.write(`dashboard: provider death shown ${elapsedMs} ms after the kill\n`);
     expect(elapsedMs).toBeLessThan(8_000);
-    // Either way it ends out of the overlay once the health check has failed (seed 000: "If the operator cannot reach
+    // Either way it ends out of the overlay once the health check has failed ("If the operator cannot reach
     // a backend's endpoint, the InferenceProvider stays Unavailable and the overlay excludes it"), without a reload,
     // and the newest transition says why: its Ready condition.
     await expect.poll(() => admission.textContent(), { timeout: 20_000, interval: 100 }).toBe('not in overlay');
@@ -168,7 +168,7 @@ describe('fleet dashboard in headless Chromium', () => {
     expect(await page.evaluate('window.sameDocument')).toBe(true);
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-provider-down.png'), fullPage: true });
     await grid.startProcess('east/sim-east-llm-a/sim');
-    // Back: fresh again at once, readmitted for new requests only after the recovery hold-down (seed 004).
+    // Back: fresh again at once, readmitted for new requests only after the recovery hold-down (docs/contract.md §2.5).
     await expect.poll(() => admission.textContent(), { timeout: 15_000 }).not.toContain('stale');
   }, 60_000);
 

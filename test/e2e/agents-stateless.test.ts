@@ -1,5 +1,5 @@
 /**
- * Issue 33 on the compiled example grid with the stateless form of MCP server in the example's tool-server slot
+ * Agents on the compiled example grid with the stateless form of MCP server in the example's tool-server slot
  * (db-tools.tools.svc.cluster.local:8080): the SDK's documented stateless streamable-HTTP server (a server and a
  * transport per request, no session), probed by east's operator and called by the SDK's own client through both of
  * east's consumer gateways, with no session id anywhere on the way.

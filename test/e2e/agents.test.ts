@@ -1,5 +1,5 @@
 /**
- * Issue 33's Done-when on the compiled example grid run locally, manifests as compiled: the example's MCP tool
+ * Agents end to end on the compiled example grid run locally, manifests as compiled: the example's MCP tool
  * server (east-db-tools, at db-tools.tools.svc.cluster.local:8080) and A2A agent (west-claims-agent, at
  * claims-agent.agents.svc.cluster.local:8080) are served by servers built with the official SDKs, standing where
  * the manifests say those Services are. Each site's operator probes them into status; the agents' own SDK clients

@@ -1,7 +1,6 @@
-// The local grid qualification (seed 002 "single-cluster qualification", here two sites on loopback): the compiled
-// grid in dist/ started by the same runner as `npm start`, with real processes, UDP gossip and mTLS, then driven
-// through the flows a user relies on. Evidence (results.json, SUMMARY.md) goes to a temp directory; teardown is
-// checked by pid.
+// The local grid qualification (two sites on loopback): the compiled grid in dist/ started by the same runner as `npm
+// start`, with real processes, UDP gossip and mTLS, then driven through the flows a user relies on. Evidence
+// (results.json, SUMMARY.md) goes to a temp directory; teardown is checked by pid.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -390,7 +389,7 @@ describe('local grid qualification: two sites from dist/ on loopback', () => {
       expect(before.length).toBeGreaterThan(0);
       expect(before.every((c) => c.fresh)).toBe(true);
       // First west's control plane dies (SIGKILL: no graceful SWIM leave) while its gateways still answer: the
-      // member turns suspect then dead, and its candidates stay in the overlay as fresh=false (seed 004).
+      // member turns suspect then dead, and its candidates stay in the overlay as fresh=false (docs/contract.md §2.5).
       const t0 = Date.now();
       await grid.killProcess('west/gossip-operator/gossip-operator');
       const stale = await waitFor("every west candidate fresh=false in east's overlay, accepted by the consumers", async () => {

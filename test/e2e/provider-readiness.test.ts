@@ -1,9 +1,9 @@
-// Qualification (issue 19, "Done when" (e)): on the local grid from dist/, a provider whose backend fails its health
-// checks is excluded and returns when healthy. The test declares a short probe (healthCheck interval 1s,
-// failureThreshold 2) by rewriting east's InferenceProvider the way an operator edits it with kubectl, turns the
-// sim's /health to 503 through its admin endpoint (the process keeps running and serving), and watches status,
-// grid_provider_ready, the overlay every consumer accepted, and where requests land. Time-boxed. The same grid shows
-// the consumer gateways' age reports filling the operator's gatewayAgeReports.
+// Qualification: on the local grid from dist/, a provider whose backend fails its health checks is excluded and returns
+// when healthy. The test declares a short probe (healthCheck interval 1s, failureThreshold 2) by rewriting east's
+// InferenceProvider the way an operator edits it with kubectl, turns the sim's /health to 503 through its admin
+// endpoint (the process keeps running and serving), and watches status, grid_provider_ready, the overlay every consumer
+// accepted, and where requests land. Time-boxed. The same grid shows the consumer gateways' age reports filling the
+// operator's gatewayAgeReports.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -80,7 +80,7 @@ describe('local grid: provider readiness and gateway age reports', () => {
   it('withdraws east-llm-a within its probe budget, routes to east-llm-b meanwhile, and restores it', async () => {
     const t0 = Date.now();
     await grid.setSimState(PROVIDER, { healthy: false });
-    // seed 000: "If the operator cannot reach a backend's endpoint, the InferenceProvider stays Unavailable and the
+    // "If the operator cannot reach a backend's endpoint, the InferenceProvider stays Unavailable and the
     // overlay excludes it."
     const down: Json = await waitFor(`${PROVIDER} Unavailable`, async () => {
       const p = await provider();

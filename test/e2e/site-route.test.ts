@@ -1,6 +1,6 @@
-// Qualification of grid_site_route (issue 19, "Done when"), three sites: site-a's gateway (the real gateway, in
-// process, on real sockets, with its real SiteView: the serving config file it reads as GRID_SERVING_CONFIG and its
-// signals poller) chooses among three sites whose operators' signals endpoints (PeerSignalsServer, mTLS) answer what
+// Qualification of grid_site_route, three sites: site-a's gateway (the real gateway, in process, on real sockets, with
+// its real SiteView: the serving config file it reads as GRID_SERVING_CONFIG and its signals poller) chooses among
+// three sites whose operators' signals endpoints (PeerSignalsServer, mTLS) answer what
 // each site's EPP holds, and forwards to each site's sim backend. (a) a site at its ceiling loses new traffic within a few polls
 // and the rest share by the documented weights; (b) with shedding on and every site full, 429 with Retry-After, and
 // routing again after room_after_ms; (c) multi-turn chats stay on their first site, and load_override moves them
@@ -313,7 +313,7 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
 
     const gone = await responses({ input: 'x', previous_response_id: 'resp_site-z.0123' });
     expect(gone.status).toBe(404);
-    // site-b's provider turns not Ready: its serving config entry carries admission: none (seed 001).
+    // site-b's provider turns not Ready: its serving config entry carries admission: none.
     const revision = await grid.writeServing(grid.entries.map((e) => (e.site === 'site-b' ? { ...e, admission: 'none', ready: false, excluded: 'not_ready' } : e)));
     await waitFor('the new serving config', () => (gateway.siteView?.revision() === revision ? true : undefined), 10_000);
     const closed = await responses({ input: 'x', previous_response_id: id });

@@ -1,5 +1,5 @@
 // Config loading: schema validation with errors that name the key and its path, and the rules only code can
-// check (references, one role per process, filter order, the provider boundary of SPEC §3.2).
+// check (references, one role per process, filter order, the provider boundary of docs/contract.md §3.2).
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfigText, resolveConfig } from '../../daemons/gateway/config.ts';
 import { consumerConfig } from './helpers.ts';

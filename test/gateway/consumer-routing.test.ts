@@ -1,5 +1,5 @@
-// The consumer/edge gateway's routing rules (SPEC §3.1) over real loopback sockets: an in-process gateway in
-// front of in-process sims. Header stripping, 400/404/503 with OpenAI-style bodies, hop headers, the four
+// The consumer/edge gateway's routing rules (docs/contract.md §3.1) over real loopback sockets: an in-process gateway
+// in front of in-process sims. Header stripping, 400/404/503 with OpenAI-style bodies, hop headers, the four
 // selection modes, selection groups, retry within a group, and session affinity.
 import { describe, expect, it } from 'vitest';
 import { request } from 'undici';

@@ -1,6 +1,6 @@
 // End to end with real processes: client -> consumer gateway -> (mTLS) provider gateway -> sim backend, each
 // started as `node daemons/.../main.ts` with certificates generated here. Proves the request and credential
-// flows (seed 003) and hot reload under load, and that the programs fail fast on a bad config.
+// flows (docs/contract.md §3.1, §3.2) and hot reload under load, and that the programs fail fast on a bad config.
 import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

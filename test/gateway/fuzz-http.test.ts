@@ -1,4 +1,4 @@
-// HTTP fuzzing at scale against a live consumer and provider gateway (issue 17): generated requests (methods, paths
+// HTTP fuzzing at scale against a live consumer and provider gateway: generated requests (methods, paths
 // with dot segments and encodings, headers, bodies broken in every way a JSON body can be) over keep-alive pools,
 // and broken framing over raw sockets. Seeded: the seed is printed and FUZZ_SEED=<seed> replays the same requests.
 // Each run asserts the gateways stay alive, serve a good request afterwards, return to within a bound of their

@@ -1,4 +1,4 @@
-// Overlay fuzzing at scale (issue 17): 10 000 mutations of a valid envelope (fields removed or retyped, strings
+// Overlay fuzzing at scale: 10 000 mutations of a valid envelope (fields removed or retyped, strings
 // emptied or grown, digests flipped or re-sealed over mutated content, scope changed, bytes truncated or padded past
 // the size limit) through overlay-sync's validation (its options: 1 MiB, expected scope, no legacy) and the gateway's
 // overlay loader (OverlayStore: file read, validation, snapshot build, last-known-good), then a sample through a

@@ -1,7 +1,7 @@
-// Issue 17's gateway findings, reproduced as the attacker ran them against consumer → (mTLS) provider → sim, each
-// asserting the bound the fix sets: a deeply nested body at the size limit (2), refused connections and the
-// connection cap (3), client headers at the site boundary (4), dot segments (7), non-JSON content types, a
-// byte-order mark and a malformed Transfer-Encoding (8).
+// Attacks on the gateways, run as an attacker would against consumer → (mTLS) provider → sim, each asserting the bound
+// the gateway keeps (numbered as the describe blocks below): a deeply nested body at the size limit (2), refused
+// connections and the connection cap (3), client headers at the site boundary (4), dot segments (7), non-JSON content
+// types, a byte-order mark and a malformed Transfer-Encoding (8).
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

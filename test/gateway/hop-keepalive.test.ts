@@ -1,6 +1,6 @@
 // The consumer -> provider hop keeps its mTLS connections through a pause in traffic: a real provider gateway (mTLS
 // listener, trusted peer) behind a real consumer gateway, both in process, the provider counting TLS handshakes on
-// its listener. After an idle gap longer than the old 5 s keep-alive (AGN_HOP_IDLE_GAP_MS, 6 s by default; the
+// its listener. After an idle gap longer than Node's default 5 s keep-alive (AGN_HOP_IDLE_GAP_MS, 6 s by default; the
 // benchmark measures 30 s), the next burst is served over the same connections: no new handshake. The provider
 // announces a keep-alive long enough for a 30 s gap on both sides, and a reconnect resumes the TLS session.
 import { connect } from 'node:tls';

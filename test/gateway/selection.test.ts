@@ -177,8 +177,9 @@ describe('selectCandidate with local_load', () => {
     });
   };
 
-  // Off, every mode makes exactly SPEC §3.1's picks, alternates included: these are the sequences the selection made
-  // for seed 5 with no local_load code in it, so turning the extension off leaves a Praxis AI config's routing as it was.
+  // Off, every mode makes exactly the picks of docs/contract.md §3.1, alternates included: these are the sequences the
+  // selection made for seed 5 with no local_load code in it, so turning the extension off leaves a Praxis AI config's
+  // routing as it was.
   it.each([
     ['deterministic', 'a:bc '.repeat(20)],
     ['roundRobin', 'a:bc b:ca c:ab '.repeat(7)],
@@ -188,7 +189,7 @@ describe('selectCandidate with local_load', () => {
     expect(picks(mode, deps({ random: seeded(5) }))).toEqual(expected.trim().split(' ').slice(0, 20));
   });
 
-  it('off: roundRobin over [a, b] is a, b, a, b (SPEC §3.1) and reports no local_load path', () => {
+  it('off: roundRobin over [a, b] is a, b, a, b (docs/contract.md §3.1) and reports no local_load path', () => {
     const s = snap([candidate('m', 'a', 'ca', { selection_group: 0 }), candidate('m', 'b', 'cb', { selection_group: 0 })], 'roundRobin');
     const d = deps();
     const out = [1, 2, 3, 4].map(() => selectCandidate(s, { kind: 'inference_model', name: 'm' }, d));

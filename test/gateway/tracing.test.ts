@@ -129,7 +129,7 @@ describe('tracing: one trace from the caller through both gateways to the backen
     expect(ttft).toBeGreaterThan(0);
     expect(ttft).toBeLessThan(duration - 0.04);
     expect(upstream.events.map((e) => e.name)).toEqual(['first byte']);
-    // The README's picture of a trace is this one (AGN_WRITE_WATERFALL=1 rewrites docs/trace-waterfall.svg).
+    // docs/observability.md's picture of a trace is this one (AGN_WRITE_WATERFALL=1 rewrites docs/trace-waterfall.svg).
     const rows = waterfallRows(ours);
     expect(rows.map((r) => `${r.depth} ${r.span.serviceName}/${r.span.name}`)).toEqual([
       '0 consumer-gateway/chat consumer gateway',

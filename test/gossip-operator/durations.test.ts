@@ -28,7 +28,8 @@ describe('each CRD duration field takes exactly what the API server admits', () 
     ['spec.metricsRefreshInterval', 'gridnetworks.schema.json', ['metricsRefreshInterval'], REFRESH_INTERVAL_RULE, withinGoRange],
     ['pressure.minimumStateDuration', 'gridnetworks.schema.json', ['admissionPolicy', 'pressure', 'minimumStateDuration'], PRESSURE_DURATION_RULE, withinGoRange],
     ['pressure.recoveryHoldDown', 'gridnetworks.schema.json', ['admissionPolicy', 'pressure', 'recoveryHoldDown'], PRESSURE_DURATION_RULE, withinGoRange],
-    // Seed 001 narrows the pattern's six digits to 5m through 168h; the operator enforces that range.
+    // The API narrows the pattern's six digits to 5m through 168h (docs/contract.md §1); the operator enforces that
+    // range.
     ['SiteInvite spec.lifetime', 'siteinvites.schema.json', ['lifetime'], INVITE_LIFETIME_RULE, (t: string) => {
       const parsed = parseDuration(t);
       return parsed.ok && parsed.ms >= 300_000 && parsed.ms <= 604_800_000;
@@ -102,7 +103,7 @@ describe('each caller names its field and the accepted range', () => {
     ])('--lease-duration %s', (text, ms) => {
       expect(parseConfig(['--site', 'a', '--lease-duration', text], {}).leaseDurationMs).toBe(ms);
       expect(parseConfig(['--site', 'a'], { GRID_LEASE_DURATION: text }).leaseDurationMs).toBe(ms);
-      // Flag and variable values are trimmed before any parsing, as before.
+      // Flag and variable values are trimmed before any parsing.
       expect(parseConfig(['--site', 'a'], { GRID_LEASE_DURATION: ` ${text}\n` }).leaseDurationMs).toBe(ms);
     });
 

@@ -26,7 +26,7 @@ describe('operator: metricsConfig.engine presets', () => {
     const vllm = await fixture('vllm.prom');
     const pages: Record<string, string> = {
       '/vllm/metrics': vllm,
-      // An exporter-side normalised queue gauge next to vLLM's own series (the seed's "destination-normalized").
+      // An exporter-side normalised queue gauge next to vLLM's own series (a "destination-normalized" queue signal).
       '/vllm-own-queue/metrics': `${vllm}# TYPE my_queue gauge\nmy_queue 0.625\n`,
       '/tgi/metrics': await fixture('tgi.prom'),
       // A page that answers but carries none of the vLLM preset's series (e.g. the wrong port: a sidecar's metrics).

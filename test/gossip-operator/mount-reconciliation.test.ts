@@ -1,5 +1,5 @@
-// Mount requirements and delegated mount reconciliation of generated consumer configs (seed 001, the
-// praxisConfigStatus / mountReconciliationStatus paragraphs), and the cleanup when generation stops: the pure
+// Mount requirements and delegated mount reconciliation of generated consumer configs (as praxisConfigStatus and
+// mountReconciliationStatus report them), and the cleanup when generation stops: the pure
 // requirements document, then the reconcile functions on a real local store (state directory on disk) with a
 // Deployment and Secrets written the way a user or kubectl would.
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// Generated consumer Praxis config (seed 001 "GatewayRef.praxisConfig"): the pure renderer's transport, credential
+// Generated consumer Praxis config (GatewayRef.praxisConfig): the pure renderer's transport, credential
 // and fail-closed rules, every rendered text accepted by the gateway's own loader, and the operator on the local
 // store applying praxis.yaml ConfigMaps only for generating gateways, with praxisConfigStatus per gateway.
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// The projected-credential two-step through the whole operator on the local store (seed 001 "GatewayRef.praxisConfig":
+// The projected-credential two-step through the whole operator on the local store (GatewayRef.praxisConfig:
 // "Until readiness is attested, credential-bearing overlay revisions are retained"), then generation turned off:
 // the generated ConfigMaps the operator created are deleted and their status entries dropped.
 import { join } from 'node:path';

@@ -1,7 +1,7 @@
-// Readiness in a running operator on the local store, against a real HTTP backend: seed 000's external example is
-// routed (after the self-hosted pool), a kind nothing routes is refused in status, and a pool whose health check
-// fails leaves routing after healthCheck.failureThreshold probes, one per healthCheck.interval, and returns on the
-// first passing probe. grid_provider_ready follows.
+// Readiness in a running operator on the local store, against a real HTTP backend: an external API provider
+// (providerKind External, backendKind OpenAI) is routed (after the self-hosted pool), a kind nothing routes is refused
+// in status, and a pool whose health check fails leaves routing after healthCheck.failureThreshold probes, one per
+// healthCheck.interval, and returns on the first passing probe. grid_provider_ready follows.
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { healthVerdict, recordProbe, type HealthRecord } from '../../daemons/gossip-operator/controllers/provider-health.ts';
@@ -15,7 +15,7 @@ const FAIL: HealthOutcome = { healthy: false, result: 'http_status', sentCredent
 const PASS: HealthOutcome = { healthy: true, result: 'healthy', sentCredential: false, detail: 'HTTP 200' };
 
 describe('provider health across probes (pure)', () => {
-  // seed 000: "If the operator cannot reach a backend's endpoint, the InferenceProvider stays Unavailable and the
+  // "If the operator cannot reach a backend's endpoint, the InferenceProvider stays Unavailable and the
   // overlay excludes it"; the CRD's healthCheck.failureThreshold (default 1) is how many probes in a row that takes.
   it.each([
     { probes: [FAIL], threshold: 1, phase: 'Unavailable', reason: 'HealthCheckFailed' },
@@ -72,7 +72,7 @@ describe('operator: provider readiness and fallback', () => {
       const c = await overlayClusters(state);
       return c !== undefined && c.length === 2 ? c : undefined;
     });
-    // seed 004 "API-provider fallback": "API providers are used as fallback or explicit lower-priority routes".
+    // "API providers are used as fallback or explicit lower-priority routes".
     expect(candidates.map((c: Json) => [c.cluster, c.selection_group])).toEqual([['pool', 0], ['openai-east1-provider', 1]]);
     const external: Json = await grid(state, 'InferenceProvider', 'openai-east1-provider');
     expect([external.status.phase, readyOf(external)?.status]).toEqual(['Available', 'True']);
@@ -119,7 +119,7 @@ describe('operator: provider readiness and fallback', () => {
       const c = await overlayClusters(state);
       return c !== undefined && !c.some((x: Json) => x.cluster === 'pool') ? c : undefined;
     });
-    // The API provider is now the route (seed 004: "If no self-hosted candidate is available for a model, the
+    // The API provider is now the route ("If no self-hosted candidate is available for a model, the
     // API-provider candidate can become the selected route").
     expect(without.map((c: Json) => [c.cluster, c.selection_group, c.admission_state])).toEqual([['openai-east1-provider', 0, 'new_and_existing']]);
     expect(await waitFor('grid_provider_ready 0 for pool', async () => ((await readyGauge(op, 'pool')) === 0 ? true : undefined))).toBe(true);

@@ -1,4 +1,4 @@
-// The operator as PID 1 (issue 16): a real process on the local store, stopped with SIGTERM or SIGINT, answers
+// The operator as PID 1 (in a container): a real process on the local store, stopped with SIGTERM or SIGINT, answers
 // /readyz 503 at once while its admin port and listeners still answer (the drain delay), closes the listeners, then releases its Lease and exits 0 within a
 // bound; a second signal during that shutdown exits at once with 128 + the signal.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -9,7 +9,7 @@ import { REPO_ROOT } from '../fixtures-path.ts';
 import { freePort, readStateObject, renderFixture, startBackend, tempDir, waitFor, type Backend } from './helpers.ts';
 import { testTokenFile } from '../ingest-token.ts';
 
-/** `podman stop` must return in < 3 s (issue 16); the operator's own share of that. */
+/** `podman stop` should return in < 3 s, well before its 10 s SIGKILL; the operator's own share of that. */
 const EXIT_BOUND_MS = 3_000;
 
 interface Running {

@@ -23,7 +23,7 @@ describe('GridSite phase machine (seed 001 "GridSite phase transitions")', () =>
     expect(nextSitePhase({ ...base, ...overrides })).toMatchObject({ phase, reason });
   });
 
-  it('sets the readiness conditions beside the flat phase (SPEC §1 beyond)', () => {
+  it('sets the readiness conditions beside the flat phase (docs/contract.md §1 beyond)', () => {
     const active = nextSitePhase({ ...base, probe: verified });
     expect(Object.fromEntries(active.conditions.map((c) => [c.type, c.status]))).toEqual({ Reachable: 'True', IdentityVerified: 'True', CertificatePinned: 'True', Ready: 'True' });
     const pinned = nextSitePhase({ ...base, probe: { outcome: 'pin_mismatch', fingerprint: 'b'.repeat(64), detail: 'x' } });

@@ -1,7 +1,7 @@
-// Issue 17 finding 6: the signed site record of a realistic site (the example grid's east and west, with the
-// certificates the local grid issues) is larger than one 1400-byte packet, so it used to travel only by
-// push-pull and every start logged broadcast_too_large. It now goes out as a split broadcast (record-parts.ts):
-// the peer learns the signing key and merges the record with no push-pull at all, and nothing is logged.
+// The signed site record of a realistic site (the example grid's east and west, with the certificates the local grid
+// issues) is larger than one 1400-byte packet: unsplit, it could travel only by push-pull and every start would log
+// broadcast_too_large. It goes out as a split broadcast (record-parts.ts): the peer learns the signing key and merges
+// the record with no push-pull at all, and nothing is logged.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// Wire version 3 (issue 22): tagged binary that decodes into the very objects the JSON wire gives, skips fields
+// Wire version 3: tagged binary that decodes into the very objects the JSON wire gives, skips fields
 // and kinds from newer versions, refuses malformed input as a drop reason, bounds inflation, and is measurably
 // smaller. The byte figures printed here are what the SWIM code sends (frame overhead included).
 import { deflateRawSync } from 'node:zlib';
@@ -133,7 +133,7 @@ describe('bytes on the wire, version 2 (JSON) against 3 (binary)', () => {
   });
 });
 
-// Issue 22: push-pull entries carry what the sender knows of each member's wire version, so a member learned by
+// Push-pull entries carry what the sender knows of each member's wire version, so a member learned by
 // push-pull is spoken to in version 3 from the first packet; what a member declares itself always wins.
 describe('wire versions learned second hand', () => {
   test('an entry\'s w is taken only for a peer not heard from, capped at what we speak', () => {

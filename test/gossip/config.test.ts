@@ -8,7 +8,7 @@ import {
   wanProfile,
 } from '../../daemons/gossip-operator/swim/config.ts';
 
-test('WAN profile carries the SPEC §5 reference values', () => {
+test('WAN profile carries the docs/contract.md §5 reference values', () => {
   const w = wanProfile();
   expect(w).toMatchObject({
     probeIntervalMs: 5_000,
@@ -55,7 +55,8 @@ describe('applySwimSpec', () => {
 
   test('rejects a profile whose probe timeout is not below the interval', () => {
     expect(() => applySwimSpec('a', { ...wanProfile(), probeTimeoutMs: 5_000 }, undefined)).toThrow('probeTimeoutMs: 5000 must be below probeIntervalMs (5000)');
-    // The opening frame of a push-pull stream: room for the longest header, never more than a packet (issue 17).
+    // The opening frame of a push-pull stream: room for the longest header, never more than a packet (so authentication
+    // comes before any larger buffer).
     expect(() => applySwimSpec('a', { ...wanProfile(), maxOpeningBytes: 512 }, undefined)).toThrow('maxOpeningBytes: 512 must be from 768 to maxPacketBytes (1400)');
     expect(() => applySwimSpec('a', { ...wanProfile(), maxOpeningBytes: 4_096 }, undefined)).toThrow('maxOpeningBytes: 4096 must be from 768 to maxPacketBytes (1400)');
     expect(() => applySwimSpec('a', { ...wanProfile(), maxPendingStreams: 0 }, undefined)).toThrow('maxPendingStreams: 0 must be a positive number');
@@ -63,7 +64,7 @@ describe('applySwimSpec', () => {
 });
 
 // memberlist's mult * ceil(log10(N + 1)) where it is at least the floor ceil(ln(N + 1)) + 7 (a member missing every
-// copy of a broadcast has odds of about N * e^-limit, issue 22).
+// copy of a broadcast has odds of about N * e^-limit).
 test.each([
   { mult: 4, n: 1, want: 8 },
   { mult: 4, n: 8, want: 10 },

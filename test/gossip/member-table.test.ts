@@ -76,7 +76,7 @@ describe('MemberTable rules', () => {
   });
 });
 
-// Issue 22: the live count, the dead/left set and random picks are kept on every transition instead of scanned.
+// The live count, the dead/left set and random picks are kept on every transition instead of scanned.
 describe('MemberTable counts and picks', () => {
   const scan = (t: MemberTable) => [...t.all()].filter((m) => m.state === 'alive' || m.state === 'suspect').length;
   const goneScan = (t: MemberTable) => [...t.all()].filter((m) => m.state === 'dead' || m.state === 'left').map((m) => m.name).sort();

@@ -1,7 +1,7 @@
-// Issue 17 finding 1, reproduced as written: 100 connections to the SWIM TCP port, each declaring a 4 MiB frame and
-// sending one byte every 100 ms, used to hold ~420 MB and none was closed. Now an inbound stream buffers at most
-// maxOpeningBytes before its opening frame authenticates, unauthenticated streams are capped (the oldest evicted),
-// and every stream has one deadline for the whole exchange; a real peer's push-pull succeeds during the attack.
+// A slow-drip attack on the SWIM TCP port: 100 connections, each declaring a 4 MiB frame and sending one byte every 100
+// ms. A transport that buffered what each declares would hold ~420 MB and close none; an inbound stream buffers at most
+// maxOpeningBytes before its opening frame authenticates, unauthenticated streams are capped (the oldest evicted), and
+// every stream has one deadline for the whole exchange; a real peer's push-pull succeeds during the attack.
 import { connect, type Socket } from 'node:net';
 import { afterEach, expect, test } from 'vitest';
 import { parseAddress } from '../../daemons/gossip-operator/swim/address.ts';

@@ -1,4 +1,4 @@
-// Issue 17 finding 5: frames are bound to their recipient and acks to the member probed. An attacker on the path
+// Frames are bound to their recipient and acks to the member probed. An attacker on the path
 // (here: a raw socket on a crashed member's port, holding the shared key to read and forge) cannot keep a dead
 // member alive by reflecting the prober's own frames back to it, by replaying them to another member, or by
 // answering with an ack from someone other than the member probed.

@@ -1,4 +1,4 @@
-// Issue 22: the grid at scale, in simulated time. The real membership code runs on a virtual clock and an
+// The grid at scale, in simulated time. The real membership code runs on a virtual clock and an
 // in-memory network with seeded loss and WAN-like delay (test/gossip/sim/), so the figures are the protocol's, not
 // this machine's load, and a seed replays a run. Printed per run: steady traffic, push-pull size, false
 // positives, detection and dissemination in gossip rounds. Grids start converged (every member holding the full
@@ -39,7 +39,7 @@ describe('gossip at scale in simulated time', () => {
     for (const f of runs) {
       expect(f.falseDeaths, `N=${f.n}`).toBe(0);
       expect(f.detectMs, `N=${f.n}`).toBeDefined();
-      // Every late joiner was known by all within a second (the join tail, issue 22).
+      // Every late joiner is known by all within a second (the join tail).
       expect(f.joinMaxMs, `N=${f.n}`).toBeLessThan(1_000);
     }
     // log(1000)/log(100) = 1.5; linear growth would multiply by 10. One round of slack for the discrete rounds.

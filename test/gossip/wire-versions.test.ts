@@ -1,7 +1,7 @@
-// Issue 22: the wire is versioned and negotiated per peer (SPEC §5: mixed versions interoperate). Members pinned
-// to wire version 2 stand in for the previous release: their frames are the JSON of that release, byte for byte,
-// and they refuse version 3. Upgraded members must speak 3 among themselves and 2 with the rest, signed state
-// records must verify either way, and a frame from a version nobody speaks yet is refused cleanly.
+// The wire is versioned and negotiated per peer (docs/contract.md §5: mixed versions interoperate). Members pinned to
+// wire version 2 stand in for the previous release: their frames are the JSON of that release, byte for byte, and they
+// refuse version 3. Upgraded members must speak 3 among themselves and 2 with the rest, signed state records must
+// verify either way, and a frame from a version nobody speaks yet is refused cleanly.
 import { createSocket } from 'node:dgram';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

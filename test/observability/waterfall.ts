@@ -1,6 +1,6 @@
 // A trace as a waterfall picture (SVG): one row per span, nested under its parent, a bar from its start to its end on
 // a shared time axis, labelled with its service, name and duration, and a tick where the first byte arrived. Made
-// from the spans a real OTLP receiver decoded (test/shared/otlp-receiver.ts), for the README's picture of a trace.
+// from the spans a real OTLP receiver decoded (test/shared/otlp-receiver.ts), for docs/observability.md's picture of a trace.
 import type { ReceivedSpan } from '../shared/otlp-receiver.ts';
 
 export interface WaterfallRow {

@@ -1,4 +1,4 @@
-// overlay-sync configuration: SPEC §4 environment variables, matching flags (flag wins), defaults, and one
+// overlay-sync configuration: docs/contract.md §4 environment variables, matching flags (flag wins), defaults, and one
 // clear error naming the variable or flag for each kind of bad input.
 
 import { describe, expect, it } from 'vitest';
@@ -49,7 +49,7 @@ describe('overlay-sync config', () => {
     expect(parseConfig(['--once'], BASE).once).toBe(true);
   });
 
-  it('derives the ConfigMap name (SPEC 2.1) and namespace from the expected scope', () => {
+  it('derives the ConfigMap name (docs/contract.md §2.1) and namespace from the expected scope', () => {
     const config = parseConfig([], { OVERLAY_SYNC_EXPECTED_NETWORK: 'glb-demo', OVERLAY_SYNC_EXPECTED_GATEWAY: 'glb-demo-edge-gateway', OVERLAY_SYNC_EXPECTED_NAMESPACE: 'grid-system' });
     expect(config.configMap).toBe('grid-overlay-glb-demo-glb-demo-edge-gateway');
     expect(config.namespace).toBe('grid-system');

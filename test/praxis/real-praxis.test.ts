@@ -1,4 +1,4 @@
-// The real Praxis parser on our configs (issue 15): test/praxis/praxis-check (praxis-proxy 0.5.3's `--validate` path,
+// The real Praxis parser on our configs: test/praxis/praxis-check (praxis-proxy 0.5.3's `--validate` path,
 // built by build-praxis-check.sh) runs over every praxis.yaml in dist/, every pod-local config the local grid writes
 // from them, the operator's generated consumer config, and each row of the conformance table whose rule the published
 // Praxis crates enforce. Praxis AI's own filters are stand-ins in the checker (see its src/main.rs), so their rows
@@ -120,9 +120,9 @@ describe('real Praxis (praxis-proxy 0.5.3 --validate) on what we compile', () =>
   });
 
   it('refuses only the extension filters of the gateways that declare them, and accepts those configs without them', () => {
-    // The example's east consumer declares callerKeys (README "Tenants, keys and budgets"): a Praxis AI consumer
+    // The example's east consumer declares callerKeys (docs/tenants.md): a Praxis AI consumer
     // cannot run caller_auth, usage_meter or budget_enforce, so such a consumer must be our gateway. Both sites
-    // offer a tool server or an agent (README "Tool servers and agents"): their provider gateways run
+    // offer a tool server or an agent (docs/agents.md): their provider gateways run
     // agent_provider_route, east's consumer mcp_route and a2a_route.
     expect(withExtensionFilters.map((w) => w.file.slice(dir.length + 1)).sort()).toEqual([
       'dist/east/consumer-gateway-config.yaml',

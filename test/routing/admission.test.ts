@@ -9,8 +9,8 @@ import { normalizeSample } from '../../daemons/routing/scoring.ts';
 import { sample, STABILIZED, T0 } from './fixtures.ts';
 
 describe('legacy instantaneous admission', () => {
-  // SPEC §2.5: "legacy instantaneous — unhealthy → none; queue > 0.85 or kv > 0.90 → existing_only; else
-  // new_and_existing" (seed 004: "When spec.admissionPolicy is omitted, admission preserves the legacy instantaneous behavior").
+  // docs/contract.md §2.5: "legacy instantaneous — unhealthy → none; queue > 0.85 or kv > 0.90 → existing_only; else
+  // new_and_existing" ("When spec.admissionPolicy is omitted, admission preserves the legacy instantaneous behavior").
   it.each([
     [{ healthy: true }, 'new_and_existing'],
     [{ healthy: false, queueDepth: 0 }, 'none'],
@@ -71,11 +71,11 @@ function run(
 }
 
 describe('stabilized admission', () => {
-  // SPEC §2.5: "Stabilized — enter after failureThreshold consecutive samples ≥ enter and minimumStateDuration in
-  // state; recover after successThreshold consecutive samples ≤ exit, recoveryHoldDown since the first of them and
-  // minimumStateDuration; a sample already counted (same scrape generation) is not counted twice; hard failure →
-  // none at once; missing signal → existing_only (or none with missingMetrics: excluded); no signal configured →
-  // new_and_existing."
+  // docs/contract.md §2.5: "Stabilized — enter after failureThreshold consecutive samples ≥ enter and
+  // minimumStateDuration in state; recover after successThreshold consecutive samples ≤ exit, recoveryHoldDown since
+  // the first of them and minimumStateDuration; a sample already counted (same scrape generation) is not counted twice;
+  // hard failure → none at once; missing signal → existing_only (or none with missingMetrics: excluded); no signal
+  // configured → new_and_existing."
   const cases: [string, Step[], PressureAdmissionPolicy?][] = [
     [
       'enters existing_only only after failureThreshold (2) consecutive pressure samples',

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { budgetStatus, counterTotal, type TenantSpendCounter } from '../../daemons/routing/budget.ts';
 
 describe('budget status', () => {
-  // seed 001 "Tenant budget tracking": "For every tenant declared in budgetPolicy, budgetStatus[] reports tenantId,
+  // "For every tenant declared in budgetPolicy, budgetStatus[] reports tenantId,
   // capUsd (copied from the policy), spendUsd (the converged cross-site total), spendRatio (spendUsd / capUsd)".
   it('sums the G-Counter slots of every site and divides by the cap', () => {
     const status = budgetStatus(

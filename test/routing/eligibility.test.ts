@@ -35,7 +35,7 @@ const where = (b: RoutingBackend) => `${b.kind}:${b.name}@${b.site}/${b.cluster}
 
 describe('local providers', () => {
   it('yields one candidate per model and site, cluster from routingClusterRef else the provider name', () => {
-    // seed 004 "Multi-cluster model routing": "The operator renders one overlay candidate per routable model/provider pair."
+    // "The operator renders one overlay candidate per routable model/provider pair."
     const { backends } = evaluate(network({
       sites: [site(OWN, { labels: { pool: 'gpu' } }), site('east-b', { labels: { pool: 'gpu' } })],
       inferenceProviders: [
@@ -53,14 +53,14 @@ describe('local providers', () => {
   });
 
   it('publishes a provider whose siteSelector matches no GridSite nowhere, and says why', () => {
-    // seed 000: "Overlay missing new candidate — Cause: ... siteSelector does not match any GridSite."
+    // What a user looks up as "Overlay missing new candidate — Cause: ... siteSelector does not match any GridSite."
     const result = evaluate(network({ inferenceProviders: [local('p', { siteSelector: { 'grid.praxis.fast/provider-site': 'nope' } })] }));
     expect(result.backends).toEqual([]);
     expect(result.excluded).toEqual([expect.objectContaining({ reason: 'no_matching_site', provider: 'p' })]);
   });
 
   it.each([
-    // seed 004: "Unavailable providers are excluded. Degraded providers remain in the overlay with fresh: false."
+    // "Unavailable providers are excluded. Degraded providers remain in the overlay with fresh: false."
     ['Available', true],
     ['Pending', true],
     ['Degraded', false],
@@ -82,13 +82,13 @@ describe('local providers', () => {
   });
 
   it('carries the credential reference of a local provider and never a value', () => {
-    // seed 004: "the operator projects a credential reference (never the token value) into the routing overlay candidate"
+    // "the operator projects a credential reference (never the token value) into the routing overlay candidate"
     const credential = { name: 'openai-token', namespace: 'praxis-system', key: 'token' };
     const [backend] = evaluate(network({ inferenceProviders: [local('p', { credential })] })).backends;
     expect(backend?.credential).toEqual(credential);
   });
 
-  it('excludes a provider whose metrics report healthy=false (SPEC §2.5 "metrics with healthy=false → excluded")', () => {
+  it('excludes a provider whose metrics report healthy=false (docs/contract.md §2.5 "metrics with healthy=false → excluded")', () => {
     const result = evaluate(network({
       inferenceProviders: [local('sick', { metrics: { configuredSignals: [], sample: sample({ healthy: false }) } })],
     }));
@@ -97,7 +97,7 @@ describe('local providers', () => {
   });
 
   it('publishes a draining provider as existing_only and never revives an unhealthy one', () => {
-    // SPEC §2.5: "trafficPolicy.drain: true publishes a healthy provider as existing_only."
+    // docs/contract.md §2.5: "trafficPolicy.drain: true publishes a healthy provider as existing_only."
     const result = evaluate(network({
       inferenceProviders: [
         local('drained', { drain: true }),
@@ -150,7 +150,7 @@ describe('local providers', () => {
 });
 
 describe('capacity weight', () => {
-  // seed 001: "spec.capacityWeight is an optional positive relative provider capacity from 1 through 1000 ... If
+  // "spec.capacityWeight is an optional positive relative provider capacity from 1 through 1000 ... If
   // omitted, the effective weight is 1." A value that bypassed the CRD (or a remote record's) is clamped, so the
   // overlay's traffic_weight always stays in the contract's 1..1000.
   it.each([
@@ -168,7 +168,7 @@ describe('capacity weight', () => {
 });
 
 describe('AgentToolProvider tools', () => {
-  // Issue 5: "AgentToolProvider tools as mcp_tool candidates (cluster tool/{provider}, allowlist from spec.tools)";
+  // AgentToolProvider tools are mcp_tool candidates (cluster tool/{provider}, allowlist from spec.tools);
   // CRD: spec.tools "Declared tools; discovered through tools/list when omitted".
   it.each([
     ['declared, not yet discovered', ['a', 'b'], undefined, ['a', 'b']],
@@ -188,8 +188,8 @@ describe('AgentToolProvider tools', () => {
 });
 
 describe('remote provider eligibility', () => {
-  // seed 004 "Routing eligibility": "A remote provider record is included in the routing overlay only when the
-  // corresponding GridSite.status.phase is Active, or Unreachable under poll signal transport"; seed 001: "Provider
+  // "A remote provider record is included in the routing overlay only when the corresponding GridSite.status.phase
+  // is Active, or Unreachable under poll signal transport"; "Provider
   // records from a peer whose GridSite is in Discovered, Connecting, Pending, or Left are excluded ... Records from a
   // peer with no matching GridSite are also excluded (fail-closed)."
   const phases: [GridSitePhase, 'gossip' | 'poll', boolean][] = [
@@ -214,7 +214,7 @@ describe('remote provider eligibility', () => {
   });
 
   it('a Pending remote site is excluded while a local provider of a Pending own site is included', () => {
-    // seed 001: "local InferenceProviders are eligible regardless of GridSite.status.phase; only remote CRDT provider
+    // "local InferenceProviders are eligible regardless of GridSite.status.phase; only remote CRDT provider
     // records are phase-gated".
     const input = network({
       sites: [site(OWN, { phase: 'Pending' }), remoteSite('west', { phase: 'Pending' })],
@@ -229,7 +229,7 @@ describe('remote provider eligibility', () => {
   });
 
   it.each([
-    // seed 004: "Remote records are filtered by network and local site identity so a site does not route to its own
+    // "Remote records are filtered by network and local site identity so a site does not route to its own
     // CRDT echo or to providers from another GridNetwork."
     ['its own echo', remote(OWN, 'p'), 'own_echo'],
     ['another network', remote('west', 'p', { network: 'staging' }), 'other_network'],
@@ -251,7 +251,7 @@ describe('remote provider eligibility', () => {
   });
 
   it.each([
-    // SPEC §2.2: fresh is "false for Degraded providers and for remote providers of Suspect/Dead members".
+    // docs/contract.md §2.2: fresh is "false for Degraded providers and for remote providers of Suspect/Dead members".
     ['Available', 'alive', true],
     ['Degraded', 'alive', false],
     ['Available', 'suspect', false],
@@ -262,7 +262,7 @@ describe('remote provider eligibility', () => {
   });
 
   it('never carries a credential on a remote candidate and publishes its models and tools', () => {
-    // seed 004: "For remote AGN sites, provider backend credentials stay in the remote provider site".
+    // "For remote AGN sites, provider backend credentials stay in the remote provider site".
     const result = evaluate(network({
       sites: [remoteSite('west')],
       remoteRecords: [remote('west', 'mcp', { models: ['m'], tools: ['search', 'search'], capacityWeight: 30 })],
@@ -284,10 +284,10 @@ describe('remote provider eligibility', () => {
 });
 
 describe('stale candidate TTL', () => {
-  // SPEC §2.5: "Stale remote candidates (fresh=false) stay until their member has been Dead/Suspect for
-  // staleCandidateTtlSeconds; local and fresh ones are never evicted by the TTL." seed 004: "age_secs = 0 on a
-  // Dead/Suspect member as unknown and retains conservatively"; "defensively treats an internally observed 0 as absent".
-  // seed 001: "Under poll signal transport the operator removes no candidate for liveness."
+  // docs/contract.md §2.5: "Stale remote candidates (fresh=false) stay until their member has been Dead/Suspect for
+  // staleCandidateTtlSeconds; local and fresh ones are never evicted by the TTL." Also: "age_secs = 0 on a
+  // Dead/Suspect member as unknown and retains conservatively"; "defensively treats an internally observed 0 as
+  // absent"; "Under poll signal transport the operator removes no candidate for liveness."
   const cases = [
     ['dead past the TTL', { memberState: 'dead', memberAgeSeconds: 3600 }, 3600, 'gossip', false],
     ['suspect past the TTL', { memberState: 'suspect', memberAgeSeconds: 4000 }, 3600, 'gossip', false],

@@ -108,7 +108,9 @@ function localTool(m: Manifest): LocalToolProvider {
   };
 }
 
-/** What a remote site gossips for one of its InferenceProviders (SPEC §5 state record), as received here. */
+/**
+ * What a remote site gossips for one of its InferenceProviders (docs/contract.md §5 state record), as received here.
+ */
 function remoteRecord(site: string, m: Manifest): RemoteProviderRecord {
   const { spec } = m;
   const queueDepth = QUEUE[m.metadata.name];

@@ -39,7 +39,7 @@ function item(
 const sites = (list: readonly TieredBackend[]) => list.map((i) => i.backend.site);
 
 describe('compareByteOrder', () => {
-  // SPEC §2.5: tie-break "site, name, cluster (byte order)".
+  // docs/contract.md §2.5: tie-break "site, name, cluster (byte order)".
   it.each([
     ['a', 'b', -1],
     ['b', 'a', 1],
@@ -59,7 +59,7 @@ describe('ordering policies', () => {
   it.each(['geographyFirst', 'scoreFirst'] as const)(
     '%s: a healthy cross-region provider ranks before an overloaded same-region one',
     (policy) => {
-      // seed 004: "Both policies ensure that a healthy cross-region provider (new_and_existing) ranks before an
+      // "Both policies ensure that a healthy cross-region provider (new_and_existing) ranks before an
       // overloaded same-region provider (existing_only). Admission state takes priority over locality and score."
       const { ordered } = orderCandidates(policy, [
         item('near', 'same_region', { admission: 'existing_only', score: 0.9 }),
@@ -70,7 +70,7 @@ describe('ordering policies', () => {
   );
 
   it('scoreFirst lets a better-scored remote pass a local one when admission and freshness are equal', () => {
-    // seed 004: "scoreFirst additionally allows comparable runtime metrics to move a remote provider ahead of a local
+    // "scoreFirst additionally allows comparable runtime metrics to move a remote provider ahead of a local
     // provider before either reaches an admission threshold."
     const input = [item('local', 'same_site', { score: 0.4 }), item('remote', 'cross_region', { score: 0.8 })];
     expect(sites(orderCandidates('scoreFirst', input).ordered)).toEqual(['remote', 'local']);
@@ -78,7 +78,8 @@ describe('ordering policies', () => {
   });
 
   it('geographyFirst: admission, tier, fresh, score descending, then site, name, cluster', () => {
-    // SPEC §2.5 "geographyFirst: admission, tier, fresh (true first), score desc, then site, name, cluster (byte order)".
+    // docs/contract.md §2.5 "geographyFirst: admission, tier, fresh (true first), score desc, then site, name, cluster
+    // (byte order)".
     const input = [
       item('g-stale-near', 'same_site', { fresh: false, score: 1 }),
       item('f-region-hi', 'same_region', { score: 0.9 }),
@@ -118,7 +119,8 @@ describe('ordering policies', () => {
 
 describe('dedup, rank and cap', () => {
   it('keeps the best-placed copy of a (kind, name, site, cluster), even when copies are not adjacent', () => {
-    // SPEC §2.5: "Drop adjacent duplicates; rank = index"; SPEC §2.4 step 7 rejects any duplicate, adjacent or not.
+    // docs/contract.md §2.5: "Drop adjacent duplicates; rank = index"; docs/contract.md §2.4 step 7 rejects any
+    // duplicate, adjacent or not.
     const best = item('s', 'same_site', { provider: 'p1', score: 0.9 });
     const other = item('t', 'same_site', { score: 0.5 });
     const worse = item('s', 'same_site', { provider: 'p2', admission: 'existing_only' });
@@ -165,8 +167,8 @@ describe('dedup, rank and cap', () => {
 });
 
 describe('selection groups', () => {
-  // SPEC §2.5: "Groups per (kind,name) in final order: a new group starts when admission, tier or fresh changes
-  // (scoreFirst: admission or fresh); score never splits a group."
+  // docs/contract.md §2.5: "Groups per (kind,name) in final order: a new group starts when admission, tier or fresh
+  // changes (scoreFirst: admission or fresh); score never splits a group."
   const input = [
     item('a', 'same_site', { score: 0.9 }),
     item('b', 'same_site', { score: 0.1 }),

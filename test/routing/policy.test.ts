@@ -10,7 +10,7 @@ function resolve(spec: GridNetworkSpec) {
 
 describe('resolveRoutingPolicy', () => {
   it('applies the CRD defaults to an empty spec (geographyFirst, noMetrics, legacy admission, gossip)', () => {
-    // seed 001/004: routingPolicy "geographyFirst (default)"; scoringPolicy absent means noMetrics; "When
+    // routingPolicy "geographyFirst (default)"; scoringPolicy absent means noMetrics; "When
     // spec.admissionPolicy is omitted, admission preserves the legacy instantaneous behavior".
     expect(resolve({})).toEqual({ routingPolicy: 'geographyFirst', scoringStrategy: 'noMetrics', signalTransport: 'gossip' });
   });
@@ -20,7 +20,7 @@ describe('resolveRoutingPolicy', () => {
     expect(resolve({ admissionPolicy: { mode: 'instantaneous', pressure: { enterThreshold: 0.5 } } }).admission).toBeUndefined();
   });
 
-  it('fills stabilized pressure defaults: enter 0.85, exit 0.70, failure 2, success 3, 10s, 30s (SPEC §1)', () => {
+  it('fills stabilized pressure defaults: enter 0.85, exit 0.70, failure 2, success 3, 10s, 30s (docs/contract.md §1)', () => {
     expect(resolve({ admissionPolicy: { mode: 'stabilized' } }).admission).toEqual({
       enterThreshold: 0.85,
       exitThreshold: 0.7,
@@ -62,7 +62,7 @@ describe('resolveRoutingPolicy', () => {
   });
 
   it.each([0, -1, 1.5, Number.NaN])('treats staleCandidateTtlSeconds %s as absent, never as "evict now"', (ttl) => {
-    // seed 004: "The controller also defensively treats an internally observed 0 as absent".
+    // "The controller also defensively treats an internally observed 0 as absent".
     expect(resolve({ staleCandidateTtlSeconds: ttl }).staleCandidateTtlSeconds).toBeUndefined();
   });
 

@@ -1,7 +1,7 @@
 /**
- * Readiness and fallback rules of the routing core, one table per rule; every row quotes the seed or reference
+ * Readiness and fallback rules of the routing core, one table per rule; every row quotes the design or reference
  * sentence it implements. Reference: praxis-proxy/grid docs/metrics.md, docs/architecture/polling-metrics.md,
- * docs/routing.md. Seeds: /work/shared/seeds (000 adding a provider, 001 CRDs, 003 architecture, 004 routing).
+ * docs/routing.md. The routing rules themselves: docs/contract.md §2.5.
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -48,7 +48,7 @@ describe('provider readiness rows (grid_provider_ready and the serving config ad
       expected: { provider: 'q', site: 'west', remote: true, ready: false, admission: 'none', excluded: { reason: 'provider_unavailable' } },
     },
     {
-      rule: 'seed 004: "metrics with healthy=false → excluded" (SPEC §2.5), and metrics.md: grid_provider_ready "0 when not [able to serve]"',
+      rule: 'seed 004: "metrics with healthy=false → excluded" (docs/contract.md §2.5), and metrics.md: grid_provider_ready "0 when not [able to serve]"',
       input: network({ inferenceProviders: [local('p', { metrics: { configuredSignals: [], sample: sample({ healthy: false }) } })] }),
       expected: { provider: 'p', ready: false, admission: 'none', excluded: { reason: 'unhealthy' } },
     },
@@ -87,16 +87,16 @@ describe('provider readiness rows (grid_provider_ready and the serving config ad
 
 describe('backend kinds: routed, or refused with a reason (never dropped quietly)', () => {
   it.each([
-    // seed 000 "Provider Type: External HTTPS API": providerKind: External, backendKind: OpenAI
+    // An external HTTPS API: providerKind: External, backendKind: OpenAI
     ['External', 'OpenAI', 'api_provider'],
-    // seed 001 InferenceProvider example: providerKind: open_ai, backendKind: api_provider
+    // The CRD's InferenceProvider example: providerKind: open_ai, backendKind: api_provider
     ['open_ai', 'api_provider', 'api_provider'],
-    // seed 000 in-cluster examples: providerKind: self_hosted, backendKind: local
+    // In-cluster providers: providerKind: self_hosted, backendKind: local
     ['self_hosted', 'local', 'local'],
-    // seed 001 "spec.backendKind ... local | remote | cloud_managed | api_provider"
+    // "spec.backendKind ... local | remote | cloud_managed | api_provider"
     ['self_hosted', 'remote', 'remote'],
     ['bedrock', 'cloud_managed', 'cloud_managed'],
-    // seed 000 "External APIs (OpenAI, Anthropic, Bedrock)"; seed 001 providerKind list "open_ai | anthropic | bedrock | vertex"
+    // "External APIs (OpenAI, Anthropic, Bedrock)"; the providerKind list "open_ai | anthropic | bedrock | vertex"
     ['External', 'Anthropic', 'api_provider'],
     ['External', 'Bedrock', 'cloud_managed'],
     ['vertex', 'Vertex', 'cloud_managed'],
@@ -119,7 +119,7 @@ describe('backend kinds: routed, or refused with a reason (never dropped quietly
 });
 
 describe('API providers are the fallback of self-hosted pools in the same tier', () => {
-  // seed 004 "API-provider fallback": "Scoring normally places self-hosted candidates ahead of API-provider
+  // "Scoring normally places self-hosted candidates ahead of API-provider
   // candidates, so API providers are used as fallback or explicit lower-priority routes"; docs/routing.md: "Group 0:
   // local AGN providers / Group 1: remote AGN providers / Group 2: external providers".
   const cheapApi = local('api', { providerKind: 'External', backendKind: 'OpenAI', cost: { perMillionInputTokens: 0, perMillionOutputTokens: 0 } });
@@ -156,8 +156,8 @@ describe('API providers are the fallback of self-hosted pools in the same tier',
 });
 
 describe('sovereigntyZone residency before ordering', () => {
-  // seed 004: ordering "does not override data-residency or sovereignty constraints; those must be enforced
-  // separately before candidates reach the ordering phase"; seed 001 GridSite: "sovereigntyZone: us".
+  // Ordering "does not override data-residency or sovereignty constraints; those must be enforced separately before
+  // candidates reach the ordering phase"; a GridSite declares e.g. "sovereigntyZone: us".
   const eu = (name: string, zone?: string) => (zone === undefined ? remoteSite(name) : remoteSite(name, { sovereigntyZone: zone }));
   it.each([
     { consumerZone: 'eu', remoteZone: 'eu', routed: ['east', 'gateway-west'] },
@@ -189,8 +189,8 @@ describe('sovereigntyZone residency before ordering', () => {
 });
 
 describe('score: latency, error rate and cost', () => {
-  // seed 004 "Missing-value defaults": "scored signals default to neutral values and health/error signals default to
-  // no evidence of failure"; seed 003: noMetrics "gives all admitted candidates the same dynamic score".
+  // "scored signals default to neutral values and health/error signals default to no evidence of failure"; noMetrics
+  // "gives all admitted candidates the same dynamic score".
   const signals = (over: Partial<typeof NO_SIGNALS>) => ({ ...NO_SIGNALS, ...over });
   it.each([
     { case: 'missing latency, error rate and cost leave queueDepth at 1 - queue', strategy: 'queueDepth' as const, s: signals({ queueDepth: 0.2 }), cost: undefined, total: 0.8, latency: 0.5, costScore: 0.5 },
@@ -199,8 +199,8 @@ describe('score: latency, error rate and cost', () => {
     { case: 'a slower p99 lowers it, never to a 0 latency score', strategy: 'queueDepth' as const, s: signals({ queueDepth: 0.2, latencyP99Ms: 9000 }), cost: undefined, total: 0.72, latency: 0.1, costScore: 0.5 },
     { case: 'a 20 % error rate costs 0.1', strategy: 'kvCachePressure' as const, s: signals({ kvCacheUtilization: 0.4, errorRate: 0.2 }), cost: undefined, total: 0.5, latency: 0.5, costScore: 0.5 },
     { case: 'a declared cost at the 10 USD reference is cost 0.5', strategy: 'queueDepth' as const, s: signals({ queueDepth: 0 }), cost: { perMillionInputTokens: 4, perMillionOutputTokens: 6 }, total: 1, latency: 0.5, costScore: 0.5 },
-    { case: 'a free declared cost (self-hosted, spec.cost {}) is cost 1, the total stays the strategy\'s (SPEC §2.5 "queueDepth → 1 - queue_depth")', strategy: 'queueDepth' as const, s: signals({ queueDepth: 0 }), cost: { perMillionInputTokens: 0, perMillionOutputTokens: 0 }, total: 1, latency: 0.5, costScore: 1 },
-    { case: 'noMetrics ignores measured latency and errors (SPEC §2.5 "noMetrics → 0 for all")', strategy: 'noMetrics' as const, s: signals({ latencyP99Ms: 0, errorRate: 1 }), cost: undefined, total: 0, latency: 1, costScore: 0.5 },
+    { case: 'a free declared cost (self-hosted, spec.cost {}) is cost 1, the total stays the strategy\'s (docs/contract.md §2.5 "queueDepth → 1 - queue_depth")', strategy: 'queueDepth' as const, s: signals({ queueDepth: 0 }), cost: { perMillionInputTokens: 0, perMillionOutputTokens: 0 }, total: 1, latency: 0.5, costScore: 1 },
+    { case: 'noMetrics ignores measured latency and errors (docs/contract.md §2.5 "noMetrics → 0 for all")', strategy: 'noMetrics' as const, s: signals({ latencyP99Ms: 0, errorRate: 1 }), cost: undefined, total: 0, latency: 1, costScore: 0.5 },
     { case: 'a dear declared cost shows in the breakdown only', strategy: 'noMetrics' as const, s: NO_SIGNALS, cost: { perMillionInputTokens: 30, perMillionOutputTokens: 0 }, total: 0, latency: 0.5, costScore: 0.25 },
   ])('$case', ({ strategy, s, cost, total, latency, costScore }) => {
     const score = scoreSignals(strategy, s, cost);

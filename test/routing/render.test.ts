@@ -57,7 +57,7 @@ function grid(over: Partial<NetworkRoutingInput> = {}): NetworkRoutingInput {
   });
 }
 
-describe('overlay envelope (SPEC §2.2)', () => {
+describe('overlay envelope (docs/contract.md §2.2)', () => {
   const overlay = render(grid({ policy: policy({ selectionMode: 'weightedRandom', placementStrategy: 'static', scoringStrategy: 'queueDepth' }) }));
 
   it('puts the envelope keys, scope and provenance in contract order', () => {
@@ -106,7 +106,7 @@ describe('overlay envelope (SPEC §2.2)', () => {
   });
 
   it('fills every enrichment field: stable_id, admission, tier, score, breakdown, rank, group, weight', () => {
-    // seed 004: "Each candidate is enriched with admission state, locality tier, stable ID, score, score breakdown, and rank."
+    // "Each candidate is enriched with admission state, locality tier, stable ID, score, score breakdown, and rank."
     expect(overlay.payload.candidates).toEqual([
       {
         kind: 'mcp_tool', name: 'database-query', site: OWN, cluster: 'tool/db-tools', fresh: true,
@@ -134,7 +134,8 @@ describe('overlay envelope (SPEC §2.2)', () => {
   });
 
   it('publishes traffic_weight only under weightedRandom', () => {
-    // SPEC §2.2: traffic_weight "only under weightedRandom: the provider's capacityWeight (1..1000, default 1)".
+    // docs/contract.md §2.2: traffic_weight "only under weightedRandom: the provider's capacityWeight
+    // (1..1000, default 1)".
     for (const mode of [undefined, 'deterministic', 'roundRobin', 'random'] as const) {
       const plain = render(grid({ policy: policy(mode === undefined ? {} : { selectionMode: mode }) }));
       expect(plain.payload.candidates.some((c) => Object.hasOwn(c, 'traffic_weight'))).toBe(false);
@@ -182,7 +183,7 @@ describe('revision semantics (seed 004 "Revision semantics")', () => {
 });
 
 describe('per-gateway perspective', () => {
-  // seed 004: "Renders a content-addressed overlay for each gateway reference. Each gateway can therefore receive a
+  // "Renders a content-addressed overlay for each gateway reference. Each gateway can therefore receive a
   // different ranking because its localSite and routing perspective can differ."
   it('gives each gateway its own local site, tiers, order and revision from one evaluation', () => {
     const input = grid();
@@ -200,7 +201,7 @@ describe('per-gateway perspective', () => {
   });
 
   it('applies access policy against each gateway consumer site', () => {
-    // SPEC §2.5: "accessPolicy.siteSelector.matchLabels must be a subset of the consumer site's labels".
+    // docs/contract.md §2.5: "accessPolicy.siteSelector.matchLabels must be a subset of the consumer site's labels".
     const input = grid({
       inferenceProviders: [local('east-only', { models: ['private'], accessLabels: { 'grid.praxis.fast/site': OWN } })],
       toolProviders: [],
@@ -233,7 +234,8 @@ describe('render errors are values', () => {
   }
 
   it.each([
-    // SPEC §1: "placementPolicy (strategy: static) is set if and only if selectionPolicy.mode == weightedRandom".
+    // docs/contract.md §1: "placementPolicy (strategy: static) is set if and only if selectionPolicy.mode ==
+    // weightedRandom".
     ['weightedRandom without placementPolicy', policy({ selectionMode: 'weightedRandom' }), /requires spec\.placementPolicy\.strategy "static" \(got none\)/],
     ['weightedRandom with another placement', policy({ selectionMode: 'weightedRandom', placementStrategy: 'dynamic' }), /got "dynamic"/],
     ['placementPolicy without weightedRandom', policy({ selectionMode: 'roundRobin', placementStrategy: 'static' }), /only valid with spec\.selectionPolicy\.mode weightedRandom \(mode is roundRobin\)/],
@@ -276,7 +278,7 @@ describe('render errors are values', () => {
 
 describe('re-ranking across reconciles (seed 004 "How re-ranking updates")', () => {
   it('moves a pressured local provider behind a healthy remote one after failureThreshold samples, then back', () => {
-    // seed 004: "Stabilized admission requires repeated pressure observations before entering existing_only, and
+    // "Stabilized admission requires repeated pressure observations before entering existing_only, and
     // repeated low-pressure observations plus a minimum state duration and recovery hold-down before returning".
     const admission = { ...STABILIZED, successThreshold: 2, recoveryHoldDownSeconds: 20 };
     const reconcile = (queueDepth: number, generation: number, observedAtMs: number) => grid({

@@ -9,7 +9,7 @@ import {
 import { sample } from './fixtures.ts';
 
 describe('normalisation', () => {
-  // seed 004: "set metricsConfig.queueCapacity; AGN divides the raw value by that capacity and clamps the result to
+  // "set metricsConfig.queueCapacity; AGN divides the raw value by that capacity and clamps the result to
   // [0.0, 1.0]"; "CRDT values are treated as absent when non-finite".
   it.each([
     [0.4, undefined, 0.4],
@@ -42,8 +42,8 @@ describe('normalisation', () => {
 });
 
 describe('scoring strategies', () => {
-  // SPEC §2.5: "noMetrics → 0 for all; queueDepth → 1 - queue_depth; kvCachePressure → 1 - kv_cache_utilization;
-  // missing metrics → neutral 0.5".
+  // docs/contract.md §2.5: "noMetrics → 0 for all; queueDepth → 1 - queue_depth; kvCachePressure →
+  // 1 - kv_cache_utilization; missing metrics → neutral 0.5".
   const loaded = normalizeSample(sample({ queueDepth: 0.7, kvCacheUtilization: 0.2, prefixCacheHitRatio: 0.9 }));
   it.each([
     ['noMetrics', loaded, 0],

@@ -9,7 +9,7 @@ import {
 import { NET, site } from './fixtures.ts';
 
 describe('discoveredSiteK8sName', () => {
-  // SPEC §2.5: "each part lowercased, non [a-z0-9] → -, trimmed; joined {net}-{site}".
+  // docs/contract.md §2.5: "each part lowercased, non [a-z0-9] → -, trimmed; joined {net}-{site}".
   it.each([
     ['production', 'site-b', 'production-site-b'],
     ['Prod', 'Site_B', 'prod-site-b'],
@@ -50,8 +50,8 @@ describe('SiteIndex', () => {
 });
 
 describe('access policy', () => {
-  // SPEC §2.5: "accessPolicy.siteSelector.matchLabels must be a subset of the consumer site's labels (empty = all;
-  // unknown consumer site = deny unless empty)".
+  // docs/contract.md §2.5: "accessPolicy.siteSelector.matchLabels must be a subset of the consumer site's labels
+  // (empty = all; unknown consumer site = deny unless empty)".
   const consumer = site('east', { labels: { 'grid.praxis.fast/site': 'cluster-a', env: 'prod' } });
   it.each([
     ['empty selector, known consumer', {}, consumer, true],
@@ -72,8 +72,8 @@ describe('access policy', () => {
 });
 
 describe('localityTier', () => {
-  // seed 004 "Locality tier derivation" / SPEC §2.5: "same name → same_site; both regions equal → same_zone if zones
-  // equal, else same_region; regions differ → cross_region; else unknown". Zone comparison requires a region match.
+  // docs/contract.md §2.5: "same name → same_site; both regions equal → same_zone if zones equal, else same_region;
+  // regions differ → cross_region; else unknown". Zone comparison requires a region match.
   const geo = (region?: string, zone?: string) => site('x', { ...(region ? { region } : {}), ...(zone ? { zone } : {}) });
   it.each([
     ['same name without geography', 'a', undefined, 'a', undefined, 'same_site'],

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fnv1a32Hex } from '../../schemas/fnv1a.ts';
 import { overlayConfigMapName } from '../../schemas/overlay/configmap-name.ts';
 
-describe('overlay ConfigMap name (SPEC §2.1)', () => {
+describe('overlay ConfigMap name (docs/contract.md §2.1)', () => {
   it('is grid-overlay-{network}-{gateway} when that fits in 63 characters', () => {
     expect(overlayConfigMapName('production', 'inference-gw')).toBe('grid-overlay-production-inference-gw');
     const exactly63 = overlayConfigMapName('n'.repeat(24), 'g'.repeat(25));

@@ -1,7 +1,7 @@
 // crdManifest output must be accepted by a real API server: a structural openAPIV3Schema
 // (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#specifying-a-structural-schema)
-// whose CEL rules have bounded cost, plus the names and printer columns of SPEC §1. The checker below encodes the
-// structural rules these schemas rely on; its own negative tests prove it catches each violation.
+// whose CEL rules have bounded cost, plus the names and printer columns of docs/contract.md §1. The checker below
+// encodes the structural rules these schemas rely on; its own negative tests prove it catches each violation.
 import { describe, expect, it } from 'vitest';
 import { Ajv } from 'ajv';
 import { parse as parseCel } from '@marcbachmann/cel-js';
@@ -150,7 +150,7 @@ describe('the structural-schema checker', () => {
   });
 });
 
-// SPEC §1 table: kind | plural | short | printer columns.
+// docs/contract.md §1 table: kind | plural | short | printer columns.
 const SPEC_TABLE: Record<GridKind, { plural: string; short: string; columns: Array<[string, string, number?]> }> = {
   GridNetwork: {
     plural: 'gridnetworks',
@@ -195,7 +195,7 @@ describe.each(KINDS)('crdManifest(%s)', (kind) => {
     expect(version.subresources).toEqual({ status: {} });
   });
 
-  it('has the names and short name of SPEC §1', () => {
+  it('has the names and short name of docs/contract.md §1', () => {
     expect(crd.spec.names.kind).toBe(kind);
     expect(crd.spec.names.plural).toBe(SPEC_TABLE[kind].plural);
     expect(crd.spec.names.singular).toBe(kind.toLowerCase());
@@ -203,7 +203,7 @@ describe.each(KINDS)('crdManifest(%s)', (kind) => {
     expect(crd.spec.names.shortNames).toEqual([SPEC_TABLE[kind].short]);
   });
 
-  it('has exactly the printer columns of SPEC §1', () => {
+  it('has exactly the printer columns of docs/contract.md §1', () => {
     const columns = version.additionalPrinterColumns.map((c) => [c.name, c.jsonPath, c.priority ?? 0]);
     expect(columns).toEqual(SPEC_TABLE[kind].columns.map(([name, path, priority]) => [name, path, priority ?? 0]));
   });
@@ -239,7 +239,7 @@ describe('CEL rules in the CRDs', () => {
     return out;
   };
 
-  it('use oldSelf only for the SiteInvite spec immutability rule (SPEC §1: "SiteInvite.spec immutable (self == oldSelf)")', () => {
+  it('use oldSelf only for the SiteInvite spec immutability rule (docs/contract.md §1: "SiteInvite.spec immutable (self == oldSelf)")', () => {
     const transitions = KINDS.flatMap((k) => allRules(openApiSchema(k)).filter((r) => /oldSelf/.test(r)).map((r) => `${k}: ${r}`));
     expect(transitions).toEqual(['SiteInvite: self == oldSelf']);
     const specRules = (openApiSchema('SiteInvite')['properties'] as Node)['spec'] as Node;

@@ -1,5 +1,5 @@
-// validateCustomResource and applyDefaults against the seed examples and every validation rule of SPEC §1.
-// Each rule row holds one invalid object (with the path and message a user sees) and the nearest valid one.
+// validateCustomResource and applyDefaults against the example objects and every validation rule of docs/contract.md
+// §1. Each rule row holds one invalid object (with the path and message a user sees) and the nearest valid one.
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -30,7 +30,7 @@ describe('seed examples (test/fixtures/crds/valid)', () => {
   });
 });
 
-describe('validation rules of SPEC §1', () => {
+describe('validation rules of docs/contract.md §1', () => {
   it.each(RULES.map((row, i) => [i, row.cite, row] as const))('row %i rejects: %s', (_i, _cite, row) => {
     const issues = validateCustomResource(ruleObject(row, row.invalid));
     const match = issues.find((issue) => issue.path === row.path && issue.message.includes(row.message));
@@ -43,7 +43,7 @@ describe('validation rules of SPEC §1', () => {
 });
 
 describe('applyDefaults', () => {
-  it('fills the documented admissionPolicy.pressure defaults (SPEC §1: enter 0.85, exit 0.70, failure 2, success 3, 10s, 30s)', () => {
+  it('fills the documented admissionPolicy.pressure defaults (docs/contract.md §1: enter 0.85, exit 0.70, failure 2, success 3, 10s, 30s)', () => {
     const defaulted = applyDefaults('GridNetwork', resource('GridNetwork', { admissionPolicy: {} })) as any;
     expect(defaulted.spec.admissionPolicy).toEqual({
       mode: 'instantaneous',

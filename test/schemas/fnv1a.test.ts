@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { fnv1a32Hex, stableId } from '../../schemas/fnv1a.ts';
 
-describe('FNV-1a 32 (SPEC §2.2)', () => {
+describe('FNV-1a 32 (docs/contract.md §2.2)', () => {
   it.each([
     ['', '811c9dc5'],
     ['a', 'e40c292c'],

@@ -123,7 +123,7 @@ const CASES: readonly Case[] = [
   },
   {
     // main 198 and 409-414: schema_version must equal "1.0.0" exactly ("unsupported envelope schema version"), and
-    // groups keeps the same check (200, 464). Our gateway accepts any 1.x (SPEC §2.4 step 3).
+    // groups keeps the same check (200, 464). Our gateway accepts any 1.x (docs/contract.md §2.4 step 3).
     name: 'schema_version 1.1.0',
     doc: () => mutated(envelope(grouped()), (doc) => { doc.schema_version = '1.1.0'; }),
     verdicts: {
@@ -142,7 +142,8 @@ const CASES: readonly Case[] = [
     },
   },
   {
-    // PR #731 denies unknown fields in selection_policy (the check); so does our contract (SPEC §2.4 step 7).
+    // PR #731 denies unknown fields in selection_policy (the check); so does our contract (docs/contract.md
+    // §2.4 step 7).
     name: 'selection_policy with an unknown key',
     doc: () => redigested(grouped('random'), (overlay) => { overlay.selection_policy.weights = 'x'; }),
     verdicts: {

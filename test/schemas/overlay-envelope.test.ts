@@ -4,7 +4,7 @@ import { overlayRevision } from '../../schemas/overlay/revision.ts';
 import { validateOverlay } from '../../schemas/overlay/validate.ts';
 import { candidate, envelope, payload } from './overlay-builders.ts';
 
-describe('buildEnvelope (SPEC §2.2)', () => {
+describe('buildEnvelope (docs/contract.md §2.2)', () => {
   it('writes the envelope keys, scope and provenance in contract order', () => {
     const env = envelope();
     expect(Object.keys(env)).toEqual(['schema_version', 'revision', 'content_digest', 'scope', 'provenance', 'overlay']);

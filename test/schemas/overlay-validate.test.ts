@@ -53,7 +53,7 @@ describe('overlay contract v1 fixtures (fixtures/overlay-contract-v1/manifest.js
     expect(reject(readFileSync(join(CONTRACT, 'hybrid-missing-schema.json'))).message).toMatch(/missing schema_version/);
   });
 
-  it('accepts valid-selection-policy.json with the revision SPEC §6 gives', () => {
+  it('accepts valid-selection-policy.json with the revision docs/contract.md §6 gives', () => {
     expect(validateOverlay(readFileSync(join(CONTRACT, 'valid-selection-policy.json')), SYNC)).toMatchObject({
       ok: true,
       revision: 'd3321586b5e414b8bd80c07a9d16ac10dce38d6810e3591a8526a6bdd0639007',
@@ -61,7 +61,7 @@ describe('overlay contract v1 fixtures (fixtures/overlay-contract-v1/manifest.js
   });
 });
 
-describe('validateOverlay: SPEC §2.4 steps in order', () => {
+describe('validateOverlay: docs/contract.md §2.4 steps in order', () => {
   const good = envelope();
 
   it('1. refuses more bytes than the limit before parsing anything', () => {

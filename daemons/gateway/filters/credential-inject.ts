@@ -1,8 +1,8 @@
-// credential_inject (SPEC §3.2): tokens keyed by (name, namespace, key), from a file (trimmed, at most 16 KiB), an
-// environment variable or an inline value. A file is followed on disk (gateway-files.ts): a rotated Secret is injected
-// within a second of the kubelet's swap, and a bad replacement (empty, unreadable, not a header value) keeps the
-// previous token. The request path only looks the token up in memory. Any doubt fails closed with 503; the token never
-// reaches a log, metric or error body.
+// credential_inject (docs/contract.md §3.2): tokens keyed by (name, namespace, key), from a file (trimmed, at most
+// 16 KiB), an environment variable or an inline value. A file is followed on disk (gateway-files.ts): a rotated
+// Secret is injected within a second of the kubelet's swap, and a bad replacement (empty, unreadable, not a header
+// value) keeps the previous token. The request path only looks the token up in memory. Any doubt fails closed with
+// 503; the token never reaches a log, metric or error body.
 import type { CredentialInjectFilter, CredentialSource } from '../../../schemas/generated/gateway-config.ts';
 import { unavailable } from '../errors.ts';
 import type { CredentialRef, Filter, GatewayRequest } from '../context.ts';

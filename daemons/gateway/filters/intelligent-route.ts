@@ -1,5 +1,5 @@
-// intelligent_route (SPEC §3.1): strips client-sent routing and provider headers, selects a candidate for the
-// requested model from the accepted snapshot (one snapshot per request), and for provider-hop clusters writes the
+// intelligent_route (docs/contract.md §3.1): strips client-sent routing and provider headers, selects a candidate for
+// the requested model from the accepted snapshot (one snapshot per request), and for provider-hop clusters writes the
 // x-ai-routing-* hop context. Credential references stay in process; only the reference moves to credential_inject.
 // A request to another site's provider gateway carries only the allowlisted client headers (header-policy.ts).
 import type { IntelligentRouteFilter } from '../../../schemas/generated/gateway-config.ts';
@@ -35,7 +35,7 @@ export interface IntelligentRouteOptions {
   modelHeader: string;
   /**
    * The gateway's own in-flight requests per candidate; read and counted only when the config sets local_load (an
-   * extension), so a Praxis AI config runs exactly SPEC §3.1's selection.
+   * extension), so a Praxis AI config runs exactly the selection of docs/contract.md §3.1.
    */
   load?: CandidateLoad;
   random?: () => number;

@@ -1,4 +1,4 @@
-// peer_identity_trust (SPEC §3.2): the first, unconditional filter of a provider pipeline. A request is let
+// peer_identity_trust (docs/contract.md §3.2): the first, unconditional filter of a provider pipeline. A request is let
 // through only when the verified client certificate matches a trusted_peers entry on every field that entry sets.
 import type { PeerIdentityTrustFilter, TrustedPeer } from '../../../schemas/generated/gateway-config.ts';
 import { forbidden } from '../errors.ts';

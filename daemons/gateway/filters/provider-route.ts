@@ -1,4 +1,4 @@
-// provider_route (SPEC §3.2): consumes the edge's hop context after peer authentication and authorizes the
+// provider_route (docs/contract.md §3.2): consumes the edge's hop context after peer authentication and authorizes the
 // request against an exact provider-local (candidate, model, path) map. It strips every routing and provider
 // header and every client header the allowlist does not name (header-policy.ts: the client's Authorization,
 // Cookie, API keys, OpenAI-Organization, x-forwarded-*), then writes provider-owned attribution for the backend.

@@ -39,7 +39,7 @@ export function payloadTooLarge(maxBytes: number): GatewayError {
 }
 
 
-/** SPEC §3.1: blank, non-UTF-8 or over 256 bytes is a 400. Returns the model or throws. */
+/** docs/contract.md §3.1: blank, non-UTF-8 or over 256 bytes is a 400. Returns the model or throws. */
 export function checkModel(model: string, source: string): string {
   if (model.trim() === '') throw badRequest('invalid_model', `${source} is blank`);
   if (Buffer.byteLength(model, 'utf8') > MAX_MODEL_BYTES) throw badRequest('invalid_model', `${source} is longer than ${MAX_MODEL_BYTES} bytes`);

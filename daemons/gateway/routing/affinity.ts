@@ -1,5 +1,5 @@
-// Session affinity bindings (SPEC §3.1): session key -> candidate identity, with an absolute TTL from the moment
-// of binding and a hard cap on the number of bindings. The clock is passed in, so tests need no sleeping.
+// Session affinity bindings (docs/contract.md §3.1): session key -> candidate identity, with an absolute TTL from the
+// moment of binding and a hard cap on the number of bindings. The clock is passed in, so tests need no sleeping.
 
 export const MAX_AFFINITY_ENTRIES = 10_000;
 export const MAX_AFFINITY_TTL_SECONDS = 86_400;

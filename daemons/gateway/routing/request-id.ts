@@ -1,6 +1,6 @@
-// The provider-hop request id (SPEC §3.1): 32 lowercase hex = microsecond timestamp (16 hex) + a per-process
-// random tag (4 hex) + a counter (12 hex). Unique per process without coordination, sortable by time. Made on
-// every request (it is every answer's x-request-id), so plain numbers: microseconds since the epoch stay exact
+// The provider-hop request id (docs/contract.md §3.1): 32 lowercase hex = microsecond timestamp (16 hex) + a
+// per-process random tag (4 hex) + a counter (12 hex). Unique per process without coordination, sortable by time. Made
+// on every request (it is every answer's x-request-id), so plain numbers: microseconds since the epoch stay exact
 // below 2^53 until the year 2255.
 
 export const REQUEST_ID_PATTERN = /^[0-9a-f]{32}$/;

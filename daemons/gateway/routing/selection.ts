@@ -1,7 +1,7 @@
-// The routing decision (SPEC §3.1), pure over a snapshot: the first viable selection group, then the overlay's
-// mode inside it, with optional session affinity. Randomness, the clock and endpoint health come in as arguments,
-// so every rule is table-tested without sockets or sleeps. With local_load (an extension) the gateway's own
-// in-flight requests steer the pick inside the group; without it every mode is exactly SPEC §3.1's.
+// The routing decision (docs/contract.md §3.1), pure over a snapshot: the first viable selection group, then the
+// overlay's mode inside it, with optional session affinity. Randomness, the clock and endpoint health come in as
+// arguments, so every rule is table-tested without sockets or sleeps. With local_load (an extension) the gateway's own
+// in-flight requests steer the pick inside the group; without it every mode is exactly as docs/contract.md §3.1 states.
 import type { CandidateKind, SelectionMode } from '../../../schemas/overlay/types.ts';
 import type { AffinityTable } from './affinity.ts';
 import type { LoadPath } from './candidate-load.ts';
@@ -24,7 +24,7 @@ export interface SelectionDeps {
   /**
    * local_load: the requests this gateway has dispatched to a candidate and not finished (candidate-load.ts). Given,
    * random and weightedRandom take the lighter of two draws and roundRobin skips a candidate that is clearly behind;
-   * absent, the modes are SPEC §3.1's exactly.
+   * absent, the modes are exactly as docs/contract.md §3.1 states.
    */
   load?: { inFlight(candidate: RoutingCandidate): number };
 }

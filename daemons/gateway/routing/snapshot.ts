@@ -1,6 +1,7 @@
 // An accepted overlay turned into the immutable structure requests select from. One snapshot serves a request
 // from start to end; a reload builds a new one and swaps the reference. Round-robin cursors live on the snapshot
-// because SPEC §3.1 keeps them "per group per accepted snapshot": a new revision starts every cursor afresh.
+// because docs/contract.md §3.1 keeps them "per group per accepted snapshot": a new revision starts every cursor
+// afresh.
 import { stableId } from '../../../schemas/fnv1a.ts';
 import type { CandidateKind, OverlayCandidate, OverlayPayload, SelectionMode } from '../../../schemas/overlay/types.ts';
 import { credentialRef, type CredentialRef } from '../credential-ref.ts';

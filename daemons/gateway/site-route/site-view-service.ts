@@ -1,6 +1,6 @@
-// Assembles the gateway's SiteView from its environment (seed 002: "With gridServing.enabled, the chart mounts this
-// file and sets GRID_SERVING_CONFIG"): the ServingStore on that file and the site signals poller with the client
-// identity in GRID_SIGNALS_TLS_DIR. server.ts starts and closes it; grid_site_route reads the view.
+// Assembles the gateway's SiteView from its environment (with gridServing enabled, the ConsumerGateway construct
+// mounts the serving config and sets GRID_SERVING_CONFIG): the ServingStore on that file and the site signals poller
+// with the client identity in GRID_SIGNALS_TLS_DIR. server.ts starts and closes it; grid_site_route reads the view.
 import { join, resolve } from 'node:path';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../shared/log.ts';

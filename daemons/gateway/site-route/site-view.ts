@@ -1,5 +1,5 @@
 // The gateway's read-only view of the serving config and of each site's latest signals, as grid_site_route
-// reads them. wt-serving implements it (serving ConfigMap delivered by overlay-sync + the mTLS signals poller).
+// reads them. grid-site-view.ts implements it (serving ConfigMap delivered by overlay-sync + the mTLS signals poller).
 export type Admission = 'all' | 'none';
 
 /** One provider of one site, as the operator rendered it into this gateway's serving config. */
@@ -10,7 +10,10 @@ export interface ServingEntry {
   readonly models: readonly string[];
   /** Gateway cluster that reaches this provider: the local backend cluster, or the provider-hop cluster of its site. */
   readonly cluster: string;
-  /** 'none' when the provider is not Ready (seed 001): known, never chosen. */
+  /**
+   * 'none' when the provider takes no new requests (not Ready, excluded with a reason, or admitted existing_only):
+   * known, never chosen.
+   */
   readonly admission: Admission;
   /** grid_provider_ready as the operator last saw it. */
   readonly ready: boolean;

@@ -1,6 +1,6 @@
 /**
  * AgentToAgentProvider reconcile: the agent card probe (a2a-card-probe.ts) decides Available or Unavailable, like
- * the AgentToolProvider's tools/list probe. Degraded (seed 001 lists it for this kind) means the card was read but
+ * the AgentToolProvider's tools/list probe. Degraded (a phase the CRD lists for this kind) means the card was read but
  * lacks a skill spec.agentCard.skills declares: the agent answers, not with everything it was declared to offer.
  *
  * agentName, skills, capabilities, protocolVersion, interfaces and cardPath are replaced on success and kept on

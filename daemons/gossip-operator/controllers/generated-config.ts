@@ -1,5 +1,5 @@
 /**
- * The generated consumer config reconcile of one GridNetwork (seed 001 "GatewayRef.praxisConfig"): for every
+ * The generated consumer config reconcile of one GridNetwork (GatewayRef.praxisConfig): for every
  * generating gateway, render and apply praxis.yaml, then publish its mount requirements and reconcile its delegated
  * Deployment; for every gateway that stopped generating (generate false, praxisConfig removed, gateway removed),
  * delete the ConfigMaps the operator created for it — only when they carry the operator's labels for that

@@ -1,5 +1,5 @@
 /**
- * GridNetwork reconcile (seed 004 "Control-plane rendering path"): gridId once; SWIM key, membership and seeds;
+ * GridNetwork reconcile: gridId once; SWIM key, membership and seeds;
  * scrape local provider metrics; publish this site's state; build the routing input from local resources and
  * the CRDT; render and apply every gateway's overlay; write status. Runs again on any watched change, on gossip
  * changes and every metricsRefreshInterval (300 s, 60 s cap with TLS metrics).

@@ -1,5 +1,5 @@
 /**
- * GridSite reconcile (seed 001 "GridSite lifecycle"): the phase machine of site-phase.ts fed by SWIM membership
+ * GridSite reconcile: the phase machine of site-phase.ts fed by SWIM membership
  * and the bounded mTLS gateway probe with the canonical fingerprint pin. The probe presents this site's
  * certificate (GridNetwork spec.tls.siteSecretRef) and trusts only the grid CA (spec.tls.caSecretRef).
  */

@@ -2,8 +2,7 @@
  * InferenceProvider reconcile: validates the spec, its routing category and its Secret references, probes health
  * once per healthCheck.interval, and writes phase (Pending | Available | Degraded | Unavailable) plus the Ready
  * condition (False excludes the provider from routing). A provider whose probes fail failureThreshold times running
- * is Unavailable (seed 000: "If the operator cannot reach a backend's endpoint, the InferenceProvider stays
- * Unavailable and the overlay excludes it") until one probe passes. Credential bytes are read only to probe with and
+ * is Unavailable, and so out of the overlay, until one probe passes. Credential bytes are read only to probe with and
  * never reach status or logs.
  */
 import type { GridNetworkResource, GridSiteResource, InferenceProviderResource } from '../../../schemas/crds/types.ts';

@@ -1,5 +1,5 @@
 /**
- * The model discovery loop (seed 001 "Model discovery"): its own queue, not the provider reconcile. It owns
+ * The model discovery loop (spec.modelDiscovery): its own queue, not the provider reconcile. It owns
  * status.modelDiscoveryUrl, modelDiscoveryError, servedModels and servedModelsExpiresAt. A success replaces the
  * held set and renews its deadline (an empty list is valid); a failure keeps the set without renewing it; a set
  * past its TTL, or discovery switched off, clears both fields.

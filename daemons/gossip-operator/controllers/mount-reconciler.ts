@@ -1,9 +1,10 @@
 /**
  * Publishes each generating gateway's mount requirements as a reference-only grid-mount-requirements-<hash>
  * ConfigMap and, with praxisConfig.mountReconciliation.enabled, brings the one explicitly annotated Deployment in
- * the gateway namespace to them (seed 001, mountReconciliationStatus). The Deployment is written with server-side
- * apply under its own field manager and only ever gets the reserved projected volumes, the selected container's
- * mounts of them and the revision annotation; every status message names resources and paths, never Secret data.
+ * the gateway namespace to them (reported in GridNetwork status.mountReconciliationStatus). The Deployment is written
+ * with server-side apply under its own field manager and only ever gets the reserved projected volumes, the selected
+ * container's mounts of them and the revision annotation; every status message names resources and paths, never Secret
+ * data.
  */
 import type { MountReconciliationStatus } from '../../../schemas/generated/gridnetworks.ts';
 import { mountRequirementsConfigMapName } from '../../../schemas/object-names.ts';
@@ -30,7 +31,7 @@ import { boundedMessage } from './status.ts';
 
 /** The field manager of delegated Deployment edits, apart from FIELD_MANAGER so its ownership is easy to read. */
 export const MOUNT_FIELD_MANAGER = 'grid-operator-mounts';
-/** The container whose mounts Grid manages when mountReconciliation.containerName is absent (seed 001 example). */
+/** The container whose mounts Grid manages when mountReconciliation.containerName is absent. */
 export const DEFAULT_CONTAINER_NAME = 'praxis';
 /** How soon a gateway waiting for a Secret or a rollout is looked at again (no Deployment watch: RBAC is get/patch). */
 export const MOUNT_POLL_MS = 10_000;

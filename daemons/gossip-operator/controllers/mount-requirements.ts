@@ -1,6 +1,6 @@
 /**
- * Mount requirements of a generated consumer config (seed 001 "praxisConfigStatus" paragraphs): which projected
- * volumes the consumer pod needs for the generated praxis.yaml to start — the credential Secrets under
+ * Mount requirements of a generated consumer config (reported in GridNetwork status.praxisConfigStatus): which
+ * projected volumes the consumer pod needs for the generated praxis.yaml to start — the credential Secrets under
  * credentialMountPath, the site TLS Secret at tlsCertMountPath, tls-mode custom CAs and the routing overlay at
  * /etc/praxis/routing/routing-overlay.json — rendered as one canonical document whose digest names the
  * grid-mount-requirements-<hash> ConfigMap. Pure: references and paths only, never a Secret's bytes.
@@ -38,7 +38,7 @@ export const VOLUME_ROUTING_OVERLAY = 'grid-routing-overlay';
 export const RESERVED_VOLUMES: readonly string[] = [VOLUME_CREDENTIALS, VOLUME_TLS, VOLUME_BACKEND_CA, VOLUME_ROUTING_OVERLAY];
 /** 0644, the API server's default, written out so a re-read Deployment compares equal. */
 const DEFAULT_MODE = 0o644;
-/** The site TLS Secret's keys (seed 000 "TLS Secret Key Contract"); the CA Secret (with its key) is never mounted. */
+/** The site TLS Secret's keys (constructs/gateway-paths.ts); the CA Secret (with its key) is never mounted. */
 const TLS_KEYS = ['ca.crt', 'tls.crt', 'tls.key'] as const;
 const OVERLAY_DIR = OVERLAY_FILE.slice(0, OVERLAY_FILE.lastIndexOf('/'));
 
@@ -87,8 +87,9 @@ export interface MountRequirementsInput {
   readonly tls: GridNetworkSpec['tls'];
   /**
    * The overlay revision is held back (credentialHoldBack: projected mode, supportsProjectedCredentials not yet
-   * set). Step one of the seed's two-step rolls out only the credential mount root: the candidates' credential
-   * Secrets are neither required nor mounted until step two, so a Secret that does not exist yet cannot block it.
+   * set). Step one of the projected-credential two-step (praxis-config.ts) rolls out only the credential mount root:
+   * the candidates' credential Secrets are neither required nor mounted until step two, so a Secret that does not exist
+   * yet cannot block it.
    */
   readonly credentialsHeld?: boolean;
 }

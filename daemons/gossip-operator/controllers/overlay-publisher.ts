@@ -1,7 +1,7 @@
 /**
- * Publishes each gateway's rendered overlay as its ConfigMap (SPEC §2.1) and computes its routingMapStatus entry.
- * A ConfigMap whose stored revision equals the new one is left untouched (generated_at stays the time of the last
- * semantic change); a render or apply failure keeps the last distributed revision and says so, and so does an
+ * Publishes each gateway's rendered overlay as its ConfigMap (docs/contract.md §2.1) and computes its routingMapStatus
+ * entry. A ConfigMap whose stored revision equals the new one is left untouched (generated_at stays the time of the
+ * last semantic change); a render or apply failure keeps the last distributed revision and says so, and so does an
  * overlay the consumer's dialect would refuse: it is validated, as serialized, with that consumer's rules first.
  * The entry's SelectionPolicyHonored condition and grid_overlay_unhonoured_features say what of the selection
  * policy the consumer will not honour.

@@ -1,6 +1,6 @@
 /**
- * Optional generated consumer gateway config (seed 001 "GatewayRef.praxisConfig"): for a gateway with
- * praxisConfig.generate true, renders a complete, runnable Praxis config (SPEC §3.0) and applies it as the
+ * Optional generated consumer gateway config (GatewayRef.praxisConfig): for a gateway with
+ * praxisConfig.generate true, renders a complete, runnable Praxis config (docs/contract.md §3.0) and applies it as the
  * praxis.yaml key of ConfigMap praxisConfig.configMapName in the gateway namespace. A potentially routable cluster
  * without an explicit endpoint and transport fails closed: the ConfigMap is left as it was and status says why.
  * The config holds credential references and mount paths only, never token bytes. The reconcile that applies it
@@ -50,7 +50,7 @@ const validateGatewayConfig = new Ajv2020({ allErrors: false, discriminator: tru
 export { generatingConfig };
 
 /**
- * The projected-credential two-step (seed 001 "GatewayRef.praxisConfig"): a generated config in projected mode
+ * The projected-credential two-step (GatewayRef.praxisConfig): a generated config in projected mode
  * resolves references under a mount the consumer only has after its rollout, so until supportsProjectedCredentials
  * attests that rollout an overlay revision whose candidates carry credential references is retained. A gateway
  * that does not generate, or generates without enableProjectedCredentials, is never held back: the hold-back is

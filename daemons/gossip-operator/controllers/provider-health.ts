@@ -1,8 +1,8 @@
 /**
  * InferenceProvider health across probes, pure: consecutive failures of healthCheck probes and the phase they give.
- * Seed 000: "If the operator cannot reach a backend's endpoint, the InferenceProvider stays Unavailable and the
- * overlay excludes it"; healthCheck.failureThreshold (default 1) says how many probes in a row must fail first, so
- * one lost probe need not withdraw a pool. One passing probe restores it.
+ * A provider the operator cannot reach stays Unavailable and the overlay excludes it; healthCheck.failureThreshold
+ * (default 1) says how many probes in a row must fail first, so one lost probe need not withdraw a pool. One passing
+ * probe restores it.
  */
 import type { HealthOutcome } from '../probes/health-probe.ts';
 

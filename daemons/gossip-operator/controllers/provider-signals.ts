@@ -1,7 +1,7 @@
 /**
- * The signals loop's memory (seed 004 "Stale metrics grace period"): per provider, the last successful sample
- * (per process, cleared on restart), the scrape generation (a sample counts once in admission) and the latest
- * outcome, which the InferenceProvider controller turns into the Ready condition.
+ * The signals loop's memory (for the stale-metrics grace period, staleMetricsSeconds): per provider, the last
+ * successful sample (per process, cleared on restart), the scrape generation (a sample counts once in admission) and
+ * the latest outcome, which the InferenceProvider controller turns into the Ready condition.
  */
 import type { InferenceProviderResource } from '../../../schemas/crds/types.ts';
 import type { ScrapedSignal } from '../../../schemas/generated/inferenceproviders.ts';

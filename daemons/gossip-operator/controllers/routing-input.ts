@@ -1,6 +1,6 @@
 /**
  * Maps what the operator observes (CRDs, the signals loop, the CRDT view and SWIM membership) into the routing
- * core's plain input model. Field-by-field copies; every default is the CRD's or seed 004's.
+ * core's plain input model. Field-by-field copies; every default is the CRD's or docs/contract.md §2.5's.
  */
 import { gatewayRefsOf } from '../../../schemas/generated-config.ts';
 import type {
@@ -187,7 +187,7 @@ export function providerState(provider: LocalInferenceProvider | LocalToolProvid
     routing_cluster: inference?.routingCluster ?? (inference !== undefined ? provider.name : `tool/${provider.name}`),
     models: inference?.models.slice(0, 1024) ?? [],
     tools: tools !== undefined ? [...new Set(tools.discoveredTools ?? tools.tools)].slice(0, 1024) : [],
-    // The resolved category, so a peer routes seed 000's `External`/`OpenAI` spelling without knowing providerKind.
+    // The resolved category, so a peer routes the `External`/`OpenAI` spelling without knowing providerKind.
     backend_kind: inference === undefined ? 'remote' : backendCategoryOf(inference),
     phase: provider.phase,
     metrics,

@@ -1,9 +1,9 @@
 /**
  * GridSite auto-discovery (label grid.praxis.fast/auto-discover-sites: "true" on the GridNetwork): a stub GridSite
  * per remote SWIM member, its gateway address taken from the member's gossiped site record; and the garbage
- * collection of stubs gossip no longer vouches for (seed 001 "Stale candidate TTL"). Declared GridSites are never
- * touched. A pass that would delete more than half the stubs, and more than 8, deletes none: a partition looks
- * like a mass departure.
+ * collection of stubs gossip no longer vouches for (past staleCandidateTtlSeconds, 24 h when unset). Declared GridSites
+ * are never touched. A pass that would delete more than half the stubs, and more than 8, deletes none: a partition
+ * looks like a mass departure.
  */
 import type { GridNetworkResource, GridSiteResource } from '../../../schemas/crds/types.ts';
 import { API_VERSION } from '../../../schemas/crds/definitions.ts';

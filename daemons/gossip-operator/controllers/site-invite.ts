@@ -1,5 +1,5 @@
 /**
- * SiteInvite reconcile (seed 001 "SiteInvite"): a one-time token is stored in a Secret in the operator namespace
+ * SiteInvite reconcile: a one-time token is stored in a Secret in the operator namespace
  * and only its public id, Secret reference and expiry go to status (never the token). An expired unused token is
  * revoked (its Secret deleted); deleting the invite revokes it too. The optional publicKeySHA256 binding is
  * stored beside the token for the enrollment path, which enforces it. A name the site name ledger records with no
@@ -20,7 +20,9 @@ import { inviteTokenSecretName, siteNameLedgerConfigMapName } from '../../../sch
 import { checkDuration, type DurationCheck, type DurationRule } from '../../../schemas/durations.ts';
 
 export const DEFAULT_INVITE_LIFETIME = '24h';
-/** spec.lifetime (seed 001): one unit of s, m or h, from 5m through 168h; the CRD pattern admits the units. */
+/**
+ * spec.lifetime (docs/contract.md §1): one unit of s, m or h, from 5m through 168h; the CRD pattern admits the units.
+ */
 export const INVITE_LIFETIME_RULE: DurationRule = { units: ['s', 'm', 'h'], minMs: 5 * 60_000, maxMs: 168 * 3_600_000, example: DEFAULT_INVITE_LIFETIME };
 
 /** spec.lifetime checked, the default when absent; the error names spec.lifetime and the accepted range. */

@@ -1,5 +1,5 @@
 /**
- * The fleet dashboard's read model (seed 002 "fleet dashboard"), pure: built from the status the controllers write
+ * The fleet dashboard's read model, pure: built from the status the controllers write
  * (GridSite, InferenceProvider, GridNetwork routingMapStatus and budgetStatus, the overlay ConfigMaps), the SWIM
  * member view, the signals loop's latest samples and what the site's gateways and overlay-sync sidecars report on
  * their admin endpoints. Every field is copied by name: nothing a Secret or a credential holds can reach the page,

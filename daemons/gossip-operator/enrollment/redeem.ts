@@ -1,5 +1,5 @@
 /**
- * Redeeming a SiteInvite token (seed 001 "SiteInvite"): the joining site presents the public token id, the one-time
+ * Redeeming a SiteInvite token: the joining site presents the public token id, the one-time
  * token, its site name and a PKCS#10 CSR; the signer checks them against the invite and its token Secret and issues
  * a site certificate inline. Every refusal has a stable outcome code (also the metric label) and an HTTP status, and
  * no message ever carries the token.

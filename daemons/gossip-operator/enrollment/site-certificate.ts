@@ -1,5 +1,5 @@
 /**
- * The signer side of enrollment (seed 001 "SiteInvite": "a redeemed token currently issues a certificate inline"):
+ * The signer side of enrollment (a redeemed SiteInvite token issues a certificate inline):
  * the grid CA, loaded once from PEM files, signs a site certificate for the public key of a verified PKCS#10 CSR.
  * The joining site's private key never travels; only its CSR does. Names in the CSR are ignored: the certificate
  * names exactly the invited site (CN and DNS SAN), which is what the peer chain check in site-identity.ts requires.

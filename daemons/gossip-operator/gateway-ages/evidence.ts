@@ -1,5 +1,5 @@
 /**
- * Gateway age evidence (seed 001 "Gateway age evidence"), pure: the records of at most 128 gateway processes keyed
+ * Gateway age evidence, pure: the records of at most 128 gateway processes keyed
  * by their random epoch, the overflow flag, and the GatewayAgesRejected condition derived from them. Time comes
  * in as two clocks: monotonic (freshness: "Live freshness uses a five-minute monotonic receipt window") and wall
  * (only for the receipt timestamp shown in status, so "Wall-clock changes ... cannot establish recovery").

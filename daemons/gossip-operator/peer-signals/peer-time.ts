@@ -1,6 +1,6 @@
 /**
- * The PeerTimeValid state machine (seed 001 "Conditions"), pure: the poller feeds it one round of answers and
- * asks it for the condition. Rules, in the seed's words:
+ * The PeerTimeValid state machine, pure: the poller feeds it one round of answers and asks it for the condition.
+ * Rules:
  * - "True means no polled peer has a rejected timestamp; False means at least one does."
  * - "A peer that does not answer keeps its standing, a peer that leaves membership is dropped, and one clean
  *   answer restores its validity."

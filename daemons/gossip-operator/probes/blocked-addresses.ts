@@ -1,5 +1,5 @@
 /**
- * Addresses model discovery refuses (seed 001 "Model discovery"): loopback, localhost, link-local, unspecified and
+ * Addresses model discovery refuses: loopback, localhost, link-local, unspecified and
  * cloud metadata endpoints, so a provider spec cannot turn the operator into a probe of its own node or of the
  * cloud's credential service. Other unique-local IPv6 addresses stay allowed.
  */

@@ -1,5 +1,5 @@
 /**
- * InferenceProvider health check (seed 001 "healthCheck"): GET {endpoint}/health by default.
+ * InferenceProvider health check (spec.healthCheck): GET {endpoint}/health by default.
  *
  * The provider's bearer token is sent only to the same origin as spec.endpoint and only over HTTPS, and redirects
  * are never followed (a 3xx degrades health), so a health URL can never carry the credential elsewhere.

@@ -125,7 +125,7 @@ function effectivePort(url: URL): string {
   return url.protocol === 'https:' ? '443' : url.protocol === 'http:' ? '80' : '';
 }
 
-/** Joins a base URL and a path the way the seeds describe `{endpoint}{path}` (no double slash, no dropped base path). */
+/** Joins a base URL and a path the way the CRDs describe `{endpoint}{path}` (no double slash, no dropped base path). */
 export function joinUrl(base: string, path: string): URL {
   const url = new URL(base);
   const basePath = url.pathname.endsWith('/') ? url.pathname.slice(0, -1) : url.pathname;

@@ -1,7 +1,7 @@
 /**
- * The operator-side Prometheus scrape of an InferenceProvider (seed 001 "Metrics configuration", seed 004 "Stale
- * metrics grace period"): fetch, read the signals of signalNames and the engine preset (signal-readings.ts), and
- * decide what a failure means.
+ * The operator-side Prometheus scrape of an InferenceProvider (spec.metricsConfig, with the stale-metrics grace
+ * period of staleMetricsSeconds): fetch, read the signals of signalNames and the engine preset (signal-readings.ts),
+ * and decide what a failure means.
  *
  * The last good sample is data the caller keeps between reconciles (per provider, per process) and passes back in;
  * this module keeps no state of its own.
@@ -13,7 +13,7 @@ import { parsePrometheusText, signalValue } from './prometheus-text.ts';
 import type { BearerResult } from './scraper-token.ts';
 import { type CounterMemories, planSignals, readSignals, type SignalNames } from './signal-readings.ts';
 
-/** The signals a provider can publish; names follow the CRDT metrics snapshot of SPEC §5. */
+/** The signals a provider can publish; names follow the CRDT metrics snapshot of docs/contract.md §5. */
 export interface BackendMetrics {
   readonly queue_depth?: number;
   readonly kv_cache_utilization?: number;
@@ -25,7 +25,7 @@ export interface BackendMetrics {
   readonly waiting_per_endpoint?: number;
   readonly flow_control_held?: number;
   readonly ready_endpoints?: number;
-  /** false excludes the provider from routing (SPEC §2.5: metrics with healthy=false are excluded). */
+  /** false excludes the provider from routing (docs/contract.md §2.5: metrics with healthy=false are excluded). */
   readonly healthy: boolean;
 }
 
@@ -39,7 +39,7 @@ export interface MetricsScrapeConfig {
   /** Only series whose `name` label equals the pool (llm-d EPP pools publish one series per pool). */
   readonly poolName?: string;
   /**
-   * An absolute queue size is divided by this and clamped to [0,1] (seed 004 "Queue depth normalization"): a named
+   * An absolute queue size is divided by this and clamped to [0,1] (docs/contract.md §2.5): a named
    * queue metric, or the preset's waiting count in place of waiting + running.
    */
   readonly queueCapacity?: number;
@@ -69,7 +69,7 @@ export type ScrapeResult = 'success' | 'no_series' | 'http_status' | 'invalid_re
 
 export interface ScrapeOutcome {
   readonly result: ScrapeResult;
-  /** What scoring should use; undefined means "no live metrics": every signal neutral (seed 004 "Missing-value defaults"). */
+  /** What scoring should use; undefined means "no live metrics": every signal neutral (no evidence either way). */
   readonly metrics: BackendMetrics | undefined;
   /** The cache to keep for the next scrape. */
   readonly cache: CachedSample | undefined;

@@ -1,5 +1,5 @@
 /**
- * Model discovery (seed 001 "Model discovery"): GET {endpoint}/v1/models and read data[].id, with the seed's bounds.
+ * Model discovery (spec.modelDiscovery): GET {endpoint}/v1/models and read data[].id, within fixed bounds.
  * A response is accepted or rejected as a whole, never partly applied. The outcome is the label of
  * grid_model_discovery_total{provider,outcome}.
  */
@@ -17,7 +17,7 @@ export interface ModelDiscoveryConfig {
   /** Name resolution; bounded by timeoutMs. Defaults to the system resolver. */
   readonly resolve?: (hostname: string) => Promise<{ address: string; family: number }[]>;
   /**
-   * Which addresses are refused. Defaults to the seed's block list (isBlockedAddress); the only other caller is the
+   * Which addresses are refused. Defaults to the standard block list (isBlockedAddress); the only other caller is the
    * test suite, which must reach its servers on loopback, the one address range this machine allows.
    */
   readonly isBlocked?: (address: string) => boolean;

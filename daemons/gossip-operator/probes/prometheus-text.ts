@@ -3,7 +3,7 @@
  * AGN scores on (queue depth, KV-cache utilisation, prefix-cache hits) out of a serving engine's or an llm-d EPP's
  * /metrics page.
  *
- * Non-finite samples are dropped at parse time (seed 004: "Prometheus scraping drops NaN and ±Inf values"), so
+ * Non-finite samples (NaN, ±Inf) are dropped at parse time, so
  * nothing downstream has to re-check them.
  */
 

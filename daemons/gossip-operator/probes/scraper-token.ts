@@ -1,5 +1,5 @@
 /**
- * The metrics scraper's bearer token (seed 001 "Bearer authentication"): a 10-minute token of the chart's scraper
+ * The metrics scraper's bearer token (metricsConfig.auth): a 10-minute token of the site's scraper
  * ServiceAccount, minted with the TokenRequest API and reused until two thirds of its lifetime has passed.
  *
  * The operator never sends its own token: whoever runs the scraped endpoint receives the credential, and the scraper
@@ -14,7 +14,7 @@ import type { Logger } from '../../shared/log.ts';
 import { errorFields } from '../../shared/log.ts';
 import type { ObjectRef, ResourceStore } from '../../shared/resource-store/types.ts';
 
-/** Seed 001: "the operator mints a 10-minute token". */
+/** The operator mints a 10-minute token: short enough that a leaked one soon expires. */
 export const SCRAPER_TOKEN_SECONDS = 600;
 
 export type BearerResult = { readonly ok: true; readonly token: string } | { readonly ok: false; readonly detail: string };

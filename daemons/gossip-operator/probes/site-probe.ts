@@ -1,5 +1,5 @@
 /**
- * The GridSite gateway probe (seed 001 "GridSite lifecycle"): a bounded TLS handshake that verifies the CA chain,
+ * The GridSite gateway probe: a bounded TLS handshake that verifies the CA chain,
  * the serverName SAN and the canonical fingerprint pin (SHA-256 of the leaf certificate DER), presenting this site's
  * certificate as the mTLS client identity. Plaintext mode only checks TCP reachability, for diagnostics: TCP alone
  * never makes a site routing-eligible.

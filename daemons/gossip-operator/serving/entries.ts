@@ -1,7 +1,7 @@
 /**
  * Per-provider serving state for one gateway, derived from what the routing core already decided: the providers
  * behind the gateway's overlay candidates are routable, the providers the core excluded for a reason a gateway can
- * act on are known-but-excluded (admission none; seed 001: "its serving config entry carries admission: none").
+ * act on are known-but-excluded (admission none), so the gateway knows them and never chooses them.
  *
  * This is the one place that reads routing results for the serving config: when routing exports its own
  * per-provider verdict (ready, admission, excluded), only servingEntries changes.

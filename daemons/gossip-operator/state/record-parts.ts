@@ -1,10 +1,10 @@
-// The documented split of a signed state record too large for one packet (issue 17 finding 6: a site record with
-// its two certificates is ~1.5 KB, a packet carries ~1.27 KB of broadcast). The record is not re-encoded: its
-// signed body text is cut into slices, each slice travels as its own broadcast {v, part: {id, i, n, body}} (part 0
-// also carries signer and sig), and a receiver that holds all n slices of one id puts the exact signed text back
-// together and merges it like any broadcast record, signature check included. So key and certificate changes
-// spread epidemically like small records; a record that needs more than MAX_RECORD_PARTS packets still travels
-// only by push-pull. Reassembly memory is bounded: at most `maxPending` incomplete records, oldest evicted.
+// The documented split of a signed state record too large for one packet (a site record with its two certificates is
+// ~1.5 KB, a packet carries ~1.27 KB of broadcast). The record is not re-encoded: its signed body text is cut into
+// slices, each slice travels as its own broadcast {v, part: {id, i, n, body}} (part 0 also carries signer and sig), and
+// a receiver that holds all n slices of one id puts the exact signed text back together and merges it like any
+// broadcast record, signature check included. So key and certificate changes spread epidemically like small records; a
+// record that needs more than MAX_RECORD_PARTS packets still travels only by push-pull. Reassembly memory is bounded:
+// at most `maxPending` incomplete records, oldest evicted.
 import { createHash } from 'node:crypto';
 import type { SignedStateRecord } from './records.ts';
 

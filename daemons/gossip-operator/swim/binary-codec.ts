@@ -1,5 +1,5 @@
-// Wire version 3: the plaintext of a frame as field-tagged binary instead of JSON (issue 22: a JSON header around
-// every datagram doubled our bytes against memberlist's msgpack). The layout is protobuf's: every field is
+// Wire version 3: the plaintext of a frame as field-tagged binary instead of JSON (a JSON header around every
+// datagram doubles our bytes against memberlist's msgpack). The layout is protobuf's: every field is
 // varint(tag << 3 | type) followed by a varint (type 0) or a varint length and that many bytes (type 2), so a
 // reader skips any tag it does not know (types 1 and 5 are skipped too, for fields a later version may add).
 // The decoded packet is the same object the JSON codec yields and passes the same schema

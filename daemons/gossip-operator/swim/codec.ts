@@ -24,7 +24,9 @@ import type { SwimDropReason } from './reasons.ts';
 /** Wire major version spoken by this build. 1: initial format. */
 export const WIRE_MAJOR = 1;
 
-/** Message kinds, append-only because they go on the wire. 'stream-open' opens a push-pull stream (issue 17). */
+/**
+ * Message kinds, append-only because they go on the wire. 'stream-open' opens a push-pull stream (udp-transport.ts).
+ */
 export const MESSAGE_KINDS = ['ping', 'ack', 'nack', 'ping-req', 'alive', 'suspect', 'dead', 'user', 'push-pull', 'stream-open'] as const;
 export type MessageKind = (typeof MESSAGE_KINDS)[number];
 

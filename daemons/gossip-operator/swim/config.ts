@@ -1,7 +1,7 @@
 // SWIM timing and bounds. Every field carries its unit in its name; each comment says what it controls, how it
 // scales with the member count N, and what raising it costs. Defaults live in `wanProfile()` (the reference
-// values of SPEC §5) and `loopbackProfile()` (derived from it by one time scale); `spec.swim` of a GridNetwork
-// is merged over a profile by `applySwimSpec`, which validates once, at the edge.
+// values of docs/contract.md §5) and `loopbackProfile()` (derived from it by one time scale); `spec.swim` of a
+// GridNetwork is merged over a profile by `applySwimSpec`, which validates once, at the edge.
 import { checkDuration, type DurationRule } from '../../../schemas/durations.ts';
 
 export interface SwimConfig {
@@ -81,7 +81,7 @@ export interface SwimConfig {
 
 export type SwimTiming = Omit<SwimConfig, 'name'>;
 
-/** SPEC §5 reference profile (WAN). */
+/** docs/contract.md §5 reference profile (WAN). */
 export function wanProfile(): SwimTiming {
   return {
     probeIntervalMs: 5_000,
@@ -218,8 +218,8 @@ const RETRANSMIT_FLOOR_MARGIN = 7;
  * ceil(ln(N + 1)) + 7. Each of N members sends a broadcast L times to random members, so one member misses every
  * copy with probability about e^-L and some member with about N * e^-L; that member then learns the news only
  * from a push-pull, seconds later. memberlist's formula alone leaves that at 15 % per broadcast at N = 8 and 2 %
- * at N = 64, which the simulation showed as a join known by all after 4.5 s instead of 0.3 s (issue 22); the
- * floor keeps it below 0.1 % at every N, at the cost of more packets only while there is news.
+ * at N = 64, which in the simulation (npm run bench:gossip-sim) is a join known by all after 4.5 s instead of 0.3 s;
+ * the floor keeps it below 0.1 % at every N, at the cost of more packets only while there is news.
  */
 export function retransmitLimit(retransmitMult: number, memberCount: number): number {
   const n = Math.max(0, memberCount) + 1;

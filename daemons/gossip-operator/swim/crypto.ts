@@ -1,4 +1,4 @@
-// Frame layout (SPEC §5), the same for UDP datagrams and TCP push-pull messages:
+// Frame layout (docs/contract.md §5), the same for UDP datagrams and TCP push-pull messages:
 //
 //   "GRID" (4 bytes) | version (1 byte) | nonce (12 random bytes) | ciphertext | GCM tag (16 bytes)
 //
@@ -7,10 +7,11 @@
 // authentication there. The sender is bound too: its name is the `from` of the plaintext, under the same tag.
 // Frame versions are append-only:
 //   0: plaintext, "GRID" | 0 | payload. Only when no key is configured; a node with a key ring refuses it.
-//   1: AES-256-GCM with the key ring's primary key, header only as AAD. Retired (issue 17: reflectable); refused.
+//   1: AES-256-GCM with the key ring's primary key, header only as AAD. Retired (reflectable: a frame opens at any
+//      member, so an attacker can send it back to another); refused.
 //   2: AES-256-GCM, AAD = header | recipient name (UTF-8). ANY_RECIPIENT ("") only opens a join push-pull
 //      request to a seed whose name the sender cannot know yet (push-pull.ts). Plaintext: JSON (codec.ts).
-//   3: as 2; plaintext: tagged binary, push-pull compressed (binary-codec.ts). Issue 22.
+//   3: as 2; plaintext: tagged binary, push-pull compressed (binary-codec.ts).
 // The encrypted version is the wire version, negotiated per peer (wire.ts). A version above the highest this
 // build speaks is refused as unsupported_version (a newer member that has not yet learned what we speak).
 import { createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';

@@ -22,7 +22,7 @@ export type DeadOutcome = 'ignored' | 'dead' | 'left' | 'refute';
 const isLive = (state: MemberState): boolean => state === 'alive' || state === 'suspect';
 
 /** A member with its place in the table's array (for O(1) random picks and removal), kept on the member itself
- * rather than in a second map: a simulated 5,000-member grid holds 25 million entries (issue 22). */
+ * rather than in a second map: a simulated 5,000-member grid holds 25 million entries. */
 type Slotted = Member & { slot: number };
 
 /** What the probe order needs of the table (probe.ts): a lookup, the members, and a count of arrivals. */
@@ -38,7 +38,7 @@ export class MemberTable implements MemberSource {
   readonly #members = new Map<string, Member>();
   // The same members in an array (order irrelevant, removal by swapping with the last) for O(1) random picks, and
   // the live count kept on every transition: at 1,000 members, scanning the table for these on every packet and
-  // every gossip round was most of an idle member's CPU (issue 22, simulation profile).
+  // every gossip round is most of an idle member's CPU in the simulation's profile.
   readonly #list: Slotted[] = [];
   readonly #maxMembers: number;
   readonly #gone = new Set<Member>();

@@ -39,7 +39,7 @@ export interface MembershipOptions {
    * during a rolling upgrade, or to stand in for a member of the previous release in tests. */
   readonly wireVersion?: WireVersion;
   /** Members known alive from the start, with nothing to gossip about them: the state a member holds after a
-   * join storm has settled. The simulation starts 1,000-member grids from it (issue 22), where replaying the
+   * join storm has settled. The simulation starts 1,000-member grids from it, where replaying the
    * join storm itself would cost O(N^2) packets before anything is measured. */
   readonly knownMembers?: readonly KnownMember[];
 }
@@ -94,9 +94,9 @@ export class Membership extends EventEmitter<Events> {
   readonly #probeHost: ProbeHost;
   readonly #updates: MembershipUpdates;
   readonly #timers = new Set<TimerHandle>();
-  // A random start, so sequence numbers differ between members and restarts (issue 17: a reflected or stale ack
-  // must not match an outstanding probe by luck of every node counting from 0). From the injected random source
-  // when there is one, so a seeded simulation replays exactly (issue 22).
+  // A random start, so sequence numbers differ between members and restarts (a reflected or stale ack must not
+  // match an outstanding probe by luck of every node counting from 0). From the injected random source when there
+  // is one, so a seeded simulation replays exactly.
   #seq: number;
   #seeds: readonly string[] = [];
   #joined = false;
@@ -318,7 +318,7 @@ export class Membership extends EventEmitter<Events> {
     this.#every(() => this.#awareness.scale(this.config.probeIntervalMs), () => this.#probeTick());
     this.#every(() => this.config.gossipIntervalMs, () => this.#gossipTick());
     // Forgetting runs at 1/30 of the TTL (within ~3 % of it) over the dead and left members only: at 1,000
-    // members a scan of the whole table here was the largest CPU cost of an idle member (issue 22, simulation profile).
+    // members a scan of the whole table here is the largest CPU cost of an idle member in the simulation's profile.
     this.#every(() => Math.max(this.config.gossipIntervalMs, this.config.deadMemberTtlMs / 30), () => this.#forgetExpired());
     this.#every(() => pushPullIntervalFor(this.config.pushPullIntervalMs, this.#table.liveCount()), () => void this.#pushPullTick());
     this.#every(() => (this.#joined ? this.config.announceIntervalMs : this.config.joinRetryIntervalMs), () => void this.#announce());

@@ -101,7 +101,7 @@ export class ProbeTargets {
     const probeable = (m: Member | undefined): m is Member => m !== undefined && m.name !== selfName && (m.state === 'alive' || m.state === 'suspect');
     // A member learned during a round joins the rest of this round at a random place (as in memberlist), so it is
     // probed within the round and not only after the next reshuffle: at N members that is up to N probe periods
-    // later, which the simulation showed as multi-second detection of a member that had joined last (issue 22).
+    // later, which in the simulation is multi-second detection of a member that joined last.
     // Arrivals are rare, so the set of names in the order is built only then (held for good, it would double the
     // probe order's memory).
     if (members.arrivals !== this.#arrivals) {

@@ -23,7 +23,7 @@ export interface TransportStats {
   packetsReceived: number;
   bytesReceived: number;
   streamsOpened: number;
-  /** Inbound streams open now (authenticated or not) and the bytes they buffer now: the bounds issue 17 asks for. */
+  /** Inbound streams open now (authenticated or not) and the bytes they buffer now: what the stream bounds cap. */
   inboundStreams: number;
   inboundBufferedBytes: number;
 }

@@ -1,10 +1,11 @@
 // Real network transport: UDP datagrams on node:dgram and push-pull over TCP on the same port number, so one
 // "host:port" names a member for both (as in memberlist). TCP messages are length-prefixed (4 bytes, big endian).
-// An inbound stream is bounded before and after authentication (issue 17 finding 1): its opening frame may be at
-// most maxOpeningBytes and is checked (decrypted, replay-checked) before the request frame is buffered, and only
-// then up to the length the opening frame declared (at most maxMessageBytes); the whole exchange has one deadline;
-// at most maxPendingStreams unauthenticated streams are held (a new one evicts the oldest, so a flood of idle
-// connections cannot lock a real peer out) and at most maxInboundStreams authenticated ones.
+// An inbound stream is bounded before and after authentication, so unauthenticated or trickling connections cannot make
+// a member buffer the frames they declare (test/gossip/push-pull-exhaustion.test.ts): its opening frame may be at most
+// maxOpeningBytes and is checked (decrypted, replay-checked) before the request frame is buffered, and only then up to
+// the length the opening frame declared (at most maxMessageBytes); the whole exchange has one deadline; at most
+// maxPendingStreams unauthenticated streams are held (a new one evicts the oldest, so a flood of idle connections
+// cannot lock a real peer out) and at most maxInboundStreams authenticated ones.
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, connect, isIP, type Server, type Socket } from 'node:net';
 import { formatAddress, parseAddress } from './address.ts';

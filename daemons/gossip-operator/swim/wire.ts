@@ -1,4 +1,4 @@
-// Wire versions and their negotiation (SPEC §5: the wire is versioned so mixed versions interoperate; issue 22).
+// Wire versions and their negotiation (docs/contract.md §5: the wire is versioned so mixed versions interoperate).
 // The version of a frame is its header byte (crypto.ts), authenticated with the rest of the frame:
 //   2: JSON plaintext (codec.ts), the baseline every member speaks;
 //   3: tagged binary plaintext, push-pull compressed (binary-codec.ts).

@@ -1,4 +1,4 @@
-// Jittered exponential backoff for watch reconnects (SPEC §4: 1 s -> 30 s). Pure: the random source is
+// Jittered exponential backoff for watch reconnects (docs/contract.md §4: 1 s -> 30 s). Pure: the random source is
 // injected so tests can pin the jitter.
 
 export interface BackoffPolicy {

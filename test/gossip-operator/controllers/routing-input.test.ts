@@ -18,7 +18,7 @@ const ready = (status: 'True' | 'False' | 'Unknown') => ({ phase: 'Available' as
 
 describe('routing input for readiness and fallback', () => {
   it.each([
-    // seed 001: "A provider whose Ready is False is excluded from routing"
+    // "A provider whose Ready is False is excluded from routing"
     ['False', true],
     ['True', undefined],
     ['Unknown', undefined],
@@ -33,7 +33,7 @@ describe('routing input for readiness and fallback', () => {
   });
 
   it.each([
-    // seed 000's own external example travels as the category a peer routes without providerKind
+    // The External/OpenAI spelling travels as the category a peer routes without providerKind
     ['External', 'OpenAI', 'api_provider'],
     ['bedrock', 'Bedrock', 'cloud_managed'],
     ['self_hosted', 'local', 'local'],

@@ -1,4 +1,4 @@
-// Gateway age evidence against seed 001 "Gateway age evidence", sentence by sentence.
+// Gateway age evidence against the rules it implements (quoted in evidence.ts), sentence by sentence.
 import { describe, expect, it } from 'vitest';
 import {
   applyReport,

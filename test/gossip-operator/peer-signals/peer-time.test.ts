@@ -1,4 +1,4 @@
-// The PeerTimeValid state machine against the sentences of seed 001 "Conditions" it implements.
+// The PeerTimeValid state machine against the sentences it implements (quoted in peer-time.ts).
 import { describe, expect, it } from 'vitest';
 import {
   conditionWriteDue,

@@ -1,4 +1,4 @@
-// Peer signal rows: ages relayed as ages, and per-row refusal (seed 001: "Rejected rows are dropped ... Only
+// Peer signal rows: ages relayed as ages, and per-row refusal ("Rejected rows are dropped ... Only
 // rejected rows become unavailable for provider measurement; valid rows from the same peer remain available.")
 import { describe, expect, it } from 'vitest';
 import { classifyAnswer, RowAges, signalsDocument } from '../../../daemons/gossip-operator/peer-signals/rows.ts';

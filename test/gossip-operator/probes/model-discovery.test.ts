@@ -8,7 +8,7 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
-// The test servers can only live on loopback, which the seed's policy blocks; this policy blocks nothing else.
+// The test servers can only live on loopback, which the default policy blocks; this policy blocks nothing else.
 const allowLoopback = (address: string) => isBlockedAddress(address) && !address.startsWith('127.');
 
 describe('model discovery address policy (seed 001 "Discovery refuses loopback, localhost, link-local, unspecified, and cloud metadata addresses")', () => {

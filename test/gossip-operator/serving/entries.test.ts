@@ -1,6 +1,6 @@
 // The serving config as the operator derives it from one reconcile's routing (real renderNetwork): routable
-// providers with their cluster and admission, known-but-excluded ones with admission none and the reason (seed 001:
-// "A provider whose Ready is False is excluded from routing ... and its serving config entry carries admission:
+// providers with their cluster and admission, known-but-excluded ones with admission none and the reason
+// ("A provider whose Ready is False is excluded from routing ... and its serving config entry carries admission:
 // none"), and nothing for providers this gateway cannot know. The rendered document passes the consumers' validator.
 import { describe, expect, it } from 'vitest';
 import { validateServing, GATEWAY_MAX_SERVING_BYTES, serializeServing } from '../../../schemas/serving/serving-config.ts';

@@ -1,5 +1,5 @@
 // Shared by the gossip fuzz suites: the member under attack runs in a child process (member-process.ts); the
-// suite measures it before and after, and checks the invariants issue 17 asks of every fuzz run.
+// suite measures it before and after, and checks the invariants every fuzz run must keep (checkAfterRun).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// Fuzz suite (issue 17): 2 000 generated push-pull streams against a live member in its own process, over real
+// Fuzz suite: 2 000 generated push-pull streams against a live member in its own process, over real
 // TCP on loopback, 16 at a time: garbage, hostile length prefixes, opening frames that are forged, misaddressed,
 // replayed, oversized or lying about the request length, garbage and valid requests after a good opening, byte-at-
 // a-time writers, and streams that stall until the member's deadline. Afterwards the member must be alive, hold no

@@ -1,4 +1,4 @@
-// Fuzz suite (issue 17): 10 000 generated SWIM datagrams against a live member in its own process, over real UDP
+// Fuzz suite: 10 000 generated SWIM datagrams against a live member in its own process, over real UDP
 // on loopback: garbage, broken frames, and frames sealed with the right key around hostile packets (every message
 // kind with wrong, huge or missing fields, wrong recipients, reflections, replays, stale clocks). Afterwards the
 // member must be alive and admit a real member, with RSS, descriptors and event-loop delay within BOUNDS and no

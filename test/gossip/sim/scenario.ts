@@ -1,11 +1,11 @@
-// The scale scenario run in simulated time (issue 22), shared by the test (100 and 1,000 members) and the bench
+// The scale scenario run in simulated time, shared by the test (100 and 1,000 members) and the bench
 // (5,000): N members join through one seed, a steady window measures traffic and false positives under loss, a
 // crash measures detection and dissemination, a late joiner measures how fast news of a join spreads.
 import { loopbackProfile, pushPullIntervalFor } from '../../../daemons/gossip-operator/swim/config.ts';
 import type { WireVersion } from '../../../daemons/gossip-operator/swim/wire.ts';
 import { SimGrid, wanDelay } from './virtual-grid.ts';
 
-/** The timers of the memberlist comparison (issue 22): the WAN profile / 10, so 500 ms probes and 50 ms gossip. */
+/** The timers of the memberlist comparison: the WAN profile / 10, so 500 ms probes and 50 ms gossip. */
 export const SIM_TIMING = loopbackProfile(10);
 export const LATE_JOINERS = 5;
 

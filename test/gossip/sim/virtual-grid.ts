@@ -1,4 +1,4 @@
-// A grid in simulated time (issue 22): the real Membership code, unchanged, on an in-memory network whose clock is
+// A grid in simulated time: the real Membership code, unchanged, on an in-memory network whose clock is
 // virtual, with seeded packet loss and delay. Nothing sleeps: events run in time order as fast as the CPU allows,
 // so 1,000 members and minutes of protocol time fit in seconds, and a seed replays a run exactly.
 //
