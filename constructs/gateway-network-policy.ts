@@ -12,7 +12,7 @@
  * without `from`, which cdk8s-plus cannot render.
  */
 import type { Construct } from 'constructs';
-import * as kplus from 'cdk8s-plus-28';
+import type * as kplus from 'cdk8s-plus-28';
 import { cidrProblem, type ListenerSources } from './operator-network-policy.ts';
 import { issueAt, type SynthIssue } from './synth-error.ts';
 import { ingressPolicy, tcpPort } from './ingress-policy.ts';

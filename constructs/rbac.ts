@@ -1,4 +1,4 @@
-import { Construct } from 'constructs';
+import type { Construct } from 'constructs';
 import { k8s } from 'cdk8s-plus-28';
 import { METRICS_SCRAPER_RULES, policyRules, type DaemonName, type NameBindings } from './permissions.ts';
 

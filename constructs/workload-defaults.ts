@@ -1,4 +1,4 @@
-import { Construct } from 'constructs';
+import type { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
 import { Size } from 'cdk8s';
 

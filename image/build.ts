@@ -63,7 +63,7 @@ function stageDebian(root: string, epoch: number): void {
   // Extract mode runs no maintainer scripts, so update-ca-certificates never wrote the bundle: concatenate the
   // Mozilla roots in name order, as it does.
   const certDir = join(root, 'usr/share/ca-certificates/mozilla');
-  const bundle = readdirSync(certDir).filter((f) => f.endsWith('.crt')).sort().map((f) => readFileSync(join(certDir, f), 'utf8').trimEnd() + '\n').join('');
+  const bundle = readdirSync(certDir).filter((f) => f.endsWith('.crt')).sort().map((f) => `${readFileSync(join(certDir, f), 'utf8').trimEnd()}\n`).join('');
   mkdirSync(join(root, 'etc/ssl/certs'), { recursive: true });
   writeFileSync(join(root, 'etc/ssl/certs/ca-certificates.crt'), bundle);
   for (const [path, text] of Object.entries(etcFiles())) writeFileSync(join(root, path), text);

@@ -3,6 +3,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 
 function installed(name: string): boolean {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own format syntax, not a template
   const query = spawnSync('dpkg-query', ['-W', '-f=${db:Status-Status}', name], { encoding: 'utf8' });
   return query.status === 0 && query.stdout.trim() === 'installed';
 }

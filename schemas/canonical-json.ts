@@ -148,11 +148,13 @@ class Writer {
         this.#add(value ? 'true' : 'false');
         return;
       case 'bigint':
-        return this.#fail('BigInt has no JSON representation');
+        this.#fail('BigInt has no JSON representation');
+        return;
       case 'undefined':
       case 'function':
       case 'symbol':
-        return this.#fail(`${typeof value} has no JSON representation`);
+        this.#fail(`${typeof value} has no JSON representation`);
+        return;
     }
     if (value === null) {
       this.#add('null');

@@ -49,7 +49,7 @@ async function loadSiteKey(file: string): Promise<SiteKey> {
     key = createPrivateKey(readFileSync(file));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new CliError(code !== undefined && code.startsWith('E') && !code.startsWith('ERR') ? `cannot read ${file}: ${code}` : `${file}: not a PEM private key`, 2);
+    throw new CliError(code?.startsWith('E') && !code.startsWith('ERR') ? `cannot read ${file}: ${code}` : `${file}: not a PEM private key`, 2);
   }
   const curve = key.asymmetricKeyDetails?.namedCurve;
   const algorithm = key.asymmetricKeyType === 'ed25519'

@@ -72,7 +72,9 @@ export class RequestHistogram<L extends string> {
     let series = this.#series.get(key);
     if (series === undefined) {
       const labels: Record<string, string> = {};
-      this.#labelNames.forEach((name, i) => (labels[name] = values[i]!));
+      this.#labelNames.forEach((name, i) => {
+        labels[name] = values[i]!;
+      });
       series = new Series(labels, this.#bounds);
       this.#series.set(key, series);
     }

@@ -200,7 +200,7 @@ function requestHeaders(req: IncomingMessage): Map<string, string | string[]> {
   const raw = req.headers;
   for (const name in raw) {
     const value = raw[name];
-    if (value === undefined || REQUEST_HEADERS_NOT_FORWARDED.has(name) || (connectionTokens !== undefined && connectionTokens.includes(name))) continue;
+    if (value === undefined || REQUEST_HEADERS_NOT_FORWARDED.has(name) || (connectionTokens?.includes(name))) continue;
     headers.set(name, value);
   }
   return headers;

@@ -107,7 +107,7 @@ export class AddressTable {
     }
     for (const [key, target] of this.#site) {
       const [site, address] = key.split('|') as [string, string];
-      if (!address.endsWith('.svc.cluster.local:' + address.split(':').pop())) continue; // one row per Service port
+      if (!address.endsWith(`.svc.cluster.local:${address.split(':').pop()}`)) continue; // one row per Service port
       rows.push({ scope: site, address, target: target.endpoints.join(', ') });
     }
     return rows;

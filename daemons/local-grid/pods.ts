@@ -7,7 +7,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { AddressTable, LOOPBACK } from './address-table.ts';
+import { type AddressTable, LOOPBACK } from './address-table.ts';
 import {
   type CompiledSite,
   configMapData,

@@ -6,16 +6,16 @@
  */
 import { decideAdmission, activeSignal, type AdmissionMemory, type AdmissionMemoryMap } from './admission.ts';
 import { isExternalCategory, resolveBackendKind } from './backend-kind.ts';
-import {
-  type AdmissionState,
-  type CandidateKind,
-  type Labels,
-  type LocalInferenceProvider,
-  type ProviderCost,
-  type LocalToolProvider,
-  type NetworkRoutingInput,
-  type RemoteProviderRecord,
-  type SecretKeyRef,
+import type {
+  AdmissionState,
+  CandidateKind,
+  Labels,
+  LocalInferenceProvider,
+  ProviderCost,
+  LocalToolProvider,
+  NetworkRoutingInput,
+  RemoteProviderRecord,
+  SecretKeyRef,
 } from './model.ts';
 import type { Exclusion, ExclusionReason } from './result.ts';
 import { normalizeSample, NO_SIGNALS, scoreSignals, type BaseScore, type NormalizedSignals } from './scoring.ts';
@@ -263,7 +263,7 @@ function assembleLocalInference(run: Assembly, provider: LocalInferenceProvider)
   const signal = activeSignal(input.policy.scoringStrategy);
   const judged = verdict(run, providerKey(input.network, input.ownSite, id), id, served, {
     signals: normalizeSample(metrics?.sample, metrics?.queueCapacity),
-    signalConfigured: signal !== undefined && metrics !== undefined && metrics.configuredSignals.includes(signal),
+    signalConfigured: signal !== undefined && metrics?.configuredSignals.includes(signal) === true,
     sample: metrics?.sample,
     drain: provider.drain === true,
     ...(provider.cost !== undefined ? { cost: provider.cost } : {}),

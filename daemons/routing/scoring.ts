@@ -29,7 +29,7 @@ export interface BaseScore {
 }
 
 function clampUnit(value: number): number {
-  return value < 0 ? 0 : value > 1 ? 1 : value;
+  return value < 0 ? 0 : Math.min(value , 1);
 }
 
 /** A ratio signal: non-finite values are absent (no evidence, not an extreme), others are clamped to [0,1]. */

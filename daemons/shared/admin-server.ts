@@ -73,7 +73,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
         return;
       case '/status':
         if (options.status !== undefined) {
-          send(200, JSON.stringify(options.status(), null, 2) + '\n', 'application/json');
+          send(200, `${JSON.stringify(options.status(), null, 2)}\n`, 'application/json');
           return;
         }
         break;

@@ -74,9 +74,9 @@ export function pemFingerprint(pem: string): string {
 }
 
 function distinguishedName(commonName: string, organization?: string | readonly string[]): string {
-  const escape = (value: string): string => value.replace(/([,+"\\<>;=])/g, '\\$1');
+  const escapeDn = (value: string): string => value.replace(/([,+"\\<>;=])/g, '\\$1');
   const organizations = organization === undefined ? [] : typeof organization === 'string' ? [organization] : organization;
-  return [`CN=${escape(commonName)}`, ...organizations.map((o) => `O=${escape(o)}`)].join(', ');
+  return [`CN=${escapeDn(commonName)}`, ...organizations.map((o) => `O=${escapeDn(o)}`)].join(', ');
 }
 
 async function exportKeyPem(key: CryptoKey): Promise<string> {
@@ -109,7 +109,7 @@ export async function createCertificateAuthority(options: CaOptions = {}): Promi
     ],
   });
   return {
-    certPem: cert.toString('pem') + '\n',
+    certPem: `${cert.toString('pem')}\n`,
     keyPem: await exportKeyPem(keys.privateKey),
     fingerprint: certificateFingerprint(cert.rawData),
     cert,
@@ -150,7 +150,7 @@ async function issueLeaf(ca: CertificateAuthority, options: LeafOptions, usage: 
     extensions,
   });
   return {
-    certPem: cert.toString('pem') + '\n',
+    certPem: `${cert.toString('pem')}\n`,
     keyPem: await exportKeyPem(keys.privateKey),
     fingerprint: certificateFingerprint(cert.rawData),
     serialNumber: cert.serialNumber.toLowerCase(),

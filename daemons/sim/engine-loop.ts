@@ -1,7 +1,7 @@
 // Runs the pure engine model in real time: one timer, set for the moment the step in flight ends, completes it and
 // starts the next; every arrival, abort and /metrics read first brings the engine up to now. The engine keeps its own
 // model time, so a late timer delays when tokens are written, never the latencies the engine reports.
-import { Engine, isRefusal } from './engine/engine.ts';
+import { type Engine, isRefusal } from './engine/engine.ts';
 import type { Admission, EngineRefusal, EngineRequest, StepResult, StepTiming, TokenEvent } from './engine/engine.ts';
 
 /** Steps completed in one turn of the event loop at most: steps that take no time must not starve the sockets. */

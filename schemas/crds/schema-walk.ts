@@ -61,7 +61,9 @@ export function firstLine(error: unknown): string {
 export function childSchemas(schema: Node, value: unknown): Array<[Segment, Node, unknown]> {
   const out: Array<[Segment, Node, unknown]> = [];
   if (Array.isArray(value) && isObject(schema['items'])) {
-    value.forEach((item, index) => out.push([index, schema['items'] as Node, item]));
+    value.forEach((item, index) => {
+      out.push([index, schema['items'] as Node, item]);
+    });
   } else if (isObject(value)) {
     const properties = isObject(schema['properties']) ? schema['properties'] : undefined;
     const additional = isObject(schema['additionalProperties']) ? schema['additionalProperties'] : undefined;

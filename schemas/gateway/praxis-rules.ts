@@ -31,7 +31,7 @@ export function isLoopbackAddress(host: string): boolean {
   const mapped = /^(?:0{0,4}:){0,5}:?ffff:(\d+\.\d+\.\d+\.\d+)$/u.exec(lower);
   if (mapped?.[1] !== undefined) return mapped[1].startsWith('127.');
   const groups = expandIPv6(lower);
-  return groups !== undefined && groups.slice(0, 7).every((g) => g === 0) && groups[7] === 1;
+  return groups?.slice(0, 7).every((g) => g === 0) === true && groups[7] === 1;
 }
 
 function expandIPv6(host: string): number[] | undefined {
@@ -48,7 +48,7 @@ function expandIPv6(host: string): number[] | undefined {
 function isUnspecified(host: string): boolean {
   if (isIPv4(host)) return host === '0.0.0.0';
   const groups = isIPv6(host) ? expandIPv6(host.toLowerCase()) : undefined;
-  return groups !== undefined && groups.every((g) => g === 0);
+  return groups?.every((g) => g === 0) === true;
 }
 
 /** praxis-proxy-tls sni_name::validate for an upstream SNI: a DNS host name, no wildcard, no IP literal. */
@@ -164,7 +164,7 @@ export function extensionKeyPointers(document: unknown): string[] {
   const walk = (value: unknown, node: SchemaNode, pointer: string): void => {
     const resolved = resolveRef(node);
     if (Array.isArray(value)) {
-      if (resolved.items !== undefined) value.forEach((item, i) => walk(item, resolved.items!, `${pointer}/${i}`));
+      if (resolved.items !== undefined) for (const [i, item] of value.entries()) walk(item, resolved.items, `${pointer}/${i}`);
       return;
     }
     if (typeof value !== 'object' || value === null) return;

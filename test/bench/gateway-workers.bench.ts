@@ -455,6 +455,7 @@ export async function benchGatewayWorkers(partial: Partial<WorkersBenchOptions> 
     if (sim !== undefined) await stopProcess(sim);
     await cleanup();
     const bad = codes.findIndex((c) => c !== 0);
+    // biome-ignore lint/correctness/noUnsafeFinally: exit codes are known only once stopped; a gateway that fails SIGTERM fails the run
     if (bad >= 0) throw new Error(`gateway --workers ${gateways[bad]!.workers} exited ${codes[bad]} on SIGTERM`);
   }
 }

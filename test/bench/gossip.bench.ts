@@ -169,7 +169,7 @@ for (const n of NS) {
     try {
       const ml = JSON.parse(execFileSync(memberlistBinary, [String(n)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })) as MemberlistRow;
       mlRows.push(ml);
-      console.log(line('memberlist', ml, timing.gossipIntervalMs, timing.probeIntervalMs) + `  [suspicion ${ml.suspicionTimeoutMs.toFixed(0)} ms fixed, SuspicionMult ${ml.suspicionMult}]`);
+      console.log(`${line('memberlist', ml, timing.gossipIntervalMs, timing.probeIntervalMs)}  [suspicion ${ml.suspicionTimeoutMs.toFixed(0)} ms fixed, SuspicionMult ${ml.suspicionMult}]`);
     } catch {
       // Its own message (e.g. a grid that did not converge in 60 s) went to stderr above; our rows still stand.
       console.log(`memberlist N=${String(n).padStart(3)}  no figures: the memberlist run failed (its message is above)`);

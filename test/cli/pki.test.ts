@@ -140,7 +140,7 @@ describe('agn pki init', () => {
   it("has synth pin exactly these certificates in each peer's GridSite", async () => {
     expect((await agn(dir, 'synth', '--out', 'dist')).code).toBe(0);
     const [east, west] = loadCompiledGrid(join(dir, 'dist'));
-    const pinOf = (objects: { kind: string; metadata: { name: string }; [k: string]: unknown }[], name: string) => (objects.find((o) => o.kind === 'GridSite' && o.metadata.name === name)?.['spec'] as { trust?: unknown }).trust;
+    const pinOf = (objects: { kind: string; metadata: { name: string }; [k: string]: unknown }[], name: string) => (objects.find((o) => o.kind === 'GridSite' && o.metadata.name === name)!['spec'] as { trust?: unknown }).trust;
     expect(pinOf(east!.objects as never, 'my-grid-west')).toEqual({ canonicalFingerprints: trustFile().sites['west']?.gatewayPins });
     expect(pinOf(west!.objects as never, 'my-grid-east')).toEqual({ canonicalFingerprints: trustFile().sites['east']?.gatewayPins });
   });
@@ -156,7 +156,7 @@ describe('agn pki secrets', () => {
       // Every Secret name the compiled manifests mention (volumes, GridNetwork tls, provider auth).
       const named = new Set<string>();
       const walk = (value: unknown, key = ''): void => {
-        if (Array.isArray(value)) value.forEach((v) => walk(v));
+        if (Array.isArray(value)) for (const v of value) walk(v);
         else if (typeof value === 'object' && value !== null) {
           const record = value as Record<string, unknown>;
           if ((key === 'secret' || key.endsWith('SecretRef') || key === 'secretRef') && typeof (record['name'] ?? record['secretName']) === 'string') named.add(String(record['name'] ?? record['secretName']));

@@ -12,7 +12,7 @@ import { loadGridCa } from '../../daemons/gossip-operator/enrollment/site-certif
 import { GRID_SITE, SECRET, SITE_INVITE } from '../../daemons/gossip-operator/kinds.ts';
 import { checkDeletedSiteName, readSiteNameLedger, recordSiteNames } from '../../daemons/gossip-operator/site-name-ledger.ts';
 import { createLogger } from '../../daemons/shared/log.ts';
-import { KubernetesStore } from '../../daemons/shared/resource-store/index.ts';
+import type { KubernetesStore } from '../../daemons/shared/resource-store/index.ts';
 import { createCertificateAuthority } from '../../daemons/shared/tls.ts';
 import { inviteTokenSecretName, siteNameLedgerConfigMapName } from '../../schemas/object-names.ts';
 import { csr, namespaceWithStores } from './enrollment-fixture.ts';
@@ -41,7 +41,10 @@ describe('deleted site names on the API server', () => {
     expect((await checkDeletedSiteName(store, ledger, site)).deleted).toBe(false);
 
     const lines: string[] = [];
-    const logger = createLogger({ name: 'deleted-name-test', destination: new Writable({ write: (c: Buffer, _e, cb) => void (lines.push(c.toString()), cb()) }) });
+    const logger = createLogger({ name: 'deleted-name-test', destination: new Writable({ write: (c: Buffer, _e, cb) => {
+          lines.push(c.toString());
+          cb();
+        }, }) });
     const ctx = { store, logger, config: { namespace, site: signerSite }, now: Date.now } as unknown as OperatorContext;
     const controller = new SiteInviteController(ctx);
     const invite = async (spec: Record<string, unknown>): Promise<Json> => {

@@ -107,7 +107,7 @@ describe('dist/crds.k8s.yaml + dist/east.k8s.yaml (shared control plane)', () =>
     const walk = (written: unknown, kept: unknown, schema: SchemaNode | undefined, at: string): void => {
       if (Array.isArray(written)) {
         if (!Array.isArray(kept) || kept.length !== written.length) return void problems.push(`${at}: list changed`);
-        written.forEach((w, i) => walk(w, kept[i], schema?.['items'] as SchemaNode | undefined, `${at}[${i}]`));
+        for (const [i, w] of written.entries()) walk(w, kept[i], schema?.['items'] as SchemaNode | undefined, `${at}[${i}]`);
       } else if (written !== null && typeof written === 'object') {
         if (kept === null || typeof kept !== 'object') return void problems.push(`${at}: object dropped`);
         const properties = (schema?.['properties'] ?? {}) as Record<string, SchemaNode>;

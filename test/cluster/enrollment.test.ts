@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { OperatorContext } from '../../daemons/gossip-operator/context.ts';
 import { SiteInviteController } from '../../daemons/gossip-operator/controllers/site-invite.ts';
-import { InviteRedeemer, parseRedeemRequest, RedeemRefusal } from '../../daemons/gossip-operator/enrollment/redeem.ts';
+import { InviteRedeemer, parseRedeemRequest, type RedeemRefusal } from '../../daemons/gossip-operator/enrollment/redeem.ts';
 import { loadGridCa } from '../../daemons/gossip-operator/enrollment/site-certificate.ts';
 import { SECRET, SITE_INVITE } from '../../daemons/gossip-operator/kinds.ts';
 import { createLogger } from '../../daemons/shared/log.ts';
@@ -26,7 +26,10 @@ describe('SiteInvite redeem on the API server', () => {
     const store = open();
     await store.apply(SITE_INVITE, { apiVersion: SITE_INVITE.apiVersion, kind: 'SiteInvite', metadata: { name }, spec: { siteName: site } }, { fieldManager: 'agn-cluster-test' });
     const lines: string[] = [];
-    const logger = createLogger({ name: 'enroll-test', destination: new Writable({ write: (c: Buffer, _e, cb) => void (lines.push(c.toString()), cb()) }) });
+    const logger = createLogger({ name: 'enroll-test', destination: new Writable({ write: (c: Buffer, _e, cb) => {
+          lines.push(c.toString());
+          cb();
+        }, }) });
     const ctx = { store, logger, config: { namespace, site: 'signer' }, now: Date.now } as unknown as OperatorContext;
     const controller = new SiteInviteController(ctx);
     await controller.reconcile(name);

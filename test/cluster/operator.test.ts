@@ -156,11 +156,17 @@ let standby = '';
 
 describe('gossip-operator (real program, its ServiceAccount token) on east', () => {
   it('one replica takes the Lease and publishes the overlay ConfigMap of docs/contract.md §2.1 with field manager grid-operator', async () => {
-    leader = await waitFor('a replica to hold the Lease', async () => (failFast(), leaseHolder()), 30_000);
+    leader = await waitFor('a replica to hold the Lease', async () => {
+      failFast();
+      return leaseHolder();
+    }, 30_000);
     expect([...replicas.keys()]).toContain(leader);
     standby = [...replicas.keys()].find((k) => k !== leader)!;
 
-    const cm = await waitFor('the overlay ConfigMap', async () => (failFast(), get(CM_PATH)), 40_000);
+    const cm = await waitFor('the overlay ConfigMap', async () => {
+      failFast();
+      return get(CM_PATH);
+    }, 40_000);
     const managers = (cm['metadata']['managedFields'] as { manager: string; operation: string }[]).map((f) => `${f.manager}/${f.operation}`);
     expect(managers).toEqual([`${FIELD_MANAGER}/Apply`]);
     expect(cm['metadata']['labels']).toMatchObject({

@@ -150,7 +150,7 @@ describe('the identities dist/ creates', () => {
     expect(syncContainer.serviceAccount).toMatch(/overlay-sync$/);
     expect(CONFIGMAP).toBe(syncContainer.env['OVERLAY_SYNC_CONFIGMAP']);
     const operatorDeployment = east.find((m) => m.object.kind === 'Deployment' && m.object.metadata.name === OPERATOR_SA);
-    expect((operatorDeployment?.object['spec'] as { template: { spec: { serviceAccountName: string } } }).template.spec.serviceAccountName).toBe(OPERATOR_SA);
+    expect((operatorDeployment!.object['spec'] as { template: { spec: { serviceAccountName: string } } }).template.spec.serviceAccountName).toBe(OPERATOR_SA);
     for (const [client, sa] of [[operator, OPERATOR_SA], [sync, syncContainer.serviceAccount]] as const) {
       const res = await client.request('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
         apiVersion: 'authentication.k8s.io/v1',

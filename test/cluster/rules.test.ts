@@ -22,9 +22,9 @@ interface Expected {
   readonly alternative?: readonly string[];
 }
 
-const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-export function expectedFromServer(row: RuleRow): Expected {
+function expectedFromServer(row: RuleRow): Expected {
   const { path, message } = row;
   // The API server checks maxLength before pattern and then skips the pattern: a too-long string that also
   // breaks the pattern is refused as "Too long" at the same path.
@@ -126,7 +126,7 @@ describe('the message translation itself', () => {
   it('is total: every row maps to a concrete server wording that names its path', () => {
     for (const { row } of rows) {
       const expected = expectedFromServer(row);
-      expect(expected.all.join(' ')).toMatch(new RegExp(escape(row.path)));
+      expect(expected.all.join(' ')).toMatch(new RegExp(escapeRegExp(row.path)));
     }
     expect(rows).toHaveLength(89);
   });

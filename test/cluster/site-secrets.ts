@@ -18,7 +18,7 @@ export type SecretRole = 'ca' | 'site' | 'swim' | 'token';
 export function referencedSecrets(specs: readonly unknown[]): Map<string, { ref: SecretRef; role: SecretRole }> {
   const out = new Map<string, { ref: SecretRef; role: SecretRole }>();
   const walk = (value: unknown, key: string): void => {
-    if (Array.isArray(value)) value.forEach((v) => walk(v, key));
+    if (Array.isArray(value)) for (const v of value) walk(v, key);
     else if (value !== null && typeof value === 'object') {
       const record = value as Record<string, unknown>;
       if (/secretref$/i.test(key) && typeof record['name'] === 'string' && typeof record['namespace'] === 'string') {

@@ -70,7 +70,7 @@ describe('GossipOperator', () => {
       ['gossip-tcp', 7946, 'TCP'],
       ['metrics', 9090, 'TCP'],
     ]);
-    expect((find(objects, 'Namespace', 'grid-system').metadata.labels ?? {})['pod-security.kubernetes.io/enforce']).toBe('restricted');
+    expect(find(objects, 'Namespace', 'grid-system').metadata.labels?.['pod-security.kubernetes.io/enforce']).toBe('restricted');
   });
 
   it('emits the metrics scraper ServiceAccount (get /metrics only) and lets the operator mint tokens for it alone (seed 001 "Bearer authentication")', () => {

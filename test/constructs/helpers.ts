@@ -1,5 +1,5 @@
 // Shared test fixtures: a throwaway chart, synthesized objects, and small finders.
-import { Chart, Testing } from 'cdk8s';
+import { type Chart, Testing } from 'cdk8s';
 import type { GridDeclaration, ProviderDeclaration, SiteDeclaration } from '../../constructs/grid-declaration.ts';
 import type { GridTrust } from '../../schemas/generated/grid-trust.ts';
 

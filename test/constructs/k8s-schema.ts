@@ -86,7 +86,7 @@ function checkValue(value: unknown, type: JsiiType, path: string, errors: string
   if ('collection' in type) {
     if (type.collection.kind === 'array') {
       if (!Array.isArray(value)) return void errors.push(`${path}: expected an array`);
-      value.forEach((item, i) => checkValue(item, type.collection.elementtype, `${path}[${i}]`, errors));
+      for (const [i, item] of value.entries()) checkValue(item, type.collection.elementtype, `${path}[${i}]`, errors);
     } else {
       if (typeof value !== 'object' || value === null || Array.isArray(value)) return void errors.push(`${path}: expected a map`);
       for (const [key, item] of Object.entries(value)) checkValue(item, type.collection.elementtype, `${path}.${key}`, errors);

@@ -293,7 +293,7 @@ export class ContainerGrid {
 
   #planPod(cluster: SiteCluster, plan: PodPlan): RunningPod {
     const deployment = cluster.compiled.objects.find((o) => o.kind === 'Deployment' && o.metadata.name === plan.deployment && (o.metadata.namespace ?? 'default') === plan.namespace);
-    const spec = (deployment?.['spec'] as { template: { spec: PodTemplateSpec } }).template.spec;
+    const spec = (deployment!['spec'] as { template: { spec: PodTemplateSpec } }).template.spec;
     const podName = `${PREFIX}-${cluster.site}-${plan.id}`;
     const dir = join(this.workDir, 'pods', cluster.site, plan.id);
     const pod: RunningPod = {

@@ -18,7 +18,10 @@ export interface ServiceProxy {
 }
 
 function connectFirst(endpoints: readonly Endpoint[], start: number, done: (socket: Socket | undefined) => void, tried = 0): void {
-  if (tried >= endpoints.length) return done(undefined);
+  if (tried >= endpoints.length) {
+    done(undefined);
+    return;
+  }
   const endpoint = endpoints[(start + tried) % endpoints.length] as Endpoint;
   const upstream = createConnection({ host: endpoint.host, port: endpoint.port, timeout: 2000 });
   const fail = (): void => {

@@ -38,7 +38,7 @@ function codeLines(markdown: string): string[] {
 }
 
 /** GitHub's heading anchors: lower case, punctuation other than '-' and '_' dropped, spaces to '-', repeats numbered. */
-export function headingAnchors(markdown: string): Set<string> {
+function headingAnchors(markdown: string): Set<string> {
   const anchors = new Set<string>();
   const seen = new Map<string, number>();
   for (const match of prose(markdown).matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {

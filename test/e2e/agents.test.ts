@@ -143,7 +143,9 @@ describe('tool servers and agents on the local example grid', { timeout: 90_000 
     }, 60_000, 250).then((status) => expect(status.reason).toBe('McpEndpointUnreachable'));
     const gone = await waitFor('the tool server withdrawn from the overlay', async () => {
       const reply = await post(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'initialize', params: {} }));
-      return reply.status === 404 ? reply : (await reply.body?.cancel(), undefined);
+      if (reply.status === 404) return reply;
+      await reply.body?.cancel();
+      return undefined;
     }, 60_000, 250);
     expect(((await gone.json()) as { error: { message: string } }).error.message).toContain('no tool server "east-db-tools"');
   });

@@ -79,7 +79,7 @@ function nest(random: Random, depth: number): string {
 function makeBody(random: Random): Buffer | string | undefined {
   const model = random.pick(MODELS);
   const base = chatBody(typeof model === 'string' || random.chance(0.9) ? (model as string) : 'm1', random.chance(0.2) ? { stream: true } : {});
-  let text = JSON.stringify(base);
+  const text = JSON.stringify(base);
   switch (random.int(14)) {
     case 0:
       return undefined;

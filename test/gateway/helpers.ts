@@ -7,7 +7,7 @@ import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Agent, request } from 'undici';
+import { type Agent, request } from 'undici';
 import { stableId } from '../../schemas/fnv1a.ts';
 import { buildEnvelope, serializeOverlay } from '../../schemas/overlay/envelope.ts';
 import type { OverlayCandidate, OverlayPayload } from '../../schemas/overlay/types.ts';

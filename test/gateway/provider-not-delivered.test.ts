@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { stableId } from '../../schemas/fnv1a.ts';
-import { PROVIDER_SNI, call, candidate, chatBody, consumerConfig, makePki, metricSample, payload, providerConfig, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay, startConsumer } from './helpers.ts';
+import { PROVIDER_SNI, call, candidate, chatBody, consumerConfig, makePki, metricSample, payload, providerConfig, spawnDaemon, tempDir, waitForPort, writeOverlay, startConsumer } from './helpers.ts';
 import type { Daemon } from './helpers.ts';
 
 const TOKEN = 'not-delivered-token-5e1a';

@@ -14,7 +14,7 @@ describe('GatewayResponse', () => {
   });
 
   async function answer(form: Form, routedSite?: string): Promise<Response> {
-    server = createServer({ ServerResponse: GatewayResponse }, (req, res) => {
+    server = createServer({ ServerResponse: GatewayResponse }, (_req, res) => {
       const response = res as GatewayResponse;
       if (form !== 'unhandled') response.requestId = '0123456789abcdef0123456789abcdef';
       if (routedSite !== undefined) response.routedSite = routedSite;
@@ -42,7 +42,7 @@ describe('GatewayResponse', () => {
   }
 
   it('adds the headers filters added, the last value of a name winning, to an error head too', async () => {
-    server = createServer({ ServerResponse: GatewayResponse }, (req, res) => {
+    server = createServer({ ServerResponse: GatewayResponse }, (_req, res) => {
       const response = res as GatewayResponse;
       response.requestId = '0123456789abcdef0123456789abcdef';
       response.addHeader('x-grid-site', 'east');

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCertificateAuthority, createClientCertificate, createServerCertificate } from '../../daemons/shared/tls.ts';
 import type { CertificateAuthority, LeafCertificate } from '../../daemons/shared/tls.ts';
 import { KubeletVolume, type VolumePayload } from '../kubelet-volume.ts';
-import { EDGE_ORG, PROVIDER_SNI, call, candidate, chatBody, consumerConfig, metricSample, payload as overlayPayload, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay, startConsumer } from './helpers.ts';
+import { EDGE_ORG, PROVIDER_SNI, call, candidate, chatBody, consumerConfig, metricSample, payload as overlayPayload, tempDir, waitFor, writeOverlay, startConsumer } from './helpers.ts';
 import type { Daemon } from './helpers.ts';
 
 const BOUND_MS = 3_000;

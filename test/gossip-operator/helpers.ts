@@ -90,7 +90,7 @@ export async function startBackend(): Promise<Backend> {
 }
 
 export function renderTemplate(template: string, vars: Record<string, string>): string {
-  return template.replace(/\$\{([A-Z_]+)\}/g, (whole, name: string) => {
+  return template.replace(/\$\{([A-Z_]+)\}/g, (_whole, name: string) => {
     const value = vars[name];
     if (value === undefined) throw new Error(`template variable ${name} has no value`);
     return value;

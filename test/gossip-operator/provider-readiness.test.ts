@@ -27,7 +27,7 @@ describe('provider health across probes (pure)', () => {
     { probes: [FAIL, PASS, FAIL], threshold: 2, phase: 'Available', reason: 'HealthCheckFailing' },
   ])('$probes.length probes ending $probes.-1.result, failureThreshold $threshold → $phase $reason', ({ probes, threshold, phase, reason }) => {
     let record: HealthRecord | undefined;
-    probes.forEach((outcome, i) => (record = recordProbe(record, outcome, i * 1000, 1)));
+    for (const [i, outcome] of probes.entries()) record = recordProbe(record, outcome, i * 1000, 1);
     expect(healthVerdict(record!, threshold)).toMatchObject({ phase, reason });
   });
 

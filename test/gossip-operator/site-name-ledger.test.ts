@@ -48,7 +48,10 @@ describe('site name ledger', () => {
 
   function controller(s: LocalStore): { controller: SiteInviteController; lines: string[] } {
     const lines: string[] = [];
-    const logger = createLogger({ name: 'ledger-test', destination: new Writable({ write: (c: Buffer, _e, cb) => void (lines.push(c.toString()), cb()) }) });
+    const logger = createLogger({ name: 'ledger-test', destination: new Writable({ write: (c: Buffer, _e, cb) => {
+          lines.push(c.toString());
+          cb();
+        }, }) });
     const ctx = { store: s, logger, config: { namespace: NAMESPACE, site: 'site-a' }, now: () => NOW } as unknown as OperatorContext;
     return { controller: new SiteInviteController(ctx), lines };
   }

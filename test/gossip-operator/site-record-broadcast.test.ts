@@ -28,7 +28,10 @@ test('the example grid site record, with real certificates, is broadcast in pack
   const caPem = readFileSync(pki.caFile, 'utf8');
   const key = randomBytes(32);
   const lines: string[] = [];
-  const destination = new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) });
+  const destination = new Writable({ write: (chunk, _enc, done) => {
+      lines.push(String(chunk));
+      done();
+    }, });
   // Periodic push-pull is out of reach: after the join, only broadcasts can carry the records.
   const timing = testTiming({ pushPullIntervalMs: 600_000, announceIntervalMs: 600_000 });
   const start = async (site: string, port = 0) => {

@@ -139,10 +139,13 @@ describe('gossiped site state', () => {
     await east.publisher.publishSite(siteInfo());
 
     await waitFor('west to see east\'s genuine record', 5_000, () => west.store.get('production/east')?.parsed.site_info?.gateway_address === 'egress.site.example:8443');
-    await waitFor('drops to be counted', 5_000, () =>
-      (sendForgeries(), [east, west]).every((s) => s.store.drops.count('bad_signature') >= 1 && s.store.drops.count('origin_mismatch') >= 1 && s.store.drops.count('wrong_network') >= 1) ||
-      JSON.stringify([east, west].map((s) => s.store.drops.snapshot())),
-    );
+    await waitFor('drops to be counted', 5_000, () => {
+      sendForgeries();
+      return (
+        [east, west].every((s) => s.store.drops.count('bad_signature') >= 1 && s.store.drops.count('origin_mismatch') >= 1 && s.store.drops.count('wrong_network') >= 1) ||
+        JSON.stringify([east, west].map((s) => s.store.drops.snapshot()))
+      );
+    });
     for (const s of [east, west, mallory]) {
       expect(s.store.origins()).not.toContain('stage-1');
       expect(s.store.sites().get('east')?.gateway_address ?? 'egress.site.example:8443').toBe('egress.site.example:8443');

@@ -40,7 +40,7 @@ describe('StateStore gate', () => {
   test.each<[string, string, () => unknown]>([
     ['garbage', 'bad_record', () => ({ hello: 1 })],
     ['null', 'bad_record', () => null],
-    ['body not JSON', 'bad_record', () => ({ signer: 'east', body: '{nope', sig: 'A'.repeat(86) + '==' })],
+    ['body not JSON', 'bad_record', () => ({ signer: 'east', body: '{nope', sig: `${'A'.repeat(86)}==` })],
     ['another network', 'wrong_network', () => signRecord(body('staging', 'east', now), keys.east.privateKey)],
     ['forged origin (signature by another site)', 'bad_signature', forged],
     ['signer is not the claimed origin', 'origin_mismatch', () => ({ ...signRecord(body(NET, 'east', now), keys.west.privateKey), signer: 'west' })],

@@ -27,13 +27,15 @@ export function waterfallRows(spans: readonly ReceivedSpan[]): WaterfallRow[] {
   return rows;
 }
 
-const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const escapeXml = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 const COLORS: Readonly<Record<string, string>> = { 'consumer-gateway': '#3b82f6', 'provider-gateway': '#10b981' };
 
 export function renderWaterfall(spans: readonly ReceivedSpan[], title: string): string {
   const rows = waterfallRows(spans);
   if (rows.length === 0) throw new Error('no spans to draw');
+  // biome-ignore lint/complexity/useMathMinMax: nanosecond times are bigints, which Math.min does not take
   const t0 = rows.reduce((m, r) => (r.span.startTimeUnixNano < m ? r.span.startTimeUnixNano : m), rows[0]!.span.startTimeUnixNano);
+  // biome-ignore lint/complexity/useMathMinMax: as above
   const t1 = rows.reduce((m, r) => (r.span.endTimeUnixNano > m ? r.span.endTimeUnixNano : m), rows[0]!.span.endTimeUnixNano);
   const totalMs = Math.max(Number(t1 - t0) / 1e6, 0.001);
   const label = 430;
@@ -45,8 +47,8 @@ export function renderWaterfall(spans: readonly ReceivedSpan[], title: string): 
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${top + rows.length * rowHeight + 40}" font-family="ui-monospace, Menlo, monospace" font-size="12">`,
     `<rect width="100%" height="100%" fill="#ffffff"/>`,
-    `<text x="10" y="20" font-size="14" font-weight="bold">${escape(title)}</text>`,
-    `<text x="10" y="38" fill="#555">trace ${escape(rows[0]!.span.traceId)}, ${rows.length} spans, ${totalMs.toFixed(1)} ms</text>`,
+    `<text x="10" y="20" font-size="14" font-weight="bold">${escapeXml(title)}</text>`,
+    `<text x="10" y="38" fill="#555">trace ${escapeXml(rows[0]!.span.traceId)}, ${rows.length} spans, ${totalMs.toFixed(1)} ms</text>`,
   ];
   for (let tick = 0; tick <= 4; tick++) {
     const tx = label + (bars * tick) / 4;
@@ -59,13 +61,13 @@ export function renderWaterfall(spans: readonly ReceivedSpan[], title: string): 
     const end = Math.max(x(span.endTimeUnixNano), start + 2);
     const ms = Number(span.endTimeUnixNano - span.startTimeUnixNano) / 1e6;
     const color = COLORS[span.serviceName] ?? '#6b7280';
-    parts.push(`<text x="${10 + depth * 14}" y="${y + 16}">${escape(`${span.serviceName}: ${span.name}`)}</text>`);
+    parts.push(`<text x="${10 + depth * 14}" y="${y + 16}">${escapeXml(`${span.serviceName}: ${span.name}`)}</text>`);
     parts.push(`<rect x="${start.toFixed(1)}" y="${y + 5}" width="${(end - start).toFixed(1)}" height="15" rx="2" fill="${color}" opacity="${span.status.code === 2 ? 0.5 : 0.9}"/>`);
     // The duration beside the label, right-aligned before the axis: never on top of a bar.
     parts.push(`<text x="${label - 10}" y="${y + 16}" text-anchor="end" fill="#111">${ms.toFixed(2)} ms</text>`);
     for (const event of span.events) {
       const ex = x(event.timeUnixNano);
-      parts.push(`<line x1="${ex.toFixed(1)}" y1="${y + 2}" x2="${ex.toFixed(1)}" y2="${y + 23}" stroke="#dc2626" stroke-width="2"><title>${escape(event.name)}</title></line>`);
+      parts.push(`<line x1="${ex.toFixed(1)}" y1="${y + 2}" x2="${ex.toFixed(1)}" y2="${y + 23}" stroke="#dc2626" stroke-width="2"><title>${escapeXml(event.name)}</title></line>`);
     }
     const ttft = span.attributes['gen_ai.server.time_to_first_token'];
     if (typeof ttft === 'number') {

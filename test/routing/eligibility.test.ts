@@ -141,8 +141,8 @@ describe('local providers', () => {
 
   it('counts the 256-byte bound in UTF-8 bytes, not characters', () => {
     // é is 2 bytes, € 3, 😀 4 (two UTF-16 units): each pair is one name at the bound and one just past it.
-    const atBound = ['x'.repeat(256), 'é'.repeat(128), '€'.repeat(85) + 'a', '\u{1F600}'.repeat(64)];
-    const past = ['x'.repeat(257), 'é'.repeat(129), '€'.repeat(86), '\u{1F600}'.repeat(64) + 'a'];
+    const atBound = ['x'.repeat(256), 'é'.repeat(128), `${'€'.repeat(85)}a`, '\u{1F600}'.repeat(64)];
+    const past = ['x'.repeat(257), 'é'.repeat(129), '€'.repeat(86), `${'\u{1F600}'.repeat(64)}a`];
     const result = evaluate(network({ inferenceProviders: [local('p', { models: [...atBound, ...past] })] }));
     expect(result.backends.map((b) => b.name)).toEqual(atBound);
     expect(result.excluded.map((e) => e.reason)).toEqual(past.map(() => 'invalid_capability'));

@@ -229,7 +229,7 @@ describe.each(KINDS)('crdManifest(%s)', (kind) => {
 
 describe('CEL rules in the CRDs', () => {
   const allRules = (node: unknown, out: string[] = []): string[] => {
-    if (Array.isArray(node)) node.forEach((n) => allRules(n, out));
+    if (Array.isArray(node)) for (const n of node) allRules(n, out);
     else if (isObject(node)) {
       for (const [k, v] of Object.entries(node)) {
         if (k === 'x-kubernetes-validations' && Array.isArray(v)) out.push(...v.map((r) => String((r as Node)['rule'])));

@@ -165,7 +165,7 @@ describe('readBoundedBody', () => {
   it('leaves a keep-alive connection ready for the next request after reading a body', async () => {
     const { port, next } = await bodyServer();
     const socket = await client(port);
-    socket.write(head(7) + '{"a":1}' + head(7) + '{"b":2}');
+    socket.write(`${head(7)}{"a":1}${head(7)}{"b":2}`);
     expect((await next()).body).toBe('{"a":1}');
     expect((await next()).body).toBe('{"b":2}');
     const text = await responses(socket, 2);

@@ -29,7 +29,7 @@ function importGraph(root: string): Map<string, string[]> {
 }
 
 /** The strongly connected components of more than one module, and modules importing themselves (Tarjan). */
-export function importCircles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+function importCircles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
   const index = new Map<string, number>();
   const low = new Map<string, number>();
   const stack: string[] = [];
@@ -87,7 +87,7 @@ describe('import circles', () => {
 const SHARED_ROOMS = new Set(['shared', 'routing']);
 const LAUNCHERS = new Set(['cli', 'local-grid']);
 
-export function crossRoomImports(graph: ReadonlyMap<string, readonly string[]>, root: string): string[] {
+function crossRoomImports(graph: ReadonlyMap<string, readonly string[]>, root: string): string[] {
   const roomOf = (file: string): string | undefined => {
     const [top, room] = relative(root, file).split('/');
     return top === 'daemons' ? room : top;

@@ -106,7 +106,7 @@ describe('sim engine over HTTP', () => {
     }
     expect(arrivals).toHaveLength(8);
     // Token i ends step i + 1, 30 (i + 1) ms after the request arrived; the timer may be late, never early.
-    arrivals.forEach((at, i) => expect(at).toBeGreaterThanOrEqual(30 * (i + 1) - 1));
+    for (const [i, at] of arrivals.entries()) expect(at).toBeGreaterThanOrEqual(30 * (i + 1) - 1);
     // And they come out as they are made, not all at the end: the first 210 ms of model time before the last.
     expect(arrivals[7]! - arrivals[0]!).toBeGreaterThan(100);
     const usage = text.split('\n\n').filter((e) => e.includes('"usage"')).map((e) => JSON.parse(e.slice(6)).usage)[0];

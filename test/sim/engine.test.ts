@@ -277,7 +277,10 @@ describe('output length', () => {
     const one = trace(7);
     expect(trace(7)).toEqual(one);
     const lengths = (steps: StepResult[]): number[] => steps.flatMap((s) => s.finished).sort((x, y) => x.requestId.localeCompare(y.requestId)).map((f) => f.completionTokens);
-    for (const n of lengths(one)) expect(n).toBeGreaterThanOrEqual(10), expect(n).toBeLessThanOrEqual(30);
+    for (const n of lengths(one)) {
+      expect(n).toBeGreaterThanOrEqual(10);
+      expect(n).toBeLessThanOrEqual(30);
+    }
     expect(lengths(trace(8))).not.toEqual(lengths(one));
     expect(one.flatMap((s) => s.finished).every((f) => f.finishReason === 'stop')).toBe(true);
   });

@@ -8,7 +8,7 @@
 import type { A2ARouteFilter } from '../../../schemas/generated/gateway-config.ts';
 import { readBoundedBody } from '../../shared/http-body.ts';
 import { ROUTING_CANDIDATE_HEADER, ROUTING_REQUEST_ID_HEADER, singleHeader, stripHopHeaders } from '../context.ts';
-import type { Filter, GatewayRequest, ResponseObserver } from '../context.ts';
+import type { GatewayRequest, ResponseObserver } from '../context.ts';
 import { GatewayError, methodNotAllowed } from '../errors.ts';
 import { A2A_HEADERS, agentAllowlist, namedPath } from '../agents/agent-headers.ts';
 import { A2A_METHODS } from '../agents/a2a-tasks.ts';

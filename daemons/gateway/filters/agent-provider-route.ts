@@ -8,7 +8,7 @@
 import type { AgentProviderRouteFilter, AgentServer } from '../../../schemas/generated/gateway-config.ts';
 import { readBoundedBody } from '../../shared/http-body.ts';
 import { PROVIDER_REQUEST_ID_HEADER, ROUTING_CANDIDATE_HEADER, ROUTING_REQUEST_ID_HEADER, credentialRef, singleHeader, stripHopHeaders } from '../context.ts';
-import type { CredentialRef, Filter, GatewayRequest, ResponseObserver } from '../context.ts';
+import type { CredentialRef, GatewayRequest, ResponseObserver } from '../context.ts';
 import { GatewayError, forbidden, methodNotAllowed } from '../errors.ts';
 import { REQUEST_ID_PATTERN } from '../routing/request-id.ts';
 import { AffinityTable, DEFAULT_AFFINITY_TTL_SECONDS, MAX_AFFINITY_ENTRIES } from '../routing/affinity.ts';

@@ -346,7 +346,7 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
       const outHeaders: Record<string, string | string[]> = {};
       for (const key in upstream) {
         const value = upstream[key];
-        if (value === undefined || RESPONSE_HEADERS_NOT_FORWARDED.has(key) || (connectionTokens !== undefined && connectionTokens.includes(key))) continue;
+        if (value === undefined || RESPONSE_HEADERS_NOT_FORWARDED.has(key) || (connectionTokens?.includes(key))) continue;
         outHeaders[key] = value;
       }
       // The caller's x-request-id is this gateway's (set on the response before any answer); the upstream's own id is

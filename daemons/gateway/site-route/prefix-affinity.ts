@@ -57,7 +57,7 @@ export class PrefixMemory {
     const blocks = this.#blocks(cluster);
     for (const key of keys) {
       const known = blocks.get(key);
-      if (known !== undefined && known.confirmed && known.expiresAtMs > nowMs) continue;
+      if (known?.confirmed && known.expiresAtMs > nowMs) continue;
       this.#put(blocks, key, { confirmed: false, expiresAtMs: nowMs + PENDING_TTL_MS });
     }
   }

@@ -102,7 +102,6 @@ function writeContent(out: BlockWriter, content: unknown): void {
     } else if (type === 'tool_result') {
       writeContent(out, part['content']);
     } else if (type === 'thinking' || type === 'redacted_thinking' || type === 'reasoning') {
-      continue;
     } else {
       throw new Unkeyable();
     }
@@ -152,7 +151,6 @@ function writeResponsesInput(out: BlockWriter, input: unknown): void {
       const output = item['output'];
       out.write(`\u0004${typeof output === 'string' ? output : canonical(output)}`);
     } else if (type === 'reasoning') {
-      continue;
     } else {
       throw new Unkeyable();
     }

@@ -87,7 +87,7 @@ export async function loadGridCa(certPem: string, keyPem: string, where: { cert:
   if (!derivedSpki.equals(certSpki)) throw new CertificateAuthorityError(`${where.key}: the private key does not belong to the CA certificate ${where.cert}`);
   const algorithms = algorithmFor(key, where.key);
   const signingKey = await webcrypto.subtle.importKey('pkcs8', key.export({ type: 'pkcs8', format: 'der' }), algorithms.importAlgorithm, false, ['sign']);
-  return { certPem: cert.toString('pem') + '\n', cert, signingKey, signingAlgorithm: algorithms.signingAlgorithm, notAfterMs: cert.notAfter.getTime() };
+  return { certPem: `${cert.toString('pem')}\n`, cert, signingKey, signingAlgorithm: algorithms.signingAlgorithm, notAfterMs: cert.notAfter.getTime() };
 }
 
 export interface VerifiedCsr {
@@ -177,5 +177,5 @@ export async function issueSiteCertificate(ca: GridCa, request: VerifiedCsr, sit
       await x509.AuthorityKeyIdentifierExtension.create(ca.cert),
     ],
   });
-  return { certPem: cert.toString('pem') + '\n', serialNumber: cert.serialNumber.toLowerCase(), notAfter: notAfter.toISOString() };
+  return { certPem: `${cert.toString('pem')}\n`, serialNumber: cert.serialNumber.toLowerCase(), notAfter: notAfter.toISOString() };
 }

@@ -45,9 +45,7 @@ export interface Controller {
   close?(): Promise<void>;
 }
 
-export interface ReconcileObserver {
-  (controller: string, result: 'success' | 'error' | 'terminal', durationMs: number): void;
-}
+export type ReconcileObserver = (controller: string, result: 'success' | 'error' | 'terminal', durationMs: number) => void
 
 export interface ManagerOptions {
   readonly store: ResourceStore;

@@ -93,7 +93,7 @@ export class PushPullExchange {
       if (!opened) return undefined;
       const first = opened.packet.msgs[0];
       const checked = first && first.k === 'stream-open' ? checkMessage(first) : undefined;
-      if (!checked || !checked.ok || checked.message.k !== 'stream-open') {
+      if (!checked?.ok || checked.message.k !== 'stream-open') {
         drops.drop('bad_message', `stream from ${opened.packet.from} does not open with stream-open`);
         return undefined;
       }
@@ -154,7 +154,7 @@ export class PushPullExchange {
     const { packet } = opened;
     const first = packet.msgs[0];
     const checked = first && first.k === 'push-pull' ? checkMessage(first) : undefined;
-    if (!checked || !checked.ok || checked.message.k !== 'push-pull') {
+    if (!checked?.ok || checked.message.k !== 'push-pull') {
       drops.drop('bad_message', `stream from ${packet.from} is not a push-pull message`);
       return undefined;
     }

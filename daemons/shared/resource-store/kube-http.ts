@@ -95,7 +95,7 @@ export class KubeHttp {
     const chunks: Buffer[] = [];
     for await (const chunk of response) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
-    let body: unknown = undefined;
+    let body: unknown ;
     try {
       body = text === '' ? undefined : JSON.parse(text);
     } catch {

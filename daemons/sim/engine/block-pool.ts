@@ -11,7 +11,9 @@ const ROOT_HASH = '0'.repeat(64);
 /** The hash of one full block: SHA-256 over the parent block's hash and the block's token ids (vLLM's default algorithm). */
 export function blockHash(parent: string | undefined, tokenIds: readonly number[]): string {
   const ids = Buffer.alloc(tokenIds.length * 4);
-  tokenIds.forEach((id, i) => ids.writeUInt32LE(id, i * 4));
+  tokenIds.forEach((id, i) => {
+    ids.writeUInt32LE(id, i * 4);
+  });
   return createHash('sha256').update(parent ?? ROOT_HASH).update(ids).digest('hex');
 }
 

@@ -35,7 +35,7 @@ describe('GridNetwork status write', () => {
     await store.patchStatus(GRID_NETWORK, { name: 'grid' }, { conditions: [peer] }, { fieldManager: 'grid-operator-peer-signals' });
     held.gate.release();
     expect(await reconcile).toBeInstanceOf(TerminalError);
-    const conditions = ((await store.get(GRID_NETWORK, { name: 'grid' }))?.['status'] as { conditions: Condition[] }).conditions;
+    const conditions = ((await store.get(GRID_NETWORK, { name: 'grid' }))!['status'] as { conditions: Condition[] }).conditions;
     expect(conditions.map((c) => `${c.type}=${c.status}`).sort()).toEqual(['PeerTimeValid=False', 'Ready=False']);
     // The competing write really landed inside the window: the held read went stale, the patch met a conflict and the
     // writer read a third time. Without this, a reconcile that read the object once more or less would move the gate

@@ -30,7 +30,7 @@ describe('patchStatusFresh', () => {
     await store.apply(GRID_NETWORK, { apiVersion: GRID_NETWORK.apiVersion, kind: 'GridNetwork', metadata: { name: 'grid' }, spec: {} }, { fieldManager: 'test' });
     return store;
   }
-  const types = async (store: LocalStore) => (((await store.get(GRID_NETWORK, { name: 'grid' }))?.['status'] as { conditions?: Condition[] } | undefined)?.conditions ?? []).map((c) => `${c.type}=${c.status}`).sort();
+  const types = async (store: LocalStore) => (((await store.get(GRID_NETWORK, { name: 'grid' }))!['status'] as { conditions?: Condition[] } | undefined)?.conditions ?? []).map((c) => `${c.type}=${c.status}`).sort();
 
   it('two writers interleaving: the one whose read went stale gets a conflict, reads again, and neither condition is lost', async () => {
     const store = await setup();
@@ -84,7 +84,7 @@ describe('patchStatusFresh', () => {
     // One build per round, one pause between rounds: the bound is the module's own constant.
     expect(round).toBe(STATUS_WRITE_ATTEMPTS);
     expect(pauses).toHaveLength(STATUS_WRITE_ATTEMPTS - 1);
-    expect(((await store.get(GRID_NETWORK, { name: 'grid' }))?.['status'] as { phase?: string }).phase).toBe('p1');
+    expect(((await store.get(GRID_NETWORK, { name: 'grid' }))!['status'] as { phase?: string }).phase).toBe('p1');
   });
 
   it('writes nothing when the build says so or the object is gone, and passes other errors through at once', async () => {

@@ -2,7 +2,7 @@
 // notifications/tools/list_changed reaches onChanged, a stream the server ends or a session it forgets is picked up
 // again, a 405 on GET is no watch. Hand-written servers cover what no SDK server does on purpose (404 for a session,
 // an oversized event, a batch), and the event-stream parser has its own cases.
-import http from 'node:http';
+import type http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SseParser, type SseEvent } from '../../../daemons/gossip-operator/probes/sse-parser.ts';
 import { DEFAULT_INITIAL_BACKOFF_MS, DEFAULT_MAX_BACKOFF_MS, McpListWatch, type McpListWatchOptions, type McpListWatchReport } from '../../../daemons/gossip-operator/probes/mcp-list-watch.ts';
@@ -278,8 +278,8 @@ describe('event-stream parser', () => {
   });
 
   it('refuses an event over the limit, whether its lines are complete or not', () => {
-    expect(parse(['data: ' + 'x'.repeat(30) + '\n', 'data: ' + 'y'.repeat(30) + '\n'], 64).ok).toBe(false);
-    expect(parse(['data: ' + 'x'.repeat(70)], 64).ok).toBe(false);
-    expect(parse(['data: ' + 'x'.repeat(40) + '\n\n', 'data: ' + 'y'.repeat(40) + '\n\n'], 64)).toMatchObject({ ok: true, events: [{ data: 'x'.repeat(40) }, { data: 'y'.repeat(40) }] });
+    expect(parse([`data: ${'x'.repeat(30)}\n`, `data: ${'y'.repeat(30)}\n`], 64).ok).toBe(false);
+    expect(parse([`data: ${'x'.repeat(70)}`], 64).ok).toBe(false);
+    expect(parse([`data: ${'x'.repeat(40)}\n\n`, `data: ${'y'.repeat(40)}\n\n`], 64)).toMatchObject({ ok: true, events: [{ data: 'x'.repeat(40) }, { data: 'y'.repeat(40) }] });
   });
 });
