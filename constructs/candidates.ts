@@ -54,7 +54,10 @@ export function providerCredential(provider: ProviderDeclaration): CredentialRef
  * the provider gateway could not tell them apart), the same candidate declared twice, and a cluster name used by
  * two sites (a consumer maps each cluster to exactly one provider gateway).
  */
-export function candidateIssues(sites: readonly SiteDeclaration[], pathOf: (site: SiteDeclaration, provider: ProviderDeclaration) => string): SynthIssue[] {
+export function candidateIssues(
+  sites: readonly SiteDeclaration[],
+  pathOf: (site: SiteDeclaration, provider: ProviderDeclaration) => string,
+): SynthIssue[] {
   const issues: SynthIssue[] = [];
   const byId = new Map<string, { candidate: Candidate; path: string }>();
   const clusterSite = new Map<string, { site: string; path: string }>();
@@ -79,7 +82,10 @@ export function candidateIssues(sites: readonly SiteDeclaration[], pathOf: (site
           byId.set(candidate.stableId, { candidate, path });
           continue;
         }
-        const same = seen.candidate.model === candidate.model && seen.candidate.site === candidate.site && seen.candidate.cluster === candidate.cluster;
+        const same =
+          seen.candidate.model === candidate.model &&
+          seen.candidate.site === candidate.site &&
+          seen.candidate.cluster === candidate.cluster;
         // A model listed twice in one provider is the InferenceProvider schema's duplicate-entry error; report it once, there.
         if (same && seen.path === path) continue;
         issues.push(

@@ -1,6 +1,22 @@
-import type { ClusterConfig, FilterConfig, GatewayConfig, GridSiteRouteFilter, LocalLoad, UpstreamTlsConfig, UsagePrice } from '../schemas/generated/gateway-config.ts';
+import type {
+  ClusterConfig,
+  FilterConfig,
+  GatewayConfig,
+  GridSiteRouteFilter,
+  LocalLoad,
+  UpstreamTlsConfig,
+  UsagePrice,
+} from '../schemas/generated/gateway-config.ts';
 import type { ClusterEndpoint, ClusterTransport } from '../schemas/generated/gridnetworks.ts';
-import { MODEL_HEADER, OVERLAY_FILE, TLS_CA_PATH, TLS_CERT_PATH, TLS_KEY_PATH, adminAddress, upstreamCaPath } from './gateway-paths.ts';
+import {
+  MODEL_HEADER,
+  OVERLAY_FILE,
+  TLS_CA_PATH,
+  TLS_CERT_PATH,
+  TLS_KEY_PATH,
+  adminAddress,
+  upstreamCaPath,
+} from './gateway-paths.ts';
 
 /**
  * One potentially routable provider cluster, local or remote, as the consumer's load_balancer sees it: the
@@ -12,7 +28,12 @@ export type ConsumerUpstream = ClusterEndpoint & { readonly transport: ClusterTr
 export interface ConsumerGatewayConfigInput {
   readonly listenerPort: number;
   readonly adminPort: number;
-  readonly expectedScope: { readonly network: string; readonly gateway: string; readonly namespace: string; readonly localSite: string };
+  readonly expectedScope: {
+    readonly network: string;
+    readonly gateway: string;
+    readonly namespace: string;
+    readonly localSite: string;
+  };
   readonly upstreams: readonly ConsumerUpstream[];
   readonly reloadDebounceMs: number;
   readonly shutdownTimeoutSecs: number;
@@ -28,7 +49,11 @@ export interface ConsumerGatewayConfigInput {
   /** usage_meter.report.token_file: the projected ingest token (with spendReportUrl). */
   readonly spendReportTokenFile?: string;
   /** budget_enforce right after caller_auth (needs spendReportUrl). */
-  readonly budgetEnforce?: { readonly softLimit?: number; readonly requestsPerMinute?: number; readonly tokensPerMinute?: number };
+  readonly budgetEnforce?: {
+    readonly softLimit?: number;
+    readonly requestsPerMinute?: number;
+    readonly tokensPerMinute?: number;
+  };
   /**
    * gridServing: the consumer route is grid_site_route (site choice from the serving config and the sites' signals)
    * in place of intelligent_route, with these availability and prefix_affinity blocks. An extension Praxis AI lacks.
@@ -103,7 +128,11 @@ function upstreamTls(upstream: ConsumerUpstream): UpstreamTlsConfig | undefined 
       // No `ca` means the system trust store (Praxis AI has no `ca_system` field and denies unknown keys).
       return transport.caSecretRef === undefined
         ? { sni: transportSni(upstream), verify: true }
-        : { ca: { ca_path: upstreamCaPath(transport.caSecretRef.name, transport.caSecretRef.key ?? 'ca.crt') }, sni: transportSni(upstream), verify: true };
+        : {
+            ca: { ca_path: upstreamCaPath(transport.caSecretRef.name, transport.caSecretRef.key ?? 'ca.crt') },
+            sni: transportSni(upstream),
+            verify: true,
+          };
     case 'plaintext':
       return undefined;
   }
@@ -135,7 +164,13 @@ function routeFilter(input: ConsumerGatewayConfigInput, hopClusters: string[]): 
     reload: { enabled: true, debounce_ms: input.reloadDebounceMs },
     ...(input.sessionAffinity === undefined
       ? {}
-      : { session_affinity: { enabled: true, header: input.sessionAffinity.header, ...(input.sessionAffinity.ttlSecs === undefined ? {} : { ttl_secs: input.sessionAffinity.ttlSecs }) } }),
+      : {
+          session_affinity: {
+            enabled: true,
+            header: input.sessionAffinity.header,
+            ...(input.sessionAffinity.ttlSecs === undefined ? {} : { ttl_secs: input.sessionAffinity.ttlSecs }),
+          },
+        }),
     ...(input.localLoad === undefined ? {} : { local_load: { mode: input.localLoad } }),
   };
 }
@@ -146,13 +181,16 @@ function routeFilter(input: ConsumerGatewayConfigInput, hopClusters: string[]): 
  * Every upstream is a provider hop (it leads to a provider gateway that routes on the candidate's stable_id).
  */
 export function renderConsumerGatewayConfig(input: ConsumerGatewayConfigInput): GatewayConfig {
-  const byCluster = (a: { cluster: string }, b: { cluster: string }): number => (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : 0);
+  const byCluster = (a: { cluster: string }, b: { cluster: string }): number =>
+    a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : 0;
   const upstreams = [...input.upstreams].sort(byCluster);
   const tools = [...(input.toolServers ?? [])].map((t) => ({ ...t, cluster: toolCluster(t.name) })).sort(byCluster);
   const agents = [...(input.agents ?? [])].map((a) => ({ ...a, cluster: agentCluster(a.name) })).sort(byCluster);
   const clusters: ClusterConfig[] = [...upstreams, ...tools, ...agents].map((upstream) => {
     const tls = upstreamTls(upstream);
-    return tls === undefined ? { name: upstream.cluster, endpoints: [upstream.address] } : { name: upstream.cluster, endpoints: [upstream.address], tls };
+    return tls === undefined
+      ? { name: upstream.cluster, endpoints: [upstream.address] }
+      : { name: upstream.cluster, endpoints: [upstream.address], tls };
   });
   const agentRoutes: FilterConfig[] = [
     ...(tools.length === 0
@@ -161,12 +199,24 @@ export function renderConsumerGatewayConfig(input: ConsumerGatewayConfigInput): 
           {
             filter: 'mcp_route',
             overlay_file: OVERLAY_FILE,
-            expected_overlay_scope: { network: input.expectedScope.network, gateway: input.expectedScope.gateway, namespace: input.expectedScope.namespace, local_site: input.expectedScope.localSite },
+            expected_overlay_scope: {
+              network: input.expectedScope.network,
+              gateway: input.expectedScope.gateway,
+              namespace: input.expectedScope.namespace,
+              local_site: input.expectedScope.localSite,
+            },
             reload: { enabled: true, debounce_ms: input.reloadDebounceMs },
             provider_hop_clusters: tools.map((t) => t.cluster),
           } satisfies FilterConfig,
         ]),
-    ...(agents.length === 0 ? [] : [{ filter: 'a2a_route', agents: agents.map((a) => ({ name: a.name, cluster: a.cluster, site: a.site })) } satisfies FilterConfig]),
+    ...(agents.length === 0
+      ? []
+      : [
+          {
+            filter: 'a2a_route',
+            agents: agents.map((a) => ({ name: a.name, cluster: a.cluster, site: a.site })),
+          } satisfies FilterConfig,
+        ]),
   ];
   return {
     listeners: [{ name: 'consumer', address: `0.0.0.0:${input.listenerPort}`, filter_chains: ['main'] }],
@@ -174,19 +224,37 @@ export function renderConsumerGatewayConfig(input: ConsumerGatewayConfigInput): 
       {
         name: 'main',
         filters: [
-          ...(input.callerKeysFile === undefined ? [] : [{ filter: 'caller_auth', keys_file: input.callerKeysFile } satisfies FilterConfig]),
-          ...(input.callerKeysFile === undefined || input.budgetEnforce === undefined ? [] : [budgetEnforceFilter(input.budgetEnforce)]),
+          ...(input.callerKeysFile === undefined
+            ? []
+            : [{ filter: 'caller_auth', keys_file: input.callerKeysFile } satisfies FilterConfig]),
+          ...(input.callerKeysFile === undefined || input.budgetEnforce === undefined
+            ? []
+            : [budgetEnforceFilter(input.budgetEnforce)]),
           { filter: 'json_body_field', field: 'model', header: MODEL_HEADER },
           { filter: 'openai_responses_format' },
-          routeFilter(input, upstreams.map((upstream) => upstream.cluster)),
+          routeFilter(
+            input,
+            upstreams.map((upstream) => upstream.cluster),
+          ),
           ...agentRoutes,
           ...(input.callerKeysFile === undefined
             ? []
             : [
                 {
                   filter: 'usage_meter',
-                  prices: [...(input.prices ?? [])].sort((a, b) => (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : 0)),
-                  ...(input.spendReportUrl === undefined ? {} : { report: { url: input.spendReportUrl, ...(input.spendReportTokenFile === undefined ? {} : { token_file: input.spendReportTokenFile }) } }),
+                  prices: [...(input.prices ?? [])].sort((a, b) =>
+                    a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : 0,
+                  ),
+                  ...(input.spendReportUrl === undefined
+                    ? {}
+                    : {
+                        report: {
+                          url: input.spendReportUrl,
+                          ...(input.spendReportTokenFile === undefined
+                            ? {}
+                            : { token_file: input.spendReportTokenFile }),
+                        },
+                      }),
                 } satisfies FilterConfig,
               ]),
           { filter: 'load_balancer', clusters },

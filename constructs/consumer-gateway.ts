@@ -1,6 +1,14 @@
 import { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
-import { AGENT_FILTERS, LOCAL_LOAD_KEY, SITE_ROUTE_FILTER, TENANT_FILTERS, renderConsumerGatewayConfig, type AgentUpstream, type ConsumerUpstream } from './consumer-gateway-config.ts';
+import {
+  AGENT_FILTERS,
+  LOCAL_LOAD_KEY,
+  SITE_ROUTE_FILTER,
+  TENANT_FILTERS,
+  renderConsumerGatewayConfig,
+  type AgentUpstream,
+  type ConsumerUpstream,
+} from './consumer-gateway-config.ts';
 import type { ClusterEndpoint } from '../schemas/generated/gridnetworks.ts';
 import type { PrefixAffinity, SiteAvailability, UsagePrice } from '../schemas/generated/gateway-config.ts';
 import { GatewayWorkload } from './gateway-workload.ts';
@@ -12,7 +20,12 @@ import { OverlaySync } from './overlay-sync.ts';
 import type { CredentialRef } from './provider-gateway-config.ts';
 import { GridSynthError, issueAt } from './synth-error.ts';
 import { checkTelemetry, instrumentContainer, type SiteTelemetry } from './observability.ts';
-import { DEFAULT_INGEST_TOKEN_SECRET, INGEST_TOKEN_DIR, INGEST_TOKEN_FILE, ingestTokenVolume } from './operator-listeners.ts';
+import {
+  DEFAULT_INGEST_TOKEN_SECRET,
+  INGEST_TOKEN_DIR,
+  INGEST_TOKEN_FILE,
+  ingestTokenVolume,
+} from './operator-listeners.ts';
 import { Size } from 'cdk8s';
 
 /**
@@ -108,7 +121,11 @@ export interface ConsumerGatewayProps {
      * optional per-key limits per minute. Needs the site's gatewayAgeIngest (budgets and spend go through it).
      * @default - no enforcement: spend is metered and reported only
      */
-    readonly budgetEnforce?: { readonly softLimit?: number; readonly requestsPerMinute?: number; readonly tokensPerMinute?: number };
+    readonly budgetEnforce?: {
+      readonly softLimit?: number;
+      readonly requestsPerMinute?: number;
+      readonly tokensPerMinute?: number;
+    };
   };
   /** The site operator's gateway ingest URL (http://HOST:PORT): usage_meter reports spend there. @default - none */
   readonly spendReportUrl?: string;
@@ -218,43 +235,109 @@ export class ConsumerGateway extends Construct {
     this.gridServing = props.gridServing;
     this.localLoad = props.localLoad;
     if (this.localLoad !== undefined && (this.localLoad as string) !== 'two_choices') {
-      throw new GridSynthError([issueAt(this, 'localLoad', `"${String(this.localLoad)}" is not a local_load mode`, 'set localLoad: two_choices, or leave it unset (off)')]);
+      throw new GridSynthError([
+        issueAt(
+          this,
+          'localLoad',
+          `"${String(this.localLoad)}" is not a local_load mode`,
+          'set localLoad: two_choices, or leave it unset (off)',
+        ),
+      ]);
     }
     this.sessionAffinity = props.sessionAffinity;
     this.toolServers = props.toolServers ?? [];
     this.agents = props.agents ?? [];
     if (this.sessionAffinity !== undefined) {
       if (props.gridServing !== undefined) {
-        throw new GridSynthError([issueAt(this, 'sessionAffinity', 'session affinity is a key of intelligent_route, and gridServing routes with grid_site_route', 'drop sessionAffinity (grid_site_route keeps a chat where its prompt is held by prefix affinity), or drop gridServing')]);
+        throw new GridSynthError([
+          issueAt(
+            this,
+            'sessionAffinity',
+            'session affinity is a key of intelligent_route, and gridServing routes with grid_site_route',
+            'drop sessionAffinity (grid_site_route keeps a chat where its prompt is held by prefix affinity), or drop gridServing',
+          ),
+        ]);
       }
       const header = this.sessionAffinity.header;
       if (typeof header !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/.test(header)) {
-        throw new GridSynthError([issueAt(this, 'sessionAffinity.header', `${JSON.stringify(header)} is not an HTTP header name`, 'name a header such as x-session-id')]);
+        throw new GridSynthError([
+          issueAt(
+            this,
+            'sessionAffinity.header',
+            `${JSON.stringify(header)} is not an HTTP header name`,
+            'name a header such as x-session-id',
+          ),
+        ]);
       }
       const ttl = this.sessionAffinity.ttlSecs;
       if (ttl !== undefined && (!Number.isInteger(ttl) || ttl < 1 || ttl > 86_400)) {
-        throw new GridSynthError([issueAt(this, 'sessionAffinity.ttlSecs', `${ttl} is not a whole number of seconds from 1 to 86400`, 'leave it unset: 3600 s')]);
+        throw new GridSynthError([
+          issueAt(
+            this,
+            'sessionAffinity.ttlSecs',
+            `${ttl} is not a whole number of seconds from 1 to 86400`,
+            'leave it unset: 3600 s',
+          ),
+        ]);
       }
     }
     const interval = props.gridServing?.signalsPollIntervalMs;
     if (interval !== undefined && (!Number.isInteger(interval) || interval < 100 || interval > 600_000)) {
-      throw new GridSynthError([issueAt(this, 'gridServing.signalsPollIntervalMs', `${interval} is not a whole number of milliseconds from 100 to 600000`, 'poll every 5000 ms (the default) unless sites change faster')]);
+      throw new GridSynthError([
+        issueAt(
+          this,
+          'gridServing.signalsPollIntervalMs',
+          `${interval} is not a whole number of milliseconds from 100 to 600000`,
+          'poll every 5000 ms (the default) unless sites change faster',
+        ),
+      ]);
     }
     const siteRoute = props.gridServing?.siteRoute;
-    const blockProblems = siteRoute === undefined ? [] : siteRouteProblems({ filter: 'grid_site_route', availability: siteRoute.availability ?? {}, prefix_affinity: siteRoute.prefixAffinity ?? {} });
+    const blockProblems =
+      siteRoute === undefined
+        ? []
+        : siteRouteProblems({
+            filter: 'grid_site_route',
+            availability: siteRoute.availability ?? {},
+            prefix_affinity: siteRoute.prefixAffinity ?? {},
+          });
     if (blockProblems.length > 0) {
-      throw new GridSynthError(blockProblems.map((p) => issueAt(this, `gridServing.siteRoute${p.pointer.replace('/prefix_affinity', '.prefixAffinity').replace('/availability', '.availability').replaceAll('/', '.')}`, p.message, 'see the availability and prefix_affinity tables in schemas/gateway/gateway-config.schema.json (GridSiteRouteFilter)')));
+      throw new GridSynthError(
+        blockProblems.map((p) =>
+          issueAt(
+            this,
+            `gridServing.siteRoute${p.pointer.replace('/prefix_affinity', '.prefixAffinity').replace('/availability', '.availability').replaceAll('/', '.')}`,
+            p.message,
+            'see the availability and prefix_affinity tables in schemas/gateway/gateway-config.schema.json (GridSiteRouteFilter)',
+          ),
+        ),
+      );
     }
     const stale = props.gridServing?.signalsStaleAfterMs;
     if (stale !== undefined && (!Number.isInteger(stale) || stale < 100 || stale > 3_600_000)) {
-      throw new GridSynthError([issueAt(this, 'gridServing.signalsStaleAfterMs', `${stale} is not a whole number of milliseconds from 100 to 3600000`, 'leave it unset: three poll intervals')]);
+      throw new GridSynthError([
+        issueAt(
+          this,
+          'gridServing.signalsStaleAfterMs',
+          `${stale} is not a whole number of milliseconds from 100 to 3600000`,
+          'leave it unset: three poll intervals',
+        ),
+      ]);
     }
     if (this.budgetEnforce !== undefined && this.spendReportUrl === undefined) {
       throw new GridSynthError([
-        issueAt(this, 'callerKeys.budgetEnforce', 'budget enforcement needs the converged budgets, which come from the site operator', "declare the site's gatewayAgeIngest (the listener spend reports and budgets go through)"),
+        issueAt(
+          this,
+          'callerKeys.budgetEnforce',
+          'budget enforcement needs the converged budgets, which come from the site operator',
+          "declare the site's gatewayAgeIngest (the listener spend reports and budgets go through)",
+        ),
       ]);
     }
-    if (this.workers > 1 && (this.budgetEnforce?.requestsPerMinute !== undefined || this.budgetEnforce?.tokensPerMinute !== undefined)) {
+    if (
+      this.workers > 1 &&
+      (this.budgetEnforce?.requestsPerMinute !== undefined || this.budgetEnforce?.tokensPerMinute !== undefined)
+    ) {
       throw new GridSynthError([
         issueAt(
           this,
@@ -277,7 +360,14 @@ export class ConsumerGateway extends Construct {
       localSite: this.site,
       image: this.imageReference,
       labels,
-      ...(props.gridServing !== undefined ? { serving: true, ...(props.gridServing.syncHealthPort !== undefined ? { servingHealthPort: props.gridServing.syncHealthPort } : {}) } : {}),
+      ...(props.gridServing !== undefined
+        ? {
+            serving: true,
+            ...(props.gridServing.syncHealthPort !== undefined
+              ? { servingHealthPort: props.gridServing.syncHealthPort }
+              : {}),
+          }
+        : {}),
     });
     this.workload = new GatewayWorkload(this, 'Workload', {
       component: 'consumer-gateway',
@@ -289,14 +379,24 @@ export class ConsumerGateway extends Construct {
       listenerPort: this.listenerPort,
       adminPort: this.adminPort,
       metricsScrapers: props.metricsScrapers,
-      sidecarPorts: [this.overlaySync.healthPort, ...(props.gridServing !== undefined ? [this.overlaySync.servingHealthPort] : [])],
+      sidecarPorts: [
+        this.overlaySync.healthPort,
+        ...(props.gridServing !== undefined ? [this.overlaySync.servingHealthPort] : []),
+      ],
       tlsSecretName: this.tlsSecretName,
       workers: this.workers,
       resources: props.resources,
       serviceType: props.serviceType ?? kplus.ServiceType.CLUSTER_IP,
       serviceAccount: this.overlaySync.serviceAccount,
       readsOverlay: true,
-      ...(props.dashboardReaderLabels !== undefined ? { dashboardReader: { podLabels: props.dashboardReaderLabels, ports: [this.adminPort, this.overlaySync.healthPort] } } : {}),
+      ...(props.dashboardReaderLabels !== undefined
+        ? {
+            dashboardReader: {
+              podLabels: props.dashboardReaderLabels,
+              ports: [this.adminPort, this.overlaySync.healthPort],
+            },
+          }
+        : {}),
     });
     const overlayVolume = this.workload.overlayVolume;
     if (overlayVolume === undefined) throw new Error('consumer gateway workload has no overlay volume');
@@ -308,7 +408,9 @@ export class ConsumerGateway extends Construct {
       this.workload.gatewayContainer.mount(INGEST_TOKEN_DIR, token, { readOnly: true });
     }
     if (props.callerKeys !== undefined) {
-      this.workload.projectSecret(props.callerKeys.secretName, [{ key: keysKey, path: `${CALLER_KEYS_DIR}/${keysKey}`.slice(PRAXIS_DIR.length + 1) }]);
+      this.workload.projectSecret(props.callerKeys.secretName, [
+        { key: keysKey, path: `${CALLER_KEYS_DIR}/${keysKey}`.slice(PRAXIS_DIR.length + 1) },
+      ]);
     }
     for (const upstream of props.upstreams ?? []) this.addUpstream(upstream);
     this.render();
@@ -323,8 +425,16 @@ export class ConsumerGateway extends Construct {
     gateway.env.addVariable('GRID_SERVING_CONFIG', kplus.EnvValue.fromValue(SERVING_FILE));
     // The TLS Secret's client identity (gateway-paths.ts TLS_KEYS): what the sites' signals endpoints trust.
     gateway.env.addVariable('GRID_SIGNALS_TLS_DIR', kplus.EnvValue.fromValue(TLS_DIR));
-    if (serving.signalsPollIntervalMs !== undefined) gateway.env.addVariable('GRID_SIGNALS_POLL_INTERVAL_MS', kplus.EnvValue.fromValue(String(serving.signalsPollIntervalMs)));
-    if (serving.signalsStaleAfterMs !== undefined) gateway.env.addVariable('GRID_SIGNALS_STALE_AFTER_MS', kplus.EnvValue.fromValue(String(serving.signalsStaleAfterMs)));
+    if (serving.signalsPollIntervalMs !== undefined)
+      gateway.env.addVariable(
+        'GRID_SIGNALS_POLL_INTERVAL_MS',
+        kplus.EnvValue.fromValue(String(serving.signalsPollIntervalMs)),
+      );
+    if (serving.signalsStaleAfterMs !== undefined)
+      gateway.env.addVariable(
+        'GRID_SIGNALS_STALE_AFTER_MS',
+        kplus.EnvValue.fromValue(String(serving.signalsStaleAfterMs)),
+      );
   }
 
   /**
@@ -351,12 +461,22 @@ export class ConsumerGateway extends Construct {
     const transport = endpoint.transport;
     if (transport === undefined) {
       throw new GridSynthError([
-        issueAt(this, `${field}.transport`, `endpoint ${endpoint.address} has no transport`, 'set transport.mode to mutual_tls (provider gateways), tls (verified server TLS) or plaintext (explicitly unencrypted)'),
+        issueAt(
+          this,
+          `${field}.transport`,
+          `endpoint ${endpoint.address} has no transport`,
+          'set transport.mode to mutual_tls (provider gateways), tls (verified server TLS) or plaintext (explicitly unencrypted)',
+        ),
       ]);
     }
     if (this.upstreamList.some((u) => u.cluster === endpoint.cluster)) {
       throw new GridSynthError([
-        issueAt(this, field, `cluster ${endpoint.cluster} is declared twice`, 'declare each candidate cluster once; two providers that share a cluster need distinct routingClusterRef values'),
+        issueAt(
+          this,
+          field,
+          `cluster ${endpoint.cluster} is declared twice`,
+          'declare each candidate cluster once; two providers that share a cluster need distinct routingClusterRef values',
+        ),
       ]);
     }
     if (transport.caSecretRef !== undefined) {
@@ -397,8 +517,12 @@ export class ConsumerGateway extends Construct {
           ? {}
           : {
               siteRoute: {
-                ...(this.gridServing.siteRoute?.availability === undefined ? {} : { availability: this.gridServing.siteRoute.availability }),
-                ...(this.gridServing.siteRoute?.prefixAffinity === undefined ? {} : { prefix_affinity: this.gridServing.siteRoute.prefixAffinity }),
+                ...(this.gridServing.siteRoute?.availability === undefined
+                  ? {}
+                  : { availability: this.gridServing.siteRoute.availability }),
+                ...(this.gridServing.siteRoute?.prefixAffinity === undefined
+                  ? {}
+                  : { prefix_affinity: this.gridServing.siteRoute.prefixAffinity }),
               },
             }),
         ...(this.callerKeysFile === undefined
@@ -406,7 +530,9 @@ export class ConsumerGateway extends Construct {
           : {
               callerKeysFile: this.callerKeysFile,
               prices: this.prices,
-              ...(this.spendReportUrl === undefined ? {} : { spendReportUrl: this.spendReportUrl, spendReportTokenFile: INGEST_TOKEN_FILE }),
+              ...(this.spendReportUrl === undefined
+                ? {}
+                : { spendReportUrl: this.spendReportUrl, spendReportTokenFile: INGEST_TOKEN_FILE }),
               ...(this.budgetEnforce === undefined ? {} : { budgetEnforce: this.budgetEnforce }),
             }),
         toolServers: this.toolServers,

@@ -32,7 +32,13 @@ function publicName(hostname: string): ServiceExposure<never> {
 // use; nothing is spelt out in signalNames.
 const metricsConfig = { path: '/metrics', timeout: '2s', engine: 'vllm' } as const;
 
-function simProvider(name: string, site: string, models: readonly string[], capacityWeight: number, engine: SimEngineProps): ProviderDeclaration {
+function simProvider(
+  name: string,
+  site: string,
+  models: readonly string[],
+  capacityWeight: number,
+  engine: SimEngineProps,
+): ProviderDeclaration {
   return {
     name,
     simulated: { engine },
@@ -40,7 +46,10 @@ function simProvider(name: string, site: string, models: readonly string[], capa
       providerKind: 'self_hosted',
       backendKind: 'local',
       models: models.map((model) => ({ name: model, capabilities: ['text_generation'] })),
-      auth: { strategy: 'bearer_token', secretRef: { name: `${name}-credential`, namespace: 'grid-system', key: 'token' } },
+      auth: {
+        strategy: 'bearer_token',
+        secretRef: { name: `${name}-credential`, namespace: 'grid-system', key: 'token' },
+      },
       siteSelector: { matchLabels: { 'grid.praxis.fast/provider-site': site } },
       healthCheck: { path: '/health', interval: '10s', timeout: '2s' },
       metricsConfig,
@@ -70,7 +79,12 @@ export const exampleGrid: GridDeclaration = {
       staleCandidateTtlSeconds: 300,
       // The demo's two tenants; east's consumer refuses a tenant (429 insufficient_quota) once its converged spend
       // reaches the cap.
-      budgetPolicy: { tenants: [{ tenantId: 'team-a', capUsd: 5 }, { tenantId: 'team-b', capUsd: 5 }] },
+      budgetPolicy: {
+        tenants: [
+          { tenantId: 'team-a', capUsd: 5 },
+          { tenantId: 'team-b', capUsd: 5 },
+        ],
+      },
       swim: { probeInterval: '5s', suspicionTimeout: '30s', gossipNodes: 3 },
     },
   },
@@ -83,7 +97,10 @@ export const exampleGrid: GridDeclaration = {
       // seeds: west's gossipAddress, by default.
       gossipAddress: 'gossip.east.grid.example.com:7946',
       gossipService: publicName('gossip.east.grid.example.com'),
-      gatewayEndpoint: { address: 'gateway.east.grid.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.east.grid.example.com' } },
+      gatewayEndpoint: {
+        address: 'gateway.east.grid.example.com:8443',
+        tls: { mode: 'Mutual', serverName: 'gateway.east.grid.example.com' },
+      },
       // Callers need an API key (hashes in the Secret `agn key mint` writes); spend is reported to east's operator
       // through its gateway ingest listener, and budgets are enforced.
       consumerGateway: { replicas: 2, callerKeys: { secretName: 'consumer-caller-keys', budgetEnforce: {} } },
@@ -95,7 +112,12 @@ export const exampleGrid: GridDeclaration = {
       providers: [
         // Unequal backends: a batches 16 sequences, b only 8 at twice the step cost and a smaller KV cache.
         simProvider('east-llm-a', 'east', ['sim-model-v1'], 3, { maxNumSeqs: 16 }),
-        simProvider('east-llm-b', 'east', ['sim-model-v1', 'sim-model-v2'], 1, { maxNumSeqs: 8, stepOverheadMs: 12.8, numGpuBlocks: 4096, maxModelLen: 32768 }),
+        simProvider('east-llm-b', 'east', ['sim-model-v1', 'sim-model-v2'], 1, {
+          maxNumSeqs: 8,
+          stepOverheadMs: 12.8,
+          numGpuBlocks: 4096,
+          maxModelLen: 32768,
+        }),
       ],
       toolProviders: [
         {
@@ -104,7 +126,10 @@ export const exampleGrid: GridDeclaration = {
             protocol: 'mcp',
             endpoint: 'http://db-tools.tools.svc.cluster.local:8080',
             tools: [{ name: 'database-query', description: 'Query the database' }],
-            auth: { strategy: 'bearer_token', secretRef: { name: 'db-tools-credential', namespace: 'grid-system', key: 'token' } },
+            auth: {
+              strategy: 'bearer_token',
+              secretRef: { name: 'db-tools-credential', namespace: 'grid-system', key: 'token' },
+            },
             accessPolicy: { siteSelector: { matchLabels: { 'grid.praxis.fast/provider-site': 'east' } } },
           },
         },
@@ -119,7 +144,10 @@ export const exampleGrid: GridDeclaration = {
       labels: { 'grid.praxis.fast/provider-site': 'west' },
       gossipAddress: 'gossip.west.grid.example.com:7946',
       gossipService: publicName('gossip.west.grid.example.com'),
-      gatewayEndpoint: { address: 'gateway.west.grid.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.west.grid.example.com' } },
+      gatewayEndpoint: {
+        address: 'gateway.west.grid.example.com:8443',
+        tls: { mode: 'Mutual', serverName: 'gateway.west.grid.example.com' },
+      },
       providerGateway: { trustedPeers: consumerIdentity, exposure: publicName('gateway.west.grid.example.com') },
       providers: [
         simProvider('west-llm', 'west', ['sim-model-v1'], 2, { maxNumSeqs: 16 }),
@@ -130,7 +158,10 @@ export const exampleGrid: GridDeclaration = {
             backendKind: 'api_provider',
             endpoint: 'https://api.openai.com',
             models: [{ name: 'gpt-4o-mini', capabilities: ['text_generation'] }],
-            auth: { strategy: 'bearer_token', secretRef: { name: 'openai-credential', namespace: 'grid-system', key: 'token' } },
+            auth: {
+              strategy: 'bearer_token',
+              secretRef: { name: 'openai-credential', namespace: 'grid-system', key: 'token' },
+            },
             accessPolicy: { siteSelector: { matchLabels: {} } },
             cost: { perMillionInputTokens: 0.15, perMillionOutputTokens: 0.6 },
           },

@@ -19,7 +19,9 @@ let siteRoute: ValidateFunction | undefined;
 
 function validator(): ValidateFunction {
   if (compiled === undefined) {
-    const schema = JSON.parse(readFileSync(new URL('../schemas/gateway/gateway-config.schema.json', import.meta.url), 'utf8')) as { $id: string };
+    const schema = JSON.parse(
+      readFileSync(new URL('../schemas/gateway/gateway-config.schema.json', import.meta.url), 'utf8'),
+    ) as { $id: string };
     const ajv = new Ajv2020({ allErrors: true, strict: false });
     compiled = ajv.compile(schema);
     siteRoute = ajv.getSchema(`${schema.$id}#/$defs/GridSiteRouteFilter`);
@@ -44,26 +46,45 @@ export interface GatewayConfigProblem {
 }
 
 function describe(error: ErrorObject): GatewayConfigProblem {
-  const extra = error.keyword === 'additionalProperties' ? ` (${String((error.params as { additionalProperty?: string }).additionalProperty)})` : '';
-  return { pointer: error.instancePath === '' ? '/' : error.instancePath, message: `${error.message ?? error.keyword}${extra}` };
+  const extra =
+    error.keyword === 'additionalProperties'
+      ? ` (${String((error.params as { additionalProperty?: string }).additionalProperty)})`
+      : '';
+  return {
+    pointer: error.instancePath === '' ? '/' : error.instancePath,
+    message: `${error.message ?? error.keyword}${extra}`,
+  };
 }
 
 /** A key of one filter (the filter name or any key inside it): inside an extension filter every key is ours. */
 const FILTER_KEY_POINTER = /^\/filter_chains\/(\d+)\/filters\/(\d+)\/([^/]+)/;
 
 /** Problems of a config, empty when it is valid. A `oneOf` miss is reported once, not once per branch. */
-export function gatewayConfigProblems(config: GatewayConfig | unknown, extensionFilters: readonly string[] = []): GatewayConfigProblem[] {
+export function gatewayConfigProblems(
+  config: GatewayConfig | unknown,
+  extensionFilters: readonly string[] = [],
+): GatewayConfigProblem[] {
   const declared = (pointer: string): boolean => {
     const match = FILTER_KEY_POINTER.exec(pointer);
     if (match === null) return false;
     const filter = (config as GatewayConfig).filter_chains[Number(match[1])]?.filters[Number(match[2])]?.filter;
-    return filter !== undefined && (extensionFilters.includes(filter) || extensionFilters.includes(`${filter}/${match[3]}`));
+    return (
+      filter !== undefined && (extensionFilters.includes(filter) || extensionFilters.includes(`${filter}/${match[3]}`))
+    );
   };
   const validate = validator();
   if (validate(config)) {
     return [
-      ...praxisRuleProblems(config as GatewayConfig).map((problem) => ({ pointer: problem.pointer, message: problem.message })),
-      ...extensionKeyPointers(config).filter((pointer) => !declared(pointer)).map((pointer) => ({ pointer, message: 'an extension key of this gateway: Praxis AI refuses it, so the compiler must not render it' })),
+      ...praxisRuleProblems(config as GatewayConfig).map((problem) => ({
+        pointer: problem.pointer,
+        message: problem.message,
+      })),
+      ...extensionKeyPointers(config)
+        .filter((pointer) => !declared(pointer))
+        .map((pointer) => ({
+          pointer,
+          message: 'an extension key of this gateway: Praxis AI refuses it, so the compiler must not render it',
+        })),
     ];
   }
   const errors = validate.errors ?? [];

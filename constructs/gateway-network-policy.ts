@@ -41,11 +41,27 @@ export function metricsScraperIssues(scope: Construct, scrapers: ListenerSources
   const cidrs: unknown = (scrapers as { cidrs?: unknown }).cidrs;
   if (!Array.isArray(cidrs) || cidrs.length === 0) {
     // An empty `from` would admit every source to the admin port: the opposite of what an empty list reads as.
-    return [issueAt(scope, 'metricsScrapers.cidrs', 'no CIDR is listed', 'list the scrapers\' source ranges, e.g. ["10.42.0.0/16"], or omit metricsScrapers')];
+    return [
+      issueAt(
+        scope,
+        'metricsScrapers.cidrs',
+        'no CIDR is listed',
+        'list the scrapers\' source ranges, e.g. ["10.42.0.0/16"], or omit metricsScrapers',
+      ),
+    ];
   }
   return cidrs.flatMap((cidr: unknown, index) => {
     const problem = cidrProblem(cidr);
-    return problem === undefined ? [] : [issueAt(scope, `metricsScrapers.cidrs[${index}]`, problem, 'use an IPv4 or IPv6 network in CIDR notation with the host bits zero')];
+    return problem === undefined
+      ? []
+      : [
+          issueAt(
+            scope,
+            `metricsScrapers.cidrs[${index}]`,
+            problem,
+            'use an IPv4 or IPv6 network in CIDR notation with the host bits zero',
+          ),
+        ];
   });
 }
 
@@ -53,17 +69,35 @@ export function metricsScraperIssues(scope: Construct, scrapers: ListenerSources
  * The ingress rules: the listener from anywhere, the scrape ports from the scrapers (the node needs no rule), the
  * dashboard's ports from the operator pods.
  */
-export function gatewayIngressRules(props: Pick<GatewayNetworkPolicyProps, 'listenerPort' | 'scrapePorts' | 'metricsScrapers' | 'dashboardReader'>): kplus.k8s.NetworkPolicyIngressRule[] {
+export function gatewayIngressRules(
+  props: Pick<GatewayNetworkPolicyProps, 'listenerPort' | 'scrapePorts' | 'metricsScrapers' | 'dashboardReader'>,
+): kplus.k8s.NetworkPolicyIngressRule[] {
   const rules: kplus.k8s.NetworkPolicyIngressRule[] = [{ ports: [tcpPort(props.listenerPort)] }];
   if (props.metricsScrapers !== undefined) {
-    rules.push({ from: props.metricsScrapers.cidrs.map((cidr) => ({ ipBlock: { cidr } })), ports: props.scrapePorts.map(tcpPort) });
+    rules.push({
+      from: props.metricsScrapers.cidrs.map((cidr) => ({ ipBlock: { cidr } })),
+      ports: props.scrapePorts.map(tcpPort),
+    });
   }
   if (props.dashboardReader !== undefined) {
-    rules.push({ from: [{ podSelector: { matchLabels: { ...props.dashboardReader.podLabels } } }], ports: props.dashboardReader.ports.map(tcpPort) });
+    rules.push({
+      from: [{ podSelector: { matchLabels: { ...props.dashboardReader.podLabels } } }],
+      ports: props.dashboardReader.ports.map(tcpPort),
+    });
   }
   return rules;
 }
 
-export function gatewayNetworkPolicy(scope: Construct, id: string, props: GatewayNetworkPolicyProps): kplus.k8s.KubeNetworkPolicy {
-  return ingressPolicy(scope, id, { name: props.name, namespace: props.namespace, labels: props.labels, podLabels: props.podLabels, ingress: gatewayIngressRules(props) });
+export function gatewayNetworkPolicy(
+  scope: Construct,
+  id: string,
+  props: GatewayNetworkPolicyProps,
+): kplus.k8s.KubeNetworkPolicy {
+  return ingressPolicy(scope, id, {
+    name: props.name,
+    namespace: props.namespace,
+    labels: props.labels,
+    podLabels: props.podLabels,
+    ingress: gatewayIngressRules(props),
+  });
 }

@@ -44,12 +44,20 @@ export const MODEL_HEADER = 'x-gateway-model-name';
  * (/v1/responses/{id}, …/cancel, …/input_items) carry a per-response id no fixed list can name, so a provider hop
  * answers them 404 (path_not_routed), as Praxis AI does; they are served where the response was created.
  */
-export const INFERENCE_PATHS: readonly string[] = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses'];
+export const INFERENCE_PATHS: readonly string[] = [
+  '/v1/chat/completions',
+  '/v1/completions',
+  '/v1/embeddings',
+  '/v1/responses',
+];
 
 /**
  * The admin listener binds every address because the kubelet's probes dial the pod IP; Praxis AI accepts that only
  * with insecure_options.allow_public_admin, which the gateway's NetworkPolicy justifies (gateway-network-policy.ts).
  */
-export function adminAddress(port: number): { readonly admin: { address: string }; readonly insecure_options: { allow_public_admin: true } } {
+export function adminAddress(port: number): {
+  readonly admin: { address: string };
+  readonly insecure_options: { allow_public_admin: true };
+} {
   return { admin: { address: `0.0.0.0:${port}` }, insecure_options: { allow_public_admin: true } };
 }

@@ -13,11 +13,17 @@ import { GRID_PREFIX, type GridComponent, workloadLabels } from './labels.ts';
 import { CONSUMER_POD } from '../schemas/workload-labels.ts';
 import type { ListenerSources } from './operator-network-policy.ts';
 import { addIssueCheck, issueAt } from './synth-error.ts';
-import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, projectedVolume, resources, tmpVolume } from './workload-defaults.ts';
+import {
+  CONTAINER_SECURITY,
+  POD_SECURITY,
+  daemonCommand,
+  projectedVolume,
+  resources,
+  tmpVolume,
+} from './workload-defaults.ts';
 
 /** Annotation carrying the config digest, so a config change rolls the pods (listeners and clusters need a restart). */
 export const CONFIG_DIGEST_ANNOTATION = `${GRID_PREFIX}config-sha256`;
-
 
 /**
  * A gateway container's default resources for `workers` worker threads: each worker is a whole gateway (its own V8
@@ -102,7 +108,9 @@ export class GatewayWorkload extends Construct {
     ];
     // 0440 + fsGroup: readable by the gateway's group only; key files are never world-readable.
     const praxis = projectedVolume(this, 'Praxis', 'praxis', { defaultMode: 0o440, sources: this.praxisSources });
-    this.overlayVolume = props.readsOverlay ? kplus.Volume.fromEmptyDir(this, 'Overlay', 'routing-overlay', { sizeLimit: Size.mebibytes(16) }) : undefined;
+    this.overlayVolume = props.readsOverlay
+      ? kplus.Volume.fromEmptyDir(this, 'Overlay', 'routing-overlay', { sizeLimit: Size.mebibytes(16) })
+      : undefined;
     this.tmp = tmpVolume(this);
 
     this.deployment = new kplus.Deployment(this, 'Deployment', {
@@ -121,7 +129,11 @@ export class GatewayWorkload extends Construct {
     this.gatewayContainer = this.deployment.addContainer({
       name: CONSUMER_POD.gatewayContainer,
       image: props.image,
-      command: daemonCommand('gateway', ['--config', PRAXIS_CONFIG_PATH, ...(props.workers > 1 ? ['--workers', String(props.workers)] : [])]),
+      command: daemonCommand('gateway', [
+        '--config',
+        PRAXIS_CONFIG_PATH,
+        ...(props.workers > 1 ? ['--workers', String(props.workers)] : []),
+      ]),
       // The image tag is pinned, so a node's cached copy is the same image.
       imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
       ports: [
@@ -135,19 +147,33 @@ export class GatewayWorkload extends Construct {
       readiness: kplus.Probe.fromHttpGet('/readyz', { port: props.adminPort }),
       volumeMounts: [
         { path: PRAXIS_DIR, volume: praxis, readOnly: true },
-        ...(this.overlayVolume === undefined ? [] : [{ path: OVERLAY_DIR, volume: this.overlayVolume, readOnly: true }]),
+        ...(this.overlayVolume === undefined
+          ? []
+          : [{ path: OVERLAY_DIR, volume: this.overlayVolume, readOnly: true }]),
         { path: '/tmp', volume: this.tmp },
       ],
     });
 
     const exposure = props.exposure;
-    const listenerPorts = [{ name: 'listener', port: props.listenerPort, targetPort: props.listenerPort, exposureName: 'listener' as const }];
+    const listenerPorts = [
+      { name: 'listener', port: props.listenerPort, targetPort: props.listenerPort, exposureName: 'listener' as const },
+    ];
     this.service = new kplus.Service(this, 'Service', {
-      metadata: { name: props.name, namespace: props.namespace, labels, ...(exposure?.annotations === undefined ? {} : { annotations: { ...exposure.annotations } }) },
+      metadata: {
+        name: props.name,
+        namespace: props.namespace,
+        labels,
+        ...(exposure?.annotations === undefined ? {} : { annotations: { ...exposure.annotations } }),
+      },
       type: exposure === undefined ? props.serviceType : kplusServiceType(exposure.type),
       selector: kplus.Pods.select(this, 'Pods', { labels: selectorLabels }),
-      ports: exposure === undefined ? listenerPorts.map(({ exposureName: _, ...port }) => port) : exposedPorts(exposure, listenerPorts),
-      ...(exposure?.loadBalancerSourceRanges === undefined ? {} : { loadBalancerSourceRanges: [...exposure.loadBalancerSourceRanges] }),
+      ports:
+        exposure === undefined
+          ? listenerPorts.map(({ exposureName: _, ...port }) => port)
+          : exposedPorts(exposure, listenerPorts),
+      ...(exposure?.loadBalancerSourceRanges === undefined
+        ? {}
+        : { loadBalancerSourceRanges: [...exposure.loadBalancerSourceRanges] }),
     });
     if (exposure !== undefined) applyExposureExtras(this.service, exposure);
 
@@ -165,9 +191,15 @@ export class GatewayWorkload extends Construct {
     addIssueCheck(this, () => metricsScraperIssues(this, props.metricsScrapers));
     addIssueCheck(this, () => workerIssues(this, props.workers, props.resources));
     addIssueCheck(this, () => {
-      if (this.config === undefined) return [issueAt(this, 'config', 'no gateway config was rendered', 'this is a bug in the gateway construct')];
+      if (this.config === undefined)
+        return [issueAt(this, 'config', 'no gateway config was rendered', 'this is a bug in the gateway construct')];
       return gatewayConfigProblems(this.config, this.extensionFilters).map((problem) =>
-        issueAt(this, `${PRAXIS_CONFIG_KEY}${problem.pointer}`, problem.message, 'declare the missing routes, peers or upstreams of this gateway (see schemas/gateway/gateway-config.schema.json)'),
+        issueAt(
+          this,
+          `${PRAXIS_CONFIG_KEY}${problem.pointer}`,
+          problem.message,
+          'declare the missing routes, peers or upstreams of this gateway (see schemas/gateway/gateway-config.schema.json)',
+        ),
       );
     });
   }
@@ -195,7 +227,9 @@ export class GatewayWorkload extends Construct {
       this.praxisSources[index] = { secret: { name: secretName, items: merged } };
       return;
     }
-    this.praxisSources.push({ secret: { name: secretName, items: items.map((item) => ({ key: item.key, path: item.path })) } });
+    this.praxisSources.push({
+      secret: { name: secretName, items: items.map((item) => ({ key: item.key, path: item.path })) },
+    });
   }
 
   /** The Secret names projected into the pod (TLS first, then in the order added). */
@@ -213,9 +247,20 @@ function validWorkerCount(workers: number): boolean {
 }
 
 /** A worker count the gateway would refuse, or a CPU limit that would throttle its workers to less than a core each. */
-function workerIssues(scope: Construct, workers: number, explicit: kplus.ContainerResources | undefined): ReturnType<typeof issueAt>[] {
+function workerIssues(
+  scope: Construct,
+  workers: number,
+  explicit: kplus.ContainerResources | undefined,
+): ReturnType<typeof issueAt>[] {
   if (!validWorkerCount(workers)) {
-    return [issueAt(scope, 'workers', `workers must be a whole number from 1 to ${MAX_GATEWAY_WORKERS}, got ${workers}`, 'give one worker per CPU the pod may use (daemons/gateway/README.md "Workers")')];
+    return [
+      issueAt(
+        scope,
+        'workers',
+        `workers must be a whole number from 1 to ${MAX_GATEWAY_WORKERS}, got ${workers}`,
+        'give one worker per CPU the pod may use (daemons/gateway/README.md "Workers")',
+      ),
+    ];
   }
   const limit = explicit?.cpu?.limit?.amount;
   const millis = limit === undefined ? undefined : cpuMillis(limit);

@@ -3,14 +3,32 @@ import * as kplus from 'cdk8s-plus-28';
 import { imageOf, type ImageReference } from './image-reference.ts';
 import { workloadLabels } from './labels.ts';
 import { grantClusterWide, grantNamespaced, metricsScraperAccount } from './rbac.ts';
-import { DEFAULT_ENROLLMENT_PORT, DEFAULT_GATEWAY_AGE_PORT, DEFAULT_SIGNALS_PORT, listenerIssues, renderListeners, type OperatorListenerProps } from './operator-listeners.ts';
+import {
+  DEFAULT_ENROLLMENT_PORT,
+  DEFAULT_GATEWAY_AGE_PORT,
+  DEFAULT_SIGNALS_PORT,
+  listenerIssues,
+  renderListeners,
+  type OperatorListenerProps,
+} from './operator-listeners.ts';
 import { operatorNetworkPolicy } from './operator-network-policy.ts';
 import { dashboardIssues, renderDashboard, type OperatorDashboardProps } from './operator-dashboard.ts';
 import { GridSynthError, issueAt, type SynthIssue } from './synth-error.ts';
 import { checkTelemetry, instrumentContainer, type SiteTelemetry } from './observability.ts';
 import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, resources, tmpVolume } from './workload-defaults.ts';
-import { applyExposureExtras, exposedPorts, exposureIssues, kplusServiceType, type OperatorPortName, type ServiceExposure } from './service-exposure.ts';
-import { inviteTokenSecretName, operatorStateConfigMapName, siteNameLedgerConfigMapName } from '../schemas/object-names.ts';
+import {
+  applyExposureExtras,
+  exposedPorts,
+  exposureIssues,
+  kplusServiceType,
+  type OperatorPortName,
+  type ServiceExposure,
+} from './service-exposure.ts';
+import {
+  inviteTokenSecretName,
+  operatorStateConfigMapName,
+  siteNameLedgerConfigMapName,
+} from '../schemas/object-names.ts';
 
 /** A Secret the operator reads by name (the swim key, site certificate, CA, provider credentials). */
 export interface SecretName {
@@ -156,12 +174,20 @@ export class GossipOperator extends Construct {
     const issues: SynthIssue[] = [];
     const foreign = props.referencedSecrets.find((secret) => secret.namespace !== this.namespace);
     if (foreign !== undefined) {
-      issues.push(issueAt(this, 'referencedSecrets', `Secret ${foreign.namespace}/${foreign.name} is outside the operator namespace ${this.namespace}`, `create the Secret in ${this.namespace} and reference it there, so the operator's Role stays one namespace wide`));
+      issues.push(
+        issueAt(
+          this,
+          'referencedSecrets',
+          `Secret ${foreign.namespace}/${foreign.name} is outside the operator namespace ${this.namespace}`,
+          `create the Secret in ${this.namespace} and reference it there, so the operator's Role stays one namespace wide`,
+        ),
+      );
     }
     const taken = new Map<number, string>([[this.gossipPort, 'gossipPort (SWIM)']]);
     if (!taken.has(this.adminPort)) taken.set(this.adminPort, 'adminPort');
     issues.push(...listenerIssues(this, props, taken));
-    if (props.publicService !== undefined) issues.push(...exposureIssues(this, 'publicService', props.publicService, this.publicPortNames(props)));
+    if (props.publicService !== undefined)
+      issues.push(...exposureIssues(this, 'publicService', props.publicService, this.publicPortNames(props)));
     issues.push(...dashboardIssues(this, props.dashboard));
     if (issues.length > 0) throw new GridSynthError(issues);
 
@@ -178,7 +204,13 @@ export class GossipOperator extends Construct {
       metadata: { name: this.name, namespace: this.namespace, labels },
       automountToken: false,
     });
-    const grant = { daemon: 'gossip-operator' as const, name: this.name, serviceAccountName: this.name, serviceAccountNamespace: this.namespace, labels };
+    const grant = {
+      daemon: 'gossip-operator' as const,
+      name: this.name,
+      serviceAccountName: this.name,
+      serviceAccountNamespace: this.namespace,
+      labels,
+    };
     grantClusterWide(this, 'Grid', { ...grant, names: {} });
     grantNamespaced(this, 'Site', {
       ...grant,
@@ -197,7 +229,11 @@ export class GossipOperator extends Construct {
       },
     });
     if (this.metricsScraperName !== undefined) {
-      metricsScraperAccount(this, 'MetricsScraper', { name: this.metricsScraperName, namespace: this.namespace, labels });
+      metricsScraperAccount(this, 'MetricsScraper', {
+        name: this.metricsScraperName,
+        namespace: this.namespace,
+        labels,
+      });
     }
 
     this.deployment = new kplus.Deployment(this, 'Deployment', {
@@ -221,9 +257,12 @@ export class GossipOperator extends Construct {
       GRID_GOSSIP_BIND: kplus.EnvValue.fromValue(`0.0.0.0:${this.gossipPort}`),
       GRID_ADMIN_ADDRESS: kplus.EnvValue.fromValue(`0.0.0.0:${this.adminPort}`),
     };
-    if (props.gossipAdvertiseAddress !== undefined) env['GRID_GOSSIP_ADVERTISE'] = kplus.EnvValue.fromValue(props.gossipAdvertiseAddress);
-    if (this.metricsScraperName !== undefined) env['GRID_METRICS_SCRAPER_SERVICE_ACCOUNT'] = kplus.EnvValue.fromValue(this.metricsScraperName);
-    if (props.gatewayAddress !== undefined) env['GRID_GATEWAY_ADDRESS'] = kplus.EnvValue.fromValue(props.gatewayAddress);
+    if (props.gossipAdvertiseAddress !== undefined)
+      env['GRID_GOSSIP_ADVERTISE'] = kplus.EnvValue.fromValue(props.gossipAdvertiseAddress);
+    if (this.metricsScraperName !== undefined)
+      env['GRID_METRICS_SCRAPER_SERVICE_ACCOUNT'] = kplus.EnvValue.fromValue(this.metricsScraperName);
+    if (props.gatewayAddress !== undefined)
+      env['GRID_GATEWAY_ADDRESS'] = kplus.EnvValue.fromValue(props.gatewayAddress);
     // The opt-in listeners add nothing unless their props are set. The enrollment Secrets (the grid CA key among
     // them) are mounted into this, the operator's only container. RBAC needs nothing new: the redeem path reads
     // SiteInvites through the cluster-wide grid read rule and its token Secrets through the inviteSecrets rule.
@@ -263,7 +302,8 @@ export class GossipOperator extends Construct {
       ],
     });
 
-    this.publicService = props.publicService === undefined ? undefined : this.renderPublicService(props, props.publicService, labels);
+    this.publicService =
+      props.publicService === undefined ? undefined : this.renderPublicService(props, props.publicService, labels);
 
     const { peerSignals, gatewayAgeIngest, enrollment } = props;
     this.networkPolicy =
@@ -276,26 +316,56 @@ export class GossipOperator extends Construct {
             operatorLabels: this.selectorLabels,
             gossipPort: this.gossipPort,
             adminPort: this.adminPort,
-            signals: peerSignals === undefined ? undefined : { port: peerSignals.port ?? DEFAULT_SIGNALS_PORT, from: peerSignals.from },
-            gatewayAge: gatewayAgeIngest === undefined ? undefined : { port: gatewayAgeIngest.port ?? DEFAULT_GATEWAY_AGE_PORT, reporters: gatewayAgeIngest.gateways },
-            enrollment: enrollment === undefined ? undefined : { port: enrollment.port ?? DEFAULT_ENROLLMENT_PORT, from: enrollment.from },
+            signals:
+              peerSignals === undefined
+                ? undefined
+                : { port: peerSignals.port ?? DEFAULT_SIGNALS_PORT, from: peerSignals.from },
+            gatewayAge:
+              gatewayAgeIngest === undefined
+                ? undefined
+                : { port: gatewayAgeIngest.port ?? DEFAULT_GATEWAY_AGE_PORT, reporters: gatewayAgeIngest.gateways },
+            enrollment:
+              enrollment === undefined
+                ? undefined
+                : { port: enrollment.port ?? DEFAULT_ENROLLMENT_PORT, from: enrollment.from },
           });
   }
 
   /** Exports the operator's traces (service.name gossip-operator) as `telemetry` says. */
   enableTracing(telemetry: SiteTelemetry): void {
     checkTelemetry(this, telemetry);
-    for (const container of this.deployment.containers) instrumentContainer(container, telemetry, 'gossip-operator', this.name);
+    for (const container of this.deployment.containers)
+      instrumentContainer(container, telemetry, 'gossip-operator', this.name);
   }
 
   private publicPortNames(props: GossipOperatorProps): OperatorPortName[] {
-    return ['gossip', ...(props.peerSignals === undefined ? [] : ['signals' as const]), ...(props.enrollment === undefined ? [] : ['enrollment' as const])];
+    return [
+      'gossip',
+      ...(props.peerSignals === undefined ? [] : ['signals' as const]),
+      ...(props.enrollment === undefined ? [] : ['enrollment' as const]),
+    ];
   }
 
-  private renderPublicService(props: GossipOperatorProps, exposure: ServiceExposure<OperatorPortName>, labels: Record<string, string>): kplus.Service {
+  private renderPublicService(
+    props: GossipOperatorProps,
+    exposure: ServiceExposure<OperatorPortName>,
+    labels: Record<string, string>,
+  ): kplus.Service {
     const ports: (kplus.ServicePort & { exposureName: OperatorPortName })[] = [
-      { name: 'gossip-udp', port: this.gossipPort, targetPort: this.gossipPort, protocol: kplus.Protocol.UDP, exposureName: 'gossip' },
-      { name: 'gossip-tcp', port: this.gossipPort, targetPort: this.gossipPort, protocol: kplus.Protocol.TCP, exposureName: 'gossip' },
+      {
+        name: 'gossip-udp',
+        port: this.gossipPort,
+        targetPort: this.gossipPort,
+        protocol: kplus.Protocol.UDP,
+        exposureName: 'gossip',
+      },
+      {
+        name: 'gossip-tcp',
+        port: this.gossipPort,
+        targetPort: this.gossipPort,
+        protocol: kplus.Protocol.TCP,
+        exposureName: 'gossip',
+      },
     ];
     if (props.peerSignals !== undefined) {
       const port = props.peerSignals.port ?? DEFAULT_SIGNALS_PORT;
@@ -306,11 +376,18 @@ export class GossipOperator extends Construct {
       ports.push({ name: 'enrollment', port, targetPort: port, exposureName: 'enrollment' });
     }
     const service = new kplus.Service(this, 'PublicService', {
-      metadata: { name: `${this.name}-public`, namespace: this.namespace, labels, ...(exposure.annotations === undefined ? {} : { annotations: { ...exposure.annotations } }) },
+      metadata: {
+        name: `${this.name}-public`,
+        namespace: this.namespace,
+        labels,
+        ...(exposure.annotations === undefined ? {} : { annotations: { ...exposure.annotations } }),
+      },
       type: kplusServiceType(exposure.type),
       selector: kplus.Pods.select(this, 'PublicPods', { labels: this.selectorLabels }),
       ports: exposedPorts(exposure, ports),
-      ...(exposure.loadBalancerSourceRanges === undefined ? {} : { loadBalancerSourceRanges: [...exposure.loadBalancerSourceRanges] }),
+      ...(exposure.loadBalancerSourceRanges === undefined
+        ? {}
+        : { loadBalancerSourceRanges: [...exposure.loadBalancerSourceRanges] }),
     });
     applyExposureExtras(service, exposure);
     return service;

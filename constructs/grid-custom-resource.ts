@@ -17,7 +17,11 @@ export interface GridCustomResourceProps<Spec> {
 
 /** The correction to suggest for one validation issue of a custom resource. */
 export function fixFor(kind: GridKind, issue: ResourceIssue): string {
-  const field = issue.path.split('.').pop()?.replace(/\[\d+\]$/u, '') ?? issue.path;
+  const field =
+    issue.path
+      .split('.')
+      .pop()
+      ?.replace(/\[\d+\]$/u, '') ?? issue.path;
   const deprecated = /deprecated name of (\w+)/u.exec(issue.message);
   if (deprecated !== null) return `remove ${field} and keep only ${deprecated[1]} (the current name)`;
   if (issue.message.startsWith('required field is missing')) return `add ${field} to the declaration`;
@@ -31,12 +35,16 @@ export function fixFor(kind: GridKind, issue: ResourceIssue): string {
       : 'write the duration as whole seconds like 10s';
   }
   const duplicate = /duplicate entry \((\w+)/u.exec(issue.message);
-  if (duplicate !== null) return `give every entry of ${issue.path.replace(/\[\d+\]$/u, '')} a distinct ${duplicate[1]}`;
+  if (duplicate !== null)
+    return `give every entry of ${issue.path.replace(/\[\d+\]$/u, '')} a distinct ${duplicate[1]}`;
   return `change ${field} to satisfy the ${kind} schema (schemas/crds/${DEFINITIONS[kind].plural}.schema.json)`;
 }
 
 /** The manifest of a grid custom resource as it is emitted (before cdk8s resolves it). */
-export function customResourceManifest<Spec extends object>(kind: GridKind, props: GridCustomResourceProps<Spec>): { apiVersion: string; kind: GridKind; metadata: { name: string }; spec: Spec } {
+export function customResourceManifest<Spec extends object>(
+  kind: GridKind,
+  props: GridCustomResourceProps<Spec>,
+): { apiVersion: string; kind: GridKind; metadata: { name: string }; spec: Spec } {
   const metadata = {
     name: props.name,
     ...(props.labels === undefined ? {} : { labels: props.labels }),
@@ -50,7 +58,11 @@ export function customResourceManifest<Spec extends object>(kind: GridKind, prop
  * `path` (the construct path it has or will have). Pure, so a stack can check all of its resources before it builds
  * any of them and report every problem at once.
  */
-export function customResourceIssues<Spec extends object>(path: string, kind: GridKind, props: GridCustomResourceProps<Spec>): SynthIssue[] {
+export function customResourceIssues<Spec extends object>(
+  path: string,
+  kind: GridKind,
+  props: GridCustomResourceProps<Spec>,
+): SynthIssue[] {
   return validateCustomResource(customResourceManifest(kind, props)).map((issue) => ({
     path,
     field: issue.path === '' ? '(object)' : issue.path,

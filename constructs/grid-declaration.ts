@@ -20,7 +20,10 @@ import type { ObservabilityDeclaration, SiteObservabilityDeclaration } from './o
  */
 
 /** Grid-wide routing policy: identical on every site, so it is declared once. */
-export type NetworkPolicyDeclaration = Omit<GridNetworkSpec, 'gridId' | 'seeds' | 'consumerGateways' | 'gatewayRefs' | 'region' | 'zone' | 'tls'>;
+export type NetworkPolicyDeclaration = Omit<
+  GridNetworkSpec,
+  'gridId' | 'seeds' | 'consumerGateways' | 'gatewayRefs' | 'region' | 'zone' | 'tls'
+>;
 
 export interface NetworkDeclaration {
   /** GridNetwork name (the network of every overlay, record and label). */
@@ -148,7 +151,10 @@ export interface SiteDeclaration {
    * operator's Role then grants the generated ConfigMap, the delegated Deployment and the Secrets it checks.
    * @default - none
    */
-  readonly consumerGateway?: Omit<ConsumerGatewayProps, 'namespace' | 'network' | 'site' | 'upstreams' | 'image' | 'prices' | 'dashboardReaderLabels' | 'ingestTokenSecret'> & {
+  readonly consumerGateway?: Omit<
+    ConsumerGatewayProps,
+    'namespace' | 'network' | 'site' | 'upstreams' | 'image' | 'prices' | 'dashboardReaderLabels' | 'ingestTokenSecret'
+  > & {
     /** @default - no generated consumer config */
     readonly praxisConfig?: PraxisConfig;
   };
@@ -163,9 +169,15 @@ export interface SiteDeclaration {
   /** @default - none */
   readonly providers?: readonly ProviderDeclaration[];
   /** MCP tool servers this site offers (AgentToolProvider; gridNetworkRef is filled in). @default - none */
-  readonly toolProviders?: readonly { readonly name: string; readonly spec: Omit<AgentToolProviderSpec, 'gridNetworkRef'> }[];
+  readonly toolProviders?: readonly {
+    readonly name: string;
+    readonly spec: Omit<AgentToolProviderSpec, 'gridNetworkRef'>;
+  }[];
   /** A2A agents this site offers (AgentToAgentProvider; gridNetworkRef is filled in). @default - none */
-  readonly agentProviders?: readonly { readonly name: string; readonly spec: Omit<AgentToAgentProviderSpec, 'gridNetworkRef'> }[];
+  readonly agentProviders?: readonly {
+    readonly name: string;
+    readonly spec: Omit<AgentToAgentProviderSpec, 'gridNetworkRef'>;
+  }[];
   /** Invitations this site signs for sites that will join (SiteInvite). @default - none */
   readonly invites?: readonly { readonly name: string; readonly spec: SiteInviteSpec }[];
   /** The operator's peer signals endpoint (signalTransport poll), passed to GossipOperator. @default - off */

@@ -45,7 +45,9 @@ export async function loadGridDeclaration(file: string): Promise<GridDeclaration
 }
 
 /** Every problem of the declaration in `file`, one line each; empty when it compiles. Writes nothing. */
-export async function validateGridFile(file: string): Promise<{ readonly declaration: GridDeclaration; readonly problems: readonly string[] }> {
+export async function validateGridFile(
+  file: string,
+): Promise<{ readonly declaration: GridDeclaration; readonly problems: readonly string[] }> {
   const declaration = await loadGridDeclaration(file);
   return { declaration, problems: gridProblems(declaration) };
 }

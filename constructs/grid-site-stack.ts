@@ -11,9 +11,19 @@ import { DEFAULT_PRAXIS_CONFIG_MAP_NAME } from '../schemas/object-names.ts';
 import type { GridSiteSpec } from '../schemas/generated/gridsites.ts';
 import type { InferenceProviderSpec } from '../schemas/generated/inferenceproviders.ts';
 import { BackendNetworkPolicy } from './backend-network-policy.ts';
-import { candidateCluster, candidateIssues, providerCandidates, providerCredential, siteNamespace } from './candidates.ts';
+import {
+  candidateCluster,
+  candidateIssues,
+  providerCandidates,
+  providerCredential,
+  siteNamespace,
+} from './candidates.ts';
 import { ConsumerGateway } from './consumer-gateway.ts';
-import { DEFAULT_GATEWAY_AGE_PORT, DEFAULT_INGEST_TOKEN_SECRET, type OperatorListenerProps } from './operator-listeners.ts';
+import {
+  DEFAULT_GATEWAY_AGE_PORT,
+  DEFAULT_INGEST_TOKEN_SECRET,
+  type OperatorListenerProps,
+} from './operator-listeners.ts';
 import { DEFAULT_DASHBOARD_TOKEN_SECRET } from './operator-dashboard.ts';
 import type { UsagePrice } from '../schemas/generated/gateway-config.ts';
 import { GossipOperator, type SecretName } from './gossip-operator.ts';
@@ -61,7 +71,14 @@ export interface GridSiteStackProps {
 }
 
 /** The Secret names a site declaration's `secrets` resolves to. */
-export function siteSecretNames(site: SiteDeclaration): { ca: string; siteCertificate: string; swimKey: string; gridCaSigner: string; ingestToken: string; dashboardToken: string } {
+export function siteSecretNames(site: SiteDeclaration): {
+  ca: string;
+  siteCertificate: string;
+  swimKey: string;
+  gridCaSigner: string;
+  ingestToken: string;
+  dashboardToken: string;
+} {
   return {
     ca: site.secrets?.ca ?? 'grid-ca',
     siteCertificate: site.secrets?.siteCertificate ?? 'grid-site-cert',
@@ -94,7 +111,11 @@ export function siteSeeds(site: SiteDeclaration, peers: readonly SiteDeclaration
  * discovered_site_k8s_name): each part lowercased, non [a-z0-9] replaced by '-', trimmed, joined with '-'.
  */
 export function peerGridSiteName(network: string, site: string): string {
-  const part = (value: string): string => value.toLowerCase().replace(/[^a-z0-9]/gu, '-').replace(/^-+|-+$/gu, '');
+  const part = (value: string): string =>
+    value
+      .toLowerCase()
+      .replace(/[^a-z0-9]/gu, '-')
+      .replace(/^-+|-+$/gu, '');
   return `${part(network)}-${part(site)}`;
 }
 
@@ -109,11 +130,15 @@ function compact<T>(value: T): T {
  * references of remote candidates (peers' providers) that name the gateway namespace. Local credential and site
  * TLS references carry their namespace and are already in referencedSecrets.
  */
-export function delegatedMountSecrets(spec: GridNetworkSpec, remoteCredentials: readonly { name: string; namespace?: string }[]): SecretName[] {
+export function delegatedMountSecrets(
+  spec: GridNetworkSpec,
+  remoteCredentials: readonly { name: string; namespace?: string }[],
+): SecretName[] {
   const found: SecretName[] = [];
   for (const gateway of generatedConfigNames(spec).delegatingGateways) {
     for (const name of gateway.caSecrets) found.push({ name, namespace: gateway.namespace });
-    for (const ref of remoteCredentials) if (ref.namespace === gateway.namespace) found.push({ name: ref.name, namespace: gateway.namespace });
+    for (const ref of remoteCredentials)
+      if (ref.namespace === gateway.namespace) found.push({ name: ref.name, namespace: gateway.namespace });
   }
   return found;
 }
@@ -126,7 +151,8 @@ export function referencedSecrets(value: unknown, found: SecretName[] = []): Sec
     for (const [key, child] of Object.entries(value)) {
       if ((key === 'secretRef' || key.endsWith('SecretRef')) && typeof child === 'object' && child !== null) {
         const ref = child as { name?: unknown; namespace?: unknown };
-        if (typeof ref.name === 'string' && typeof ref.namespace === 'string') found.push({ name: ref.name, namespace: ref.namespace });
+        if (typeof ref.name === 'string' && typeof ref.namespace === 'string')
+          found.push({ name: ref.name, namespace: ref.namespace });
       } else {
         referencedSecrets(child, found);
       }
@@ -145,8 +171,12 @@ function siteGatewayAgeIngest(site: SiteDeclaration, tokenSecret: string): Opera
   const ingest = { ...declared, tokenSecret };
   if (ingest.gateways !== undefined) return ingest;
   const gateways = [
-    ...(site.consumerGateway === undefined ? [] : [{ component: 'consumer-gateway' as const, name: site.consumerGateway.name ?? 'consumer-gateway' }]),
-    ...(site.providerGateway === undefined ? [] : [{ component: 'provider-gateway' as const, name: site.providerGateway.name ?? 'provider-gateway' }]),
+    ...(site.consumerGateway === undefined
+      ? []
+      : [{ component: 'consumer-gateway' as const, name: site.consumerGateway.name ?? 'consumer-gateway' }]),
+    ...(site.providerGateway === undefined
+      ? []
+      : [{ component: 'provider-gateway' as const, name: site.providerGateway.name ?? 'provider-gateway' }]),
   ];
   return gateways.length === 0 ? ingest : { ...ingest, gateways };
 }
@@ -202,7 +232,9 @@ function externalConsumerIssues(site: SiteDeclaration): SynthIssue[] {
 /** host:port and TLS of the backend an endpoint URL names (external APIs use the system trust store). */
 /** True when a site offers anything a consumer reaches through its provider gateway: models, tool servers, agents. */
 function servesThroughGateway(site: SiteDeclaration): boolean {
-  return (site.providers ?? []).length > 0 || (site.toolProviders ?? []).length > 0 || (site.agentProviders ?? []).length > 0;
+  return (
+    (site.providers ?? []).length > 0 || (site.toolProviders ?? []).length > 0 || (site.agentProviders ?? []).length > 0
+  );
 }
 
 export function backendFromEndpoint(name: string, endpoint: string): BackendCluster {
@@ -210,7 +242,9 @@ export function backendFromEndpoint(name: string, endpoint: string): BackendClus
   const secure = url.protocol === 'https:';
   const port = url.port === '' ? (secure ? '443' : '80') : url.port;
   const host = url.hostname;
-  return secure ? { name, endpoint: `${host}:${port}`, tls: { sni: host.replace(/^\[|\]$/gu, '') } } : { name, endpoint: `${host}:${port}` };
+  return secure
+    ? { name, endpoint: `${host}:${port}`, tls: { sni: host.replace(/^\[|\]$/gu, '') } }
+    : { name, endpoint: `${host}:${port}` };
 }
 
 /**
@@ -256,8 +290,12 @@ export class GridSiteStack extends Chart {
     const secrets = siteSecretNames(site);
     const enrollment = siteEnrollment(site);
     const ref = (name: string): SecretName => ({ name, namespace: this.siteNamespace });
-    const consumerName = site.consumerGateway === undefined ? undefined : (site.consumerGateway.name ?? 'consumer-gateway');
-    const consumerNames = [...(consumerName === undefined ? [] : [consumerName]), ...(site.externalConsumers ?? []).map((c) => c.name)];
+    const consumerName =
+      site.consumerGateway === undefined ? undefined : (site.consumerGateway.name ?? 'consumer-gateway');
+    const consumerNames = [
+      ...(consumerName === undefined ? [] : [consumerName]),
+      ...(site.externalConsumers ?? []).map((c) => c.name),
+    ];
 
     const networkSpec: GridNetworkSpec = compact({
       ...(props.network.policy ?? {}),
@@ -267,21 +305,56 @@ export class GridSiteStack extends Chart {
       // praxisConfig from the declaration is carried through: the operator's Role below is derived from this spec.
       // The deployed consumer is this project's gateway (dialect agn, the default, so not written); external
       // consumers carry the dialect they declare.
-      consumerGateways: consumerNames.length === 0 ? undefined : [
-        ...(consumerName === undefined ? [] : [{ name: consumerName, namespace: this.siteNamespace, siteName: site.name, praxisConfig: site.consumerGateway?.praxisConfig, gridServing: site.consumerGateway?.gridServing !== undefined ? true : undefined }]),
-        ...(site.externalConsumers ?? []).map((c) => ({ name: c.name, namespace: this.siteNamespace, siteName: site.name, dialect: c.dialect })),
-      ],
-      tls: { caSecretRef: ref(secrets.ca), siteSecretRef: ref(secrets.siteCertificate), swimKeySecretRef: ref(secrets.swimKey) },
+      consumerGateways:
+        consumerNames.length === 0
+          ? undefined
+          : [
+              ...(consumerName === undefined
+                ? []
+                : [
+                    {
+                      name: consumerName,
+                      namespace: this.siteNamespace,
+                      siteName: site.name,
+                      praxisConfig: site.consumerGateway?.praxisConfig,
+                      gridServing: site.consumerGateway?.gridServing !== undefined ? true : undefined,
+                    },
+                  ]),
+              ...(site.externalConsumers ?? []).map((c) => ({
+                name: c.name,
+                namespace: this.siteNamespace,
+                siteName: site.name,
+                dialect: c.dialect,
+              })),
+            ],
+      tls: {
+        caSecretRef: ref(secrets.ca),
+        siteSecretRef: ref(secrets.siteCertificate),
+        swimKeySecretRef: ref(secrets.swimKey),
+      },
     });
     const providerSpecs = (site.providers ?? []).map((provider) => ({ provider, spec: this.providerSpec(provider) }));
-    const toolSpecs = (site.toolProviders ?? []).map((tool) => ({ name: tool.name, spec: compact({ gridNetworkRef: this.network, ...tool.spec }) }));
-    const agentSpecs = (site.agentProviders ?? []).map((agent) => ({ name: agent.name, spec: compact({ gridNetworkRef: this.network, ...agent.spec }) }));
+    const toolSpecs = (site.toolProviders ?? []).map((tool) => ({
+      name: tool.name,
+      spec: compact({ gridNetworkRef: this.network, ...tool.spec }),
+    }));
+    const agentSpecs = (site.agentProviders ?? []).map((agent) => ({
+      name: agent.name,
+      spec: compact({ gridNetworkRef: this.network, ...agent.spec }),
+    }));
     const inviteSpecs = (site.invites ?? []).map((invite) => ({ name: invite.name, spec: compact(invite.spec) }));
-    const siteProps = { name: site.name, labels: { [LABEL_NETWORK]: this.network, ...(site.labels ?? {}) }, spec: this.gridSiteSpec(site) };
+    const siteProps = {
+      name: site.name,
+      labels: { [LABEL_NETWORK]: this.network, ...(site.labels ?? {}) },
+      spec: this.gridSiteSpec(site),
+    };
     // Every problem of the declaration and of this site's resources at once, before anything is built. (Peers'
     // GridSites are checked by their own stacks; each resource constructor checks itself again for direct users.)
     const path = constructPath(this);
-    const observability = resolveSiteTelemetry(props.observability, site, path, { network: this.network, namespace: this.siteNamespace });
+    const observability = resolveSiteTelemetry(props.observability, site, path, {
+      network: this.network,
+      namespace: this.siteNamespace,
+    });
     throwIfIssues([
       ...this.declarationIssues(site, peers),
       ...observability.issues,
@@ -289,10 +362,18 @@ export class GridSiteStack extends Chart {
       ...(props.checkPins === false ? [] : peers.flatMap((peer) => peerTrustIssues(peer, props.trust))),
       ...customResourceIssues(`${path}/network`, 'GridNetwork', { name: this.network, spec: networkSpec }),
       ...customResourceIssues(`${path}/site`, 'GridSite', siteProps),
-      ...providerSpecs.flatMap(({ provider, spec }) => customResourceIssues(`${path}/providers/${provider.name}`, 'InferenceProvider', { name: provider.name, spec })),
-      ...toolSpecs.flatMap(({ name, spec }) => customResourceIssues(`${path}/tools/${name}`, 'AgentToolProvider', { name, spec })),
-      ...agentSpecs.flatMap(({ name, spec }) => customResourceIssues(`${path}/agents/${name}`, 'AgentToAgentProvider', { name, spec })),
-      ...inviteSpecs.flatMap(({ name, spec }) => customResourceIssues(`${path}/invites/${name}`, 'SiteInvite', { name, spec })),
+      ...providerSpecs.flatMap(({ provider, spec }) =>
+        customResourceIssues(`${path}/providers/${provider.name}`, 'InferenceProvider', { name: provider.name, spec }),
+      ),
+      ...toolSpecs.flatMap(({ name, spec }) =>
+        customResourceIssues(`${path}/tools/${name}`, 'AgentToolProvider', { name, spec }),
+      ),
+      ...agentSpecs.flatMap(({ name, spec }) =>
+        customResourceIssues(`${path}/agents/${name}`, 'AgentToAgentProvider', { name, spec }),
+      ),
+      ...inviteSpecs.flatMap(({ name, spec }) =>
+        customResourceIssues(`${path}/invites/${name}`, 'SiteInvite', { name, spec }),
+      ),
     ]);
 
     const generated = generatedConfigNames(networkSpec);
@@ -310,21 +391,31 @@ export class GridSiteStack extends Chart {
       overlayConfigMaps: [
         ...consumerNames.map((name) => overlayConfigMapName(this.network, name)),
         // The serving config is applied beside the overlay, by the same Role (its names are scoped the same way).
-        ...(consumerName !== undefined && site.consumerGateway?.gridServing !== undefined ? [servingConfigMapName(this.network, consumerName)] : []),
+        ...(consumerName !== undefined && site.consumerGateway?.gridServing !== undefined
+          ? [servingConfigMapName(this.network, consumerName)]
+          : []),
       ],
       // Only the site's own consumer gateway can be served (external consumers have no serving sidecar).
       servingConfigMaps: consumerName === undefined ? [] : [servingConfigMapName(this.network, consumerName)],
       referencedSecrets: [
         ...referencedSecrets([networkSpec, ...[...providerSpecs, ...toolSpecs, ...agentSpecs].map((p) => p.spec)]),
-        ...delegatedMountSecrets(networkSpec, peers.flatMap((peer) => (peer.providers ?? []).flatMap((p) => providerCredential(p) ?? []))),
+        ...delegatedMountSecrets(
+          networkSpec,
+          peers.flatMap((peer) => (peer.providers ?? []).flatMap((p) => providerCredential(p) ?? [])),
+        ),
       ],
       invites: (site.invites ?? []).map((invite) => invite.name),
       praxisConfigMaps: generated.praxisConfigMaps,
       delegatedDeployments: generated.delegatedDeployments,
-      ...(site.dashboard === undefined ? {} : {
-        dashboard: site.dashboard.access === 'token' ? { access: 'token', tokenSecret: site.secrets?.dashboardToken ?? DEFAULT_DASHBOARD_TOKEN_SECRET } : site.dashboard,
-        dashboardGateways: consumerName === undefined ? [] : [consumerName],
-      }),
+      ...(site.dashboard === undefined
+        ? {}
+        : {
+            dashboard:
+              site.dashboard.access === 'token'
+                ? { access: 'token', tokenSecret: site.secrets?.dashboardToken ?? DEFAULT_DASHBOARD_TOKEN_SECRET }
+                : site.dashboard,
+            dashboardGateways: consumerName === undefined ? [] : [consumerName],
+          }),
     });
 
     this.gridNetwork = new GridNetwork(this, 'network', { name: this.network, spec: networkSpec });
@@ -369,11 +460,16 @@ export class GridSiteStack extends Chart {
     const toolScope = new Construct(this, 'tools');
     this.toolProviders = toolSpecs.map(({ name, spec }) => new AgentToolProvider(toolScope, name, { name, spec }));
     const agentScope = new Construct(this, 'agents');
-    this.agentProviders = agentSpecs.map(({ name, spec }) => new AgentToAgentProvider(agentScope, name, { name, spec }));
+    this.agentProviders = agentSpecs.map(
+      ({ name, spec }) => new AgentToAgentProvider(agentScope, name, { name, spec }),
+    );
     const inviteScope = new Construct(this, 'invites');
     this.invites = inviteSpecs.map(({ name, spec }) => new SiteInvite(inviteScope, name, { name, spec }));
 
-    this.providerGateway = site.providerGateway === undefined ? undefined : this.buildProviderGateway(site, providerSpecs, toolSpecs, agentSpecs);
+    this.providerGateway =
+      site.providerGateway === undefined
+        ? undefined
+        : this.buildProviderGateway(site, providerSpecs, toolSpecs, agentSpecs);
     this.consumerGateway = site.consumerGateway === undefined ? undefined : this.buildConsumerGateway(site, peers);
     this.secretNeeds = this.collectSecretNeeds(site, peers, secrets, enrollment, [...toolSpecs, ...agentSpecs]);
     // Last, so every container (the consumer's serving sidecars too) exists. The sims are stand-ins, not daemons.
@@ -390,7 +486,10 @@ export class GridSiteStack extends Chart {
     peers: readonly SiteDeclaration[],
     secrets: ReturnType<typeof siteSecretNames>,
     enrollment: EnrollmentProps | undefined,
-    agentSpecs: readonly { name: string; spec: { auth?: { secretRef?: { name: string; namespace: string; key?: string } } } }[],
+    agentSpecs: readonly {
+      name: string;
+      spec: { auth?: { secretRef?: { name: string; namespace: string; key?: string } } };
+    }[],
   ): SiteSecretNeed[] {
     const namespace = this.siteNamespace;
     const needs: SiteSecretNeed[] = [
@@ -400,31 +499,98 @@ export class GridSiteStack extends Chart {
     ];
     const provider = this.providerGateway;
     if (provider !== undefined) {
-      const host = site.gatewayEndpoint === undefined ? undefined : site.gatewayEndpoint.address.slice(0, site.gatewayEndpoint.address.lastIndexOf(':')).replace(/^\[|\]$/gu, '');
-      const inCluster = [`${provider.name}.${namespace}.svc.cluster.local`, `${provider.name}.${namespace}.svc`, `${provider.name}.${namespace}`, provider.name];
-      const serverNames = [...new Set([site.gatewayEndpoint?.tls?.serverName, host, ...inCluster].filter((n): n is string => n !== undefined && n !== ''))];
-      needs.push({ purpose: 'gateway-tls', role: 'provider', gateway: provider.name, name: provider.tlsSecretName, namespace, keys: ['ca.crt', 'tls.crt', 'tls.key'], serverNames });
+      const host =
+        site.gatewayEndpoint === undefined
+          ? undefined
+          : site.gatewayEndpoint.address
+              .slice(0, site.gatewayEndpoint.address.lastIndexOf(':'))
+              .replace(/^\[|\]$/gu, '');
+      const inCluster = [
+        `${provider.name}.${namespace}.svc.cluster.local`,
+        `${provider.name}.${namespace}.svc`,
+        `${provider.name}.${namespace}`,
+        provider.name,
+      ];
+      const serverNames = [
+        ...new Set(
+          [site.gatewayEndpoint?.tls?.serverName, host, ...inCluster].filter(
+            (n): n is string => n !== undefined && n !== '',
+          ),
+        ),
+      ];
+      needs.push({
+        purpose: 'gateway-tls',
+        role: 'provider',
+        gateway: provider.name,
+        name: provider.tlsSecretName,
+        namespace,
+        keys: ['ca.crt', 'tls.crt', 'tls.key'],
+        serverNames,
+      });
     }
     const consumer = this.consumerGateway;
     if (consumer !== undefined) {
       // The consumer's client certificate must carry an organization every provider gateway it calls admits.
-      const called = [site, ...peers].filter((owner) => servesThroughGateway(owner) && (owner === site || owner.gatewayEndpoint !== undefined));
-      const organizations = [...new Set(called.flatMap((owner) => (owner.providerGateway?.trustedPeers ?? []).flatMap((peer) => (peer.organization === undefined ? [] : [peer.organization]))))];
-      needs.push({ purpose: 'gateway-tls', role: 'consumer', gateway: consumer.name, name: consumer.tlsSecretName, namespace, keys: ['ca.crt', 'tls.crt', 'tls.key'], organizations });
+      const called = [site, ...peers].filter(
+        (owner) => servesThroughGateway(owner) && (owner === site || owner.gatewayEndpoint !== undefined),
+      );
+      const organizations = [
+        ...new Set(
+          called.flatMap((owner) =>
+            (owner.providerGateway?.trustedPeers ?? []).flatMap((peer) =>
+              peer.organization === undefined ? [] : [peer.organization],
+            ),
+          ),
+        ),
+      ];
+      needs.push({
+        purpose: 'gateway-tls',
+        role: 'consumer',
+        gateway: consumer.name,
+        name: consumer.tlsSecretName,
+        namespace,
+        keys: ['ca.crt', 'tls.crt', 'tls.key'],
+        organizations,
+      });
       const callerKeys = site.consumerGateway?.callerKeys;
-      if (callerKeys !== undefined) needs.push({ purpose: 'caller-keys', gateway: consumer.name, name: callerKeys.secretName, namespace, keys: [callerKeys.key ?? 'caller-keys.json'] });
+      if (callerKeys !== undefined)
+        needs.push({
+          purpose: 'caller-keys',
+          gateway: consumer.name,
+          name: callerKeys.secretName,
+          namespace,
+          keys: [callerKeys.key ?? 'caller-keys.json'],
+        });
     }
-    if (site.dashboard?.access === 'token') needs.push({ purpose: 'dashboard-token', name: secrets.dashboardToken, namespace, keys: ['token'] });
-    if (site.gatewayAgeIngest !== undefined) needs.push({ purpose: 'ingest-token', name: secrets.ingestToken, namespace, keys: ['token'] });
-    if (enrollment !== undefined) needs.push({ purpose: 'grid-ca-signer', name: enrollment.gridCaSecret, namespace, keys: ['tls.crt', 'tls.key'] });
+    if (site.dashboard?.access === 'token')
+      needs.push({ purpose: 'dashboard-token', name: secrets.dashboardToken, namespace, keys: ['token'] });
+    if (site.gatewayAgeIngest !== undefined)
+      needs.push({ purpose: 'ingest-token', name: secrets.ingestToken, namespace, keys: ['token'] });
+    if (enrollment !== undefined)
+      needs.push({ purpose: 'grid-ca-signer', name: enrollment.gridCaSecret, namespace, keys: ['tls.crt', 'tls.key'] });
     for (const declared of site.providers ?? []) {
       const credential = providerCredential(declared);
       if (credential === undefined) continue;
-      needs.push({ purpose: 'provider-credential', provider: declared.name, simulated: declared.simulated !== undefined, name: credential.name, namespace: credential.namespace, keys: [credential.key] });
+      needs.push({
+        purpose: 'provider-credential',
+        provider: declared.name,
+        simulated: declared.simulated !== undefined,
+        name: credential.name,
+        namespace: credential.namespace,
+        keys: [credential.key],
+      });
     }
     for (const { name, spec } of agentSpecs) {
       const ref = spec.auth?.secretRef;
-      if (ref !== undefined) needs.push({ purpose: 'provider-credential', provider: name, simulated: false, name: ref.name, namespace: ref.namespace, keys: [ref.key ?? 'token'] });
+      if (ref !== undefined)
+        needs.push({
+          purpose: 'provider-credential',
+          provider: name,
+          simulated: false,
+          name: ref.name,
+          namespace: ref.namespace,
+          keys: [ref.key ?? 'token'],
+        });
     }
     return mergeNeeds(needs);
   }
@@ -470,14 +636,22 @@ export class GridSiteStack extends Chart {
       }
     }
     // In name order, so every stack of a grid reports a conflict between two sites in the same words (said once).
-    issues.push(...candidateIssues([site, ...peers].sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)), (owner, provider) => `${owner.name}/providers/${provider.name}`));
+    issues.push(
+      ...candidateIssues(
+        [site, ...peers].sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)),
+        (owner, provider) => `${owner.name}/providers/${provider.name}`,
+      ),
+    );
     issues.push(...praxisConfigIssues(site));
     issues.push(...externalConsumerIssues(site));
     return issues;
   }
 
   private providerSpec(provider: ProviderDeclaration): InferenceProviderSpec {
-    const endpoint = provider.simulated === undefined ? provider.spec.endpoint : (provider.spec.endpoint ?? simBackendUrl(provider.name, this.siteNamespace));
+    const endpoint =
+      provider.simulated === undefined
+        ? provider.spec.endpoint
+        : (provider.spec.endpoint ?? simBackendUrl(provider.name, this.siteNamespace));
     return compact({ gridNetworkRef: this.network, ...provider.spec, endpoint } as InferenceProviderSpec);
   }
 
@@ -492,7 +666,11 @@ export class GridSiteStack extends Chart {
     });
   }
 
-  private simBackendFor(scope: Construct, provider: ProviderDeclaration, created: SimBackend[]): SimBackend | undefined {
+  private simBackendFor(
+    scope: Construct,
+    provider: ProviderDeclaration,
+    created: SimBackend[],
+  ): SimBackend | undefined {
     if (provider.simulated === undefined) return undefined;
     const options = provider.simulated === true ? {} : provider.simulated;
     const credential = providerCredential(provider);
@@ -501,7 +679,10 @@ export class GridSiteStack extends Chart {
       provider: provider.name,
       models: (provider.spec.models ?? []).map((model) => model.name),
       // A simulated backend always checks a bearer token; without a declared credential it cannot start.
-      credential: credential === undefined ? { name: `${provider.name}-credential`, key: 'token' } : { name: credential.name, key: credential.key },
+      credential:
+        credential === undefined
+          ? { name: `${provider.name}-credential`, key: 'token' }
+          : { name: credential.name, key: credential.key },
       image: this.imageReference,
       latencyMs: options.latencyMs,
       replicas: options.replicas,
@@ -519,9 +700,17 @@ export class GridSiteStack extends Chart {
   ): ProviderGateway {
     const declared = site.providerGateway;
     if (declared === undefined) throw new Error('buildProviderGateway without a declaration');
-    const gateway = new ProviderGateway(this, 'provider-gateway', { ...declared, namespace: this.siteNamespace, site: site.name, image: this.imageReference });
+    const gateway = new ProviderGateway(this, 'provider-gateway', {
+      ...declared,
+      namespace: this.siteNamespace,
+      site: site.name,
+      image: this.imageReference,
+    });
     // Tool servers and agents behind this gateway: /mcp/<name> and /a2a/<name> on the hop, their tokens mounted here.
-    for (const [protocol, list] of [['mcp', tools], ['a2a', agents]] as const) {
+    for (const [protocol, list] of [
+      ['mcp', tools],
+      ['a2a', agents],
+    ] as const) {
       for (const { name, spec } of list) {
         const backend = backendFromEndpoint(`${protocol === 'mcp' ? 'tool' : 'agent'}-backend-${name}`, spec.endpoint);
         gateway.addBackend(backend);
@@ -531,7 +720,9 @@ export class GridSiteStack extends Chart {
           name,
           backendCluster: backend.name,
           path: new URL(spec.endpoint).pathname,
-          ...(ref === undefined ? {} : { credential: { name: ref.name, namespace: ref.namespace, key: ref.key ?? 'token' } }),
+          ...(ref === undefined
+            ? {}
+            : { credential: { name: ref.name, namespace: ref.namespace, key: ref.key ?? 'token' } }),
         });
       }
     }
@@ -540,7 +731,12 @@ export class GridSiteStack extends Chart {
       gateway.addBackend(backend);
       const credential = providerCredential(provider);
       for (const candidate of providerCandidates(site, provider)) {
-        gateway.addRoute({ candidateId: candidate.stableId, model: candidate.model, backendCluster: backend.name, ...(credential === undefined ? {} : { credential }) });
+        gateway.addRoute({
+          candidateId: candidate.stableId,
+          model: candidate.model,
+          backendCluster: backend.name,
+          ...(credential === undefined ? {} : { credential }),
+        });
       }
     }
     return gateway;
@@ -562,7 +758,12 @@ export class GridSiteStack extends Chart {
         seen.add(cluster);
         upstreams.push({ cluster, address: address.address, transport: address.transport });
         const cost = provider.spec.cost;
-        if (cost !== undefined) prices.push({ cluster, per_million_input_tokens: cost.perMillionInputTokens ?? 0, per_million_output_tokens: cost.perMillionOutputTokens ?? 0 });
+        if (cost !== undefined)
+          prices.push({
+            cluster,
+            per_million_input_tokens: cost.perMillionInputTokens ?? 0,
+            per_million_output_tokens: cost.perMillionOutputTokens ?? 0,
+          });
       }
     }
     // Every site's tool servers and the agents whose accessPolicy admits this site, through their site's provider
@@ -572,15 +773,31 @@ export class GridSiteStack extends Chart {
     for (const owner of [site, ...peers]) {
       const address = owner.providerGateway === undefined ? undefined : this.providerGatewayAddress(site, owner);
       if (address === undefined) continue;
-      for (const tool of owner.toolProviders ?? []) toolServers.push({ name: tool.name, site: owner.name, address: address.address, transport: address.transport });
+      for (const tool of owner.toolProviders ?? [])
+        toolServers.push({ name: tool.name, site: owner.name, address: address.address, transport: address.transport });
       for (const agent of owner.agentProviders ?? []) {
         const wanted = agent.spec.accessPolicy?.siteSelector?.matchLabels ?? {};
-        if (Object.entries(wanted).every(([key, value]) => site.labels?.[key] === value)) agents.push({ name: agent.name, site: owner.name, address: address.address, transport: address.transport });
+        if (Object.entries(wanted).every(([key, value]) => site.labels?.[key] === value))
+          agents.push({ name: agent.name, site: owner.name, address: address.address, transport: address.transport });
       }
     }
     // The dashboard reads the replicas' admin endpoints from the operator pods: their NetworkPolicy admits them.
-    const dashboardReader = site.dashboard?.access === 'token' ? { dashboardReaderLabels: this.operator.selectorLabels } : {};
-    return new ConsumerGateway(this, 'consumer-gateway', { ...declared, namespace: this.siteNamespace, network: this.network, site: site.name, image: this.imageReference, upstreams, prices, toolServers, agents, ...this.spendReportUrl(site), ...dashboardReader, ingestTokenSecret: siteSecretNames(site).ingestToken });
+    const dashboardReader =
+      site.dashboard?.access === 'token' ? { dashboardReaderLabels: this.operator.selectorLabels } : {};
+    return new ConsumerGateway(this, 'consumer-gateway', {
+      ...declared,
+      namespace: this.siteNamespace,
+      network: this.network,
+      site: site.name,
+      image: this.imageReference,
+      upstreams,
+      prices,
+      toolServers,
+      agents,
+      ...this.spendReportUrl(site),
+      ...dashboardReader,
+      ingestTokenSecret: siteSecretNames(site).ingestToken,
+    });
   }
 
   /** The operator's gateway ingest listener, where a consumer with caller keys reports spend and reads budgets. */
@@ -591,7 +808,10 @@ export class GridSiteStack extends Chart {
   }
 
   /** Where this site's consumer reaches `owner`'s provider gateway: the in-cluster Service locally, else its gatewayEndpoint. */
-  private providerGatewayAddress(site: SiteDeclaration, owner: SiteDeclaration): Pick<ClusterEndpoint, 'address'> & { transport: NonNullable<ClusterEndpoint['transport']> } | undefined {
+  private providerGatewayAddress(
+    site: SiteDeclaration,
+    owner: SiteDeclaration,
+  ): (Pick<ClusterEndpoint, 'address'> & { transport: NonNullable<ClusterEndpoint['transport']> }) | undefined {
     const serverName = owner.gatewayEndpoint?.tls?.serverName;
     if (owner === site) {
       const name = site.providerGateway?.name ?? 'provider-gateway';
@@ -603,6 +823,9 @@ export class GridSiteStack extends Chart {
     if (endpoint === undefined) return undefined;
     return endpoint.tls?.mode === 'Plaintext'
       ? { address: endpoint.address, transport: { mode: 'plaintext' } }
-      : { address: endpoint.address, transport: { mode: 'mutual_tls', ...(serverName === undefined ? {} : { sni: serverName }) } };
+      : {
+          address: endpoint.address,
+          transport: { mode: 'mutual_tls', ...(serverName === undefined ? {} : { sni: serverName }) },
+        };
   }
 }

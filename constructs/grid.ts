@@ -43,7 +43,10 @@ function compileGrid(app: App, declaration: GridDeclaration, options: GridBuildO
       const issue = {
         path: site.name,
         field: 'name',
-        problem: site.name === CRDS_CHART_ID ? `"${CRDS_CHART_ID}" is the name of the CRD file` : `site ${site.name} is declared twice`,
+        problem:
+          site.name === CRDS_CHART_ID
+            ? `"${CRDS_CHART_ID}" is the name of the CRD file`
+            : `site ${site.name} is declared twice`,
         fix: 'give every site a distinct name',
       };
       issues.push(issue);
@@ -54,20 +57,31 @@ function compileGrid(app: App, declaration: GridDeclaration, options: GridBuildO
     seen.add(site.name);
   }
   const trustChecked = declaration.trust === undefined ? undefined : checkGridTrust(declaration.trust);
-  const trustShape: SynthIssue[] = trustChecked === undefined || trustChecked.ok ? [] : [{
-    path: 'declaration',
-    field: 'trust',
-    problem: trustChecked.error,
-    fix: 'pass the grid-trust.json that `agn pki init` wrote, unedited',
-  }];
+  const trustShape: SynthIssue[] =
+    trustChecked === undefined || trustChecked.ok
+      ? []
+      : [
+          {
+            path: 'declaration',
+            field: 'trust',
+            problem: trustChecked.error,
+            fix: 'pass the grid-trust.json that `agn pki init` wrote, unedited',
+          },
+        ];
   // A malformed trust file says nothing reliable about pins: report it alone, not a missing pin per site as well.
   const trust = trustShape.length > 0 ? undefined : declaration.trust;
-  for (const issue of [...imageReferenceIssues(declaration.image ?? DEFAULT_IMAGE, 'declaration'), ...trustShape, ...gridTrustIssues(declaration)]) {
+  for (const issue of [
+    ...imageReferenceIssues(declaration.image ?? DEFAULT_IMAGE, 'declaration'),
+    ...trustShape,
+    ...gridTrustIssues(declaration),
+  ]) {
     issues.push(issue);
     lines.push(formatIssue(issue));
   }
   // The CRDs carry the package version: the daemons of that version (the image tag) are the ones that serve them.
-  const crds = new Chart(app, CRDS_CHART_ID, { labels: { [LABEL_MANAGED_BY]: 'agn-constructs', [LABEL_VERSION]: PACKAGE_VERSION } });
+  const crds = new Chart(app, CRDS_CHART_ID, {
+    labels: { [LABEL_MANAGED_BY]: 'agn-constructs', [LABEL_VERSION]: PACKAGE_VERSION },
+  });
   new GridCrds(crds, 'grid');
   const sites: GridSiteStack[] = [];
   for (const site of buildable) {

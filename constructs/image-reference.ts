@@ -21,7 +21,8 @@ export interface ImageReference {
 export const DEFAULT_IMAGE: ImageReference = { repository: DEFAULT_IMAGE_REPOSITORY, tag: PACKAGE_VERSION };
 
 // Docker's reference grammar, restricted to what a registry accepts: lowercase path components, optional host:port.
-const REPOSITORY = /^(?:[a-z0-9.-]+(?::[0-9]+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$/u;
+const REPOSITORY =
+  /^(?:[a-z0-9.-]+(?::[0-9]+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$/u;
 const TAG = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/u;
 const DIGEST = /^sha256:[a-f0-9]{64}$/u;
 
@@ -30,16 +31,32 @@ export function imageReferenceIssues(image: ImageReference, path: string): Synth
   const issues: SynthIssue[] = [];
   const at = (field: string, problem: string, fix: string): void => void issues.push({ path, field, problem, fix });
   if (!REPOSITORY.test(image.repository)) {
-    at('image.repository', `"${image.repository}" is not a registry/repository name (lowercase, no tag or digest)`, 'write it as registry.example.com/team/agn and put the tag in image.tag');
+    at(
+      'image.repository',
+      `"${image.repository}" is not a registry/repository name (lowercase, no tag or digest)`,
+      'write it as registry.example.com/team/agn and put the tag in image.tag',
+    );
   }
   if (image.tag === undefined && image.digest === undefined) {
-    at('image', `"${image.repository}" has neither a tag nor a digest, so every rollout would pull whatever the registry holds then`, 'set image.tag (the version you pushed) or image.digest (sha256:...)');
+    at(
+      'image',
+      `"${image.repository}" has neither a tag nor a digest, so every rollout would pull whatever the registry holds then`,
+      'set image.tag (the version you pushed) or image.digest (sha256:...)',
+    );
   }
   if (image.tag !== undefined && !TAG.test(image.tag)) {
-    at('image.tag', `"${image.tag}" is not a valid tag`, 'use letters, digits, "_", "." and "-" (at most 128, not starting with "." or "-")');
+    at(
+      'image.tag',
+      `"${image.tag}" is not a valid tag`,
+      'use letters, digits, "_", "." and "-" (at most 128, not starting with "." or "-")',
+    );
   }
   if (image.digest !== undefined && !DIGEST.test(image.digest)) {
-    at('image.digest', `"${image.digest}" is not a sha256 digest`, 'copy it from `podman push --digestfile` or the registry: sha256: and 64 lowercase hex digits');
+    at(
+      'image.digest',
+      `"${image.digest}" is not a sha256 digest`,
+      'copy it from `podman push --digestfile` or the registry: sha256: and 64 lowercase hex digits',
+    );
   }
   return issues;
 }

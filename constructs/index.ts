@@ -9,10 +9,23 @@ export type {
   SiteDeclaration,
   SiteSecretsDeclaration,
 } from './grid-declaration.ts';
-export { buildGrid, gridProblems, synthGrid, validateGrid, CRDS_CHART_ID, type BuiltGrid, type GridBuildOptions } from './grid.ts';
+export {
+  buildGrid,
+  gridProblems,
+  synthGrid,
+  validateGrid,
+  CRDS_CHART_ID,
+  type BuiltGrid,
+  type GridBuildOptions,
+} from './grid.ts';
 export { readGridTrust } from './grid-trust-file.ts';
 export type { GridTrust } from '../schemas/generated/grid-trust.ts';
-export type { OperatorPortName, ProviderGatewayPortName, ServiceExposure, ServiceExposureType } from './service-exposure.ts';
+export type {
+  OperatorPortName,
+  ProviderGatewayPortName,
+  ServiceExposure,
+  ServiceExposureType,
+} from './service-exposure.ts';
 export type { SiteSecretNeed } from './site-secrets.ts';
 export { GridSiteStack, peerGridSiteName, type GridSiteStackProps } from './grid-site-stack.ts';
 export { GridCrds } from './grid-crds.ts';
@@ -29,9 +42,22 @@ export { ProviderGateway, type ProviderGatewayProps } from './provider-gateway.t
 export { OverlaySync, type OverlaySyncProps } from './overlay-sync.ts';
 export { SimBackend, type SimBackendProps } from './sim-backend.ts';
 export { GridSynthError, formatIssue, type SynthIssue } from './synth-error.ts';
-export { OTLP_PROTOCOLS, resolveSiteTelemetry, type ObservabilityDeclaration, type OtlpProtocol, type SiteObservabilityDeclaration, type SiteTelemetry, type TracedService } from './observability.ts';
+export {
+  OTLP_PROTOCOLS,
+  resolveSiteTelemetry,
+  type ObservabilityDeclaration,
+  type OtlpProtocol,
+  type SiteObservabilityDeclaration,
+  type SiteTelemetry,
+  type TracedService,
+} from './observability.ts';
 export { DEFAULT_NAMESPACE } from './labels.ts';
-export { DEFAULT_IMAGE, DEFAULT_IMAGE_REPOSITORY, imageReferenceString, type ImageReference } from './image-reference.ts';
+export {
+  DEFAULT_IMAGE,
+  DEFAULT_IMAGE_REPOSITORY,
+  imageReferenceString,
+  type ImageReference,
+} from './image-reference.ts';
 export { API_VERSION, GROUP, VERSION, KINDS, type GridKind } from '../schemas/crds/definitions.ts';
 export type { GridNetworkSpec, PraxisConfig } from '../schemas/generated/gridnetworks.ts';
 export type { GridSiteSpec } from '../schemas/generated/gridsites.ts';

@@ -2,7 +2,10 @@ import type { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
 
 /** One TCP port of a NetworkPolicy rule. */
-export const tcpPort = (port: number): kplus.k8s.NetworkPolicyPort => ({ port: kplus.k8s.IntOrString.fromNumber(port), protocol: 'TCP' });
+export const tcpPort = (port: number): kplus.k8s.NetworkPolicyPort => ({
+  port: kplus.k8s.IntOrString.fromNumber(port),
+  protocol: 'TCP',
+});
 
 export interface IngressPolicyProps {
   readonly name: string;

@@ -10,7 +10,13 @@ export const DEFAULT_NAMESPACE = 'grid-system';
 export const GRID_PREFIX = 'grid.praxis.fast/';
 
 // The pod labels are a contract with the daemons too (the dashboard lists consumer gateway pods by them).
-export { LABEL_INSTANCE, LABEL_NAME, LABEL_PART_OF, workloadLabels, type GridComponent } from '../schemas/workload-labels.ts';
+export {
+  LABEL_INSTANCE,
+  LABEL_NAME,
+  LABEL_PART_OF,
+  workloadLabels,
+  type GridComponent,
+} from '../schemas/workload-labels.ts';
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
 export const LABEL_VERSION = 'app.kubernetes.io/version';
 export const LABEL_NETWORK = `${GRID_PREFIX}network`;

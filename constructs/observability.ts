@@ -81,16 +81,19 @@ const DECLARATION_FIELDS = new Set(['otlpEndpoint', 'protocol', 'samplerRatio', 
 
 /** The problem with an endpoint URL, or undefined when it is a usable OTLP/HTTP base URL. */
 function endpointProblem(value: unknown): { problem: string; fix: string } | undefined {
-  const example = 'name the collector\'s OTLP/HTTP base URL, such as http://otel-collector.observability.svc.cluster.local:4318';
+  const example =
+    "name the collector's OTLP/HTTP base URL, such as http://otel-collector.observability.svc.cluster.local:4318";
   if (value === undefined) return { problem: 'no otlpEndpoint is declared', fix: example };
-  if (typeof value !== 'string' || value === '') return { problem: `${JSON.stringify(value)} is not a URL`, fix: example };
+  if (typeof value !== 'string' || value === '')
+    return { problem: `${JSON.stringify(value)} is not a URL`, fix: example };
   let url: URL;
   try {
     url = new URL(value);
   } catch {
     return { problem: `${JSON.stringify(value)} is not a URL`, fix: example };
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { problem: `${url.protocol} is not http or https`, fix: example };
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return { problem: `${url.protocol} is not http or https`, fix: example };
   if (url.hostname === '') return { problem: `${JSON.stringify(value)} names no host`, fix: example };
   // Said without repeating the URL: it holds the secret.
   if (url.username !== '' || url.password !== '') {
@@ -101,21 +104,38 @@ function endpointProblem(value: unknown): { problem: string; fix: string } | und
   }
   if (url.search !== '' || url.hash !== '' || value.includes('?') || value.includes('#')) {
     // Not repeated either: a query is where a token would be.
-    return { problem: 'the URL has a query or fragment, which the exporters would put before /v1/traces', fix: 'give the base URL only (scheme, host, port and an optional path)' };
+    return {
+      problem: 'the URL has a query or fragment, which the exporters would put before /v1/traces',
+      fix: 'give the base URL only (scheme, host, port and an optional path)',
+    };
   }
   return undefined;
 }
 
 /** Every problem of one observability object; `partial` (a site's override) lets otlpEndpoint be absent. */
 function declarationIssues(path: string, value: unknown, partial: boolean): SynthIssue[] {
-  const at = (field: string, problem: string, fix: string): SynthIssue => ({ path, field: `observability${field}`, problem, fix });
+  const at = (field: string, problem: string, fix: string): SynthIssue => ({
+    path,
+    field: `observability${field}`,
+    problem,
+    fix,
+  });
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return [at('', `${JSON.stringify(value)} is not an observability declaration`, partial ? 'declare { otlpEndpoint, ... }, or false to turn tracing off for the site' : 'declare { otlpEndpoint, ... }')];
+    return [
+      at(
+        '',
+        `${JSON.stringify(value)} is not an observability declaration`,
+        partial
+          ? 'declare { otlpEndpoint, ... }, or false to turn tracing off for the site'
+          : 'declare { otlpEndpoint, ... }',
+      ),
+    ];
   }
   const declared = value as Record<string, unknown>;
   const issues: SynthIssue[] = [];
   for (const key of Object.keys(declared)) {
-    if (!DECLARATION_FIELDS.has(key)) issues.push(at(`.${key}`, 'is not an observability field', `use ${[...DECLARATION_FIELDS].join(', ')}`));
+    if (!DECLARATION_FIELDS.has(key))
+      issues.push(at(`.${key}`, 'is not an observability field', `use ${[...DECLARATION_FIELDS].join(', ')}`));
   }
   if ('otlpEndpoint' in declared || !partial) {
     const problem = endpointProblem(declared['otlpEndpoint']);
@@ -123,18 +143,39 @@ function declarationIssues(path: string, value: unknown, partial: boolean): Synt
   }
   const protocol = declared['protocol'];
   if (protocol !== undefined && !(OTLP_PROTOCOLS as readonly unknown[]).includes(protocol)) {
-    issues.push(at('.protocol', `${JSON.stringify(protocol)} is not a protocol the daemons export with`, `use ${OTLP_PROTOCOLS.join(' or ')} (the collector's OTLP/HTTP port, 4318 by default), or leave it unset`));
+    issues.push(
+      at(
+        '.protocol',
+        `${JSON.stringify(protocol)} is not a protocol the daemons export with`,
+        `use ${OTLP_PROTOCOLS.join(' or ')} (the collector's OTLP/HTTP port, 4318 by default), or leave it unset`,
+      ),
+    );
   }
   const ratio = declared['samplerRatio'];
   if (ratio !== undefined && (typeof ratio !== 'number' || !Number.isFinite(ratio) || ratio < 0 || ratio > 1)) {
-    issues.push(at('.samplerRatio', `${typeof ratio === 'number' ? String(ratio) : JSON.stringify(ratio)} is not a fraction from 0 to 1`, 'give the share of new traces to record, such as 0.1 for one in ten, or leave it unset to record every trace'));
+    issues.push(
+      at(
+        '.samplerRatio',
+        `${typeof ratio === 'number' ? String(ratio) : JSON.stringify(ratio)} is not a fraction from 0 to 1`,
+        'give the share of new traces to record, such as 0.1 for one in ten, or leave it unset to record every trace',
+      ),
+    );
   }
   const attributes = declared['resourceAttributes'];
   if (attributes !== undefined) {
     if (typeof attributes !== 'object' || attributes === null || Array.isArray(attributes)) {
-      issues.push(at('.resourceAttributes', `${JSON.stringify(attributes)} is not a map of attribute names to strings`, "declare { 'deployment.environment.name': 'prod' }"));
+      issues.push(
+        at(
+          '.resourceAttributes',
+          `${JSON.stringify(attributes)} is not a map of attribute names to strings`,
+          "declare { 'deployment.environment.name': 'prod' }",
+        ),
+      );
     } else {
-      for (const [key, attribute] of Object.entries(attributes as Record<string, unknown>)) issues.push(...attributeIssues(key, attribute, (problem, fix) => at(`.resourceAttributes[${key}]`, problem, fix)));
+      for (const [key, attribute] of Object.entries(attributes as Record<string, unknown>))
+        issues.push(
+          ...attributeIssues(key, attribute, (problem, fix) => at(`.resourceAttributes[${key}]`, problem, fix)),
+        );
     }
   }
   return issues;
@@ -143,14 +184,34 @@ function declarationIssues(path: string, value: unknown, partial: boolean): Synt
 function attributeIssues(key: string, value: unknown, at: (problem: string, fix: string) => SynthIssue): SynthIssue[] {
   const issues: SynthIssue[] = [];
   if ((COMPILER_RESOURCE_ATTRIBUTES as readonly string[]).includes(key)) {
-    issues.push(at(`${key} is set by the compiler for every container`, 'drop it; name your own attribute, such as deployment.environment.name'));
+    issues.push(
+      at(
+        `${key} is set by the compiler for every container`,
+        'drop it; name your own attribute, such as deployment.environment.name',
+      ),
+    );
   } else if (!ATTRIBUTE_KEY.test(key) || key.length > MAX_ATTRIBUTE_LENGTH) {
-    issues.push(at(`${JSON.stringify(key)} is not an attribute name`, `use letters, digits, '.', '_' and '-', starting with a letter, at most ${MAX_ATTRIBUTE_LENGTH} characters (OpenTelemetry names are lowercase and dotted, such as team.name)`));
+    issues.push(
+      at(
+        `${JSON.stringify(key)} is not an attribute name`,
+        `use letters, digits, '.', '_' and '-', starting with a letter, at most ${MAX_ATTRIBUTE_LENGTH} characters (OpenTelemetry names are lowercase and dotted, such as team.name)`,
+      ),
+    );
   }
   if (typeof value !== 'string') {
-    issues.push(at(`${JSON.stringify(value)} is not a string`, 'give the value as a string (OTEL_RESOURCE_ATTRIBUTES carries strings only)'));
+    issues.push(
+      at(
+        `${JSON.stringify(value)} is not a string`,
+        'give the value as a string (OTEL_RESOURCE_ATTRIBUTES carries strings only)',
+      ),
+    );
   } else if (value.length > MAX_ATTRIBUTE_LENGTH) {
-    issues.push(at(`the value is ${value.length} characters long; the SDK discards every resource attribute when one is over ${MAX_ATTRIBUTE_LENGTH}`, `shorten it to at most ${MAX_ATTRIBUTE_LENGTH} characters`));
+    issues.push(
+      at(
+        `the value is ${value.length} characters long; the SDK discards every resource attribute when one is over ${MAX_ATTRIBUTE_LENGTH}`,
+        `shorten it to at most ${MAX_ATTRIBUTE_LENGTH} characters`,
+      ),
+    );
   } else if (/[\u0000-\u001f\u007f-\u009f]/u.test(value)) {
     issues.push(at('the value contains a control character', 'remove line breaks, tabs and other control characters'));
   }
@@ -171,14 +232,20 @@ export function resolveSiteTelemetry(
   const own = site.observability;
   if (own === false) return { telemetry: undefined, issues: [] };
   if (grid === undefined && own === undefined) return { telemetry: undefined, issues: [] };
-  const issues = [...(grid === undefined ? [] : declarationIssues('declaration', grid, false)), ...(own === undefined ? [] : declarationIssues(sitePath, own, true))];
+  const issues = [
+    ...(grid === undefined ? [] : declarationIssues('declaration', grid, false)),
+    ...(own === undefined ? [] : declarationIssues(sitePath, own, true)),
+  ];
   const merged = { ...(grid ?? {}), ...(own ?? {}) } as Partial<ObservabilityDeclaration>;
-  if (merged.otlpEndpoint === undefined && issues.every((issue) => issue.field !== 'observability.otlpEndpoint' && issue.field !== 'observability')) {
+  if (
+    merged.otlpEndpoint === undefined &&
+    issues.every((issue) => issue.field !== 'observability.otlpEndpoint' && issue.field !== 'observability')
+  ) {
     issues.push({
       path: sitePath,
       field: 'observability.otlpEndpoint',
       problem: `site ${site.name} declares observability without an otlpEndpoint, and the grid declares none`,
-      fix: 'set observability.otlpEndpoint on the site or on the grid declaration, or set the site\'s observability to false',
+      fix: "set observability.otlpEndpoint on the site or on the grid declaration, or set the site's observability to false",
     });
   }
   if (issues.length > 0) return { telemetry: undefined, issues };
@@ -187,7 +254,10 @@ export function resolveSiteTelemetry(
       otlpEndpoint: merged.otlpEndpoint as string,
       protocol: merged.protocol ?? 'http/protobuf',
       ...(merged.samplerRatio === undefined ? {} : { samplerRatio: merged.samplerRatio }),
-      resourceAttributes: { ...(grid?.resourceAttributes ?? {}), ...((own === undefined ? undefined : own.resourceAttributes) ?? {}) },
+      resourceAttributes: {
+        ...(grid?.resourceAttributes ?? {}),
+        ...((own === undefined ? undefined : own.resourceAttributes) ?? {}),
+      },
       network: scope.network,
       site: site.name,
       namespace: scope.namespace,
@@ -232,7 +302,12 @@ export function resourceAttributesValue(telemetry: SiteTelemetry, deployment: st
  * Gives one daemon container the OTEL_* environment. The downward-API variables come first: Kubernetes expands a
  * $(NAME) only to a variable defined earlier in the list.
  */
-export function instrumentContainer(container: kplus.Container, telemetry: SiteTelemetry, service: TracedService, deployment: string): void {
+export function instrumentContainer(
+  container: kplus.Container,
+  telemetry: SiteTelemetry,
+  service: TracedService,
+  deployment: string,
+): void {
   const env = container.env;
   env.addVariable(POD_NAME_VARIABLE, kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_NAME));
   env.addVariable(NODE_NAME_VARIABLE, kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.NODE_NAME));
@@ -243,5 +318,8 @@ export function instrumentContainer(container: kplus.Container, telemetry: SiteT
     env.addVariable('OTEL_TRACES_SAMPLER', kplus.EnvValue.fromValue('parentbased_traceidratio'));
     env.addVariable('OTEL_TRACES_SAMPLER_ARG', kplus.EnvValue.fromValue(String(telemetry.samplerRatio)));
   }
-  env.addVariable('OTEL_RESOURCE_ATTRIBUTES', kplus.EnvValue.fromValue(resourceAttributesValue(telemetry, deployment, container.name)));
+  env.addVariable(
+    'OTEL_RESOURCE_ATTRIBUTES',
+    kplus.EnvValue.fromValue(resourceAttributesValue(telemetry, deployment, container.name)),
+  );
 }

@@ -28,11 +28,25 @@ export function dashboardIssues(scope: Construct, dashboard: OperatorDashboardPr
   if (dashboard === undefined) return [];
   const access: unknown = dashboard.access;
   if (access !== 'off' && access !== 'token') {
-    return [issueAt(scope, 'dashboard.access', `${JSON.stringify(access)?.slice(0, 40)} is not a dashboard access of a cluster`, "use 'token' (a bearer token or session cookie from the token Secret) or 'off'; an open dashboard on the admin port would show tenant spend to every pod that reaches it")];
+    return [
+      issueAt(
+        scope,
+        'dashboard.access',
+        `${JSON.stringify(access)?.slice(0, 40)} is not a dashboard access of a cluster`,
+        "use 'token' (a bearer token or session cookie from the token Secret) or 'off'; an open dashboard on the admin port would show tenant spend to every pod that reaches it",
+      ),
+    ];
   }
   const secret = dashboard.access === 'token' ? dashboard.tokenSecret : undefined;
   if (secret !== undefined && !DNS_SUBDOMAIN.test(secret)) {
-    return [issueAt(scope, 'dashboard.tokenSecret', `"${String(secret).slice(0, 80)}" is not a Secret name`, `use a DNS-1123 subdomain, or omit it for ${DEFAULT_DASHBOARD_TOKEN_SECRET}`)];
+    return [
+      issueAt(
+        scope,
+        'dashboard.tokenSecret',
+        `"${String(secret).slice(0, 80)}" is not a Secret name`,
+        `use a DNS-1123 subdomain, or omit it for ${DEFAULT_DASHBOARD_TOKEN_SECRET}`,
+      ),
+    ];
   }
   return [];
 }
@@ -48,7 +62,14 @@ export function renderDashboard(scope: Construct, dashboard: OperatorDashboardPr
   if (dashboard.access === 'off') return { env: { GRID_DASHBOARD: kplus.EnvValue.fromValue('off') }, volumeMounts: [] };
   const volume = projectedVolume(scope, 'DashboardToken', 'dashboard-token', {
     defaultMode: 0o440,
-    sources: [{ secret: { name: dashboard.tokenSecret ?? DEFAULT_DASHBOARD_TOKEN_SECRET, items: [{ key: DASHBOARD_TOKEN_KEY, path: DASHBOARD_TOKEN_KEY }] } }],
+    sources: [
+      {
+        secret: {
+          name: dashboard.tokenSecret ?? DEFAULT_DASHBOARD_TOKEN_SECRET,
+          items: [{ key: DASHBOARD_TOKEN_KEY, path: DASHBOARD_TOKEN_KEY }],
+        },
+      },
+    ],
   });
   return {
     env: {

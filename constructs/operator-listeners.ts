@@ -94,7 +94,10 @@ export const INGEST_TOKEN_FILE = `${INGEST_TOKEN_DIR}/${INGEST_TOKEN_KEY}`;
 
 /** The read-only projected volume of the ingest token Secret (a directory, so the kubelet swaps a rotation in). */
 export function ingestTokenVolume(scope: Construct, id: string, secretName: string): kplus.Volume {
-  return projectedVolume(scope, id, 'ingest-token', { defaultMode: 0o440, sources: [{ secret: { name: secretName, items: [{ key: INGEST_TOKEN_KEY, path: INGEST_TOKEN_KEY }] } }] });
+  return projectedVolume(scope, id, 'ingest-token', {
+    defaultMode: 0o440,
+    sources: [{ secret: { name: secretName, items: [{ key: INGEST_TOKEN_KEY, path: INGEST_TOKEN_KEY }] } }],
+  });
 }
 
 /** Where the enrollment Secrets are projected: one directory per Secret, so neither shadows the other. */
@@ -114,11 +117,20 @@ const HOST_PORT = /^(?:\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/u;
 
 function portIssues(scope: Construct, field: string, port: number, taken: Map<number, string>): SynthIssue[] {
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    return [issueAt(scope, field, `${String(port)} is not a port`, 'use an integer from 1 to 65535, or omit it for the default')];
+    return [
+      issueAt(
+        scope,
+        field,
+        `${String(port)} is not a port`,
+        'use an integer from 1 to 65535, or omit it for the default',
+      ),
+    ];
   }
   const owner = taken.get(port);
   if (owner !== undefined) {
-    return [issueAt(scope, field, `port ${port} is already the operator's ${owner} port`, `give ${field} a port of its own`)];
+    return [
+      issueAt(scope, field, `port ${port} is already the operator's ${owner} port`, `give ${field} a port of its own`),
+    ];
   }
   taken.set(port, field);
   return [];
@@ -128,46 +140,97 @@ function portIssues(scope: Construct, field: string, port: number, taken: Map<nu
  * The synth-time problems of the listener props. `taken` holds the ports the operator already uses (SWIM, admin),
  * named for the message; each listener's port is added as it is checked, so two listeners cannot share one either.
  */
-export function listenerIssues(scope: Construct, props: OperatorListenerProps, taken: Map<number, string>): SynthIssue[] {
+export function listenerIssues(
+  scope: Construct,
+  props: OperatorListenerProps,
+  taken: Map<number, string>,
+): SynthIssue[] {
   const issues: SynthIssue[] = [];
   if (props.peerSignals !== undefined) {
     issues.push(...portIssues(scope, 'peerSignals.port', props.peerSignals.port ?? DEFAULT_SIGNALS_PORT, taken));
     const advertise = props.peerSignals.advertise;
     const match = advertise === undefined ? null : HOST_PORT.exec(advertise);
     if (advertise !== undefined && (match === null || Number(match[1]) < 1 || Number(match[1]) > 65535)) {
-      issues.push(issueAt(scope, 'peerSignals.advertise', `"${advertise.slice(0, 80)}" is not HOST:PORT`, 'set the host:port other sites reach the signals port at, e.g. signals.east.example.com:7950'));
+      issues.push(
+        issueAt(
+          scope,
+          'peerSignals.advertise',
+          `"${advertise.slice(0, 80)}" is not HOST:PORT`,
+          'set the host:port other sites reach the signals port at, e.g. signals.east.example.com:7950',
+        ),
+      );
     }
   }
   if (props.gatewayAgeIngest !== undefined) {
-    issues.push(...portIssues(scope, 'gatewayAgeIngest.port', props.gatewayAgeIngest.port ?? DEFAULT_GATEWAY_AGE_PORT, taken));
+    issues.push(
+      ...portIssues(scope, 'gatewayAgeIngest.port', props.gatewayAgeIngest.port ?? DEFAULT_GATEWAY_AGE_PORT, taken),
+    );
     const secret = props.gatewayAgeIngest.tokenSecret;
     if (secret !== undefined && !DNS_SUBDOMAIN.test(secret)) {
-      issues.push(issueAt(scope, 'gatewayAgeIngest.tokenSecret', `"${secret.slice(0, 80)}" is not a Secret name`, `use a DNS-1123 subdomain (lowercase letters, digits, - and .), or omit it for ${DEFAULT_INGEST_TOKEN_SECRET}`));
+      issues.push(
+        issueAt(
+          scope,
+          'gatewayAgeIngest.tokenSecret',
+          `"${secret.slice(0, 80)}" is not a Secret name`,
+          `use a DNS-1123 subdomain (lowercase letters, digits, - and .), or omit it for ${DEFAULT_INGEST_TOKEN_SECRET}`,
+        ),
+      );
     }
   }
   const enrollment = props.enrollment;
   if (enrollment !== undefined) {
     issues.push(...portIssues(scope, 'enrollment.port', enrollment.port ?? DEFAULT_ENROLLMENT_PORT, taken));
     const secrets = [
-      ['enrollment.siteCertificateSecret', enrollment.siteCertificateSecret, "this site's certificate and key (tls.crt, tls.key)"],
-      ['enrollment.gridCaSecret', enrollment.gridCaSecret, 'the grid CA certificate and private key (tls.crt, tls.key)'],
+      [
+        'enrollment.siteCertificateSecret',
+        enrollment.siteCertificateSecret,
+        "this site's certificate and key (tls.crt, tls.key)",
+      ],
+      [
+        'enrollment.gridCaSecret',
+        enrollment.gridCaSecret,
+        'the grid CA certificate and private key (tls.crt, tls.key)',
+      ],
     ] as const;
     for (const [field, name, holds] of secrets) {
       if (typeof name !== 'string' || name.trim() === '') {
-        issues.push(issueAt(scope, field, 'no Secret name', `name the Secret in the operator namespace that holds ${holds}`));
+        issues.push(
+          issueAt(scope, field, 'no Secret name', `name the Secret in the operator namespace that holds ${holds}`),
+        );
       } else if (!DNS_SUBDOMAIN.test(name)) {
-        issues.push(issueAt(scope, field, `"${name.slice(0, 80)}" is not a Secret name`, 'use a DNS-1123 subdomain (lowercase letters, digits, - and .)'));
+        issues.push(
+          issueAt(
+            scope,
+            field,
+            `"${name.slice(0, 80)}" is not a Secret name`,
+            'use a DNS-1123 subdomain (lowercase letters, digits, - and .)',
+          ),
+        );
       }
     }
     if (enrollment.siteCertificateSecret === enrollment.gridCaSecret && enrollment.gridCaSecret !== '') {
-      issues.push(issueAt(scope, 'enrollment.gridCaSecret', `${enrollment.gridCaSecret} is also the siteCertificateSecret`, 'keep the grid CA key in a Secret of its own; both hold tls.crt and tls.key'));
+      issues.push(
+        issueAt(
+          scope,
+          'enrollment.gridCaSecret',
+          `${enrollment.gridCaSecret} is also the siteCertificateSecret`,
+          'keep the grid CA key in a Secret of its own; both hold tls.crt and tls.key',
+        ),
+      );
     }
     const lifetime = enrollment.certificateLifetime;
     if (lifetime !== undefined) {
       // The daemon's own rule for --enrollment-cert-lifetime, so synth refuses what the operator would refuse at start.
       const checked = checkDuration('enrollment.certificateLifetime', lifetime, CERTIFICATE_LIFETIME_RULE);
       if (!checked.ok) {
-        issues.push(issueAt(scope, 'enrollment.certificateLifetime', checked.fault, `use ${describeDurationRule(CERTIFICATE_LIFETIME_RULE)}, or omit it for the daemon default`));
+        issues.push(
+          issueAt(
+            scope,
+            'enrollment.certificateLifetime',
+            checked.fault,
+            `use ${describeDurationRule(CERTIFICATE_LIFETIME_RULE)}, or omit it for the daemon default`,
+          ),
+        );
       }
     }
   }
@@ -188,32 +251,56 @@ export function renderListeners(scope: Construct, props: OperatorListenerProps):
   };
   if (props.peerSignals !== undefined) {
     // Peers of other sites poll it, like the SWIM port: it goes on the same Service (serviceType decides exposure).
-    env['GRID_SIGNALS_ADDRESS'] = kplus.EnvValue.fromValue(listen('signals', props.peerSignals.port ?? DEFAULT_SIGNALS_PORT));
-    if (props.peerSignals.advertise !== undefined) env['GRID_SIGNALS_ADVERTISE'] = kplus.EnvValue.fromValue(props.peerSignals.advertise);
+    env['GRID_SIGNALS_ADDRESS'] = kplus.EnvValue.fromValue(
+      listen('signals', props.peerSignals.port ?? DEFAULT_SIGNALS_PORT),
+    );
+    if (props.peerSignals.advertise !== undefined)
+      env['GRID_SIGNALS_ADVERTISE'] = kplus.EnvValue.fromValue(props.peerSignals.advertise);
   }
   if (props.gatewayAgeIngest !== undefined) {
     // A port of its own so the operator's NetworkPolicy (operator-network-policy.ts) can open it to the site's
     // gateway pods only; the port is on the Service for in-cluster gateways.
-    env['GRID_GATEWAY_AGE_ADDRESS'] = kplus.EnvValue.fromValue(listen('gateway-age', props.gatewayAgeIngest.port ?? DEFAULT_GATEWAY_AGE_PORT));
+    env['GRID_GATEWAY_AGE_ADDRESS'] = kplus.EnvValue.fromValue(
+      listen('gateway-age', props.gatewayAgeIngest.port ?? DEFAULT_GATEWAY_AGE_PORT),
+    );
     // The bearer token every ingest request must carry: a directory mount (never subPath), re-read on rotation.
-    const token = ingestTokenVolume(scope, 'IngestToken', props.gatewayAgeIngest.tokenSecret ?? DEFAULT_INGEST_TOKEN_SECRET);
+    const token = ingestTokenVolume(
+      scope,
+      'IngestToken',
+      props.gatewayAgeIngest.tokenSecret ?? DEFAULT_INGEST_TOKEN_SECRET,
+    );
     volumeMounts.push({ path: INGEST_TOKEN_DIR, volume: token, readOnly: true });
     env['GRID_INGEST_TOKEN_FILE'] = kplus.EnvValue.fromValue(INGEST_TOKEN_FILE);
   }
   const enrollment = props.enrollment;
   if (enrollment !== undefined) {
-    env['GRID_ENROLLMENT_ADDRESS'] = kplus.EnvValue.fromValue(listen('enrollment', enrollment.port ?? DEFAULT_ENROLLMENT_PORT));
+    env['GRID_ENROLLMENT_ADDRESS'] = kplus.EnvValue.fromValue(
+      listen('enrollment', enrollment.port ?? DEFAULT_ENROLLMENT_PORT),
+    );
     // Directory mounts of projected volumes, never subPath: the kubelet then swaps rotated Secrets in, and the
     // daemon follows the files on disk. Only tls.crt and tls.key are projected; 0440 with the pod's fsGroup.
-    const keys = [{ key: 'tls.crt', path: 'tls.crt' }, { key: 'tls.key', path: 'tls.key' }];
-    const site = projectedVolume(scope, 'EnrollmentSiteCertificate', 'enrollment-site-certificate', { defaultMode: 0o440, sources: [{ secret: { name: enrollment.siteCertificateSecret, items: keys } }] });
-    const ca = projectedVolume(scope, 'EnrollmentGridCa', 'enrollment-grid-ca', { defaultMode: 0o440, sources: [{ secret: { name: enrollment.gridCaSecret, items: keys } }] });
-    volumeMounts.push({ path: ENROLLMENT_SITE_DIR, volume: site, readOnly: true }, { path: ENROLLMENT_CA_DIR, volume: ca, readOnly: true });
+    const keys = [
+      { key: 'tls.crt', path: 'tls.crt' },
+      { key: 'tls.key', path: 'tls.key' },
+    ];
+    const site = projectedVolume(scope, 'EnrollmentSiteCertificate', 'enrollment-site-certificate', {
+      defaultMode: 0o440,
+      sources: [{ secret: { name: enrollment.siteCertificateSecret, items: keys } }],
+    });
+    const ca = projectedVolume(scope, 'EnrollmentGridCa', 'enrollment-grid-ca', {
+      defaultMode: 0o440,
+      sources: [{ secret: { name: enrollment.gridCaSecret, items: keys } }],
+    });
+    volumeMounts.push(
+      { path: ENROLLMENT_SITE_DIR, volume: site, readOnly: true },
+      { path: ENROLLMENT_CA_DIR, volume: ca, readOnly: true },
+    );
     env['GRID_ENROLLMENT_TLS_CERT'] = kplus.EnvValue.fromValue(`${ENROLLMENT_SITE_DIR}/tls.crt`);
     env['GRID_ENROLLMENT_TLS_KEY'] = kplus.EnvValue.fromValue(`${ENROLLMENT_SITE_DIR}/tls.key`);
     env['GRID_CA_CERT'] = kplus.EnvValue.fromValue(`${ENROLLMENT_CA_DIR}/tls.crt`);
     env['GRID_CA_KEY'] = kplus.EnvValue.fromValue(`${ENROLLMENT_CA_DIR}/tls.key`);
-    if (enrollment.certificateLifetime !== undefined) env['GRID_ENROLLMENT_CERT_LIFETIME'] = kplus.EnvValue.fromValue(enrollment.certificateLifetime);
+    if (enrollment.certificateLifetime !== undefined)
+      env['GRID_ENROLLMENT_CERT_LIFETIME'] = kplus.EnvValue.fromValue(enrollment.certificateLifetime);
   }
   return { env, containerPorts, servicePorts, volumeMounts };
 }

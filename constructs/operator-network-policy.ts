@@ -74,7 +74,9 @@ function addressBits(address: string): { bits: bigint; width: number } | undefin
   const [head = '', tail] = address.split('::');
   const groups = (text: string): bigint[] => {
     if (text === '') return [];
-    return text.split(':').flatMap((part) => (part.includes('.') ? [v4(part) >> 16n, v4(part) & 0xffffn] : [BigInt(`0x${part}`)]));
+    return text
+      .split(':')
+      .flatMap((part) => (part.includes('.') ? [v4(part) >> 16n, v4(part) & 0xffffn] : [BigInt(`0x${part}`)]));
   };
   const left = groups(head);
   const right = tail === undefined ? [] : groups(tail);
@@ -102,11 +104,27 @@ function sourcesIssues(scope: Construct, field: string, from: ListenerSources | 
   const cidrs: unknown = (from as { cidrs?: unknown }).cidrs;
   if (!Array.isArray(cidrs) || cidrs.length === 0) {
     // An empty `from` list in a NetworkPolicy rule means every source: the opposite of what an empty list reads as.
-    return [issueAt(scope, `${field}.cidrs`, 'no CIDR is listed', `list the source ranges, e.g. ["203.0.113.0/24"], or omit ${field} to admit every source`)];
+    return [
+      issueAt(
+        scope,
+        `${field}.cidrs`,
+        'no CIDR is listed',
+        `list the source ranges, e.g. ["203.0.113.0/24"], or omit ${field} to admit every source`,
+      ),
+    ];
   }
   return cidrs.flatMap((cidr: unknown, index) => {
     const problem = cidrProblem(cidr);
-    return problem === undefined ? [] : [issueAt(scope, `${field}.cidrs[${index}]`, problem, 'use an IPv4 or IPv6 network in CIDR notation with the host bits zero, e.g. 203.0.113.0/24 or 2001:db8::/32')];
+    return problem === undefined
+      ? []
+      : [
+          issueAt(
+            scope,
+            `${field}.cidrs[${index}]`,
+            problem,
+            'use an IPv4 or IPv6 network in CIDR notation with the host bits zero, e.g. 203.0.113.0/24 or 2001:db8::/32',
+          ),
+        ];
   });
 }
 
@@ -114,28 +132,71 @@ function reporterIssues(scope: Construct, reporters: readonly GatewayAgeReporter
   if (reporters === undefined) return [];
   const field = 'gatewayAgeIngest.gateways';
   if (!Array.isArray(reporters) || reporters.length === 0) {
-    return [issueAt(scope, field, 'no gateway is listed, so nothing could report', 'name the gateways that post age reports, or omit gateways for every AGN gateway of the operator namespace')];
+    return [
+      issueAt(
+        scope,
+        field,
+        'no gateway is listed, so nothing could report',
+        'name the gateways that post age reports, or omit gateways for every AGN gateway of the operator namespace',
+      ),
+    ];
   }
   const issues: SynthIssue[] = [];
   reporters.forEach((reporter, index) => {
     const at = `${field}[${index}]`;
     if (reporter.namespace !== undefined && !DNS_LABEL.test(reporter.namespace)) {
-      issues.push(issueAt(scope, `${at}.namespace`, `"${String(reporter.namespace).slice(0, 80)}" is not a namespace name`, 'use a DNS-1123 label, or omit it for the operator namespace'));
+      issues.push(
+        issueAt(
+          scope,
+          `${at}.namespace`,
+          `"${String(reporter.namespace).slice(0, 80)}" is not a namespace name`,
+          'use a DNS-1123 label, or omit it for the operator namespace',
+        ),
+      );
     }
     if ('podLabels' in reporter) {
       const entries = Object.entries(reporter.podLabels ?? {});
-      if (entries.length === 0) issues.push(issueAt(scope, `${at}.podLabels`, 'no label is given, which would select every pod of the namespace', 'give the labels only the reporting gateway pods carry'));
+      if (entries.length === 0)
+        issues.push(
+          issueAt(
+            scope,
+            `${at}.podLabels`,
+            'no label is given, which would select every pod of the namespace',
+            'give the labels only the reporting gateway pods carry',
+          ),
+        );
       for (const [key, value] of entries) {
         if (!LABEL_KEY.test(key) || typeof value !== 'string' || !LABEL_VALUE.test(value)) {
-          issues.push(issueAt(scope, `${at}.podLabels`, `${JSON.stringify(key).slice(0, 80)}: ${JSON.stringify(value)?.slice(0, 80)} is not a valid label`, 'use Kubernetes label syntax for keys and values'));
+          issues.push(
+            issueAt(
+              scope,
+              `${at}.podLabels`,
+              `${JSON.stringify(key).slice(0, 80)}: ${JSON.stringify(value)?.slice(0, 80)} is not a valid label`,
+              'use Kubernetes label syntax for keys and values',
+            ),
+          );
         }
       }
     } else {
       if (!(GATEWAY_COMPONENTS as readonly unknown[]).includes(reporter.component)) {
-        issues.push(issueAt(scope, `${at}.component`, `${JSON.stringify(reporter.component)} is not a gateway component`, `use ${GATEWAY_COMPONENTS.join(' or ')}`));
+        issues.push(
+          issueAt(
+            scope,
+            `${at}.component`,
+            `${JSON.stringify(reporter.component)} is not a gateway component`,
+            `use ${GATEWAY_COMPONENTS.join(' or ')}`,
+          ),
+        );
       }
       if (typeof reporter.name !== 'string' || !DNS_LABEL.test(reporter.name)) {
-        issues.push(issueAt(scope, `${at}.name`, `${JSON.stringify(reporter.name)?.slice(0, 80)} is not a gateway name`, "use the gateway construct's name (a DNS-1123 label)"));
+        issues.push(
+          issueAt(
+            scope,
+            `${at}.name`,
+            `${JSON.stringify(reporter.name)?.slice(0, 80)} is not a gateway name`,
+            "use the gateway construct's name (a DNS-1123 label)",
+          ),
+        );
       }
     }
   });
@@ -145,7 +206,11 @@ function reporterIssues(scope: Construct, reporters: readonly GatewayAgeReporter
 /** The synth-time problems of the listeners' source restrictions (the `from` and `gateways` props). */
 export function sourceIssues(
   scope: Construct,
-  props: { peerSignals?: { from?: ListenerSources }; gatewayAgeIngest?: { gateways?: readonly GatewayAgeReporter[] }; enrollment?: { from?: ListenerSources } },
+  props: {
+    peerSignals?: { from?: ListenerSources };
+    gatewayAgeIngest?: { gateways?: readonly GatewayAgeReporter[] };
+    enrollment?: { from?: ListenerSources };
+  },
 ): SynthIssue[] {
   return [
     ...(props.peerSignals === undefined ? [] : sourcesIssues(scope, 'peerSignals.from', props.peerSignals.from)),
@@ -158,22 +223,40 @@ function cidrPeers(from: ListenerSources | undefined): kplus.k8s.NetworkPolicyPe
   return from === undefined ? undefined : from.cidrs.map((cidr) => ({ ipBlock: { cidr } }));
 }
 
-function reporterPeers(namespace: string, reporters: readonly GatewayAgeReporter[] | undefined): kplus.k8s.NetworkPolicyPeer[] {
+function reporterPeers(
+  namespace: string,
+  reporters: readonly GatewayAgeReporter[] | undefined,
+): kplus.k8s.NetworkPolicyPeer[] {
   if (reporters === undefined) {
     // Every gateway pod these constructs render in the operator's namespace: a site's gateways live there.
-    return [{ podSelector: { matchLabels: { [LABEL_PART_OF]: 'agn' }, matchExpressions: [{ key: LABEL_NAME, operator: 'In', values: [...GATEWAY_COMPONENTS] }] } }];
+    return [
+      {
+        podSelector: {
+          matchLabels: { [LABEL_PART_OF]: 'agn' },
+          matchExpressions: [{ key: LABEL_NAME, operator: 'In', values: [...GATEWAY_COMPONENTS] }],
+        },
+      },
+    ];
   }
   return reporters.map((reporter) => {
-    const labels = 'podLabels' in reporter ? { ...reporter.podLabels } : workloadLabels(reporter.component, reporter.name);
+    const labels =
+      'podLabels' in reporter ? { ...reporter.podLabels } : workloadLabels(reporter.component, reporter.name);
     const other = reporter.namespace !== undefined && reporter.namespace !== namespace;
     // Without a namespaceSelector a podSelector peer means the policy's own namespace; kubernetes.io/metadata.name
     // is the label the API server sets on every namespace, so it needs no labelling by hand.
-    return other ? { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': reporter.namespace ?? namespace } }, podSelector: { matchLabels: labels } } : { podSelector: { matchLabels: labels } };
+    return other
+      ? {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': reporter.namespace ?? namespace } },
+          podSelector: { matchLabels: labels },
+        }
+      : { podSelector: { matchLabels: labels } };
   });
 }
 
 /** The ingress rules, the operator's existing ports first, then one rule per listener that is on. */
-export function operatorIngressRules(props: PolicyPorts & { readonly namespace: string }): kplus.k8s.NetworkPolicyIngressRule[] {
+export function operatorIngressRules(
+  props: PolicyPorts & { readonly namespace: string },
+): kplus.k8s.NetworkPolicyIngressRule[] {
   const rules: kplus.k8s.NetworkPolicyIngressRule[] = [
     // Reachable from anywhere, as without the policy: SWIM peers are at other sites, probes come from the node.
     {
@@ -184,14 +267,26 @@ export function operatorIngressRules(props: PolicyPorts & { readonly namespace: 
       ],
     },
   ];
-  const rule = (port: number, from: kplus.k8s.NetworkPolicyPeer[] | undefined): kplus.k8s.NetworkPolicyIngressRule => (from === undefined ? { ports: [tcpPort(port)] } : { from, ports: [tcpPort(port)] });
+  const rule = (port: number, from: kplus.k8s.NetworkPolicyPeer[] | undefined): kplus.k8s.NetworkPolicyIngressRule =>
+    from === undefined ? { ports: [tcpPort(port)] } : { from, ports: [tcpPort(port)] };
   if (props.signals !== undefined) rules.push(rule(props.signals.port, cidrPeers(props.signals.from)));
-  if (props.gatewayAge !== undefined) rules.push(rule(props.gatewayAge.port, reporterPeers(props.namespace, props.gatewayAge.reporters)));
+  if (props.gatewayAge !== undefined)
+    rules.push(rule(props.gatewayAge.port, reporterPeers(props.namespace, props.gatewayAge.reporters)));
   if (props.enrollment !== undefined) rules.push(rule(props.enrollment.port, cidrPeers(props.enrollment.from)));
   return rules;
 }
 
 /** Renders the policy (call after the issues were checked). */
-export function operatorNetworkPolicy(scope: Construct, id: string, props: OperatorNetworkPolicyProps): kplus.k8s.KubeNetworkPolicy {
-  return ingressPolicy(scope, id, { name: props.name, namespace: props.namespace, labels: props.labels, podLabels: props.operatorLabels, ingress: operatorIngressRules(props) });
+export function operatorNetworkPolicy(
+  scope: Construct,
+  id: string,
+  props: OperatorNetworkPolicyProps,
+): kplus.k8s.KubeNetworkPolicy {
+  return ingressPolicy(scope, id, {
+    name: props.name,
+    namespace: props.namespace,
+    labels: props.labels,
+    podLabels: props.operatorLabels,
+    ingress: operatorIngressRules(props),
+  });
 }

@@ -3,10 +3,23 @@ import * as kplus from 'cdk8s-plus-28';
 import { overlayConfigMapName } from '../schemas/overlay/configmap-name.ts';
 import { servingConfigMapName } from '../schemas/serving/serving-config.ts';
 import { imageOf, type ImageReference } from './image-reference.ts';
-import { OVERLAY_DATA_KEY, OVERLAY_DIR, OVERLAY_FILE, SERVING_DATA_KEY, SERVING_DIR, SERVING_FILE } from './gateway-paths.ts';
+import {
+  OVERLAY_DATA_KEY,
+  OVERLAY_DIR,
+  OVERLAY_FILE,
+  SERVING_DATA_KEY,
+  SERVING_DIR,
+  SERVING_FILE,
+} from './gateway-paths.ts';
 import { grantNamespaced } from './rbac.ts';
 import { CONSUMER_POD } from '../schemas/workload-labels.ts';
-import { CONTAINER_SECURITY, SERVICE_ACCOUNT_MOUNT_PATH, daemonCommand, resources, serviceAccountTokenVolume } from './workload-defaults.ts';
+import {
+  CONTAINER_SECURITY,
+  SERVICE_ACCOUNT_MOUNT_PATH,
+  daemonCommand,
+  resources,
+  serviceAccountTokenVolume,
+} from './workload-defaults.ts';
 import { checkTelemetry, instrumentContainer, type SiteTelemetry } from './observability.ts';
 
 export interface OverlaySyncProps {
@@ -110,7 +123,12 @@ export class OverlaySync extends Construct {
       namespace: this.namespace,
       serviceAccountName: this.serviceAccountName,
       serviceAccountNamespace: this.namespace,
-      names: { overlayConfigMap: [this.configMapName, ...(this.servingConfigMapName === undefined ? [] : [this.servingConfigMapName])] },
+      names: {
+        overlayConfigMap: [
+          this.configMapName,
+          ...(this.servingConfigMapName === undefined ? [] : [this.servingConfigMapName]),
+        ],
+      },
       labels,
     });
   }
@@ -123,7 +141,9 @@ export class OverlaySync extends Construct {
     const env: Record<string, kplus.EnvValue> = {
       ...(serving ? { OVERLAY_SYNC_CONTRACT: kplus.EnvValue.fromValue('serving') } : {}),
       OVERLAY_SYNC_NAMESPACE: kplus.EnvValue.fromValue(this.namespace),
-      OVERLAY_SYNC_CONFIGMAP: kplus.EnvValue.fromValue(serving ? this.servingConfigMapName ?? '' : this.configMapName),
+      OVERLAY_SYNC_CONFIGMAP: kplus.EnvValue.fromValue(
+        serving ? (this.servingConfigMapName ?? '') : this.configMapName,
+      ),
       OVERLAY_SYNC_DATA_KEY: kplus.EnvValue.fromValue(serving ? SERVING_DATA_KEY : OVERLAY_DATA_KEY),
       OVERLAY_SYNC_OUTPUT: kplus.EnvValue.fromValue(serving ? SERVING_FILE : OVERLAY_FILE),
       OVERLAY_SYNC_EXPECTED_NETWORK: kplus.EnvValue.fromValue(this.network),
@@ -131,7 +151,9 @@ export class OverlaySync extends Construct {
       OVERLAY_SYNC_EXPECTED_NAMESPACE: kplus.EnvValue.fromValue(this.namespace),
       OVERLAY_SYNC_EXPECTED_LOCAL_SITE: kplus.EnvValue.fromValue(this.localSite),
       OVERLAY_SYNC_MAX_BYTES: kplus.EnvValue.fromValue(String(this.maxBytes)),
-      OVERLAY_SYNC_HEALTH_ADDR: kplus.EnvValue.fromValue(`0.0.0.0:${serving ? this.servingHealthPort : this.healthPort}`),
+      OVERLAY_SYNC_HEALTH_ADDR: kplus.EnvValue.fromValue(
+        `0.0.0.0:${serving ? this.servingHealthPort : this.healthPort}`,
+      ),
     };
     if (once) env['OVERLAY_SYNC_ONCE'] = kplus.EnvValue.fromValue('true');
     return env;
@@ -157,15 +179,19 @@ export class OverlaySync extends Construct {
       resources: this.resources,
       volumeMounts: mounts,
     };
-    this.attached.push(deployment.addInitContainer({ ...common, name: 'overlay-sync-init', envVariables: this.environment(true) }));
-    this.attached.push(deployment.addContainer({
-      ...common,
-      name: CONSUMER_POD.overlaySyncContainer,
-      envVariables: this.environment(false),
-      ports: [{ number: this.healthPort, name: CONSUMER_POD.overlaySyncHealthPort }],
-      liveness: kplus.Probe.fromHttpGet('/livez', { port: this.healthPort }),
-      readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.healthPort }),
-    }));
+    this.attached.push(
+      deployment.addInitContainer({ ...common, name: 'overlay-sync-init', envVariables: this.environment(true) }),
+    );
+    this.attached.push(
+      deployment.addContainer({
+        ...common,
+        name: CONSUMER_POD.overlaySyncContainer,
+        envVariables: this.environment(false),
+        ports: [{ number: this.healthPort, name: CONSUMER_POD.overlaySyncHealthPort }],
+        liveness: kplus.Probe.fromHttpGet('/livez', { port: this.healthPort }),
+        readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.healthPort }),
+      }),
+    );
   }
 
   /**
@@ -187,15 +213,19 @@ export class OverlaySync extends Construct {
         { path: '/tmp', volume: tmp },
       ],
     };
-    this.attached.push(deployment.addInitContainer({ ...common, name: 'serving-sync-init', envVariables: this.environment(true, true) }));
-    this.attached.push(deployment.addContainer({
-      ...common,
-      name: 'serving-sync',
-      envVariables: this.environment(false, true),
-      ports: [{ number: this.servingHealthPort, name: 'serving-health' }],
-      liveness: kplus.Probe.fromHttpGet('/livez', { port: this.servingHealthPort }),
-      readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.servingHealthPort }),
-    }));
+    this.attached.push(
+      deployment.addInitContainer({ ...common, name: 'serving-sync-init', envVariables: this.environment(true, true) }),
+    );
+    this.attached.push(
+      deployment.addContainer({
+        ...common,
+        name: 'serving-sync',
+        envVariables: this.environment(false, true),
+        ports: [{ number: this.servingHealthPort, name: 'serving-health' }],
+        liveness: kplus.Probe.fromHttpGet('/livez', { port: this.servingHealthPort }),
+        readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.servingHealthPort }),
+      }),
+    );
   }
 
   /**

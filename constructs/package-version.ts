@@ -6,4 +6,6 @@ import { readFileSync } from 'node:fs';
  * the package gets matching CRDs and daemons from one synth. Read from package.json, which sits at the same
  * relative path in the repository and in the installed package.
  */
-export const PACKAGE_VERSION: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export const PACKAGE_VERSION: string = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;

@@ -98,7 +98,7 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
       resources: ['configmaps'],
       verbs: ['get', 'delete'],
       names: 'servingConfigMaps',
-      why: 'when gridServing is turned off, the serving ConfigMap (grid-serving-{network}-{gateway}) recorded in status is read and deleted if it carries the operator\'s serving labels for that gateway; granted for the name of each gateway this site deploys',
+      why: "when gridServing is turned off, the serving ConfigMap (grid-serving-{network}-{gateway}) recorded in status is read and deleted if it carries the operator's serving labels for that gateway; granted for the name of each gateway this site deploys",
     },
     {
       scope: 'namespace',
@@ -106,7 +106,7 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
       resources: ['configmaps'],
       verbs: ['get', 'patch', 'create'],
       names: 'operatorState',
-      why: 'the gossip revision high-water mark and the site name ledger (names of GridSites seen, so a deleted site\'s name is reused only with SiteInvite allowDeletedName) survive restarts in two ConfigMaps, written with server-side apply',
+      why: "the gossip revision high-water mark and the site name ledger (names of GridSites seen, so a deleted site's name is reused only with SiteInvite allowDeletedName) survive restarts in two ConfigMaps, written with server-side apply",
     },
     {
       scope: 'namespace',
@@ -153,7 +153,7 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
       verbs: ['list', 'watch'],
       names: 'all',
       onlyWith: 'dashboardGateways',
-      why: 'the fleet dashboard lists and watches the consumer gateway pods of the site namespace (by their workload labels) to read each replica\'s gateway and overlay-sync admin endpoints at its pod IP; never get, never a write',
+      why: "the fleet dashboard lists and watches the consumer gateway pods of the site namespace (by their workload labels) to read each replica's gateway and overlay-sync admin endpoints at its pod IP; never get, never a write",
     },
     {
       scope: 'namespace',
@@ -169,7 +169,7 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
       resources: ['serviceaccounts/token'],
       verbs: ['create'],
       names: 'metricsScraper',
-      why: 'metricsConfig.auth sends a TokenRequest-minted token of the metrics scraper ServiceAccount, never the operator\'s own (docs/contract.md §7.4)',
+      why: "metricsConfig.auth sends a TokenRequest-minted token of the metrics scraper ServiceAccount, never the operator's own (docs/contract.md §7.4)",
     },
   ],
   'overlay-sync': [
@@ -179,7 +179,7 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
       resources: ['configmaps'],
       verbs: ['get', 'list', 'watch'],
       names: 'overlayConfigMap',
-      why: 'watches its gateway\'s one overlay ConfigMap (field selector on the name) and relists after a 410',
+      why: "watches its gateway's one overlay ConfigMap (field selector on the name) and relists after a 410",
     },
   ],
   // The gateway and the simulated backend never call the API server; their pods mount no token.
@@ -191,9 +191,10 @@ export const DAEMON_PERMISSIONS: Readonly<Record<DaemonName, readonly Permission
  * What the metrics scraper ServiceAccount may do: only read /metrics. It runs no
  * daemon; whoever serves a scraped endpoint receives its token, so it must be worth nothing else.
  */
-export const METRICS_SCRAPER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly Verb[] }[] = [
-  { nonResourceURLs: ['/metrics'], verbs: ['get'] },
-];
+export const METRICS_SCRAPER_RULES: readonly {
+  readonly nonResourceURLs: readonly string[];
+  readonly verbs: readonly Verb[];
+}[] = [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }];
 
 /** A Kubernetes PolicyRule (rbac.authorization.k8s.io/v1), as emitted. */
 export interface PolicyRule {
@@ -210,7 +211,11 @@ export type NameBindings = Partial<Record<Exclude<NameSlot, 'all'>, readonly str
  * Resolves a daemon's entries of one scope into PolicyRules. A named slot with no names produces no rule at all,
  * because an empty `resourceNames` would mean "every object" to Kubernetes.
  */
-export function policyRules(daemon: DaemonName, scope: 'cluster' | 'namespace', names: NameBindings = {}): PolicyRule[] {
+export function policyRules(
+  daemon: DaemonName,
+  scope: 'cluster' | 'namespace',
+  names: NameBindings = {},
+): PolicyRule[] {
   const rules: PolicyRule[] = [];
   for (const entry of DAEMON_PERMISSIONS[daemon]) {
     if (entry.scope !== scope) continue;

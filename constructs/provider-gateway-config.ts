@@ -1,5 +1,20 @@
-import type { ClusterConfig, CredentialSource, FilterConfig, GatewayConfig, ProviderRoute, TrustedPeer } from '../schemas/generated/gateway-config.ts';
-import { INFERENCE_PATHS, MODEL_HEADER, TLS_CA_PATH, TLS_CERT_PATH, TLS_KEY_PATH, adminAddress, credentialPath } from './gateway-paths.ts';
+import type {
+  ClusterConfig,
+  CredentialSource,
+  FilterConfig,
+  GatewayConfig,
+  ProviderRoute,
+  TrustedPeer,
+} from '../schemas/generated/gateway-config.ts';
+import {
+  INFERENCE_PATHS,
+  MODEL_HEADER,
+  TLS_CA_PATH,
+  TLS_CERT_PATH,
+  TLS_KEY_PATH,
+  adminAddress,
+  credentialPath,
+} from './gateway-paths.ts';
 
 /** A credential reference (never the bytes): the Secret and key the provider gateway reads the token from. */
 export interface CredentialRef {
@@ -56,7 +71,9 @@ function byKey<T>(key: (item: T) => string): (a: T, b: T) => number {
 }
 
 /** Distinct credential references of the routes, sorted: the credential table and the pod's mounts both use this. */
-export function routeCredentials(routes: readonly { readonly credential?: CredentialRef | undefined }[]): CredentialRef[] {
+export function routeCredentials(
+  routes: readonly { readonly credential?: CredentialRef | undefined }[],
+): CredentialRef[] {
   const unique = new Map<string, CredentialRef>();
   for (const route of routes) {
     if (route.credential === undefined) continue;
@@ -72,18 +89,29 @@ export function routeCredentials(routes: readonly { readonly credential?: Creden
  * token from a mounted file), load_balancer to the authorized backend. The listener requires client certificates.
  */
 export function renderProviderGatewayConfig(input: ProviderGatewayConfigInput): GatewayConfig {
-  const routes: ProviderRoute[] = [...input.routes].sort(byKey((r) => `${r.model}\u0000${r.candidateId}`)).map((route) => {
-    const base = { candidate_id: route.candidateId, model: route.model, cluster: route.backendCluster, paths: [...INFERENCE_PATHS] };
-    return route.credential === undefined
-      ? base
-      : {
-          ...base,
-          credential: {
-            strategy: 'bearer_token' as const,
-            secretRef: { name: route.credential.name, namespace: route.credential.namespace, key: route.credential.key },
-          },
-        };
-  });
+  const routes: ProviderRoute[] = [...input.routes]
+    .sort(byKey((r) => `${r.model}\u0000${r.candidateId}`))
+    .map((route) => {
+      const base = {
+        candidate_id: route.candidateId,
+        model: route.model,
+        cluster: route.backendCluster,
+        paths: [...INFERENCE_PATHS],
+      };
+      return route.credential === undefined
+        ? base
+        : {
+            ...base,
+            credential: {
+              strategy: 'bearer_token' as const,
+              secretRef: {
+                name: route.credential.name,
+                namespace: route.credential.namespace,
+                key: route.credential.key,
+              },
+            },
+          };
+    });
   const agentServers = [...(input.agentServers ?? [])].sort(byKey((a) => `${a.protocol}/${a.name}`));
   const credentials: CredentialSource[] = routeCredentials([...input.routes, ...agentServers]).map((ref) => ({
     strategy: 'bearer_token',
@@ -135,7 +163,9 @@ export function renderProviderGatewayConfig(input: ProviderGatewayConfigInput): 
                     name: server.name,
                     cluster: server.backendCluster,
                     path: server.path,
-                    ...(server.credential === undefined ? {} : { credential: { strategy: 'bearer_token' as const, secretRef: { ...server.credential } } }),
+                    ...(server.credential === undefined
+                      ? {}
+                      : { credential: { strategy: 'bearer_token' as const, secretRef: { ...server.credential } } }),
                   })),
                 } satisfies FilterConfig,
               ]),

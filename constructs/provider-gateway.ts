@@ -121,7 +121,15 @@ export class ProviderGateway extends Construct {
     this.trustedPeers = [...props.trustedPeers];
     if (props.exposure !== undefined) {
       const issues = exposureIssues(this, 'exposure', props.exposure, ['listener']);
-      if (props.serviceType !== undefined) issues.push(issueAt(this, 'serviceType', 'both serviceType and exposure are set', 'keep exposure (it carries the type) and drop serviceType'));
+      if (props.serviceType !== undefined)
+        issues.push(
+          issueAt(
+            this,
+            'serviceType',
+            'both serviceType and exposure are set',
+            'keep exposure (it carries the type) and drop serviceType',
+          ),
+        );
       if (issues.length > 0) throw new GridSynthError(issues);
     }
     this.workload = new GatewayWorkload(this, 'Workload', {
@@ -148,7 +156,12 @@ export class ProviderGateway extends Construct {
       this.routeList
         .filter((route) => !this.backendList.some((backend) => backend.name === route.backendCluster))
         .map((route) =>
-          issueAt(this, `routes[candidate_id=${route.candidateId}].cluster`, `backend cluster ${route.backendCluster} is not declared`, 'add the backend with addBackend() or point the route at a declared backend'),
+          issueAt(
+            this,
+            `routes[candidate_id=${route.candidateId}].cluster`,
+            `backend cluster ${route.backendCluster} is not declared`,
+            'add the backend with addBackend() or point the route at a declared backend',
+          ),
         ),
     );
   }
@@ -169,7 +182,14 @@ export class ProviderGateway extends Construct {
   addAgentServer(server: AgentServerInput): void {
     const field = `agentServers[${server.protocol}/${server.name}]`;
     if (this.agentList.some((s) => s.protocol === server.protocol && s.name === server.name)) {
-      throw new GridSynthError([issueAt(this, field, `${server.protocol} server ${server.name} is declared twice`, 'give every tool server and agent of a site a unique name')]);
+      throw new GridSynthError([
+        issueAt(
+          this,
+          field,
+          `${server.protocol} server ${server.name} is declared twice`,
+          'give every tool server and agent of a site a unique name',
+        ),
+      ]);
     }
     if (server.credential !== undefined) this.mountCredential(field, server.credential);
     this.agentList.push(server);
@@ -187,7 +207,9 @@ export class ProviderGateway extends Construct {
         ),
       ]);
     }
-    this.workload.projectSecret(credential.name, [{ key: credential.key, path: credentialPath(credential.name, credential.key).slice(PRAXIS_DIR.length + 1) }]);
+    this.workload.projectSecret(credential.name, [
+      { key: credential.key, path: credentialPath(credential.name, credential.key).slice(PRAXIS_DIR.length + 1) },
+    ]);
   }
 
   /** Authorizes one (candidate, model) and mounts its credential, if any, into this gateway only. */
@@ -195,7 +217,12 @@ export class ProviderGateway extends Construct {
     const field = `routes[candidate_id=${route.candidateId}]`;
     if (this.routeList.some((r) => r.candidateId === route.candidateId)) {
       throw new GridSynthError([
-        issueAt(this, field, `candidate_id ${route.candidateId} is routed twice (model ${route.model})`, 'each (model, site, cluster) must be declared by exactly one provider'),
+        issueAt(
+          this,
+          field,
+          `candidate_id ${route.candidateId} is routed twice (model ${route.model})`,
+          'each (model, site, cluster) must be declared by exactly one provider',
+        ),
       ]);
     }
     if (route.credential !== undefined) this.mountCredential(field, route.credential);
@@ -205,7 +232,14 @@ export class ProviderGateway extends Construct {
 
   addBackend(backend: BackendCluster): void {
     if (this.backendList.some((b) => b.name === backend.name)) {
-      throw new GridSynthError([issueAt(this, `backends[name=${backend.name}]`, `backend cluster ${backend.name} is declared twice`, 'give every backend cluster a unique name')]);
+      throw new GridSynthError([
+        issueAt(
+          this,
+          `backends[name=${backend.name}]`,
+          `backend cluster ${backend.name} is declared twice`,
+          'give every backend cluster a unique name',
+        ),
+      ]);
     }
     this.backendList.push(backend);
     this.render();

@@ -33,7 +33,11 @@ export function grantNamespaced(scope: Construct, id: string, grant: RoleGrant):
 }
 
 /** A ClusterRole + ClusterRoleBinding for a daemon's `cluster` entries (the grid kinds are cluster-scoped). */
-export function grantClusterWide(scope: Construct, id: string, grant: Omit<RoleGrant, 'namespace'>): k8s.KubeClusterRole | undefined {
+export function grantClusterWide(
+  scope: Construct,
+  id: string,
+  grant: Omit<RoleGrant, 'namespace'>,
+): k8s.KubeClusterRole | undefined {
   const rules = policyRules(grant.daemon, 'cluster', grant.names);
   if (rules.length === 0) return undefined;
   const metadata = { name: grant.name, labels: grant.labels };
@@ -51,7 +55,11 @@ export function grantClusterWide(scope: Construct, id: string, grant: Omit<RoleG
  * tokens with TokenRequest) and a ClusterRole allowing only get on /metrics, which an llm-d EPP's
  * SubjectAccessReview checks.
  */
-export function metricsScraperAccount(scope: Construct, id: string, props: { name: string; namespace: string; labels: Record<string, string> }): void {
+export function metricsScraperAccount(
+  scope: Construct,
+  id: string,
+  props: { name: string; namespace: string; labels: Record<string, string> },
+): void {
   new k8s.KubeServiceAccount(scope, `${id}ServiceAccount`, {
     metadata: { name: props.name, namespace: props.namespace, labels: props.labels },
     automountServiceAccountToken: false,
@@ -59,7 +67,10 @@ export function metricsScraperAccount(scope: Construct, id: string, props: { nam
   const metadata = { name: props.name, labels: props.labels };
   new k8s.KubeClusterRole(scope, `${id}ClusterRole`, {
     metadata,
-    rules: METRICS_SCRAPER_RULES.map((rule) => ({ nonResourceUrLs: [...rule.nonResourceURLs], verbs: [...rule.verbs] })),
+    rules: METRICS_SCRAPER_RULES.map((rule) => ({
+      nonResourceUrLs: [...rule.nonResourceURLs],
+      verbs: [...rule.verbs],
+    })),
   });
   new k8s.KubeClusterRoleBinding(scope, `${id}ClusterRoleBinding`, {
     metadata,

@@ -54,11 +54,19 @@ const CIDR = /^(?:(?:\d{1,3}\.){3}\d{1,3}\/\d{1,2}|[0-9a-fA-F:]+\/\d{1,3})$/u;
 const HOST_PORT = /^(?:\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/u;
 
 export function kplusServiceType(type: ServiceExposureType): kplus.ServiceType {
-  return type === 'LoadBalancer' ? kplus.ServiceType.LOAD_BALANCER : type === 'NodePort' ? kplus.ServiceType.NODE_PORT : kplus.ServiceType.CLUSTER_IP;
+  return type === 'LoadBalancer'
+    ? kplus.ServiceType.LOAD_BALANCER
+    : type === 'NodePort'
+      ? kplus.ServiceType.NODE_PORT
+      : kplus.ServiceType.CLUSTER_IP;
 }
 
 /** The port other sites reach `name` at through this exposure: the node port for NodePort, else the Service port. */
-export function exposedPort<P extends string>(exposure: ServiceExposure<P>, name: P, servicePort: number): number | undefined {
+export function exposedPort<P extends string>(
+  exposure: ServiceExposure<P>,
+  name: P,
+  servicePort: number,
+): number | undefined {
   return exposure.type === 'NodePort' ? exposure.nodePorts?.[name] : servicePort;
 }
 
@@ -74,40 +82,95 @@ export function addressPort(address: string): number | undefined {
  * The shape problems of one exposure: a known type, node ports only with NodePort and only for `ports`, each in the
  * node-port range and distinct, source ranges only with LoadBalancer and each a CIDR.
  */
-export function exposureIssues<P extends string>(scope: Construct | string, field: string, exposure: ServiceExposure<P>, ports: readonly P[]): SynthIssue[] {
+export function exposureIssues<P extends string>(
+  scope: Construct | string,
+  field: string,
+  exposure: ServiceExposure<P>,
+  ports: readonly P[],
+): SynthIssue[] {
   const at = (f: string, problem: string, fix: string): SynthIssue =>
     typeof scope === 'string' ? { path: scope, field: f, problem, fix } : issueAt(scope, f, problem, fix);
   const issues: SynthIssue[] = [];
   if (!TYPES.includes(exposure.type)) {
-    return [at(`${field}.type`, `"${String(exposure.type).slice(0, 40)}" is not a Service type`, `use one of ${TYPES.join(', ')}`)];
+    return [
+      at(
+        `${field}.type`,
+        `"${String(exposure.type).slice(0, 40)}" is not a Service type`,
+        `use one of ${TYPES.join(', ')}`,
+      ),
+    ];
   }
   const nodePorts = Object.entries(exposure.nodePorts ?? {}) as [string, unknown][];
   if (nodePorts.length > 0 && exposure.type !== 'NodePort') {
-    issues.push(at(`${field}.nodePorts`, `node ports are set on a ${exposure.type} Service`, 'set type: NodePort, or drop nodePorts'));
+    issues.push(
+      at(
+        `${field}.nodePorts`,
+        `node ports are set on a ${exposure.type} Service`,
+        'set type: NodePort, or drop nodePorts',
+      ),
+    );
   }
   const seen = new Map<number, string>();
   for (const [name, port] of nodePorts) {
     if (!(ports as readonly string[]).includes(name)) {
-      issues.push(at(`${field}.nodePorts.${name}`, `this Service has no ${name} port (it carries ${ports.join(', ') || 'none'})`, 'set node ports only for the ports the Service carries'));
+      issues.push(
+        at(
+          `${field}.nodePorts.${name}`,
+          `this Service has no ${name} port (it carries ${ports.join(', ') || 'none'})`,
+          'set node ports only for the ports the Service carries',
+        ),
+      );
       continue;
     }
     if (typeof port !== 'number' || !Number.isInteger(port) || port < NODE_PORT_MIN || port > NODE_PORT_MAX) {
-      issues.push(at(`${field}.nodePorts.${name}`, `${String(port)} is outside the node-port range ${NODE_PORT_MIN}-${NODE_PORT_MAX}`, `pick a port from ${NODE_PORT_MIN} to ${NODE_PORT_MAX} that no other Service of the cluster uses`));
+      issues.push(
+        at(
+          `${field}.nodePorts.${name}`,
+          `${String(port)} is outside the node-port range ${NODE_PORT_MIN}-${NODE_PORT_MAX}`,
+          `pick a port from ${NODE_PORT_MIN} to ${NODE_PORT_MAX} that no other Service of the cluster uses`,
+        ),
+      );
       continue;
     }
     const other = seen.get(port);
-    if (other !== undefined) issues.push(at(`${field}.nodePorts.${name}`, `node port ${port} is also the ${other} port`, 'give every port a node port of its own'));
+    if (other !== undefined)
+      issues.push(
+        at(
+          `${field}.nodePorts.${name}`,
+          `node port ${port} is also the ${other} port`,
+          'give every port a node port of its own',
+        ),
+      );
     seen.set(port, name);
   }
   const ranges = exposure.loadBalancerSourceRanges ?? [];
   if (ranges.length > 0 && exposure.type !== 'LoadBalancer') {
-    issues.push(at(`${field}.loadBalancerSourceRanges`, `source ranges are set on a ${exposure.type} Service, which ignores them`, 'set type: LoadBalancer, or limit sources with a NetworkPolicy'));
+    issues.push(
+      at(
+        `${field}.loadBalancerSourceRanges`,
+        `source ranges are set on a ${exposure.type} Service, which ignores them`,
+        'set type: LoadBalancer, or limit sources with a NetworkPolicy',
+      ),
+    );
   }
   for (const range of ranges) {
-    if (!CIDR.test(range)) issues.push(at(`${field}.loadBalancerSourceRanges`, `"${range.slice(0, 60)}" is not a CIDR`, 'use CIDRs such as 203.0.113.0/24'));
+    if (!CIDR.test(range))
+      issues.push(
+        at(
+          `${field}.loadBalancerSourceRanges`,
+          `"${range.slice(0, 60)}" is not a CIDR`,
+          'use CIDRs such as 203.0.113.0/24',
+        ),
+      );
   }
   if (exposure.externalTrafficPolicy !== undefined && exposure.type === 'ClusterIP') {
-    issues.push(at(`${field}.externalTrafficPolicy`, 'a ClusterIP Service has no external traffic to route', 'drop externalTrafficPolicy, or use LoadBalancer or NodePort'));
+    issues.push(
+      at(
+        `${field}.externalTrafficPolicy`,
+        'a ClusterIP Service has no external traffic to route',
+        'drop externalTrafficPolicy, or use LoadBalancer or NodePort',
+      ),
+    );
   }
   return issues;
 }
@@ -116,24 +179,56 @@ export function exposureIssues<P extends string>(scope: Construct | string, fiel
  * The problem when `address` (what the site advertises for `name`) does not name the port the exposure opens: a
  * NodePort without that node port, or a port other than the one other sites can reach.
  */
-export function advertisedPortIssues<P extends string>(path: string, field: string, address: string, exposureField: string, exposure: ServiceExposure<P>, name: P, servicePort: number): SynthIssue[] {
+export function advertisedPortIssues<P extends string>(
+  path: string,
+  field: string,
+  address: string,
+  exposureField: string,
+  exposure: ServiceExposure<P>,
+  name: P,
+  servicePort: number,
+): SynthIssue[] {
   const advertised = addressPort(address);
   if (advertised === undefined) {
-    return [{ path, field, problem: `"${address.slice(0, 80)}" is not HOST:PORT`, fix: 'set the host:port other sites reach this port at' }];
+    return [
+      {
+        path,
+        field,
+        problem: `"${address.slice(0, 80)}" is not HOST:PORT`,
+        fix: 'set the host:port other sites reach this port at',
+      },
+    ];
   }
   const reachable = exposedPort(exposure, name, servicePort);
   if (reachable === undefined) {
-    return [{ path, field: `${exposureField}.nodePorts.${name}`, problem: `a NodePort Service without a node port for ${name}, so ${address} names a port nothing opens`, fix: `set ${exposureField}.nodePorts.${name} to the port in ${address}` }];
+    return [
+      {
+        path,
+        field: `${exposureField}.nodePorts.${name}`,
+        problem: `a NodePort Service without a node port for ${name}, so ${address} names a port nothing opens`,
+        fix: `set ${exposureField}.nodePorts.${name} to the port in ${address}`,
+      },
+    ];
   }
   if (reachable !== advertised) {
     const what = exposure.type === 'NodePort' ? `node port ${reachable}` : `Service port ${reachable}`;
-    return [{ path, field, problem: `${address} names port ${advertised}, but the ${exposure.type} Service opens ${name} on ${what}`, fix: `advertise port ${reachable}${exposure.type === 'NodePort' ? `, or set ${exposureField}.nodePorts.${name} to ${advertised}` : ''}` }];
+    return [
+      {
+        path,
+        field,
+        problem: `${address} names port ${advertised}, but the ${exposure.type} Service opens ${name} on ${what}`,
+        fix: `advertise port ${reachable}${exposure.type === 'NodePort' ? `, or set ${exposureField}.nodePorts.${name} to ${advertised}` : ''}`,
+      },
+    ];
   }
   return [];
 }
 
 /** The kplus Service ports with their node ports filled in. */
-export function exposedPorts<P extends string>(exposure: ServiceExposure<P>, ports: readonly (kplus.ServicePort & { readonly exposureName: P })[]): kplus.ServicePort[] {
+export function exposedPorts<P extends string>(
+  exposure: ServiceExposure<P>,
+  ports: readonly (kplus.ServicePort & { readonly exposureName: P })[],
+): kplus.ServicePort[] {
   return ports.map(({ exposureName, ...port }) => {
     const nodePort = exposure.type === 'NodePort' ? exposure.nodePorts?.[exposureName] : undefined;
     return nodePort === undefined ? port : { ...port, nodePort };

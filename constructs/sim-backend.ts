@@ -73,14 +73,29 @@ export function simEngineArgs(scope: Construct, engine: SimEngineProps | undefin
     const value = engine?.[key];
     if (value === undefined) continue;
     const ok = kind === 'count' ? Number.isSafeInteger(value) && value >= 1 : Number.isFinite(value) && value >= 0;
-    if (!ok) issues.push(issueAt(scope, `engine.${key}`, `${String(value)} is not ${kind === 'count' ? 'a whole number of at least 1' : 'a number of milliseconds of at least 0'}`, 'set it as daemons/sim/README.md describes, or omit it for the sim default'));
+    if (!ok)
+      issues.push(
+        issueAt(
+          scope,
+          `engine.${key}`,
+          `${String(value)} is not ${kind === 'count' ? 'a whole number of at least 1' : 'a number of milliseconds of at least 0'}`,
+          'set it as daemons/sim/README.md describes, or omit it for the sim default',
+        ),
+      );
     else args.push(flag, String(value));
   }
   // The sim's own start check: its cache must hold one request of the longest length it accepts.
   const blocks = engine?.numGpuBlocks ?? SIM_DEFAULT_GPU_BLOCKS;
   const length = engine?.maxModelLen ?? SIM_DEFAULT_MAX_MODEL_LEN;
   if (issues.length === 0 && blocks * SIM_BLOCK_SIZE < length) {
-    issues.push(issueAt(scope, 'engine.numGpuBlocks', `${blocks} blocks of ${SIM_BLOCK_SIZE} tokens cannot hold one request of maxModelLen ${length}`, `set numGpuBlocks to at least ${Math.ceil(length / SIM_BLOCK_SIZE)}, or lower maxModelLen`));
+    issues.push(
+      issueAt(
+        scope,
+        'engine.numGpuBlocks',
+        `${blocks} blocks of ${SIM_BLOCK_SIZE} tokens cannot hold one request of maxModelLen ${length}`,
+        `set numGpuBlocks to at least ${Math.ceil(length / SIM_BLOCK_SIZE)}, or lower maxModelLen`,
+      ),
+    );
   }
   if (issues.length > 0) throw new GridSynthError(issues);
   return args;
@@ -121,11 +136,16 @@ export class SimBackend extends Construct {
     this.image = imageOf(this, props.image);
     this.selectorLabels = workloadLabels('inference-backend', this.name);
     const labels = { ...(props.labels ?? {}), ...this.selectorLabels };
-    const token = kplus.Volume.fromSecret(this, 'Token', kplus.Secret.fromSecretName(this, 'Credential', props.credential.name), {
-      name: 'credential',
-      items: { [props.credential.key]: { path: props.credential.key } },
-      defaultMode: 0o440,
-    });
+    const token = kplus.Volume.fromSecret(
+      this,
+      'Token',
+      kplus.Secret.fromSecretName(this, 'Credential', props.credential.name),
+      {
+        name: 'credential',
+        items: { [props.credential.key]: { path: props.credential.key } },
+        defaultMode: 0o440,
+      },
+    );
     const tmp = tmpVolume(this);
     this.deployment = new kplus.Deployment(this, 'Deployment', {
       metadata: { name: this.name, namespace: props.namespace, labels },

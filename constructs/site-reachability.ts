@@ -16,7 +16,11 @@ export const DEFAULT_GOSSIP_PORT = 7946;
 export const DEFAULT_PROVIDER_GATEWAY_PORT = 8443;
 
 function operatorPortNames(site: SiteDeclaration, enrollmentOn: boolean): OperatorPortName[] {
-  return ['gossip', ...(site.peerSignals === undefined ? [] : ['signals' as const]), ...(enrollmentOn ? ['enrollment' as const] : [])];
+  return [
+    'gossip',
+    ...(site.peerSignals === undefined ? [] : ['signals' as const]),
+    ...(enrollmentOn ? ['enrollment' as const] : []),
+  ];
 }
 
 function validPort(port: number): boolean {
@@ -24,11 +28,16 @@ function validPort(port: number): boolean {
 }
 
 /** The reachability problems of `site` in a grid with `peers` (none when it has no peers). */
-export function reachabilityIssues(site: SiteDeclaration, peers: readonly SiteDeclaration[], enrollmentOn: boolean): SynthIssue[] {
+export function reachabilityIssues(
+  site: SiteDeclaration,
+  peers: readonly SiteDeclaration[],
+  enrollmentOn: boolean,
+): SynthIssue[] {
   const issues: SynthIssue[] = [];
   const path = site.name;
   const service = site.gossipService;
-  if (service !== undefined) issues.push(...exposureIssues(path, 'gossipService', service, operatorPortNames(site, enrollmentOn)));
+  if (service !== undefined)
+    issues.push(...exposureIssues(path, 'gossipService', service, operatorPortNames(site, enrollmentOn)));
   if (peers.length === 0) return issues;
   if (site.gossipAddress === undefined) {
     issues.push({
@@ -46,7 +55,18 @@ export function reachabilityIssues(site: SiteDeclaration, peers: readonly SiteDe
       fix: "set gossipService { type: 'LoadBalancer' } (or NodePort with nodePorts.gossip); type: 'ClusterIP' only when the sites share one routed network",
     });
   } else if (issues.length === 0) {
-    if (site.gossipAddress !== undefined) issues.push(...advertisedPortIssues(path, 'gossipAddress', site.gossipAddress, 'gossipService', service, 'gossip', DEFAULT_GOSSIP_PORT));
+    if (site.gossipAddress !== undefined)
+      issues.push(
+        ...advertisedPortIssues(
+          path,
+          'gossipAddress',
+          site.gossipAddress,
+          'gossipService',
+          service,
+          'gossip',
+          DEFAULT_GOSSIP_PORT,
+        ),
+      );
     const signals = site.peerSignals;
     if (signals !== undefined) {
       if (signals.advertise === undefined) {
@@ -58,7 +78,17 @@ export function reachabilityIssues(site: SiteDeclaration, peers: readonly SiteDe
         });
       } else if (validPort(signals.port ?? DEFAULT_SIGNALS_PORT)) {
         // An invalid port is the operator's listener check to report; comparing the address with it would say it twice.
-        issues.push(...advertisedPortIssues(path, 'peerSignals.advertise', signals.advertise, 'gossipService', service, 'signals', signals.port ?? DEFAULT_SIGNALS_PORT));
+        issues.push(
+          ...advertisedPortIssues(
+            path,
+            'peerSignals.advertise',
+            signals.advertise,
+            'gossipService',
+            service,
+            'signals',
+            signals.port ?? DEFAULT_SIGNALS_PORT,
+          ),
+        );
       }
     }
   }
@@ -76,7 +106,17 @@ export function reachabilityIssues(site: SiteDeclaration, peers: readonly SiteDe
         fix: "set providerGateway.exposure { type: 'LoadBalancer' } (or NodePort with nodePorts.listener); type: 'ClusterIP' only when the sites share one routed network",
       });
     } else if (exposure !== undefined && validPort(port)) {
-      issues.push(...advertisedPortIssues(path, 'gatewayEndpoint.address', endpoint.address, 'providerGateway.exposure', exposure, 'listener', port));
+      issues.push(
+        ...advertisedPortIssues(
+          path,
+          'gatewayEndpoint.address',
+          endpoint.address,
+          'providerGateway.exposure',
+          exposure,
+          'listener',
+          port,
+        ),
+      );
     }
   }
   return issues;
@@ -100,34 +140,41 @@ export function peerTrustIssues(peer: SiteDeclaration, trust: GridTrust | undefi
   if (peer.trust !== undefined && fromFile !== undefined) {
     const declared = peer.trust.canonicalFingerprints ?? [];
     if (declared.length !== fromFile.length || declared.some((pin, i) => pin !== fromFile[i])) {
-      return [{
-        path: peer.name,
-        field: 'trust',
-        problem: `site ${peer.name} declares pins of its own that differ from its pins in the declaration's trust file`,
-        fix: 'drop the site\'s trust (the trust file is kept by `agn pki`), or remove the site from the trust file',
-      }];
+      return [
+        {
+          path: peer.name,
+          field: 'trust',
+          problem: `site ${peer.name} declares pins of its own that differ from its pins in the declaration's trust file`,
+          fix: "drop the site's trust (the trust file is kept by `agn pki`), or remove the site from the trust file",
+        },
+      ];
     }
     return [];
   }
   if (peerTrust(peer, trust) !== undefined) return [];
-  return [{
-    path: peer.name,
-    field: 'trust',
-    problem: `no certificate pin for site ${peer.name}'s provider gateway (${endpoint.address}), so the other sites keep it Connecting (TrustMaterialMissing) and never route to it`,
-    fix: trust === undefined
-      ? 'run `agn pki init` and pass the trust file it writes as the declaration\'s trust: readGridTrust(new URL(\'./grid-trust.json\', import.meta.url))'
-      : `run \`agn pki init\` again: it issues ${peer.name}'s certificates and adds its pins to the trust file`,
-  }];
+  return [
+    {
+      path: peer.name,
+      field: 'trust',
+      problem: `no certificate pin for site ${peer.name}'s provider gateway (${endpoint.address}), so the other sites keep it Connecting (TrustMaterialMissing) and never route to it`,
+      fix:
+        trust === undefined
+          ? "run `agn pki init` and pass the trust file it writes as the declaration's trust: readGridTrust(new URL('./grid-trust.json', import.meta.url))"
+          : `run \`agn pki init\` again: it issues ${peer.name}'s certificates and adds its pins to the trust file`,
+    },
+  ];
 }
 
 /** Grid-wide trust problems: a trust file of another network. */
 export function gridTrustIssues(declaration: GridDeclaration): SynthIssue[] {
   const trust = declaration.trust;
   if (trust === undefined || trust.network === declaration.network.name) return [];
-  return [{
-    path: 'declaration',
-    field: 'trust.network',
-    problem: `the trust file is for network ${trust.network}, not ${declaration.network.name}`,
-    fix: `pass the trust file of network ${declaration.network.name}, or run \`agn pki init\` for it`,
-  }];
+  return [
+    {
+      path: 'declaration',
+      field: 'trust.network',
+      problem: `the trust file is for network ${trust.network}, not ${declaration.network.name}`,
+      fix: `pass the trust file of network ${declaration.network.name}, or run \`agn pki init\` for it`,
+    },
+  ];
 }

@@ -12,8 +12,8 @@ interface NeedBase {
 }
 
 export type SiteSecretNeed = NeedBase &
+  /** The grid CA certificate (GridNetwork spec.tls.caSecretRef): `ca.crt`. */
   (
-    /** The grid CA certificate (GridNetwork spec.tls.caSecretRef): `ca.crt`. */
     | { readonly purpose: 'grid-ca' }
     /** This site's identity (spec.tls.siteSecretRef; the enrollment endpoint serves it): `ca.crt`, `tls.crt`, `tls.key`. */
     | { readonly purpose: 'site-certificate' }
@@ -24,8 +24,18 @@ export type SiteSecretNeed = NeedBase &
      * `serverNames` must be SANs, its fingerprint is the site's pin); a consumer presents it on the provider hop
      * (one of `organizations` must be its subject O for every provider gateway it calls).
      */
-    | { readonly purpose: 'gateway-tls'; readonly role: 'provider'; readonly gateway: string; readonly serverNames: readonly string[] }
-    | { readonly purpose: 'gateway-tls'; readonly role: 'consumer'; readonly gateway: string; readonly organizations: readonly string[] }
+    | {
+        readonly purpose: 'gateway-tls';
+        readonly role: 'provider';
+        readonly gateway: string;
+        readonly serverNames: readonly string[];
+      }
+    | {
+        readonly purpose: 'gateway-tls';
+        readonly role: 'consumer';
+        readonly gateway: string;
+        readonly organizations: readonly string[];
+      }
     /** The grid CA certificate and key (tls.crt, tls.key) the enrollment endpoint signs joining sites with. */
     | { readonly purpose: 'grid-ca-signer' }
     /** A provider's bearer token: a simulated backend's is the grid's to make, a real one is the user's. */

@@ -19,7 +19,10 @@ const grid: GridDeclaration = {
       // Other sites' gossip addresses (host:port); none for a grid of one site.
       seeds: [],
       // How other sites reach this site's provider gateway. The TLS mode is required, never guessed.
-      gatewayEndpoint: { address: 'gateway.east.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.east.example.com' } },
+      gatewayEndpoint: {
+        address: 'gateway.east.example.com:8443',
+        tls: { mode: 'Mutual', serverName: 'gateway.east.example.com' },
+      },
       // A combined site: a consumer gateway for this cluster's workloads and a provider gateway in front of its
       // providers. Drop consumerGateway for a provider-only site.
       consumerGateway: {},
@@ -36,7 +39,10 @@ const grid: GridDeclaration = {
             providerKind: 'self_hosted',
             backendKind: 'local',
             models: [{ name: 'my-model', capabilities: ['text_generation'] }],
-            auth: { strategy: 'bearer_token', secretRef: { name: 'east-llm-credential', namespace: 'grid-system', key: 'token' } },
+            auth: {
+              strategy: 'bearer_token',
+              secretRef: { name: 'east-llm-credential', namespace: 'grid-system', key: 'token' },
+            },
           },
         },
       ],

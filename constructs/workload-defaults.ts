@@ -28,7 +28,12 @@ export const POD_SECURITY: kplus.PodSecurityContextProps = {
 };
 
 /** Builds requests and limits; every daemon is small, so the defaults are small and overridable per construct. */
-export function resources(cpuMillis: number, memoryMiB: number, cpuLimitMillis: number, memoryLimitMiB: number): kplus.ContainerResources {
+export function resources(
+  cpuMillis: number,
+  memoryMiB: number,
+  cpuLimitMillis: number,
+  memoryLimitMiB: number,
+): kplus.ContainerResources {
   return {
     cpu: { request: kplus.Cpu.millis(cpuMillis), limit: kplus.Cpu.millis(cpuLimitMillis) },
     memory: { request: Size.mebibytes(memoryMiB), limit: Size.mebibytes(memoryLimitMiB) },
@@ -46,7 +51,12 @@ export function tmpVolume(scope: Construct): kplus.Volume {
 }
 
 /** Constructor shape of kplus.Volume, which is JS-public but typed private. */
-type VolumeConstructor = new (scope: Construct, id: string, name: string, config: { projected: kplus.k8s.ProjectedVolumeSource }) => kplus.Volume;
+type VolumeConstructor = new (
+  scope: Construct,
+  id: string,
+  name: string,
+  config: { projected: kplus.k8s.ProjectedVolumeSource },
+) => kplus.Volume;
 
 /**
  * A projected volume. cdk8s-plus-28 has no factory for one, but its Volume spreads the config it was built with
@@ -55,7 +65,12 @@ type VolumeConstructor = new (scope: Construct, id: string, name: string, config
  * under a read-only ConfigMap volume fail, and subPath would break hot reload), and to mount a service-account
  * token into the overlay-sync containers only, instead of every container of the pod.
  */
-export function projectedVolume(scope: Construct, id: string, name: string, projected: kplus.k8s.ProjectedVolumeSource): kplus.Volume {
+export function projectedVolume(
+  scope: Construct,
+  id: string,
+  name: string,
+  projected: kplus.k8s.ProjectedVolumeSource,
+): kplus.Volume {
   const ctor = kplus.Volume as unknown as VolumeConstructor;
   return new ctor(scope, id, name, { projected });
 }
@@ -74,7 +89,11 @@ export function serviceAccountTokenVolume(scope: Construct, id: string, name: st
       // One hour, refreshed by the kubelet; the daemons re-read the file (resource-store/kubeconfig.ts).
       { serviceAccountToken: { path: 'token', expirationSeconds: 3600 } },
       { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
-      { downwardApi: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },
+      {
+        downwardApi: {
+          items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }],
+        },
+      },
     ],
   });
 }

@@ -4,20 +4,47 @@
 // loads it into local podman storage. Every layer is a tar with sorted entries, fixed owners and the commit's
 // timestamp, so two builds of one commit give the same digests.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
-  APP_DIR, APP_PATHS, DEBIAN_PACKAGES, DEBIAN_PRUNE, DEBIAN_SUITE, NODE_PATH, RUNTIME_IMPORTS,
-  SIZE_BUDGET_BYTES, etcFiles, imageConfig, imageIndex, imageManifest, isPrunedPackageFile, runtimePackages, sha256,
-  type Descriptor, type ImageLabels, type LockEntry,
+  APP_DIR,
+  APP_PATHS,
+  DEBIAN_PACKAGES,
+  DEBIAN_PRUNE,
+  DEBIAN_SUITE,
+  NODE_PATH,
+  RUNTIME_IMPORTS,
+  SIZE_BUDGET_BYTES,
+  etcFiles,
+  imageConfig,
+  imageIndex,
+  imageManifest,
+  isPrunedPackageFile,
+  runtimePackages,
+  sha256,
+  type Descriptor,
+  type ImageLabels,
+  type LockEntry,
 } from './layout.ts';
 import { ensureDebianPackages } from './debian-tools.ts';
 import { DEFAULT_IMAGE_REPOSITORY } from '../constructs/image-reference.ts';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const USAGE = 'usage: npm run image [-- --repository REGISTRY/REPO] [--out DIR] [--no-load] | node image/build.ts --stage DIR';
+const USAGE =
+  'usage: npm run image [-- --repository REGISTRY/REPO] [--out DIR] [--no-load] | node image/build.ts --stage DIR';
 /** The project's source when package.json names no repository (the same owner as the default registry path). */
 const DEFAULT_SOURCE = 'https://github.com/agn-ts/agn';
 const DEBIAN_MIRRORS = [
@@ -40,13 +67,19 @@ export interface BuiltImage {
 }
 
 function run(command: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env): string {
-  return execFileSync(command, args, { encoding: 'utf8', env, maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'pipe'] });
+  return execFileSync(command, args, {
+    encoding: 'utf8',
+    env,
+    maxBuffer: 64 * 1024 * 1024,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 function gitRevision(): { revision: string; epoch: number } {
   const revision = run('git', ['-C', REPO_ROOT, 'rev-parse', 'HEAD']).trim();
   const epoch = Number(run('git', ['-C', REPO_ROOT, 'log', '-1', '--format=%ct']).trim());
-  const dirty = run('git', ['-C', REPO_ROOT, 'status', '--porcelain', '--', ...APP_PATHS, 'package-lock.json']).trim() !== '';
+  const dirty =
+    run('git', ['-C', REPO_ROOT, 'status', '--porcelain', '--', ...APP_PATHS, 'package-lock.json']).trim() !== '';
   return { revision: dirty ? `${revision}-dirty` : revision, epoch };
 }
 
@@ -58,12 +91,20 @@ function sourceUrl(pkg: { repository?: string | { url?: string } }): string {
 /** Debian root filesystem: extracted packages, pruned, with a CA bundle and the /etc files base-files would bring. */
 function stageDebian(root: string, epoch: number): void {
   const env = { ...process.env, SOURCE_DATE_EPOCH: String(epoch) };
-  run('mmdebstrap', ['--quiet', '--variant=extract', `--include=${DEBIAN_PACKAGES.join(',')}`, DEBIAN_SUITE, root, ...DEBIAN_MIRRORS], env);
+  run(
+    'mmdebstrap',
+    ['--quiet', '--variant=extract', `--include=${DEBIAN_PACKAGES.join(',')}`, DEBIAN_SUITE, root, ...DEBIAN_MIRRORS],
+    env,
+  );
   for (const path of DEBIAN_PRUNE) rmSync(join(root, path), { recursive: true, force: true });
   // Extract mode runs no maintainer scripts, so update-ca-certificates never wrote the bundle: concatenate the
   // Mozilla roots in name order, as it does.
   const certDir = join(root, 'usr/share/ca-certificates/mozilla');
-  const bundle = readdirSync(certDir).filter((f) => f.endsWith('.crt')).sort().map((f) => `${readFileSync(join(certDir, f), 'utf8').trimEnd()}\n`).join('');
+  const bundle = readdirSync(certDir)
+    .filter((f) => f.endsWith('.crt'))
+    .sort()
+    .map((f) => `${readFileSync(join(certDir, f), 'utf8').trimEnd()}\n`)
+    .join('');
   mkdirSync(join(root, 'etc/ssl/certs'), { recursive: true });
   writeFileSync(join(root, 'etc/ssl/certs/ca-certificates.crt'), bundle);
   for (const [path, text] of Object.entries(etcFiles())) writeFileSync(join(root, path), text);
@@ -81,7 +122,9 @@ function stageNode(root: string, lock: Record<string, LockEntry>): string {
   const binary = join(REPO_ROOT, 'node_modules/node/bin/node');
   const version = existsSync(binary) ? run(binary, ['--version']).trim() : 'none';
   if (pinned === undefined || version !== `v${pinned}`) {
-    throw new Error(`node_modules/node/bin/node is ${version} but package-lock.json pins node ${String(pinned)}; run npm ci first`);
+    throw new Error(
+      `node_modules/node/bin/node is ${version} but package-lock.json pins node ${String(pinned)}; run npm ci first`,
+    );
   }
   const target = join(root, NODE_PATH);
   mkdirSync(dirname(target), { recursive: true });
@@ -103,7 +146,10 @@ function stageDependencies(root: string, lock: Record<string, LockEntry>): numbe
       recursive: true,
       filter: (src) => {
         const rel = relative(from, src);
-        return rel === '' || (!rel.split('/').includes('node_modules') && !(statSync(src).isFile() && isPrunedPackageFile(rel)));
+        return (
+          rel === '' ||
+          (!rel.split('/').includes('node_modules') && !(statSync(src).isFile() && isPrunedPackageFile(rel)))
+        );
       },
     });
   }
@@ -133,9 +179,21 @@ function normalizeModes(path: string): void {
 function tarLayer(stage: string, out: string, epoch: number): void {
   const top = readdirSync(stage).sort();
   run('tar', [
-    '--create', `--file=${out}`, `--directory=${stage}`, '--sort=name', '--format=posix',
-    '--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime', `--mtime=@${epoch}`,
-    '--owner=0', '--group=0', '--numeric-owner', '--no-acls', '--no-xattrs', '--no-selinux', '--', ...top,
+    '--create',
+    `--file=${out}`,
+    `--directory=${stage}`,
+    '--sort=name',
+    '--format=posix',
+    '--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime',
+    `--mtime=@${epoch}`,
+    '--owner=0',
+    '--group=0',
+    '--numeric-owner',
+    '--no-acls',
+    '--no-xattrs',
+    '--no-selinux',
+    '--',
+    ...top,
   ]);
 }
 
@@ -167,7 +225,9 @@ function stageLayers(work: string, epoch: number, lock: Record<string, LockEntry
  * and its final `FROM scratch` stage copies, so both builds share one definition of the contents.
  */
 export function stageRootFilesystem(outDir: string): void {
-  const lock = (JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> }).packages;
+  const lock = (
+    JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> }
+  ).packages;
   const epoch = Number(process.env['SOURCE_DATE_EPOCH'] ?? '0');
   const work = `${outDir}.work`;
   rmSync(work, { recursive: true, force: true });
@@ -179,10 +239,20 @@ export function stageRootFilesystem(outDir: string): void {
 }
 
 export function buildImage(options: BuildOptions): BuiltImage {
-  const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string; repository?: string | { url?: string } };
-  const lock = (JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> }).packages;
+  const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {
+    version: string;
+    repository?: string | { url?: string };
+  };
+  const lock = (
+    JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> }
+  ).packages;
   const { revision, epoch } = gitRevision();
-  const labels: ImageLabels = { source: sourceUrl(pkg), revision, version: pkg.version, created: new Date(epoch * 1000).toISOString() };
+  const labels: ImageLabels = {
+    source: sourceUrl(pkg),
+    revision,
+    version: pkg.version,
+    created: new Date(epoch * 1000).toISOString(),
+  };
   const reference = `${options.repository}:${pkg.version}`;
 
   const work = join(options.outDir, 'work');
@@ -201,7 +271,17 @@ export function buildImage(options: BuildOptions): BuiltImage {
     layers.push({ name, digest: blob.digest, size: blob.size });
     layerDescriptors.push({ ...blob, mediaType: 'application/vnd.oci.image.layer.v1.tar' });
   }
-  const configBlob = writeBlob(blobDir, Buffer.from(JSON.stringify(imageConfig(labels, layers.map((l) => l.digest)))));
+  const configBlob = writeBlob(
+    blobDir,
+    Buffer.from(
+      JSON.stringify(
+        imageConfig(
+          labels,
+          layers.map((l) => l.digest),
+        ),
+      ),
+    ),
+  );
   const config = { ...configBlob, mediaType: 'application/vnd.oci.image.config.v1+json' };
   const manifestBlob = writeBlob(blobDir, Buffer.from(JSON.stringify(imageManifest(config, layerDescriptors, labels))));
   const manifest = { ...manifestBlob, mediaType: 'application/vnd.oci.image.manifest.v1+json' };
@@ -213,12 +293,21 @@ export function buildImage(options: BuildOptions): BuiltImage {
   tarLayer(layoutDir, archive, epoch);
   rmSync(work, { recursive: true, force: true });
   if (options.load) loadIntoPodman(archive, reference);
-  return { reference, archive, configDigest: config.digest, layers, sizeBytes: layers.reduce((sum, l) => sum + l.size, 0) };
+  return {
+    reference,
+    archive,
+    configDigest: config.digest,
+    layers,
+    sizeBytes: layers.reduce((sum, l) => sum + l.size, 0),
+  };
 }
 
 /** Loads the archive into local podman storage under its reference (replacing an older image of that name). */
 function loadIntoPodman(archive: string, reference: string): void {
-  const env = { ...process.env, CONTAINERS_CONF: process.env['CONTAINERS_CONF'] ?? join(REPO_ROOT, 'image/containers.conf') };
+  const env = {
+    ...process.env,
+    CONTAINERS_CONF: process.env['CONTAINERS_CONF'] ?? join(REPO_ROOT, 'image/containers.conf'),
+  };
   const id = run('podman', ['pull', '--quiet', `oci-archive:${archive}`], env).trim();
   run('podman', ['tag', id, reference], env);
 }
@@ -232,7 +321,13 @@ function main(): number {
   try {
     const { values } = parseArgs({
       strict: true,
-      options: { repository: { type: 'string' }, out: { type: 'string' }, 'no-load': { type: 'boolean' }, stage: { type: 'string' }, help: { type: 'boolean' } },
+      options: {
+        repository: { type: 'string' },
+        out: { type: 'string' },
+        'no-load': { type: 'boolean' },
+        stage: { type: 'string' },
+        help: { type: 'boolean' },
+      },
     });
     if (values.help === true) {
       process.stdout.write(`${USAGE}\n`);
@@ -243,7 +338,11 @@ function main(): number {
       stageRootFilesystem(resolve(values.stage));
       return 0;
     }
-    options = { repository: values.repository ?? DEFAULT_IMAGE_REPOSITORY, outDir: resolve(values.out ?? join(REPO_ROOT, 'build/image')), load: values['no-load'] !== true };
+    options = {
+      repository: values.repository ?? DEFAULT_IMAGE_REPOSITORY,
+      outDir: resolve(values.out ?? join(REPO_ROOT, 'build/image')),
+      load: values['no-load'] !== true,
+    };
   } catch (error) {
     process.stderr.write(`image: ${(error as Error).message}. ${USAGE}\n`);
     return 2;
@@ -252,10 +351,15 @@ function main(): number {
   ensureDebianPackages(['mmdebstrap', 'podman', 'runc', 'uidmap', 'binutils', 'tar']);
   const image = buildImage(options);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  for (const layer of image.layers) process.stdout.write(`layer ${layer.name.padEnd(12)} ${layer.digest} ${mib(layer.size)}\n`);
+  for (const layer of image.layers)
+    process.stdout.write(`layer ${layer.name.padEnd(12)} ${layer.digest} ${mib(layer.size)}\n`);
   process.stdout.write(`image ${image.reference} config ${image.configDigest}\n`);
-  process.stdout.write(`archive ${relative(process.cwd(), image.archive)}${options.load ? ' (loaded into podman)' : ''}\n`);
-  process.stdout.write(`size ${mib(image.sizeBytes)} uncompressed (budget ${mib(SIZE_BUDGET_BYTES)}), built in ${seconds.toFixed(1)} s\n`);
+  process.stdout.write(
+    `archive ${relative(process.cwd(), image.archive)}${options.load ? ' (loaded into podman)' : ''}\n`,
+  );
+  process.stdout.write(
+    `size ${mib(image.sizeBytes)} uncompressed (budget ${mib(SIZE_BUDGET_BYTES)}), built in ${seconds.toFixed(1)} s\n`,
+  );
   if (image.sizeBytes > SIZE_BUDGET_BYTES) {
     process.stderr.write(`image: ${mib(image.sizeBytes)} is over the ${mib(SIZE_BUDGET_BYTES)} budget\n`);
     return 1;

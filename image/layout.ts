@@ -27,12 +27,32 @@ export const DEBIAN_PACKAGES = ['libc6', 'libstdc++6', 'libgcc-s1', 'ca-certific
  */
 export const DEBIAN_PRUNE = [
   // Device nodes: every runtime mounts its own /dev.
-  'dev', 'bin', 'sbin', 'usr/bin', 'usr/sbin', 'usr/share/doc', 'usr/share/man', 'usr/share/info', 'usr/share/locale',
-  'usr/share/lintian', 'usr/share/gdb', 'usr/share/perl5', 'usr/share/debconf', 'usr/share/gcc', 'usr/lib/ssl',
-  'usr/lib/x86_64-linux-gnu/gconv', 'usr/lib/x86_64-linux-gnu/engines-3', 'usr/lib/x86_64-linux-gnu/ossl-modules',
-  'usr/lib/x86_64-linux-gnu/libssl.so.3', 'usr/lib/x86_64-linux-gnu/libcrypto.so.3', 'etc/ssl/openssl.cnf',
+  'dev',
+  'bin',
+  'sbin',
+  'usr/bin',
+  'usr/sbin',
+  'usr/share/doc',
+  'usr/share/man',
+  'usr/share/info',
+  'usr/share/locale',
+  'usr/share/lintian',
+  'usr/share/gdb',
+  'usr/share/perl5',
+  'usr/share/debconf',
+  'usr/share/gcc',
+  'usr/lib/ssl',
+  'usr/lib/x86_64-linux-gnu/gconv',
+  'usr/lib/x86_64-linux-gnu/engines-3',
+  'usr/lib/x86_64-linux-gnu/ossl-modules',
+  'usr/lib/x86_64-linux-gnu/libssl.so.3',
+  'usr/lib/x86_64-linux-gnu/libcrypto.so.3',
+  'etc/ssl/openssl.cnf',
   // Extract mode leaves dpkg's database empty (nothing was installed), so it goes too.
-  'var/cache', 'var/lib/apt', 'var/lib/dpkg', 'var/log',
+  'var/cache',
+  'var/lib/apt',
+  'var/lib/dpkg',
+  'var/log',
 ] as const;
 
 /** The app sources the daemons run, relative to the repository root. Test and build-time code stays out. */
@@ -94,12 +114,18 @@ export function runtimePackages(
     }
   };
   const seen = new Set<string>();
-  const queue: { from: string; name: string; optional: boolean }[] = roots.map((name) => ({ from: '', name, optional: false }));
+  const queue: { from: string; name: string; optional: boolean }[] = roots.map((name) => ({
+    from: '',
+    name,
+    optional: false,
+  }));
   for (let next = queue.pop(); next !== undefined; next = queue.pop()) {
     const found = resolve(next.from, next.name);
     if (found === undefined) {
       if (next.optional) continue;
-      throw new Error(`${next.name} (needed by ${next.from === '' ? 'the daemons' : next.from}) is not installed; run npm ci first`);
+      throw new Error(
+        `${next.name} (needed by ${next.from === '' ? 'the daemons' : next.from}) is not installed; run npm ci first`,
+      );
     }
     if (seen.has(found)) continue;
     seen.add(found);
@@ -139,7 +165,10 @@ export function isPrunedPackageFile(relativePath: string): boolean {
   const parts = relativePath.split('/');
   const base = parts[parts.length - 1] ?? '';
   if (parts.slice(0, -1).some((dir) => PRUNED_PACKAGE_DIRS.has(dir))) return true;
-  return /\.(d\.[cm]?ts|map|ts|md|markdown|c|h|tsbuildinfo)$/u.test(base) || /^(CHANGELOG|CMakeLists\.txt|Makefile)/u.test(base);
+  return (
+    /\.(d\.[cm]?ts|map|ts|md|markdown|c|h|tsbuildinfo)$/u.test(base) ||
+    /^(CHANGELOG|CMakeLists\.txt|Makefile)/u.test(base)
+  );
 }
 const PRUNED_PACKAGE_DIRS = new Set(['test', 'tests', '__tests__', 'example', 'examples', 'prebuilds', 'docs']);
 
@@ -193,7 +222,11 @@ export interface Descriptor {
   readonly annotations?: Record<string, string>;
 }
 
-export function imageManifest(config: Descriptor, layers: readonly Descriptor[], labels: ImageLabels): Record<string, unknown> {
+export function imageManifest(
+  config: Descriptor,
+  layers: readonly Descriptor[],
+  labels: ImageLabels,
+): Record<string, unknown> {
   return {
     schemaVersion: 2,
     mediaType: 'application/vnd.oci.image.manifest.v1+json',

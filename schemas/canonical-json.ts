@@ -114,7 +114,7 @@ class Writer {
     // An object with very many keys is not a repeated form worth keeping, and would keep its keys alive.
     if (keys.length > SHAPE_MAX_KEYS) return shape;
     if (shapeCache.length < SHAPE_CACHE_SIZE) shapeCache.push(shape);
-    else shapeCache[(nextShapeSlot++) % SHAPE_CACHE_SIZE] = shape;
+    else shapeCache[nextShapeSlot++ % SHAPE_CACHE_SIZE] = shape;
     return shape;
   }
 

@@ -88,14 +88,22 @@ export type DurationCheck =
    */
   | { readonly ok: false; readonly fault: string; readonly problem: string; readonly message: string };
 
-const UNIT_WORDS: Readonly<Record<DurationUnit, string>> = { ms: 'milliseconds (ms)', s: 'seconds (s)', m: 'minutes (m)', h: 'hours (h)' };
+const UNIT_WORDS: Readonly<Record<DurationUnit, string>> = {
+  ms: 'milliseconds (ms)',
+  s: 'seconds (s)',
+  m: 'minutes (m)',
+  h: 'hours (h)',
+};
 
 /** "whole seconds (s) or milliseconds (ms) from 1s through 1h", the accepted form of a rule in words. */
 export function describeDurationRule(rule: DurationRule): string {
   const words = rule.units.map((unit) => UNIT_WORDS[unit]);
   const list = words.length <= 1 ? words.join('') : `${words.slice(0, -1).join(', ')} or ${words.at(-1) as string}`;
   const max = rule.maxMs ?? MAX_DURATION_MS;
-  const range = max >= MAX_DURATION_MS ? `from ${formatDuration(rule.minMs, rule.units)}` : `from ${formatDuration(rule.minMs, rule.units)} through ${formatDuration(max, rule.units)}`;
+  const range =
+    max >= MAX_DURATION_MS
+      ? `from ${formatDuration(rule.minMs, rule.units)}`
+      : `from ${formatDuration(rule.minMs, rule.units)} through ${formatDuration(max, rule.units)}`;
   return `whole ${list} ${range}${rule.example !== undefined ? `, such as ${rule.example}` : ''}`;
 }
 
@@ -126,4 +134,9 @@ export function checkDuration(field: string, text: unknown, rule: DurationRule):
  * and the compiler's `enrollment.certificateLifetime` (which becomes that flag) share it, so synth refuses exactly
  * what the daemon would refuse at start.
  */
-export const CERTIFICATE_LIFETIME_RULE: DurationRule = { units: ['m', 'h'], minMs: 3_600_000, maxMs: 8_760 * 3_600_000, example: '2160h' };
+export const CERTIFICATE_LIFETIME_RULE: DurationRule = {
+  units: ['m', 'h'],
+  minMs: 3_600_000,
+  maxMs: 8_760 * 3_600_000,
+  example: '2160h',
+};

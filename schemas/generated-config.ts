@@ -28,7 +28,8 @@ export function generates(praxis: PraxisConfig | undefined): praxis is PraxisCon
 /** The Deployment a generating gateway delegates its mounts to, undefined when delegation is off or unnamed. */
 export function delegatedDeployment(praxis: PraxisConfig): string | undefined {
   const delegation = praxis.mountReconciliation;
-  if (delegation?.enabled !== true || delegation.deploymentName === undefined || delegation.deploymentName === '') return undefined;
+  if (delegation?.enabled !== true || delegation.deploymentName === undefined || delegation.deploymentName === '')
+    return undefined;
   return delegation.deploymentName;
 }
 

@@ -7,7 +7,9 @@ import { join } from 'node:path';
 
 export const TEST_INGEST_TOKEN = 'test-ingest-token-3c9f2a7d1e5b';
 
-export const ingestAuth = (token = TEST_INGEST_TOKEN): { authorization: string } => ({ authorization: `Bearer ${token}` });
+export const ingestAuth = (token = TEST_INGEST_TOKEN): { authorization: string } => ({
+  authorization: `Bearer ${token}`,
+});
 
 export interface ProjectedToken {
   /** The path a daemon is given: `<dir>/token`. */

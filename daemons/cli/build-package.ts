@@ -16,7 +16,12 @@ const PACKAGE_STAGE = join(root, '.package');
 const packageDir = join(PACKAGE_STAGE, 'agn-ts');
 
 /** Sources that belong to the repository only: the example app `cdk8s synth` runs here, and the type generator. */
-const REPO_ONLY = ['constructs/main.ts', 'constructs/example-grid.ts', 'schemas/codegen/', 'daemons/cli/build-package.ts'];
+const REPO_ONLY = [
+  'constructs/main.ts',
+  'constructs/example-grid.ts',
+  'schemas/codegen/',
+  'daemons/cli/build-package.ts',
+];
 /** TypeScript sources shipped as text: `agn init` copies the starter declaration into a new grid repository. */
 const SHIPPED_AS_SOURCE = ['constructs/starter-grid.ts'];
 
@@ -61,7 +66,12 @@ function build(): void {
   const sources = ['constructs', 'schemas', 'daemons']
     .flatMap((dir) => walk(join(root, dir)))
     .map(repoPath)
-    .filter((path) => path.endsWith('.ts') && !SHIPPED_AS_SOURCE.includes(path) && !REPO_ONLY.some((excluded) => path === excluded || path.startsWith(excluded)));
+    .filter(
+      (path) =>
+        path.endsWith('.ts') &&
+        !SHIPPED_AS_SOURCE.includes(path) &&
+        !REPO_ONLY.some((excluded) => path === excluded || path.startsWith(excluded)),
+    );
   const tsconfig = {
     extends: '../tsconfig.json',
     compilerOptions: {
@@ -76,10 +86,14 @@ function build(): void {
     include: [],
   };
   writeFileSync(join(PACKAGE_STAGE, 'tsconfig.json'), `${JSON.stringify(tsconfig, null, 2)}\n`);
-  execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', join(PACKAGE_STAGE, 'tsconfig.json')], { stdio: 'inherit' });
+  execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', join(PACKAGE_STAGE, 'tsconfig.json')], {
+    stdio: 'inherit',
+  });
 
   // Data the compiled modules read at run time, relative to themselves.
-  for (const path of walk(join(root, 'schemas')).map(repoPath).filter((p) => p.endsWith('.json'))) {
+  for (const path of walk(join(root, 'schemas'))
+    .map(repoPath)
+    .filter((p) => p.endsWith('.json'))) {
     cpSync(join(root, path), join(packageDir, path));
   }
   // The fleet dashboard's page and assets, served by the operator's admin listener (daemons/shared/dashboard-routes.ts).
@@ -94,7 +108,11 @@ function build(): void {
   cpSync(join(root, 'docs'), join(packageDir, 'docs'), { recursive: true });
 
   const packed = JSON.parse(
-    execFileSync('npm', ['pack', '--json', '--pack-destination', PACKAGE_STAGE], { cwd: packageDir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }),
+    execFileSync('npm', ['pack', '--json', '--pack-destination', PACKAGE_STAGE], {
+      cwd: packageDir,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    }),
   ) as { filename: string; size: number; unpackedSize: number; entryCount: number }[];
   const [result] = packed;
   if (result === undefined) throw new Error('npm pack reported no package');

@@ -24,10 +24,16 @@ export function ownManifest(): PackageManifest {
   return JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as PackageManifest;
 }
 
-export function parse<T extends Record<string, { type: 'string' | 'boolean' }>>(args: readonly string[], usage: string, options: T, positionals: number) {
+export function parse<T extends Record<string, { type: 'string' | 'boolean' }>>(
+  args: readonly string[],
+  usage: string,
+  options: T,
+  positionals: number,
+) {
   try {
     const parsed = parseArgs({ args: [...args], options, strict: true, allowPositionals: true });
-    if (parsed.positionals.length > positionals) throw new Error(`unexpected argument "${parsed.positionals[positionals]}"`);
+    if (parsed.positionals.length > positionals)
+      throw new Error(`unexpected argument "${parsed.positionals[positionals]}"`);
     return parsed;
   } catch (error) {
     throw usageError(`usage: agn ${usage}: ${String((error as Error).message).split('\n')[0]}`);
@@ -36,7 +42,10 @@ export function parse<T extends Record<string, { type: 'string' | 'boolean' }>>(
 
 /** An npm package name from a directory name (lowercase, URL-safe), for the scaffold's package.json. */
 export function projectName(dir: string): string {
-  const name = basename(resolve(dir)).toLowerCase().replace(/[^a-z0-9._-]+/gu, '-').replace(/^[._-]+|[-]+$/gu, '');
+  const name = basename(resolve(dir))
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/gu, '-')
+    .replace(/^[._-]+|[-]+$/gu, '');
   return name === '' ? 'my-grid' : name;
 }
 
@@ -95,9 +104,9 @@ export function scaffoldFiles(name: string, dependency: string): Record<string, 
     'npx agn up       # optional: runs the compiled grid on this machine (real processes on loopback, simulated backends)',
     '```',
     '',
-    '`dist/crds.k8s.yaml` is applied once per cluster, `dist/<site>.k8s.yaml` in that site\'s cluster. The',
+    "`dist/crds.k8s.yaml` is applied once per cluster, `dist/<site>.k8s.yaml` in that site's cluster. The",
     'manifests name Secrets (the grid CA, site certificate, SWIM key, gateway TLS, provider credentials) only by name.',
-    '`npx agn pki init` makes the grid\'s PKI in `.pki/` (never commit it; back it up) and `grid-trust.json` (commit it;',
+    "`npx agn pki init` makes the grid's PKI in `.pki/` (never commit it; back it up) and `grid-trust.json` (commit it;",
     `a grid of several sites passes it as the declaration's \`trust\`, so every site pins its peers), then per site:`,
     '',
     '```sh',
@@ -128,13 +137,21 @@ export function scaffoldFiles(name: string, dependency: string): Record<string, 
 }
 
 export function initCommand(args: readonly string[]): CommandResult {
-  const { values, positionals } = parse(args, INIT_USAGE, { package: { type: 'string' }, force: { type: 'boolean' } }, 1);
+  const { values, positionals } = parse(
+    args,
+    INIT_USAGE,
+    { package: { type: 'string' }, force: { type: 'boolean' } },
+    1,
+  );
   const [dir] = positionals;
   if (dir === undefined) throw usageError(`usage: agn ${INIT_USAGE}: DIR is required`);
   const own = ownManifest();
   const dependency = values.package ?? own.version;
   if (existsSync(dir) && readdirSync(dir).length > 0 && values.force !== true) {
-    throw new CliError(`init: ${dir} is not empty; choose an empty or new directory, or pass --force to write the scaffold files into it`, 1);
+    throw new CliError(
+      `init: ${dir} is not empty; choose an empty or new directory, or pass --force to write the scaffold files into it`,
+      1,
+    );
   }
   mkdirSync(dir, { recursive: true });
   const files = scaffoldFiles(projectName(dir), dependency);
@@ -154,7 +171,8 @@ export function initCommand(args: readonly string[]): CommandResult {
 
 export function declarationFile(positionals: readonly string[]): string {
   const file = positionals[0] ?? GRID_FILE;
-  if (!existsSync(file)) throw new CliError(`${file}: no such file (run in a grid repository, or name the declaration file)`, 2);
+  if (!existsSync(file))
+    throw new CliError(`${file}: no such file (run in a grid repository, or name the declaration file)`, 2);
   return file;
 }
 
@@ -164,7 +182,10 @@ export function problemsResult(file: string, problems: readonly string[]): Comma
 }
 
 async function compiler() {
-  const [file, errors] = await Promise.all([import('../../constructs/grid-file.ts'), import('../../constructs/synth-error.ts')]);
+  const [file, errors] = await Promise.all([
+    import('../../constructs/grid-file.ts'),
+    import('../../constructs/synth-error.ts'),
+  ]);
   return { ...file, ...errors };
 }
 
@@ -184,7 +205,10 @@ export async function validateCommand(args: readonly string[]): Promise<CommandR
   const { declaration, problems } = await guarded(() => validateGridFile(file), GridFileError);
   if (problems.length > 0) return problemsResult(file, problems);
   const sites = declaration.sites.map((site) => site.name);
-  return { stdout: `ok: ${file}: network ${declaration.network.name}, ${sites.length === 1 ? '1 site' : `${sites.length} sites`} (${sites.join(', ')})\n`, exitCode: 0 };
+  return {
+    stdout: `ok: ${file}: network ${declaration.network.name}, ${sites.length === 1 ? '1 site' : `${sites.length} sites`} (${sites.join(', ')})\n`,
+    exitCode: 0,
+  };
 }
 
 export async function synthCommand(args: readonly string[]): Promise<CommandResult> {

@@ -15,7 +15,11 @@ const TENANT = new RegExp(schema.$defs.CallerKeyEntry.properties.tenant.pattern)
 function options(args: readonly string[], usage: string, flag: 'tenant' | 'id'): { value: string; file: string } {
   let values: Record<string, string | undefined>;
   try {
-    values = parseArgs({ args: [...args], options: { [flag]: { type: 'string' }, 'keys-file': { type: 'string' } }, strict: true }).values as Record<string, string | undefined>;
+    values = parseArgs({
+      args: [...args],
+      options: { [flag]: { type: 'string' }, 'keys-file': { type: 'string' } },
+      strict: true,
+    }).values as Record<string, string | undefined>;
   } catch (error) {
     throw usageError(`usage: agn ${usage}: ${String((error as Error).message).split('\n')[0]}`);
   }
@@ -43,11 +47,16 @@ function save(file: string, document: CallerKeysFile): void {
 
 export function keyMintCommand(args: readonly string[]): CommandResult {
   const { value: tenant, file } = options(args, KEY_MINT_USAGE, 'tenant');
-  if (tenant.length > 128 || !TENANT.test(tenant)) throw usageError(`key mint: --tenant "${tenant.slice(0, 128)}" is not a tenant id (letters, digits, - _ . :)`);
+  if (tenant.length > 128 || !TENANT.test(tenant))
+    throw usageError(`key mint: --tenant "${tenant.slice(0, 128)}" is not a tenant id (letters, digits, - _ . :)`);
   const document = load(file, true);
   const { key, entry } = mintCallerKey(tenant);
   save(file, { keys: [...document.keys, entry] });
-  return { stdout: `${key}\n`, exitCode: 0, stderr: `key ${entry.id} for tenant ${tenant} added to ${file}; the key is shown only this once` };
+  return {
+    stdout: `${key}\n`,
+    exitCode: 0,
+    stderr: `key ${entry.id} for tenant ${tenant} added to ${file}; the key is shown only this once`,
+  };
 }
 
 export function keyRevokeCommand(args: readonly string[]): CommandResult {

@@ -2,7 +2,12 @@ import { parseArgs } from 'node:util';
 import { CanonicalJsonError, canonicalize } from '../../schemas/canonical-json.ts';
 import { stableId } from '../../schemas/fnv1a.ts';
 import { overlayConfigMapName } from '../../schemas/overlay/configmap-name.ts';
-import { CONSUMER_DIALECTS, type ConsumerDialect, DEFAULT_CONSUMER_DIALECT, isConsumerDialect } from '../../schemas/overlay/dialect.ts';
+import {
+  CONSUMER_DIALECTS,
+  type ConsumerDialect,
+  DEFAULT_CONSUMER_DIALECT,
+  isConsumerDialect,
+} from '../../schemas/overlay/dialect.ts';
 import { overlayRevision } from '../../schemas/overlay/revision.ts';
 import { GATEWAY_MAX_OVERLAY_BYTES, validateOverlay } from '../../schemas/overlay/validate.ts';
 import overlaySchema from '../../schemas/overlay/overlay-envelope.schema.json' with { type: 'json' };
@@ -34,7 +39,8 @@ export function canonicalCommand(args: readonly string[]): CommandResult {
 
 export function stableIdCommand(args: readonly string[]): CommandResult {
   const [kind, name, site, cluster] = exactly(args, ['KIND', 'NAME', 'SITE', 'CLUSTER'], 'stable-id');
-  if (!CANDIDATE_KINDS.includes(kind)) throw usageError(`stable-id: KIND must be one of ${CANDIDATE_KINDS.join(', ')}, got "${kind}"`);
+  if (!CANDIDATE_KINDS.includes(kind))
+    throw usageError(`stable-id: KIND must be one of ${CANDIDATE_KINDS.join(', ')}, got "${kind}"`);
   return { stdout: `${stableId(kind, name, site, cluster)}\n`, exitCode: 0 };
 }
 
@@ -45,7 +51,10 @@ export function overlayRevisionCommand(args: readonly string[]): CommandResult {
   // An envelope carries the payload under "overlay"; a bare payload is the document itself.
   const payload = Object.hasOwn(doc, 'overlay') ? doc['overlay'] : doc;
   if (!isObject(payload) || !Array.isArray(payload['candidates'])) {
-    throw new CliError(`${file}: no routing payload found (expected "candidates" in the document or in its "overlay")`, 1);
+    throw new CliError(
+      `${file}: no routing payload found (expected "candidates" in the document or in its "overlay")`,
+      1,
+    );
   }
   try {
     return { stdout: `${overlayRevision(payload)}\n`, exitCode: 0 };
@@ -94,7 +103,8 @@ function exactly<const Names extends readonly string[]>(
   command: string,
 ): { [K in keyof Names]: string } {
   const usage = `usage: agn ${command} ${names.join(' ')}`;
-  if (args.length !== names.length) throw usageError(`${usage}: expected ${names.length} argument(s), got ${args.length}`);
+  if (args.length !== names.length)
+    throw usageError(`${usage}: expected ${names.length} argument(s), got ${args.length}`);
   const blank = args.findIndex((arg) => arg.trim() === '');
   if (blank >= 0) throw usageError(`${usage}: ${names[blank]} must not be empty`);
   const option = args.findIndex((arg) => arg.startsWith('--'));
@@ -115,7 +125,8 @@ const VERIFY_OPTIONS = {
 /** --consumer: whose rules decide (this project's gateway, Praxis AI main, Praxis AI with selection groups). */
 function parseConsumer(value: string | undefined): ConsumerDialect {
   if (value === undefined) return DEFAULT_CONSUMER_DIALECT;
-  if (!isConsumerDialect(value)) throw usageError(`--consumer must be one of ${CONSUMER_DIALECTS.join(', ')}, got "${value}"`);
+  if (!isConsumerDialect(value))
+    throw usageError(`--consumer must be one of ${CONSUMER_DIALECTS.join(', ')}, got "${value}"`);
   return value;
 }
 

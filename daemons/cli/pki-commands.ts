@@ -16,7 +16,19 @@ import { CliError, usageError } from './cli-error.ts';
 import { declarationFile, parse, problemsResult } from './grid-commands.ts';
 import type { CommandResult } from './overlay-commands.ts';
 import { PKI_INIT_USAGE, PKI_RENEW_USAGE, PKI_SECRETS_USAGE, PKI_STATUS_USAGE } from './pki-usage.ts';
-import { ensurePki, PkiError, readCaPair, readLeaf, RENEW_BEFORE_MS, renewGateway, type RenewStep, sitePins, type SitePlan, trustOf, trustText } from './pki/grid-pki.ts';
+import {
+  ensurePki,
+  PkiError,
+  readCaPair,
+  readLeaf,
+  RENEW_BEFORE_MS,
+  renewGateway,
+  type RenewStep,
+  sitePins,
+  type SitePlan,
+  trustOf,
+  trustText,
+} from './pki/grid-pki.ts';
 import { siteSecretManifests } from './pki/site-secret-manifests.ts';
 
 export const DEFAULT_PKI_DIR = '.pki';
@@ -49,7 +61,12 @@ async function compile(file: string, checkPins: boolean): Promise<Compiled | Com
   }
   try {
     const built = buildGrid(new App(), declaration, { checkPins });
-    return { file, network: declaration.network.name, declaredTrust: declaration.trust, sites: built.sites.map((stack) => ({ site: stack.siteName, needs: stack.secretNeeds })) };
+    return {
+      file,
+      network: declaration.network.name,
+      declaredTrust: declaration.trust,
+      sites: built.sites.map((stack) => ({ site: stack.siteName, needs: stack.secretNeeds })),
+    };
   } catch (error) {
     if (error instanceof GridSynthError) return problemsResult(file, error.lines);
     throw error;
@@ -62,9 +79,15 @@ function plansOf(compiled: Compiled): SitePlan[] {
     const consumer = needs.find((n) => n.purpose === 'gateway-tls' && n.role === 'consumer');
     return {
       site,
-      ...(provider?.purpose === 'gateway-tls' && provider.role === 'provider' ? { providerServerNames: provider.serverNames } : {}),
-      ...(consumer?.purpose === 'gateway-tls' && consumer.role === 'consumer' ? { consumer: { gateway: consumer.gateway, organizations: consumer.organizations } } : {}),
-      simulatedCredentials: needs.flatMap((n) => (n.purpose === 'provider-credential' && n.simulated ? n.keys.map((key) => ({ name: n.name, key })) : [])),
+      ...(provider?.purpose === 'gateway-tls' && provider.role === 'provider'
+        ? { providerServerNames: provider.serverNames }
+        : {}),
+      ...(consumer?.purpose === 'gateway-tls' && consumer.role === 'consumer'
+        ? { consumer: { gateway: consumer.gateway, organizations: consumer.organizations } }
+        : {}),
+      simulatedCredentials: needs.flatMap((n) =>
+        n.purpose === 'provider-credential' && n.simulated ? n.keys.map((key) => ({ name: n.name, key })) : [],
+      ),
       tokens: [
         ...(needs.some((n) => n.purpose === 'dashboard-token') ? ['dashboard' as const] : []),
         ...(needs.some((n) => n.purpose === 'ingest-token') ? ['ingest' as const] : []),
@@ -76,7 +99,8 @@ function plansOf(compiled: Compiled): SitePlan[] {
 function positiveDays(value: string | undefined, flag: string, usage: string): number | undefined {
   if (value === undefined) return undefined;
   const days = Number(value);
-  if (!/^[1-9][0-9]{0,4}$/u.test(value) || days > 36500) throw usageError(`usage: agn ${usage}: ${flag} must be a whole number of days from 1 to 36500`);
+  if (!/^[1-9][0-9]{0,4}$/u.test(value) || days > 36500)
+    throw usageError(`usage: agn ${usage}: ${flag} must be a whole number of days from 1 to 36500`);
   return days;
 }
 
@@ -105,10 +129,14 @@ function readTrustFile(path: string): GridTrust | undefined {
   try {
     value = JSON.parse(readFileSync(path, 'utf8'));
   } catch (error) {
-    throw new CliError(`${path}: not JSON (${(error as Error).message.split('\n')[0]}); restore it from git, or remove it to write a new one`, 1);
+    throw new CliError(
+      `${path}: not JSON (${(error as Error).message.split('\n')[0]}); restore it from git, or remove it to write a new one`,
+      1,
+    );
   }
   const checked = checkGridTrust(value);
-  if (!checked.ok) throw new CliError(`${path}: ${checked.error}; restore it from git, or remove it to write a new one`, 1);
+  if (!checked.ok)
+    throw new CliError(`${path}: ${checked.error}; restore it from git, or remove it to write a new one`, 1);
   return checked.value;
 }
 
@@ -116,7 +144,10 @@ function writeTrust(path: string, dir: string, compiled: Compiled): GridTrust {
   const before = readTrustFile(path);
   const trust = guard(() => trustOf(dir, compiled.network, plansOf(compiled)));
   if (before !== undefined && before.ca.fingerprint !== trust.ca.fingerprint) {
-    throw new CliError(`${path} belongs to another PKI (CA ${before.ca.fingerprint.slice(0, 16)}…, ${dir} has ${trust.ca.fingerprint.slice(0, 16)}…); point --dir at that PKI, or remove ${path} to start the grid's trust anew`, 1);
+    throw new CliError(
+      `${path} belongs to another PKI (CA ${before.ca.fingerprint.slice(0, 16)}…, ${dir} has ${trust.ca.fingerprint.slice(0, 16)}…); point --dir at that PKI, or remove ${path} to start the grid's trust anew`,
+      1,
+    );
   }
   writeFileSync(path, trustText(trust));
   return trust;
@@ -128,7 +159,17 @@ function pinSummary(trust: GridTrust): string {
 }
 
 export async function pkiInitCommand(args: readonly string[]): Promise<CommandResult> {
-  const { values, positionals } = parse(args, PKI_INIT_USAGE, { dir: { type: 'string' }, trust: { type: 'string' }, 'ca-days': { type: 'string' }, 'leaf-days': { type: 'string' } }, 1);
+  const { values, positionals } = parse(
+    args,
+    PKI_INIT_USAGE,
+    {
+      dir: { type: 'string' },
+      trust: { type: 'string' },
+      'ca-days': { type: 'string' },
+      'leaf-days': { type: 'string' },
+    },
+    1,
+  );
   const file = declarationFile(positionals);
   const dir = values.dir ?? DEFAULT_PKI_DIR;
   const trustPath = values.trust ?? DEFAULT_TRUST_FILE;
@@ -139,24 +180,42 @@ export async function pkiInitCommand(args: readonly string[]): Promise<CommandRe
   // Check the existing trust file before anything is issued, so a wrong --dir creates no second CA.
   const before = readTrustFile(trustPath);
   if (before !== undefined && before.network !== compiled.network) {
-    throw new CliError(`${trustPath} is the trust file of network ${before.network}, not ${compiled.network}; pass --trust for this network's file`, 1);
+    throw new CliError(
+      `${trustPath} is the trust file of network ${before.network}, not ${compiled.network}; pass --trust for this network's file`,
+      1,
+    );
   }
   if (before !== undefined && !existsSync(`${dir}/ca.crt`)) {
-    throw new CliError(`${trustPath} exists but ${dir} holds no CA: point --dir at the PKI it was made from (a new CA would invalidate every certificate of the grid), or remove ${trustPath} to start anew`, 1);
+    throw new CliError(
+      `${trustPath} exists but ${dir} holds no CA: point --dir at the PKI it was made from (a new CA would invalidate every certificate of the grid), or remove ${trustPath} to start anew`,
+      1,
+    );
   }
-  const { changes, warnings } = await guardAsync(() => ensurePki(dir, compiled.network, plansOf(compiled), { ...(caDays === undefined ? {} : { caDays }), ...(leafDays === undefined ? {} : { leafDays }) }));
+  const { changes, warnings } = await guardAsync(() =>
+    ensurePki(dir, compiled.network, plansOf(compiled), {
+      ...(caDays === undefined ? {} : { caDays }),
+      ...(leafDays === undefined ? {} : { leafDays }),
+    }),
+  );
   const trust = writeTrust(trustPath, dir, compiled);
   const lines = [
     ...(changes.length === 0 ? [`${dir}: every certificate and key is current`] : changes),
     `wrote ${trustPath} (${pinSummary(trust)}; no key or token in it: commit it beside ${file})`,
     'next:',
     `  pass it as the declaration's trust: trust: readGridTrust(new URL('${importPath(file, trustPath)}', import.meta.url)) (from agn-ts)`,
-    '  npm run synth       # renders every peer\'s pin into dist/',
-    ...compiled.sites.map(({ site }) => `  agn pki secrets --site ${site}${dir === DEFAULT_PKI_DIR ? '' : ` --dir ${dir}`} | kubectl --context <${site}> apply -f -`),
+    "  npm run synth       # renders every peer's pin into dist/",
+    ...compiled.sites.map(
+      ({ site }) =>
+        `  agn pki secrets --site ${site}${dir === DEFAULT_PKI_DIR ? '' : ` --dir ${dir}`} | kubectl --context <${site}> apply -f -`,
+    ),
     `keep ${dir} out of git (CA key, private keys, SWIM key, tokens): back it up where your other cluster secrets live`,
     '',
   ];
-  return { stdout: lines.join('\n'), exitCode: 0, ...(warnings.length > 0 ? { stderr: warnings.map((w) => `warning: ${w}`).join('\n') } : {}) };
+  return {
+    stdout: lines.join('\n'),
+    exitCode: 0,
+    ...(warnings.length > 0 ? { stderr: warnings.map((w) => `warning: ${w}`).join('\n') } : {}),
+  };
 }
 
 /** The declaration's trust must describe the certificates in `dir`, or the Secrets would not match dist/. */
@@ -164,45 +223,79 @@ function trustMismatch(compiled: Compiled, dir: string): string | undefined {
   const declared = compiled.declaredTrust;
   if (declared === undefined) return `${compiled.file} passes no trust file`;
   const ca = guard(() => pemFingerprint(readCaPair(dir).certPem));
-  if (declared.ca.fingerprint !== ca) return `its trust file names CA ${declared.ca.fingerprint.slice(0, 16)}…, ${dir} holds CA ${ca.slice(0, 16)}…`;
+  if (declared.ca.fingerprint !== ca)
+    return `its trust file names CA ${declared.ca.fingerprint.slice(0, 16)}…, ${dir} holds CA ${ca.slice(0, 16)}…`;
   for (const { site, needs } of compiled.sites) {
     if (!needs.some((n) => n.purpose === 'gateway-tls' && n.role === 'provider')) continue;
     const pins = guard(() => sitePins(dir, site));
     const listed = declared.sites[site]?.gatewayPins ?? [];
-    if (pins.join(',') !== listed.join(',')) return `site ${site}'s pins in the trust file are not those of the certificates in ${dir}`;
+    if (pins.join(',') !== listed.join(','))
+      return `site ${site}'s pins in the trust file are not those of the certificates in ${dir}`;
   }
   return undefined;
 }
 
 export async function pkiSecretsCommand(args: readonly string[]): Promise<CommandResult> {
-  const { values, positionals } = parse(args, PKI_SECRETS_USAGE, { site: { type: 'string' }, dir: { type: 'string' } }, 1);
-  if (values.site === undefined || values.site === '') throw usageError(`usage: agn ${PKI_SECRETS_USAGE}: --site is required`);
+  const { values, positionals } = parse(
+    args,
+    PKI_SECRETS_USAGE,
+    { site: { type: 'string' }, dir: { type: 'string' } },
+    1,
+  );
+  if (values.site === undefined || values.site === '')
+    throw usageError(`usage: agn ${PKI_SECRETS_USAGE}: --site is required`);
   const file = declarationFile(positionals);
   const dir = values.dir ?? DEFAULT_PKI_DIR;
-  if (!existsSync(`${dir}/ca.crt`)) throw new CliError(`${dir}: no grid PKI here (no ca.crt); run agn pki init${dir === DEFAULT_PKI_DIR ? '' : ` --dir ${dir}`} first`, 1);
+  if (!existsSync(`${dir}/ca.crt`))
+    throw new CliError(
+      `${dir}: no grid PKI here (no ca.crt); run agn pki init${dir === DEFAULT_PKI_DIR ? '' : ` --dir ${dir}`} first`,
+      1,
+    );
   const compiled = await compile(file, true);
   if ('exitCode' in compiled) return compiled;
   const entry = compiled.sites.find((s) => s.site === values.site);
-  if (entry === undefined) throw new CliError(`${file}: no site ${values.site} (sites: ${compiled.sites.map((s) => s.site).join(', ')})`, 1);
+  if (entry === undefined)
+    throw new CliError(`${file}: no site ${values.site} (sites: ${compiled.sites.map((s) => s.site).join(', ')})`, 1);
   const mismatch = trustMismatch(compiled, dir);
-  if (mismatch !== undefined) throw new CliError(`${file}: ${mismatch}; run agn pki init${dir === DEFAULT_PKI_DIR ? '' : ` --dir ${dir}`}, then synthesize, so dist/ pins what the Secrets carry`, 1);
+  if (mismatch !== undefined)
+    throw new CliError(
+      `${file}: ${mismatch}; run agn pki init${dir === DEFAULT_PKI_DIR ? '' : ` --dir ${dir}`}, then synthesize, so dist/ pins what the Secrets carry`,
+      1,
+    );
   const { secrets, user } = guard(() => siteSecretManifests(dir, compiled.network, entry.site, entry.needs));
   const stdout = secrets.map((secret) => toYaml(secret)).join('---\n');
   const stderr = [
     `${secrets.length} Secrets of site ${entry.site} from ${dir} (they hold private keys: pipe them to kubectl, do not store them)`,
-    ...(user.length === 0 ? [] : [`create these yourself (${user.length}):`, ...user.map((u) => `  ${u.need.namespace}/${u.need.name}: ${u.how}`)]),
+    ...(user.length === 0
+      ? []
+      : [
+          `create these yourself (${user.length}):`,
+          ...user.map((u) => `  ${u.need.namespace}/${u.need.name}: ${u.how}`),
+        ]),
   ].join('\n');
   return { stdout, stderr, exitCode: 0 };
 }
 
 export async function pkiRenewCommand(args: readonly string[]): Promise<CommandResult> {
-  const { values, positionals } = parse(args, PKI_RENEW_USAGE, {
-    site: { type: 'string' }, dir: { type: 'string' }, trust: { type: 'string' }, 'leaf-days': { type: 'string' },
-    stage: { type: 'boolean' }, activate: { type: 'boolean' }, finish: { type: 'boolean' },
-  }, 1);
-  if (values.site === undefined || values.site === '') throw usageError(`usage: agn ${PKI_RENEW_USAGE}: --site is required`);
+  const { values, positionals } = parse(
+    args,
+    PKI_RENEW_USAGE,
+    {
+      site: { type: 'string' },
+      dir: { type: 'string' },
+      trust: { type: 'string' },
+      'leaf-days': { type: 'string' },
+      stage: { type: 'boolean' },
+      activate: { type: 'boolean' },
+      finish: { type: 'boolean' },
+    },
+    1,
+  );
+  if (values.site === undefined || values.site === '')
+    throw usageError(`usage: agn ${PKI_RENEW_USAGE}: --site is required`);
   const steps = (['stage', 'activate', 'finish'] as const).filter((step) => values[step] === true);
-  if (steps.length !== 1) throw usageError(`usage: agn ${PKI_RENEW_USAGE}: give exactly one of --stage, --activate, --finish`);
+  if (steps.length !== 1)
+    throw usageError(`usage: agn ${PKI_RENEW_USAGE}: give exactly one of --stage, --activate, --finish`);
   const step = steps[0] as RenewStep;
   const leafDays = positiveDays(values['leaf-days'], '--leaf-days', PKI_RENEW_USAGE);
   const file = declarationFile(positionals);
@@ -211,20 +304,36 @@ export async function pkiRenewCommand(args: readonly string[]): Promise<CommandR
   const compiled = await compile(file, false);
   if ('exitCode' in compiled) return compiled;
   const plan = plansOf(compiled).find((p) => p.site === values.site);
-  if (plan === undefined) throw new CliError(`${file}: no site ${values.site} (sites: ${compiled.sites.map((s) => s.site).join(', ')})`, 1);
-  if (plan.providerServerNames === undefined) throw new CliError(`${file}: site ${plan.site} has no provider gateway, so it has no pinned certificate to renew`, 1);
+  if (plan === undefined)
+    throw new CliError(`${file}: no site ${values.site} (sites: ${compiled.sites.map((s) => s.site).join(', ')})`, 1);
+  if (plan.providerServerNames === undefined)
+    throw new CliError(
+      `${file}: site ${plan.site} has no provider gateway, so it has no pinned certificate to renew`,
+      1,
+    );
   const serverNames = plan.providerServerNames;
-  const message = await guardAsync(() => renewGateway(dir, plan.site, step, serverNames, leafDays === undefined ? {} : { leafDays }));
+  const message = await guardAsync(() =>
+    renewGateway(dir, plan.site, step, serverNames, leafDays === undefined ? {} : { leafDays }),
+  );
   const trust = writeTrust(trustPath, dir, compiled);
   return { stdout: `${message}\nwrote ${trustPath} (${pinSummary(trust)})\n`, exitCode: 0 };
 }
 
 export async function pkiStatusCommand(args: readonly string[]): Promise<CommandResult> {
-  const { values, positionals } = parse(args, PKI_STATUS_USAGE, { dir: { type: 'string' }, trust: { type: 'string' } }, 1);
+  const { values, positionals } = parse(
+    args,
+    PKI_STATUS_USAGE,
+    { dir: { type: 'string' }, trust: { type: 'string' } },
+    1,
+  );
   const file = declarationFile(positionals);
   const dir = values.dir ?? DEFAULT_PKI_DIR;
   const trustPath = values.trust ?? DEFAULT_TRUST_FILE;
-  if (!existsSync(`${dir}/ca.crt`)) throw new CliError(`${dir}: no grid PKI here (no ca.crt); run agn pki init${dir === DEFAULT_PKI_DIR ? '' : ` --dir ${dir}`} first`, 1);
+  if (!existsSync(`${dir}/ca.crt`))
+    throw new CliError(
+      `${dir}: no grid PKI here (no ca.crt); run agn pki init${dir === DEFAULT_PKI_DIR ? '' : ` --dir ${dir}`} first`,
+      1,
+    );
   const compiled = await compile(file, false);
   if ('exitCode' in compiled) return compiled;
   const now = Date.now();
@@ -241,13 +350,18 @@ export async function pkiStatusCommand(args: readonly string[]): Promise<Command
     const until = leafValidTo(pem);
     const days = Math.floor((until - now) / 86_400_000);
     rows.push(`${label}  expires ${new Date(until).toISOString().slice(0, 10)} (${days} days)`);
-    if (leafMismatch(pem, { minRemainingMs: RENEW_BEFORE_MS }, now) !== undefined) problems.push(`${label}: expires in ${days} days${label.endsWith('provider-gateway') ? `: agn pki renew --site ${label.split(' ')[0]} --stage` : ': agn pki init re-issues it'}`);
+    if (leafMismatch(pem, { minRemainingMs: RENEW_BEFORE_MS }, now) !== undefined)
+      problems.push(
+        `${label}: expires in ${days} days${label.endsWith('provider-gateway') ? `: agn pki renew --site ${label.split(' ')[0]} --stage` : ': agn pki init re-issues it'}`,
+      );
   };
   check('grid CA', () => readCaPair(dir));
   for (const plan of plansOf(compiled)) {
     check(`${plan.site} site`, () => readLeaf(dir, plan.site, 'site'));
-    if (plan.providerServerNames !== undefined) check(`${plan.site} provider-gateway`, () => readLeaf(dir, plan.site, 'provider-gateway'));
-    if (plan.consumer !== undefined) check(`${plan.site} consumer-gateway`, () => readLeaf(dir, plan.site, 'consumer-gateway'));
+    if (plan.providerServerNames !== undefined)
+      check(`${plan.site} provider-gateway`, () => readLeaf(dir, plan.site, 'provider-gateway'));
+    if (plan.consumer !== undefined)
+      check(`${plan.site} consumer-gateway`, () => readLeaf(dir, plan.site, 'consumer-gateway'));
   }
   const trust = readTrustFile(trustPath);
   if (trust === undefined) problems.push(`${trustPath}: missing; agn pki init writes it`);
@@ -255,18 +369,38 @@ export async function pkiStatusCommand(args: readonly string[]): Promise<Command
     for (const plan of plansOf(compiled)) {
       if (plan.providerServerNames === undefined) continue;
       const pins = guard(() => sitePins(dir, plan.site));
-      if ((trust.sites[plan.site]?.gatewayPins ?? []).join(',') !== pins.join(',')) problems.push(`${trustPath}: site ${plan.site}'s pins are not those of its certificates in ${dir}: agn pki init rewrites it`);
+      if ((trust.sites[plan.site]?.gatewayPins ?? []).join(',') !== pins.join(','))
+        problems.push(
+          `${trustPath}: site ${plan.site}'s pins are not those of its certificates in ${dir}: agn pki init rewrites it`,
+        );
     }
-    const mismatch = compiled.declaredTrust === undefined ? `${file} passes no trust file` : compiled.declaredTrust.ca.fingerprint !== trust.ca.fingerprint || JSON.stringify(compiled.declaredTrust.sites) !== JSON.stringify(trust.sites) ? `${file} passes a trust file other than ${trustPath}, or dist/ was synthesized before its last change` : undefined;
+    const mismatch =
+      compiled.declaredTrust === undefined
+        ? `${file} passes no trust file`
+        : compiled.declaredTrust.ca.fingerprint !== trust.ca.fingerprint ||
+            JSON.stringify(compiled.declaredTrust.sites) !== JSON.stringify(trust.sites)
+          ? `${file} passes a trust file other than ${trustPath}, or dist/ was synthesized before its last change`
+          : undefined;
     if (mismatch !== undefined) problems.push(mismatch);
   }
-  const stdout = [...rows, ...(problems.length === 0 ? ['ok: every certificate is valid for 30 days or more and the trust file matches them'] : [])].join('\n');
-  return { stdout: `${stdout}\n`, exitCode: problems.length === 0 ? 0 : 1, ...(problems.length === 0 ? {} : { stderr: problems.join('\n') }) };
+  const stdout = [
+    ...rows,
+    ...(problems.length === 0
+      ? ['ok: every certificate is valid for 30 days or more and the trust file matches them']
+      : []),
+  ].join('\n');
+  return {
+    stdout: `${stdout}\n`,
+    exitCode: problems.length === 0 ? 0 : 1,
+    ...(problems.length === 0 ? {} : { stderr: problems.join('\n') }),
+  };
 }
 
 /** `trust` as a relative module specifier from the declaration file's directory. */
 function importPath(file: string, trust: string): string {
-  const path = relative(dirname(resolve(file)), resolve(trust)).split(sep).join('/');
+  const path = relative(dirname(resolve(file)), resolve(trust))
+    .split(sep)
+    .join('/');
   return path.startsWith('.') ? path : `./${path}`;
 }
 

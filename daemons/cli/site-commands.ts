@@ -37,9 +37,21 @@ function keyPemOf(key: KeyObject): string {
 }
 
 async function generateSiteKey(): Promise<SiteKey> {
-  const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-  const privateKey = createPrivateKey({ key: Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)), format: 'der', type: 'pkcs8' });
-  return { keys, signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' }, keyPem: keyPemOf(privateKey), spki: Buffer.from(await webcrypto.subtle.exportKey('spki', keys.publicKey)) };
+  const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
+    'sign',
+    'verify',
+  ])) as webcrypto.CryptoKeyPair;
+  const privateKey = createPrivateKey({
+    key: Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)),
+    format: 'der',
+    type: 'pkcs8',
+  });
+  return {
+    keys,
+    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
+    keyPem: keyPemOf(privateKey),
+    spki: Buffer.from(await webcrypto.subtle.exportKey('spki', keys.publicKey)),
+  };
 }
 
 /** An existing key (kept from `site keygen` so a key-bound invite matches). EC P-256/P-384 or Ed25519. */
@@ -49,17 +61,36 @@ async function loadSiteKey(file: string): Promise<SiteKey> {
     key = createPrivateKey(readFileSync(file));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new CliError(code?.startsWith('E') && !code.startsWith('ERR') ? `cannot read ${file}: ${code}` : `${file}: not a PEM private key`, 2);
+    throw new CliError(
+      code?.startsWith('E') && !code.startsWith('ERR')
+        ? `cannot read ${file}: ${code}`
+        : `${file}: not a PEM private key`,
+      2,
+    );
   }
   const curve = key.asymmetricKeyDetails?.namedCurve;
-  const algorithm = key.asymmetricKeyType === 'ed25519'
-    ? { importAlgorithm: { name: 'Ed25519' }, signingAlgorithm: { name: 'Ed25519' } }
-    : key.asymmetricKeyType === 'ec' && (curve === 'prime256v1' || curve === 'secp384r1')
-      ? { importAlgorithm: { name: 'ECDSA', namedCurve: curve === 'prime256v1' ? 'P-256' : 'P-384' }, signingAlgorithm: { name: 'ECDSA', hash: curve === 'prime256v1' ? 'SHA-256' : 'SHA-384' } }
-      : undefined;
-  if (algorithm === undefined) throw new CliError(`${file}: key type ${key.asymmetricKeyType ?? 'unknown'} ${curve ?? ''} is not supported (EC P-256, P-384 or Ed25519)`, 1);
+  const algorithm =
+    key.asymmetricKeyType === 'ed25519'
+      ? { importAlgorithm: { name: 'Ed25519' }, signingAlgorithm: { name: 'Ed25519' } }
+      : key.asymmetricKeyType === 'ec' && (curve === 'prime256v1' || curve === 'secp384r1')
+        ? {
+            importAlgorithm: { name: 'ECDSA', namedCurve: curve === 'prime256v1' ? 'P-256' : 'P-384' },
+            signingAlgorithm: { name: 'ECDSA', hash: curve === 'prime256v1' ? 'SHA-256' : 'SHA-384' },
+          }
+        : undefined;
+  if (algorithm === undefined)
+    throw new CliError(
+      `${file}: key type ${key.asymmetricKeyType ?? 'unknown'} ${curve ?? ''} is not supported (EC P-256, P-384 or Ed25519)`,
+      1,
+    );
   const spki = createPublicKey(key).export({ type: 'spki', format: 'der' });
-  const privateKey = await webcrypto.subtle.importKey('pkcs8', key.export({ type: 'pkcs8', format: 'der' }), algorithm.importAlgorithm, false, ['sign']);
+  const privateKey = await webcrypto.subtle.importKey(
+    'pkcs8',
+    key.export({ type: 'pkcs8', format: 'der' }),
+    algorithm.importAlgorithm,
+    false,
+    ['sign'],
+  );
   const publicKey = await webcrypto.subtle.importKey('spki', spki, algorithm.importAlgorithm, true, ['verify']);
   return { keys: { privateKey, publicKey }, signingAlgorithm: algorithm.signingAlgorithm, keyPem: keyPemOf(key), spki };
 }
@@ -79,7 +110,8 @@ function ensureDir(dir: string): void {
 
 /** `agn site keygen DIR`: DIR/tls.key (0600, kept if present) and its publicKeySHA256 on stdout, for a bound invite. */
 export async function keygenCommand(args: readonly string[]): Promise<CommandResult> {
-  if (args.length !== 1 || args[0] === undefined || args[0].trim() === '' || args[0].startsWith('--')) throw usageError(`usage: agn ${KEYGEN_USAGE}`);
+  if (args.length !== 1 || args[0] === undefined || args[0].trim() === '' || args[0].startsWith('--'))
+    throw usageError(`usage: agn ${KEYGEN_USAGE}`);
   const dir = args[0];
   ensureDir(dir);
   const keyFile = join(dir, 'tls.key');
@@ -110,8 +142,10 @@ interface Response {
 
 function describeTlsFailure(error: NodeJS.ErrnoException, caFile: string, expected: string): string {
   const code = error.code ?? '';
-  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `the signer's certificate does not name ${expected} (pass --signer with the signer's site name)`;
-  if (/CERT|SELF_SIGNED|UNABLE_TO|ISSUER/.test(code)) return `the signer's certificate does not verify against --ca ${caFile} (${code})`;
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID')
+    return `the signer's certificate does not name ${expected} (pass --signer with the signer's site name)`;
+  if (/CERT|SELF_SIGNED|UNABLE_TO|ISSUER/.test(code))
+    return `the signer's certificate does not verify against --ca ${caFile} (${code})`;
   if (code === 'ECONNREFUSED') return 'connection refused';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
   if (code === 'ETIMEDOUT' || code === 'ECONNRESET') return code === 'ETIMEDOUT' ? 'timed out' : 'connection reset';
@@ -131,7 +165,13 @@ function post(url: URL, caPem: string, caFile: string, signer: string | undefine
         ca: caPem,
         minVersion: 'TLSv1.2',
         // The signer's certificate names its site, not necessarily the address dialled.
-        ...(signer !== undefined ? { servername: signer, checkServerIdentity: (_host: string, cert: Parameters<typeof checkServerIdentity>[1]) => checkServerIdentity(signer, cert) } : {}),
+        ...(signer !== undefined
+          ? {
+              servername: signer,
+              checkServerIdentity: (_host: string, cert: Parameters<typeof checkServerIdentity>[1]) =>
+                checkServerIdentity(signer, cert),
+            }
+          : {}),
         headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
         timeout: REQUEST_TIMEOUT_MS,
         agent: false,
@@ -149,7 +189,9 @@ function post(url: URL, caPem: string, caFile: string, signer: string | undefine
       },
     );
     req.on('timeout', () => req.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
-    req.on('error', (error: NodeJS.ErrnoException) => reject(new CliError(`cannot redeem at ${url.origin}: ${describeTlsFailure(error, caFile, expected)}`, 1)));
+    req.on('error', (error: NodeJS.ErrnoException) =>
+      reject(new CliError(`cannot redeem at ${url.origin}: ${describeTlsFailure(error, caFile, expected)}`, 1)),
+    );
     req.end(body);
   });
 }
@@ -169,7 +211,8 @@ export async function enrollCommand(args: readonly string[]): Promise<CommandRes
   }
   const need = (flag: keyof typeof ENROLL_OPTIONS): string => {
     const value = values[flag];
-    if (value === undefined || value.trim() === '') throw usageError(`usage: agn ${ENROLL_USAGE}: --${flag} is required`);
+    if (value === undefined || value.trim() === '')
+      throw usageError(`usage: agn ${ENROLL_USAGE}: --${flag} is required`);
     return value.trim();
   };
   const urlText = need('url');
@@ -185,7 +228,8 @@ export async function enrollCommand(args: readonly string[]): Promise<CommandRes
     throw usageError(`--url "${oneLine(urlText, 80)}" is not a URL such as https://signer.example:9443`);
   }
   if (url.protocol !== 'https:') throw usageError(`--url must use https, got ${url.protocol}`);
-  if (!SITE_NAME.test(site) || site.length > 63) throw usageError(`--site "${oneLine(site, 80)}" must be a DNS label: 1-63 lowercase letters, digits or -`);
+  if (!SITE_NAME.test(site) || site.length > 63)
+    throw usageError(`--site "${oneLine(site, 80)}" must be a DNS label: 1-63 lowercase letters, digits or -`);
 
   let caPem: string;
   try {
@@ -208,19 +252,33 @@ export async function enrollCommand(args: readonly string[]): Promise<CommandRes
     try {
       token = readFileSync(tokenFile, 'utf8').trim();
     } catch (error) {
-      throw new CliError(`cannot read --token-file ${tokenFile}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, 2);
+      throw new CliError(
+        `cannot read --token-file ${tokenFile}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+        2,
+      );
     }
   } else {
     token = process.env['AGN_INVITE_TOKEN']?.trim();
   }
-  if (token === undefined || token === '') throw usageError('the invite token is required: --token-file FILE or env AGN_INVITE_TOKEN');
+  if (token === undefined || token === '')
+    throw usageError('the invite token is required: --token-file FILE or env AGN_INVITE_TOKEN');
 
   ensureDir(out);
   const keyFile = join(out, 'tls.key');
   const existingKey = existsSync(keyFile);
   const key = existingKey ? await loadSiteKey(keyFile) : await generateSiteKey();
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create({ name: `CN=${site}`, keys: key.keys, signingAlgorithm: key.signingAlgorithm });
-  const response = await post(url, caPem, caFile, signer, JSON.stringify({ tokenId, token, siteName: site, csr: csr.toString('pem') }));
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
+    name: `CN=${site}`,
+    keys: key.keys,
+    signingAlgorithm: key.signingAlgorithm,
+  });
+  const response = await post(
+    url,
+    caPem,
+    caFile,
+    signer,
+    JSON.stringify({ tokenId, token, siteName: site, csr: csr.toString('pem') }),
+  );
 
   let body: Record<string, unknown>;
   try {
@@ -229,7 +287,10 @@ export async function enrollCommand(args: readonly string[]): Promise<CommandRes
     throw new CliError(`the signer answered HTTP ${response.status} with a body that is not JSON`, 1);
   }
   if (response.status !== 200) {
-    throw new CliError(`the signer refused the redeem: ${oneLine(body['error'] ?? 'error', 40)} (HTTP ${response.status}): ${oneLine(body['message'] ?? '')}`, 1);
+    throw new CliError(
+      `the signer refused the redeem: ${oneLine(body['error'] ?? 'error', 40)} (HTTP ${response.status}): ${oneLine(body['message'] ?? '')}`,
+      1,
+    );
   }
   const certPem = body['certificate'];
   if (typeof certPem !== 'string') throw new CliError('the signer answered 200 without a certificate', 1);
@@ -240,8 +301,10 @@ export async function enrollCommand(args: readonly string[]): Promise<CommandRes
     throw new CliError('the signer returned a certificate that cannot be parsed', 1);
   }
   // Never write a certificate this site could not use: it must carry our key and chain to the CA we trust.
-  if (!cert.publicKey.export({ type: 'spki', format: 'der' }).equals(key.spki)) throw new CliError('the returned certificate does not carry this site\'s public key', 1);
-  if (!cas.some((ca) => cert.checkIssued(ca) && cert.verify(ca.publicKey))) throw new CliError(`the returned certificate is not issued by a CA in --ca ${caFile}`, 1);
+  if (!cert.publicKey.export({ type: 'spki', format: 'der' }).equals(key.spki))
+    throw new CliError("the returned certificate does not carry this site's public key", 1);
+  if (!cas.some((ca) => cert.checkIssued(ca) && cert.verify(ca.publicKey)))
+    throw new CliError(`the returned certificate is not issued by a CA in --ca ${caFile}`, 1);
   if (!existingKey) writeKey(keyFile, key.keyPem);
   writeFileSync(join(out, 'tls.crt'), certPem);
   writeFileSync(join(out, 'ca.crt'), caPem);

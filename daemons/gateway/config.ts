@@ -74,7 +74,10 @@ function describeSchemaError(error: ErrorObject, document: unknown): string {
     case 'required':
       return `missing key "${String(error.params['missingProperty'])}" at ${where}`;
     default: {
-      const key = error.instancePath.split('/').filter((part) => !/^\d+$/u.test(part)).pop();
+      const key = error.instancePath
+        .split('/')
+        .filter((part) => !/^\d+$/u.test(part))
+        .pop();
       return `${key === undefined ? '' : `key "${key}" `}at ${where}: ${error.message ?? 'invalid'}`;
     }
   }
@@ -94,7 +97,9 @@ export function parseConfigText(text: string, source: string): unknown {
   try {
     return source.endsWith('.json') ? JSON.parse(text) : parseYaml(text, { maxAliasCount: 100 });
   } catch (error) {
-    throw new ConfigError(`${source}: not valid ${source.endsWith('.json') ? 'JSON' : 'YAML'}: ${(error as Error).message.split('\n')[0]}`);
+    throw new ConfigError(
+      `${source}: not valid ${source.endsWith('.json') ? 'JSON' : 'YAML'}: ${(error as Error).message.split('\n')[0]}`,
+    );
   }
 }
 
@@ -103,7 +108,9 @@ export async function loadConfigFile(path: string): Promise<ResolvedConfig> {
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
-    throw new ConfigError(`cannot read config ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new ConfigError(
+      `cannot read config ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
   }
   return resolveConfig(parseConfigText(text, path), path);
 }
@@ -113,7 +120,9 @@ function filterPipeline(config: GatewayConfig, listener: ListenerConfig, index: 
   for (const chainName of listener.filter_chains) {
     const chain = config.filter_chains.find((c) => c.name === chainName);
     if (chain === undefined) {
-      throw new ConfigError(`listeners[${index}] "${listener.name}": filter chain "${chainName}" is not defined in filter_chains`);
+      throw new ConfigError(
+        `listeners[${index}] "${listener.name}": filter chain "${chainName}" is not defined in filter_chains`,
+      );
     }
     filters.push(...chain.filters);
   }
@@ -152,29 +161,56 @@ function checkListener(config: GatewayConfig, listener: ListenerConfig, index: n
   const where = `listeners[${index}] "${listener.name}"`;
   const filters = filterPipeline(config, listener, index);
   const count = (name: FilterConfig['filter']): number => indexOfFilter(filters, name).length;
-  for (const name of ['caller_auth', 'budget_enforce', 'usage_meter', 'intelligent_route', 'grid_site_route', 'provider_route', 'peer_identity_trust', 'credential_inject', 'load_balancer', 'json_body_field', 'openai_responses_format', 'mcp_route', 'a2a_route', 'agent_provider_route'] as const) {
-    if (count(name) > 1) throw new ConfigError(`${where}: filter ${name} appears ${count(name)} times in its pipeline; at most once`);
+  for (const name of [
+    'caller_auth',
+    'budget_enforce',
+    'usage_meter',
+    'intelligent_route',
+    'grid_site_route',
+    'provider_route',
+    'peer_identity_trust',
+    'credential_inject',
+    'load_balancer',
+    'json_body_field',
+    'openai_responses_format',
+    'mcp_route',
+    'a2a_route',
+    'agent_provider_route',
+  ] as const) {
+    if (count(name) > 1)
+      throw new ConfigError(`${where}: filter ${name} appears ${count(name)} times in its pipeline; at most once`);
   }
   if (count('intelligent_route') === 1 && count('grid_site_route') === 1) {
-    throw new ConfigError(`${where}: intelligent_route and grid_site_route in one pipeline; a consumer pipeline has one route filter`);
+    throw new ConfigError(
+      `${where}: intelligent_route and grid_site_route in one pipeline; a consumer pipeline has one route filter`,
+    );
   }
   // grid_site_route is the consumer route of a gateway serving gridServing: it chooses the site instead of the overlay.
   const consumerRoute = count('grid_site_route') === 1 ? 'grid_site_route' : 'intelligent_route';
   const agentConsumer = count('mcp_route') === 1 || count('a2a_route') === 1;
   const isConsumer = count(consumerRoute) === 1 || agentConsumer;
-  const isProvider = count('provider_route') === 1 || count('peer_identity_trust') === 1 || count('agent_provider_route') === 1;
+  const isProvider =
+    count('provider_route') === 1 || count('peer_identity_trust') === 1 || count('agent_provider_route') === 1;
   if (agentConsumer && isProvider) {
-    throw new ConfigError(`${where}: mcp_route and a2a_route are consumer filters; a provider pipeline serves agents with agent_provider_route`);
+    throw new ConfigError(
+      `${where}: mcp_route and a2a_route are consumer filters; a provider pipeline serves agents with agent_provider_route`,
+    );
   }
   if (isConsumer && isProvider) {
-    throw new ConfigError(`${where}: ${consumerRoute} and provider filters in one pipeline; consumer and provider roles run as separate gateways`);
+    throw new ConfigError(
+      `${where}: ${consumerRoute} and provider filters in one pipeline; consumer and provider roles run as separate gateways`,
+    );
   }
   if (!isConsumer && !isProvider) {
-    throw new ConfigError(`${where}: the pipeline has neither intelligent_route (consumer) nor provider_route (provider), nor grid_site_route (consumer of gridServing)`);
+    throw new ConfigError(
+      `${where}: the pipeline has neither intelligent_route (consumer) nor provider_route (provider), nor grid_site_route (consumer of gridServing)`,
+    );
   }
   const last = filters[filters.length - 1];
   if (last?.filter !== 'load_balancer') {
-    throw new ConfigError(`${where}: the pipeline must end with load_balancer (it ends with ${last?.filter ?? 'nothing'})`);
+    throw new ConfigError(
+      `${where}: the pipeline must end with load_balancer (it ends with ${last?.filter ?? 'nothing'})`,
+    );
   }
   const pos = (name: FilterConfig['filter']): number => filters.findIndex((f) => f.filter === name);
   const routeName = isConsumer ? consumerRoute : 'provider_route';
@@ -183,40 +219,67 @@ function checkListener(config: GatewayConfig, listener: ListenerConfig, index: n
     if (pos(parser) > route) throw new ConfigError(`${where}: ${parser} must come before ${routeName}`);
   }
   if (count('credential_inject') === 1 && pos('credential_inject') < route) {
-    throw new ConfigError(`${where}: credential_inject must come after ${routeName} (it reads the selected route's credential)`);
+    throw new ConfigError(
+      `${where}: credential_inject must come after ${routeName} (it reads the selected route's credential)`,
+    );
   }
   if (count('caller_auth') === 1) {
     // A provider authenticates its peer site, never a caller: the caller's key must not travel that far.
-    if (isProvider) throw new ConfigError(`${where}: caller_auth is a consumer filter; a provider pipeline authenticates peers with peer_identity_trust`);
-    if (pos('caller_auth') !== 0) throw new ConfigError(`${where}: caller_auth must be the first filter (found ${filters[0]?.filter ?? 'nothing'} first)`);
+    if (isProvider)
+      throw new ConfigError(
+        `${where}: caller_auth is a consumer filter; a provider pipeline authenticates peers with peer_identity_trust`,
+      );
+    if (pos('caller_auth') !== 0)
+      throw new ConfigError(
+        `${where}: caller_auth must be the first filter (found ${filters[0]?.filter ?? 'nothing'} first)`,
+      );
   }
   if (count('budget_enforce') === 1) {
-    if (pos('budget_enforce') !== 1 || pos('caller_auth') !== 0) throw new ConfigError(`${where}: budget_enforce must come right after caller_auth (it limits the authenticated caller)`);
+    if (pos('budget_enforce') !== 1 || pos('caller_auth') !== 0)
+      throw new ConfigError(
+        `${where}: budget_enforce must come right after caller_auth (it limits the authenticated caller)`,
+      );
     const meter = filters.find((f) => f.filter === 'usage_meter');
     if (meter?.filter !== 'usage_meter' || meter.report === undefined) {
-      throw new ConfigError(`${where}: budget_enforce needs usage_meter with report (budgets and token counts come from it)`);
+      throw new ConfigError(
+        `${where}: budget_enforce needs usage_meter with report (budgets and token counts come from it)`,
+      );
     }
   }
   if (count('usage_meter') === 1) {
-    if (isProvider) throw new ConfigError(`${where}: usage_meter is a consumer filter; usage is metered where the caller is known`);
-    if (pos('usage_meter') < route) throw new ConfigError(`${where}: usage_meter must come after ${routeName} (it records the routed provider and site)`);
+    if (isProvider)
+      throw new ConfigError(`${where}: usage_meter is a consumer filter; usage is metered where the caller is known`);
+    if (pos('usage_meter') < route)
+      throw new ConfigError(
+        `${where}: usage_meter must come after ${routeName} (it records the routed provider and site)`,
+      );
   }
   if (isProvider) {
     const tls = listener.tls;
     if (tls === undefined || tls.client_cert_mode !== 'require') {
-      throw new ConfigError(`${where}: a provider listener must set tls.client_cert_mode: require (found ${tls === undefined ? 'no tls' : tls.client_cert_mode ?? 'none'})`);
+      throw new ConfigError(
+        `${where}: a provider listener must set tls.client_cert_mode: require (found ${tls === undefined ? 'no tls' : (tls.client_cert_mode ?? 'none')})`,
+      );
     }
     if (tls.client_ca === undefined) {
       throw new ConfigError(`${where}: a provider listener requires tls.client_ca to verify peer certificates`);
     }
     if (filters[0]?.filter !== 'peer_identity_trust') {
-      throw new ConfigError(`${where}: peer_identity_trust must be the first filter of a provider pipeline (found ${filters[0]?.filter ?? 'nothing'})`);
+      throw new ConfigError(
+        `${where}: peer_identity_trust must be the first filter of a provider pipeline (found ${filters[0]?.filter ?? 'nothing'})`,
+      );
     }
     if (count('provider_route') !== 1 && count('agent_provider_route') !== 1) {
-      throw new ConfigError(`${where}: a provider pipeline needs a provider_route (or an agent_provider_route) after peer_identity_trust`);
+      throw new ConfigError(
+        `${where}: a provider pipeline needs a provider_route (or an agent_provider_route) after peer_identity_trust`,
+      );
     }
   }
-  if (listener.tls?.client_cert_mode !== undefined && listener.tls.client_cert_mode !== 'none' && listener.tls.client_ca === undefined) {
+  if (
+    listener.tls?.client_cert_mode !== undefined &&
+    listener.tls.client_cert_mode !== 'none' &&
+    listener.tls.client_ca === undefined
+  ) {
     throw new ConfigError(`${where}: tls.client_cert_mode ${listener.tls.client_cert_mode} needs tls.client_ca`);
   }
   checkAgentRoutes(filters, where, pos);
@@ -229,47 +292,79 @@ function checkClusters(filters: readonly FilterConfig[], where: string): void {
   const lb = filters.find((f): f is LoadBalancerFilter => f.filter === 'load_balancer');
   const names = new Set<string>();
   for (const cluster of lb?.clusters ?? []) {
-    if (names.has(cluster.name)) throw new ConfigError(`${where}: load_balancer cluster "${cluster.name}" is defined twice`);
+    if (names.has(cluster.name))
+      throw new ConfigError(`${where}: load_balancer cluster "${cluster.name}" is defined twice`);
     names.add(cluster.name);
     checkClusterTls(cluster, where);
   }
-  const route = filters.find((f): f is IntelligentRouteFilter | GridSiteRouteFilter => f.filter === 'intelligent_route' || f.filter === 'grid_site_route');
+  const route = filters.find(
+    (f): f is IntelligentRouteFilter | GridSiteRouteFilter =>
+      f.filter === 'intelligent_route' || f.filter === 'grid_site_route',
+  );
   for (const hop of route?.provider_hop_clusters ?? []) {
-    if (!names.has(hop)) throw new ConfigError(`${where}: ${route?.filter ?? ''}.provider_hop_clusters names "${hop}", which load_balancer.clusters does not define`);
+    if (!names.has(hop))
+      throw new ConfigError(
+        `${where}: ${route?.filter ?? ''}.provider_hop_clusters names "${hop}", which load_balancer.clusters does not define`,
+      );
   }
   const mcp = filters.find((f): f is McpRouteFilter => f.filter === 'mcp_route');
   for (const hop of mcp?.provider_hop_clusters ?? []) {
-    if (!names.has(hop)) throw new ConfigError(`${where}: mcp_route.provider_hop_clusters names "${hop}", which load_balancer.clusters does not define`);
+    if (!names.has(hop))
+      throw new ConfigError(
+        `${where}: mcp_route.provider_hop_clusters names "${hop}", which load_balancer.clusters does not define`,
+      );
   }
-  filters.find((f): f is A2ARouteFilter => f.filter === 'a2a_route')?.agents.forEach((agent, i) => {
-    if (!names.has(agent.cluster)) throw new ConfigError(`${where}: a2a_route.agents[${i}] (${agent.name}) names cluster "${agent.cluster}", which load_balancer.clusters does not define`);
-  });
-  filters.find((f): f is AgentProviderRouteFilter => f.filter === 'agent_provider_route')?.servers.forEach((server, i) => {
-    if (!names.has(server.cluster)) throw new ConfigError(`${where}: agent_provider_route.servers[${i}] (${server.protocol}/${server.name}) names cluster "${server.cluster}", which load_balancer.clusters does not define`);
-  });
+  filters
+    .find((f): f is A2ARouteFilter => f.filter === 'a2a_route')
+    ?.agents.forEach((agent, i) => {
+      if (!names.has(agent.cluster))
+        throw new ConfigError(
+          `${where}: a2a_route.agents[${i}] (${agent.name}) names cluster "${agent.cluster}", which load_balancer.clusters does not define`,
+        );
+    });
+  filters
+    .find((f): f is AgentProviderRouteFilter => f.filter === 'agent_provider_route')
+    ?.servers.forEach((server, i) => {
+      if (!names.has(server.cluster))
+        throw new ConfigError(
+          `${where}: agent_provider_route.servers[${i}] (${server.protocol}/${server.name}) names cluster "${server.cluster}", which load_balancer.clusters does not define`,
+        );
+    });
   const pr = filters.find((f): f is ProviderRouteFilter => f.filter === 'provider_route');
   pr?.routes.forEach((route, i) => {
     if (!names.has(route.cluster)) {
-      throw new ConfigError(`${where}: provider_route.routes[${i}] (candidate ${route.candidate_id}) names cluster "${route.cluster}", which load_balancer.clusters does not define`);
+      throw new ConfigError(
+        `${where}: provider_route.routes[${i}] (candidate ${route.candidate_id}) names cluster "${route.cluster}", which load_balancer.clusters does not define`,
+      );
     }
   });
   const trust = filters.find((f): f is PeerIdentityTrustFilter => f.filter === 'peer_identity_trust');
   trust?.trusted_peers.forEach((peer, i) => {
     if (peer.cert_digest === undefined && peer.organization === undefined && peer.serial_number === undefined) {
-      throw new ConfigError(`${where}: peer_identity_trust.trusted_peers[${i}] matches nothing; set cert_digest, organization or serial_number`);
+      throw new ConfigError(
+        `${where}: peer_identity_trust.trusted_peers[${i}] matches nothing; set cert_digest, organization or serial_number`,
+      );
     }
   });
 }
 
 /** The agent routes run after the filters that authorize (caller_auth, budget_enforce, peer_identity_trust) and before credential_inject. */
-function checkAgentRoutes(filters: readonly FilterConfig[], where: string, pos: (name: FilterConfig['filter']) => number): void {
+function checkAgentRoutes(
+  filters: readonly FilterConfig[],
+  where: string,
+  pos: (name: FilterConfig['filter']) => number,
+): void {
   for (const name of ['mcp_route', 'a2a_route', 'agent_provider_route'] as const) {
     const at = pos(name);
     if (at === -1) continue;
     for (const before of ['caller_auth', 'budget_enforce', 'peer_identity_trust'] as const) {
-      if (pos(before) > at) throw new ConfigError(`${where}: ${before} must come before ${name} (it authorizes every request, agent ones too)`);
+      if (pos(before) > at)
+        throw new ConfigError(
+          `${where}: ${before} must come before ${name} (it authorizes every request, agent ones too)`,
+        );
     }
-    if (pos('credential_inject') !== -1 && pos('credential_inject') < at) throw new ConfigError(`${where}: credential_inject must come after ${name} (it reads the server's credential)`);
+    if (pos('credential_inject') !== -1 && pos('credential_inject') < at)
+      throw new ConfigError(`${where}: credential_inject must come after ${name} (it reads the server's credential)`);
   }
   const mcp = filters.find((f): f is McpRouteFilter => f.filter === 'mcp_route');
   const a2a = filters.find((f): f is A2ARouteFilter => f.filter === 'a2a_route');
@@ -277,8 +372,10 @@ function checkAgentRoutes(filters: readonly FilterConfig[], where: string, pos: 
     throw new ConfigError(`${where}: mcp_route and a2a_route share path_prefix ${mcp.path_prefix ?? '/mcp/'}`);
   }
   for (const route of [mcp, a2a]) {
-    const prefix = route === undefined ? undefined : route.path_prefix ?? (route.filter === 'mcp_route' ? '/mcp/' : '/a2a/');
-    if (prefix !== undefined && (prefix.startsWith('/v1/') || prefix === '/v1/')) throw new ConfigError(`${where}: ${route!.filter}.path_prefix ${prefix} is under /v1/, the inference paths`);
+    const prefix =
+      route === undefined ? undefined : (route.path_prefix ?? (route.filter === 'mcp_route' ? '/mcp/' : '/a2a/'));
+    if (prefix !== undefined && (prefix.startsWith('/v1/') || prefix === '/v1/'))
+      throw new ConfigError(`${where}: ${route!.filter}.path_prefix ${prefix} is under /v1/, the inference paths`);
   }
   const agents = new Set<string>();
   a2a?.agents.forEach((agent, i) => {
@@ -286,17 +383,27 @@ function checkAgentRoutes(filters: readonly FilterConfig[], where: string, pos: 
     agents.add(agent.name);
   });
   const servers = new Set<string>();
-  filters.find((f): f is AgentProviderRouteFilter => f.filter === 'agent_provider_route')?.servers.forEach((server, i) => {
-    const key = `${server.protocol}/${server.name}`;
-    if (servers.has(key)) throw new ConfigError(`${where}: agent_provider_route.servers[${i}] repeats ${server.protocol} server "${server.name}"`);
-    servers.add(key);
-    if (server.protocol === 'mcp' && server.card_path !== undefined) throw new ConfigError(`${where}: agent_provider_route.servers[${i}] (${key}) sets card_path, which only an a2a server has`);
-  });
+  filters
+    .find((f): f is AgentProviderRouteFilter => f.filter === 'agent_provider_route')
+    ?.servers.forEach((server, i) => {
+      const key = `${server.protocol}/${server.name}`;
+      if (servers.has(key))
+        throw new ConfigError(
+          `${where}: agent_provider_route.servers[${i}] repeats ${server.protocol} server "${server.name}"`,
+        );
+      servers.add(key);
+      if (server.protocol === 'mcp' && server.card_path !== undefined)
+        throw new ConfigError(
+          `${where}: agent_provider_route.servers[${i}] (${key}) sets card_path, which only an a2a server has`,
+        );
+    });
 }
 
 function checkClusterTls(cluster: ClusterConfig, where: string): void {
   if (cluster.tls?.verify === false && cluster.tls.ca !== undefined) {
-    throw new ConfigError(`${where}: cluster "${cluster.name}" sets tls.ca with verify: false; a CA only matters when verifying`);
+    throw new ConfigError(
+      `${where}: cluster "${cluster.name}" sets tls.ca with verify: false; a CA only matters when verifying`,
+    );
   }
 }
 
@@ -306,10 +413,13 @@ function checkCredentials(filters: readonly FilterConfig[], where: string): void
   ci?.credentials?.forEach((credential, i) => {
     const sources = (['file', 'env_var', 'value'] as const).filter((k) => credential[k] !== undefined);
     if (sources.length !== 1) {
-      throw new ConfigError(`${where}: credential_inject.credentials[${i}] (${credential.name}) must set exactly one of file, env_var, value (found ${sources.length === 0 ? 'none' : sources.join(', ')})`);
+      throw new ConfigError(
+        `${where}: credential_inject.credentials[${i}] (${credential.name}) must set exactly one of file, env_var, value (found ${sources.length === 0 ? 'none' : sources.join(', ')})`,
+      );
     }
     const key = `${credential.name}\u0000${credential.namespace}\u0000${credential.key}`;
-    if (keys.has(key)) throw new ConfigError(`${where}: credential_inject.credentials[${i}] repeats credential ${credential.name}`);
+    if (keys.has(key))
+      throw new ConfigError(`${where}: credential_inject.credentials[${i}] repeats credential ${credential.name}`);
     keys.add(key);
   });
 }
@@ -319,11 +429,14 @@ export function resolveConfig(document: unknown, source: string): ResolvedConfig
   checkNesting(document, source);
   if (!validateSchema(document)) {
     const first = validateSchema.errors?.[0];
-    throw new ConfigError(`${source}: ${first === undefined ? 'invalid config' : describeSchemaError(first, document)}`);
+    throw new ConfigError(
+      `${source}: ${first === undefined ? 'invalid config' : describeSchemaError(first, document)}`,
+    );
   }
   const config = document;
   const refused = praxisRuleProblems(config)[0];
-  if (refused !== undefined) throw new ConfigError(`${source}: key "${refused.key}" at ${refused.pointer}: ${refused.message}`);
+  if (refused !== undefined)
+    throw new ConfigError(`${source}: key "${refused.key}" at ${refused.pointer}: ${refused.message}`);
   const unique = (items: readonly { name: string }[], what: string): void => {
     const seen = new Set<string>();
     for (const item of items) {

@@ -19,7 +19,14 @@ export class GatewayError extends Error {
   readonly headers: Readonly<Record<string, string>>;
   /** A body in another protocol's error shape (a JSON-RPC error for MCP and A2A callers), instead of the OpenAI one. */
   readonly body: string | undefined;
-  constructor(status: number, code: string, type: GatewayErrorType, message: string, headers: Record<string, string> = {}, body?: string) {
+  constructor(
+    status: number,
+    code: string,
+    type: GatewayErrorType,
+    message: string,
+    headers: Record<string, string> = {},
+    body?: string,
+  ) {
     super(message);
     this.body = body;
     this.name = 'GatewayError';

@@ -77,7 +77,8 @@ export class GatewayFiles {
     const set = this.add(spec);
     const first = await this.#start(set as MountedFiles<unknown>);
     const current = set.current();
-    if (first.outcome === 'rejected' || current === undefined) throw new Error(first.outcome === 'rejected' ? first.problem : `${spec.kind} ${spec.name}: not read`);
+    if (first.outcome === 'rejected' || current === undefined)
+      throw new Error(first.outcome === 'rejected' ? first.problem : `${spec.kind} ${spec.name}: not read`);
     return current;
   }
 

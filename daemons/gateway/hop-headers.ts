@@ -21,6 +21,7 @@ export function stripPrefixedHeaders(headers: Map<string, string | string[]>, pr
 /** Removes every x-ai-routing-* and x-ai-provider-* header in one pass (client-sent hop context is never trusted). */
 export function stripHopHeaders(headers: Map<string, string | string[]>): void {
   for (const name of headers.keys()) {
-    if (name.startsWith('x-ai-') && (name.startsWith('x-ai-routing-') || name.startsWith('x-ai-provider-'))) headers.delete(name);
+    if (name.startsWith('x-ai-') && (name.startsWith('x-ai-routing-') || name.startsWith('x-ai-provider-')))
+      headers.delete(name);
   }
 }

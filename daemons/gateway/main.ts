@@ -39,7 +39,8 @@ const USAGE_LINE = 'usage: node daemons/gateway/main.ts --config FILE [--workers
 function parseWorkers(text: string | undefined): number | string {
   if (text === undefined) return 1;
   const n = /^\d+$/.test(text) ? Number(text) : NaN;
-  if (!Number.isInteger(n) || n < 1 || n > MAX_WORKERS) return `--workers must be a whole number from 1 to ${MAX_WORKERS}, got "${text.slice(0, 32)}"`;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_WORKERS)
+    return `--workers must be a whole number from 1 to ${MAX_WORKERS}, got "${text.slice(0, 32)}"`;
   return n;
 }
 
@@ -47,7 +48,10 @@ async function main(): Promise<number> {
   const logger = createLogger({ name: 'gateway' });
   let args;
   try {
-    args = parseArgs({ options: { config: { type: 'string' }, workers: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
+    args = parseArgs({
+      options: { config: { type: 'string' }, workers: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    });
   } catch (error) {
     process.stderr.write(`gateway: ${(error as Error).message.split('\n')[0]} (${USAGE_LINE})\n`);
     return 2;
@@ -70,7 +74,9 @@ async function main(): Promise<number> {
   const warmupEnv = process.env['AGN_GATEWAY_WARMUP_REQUESTS'];
   const warmupRequests = warmupEnv === undefined ? WARMUP_REQUESTS : Number(warmupEnv);
   if (!Number.isSafeInteger(warmupRequests) || warmupRequests < 0) {
-    process.stderr.write(`gateway: AGN_GATEWAY_WARMUP_REQUESTS must be a non-negative integer, got "${warmupEnv}" (${USAGE_LINE})\n`);
+    process.stderr.write(
+      `gateway: AGN_GATEWAY_WARMUP_REQUESTS must be a non-negative integer, got "${warmupEnv}" (${USAGE_LINE})\n`,
+    );
     return 2;
   }
   const path = resolve(configPath);
@@ -83,30 +89,66 @@ async function main(): Promise<number> {
     if (problem !== undefined) throw new ConfigError(`${path}: ${problem}`);
     const extensions = extensionKeyPointers(resolved.config);
     // Accepted, never silently: Praxis AI would refuse this file (daemons/gateway/README.md lists the extensions).
-    if (extensions.length > 0) logger.warn({ config: path, extension_keys: extensions }, 'config uses extension keys Praxis AI refuses');
+    if (extensions.length > 0)
+      logger.warn({ config: path, extension_keys: extensions }, 'config uses extension keys Praxis AI refuses');
     const servingOptions = servingOptionsFromEnv(process.env);
     hasServing = servingOptions !== undefined;
-    const options = { configDir: dirname(path), logger, drainDelayMs: DRAIN_DELAY_MS, warmupRequests, ...(servingOptions !== undefined ? { serving: servingOptions } : {}) };
+    const options = {
+      configDir: dirname(path),
+      logger,
+      drainDelayMs: DRAIN_DELAY_MS,
+      warmupRequests,
+      ...(servingOptions !== undefined ? { serving: servingOptions } : {}),
+    };
     if (workers === 1) {
       // Each worker thread makes its own (worker.ts): spans are exported from the thread that served the request.
       const tracing = tracingFromEnv(process.env, resolved.role);
       if (tracing !== undefined) logger.info({ endpoint: tracing.endpoint }, 'tracing: exporting spans over OTLP');
       const gateway = await startGateway(resolved, { ...options, ...(tracing === undefined ? {} : { tracing }) });
       // One process exits 0 once its close settles, as it always has.
-      serving = { ...gateway, isReady: () => gateway.isReady(), reloadFiles: () => gateway.reloadFiles(), close: () => gateway.close().then(() => true, () => true) };
+      serving = {
+        ...gateway,
+        isReady: () => gateway.isReady(),
+        reloadFiles: () => gateway.reloadFiles(),
+        close: () =>
+          gateway.close().then(
+            () => true,
+            () => true,
+          ),
+      };
     } else {
       checkTracingEnv(process.env);
       serving = await startWorkerPool({ ...options, workers, resolved, onFatal: (message) => fatal?.(message) });
     }
   } catch (error) {
-    const message = error instanceof ConfigError || error instanceof ServingEnvError || error instanceof TracingEnvError ? error.message : `startup failed: ${errorFields(error).message}`;
+    const message =
+      error instanceof ConfigError || error instanceof ServingEnvError || error instanceof TracingEnvError
+        ? error.message
+        : `startup failed: ${errorFields(error).message}`;
     logger.fatal({ config: path }, message);
     process.stderr.write(`gateway: ${message}\n`);
     return 1;
   }
-  for (const l of serving.listeners) logger.info({ listener: l.name, host: l.host, port: l.port, tls: l.tls, role: serving.role, ...(workers > 1 ? { workers } : {}) }, 'listening');
+  for (const l of serving.listeners)
+    logger.info(
+      {
+        listener: l.name,
+        host: l.host,
+        port: l.port,
+        tls: l.tls,
+        role: serving.role,
+        ...(workers > 1 ? { workers } : {}),
+      },
+      'listening',
+    );
   if (serving.adminPort !== undefined) logger.info({ admin_port: serving.adminPort }, 'admin listening');
-  if (!serving.isReady()) logger.warn({}, hasServing ? 'not ready: no valid routing overlay or serving config yet' : 'not ready: no valid routing overlay yet');
+  if (!serving.isReady())
+    logger.warn(
+      {},
+      hasServing
+        ? 'not ready: no valid routing overlay or serving config yet'
+        : 'not ready: no valid routing overlay yet',
+    );
 
   const instance = serving;
   return new Promise<number>((resolveExit) => {

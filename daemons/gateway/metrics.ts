@@ -41,7 +41,10 @@ export interface GatewayMetrics {
  * supervisor). `runtime.eventLoop`: this thread's event-loop delay (each worker has its own loop). Neither for a
  * gateway that is not the process's (tests, the warm-up's pipeline): each would start another sampling timer.
  */
-export function createGatewayMetrics(role: GatewayRole, runtime: { process: boolean; eventLoop: boolean }): GatewayMetrics {
+export function createGatewayMetrics(
+  role: GatewayRole,
+  runtime: { process: boolean; eventLoop: boolean },
+): GatewayMetrics {
   const registry = new Registry();
   if (runtime.process) collectProcessMetrics(registry, 'grid_gateway_');
   if (runtime.eventLoop) registerEventLoopDelay(registry, 'grid_gateway_');
@@ -121,7 +124,12 @@ export function createGatewayMetrics(role: GatewayRole, runtime: { process: bool
       aggregator: 'max',
       registers,
     }),
-    ready: new Gauge({ name: 'grid_gateway_ready', help: '1 when the gateway serves traffic.', aggregator: 'min', registers }),
+    ready: new Gauge({
+      name: 'grid_gateway_ready',
+      help: '1 when the gateway serves traffic.',
+      aggregator: 'min',
+      registers,
+    }),
     tlsHandshakes: new Counter({
       name: 'grid_gateway_tls_handshakes_total',
       help: 'TLS handshakes completed on a listener, by session: new (full handshake) or resumed (session ticket).',

@@ -46,7 +46,8 @@ export class BudgetView {
     const next = new Map<string, number>();
     for (const b of budgets) {
       const { tenantId, spendRatio } = (b ?? {}) as { tenantId?: unknown; spendRatio?: unknown };
-      if (typeof tenantId === 'string' && typeof spendRatio === 'number' && Number.isFinite(spendRatio)) next.set(tenantId, spendRatio);
+      if (typeof tenantId === 'string' && typeof spendRatio === 'number' && Number.isFinite(spendRatio))
+        next.set(tenantId, spendRatio);
     }
     this.#ratios = next;
     return true;
@@ -82,7 +83,12 @@ export interface OperatorReporterOptions {
 
 export function startOperatorReporter(options: OperatorReporterOptions): OperatorReporter {
   const replica = hostname().slice(0, 253);
-  const epochs = new SpendEpochs({ now: Date.now, randomHex: () => randomBytes(8).toString('hex'), replica, ...(options.epoch === undefined ? {} : { epoch: options.epoch }) });
+  const epochs = new SpendEpochs({
+    now: Date.now,
+    randomHex: () => randomBytes(8).toString('hex'),
+    replica,
+    ...(options.epoch === undefined ? {} : { epoch: options.epoch }),
+  });
   // Age evidence keeps the process's first epoch: a new spend epoch is a ledger matter, not a new process.
   const ageEpoch = epochs.epoch;
   const ages = options.ages ?? new AgeEvidence();
@@ -130,7 +136,13 @@ export function startOperatorReporter(options: OperatorReporterOptions): Operato
 
   /** undefined when the operator recorded the report, else the problem in words (never the token). */
   const problemOf = (result: { status: number } | string): string | undefined =>
-    typeof result === 'string' ? result : result.status === 200 || result.status === 202 ? undefined : result.status === 401 ? 'operator refused the ingest token (401): check usage_meter.report.token_file against the operator\'s --ingest-token-file' : `operator answered ${result.status}`;
+    typeof result === 'string'
+      ? result
+      : result.status === 200 || result.status === 202
+        ? undefined
+        : result.status === 401
+          ? "operator refused the ingest token (401): check usage_meter.report.token_file against the operator's --ingest-token-file"
+          : `operator answered ${result.status}`;
 
   async function sendAges(): Promise<void> {
     const skewCount = ages.skewCount;
@@ -157,14 +169,24 @@ export function startOperatorReporter(options: OperatorReporterOptions): Operato
       const result = await post(SPEND_REPORTS_PATH, JSON.stringify(pending.body));
       const answer = typeof result === 'string' ? 'refused' : epochs.answered(pending, result.status, result.answer);
       if (answer === 'new_epoch') {
-        options.logger.info({ epoch: epochs.epoch }, 'the operator no longer knows this process\'s spend epoch; the spend after its last acknowledged report goes on under a new one');
+        options.logger.info(
+          { epoch: epochs.epoch },
+          "the operator no longer knows this process's spend epoch; the spend after its last acknowledged report goes on under a new one",
+        );
         continue;
       }
-      const problem = answer === 'acked' ? undefined : problemOf(result) ?? 'operator refused the report';
+      const problem = answer === 'acked' ? undefined : (problemOf(result) ?? 'operator refused the report');
       // One line per change of problem, so a long outage does not flood the log.
       if (problem !== lastProblem) {
-        if (problem === undefined) options.logger.info({ sequence: pending.body.sequence }, 'spend reports reach the operator again');
-        else options.logger.warn({ url: options.url, problem }, final ? 'final spend report not recorded; the operator retires this epoch later' : 'spend report not recorded; the next report carries the same cumulative spend');
+        if (problem === undefined)
+          options.logger.info({ sequence: pending.body.sequence }, 'spend reports reach the operator again');
+        else
+          options.logger.warn(
+            { url: options.url, problem },
+            final
+              ? 'final spend report not recorded; the operator retires this epoch later'
+              : 'spend report not recorded; the next report carries the same cumulative spend',
+          );
         lastProblem = problem;
       }
       return;
@@ -175,7 +197,12 @@ export function startOperatorReporter(options: OperatorReporterOptions): Operato
     try {
       const auth = authorization();
       if (auth === undefined) return;
-      const res = await request(`${options.url}${TENANT_BUDGETS_PATH}`, { method: 'GET', headers: auth, headersTimeout: REQUEST_TIMEOUT_MS, bodyTimeout: REQUEST_TIMEOUT_MS });
+      const res = await request(`${options.url}${TENANT_BUDGETS_PATH}`, {
+        method: 'GET',
+        headers: auth,
+        headersTimeout: REQUEST_TIMEOUT_MS,
+        bodyTimeout: REQUEST_TIMEOUT_MS,
+      });
       if (res.statusCode !== 200) {
         await res.body.dump();
         return;
@@ -187,9 +214,11 @@ export function startOperatorReporter(options: OperatorReporterOptions): Operato
   }
 
   const tick = (): Promise<void> => {
-    running ??= Promise.all([sendSpend(), pollBudgets(), sendAges()]).then(() => undefined).finally(() => {
-      running = undefined;
-    });
+    running ??= Promise.all([sendSpend(), pollBudgets(), sendAges()])
+      .then(() => undefined)
+      .finally(() => {
+        running = undefined;
+      });
     return running;
   };
   // "Sends what is pending now": a tick already in flight read its documents before the caller's latest spend or

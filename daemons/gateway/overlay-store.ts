@@ -113,7 +113,13 @@ export class OverlayStore {
     metrics.overlayAcceptedRevision.set({ revision: revision ?? LEGACY_REVISION_LABEL, format: result.format }, 1);
     metrics.overlayCandidates.set(this.#snapshot.candidateCount);
     logger.info(
-      { revision: revision ?? LEGACY_REVISION_LABEL, previous_revision: previous, format: result.format, candidates: this.#snapshot.candidateCount, trigger },
+      {
+        revision: revision ?? LEGACY_REVISION_LABEL,
+        previous_revision: previous,
+        format: result.format,
+        candidates: this.#snapshot.candidateCount,
+        trigger,
+      },
       'overlay accepted',
     );
     for (const listener of this.#listeners) listener(this.#snapshot);
@@ -123,10 +129,12 @@ export class OverlayStore {
   #reject(reason: string, message: string, trigger: string): ReloadOutcome {
     const { logger, metrics } = this.#options;
     metrics.overlayReloads.inc({ outcome: 'rejected', reason });
-    const serving = this.#snapshot === null ? null : this.#snapshot.revision ?? LEGACY_REVISION_LABEL;
+    const serving = this.#snapshot === null ? null : (this.#snapshot.revision ?? LEGACY_REVISION_LABEL);
     logger.warn(
       { reason, detail: message, trigger, serving_revision: serving },
-      serving === null ? 'overlay rejected; gateway stays not ready' : 'overlay rejected; keeping last-known-good snapshot',
+      serving === null
+        ? 'overlay rejected; gateway stays not ready'
+        : 'overlay rejected; keeping last-known-good snapshot',
     );
     return { outcome: 'rejected', reason, message };
   }

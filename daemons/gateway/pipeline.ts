@@ -74,10 +74,12 @@ export interface PipelineDeps {
 
 export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): Pipeline {
   const configs = listener.filters;
-  const bodyField = configs.find((f): f is Extract<FilterConfig, { filter: 'json_body_field' }> => f.filter === 'json_body_field');
-  const routeConfig = configs.find((f) => f.filter === 'intelligent_route' || f.filter === 'provider_route' || f.filter === 'grid_site_route') as
-    | Extract<FilterConfig, { filter: 'intelligent_route' | 'provider_route' | 'grid_site_route' }>
-    | undefined;
+  const bodyField = configs.find(
+    (f): f is Extract<FilterConfig, { filter: 'json_body_field' }> => f.filter === 'json_body_field',
+  );
+  const routeConfig = configs.find(
+    (f) => f.filter === 'intelligent_route' || f.filter === 'provider_route' || f.filter === 'grid_site_route',
+  ) as Extract<FilterConfig, { filter: 'intelligent_route' | 'provider_route' | 'grid_site_route' }> | undefined;
   const modelHeader = bodyField?.header ?? routeConfig?.model_header ?? DEFAULT_MODEL_HEADER;
   const parser = createRequestParser({
     field: bodyField?.field ?? 'model',
@@ -110,7 +112,8 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
         break;
       }
       case 'grid_site_route': {
-        if (deps.siteView === undefined) throw new Error('grid_site_route needs a site view (the serving config and site signals)');
+        if (deps.siteView === undefined)
+          throw new Error('grid_site_route needs a site view (the serving config and site signals)');
         filters.push(parser);
         const route = createGridSiteRoute({
           config,
@@ -164,23 +167,48 @@ export function buildPipeline(listener: ResolvedListener, deps: PipelineDeps): P
 function buildPathRoutes(configs: readonly FilterConfig[], built: readonly Filter[], deps: PipelineDeps): PathRoute[] {
   const routes: PathRouteFilter[] = [];
   for (const config of configs) {
-    if (config.filter !== 'mcp_route' && config.filter !== 'a2a_route' && config.filter !== 'agent_provider_route') continue;
+    if (config.filter !== 'mcp_route' && config.filter !== 'a2a_route' && config.filter !== 'agent_provider_route')
+      continue;
     if (deps.agentMetrics === undefined) throw new Error(`${config.filter} needs the gateway's agent metrics`);
     if (config.filter === 'mcp_route') {
       if (deps.mcpOverlay === undefined) throw new Error('mcp_route needs an overlay store');
-      routes.push(createMcpRoute({ config, store: deps.mcpOverlay, metrics: deps.agentMetrics, isClusterAvailable: deps.loadBalancer.isClusterAvailable }));
+      routes.push(
+        createMcpRoute({
+          config,
+          store: deps.mcpOverlay,
+          metrics: deps.agentMetrics,
+          isClusterAvailable: deps.loadBalancer.isClusterAvailable,
+        }),
+      );
     } else if (config.filter === 'a2a_route') {
-      routes.push(createA2aRoute({ config, metrics: deps.agentMetrics, isClusterAvailable: deps.loadBalancer.isClusterAvailable }));
+      routes.push(
+        createA2aRoute({
+          config,
+          metrics: deps.agentMetrics,
+          isClusterAvailable: deps.loadBalancer.isClusterAvailable,
+        }),
+      );
     } else {
       const clusters = deps.loadBalancer.clusters;
-      routes.push(createAgentProviderRoute({ config, metrics: deps.agentMetrics, endpointCount: (cluster) => clusters.get(cluster)?.endpoints.length ?? 0 }));
+      routes.push(
+        createAgentProviderRoute({
+          config,
+          metrics: deps.agentMetrics,
+          endpointCount: (cluster) => clusters.get(cluster)?.endpoints.length ?? 0,
+        }),
+      );
     }
   }
   // The same filter objects as the inference pipeline's (one credential_inject, one load balancer per listener).
   const before = built.filter((f) => AUTHORIZING_FILTERS.has(f.name));
   const after = built.filter((f) => f.name === 'credential_inject' || f.name === 'load_balancer');
   return routes.flatMap((route) => {
-    const pipeline: Pipeline = { filters: [...before, route, ...after], routeIndex: before.length, listModels: () => null, pathRoutes: [] };
+    const pipeline: Pipeline = {
+      filters: [...before, route, ...after],
+      routeIndex: before.length,
+      listModels: () => null,
+      pathRoutes: [],
+    };
     return route.prefixes.map((prefix) => ({ prefix, pipeline }));
   });
 }
@@ -192,7 +220,13 @@ function buildPathRoutes(configs: readonly FilterConfig[], built: readonly Filte
  * failure hang off the rejection, so a request that succeeds pays no second chained Promise (bench:gateway-instructions,
  * two runs: 6 300 and 13 200 instructions per request).
  */
-export function runPipeline(pipeline: Pipeline, request: GatewayRequest, metrics: GatewayMetrics, loadBalancer: LoadBalancer, fail: (error: unknown) => void): void {
+export function runPipeline(
+  pipeline: Pipeline,
+  request: GatewayRequest,
+  metrics: GatewayMetrics,
+  loadBalancer: LoadBalancer,
+  fail: (error: unknown) => void,
+): void {
   let pending: void | Promise<void>;
   try {
     pending = runFilters(pipeline.filters, request, 0);
@@ -207,13 +241,21 @@ export function runPipeline(pipeline: Pipeline, request: GatewayRequest, metrics
 function runFilters(filters: readonly Filter[], request: GatewayRequest, start: number): void | Promise<void> {
   for (let i = start; i < filters.length; i++) {
     const pending = filters[i]!.apply(request);
-    if (pending !== undefined) return i + 1 === filters.length ? pending : pending.then(() => runFilters(filters, request, i + 1));
+    if (pending !== undefined)
+      return i + 1 === filters.length ? pending : pending.then(() => runFilters(filters, request, i + 1));
   }
 }
 
-async function retry(error: unknown, pipeline: Pipeline, request: GatewayRequest, metrics: GatewayMetrics, loadBalancer: LoadBalancer): Promise<void> {
+async function retry(
+  error: unknown,
+  pipeline: Pipeline,
+  request: GatewayRequest,
+  metrics: GatewayMetrics,
+  loadBalancer: LoadBalancer,
+): Promise<void> {
   if (!(error instanceof UpstreamConnectError)) throw error;
-  const unreachable = (e: UpstreamConnectError): Error => upstreamUnreachable(`could not connect to cluster "${e.cluster}" (${e.causeCode})`);
+  const unreachable = (e: UpstreamConnectError): Error =>
+    upstreamUnreachable(`could not connect to cluster "${e.cluster}" (${e.causeCode})`);
   if (request.callerGone) throw unreachable(error);
   let start: number;
   if (request.failover?.(request) === true) {

@@ -56,7 +56,8 @@ export class RequestHistogram<L extends string> {
 
   constructor(options: RequestHistogramOptions<L>) {
     for (let i = 1; i < options.buckets.length; i++) {
-      if (!(options.buckets[i]! > options.buckets[i - 1]!)) throw new Error(`histogram ${options.name}: buckets must be ascending`);
+      if (!(options.buckets[i]! > options.buckets[i - 1]!))
+        throw new Error(`histogram ${options.name}: buckets must be ascending`);
     }
     this.name = options.name;
     this.help = options.help;
@@ -67,7 +68,8 @@ export class RequestHistogram<L extends string> {
 
   /** The series of these label values (in labelNames order), made on first use and kept: bind it once, observe often. */
   labels(...values: string[]): HistogramSeries {
-    if (values.length !== this.#labelNames.length) throw new Error(`histogram ${this.name}: ${this.#labelNames.length} label values expected, got ${values.length}`);
+    if (values.length !== this.#labelNames.length)
+      throw new Error(`histogram ${this.name}: ${this.#labelNames.length} label values expected, got ${values.length}`);
     const key = values.join('\u0000');
     let series = this.#series.get(key);
     if (series === undefined) {
@@ -95,7 +97,13 @@ export class RequestHistogram<L extends string> {
       values.push({ labels: { ...series.labels }, value: series.sum, metricName: `${this.name}_sum` });
       values.push({ labels: { ...series.labels }, value: series.count, metricName: `${this.name}_count` });
     }
-    return { name: this.name, help: this.help, type: this.type as unknown as MetricType, values, aggregator: this.aggregator };
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type as unknown as MetricType,
+      values,
+      aggregator: this.aggregator,
+    };
   }
 
   /** Registry.resetMetrics(): every series back to zero, kept, so a series bound earlier still counts. */

@@ -31,7 +31,8 @@ export class GatewayResponse<Request extends IncomingMessage = IncomingMessage> 
   override writeHead(statusCode: number, statusMessage?: string, headers?: Headers): this;
   override writeHead(statusCode: number, headers?: Headers): this;
   override writeHead(statusCode: number, messageOrHeaders?: string | Headers, headers?: Headers): this {
-    if (typeof messageOrHeaders === 'string') return super.writeHead(statusCode, messageOrHeaders, this.#withOwn(headers));
+    if (typeof messageOrHeaders === 'string')
+      return super.writeHead(statusCode, messageOrHeaders, this.#withOwn(headers));
     return super.writeHead(statusCode, this.#withOwn(messageOrHeaders));
   }
 

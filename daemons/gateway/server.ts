@@ -164,7 +164,11 @@ function sendError(res: ServerResponse, error: GatewayError, closing: boolean): 
   res.end(body);
 }
 
-function createListenerServer(listener: ResolvedListener, tls: ListenerTls | undefined, handler: (req: IncomingMessage, res: GatewayResponse) => void): Server {
+function createListenerServer(
+  listener: ResolvedListener,
+  tls: ListenerTls | undefined,
+  handler: (req: IncomingMessage, res: GatewayResponse) => void,
+): Server {
   const l = listener.listener;
   const headerTimeout = l.header_timeout_ms ?? 10_000;
   const common = {
@@ -195,12 +199,17 @@ function requestHeaders(req: IncomingMessage): Map<string, string | string[]> {
   // usual keep-alive/close.
   const connection = req.headers['connection'];
   const connectionTokens =
-    connection === undefined || connection === 'keep-alive' || connection === 'close' ? undefined : connection.toLowerCase().split(',').map((t) => t.trim());
+    connection === undefined || connection === 'keep-alive' || connection === 'close'
+      ? undefined
+      : connection
+          .toLowerCase()
+          .split(',')
+          .map((t) => t.trim());
   const headers = new Map<string, string | string[]>();
   const raw = req.headers;
   for (const name in raw) {
     const value = raw[name];
-    if (value === undefined || REQUEST_HEADERS_NOT_FORWARDED.has(name) || (connectionTokens?.includes(name))) continue;
+    if (value === undefined || REQUEST_HEADERS_NOT_FORWARDED.has(name) || connectionTokens?.includes(name)) continue;
     headers.set(name, value);
   }
   return headers;
@@ -213,9 +222,22 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   const { logger, configDir } = options;
   const tracing = options.tracing;
   const role = resolved.role;
-  const metrics = createGatewayMetrics(role, { process: options.processMetrics ?? true, eventLoop: options.eventLoopMetrics ?? options.processMetrics ?? true });
-  const files = new GatewayFiles({ configDir, logger, metrics, ...(options.filePollIntervalMs === undefined ? {} : { pollIntervalMs: options.filePollIntervalMs }) });
-  const usage = { metrics: createUsageMetrics(metrics.registry), ledger: new SpendLedger(), quota: new KeyQuota(), budgets: new BudgetView() };
+  const metrics = createGatewayMetrics(role, {
+    process: options.processMetrics ?? true,
+    eventLoop: options.eventLoopMetrics ?? options.processMetrics ?? true,
+  });
+  const files = new GatewayFiles({
+    configDir,
+    logger,
+    metrics,
+    ...(options.filePollIntervalMs === undefined ? {} : { pollIntervalMs: options.filePollIntervalMs }),
+  });
+  const usage = {
+    metrics: createUsageMetrics(metrics.registry),
+    ledger: new SpendLedger(),
+    quota: new KeyQuota(),
+    budgets: new BudgetView(),
+  };
   let closing = false;
   let inFlight = 0;
   const nextRequestId = createRequestIdGenerator({
@@ -226,7 +248,14 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
 
   // Relayed signal ages this process refuses (implausible age_ms in a site's answer): the age report's skewCount.
   const ages = new AgeEvidence();
-  const serving = options.serving === undefined ? undefined : createSiteViewService(options.serving, { logger, registry: metrics.registry, onRefusedAges: (n) => ages.reject(n) });
+  const serving =
+    options.serving === undefined
+      ? undefined
+      : createSiteViewService(options.serving, {
+          logger,
+          registry: metrics.registry,
+          onRefusedAges: (n) => ages.reject(n),
+        });
   const siteView = options.siteView ?? serving?.view;
   const siteRouteMetrics = siteView === undefined ? undefined : new SiteRouteMetrics(metrics.registry);
   // One per gateway (each worker its own): every listener's route filter counts into it, so a candidate reached from
@@ -252,7 +281,9 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     return store;
   }
   // Only a gateway that routes agent traffic shows the agent series.
-  const agents = resolved.listeners.some((l) => l.filters.some((f) => f.filter === 'mcp_route' || f.filter === 'a2a_route' || f.filter === 'agent_provider_route'))
+  const agents = resolved.listeners.some((l) =>
+    l.filters.some((f) => f.filter === 'mcp_route' || f.filter === 'a2a_route' || f.filter === 'agent_provider_route'),
+  )
     ? agentMetrics(metrics.registry)
     : undefined;
   const loadBalancers: LoadBalancer[] = [];
@@ -269,8 +300,11 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   };
   for (const listener of resolved.listeners) {
     const lbConfig = listener.filters.find((f) => f.filter === 'load_balancer');
-    if (lbConfig?.filter !== 'load_balancer') throw new Error(`listener ${listener.listener.name} has no load_balancer`);
-    const loadBalancer = await opening(() => startLoadBalancer({ config: lbConfig, files, metrics, logger, isClosing: () => closing }));
+    if (lbConfig?.filter !== 'load_balancer')
+      throw new Error(`listener ${listener.listener.name} has no load_balancer`);
+    const loadBalancer = await opening(() =>
+      startLoadBalancer({ config: lbConfig, files, metrics, logger, isClosing: () => closing }),
+    );
     loadBalancers.push(loadBalancer);
     const ir = listener.filters.find((f) => f.filter === 'intelligent_route');
     const mcp = listener.filters.find((f) => f.filter === 'mcp_route');
@@ -314,14 +348,26 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       // with a status while no response has started, then destroy the socket, so a refused connection never keeps
       // its file descriptor waiting for the client to close.
       const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-      const reason = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request';
+      const reason =
+        status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request';
       const pending = (socket as { _httpMessage?: ServerResponse | null })._httpMessage ?? null;
       if (pending !== null && !pending.headersSent && !pending.destroyed) {
         // The head was routed and the body then broke the framing (a malformed chunk or Transfer-Encoding): the
         // pipeline is still waiting for that body, so the answer goes through its response (and its log line).
-        sendError(pending, new GatewayError(status, 'malformed_request', 'invalid_request_error', `malformed request: ${reason.toLowerCase()} (${error.code ?? 'parse error'})`), true);
+        sendError(
+          pending,
+          new GatewayError(
+            status,
+            'malformed_request',
+            'invalid_request_error',
+            `malformed request: ${reason.toLowerCase()} (${error.code ?? 'parse error'})`,
+          ),
+          true,
+        );
       } else if (pending === null && socket.writable) {
-        socket.end(`HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`, () => socket.destroy());
+        socket.end(`HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`, () =>
+          socket.destroy(),
+        );
       } else {
         socket.destroy();
       }
@@ -331,11 +377,17 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     });
     server.maxConnections = listener.listener.max_connections ?? DEFAULT_MAX_CONNECTIONS;
     server.on('drop', () => {
-      logger.debug({ listener: listener.listener.name, max_connections: server.maxConnections }, 'connection refused: listener at max_connections');
+      logger.debug(
+        { listener: listener.listener.name, max_connections: server.maxConnections },
+        'connection refused: listener at max_connections',
+      );
     });
     // Per connection, not per request: how often peers (a consumer's hop pool) have to redo TLS.
     server.on('secureConnection', (socket: TLSSocket) => {
-      metrics.tlsHandshakes.inc({ listener: listener.listener.name, session: socket.isSessionReused() ? 'resumed' : 'new' });
+      metrics.tlsHandshakes.inc({
+        listener: listener.listener.name,
+        session: socket.isSessionReused() ? 'resumed' : 'new',
+      });
     });
     server.on('tlsClientError', (error: NodeJS.ErrnoException) => {
       logger.info({ listener: listener.listener.name, code: error.code ?? 'unknown' }, 'TLS handshake rejected');
@@ -347,7 +399,10 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
 
   // Per-status/model/cluster children of the requests counter: prom-client hashes a label object on every inc,
   // so the answered-request count is kept here and added to the counter when it is collected.
-  const answered = new Map<string, { labels: { role: GatewayRole; model: string; cluster: string; status: string }; count: number }>();
+  const answered = new Map<
+    string,
+    { labels: { role: GatewayRole; model: string; cluster: string; status: string }; count: number }
+  >();
   metrics.onCollect(() => {
     // Every cell's cluster, idle ones at 0, so the series shows the count returning to 0 rather than vanishing.
     if (candidateLoad.size > 0) {
@@ -369,7 +424,13 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   });
   const debugEnabled = logger.isLevelEnabled('debug');
 
-  function handle(req: IncomingMessage, res: GatewayResponse, pipeline: Pipeline, loadBalancer: LoadBalancer, counted = true): void {
+  function handle(
+    req: IncomingMessage,
+    res: GatewayResponse,
+    pipeline: Pipeline,
+    loadBalancer: LoadBalancer,
+    counted = true,
+  ): void {
     inFlight++;
     const requestId = nextRequestId();
     // Before any answer is written, so errors carry it as well as upstream responses (response.ts adds it to the head).
@@ -404,7 +465,10 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       pinnedEndpoint: undefined,
       endpointIndex: undefined,
       // Warm-up requests are not the caller's: no span for them.
-      trace: tracing === undefined || !counted ? undefined : tracing.begin(role, req.method ?? 'GET', query === -1 ? target : target.slice(0, query), req.headers),
+      trace:
+        tracing === undefined || !counted
+          ? undefined
+          : tracing.begin(role, req.method ?? 'GET', query === -1 ? target : target.slice(0, query), req.headers),
     };
     res.on('close', () => {
       if (!res.writableFinished) {
@@ -420,7 +484,11 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
         const key = `${status}\u0000${request.labels.model}\u0000${request.labels.cluster}`;
         const entry = answered.get(key);
         if (entry !== undefined) entry.count++;
-        else answered.set(key, { labels: { role, model: request.labels.model, cluster: request.labels.cluster, status: String(status) }, count: 1 });
+        else
+          answered.set(key, {
+            labels: { role, model: request.labels.model, cluster: request.labels.cluster, status: String(status) },
+            count: 1,
+          });
       }
       // Warm-up requests (counted false) stay out of the request log as they stay out of the metrics.
       if (debugEnabled && counted) {
@@ -446,11 +514,19 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       if (request.callerGone || req.errored !== null) return;
       if (error instanceof GatewayError) {
         sendError(res, error, closing || error.headers['connection'] === 'close');
-        if (error.status >= 500) logger.info({ code: error.code, status: error.status, cluster: request.cluster, model: request.labels.model }, error.message);
+        if (error.status >= 500)
+          logger.info(
+            { code: error.code, status: error.status, cluster: request.cluster, model: request.labels.model },
+            error.message,
+          );
         return;
       }
       logger.error({ error: errorFields(error), path: request.path }, 'request failed unexpectedly');
-      sendError(res, new GatewayError(500, 'internal_error', 'upstream_error', 'the gateway failed to handle the request'), closing);
+      sendError(
+        res,
+        new GatewayError(500, 'internal_error', 'upstream_error', 'the gateway failed to handle the request'),
+        closing,
+      );
     };
     // A request that reaches a closing gateway was accepted on a connection opened before the listener closed:
     // it is served (its response closes the connection), never refused.
@@ -465,10 +541,16 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   }
 
   /** Synchronous until a filter returns a Promise (reading the body, the upstream call): no await per step. */
-  function route(request: GatewayRequest, pipeline: Pipeline, loadBalancer: LoadBalancer, fail: (error: unknown) => void): void | Promise<void> {
+  function route(
+    request: GatewayRequest,
+    pipeline: Pipeline,
+    loadBalancer: LoadBalancer,
+    fail: (error: unknown) => void,
+  ): void | Promise<void> {
     const { method, path, target } = request;
     if (!target.startsWith('/')) throw notFound('unknown_path', 'request target must be an absolute path');
-    if (DOT_OR_EMPTY_SEGMENT.test(path)) throw badRequest('invalid_path', 'request path has a "." or ".." segment or an empty segment');
+    if (DOT_OR_EMPTY_SEGMENT.test(path))
+      throw badRequest('invalid_path', 'request path has a "." or ".." segment or an empty segment');
     if (path === '/v1/models') {
       if (method !== 'GET' && method !== 'HEAD') throw methodNotAllowed('GET');
       // Authorization still comes first: the filters before the route filter (peer_identity_trust) run.
@@ -495,8 +577,15 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
     for (let i = 0; i < pipeline.routeIndex; i++) await pipeline.filters[i]!.apply(request);
     const models = pipeline.listModels();
     if (models === null) throw unavailable('overlay_not_loaded', 'no routing overlay has been accepted yet', 5);
-    const body = JSON.stringify({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'agn' })) });
-    request.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(closing ? { connection: 'close' } : {}) });
+    const body = JSON.stringify({
+      object: 'list',
+      data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'agn' })),
+    });
+    request.res.writeHead(200, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      ...(closing ? { connection: 'close' } : {}),
+    });
     request.res.end(request.method === 'HEAD' ? undefined : body);
   }
 
@@ -524,7 +613,10 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
   let warm = (options.warmupRequests ?? 0) === 0;
   // A grid_site_route gateway is ready once it holds a serving config, as an overlay gateway once it holds an overlay.
   const isReady = (): boolean =>
-    warm && !closing && [...stores.values()].every((s) => s.current() !== null) && (siteView === undefined || siteView.revision() !== undefined);
+    warm &&
+    !closing &&
+    [...stores.values()].every((s) => s.current() !== null) &&
+    (siteView === undefined || siteView.revision() !== undefined);
   if (!warm) {
     const result = await warmRequestPath({ role, logger, serve: handle, requests: options.warmupRequests });
     warm = true;
@@ -545,11 +637,20 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       }),
     });
   }
-  const reportConfig = resolved.listeners.flatMap((l) => l.filters).find((f) => f.filter === 'usage_meter' && f.report !== undefined);
+  const reportConfig = resolved.listeners
+    .flatMap((l) => l.filters)
+    .find((f) => f.filter === 'usage_meter' && f.report !== undefined);
   const report = reportConfig?.filter === 'usage_meter' ? reportConfig.report : undefined;
   // The ingest token is read here and on every change of its file, never on a request or a report.
   const tokenPath = report?.token_file;
-  const ingestToken = tokenPath === undefined ? undefined : new TokenFile({ file: tokenPath.startsWith('/') ? tokenPath : `${configDir}/${tokenPath}`, what: 'ingest token (usage_meter.report.token_file)', logger });
+  const ingestToken =
+    tokenPath === undefined
+      ? undefined
+      : new TokenFile({
+          file: tokenPath.startsWith('/') ? tokenPath : `${configDir}/${tokenPath}`,
+          what: 'ingest token (usage_meter.report.token_file)',
+          logger,
+        });
   await ingestToken?.start();
   const reporter: OperatorReporter | undefined =
     report !== undefined
@@ -588,7 +689,8 @@ export async function startGateway(resolved: ResolvedConfig, options: StartGatew
       stateChanged();
       for (const store of stores.values()) store.close();
       files.close();
-      if ((options.drainDelayMs ?? 0) > 0) await new Promise<void>((resolve) => setTimeout(resolve, options.drainDelayMs).unref());
+      if ((options.drainDelayMs ?? 0) > 0)
+        await new Promise<void>((resolve) => setTimeout(resolve, options.drainDelayMs).unref());
       // Stop accepting, but do not yet close connections without a request: http.Server.close() would, and a
       // connection accepted a moment ago whose request is still on the wire counts as idle, so its client would
       // see a reset for a request the gateway had accepted. They get ACCEPTED_GRACE_MS to deliver it.

@@ -19,12 +19,15 @@ function certificates(bytes: Buffer, where: string): X509Certificate[] {
   const blocks = text.match(CERTIFICATE_BLOCK) ?? [];
   const begins = text.match(CERTIFICATE_BEGIN)?.length ?? 0;
   if (begins === 0) throw new MountedFileError(`${where}: no PEM certificate in the file`);
-  if (blocks.length !== begins) throw new MountedFileError(`${where}: a PEM certificate is truncated (BEGIN without END)`);
+  if (blocks.length !== begins)
+    throw new MountedFileError(`${where}: a PEM certificate is truncated (BEGIN without END)`);
   return blocks.map((block, i) => {
     try {
       return new X509Certificate(block);
     } catch {
-      throw new MountedFileError(`${where}: certificate ${i + 1} of the file is not a valid certificate (truncated or corrupt)`);
+      throw new MountedFileError(
+        `${where}: certificate ${i + 1} of the file is not a valid certificate (truncated or corrupt)`,
+      );
     }
   });
 }
@@ -41,7 +44,8 @@ function privateKey(bytes: Buffer, where: string): KeyObject {
 function pair(certBytes: Buffer, keyBytes: Buffer, certWhere: string, keyWhere: string): { cert: string; key: string } {
   const leaf = certificates(certBytes, certWhere)[0]!;
   const key = privateKey(keyBytes, keyWhere);
-  if (!leaf.checkPrivateKey(key)) throw new MountedFileError(`${keyWhere}: the private key does not belong to the certificate in ${certWhere}`);
+  if (!leaf.checkPrivateKey(key))
+    throw new MountedFileError(`${keyWhere}: the private key does not belong to the certificate in ${certWhere}`);
   return { cert: certBytes.toString('utf8'), key: keyBytes.toString('utf8') };
 }
 
@@ -64,7 +68,12 @@ export interface ListenerTls {
 
 /** What setSecureContext takes for a listener's material (TLS 1.2 at least, as at start). */
 export function listenerContextOptions(tls: ListenerTls): SecureContextOptions {
-  return { cert: [...tls.cert], key: [...tls.key], ...(tls.ca === undefined ? {} : { ca: tls.ca }), minVersion: 'TLSv1.2' };
+  return {
+    cert: [...tls.cert],
+    key: [...tls.key],
+    ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+    minVersion: 'TLSv1.2',
+  };
 }
 
 export interface TlsFileSet<T> {
@@ -92,7 +101,9 @@ export function listenerTlsFiles(listener: ListenerConfig, resolve: (path: strin
     files,
     labels,
     parse(contents) {
-      const pairs = tls.certificates.map((_, i) => pair(contents[2 * i]!, contents[2 * i + 1]!, labels[2 * i]!, labels[2 * i + 1]!));
+      const pairs = tls.certificates.map((_, i) =>
+        pair(contents[2 * i]!, contents[2 * i + 1]!, labels[2 * i]!, labels[2 * i + 1]!),
+      );
       let ca: string | undefined;
       if (tls.client_ca !== undefined) {
         const at = 2 * tls.certificates.length;
@@ -142,7 +153,10 @@ export function clusterTlsFiles(cluster: ClusterConfig, resolve: (path: string) 
         ca = contents[at]!.toString('utf8');
         at++;
       }
-      const client = tls.client_cert === undefined ? undefined : pair(contents[at]!, contents[at + 1]!, labels[at]!, labels[at + 1]!);
+      const client =
+        tls.client_cert === undefined
+          ? undefined
+          : pair(contents[at]!, contents[at + 1]!, labels[at]!, labels[at + 1]!);
       const material: ClusterTls = { ...(ca === undefined ? {} : { ca }), ...(client === undefined ? {} : client) };
       secureContextProblem(material, `cluster "${cluster.name}" tls`);
       return material;

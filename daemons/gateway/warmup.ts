@@ -33,13 +33,20 @@ const COMPLETION = JSON.stringify({
   choices: [{ index: 0, message: { role: 'assistant', content: 'warm' }, finish_reason: 'stop' }],
   usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
 });
-const CHUNK = (content: string): string => `data: ${JSON.stringify({ id: 'chatcmpl-warmup', object: 'chat.completion.chunk', created: 0, model: 'warmup', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+const CHUNK = (content: string): string =>
+  `data: ${JSON.stringify({ id: 'chatcmpl-warmup', object: 'chat.completion.chunk', created: 0, model: 'warmup', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
 
 export interface WarmupOptions {
   role: GatewayRole;
   logger: Logger;
   /** The gateway's request handler (what its listeners call); `counted` false keeps warm-up out of its metrics. */
-  serve(req: IncomingMessage, res: GatewayResponse, pipeline: Pipeline, loadBalancer: LoadBalancer, counted: boolean): void;
+  serve(
+    req: IncomingMessage,
+    res: GatewayResponse,
+    pipeline: Pipeline,
+    loadBalancer: LoadBalancer,
+    counted: boolean,
+  ): void;
   requests?: number;
 }
 
@@ -56,7 +63,11 @@ export async function warmRequestPath(options: WarmupOptions): Promise<WarmupRes
     req.resume();
     req.on('end', () => {
       if (!streamed) {
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(COMPLETION), 'x-request-id': 'warmup' });
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(COMPLETION),
+          'x-request-id': 'warmup',
+        });
         res.end(COMPLETION);
         return;
       }
@@ -81,9 +92,20 @@ export async function warmRequestPath(options: WarmupOptions): Promise<WarmupRes
       request.labels.cluster = WARMUP_CLUSTER;
     },
   };
-  const parser = createRequestParser({ field: 'model', header: DEFAULT_MODEL_HEADER, maxBodyBytes: DEFAULT_MAX_BODY_BYTES });
-  const pipeline: Pipeline = { filters: [parser, route, loadBalancer], routeIndex: 1, listModels: () => null, pathRoutes: [] };
-  front.on('request', (req: IncomingMessage, res: GatewayResponse) => options.serve(req, res, pipeline, loadBalancer, false));
+  const parser = createRequestParser({
+    field: 'model',
+    header: DEFAULT_MODEL_HEADER,
+    maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+  });
+  const pipeline: Pipeline = {
+    filters: [parser, route, loadBalancer],
+    routeIndex: 1,
+    listModels: () => null,
+    pathRoutes: [],
+  };
+  front.on('request', (req: IncomingMessage, res: GatewayResponse) =>
+    options.serve(req, res, pipeline, loadBalancer, false),
+  );
   const frontPort = (await listen(front, 0, '127.0.0.1')).port;
   const client = new Pool(`http://127.0.0.1:${frontPort}`, { connections: WARMUP_CONCURRENCY, pipelining: 1 });
   const total = options.requests ?? WARMUP_REQUESTS;

@@ -39,7 +39,10 @@ try {
 }
 const instance = gateway;
 
-const state = (): { ready: boolean; revision: string | null } => ({ ready: instance.isReady(), revision: instance.overlay?.current()?.revision ?? null });
+const state = (): { ready: boolean; revision: string | null } => ({
+  ready: instance.isReady(),
+  revision: instance.overlay?.current()?.revision ?? null,
+});
 let told = JSON.stringify(state());
 post({ type: 'started', listeners: instance.listeners.map((l) => ({ ...l })), ...state() });
 const tellState = (): void => {

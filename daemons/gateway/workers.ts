@@ -47,12 +47,25 @@ export interface WorkerData {
 }
 
 export type WorkerMessage =
-  | { readonly type: 'started'; readonly listeners: readonly ListenerInfo[]; readonly ready: boolean; readonly revision: string | null }
+  | {
+      readonly type: 'started';
+      readonly listeners: readonly ListenerInfo[];
+      readonly ready: boolean;
+      readonly revision: string | null;
+    }
   | { readonly type: 'failed'; readonly message: string }
   | { readonly type: 'state'; readonly ready: boolean; readonly revision: string | null }
-  | { readonly type: 'metrics'; readonly id: number; readonly metrics?: MetricObjectWithValues<MetricValue<string>>[]; readonly error?: string };
+  | {
+      readonly type: 'metrics';
+      readonly id: number;
+      readonly metrics?: MetricObjectWithValues<MetricValue<string>>[];
+      readonly error?: string;
+    };
 
-export type SupervisorMessage = { readonly type: 'metrics'; readonly id: number } | { readonly type: 'reload-files' } | { readonly type: 'close' };
+export type SupervisorMessage =
+  | { readonly type: 'metrics'; readonly id: number }
+  | { readonly type: 'reload-files' }
+  | { readonly type: 'close' };
 
 /**
  * Restarts allowed inside RESTART_WINDOW_MS before the gateway gives up and exits 1 (Kubernetes then restarts the
@@ -112,7 +125,10 @@ export interface WorkerPool {
 export function workersProblem(resolved: ResolvedConfig, workers: number): string | undefined {
   if (workers === 1) return undefined;
   for (const { listener, filters } of resolved.listeners) {
-    const limited = filters.find((f) => f.filter === 'budget_enforce' && (f.requests_per_minute !== undefined || f.tokens_per_minute !== undefined));
+    const limited = filters.find(
+      (f) =>
+        f.filter === 'budget_enforce' && (f.requests_per_minute !== undefined || f.tokens_per_minute !== undefined),
+    );
     if (limited !== undefined) {
       return `listener ${listener.name}: budget_enforce requests_per_minute/tokens_per_minute are counted per worker, so --workers ${workers} would allow each key up to ${workers} times its limit; run one worker per pod (more replicas) or drop the per-key limits`;
     }
@@ -149,7 +165,12 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
   collectProcessMetrics(processRegistry, 'grid_gateway_');
   // Workers run without the admin listener (it is this thread's) and without process metrics (collected here).
   let resolved: ResolvedConfig = { ...options.resolved, config: { ...options.resolved.config, admin: undefined } };
-  const slots: Slot[] = Array.from({ length: options.workers }, (_, index) => ({ index, worker: undefined, ready: false, revision: null }));
+  const slots: Slot[] = Array.from({ length: options.workers }, (_, index) => ({
+    index,
+    worker: undefined,
+    ready: false,
+    revision: null,
+  }));
   let closing = false;
   let gaveUp = false;
   const restarts = new RestartBudget();
@@ -215,7 +236,9 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     if (!restarts.allow(Date.now())) {
       if (!gaveUp) {
         gaveUp = true;
-        options.onFatal(`worker ${slot.index} exited with code ${code}; ${MAX_RESTARTS} workers restarted within ${RESTART_WINDOW_MS / 1000} s, giving up`);
+        options.onFatal(
+          `worker ${slot.index} exited with code ${code}; ${MAX_RESTARTS} workers restarted within ${RESTART_WINDOW_MS / 1000} s, giving up`,
+        );
       }
       return;
     }
@@ -285,7 +308,12 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
           ready: isReady(),
           accepted_revision: slots[0]?.revision ?? null,
           listeners,
-          workers: slots.map((s) => ({ index: s.index, running: s.worker !== undefined, ready: s.ready, accepted_revision: s.revision })),
+          workers: slots.map((s) => ({
+            index: s.index,
+            running: s.worker !== undefined,
+            ready: s.ready,
+            accepted_revision: s.revision,
+          })),
         }),
       });
     } catch (error) {

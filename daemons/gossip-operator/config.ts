@@ -7,12 +7,19 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { parseListenAddress } from '../shared/admin-server.ts';
 import { parseHexKey } from './swim/keyring.ts';
-import { ENROLLMENT_OPTIONS, ENROLLMENT_USAGE, type EnrollmentConfig, parseEnrollmentConfig } from './enrollment/config.ts';
+import {
+  ENROLLMENT_OPTIONS,
+  ENROLLMENT_USAGE,
+  type EnrollmentConfig,
+  parseEnrollmentConfig,
+} from './enrollment/config.ts';
 import { checkDuration, type DurationRule } from '../../schemas/durations.ts';
 import { type DashboardTarget, parseDashboardTargets } from './dashboard/targets.ts';
 
 export interface OperatorConfig {
-  readonly store: { readonly backend: 'kubernetes' } | { readonly backend: 'local'; readonly manifestsDir?: string; readonly stateDir: string };
+  readonly store:
+    | { readonly backend: 'kubernetes' }
+    | { readonly backend: 'local'; readonly manifestsDir?: string; readonly stateDir: string };
   /** This site's name: the SWIM member name and the site id of its CRDT records. */
   readonly site: string;
   /** Namespace of the Lease and the operator's own state ConfigMap. */
@@ -66,7 +73,10 @@ export interface OperatorConfig {
   readonly dashboardTargets: readonly DashboardTarget[];
 }
 
-export type DashboardAccessConfig = { readonly access: 'off' } | { readonly access: 'open' } | { readonly access: 'token'; readonly tokenFile: string };
+export type DashboardAccessConfig =
+  | { readonly access: 'off' }
+  | { readonly access: 'open' }
+  | { readonly access: 'token'; readonly tokenFile: string };
 
 /** Whether `host` (of a listen address) is reachable from this machine only. */
 export function isLoopbackHost(host: string): boolean {
@@ -189,22 +199,30 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
   }
 
   const site = pick('site', 'GRID_SITE_NAME');
-  if (site === undefined) throw new ConfigError(`${flagOrEnv('site', 'GRID_SITE_NAME')} is required: the name of this site`);
-  if (!SITE_NAME.test(site)) throw new ConfigError(`${flagOrEnv('site', 'GRID_SITE_NAME')}: "${site.slice(0, 80)}" must be 1-63 letters, digits, '.', '_' or '-'`);
+  if (site === undefined)
+    throw new ConfigError(`${flagOrEnv('site', 'GRID_SITE_NAME')} is required: the name of this site`);
+  if (!SITE_NAME.test(site))
+    throw new ConfigError(
+      `${flagOrEnv('site', 'GRID_SITE_NAME')}: "${site.slice(0, 80)}" must be 1-63 letters, digits, '.', '_' or '-'`,
+    );
 
   const bindText = pick('gossip-bind', 'GRID_GOSSIP_BIND') ?? '0.0.0.0:7946';
   let gossipBind: { host: string; port: number };
   try {
     gossipBind = parseListenAddress(bindText);
   } catch {
-    throw new ConfigError(`${flagOrEnv('gossip-bind', 'GRID_GOSSIP_BIND')}: "${bindText.slice(0, 80)}" must be IP:PORT`);
+    throw new ConfigError(
+      `${flagOrEnv('gossip-bind', 'GRID_GOSSIP_BIND')}: "${bindText.slice(0, 80)}" must be IP:PORT`,
+    );
   }
 
   const adminAddress = pick('admin', 'GRID_ADMIN_ADDRESS') ?? '0.0.0.0:9090';
   try {
     parseListenAddress(adminAddress);
   } catch {
-    throw new ConfigError(`${flagOrEnv('admin', 'GRID_ADMIN_ADDRESS')}: "${adminAddress.slice(0, 80)}" must be HOST:PORT`);
+    throw new ConfigError(
+      `${flagOrEnv('admin', 'GRID_ADMIN_ADDRESS')}: "${adminAddress.slice(0, 80)}" must be HOST:PORT`,
+    );
   }
 
   const keyText = env['GRID_SWIM_ENCRYPT_KEY'];
@@ -218,9 +236,11 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
   }
 
   const profile = pick('swim-profile', 'GRID_SWIM_PROFILE') ?? 'wan';
-  if (profile !== 'wan' && profile !== 'loopback') throw new ConfigError(`${flagOrEnv('swim-profile', 'GRID_SWIM_PROFILE')}: must be wan or loopback`);
+  if (profile !== 'wan' && profile !== 'loopback')
+    throw new ConfigError(`${flagOrEnv('swim-profile', 'GRID_SWIM_PROFILE')}: must be wan or loopback`);
   const leaderText = pick('leader-elect', 'GRID_LEADER_ELECT') ?? 'true';
-  if (leaderText !== 'true' && leaderText !== 'false') throw new ConfigError(`${flagOrEnv('leader-elect', 'GRID_LEADER_ELECT')}: must be true or false`);
+  if (leaderText !== 'true' && leaderText !== 'false')
+    throw new ConfigError(`${flagOrEnv('leader-elect', 'GRID_LEADER_ELECT')}: must be true or false`);
   const duration = (flag: keyof typeof OPTIONS, variable: string, fallback: string) =>
     durationMs(pick(flag, variable) ?? fallback, flagOrEnv(flag, variable));
 
@@ -240,24 +260,42 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
   const ingestTokenFile = pick('ingest-token-file', 'GRID_INGEST_TOKEN_FILE');
   // An unauthenticated ingest would let any pod past the NetworkPolicy write spend into status: no such mode.
   if (gatewayAgeAddress !== undefined && (ingestTokenFile === undefined || ingestTokenFile.trim() === '')) {
-    throw new ConfigError(`${flagOrEnv('gateway-age-address', 'GRID_GATEWAY_AGE_ADDRESS')} needs ${flagOrEnv('ingest-token-file', 'GRID_INGEST_TOKEN_FILE')}: the file holding the bearer token the site's gateways send (Secret grid-ingest-token, key token)`);
+    throw new ConfigError(
+      `${flagOrEnv('gateway-age-address', 'GRID_GATEWAY_AGE_ADDRESS')} needs ${flagOrEnv('ingest-token-file', 'GRID_INGEST_TOKEN_FILE')}: the file holding the bearer token the site's gateways send (Secret grid-ingest-token, key token)`,
+    );
   }
   if (gatewayAgeAddress === undefined && ingestTokenFile !== undefined) {
-    throw new ConfigError(`${flagOrEnv('ingest-token-file', 'GRID_INGEST_TOKEN_FILE')} is set but ${flagOrEnv('gateway-age-address', 'GRID_GATEWAY_AGE_ADDRESS')} is not: set both to serve the gateway ingest, or neither`);
+    throw new ConfigError(
+      `${flagOrEnv('ingest-token-file', 'GRID_INGEST_TOKEN_FILE')} is set but ${flagOrEnv('gateway-age-address', 'GRID_GATEWAY_AGE_ADDRESS')} is not: set both to serve the gateway ingest, or neither`,
+    );
   }
-  const seeds = (pick('seeds', 'GRID_SWIM_SEEDS') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const seeds = (pick('seeds', 'GRID_SWIM_SEEDS') ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   const advertise = pick('gossip-advertise', 'GRID_GOSSIP_ADVERTISE');
-  const scraper = pick('metrics-scraper-service-account', 'GRID_METRICS_SCRAPER_SERVICE_ACCOUNT') ?? 'gossip-operator-metrics-scraper';
+  const scraper =
+    pick('metrics-scraper-service-account', 'GRID_METRICS_SCRAPER_SERVICE_ACCOUNT') ??
+    'gossip-operator-metrics-scraper';
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(scraper)) {
-    throw new ConfigError(`${flagOrEnv('metrics-scraper-service-account', 'GRID_METRICS_SCRAPER_SERVICE_ACCOUNT')}: "${scraper.slice(0, 80)}" is not a ServiceAccount name (DNS-1123 subdomain)`);
+    throw new ConfigError(
+      `${flagOrEnv('metrics-scraper-service-account', 'GRID_METRICS_SCRAPER_SERVICE_ACCOUNT')}: "${scraper.slice(0, 80)}" is not a ServiceAccount name (DNS-1123 subdomain)`,
+    );
   }
   let dashboardTargets: DashboardTarget[];
   try {
-    dashboardTargets = parseDashboardTargets(pick('dashboard-targets', 'GRID_DASHBOARD_TARGETS') ?? '', flagOrEnv('dashboard-targets', 'GRID_DASHBOARD_TARGETS'));
+    dashboardTargets = parseDashboardTargets(
+      pick('dashboard-targets', 'GRID_DASHBOARD_TARGETS') ?? '',
+      flagOrEnv('dashboard-targets', 'GRID_DASHBOARD_TARGETS'),
+    );
   } catch (error) {
     throw new ConfigError((error as Error).message);
   }
-  const dashboard = dashboardAccess(pick('dashboard', 'GRID_DASHBOARD'), pick('dashboard-token-file', 'GRID_DASHBOARD_TOKEN_FILE'), parseListenAddress(adminAddress).host);
+  const dashboard = dashboardAccess(
+    pick('dashboard', 'GRID_DASHBOARD'),
+    pick('dashboard-token-file', 'GRID_DASHBOARD_TOKEN_FILE'),
+    parseListenAddress(adminAddress).host,
+  );
   let enrollment: EnrollmentConfig | undefined;
   try {
     enrollment = parseEnrollmentConfig(pick);
@@ -283,7 +321,11 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
     providerPollIntervalMs: duration('provider-poll-interval', 'GRID_PROVIDER_POLL_INTERVAL', '30s'),
     modelDiscoveryIntervalMs: duration('model-discovery-interval', 'GRID_MODEL_DISCOVERY_INTERVAL', '60s'),
     modelDiscoveryTtlMs: duration('model-discovery-ttl', 'GRID_MODEL_DISCOVERY_TTL', '5m'),
-    discoveryVerificationWindowMs: duration('discovery-verification-window', 'GRID_DISCOVERY_VERIFICATION_WINDOW', '11m'),
+    discoveryVerificationWindowMs: duration(
+      'discovery-verification-window',
+      'GRID_DISCOVERY_VERIFICATION_WINDOW',
+      '11m',
+    ),
     logLevel: pick('log-level', 'LOG_LEVEL') ?? 'info',
     ...(signalsAddress !== undefined ? { signalsAddress } : {}),
     ...(signalsAdvertise !== undefined ? { signalsAdvertise } : {}),
@@ -296,18 +338,27 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Op
   };
 }
 
-function dashboardAccess(mode: string | undefined, tokenFile: string | undefined, adminHost: string): DashboardAccessConfig {
+function dashboardAccess(
+  mode: string | undefined,
+  tokenFile: string | undefined,
+  adminHost: string,
+): DashboardAccessConfig {
   const where = '--dashboard (env GRID_DASHBOARD)';
   if (mode !== undefined && mode !== 'off' && mode !== 'open' && mode !== 'token') {
     throw new ConfigError(`${where}: "${mode.slice(0, 40)}" must be off, open or token`);
   }
   if (mode === 'token') {
-    if (tokenFile === undefined) throw new ConfigError(`${where}: token needs --dashboard-token-file FILE (env GRID_DASHBOARD_TOKEN_FILE), the file holding the token`);
+    if (tokenFile === undefined)
+      throw new ConfigError(
+        `${where}: token needs --dashboard-token-file FILE (env GRID_DASHBOARD_TOKEN_FILE), the file holding the token`,
+      );
     return { access: 'token', tokenFile };
   }
   if (tokenFile !== undefined) {
     // A token file without token access would read as protection that is not there.
-    throw new ConfigError(`--dashboard-token-file (env GRID_DASHBOARD_TOKEN_FILE) is read only with --dashboard token; set ${where} to token`);
+    throw new ConfigError(
+      `--dashboard-token-file (env GRID_DASHBOARD_TOKEN_FILE) is read only with --dashboard token; set ${where} to token`,
+    );
   }
   return { access: mode ?? (isLoopbackHost(adminHost) ? 'open' : 'off') };
 }

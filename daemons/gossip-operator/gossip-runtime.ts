@@ -75,7 +75,10 @@ export class GossipRuntime {
   static async start(o: GossipRuntimeOptions): Promise<GossipRuntime> {
     const config = applySwimSpec(o.site, o.timing, o.swimSpec);
     const signers = new Map<string, KeyObject>();
-    const gossipLogger = { warn: (obj: object, msg: string) => o.logger.warn(obj, msg), debug: (obj: object, msg: string) => o.logger.debug(obj, msg) };
+    const gossipLogger = {
+      warn: (obj: object, msg: string) => o.logger.warn(obj, msg),
+      debug: (obj: object, msg: string) => o.logger.debug(obj, msg),
+    };
     const store = new StateStore({
       network: o.network,
       localSite: o.site,
@@ -87,7 +90,13 @@ export class GossipRuntime {
     const learn = (record: unknown): void => {
       if (o.caPem === undefined || typeof record !== 'object' || record === null) return;
       const { signer, body } = record as { signer?: unknown; body?: unknown };
-      if (typeof signer !== 'string' || typeof body !== 'string' || signer === o.site || Buffer.byteLength(body) > MAX_BODY_BYTES) return;
+      if (
+        typeof signer !== 'string' ||
+        typeof body !== 'string' ||
+        signer === o.site ||
+        Buffer.byteLength(body) > MAX_BODY_BYTES
+      )
+        return;
       let parsed: { kind?: unknown; site?: unknown; site_info?: { public_cert_pem?: unknown } };
       try {
         parsed = JSON.parse(body) as typeof parsed;
@@ -128,7 +137,15 @@ export class GossipRuntime {
       revisions: o.revisions,
       broadcast: gossip.broadcast,
     });
-    return new GossipRuntime({ membership, store, publisher, keyring, certificateBundle: o.identity.certificateBundle, gossip, logger: o.logger });
+    return new GossipRuntime({
+      membership,
+      store,
+      publisher,
+      keyring,
+      certificateBundle: o.identity.certificateBundle,
+      gossip,
+      logger: o.logger,
+    });
   }
 
   get address(): string {
@@ -159,7 +176,10 @@ export class GossipRuntime {
 
   async publishProviders(providers: readonly ProviderState[]): Promise<void> {
     const names = new Set(providers.map((p) => p.name));
-    for (const provider of providers) await this.#publishIfChanged(`provider/${provider.name}`, provider, () => this.publisher.publishProvider(provider));
+    for (const provider of providers)
+      await this.#publishIfChanged(`provider/${provider.name}`, provider, () =>
+        this.publisher.publishProvider(provider),
+      );
     for (const key of [...this.#lastPublished.keys()]) {
       if (!key.startsWith('provider/')) continue;
       const name = key.slice('provider/'.length);

@@ -23,7 +23,12 @@ export const AGENT_TOOL_PROVIDER = gridKind('AgentToolProvider');
 export const AGENT_TO_AGENT_PROVIDER = gridKind('AgentToAgentProvider');
 export const SITE_INVITE = gridKind('SiteInvite');
 /** The one consumer Deployment a gateway delegates with praxisConfig.mountReconciliation (get and apply only). */
-export const DEPLOYMENT: ResourceKind = { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespaced: true };
+export const DEPLOYMENT: ResourceKind = {
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  plural: 'deployments',
+  namespaced: true,
+};
 
 /** The site's consumer gateway pods, listed and watched (never written) by the dashboard's replica discovery. */
 export const POD: ResourceKind = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', namespaced: true };
@@ -46,7 +51,9 @@ export const LABEL_AUTO_DISCOVERED = `${LABEL_PREFIX}auto-discovered`;
 export const ANNOTATION_SITE_ID = `${LABEL_PREFIX}site-id`;
 
 /** The site id a GridSite stands for: a discovered stub's site-id annotation, else its name. */
-export function siteIdOf(site: { readonly metadata: { readonly name: string; readonly annotations?: Readonly<Record<string, string>> } }): string {
+export function siteIdOf(site: {
+  readonly metadata: { readonly name: string; readonly annotations?: Readonly<Record<string, string>> };
+}): string {
   return site.metadata.annotations?.[ANNOTATION_SITE_ID] ?? site.metadata.name;
 }
 export const MANAGED_BY = 'app.kubernetes.io/managed-by';

@@ -53,18 +53,29 @@ async function main(): Promise<void> {
   }
   if (tracing !== undefined) logger.info({ endpoint: tracing.endpoint }, 'tracing: exporting spans over OTLP');
   try {
-    operator = await startOperator({ config, logger, defaultMetrics: true, onLeadershipLost: () => process.exit(1), ...(tracing === undefined ? {} : { tracer: tracing.tracer }) });
+    operator = await startOperator({
+      config,
+      logger,
+      defaultMetrics: true,
+      onLeadershipLost: () => process.exit(1),
+      ...(tracing === undefined ? {} : { tracer: tracing.tracer }),
+    });
   } catch (error) {
     logger.fatal({ error: errorFields(error) }, 'gossip-operator failed to start');
     process.exit(1);
   }
-  logger.info({
-    site: config.site,
-    admin: `${operator.admin.host}:${operator.admin.port}`,
-    // Which access the dashboard runs with (off, open or token), so a reader of the log knows who can open it.
-    dashboard: config.dashboard.access,
-    ...(operator.enrollment !== undefined ? { enrollment: `${operator.enrollment.host}:${operator.enrollment.port}` } : {}),
-  }, 'gossip-operator running');
+  logger.info(
+    {
+      site: config.site,
+      admin: `${operator.admin.host}:${operator.admin.port}`,
+      // Which access the dashboard runs with (off, open or token), so a reader of the log knows who can open it.
+      dashboard: config.dashboard.access,
+      ...(operator.enrollment !== undefined
+        ? { enrollment: `${operator.enrollment.host}:${operator.enrollment.port}` }
+        : {}),
+    },
+    'gossip-operator running',
+  );
   let stopping = false;
   const shutdown = (signal: NodeJS.Signals): void => {
     if (stopping) {

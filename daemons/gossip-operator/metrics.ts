@@ -54,7 +54,7 @@ export class OperatorMetrics {
     });
     this.providerReady = new Gauge({
       name: 'grid_provider_ready',
-      help: '1 when the provider can serve, 0 when not (Unavailable, Ready False, metrics healthy=false, or no routing category); this site\'s providers and those its peers publish.',
+      help: "1 when the provider can serve, 0 when not (Unavailable, Ready False, metrics healthy=false, or no routing category); this site's providers and those its peers publish.",
       labelNames: ['grid_site', 'grid_provider'],
       registers,
     });
@@ -102,7 +102,7 @@ export class OperatorMetrics {
     });
     this.overlayApplies = new Counter({
       name: 'grid_overlay_applies_total',
-      help: 'Overlay ConfigMap applies by outcome: applied, unchanged (revision already distributed), consumer_would_reject (the consumer\'s dialect would refuse it; last revision kept) or failed.',
+      help: "Overlay ConfigMap applies by outcome: applied, unchanged (revision already distributed), consumer_would_reject (the consumer's dialect would refuse it; last revision kept) or failed.",
       labelNames: ['outcome'],
       registers,
     });
@@ -114,7 +114,7 @@ export class OperatorMetrics {
     });
     this.servingDeletes = new Counter({
       name: 'grid_serving_config_deletes_total',
-      help: 'Serving config ConfigMaps of gateways no longer served (gridServing off, gateway removed) by outcome: deleted, foreign (not carrying the operator\'s serving labels for that gateway: left in place) or failed (retried next reconcile).',
+      help: "Serving config ConfigMaps of gateways no longer served (gridServing off, gateway removed) by outcome: deleted, foreign (not carrying the operator's serving labels for that gateway: left in place) or failed (retried next reconcile).",
       labelNames: ['outcome'],
       registers,
     });
@@ -131,7 +131,12 @@ export class OperatorMetrics {
       registers,
     });
     this.leader = new Gauge({ name: 'grid_operator_leader', help: '1 while this replica holds the Lease.', registers });
-    this.swimMembers = new Gauge({ name: 'grid_swim_members', help: 'SWIM members by state.', labelNames: ['state'], registers });
+    this.swimMembers = new Gauge({
+      name: 'grid_swim_members',
+      help: 'SWIM members by state.',
+      labelNames: ['state'],
+      registers,
+    });
     this.peerSignalsRefused = new Counter({
       name: 'grid_peer_signals_refused_total',
       help: 'Polled peer signal rows refused and dropped, by peer site and reason: skew (negative or implausible age) or invalid.',
@@ -181,7 +186,8 @@ export class OperatorMetrics {
   }
 
   setUnhonoured(network: string, gateway: string, features: readonly UnhonouredFeature[]): void {
-    for (const feature of UNHONOURED_FEATURES) this.overlayUnhonoured.set({ network, gateway, feature }, features.includes(feature) ? 1 : 0);
+    for (const feature of UNHONOURED_FEATURES)
+      this.overlayUnhonoured.set({ network, gateway, feature }, features.includes(feature) ? 1 : 0);
   }
 
   dropUnhonoured(network: string, gateway: string): void {

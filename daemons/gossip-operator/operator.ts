@@ -77,17 +77,30 @@ function producerVersion(): string {
 export async function startOperator(options: OperatorOptions): Promise<OperatorHandle> {
   const { config, logger } = options;
   const ownsStore = options.store === undefined;
-  const store = options.store ?? await createResourceStore(
-    config.store.backend === 'local'
-      ? { backend: 'local', stateDir: config.store.stateDir, ...(config.store.manifestsDir !== undefined ? { manifestsDir: config.store.manifestsDir } : {}), onProblem: (message) => logger.warn({ store: 'local' }, message) }
-      : { backend: 'kubernetes' },
-  );
+  const store =
+    options.store ??
+    (await createResourceStore(
+      config.store.backend === 'local'
+        ? {
+            backend: 'local',
+            stateDir: config.store.stateDir,
+            ...(config.store.manifestsDir !== undefined ? { manifestsDir: config.store.manifestsDir } : {}),
+            onProblem: (message) => logger.warn({ store: 'local' }, message),
+          }
+        : { backend: 'kubernetes' },
+    ));
   const metrics = new OperatorMetrics({ defaultMetrics: options.defaultMetrics ?? false });
   let manager: Manager | undefined;
   const now = options.now ?? Date.now;
-  const scraperToken = config.metricsScraperServiceAccount === undefined
-    ? undefined
-    : new ScraperTokenSource({ store, serviceAccount: { namespace: config.namespace, name: config.metricsScraperServiceAccount }, logger, now });
+  const scraperToken =
+    config.metricsScraperServiceAccount === undefined
+      ? undefined
+      : new ScraperTokenSource({
+          store,
+          serviceAccount: { namespace: config.namespace, name: config.metricsScraperServiceAccount },
+          logger,
+          now,
+        });
   const context: OperatorContext = {
     ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
     store,
@@ -164,7 +177,10 @@ export async function startOperator(options: OperatorOptions): Promise<OperatorH
       status: () => ({
         site: config.site,
         leader: manager !== undefined,
-        gossip: context.gossip === undefined ? null : { address: context.gossip.address, members: context.gossip.membership.stats().members },
+        gossip:
+          context.gossip === undefined
+            ? null
+            : { address: context.gossip.address, members: context.gossip.membership.stats().members },
       }),
       ...(dashboard.admin !== undefined ? { dashboard: dashboard.admin } : {}),
     });

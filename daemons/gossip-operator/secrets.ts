@@ -54,7 +54,9 @@ export async function readSecretKey(store: ResourceStore, ref: KeyRef, defaultKe
 export async function readConfigMapKey(store: ResourceStore, ref: KeyRef, defaultKey: string): Promise<string> {
   const key = ref.key ?? defaultKey;
   const where = `ConfigMap ${ref.namespace}/${ref.name}`;
-  const object = (await store.get(CONFIG_MAP, { name: ref.name, namespace: ref.namespace })) as { data?: Record<string, string> } | undefined;
+  const object = (await store.get(CONFIG_MAP, { name: ref.name, namespace: ref.namespace })) as
+    | { data?: Record<string, string> }
+    | undefined;
   if (object === undefined) throw new SecretError('missing', `${where} does not exist`);
   const value = object.data?.[key];
   if (typeof value !== 'string') throw new SecretError('key_missing', `${where} has no key "${key}"`);

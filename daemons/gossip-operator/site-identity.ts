@@ -33,28 +33,55 @@ function signingAlgorithm(key: KeyObject): { name: string; hash?: string; namedC
     case 'ec': {
       const curve = key.asymmetricKeyDetails?.namedCurve;
       const namedCurve = curve === 'secp384r1' ? 'P-384' : curve === 'secp521r1' ? 'P-521' : 'P-256';
-      return { name: 'ECDSA', namedCurve, hash: namedCurve === 'P-256' ? 'SHA-256' : namedCurve === 'P-384' ? 'SHA-384' : 'SHA-512' };
+      return {
+        name: 'ECDSA',
+        namedCurve,
+        hash: namedCurve === 'P-256' ? 'SHA-256' : namedCurve === 'P-384' ? 'SHA-384' : 'SHA-512',
+      };
     }
     case 'rsa':
       return { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' };
     case 'ed25519':
       return { name: 'Ed25519' };
     default:
-      throw new Error(`site private key type ${key.asymmetricKeyType ?? 'unknown'} cannot certify a signing key (use EC, RSA or Ed25519)`);
+      throw new Error(
+        `site private key type ${key.asymmetricKeyType ?? 'unknown'} cannot certify a signing key (use EC, RSA or Ed25519)`,
+      );
   }
 }
 
 /** A signing key certified by the site certificate. Throws with a message naming the problem, never the key. */
-export async function certifiedIdentity(site: string, siteCertPem: string, siteKeyPem: string, validDays = 30): Promise<SigningIdentity> {
+export async function certifiedIdentity(
+  site: string,
+  siteCertPem: string,
+  siteKeyPem: string,
+  validDays = 30,
+): Promise<SigningIdentity> {
   const leaf = new x509.X509Certificate(siteCertPem);
   const leafKey = createPrivateKey(siteKeyPem);
   const algorithm = signingAlgorithm(leafKey);
-  const importAlgorithm = algorithm.name === 'ECDSA' ? { name: 'ECDSA', namedCurve: algorithm.namedCurve } : algorithm.name === 'RSASSA-PKCS1-v1_5' ? { name: algorithm.name, hash: 'SHA-256' } : { name: 'Ed25519' };
-  const signingKey = await webcrypto.subtle.importKey('pkcs8', leafKey.export({ type: 'pkcs8', format: 'der' }), importAlgorithm, false, ['sign']);
-  const keys = (await webcrypto.subtle.generateKey({ name: 'Ed25519' }, true, ['sign', 'verify'])) as unknown as webcrypto.CryptoKeyPair;
+  const importAlgorithm =
+    algorithm.name === 'ECDSA'
+      ? { name: 'ECDSA', namedCurve: algorithm.namedCurve }
+      : algorithm.name === 'RSASSA-PKCS1-v1_5'
+        ? { name: algorithm.name, hash: 'SHA-256' }
+        : { name: 'Ed25519' };
+  const signingKey = await webcrypto.subtle.importKey(
+    'pkcs8',
+    leafKey.export({ type: 'pkcs8', format: 'der' }),
+    importAlgorithm,
+    false,
+    ['sign'],
+  );
+  const keys = (await webcrypto.subtle.generateKey({ name: 'Ed25519' }, true, [
+    'sign',
+    'verify',
+  ])) as unknown as webcrypto.CryptoKeyPair;
   const notBefore = new Date(Date.now() - 60_000);
   const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(12))).toString('hex').replace(/^./, '1'),
+    serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(12)))
+      .toString('hex')
+      .replace(/^./, '1'),
     subject: `CN=${site.replace(/([,+"\\<>;=])/g, '\\$1')}`,
     issuer: leaf.subject,
     notBefore,
@@ -84,23 +111,30 @@ function validAt(cert: X509Certificate, nowMs: number): boolean {
   return Date.parse(cert.validFrom) <= nowMs && nowMs <= Date.parse(cert.validTo);
 }
 
-export type BundleCheck = { readonly ok: true; readonly publicKey: KeyObject } | { readonly ok: false; readonly detail: string };
+export type BundleCheck =
+  | { readonly ok: true; readonly publicKey: KeyObject }
+  | { readonly ok: false; readonly detail: string };
 
 /** Verifies grid CA -> site certificate naming `site` -> Ed25519 signing certificate. Never throws. */
 export function verifySiteBundle(bundle: string, site: string, caPem: string, nowMs: number): BundleCheck {
   try {
     const pems = pemCertificates(bundle);
-    if (pems.length !== 2) return { ok: false, detail: `expected a site and a signing certificate, got ${pems.length} certificates` };
+    if (pems.length !== 2)
+      return { ok: false, detail: `expected a site and a signing certificate, got ${pems.length} certificates` };
     const cas = pemCertificates(caPem).map((p) => new X509Certificate(p));
     const leaf = new X509Certificate(pems[0] as string);
     const signing = new X509Certificate(pems[1] as string);
-    if (!cas.some((ca) => leaf.checkIssued(ca) && leaf.verify(ca.publicKey))) return { ok: false, detail: 'site certificate is not issued by the grid CA' };
+    if (!cas.some((ca) => leaf.checkIssued(ca) && leaf.verify(ca.publicKey)))
+      return { ok: false, detail: 'site certificate is not issued by the grid CA' };
     if (!namesSite(leaf, site)) return { ok: false, detail: `site certificate does not name site ${site}` };
-    if (!validAt(leaf, nowMs) || !validAt(signing, nowMs)) return { ok: false, detail: 'certificate outside its validity period' };
+    if (!validAt(leaf, nowMs) || !validAt(signing, nowMs))
+      return { ok: false, detail: 'certificate outside its validity period' };
     // The site certificate is an end-entity (no keyCertSign), so OpenSSL's checkIssued refuses it as an issuer;
     // the delegation is checked directly: issuer name and signature.
-    if (signing.issuer !== leaf.subject || !signing.verify(leaf.publicKey)) return { ok: false, detail: 'signing certificate is not issued by the site certificate' };
-    if (signing.publicKey.asymmetricKeyType !== 'ed25519') return { ok: false, detail: 'signing certificate key is not Ed25519' };
+    if (signing.issuer !== leaf.subject || !signing.verify(leaf.publicKey))
+      return { ok: false, detail: 'signing certificate is not issued by the site certificate' };
+    if (signing.publicKey.asymmetricKeyType !== 'ed25519')
+      return { ok: false, detail: 'signing certificate key is not Ed25519' };
     return { ok: true, publicKey: signing.publicKey };
   } catch (error) {
     return { ok: false, detail: `certificate bundle cannot be parsed (${(error as Error).message.slice(0, 120)})` };

@@ -55,14 +55,21 @@ export function parseSiteNameLedger(object: KubeObject | undefined, ref: ObjectR
   } else if (data !== undefined) {
     for (const [key, value] of Object.entries(data as Record<string, unknown>)) {
       if (typeof value !== 'string') {
-        problems.push(`${where} key "${key.slice(0, 63)}": the value is not a string; the name is still treated as recorded`);
+        problems.push(
+          `${where} key "${key.slice(0, 63)}": the value is not a string; the name is still treated as recorded`,
+        );
       } else raw[key] = value;
       if (key.length > 63 || !SITE_NAME.test(key)) {
-        problems.push(`${where} key "${key.slice(0, 63)}": not a site name (a DNS label: 1-63 lowercase letters, digits or -); ignored`);
+        problems.push(
+          `${where} key "${key.slice(0, 63)}": not a site name (a DNS label: 1-63 lowercase letters, digits or -); ignored`,
+        );
         continue;
       }
       const valid = typeof value === 'string' && RFC3339.test(value) && Number.isFinite(Date.parse(value));
-      if (typeof value === 'string' && !valid) problems.push(`${where} key "${key}": "${value.slice(0, 40)}" is not an RFC 3339 time; the name is still treated as recorded`);
+      if (typeof value === 'string' && !valid)
+        problems.push(
+          `${where} key "${key}": "${value.slice(0, 40)}" is not an RFC 3339 time; the name is still treated as recorded`,
+        );
       names.set(key, valid ? value : undefined);
     }
   }
@@ -78,7 +85,12 @@ export async function readSiteNameLedger(store: ResourceStore, ref: ObjectRef): 
  * read's resourceVersion as precondition (server-side apply by one field manager replaces the map it owns), and a
  * conflict re-reads, so an entry another writer added in between is kept. Resolves to the names it added.
  */
-export async function recordSiteNames(store: ResourceStore, ref: ObjectRef, names: readonly string[], nowMs: number): Promise<string[]> {
+export async function recordSiteNames(
+  store: ResourceStore,
+  ref: ObjectRef,
+  names: readonly string[],
+  nowMs: number,
+): Promise<string[]> {
   for (let attempt = 1; ; attempt++) {
     const ledger = await readSiteNameLedger(store, ref);
     // hasOwn, not `in`: a site may be named after an Object.prototype member (`constructor` is a valid DNS label).
@@ -88,22 +100,31 @@ export async function recordSiteNames(store: ResourceStore, ref: ObjectRef, name
     if (ledger.resourceVersion === undefined) {
       // A write needs a resourceVersion to be conditional, and an absent object has none: writers racing on the
       // first name would each replace the others' maps. So the ledger is created empty first, then written.
-      await store.apply(CONFIG_MAP, { apiVersion: 'v1', kind: 'ConfigMap', metadata }, { fieldManager: LEDGER_CREATE_MANAGER });
-      if (attempt >= RECORD_ATTEMPTS) throw new Error(`${describeLedger(ref)}: created, but still not readable after ${attempt} attempts`);
+      await store.apply(
+        CONFIG_MAP,
+        { apiVersion: 'v1', kind: 'ConfigMap', metadata },
+        { fieldManager: LEDGER_CREATE_MANAGER },
+      );
+      if (attempt >= RECORD_ATTEMPTS)
+        throw new Error(`${describeLedger(ref)}: created, but still not readable after ${attempt} attempts`);
       continue;
     }
     const firstSeen = nowRfc3339(nowMs);
     const data: Record<string, string> = { ...ledger.raw };
     for (const name of added) data[name] = firstSeen;
     try {
-      await store.apply(CONFIG_MAP, { apiVersion: 'v1', kind: 'ConfigMap', metadata, data }, { fieldManager: FIELD_MANAGER, force: true, resourceVersion: ledger.resourceVersion });
+      await store.apply(
+        CONFIG_MAP,
+        { apiVersion: 'v1', kind: 'ConfigMap', metadata, data },
+        { fieldManager: FIELD_MANAGER, force: true, resourceVersion: ledger.resourceVersion },
+      );
       return added;
     } catch (error) {
-      if (!(error instanceof ResourceStoreError) || error.code !== 'conflict' || attempt >= RECORD_ATTEMPTS) throw error;
+      if (!(error instanceof ResourceStoreError) || error.code !== 'conflict' || attempt >= RECORD_ATTEMPTS)
+        throw error;
     }
   }
 }
-
 
 export interface DeletedNameCheck {
   /** True when the name is recorded and no GridSite stands for it now. */
@@ -114,7 +135,11 @@ export interface DeletedNameCheck {
 }
 
 /** Whether `siteName` belongs to a site deleted from the grid: recorded in the ledger, no GridSite now. */
-export async function checkDeletedSiteName(store: ResourceStore, ref: ObjectRef, siteName: string): Promise<DeletedNameCheck> {
+export async function checkDeletedSiteName(
+  store: ResourceStore,
+  ref: ObjectRef,
+  siteName: string,
+): Promise<DeletedNameCheck> {
   const ledger = await readSiteNameLedger(store, ref);
   if (!ledger.names.has(siteName)) return { deleted: false, problems: ledger.problems };
   const firstSeen = ledger.names.get(siteName);

@@ -33,7 +33,14 @@ export interface SitePhaseDecision {
 }
 
 export function nextSitePhase(input: SitePhaseInput): SitePhaseDecision {
-  const decide = (phase: GridSitePhase, reason: string, message: string, reachable: Status, identity: Status, pinned: Status) => ({
+  const decide = (
+    phase: GridSitePhase,
+    reason: string,
+    message: string,
+    reachable: Status,
+    identity: Status,
+    pinned: Status,
+  ) => ({
     phase,
     reason,
     message,
@@ -44,22 +51,52 @@ export function nextSitePhase(input: SitePhaseInput): SitePhaseDecision {
       { type: 'Ready', status: phase === 'Active' ? 'True' : 'False', reason },
     ] as SiteCondition[],
   });
-  if (input.member === 'left') return decide('Left', 'MemberLeft', 'the site left the grid voluntarily', 'Unknown', 'Unknown', 'Unknown');
+  if (input.member === 'left')
+    return decide('Left', 'MemberLeft', 'the site left the grid voluntarily', 'Unknown', 'Unknown', 'Unknown');
   if (!input.hasGatewayAddress) {
     if (input.member === 'alive' || input.current === 'Discovered') {
-      return decide('Discovered', 'GatewayAddressMissing', 'gateway address not yet available; cannot advance to Connecting', 'Unknown', 'Unknown', 'Unknown');
+      return decide(
+        'Discovered',
+        'GatewayAddressMissing',
+        'gateway address not yet available; cannot advance to Connecting',
+        'Unknown',
+        'Unknown',
+        'Unknown',
+      );
     }
-    return decide('Pending', 'AwaitingDiscovery', 'waiting for the site to be observed alive over SWIM', 'Unknown', 'Unknown', 'Unknown');
+    return decide(
+      'Pending',
+      'AwaitingDiscovery',
+      'waiting for the site to be observed alive over SWIM',
+      'Unknown',
+      'Unknown',
+      'Unknown',
+    );
   }
   const probe = input.probe;
-  if (probe === undefined) return decide('Connecting', 'ProbePending', 'gateway endpoint not probed yet', 'Unknown', 'Unknown', 'Unknown');
+  if (probe === undefined)
+    return decide('Connecting', 'ProbePending', 'gateway endpoint not probed yet', 'Unknown', 'Unknown', 'Unknown');
   switch (probe.outcome) {
     case 'verified':
-      return decide('Active', 'TlsVerified', 'TLS handshake succeeded; certificate chain, identity, and pin verified', 'True', 'True', 'True');
+      return decide(
+        'Active',
+        'TlsVerified',
+        'TLS handshake succeeded; certificate chain, identity, and pin verified',
+        'True',
+        'True',
+        'True',
+      );
     case 'unreachable': {
       // Only a site that was eligible is demoted to Unreachable; one never verified stays Connecting.
       const wasEligible = input.current === 'Active' || input.current === 'Unreachable';
-      return decide(wasEligible ? 'Unreachable' : 'Connecting', 'ProbeUnreachable', probe.detail, 'False', 'Unknown', 'Unknown');
+      return decide(
+        wasEligible ? 'Unreachable' : 'Connecting',
+        'ProbeUnreachable',
+        probe.detail,
+        'False',
+        'Unknown',
+        'Unknown',
+      );
     }
     case 'trust_missing':
       return decide('Connecting', 'TrustMaterialMissing', probe.detail, 'Unknown', 'Unknown', 'Unknown');
@@ -68,7 +105,14 @@ export function nextSitePhase(input: SitePhaseInput): SitePhaseDecision {
     case 'pin_mismatch':
       return decide('Connecting', 'FingerprintMismatch', probe.detail, 'True', 'True', 'False');
     case 'plaintext':
-      return decide('Connecting', 'PlaintextTransport', probe.detail, probe.reachable ? 'True' : 'False', 'False', 'False');
+      return decide(
+        'Connecting',
+        'PlaintextTransport',
+        probe.detail,
+        probe.reachable ? 'True' : 'False',
+        'False',
+        'False',
+      );
   }
 }
 

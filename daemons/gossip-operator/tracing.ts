@@ -9,7 +9,12 @@ import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
 const current = new AsyncLocalStorage<Context>();
 
 /** Runs `work` as a span named `name` under the current one (a root span outside any); ends it with the outcome. */
-export async function inSpan<T>(tracer: Tracer | undefined, name: string, attributes: Attributes, work: (span: Span | undefined) => Promise<T>): Promise<T> {
+export async function inSpan<T>(
+  tracer: Tracer | undefined,
+  name: string,
+  attributes: Attributes,
+  work: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
   if (tracer === undefined) return await work(undefined);
   const parent = current.getStore() ?? ROOT_CONTEXT;
   const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes }, parent);
@@ -25,7 +30,12 @@ export async function inSpan<T>(tracer: Tracer | undefined, name: string, attrib
 }
 
 /** The synchronous form, for a step such as the render that does not wait. */
-export function inSpanSync<T>(tracer: Tracer | undefined, name: string, attributes: Attributes, work: (span: Span | undefined) => T): T {
+export function inSpanSync<T>(
+  tracer: Tracer | undefined,
+  name: string,
+  attributes: Attributes,
+  work: (span: Span | undefined) => T,
+): T {
   if (tracer === undefined) return work(undefined);
   const parent = current.getStore() ?? ROOT_CONTEXT;
   const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes }, parent);

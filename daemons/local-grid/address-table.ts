@@ -102,7 +102,9 @@ export class AddressTable {
         scope: 'grid',
         address: key,
         target: target.endpoints.join(', '),
-        ...(target.standIn !== undefined ? { note: `external API, unreachable here: a local sim stands in for provider ${target.standIn}` } : { note: `site ${target.site} Service ${target.service}` }),
+        ...(target.standIn !== undefined
+          ? { note: `external API, unreachable here: a local sim stands in for provider ${target.standIn}` }
+          : { note: `site ${target.site} Service ${target.service}` }),
       });
     }
     for (const [key, target] of this.#site) {
@@ -132,9 +134,12 @@ function podContainerPorts(site: CompiledSite, pod: PodPlan): Map<number, 'tcp' 
     });
   }
   for (const volume of pod.volumes) {
-    const refs = [volume.configMap?.name, ...(volume.projected?.sources ?? []).map((s) => s.configMap?.name)].filter((n): n is string => n !== undefined);
+    const refs = [volume.configMap?.name, ...(volume.projected?.sources ?? []).map((s) => s.configMap?.name)].filter(
+      (n): n is string => n !== undefined,
+    );
     for (const name of refs) {
-      for (const match of JSON.stringify(configMapData(site, pod.namespace, name) ?? {}).matchAll(BIND)) add(Number(match[1]), 'tcp');
+      for (const match of JSON.stringify(configMapData(site, pod.namespace, name) ?? {}).matchAll(BIND))
+        add(Number(match[1]), 'tcp');
     }
   }
   return ports;
@@ -156,7 +161,10 @@ export function urlHostPort(text: string): string | undefined {
 }
 
 /** Allocates every port of the grid and fills the table. */
-export async function buildAddressTable(sites: readonly CompiledSite[], allocate: PortAllocator): Promise<AddressTable> {
+export async function buildAddressTable(
+  sites: readonly CompiledSite[],
+  allocate: PortAllocator,
+): Promise<AddressTable> {
   const table = new AddressTable();
   for (const site of sites) {
     for (const pod of site.pods) {
@@ -174,7 +182,11 @@ export async function buildAddressTable(sites: readonly CompiledSite[], allocate
         });
         if (endpoints.length === 0) continue;
         for (const host of serviceNames(service.name, service.namespace)) {
-          table.addService(site.site, AddressTable.key(host, port.port), { endpoints, site: site.site, service: service.name });
+          table.addService(site.site, AddressTable.key(host, port.port), {
+            endpoints,
+            site: site.site,
+            service: service.name,
+          });
         }
       }
     }
@@ -194,9 +206,14 @@ export async function buildAddressTable(sites: readonly CompiledSite[], allocate
           const exposed = serving.filter(isExposed);
           const candidates = exposed.length > 0 ? exposed : serving;
           if (candidates.length !== 1) {
-            throw new Error(`site ${site.site}: ${variable}=${value} matches ${candidates.length} Services with port ${port}; cannot tell which one it fronts`);
+            throw new Error(
+              `site ${site.site}: ${variable}=${value} matches ${candidates.length} Services with port ${port}; cannot tell which one it fronts`,
+            );
           }
-          const target = table.resolve(site.site, AddressTable.key(`${candidates[0]!.name}.${candidates[0]!.namespace}.svc.cluster.local`, port));
+          const target = table.resolve(
+            site.site,
+            AddressTable.key(`${candidates[0]!.name}.${candidates[0]!.namespace}.svc.cluster.local`, port),
+          );
           if (target !== undefined) table.addExternal(AddressTable.key(match[1]!, port), target);
         }
       }
@@ -205,7 +222,11 @@ export async function buildAddressTable(sites: readonly CompiledSite[], allocate
   // External APIs: an InferenceProvider endpoint nothing here serves gets a sim standing in for it.
   for (const site of sites) {
     for (const provider of site.objects.filter((o) => o.kind === 'InferenceProvider')) {
-      const spec = (provider['spec'] ?? {}) as { endpoint?: string; models?: { name: string }[]; auth?: { secretRef?: { name: string; namespace?: string; key?: string } } };
+      const spec = (provider['spec'] ?? {}) as {
+        endpoint?: string;
+        models?: { name: string }[];
+        auth?: { secretRef?: { name: string; namespace?: string; key?: string } };
+      };
       const hostPort = spec.endpoint === undefined ? undefined : urlHostPort(spec.endpoint);
       if (hostPort === undefined || table.resolve(site.site, hostPort) !== undefined) continue;
       if (/\.svc(\.cluster\.local)?:\d+$/.test(hostPort)) continue; // an in-cluster name without a Service: reported, not replaced

@@ -32,7 +32,9 @@ export interface VolumeSource {
   readonly secret?: { readonly name: string; readonly items?: readonly KeyToPath[] };
   readonly configMap?: { readonly name: string; readonly items?: readonly KeyToPath[] };
   readonly serviceAccountToken?: { readonly path: string };
-  readonly downwardAPI?: { readonly items?: readonly { readonly path: string; readonly fieldRef?: { readonly fieldPath?: string } }[] };
+  readonly downwardAPI?: {
+    readonly items?: readonly { readonly path: string; readonly fieldRef?: { readonly fieldPath?: string } }[];
+  };
 }
 
 export interface VolumeSpec {
@@ -64,7 +66,12 @@ export interface ServicePlan {
   readonly type: string;
   /** The annotations a load-balancer controller or external-dns reads. */
   readonly annotations: Readonly<Record<string, string>>;
-  readonly ports: readonly { readonly port: number; readonly targetPort: number | string; readonly protocol?: string; readonly nodePort?: number }[];
+  readonly ports: readonly {
+    readonly port: number;
+    readonly targetPort: number | string;
+    readonly protocol?: string;
+    readonly nodePort?: number;
+  }[];
   readonly selector: Readonly<Record<string, string>>;
 }
 
@@ -100,7 +107,9 @@ export function daemonScriptPath(root: string, script: string): string {
 export function loadCompiledGrid(distDir: string): CompiledSite[] {
   let files: string[];
   try {
-    files = readdirSync(distDir).filter((f) => /\.ya?ml$/.test(f)).sort();
+    files = readdirSync(distDir)
+      .filter((f) => /\.ya?ml$/.test(f))
+      .sort();
   } catch {
     throw new CompiledGridError(`cannot read ${distDir}/: run "npx cdk8s synth" to compile the grid first`);
   }
@@ -108,7 +117,10 @@ export function loadCompiledGrid(distDir: string): CompiledSite[] {
   for (const file of files) {
     const objects: KubeObject[] = [];
     parseAllDocuments(readFileSync(join(distDir, file), 'utf8')).forEach((doc, index) => {
-      if (doc.errors.length > 0) throw new CompiledGridError(`${join(distDir, file)} document ${index}: ${doc.errors[0]?.message.split('\n')[0]}`);
+      if (doc.errors.length > 0)
+        throw new CompiledGridError(
+          `${join(distDir, file)} document ${index}: ${doc.errors[0]?.message.split('\n')[0]}`,
+        );
       const value = doc.toJS() as KubeObject | null;
       if (value !== null && typeof value === 'object' && typeof value.kind === 'string') objects.push(value);
     });
@@ -116,7 +128,8 @@ export function loadCompiledGrid(distDir: string): CompiledSite[] {
     if (site === undefined) continue;
     sites.push(compileSite(site, join(distDir, file), objects));
   }
-  if (sites.length === 0) throw new CompiledGridError(`${distDir}/ holds no site (no gossip-operator Deployment): run "npx cdk8s synth"`);
+  if (sites.length === 0)
+    throw new CompiledGridError(`${distDir}/ holds no site (no gossip-operator Deployment): run "npx cdk8s synth"`);
   const names = sites.map((s) => s.site);
   const duplicate = names.find((n, i) => names.indexOf(n) !== i);
   if (duplicate !== undefined) throw new CompiledGridError(`two manifest files declare site "${duplicate}"`);
@@ -128,7 +141,11 @@ function deploymentsOf(objects: readonly KubeObject[]): KubeObject[] {
 }
 
 function podSpecOf(deployment: KubeObject): { labels: Record<string, string>; spec: Record<string, unknown> } {
-  const template = (deployment['spec'] as { template?: { metadata?: { labels?: Record<string, string> }; spec?: Record<string, unknown> } } | undefined)?.template;
+  const template = (
+    deployment['spec'] as
+      | { template?: { metadata?: { labels?: Record<string, string> }; spec?: Record<string, unknown> } }
+      | undefined
+  )?.template;
   return { labels: template?.metadata?.labels ?? {}, spec: template?.spec ?? {} };
 }
 
@@ -171,9 +188,20 @@ export function compileSite(site: string, file: string, objects: readonly KubeOb
   const services: ServicePlan[] = objects
     .filter((o) => o.kind === 'Service')
     .map((o) => {
-      const spec = (o['spec'] ?? {}) as { type?: string; ports?: ServicePlan['ports']; selector?: Record<string, string> };
+      const spec = (o['spec'] ?? {}) as {
+        type?: string;
+        ports?: ServicePlan['ports'];
+        selector?: Record<string, string>;
+      };
       const annotations = (o.metadata as { annotations?: Record<string, string> }).annotations ?? {};
-      return { name: o.metadata.name, namespace: o.metadata.namespace ?? 'default', type: spec.type ?? 'ClusterIP', annotations, ports: spec.ports ?? [], selector: spec.selector ?? {} };
+      return {
+        name: o.metadata.name,
+        namespace: o.metadata.namespace ?? 'default',
+        type: spec.type ?? 'ClusterIP',
+        annotations,
+        ports: spec.ports ?? [],
+        selector: spec.selector ?? {},
+      };
     });
   return { site, file, objects, pods, services };
 }
@@ -200,6 +228,8 @@ export function targetContainerPort(pod: PodPlan, targetPort: number | string): 
 }
 
 export function configMapData(site: CompiledSite, namespace: string, name: string): Record<string, string> | undefined {
-  const object = site.objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === name && (o.metadata.namespace ?? 'default') === namespace);
+  const object = site.objects.find(
+    (o) => o.kind === 'ConfigMap' && o.metadata.name === name && (o.metadata.namespace ?? 'default') === namespace,
+  );
   return object?.['data'] as Record<string, string> | undefined;
 }

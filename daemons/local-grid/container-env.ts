@@ -60,7 +60,11 @@ function fieldValue(fieldPath: string | undefined, pod: PodPlan): string | undef
 }
 
 /** The environment of one container's process, and the variables it could not give a value. */
-export function containerEnv(container: ContainerSpec, pod: PodPlan, ctx: RewriteContext): { vars: Record<string, string>; problems: string[] } {
+export function containerEnv(
+  container: ContainerSpec,
+  pod: PodPlan,
+  ctx: RewriteContext,
+): { vars: Record<string, string>; problems: string[] } {
   const vars: Record<string, string> = {};
   const problems: string[] = [];
   for (const variable of container.env ?? []) {

@@ -7,7 +7,13 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type CallerKeyEntry, type CallerKeysFile, callerKeysProblems, hashCallerKey, mintCallerKey } from '../../schemas/gateway/caller-keys.ts';
+import {
+  type CallerKeyEntry,
+  type CallerKeysFile,
+  callerKeysProblems,
+  hashCallerKey,
+  mintCallerKey,
+} from '../../schemas/gateway/caller-keys.ts';
 import { ensurePrivateDirSync, tightenPrivateFileSync, writePrivateFileSync } from '../shared/private-files.ts';
 import type { CompiledSite } from './compiled-grid.ts';
 
@@ -19,7 +25,11 @@ export interface DemoCallerKey {
 
 /** Whether any of these gateway configs runs caller_auth (a consumer declared with callerKeys). */
 export function requiresCallerKeys(configs: readonly Record<string, unknown>[]): boolean {
-  return configs.some((c) => ((c['filter_chains'] ?? []) as { filters?: { filter?: unknown }[] }[]).some((chain) => (chain.filters ?? []).some((f) => f.filter === 'caller_auth')));
+  return configs.some((c) =>
+    ((c['filter_chains'] ?? []) as { filters?: { filter?: unknown }[] }[]).some((chain) =>
+      (chain.filters ?? []).some((f) => f.filter === 'caller_auth'),
+    ),
+  );
 }
 
 /** The tenants the demo mints keys for: the GridNetwork's budgetPolicy tenants, else one `demo` tenant. */
@@ -27,7 +37,8 @@ export function demoTenants(sites: readonly CompiledSite[]): string[] {
   const tenants = new Set<string>();
   for (const site of sites) {
     for (const network of site.objects.filter((o) => o.kind === 'GridNetwork')) {
-      const policy = ((network['spec'] ?? {}) as { budgetPolicy?: { tenants?: { tenantId?: unknown }[] } }).budgetPolicy;
+      const policy = ((network['spec'] ?? {}) as { budgetPolicy?: { tenants?: { tenantId?: unknown }[] } })
+        .budgetPolicy;
       for (const tenant of policy?.tenants ?? []) if (typeof tenant.tenantId === 'string') tenants.add(tenant.tenantId);
     }
   }
@@ -42,7 +53,13 @@ function stored(file: string): DemoCallerKey[] {
     // A stored entry is reused only when it is well formed and still accepts its key.
     const entries = { keys: keys.map((k) => k.entry) };
     if (callerKeysProblems(entries).length > 0) return [];
-    return keys.filter((k) => typeof k.key === 'string' && typeof k.tenant === 'string' && k.entry.tenant === k.tenant && hashCallerKey(k.key, k.entry.salt) === k.entry.hash);
+    return keys.filter(
+      (k) =>
+        typeof k.key === 'string' &&
+        typeof k.tenant === 'string' &&
+        k.entry.tenant === k.tenant &&
+        hashCallerKey(k.key, k.entry.salt) === k.entry.hash,
+    );
   } catch {
     return [];
   }
@@ -54,7 +71,9 @@ export function ensureDemoCallerKeys(stateDir: string, tenants: readonly string[
   ensurePrivateDirSync(dir);
   const file = join(dir, 'demo-keys.json');
   const previous = stored(file);
-  const keys = tenants.map((tenant) => previous.find((k) => k.tenant === tenant) ?? { tenant, ...mintCallerKey(tenant) });
+  const keys = tenants.map(
+    (tenant) => previous.find((k) => k.tenant === tenant) ?? { tenant, ...mintCallerKey(tenant) },
+  );
   const unchanged = keys.length === previous.length && keys.every((k, i) => previous[i] === k);
   if (unchanged) tightenPrivateFileSync(file);
   else writePrivateFileSync(file, `${JSON.stringify({ keys }, null, 2)}\n`);

@@ -12,9 +12,24 @@ import type { LocalGrid } from './runner.ts';
 import type { ExitStatus, ProcessState } from './supervisor.ts';
 
 const GRID_API = 'grid.praxis.fast/v1alpha1';
-export const GRID_SITE: ResourceKind = { apiVersion: GRID_API, kind: 'GridSite', plural: 'gridsites', namespaced: false };
-export const GRID_NETWORK: ResourceKind = { apiVersion: GRID_API, kind: 'GridNetwork', plural: 'gridnetworks', namespaced: false };
-export const INFERENCE_PROVIDER: ResourceKind = { apiVersion: GRID_API, kind: 'InferenceProvider', plural: 'inferenceproviders', namespaced: false };
+export const GRID_SITE: ResourceKind = {
+  apiVersion: GRID_API,
+  kind: 'GridSite',
+  plural: 'gridsites',
+  namespaced: false,
+};
+export const GRID_NETWORK: ResourceKind = {
+  apiVersion: GRID_API,
+  kind: 'GridNetwork',
+  plural: 'gridnetworks',
+  namespaced: false,
+};
+export const INFERENCE_PROVIDER: ResourceKind = {
+  apiVersion: GRID_API,
+  kind: 'InferenceProvider',
+  plural: 'inferenceproviders',
+  namespaced: false,
+};
 
 export interface OverlayCandidate {
   readonly kind: string;
@@ -92,7 +107,9 @@ export function processViews(grid: LocalGrid, now = Date.now()): ProcessView[] {
       name: p.name,
       state: status?.state ?? 'stopped',
       restarts: status?.restarts ?? 0,
-      ...(status?.lastExit !== undefined ? { lastExit: { code: status.lastExit.code, signal: status.lastExit.signal, agoMs: now - status.lastExit.at } } : {}),
+      ...(status?.lastExit !== undefined
+        ? { lastExit: { code: status.lastExit.code, signal: status.lastExit.signal, agoMs: now - status.lastExit.at } }
+        : {}),
       ...(status?.nextRestartAt !== undefined ? { nextRestartInMs: Math.max(0, status.nextRestartAt - now) } : {}),
     };
   });
@@ -134,7 +151,8 @@ export async function readOverlays(grid: LocalGrid): Promise<OverlayView[]> {
   for (const site of grid.sites) {
     let items: KubeObject[] = [];
     try {
-      items = (await site.store.list(CONFIG_MAP, { labelSelector: 'app.kubernetes.io/managed-by=grid-operator' })).items;
+      items = (await site.store.list(CONFIG_MAP, { labelSelector: 'app.kubernetes.io/managed-by=grid-operator' }))
+        .items;
     } catch {
       continue;
     }
@@ -142,8 +160,16 @@ export async function readOverlays(grid: LocalGrid): Promise<OverlayView[]> {
       const text = (cm['data'] as Record<string, string> | undefined)?.['routing-overlay.json'];
       if (text === undefined) continue;
       try {
-        const envelope = JSON.parse(text) as { revision?: { value?: string }; overlay?: { candidates?: OverlayCandidate[] } };
-        out.push({ configMap: `${cm.metadata.namespace}/${cm.metadata.name}`, site: site.site, revision: envelope.revision?.value ?? '', candidates: envelope.overlay?.candidates ?? [] });
+        const envelope = JSON.parse(text) as {
+          revision?: { value?: string };
+          overlay?: { candidates?: OverlayCandidate[] };
+        };
+        out.push({
+          configMap: `${cm.metadata.namespace}/${cm.metadata.name}`,
+          site: site.site,
+          revision: envelope.revision?.value ?? '',
+          candidates: envelope.overlay?.candidates ?? [],
+        });
       } catch {
         // A half-written object is not possible (atomic writes); an invalid one is the operator's to report.
       }
@@ -158,12 +184,22 @@ export async function snapshot(grid: LocalGrid): Promise<GridSnapshot> {
   const providers: ProviderView[] = [];
   for (const site of grid.sites) {
     const [gridSites, networks, inference] = await Promise.all([
-      site.store.list(GRID_SITE).then((r) => r.items, () => [] as KubeObject[]),
-      site.store.list(GRID_NETWORK).then((r) => r.items, () => [] as KubeObject[]),
-      site.store.list(INFERENCE_PROVIDER).then((r) => r.items, () => [] as KubeObject[]),
+      site.store.list(GRID_SITE).then(
+        (r) => r.items,
+        () => [] as KubeObject[],
+      ),
+      site.store.list(GRID_NETWORK).then(
+        (r) => r.items,
+        () => [] as KubeObject[],
+      ),
+      site.store.list(INFERENCE_PROVIDER).then(
+        (r) => r.items,
+        () => [] as KubeObject[],
+      ),
     ]);
     const operator = grid.byRole('operator', site.site)[0];
-    const status = operator?.adminAddress === undefined ? undefined : await getJson(`http://${operator.adminAddress}/status`);
+    const status =
+      operator?.adminAddress === undefined ? undefined : await getJson(`http://${operator.adminAddress}/status`);
     const members = (status?.['gossip'] as { members?: Record<string, number> } | null | undefined)?.members;
     sites.push({
       site: site.site,
@@ -172,15 +208,26 @@ export async function snapshot(grid: LocalGrid): Promise<GridSnapshot> {
         const s = (g['status'] ?? {}) as { phase?: string; reason?: string };
         return { name: g.metadata.name, phase: s.phase ?? '-', reason: s.reason ?? '' };
       }),
-      members: members === undefined ? '-' : Object.entries(members).filter(([, n]) => n > 0).map(([state, n]) => `${n} ${state}`).join(', ') || '0',
+      members:
+        members === undefined
+          ? '-'
+          : Object.entries(members)
+              .filter(([, n]) => n > 0)
+              .map(([state, n]) => `${n} ${state}`)
+              .join(', ') || '0',
     });
     for (const provider of inference) {
       const status = (provider['status'] ?? {}) as { phase?: string; conditions?: { type: string; status: string }[] };
       const name = provider.metadata.name;
       const sim = grid.processes.find((p) => p.role === 'sim' && p.simName === name);
-      const metrics = sim?.listenAddress === undefined ? undefined : await getText(`http://${sim.listenAddress}/metrics`);
+      const metrics =
+        sim?.listenAddress === undefined ? undefined : await getText(`http://${sim.listenAddress}/metrics`);
       const admissions = new Set(
-        overlays.flatMap((o) => o.candidates.filter((c) => c.site === site.site && c.cluster === name).map((c) => `${c.admission_state}${c.fresh ? '' : ' (stale)'}`)),
+        overlays.flatMap((o) =>
+          o.candidates
+            .filter((c) => c.site === site.site && c.cluster === name)
+            .map((c) => `${c.admission_state}${c.fresh ? '' : ' (stale)'}`),
+        ),
       );
       const waiting = metrics === undefined ? undefined : metricSum(metrics, 'vllm:num_requests_waiting');
       const running = metrics === undefined ? undefined : metricSum(metrics, 'vllm:num_requests_running');
@@ -193,7 +240,10 @@ export async function snapshot(grid: LocalGrid): Promise<GridSnapshot> {
         admission: admissions.size === 0 ? 'not in overlay' : [...admissions].join(' / '),
         queue: waiting === undefined || running === undefined ? '-' : `${waiting}/${running}`,
         kvCache: kv === undefined ? '-' : `${(kv * 100).toFixed(1)}%`,
-        requests: (metrics === undefined ? undefined : metricSum(metrics, 'sim_requests_total', 'path="/v1/chat/completions"')) ?? 0,
+        requests:
+          (metrics === undefined
+            ? undefined
+            : metricSum(metrics, 'sim_requests_total', 'path="/v1/chat/completions"')) ?? 0,
         running: sim !== undefined && grid.running(sim.name) !== undefined,
         ...(sim?.standInFor !== undefined ? { standIn: sim.standInFor } : {}),
       });
@@ -201,7 +251,8 @@ export async function snapshot(grid: LocalGrid): Promise<GridSnapshot> {
   }
   const consumers: ConsumerView[] = [];
   for (const consumer of grid.byRole('consumer-gateway')) {
-    const status = consumer.adminAddress === undefined ? undefined : await getJson(`http://${consumer.adminAddress}/status`);
+    const status =
+      consumer.adminAddress === undefined ? undefined : await getJson(`http://${consumer.adminAddress}/status`);
     consumers.push({
       name: consumer.name,
       listen: consumer.listenAddress ?? '-',
@@ -211,7 +262,14 @@ export async function snapshot(grid: LocalGrid): Promise<GridSnapshot> {
     });
   }
   const policy = grid.supervisor.restartPolicy;
-  return { sites, providers, consumers, overlays, processes: processViews(grid), ...(policy !== undefined ? { restartPolicy: describeRestartPolicy(policy) } : {}) };
+  return {
+    sites,
+    providers,
+    consumers,
+    overlays,
+    processes: processViews(grid),
+    ...(policy !== undefined ? { restartPolicy: describeRestartPolicy(policy) } : {}),
+  };
 }
 
 function table(headers: readonly string[], rows: readonly (readonly string[])[]): string[] {
@@ -223,46 +281,73 @@ function table(headers: readonly string[], rows: readonly (readonly string[])[])
 /** Where everything listens: the address table (names the manifests use) and each process's ports and log. */
 export function formatAddresses(grid: LocalGrid): string {
   const lines = ['Addresses (compiled name -> loopback)'];
-  lines.push(...table(['SCOPE', 'ADDRESS', 'LOOPBACK', 'NOTE'], grid.table.rows().map((r) => [r.scope, r.address, r.target, r.note ?? ''])));
+  lines.push(
+    ...table(
+      ['SCOPE', 'ADDRESS', 'LOOPBACK', 'NOTE'],
+      grid.table.rows().map((r) => [r.scope, r.address, r.target, r.note ?? '']),
+    ),
+  );
   lines.push('Processes');
-  lines.push(...table(['PROCESS', 'LISTEN', 'ADMIN', 'PID', 'LOG'], grid.processes.map((p) => [
-    p.name,
-    p.listenAddress ?? '-',
-    p.adminAddress ?? '-',
-    String(grid.running(p.name)?.pid ?? '-'),
-    grid.specOf(p.name).logFile,
-  ])));
+  lines.push(
+    ...table(
+      ['PROCESS', 'LISTEN', 'ADMIN', 'PID', 'LOG'],
+      grid.processes.map((p) => [
+        p.name,
+        p.listenAddress ?? '-',
+        p.adminAddress ?? '-',
+        String(grid.running(p.name)?.pid ?? '-'),
+        grid.specOf(p.name).logFile,
+      ]),
+    ),
+  );
   return `${lines.join('\n')}\n`;
 }
 
 export function formatSnapshot(view: GridSnapshot): string {
   const lines: string[] = [];
   lines.push('Sites');
-  lines.push(...table(['SITE', 'NETWORK', 'GOSSIP MEMBERS', 'GRIDSITES (phase)'], view.sites.map((s) => [
-    s.site,
-    s.networkPhase,
-    s.members,
-    s.gridSites.map((g) => `${g.name}=${g.phase}${g.phase !== 'Active' && g.reason !== '' ? ` (${g.reason})` : ''}`).join(', '),
-  ])));
+  lines.push(
+    ...table(
+      ['SITE', 'NETWORK', 'GOSSIP MEMBERS', 'GRIDSITES (phase)'],
+      view.sites.map((s) => [
+        s.site,
+        s.networkPhase,
+        s.members,
+        s.gridSites
+          .map((g) => `${g.name}=${g.phase}${g.phase !== 'Active' && g.reason !== '' ? ` (${g.reason})` : ''}`)
+          .join(', '),
+      ]),
+    ),
+  );
   lines.push('Providers');
-  lines.push(...table(['SITE', 'PROVIDER', 'PHASE', 'READY', 'ADMISSION', 'WAIT/RUN', 'KV', 'REQUESTS', 'NOTE'], view.providers.map((p) => [
-    p.site,
-    p.name,
-    p.phase,
-    p.ready,
-    p.admission,
-    p.queue,
-    p.kvCache,
-    String(p.requests),
-    p.standIn !== undefined ? `local sim standing in for ${p.standIn}` : p.running ? '' : 'backend stopped',
-  ])));
+  lines.push(
+    ...table(
+      ['SITE', 'PROVIDER', 'PHASE', 'READY', 'ADMISSION', 'WAIT/RUN', 'KV', 'REQUESTS', 'NOTE'],
+      view.providers.map((p) => [
+        p.site,
+        p.name,
+        p.phase,
+        p.ready,
+        p.admission,
+        p.queue,
+        p.kvCache,
+        String(p.requests),
+        p.standIn !== undefined ? `local sim standing in for ${p.standIn}` : p.running ? '' : 'backend stopped',
+      ]),
+    ),
+  );
   lines.push('Consumer gateways');
-  lines.push(...table(['GATEWAY', 'LISTEN', 'READY', 'ACCEPTED REVISION'], view.consumers.map((c) => [
-    c.name,
-    c.listen,
-    c.running ? (c.ready ? 'yes' : 'no') : 'stopped',
-    c.acceptedRevision === null ? '-' : c.acceptedRevision.slice(0, 12),
-  ])));
+  lines.push(
+    ...table(
+      ['GATEWAY', 'LISTEN', 'READY', 'ACCEPTED REVISION'],
+      view.consumers.map((c) => [
+        c.name,
+        c.listen,
+        c.running ? (c.ready ? 'yes' : 'no') : 'stopped',
+        c.acceptedRevision === null ? '-' : c.acceptedRevision.slice(0, 12),
+      ]),
+    ),
+  );
   lines.push(...formatProcesses(view));
   return `${lines.join('\n')}\n`;
 }
@@ -278,11 +363,20 @@ function formatProcesses(view: GridSnapshot): string[] {
   const summary = `  ${running} of ${view.processes.length} running, ${restarts} ${restarts === 1 ? 'restart' : 'restarts'}`;
   const notable = view.processes.filter((p) => p.restarts > 0 || p.state !== 'running');
   if (notable.length === 0) return [heading, summary];
-  return [heading, summary, ...table(['PROCESS', 'STATE', 'RESTARTS', 'LAST EXIT', 'NEXT RESTART'], notable.map((p) => [
-    p.name,
-    p.state,
-    String(p.restarts),
-    p.lastExit === undefined ? '-' : `${p.lastExit.signal ?? `status ${p.lastExit.code}`}, ${seconds(p.lastExit.agoMs)} ago`,
-    p.nextRestartInMs === undefined ? '-' : `in ${seconds(p.nextRestartInMs)}`,
-  ]))];
+  return [
+    heading,
+    summary,
+    ...table(
+      ['PROCESS', 'STATE', 'RESTARTS', 'LAST EXIT', 'NEXT RESTART'],
+      notable.map((p) => [
+        p.name,
+        p.state,
+        String(p.restarts),
+        p.lastExit === undefined
+          ? '-'
+          : `${p.lastExit.signal ?? `status ${p.lastExit.code}`}, ${seconds(p.lastExit.agoMs)} ago`,
+        p.nextRestartInMs === undefined ? '-' : `in ${seconds(p.nextRestartInMs)}`,
+      ]),
+    ),
+  ];
 }

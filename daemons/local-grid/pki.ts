@@ -49,7 +49,11 @@ export interface GridPki {
   readonly sites: readonly SitePki[];
 }
 
-export async function ensureGridPki(dir: string, sites: readonly string[], options: GridPkiOptions = {}): Promise<GridPki> {
+export async function ensureGridPki(
+  dir: string,
+  sites: readonly string[],
+  options: GridPkiOptions = {},
+): Promise<GridPki> {
   ensurePrivateDirSync(dir);
   const caFile = join(dir, 'ca.crt');
   const caKeyFile = join(dir, 'ca.key');
@@ -64,7 +68,9 @@ export async function ensureGridPki(dir: string, sites: readonly string[], optio
   for (const site of sites) {
     const siteDir = join(dir, site);
     ensurePrivateDirSync(siteDir);
-    const sans = [...new Set([`${site}.grid.internal`, 'localhost', '127.0.0.1', ...(options.providerSans?.[site] ?? [])])];
+    const sans = [
+      ...new Set([`${site}.grid.internal`, 'localhost', '127.0.0.1', ...(options.providerSans?.[site] ?? [])]),
+    ];
     const providerGateway = await ensureLeaf(siteDir, 'provider-gateway', { sans }, async () => {
       ca ??= await loadCa(caFile, caKeyFile);
       return createServerCertificate(ca, { commonName: `${site}.grid.internal`, organization: `grid-${site}`, sans });
@@ -75,19 +81,33 @@ export async function ensureGridPki(dir: string, sites: readonly string[], optio
       return createClientCertificate(ca, { commonName: `${site}-consumer`, organization });
     });
     // Server and client: the operator's signals endpoint serves it, the GridSite probe and the peer poller present it.
-    const siteIdentity = await ensureLeaf(siteDir, 'site-identity', { commonName: site, serverAuth: true }, async () => {
-      ca ??= await loadCa(caFile, caKeyFile);
-      return createSiteCertificate(ca, { commonName: site, organization: `grid-${site}` });
-    });
+    const siteIdentity = await ensureLeaf(
+      siteDir,
+      'site-identity',
+      { commonName: site, serverAuth: true },
+      async () => {
+        ca ??= await loadCa(caFile, caKeyFile);
+        return createSiteCertificate(ca, { commonName: site, organization: `grid-${site}` });
+      },
+    );
     result.push({ site, providerGateway, consumerClient, siteIdentity });
   }
   return { caFile, caKeyFile, sites: result };
 }
 
-async function ensureLeaf(dir: string, name: string, wants: LeafWants, create: () => Promise<{ certPem: string; keyPem: string }>): Promise<PemPair> {
+async function ensureLeaf(
+  dir: string,
+  name: string,
+  wants: LeafWants,
+  create: () => Promise<{ certPem: string; keyPem: string }>,
+): Promise<PemPair> {
   const certFile = join(dir, `${name}.crt`);
   const keyFile = join(dir, `${name}.key`);
-  if (!existsSync(certFile) || !existsSync(keyFile) || leafMismatch(readFileSync(certFile, 'utf8'), { ...wants, minRemainingMs: 86_400_000 }) !== undefined) {
+  if (
+    !existsSync(certFile) ||
+    !existsSync(keyFile) ||
+    leafMismatch(readFileSync(certFile, 'utf8'), { ...wants, minRemainingMs: 86_400_000 }) !== undefined
+  ) {
     const leaf = await create();
     writePrivateFileSync(keyFile, leaf.keyPem);
     writeFileSync(certFile, leaf.certPem);

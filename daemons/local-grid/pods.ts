@@ -22,7 +22,15 @@ import {
   type KeyToPath,
 } from './compiled-grid.ts';
 import { writePrivateFileSync } from '../shared/private-files.ts';
-import { isGatewayConfig, isProviderGatewayConfig, type Mount, rewriteArgs, rewriteGatewayConfig, sortMounts, type RewriteContext } from './rewrite.ts';
+import {
+  isGatewayConfig,
+  isProviderGatewayConfig,
+  type Mount,
+  rewriteArgs,
+  rewriteGatewayConfig,
+  sortMounts,
+  type RewriteContext,
+} from './rewrite.ts';
 import { containerEnv } from './container-env.ts';
 import type { SiteSecret } from './secrets.ts';
 
@@ -103,7 +111,9 @@ export function materializePod(site: CompiledSite, pod: PodPlan, root: string, e
   const problems: string[] = [];
   const volumeDir = (name: string) => join(dir, 'volumes', name);
   const allMounts = sortMounts(
-    [...pod.initContainers, ...pod.containers].flatMap((c) => (c.volumeMounts ?? []).map((m) => ({ mountPath: m.mountPath, dir: volumeDir(m.name) }))),
+    [...pod.initContainers, ...pod.containers].flatMap((c) =>
+      (c.volumeMounts ?? []).map((m) => ({ mountPath: m.mountPath, dir: volumeDir(m.name) })),
+    ),
   );
   const podCtx: RewriteContext = { site: site.site, table: env.table, pod, mounts: allMounts, problems };
   const secret = (name: string) => env.secrets.find((s) => s.name === name && s.namespace === pod.namespace);
@@ -156,9 +166,14 @@ export function materializePod(site: CompiledSite, pod: PodPlan, root: string, e
   }
 
   const processes: ContainerProcess[] = [];
-  const containers = [...pod.initContainers.map((c) => ({ c, init: true })), ...pod.containers.map((c) => ({ c, init: false }))];
+  const containers = [
+    ...pod.initContainers.map((c) => ({ c, init: true })),
+    ...pod.containers.map((c) => ({ c, init: false })),
+  ];
   for (const { c: container, init } of containers) {
-    const mounts: Mount[] = sortMounts((container.volumeMounts ?? []).map((m) => ({ mountPath: m.mountPath, dir: volumeDir(m.name) })));
+    const mounts: Mount[] = sortMounts(
+      (container.volumeMounts ?? []).map((m) => ({ mountPath: m.mountPath, dir: volumeDir(m.name) })),
+    );
     const ctx: RewriteContext = { site: site.site, table: env.table, pod, mounts, problems };
     const [binary, ...rest] = [...(container.command ?? []), ...(container.args ?? [])];
     const argv = rewriteArgs(rest, ctx);
@@ -168,12 +183,21 @@ export function materializePod(site: CompiledSite, pod: PodPlan, root: string, e
     problems.push(...envProblems);
     const role = roleOf(container, providerPod);
     if (role === 'operator') {
-      Object.assign(vars, { GRID_STORE: 'local', GRID_STATE_DIR: env.storeDir, GRID_MANIFESTS_DIR: env.manifestsDir, POD_NAME: pod.id }, env.operatorEnv);
+      Object.assign(
+        vars,
+        { GRID_STORE: 'local', GRID_STATE_DIR: env.storeDir, GRID_MANIFESTS_DIR: env.manifestsDir, POD_NAME: pod.id },
+        env.operatorEnv,
+      );
     }
-    if (role === 'overlay-sync') Object.assign(vars, { OVERLAY_SYNC_STORE: 'local', OVERLAY_SYNC_STATE_DIR: env.storeDir });
-    const probe = (container as { livenessProbe?: { httpGet?: { path?: string; port?: number | string } } }).livenessProbe?.httpGet;
+    if (role === 'overlay-sync')
+      Object.assign(vars, { OVERLAY_SYNC_STORE: 'local', OVERLAY_SYNC_STATE_DIR: env.storeDir });
+    const probe = (container as { livenessProbe?: { httpGet?: { path?: string; port?: number | string } } })
+      .livenessProbe?.httpGet;
     const probePort = typeof probe?.port === 'number' ? probe.port : Number(probe?.port);
-    const healthUrl = !init && probe !== undefined && Number.isInteger(probePort) ? `http://${LOOPBACK}:${env.table.podPort(pod, probePort)}${probe.path ?? '/'}` : undefined;
+    const healthUrl =
+      !init && probe !== undefined && Number.isInteger(probePort)
+        ? `http://${LOOPBACK}:${env.table.podPort(pod, probePort)}${probe.path ?? '/'}`
+        : undefined;
     const flag = (name: string) => {
       const i = argv.indexOf(name);
       return i < 0 ? undefined : argv[i + 1];
@@ -205,7 +229,12 @@ export function materializePod(site: CompiledSite, pod: PodPlan, root: string, e
       ...(healthUrl !== undefined ? { healthUrl } : {}),
       ...(listenAddress !== undefined ? { listenAddress } : {}),
       ...(adminAddress !== undefined ? { adminAddress } : {}),
-      ...(role === 'sim' ? { simName: flag('--name') ?? pod.id, ...(flag('--token-file') !== undefined ? { tokenFile: flag('--token-file') as string } : {}) } : {}),
+      ...(role === 'sim'
+        ? {
+            simName: flag('--name') ?? pod.id,
+            ...(flag('--token-file') !== undefined ? { tokenFile: flag('--token-file') as string } : {}),
+          }
+        : {}),
     });
   }
   return { site: site.site, pod, dir, processes, problems };

@@ -16,18 +16,30 @@ export interface RestartPolicy {
   readonly resetAfterMs: number;
 }
 
-export const DEFAULT_RESTART_POLICY: RestartPolicy = { initialDelayMs: 1_000, maxDelayMs: 30_000, resetAfterMs: 60_000 };
+export const DEFAULT_RESTART_POLICY: RestartPolicy = {
+  initialDelayMs: 1_000,
+  maxDelayMs: 30_000,
+  resetAfterMs: 60_000,
+};
 
 /** Delay before restarting after the `crashes`-th consecutive crash (1-based): initial · 2^(crashes-1), capped. */
 export function restartDelayMs(policy: RestartPolicy, crashes: number): number {
-  return backoffDelayMs({ initialMs: policy.initialDelayMs, maxMs: policy.maxDelayMs, jitter: 0 }, Math.max(1, crashes) - 1, () => 0);
+  return backoffDelayMs(
+    { initialMs: policy.initialDelayMs, maxMs: policy.maxDelayMs, jitter: 0 },
+    Math.max(1, crashes) - 1,
+    () => 0,
+  );
 }
 
 /**
  * The consecutive-crash count after an exit: one more than before, or 1 when the process had been ready for at least
  * resetAfterMs (a long healthy run ends the crash run).
  */
-export function crashesAfterExit(policy: RestartPolicy, previousCrashes: number, healthyForMs: number | undefined): number {
+export function crashesAfterExit(
+  policy: RestartPolicy,
+  previousCrashes: number,
+  healthyForMs: number | undefined,
+): number {
   return healthyForMs !== undefined && healthyForMs >= policy.resetAfterMs ? 1 : previousCrashes + 1;
 }
 

@@ -73,7 +73,8 @@ export function rewriteDeep<T>(value: T, ctx: RewriteContext): T {
 /** argv of a container: `--port N` is the pod's port for container port N; the rest as rewriteValue. */
 export function rewriteArgs(args: readonly string[], ctx: RewriteContext): string[] {
   return args.map((arg, i) => {
-    if (args[i - 1] === '--port' && /^\d{1,5}$/.test(arg) && ctx.pod !== undefined) return String(ctx.table.podPort(ctx.pod, Number(arg)));
+    if (args[i - 1] === '--port' && /^\d{1,5}$/.test(arg) && ctx.pod !== undefined)
+      return String(ctx.table.podPort(ctx.pod, Number(arg)));
     return rewriteValue(arg, ctx);
   });
 }
@@ -109,7 +110,9 @@ export function rewriteGatewayConfig(config: Json, ctx: RewriteContext): Json {
           if (typeof endpoint !== 'string') continue;
           const target = ctx.table.resolve(ctx.site, endpoint);
           if (target === undefined) {
-            ctx.problems.push(`cluster ${String(cluster['name'])}: endpoint ${endpoint} is served by nothing in the compiled grid`);
+            ctx.problems.push(
+              `cluster ${String(cluster['name'])}: endpoint ${endpoint} is served by nothing in the compiled grid`,
+            );
             endpoints.push(endpoint);
             continue;
           }
@@ -131,7 +134,9 @@ export function isGatewayConfig(value: unknown): value is Json {
 
 /** Provider role: a listener that requires client certificates (the mTLS boundary in front of backends). */
 export function isProviderGatewayConfig(config: Json): boolean {
-  return (config['listeners'] as Json[]).some((l) => isObject(l['tls']) && (l['tls'] as Json)['client_cert_mode'] === 'require');
+  return (config['listeners'] as Json[]).some(
+    (l) => isObject(l['tls']) && (l['tls'] as Json)['client_cert_mode'] === 'require',
+  );
 }
 
 /** Organizations provider gateways trust (peer_identity_trust), which the consumers' client certificate must carry. */
@@ -140,7 +145,8 @@ export function trustedOrganizations(config: Json): string[] {
   for (const chain of (config['filter_chains'] as Json[]) ?? []) {
     for (const filter of (chain['filters'] as Json[]) ?? []) {
       if (filter['filter'] !== 'peer_identity_trust') continue;
-      for (const peer of (filter['trusted_peers'] as Json[]) ?? []) if (typeof peer['organization'] === 'string') out.push(peer['organization']);
+      for (const peer of (filter['trusted_peers'] as Json[]) ?? [])
+        if (typeof peer['organization'] === 'string') out.push(peer['organization']);
     }
   }
   return out;

@@ -17,10 +17,22 @@ import { ensureGridPki, type GridPki } from './pki.ts';
 import { type ContainerProcess, materializePod, type PodRuntime, startTier } from './pods.ts';
 import { PortPool } from './ports.ts';
 import { isGatewayConfig, isProviderGatewayConfig, rewriteDeep, trustedOrganizations } from './rewrite.ts';
-import { type DemoCallerKey, demoKeysFile, demoTenants, ensureDemoCallerKeys, requiresCallerKeys } from './demo-keys.ts';
+import {
+  type DemoCallerKey,
+  demoKeysFile,
+  demoTenants,
+  ensureDemoCallerKeys,
+  requiresCallerKeys,
+} from './demo-keys.ts';
 import { ensureSwimKey, secretDataOf, secretObject, siteSecrets, type SiteSecret } from './secrets.ts';
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from './restart-policy.ts';
-import { type ManagedProcess, ProcessStartError, type ProcessSpec, type ProcessStatus, Supervisor } from './supervisor.ts';
+import {
+  type ManagedProcess,
+  ProcessStartError,
+  type ProcessSpec,
+  type ProcessStatus,
+  Supervisor,
+} from './supervisor.ts';
 import { dashboardUrl } from './traffic.ts';
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -154,7 +166,9 @@ export class LocalGrid {
   /** The demo caller keys count: they belong only in the state directory's caller-keys/demo-keys.json. */
   /** The provider credentials' tokens: what no consumer gateway may ever hold. */
   providerCredentialTokens(): Buffer[] {
-    return this.#secrets.filter((s) => s.providerCredential === true).flatMap((s) => s.tokenKeys.map((k) => s.data[k]).filter((v): v is Buffer => v !== undefined));
+    return this.#secrets
+      .filter((s) => s.providerCredential === true)
+      .flatMap((s) => s.tokenKeys.map((k) => s.data[k]).filter((v): v is Buffer => v !== undefined));
   }
 
   tokens(): Buffer[] {
@@ -227,8 +241,13 @@ export class LocalGrid {
   async simRequests(provider: string): Promise<{ path: string; model?: string; headers: Record<string, string> }[]> {
     const sim = this.sim(provider);
     const token = readFileSync(sim.tokenFile ?? '', 'utf8').trim();
-    const response = await fetch(`http://${sim.listenAddress}/admin/requests`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000) });
-    return ((await response.json()) as { requests: { path: string; model?: string; headers: Record<string, string> }[] }).requests;
+    const response = await fetch(`http://${sim.listenAddress}/admin/requests`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(5000),
+    });
+    return (
+      (await response.json()) as { requests: { path: string; model?: string; headers: Record<string, string> }[] }
+    ).requests;
   }
 
   async #startAll(readyTimeoutMs: number): Promise<void> {
@@ -244,7 +263,8 @@ export class LocalGrid {
         tiers.set(tier, [...(tiers.get(tier) ?? []), process]);
       }
     }
-    for (const standIn of this.processes.filter((p) => p.standInFor !== undefined)) tiers.set(1, [...(tiers.get(1) ?? []), standIn]);
+    for (const standIn of this.processes.filter((p) => p.standInFor !== undefined))
+      tiers.set(1, [...(tiers.get(1) ?? []), standIn]);
     // Operators, backends and provider gateways need nothing from each other to start; consumer pods need an
     // overlay (their init container waits for it), so they go last.
     const early = [0, 1, 2].flatMap((tier) => tiers.get(tier) ?? []);
@@ -252,21 +272,30 @@ export class LocalGrid {
     await Promise.all(early.map((p) => this.startProcess(p.name, readyTimeoutMs)));
     const consumers = tiers.get(3) ?? [];
     const pods = [...new Set(consumers.map((p) => `${p.site}/${p.pod}`))];
-    await Promise.all(pods.map(async (pod) => {
-      for (const init of initByPod.get(pod) ?? []) {
-        this.#progress(`${init.name}: waiting for the operator's first overlay (init container)`);
-        try {
-          await this.supervisor.run(this.specOf(init.name), readyTimeoutMs);
-        } catch (error) {
-          const operator = this.processes.find((p) => p.role === 'operator' && p.site === init.site);
-          const hint = operator === undefined ? '' : `\n  the overlay comes from ${operator.name}: see ${this.specOf(operator.name).logFile}`;
-          throw new ProcessStartError(init.name, this.specOf(init.name).logFile, `${(error as Error).message.split(' (log:')[0]?.replace(`${init.name} failed to start: `, '')}${hint}`);
+    await Promise.all(
+      pods.map(async (pod) => {
+        for (const init of initByPod.get(pod) ?? []) {
+          this.#progress(`${init.name}: waiting for the operator's first overlay (init container)`);
+          try {
+            await this.supervisor.run(this.specOf(init.name), readyTimeoutMs);
+          } catch (error) {
+            const operator = this.processes.find((p) => p.role === 'operator' && p.site === init.site);
+            const hint =
+              operator === undefined
+                ? ''
+                : `\n  the overlay comes from ${operator.name}: see ${this.specOf(operator.name).logFile}`;
+            throw new ProcessStartError(
+              init.name,
+              this.specOf(init.name).logFile,
+              `${(error as Error).message.split(' (log:')[0]?.replace(`${init.name} failed to start: `, '')}${hint}`,
+            );
+          }
         }
-      }
-      const group = consumers.filter((p) => `${p.site}/${p.pod}` === pod);
-      this.#progress(`starting ${group.map((p) => p.name).join(', ')}`);
-      await Promise.all(group.map((p) => this.startProcess(p.name, readyTimeoutMs)));
-    }));
+        const group = consumers.filter((p) => `${p.site}/${p.pod}` === pod);
+        this.#progress(`starting ${group.map((p) => p.name).join(', ')}`);
+        await Promise.all(group.map((p) => this.startProcess(p.name, readyTimeoutMs)));
+      }),
+    );
   }
 
   /** Registers every process spec (called once by startLocalGrid). */
@@ -313,7 +342,12 @@ const GRID_GROUP = 'grid.praxis.fast/';
 const STORE_KINDS = new Set(['ConfigMap', 'Namespace']);
 
 /** The objects a site's operator reads, with addresses translated and the GridSite pins the runner's PKI implies. */
-function translatedManifests(site: CompiledSite, table: AddressTable, pki: GridPki, profile: GridProfile): KubeObject[] {
+function translatedManifests(
+  site: CompiledSite,
+  table: AddressTable,
+  pki: GridPki,
+  profile: GridProfile,
+): KubeObject[] {
   const out: KubeObject[] = [];
   for (const object of site.objects) {
     if (!object.apiVersion.startsWith(GRID_GROUP) && !STORE_KINDS.has(object.kind)) continue;
@@ -324,7 +358,8 @@ function translatedManifests(site: CompiledSite, table: AddressTable, pki: GridP
     const copy = rewriteDeep(object, { site: site.site, table, mounts: [], problems: [] });
     const spec = (copy['spec'] ?? {}) as Record<string, unknown>;
     if (object.kind === 'GridSite') {
-      const address = ((object['spec'] as { gatewayEndpoint?: { address?: string } } | undefined)?.gatewayEndpoint?.address) ?? '';
+      const address =
+        (object['spec'] as { gatewayEndpoint?: { address?: string } } | undefined)?.gatewayEndpoint?.address ?? '';
       const target = table.resolve(site.site, address);
       const fingerprint = pki.sites.find((s) => s.site === target?.site)?.providerGateway.fingerprint;
       // This machine runs every gateway on a certificate its own PKI issued (the compiled grid's keys are not
@@ -367,7 +402,9 @@ function providerSans(sites: readonly CompiledSite[], table: AddressTable): Reco
   for (const site of sites) {
     for (const config of gatewayConfigs(site)) {
       if (isProviderGatewayConfig(config)) continue;
-      for (const chain of config['filter_chains'] as { filters?: { filter?: string; clusters?: { endpoints?: string[]; tls?: { sni?: string } }[] }[] }[]) {
+      for (const chain of config['filter_chains'] as {
+        filters?: { filter?: string; clusters?: { endpoints?: string[]; tls?: { sni?: string } }[] }[];
+      }[]) {
         for (const filter of chain.filters ?? []) {
           for (const cluster of filter.filter === 'load_balancer' ? (filter.clusters ?? []) : []) {
             const first = cluster.endpoints?.[0];
@@ -377,8 +414,11 @@ function providerSans(sites: readonly CompiledSite[], table: AddressTable): Reco
       }
     }
     for (const gridSite of site.objects.filter((o) => o.kind === 'GridSite')) {
-      const endpoint = (gridSite['spec'] as { gatewayEndpoint?: { address?: string; tls?: { serverName?: string } } } | undefined)?.gatewayEndpoint;
-      if (endpoint?.address !== undefined) add(table.resolve(site.site, endpoint.address)?.site, endpoint.tls?.serverName);
+      const endpoint = (
+        gridSite['spec'] as { gatewayEndpoint?: { address?: string; tls?: { serverName?: string } } } | undefined
+      )?.gatewayEndpoint;
+      if (endpoint?.address !== undefined)
+        add(table.resolve(site.site, endpoint.address)?.site, endpoint.tls?.serverName);
     }
   }
   return sans;
@@ -389,17 +429,22 @@ function providerSans(sites: readonly CompiledSite[], table: AddressTable): Reco
  * which the manifests cannot name: in a cluster those are per-pod addresses, here they are fixed loopback ports.
  */
 function withDashboardTargets(sitePods: readonly PodRuntime[]): PodRuntime[] {
-  const targets = sitePods.flatMap((pod) => pod.processes.flatMap((p) => {
-    if (p.adminAddress === undefined || p.init) return [];
-    if (p.role === 'consumer-gateway') return [`${pod.pod.id}/gateway=${p.adminAddress}`];
-    // The dashboard reads the overlay's sync; a gridServing pod's serving-sync container is not one of its targets.
-    if (p.role === 'overlay-sync' && p.container === 'overlay-sync') return [`${pod.pod.id}/overlay-sync=${p.adminAddress}`];
-    return [];
-  }));
+  const targets = sitePods.flatMap((pod) =>
+    pod.processes.flatMap((p) => {
+      if (p.adminAddress === undefined || p.init) return [];
+      if (p.role === 'consumer-gateway') return [`${pod.pod.id}/gateway=${p.adminAddress}`];
+      // The dashboard reads the overlay's sync; a gridServing pod's serving-sync container is not one of its targets.
+      if (p.role === 'overlay-sync' && p.container === 'overlay-sync')
+        return [`${pod.pod.id}/overlay-sync=${p.adminAddress}`];
+      return [];
+    }),
+  );
   if (targets.length === 0) return [...sitePods];
   return sitePods.map((pod) => ({
     ...pod,
-    processes: pod.processes.map((p) => (p.role === 'operator' ? { ...p, env: { ...p.env, GRID_DASHBOARD_TARGETS: targets.join(',') } } : p)),
+    processes: pod.processes.map((p) =>
+      p.role === 'operator' ? { ...p, env: { ...p.env, GRID_DASHBOARD_TARGETS: targets.join(',') } } : p,
+    ),
   }));
 }
 
@@ -419,25 +464,48 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
   const ports = new PortPool(LOOPBACK);
   const table = await buildAddressTable(compiled, { tcp: () => ports.tcp(), gossip: () => ports.gossip() });
   for (const backend of options.backends ?? []) {
-    if (!compiled.some((s) => s.site === backend.site)) throw new Error(`backend ${backend.address}: no site "${backend.site}" in ${options.distDir} (sites: ${compiled.map((s) => s.site).join(', ')})`);
-    table.addService(backend.site, AddressTable.key(...splitHostPort(backend.address)), { endpoints: [backend.endpoint], site: backend.site, service: backend.address });
+    if (!compiled.some((s) => s.site === backend.site))
+      throw new Error(
+        `backend ${backend.address}: no site "${backend.site}" in ${options.distDir} (sites: ${compiled.map((s) => s.site).join(', ')})`,
+      );
+    table.addService(backend.site, AddressTable.key(...splitHostPort(backend.address)), {
+      endpoints: [backend.endpoint],
+      site: backend.site,
+      service: backend.address,
+    });
     progress(`${backend.address} (site ${backend.site}) is served by this run on ${backend.endpoint}`);
   }
   for (const standIn of table.standIns) {
-    progress(`${standIn.replaces} (provider ${standIn.provider}, site ${standIn.site}) cannot be reached from here: a local sim stands in for it on ${LOOPBACK}:${standIn.port}`);
+    progress(
+      `${standIn.replaces} (provider ${standIn.provider}, site ${standIn.site}) cannot be reached from here: a local sim stands in for it on ${LOOPBACK}:${standIn.port}`,
+    );
   }
 
-  const organizations = [...new Set(compiled.flatMap((s) => gatewayConfigs(s).filter(isProviderGatewayConfig).flatMap(trustedOrganizations)))];
-  if (organizations.length > 1) progress(`provider gateways trust several organizations (${organizations.join(', ')}); consumer certificates carry ${organizations[0]}`);
+  const organizations = [
+    ...new Set(
+      compiled.flatMap((s) => gatewayConfigs(s).filter(isProviderGatewayConfig).flatMap(trustedOrganizations)),
+    ),
+  ];
+  if (organizations.length > 1)
+    progress(
+      `provider gateways trust several organizations (${organizations.join(', ')}); consumer certificates carry ${organizations[0]}`,
+    );
   progress(`grid PKI in ${join(stateDir, 'pki')} (reused when present)`);
-  const pki = await ensureGridPki(join(stateDir, 'pki'), compiled.map((s) => s.site), {
-    ...(organizations[0] !== undefined ? { consumerOrganization: organizations[0] } : {}),
-    providerSans: providerSans(compiled, table),
-  });
+  const pki = await ensureGridPki(
+    join(stateDir, 'pki'),
+    compiled.map((s) => s.site),
+    {
+      ...(organizations[0] !== undefined ? { consumerOrganization: organizations[0] } : {}),
+      providerSans: providerSans(compiled, table),
+    },
+  );
   const swimKey = ensureSwimKey(join(stateDir, 'pki'));
   const needsKeys = requiresCallerKeys(compiled.flatMap(gatewayConfigs));
   const demoKeys = needsKeys ? ensureDemoCallerKeys(stateDir, demoTenants(compiled)) : [];
-  if (needsKeys) progress(`caller keys: a demo key per tenant (${demoKeys.map((k) => k.tenant).join(', ')}) in ${join(stateDir, 'caller-keys')} (reused when present); the consumers' keys Secret holds only their hashes`);
+  if (needsKeys)
+    progress(
+      `caller keys: a demo key per tenant (${demoKeys.map((k) => k.tenant).join(', ')}) in ${join(stateDir, 'caller-keys')} (reused when present); the consumers' keys Secret holds only their hashes`,
+    );
 
   const sites: SiteRuntime[] = [];
   const pods: PodRuntime[] = [];
@@ -445,7 +513,12 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
   const standInProcesses: GridProcess[] = [];
   const operatorEnv: Record<string, string> =
     profile === 'fast'
-      ? { GRID_SWIM_PROFILE: 'loopback', GRID_SITE_POLL_INTERVAL: '1s', GRID_PROVIDER_POLL_INTERVAL: '1s', GRID_MODEL_DISCOVERY_INTERVAL: '5s' }
+      ? {
+          GRID_SWIM_PROFILE: 'loopback',
+          GRID_SITE_POLL_INTERVAL: '1s',
+          GRID_PROVIDER_POLL_INTERVAL: '1s',
+          GRID_MODEL_DISCOVERY_INTERVAL: '5s',
+        }
       : { GRID_SWIM_PROFILE: 'loopback', GRID_SITE_POLL_INTERVAL: '5s', GRID_PROVIDER_POLL_INTERVAL: '5s' };
   try {
     for (const site of compiled) {
@@ -456,17 +529,36 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
       const store = await openLocalStore({ stateDir: storeDir });
       sites.push({ site: site.site, storeDir, manifestsDir, store });
       const existing = new Map<string, KubeObject>();
-      for (const object of (await store.list(SECRET)).items) existing.set(`${object.metadata.namespace}/${object.metadata.name}`, object);
-      const secrets = siteSecrets(site, pki, swimKey, (namespace, name) => secretDataOf(existing.get(`${namespace}/${name}`)), demoKeysFile(demoKeys));
-      for (const secret of secrets) await store.apply(SECRET, secretObject(secret), { fieldManager: RUNNER_FIELD_MANAGER, force: true });
+      for (const object of (await store.list(SECRET)).items)
+        existing.set(`${object.metadata.namespace}/${object.metadata.name}`, object);
+      const secrets = siteSecrets(
+        site,
+        pki,
+        swimKey,
+        (namespace, name) => secretDataOf(existing.get(`${namespace}/${name}`)),
+        demoKeysFile(demoKeys),
+      );
+      for (const secret of secrets)
+        await store.apply(SECRET, secretObject(secret), { fieldManager: RUNNER_FIELD_MANAGER, force: true });
       allSecrets.push(...secrets);
       progress(`site ${site.site}: ${secrets.length} Secrets applied to its local store (${storeDir})`);
       const manifests = translatedManifests(site, table, pki, profile);
       writeFileSync(join(manifestsDir, `${site.site}.yaml`), manifests.map((o) => stringifyYaml(o)).join('---\n'));
-      const sitePods = site.pods.map((pod) => materializePod(site, pod, stateDir, { repoRoot: REPO_ROOT, table, storeDir, manifestsDir, secrets, operatorEnv }));
+      const sitePods = site.pods.map((pod) =>
+        materializePod(site, pod, stateDir, {
+          repoRoot: REPO_ROOT,
+          table,
+          storeDir,
+          manifestsDir,
+          secrets,
+          operatorEnv,
+        }),
+      );
       pods.push(...withDashboardTargets(sitePods));
       for (const standIn of table.standIns.filter((s) => s.site === site.site)) {
-        const secret = secrets.find((s) => s.name === standIn.secretRef.name && s.namespace === standIn.secretRef.namespace);
+        const secret = secrets.find(
+          (s) => s.name === standIn.secretRef.name && s.namespace === standIn.secretRef.namespace,
+        );
         const dir = join(siteDir, 'standins', standIn.provider);
         ensurePrivateDirSync(dir);
         const tokenFile = join(dir, 'token');
@@ -479,7 +571,19 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
           role: 'sim',
           init: false,
           command: process.execPath,
-          args: [daemonScriptPath(REPO_ROOT, SIM_SCRIPT), '--name', standIn.provider, '--models', standIn.models.join(','), '--token-file', tokenFile, '--host', LOOPBACK, '--port', String(standIn.port)],
+          args: [
+            daemonScriptPath(REPO_ROOT, SIM_SCRIPT),
+            '--name',
+            standIn.provider,
+            '--models',
+            standIn.models.join(','),
+            '--token-file',
+            tokenFile,
+            '--host',
+            LOOPBACK,
+            '--port',
+            String(standIn.port),
+          ],
           env: {},
           healthUrl: `http://${LOOPBACK}:${standIn.port}/health`,
           listenAddress: `${LOOPBACK}:${standIn.port}`,
@@ -495,7 +599,19 @@ export async function startLocalGrid(options: LocalGridOptions): Promise<LocalGr
   }
   for (const pod of pods) for (const problem of pod.problems) progress(`note: ${pod.site}/${pod.pod.id}: ${problem}`);
   const restartPolicy = options.restartPolicy ?? DEFAULT_RESTART_POLICY;
-  const grid = new LocalGrid({ stateDir, profile, sites, table, pods, pki, secrets: allSecrets, demoKeys, standInProcesses, progress, restartPolicy });
+  const grid = new LocalGrid({
+    stateDir,
+    profile,
+    sites,
+    table,
+    pods,
+    pki,
+    secrets: allSecrets,
+    demoKeys,
+    standInProcesses,
+    progress,
+    restartPolicy,
+  });
   for (const pod of pods) for (const process of pod.processes) grid.register(process, process.init);
   for (const process of standInProcesses) grid.register(process, false);
   options.onCreated?.(grid);

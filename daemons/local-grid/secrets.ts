@@ -80,7 +80,11 @@ function podCaSignerSecrets(pod: PodPlan): Set<string> {
       const path = env.value;
       const mount = (container.volumeMounts ?? []).find((m) => path.startsWith(`${m.mountPath.replace(/\/+$/u, '')}/`));
       const volume = pod.volumes.find((v) => v.name === mount?.name);
-      for (const secret of [volume?.secret?.secretName, ...(volume?.projected?.sources ?? []).map((source) => source.secret?.name)]) if (secret !== undefined) names.add(secret);
+      for (const secret of [
+        volume?.secret?.secretName,
+        ...(volume?.projected?.sources ?? []).map((source) => source.secret?.name),
+      ])
+        if (secret !== undefined) names.add(secret);
     }
   }
   return names;
@@ -94,7 +98,9 @@ function podIsProviderGateway(site: CompiledSite, pod: PodPlan): boolean {
 function podCallerKeysFiles(site: CompiledSite, pod: PodPlan): string[] {
   return podGatewayConfigs(site, pod).flatMap((doc) =>
     ((doc['filter_chains'] ?? []) as { filters?: { filter?: unknown; keys_file?: unknown }[] }[]).flatMap((chain) =>
-      (chain.filters ?? []).flatMap((f) => (f.filter === 'caller_auth' && typeof f.keys_file === 'string' ? [f.keys_file] : [])),
+      (chain.filters ?? []).flatMap((f) =>
+        f.filter === 'caller_auth' && typeof f.keys_file === 'string' ? [f.keys_file] : [],
+      ),
     ),
   );
 }
@@ -109,9 +115,27 @@ export function siteSecrets(
 ): SiteSecret[] {
   const own = pki.sites.find((s) => s.site === site.site) as SitePki;
   const ca = readFileSync(pki.caFile);
-  const pem = (pair: { certFile: string; keyFile: string }): SecretData => ({ 'ca.crt': ca, 'tls.crt': readFileSync(pair.certFile), 'tls.key': readFileSync(pair.keyFile) });
-  const wanted = new Map<string, { namespace: string; name: string; keys: Set<string>; tls?: 'provider' | 'consumer' | 'ca-signer'; callerKeys?: Set<string> }>();
-  const want = (ref: Ref | undefined, key: string | undefined, fallbackNamespace: string, tls?: 'provider' | 'consumer' | 'ca-signer') => {
+  const pem = (pair: { certFile: string; keyFile: string }): SecretData => ({
+    'ca.crt': ca,
+    'tls.crt': readFileSync(pair.certFile),
+    'tls.key': readFileSync(pair.keyFile),
+  });
+  const wanted = new Map<
+    string,
+    {
+      namespace: string;
+      name: string;
+      keys: Set<string>;
+      tls?: 'provider' | 'consumer' | 'ca-signer';
+      callerKeys?: Set<string>;
+    }
+  >();
+  const want = (
+    ref: Ref | undefined,
+    key: string | undefined,
+    fallbackNamespace: string,
+    tls?: 'provider' | 'consumer' | 'ca-signer',
+  ) => {
     if (ref === undefined || ref.name === undefined) return;
     const namespace = ref.namespace ?? fallbackNamespace;
     const id = `${namespace}/${ref.name}`;
@@ -123,11 +147,17 @@ export function siteSecrets(
 
   const special = new Map<string, SecretData>();
   for (const network of site.objects.filter((o) => o.kind === 'GridNetwork')) {
-    const tls = ((network['spec'] ?? {}) as { tls?: { caSecretRef?: Ref; siteSecretRef?: Ref; swimKeySecretRef?: Ref; swimKeyRef?: Ref } }).tls;
+    const tls = (
+      (network['spec'] ?? {}) as {
+        tls?: { caSecretRef?: Ref; siteSecretRef?: Ref; swimKeySecretRef?: Ref; swimKeyRef?: Ref };
+      }
+    ).tls;
     const swim = tls?.swimKeySecretRef ?? tls?.swimKeyRef;
     if (swim !== undefined) special.set(`${swim.namespace ?? 'grid-system'}/${swim.name}`, { key: swimKey });
-    if (tls?.caSecretRef !== undefined) special.set(`${tls.caSecretRef.namespace ?? 'grid-system'}/${tls.caSecretRef.name}`, { 'ca.crt': ca });
-    if (tls?.siteSecretRef !== undefined) special.set(`${tls.siteSecretRef.namespace ?? 'grid-system'}/${tls.siteSecretRef.name}`, pem(own.siteIdentity));
+    if (tls?.caSecretRef !== undefined)
+      special.set(`${tls.caSecretRef.namespace ?? 'grid-system'}/${tls.caSecretRef.name}`, { 'ca.crt': ca });
+    if (tls?.siteSecretRef !== undefined)
+      special.set(`${tls.siteSecretRef.namespace ?? 'grid-system'}/${tls.siteSecretRef.name}`, pem(own.siteIdentity));
   }
   const credentials = new Set<string>();
   for (const object of site.objects) {
@@ -148,7 +178,13 @@ export function siteSecrets(
       for (const source of sources) {
         const keys = (source.items ?? []).map((i) => i.key);
         const isTls = keys.includes('tls.crt');
-        for (const key of keys) want({ name: source.name }, key, pod.namespace, caSigners.has(source.name) ? 'ca-signer' : isTls ? role : undefined);
+        for (const key of keys)
+          want(
+            { name: source.name },
+            key,
+            pod.namespace,
+            caSigners.has(source.name) ? 'ca-signer' : isTls ? role : undefined,
+          );
         if (keys.length === 0) want({ name: source.name }, undefined, pod.namespace);
         // An item mounted where the gateway's caller_auth reads its keys file carries the demo keys' hashes.
         for (const item of source.items ?? []) {
@@ -168,11 +204,21 @@ export function siteSecrets(
   }
   for (const entry of wanted.values()) {
     if (entry.tls === 'ca-signer') {
-      out.push({ namespace: entry.namespace, name: entry.name, data: { 'tls.crt': ca, 'tls.key': readFileSync(pki.caKeyFile) }, tokenKeys: [] });
+      out.push({
+        namespace: entry.namespace,
+        name: entry.name,
+        data: { 'tls.crt': ca, 'tls.key': readFileSync(pki.caKeyFile) },
+        tokenKeys: [],
+      });
       continue;
     }
     if (entry.tls !== undefined) {
-      out.push({ namespace: entry.namespace, name: entry.name, data: pem(entry.tls === 'provider' ? own.providerGateway : own.consumerClient), tokenKeys: [] });
+      out.push({
+        namespace: entry.namespace,
+        name: entry.name,
+        data: pem(entry.tls === 'provider' ? own.providerGateway : own.consumerClient),
+        tokenKeys: [],
+      });
       continue;
     }
     const previous = existing(entry.namespace, entry.name) ?? {};
@@ -185,7 +231,13 @@ export function siteSecrets(
       data[key] = kept !== undefined && kept.length >= 16 ? kept : Buffer.from(randomBytes(24).toString('base64url'));
     }
     // The keys file holds hashes, not tokens: the leak check looks for the demo keys and hashes themselves (LocalGrid.tokens).
-    out.push({ namespace: entry.namespace, name: entry.name, data, tokenKeys: keys.filter((k) => !(entry.callerKeys?.has(k) ?? false)), providerCredential: credentials.has(`${entry.namespace}/${entry.name}`) });
+    out.push({
+      namespace: entry.namespace,
+      name: entry.name,
+      data,
+      tokenKeys: keys.filter((k) => !(entry.callerKeys?.has(k) ?? false)),
+      providerCredential: credentials.has(`${entry.namespace}/${entry.name}`),
+    });
   }
   return out.sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
 }
@@ -194,7 +246,11 @@ export function secretObject(secret: SiteSecret): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name: secret.name, namespace: secret.namespace, labels: { 'app.kubernetes.io/managed-by': 'agn-local-grid' } },
+    metadata: {
+      name: secret.name,
+      namespace: secret.namespace,
+      labels: { 'app.kubernetes.io/managed-by': 'agn-local-grid' },
+    },
     type: 'Opaque',
     data: Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, v.toString('base64')])),
   };
@@ -203,5 +259,7 @@ export function secretObject(secret: SiteSecret): KubeObject {
 export function secretDataOf(object: KubeObject | undefined): SecretData | undefined {
   const data = object?.['data'];
   if (typeof data !== 'object' || data === null) return undefined;
-  return Object.fromEntries(Object.entries(data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64')]));
+  return Object.fromEntries(
+    Object.entries(data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64')]),
+  );
 }

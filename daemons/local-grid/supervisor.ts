@@ -56,9 +56,28 @@ export interface ProcessStatus {
 
 /** What the supervisor reports as it happens; describeSupervisorEvent turns one into a log line. */
 export type SupervisorEvent =
-  | { readonly type: 'exited'; readonly name: string; readonly logFile: string; readonly exit: ExitStatus; readonly ranMs: number; readonly restart?: { readonly number: number; readonly delayMs: number } }
-  | { readonly type: 'restarted'; readonly name: string; readonly logFile: string; readonly pid: number; readonly restarts: number }
-  | { readonly type: 'restart-failed'; readonly name: string; readonly logFile: string; readonly reason: string; readonly restart: { readonly number: number; readonly delayMs: number } };
+  | {
+      readonly type: 'exited';
+      readonly name: string;
+      readonly logFile: string;
+      readonly exit: ExitStatus;
+      readonly ranMs: number;
+      readonly restart?: { readonly number: number; readonly delayMs: number };
+    }
+  | {
+      readonly type: 'restarted';
+      readonly name: string;
+      readonly logFile: string;
+      readonly pid: number;
+      readonly restarts: number;
+    }
+  | {
+      readonly type: 'restart-failed';
+      readonly name: string;
+      readonly logFile: string;
+      readonly reason: string;
+      readonly restart: { readonly number: number; readonly delayMs: number };
+    };
 
 export class ProcessStartError extends Error {
   readonly processName: string;
@@ -137,9 +156,16 @@ export class Supervisor {
    * is cancelled: this start replaces it. A failure here is the caller's to report; it is not retried.
    */
   async start(spec: ProcessSpec, readyTimeoutMs = 30_000): Promise<ManagedProcess> {
-    const record = this.#supervised.get(spec.name) ?? { spec, readyTimeoutMs, state: 'starting' as ProcessState, restarts: 0, crashes: 0 };
+    const record = this.#supervised.get(spec.name) ?? {
+      spec,
+      readyTimeoutMs,
+      state: 'starting' as ProcessState,
+      restarts: 0,
+      crashes: 0,
+    };
     const running = this.current(spec.name);
-    if (running !== undefined) throw new ProcessStartError(spec.name, spec.logFile, `already running (pid ${running.pid})`);
+    if (running !== undefined)
+      throw new ProcessStartError(spec.name, spec.logFile, `already running (pid ${running.pid})`);
     this.#supervised.set(spec.name, record);
     this.#cancelRestart(record);
     record.spec = spec;
@@ -180,7 +206,11 @@ export class Supervisor {
       await delay(spec.ready === undefined ? 0 : 100);
       if (spawnFailure !== undefined) throw new ProcessStartError(spec.name, spec.logFile, spawnFailure.message);
       if (managed.exit !== undefined) {
-        throw new ProcessStartError(spec.name, spec.logFile, `exited with ${describeExit(managed.exit)} before it was ready`);
+        throw new ProcessStartError(
+          spec.name,
+          spec.logFile,
+          `exited with ${describeExit(managed.exit)} before it was ready`,
+        );
       }
       if (spec.ready === undefined || (await spec.ready().catch(() => false))) {
         // An exit between the last check and now leaves the state to #exited.
@@ -189,7 +219,8 @@ export class Supervisor {
         record.state = 'running';
         return managed;
       }
-      if (Date.now() > deadline) throw new ProcessStartError(spec.name, spec.logFile, `not ready within ${readyTimeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new ProcessStartError(spec.name, spec.logFile, `not ready within ${readyTimeoutMs} ms`);
     }
   }
 
@@ -212,7 +243,14 @@ export class Supervisor {
     }
     record.crashes = crashesAfterExit(this.#policy, record.crashes, ranMs);
     const delayMs = this.#scheduleRestart(record, this.#policy);
-    this.#emit({ type: 'exited', name: record.spec.name, logFile: record.spec.logFile, exit, ranMs, restart: { number: record.restarts + 1, delayMs } });
+    this.#emit({
+      type: 'exited',
+      name: record.spec.name,
+      logFile: record.spec.logFile,
+      exit,
+      ranMs,
+      restart: { number: record.restarts + 1, delayMs },
+    });
   }
 
   #scheduleRestart(record: Supervised, policy: RestartPolicy): number {
@@ -233,7 +271,13 @@ export class Supervisor {
     const attempt = record.current;
     try {
       const managed = await launching;
-      this.#emit({ type: 'restarted', name: record.spec.name, logFile: record.spec.logFile, pid: managed.pid, restarts: record.restarts });
+      this.#emit({
+        type: 'restarted',
+        name: record.spec.name,
+        logFile: record.spec.logFile,
+        pid: managed.pid,
+        restarts: record.restarts,
+      });
     } catch (error) {
       const failed = record.current;
       // Stopped meanwhile (stopAll, or a caller's stop or start of the same name): nothing left to retry.
@@ -247,8 +291,15 @@ export class Supervisor {
       record.lastExit = { ...(failed.exit ?? { code: null, signal: null }), at: Date.now() };
       record.crashes += 1;
       const delayMs = this.#scheduleRestart(record, policy);
-      const reason = (error as Error).message.split(' (log: ')[0]?.replace(`${record.spec.name} failed to start: `, '') ?? 'failed';
-      this.#emit({ type: 'restart-failed', name: record.spec.name, logFile: record.spec.logFile, reason, restart: { number: record.restarts + 1, delayMs } });
+      const reason =
+        (error as Error).message.split(' (log: ')[0]?.replace(`${record.spec.name} failed to start: `, '') ?? 'failed';
+      this.#emit({
+        type: 'restart-failed',
+        name: record.spec.name,
+        logFile: record.spec.logFile,
+        reason,
+        restart: { number: record.restarts + 1, delayMs },
+      });
     }
   }
 
@@ -261,7 +312,10 @@ export class Supervisor {
   #emit(event: SupervisorEvent): void {
     // The process's own log shows where one run ended and the next began.
     try {
-      appendFileSync(event.logFile, `--- ${new Date().toISOString()} supervisor: ${describeSupervisorEvent(event, false)}\n`);
+      appendFileSync(
+        event.logFile,
+        `--- ${new Date().toISOString()} supervisor: ${describeSupervisorEvent(event, false)}\n`,
+      );
     } catch {
       // A log that cannot be written must not stop the restart.
     }
@@ -276,7 +330,12 @@ export class Supervisor {
     const log = openSync(spec.logFile, 'a');
     let child: ChildProcess;
     try {
-      child = spawn(spec.command, [...spec.args], { cwd: spec.cwd, env: { ...process.env, ...spec.env }, stdio: ['ignore', log, log], detached: true });
+      child = spawn(spec.command, [...spec.args], {
+        cwd: spec.cwd,
+        env: { ...process.env, ...spec.env },
+        stdio: ['ignore', log, log],
+        detached: true,
+      });
     } finally {
       closeSync(log);
     }
@@ -299,7 +358,12 @@ export class Supervisor {
       await this.stopProcess(managed, 1000);
       throw new ProcessStartError(spec.name, spec.logFile, `did not finish within ${timeoutMs} ms`);
     }
-    if (managed.exit?.code !== 0) throw new ProcessStartError(spec.name, spec.logFile, `exited with ${describeExit(managed.exit ?? { code: null, signal: null })}`);
+    if (managed.exit?.code !== 0)
+      throw new ProcessStartError(
+        spec.name,
+        spec.logFile,
+        `exited with ${describeExit(managed.exit ?? { code: null, signal: null })}`,
+      );
     return managed;
   }
 
@@ -352,7 +416,10 @@ export function describeSupervisorEvent(event: SupervisorEvent, withLog = true):
   const log = withLog ? ` (log: ${event.logFile})` : '';
   switch (event.type) {
     case 'exited': {
-      const next = event.restart === undefined ? 'not restarted' : `restart ${event.restart.number} in ${seconds(event.restart.delayMs)}`;
+      const next =
+        event.restart === undefined
+          ? 'not restarted'
+          : `restart ${event.restart.number} in ${seconds(event.restart.delayMs)}`;
       return `${event.name} exited (${describeExit(event.exit)}) after ${seconds(event.ranMs)} running; ${next}${log}`;
     }
     case 'restarted':
@@ -383,7 +450,11 @@ function tailOf(logFile: string, lines = 8): string {
   try {
     const text = readFileSync(logFile, 'utf8').trimEnd();
     if (text === '') return '';
-    return `\n  last log lines:\n${text.split('\n').slice(-lines).map((l) => `    ${l.slice(0, 300)}`).join('\n')}`;
+    return `\n  last log lines:\n${text
+      .split('\n')
+      .slice(-lines)
+      .map((l) => `    ${l.slice(0, 300)}`)
+      .join('\n')}`;
   } catch {
     return '';
   }

@@ -11,21 +11,35 @@ export interface ChatResult {
   readonly ms: number;
 }
 
-export const CHAT_BODY = (model: string) => JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello from the grid.' }] });
+export const CHAT_BODY = (model: string) =>
+  JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello from the grid.' }] });
 
 /** `apiKey`: the caller key a consumer with caller_auth requires (LocalGrid.demoKey()), sent as a bearer token. */
-export async function chatCompletion(listen: string, model: string, timeoutMs = 10_000, apiKey?: string): Promise<ChatResult> {
+export async function chatCompletion(
+  listen: string,
+  model: string,
+  timeoutMs = 10_000,
+  apiKey?: string,
+): Promise<ChatResult> {
   const started = performance.now();
   try {
     const response = await fetch(`http://${listen}/v1/chat/completions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }) },
+      headers: {
+        'content-type': 'application/json',
+        ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
+      },
       body: CHAT_BODY(model),
       signal: AbortSignal.timeout(timeoutMs),
     });
     const body = await response.text();
     const provider = response.headers.get('x-sim-provider') ?? undefined;
-    return { status: response.status, ...(provider !== undefined ? { provider } : {}), body, ms: performance.now() - started };
+    return {
+      status: response.status,
+      ...(provider !== undefined ? { provider } : {}),
+      body,
+      ms: performance.now() - started,
+    };
   } catch (error) {
     return { status: 0, body: (error as Error).message, ms: performance.now() - started };
   }
@@ -50,7 +64,12 @@ export function dashboardUrl(adminAddress: string, token?: string): string {
 export { waitFor } from '../shared/wait-for.ts';
 
 /** Sends `count` requests one after another; returns how many each provider served (and "status <n>" for failures). */
-export async function attribution(listen: string, model: string, count: number, apiKey?: string): Promise<Map<string, number>> {
+export async function attribution(
+  listen: string,
+  model: string,
+  count: number,
+  apiKey?: string,
+): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   for (let i = 0; i < count; i++) {
     const result = await chatCompletion(listen, model, 10_000, apiKey);

@@ -74,13 +74,19 @@ export const USAGE = `usage: overlay-sync [flags]   (every flag also reads the e
 const TRUE = new Set(['1', 'true', 'yes', 'on']);
 const FALSE = new Set(['', '0', 'false', 'no', 'off']);
 
-export function parseConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): OverlaySyncConfig {
+export function parseConfig(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): OverlaySyncConfig {
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({
       args: [...argv],
       options: Object.fromEntries(
-        Object.values(SETTINGS).map((s) => [s.flag, { type: s.flag === 'once' ? ('boolean' as const) : ('string' as const) }]),
+        Object.values(SETTINGS).map((s) => [
+          s.flag,
+          { type: s.flag === 'once' ? ('boolean' as const) : ('string' as const) },
+        ]),
       ),
       strict: true,
       allowPositionals: false,
@@ -100,13 +106,16 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   };
   const text = (name: SettingName): string | undefined => {
     const { value, source } = raw(name);
-    if (value !== undefined && value.trim() !== value) throw new ConfigError(`${source}: ${JSON.stringify(value)} has surrounding whitespace`);
+    if (value !== undefined && value.trim() !== value)
+      throw new ConfigError(`${source}: ${JSON.stringify(value)} has surrounding whitespace`);
     return value === '' ? undefined : value;
   };
 
   const contractText = text('contract') ?? 'overlay';
   if (!(SYNCED_CONTRACTS as readonly string[]).includes(contractText)) {
-    throw new ConfigError(`${raw('contract').source}: ${JSON.stringify(contractText)} is not a contract; use ${SYNCED_CONTRACTS.join(' or ')}`);
+    throw new ConfigError(
+      `${raw('contract').source}: ${JSON.stringify(contractText)} is not a contract; use ${SYNCED_CONTRACTS.join(' or ')}`,
+    );
   }
   const contract = contractText as SyncedContract;
   const defaults = CONTRACT_DEFAULTS[contract];
@@ -123,7 +132,8 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   }
 
   const namespace = text('namespace') ?? expectedScope.namespace;
-  if (namespace === undefined) throw new ConfigError('OVERLAY_SYNC_NAMESPACE (--namespace) is required: the namespace of the overlay ConfigMap');
+  if (namespace === undefined)
+    throw new ConfigError('OVERLAY_SYNC_NAMESPACE (--namespace) is required: the namespace of the overlay ConfigMap');
   let configMap = text('configMap');
   if (configMap === undefined) {
     if (expectedScope.network === undefined || expectedScope.gateway === undefined) {
@@ -144,12 +154,15 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     throw new ConfigError(`${raw('dataKey').source}: ${JSON.stringify(dataKey)} is not a valid ConfigMap data key`);
   }
   const output = text('output') ?? defaults.output;
-  if (output.endsWith('/')) throw new ConfigError(`${raw('output').source}: ${JSON.stringify(output)} names a directory, not a file`);
+  if (output.endsWith('/'))
+    throw new ConfigError(`${raw('output').source}: ${JSON.stringify(output)} names a directory, not a file`);
 
   const maxBytesText = text('maxBytes') ?? String(OVERLAY_SYNC_MAX_OVERLAY_BYTES);
   const maxBytes = Number(maxBytesText);
   if (!/^\d+$/.test(maxBytesText) || !Number.isSafeInteger(maxBytes) || maxBytes < 1 || maxBytes > 16 * 1024 * 1024) {
-    throw new ConfigError(`${raw('maxBytes').source}: ${JSON.stringify(maxBytesText)} must be an integer from 1 to 16777216 (bytes)`);
+    throw new ConfigError(
+      `${raw('maxBytes').source}: ${JSON.stringify(maxBytesText)} must be an integer from 1 to 16777216 (bytes)`,
+    );
   }
 
   const healthAddr = text('healthAddr') ?? '0.0.0.0:9091';
@@ -163,7 +176,8 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   if (!once) {
     const onceEnv = (env[SETTINGS.once.env] ?? '').trim().toLowerCase();
     if (TRUE.has(onceEnv)) once = true;
-    else if (!FALSE.has(onceEnv)) throw new ConfigError(`OVERLAY_SYNC_ONCE: ${JSON.stringify(onceEnv)} is not a boolean (true/false/1/0)`);
+    else if (!FALSE.has(onceEnv))
+      throw new ConfigError(`OVERLAY_SYNC_ONCE: ${JSON.stringify(onceEnv)} is not a boolean (true/false/1/0)`);
   }
 
   const backend = text('store') ?? 'kubernetes';
@@ -173,7 +187,8 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     store = kubeconfigPath === undefined ? { backend } : { backend, kubeconfigPath };
   } else if (backend === 'local') {
     const stateDir = text('stateDir');
-    if (stateDir === undefined) throw new ConfigError('--store local needs --state DIR (OVERLAY_SYNC_STATE_DIR): the grid state directory');
+    if (stateDir === undefined)
+      throw new ConfigError('--store local needs --state DIR (OVERLAY_SYNC_STATE_DIR): the grid state directory');
     const manifestsDir = text('manifestsDir');
     store = manifestsDir === undefined ? { backend, stateDir } : { backend, stateDir, manifestsDir };
   } else {

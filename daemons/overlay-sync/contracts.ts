@@ -5,7 +5,12 @@ import type { OverlayRejectReason } from '../../schemas/overlay/reasons.ts';
 import type { OverlayScope } from '../../schemas/overlay/types.ts';
 import { validateOverlay } from '../../schemas/overlay/validate.ts';
 import { overlayConfigMapName } from '../../schemas/overlay/configmap-name.ts';
-import { SERVING_DATA_KEY, servingConfigMapName, validateServing, type ServingRejectReason } from '../../schemas/serving/serving-config.ts';
+import {
+  SERVING_DATA_KEY,
+  servingConfigMapName,
+  validateServing,
+  type ServingRejectReason,
+} from '../../schemas/serving/serving-config.ts';
 
 export const SYNCED_CONTRACTS = ['overlay', 'serving'] as const;
 export type SyncedContract = (typeof SYNCED_CONTRACTS)[number];
@@ -23,23 +28,41 @@ export interface ContractDefaults {
 }
 
 export const CONTRACT_DEFAULTS: Readonly<Record<SyncedContract, ContractDefaults>> = {
-  overlay: { dataKey: 'routing-overlay.json', output: '/run/praxis-routing/routing-overlay.json', configMapName: overlayConfigMapName },
-  serving: { dataKey: SERVING_DATA_KEY, output: `/run/grid-serving/${SERVING_DATA_KEY}`, configMapName: servingConfigMapName },
+  overlay: {
+    dataKey: 'routing-overlay.json',
+    output: '/run/praxis-routing/routing-overlay.json',
+    configMapName: overlayConfigMapName,
+  },
+  serving: {
+    dataKey: SERVING_DATA_KEY,
+    output: `/run/grid-serving/${SERVING_DATA_KEY}`,
+    configMapName: servingConfigMapName,
+  },
 };
 
 /** The validator of one contract, bound to this daemon's limit and expected scope. */
-export function contractValidator(contract: SyncedContract, options: { maxBytes: number; expectedScope: Readonly<Partial<OverlayScope>> }): (raw: Uint8Array) => ContractVerdict {
+export function contractValidator(
+  contract: SyncedContract,
+  options: { maxBytes: number; expectedScope: Readonly<Partial<OverlayScope>> },
+): (raw: Uint8Array) => ContractVerdict {
   if (contract === 'serving') {
     return (raw) => {
       const result = validateServing(raw, options);
-      return result.ok ? { ok: true, revision: result.revision } : { ok: false, reason: result.reason, message: result.message };
+      return result.ok
+        ? { ok: true, revision: result.revision }
+        : { ok: false, reason: result.reason, message: result.message };
     };
   }
   return (raw) => {
     const result = validateOverlay(raw, { ...options, allowLegacy: false });
     if (!result.ok) return { ok: false, reason: result.reason, message: result.message };
     // Unreachable with allowLegacy false; kept so a misconfiguration cannot write an unversioned file.
-    if (result.format !== 'envelope') return { ok: false, reason: 'malformed', message: 'bare payload without envelope; overlay-sync requires the versioned envelope' };
+    if (result.format !== 'envelope')
+      return {
+        ok: false,
+        reason: 'malformed',
+        message: 'bare payload without envelope; overlay-sync requires the versioned envelope',
+      };
     return { ok: true, revision: result.revision };
   };
 }

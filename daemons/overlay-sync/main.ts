@@ -61,7 +61,10 @@ export async function startOverlaySync(config: OverlaySyncConfig, log: Logger): 
     sync.onProcessed((status) => {
       if (status.state === 'cold' || status.lastOutcome === undefined) return;
       if (status.state === 'ready_degraded') {
-        log.warn({ degraded_reason: status.degradedReason, revision: status.writtenRevision }, 'ConfigMap unusable; leaving the last-known-good file for the gateway');
+        log.warn(
+          { degraded_reason: status.degradedReason, revision: status.writtenRevision },
+          'ConfigMap unusable; leaving the last-known-good file for the gateway',
+        );
       }
       log.info({ revision: status.writtenRevision }, 'init mode: overlay file in place, exiting');
       void stop(0);

@@ -33,7 +33,11 @@ export class OverlaySyncMetrics {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
-  readonly ready = new Gauge({ name: `${PREFIX}_ready`, help: '1 when a valid overlay file exists.', registers: [this.registry] });
+  readonly ready = new Gauge({
+    name: `${PREFIX}_ready`,
+    help: '1 when a valid overlay file exists.',
+    registers: [this.registry],
+  });
   readonly degraded = new Gauge({
     name: `${PREFIX}_degraded`,
     help: '1 when serving the last-known-good file because the latest observation was unusable.',

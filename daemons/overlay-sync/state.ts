@@ -29,11 +29,17 @@ export type Observation =
  * Maps an observation to its assessment. The payload is validated by the shared contract validator of what this
  * daemon delivers (contracts.ts, bound to its options); for the overlay a bare legacy payload is never accepted.
  */
-export function assess(observation: Observation, writtenRevision: string | undefined, validate: (raw: Uint8Array) => ContractVerdict): Assessment {
-  if (observation.kind === 'missing') return { outcome: 'missing', reason: observation.reason, message: observation.message };
+export function assess(
+  observation: Observation,
+  writtenRevision: string | undefined,
+  validate: (raw: Uint8Array) => ContractVerdict,
+): Assessment {
+  if (observation.kind === 'missing')
+    return { outcome: 'missing', reason: observation.reason, message: observation.message };
   const result = validate(observation.raw);
   if (!result.ok) return { outcome: 'rejected', reason: result.reason, message: result.message };
-  if (result.revision === writtenRevision) return { outcome: 'unchanged', reason: 'same_revision', revision: result.revision };
+  if (result.revision === writtenRevision)
+    return { outcome: 'unchanged', reason: 'same_revision', revision: result.revision };
   return { outcome: 'accepted', reason: 'new_revision', revision: result.revision };
 }
 
@@ -75,7 +81,14 @@ function stateFor(hasFile: boolean, degraded: boolean): SyncState {
 
 /** A valid file found at start becomes the last-known-good: ready before any ConfigMap was seen. */
 export function restored(status: SyncStatus, revision: string, bytes: number, at: string): SyncStatus {
-  return { ...status, state: 'ready', writtenRevision: revision, writtenAt: at, writtenBytes: bytes, writtenSource: 'restored' };
+  return {
+    ...status,
+    state: 'ready',
+    writtenRevision: revision,
+    writtenAt: at,
+    writtenBytes: bytes,
+    writtenSource: 'restored',
+  };
 }
 
 export interface ObservationResult {

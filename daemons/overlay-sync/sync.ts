@@ -11,7 +11,13 @@ import type { Logger } from '../shared/log.ts';
 import { errorFields } from '../shared/log.ts';
 import { removeStaleTempFiles, writeFileAtomic } from '../shared/resource-store/atomic-write.ts';
 import { CONFIG_MAP } from '../shared/resource-store/index.ts';
-import type { KubeObject, ResourceStore, WatchEvent, WatchRestartReason, WatchSubscription } from '../shared/resource-store/types.ts';
+import type {
+  KubeObject,
+  ResourceStore,
+  WatchEvent,
+  WatchRestartReason,
+  WatchSubscription,
+} from '../shared/resource-store/types.ts';
 import type { OverlaySyncMetrics } from './metrics.ts';
 import { assess, COLD, restored, transition, type Observation, type SyncStatus } from './state.ts';
 
@@ -66,7 +72,10 @@ export class OverlaySync {
     this.#metrics = options.metrics;
     this.#log = options.log;
     this.#now = options.now ?? Date.now;
-    this.#validate = contractValidator(this.#target.contract ?? 'overlay', { maxBytes: this.#target.maxBytes, expectedScope: this.#target.expectedScope });
+    this.#validate = contractValidator(this.#target.contract ?? 'overlay', {
+      maxBytes: this.#target.maxBytes,
+      expectedScope: this.#target.expectedScope,
+    });
   }
 
   get status(): SyncStatus {
@@ -92,7 +101,12 @@ export class OverlaySync {
     this.#status = status;
     this.#metrics.state(status);
     if (before.state !== status.state || before.degradedReason !== status.degradedReason) {
-      const fields = { state: status.state, previous: before.state, degraded_reason: status.degradedReason, revision: status.writtenRevision };
+      const fields = {
+        state: status.state,
+        previous: before.state,
+        degraded_reason: status.degradedReason,
+        revision: status.writtenRevision,
+      };
       if (status.state === 'ready_degraded' || status.degradedReason !== undefined) {
         this.#log.warn({ ...fields, message_detail: status.degradedMessage }, 'overlay-sync state changed');
       } else {
@@ -105,7 +119,8 @@ export class OverlaySync {
   async start(): Promise<void> {
     await mkdir(dirname(this.#target.output), { recursive: true });
     const removed = await removeStaleTempFiles(this.#target.output);
-    if (removed > 0) this.#log.warn({ removed, output: this.#target.output }, 'removed temp files left by an interrupted write');
+    if (removed > 0)
+      this.#log.warn({ removed, output: this.#target.output }, 'removed temp files left by an interrupted write');
     await this.#restore();
     this.#watch = this.#store.watch<ConfigMapObject>(CONFIG_MAP, {
       namespace: this.#target.namespace,
@@ -133,13 +148,19 @@ export class OverlaySync {
       raw = await readFile(this.#target.output);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-        this.#log.warn({ output: this.#target.output, error: errorFields(error) }, 'cannot read existing overlay file; starting cold');
+        this.#log.warn(
+          { output: this.#target.output, error: errorFields(error) },
+          'cannot read existing overlay file; starting cold',
+        );
       }
       return;
     }
     const result = this.#validate(raw);
     if (!result.ok) {
-      this.#log.warn({ output: this.#target.output, reason: result.reason }, `existing ${this.#target.contract ?? 'overlay'} file is not valid; starting cold`);
+      this.#log.warn(
+        { output: this.#target.output, reason: result.reason },
+        `existing ${this.#target.contract ?? 'overlay'} file is not valid; starting cold`,
+      );
       return;
     }
     const now = this.#now();
@@ -153,7 +174,8 @@ export class OverlaySync {
     this.#reconnects += 1;
     this.#metrics.reconnected(reason);
     const message = error === undefined ? undefined : errorFields(error).message;
-    this.#lastRestart = message === undefined ? { reason, at: this.#iso(this.#now()) } : { reason, at: this.#iso(this.#now()), message };
+    this.#lastRestart =
+      message === undefined ? { reason, at: this.#iso(this.#now()) } : { reason, at: this.#iso(this.#now()), message };
     const fields = { reason, configmap: `${this.#target.namespace}/${this.#target.configMap}`, error: message };
     if (reason === 'error') this.#log.warn(fields, 'ConfigMap watch failed; reconnecting with backoff');
     else this.#log.debug(fields, 'ConfigMap watch restarted');
@@ -163,7 +185,10 @@ export class OverlaySync {
     const resourceVersion = event.object.metadata.resourceVersion;
     const where = `ConfigMap ${this.#target.namespace}/${this.#target.configMap}`;
     if (event.type === 'DELETED') {
-      this.#enqueue({ observation: { kind: 'missing', reason: 'configmap_deleted', message: `${where} was deleted` }, resourceVersion });
+      this.#enqueue({
+        observation: { kind: 'missing', reason: 'configmap_deleted', message: `${where} was deleted` },
+        resourceVersion,
+      });
       return;
     }
     const text = event.object.data?.[this.#target.dataKey];
@@ -173,7 +198,11 @@ export class OverlaySync {
     else if (typeof binary === 'string') raw = Buffer.from(binary, 'base64');
     if (raw === undefined) {
       this.#enqueue({
-        observation: { kind: 'missing', reason: 'data_key_missing', message: `${where} has no data key ${this.#target.dataKey}` },
+        observation: {
+          kind: 'missing',
+          reason: 'data_key_missing',
+          message: `${where} has no data key ${this.#target.dataKey}`,
+        },
         resourceVersion,
       });
       return;
@@ -207,7 +236,10 @@ export class OverlaySync {
     this.#observations += 1;
     this.#metrics.observed(assessment, observedAt);
     if (assessment.outcome === 'rejected') {
-      this.#log.warn({ reason: assessment.reason, detail: assessment.message, resource_version: resourceVersion }, 'overlay rejected; keeping last-known-good file');
+      this.#log.warn(
+        { reason: assessment.reason, detail: assessment.message, resource_version: resourceVersion },
+        'overlay rejected; keeping last-known-good file',
+      );
     }
     if (assessment.outcome !== 'accepted') {
       this.#set(transition(this.#status, { assessment, resourceVersion, at: this.#iso(observedAt) }));
@@ -225,7 +257,11 @@ export class OverlaySync {
     const writtenAt = this.#now();
     this.#metrics.wrote(write.ok, writtenAt, raw.byteLength);
     this.#set(transition(this.#status, { assessment, resourceVersion, at: this.#iso(writtenAt), write }));
-    if (write.ok) this.#log.info({ revision: assessment.revision, bytes: raw.byteLength, resource_version: resourceVersion }, 'overlay file written');
+    if (write.ok)
+      this.#log.info(
+        { revision: assessment.revision, bytes: raw.byteLength, resource_version: resourceVersion },
+        'overlay file written',
+      );
     else this.#log.error({ detail: write.message }, 'overlay file write failed; keeping last-known-good file');
     this.#notify();
   }

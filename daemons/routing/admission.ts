@@ -62,13 +62,22 @@ export function legacyAdmission(signals: NormalizedSignals): AdmissionState {
   return 'new_and_existing';
 }
 
-function settle(state: AdmissionState, previous: AdmissionMemory | undefined, nowMs: number, generation?: number): AdmissionMemory {
+function settle(
+  state: AdmissionState,
+  previous: AdmissionMemory | undefined,
+  nowMs: number,
+  generation?: number,
+): AdmissionMemory {
   const enteredAtMs = previous !== undefined && previous.state === state ? previous.enteredAtMs : nowMs;
   const memory: AdmissionMemory = { state, enteredAtMs, pressureCount: 0, recoveryCount: 0 };
   return generation === undefined ? memory : { ...memory, lastGeneration: generation };
 }
 
-export function decideAdmission(input: AdmissionInput, previous: AdmissionMemory | undefined, nowMs: number): AdmissionDecision {
+export function decideAdmission(
+  input: AdmissionInput,
+  previous: AdmissionMemory | undefined,
+  nowMs: number,
+): AdmissionDecision {
   const { policy, signals } = input;
   if (policy === undefined) return { state: legacyAdmission(signals), memory: undefined };
 
@@ -116,13 +125,23 @@ function stabilized(
 
   const counted = memory.lastGeneration !== sample.generation;
   if (memory.state === 'new_and_existing') {
-    const pressureCount = counted ? (value >= policy.enterThreshold ? memory.pressureCount + 1 : 0) : memory.pressureCount;
+    const pressureCount = counted
+      ? value >= policy.enterThreshold
+        ? memory.pressureCount + 1
+        : 0
+      : memory.pressureCount;
     if (pressureCount >= policy.failureThreshold && nowMs - memory.enteredAtMs >= minimumStateMs) {
       return { state: 'existing_only', memory: settle('existing_only', undefined, nowMs, sample.generation) };
     }
     return {
       state: 'new_and_existing',
-      memory: { state: 'new_and_existing', enteredAtMs: memory.enteredAtMs, pressureCount, recoveryCount: 0, lastGeneration: sample.generation },
+      memory: {
+        state: 'new_and_existing',
+        enteredAtMs: memory.enteredAtMs,
+        pressureCount,
+        recoveryCount: 0,
+        lastGeneration: sample.generation,
+      },
     };
   }
 

@@ -110,7 +110,8 @@ export function effectiveCapacityWeight(weight: number | undefined): number {
 export function publishedTools(provider: LocalToolProvider): string[] {
   const allow = new Set(provider.tools);
   const discovered = provider.discoveredTools;
-  const names = discovered === undefined ? provider.tools : allow.size === 0 ? discovered : discovered.filter((t) => allow.has(t));
+  const names =
+    discovered === undefined ? provider.tools : allow.size === 0 ? discovered : discovered.filter((t) => allow.has(t));
   return [...new Set(names)];
 }
 
@@ -140,7 +141,11 @@ interface ProviderVerdict {
   readonly score: BaseScore;
 }
 
-export function evaluateNetwork(input: NetworkRoutingInput, nowMs: number, previous: AdmissionMemoryMap): NetworkEvaluation {
+export function evaluateNetwork(
+  input: NetworkRoutingInput,
+  nowMs: number,
+  previous: AdmissionMemoryMap,
+): NetworkEvaluation {
   const run: Assembly = {
     input,
     sites: new SiteIndex(input.network, input.sites),
@@ -158,7 +163,11 @@ export function evaluateNetwork(input: NetworkRoutingInput, nowMs: number, previ
 }
 
 /** The per-provider rows of one reconcile (grid_provider_ready, and the serving config's admission per provider). */
-export function providerReadiness(input: NetworkRoutingInput, nowMs: number, previous: AdmissionMemoryMap): readonly ProviderReadiness[] {
+export function providerReadiness(
+  input: NetworkRoutingInput,
+  nowMs: number,
+  previous: AdmissionMemoryMap,
+): readonly ProviderReadiness[] {
   return evaluateNetwork(input, nowMs, previous).providers;
 }
 
@@ -169,7 +178,14 @@ function exclude(run: Assembly, reason: ExclusionReason, provider: string, detai
 type RowIdentity = Pick<ProviderReadiness, 'kind' | 'provider' | 'site' | 'servingSites' | 'cluster' | 'remote'>;
 
 /** Reports a provider left out whole: the exclusion (for logs and metrics) and its row (admission none). */
-function leaveOut(run: Assembly, row: RowIdentity, id: string, ready: boolean, reason: ExclusionReason, detail: string): void {
+function leaveOut(
+  run: Assembly,
+  row: RowIdentity,
+  id: string,
+  ready: boolean,
+  reason: ExclusionReason,
+  detail: string,
+): void {
   exclude(run, reason, id, detail);
   run.providers.push({ ...row, ready, admission: 'none', excluded: { reason, detail } });
 }
@@ -178,17 +194,36 @@ function leaveOut(run: Assembly, row: RowIdentity, id: string, ready: boolean, r
  * Scores the provider and decides admission once, whatever number of candidates it yields; the hysteresis memory is
  * keyed by `key`. Returns undefined (and reports `provider`) when admission is none.
  */
-function verdict(run: Assembly, key: string, provider: string, row: RowIdentity, observation: Observation): ProviderVerdict | undefined {
+function verdict(
+  run: Assembly,
+  key: string,
+  provider: string,
+  row: RowIdentity,
+  observation: Observation,
+): ProviderVerdict | undefined {
   const { policy } = run.input;
   const { signals } = observation;
   const decision = decideAdmission(
-    { policy: policy.admission, strategy: policy.scoringStrategy, signals, signalConfigured: observation.signalConfigured, sample: observation.sample },
+    {
+      policy: policy.admission,
+      strategy: policy.scoringStrategy,
+      signals,
+      signalConfigured: observation.signalConfigured,
+      sample: observation.sample,
+    },
     run.previous.get(key),
     run.nowMs,
   );
   if (decision.memory !== undefined) run.memory.set(key, decision.memory);
   if (decision.state === 'none') {
-    leaveOut(run, row, provider, signals.healthy, 'unhealthy', signals.healthy ? 'configured metric signal missing (missingMetrics: excluded)' : 'metrics report healthy=false');
+    leaveOut(
+      run,
+      row,
+      provider,
+      signals.healthy,
+      'unhealthy',
+      signals.healthy ? 'configured metric signal missing (missingMetrics: excluded)' : 'metrics report healthy=false',
+    );
     return undefined;
   }
   // trafficPolicy.drain keeps existing sessions but takes no new ones; it never revives an excluded provider.
@@ -214,7 +249,12 @@ function pushCapabilities(
   for (const site of siteNames) {
     for (const name of names) {
       if (!isBoundedName(name) || !isBoundedName(site) || !isBoundedName(template.cluster)) {
-        exclude(run, 'invalid_capability', template.provider, `${kind} "${name}" at site "${site}" via cluster "${template.cluster}" has a blank or over-${MAX_NAME_BYTES}-byte name, site or cluster`);
+        exclude(
+          run,
+          'invalid_capability',
+          template.provider,
+          `${kind} "${name}" at site "${site}" via cluster "${template.cluster}" has a blank or over-${MAX_NAME_BYTES}-byte name, site or cluster`,
+        );
         continue;
       }
       run.backends.push({ kind, name, site, ...template });
@@ -239,7 +279,14 @@ function assembleLocalInference(run: Assembly, provider: LocalInferenceProvider)
   const id = provider.name;
   if (provider.network !== input.network) return;
   const cluster = provider.routingCluster ?? provider.name;
-  const row = { kind: 'inference' as const, provider: id, site: input.ownSite, servingSites: [] as string[], cluster, remote: false };
+  const row = {
+    kind: 'inference' as const,
+    provider: id,
+    site: input.ownSite,
+    servingSites: [] as string[],
+    cluster,
+    remote: false,
+  };
   const category = resolveBackendKind(provider.providerKind, provider.backendKind);
   if (!category.ok) {
     leaveOut(run, row, id, false, 'unrecognized_backend_kind', `InferenceProvider ${id}: ${category.message}`);
@@ -255,7 +302,14 @@ function assembleLocalInference(run: Assembly, provider: LocalInferenceProvider)
   }
   const siteNames = resolveLocalSites(run, provider.siteSelector);
   if (siteNames.length === 0) {
-    leaveOut(run, row, id, true, 'no_matching_site', `InferenceProvider ${id} spec.siteSelector matches no GridSite of network ${input.network}`);
+    leaveOut(
+      run,
+      row,
+      id,
+      true,
+      'no_matching_site',
+      `InferenceProvider ${id} spec.siteSelector matches no GridSite of network ${input.network}`,
+    );
     return;
   }
   const served = { ...row, servingSites: siteNames };
@@ -287,14 +341,28 @@ function assembleLocalTools(run: Assembly, provider: LocalToolProvider): void {
   const { input } = run;
   const id = provider.name;
   if (provider.network !== input.network) return;
-  const row = { kind: 'tools' as const, provider: id, site: input.ownSite, servingSites: [] as string[], cluster: `tool/${id}`, remote: false };
+  const row = {
+    kind: 'tools' as const,
+    provider: id,
+    site: input.ownSite,
+    servingSites: [] as string[],
+    cluster: `tool/${id}`,
+    remote: false,
+  };
   if (provider.phase === 'Unavailable') {
     leaveOut(run, row, id, false, 'provider_unavailable', `AgentToolProvider ${id} is Unavailable`);
     return;
   }
   const siteNames = resolveLocalSites(run, provider.siteSelector);
   if (siteNames.length === 0) {
-    leaveOut(run, row, id, true, 'no_matching_site', `AgentToolProvider ${id} spec.siteSelector matches no GridSite of network ${input.network}`);
+    leaveOut(
+      run,
+      row,
+      id,
+      true,
+      'no_matching_site',
+      `AgentToolProvider ${id} spec.siteSelector matches no GridSite of network ${input.network}`,
+    );
     return;
   }
   // MCP servers export no pool metrics: tools score neutrally and are never NotConfigured-restricted.
@@ -338,12 +406,26 @@ function assembleRemote(run: Assembly, record: RemoteProviderRecord): void {
   const ready = record.phase !== 'Unavailable' && record.metrics?.healthy !== false;
   const site = run.sites.discovered(record.site);
   if (site === undefined) {
-    leaveOut(run, row, id, ready, 'site_not_found', `no GridSite named "${discoveredSiteK8sName(input.network, record.site)}" in network ${input.network}`);
+    leaveOut(
+      run,
+      row,
+      id,
+      ready,
+      'site_not_found',
+      `no GridSite named "${discoveredSiteK8sName(input.network, record.site)}" in network ${input.network}`,
+    );
     return;
   }
   const poll = policy.signalTransport === 'poll';
   if (!(site.phase === 'Active' || (poll && site.phase === 'Unreachable'))) {
-    leaveOut(run, row, id, ready, 'site_not_eligible', `GridSite ${site.name} is ${site.phase}; remote providers need Active${poll ? ' or Unreachable' : ''}`);
+    leaveOut(
+      run,
+      row,
+      id,
+      ready,
+      'site_not_eligible',
+      `GridSite ${site.name} is ${site.phase}; remote providers need Active${poll ? ' or Unreachable' : ''}`,
+    );
     return;
   }
   if (record.phase === 'Unavailable') {
@@ -356,10 +438,22 @@ function assembleRemote(run: Assembly, record: RemoteProviderRecord): void {
   // Only stale remote candidates of a Dead/Suspect member expire; age 0 on such a member means "unknown" and is
   // retained, a TTL of 0 is treated as absent, and poll signal transport removes nothing for liveness.
   if (
-    !fresh && !poll && !memberLive && ttl !== undefined && ttl > 0 &&
-    record.memberAgeSeconds > 0 && record.memberAgeSeconds >= ttl
+    !fresh &&
+    !poll &&
+    !memberLive &&
+    ttl !== undefined &&
+    ttl > 0 &&
+    record.memberAgeSeconds > 0 &&
+    record.memberAgeSeconds >= ttl
   ) {
-    leaveOut(run, row, id, ready, 'stale_ttl_expired', `member ${record.site} has been ${record.memberState} for ${record.memberAgeSeconds}s (staleCandidateTtlSeconds ${ttl})`);
+    leaveOut(
+      run,
+      row,
+      id,
+      ready,
+      'stale_ttl_expired',
+      `member ${record.site} has been ${record.memberState} for ${record.memberAgeSeconds}s (staleCandidateTtlSeconds ${ttl})`,
+    );
     return;
   }
   const models = category.ok ? record.models : [];
@@ -394,7 +488,15 @@ function assembleRemote(run: Assembly, record: RemoteProviderRecord): void {
   };
   const external = category.ok && isExternalCategory(category.category);
   const pushed =
-    pushCapabilities(run, 'inference_model', models, [record.site], { cluster: record.routingCluster, external, ...common }) +
-    pushCapabilities(run, 'mcp_tool', [...new Set(tools)], [record.site], { cluster: `tool/${record.provider}`, external: false, ...common });
+    pushCapabilities(run, 'inference_model', models, [record.site], {
+      cluster: record.routingCluster,
+      external,
+      ...common,
+    }) +
+    pushCapabilities(run, 'mcp_tool', [...new Set(tools)], [record.site], {
+      cluster: `tool/${record.provider}`,
+      external: false,
+      ...common,
+    });
   admitted(run, row, judged.admission, pushed);
 }

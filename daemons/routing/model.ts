@@ -5,7 +5,12 @@
  * Enumerations come from the generated CRD types (schemas/generated/), so a schema change reaches the core as a
  * type error. The GridNetwork policy arrives resolved (defaults applied, durations in seconds) by policy.ts.
  */
-import type { GridNetworkSpec, AdmissionPolicy, ScoringPolicy, SignalTransport as SignalTransportSpec } from '../../schemas/generated/gridnetworks.ts';
+import type {
+  GridNetworkSpec,
+  AdmissionPolicy,
+  ScoringPolicy,
+  SignalTransport as SignalTransportSpec,
+} from '../../schemas/generated/gridnetworks.ts';
 import type { GridSiteStatus } from '../../schemas/generated/gridsites.ts';
 import type { InferenceProviderStatus } from '../../schemas/generated/inferenceproviders.ts';
 import type { ConsumerDialect } from '../../schemas/overlay/dialect.ts';

@@ -173,7 +173,10 @@ export function orderCandidates(
 export function assignSelectionGroups(policy: RoutingPolicy, ordered: readonly TieredBackend[]): number[] {
   // kind -> name -> the capability's last candidate so far: nested maps look the existing strings up, where a joined
   // key would be a new string to build and hash for every candidate. The record is updated in place.
-  const last = new Map<string, Map<string, { group: number; admission: string; tier: SelectionTier; fresh: boolean; external: boolean }>>();
+  const last = new Map<
+    string,
+    Map<string, { group: number; admission: string; tier: SelectionTier; fresh: boolean; external: boolean }>
+  >();
   const groups: number[] = [];
   for (const { backend, tier } of ordered) {
     let byName = last.get(backend.kind);
@@ -183,7 +186,13 @@ export function assignSelectionGroups(policy: RoutingPolicy, ordered: readonly T
     }
     const previous = byName.get(backend.name);
     if (previous === undefined) {
-      byName.set(backend.name, { group: 0, admission: backend.admission, tier, fresh: backend.fresh, external: backend.external });
+      byName.set(backend.name, {
+        group: 0,
+        admission: backend.admission,
+        tier,
+        fresh: backend.fresh,
+        external: backend.external,
+      });
       groups.push(0);
       continue;
     }

@@ -66,7 +66,10 @@ function seconds(field: string, value: unknown, fallback: string): number {
   return checked.ms / 1000;
 }
 
-function stabilized(pressure: PressurePolicy | undefined, missingMetrics: PressureAdmissionPolicy['missingMetrics']): PressureAdmissionPolicy {
+function stabilized(
+  pressure: PressurePolicy | undefined,
+  missingMetrics: PressureAdmissionPolicy['missingMetrics'],
+): PressureAdmissionPolicy {
   const base = 'spec.admissionPolicy.pressure';
   const p = pressure ?? {};
   const enterThreshold = unit(`${base}.enterThreshold`, p.enterThreshold, PRESSURE_DEFAULTS.enterThreshold);
@@ -79,8 +82,16 @@ function stabilized(pressure: PressurePolicy | undefined, missingMetrics: Pressu
     exitThreshold,
     failureThreshold: count(`${base}.failureThreshold`, p.failureThreshold, PRESSURE_DEFAULTS.failureThreshold),
     successThreshold: count(`${base}.successThreshold`, p.successThreshold, PRESSURE_DEFAULTS.successThreshold),
-    minimumStateDurationSeconds: seconds(`${base}.minimumStateDuration`, p.minimumStateDuration, PRESSURE_DEFAULTS.minimumStateDuration),
-    recoveryHoldDownSeconds: seconds(`${base}.recoveryHoldDown`, p.recoveryHoldDown, PRESSURE_DEFAULTS.recoveryHoldDown),
+    minimumStateDurationSeconds: seconds(
+      `${base}.minimumStateDuration`,
+      p.minimumStateDuration,
+      PRESSURE_DEFAULTS.minimumStateDuration,
+    ),
+    recoveryHoldDownSeconds: seconds(
+      `${base}.recoveryHoldDown`,
+      p.recoveryHoldDown,
+      PRESSURE_DEFAULTS.recoveryHoldDown,
+    ),
     missingMetrics,
   };
 }
@@ -89,18 +100,42 @@ function stabilized(pressure: PressurePolicy | undefined, missingMetrics: Pressu
  * Resolves the routing fields of one GridNetwork spec. A staleCandidateTtlSeconds that is not a positive integer is
  * treated as absent (as an internally observed 0 is), so bad data never evicts.
  */
-export function resolveRoutingPolicy(network: string, spec: GridNetworkSpec): Result<NetworkRoutingPolicy, RenderError> {
+export function resolveRoutingPolicy(
+  network: string,
+  spec: GridNetworkSpec,
+): Result<NetworkRoutingPolicy, RenderError> {
   try {
     const admissionSpec = spec.admissionPolicy;
-    const admissionMode = oneOf<'instantaneous' | 'stabilized'>('spec.admissionPolicy.mode', admissionSpec?.mode, ADMISSION_MODES, 'instantaneous');
-    const missingMetrics = oneOf<PressureAdmissionPolicy['missingMetrics']>('spec.admissionPolicy.missingMetrics', admissionSpec?.missingMetrics, MISSING_METRICS, 'existingOnly');
+    const admissionMode = oneOf<'instantaneous' | 'stabilized'>(
+      'spec.admissionPolicy.mode',
+      admissionSpec?.mode,
+      ADMISSION_MODES,
+      'instantaneous',
+    );
+    const missingMetrics = oneOf<PressureAdmissionPolicy['missingMetrics']>(
+      'spec.admissionPolicy.missingMetrics',
+      admissionSpec?.missingMetrics,
+      MISSING_METRICS,
+      'existingOnly',
+    );
     const ttl = spec.staleCandidateTtlSeconds;
     const policy: NetworkRoutingPolicy = {
       routingPolicy: oneOf('spec.routingPolicy', spec.routingPolicy, ROUTING_POLICIES, 'geographyFirst'),
       scoringStrategy: oneOf('spec.scoringPolicy.strategy', spec.scoringPolicy?.strategy, STRATEGIES, 'noMetrics'),
       signalTransport: oneOf('spec.signalTransport.mode', spec.signalTransport?.mode, TRANSPORTS, 'gossip'),
-      ...(admissionSpec !== undefined && admissionMode === 'stabilized' ? { admission: stabilized(admissionSpec.pressure, missingMetrics) } : {}),
-      ...(spec.selectionPolicy === undefined ? {} : { selectionMode: oneOf('spec.selectionPolicy.mode', spec.selectionPolicy.mode, SELECTION_MODES, 'deterministic') }),
+      ...(admissionSpec !== undefined && admissionMode === 'stabilized'
+        ? { admission: stabilized(admissionSpec.pressure, missingMetrics) }
+        : {}),
+      ...(spec.selectionPolicy === undefined
+        ? {}
+        : {
+            selectionMode: oneOf(
+              'spec.selectionPolicy.mode',
+              spec.selectionPolicy.mode,
+              SELECTION_MODES,
+              'deterministic',
+            ),
+          }),
       ...(spec.placementPolicy === undefined ? {} : { placementStrategy: String(spec.placementPolicy.strategy) }),
       ...(ttl !== undefined && Number.isSafeInteger(ttl) && ttl > 0 ? { staleCandidateTtlSeconds: ttl } : {}),
     };

@@ -90,14 +90,23 @@ function checkRenderInput(input: GatewayRenderInput, localSite: string): RenderE
   ];
   for (const [field, value] of scope) {
     if (!isBoundedName(value)) {
-      return { code: 'invalid_scope', message: `GridNetwork ${input.network}: overlay scope ${field} must be 1-${MAX_NAME_BYTES} bytes and not blank` };
+      return {
+        code: 'invalid_scope',
+        message: `GridNetwork ${input.network}: overlay scope ${field} must be 1-${MAX_NAME_BYTES} bytes and not blank`,
+      };
     }
   }
   if (!isBoundedName(source.uid) || !isBoundedName(source.producerVersion)) {
-    return { code: 'invalid_provenance', message: `GridNetwork ${input.network}: metadata.uid and the operator version must be 1-${MAX_NAME_BYTES} bytes and not blank` };
+    return {
+      code: 'invalid_provenance',
+      message: `GridNetwork ${input.network}: metadata.uid and the operator version must be 1-${MAX_NAME_BYTES} bytes and not blank`,
+    };
   }
   if (!Number.isSafeInteger(source.generation) || source.generation < 1) {
-    return { code: 'invalid_provenance', message: `GridNetwork ${input.network}: metadata.generation must be a positive integer (got ${source.generation})` };
+    return {
+      code: 'invalid_provenance',
+      message: `GridNetwork ${input.network}: metadata.generation must be a positive integer (got ${source.generation})`,
+    };
   }
   return undefined;
 }
@@ -107,7 +116,13 @@ function checkRenderInput(input: GatewayRenderInput, localSite: string): RenderE
  * (credential or not, traffic weight or not): adding keys one by one to a smaller literal would give each candidate
  * a separately allocated property store as well, which a large overlay pays for in garbage collection.
  */
-function toCandidate(item: TieredBackend, id: number, rank: number, group: number, weighted: boolean): OverlayCandidate {
+function toCandidate(
+  item: TieredBackend,
+  id: number,
+  rank: number,
+  group: number,
+  weighted: boolean,
+): OverlayCandidate {
   const { backend, tier } = item;
   const { kind, name, site, cluster, fresh, score } = backend;
   const stable_id = stableIdText(id);
@@ -124,13 +139,72 @@ function toCandidate(item: TieredBackend, id: number, rank: number, group: numbe
   const ref = backend.credential;
   if (ref === undefined) {
     return weighted
-      ? { kind, name, site, cluster, fresh, stable_id, admission_state, selection_tier: tier, score: score.total, score_breakdown, rank, selection_group: group, traffic_weight: backend.capacityWeight }
-      : { kind, name, site, cluster, fresh, stable_id, admission_state, selection_tier: tier, score: score.total, score_breakdown, rank, selection_group: group };
+      ? {
+          kind,
+          name,
+          site,
+          cluster,
+          fresh,
+          stable_id,
+          admission_state,
+          selection_tier: tier,
+          score: score.total,
+          score_breakdown,
+          rank,
+          selection_group: group,
+          traffic_weight: backend.capacityWeight,
+        }
+      : {
+          kind,
+          name,
+          site,
+          cluster,
+          fresh,
+          stable_id,
+          admission_state,
+          selection_tier: tier,
+          score: score.total,
+          score_breakdown,
+          rank,
+          selection_group: group,
+        };
   }
-  const credential = { strategy: 'bearer_token' as const, secretRef: { name: ref.name, namespace: ref.namespace, key: ref.key } };
+  const credential = {
+    strategy: 'bearer_token' as const,
+    secretRef: { name: ref.name, namespace: ref.namespace, key: ref.key },
+  };
   return weighted
-    ? { kind, name, site, cluster, fresh, credential, stable_id, admission_state, selection_tier: tier, score: score.total, score_breakdown, rank, selection_group: group, traffic_weight: backend.capacityWeight }
-    : { kind, name, site, cluster, fresh, credential, stable_id, admission_state, selection_tier: tier, score: score.total, score_breakdown, rank, selection_group: group };
+    ? {
+        kind,
+        name,
+        site,
+        cluster,
+        fresh,
+        credential,
+        stable_id,
+        admission_state,
+        selection_tier: tier,
+        score: score.total,
+        score_breakdown,
+        rank,
+        selection_group: group,
+        traffic_weight: backend.capacityWeight,
+      }
+    : {
+        kind,
+        name,
+        site,
+        cluster,
+        fresh,
+        credential,
+        stable_id,
+        admission_state,
+        selection_tier: tier,
+        score: score.total,
+        score_breakdown,
+        rank,
+        selection_group: group,
+      };
 }
 
 export function renderGatewayOverlay(input: GatewayRenderInput): Result<RenderedOverlay, RenderError> {
@@ -181,12 +255,24 @@ export function renderGatewayOverlay(input: GatewayRenderInput): Result<Rendered
     admitted.push({ backend, tier });
   }
 
-  const { ordered, stableIds, duplicates, overLimit } = orderCandidates(policy.routingPolicy, admitted, input.candidateLimit);
+  const { ordered, stableIds, duplicates, overLimit } = orderCandidates(
+    policy.routingPolicy,
+    admitted,
+    input.candidateLimit,
+  );
   for (const { backend } of duplicates) {
-    excluded.push({ reason: 'duplicate', provider: backend.provider, detail: `${backend.kind} "${backend.name}" at ${backend.site} via ${backend.cluster} is already published by a better-ranked provider` });
+    excluded.push({
+      reason: 'duplicate',
+      provider: backend.provider,
+      detail: `${backend.kind} "${backend.name}" at ${backend.site} via ${backend.cluster} is already published by a better-ranked provider`,
+    });
   }
   for (const { backend } of overLimit) {
-    excluded.push({ reason: 'over_limit', provider: backend.provider, detail: `${backend.kind} "${backend.name}" at ${backend.site} ranks past the ${ordered.length}-candidate overlay limit` });
+    excluded.push({
+      reason: 'over_limit',
+      provider: backend.provider,
+      detail: `${backend.kind} "${backend.name}" at ${backend.site} ranks past the ${ordered.length}-candidate overlay limit`,
+    });
   }
   const groups = assignSelectionGroups(policy.routingPolicy, ordered);
   // The consumer's dialect decides the published mode (none for Praxis AI main); traffic weights go only with
@@ -194,7 +280,9 @@ export function renderGatewayOverlay(input: GatewayRenderInput): Result<Rendered
   const dialect = gateway.dialect ?? 'agn';
   const selection = dialectSelection(policy.selectionMode, dialect);
   const weighted = selection.mode === 'weightedRandom';
-  const candidates = ordered.map((item, rank) => toCandidate(item, stableIds[rank] ?? 0, rank, groups[rank] ?? 0, weighted));
+  const candidates = ordered.map((item, rank) =>
+    toCandidate(item, stableIds[rank] ?? 0, rank, groups[rank] ?? 0, weighted),
+  );
 
   const payload: OverlayPayload = { network, local_site: localSite, candidates };
   if (selection.mode !== undefined) payload.selection_policy = { mode: selection.mode };
@@ -215,7 +303,10 @@ export function renderGatewayOverlay(input: GatewayRenderInput): Result<Rendered
   } catch (error) {
     // CanonicalJsonError names the JSON path of the value (a non-finite number that slipped past normalisation).
     const problem = error instanceof CanonicalJsonError || error instanceof Error ? error.message : String(error);
-    return err({ code: 'unencodable_payload', message: `GridNetwork ${network} gateway ${gateway.namespace}/${gateway.name}: ${problem}` });
+    return err({
+      code: 'unencodable_payload',
+      message: `GridNetwork ${network} gateway ${gateway.namespace}/${gateway.name}: ${problem}`,
+    });
   }
   return ok({
     envelope,

@@ -29,7 +29,7 @@ export interface BaseScore {
 }
 
 function clampUnit(value: number): number {
-  return value < 0 ? 0 : Math.min(value , 1);
+  return value < 0 ? 0 : Math.min(value, 1);
 }
 
 /** A ratio signal: non-finite values are absent (no evidence, not an extreme), others are clamped to [0,1]. */
@@ -68,7 +68,10 @@ export function normalizeSample(sample: MetricsSample | undefined, queueCapacity
     queueDepth: normalizeQueueDepth(sample.queueDepth, queueCapacity),
     kvCacheUtilization: normalizeRatio(sample.kvCacheUtilization),
     prefixCacheHitRatio: normalizeRatio(sample.prefixCacheHitRatio),
-    latencyP99Ms: sample.latencyP99Ms !== undefined && Number.isFinite(sample.latencyP99Ms) && sample.latencyP99Ms >= 0 ? sample.latencyP99Ms : undefined,
+    latencyP99Ms:
+      sample.latencyP99Ms !== undefined && Number.isFinite(sample.latencyP99Ms) && sample.latencyP99Ms >= 0
+        ? sample.latencyP99Ms
+        : undefined,
     errorRate: normalizeRatio(sample.errorRate),
   };
 }
@@ -126,9 +129,19 @@ export function scoreSignals(strategy: ScoringStrategy, signals: NormalizedSigna
   const latency = latencyScore(signals.latencyP99Ms);
   let total = 0;
   if (strategy === 'queueDepth' || strategy === 'kvCachePressure') {
-    total = (strategy === 'queueDepth' ? queue : kv) + LATENCY_WEIGHT * (latency - NEUTRAL_SCORE) - ERROR_RATE_WEIGHT * (signals.errorRate ?? 0);
+    total =
+      (strategy === 'queueDepth' ? queue : kv) +
+      LATENCY_WEIGHT * (latency - NEUTRAL_SCORE) -
+      ERROR_RATE_WEIGHT * (signals.errorRate ?? 0);
   }
-  return { total: roundScore(total), queue_depth: queue, kv_cache: kv, prefix_cache: prefix, latency, cost: costScore(cost) };
+  return {
+    total: roundScore(total),
+    queue_depth: queue,
+    kv_cache: kv,
+    prefix_cache: prefix,
+    latency,
+    cost: costScore(cost),
+  };
 }
 
 /**

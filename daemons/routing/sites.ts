@@ -2,7 +2,10 @@
 import type { GridSiteView, Labels, NetworkRoutingInput, SelectionTier } from './model.ts';
 
 function sanitizePart(part: string): string {
-  return part.toLowerCase().replace(/[^a-z0-9]/g, '-').replace(/^-+|-+$/g, '');
+  return part
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, '-')
+    .replace(/^-+|-+$/g, '');
 }
 
 /**

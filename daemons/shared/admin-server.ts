@@ -42,7 +42,8 @@ export function parseListenAddress(address: string): { host: string; port: numbe
 
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
   const { host, port } = parseListenAddress(options.address);
-  const dashboard = options.dashboard === undefined ? undefined : dashboardRoutes(options.dashboard.view, options.dashboard.access);
+  const dashboard =
+    options.dashboard === undefined ? undefined : dashboardRoutes(options.dashboard.view, options.dashboard.access);
   const server: Server = createServer((req, res) => {
     const url = req.url ?? '/';
     const query = url.indexOf('?');

@@ -13,7 +13,10 @@ export const LISTENER_GRACE_MS = 1_000;
 const IDLE_SWEEP_MS = 50;
 
 /** Stops accepting at once; resolves when every connection has ended, or after `graceMs` by cutting the rest. */
-export function closeServer(server: Pick<Server, 'close' | 'closeAllConnections' | 'closeIdleConnections'>, graceMs = LISTENER_GRACE_MS): Promise<void> {
+export function closeServer(
+  server: Pick<Server, 'close' | 'closeAllConnections' | 'closeIdleConnections'>,
+  graceMs = LISTENER_GRACE_MS,
+): Promise<void> {
   return new Promise<void>((resolve) => {
     let sweep: NodeJS.Timeout | undefined;
     const deadline = setTimeout(() => server.closeAllConnections(), graceMs);

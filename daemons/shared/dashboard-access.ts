@@ -27,10 +27,12 @@ const sha256 = (value: string | Buffer): Buffer => createHash('sha256').update(v
 /** Why `text` cannot be the token, or undefined when it can; the problem never quotes it. */
 export function tokenProblem(text: string): string | undefined {
   const bytes = Buffer.byteLength(text);
-  if (bytes < MIN_TOKEN_BYTES) return `the token is ${bytes} bytes, at least ${MIN_TOKEN_BYTES} are needed (e.g. openssl rand -base64 32)`;
+  if (bytes < MIN_TOKEN_BYTES)
+    return `the token is ${bytes} bytes, at least ${MIN_TOKEN_BYTES} are needed (e.g. openssl rand -base64 32)`;
   if (bytes > MAX_TOKEN_BYTES) return `the token is longer than ${MAX_TOKEN_BYTES} bytes`;
   // Visible ASCII only: it travels in an Authorization header and a URL.
-  if (!/^[\x21-\x7e]+$/.test(text)) return 'the token holds whitespace, control or non-ASCII characters; use visible ASCII only';
+  if (!/^[\x21-\x7e]+$/.test(text))
+    return 'the token holds whitespace, control or non-ASCII characters; use visible ASCII only';
   return undefined;
 }
 
@@ -68,7 +70,10 @@ function queryToken(search: string): { present: boolean; value: string | undefin
 
 /** The query string without its `token` parameter ('' when nothing else is left). */
 function withoutToken(search: string): string {
-  const rest = search.replace(/^\?/, '').split('&').filter((pair) => pair !== '' && pair !== 'token' && !pair.startsWith('token='));
+  const rest = search
+    .replace(/^\?/, '')
+    .split('&')
+    .filter((pair) => pair !== '' && pair !== 'token' && !pair.startsWith('token='));
   return rest.length === 0 ? '' : `?${rest.join('&')}`;
 }
 
@@ -81,13 +86,22 @@ export type AccessDecision =
   | { readonly kind: 'unavailable' };
 
 /** Decides one request to `path` (already a dashboard path) with query `search`. */
-export function decideAccess(req: Pick<IncomingMessage, 'headers'>, path: string, search: string, token: DashboardToken | undefined): AccessDecision {
+export function decideAccess(
+  req: Pick<IncomingMessage, 'headers'>,
+  path: string,
+  search: string,
+  token: DashboardToken | undefined,
+): AccessDecision {
   if (token === undefined) return { kind: 'unavailable' };
   const query = queryToken(search);
   if (query.present) {
     if (query.value === undefined || !matches(query.value, token.digest)) return { kind: 'deny' };
     const page = path === '/dashboard' ? '/dashboard/' : path;
-    return { kind: 'login', location: `${page}${withoutToken(search)}`, cookie: `${SESSION_COOKIE}=${token.session}; Path=/dashboard; HttpOnly; SameSite=Strict` };
+    return {
+      kind: 'login',
+      location: `${page}${withoutToken(search)}`,
+      cookie: `${SESSION_COOKIE}=${token.session}; Path=/dashboard; HttpOnly; SameSite=Strict`,
+    };
   }
   const authorization = req.headers.authorization;
   if (authorization !== undefined) {
@@ -116,4 +130,5 @@ declares, by default <code>grid-dashboard-token</code> (key <code>token</code>) 
 </html>
 `;
 
-export const UNAVAILABLE_TEXT = 'the dashboard token is not loaded (its file is missing or invalid; see the operator log), so nobody can open the dashboard\n';
+export const UNAVAILABLE_TEXT =
+  'the dashboard token is not loaded (its file is missing or invalid; see the operator log), so nobody can open the dashboard\n';

@@ -23,7 +23,8 @@ const ASSETS: Readonly<Record<string, { file: string; type: string }>> = {
 
 // Same-origin only: the page loads nothing from anywhere else and cannot be framed.
 const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',
@@ -43,7 +44,9 @@ function fingerprint(view: unknown): string {
 }
 
 /** `open`: anyone who reaches the port; `token`: a bearer token or the session cookie (the token read from memory). */
-export type DashboardAccess = { readonly mode: 'open' } | { readonly mode: 'token'; readonly token: () => DashboardToken | undefined };
+export type DashboardAccess =
+  | { readonly mode: 'open' }
+  | { readonly mode: 'token'; readonly token: () => DashboardToken | undefined };
 
 export interface DashboardRoutes {
   /** Answers a dashboard path (`search` is the query string, '' or '?…'); false when `path` is not one. */
@@ -51,7 +54,13 @@ export interface DashboardRoutes {
 }
 
 /** Answers a request the access does not let through (true), or leaves it to be served (false). */
-function refuse(req: IncomingMessage, res: ServerResponse, path: string, search: string, access: DashboardAccess): boolean {
+function refuse(
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  search: string,
+  access: DashboardAccess,
+): boolean {
   if (access.mode === 'open') return false;
   const decision = decideAccess(req, path, search, access.token());
   switch (decision.kind) {
@@ -63,7 +72,11 @@ function refuse(req: IncomingMessage, res: ServerResponse, path: string, search:
       res.end();
       return true;
     case 'deny':
-      res.writeHead(401, { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8', 'www-authenticate': 'Bearer realm="agn fleet dashboard"' });
+      res.writeHead(401, {
+        ...SECURITY_HEADERS,
+        'content-type': 'text/html; charset=utf-8',
+        'www-authenticate': 'Bearer realm="agn fleet dashboard"',
+      });
       res.end(req.method === 'HEAD' ? undefined : DENIED_PAGE);
       return true;
     case 'unavailable':
@@ -102,16 +115,18 @@ export function dashboardRoutes(view: () => Promise<unknown>, access: DashboardA
     const push = (): void => {
       if (busy) return;
       busy = true;
-      view().then(
-        (model) => {
-          const print = fingerprint(model);
-          if (print !== last && !res.writableEnded) {
-            last = print;
-            res.write(`data: ${JSON.stringify(model)}\n\n`);
-          }
-        },
-        () => undefined,
-      ).finally(() => (busy = false));
+      view()
+        .then(
+          (model) => {
+            const print = fingerprint(model);
+            if (print !== last && !res.writableEnded) {
+              last = print;
+              res.write(`data: ${JSON.stringify(model)}\n\n`);
+            }
+          },
+          () => undefined,
+        )
+        .finally(() => (busy = false));
     };
     push();
     const tick = setInterval(push, EVENT_INTERVAL_MS);

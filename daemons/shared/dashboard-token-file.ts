@@ -61,7 +61,10 @@ export class DashboardTokenFile {
     if (problem !== undefined) {
       // A poll re-reads the same bad file every interval: log a problem once until it changes.
       if (problem !== this.#lastProblem) {
-        const kept = this.#token === undefined ? 'nobody can open the dashboard until it is fixed' : 'the token loaded before stays in use';
+        const kept =
+          this.#token === undefined
+            ? 'nobody can open the dashboard until it is fixed'
+            : 'the token loaded before stays in use';
         logger.error({ file }, `dashboard token file ${file}: ${problem}; ${kept}`);
       }
       this.#lastProblem = problem;
@@ -75,6 +78,9 @@ export class DashboardTokenFile {
     const rotated = this.#token !== undefined;
     this.#token = next;
     this.#lastProblem = undefined;
-    logger.info({ file }, rotated ? 'dashboard token changed on disk; sessions opened with the previous one end' : 'dashboard token loaded');
+    logger.info(
+      { file },
+      rotated ? 'dashboard token changed on disk; sessions opened with the previous one end' : 'dashboard token loaded',
+    );
   }
 }

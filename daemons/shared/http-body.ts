@@ -7,7 +7,11 @@ const EMPTY = Buffer.alloc(0);
 const CLOSED_EARLY = 'client closed the connection before sending the whole body';
 
 /** Reads `req` whole; rejects with `tooLarge(maxBytes)` past `maxBytes`, or with an Error if the client hangs up. */
-export function readBoundedBody(req: IncomingMessage, maxBytes: number, tooLarge: (maxBytes: number) => Error): Promise<Buffer> {
+export function readBoundedBody(
+  req: IncomingMessage,
+  maxBytes: number,
+  tooLarge: (maxBytes: number) => Error,
+): Promise<Buffer> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > maxBytes) return Promise.reject(tooLarge(maxBytes));
   // The length a whole body has when the request declares one (-1 for a chunked body, which is whole only once the
@@ -36,15 +40,29 @@ export function readBoundedBody(req: IncomingMessage, maxBytes: number, tooLarge
 }
 
 /** Takes the body when it is all buffered (complete, or the declared length), else reads the rest as it flows. */
-function takeBody(req: IncomingMessage, length: number, maxBytes: number, tooLarge: (maxBytes: number) => Error, resolve: (body: Buffer) => void, reject: (error: Error) => void): void {
+function takeBody(
+  req: IncomingMessage,
+  length: number,
+  maxBytes: number,
+  tooLarge: (maxBytes: number) => Error,
+  resolve: (body: Buffer) => void,
+  reject: (error: Error) => void,
+): void {
   const buffered = req.readableLength;
   if (req.destroyed) reject(new Error(CLOSED_EARLY));
-  else if ((req.complete || buffered === length) && buffered <= maxBytes) resolve((req.read() as Buffer | null) ?? EMPTY);
+  else if ((req.complete || buffered === length) && buffered <= maxBytes)
+    resolve((req.read() as Buffer | null) ?? EMPTY);
   else readByEvents(req, maxBytes, tooLarge, resolve, reject);
 }
 
 /** The body still arriving (or buffered over the bound): read as it flows, cut off at the first chunk past the bound. */
-function readByEvents(req: IncomingMessage, maxBytes: number, tooLarge: (maxBytes: number) => Error, resolve: (body: Buffer) => void, reject: (error: Error) => void): void {
+function readByEvents(
+  req: IncomingMessage,
+  maxBytes: number,
+  tooLarge: (maxBytes: number) => Error,
+  resolve: (body: Buffer) => void,
+  reject: (error: Error) => void,
+): void {
   const chunks: Buffer[] = [];
   let total = 0;
   const onData = (chunk: Buffer): void => {

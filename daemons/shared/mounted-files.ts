@@ -100,12 +100,17 @@ export class MountedFiles<T> {
     // An unreadable file is remembered by its problem, so a file that stays missing is reported once, not every poll.
     const digest = contents === undefined ? `unreadable\n${unreadable}` : digestOf(contents);
     if (digest === this.#lastDigest) {
-      return this.#lastProblem === undefined ? { outcome: 'unchanged' } : { outcome: 'rejected', problem: this.#lastProblem };
+      return this.#lastProblem === undefined
+        ? { outcome: 'unchanged' }
+        : { outcome: 'rejected', problem: this.#lastProblem };
     }
     this.#lastDigest = digest;
     if (digest === this.#acceptedDigest) {
       this.#lastProblem = undefined;
-      this.#o.logger.info({ file_kind: this.#o.kind, name: this.#o.name, trigger }, `${this.#o.kind} is back to the version in force`);
+      this.#o.logger.info(
+        { file_kind: this.#o.kind, name: this.#o.name, trigger },
+        `${this.#o.kind} is back to the version in force`,
+      );
       return { outcome: 'unchanged' };
     }
     let next: T;
@@ -115,7 +120,10 @@ export class MountedFiles<T> {
       this.#o.use?.(next, this.#current);
     } catch (error) {
       // A library's message (OpenSSL's, a parser's) is ours to vouch for only after masking what could be a secret.
-      const problem = error instanceof MountedFileError ? error.message : redactText(error instanceof Error ? error.message : String(error));
+      const problem =
+        error instanceof MountedFileError
+          ? error.message
+          : redactText(error instanceof Error ? error.message : String(error));
       return this.#refuse(problem, trigger);
     }
     const first = this.#current === undefined;
@@ -123,7 +131,10 @@ export class MountedFiles<T> {
     this.#acceptedDigest = digest;
     this.#lastProblem = undefined;
     this.#o.count?.('accepted');
-    this.#o.logger.info({ file_kind: this.#o.kind, name: this.#o.name, trigger, ...this.#o.fields?.(next) }, first ? `${this.#o.kind} read` : `${this.#o.kind} reloaded`);
+    this.#o.logger.info(
+      { file_kind: this.#o.kind, name: this.#o.name, trigger, ...this.#o.fields?.(next) },
+      first ? `${this.#o.kind} read` : `${this.#o.kind} reloaded`,
+    );
     return { outcome: 'accepted' };
   }
 
@@ -133,13 +144,19 @@ export class MountedFiles<T> {
     this.#o.count?.('rejected');
     this.#o.logger.warn(
       { file_kind: this.#o.kind, name: this.#o.name, problem, trigger },
-      this.#current === undefined ? `${this.#o.kind} unusable; none in force yet` : `${this.#o.kind} unusable; the previous one stays in force`,
+      this.#current === undefined
+        ? `${this.#o.kind} unusable; none in force yet`
+        : `${this.#o.kind} unusable; the previous one stays in force`,
     );
     return { outcome: 'rejected', problem };
   }
 }
 
-const READ_CODES: Readonly<Record<string, string>> = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'is a directory' };
+const READ_CODES: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EISDIR: 'is a directory',
+};
 
 async function readOne(file: string, label: string, maxBytes: number): Promise<Buffer> {
   let bytes: Buffer;
@@ -147,7 +164,9 @@ async function readOne(file: string, label: string, maxBytes: number): Promise<B
     bytes = await readBounded(file, maxBytes);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new MountedFileError(`${label}: cannot be read (${(code === undefined ? undefined : READ_CODES[code]) ?? code ?? 'error'})`);
+    throw new MountedFileError(
+      `${label}: cannot be read (${(code === undefined ? undefined : READ_CODES[code]) ?? code ?? 'error'})`,
+    );
   }
   if (bytes.length > maxBytes) throw new MountedFileError(`${label}: larger than ${maxBytes} bytes`);
   return bytes;

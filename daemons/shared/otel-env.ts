@@ -7,7 +7,14 @@
 import type { Tracer } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
 import type { Sampler } from '@opentelemetry/sdk-trace';
 
 export class TracingEnvError extends Error {
@@ -22,7 +29,10 @@ function sampler(env: NodeJS.ProcessEnv): Sampler {
   const arg = env['OTEL_TRACES_SAMPLER_ARG'];
   const ratio = (): number => {
     const value = arg === undefined ? 1 : Number(arg);
-    if (!Number.isFinite(value) || value < 0 || value > 1) throw new TracingEnvError(`OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1, got "${String(arg).slice(0, 32)}"`);
+    if (!Number.isFinite(value) || value < 0 || value > 1)
+      throw new TracingEnvError(
+        `OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1, got "${String(arg).slice(0, 32)}"`,
+      );
     return value;
   };
   switch (name) {
@@ -39,7 +49,9 @@ function sampler(env: NodeJS.ProcessEnv): Sampler {
     case 'parentbased_traceidratio':
       return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio()) });
     default:
-      throw new TracingEnvError(`OTEL_TRACES_SAMPLER "${name.slice(0, 64)}" is not one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio`);
+      throw new TracingEnvError(
+        `OTEL_TRACES_SAMPLER "${name.slice(0, 64)}" is not one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio`,
+      );
   }
 }
 
@@ -54,7 +66,9 @@ export function resourceAttributes(text: string | undefined): Record<string, str
     try {
       value = decodeURIComponent(pair.slice(eq + 1).trim());
     } catch {
-      throw new TracingEnvError(`OTEL_RESOURCE_ATTRIBUTES: the value of "${pair.slice(0, eq).trim().slice(0, 64)}" is not percent-encoded correctly`);
+      throw new TracingEnvError(
+        `OTEL_RESOURCE_ATTRIBUTES: the value of "${pair.slice(0, eq).trim().slice(0, 64)}" is not percent-encoded correctly`,
+      );
     }
     out[pair.slice(0, eq).trim()] = value;
   }
@@ -67,7 +81,12 @@ export function tracesEndpoint(env: NodeJS.ProcessEnv): string | undefined {
   if ((env['OTEL_TRACES_EXPORTER'] ?? 'otlp').trim().toLowerCase() === 'none') return undefined;
   const specific = env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']?.trim();
   const base = env['OTEL_EXPORTER_OTLP_ENDPOINT']?.trim();
-  const url = specific !== undefined && specific !== '' ? specific : base !== undefined && base !== '' ? `${base.replace(/\/+$/, '')}/v1/traces` : undefined;
+  const url =
+    specific !== undefined && specific !== ''
+      ? specific
+      : base !== undefined && base !== ''
+        ? `${base.replace(/\/+$/, '')}/v1/traces`
+        : undefined;
   if (url === undefined) return undefined;
   let parsed: URL;
   try {
@@ -76,10 +95,21 @@ export function tracesEndpoint(env: NodeJS.ProcessEnv): string | undefined {
     // Not echoed: a malformed URL may still carry a password.
     throw new TracingEnvError('the OTLP traces endpoint is not a URL');
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TracingEnvError(`the OTLP traces endpoint must be http or https, got ${parsed.protocol}`);
-  if (parsed.username !== '' || parsed.password !== '') throw new TracingEnvError('the OTLP traces endpoint carries credentials in its URL; use OTEL_EXPORTER_OTLP_HEADERS');
-  const protocol = (env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'] ?? env['OTEL_EXPORTER_OTLP_PROTOCOL'] ?? 'http/protobuf').trim();
-  if (protocol !== 'http/protobuf') throw new TracingEnvError(`OTLP protocol "${protocol.slice(0, 32)}" is not supported; this gateway exports http/protobuf`);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new TracingEnvError(`the OTLP traces endpoint must be http or https, got ${parsed.protocol}`);
+  if (parsed.username !== '' || parsed.password !== '')
+    throw new TracingEnvError(
+      'the OTLP traces endpoint carries credentials in its URL; use OTEL_EXPORTER_OTLP_HEADERS',
+    );
+  const protocol = (
+    env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'] ??
+    env['OTEL_EXPORTER_OTLP_PROTOCOL'] ??
+    'http/protobuf'
+  ).trim();
+  if (protocol !== 'http/protobuf')
+    throw new TracingEnvError(
+      `OTLP protocol "${protocol.slice(0, 32)}" is not supported; this gateway exports http/protobuf`,
+    );
   return parsed.toString();
 }
 
@@ -88,7 +118,10 @@ function scheduleDelay(env: NodeJS.ProcessEnv): number {
   const text = env['OTEL_BSP_SCHEDULE_DELAY'];
   if (text === undefined || text.trim() === '') return 1000;
   const ms = Number(text);
-  if (!Number.isSafeInteger(ms) || ms < 0 || ms > 3_600_000) throw new TracingEnvError(`OTEL_BSP_SCHEDULE_DELAY must be milliseconds from 0 to 3600000, got "${text.slice(0, 32)}"`);
+  if (!Number.isSafeInteger(ms) || ms < 0 || ms > 3_600_000)
+    throw new TracingEnvError(
+      `OTEL_BSP_SCHEDULE_DELAY must be milliseconds from 0 to 3600000, got "${text.slice(0, 32)}"`,
+    );
   return ms;
 }
 
@@ -101,7 +134,11 @@ export function checkTracingEnv(env: NodeJS.ProcessEnv): void {
 }
 
 /** A daemon's tracer and how to flush it, or undefined when the environment leaves tracing off. Throws TracingEnvError. */
-export function tracerFromEnv(env: NodeJS.ProcessEnv, defaultServiceName: string, scope: string): { tracer: Tracer; endpoint: string; close(): Promise<void> } | undefined {
+export function tracerFromEnv(
+  env: NodeJS.ProcessEnv,
+  defaultServiceName: string,
+  scope: string,
+): { tracer: Tracer; endpoint: string; close(): Promise<void> } | undefined {
   const endpoint = tracesEndpoint(env);
   if (endpoint === undefined) return undefined;
   const attributes = resourceAttributes(env['OTEL_RESOURCE_ATTRIBUTES']);
@@ -109,7 +146,12 @@ export function tracerFromEnv(env: NodeJS.ProcessEnv, defaultServiceName: string
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ ...attributes, 'service.name': serviceName }),
     sampler: sampler(env),
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: endpoint }), scheduledDelayMillis: scheduleDelay(env) })],
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter: new OTLPTraceExporter({ url: endpoint }),
+        scheduledDelayMillis: scheduleDelay(env),
+      }),
+    ],
   });
   return { tracer: provider.getTracer(scope), endpoint, close: () => provider.shutdown() };
 }

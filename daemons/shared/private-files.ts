@@ -3,7 +3,17 @@
  * only: 0600, in directories of 0700. A mode passed to open() applies only when the file is created, so a file or
  * directory an earlier version (or a copy) left wider is tightened explicitly, before the new bytes go in.
  */
-import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 

@@ -19,7 +19,9 @@ import type { Registry } from 'prom-client';
 export const EVENT_LOOP_SAMPLE_MS = 50;
 
 /** prom-client's event-loop series, which registerEventLoopDelay replaces name for name. */
-const PROM_CLIENT_LAG = ['', '_min', '_max', '_mean', '_stddev', '_p50', '_p90', '_p99'].map((s) => `nodejs_eventloop_lag${s}_seconds`);
+const PROM_CLIENT_LAG = ['', '_min', '_max', '_mean', '_stddev', '_p50', '_p90', '_p99'].map(
+  (s) => `nodejs_eventloop_lag${s}_seconds`,
+);
 
 /**
  * prom-client's process metrics without its event-loop series. collectDefaultMetrics has no way to leave one out, so
@@ -80,11 +82,27 @@ export function registerEventLoopDelay(registry: Registry, prefix = ''): void {
       bridge();
     },
   });
-  const min = gauge('_min', `Least event-loop delay past a sample's due time since the last scrape (sampled every ${EVENT_LOOP_SAMPLE_MS} ms).`, 'min');
-  const max = gauge('_max', `Greatest event-loop delay past a sample's due time since the last scrape (sampled every ${EVENT_LOOP_SAMPLE_MS} ms).`, 'max');
-  const mean = gauge('_mean', 'Mean event-loop delay past the samples\' due times since the last scrape.', 'average');
+  const min = gauge(
+    '_min',
+    `Least event-loop delay past a sample's due time since the last scrape (sampled every ${EVENT_LOOP_SAMPLE_MS} ms).`,
+    'min',
+  );
+  const max = gauge(
+    '_max',
+    `Greatest event-loop delay past a sample's due time since the last scrape (sampled every ${EVENT_LOOP_SAMPLE_MS} ms).`,
+    'max',
+  );
+  const mean = gauge('_mean', "Mean event-loop delay past the samples' due times since the last scrape.", 'average');
   const stddev = gauge('_stddev', 'Standard deviation of the event-loop samples since the last scrape.', 'average');
-  const p50 = gauge('_p50', 'Median event-loop delay past the samples\' due times since the last scrape.', 'average');
-  const p90 = gauge('_p90', '90th percentile of the event-loop delay past the samples\' due times since the last scrape.', 'average');
-  const p99 = gauge('_p99', '99th percentile of the event-loop delay past the samples\' due times since the last scrape.', 'average');
+  const p50 = gauge('_p50', "Median event-loop delay past the samples' due times since the last scrape.", 'average');
+  const p90 = gauge(
+    '_p90',
+    "90th percentile of the event-loop delay past the samples' due times since the last scrape.",
+    'average',
+  );
+  const p99 = gauge(
+    '_p99',
+    "99th percentile of the event-loop delay past the samples' due times since the last scrape.",
+    'average',
+  );
 }

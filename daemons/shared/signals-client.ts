@@ -42,7 +42,8 @@ function namesSite(cert: PeerCertificate, site: string): boolean {
 
 export function pollPeer(site: string, address: string, material: TlsMaterial, timeoutMs: number): Promise<PollResult> {
   const target = parseHostPort(address);
-  if (target === undefined) return Promise.resolve({ ok: false, error: `signals address "${address.slice(0, 80)}" is not host:port` });
+  if (target === undefined)
+    return Promise.resolve({ ok: false, error: `signals address "${address.slice(0, 80)}" is not host:port` });
   return new Promise((resolve) => {
     let done = false;
     const finish = (result: PollResult) => {
@@ -52,42 +53,48 @@ export function pollPeer(site: string, address: string, material: TlsMaterial, t
       req.destroy();
       resolve(result);
     };
-    const req = request({
-      host: target.host,
-      port: target.port,
-      path: PEER_SIGNALS_PATH,
-      method: 'GET',
-      ca: material.caPem,
-      cert: material.certPem,
-      key: material.keyPem,
-      rejectUnauthorized: true,
-      agent: false,
-      // The peer is identified by its site certificate, not by the address gossip advertised.
-      checkServerIdentity: (_host, cert) => (namesSite(cert, site) ? undefined : new Error(`certificate does not name site ${site}`)),
-    }, (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        finish({ ok: false, error: `HTTP ${res.statusCode ?? 0}` });
-        return;
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > MAX_ANSWER_BYTES) finish({ ok: false, error: `answer larger than ${MAX_ANSWER_BYTES} bytes` });
-        else chunks.push(chunk);
-      });
-      res.on('end', () => {
-        try {
-          finish({ ok: true, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
-        } catch {
-          finish({ ok: false, error: 'answer is not JSON' });
+    const req = request(
+      {
+        host: target.host,
+        port: target.port,
+        path: PEER_SIGNALS_PATH,
+        method: 'GET',
+        ca: material.caPem,
+        cert: material.certPem,
+        key: material.keyPem,
+        rejectUnauthorized: true,
+        agent: false,
+        // The peer is identified by its site certificate, not by the address gossip advertised.
+        checkServerIdentity: (_host, cert) =>
+          namesSite(cert, site) ? undefined : new Error(`certificate does not name site ${site}`),
+      },
+      (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          finish({ ok: false, error: `HTTP ${res.statusCode ?? 0}` });
+          return;
         }
-      });
-      res.on('error', (error) => finish({ ok: false, error: error.message.slice(0, 160) }));
-    });
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_ANSWER_BYTES) finish({ ok: false, error: `answer larger than ${MAX_ANSWER_BYTES} bytes` });
+          else chunks.push(chunk);
+        });
+        res.on('end', () => {
+          try {
+            finish({ ok: true, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
+          } catch {
+            finish({ ok: false, error: 'answer is not JSON' });
+          }
+        });
+        res.on('error', (error) => finish({ ok: false, error: error.message.slice(0, 160) }));
+      },
+    );
     const timer = setTimeout(() => finish({ ok: false, error: `no answer within ${timeoutMs} ms` }), timeoutMs);
-    req.on('error', (error: Error & { code?: string }) => finish({ ok: false, error: (error.code ?? error.message).slice(0, 160) }));
+    req.on('error', (error: Error & { code?: string }) =>
+      finish({ ok: false, error: (error.code ?? error.message).slice(0, 160) }),
+    );
     req.end();
   });
 }

@@ -75,20 +75,24 @@ export function pemFingerprint(pem: string): string {
 
 function distinguishedName(commonName: string, organization?: string | readonly string[]): string {
   const escapeDn = (value: string): string => value.replace(/([,+"\\<>;=])/g, '\\$1');
-  const organizations = organization === undefined ? [] : typeof organization === 'string' ? [organization] : organization;
+  const organizations =
+    organization === undefined ? [] : typeof organization === 'string' ? [organization] : organization;
   return [`CN=${escapeDn(commonName)}`, ...organizations.map((o) => `O=${escapeDn(o)}`)].join(', ');
 }
 
 async function exportKeyPem(key: CryptoKey): Promise<string> {
   const pkcs8 = await webcrypto.subtle.exportKey('pkcs8', key);
-  const body = Buffer.from(pkcs8).toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '');
+  const body = Buffer.from(pkcs8)
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .replace(/\n$/, '');
   return `-----BEGIN PRIVATE KEY-----\n${body}\n-----END PRIVATE KEY-----\n`;
 }
 
 function randomSerial(): string {
   // A positive 16-byte serial: clear the top bit so DER does not need a sign byte.
   const bytes = webcrypto.getRandomValues(new Uint8Array(16));
-  bytes[0] = (bytes[0] ?? 0) & 0x7f | 0x01;
+  bytes[0] = ((bytes[0] ?? 0) & 0x7f) | 0x01;
   return Buffer.from(bytes).toString('hex');
 }
 
@@ -121,7 +125,11 @@ function sanEntries(sans: string[]): x509.JsonGeneralName[] {
   return sans.map((value) => (isIP(value) !== 0 ? { type: 'ip', value } : { type: 'dns', value }));
 }
 
-async function issueLeaf(ca: CertificateAuthority, options: LeafOptions, usage: 'server' | 'client' | 'site'): Promise<LeafCertificate> {
+async function issueLeaf(
+  ca: CertificateAuthority,
+  options: LeafOptions,
+  usage: 'server' | 'client' | 'site',
+): Promise<LeafCertificate> {
   const keys = (await webcrypto.subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify'])) as CryptoKeyPair;
   const notBefore = options.notBefore ?? new Date(Date.now() - 60_000);
   const serialNumber = options.serialNumber ?? randomSerial();
@@ -129,7 +137,9 @@ async function issueLeaf(ca: CertificateAuthority, options: LeafOptions, usage: 
     new x509.BasicConstraintsExtension(false, undefined, true),
     new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement, true),
     new x509.ExtendedKeyUsageExtension(
-      usage === 'site' ? [x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth] : [usage === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth],
+      usage === 'site'
+        ? [x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]
+        : [usage === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth],
       false,
     ),
     await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
@@ -140,7 +150,12 @@ async function issueLeaf(ca: CertificateAuthority, options: LeafOptions, usage: 
   }
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber,
-    subject: distinguishedName(options.commonName, options.organizations !== undefined && options.organizations.length > 0 ? options.organizations : options.organization),
+    subject: distinguishedName(
+      options.commonName,
+      options.organizations !== undefined && options.organizations.length > 0
+        ? options.organizations
+        : options.organization,
+    ),
     issuer: ca.cert.subject,
     notBefore,
     notAfter: new Date(notBefore.getTime() + (options.validDays ?? 30) * DAY_MS),
@@ -180,8 +195,18 @@ export async function loadCertificateAuthority(certPem: string, keyPem: string):
   const cert = new x509.X509Certificate(certPem);
   const der = Buffer.from(keyPem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
   const privateKey = await webcrypto.subtle.importKey('pkcs8', der, KEY_ALGORITHM, true, ['sign']);
-  const publicKey = await cert.publicKey.export(KEY_ALGORITHM, ['verify'], webcrypto as unknown as Parameters<typeof cert.publicKey.export>[2]);
-  return { certPem, keyPem, fingerprint: certificateFingerprint(cert.rawData), cert, keys: { privateKey, publicKey } as CryptoKeyPair };
+  const publicKey = await cert.publicKey.export(
+    KEY_ALGORITHM,
+    ['verify'],
+    webcrypto as unknown as Parameters<typeof cert.publicKey.export>[2],
+  );
+  return {
+    certPem,
+    keyPem,
+    fingerprint: certificateFingerprint(cert.rawData),
+    cert,
+    keys: { privateKey, publicKey } as CryptoKeyPair,
+  };
 }
 
 const SERVER_AUTH_OID = '1.3.6.1.5.5.7.3.1';
@@ -211,19 +236,24 @@ export function leafMismatch(certPem: string, wants: LeafWants, nowMs = Date.now
   }
   const subject = cert.subject.split('\n');
   const sanList = (cert.subjectAltName ?? '').split(', ').map((e) => e.replace(/^(DNS|IP Address):/, ''));
-  for (const organization of wants.organizations ?? []) if (!subject.includes(`O=${organization}`)) return `its subject has no O=${organization}`;
-  if (wants.commonName !== undefined && !subject.includes(`CN=${wants.commonName}`)) return `its subject CN is not ${wants.commonName}`;
+  for (const organization of wants.organizations ?? [])
+    if (!subject.includes(`O=${organization}`)) return `its subject has no O=${organization}`;
+  if (wants.commonName !== undefined && !subject.includes(`CN=${wants.commonName}`))
+    return `its subject CN is not ${wants.commonName}`;
   const missing = (wants.sans ?? []).filter((n) => !sanList.includes(n));
   if (missing.length > 0) return `it does not name ${missing.join(', ')}`;
   // No extended key usage at all allows every purpose.
-  if (wants.serverAuth === true && cert.keyUsage !== undefined && !cert.keyUsage.includes(SERVER_AUTH_OID)) return 'it is not for TLS servers';
-  if (wants.clientAuth === true && cert.keyUsage !== undefined && !cert.keyUsage.includes(CLIENT_AUTH_OID)) return 'it is not for TLS clients';
+  if (wants.serverAuth === true && cert.keyUsage !== undefined && !cert.keyUsage.includes(SERVER_AUTH_OID))
+    return 'it is not for TLS servers';
+  if (wants.clientAuth === true && cert.keyUsage !== undefined && !cert.keyUsage.includes(CLIENT_AUTH_OID))
+    return 'it is not for TLS clients';
   if (wants.caPem !== undefined) {
     const ca = new NodeX509Certificate(wants.caPem);
     if (!cert.checkIssued(ca) || !cert.verify(ca.publicKey)) return 'another CA issued it';
   }
   const remaining = Date.parse(cert.validTo) - nowMs;
   if (remaining <= 0) return `it expired on ${new Date(Date.parse(cert.validTo)).toISOString().slice(0, 10)}`;
-  if (wants.minRemainingMs !== undefined && remaining < wants.minRemainingMs) return `it expires on ${new Date(Date.parse(cert.validTo)).toISOString().slice(0, 10)}`;
+  if (wants.minRemainingMs !== undefined && remaining < wants.minRemainingMs)
+    return `it expires on ${new Date(Date.parse(cert.validTo)).toISOString().slice(0, 10)}`;
   return undefined;
 }

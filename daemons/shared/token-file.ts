@@ -32,7 +32,8 @@ export function parseTokenFile(bytes: Buffer): { ok: true; token: string } | { o
   if (bytes.length > MAX_TOKEN_FILE_BYTES) return { ok: false, problem: `larger than ${MAX_TOKEN_FILE_BYTES} bytes` };
   const token = bytes.toString('utf8').trim();
   if (token === '') return { ok: false, problem: 'empty' };
-  if (!TOKEN_TEXT.test(token)) return { ok: false, problem: 'holds characters other than printable ASCII without spaces' };
+  if (!TOKEN_TEXT.test(token))
+    return { ok: false, problem: 'holds characters other than printable ASCII without spaces' };
   if (token.length < MIN_TOKEN_LENGTH) return { ok: false, problem: `shorter than ${MIN_TOKEN_LENGTH} characters` };
   return { ok: true, token };
 }
@@ -95,7 +96,10 @@ export class TokenFile {
           const first = this.#token === undefined;
           this.#token = parsed.token;
           this.#digest = createHash('sha256').update(parsed.token, 'utf8').digest();
-          this.#o.logger.info({ file: this.#o.file }, first ? `${this.#o.what} loaded` : `${this.#o.what} replaced (the file changed)`);
+          this.#o.logger.info(
+            { file: this.#o.file },
+            first ? `${this.#o.what} loaded` : `${this.#o.what} replaced (the file changed)`,
+          );
         }
         this.#lastProblem = undefined;
         return { ok: true, changed };
@@ -107,7 +111,10 @@ export class TokenFile {
     }
     // One line per distinct problem, so a missing mount does not flood the log on every safety re-read.
     if (problem !== this.#lastProblem) {
-      const kept = this.#token === undefined ? 'no token yet: requests that need it fail until the file is fixed' : 'the previous token stays in use';
+      const kept =
+        this.#token === undefined
+          ? 'no token yet: requests that need it fail until the file is fixed'
+          : 'the previous token stays in use';
       this.#o.logger.error({ file: this.#o.file }, `${problem}; ${kept}`);
       this.#lastProblem = problem;
     }

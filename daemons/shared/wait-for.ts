@@ -19,7 +19,9 @@ export async function waitFor<T>(
       last = error;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : ` (last error: ${last instanceof Error ? last.message : String(last)})`}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : ` (last error: ${last instanceof Error ? last.message : String(last)})`}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }

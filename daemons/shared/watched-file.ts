@@ -142,7 +142,8 @@ export class WatchedFile<T> {
       for (const target of targets) {
         const watcher = watch(target.dir, { persistent: false }, (_event, filename) => {
           // Kubernetes swaps `..data`; editors and overlay-sync rename dot-named temp files: any may change a file.
-          if (filename === null || target.names.has(filename) || filename.startsWith('.')) this.#schedule(this.#o.debounceMs);
+          if (filename === null || target.names.has(filename) || filename.startsWith('.'))
+            this.#schedule(this.#o.debounceMs);
         });
         watcher.on('error', () => {
           this.#unwatch();

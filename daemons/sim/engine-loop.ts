@@ -36,7 +36,10 @@ export class EngineLoop {
    * Queues a request now; `listener` hears each of its tokens, the last one carrying the finished request. Tokens are
    * delivered from the timer, never before submit returns, so the caller can set up its answer first.
    */
-  submit(request: Omit<EngineRequest, 'arrivalMs'> & { arrivalMs: number }, listener: (event: TokenEvent) => void): Admission | EngineRefusal {
+  submit(
+    request: Omit<EngineRequest, 'arrivalMs'> & { arrivalMs: number },
+    listener: (event: TokenEvent) => void,
+  ): Admission | EngineRefusal {
     // One reading of the clock for both, so the request arrives after every step this call completes.
     const now = this.now();
     this.sync(now);

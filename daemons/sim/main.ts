@@ -52,14 +52,16 @@ const TOKEN = /^[\x21-\x7e]+$/;
 function number(value: string | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a non-negative number, got "${value}"`);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0)
+    throw new Error(`--${name} must be a non-negative number, got "${value}"`);
   return n;
 }
 
 function positiveInteger(value: string | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!/^[0-9]+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got "${value}"`);
+  if (!/^[0-9]+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1)
+    throw new Error(`--${name} must be a positive integer, got "${value}"`);
   return n;
 }
 
@@ -72,11 +74,19 @@ function engineFlags(values: Record<string, string | boolean | undefined>): Part
     blockSize: positiveInteger(str('block-size'), 'block-size'),
     numGpuBlocks: positiveInteger(str('num-gpu-blocks'), 'num-gpu-blocks'),
     maxModelLen: positiveInteger(str('max-model-len'), 'max-model-len'),
-    completionTokensSpread: str('completion-tokens-spread') === undefined ? undefined : number(str('completion-tokens-spread'), 'completion-tokens-spread', 0),
+    completionTokensSpread:
+      str('completion-tokens-spread') === undefined
+        ? undefined
+        : number(str('completion-tokens-spread'), 'completion-tokens-spread', 0),
     seed: str('seed') === undefined ? undefined : number(str('seed'), 'seed', 0),
-    stepOverheadMs: str('step-overhead-ms') === undefined ? undefined : number(str('step-overhead-ms'), 'step-overhead-ms', 0),
-    prefillMsPerToken: str('prefill-ms-per-token') === undefined ? undefined : number(str('prefill-ms-per-token'), 'prefill-ms-per-token', 0),
-    decodeMsPerSeq: str('decode-ms-per-seq') === undefined ? undefined : number(str('decode-ms-per-seq'), 'decode-ms-per-seq', 0),
+    stepOverheadMs:
+      str('step-overhead-ms') === undefined ? undefined : number(str('step-overhead-ms'), 'step-overhead-ms', 0),
+    prefillMsPerToken:
+      str('prefill-ms-per-token') === undefined
+        ? undefined
+        : number(str('prefill-ms-per-token'), 'prefill-ms-per-token', 0),
+    decodeMsPerSeq:
+      str('decode-ms-per-seq') === undefined ? undefined : number(str('decode-ms-per-seq'), 'decode-ms-per-seq', 0),
     enablePrefixCaching: values['no-enable-prefix-caching'] === true ? false : undefined,
   };
   const given = Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined)) as Partial<EngineConfig>;
@@ -84,7 +94,9 @@ function engineFlags(values: Record<string, string | boolean | undefined>): Part
     resolveEngineConfig(given);
   } catch (error) {
     // The engine names parameters as vLLM does (max_num_seqs); the flags are the same names with dashes.
-    throw new Error((error as Error).message.replace(/\b[a-z]+(?:_[a-z]+)+\b/g, (name) => `--${name.replaceAll('_', '-')}`));
+    throw new Error(
+      (error as Error).message.replace(/\b[a-z]+(?:_[a-z]+)+\b/g, (name) => `--${name.replaceAll('_', '-')}`),
+    );
   }
   return given;
 }
@@ -125,14 +137,22 @@ async function main(): Promise<number> {
     }
     if (values.name === undefined || values.models === undefined) throw new Error('--name and --models are required');
     const engine = engineFlags(values);
-    const completionTokens = values['completion-tokens'] === undefined ? 16 : positiveInteger(values['completion-tokens'], 'completion-tokens')!;
+    const completionTokens =
+      values['completion-tokens'] === undefined
+        ? 16
+        : positiveInteger(values['completion-tokens'], 'completion-tokens')!;
     const graceMs = number(values['token-grace-ms'], 'token-grace-ms', DEFAULT_TOKEN_GRACE_MS);
     const registry = new Registry();
     let tokens: BearerTokens;
     let tokenFile: MountedFiles<string> | undefined;
     if (values['token-file'] !== undefined) {
       const path = resolve(values['token-file']);
-      const reloads = new Counter({ name: 'sim_token_reloads_total', help: 'Reads of --token-file that took a new token (accepted) or kept the previous one (rejected).', labelNames: ['outcome'], registers: [registry] });
+      const reloads = new Counter({
+        name: 'sim_token_reloads_total',
+        help: 'Reads of --token-file that took a new token (accepted) or kept the previous one (rejected).',
+        labelNames: ['outcome'],
+        registers: [registry],
+      });
       let current: BearerTokens | undefined;
       tokenFile = new MountedFiles<string>({
         kind: 'token',
@@ -143,7 +163,10 @@ async function main(): Promise<number> {
         parse: ([bytes]) => {
           const token = bytes!.toString('utf8').trim();
           if (token === '') throw new MountedFileError(`--token-file ${path}: the token is empty`);
-          if (!TOKEN.test(token)) throw new MountedFileError(`--token-file ${path}: the token contains characters not allowed in a header value`);
+          if (!TOKEN.test(token))
+            throw new MountedFileError(
+              `--token-file ${path}: the token contains characters not allowed in a header value`,
+            );
           return token;
         },
         use: (next) => void current?.rotate(next),
@@ -165,7 +188,10 @@ async function main(): Promise<number> {
     const sim = await startSim({
       name: values.name,
       registry,
-      models: values.models.split(',').map((m) => m.trim()).filter((m) => m !== ''),
+      models: values.models
+        .split(',')
+        .map((m) => m.trim())
+        .filter((m) => m !== ''),
       token: tokens,
       host: values.host ?? '127.0.0.1',
       port: number(values.port, 'port', 0),

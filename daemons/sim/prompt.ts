@@ -39,7 +39,8 @@ function turns(items: unknown, what: string): ChatTurn[] | string {
   if (!Array.isArray(items)) return `${what} must be an array of {role, content} objects`;
   const out: ChatTurn[] = [];
   for (const [i, item] of items.entries()) {
-    if (!isObject(item) || typeof item['role'] !== 'string') return `${what} must be an array of {role, content} objects`;
+    if (!isObject(item) || typeof item['role'] !== 'string')
+      return `${what} must be an array of {role, content} objects`;
     const content = contentText(item['content']);
     if (content === undefined) return `${what}[${i}].content must be a string or an array of content parts`;
     out.push({ role: item['role'], content });
@@ -61,9 +62,14 @@ export function completionPrompt(body: Body): Prompt | string {
   const prompt = body['prompt'];
   if (prompt === undefined || prompt === null) return { tokenIds: tokenize(BEGIN_OF_TEXT), maxTokens };
   if (typeof prompt === 'string') return { tokenIds: tokenize(renderCompletion(prompt)), maxTokens };
-  if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === 'string') return { tokenIds: tokenize(renderCompletion(prompt[0])), maxTokens };
+  if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === 'string')
+    return { tokenIds: tokenize(renderCompletion(prompt[0])), maxTokens };
   // Token ids are used as given, as vLLM does.
-  if (Array.isArray(prompt) && prompt.every((t) => Number.isSafeInteger(t) && (t as number) >= 0 && (t as number) < 2 ** 32)) return { tokenIds: prompt as number[], maxTokens };
+  if (
+    Array.isArray(prompt) &&
+    prompt.every((t) => Number.isSafeInteger(t) && (t as number) >= 0 && (t as number) < 2 ** 32)
+  )
+    return { tokenIds: prompt as number[], maxTokens };
   return 'prompt must be a string, an array of one string, or an array of token ids';
 }
 
@@ -71,13 +77,19 @@ export function responsesPrompt(body: Body): Prompt | string {
   const maxTokens = outputLimit(body, ['max_output_tokens']);
   if (typeof maxTokens === 'string') return maxTokens;
   const instructions = body['instructions'];
-  if (instructions !== undefined && instructions !== null && typeof instructions !== 'string') return 'instructions must be a string';
+  if (instructions !== undefined && instructions !== null && typeof instructions !== 'string')
+    return 'instructions must be a string';
   const system: ChatTurn[] = typeof instructions === 'string' ? [{ role: 'system', content: instructions }] : [];
   const input = body['input'];
-  if (typeof input === 'string') return { tokenIds: tokenize(renderChat([...system, { role: 'user', content: input }])), maxTokens };
-  if (input !== undefined && input !== null && !Array.isArray(input)) return 'input must be a string or an array of input items';
+  if (typeof input === 'string')
+    return { tokenIds: tokenize(renderChat([...system, { role: 'user', content: input }])), maxTokens };
+  if (input !== undefined && input !== null && !Array.isArray(input))
+    return 'input must be a string or an array of input items';
   // Items other than messages (function call outputs, references) carry no role: they are not rendered.
-  const messages = turns(Array.isArray(input) ? input.filter((item) => !isObject(item) || item['role'] !== undefined) : [], 'input');
+  const messages = turns(
+    Array.isArray(input) ? input.filter((item) => !isObject(item) || item['role'] !== undefined) : [],
+    'input',
+  );
   if (typeof messages === 'string') return messages;
   return { tokenIds: tokenize(renderChat([...system, ...messages])), maxTokens };
 }
@@ -85,7 +97,8 @@ export function responsesPrompt(body: Body): Prompt | string {
 /** The inputs an embeddings request holds (at most 256 answered) and their token count. */
 export function embeddingInputs(body: Body): { count: number; promptTokens: number } {
   const input = body['input'];
-  const tokens = (one: unknown): number => (typeof one === 'string' ? tokenize(renderCompletion(one)).length : Array.isArray(one) ? one.length : 0);
+  const tokens = (one: unknown): number =>
+    typeof one === 'string' ? tokenize(renderCompletion(one)).length : Array.isArray(one) ? one.length : 0;
   if (Array.isArray(input) && input.length > 0 && typeof input[0] !== 'number') {
     const inputs = input.slice(0, 256);
     return { count: inputs.length, promptTokens: inputs.reduce((sum: number, one) => sum + tokens(one), 0) };

@@ -10,10 +10,23 @@ export interface Usage {
 }
 
 function chatUsage(u: Usage): Record<string, unknown> {
-  return { prompt_tokens: u.promptTokens, completion_tokens: u.completionTokens, total_tokens: u.promptTokens + u.completionTokens, prompt_tokens_details: { cached_tokens: u.cachedTokens } };
+  return {
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+    total_tokens: u.promptTokens + u.completionTokens,
+    prompt_tokens_details: { cached_tokens: u.cachedTokens },
+  };
 }
 
-export function chatCompletion(id: string, model: string, created: number, text: string, finish: FinishReason, usage: Usage, provider: string): unknown {
+export function chatCompletion(
+  id: string,
+  model: string,
+  created: number,
+  text: string,
+  finish: FinishReason,
+  usage: Usage,
+  provider: string,
+): unknown {
   return {
     id,
     object: 'chat.completion',
@@ -25,7 +38,13 @@ export function chatCompletion(id: string, model: string, created: number, text:
   };
 }
 
-export function chatChunk(id: string, model: string, created: number, delta: Record<string, unknown>, finish: FinishReason | null): string {
+export function chatChunk(
+  id: string,
+  model: string,
+  created: number,
+  delta: Record<string, unknown>,
+  finish: FinishReason | null,
+): string {
   return `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
 }
 
@@ -34,7 +53,14 @@ export function usageChunk(id: string, object: string, model: string, created: n
   return `data: ${JSON.stringify({ id, object, created, model, choices: [], usage: chatUsage(usage) })}\n\n`;
 }
 
-export function completion(id: string, model: string, created: number, text: string, finish: FinishReason, usage: Usage): unknown {
+export function completion(
+  id: string,
+  model: string,
+  created: number,
+  text: string,
+  finish: FinishReason,
+  usage: Usage,
+): unknown {
   return {
     id,
     object: 'text_completion',
@@ -45,7 +71,13 @@ export function completion(id: string, model: string, created: number, text: str
   };
 }
 
-export function completionChunk(id: string, model: string, created: number, text: string, finish: FinishReason | null): string {
+export function completionChunk(
+  id: string,
+  model: string,
+  created: number,
+  text: string,
+  finish: FinishReason | null,
+): string {
   return `data: ${JSON.stringify({ id, object: 'text_completion', created, model, choices: [{ index: 0, text, finish_reason: finish }] })}\n\n`;
 }
 
@@ -53,13 +85,22 @@ export function embeddings(model: string, inputs: number, promptTokens: number):
   return {
     object: 'list',
     model,
-    data: Array.from({ length: inputs }, (_, index) => ({ object: 'embedding', index, embedding: Array.from({ length: 8 }, (_, d) => ((index + 1) * (d + 1)) / 64) })),
+    data: Array.from({ length: inputs }, (_, index) => ({
+      object: 'embedding',
+      index,
+      embedding: Array.from({ length: 8 }, (_, d) => ((index + 1) * (d + 1)) / 64),
+    })),
     usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
   };
 }
 
 /** A Responses API object: in progress (no output yet), or done ("incomplete" when max_output_tokens cut it). */
-export function responseObject(id: string, model: string, created: number, done: { text: string; finish: FinishReason; usage: Usage } | undefined): Record<string, unknown> {
+export function responseObject(
+  id: string,
+  model: string,
+  created: number,
+  done: { text: string; finish: FinishReason; usage: Usage } | undefined,
+): Record<string, unknown> {
   const status = done === undefined ? 'in_progress' : done.finish === 'length' ? 'incomplete' : 'completed';
   return {
     id,
@@ -71,7 +112,15 @@ export function responseObject(id: string, model: string, created: number, done:
     output:
       done === undefined
         ? []
-        : [{ type: 'message', id: `msg_${id.slice(5)}`, status, role: 'assistant', content: [{ type: 'output_text', text: done.text, annotations: [] }] }],
+        : [
+            {
+              type: 'message',
+              id: `msg_${id.slice(5)}`,
+              status,
+              role: 'assistant',
+              content: [{ type: 'output_text', text: done.text, annotations: [] }],
+            },
+          ],
     usage:
       done === undefined
         ? null

@@ -9,7 +9,16 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Counter, Registry } from 'prom-client';
 import { applyStateUpdate } from './state.ts';
 import type { SimState } from './state.ts';
-import { chatChunk, chatCompletion, completion, completionChunk, embeddings, responseObject, sseEvent, usageChunk } from './responses.ts';
+import {
+  chatChunk,
+  chatCompletion,
+  completion,
+  completionChunk,
+  embeddings,
+  responseObject,
+  sseEvent,
+  usageChunk,
+} from './responses.ts';
 import type { Usage } from './responses.ts';
 import { Engine, isRefusal } from './engine/engine.ts';
 import type { EngineConfig } from './engine/config.ts';
@@ -105,7 +114,12 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     }),
     onSteps: (steps) => metrics.record(steps),
   });
-  const served = new Counter({ name: 'sim_requests_total', help: 'Requests answered by path and status.', labelNames: ['path', 'status'], registers: [registry] });
+  const served = new Counter({
+    name: 'sim_requests_total',
+    help: 'Requests answered by path and status.',
+    labelNames: ['path', 'status'],
+    registers: [registry],
+  });
 
   /** The EPP pool series as the operator scrapes them (one ready endpoint), or nothing while pool_capacity is 0. */
   const poolSeries = (): string => {
@@ -125,11 +139,17 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
   };
   const send = (res: ServerResponse, status: number, body: unknown): void => {
     const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'x-sim-provider': options.name });
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+      'x-sim-provider': options.name,
+    });
     res.end(text);
   };
   const fail = (res: ServerResponse, status: number, code: string, message: string): void =>
-    send(res, status, { error: { message, type: status === 401 ? 'authentication_error' : 'invalid_request_error', code } });
+    send(res, status, {
+      error: { message, type: status === 401 ? 'authentication_error' : 'invalid_request_error', code },
+    });
 
   async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | string> {
     const chunks: Buffer[] = [];
@@ -142,7 +162,9 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     if (total === 0) return {};
     try {
       const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : 'body must be a JSON object';
+      return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+        ? (parsed as Record<string, unknown>)
+        : 'body must be a JSON object';
     } catch {
       return 'body is not valid JSON';
     }
@@ -151,9 +173,21 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
   function record(req: IncomingMessage, path: string, model: string | undefined, stream: boolean): void {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(req.headers)) {
-      if ((name.startsWith('x-ai-') || name === 'x-gateway-model-name' || name === 'traceparent') && typeof value === 'string') headers[name] = value;
+      if (
+        (name.startsWith('x-ai-') || name === 'x-gateway-model-name' || name === 'traceparent') &&
+        typeof value === 'string'
+      )
+        headers[name] = value;
     }
-    requests.push({ method: req.method ?? 'GET', path, model, stream, headers, headerNames: Object.keys(req.headers), authorized: true });
+    requests.push({
+      method: req.method ?? 'GET',
+      path,
+      model,
+      stream,
+      headers,
+      headerNames: Object.keys(req.headers),
+      authorized: true,
+    });
     if (requests.length > MAX_RECORDS) requests.splice(0, requests.length - MAX_RECORDS);
   }
 
@@ -165,9 +199,13 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     const stream = body['stream'] === true;
     // OpenAI sends one extra chunk with `choices: []` and the usage when the stream asks for it.
     const streamOptions = body['stream_options'];
-    const includeUsage = typeof streamOptions === 'object' && streamOptions !== null && (streamOptions as Record<string, unknown>)['include_usage'] === true;
+    const includeUsage =
+      typeof streamOptions === 'object' &&
+      streamOptions !== null &&
+      (streamOptions as Record<string, unknown>)['include_usage'] === true;
     if (model === undefined) return fail(res, 400, 'model_required', 'model is required');
-    if (!models.has(model)) return fail(res, 404, 'model_not_found', `model "${model}" is not served by ${options.name}`);
+    if (!models.has(model))
+      return fail(res, 404, 'model_not_found', `model "${model}" is not served by ${options.name}`);
     record(req, path, model, stream);
     inferring++;
     res.on('close', () => inferring--);
@@ -179,7 +217,13 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     if (state.fault === 'status_500') return fail(res, 500, 'sim_fault', 'simulated backend failure');
     const arrivalMs = loop.now();
     const prompt =
-      path === '/v1/chat/completions' ? chatPrompt(body) : path === '/v1/completions' ? completionPrompt(body) : path === '/v1/responses' ? responsesPrompt(body) : undefined;
+      path === '/v1/chat/completions'
+        ? chatPrompt(body)
+        : path === '/v1/completions'
+          ? completionPrompt(body)
+          : path === '/v1/responses'
+            ? responsesPrompt(body)
+            : undefined;
     if (typeof prompt === 'string') return fail(res, 400, 'invalid_request_error', prompt);
     if (state.latency_ms > 0) await new Promise((r) => setTimeout(r, state.latency_ms));
     if (res.destroyed) return;
@@ -209,15 +253,26 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
       writer.token(event);
     };
     // Delivered from the engine's timer: a failure cuts this answer, never the loop serving the others.
-    const admission = loop.submit({ id, promptTokenIds: prompt.tokenIds, maxTokens: prompt.maxTokens, completionTokens: Math.max(1, state.completion_tokens), arrivalMs }, (event) => {
-      try {
-        deliver(event);
-      } catch {
-        res.destroy();
-      }
-    });
+    const admission = loop.submit(
+      {
+        id,
+        promptTokenIds: prompt.tokenIds,
+        maxTokens: prompt.maxTokens,
+        completionTokens: Math.max(1, state.completion_tokens),
+        arrivalMs,
+      },
+      (event) => {
+        try {
+          deliver(event);
+        } catch {
+          res.destroy();
+        }
+      },
+    );
     if (isRefusal(admission)) {
-      return send(res, 400, { error: { message: admission.message, type: 'BadRequestError', param: admission.param, code: 400 } });
+      return send(res, 400, {
+        error: { message: admission.message, type: 'BadRequestError', param: admission.param, code: 400 },
+      });
     }
     outputTokens = admission.outputTokens;
     res.on('close', () => {
@@ -243,14 +298,28 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
 
   /** How one API writes its answer: the stream's opening, each token, and the end with the usage. */
   function answerWriter(path: string, res: ServerResponse, c: AnswerContext): AnswerWriter {
-    const usage = (done: FinishedRequest): Usage => ({ promptTokens: done.promptTokens, completionTokens: done.completionTokens, cachedTokens: done.cachedTokens });
+    const usage = (done: FinishedRequest): Usage => ({
+      promptTokens: done.promptTokens,
+      completionTokens: done.completionTokens,
+      cachedTokens: done.cachedTokens,
+    });
     const openStream = (): void => {
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-sim-provider': options.name });
+      res.writeHead(200, {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        'x-sim-provider': options.name,
+      });
       res.flushHeaders();
     };
     if (path === '/v1/chat/completions') {
       const cid = `chatcmpl-${c.id}`;
-      if (!c.stream) return { start() {}, token() {}, finish: (_last, done, text) => send(res, 200, chatCompletion(cid, c.model, c.created, text, done.finishReason, usage(done), options.name)) };
+      if (!c.stream)
+        return {
+          start() {},
+          token() {},
+          finish: (_last, done, text) =>
+            send(res, 200, chatCompletion(cid, c.model, c.created, text, done.finishReason, usage(done), options.name)),
+        };
       const token = (event: TokenEvent): void => {
         // The role comes with the first token, as vLLM sends it.
         if (event.index === 0) res.write(chatChunk(cid, c.model, c.created, { role: 'assistant', content: '' }, null));
@@ -269,7 +338,13 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     }
     if (path === '/v1/completions') {
       const cid = `cmpl-${c.id}`;
-      if (!c.stream) return { start() {}, token() {}, finish: (_last, done, text) => send(res, 200, completion(cid, c.model, c.created, text, done.finishReason, usage(done))) };
+      if (!c.stream)
+        return {
+          start() {},
+          token() {},
+          finish: (_last, done, text) =>
+            send(res, 200, completion(cid, c.model, c.created, text, done.finishReason, usage(done))),
+        };
       return {
         start: openStream,
         token: (event) => void res.write(completionChunk(cid, c.model, c.created, event.text, null)),
@@ -290,11 +365,26 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
     if (!c.stream) return { start() {}, token() {}, finish: (_last, done, text) => send(res, 200, answer(text, done)) };
     let sequence = 0;
     const delta = (text: string): void =>
-      void res.write(sseEvent('response.output_text.delta', { type: 'response.output_text.delta', sequence_number: sequence++, item_id: `msg_${c.id}`, output_index: 0, content_index: 0, delta: text }));
+      void res.write(
+        sseEvent('response.output_text.delta', {
+          type: 'response.output_text.delta',
+          sequence_number: sequence++,
+          item_id: `msg_${c.id}`,
+          output_index: 0,
+          content_index: 0,
+          delta: text,
+        }),
+      );
     return {
       start() {
         openStream();
-        res.write(sseEvent('response.created', { type: 'response.created', sequence_number: sequence++, response: responseObject(rid, c.model, c.created, undefined) }));
+        res.write(
+          sseEvent('response.created', {
+            type: 'response.created',
+            sequence_number: sequence++,
+            response: responseObject(rid, c.model, c.created, undefined),
+          }),
+        );
       },
       token: (event) => delta(event.text),
       finish(last, done, text) {
@@ -314,7 +404,11 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const method = req.method ?? 'GET';
-    if (path === '/health') return send(res, state.healthy ? 200 : 503, { status: state.healthy ? 'ok' : 'unhealthy', provider: options.name });
+    if (path === '/health')
+      return send(res, state.healthy ? 200 : 503, {
+        status: state.healthy ? 'ok' : 'unhealthy',
+        provider: options.name,
+      });
     if (path === '/metrics') {
       loop.sync();
       const text = (await registry.metrics()) + poolSeries();
@@ -322,7 +416,8 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
       res.end(text);
       return;
     }
-    if (!bearer.accepts(req.headers['authorization'])) return fail(res, 401, 'invalid_api_key', 'a valid bearer token is required');
+    if (!bearer.accepts(req.headers['authorization']))
+      return fail(res, 401, 'invalid_api_key', 'a valid bearer token is required');
     if (path === '/admin/state') {
       if (method === 'GET') return send(res, 200, state);
       if (method !== 'POST') return fail(res, 405, 'method_not_allowed', 'use GET or POST');
@@ -335,7 +430,10 @@ export async function startSim(options: SimOptions): Promise<SimServer> {
       return send(res, 200, { requests });
     }
     if (path === '/v1/models') {
-      return send(res, 200, { object: 'list', data: [...models].map((id) => ({ id, object: 'model', created: 0, owned_by: options.name })) });
+      return send(res, 200, {
+        object: 'list',
+        data: [...models].map((id) => ({ id, object: 'model', created: 0, owned_by: options.name })),
+      });
     }
     if (['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses'].includes(path)) {
       if (method !== 'POST') return fail(res, 405, 'method_not_allowed', 'use POST');

@@ -54,7 +54,8 @@ type NumericField = keyof typeof MAXIMA;
 
 /** Applies a partial update; returns an error message naming the first bad field, or undefined. */
 export function applyStateUpdate(state: SimState, update: unknown): string | undefined {
-  if (typeof update !== 'object' || update === null || Array.isArray(update)) return 'state update must be a JSON object';
+  if (typeof update !== 'object' || update === null || Array.isArray(update))
+    return 'state update must be a JSON object';
   const u = update as Record<string, unknown>;
   const unit = (key: 'queue_depth' | 'kv_cache_utilization'): string | undefined => {
     if (u[key] === undefined || u[key] === null) return undefined;
@@ -65,7 +66,8 @@ export function applyStateUpdate(state: SimState, update: unknown): string | und
   const nonNegative = (key: NumericField, max: number): string | undefined => {
     if (u[key] === undefined) return undefined;
     const v = u[key];
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > max) return `${key} must be a number in [0, ${max}]`;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > max)
+      return `${key} must be a number in [0, ${max}]`;
     return undefined;
   };
   for (const key of Object.keys(u)) {
@@ -76,9 +78,14 @@ export function applyStateUpdate(state: SimState, update: unknown): string | und
   const problem =
     unit('queue_depth') ??
     unit('kv_cache_utilization') ??
-    (Object.keys(MAXIMA) as NumericField[]).reduce<string | undefined>((found, key) => found ?? nonNegative(key, MAXIMA[key]), undefined) ??
+    (Object.keys(MAXIMA) as NumericField[]).reduce<string | undefined>(
+      (found, key) => found ?? nonNegative(key, MAXIMA[key]),
+      undefined,
+    ) ??
     (u['healthy'] !== undefined && typeof u['healthy'] !== 'boolean' ? 'healthy must be a boolean' : undefined) ??
-    (u['fault'] !== undefined && !FAULTS.includes(u['fault'] as SimFault) ? `fault must be one of ${FAULTS.join(', ')}` : undefined);
+    (u['fault'] !== undefined && !FAULTS.includes(u['fault'] as SimFault)
+      ? `fault must be one of ${FAULTS.join(', ')}`
+      : undefined);
   if (problem !== undefined) return problem;
   Object.assign(state, u);
   if (u['completion_tokens'] !== undefined) state.completion_tokens = Math.floor(state.completion_tokens);

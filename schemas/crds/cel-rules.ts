@@ -78,7 +78,9 @@ export function celIssues(
     }
     return;
   }
-  const rules = Array.isArray(schema['x-kubernetes-validations']) ? (schema['x-kubernetes-validations'] as CelRule[]) : [];
+  const rules = Array.isArray(schema['x-kubernetes-validations'])
+    ? (schema['x-kubernetes-validations'] as CelRule[])
+    : [];
   let self: unknown;
   for (const rule of rules) {
     if (TRANSITION_RULE.test(rule.rule)) continue;
@@ -88,7 +90,10 @@ export function celIssues(
     try {
       result = program(rule.rule)({ self });
     } catch (error) {
-      out.push({ segments: where, message: `${rule.message ?? 'validation rule'} (rule could not be evaluated: ${firstLine(error)})` });
+      out.push({
+        segments: where,
+        message: `${rule.message ?? 'validation rule'} (rule could not be evaluated: ${firstLine(error)})`,
+      });
       continue;
     }
     if (result === true) continue;

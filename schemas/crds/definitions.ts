@@ -158,7 +158,14 @@ export interface CustomResourceDefinitionManifest {
   metadata: { name: string; labels: Record<string, string> };
   spec: {
     group: string;
-    names: { kind: string; plural: string; singular: string; listKind: string; shortNames: string[]; categories: string[] };
+    names: {
+      kind: string;
+      plural: string;
+      singular: string;
+      listKind: string;
+      shortNames: string[];
+      categories: string[];
+    };
     scope: 'Cluster';
     versions: Array<{
       name: string;

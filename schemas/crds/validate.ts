@@ -65,7 +65,10 @@ function getAjv(): Ajv {
   const instance = new Ajv({ strict: true, allErrors: true, useDefaults: false, validateFormats: true });
   for (const keyword of KUBERNETES_KEYWORDS) instance.addKeyword({ keyword });
   // The two formats the schemas use, with the API server's meaning.
-  instance.addFormat('date-time', { type: 'string', validate: (s: string) => RFC3339.test(s) && !Number.isNaN(Date.parse(s)) });
+  instance.addFormat('date-time', {
+    type: 'string',
+    validate: (s: string) => RFC3339.test(s) && !Number.isNaN(Date.parse(s)),
+  });
   instance.addFormat('int64', { type: 'number', validate: (n: number) => Number.isSafeInteger(n) });
   ajv = instance;
   return instance;
@@ -197,12 +200,20 @@ function bounded(issues: LocatedIssue[]): ResourceIssue[] {
   }
   const all = [...unique.values()];
   if (all.length <= MAX_ISSUES) return all;
-  return [...all.slice(0, MAX_ISSUES - 1), { path: '', message: `${all.length - (MAX_ISSUES - 1)} more issues not shown` }];
+  return [
+    ...all.slice(0, MAX_ISSUES - 1),
+    { path: '', message: `${all.length - (MAX_ISSUES - 1)} more issues not shown` },
+  ];
 }
 
 function collectIssues(obj: unknown): LocatedIssue[] {
   if (!isObject(obj)) {
-    return [{ segments: [], message: `a Grid resource must be an object (got ${obj === null ? 'null' : Array.isArray(obj) ? 'an array' : typeof obj})` }];
+    return [
+      {
+        segments: [],
+        message: `a Grid resource must be an object (got ${obj === null ? 'null' : Array.isArray(obj) ? 'an array' : typeof obj})`,
+      },
+    ];
   }
   const issues: LocatedIssue[] = [];
   const kind = obj['kind'];
@@ -251,7 +262,10 @@ function metadataIssues(metadata: unknown): LocatedIssue[] {
     });
   }
   if (metadata['namespace'] !== undefined) {
-    issues.push({ segments: ['metadata', 'namespace'], message: 'Grid resources are cluster-scoped: remove metadata.namespace' });
+    issues.push({
+      segments: ['metadata', 'namespace'],
+      message: 'Grid resources are cluster-scoped: remove metadata.namespace',
+    });
   }
   return issues;
 }

@@ -16,15 +16,21 @@ import type { MetricsConfig } from '../generated/inferenceproviders.ts';
 export type MetricsEngine = NonNullable<MetricsConfig['engine']>;
 
 /** The CRD enum, the one list of engine names a user can write. */
-export const METRICS_ENGINES = providerSchema.properties.spec.properties.metricsConfig.properties.engine.enum as readonly MetricsEngine[];
+export const METRICS_ENGINES = providerSchema.properties.spec.properties.metricsConfig.properties.engine
+  .enum as readonly MetricsEngine[];
 
 export function checkEnginePresets(value: unknown): string[] {
   const validate = new Ajv({ strict: false, allErrors: true }).compile<EnginePresets>(presetsSchema);
-  if (!validate(value)) return (validate.errors ?? []).map((e) => `engine-presets.json${e.instancePath || ''} ${e.message ?? 'is invalid'}`);
+  if (!validate(value))
+    return (validate.errors ?? []).map(
+      (e) => `engine-presets.json${e.instancePath || ''} ${e.message ?? 'is invalid'}`,
+    );
   const names = Object.keys(value.engines).sort();
   const declared = [...METRICS_ENGINES].sort();
   if (JSON.stringify(names) !== JSON.stringify(declared)) {
-    return [`engine-presets.json engines ${names.join(', ')} differ from the CRD's metricsConfig.engine enum ${declared.join(', ')}`];
+    return [
+      `engine-presets.json engines ${names.join(', ')} differ from the CRD's metricsConfig.engine enum ${declared.join(', ')}`,
+    ];
   }
   return [];
 }

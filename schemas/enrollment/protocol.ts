@@ -8,5 +8,7 @@ export const REDEEM_PATH = '/v1/enroll/redeem';
 
 /** SHA-256 of a SubjectPublicKeyInfo (DER), 64 lowercase hex: what SiteInvite spec.publicKeySHA256 binds. */
 export function spkiSha256(spkiDer: ArrayBuffer | Uint8Array): string {
-  return createHash('sha256').update(spkiDer instanceof Uint8Array ? spkiDer : new Uint8Array(spkiDer)).digest('hex');
+  return createHash('sha256')
+    .update(spkiDer instanceof Uint8Array ? spkiDer : new Uint8Array(spkiDer))
+    .digest('hex');
 }

@@ -46,7 +46,9 @@ export function callerKeysProblems(document: unknown): string[] {
   return problems;
 }
 
-export type CallerKeyVerdict = { readonly ok: true; readonly tenant: string; readonly id: string } | { readonly ok: false; readonly reason: 'malformed' | 'unknown' | 'revoked' };
+export type CallerKeyVerdict =
+  | { readonly ok: true; readonly tenant: string; readonly id: string }
+  | { readonly ok: false; readonly reason: 'malformed' | 'unknown' | 'revoked' };
 
 /** The lookup table of one accepted file: id → entry. */
 export class CallerKeyTable {
@@ -89,7 +91,8 @@ export function parseCallerKeys(text: string, path: string): CallerKeysFile {
 export function readCallerKeysFile(path: string): CallerKeysFile {
   let text: string;
   try {
-    if (statSync(path).size > MAX_CALLER_KEYS_FILE_BYTES) throw new Error(`${path}: larger than ${MAX_CALLER_KEYS_FILE_BYTES} bytes`);
+    if (statSync(path).size > MAX_CALLER_KEYS_FILE_BYTES)
+      throw new Error(`${path}: larger than ${MAX_CALLER_KEYS_FILE_BYTES} bytes`);
     text = readFileSync(path, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;

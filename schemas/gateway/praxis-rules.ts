@@ -75,21 +75,33 @@ export function praxisRuleProblems(config: GatewayConfig): PraxisRuleProblem[] {
   config.listeners.forEach((listener, i) => {
     const pointer = `/listeners/${i}/address`;
     if (raw.has(listener.address)) {
-      problems.push({ pointer, key: 'address', message: `duplicate listener address '${listener.address}' (listeners '${listener.name}' and another share the same address)` });
+      problems.push({
+        pointer,
+        key: 'address',
+        message: `duplicate listener address '${listener.address}' (listeners '${listener.name}' and another share the same address)`,
+      });
       return;
     }
     raw.set(listener.address, i);
     const { host, port } = splitAddress(listener.address);
     const key = `${isUnspecified(host)}/${port}`;
     if (normalized.has(key)) {
-      problems.push({ pointer, key: 'address', message: `listener '${listener.name}' address '${listener.address}' overlaps with another listener on the same port` });
+      problems.push({
+        pointer,
+        key: 'address',
+        message: `listener '${listener.name}' address '${listener.address}' overlaps with another listener on the same port`,
+      });
     }
     normalized.set(key, i);
   });
 
   // praxis-proxy-core 0.5.3 validate/rules.rs validate_admin_address.
   const admin = config.admin?.address ?? config.admin?.metrics_address;
-  if (admin !== undefined && !isLoopbackAddress(splitAddress(admin).host) && config.insecure_options?.allow_public_admin !== true) {
+  if (
+    admin !== undefined &&
+    !isLoopbackAddress(splitAddress(admin).host) &&
+    config.insecure_options?.allow_public_admin !== true
+  ) {
     const key = config.admin?.address !== undefined ? 'address' : 'metrics_address';
     problems.push({
       pointer: `/admin/${key}`,
@@ -101,18 +113,31 @@ export function praxisRuleProblems(config: GatewayConfig): PraxisRuleProblem[] {
   config.filter_chains.forEach((chain, c) => {
     chain.filters.forEach((filter, f) => {
       const at = `/filter_chains/${c}/filters/${f}`;
-      if ((filter.filter === 'intelligent_route' || filter.filter === 'provider_route' || filter.filter === 'grid_site_route') && filter.model_header !== undefined) {
+      if (
+        (filter.filter === 'intelligent_route' ||
+          filter.filter === 'provider_route' ||
+          filter.filter === 'grid_site_route') &&
+        filter.model_header !== undefined
+      ) {
         const header = filter.model_header.toLowerCase();
         // Praxis AI routing/descriptor.rs validate_model_header (the reference grid_site_route checks its header the same way).
         if (RESERVED_HEADER_PREFIXES.some((prefix) => header.startsWith(prefix))) {
-          problems.push({ pointer: `${at}/model_header`, key: 'model_header', message: `${filter.filter}: model_header must not use a reserved internal header prefix (${RESERVED_HEADER_PREFIXES.join(', ')})` });
+          problems.push({
+            pointer: `${at}/model_header`,
+            key: 'model_header',
+            message: `${filter.filter}: model_header must not use a reserved internal header prefix (${RESERVED_HEADER_PREFIXES.join(', ')})`,
+          });
         }
       }
       if (filter.filter === 'intelligent_route') {
         const affinity = filter.session_affinity;
         // Praxis AI intelligent_route.rs validate_session_affinity_config (only when enabled).
         if (affinity?.enabled === true && affinity.header === undefined && affinity.cookie === undefined) {
-          problems.push({ pointer: `${at}/session_affinity`, key: 'session_affinity', message: 'intelligent_route: session_affinity requires at least one of header or cookie' });
+          problems.push({
+            pointer: `${at}/session_affinity`,
+            key: 'session_affinity',
+            message: 'intelligent_route: session_affinity requires at least one of header or cookie',
+          });
         }
       }
       if (filter.filter === 'provider_route') {
@@ -121,7 +146,11 @@ export function praxisRuleProblems(config: GatewayConfig): PraxisRuleProblem[] {
         filter.routes.forEach((route, r) => {
           const first = seen.get(route.candidate_id);
           if (first !== undefined) {
-            problems.push({ pointer: `${at}/routes/${r}/candidate_id`, key: 'candidate_id', message: `provider_route: duplicate candidate_id '${route.candidate_id}' (routes[${first}] has it)` });
+            problems.push({
+              pointer: `${at}/routes/${r}/candidate_id`,
+              key: 'candidate_id',
+              message: `provider_route: duplicate candidate_id '${route.candidate_id}' (routes[${first}] has it)`,
+            });
           } else {
             seen.set(route.candidate_id, r);
           }
@@ -132,7 +161,12 @@ export function praxisRuleProblems(config: GatewayConfig): PraxisRuleProblem[] {
           const sni = cluster.tls?.sni;
           const problem = sni === undefined ? undefined : sniProblem(sni);
           // praxis-proxy-tls 0.5.3 config/cluster.rs ClusterTls::validate.
-          if (problem !== undefined) problems.push({ pointer: `${at}/clusters/${k}/tls/sni`, key: 'sni', message: `invalid SNI hostname '${sni}': ${problem}` });
+          if (problem !== undefined)
+            problems.push({
+              pointer: `${at}/clusters/${k}/tls/sni`,
+              key: 'sni',
+              message: `invalid SNI hostname '${sni}': ${problem}`,
+            });
         });
       }
     });
@@ -164,7 +198,8 @@ export function extensionKeyPointers(document: unknown): string[] {
   const walk = (value: unknown, node: SchemaNode, pointer: string): void => {
     const resolved = resolveRef(node);
     if (Array.isArray(value)) {
-      if (resolved.items !== undefined) for (const [i, item] of value.entries()) walk(item, resolved.items, `${pointer}/${i}`);
+      if (resolved.items !== undefined)
+        for (const [i, item] of value.entries()) walk(item, resolved.items, `${pointer}/${i}`);
       return;
     }
     if (typeof value !== 'object' || value === null) return;

@@ -45,7 +45,12 @@ const ALL_MODES: ReadonlySet<SelectionMode> = new Set(
 
 export const DIALECT_RULES: Readonly<Record<ConsumerDialect, DialectRules>> = {
   agn: { readsSelectionPolicy: true, selectionModes: ALL_MODES, readsSelectionGroups: true },
-  'praxis-main': { exactSchemaVersion: '1.0.0', readsSelectionPolicy: false, selectionModes: new Set(), readsSelectionGroups: false },
+  'praxis-main': {
+    exactSchemaVersion: '1.0.0',
+    readsSelectionPolicy: false,
+    selectionModes: new Set(),
+    readsSelectionGroups: false,
+  },
   // PR #731 lists exactly these three modes; a later Praxis AI (PR #1068, overlay.rs@08f51242 line 242) added
   // weightedRandom, which the selection-groups dialect does not have.
   'praxis-groups': {
@@ -88,22 +93,42 @@ export function dialectSelection(mode: SelectionMode | undefined, dialect: Consu
     if (mode === 'weightedRandom') {
       return {
         mode: undefined,
-        unhonoured: [{ feature: 'weighted_split_collapsed', message: 'Praxis AI main has no selection_policy: weightedRandom splits by capacityWeight collapse to the first admitted candidate' }],
+        unhonoured: [
+          {
+            feature: 'weighted_split_collapsed',
+            message:
+              'Praxis AI main has no selection_policy: weightedRandom splits by capacityWeight collapse to the first admitted candidate',
+          },
+        ],
       };
     }
     return {
       mode: undefined,
-      unhonoured: [{ feature: 'selection_mode_ignored', message: `Praxis AI main has no selection_policy: ${mode} is ignored and the first admitted candidate takes every new request` }],
+      unhonoured: [
+        {
+          feature: 'selection_mode_ignored',
+          message: `Praxis AI main has no selection_policy: ${mode} is ignored and the first admitted candidate takes every new request`,
+        },
+      ],
     };
   }
   if (DIALECT_RULES[dialect].selectionModes.has(mode)) return { mode, unhonoured: [] };
   return {
     mode: 'random',
-    unhonoured: [{ feature: 'weighted_split_as_random', message: 'Praxis AI with selection groups has no weightedRandom: published as random, capacityWeight ratios are not applied' }],
+    unhonoured: [
+      {
+        feature: 'weighted_split_as_random',
+        message:
+          'Praxis AI with selection groups has no weightedRandom: published as random, capacityWeight ratios are not applied',
+      },
+    ],
   };
 }
 
 /** `weighted_split_collapsed` → `WeightedSplitCollapsed`, the condition reason form. */
 export function featureReason(feature: UnhonouredFeature): string {
-  return feature.split('_').map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join('');
+  return feature
+    .split('_')
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join('');
 }

@@ -30,14 +30,21 @@ export function buildEnvelope(input: EnvelopeInput): OverlayEnvelope {
     throw new RangeError(`overlay scope.network "${scope.network}" differs from payload network "${payload.network}"`);
   }
   if (scope.local_site !== undefined && scope.local_site !== payload.local_site) {
-    throw new RangeError(`overlay scope.local_site "${scope.local_site}" differs from payload local_site "${payload.local_site}"`);
+    throw new RangeError(
+      `overlay scope.local_site "${scope.local_site}" differs from payload local_site "${payload.local_site}"`,
+    );
   }
   const revision = overlayRevision(payload as unknown as Record<string, unknown>);
   return {
     schema_version: OVERLAY_SCHEMA_VERSION,
     revision: { kind: 'content_addressed', algorithm: 'sha256', value: revision },
     content_digest: { algorithm: 'sha256', value: revision },
-    scope: { network: payload.network, gateway: scope.gateway, namespace: scope.namespace, local_site: payload.local_site },
+    scope: {
+      network: payload.network,
+      gateway: scope.gateway,
+      namespace: scope.namespace,
+      local_site: payload.local_site,
+    },
     provenance: {
       producer: OVERLAY_PRODUCER,
       producer_version: input.provenance.producer_version,
@@ -64,11 +71,29 @@ export function orderPayload(payload: OverlayPayload): OverlayPayload {
 }
 
 const CANDIDATE_KEYS = [
-  'kind', 'name', 'site', 'cluster', 'fresh', 'credential', 'stable_id', 'admission_state', 'selection_tier', 'score',
-  'score_breakdown', 'rank', 'selection_group', 'traffic_weight',
+  'kind',
+  'name',
+  'site',
+  'cluster',
+  'fresh',
+  'credential',
+  'stable_id',
+  'admission_state',
+  'selection_tier',
+  'score',
+  'score_breakdown',
+  'rank',
+  'selection_group',
+  'traffic_weight',
 ] as const satisfies readonly (keyof OverlayCandidate)[];
 const BREAKDOWN_KEYS = [
-  'locality', 'queue_depth', 'kv_cache', 'prefix_cache', 'latency', 'cost', 'total',
+  'locality',
+  'queue_depth',
+  'kv_cache',
+  'prefix_cache',
+  'latency',
+  'cost',
+  'total',
 ] as const satisfies readonly (keyof ScoreBreakdown)[];
 
 /** The keys of `value` are exactly `expected`, in that order (a plain object; values are not looked at). */
@@ -99,7 +124,8 @@ function inContractOrder(candidate: Record<string, unknown>): boolean {
     if (value === undefined || value === null) return false;
     if (key === 'credential') {
       const credential = value as { secretRef?: unknown };
-      if (!hasExactKeys(credential, CREDENTIAL_KEYS) || !hasExactKeys(credential.secretRef, SECRET_REF_KEYS)) return false;
+      if (!hasExactKeys(credential, CREDENTIAL_KEYS) || !hasExactKeys(credential.secretRef, SECRET_REF_KEYS))
+        return false;
     } else if (key === 'score_breakdown' && !hasExactKeys(value, BREAKDOWN_KEYS)) {
       return false;
     }

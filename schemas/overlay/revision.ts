@@ -19,7 +19,8 @@ export function overlayRevision(payload: Readonly<Record<string, unknown>>, dial
     local_site: payload['local_site'],
     network: payload['network'],
   };
-  if (DIALECT_RULES[dialect].readsSelectionPolicy && Object.hasOwn(payload, 'selection_policy')) semantic['selection_policy'] = payload['selection_policy'];
+  if (DIALECT_RULES[dialect].readsSelectionPolicy && Object.hasOwn(payload, 'selection_policy'))
+    semantic['selection_policy'] = payload['selection_policy'];
   // Streamed into the hash: the canonical text of a large overlay is never held whole.
   const hash = createHash('sha256');
   canonicalizeInto(semantic, (chunk) => hash.update(chunk, 'utf8'));

@@ -14,4 +14,6 @@ export type {
 
 export type SelectionMode = import('../generated/overlay-envelope.ts').SelectionPolicy['mode'];
 export type CandidateKind = import('../generated/overlay-envelope.ts').OverlayCandidate['kind'];
-export type AdmissionState = NonNullable<import('../generated/overlay-envelope.ts').OverlayCandidate['admission_state']>;
+export type AdmissionState = NonNullable<
+  import('../generated/overlay-envelope.ts').OverlayCandidate['admission_state']
+>;

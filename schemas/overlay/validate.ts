@@ -60,7 +60,9 @@ const CANDIDATE_KINDS: ReadonlySet<string> = new Set(candidateProps.kind.enum);
 const ADMISSION_STATES: ReadonlySet<string> = new Set(candidateProps.admission_state.enum);
 const CREDENTIAL_STRATEGIES: ReadonlySet<string> = new Set(defs.CredentialReference.properties.strategy.enum);
 const CREDENTIAL_KEYS: ReadonlySet<string> = new Set(Object.keys(defs.CredentialReference.properties));
-const SECRET_REF_KEYS: ReadonlySet<string> = new Set(Object.keys(defs.CredentialReference.properties.secretRef.properties));
+const SECRET_REF_KEYS: ReadonlySet<string> = new Set(
+  Object.keys(defs.CredentialReference.properties.secretRef.properties),
+);
 const SELECTION_POLICY_KEYS: ReadonlySet<string> = new Set(Object.keys(defs.SelectionPolicy.properties));
 
 /** RFC 3339 date-time (the profile of ISO 8601 Kubernetes and the contract use). */
@@ -95,7 +97,8 @@ function validate(raw: string | Uint8Array, options: OverlayValidationOptions): 
   const rules = DIALECT_RULES[dialect];
   // 1. size, before any parsing work.
   const size = typeof raw === 'string' ? Buffer.byteLength(raw, 'utf8') : raw.byteLength;
-  if (size > options.maxBytes) throw new Rejection('oversized', `overlay is ${size} bytes, limit is ${options.maxBytes}`);
+  if (size > options.maxBytes)
+    throw new Rejection('oversized', `overlay is ${size} bytes, limit is ${options.maxBytes}`);
 
   // 2. a JSON object; envelope or bare payload.
   const doc = parseObject(raw);
@@ -103,7 +106,10 @@ function validate(raw: string | Uint8Array, options: OverlayValidationOptions): 
   if (!isEnvelope) {
     const scoped = Object.values(options.expectedScope ?? {}).some((value) => value !== undefined);
     if (!options.allowLegacy || scoped) {
-      throw new Rejection('malformed', 'bare payload (no envelope keys) is not accepted: a versioned envelope is required');
+      throw new Rejection(
+        'malformed',
+        'bare payload (no envelope keys) is not accepted: a versioned envelope is required',
+      );
     }
     checkPayloadMetadata(doc, '');
     checkPayloadContent(doc, '', rules);
@@ -120,10 +126,16 @@ function validate(raw: string | Uint8Array, options: OverlayValidationOptions): 
 
   // 3. schema version.
   if (!SCHEMA_VERSION.test(doc['schema_version'])) {
-    throw new Rejection('unsupported_schema', `schema_version ${show(doc['schema_version'])} is not supported (1.x expected)`);
+    throw new Rejection(
+      'unsupported_schema',
+      `schema_version ${show(doc['schema_version'])} is not supported (1.x expected)`,
+    );
   }
   if (rules.exactSchemaVersion !== undefined && doc['schema_version'] !== rules.exactSchemaVersion) {
-    throw new Rejection('unsupported_schema', `schema_version ${show(doc['schema_version'])} is not supported by ${dialect} (exactly ${show(rules.exactSchemaVersion)})`);
+    throw new Rejection(
+      'unsupported_schema',
+      `schema_version ${show(doc['schema_version'])} is not supported by ${dialect} (exactly ${show(rules.exactSchemaVersion)})`,
+    );
   }
 
   // 4. scope and provenance: bounded, consistent, and what this consumer expects.
@@ -141,13 +153,19 @@ function validate(raw: string | Uint8Array, options: OverlayValidationOptions): 
   for (const key of SCOPE_KEYS) {
     const expected = options.expectedScope?.[key];
     if (expected !== undefined && scope[key] !== expected) {
-      throw new Rejection('scope_mismatch', `scope.${key} is ${show(scope[key])}, this consumer expects ${show(expected)}`);
+      throw new Rejection(
+        'scope_mismatch',
+        `scope.${key} is ${show(scope[key])}, this consumer expects ${show(expected)}`,
+      );
     }
   }
 
   // 5. revision and digest metadata are well formed.
   if (revision['kind'] !== 'content_addressed') {
-    throw new Rejection('revision_digest_mismatch', `revision.kind must be "content_addressed", got ${show(revision['kind'])}`);
+    throw new Rejection(
+      'revision_digest_mismatch',
+      `revision.kind must be "content_addressed", got ${show(revision['kind'])}`,
+    );
   }
   if (revision['algorithm'] !== 'sha256' || digest['algorithm'] !== 'sha256') {
     throw new Rejection('revision_digest_mismatch', 'revision.algorithm and content_digest.algorithm must be "sha256"');
@@ -167,16 +185,26 @@ function validate(raw: string | Uint8Array, options: OverlayValidationOptions): 
   try {
     computed = overlayRevision(overlay, dialect);
   } catch (error) {
-    if (error instanceof CanonicalJsonError) throw new Rejection('malformed', `overlay cannot be canonicalized: ${error.message}`);
+    if (error instanceof CanonicalJsonError)
+      throw new Rejection('malformed', `overlay cannot be canonicalized: ${error.message}`);
     throw error;
   }
   if (computed !== digest['value']) {
     // A consumer that does not know selection_policy hashes the payload without it: say so, it is the usual cause.
-    const why = !rules.readsSelectionPolicy && Object.hasOwn(overlay, 'selection_policy') ? `, which ${dialect} computes without selection_policy (a field it does not know)` : '';
-    throw new Rejection('digest_mismatch', `content_digest.value ${digest['value']} does not match the content (computed ${computed}${why})`);
+    const why =
+      !rules.readsSelectionPolicy && Object.hasOwn(overlay, 'selection_policy')
+        ? `, which ${dialect} computes without selection_policy (a field it does not know)`
+        : '';
+    throw new Rejection(
+      'digest_mismatch',
+      `content_digest.value ${digest['value']} does not match the content (computed ${computed}${why})`,
+    );
   }
   if (declared !== digest['value']) {
-    throw new Rejection('revision_digest_mismatch', `revision.value ${declared} differs from content_digest.value ${digest['value']}`);
+    throw new Rejection(
+      'revision_digest_mismatch',
+      `revision.value ${declared} differs from content_digest.value ${digest['value']}`,
+    );
   }
 
   // 7. candidates and selection policy.
@@ -212,7 +240,8 @@ function nestsDeeperThan(raw: string | Uint8Array, limit: number): boolean {
 }
 
 function parseObject(raw: string | Uint8Array): Json {
-  if (nestsDeeperThan(raw, MAX_OVERLAY_DEPTH)) throw new Rejection('malformed', `overlay nests deeper than ${MAX_OVERLAY_DEPTH} levels`);
+  if (nestsDeeperThan(raw, MAX_OVERLAY_DEPTH))
+    throw new Rejection('malformed', `overlay nests deeper than ${MAX_OVERLAY_DEPTH} levels`);
   let text: string;
   try {
     text = typeof raw === 'string' ? raw : utf8.decode(raw);
@@ -245,7 +274,10 @@ function checkPayloadContent(payload: Json, prefix: string, rules: DialectRules)
   }
   const candidates = payload['candidates'] as unknown[];
   if (candidates.length > MAX_CANDIDATES) {
-    throw new Rejection('invalid_candidate', `${prefix}candidates has ${candidates.length} entries, limit is ${MAX_CANDIDATES}`);
+    throw new Rejection(
+      'invalid_candidate',
+      `${prefix}candidates has ${candidates.length} entries, limit is ${MAX_CANDIDATES}`,
+    );
   }
   const seen = new Set<string>();
   const groups = new Map<string, { grouped: boolean; last: number; admission: Map<number, unknown> }>();
@@ -254,7 +286,8 @@ function checkPayloadContent(payload: Json, prefix: string, rules: DialectRules)
     if (!isObject(candidate)) throw new Rejection('invalid_candidate', `${at} must be an object`);
     checkCandidate(candidate, at, rules);
     const identity = JSON.stringify([candidate['kind'], candidate['name'], candidate['site'], candidate['cluster']]);
-    if (seen.has(identity)) throw new Rejection('invalid_candidate', `${at} duplicates an earlier (kind, name, site, cluster)`);
+    if (seen.has(identity))
+      throw new Rejection('invalid_candidate', `${at} duplicates an earlier (kind, name, site, cluster)`);
     seen.add(identity);
     if (rules.readsSelectionGroups) checkGroup(groups, candidate, at);
   });
@@ -270,16 +303,25 @@ function checkCandidate(c: Json, at: string, rules: DialectRules): void {
   if (Object.hasOwn(c, 'stable_id')) {
     const id = c['stable_id'];
     if (typeof id !== 'string' || Buffer.byteLength(id) > MAX_STABLE_ID_BYTES || !HEADER_VALUE.test(id)) {
-      throw new Rejection('invalid_candidate', `${at}.stable_id must be a header-safe string of 1-${MAX_STABLE_ID_BYTES} bytes`);
+      throw new Rejection(
+        'invalid_candidate',
+        `${at}.stable_id must be a header-safe string of 1-${MAX_STABLE_ID_BYTES} bytes`,
+      );
     }
   }
   if (Object.hasOwn(c, 'admission_state') && !ADMISSION_STATES.has(c['admission_state'] as string)) {
-    throw new Rejection('invalid_candidate', `${at}.admission_state must be one of ${[...ADMISSION_STATES].join(', ')}`);
+    throw new Rejection(
+      'invalid_candidate',
+      `${at}.admission_state must be one of ${[...ADMISSION_STATES].join(', ')}`,
+    );
   }
   if (Object.hasOwn(c, 'selection_tier')) {
     const tier = c['selection_tier'];
     if (typeof tier !== 'string' || Buffer.byteLength(tier) > MAX_TIER_BYTES) {
-      throw new Rejection('invalid_candidate', `${at}.selection_tier must be a string of at most ${MAX_TIER_BYTES} bytes`);
+      throw new Rejection(
+        'invalid_candidate',
+        `${at}.selection_tier must be a string of at most ${MAX_TIER_BYTES} bytes`,
+      );
     }
   }
   if (Object.hasOwn(c, 'score') && (typeof c['score'] !== 'number' || !Number.isFinite(c['score']))) {
@@ -296,7 +338,10 @@ function checkCandidate(c: Json, at: string, rules: DialectRules): void {
   if (Object.hasOwn(c, 'traffic_weight')) {
     const weight = c['traffic_weight'];
     if (!Number.isSafeInteger(weight) || (weight as number) < MIN_WEIGHT || (weight as number) > MAX_WEIGHT) {
-      throw new Rejection('invalid_candidate', `${at}.traffic_weight must be an integer from ${MIN_WEIGHT} to ${MAX_WEIGHT}`);
+      throw new Rejection(
+        'invalid_candidate',
+        `${at}.traffic_weight must be an integer from ${MIN_WEIGHT} to ${MAX_WEIGHT}`,
+      );
     }
   }
 }
@@ -305,7 +350,8 @@ function checkCandidate(c: Json, at: string, rules: DialectRules): void {
 function checkCredential(credential: unknown, at: string): void {
   if (!isObject(credential)) throw new Rejection('invalid_candidate', `${at} must be an object`);
   const extra = Object.keys(credential).find((key) => !CREDENTIAL_KEYS.has(key));
-  if (extra !== undefined) throw new Rejection('invalid_candidate', `${at} has key ${show(extra)}: only strategy and secretRef are allowed`);
+  if (extra !== undefined)
+    throw new Rejection('invalid_candidate', `${at} has key ${show(extra)}: only strategy and secretRef are allowed`);
   if (!CREDENTIAL_STRATEGIES.has(credential['strategy'] as string)) {
     throw new Rejection('invalid_candidate', `${at}.strategy must be one of ${[...CREDENTIAL_STRATEGIES].join(', ')}`);
   }
@@ -313,7 +359,10 @@ function checkCredential(credential: unknown, at: string): void {
   if (!isObject(ref)) throw new Rejection('invalid_candidate', `${at}.secretRef must be an object`);
   const extraRef = Object.keys(ref).find((key) => !SECRET_REF_KEYS.has(key));
   if (extraRef !== undefined) {
-    throw new Rejection('invalid_candidate', `${at}.secretRef has key ${show(extraRef)}: only name, namespace and key are allowed`);
+    throw new Rejection(
+      'invalid_candidate',
+      `${at}.secretRef has key ${show(extraRef)}: only name, namespace and key are allowed`,
+    );
   }
   for (const key of SECRET_REF_KEYS) boundedName(ref[key], `${at}.secretRef.${key}`, 'invalid_candidate');
 }
@@ -332,16 +381,26 @@ function checkGroup(
   const group = grouped ? (c['selection_group'] as number) : 0;
   const state = groups.get(capability);
   if (state === undefined) {
-    if (grouped && group !== 0) throw new Rejection('invalid_candidate', `${at}.selection_group must start at 0 for ${c['kind']} ${show(c['name'])}`);
+    if (grouped && group !== 0)
+      throw new Rejection(
+        'invalid_candidate',
+        `${at}.selection_group must start at 0 for ${c['kind']} ${show(c['name'])}`,
+      );
     groups.set(capability, { grouped, last: group, admission: new Map([[group, c['admission_state']]]) });
     return;
   }
   if (state.grouped !== grouped) {
-    throw new Rejection('invalid_candidate', `${at} mixes grouped and ungrouped candidates for ${c['kind']} ${show(c['name'])}`);
+    throw new Rejection(
+      'invalid_candidate',
+      `${at} mixes grouped and ungrouped candidates for ${c['kind']} ${show(c['name'])}`,
+    );
   }
   if (!grouped) return;
   if (group !== state.last && group !== state.last + 1) {
-    throw new Rejection('invalid_candidate', `${at}.selection_group ${group} follows ${state.last}: groups must be contiguous and increasing`);
+    throw new Rejection(
+      'invalid_candidate',
+      `${at}.selection_group ${group} follows ${state.last}: groups must be contiguous and increasing`,
+    );
   }
   state.last = group;
   if (!state.admission.has(group)) {
@@ -356,9 +415,13 @@ function checkSelectionPolicy(policy: unknown, at: string, modes: ReadonlySet<st
   const extra = Object.keys(policy).find((key) => !SELECTION_POLICY_KEYS.has(key));
   if (extra !== undefined) throw new Rejection('invalid_selection_policy', `${at} has unknown key ${show(extra)}`);
   const mode = policy['mode'];
-  if (typeof mode !== 'string') throw new Rejection('invalid_selection_policy', `${at}.mode must be one of ${[...modes].join(', ')}`);
+  if (typeof mode !== 'string')
+    throw new Rejection('invalid_selection_policy', `${at}.mode must be one of ${[...modes].join(', ')}`);
   if (!modes.has(mode)) {
-    throw new Rejection('invalid_selection_policy', `${at}.mode: unknown variant ${show(mode)}, expected one of ${[...modes].join(', ')}`);
+    throw new Rejection(
+      'invalid_selection_policy',
+      `${at}.mode: unknown variant ${show(mode)}, expected one of ${[...modes].join(', ')}`,
+    );
   }
 }
 
@@ -381,7 +444,8 @@ function timestamp(value: unknown, at: string): void {
 }
 
 function mustEqual(left: unknown, right: unknown, leftName: string, rightName: string): void {
-  if (left !== right) throw new Rejection('scope_mismatch', `${leftName} ${show(left)} differs from ${rightName} ${show(right)}`);
+  if (left !== right)
+    throw new Rejection('scope_mismatch', `${leftName} ${show(left)} differs from ${rightName} ${show(right)}`);
 }
 
 function isObject(value: unknown): value is Json {

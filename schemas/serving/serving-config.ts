@@ -39,11 +39,20 @@ export function servingRevision(serving: unknown): string {
   return hash.digest('hex');
 }
 
-export function buildServingDocument(scope: Pick<ServingScope, 'gateway' | 'namespace'>, serving: ServingPayload, generatedAt: string): ServingConfigDocument {
+export function buildServingDocument(
+  scope: Pick<ServingScope, 'gateway' | 'namespace'>,
+  serving: ServingPayload,
+  generatedAt: string,
+): ServingConfigDocument {
   return {
     schema_version: SERVING_SCHEMA_VERSION,
     revision: { kind: 'content_addressed', algorithm: 'sha256', value: servingRevision(serving) },
-    scope: { network: serving.network, gateway: scope.gateway, namespace: scope.namespace, local_site: serving.local_site },
+    scope: {
+      network: serving.network,
+      gateway: scope.gateway,
+      namespace: scope.namespace,
+      local_site: serving.local_site,
+    },
     generated_at: generatedAt,
     serving,
   };
@@ -55,7 +64,14 @@ export function serializeServing(document: ServingConfigDocument): string {
 }
 
 /** Why a consumer refuses a serving config, in validation order; the `reason` label of the consumers' metrics. */
-export const SERVING_REJECT_REASONS = ['oversized', 'malformed', 'unsupported_schema', 'scope_mismatch', 'digest_mismatch', 'invalid_entry'] as const;
+export const SERVING_REJECT_REASONS = [
+  'oversized',
+  'malformed',
+  'unsupported_schema',
+  'scope_mismatch',
+  'digest_mismatch',
+  'invalid_entry',
+] as const;
 export type ServingRejectReason = (typeof SERVING_REJECT_REASONS)[number];
 
 export type ServingValidation =
@@ -83,32 +99,50 @@ function describe(errors: readonly ErrorObject[] | null | undefined): string {
 /** Validates raw bytes (or text) of a serving config; the revision is recomputed from the raw parsed JSON. */
 export function validateServing(raw: string | Uint8Array, options: ServingValidationOptions): ServingValidation {
   const size = typeof raw === 'string' ? Buffer.byteLength(raw, 'utf8') : raw.byteLength;
-  if (size > options.maxBytes) return fail('oversized', `serving config is ${size} bytes, more than the ${options.maxBytes}-byte limit`);
+  if (size > options.maxBytes)
+    return fail('oversized', `serving config is ${size} bytes, more than the ${options.maxBytes}-byte limit`);
   let parsed: unknown;
   try {
-    parsed = JSON.parse(typeof raw === 'string' ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8'));
+    parsed = JSON.parse(
+      typeof raw === 'string' ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8'),
+    );
   } catch (error) {
     return fail('malformed', `serving config is not JSON: ${(error as Error).message}`);
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return fail('malformed', 'serving config is not a JSON object');
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    return fail('malformed', 'serving config is not a JSON object');
   const version = (parsed as Record<string, unknown>)['schema_version'];
-  if (typeof version === 'string' && !/^1\.[0-9]+$/.test(version)) return fail('unsupported_schema', `serving config schema_version "${version.slice(0, 40)}" is not 1.x`);
+  if (typeof version === 'string' && !/^1\.[0-9]+$/.test(version))
+    return fail('unsupported_schema', `serving config schema_version "${version.slice(0, 40)}" is not 1.x`);
   if (!checkDocument(parsed)) return fail('malformed', `serving config ${describe(checkDocument.errors)}`);
   const document = parsed;
   const { scope, serving } = document;
-  if (scope.network !== serving.network) return fail('scope_mismatch', `scope.network "${scope.network}" differs from serving.network "${serving.network}"`);
-  if (scope.local_site !== serving.local_site) return fail('scope_mismatch', `scope.local_site "${scope.local_site}" differs from serving.local_site "${serving.local_site}"`);
+  if (scope.network !== serving.network)
+    return fail('scope_mismatch', `scope.network "${scope.network}" differs from serving.network "${serving.network}"`);
+  if (scope.local_site !== serving.local_site)
+    return fail(
+      'scope_mismatch',
+      `scope.local_site "${scope.local_site}" differs from serving.local_site "${serving.local_site}"`,
+    );
   for (const [field, expected] of Object.entries(options.expectedScope ?? {})) {
     const actual = scope[field as keyof ServingScope];
-    if (expected !== undefined && actual !== expected) return fail('scope_mismatch', `scope.${field} is "${actual}", this consumer expects "${expected}"`);
+    if (expected !== undefined && actual !== expected)
+      return fail('scope_mismatch', `scope.${field} is "${actual}", this consumer expects "${expected}"`);
   }
   let revision: string;
   try {
     revision = servingRevision((parsed as { serving: unknown }).serving);
   } catch (error) {
-    return fail('malformed', `serving config cannot be hashed: ${error instanceof CanonicalJsonError ? error.message : String(error)}`);
+    return fail(
+      'malformed',
+      `serving config cannot be hashed: ${error instanceof CanonicalJsonError ? error.message : String(error)}`,
+    );
   }
-  if (revision !== document.revision.value) return fail('digest_mismatch', `revision.value ${document.revision.value} does not match the recomputed ${revision}`);
+  if (revision !== document.revision.value)
+    return fail(
+      'digest_mismatch',
+      `revision.value ${document.revision.value} does not match the recomputed ${revision}`,
+    );
   const entryProblem = checkEntries(serving);
   if (entryProblem !== undefined) return fail('invalid_entry', entryProblem);
   return { ok: true, document, revision };
@@ -127,7 +161,8 @@ function checkEntries(serving: ServingPayload): string | undefined {
     if (seen.has(key)) return `entries[${i}]: provider "${e.provider}" of site "${e.site}" appears twice`;
     seen.add(key);
     if (!sites.has(e.site)) return `entries[${i}]: site "${e.site}" is not in sites`;
-    if (e.admission === 'all' && e.excluded !== undefined) return `entries[${i}]: provider "${e.provider}" is excluded (${e.excluded}) but admits all`;
+    if (e.admission === 'all' && e.excluded !== undefined)
+      return `entries[${i}]: provider "${e.provider}" is excluded (${e.excluded}) but admits all`;
   }
   return undefined;
 }

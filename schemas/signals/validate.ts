@@ -26,9 +26,14 @@ ajv.addSchema(gatewaySpendSchema);
 const envelopeOnly = ajv.compile({
   type: 'object',
   required: peerSignalsSchema.required,
-  properties: { ...peerSignalsSchema.properties, rows: { type: 'array', maxItems: peerSignalsSchema.properties.rows.maxItems } },
+  properties: {
+    ...peerSignalsSchema.properties,
+    rows: { type: 'array', maxItems: peerSignalsSchema.properties.rows.maxItems },
+  },
 });
-const validateRow = ajv.getSchema(`${peerSignalsSchema.$id}#/definitions/PeerSignalRow`) as ValidateFunction<PeerSignalRow>;
+const validateRow = ajv.getSchema(
+  `${peerSignalsSchema.$id}#/definitions/PeerSignalRow`,
+) as ValidateFunction<PeerSignalRow>;
 const validateReport = ajv.getSchema(gatewayAgeSchema.$id) as ValidateFunction<GatewayAgeReportRequest>;
 const validateSpendReport = ajv.getSchema(gatewaySpendSchema.$id) as ValidateFunction<GatewaySpendReportRequest>;
 
@@ -41,7 +46,9 @@ function describe(where: string, errors: readonly ErrorObject[] | null | undefin
  * The document envelope only: its rows stay unknown values, checked one by one with checkPeerSignalRow so a bad
  * row costs that row, not the peer's whole answer.
  */
-export function checkPeerSignalsEnvelope(value: unknown): Checked<Omit<PeerSignalsDocument, 'rows'> & { rows: unknown[] }> {
+export function checkPeerSignalsEnvelope(
+  value: unknown,
+): Checked<Omit<PeerSignalsDocument, 'rows'> & { rows: unknown[] }> {
   if (!envelopeOnly(value)) return { ok: false, error: describe('document', envelopeOnly.errors) };
   return { ok: true, value: value as Omit<PeerSignalsDocument, 'rows'> & { rows: unknown[] } };
 }

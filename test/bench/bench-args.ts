@@ -5,14 +5,20 @@ import type { ParseArgsConfig } from 'node:util';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 /** What parseArgs gives for `T` (its own inferred type does not survive a generic option set). */
-type Values<T extends Options> = { [K in keyof T]?: T[K] extends { multiple: true } ? string[] : T[K] extends { type: 'boolean' } ? boolean : string };
+type Values<T extends Options> = {
+  [K in keyof T]?: T[K] extends { multiple: true } ? string[] : T[K] extends { type: 'boolean' } ? boolean : string;
+};
 
 /**
  * Parses argv with `options` (plus --help/-h); exits 0 after printing `usage` on --help, 2 on a usage error.
  * `positionals`: the bench takes bare arguments too (sizes, counts), returned as `positionals`.
  */
 export function benchArgs<T extends Options>(bench: string, usage: string, options: T, { positionals = false } = {}) {
-  const config = { strict: true as const, allowPositionals: positionals, options: { ...options, help: { type: 'boolean' as const, short: 'h' } } };
+  const config = {
+    strict: true as const,
+    allowPositionals: positionals,
+    options: { ...options, help: { type: 'boolean' as const, short: 'h' } },
+  };
   let parsed: ReturnType<typeof parseArgs<typeof config>>;
   try {
     parsed = parseArgs(config);
@@ -46,7 +52,8 @@ export function benchArgs<T extends Options>(bench: string, usage: string, optio
   /** `value` as a whole number of at least 0 (a count that may be none: 0 turns a step off); anything else is a usage error. */
   const count = (name: string, value: string | undefined, fallback: number): number => {
     const n = value === undefined ? fallback : Number(value);
-    if (value !== undefined && (value.trim() === '' || !Number.isInteger(n) || n < 0)) fail(`--${name} must be a whole number of at least 0, got "${value}"`);
+    if (value !== undefined && (value.trim() === '' || !Number.isInteger(n) || n < 0))
+      fail(`--${name} must be a whole number of at least 0, got "${value}"`);
     return n;
   };
   return { values, positionals: parsed.positionals, positive, whole, count, fail };

@@ -47,13 +47,20 @@ function main(): number {
   const listenTls = values['listen-tls']?.split(',');
   const upstreamTls = values['upstream-tls']?.split(',');
   if ((listenTls !== undefined && listenTls.length !== 3) || (upstreamTls !== undefined && upstreamTls.length !== 4)) {
-    process.stderr.write(`floor-proxy: --listen-tls takes CERT,KEY,CA and --upstream-tls CA,CERT,KEY,SERVERNAME (${USAGE})\n`);
+    process.stderr.write(
+      `floor-proxy: --listen-tls takes CERT,KEY,CA and --upstream-tls CA,CERT,KEY,SERVERNAME (${USAGE})\n`,
+    );
     return 2;
   }
   const connect =
     upstreamTls === undefined
       ? undefined
-      : { ca: readFileSync(upstreamTls[0]!), cert: readFileSync(upstreamTls[1]!), key: readFileSync(upstreamTls[2]!), servername: upstreamTls[3]! };
+      : {
+          ca: readFileSync(upstreamTls[0]!),
+          cert: readFileSync(upstreamTls[1]!),
+          key: readFileSync(upstreamTls[2]!),
+          servername: upstreamTls[3]!,
+        };
   const pools = new Map<string, Pool>();
   for (const entry of values.upstream.split(',')) {
     const [model, address] = entry.split('=');
@@ -61,7 +68,14 @@ function main(): number {
       process.stderr.write(`floor-proxy: --upstream entry "${entry}" is not MODEL=HOST:PORT (${USAGE})\n`);
       return 2;
     }
-    pools.set(model, new Pool(`${connect === undefined ? 'http' : 'https'}://${address}`, { pipelining: 1, keepAliveTimeout: 60_000, ...(connect === undefined ? {} : { connect }) }));
+    pools.set(
+      model,
+      new Pool(`${connect === undefined ? 'http' : 'https'}://${address}`, {
+        pipelining: 1,
+        keepAliveTimeout: 60_000,
+        ...(connect === undefined ? {} : { connect }),
+      }),
+    );
   }
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const chunks: Buffer[] = [];
@@ -79,38 +93,56 @@ function main(): number {
         res.writeHead(404).end();
         return;
       }
-      pool.request({ path: req.url ?? '/', method: 'POST', headers: { 'content-type': 'application/json', authorization }, body }).then(
-        (upstream) => {
-          const headers: Record<string, string | string[]> = {};
-          for (const name in upstream.headers) {
-            const value = upstream.headers[name];
-            if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
-          }
-          res.writeHead(upstream.statusCode, headers);
-          if (headers['content-length'] === undefined) res.flushHeaders();
-          upstream.body.on('data', (chunk: Buffer) => {
-            if (!res.write(chunk)) {
-              upstream.body.pause();
-              res.once('drain', () => upstream.body.resume());
+      pool
+        .request({
+          path: req.url ?? '/',
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization },
+          body,
+        })
+        .then(
+          (upstream) => {
+            const headers: Record<string, string | string[]> = {};
+            for (const name in upstream.headers) {
+              const value = upstream.headers[name];
+              if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
             }
-          });
-          upstream.body.on('end', () => res.end());
-          upstream.body.on('error', () => res.destroy());
-        },
-        () => {
-          res.writeHead(502).end();
-        },
-      );
+            res.writeHead(upstream.statusCode, headers);
+            if (headers['content-length'] === undefined) res.flushHeaders();
+            upstream.body.on('data', (chunk: Buffer) => {
+              if (!res.write(chunk)) {
+                upstream.body.pause();
+                res.once('drain', () => upstream.body.resume());
+              }
+            });
+            upstream.body.on('end', () => res.end());
+            upstream.body.on('error', () => res.destroy());
+          },
+          () => {
+            res.writeHead(502).end();
+          },
+        );
     });
   };
   const server =
     listenTls === undefined
       ? createServer(handle)
-      : createTlsServer({ cert: readFileSync(listenTls[0]!), key: readFileSync(listenTls[1]!), ca: readFileSync(listenTls[2]!), requestCert: true, rejectUnauthorized: true }, handle);
+      : createTlsServer(
+          {
+            cert: readFileSync(listenTls[0]!),
+            key: readFileSync(listenTls[1]!),
+            ca: readFileSync(listenTls[2]!),
+            requestCert: true,
+            rejectUnauthorized: true,
+          },
+          handle,
+        );
   server.keepAliveTimeout = 75_000;
   server.listen(Number(values.port ?? 0), '127.0.0.1', () => {
     const address = server.address();
-    process.stdout.write(`${JSON.stringify({ msg: 'listening', listener: 'floor', port: typeof address === 'object' && address !== null ? address.port : 0 })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ msg: 'listening', listener: 'floor', port: typeof address === 'object' && address !== null ? address.port : 0 })}\n`,
+    );
   });
   const stop = (): void => {
     server.close();

@@ -10,12 +10,24 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { benchArgs } from './bench-args.ts';
-import { ROOT, candidate, consumerConfig, payload, spawnDaemon, tempDir, waitForPort, writeOverlay } from '../gateway/helpers.ts';
+import {
+  ROOT,
+  candidate,
+  consumerConfig,
+  payload,
+  spawnDaemon,
+  tempDir,
+  waitForPort,
+  writeOverlay,
+} from '../gateway/helpers.ts';
 
 const USAGE = 'usage: npm run bench:gateway-gc -- [--rate 1000] [--seconds 10]';
 
 function options(): { rate: number; seconds: number } {
-  const { values, positive: num } = benchArgs('bench:gateway-gc', USAGE, { rate: { type: 'string' }, seconds: { type: 'string' } });
+  const { values, positive: num } = benchArgs('bench:gateway-gc', USAGE, {
+    rate: { type: 'string' },
+    seconds: { type: 'string' },
+  });
   return { rate: num('rate', values.rate, 1000), seconds: num('seconds', values.seconds, 10) };
 }
 
@@ -28,11 +40,20 @@ interface GcEvent {
 }
 
 // "[pid:0x…]   1234 ms: Scavenge 44.3 (64.7) -> 31.6 (64.7) MB, pooled: 0 MB, 0.72 / 0.00 ms ..."
-const TRACE = /^\[\d+:0x[0-9a-f]+\]\s+(\d+) ms: (Scavenge|Mark-Compact) ([\d.]+) \([\d.]+\) -> ([\d.]+) \([\d.]+\) MB, (?:pooled: [\d.]+ MB, )?([\d.]+) \//;
+const TRACE =
+  /^\[\d+:0x[0-9a-f]+\]\s+(\d+) ms: (Scavenge|Mark-Compact) ([\d.]+) \([\d.]+\) -> ([\d.]+) \([\d.]+\) MB, (?:pooled: [\d.]+ MB, )?([\d.]+) \//;
 
 /** A daemon started with --trace-gc: its GC events, and its port from the JSON "listening" line. */
-function traced(script: string, args: string[], listener: string): { proc: ChildProcess; events: GcEvent[]; port: Promise<number> } {
-  const proc = spawn(process.execPath, ['--trace-gc', join(ROOT, script), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'info' } });
+function traced(
+  script: string,
+  args: string[],
+  listener: string,
+): { proc: ChildProcess; events: GcEvent[]; port: Promise<number> } {
+  const proc = spawn(process.execPath, ['--trace-gc', join(ROOT, script), ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, LOG_LEVEL: 'info' },
+  });
   const events: GcEvent[] = [];
   let pending = '';
   let resolvePort: (port: number) => void = () => undefined;
@@ -45,12 +66,19 @@ function traced(script: string, args: string[], listener: string): { proc: Child
       pending = pending.slice(nl + 1);
       const m = TRACE.exec(line);
       if (m !== null) {
-        events.push({ atMs: Number(m[1]), kind: m[2] === 'Scavenge' ? 'scavenge' : 'mark-compact', beforeMb: Number(m[3]), afterMb: Number(m[4]), pauseMs: Number(m[5]) });
+        events.push({
+          atMs: Number(m[1]),
+          kind: m[2] === 'Scavenge' ? 'scavenge' : 'mark-compact',
+          beforeMb: Number(m[3]),
+          afterMb: Number(m[4]),
+          pauseMs: Number(m[5]),
+        });
         continue;
       }
       try {
         const parsed = JSON.parse(line) as { msg?: string; listener?: string; port?: number };
-        if (parsed.msg === 'listening' && parsed.listener === listener && typeof parsed.port === 'number') resolvePort(parsed.port);
+        if (parsed.msg === 'listening' && parsed.listener === listener && typeof parsed.port === 'number')
+          resolvePort(parsed.port);
       } catch {
         // neither a GC line nor a log line
       }
@@ -70,13 +98,22 @@ async function load(port: number, rate: number, ms: number): Promise<number> {
   const total = Math.round((rate * ms) / 1000);
   for (let sent = 0; sent < total; ) {
     while (sent < total && t0 + (sent * 1000) / rate <= performance.now()) {
-      pending.push(pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY }).then(
-        async (res) => {
-          await res.body.dump();
-          if (res.statusCode === 200) ok++;
-        },
-        () => undefined,
-      ));
+      pending.push(
+        pool
+          .request({
+            path: '/v1/chat/completions',
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: BODY,
+          })
+          .then(
+            async (res) => {
+              await res.body.dump();
+              if (res.statusCode === 200) ok++;
+            },
+            () => undefined,
+          ),
+      );
       sent++;
     }
     await new Promise((resolve) => setImmediate(resolve));
@@ -86,7 +123,8 @@ async function load(port: number, rate: number, ms: number): Promise<number> {
   return ok;
 }
 
-const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+const quantile = (sorted: number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 
 async function main(): Promise<void> {
   const { rate, seconds } = options();
@@ -96,21 +134,57 @@ async function main(): Promise<void> {
     const tokenFile = join(dir, 'sim-token');
     await writeFile(tokenFile, 'bench-backend-token');
     // Engine steps that take no time: the benchmark measures the gateway, not a model of a GPU.
-    const sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim', '--models', 'm1', '--token-file', tokenFile, '--step-overhead-ms', '0', '--prefill-ms-per-token', '0', '--decode-ms-per-seq', '0']);
+    const sim = spawnDaemon('daemons/sim/main.ts', [
+      '--name',
+      'sim',
+      '--models',
+      'm1',
+      '--token-file',
+      tokenFile,
+      '--step-overhead-ms',
+      '0',
+      '--prefill-ms-per-token',
+      '0',
+      '--decode-ms-per-seq',
+      '0',
+    ]);
     procs.push(sim.proc);
     const simPort = await waitForPort(sim, 'sim');
-    const cred = { strategy: 'bearer_token' as const, secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' } };
+    const cred = {
+      strategy: 'bearer_token' as const,
+      secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' },
+    };
     const overlay = join(dir, 'overlay.json');
     await writeOverlay(overlay, payload([{ ...candidate('m1', 'local', 'sim'), credential: cred }]));
     const config = join(dir, 'consumer.json');
-    await writeFile(config, JSON.stringify(consumerConfig({ overlayPath: overlay, credentials: [{ name: 'sim-token', namespace: 'grid-system', key: 'token', file: tokenFile }], clusters: [{ name: 'sim', endpoints: [`127.0.0.1:${simPort}`] }] })));
+    await writeFile(
+      config,
+      JSON.stringify(
+        consumerConfig({
+          overlayPath: overlay,
+          credentials: [{ name: 'sim-token', namespace: 'grid-system', key: 'token', file: tokenFile }],
+          clusters: [{ name: 'sim', endpoints: [`127.0.0.1:${simPort}`] }],
+        }),
+      ),
+    );
     const paths = [
-      { name: 'floor (minimal Node proxy)', ...traced('test/bench/floor-proxy.ts', ['--upstream', `m1=127.0.0.1:${simPort}`, '--token-file', tokenFile], 'floor') },
+      {
+        name: 'floor (minimal Node proxy)',
+        ...traced(
+          'test/bench/floor-proxy.ts',
+          ['--upstream', `m1=127.0.0.1:${simPort}`, '--token-file', tokenFile],
+          'floor',
+        ),
+      },
       { name: 'consumer gateway', ...traced('daemons/gateway/main.ts', ['--config', config], 'edge') },
     ];
     procs.push(...paths.map((p) => p.proc));
-    process.stdout.write(`gateway GC benchmark: node ${process.version}, open loop at ${rate} req/s, 1 s warm, then ${seconds} s measured per path; --trace-gc events in the measured window\n\n`);
-    process.stdout.write('| path | requests | failed | scavenges | scavenge pause p50 / max ms | heap used after each scavenge, first -> last MB | mark-compacts | GC pause total ms |\n|---|---|---|---|---|---|---|---|\n');
+    process.stdout.write(
+      `gateway GC benchmark: node ${process.version}, open loop at ${rate} req/s, 1 s warm, then ${seconds} s measured per path; --trace-gc events in the measured window\n\n`,
+    );
+    process.stdout.write(
+      '| path | requests | failed | scavenges | scavenge pause p50 / max ms | heap used after each scavenge, first -> last MB | mark-compacts | GC pause total ms |\n|---|---|---|---|---|---|---|---|\n',
+    );
     for (const path of paths) {
       const port = await path.port;
       await load(port, rate, 1000);

@@ -30,9 +30,23 @@ import { benchArgs } from './bench-args.ts';
 import { floorListenTls, floorUpstreamTls } from './floor-hop.ts';
 import { median } from './stats.ts';
 import { stableId } from '../../schemas/fnv1a.ts';
-import { PROVIDER_SNI, ROOT, candidate, consumerConfig, makePki, payload, providerConfig, spawnDaemon, tempDir, waitForPort, writeOverlay, type Daemon } from '../gateway/helpers.ts';
+import {
+  PROVIDER_SNI,
+  ROOT,
+  candidate,
+  consumerConfig,
+  makePki,
+  payload,
+  providerConfig,
+  spawnDaemon,
+  tempDir,
+  waitForPort,
+  writeOverlay,
+  type Daemon,
+} from '../gateway/helpers.ts';
 
-const USAGE = 'usage: npm run bench:gateway-instructions -- [--warm 20000] [--requests 2000] [--max-windows 5] [--rounds 1] [--hop] [--against DIR]...';
+const USAGE =
+  'usage: npm run bench:gateway-instructions -- [--warm 20000] [--requests 2000] [--max-windows 5] [--rounds 1] [--hop] [--against DIR]...';
 /** Two consecutive windows within this fraction of each other: steady state. */
 const AGREE = 0.02;
 const IN_FLIGHT = 8;
@@ -52,14 +66,17 @@ interface Path {
 }
 
 /** Where each kind of measured process logs its port: the consumer's edge, the floor proxy, the provider listener. */
-const LISTENING = /"listener":"(?:edge|floor|provider)"[^}]*"port":(\d+)|"port":(\d+)[^}]*"listener":"(?:edge|floor|provider)"/;
+const LISTENING =
+  /"listener":"(?:edge|floor|provider)"[^}]*"port":(\d+)|"port":(\d+)[^}]*"listener":"(?:edge|floor|provider)"/;
 
 /** valgrind from Debian when it is missing (a fresh machine); else the reason, and exit 1. */
 function ensureValgrind(): void {
   try {
     ensureDebianPackages(['valgrind']);
   } catch (error) {
-    process.stderr.write(`bench:gateway-instructions: valgrind is not installed and apt-get could not install it (${(error as Error).message.split('\n')[0]})\n`);
+    process.stderr.write(
+      `bench:gateway-instructions: valgrind is not installed and apt-get could not install it (${(error as Error).message.split('\n')[0]})\n`,
+    );
     process.exit(1);
   }
 }
@@ -70,7 +87,12 @@ async function closedLoop(pool: Pool, requests: number): Promise<number> {
   const worker = async (): Promise<void> => {
     while (left-- > 0) {
       try {
-        const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY });
+        const res = await pool.request({
+          path: '/v1/chat/completions',
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: BODY,
+        });
         await res.body.dump();
         if (res.statusCode !== 200) failed++;
       } catch {
@@ -83,7 +105,11 @@ async function closedLoop(pool: Pool, requests: number): Promise<number> {
 }
 
 const control = (args: string[]): Promise<void> =>
-  new Promise((done, fail) => spawn('callgrind_control', args, { stdio: 'ignore' }).on('exit', (code) => (code === 0 ? done() : fail(new Error(`callgrind_control ${args.join(' ')} exited ${code}`)))));
+  new Promise((done, fail) =>
+    spawn('callgrind_control', args, { stdio: 'ignore' }).on('exit', (code) =>
+      code === 0 ? done() : fail(new Error(`callgrind_control ${args.join(' ')} exited ${code}`)),
+    ),
+  );
 
 interface Measured {
   /** Instructions per request of the last window (the steady one, unless `steady` is false). */
@@ -112,15 +138,30 @@ async function dumpInstructions(pid: number, out: string, seen: Set<string>): Pr
 }
 
 /** One path under callgrind: instructions per request in windows of `requests` until two agree within AGREE. */
-async function measure(path: Path, dir: string, opts: { warm: number; requests: number; maxWindows: number }): Promise<Measured> {
+async function measure(
+  path: Path,
+  dir: string,
+  opts: { warm: number; requests: number; maxWindows: number },
+): Promise<Measured> {
   const out = join(dir, `cg-${path.name.replace(/\W+/g, '-')}-${Date.now()}`);
   await mkdir(out);
-  const proc = spawn('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', `--callgrind-out-file=${out}/callgrind.%p`, process.execPath, ...path.argv], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // The gateway's own warm-up would take minutes under valgrind; the warm phase below replaces it.
-    env: { ...process.env, LOG_LEVEL: 'info', AGN_GATEWAY_WARMUP_REQUESTS: '0' },
-  });
+  const proc = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--smc-check=all-non-file',
+      '--instr-atstart=no',
+      `--callgrind-out-file=${out}/callgrind.%p`,
+      process.execPath,
+      ...path.argv,
+    ],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // The gateway's own warm-up would take minutes under valgrind; the warm phase below replaces it.
+      env: { ...process.env, LOG_LEVEL: 'info', AGN_GATEWAY_WARMUP_REQUESTS: '0' },
+    },
+  );
   proc.stderr!.resume();
   let front: Daemon | undefined;
   try {
@@ -161,7 +202,10 @@ const FLOOR_EDGE = 'floor edge (forwards over mTLS)';
 const FLOOR_PROVIDER = 'floor provider (listens on mTLS)';
 const CONSUMER_HOP = 'consumer gateway (forwards over mTLS)';
 const PROVIDER = 'provider gateway';
-const credential = { strategy: 'bearer_token' as const, secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' } };
+const credential = {
+  strategy: 'bearer_token' as const,
+  secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' },
+};
 const gatewayScript = (checkout: string): string => join(checkout, 'daemons/gateway/main.ts');
 const floorScript = join(ROOT, 'test/bench/floor-proxy.ts');
 
@@ -172,12 +216,26 @@ async function consumerPaths(dir: string, tokenFile: string, simPort: number, ag
   const config = join(dir, 'consumer.json');
   await writeFile(
     config,
-    JSON.stringify(consumerConfig({ overlayPath: overlay, credentials: [{ name: 'sim-token', namespace: 'grid-system', key: 'token', file: tokenFile }], clusters: [{ name: 'sim', endpoints: [`127.0.0.1:${simPort}`] }] })),
+    JSON.stringify(
+      consumerConfig({
+        overlayPath: overlay,
+        credentials: [{ name: 'sim-token', namespace: 'grid-system', key: 'token', file: tokenFile }],
+        clusters: [{ name: 'sim', endpoints: [`127.0.0.1:${simPort}`] }],
+      }),
+    ),
   );
   return [
-    { name: FLOOR, floor: FLOOR, argv: [floorScript, '--upstream', `m1=127.0.0.1:${simPort}`, '--token-file', tokenFile] },
+    {
+      name: FLOOR,
+      floor: FLOOR,
+      argv: [floorScript, '--upstream', `m1=127.0.0.1:${simPort}`, '--token-file', tokenFile],
+    },
     { name: 'consumer gateway', floor: FLOOR, argv: [gatewayScript(ROOT), '--config', config] },
-    ...against.map((checkout) => ({ name: `consumer gateway of ${checkout}`, floor: FLOOR, argv: [gatewayScript(checkout), '--config', config] })),
+    ...against.map((checkout) => ({
+      name: `consumer gateway of ${checkout}`,
+      floor: FLOOR,
+      argv: [gatewayScript(checkout), '--config', config],
+    })),
   ];
 }
 
@@ -185,12 +243,32 @@ async function consumerPaths(dir: string, tokenFile: string, simPort: number, ag
  * Both sides of the mTLS hop, each against its own floor; the far side of each runs at full speed. The floor pair is
  * bench:gateway's floor hop (client certificate, SNI, requestCert), the gateway pair its consumer -> provider path.
  */
-async function hopPaths(dir: string, tokenFile: string, simPort: number, against: string[], started: Daemon[]): Promise<Path[]> {
+async function hopPaths(
+  dir: string,
+  tokenFile: string,
+  simPort: number,
+  against: string[],
+  started: Daemon[],
+): Promise<Path[]> {
   const pki = await makePki(dir);
   const listenTls = floorListenTls(pki);
   const upstreamTls = floorUpstreamTls(pki);
-  const floorEdgeArgv = (port: number): string[] => [floorScript, '--upstream', `m1=127.0.0.1:${port}`, '--token-file', tokenFile, ...upstreamTls];
-  const floorProviderArgv = [floorScript, '--upstream', `m1=127.0.0.1:${simPort}`, '--token-file', tokenFile, ...listenTls];
+  const floorEdgeArgv = (port: number): string[] => [
+    floorScript,
+    '--upstream',
+    `m1=127.0.0.1:${port}`,
+    '--token-file',
+    tokenFile,
+    ...upstreamTls,
+  ];
+  const floorProviderArgv = [
+    floorScript,
+    '--upstream',
+    `m1=127.0.0.1:${simPort}`,
+    '--token-file',
+    tokenFile,
+    ...listenTls,
+  ];
 
   const providerJson = join(dir, 'provider.json');
   await writeFile(
@@ -198,7 +276,15 @@ async function hopPaths(dir: string, tokenFile: string, simPort: number, against
     JSON.stringify(
       providerConfig({
         pki,
-        routes: [{ candidate_id: stableId('inference_model', 'm1', 'east', 'prov'), model: 'm1', cluster: 'backend', paths: ['/v1/chat/completions'], credential: { secretRef: credential.secretRef } }],
+        routes: [
+          {
+            candidate_id: stableId('inference_model', 'm1', 'east', 'prov'),
+            model: 'm1',
+            cluster: 'backend',
+            paths: ['/v1/chat/completions'],
+            credential: { secretRef: credential.secretRef },
+          },
+        ],
         credentials: [{ name: 'sim-token', namespace: 'grid-system', key: 'token', file: tokenFile }],
         clusters: [{ name: 'backend', endpoints: [`127.0.0.1:${simPort}`] }],
       }),
@@ -209,8 +295,21 @@ async function hopPaths(dir: string, tokenFile: string, simPort: number, against
   /** A consumer config forwarding to the provider gateway on `port`. */
   const consumerHop = async (port: number): Promise<string> => {
     const file = join(dir, `consumer-hop-${port}.json`);
-    const tls = { ca: { ca_path: pki.caPath }, client_cert: { cert_path: pki.edgeCertPath, key_path: pki.edgeKeyPath }, sni: PROVIDER_SNI };
-    await writeFile(file, JSON.stringify(consumerConfig({ overlayPath: overlay, hops: ['prov'], clusters: [{ name: 'prov', endpoints: [`127.0.0.1:${port}`], tls }] })));
+    const tls = {
+      ca: { ca_path: pki.caPath },
+      client_cert: { cert_path: pki.edgeCertPath, key_path: pki.edgeKeyPath },
+      sni: PROVIDER_SNI,
+    };
+    await writeFile(
+      file,
+      JSON.stringify(
+        consumerConfig({
+          overlayPath: overlay,
+          hops: ['prov'],
+          clusters: [{ name: 'prov', endpoints: [`127.0.0.1:${port}`], tls }],
+        }),
+      ),
+    );
     return file;
   };
   const relative = (argv: string[]): [string, string[]] => [relativePath(ROOT, argv[0]!), argv.slice(1)];
@@ -235,10 +334,24 @@ async function hopPaths(dir: string, tokenFile: string, simPort: number, against
   return [
     { name: FLOOR_EDGE, floor: FLOOR_EDGE, argv: floorEdgeArgv(floorProviderPort) },
     { name: CONSUMER_HOP, floor: FLOOR_EDGE, argv: [gatewayScript(ROOT), '--config', consumerToProvider] },
-    ...against.map((checkout) => ({ name: `${CONSUMER_HOP} of ${checkout}`, floor: FLOOR_EDGE, argv: [gatewayScript(checkout), '--config', consumerToProvider] })),
+    ...against.map((checkout) => ({
+      name: `${CONSUMER_HOP} of ${checkout}`,
+      floor: FLOOR_EDGE,
+      argv: [gatewayScript(checkout), '--config', consumerToProvider],
+    })),
     { name: FLOOR_PROVIDER, floor: FLOOR_PROVIDER, argv: floorProviderArgv, front: floorFront },
-    { name: PROVIDER, floor: FLOOR_PROVIDER, argv: [gatewayScript(ROOT), '--config', providerJson], front: consumerFront },
-    ...against.map((checkout) => ({ name: `${PROVIDER} of ${checkout}`, floor: FLOOR_PROVIDER, argv: [gatewayScript(checkout), '--config', providerJson], front: consumerFront })),
+    {
+      name: PROVIDER,
+      floor: FLOOR_PROVIDER,
+      argv: [gatewayScript(ROOT), '--config', providerJson],
+      front: consumerFront,
+    },
+    ...against.map((checkout) => ({
+      name: `${PROVIDER} of ${checkout}`,
+      floor: FLOOR_PROVIDER,
+      argv: [gatewayScript(checkout), '--config', providerJson],
+      front: consumerFront,
+    })),
   ];
 }
 
@@ -267,16 +380,34 @@ async function main(): Promise<void> {
     const tokenFile = join(dir, 'sim-token');
     await writeFile(tokenFile, 'bench-token');
     // Engine steps that take no time: the benchmark measures the gateway, not a model of a GPU.
-    const sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim', '--models', 'm1', '--token-file', tokenFile, '--step-overhead-ms', '0', '--prefill-ms-per-token', '0', '--decode-ms-per-seq', '0']);
+    const sim = spawnDaemon('daemons/sim/main.ts', [
+      '--name',
+      'sim',
+      '--models',
+      'm1',
+      '--token-file',
+      tokenFile,
+      '--step-overhead-ms',
+      '0',
+      '--prefill-ms-per-token',
+      '0',
+      '--decode-ms-per-seq',
+      '0',
+    ]);
     /** Processes the paths start once for the whole run (the far side of the hop). */
     const stops: Daemon[] = [];
     try {
       const simPort = await waitForPort(sim, 'sim');
-      const paths = values.hop === true ? await hopPaths(dir, tokenFile, simPort, against, stops) : await consumerPaths(dir, tokenFile, simPort, against);
+      const paths =
+        values.hop === true
+          ? await hopPaths(dir, tokenFile, simPort, against, stops)
+          : await consumerPaths(dir, tokenFile, simPort, against);
       process.stdout.write(
         `# gateway instructions benchmark, ${new Date().toISOString()}: node ${process.version}, callgrind, ${IN_FLIGHT} in flight, ${opts.warm} warm-up requests, then consecutive windows of ${opts.requests} counted requests until two agree within ${AGREE * 100} % (at most ${opts.maxWindows})\n\n`,
       );
-      process.stdout.write('| round | path | instructions/request (steady window) | vs its floor | windows, in order |\n|---|---|---|---|---|\n');
+      process.stdout.write(
+        '| round | path | instructions/request (steady window) | vs its floor | windows, in order |\n|---|---|---|---|---|\n',
+      );
       const results = new Map<string, number[]>(paths.map((p) => [p.name, []]));
       let failed = 0;
       const unsteady: string[] = [];
@@ -288,23 +419,32 @@ async function main(): Promise<void> {
           results.get(path.name)!.push(result.perRequest);
           const floor = results.get(path.floor)!.at(-1)!;
           const windows = result.windows.map((w) => w.toFixed(0)).join(', ');
-          process.stdout.write(`| ${round} | ${path.name} | ${result.perRequest.toFixed(0)}${result.steady ? '' : ' (not steady)'} | ${(result.perRequest / floor).toFixed(3)} | ${windows} |\n`);
+          process.stdout.write(
+            `| ${round} | ${path.name} | ${result.perRequest.toFixed(0)}${result.steady ? '' : ' (not steady)'} | ${(result.perRequest / floor).toFixed(3)} | ${windows} |\n`,
+          );
         }
       }
       const medianOf = (name: string): number => median(results.get(name)!);
       process.stdout.write('\n');
       for (const path of paths.filter((p) => p.floor !== p.name)) {
         const m = medianOf(path.name);
-        process.stdout.write(`${path.name}: ${m.toFixed(0)} instructions/request, ${(m / medianOf(path.floor)).toFixed(3)}x ${path.floor} (${medianOf(path.floor).toFixed(0)}), medians over ${rounds} rounds\n`);
+        process.stdout.write(
+          `${path.name}: ${m.toFixed(0)} instructions/request, ${(m / medianOf(path.floor)).toFixed(3)}x ${path.floor} (${medianOf(path.floor).toFixed(0)}), medians over ${rounds} rounds\n`,
+        );
       }
       if (values.hop === true) {
         // The hop as bench:gateway adds it up: both sides together against both floors together.
         const floorHop = medianOf(FLOOR_EDGE) + medianOf(FLOOR_PROVIDER);
         const hop = medianOf(CONSUMER_HOP) + medianOf(PROVIDER);
-        process.stdout.write(`both gateways of the hop: ${hop.toFixed(0)} instructions/request, ${(hop / floorHop).toFixed(3)}x both floor proxies (${floorHop.toFixed(0)})\n`);
+        process.stdout.write(
+          `both gateways of the hop: ${hop.toFixed(0)} instructions/request, ${(hop / floorHop).toFixed(3)}x both floor proxies (${floorHop.toFixed(0)})\n`,
+        );
       }
       process.stdout.write(`failed requests: ${failed}\n`);
-      if (unsteady.length > 0) process.stdout.write(`not steady within ${opts.maxWindows} windows (the figure is the last window): ${unsteady.join('; ')}\n`);
+      if (unsteady.length > 0)
+        process.stdout.write(
+          `not steady within ${opts.maxWindows} windows (the figure is the last window): ${unsteady.join('; ')}\n`,
+        );
       if (failed > 0) process.exitCode = 1;
     } finally {
       await Promise.all([sim, ...stops].map((daemon) => daemon.stop()));

@@ -57,7 +57,14 @@ export interface WorkersBenchOptions {
   readonly log?: (line: string) => void;
 }
 
-export const DEFAULT_WORKERS_BENCH: WorkersBenchOptions = { windowMs: 3_000, concurrency: 32, pairs: 5, maxWarmupWindows: 12, upstream: 'minimal', idleMs: 10_000 };
+export const DEFAULT_WORKERS_BENCH: WorkersBenchOptions = {
+  windowMs: 3_000,
+  concurrency: 32,
+  pairs: 5,
+  maxWarmupWindows: 12,
+  upstream: 'minimal',
+  idleMs: 10_000,
+};
 
 /** Idle gateways settle this long after /readyz before their idle CPU is measured. */
 const IDLE_SETTLE_MS = 3_000;
@@ -120,10 +127,14 @@ const CHAT_ANSWER = JSON.stringify({
   object: 'chat.completion',
   created: 0,
   model: 'm1',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'bench answer of a few tokens' }, finish_reason: 'stop' }],
+  choices: [
+    { index: 0, message: { role: 'assistant', content: 'bench answer of a few tokens' }, finish_reason: 'stop' },
+  ],
   usage: { prompt_tokens: 4, completion_tokens: 6, total_tokens: 10 },
 });
-const UPSTREAM_RESPONSE = Buffer.from(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(CHAT_ANSWER)}\r\n\r\n${CHAT_ANSWER}`);
+const UPSTREAM_RESPONSE = Buffer.from(
+  `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(CHAT_ANSWER)}\r\n\r\n${CHAT_ANSWER}`,
+);
 const REQUEST_BODY = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hello' }] });
 
 const HEAD_END = Buffer.from('\r\n\r\n');
@@ -170,7 +181,10 @@ async function startMinimalUpstream(): Promise<{ port: number; close: () => Prom
     socket.setNoDelay(true);
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
-    socket.on('data', messageSplitter(() => socket.write(UPSTREAM_RESPONSE)));
+    socket.on(
+      'data',
+      messageSplitter(() => socket.write(UPSTREAM_RESPONSE)),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -270,7 +284,12 @@ function startLoad(port: number, concurrency: number): Load {
   };
 }
 
-async function runWindow(load: Load, windowMs: number, gatewayPid: number, simPid: number | undefined): Promise<Window> {
+async function runWindow(
+  load: Load,
+  windowMs: number,
+  gatewayPid: number,
+  simPid: number | undefined,
+): Promise<Window> {
   load.take();
   const cpu0 = processCpuSeconds(gatewayPid);
   const sim0 = simPid === undefined ? 0 : processCpuSeconds(simPid);
@@ -295,7 +314,6 @@ async function runWindow(load: Load, windowMs: number, gatewayPid: number, simPi
   };
 }
 
-
 interface RunningGateway {
   readonly workers: number;
   readonly proc: ChildProcess;
@@ -307,21 +325,33 @@ async function startGateway(dir: string, base: Record<string, unknown>, workers:
   const port = await freePort();
   const admin = await freePort();
   const config = join(dir, `consumer-${workers}.json`);
-  await writeFile(config, JSON.stringify({ ...base, listeners: [{ name: 'edge', address: `127.0.0.1:${port}`, filter_chains: ['main'] }], admin: { address: `127.0.0.1:${admin}` } }));
-  const proc = spawn(process.execPath, [join(ROOT, 'daemons/gateway/main.ts'), '--config', config, '--workers', String(workers)], {
-    cwd: ROOT,
-    // Its own session, so its own autogroup: a second worker thread does not take CPU from the load generator's
-    // share (which would make the load generator the bottleneck of the two-worker windows).
-    detached: true,
-    env: { ...process.env, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  await writeFile(
+    config,
+    JSON.stringify({
+      ...base,
+      listeners: [{ name: 'edge', address: `127.0.0.1:${port}`, filter_chains: ['main'] }],
+      admin: { address: `127.0.0.1:${admin}` },
+    }),
+  );
+  const proc = spawn(
+    process.execPath,
+    [join(ROOT, 'daemons/gateway/main.ts'), '--config', config, '--workers', String(workers)],
+    {
+      cwd: ROOT,
+      // Its own session, so its own autogroup: a second worker thread does not take CPU from the load generator's
+      // share (which would make the load generator the bottleneck of the two-worker windows).
+      detached: true,
+      env: { ...process.env, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let err = '';
   proc.stderr!.on('data', (c: Buffer) => (err += c.toString()));
   await waitFor(
     `gateway --workers ${workers} ready`,
     async () => {
-      if (proc.exitCode !== null) throw new Error(`gateway --workers ${workers} exited ${proc.exitCode}: ${err.slice(0, 400)}`);
+      if (proc.exitCode !== null)
+        throw new Error(`gateway --workers ${workers} exited ${proc.exitCode}: ${err.slice(0, 400)}`);
       const res = await fetch(`http://127.0.0.1:${admin}/readyz`).catch(() => undefined);
       return res?.status === 200 ? true : undefined;
     },
@@ -362,11 +392,15 @@ async function idleCpu(gateways: readonly RunningGateway[], ms: number): Promise
   await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_MS));
   const before = gateways.map((g) => processCpuSeconds(g.proc.pid!));
   await new Promise((resolve) => setTimeout(resolve, ms));
-  const [one, two] = gateways.map((g, i) => ((processCpuSeconds(g.proc.pid!) - before[i]!) * 1e6) / ms) as [number, number];
+  const [one, two] = gateways.map((g, i) => ((processCpuSeconds(g.proc.pid!) - before[i]!) * 1e6) / ms) as [
+    number,
+    number,
+  ];
   return { one, two };
 }
 
-const within10 = (a: Window | undefined, b: Window | undefined): boolean => a !== undefined && b !== undefined && Math.abs(a.rps - b.rps) <= 0.1 * Math.max(a.rps, b.rps);
+const within10 = (a: Window | undefined, b: Window | undefined): boolean =>
+  a !== undefined && b !== undefined && Math.abs(a.rps - b.rps) <= 0.1 * Math.max(a.rps, b.rps);
 
 /** One run: a single-worker and a two-worker consumer gateway, warmed up, then measured in alternating windows. */
 export async function benchGatewayWorkers(partial: Partial<WorkersBenchOptions> = {}): Promise<WorkersBenchResult> {
@@ -386,19 +420,47 @@ export async function benchGatewayWorkers(partial: Partial<WorkersBenchOptions> 
       upstreamPort = await freePort();
       // Engine steps that take no time: the benchmark measures the gateway, not a model of a GPU.
       const instant = ['--step-overhead-ms', '0', '--prefill-ms-per-token', '0', '--decode-ms-per-seq', '0'];
-      sim = spawn(process.execPath, [join(ROOT, 'daemons/sim/main.ts'), '--name', 'sim', '--models', 'm1', '--token-file', join(dir, 'upstream-token'), '--port', String(upstreamPort), ...instant], {
-        cwd: ROOT,
-        env: { ...process.env, LOG_LEVEL: 'warn' },
-        stdio: 'ignore',
-      });
+      sim = spawn(
+        process.execPath,
+        [
+          join(ROOT, 'daemons/sim/main.ts'),
+          '--name',
+          'sim',
+          '--models',
+          'm1',
+          '--token-file',
+          join(dir, 'upstream-token'),
+          '--port',
+          String(upstreamPort),
+          ...instant,
+        ],
+        {
+          cwd: ROOT,
+          env: { ...process.env, LOG_LEVEL: 'warn' },
+          stdio: 'ignore',
+        },
+      );
       const port = upstreamPort;
-      await waitFor('sim', async () => ((await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.status === 200 ? true : undefined), 30_000);
+      await waitFor(
+        'sim',
+        async () =>
+          (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.status === 200 ? true : undefined,
+        30_000,
+      );
     } else {
       upstream = await startMinimalUpstream();
       upstreamPort = upstream.port;
     }
     const overlay = join(dir, 'overlay.json');
-    await writeOverlay(overlay, payload([{ ...candidate('m1', 'local', 'up'), credential: { strategy: 'bearer_token', secretRef: { name: 'tok', namespace: 'grid-system', key: 'token' } } }]));
+    await writeOverlay(
+      overlay,
+      payload([
+        {
+          ...candidate('m1', 'local', 'up'),
+          credential: { strategy: 'bearer_token', secretRef: { name: 'tok', namespace: 'grid-system', key: 'token' } },
+        },
+      ]),
+    );
     const base = consumerConfig({
       overlayPath: overlay,
       credentials: [{ name: 'tok', namespace: 'grid-system', key: 'token', file: join(dir, 'upstream-token') }],
@@ -406,13 +468,16 @@ export async function benchGatewayWorkers(partial: Partial<WorkersBenchOptions> 
     });
     for (const workers of [1, 2]) gateways.push(await startGateway(dir, base, workers));
     const idle = options.idleMs > 0 ? await idleCpu(gateways, options.idleMs) : undefined;
-    if (idle !== undefined) log(`  idle: 1 worker ${idle.one.toFixed(2)} ms CPU/s, 2 workers ${idle.two.toFixed(2)} ms CPU/s`);
+    if (idle !== undefined)
+      log(`  idle: 1 worker ${idle.one.toFixed(2)} ms CPU/s, 2 workers ${idle.two.toFixed(2)} ms CPU/s`);
     for (const g of gateways) loads.push(startLoad(g.port, options.concurrency));
     const [one, two] = gateways as [RunningGateway, RunningGateway];
     const [loadOne, loadTwo] = loads as [Load, Load];
     const window = async (g: RunningGateway, load: Load, label: string): Promise<Window> => {
       const w = await runWindow(load, options.windowMs, g.proc.pid!, sim?.pid);
-      log(`  ${label} workers=${g.workers}: ${w.rps.toFixed(0)} req/s, ${w.gatewayCpuUs.toFixed(0)} us CPU/req, gateway ${w.gatewayCores.toFixed(2)} cores, load generator ${w.loadGenCores.toFixed(2)} cores, failed ${w.failed}, load average ${w.loadAverage.toFixed(1)}`);
+      log(
+        `  ${label} workers=${g.workers}: ${w.rps.toFixed(0)} req/s, ${w.gatewayCpuUs.toFixed(0)} us CPU/req, gateway ${w.gatewayCores.toFixed(2)} cores, load generator ${w.loadGenCores.toFixed(2)} cores, failed ${w.failed}, load average ${w.loadAverage.toFixed(1)}`,
+      );
       return w;
     };
 
@@ -431,7 +496,13 @@ export async function benchGatewayWorkers(partial: Partial<WorkersBenchOptions> 
     for (let i = 1; i <= options.pairs; i++) {
       const a = await window(one, loadOne, `pair ${i}`);
       const b = await window(two, loadTwo, `pair ${i}`);
-      pairs.push({ one: a, two: b, throughputRatio: b.rps / a.rps, cpuPerRequestRatio: b.gatewayCpuUs / a.gatewayCpuUs, ceiling: ratioCeiling(a, cpus().length) });
+      pairs.push({
+        one: a,
+        two: b,
+        throughputRatio: b.rps / a.rps,
+        cpuPerRequestRatio: b.gatewayCpuUs / a.gatewayCpuUs,
+        ceiling: ratioCeiling(a, cpus().length),
+      });
     }
     const all = [...warmOne, ...warmTwo, ...pairs.flatMap((p) => [p.one, p.two])];
     return {
@@ -469,7 +540,9 @@ export function formatWorkersReport(result: WorkersBenchResult): string {
       `${options.upstream} upstream, node ${result.node}, ${result.cpus} CPUs, load average at start ${result.loadAverageStart.map((l) => l.toFixed(2)).join(' ')}`,
     ...(result.idle === undefined
       ? []
-      : [`idle before the load (${options.idleMs} ms, no connections): 1 worker ${result.idle.one.toFixed(2)} ms CPU per second, 2 workers ${result.idle.two.toFixed(2)} ms CPU per second`]),
+      : [
+          `idle before the load (${options.idleMs} ms, no connections): 1 worker ${result.idle.one.toFixed(2)} ms CPU per second, 2 workers ${result.idle.two.toFixed(2)} ms CPU per second`,
+        ]),
     `warm-up: ${result.warmup.one} windows each${result.warmup.agreed ? ' (two consecutive within 10 %)' : `, NEVER two consecutive within 10 % (gave up after ${options.maxWarmupWindows})`}`,
     '',
     `${pad('pair', 6)}${pad('1 worker req/s', 16)}${pad('2 workers req/s', 17)}${pad('ratio', 8)}${pad('CPU us/req 1 / 2', 18)}${pad('gateway cores 1 / 2', 21)}${pad('loadgen cores', 15)}${pad('ceiling', 9)}${pad('load avg', 10)}failed`,
@@ -502,7 +575,8 @@ export function formatWorkersReport(result: WorkersBenchResult): string {
 }
 
 if (import.meta.main) {
-  const usage = 'usage: npm run bench:gateway-workers -- [--window-ms 3000] [--concurrency 32] [--pairs 5] [--upstream minimal|sim] [--idle-ms 10000]';
+  const usage =
+    'usage: npm run bench:gateway-workers -- [--window-ms 3000] [--concurrency 32] [--pairs 5] [--upstream minimal|sim] [--idle-ms 10000]';
   const { values, whole, count, fail } = benchArgs('bench:gateway-workers', usage, {
     'window-ms': { type: 'string' },
     concurrency: { type: 'string' },
@@ -511,7 +585,8 @@ if (import.meta.main) {
     'idle-ms': { type: 'string' },
   });
   const named = values.upstream ?? 'minimal';
-  const upstream = named === 'minimal' || named === 'sim' ? named : fail(`--upstream must be minimal or sim, got "${named}"`);
+  const upstream =
+    named === 'minimal' || named === 'sim' ? named : fail(`--upstream must be minimal or sim, got "${named}"`);
   benchGatewayWorkers({
     windowMs: whole('window-ms', values['window-ms'], DEFAULT_WORKERS_BENCH.windowMs),
     concurrency: whole('concurrency', values.concurrency, DEFAULT_WORKERS_BENCH.concurrency),

@@ -50,7 +50,19 @@ import { monotonicSeconds, processTree, recordSched, stealSeconds, waitsOf } fro
 import type { SchedEvent, SchedRecording } from './sched-wait.ts';
 import { ensureDebianPackages } from '../../image/debian-tools.ts';
 import { stableId } from '../../schemas/fnv1a.ts';
-import { PROVIDER_SNI, candidate, consumerConfig, makePki, payload, providerConfig, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay } from '../gateway/helpers.ts';
+import {
+  PROVIDER_SNI,
+  candidate,
+  consumerConfig,
+  makePki,
+  payload,
+  providerConfig,
+  spawnDaemon,
+  tempDir,
+  waitFor,
+  waitForPort,
+  writeOverlay,
+} from '../gateway/helpers.ts';
 import type { Daemon } from '../gateway/helpers.ts';
 
 const USAGE =
@@ -80,7 +92,13 @@ function options(): {
   paces: Pace[];
   tracingBase: string | undefined;
 } {
-  const { values, positive: num, whole, count, fail } = benchArgs('bench:gateway', USAGE, {
+  const {
+    values,
+    positive: num,
+    whole,
+    count,
+    fail,
+  } = benchArgs('bench:gateway', USAGE, {
     case: { type: 'string', multiple: true },
     'window-ms': { type: 'string' },
     rounds: { type: 'string' },
@@ -115,10 +133,18 @@ function options(): {
     streamRounds: whole('stream-rounds', values['stream-rounds'], 3),
     idleGapS: num('idle-gap-s', values['idle-gap-s'], 30),
     // Each entry is one cold start: "default" is the gateway's own warm-up, a number sets AGN_GATEWAY_WARMUP_REQUESTS.
-    coldWarmups: (values['cold-warmups'] ?? 'default,0').split(',').map((w) => (w === 'default' ? undefined : count('cold-warmups', w, 0))),
+    coldWarmups: (values['cold-warmups'] ?? 'default,0')
+      .split(',')
+      .map((w) => (w === 'default' ? undefined : count('cold-warmups', w, 0))),
     sched: values.sched === true,
     tracingBase: values['tracing-base'],
-    paces: (values.pace ?? 'spin').split(',').map((p) => ((PACES as readonly string[]).includes(p) ? (p as Pace) : fail(`--pace takes spin, sleep or both ("spin,sleep"), got "${p}"`))),
+    paces: (values.pace ?? 'spin')
+      .split(',')
+      .map((p) =>
+        (PACES as readonly string[]).includes(p)
+          ? (p as Pace)
+          : fail(`--pace takes spin, sleep or both ("spin,sleep"), got "${p}"`),
+      ),
   };
 }
 
@@ -158,20 +184,32 @@ const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toFixed(d
 /** "median (min-max)" of the finite values, or '-' when there are none (a path with no proxy process has no CPU). */
 function spread(values: readonly number[], digits = 0): string {
   const finite = values.filter(Number.isFinite);
-  return finite.length === 0 ? '-' : `${fmt(median(finite), digits)} (${fmt(Math.min(...finite), digits)}-${fmt(Math.max(...finite), digits)})`;
+  return finite.length === 0
+    ? '-'
+    : `${fmt(median(finite), digits)} (${fmt(Math.min(...finite), digits)}-${fmt(Math.max(...finite), digits)})`;
 }
 
 /** Round by round, `values[i] / base[i]`, as a spread: ratios are taken within a round, never across rounds. */
 function roundRatios(values: readonly number[], base: readonly number[] | undefined): string {
-  return base === undefined ? '-' : spread(values.map((v, i) => v / base[i]!), 2);
+  return base === undefined
+    ? '-'
+    : spread(
+        values.map((v, i) => v / base[i]!),
+        2,
+      );
 }
-const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = (): string =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 let failedRequests = 0;
 
 function table(header: string[], rows: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]): string => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
-  process.stdout.write(`${line(header)}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${rows.map(line).join('\n')}\n\n`);
+  process.stdout.write(
+    `${line(header)}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${rows.map(line).join('\n')}\n\n`,
+  );
 }
 
 // ---------------------------------------------------------------- closed loop
@@ -187,7 +225,11 @@ interface Window {
 }
 
 /** CONCURRENCY workers, each sending its next request when one completes, while `sample` runs. */
-async function closedLoop<T>(path: BenchPath, concurrency: number, sample: (window: (durationMs?: number) => Promise<Window>) => Promise<T>): Promise<T> {
+async function closedLoop<T>(
+  path: BenchPath,
+  concurrency: number,
+  sample: (window: (durationMs?: number) => Promise<Window>) => Promise<T>,
+): Promise<T> {
   const pool = new Pool(path.origin, { connections: concurrency, pipelining: 1, keepAliveTimeout: 60_000 });
   let latencies: number[] = [];
   let errors = 0;
@@ -196,7 +238,12 @@ async function closedLoop<T>(path: BenchPath, concurrency: number, sample: (wind
     while (!stop) {
       const started = process.hrtime.bigint();
       try {
-        const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', ...path.headers }, body: BODY });
+        const res = await pool.request({
+          path: '/v1/chat/completions',
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...path.headers },
+          body: BODY,
+        });
         await res.body.dump();
         if (res.statusCode !== 200) throw new Error(String(res.statusCode));
         latencies.push(ms(process.hrtime.bigint() - started));
@@ -251,21 +298,32 @@ async function warm(path: BenchPath): Promise<number> {
   });
 }
 
-async function closedCase(paths: BenchPath[], bases: readonly string[] = ['floor (minimal Node proxy)', 'nginx']): Promise<void> {
-  process.stdout.write(`## closed loop: ${OPTS.concurrency} in flight, ${OPTS.windowMs} ms windows, ${OPTS.rounds} rounds (load average ${load()})\n\n`);
+async function closedCase(
+  paths: BenchPath[],
+  bases: readonly string[] = ['floor (minimal Node proxy)', 'nginx'],
+): Promise<void> {
+  process.stdout.write(
+    `## closed loop: ${OPTS.concurrency} in flight, ${OPTS.windowMs} ms windows, ${OPTS.rounds} rounds (load average ${load()})\n\n`,
+  );
   const warmups = new Map<string, number>();
   for (const path of paths) warmups.set(path.name, await warm(path));
   const windows = new Map<string, Window[]>(paths.map((p) => [p.name, []]));
   for (let round = 0; round < OPTS.rounds; round++) {
     for (const path of paths) {
-      windows.get(path.name)!.push(await closedLoop(path, OPTS.concurrency, async (window) => {
-        await sleep(300);
-        return window();
-      }));
+      windows.get(path.name)!.push(
+        await closedLoop(path, OPTS.concurrency, async (window) => {
+          await sleep(300);
+          return window();
+        }),
+      );
     }
   }
   const rows: string[][] = [];
-  const roundRatio = (name: string, base: string): string => roundRatios(windows.get(name)!.map((w) => w.cpuUs), windows.get(base)?.map((w) => w.cpuUs));
+  const roundRatio = (name: string, base: string): string =>
+    roundRatios(
+      windows.get(name)!.map((w) => w.cpuUs),
+      windows.get(base)?.map((w) => w.cpuUs),
+    );
   for (const path of paths) {
     const ws = windows.get(path.name)!;
     const lat = sortedOf(ws.flatMap((w) => w.latencies));
@@ -280,7 +338,19 @@ async function closedCase(paths: BenchPath[], bases: readonly string[] = ['floor
       ...bases.map((base) => roundRatio(path.name, base)),
     ]);
   }
-  table(['path', 'warm-up windows', 'req/s median (min-max)', 'p50 ms', 'p99 ms', 'errors', 'proxy CPU us/req median (min-max)', ...bases.map((b) => `CPU vs ${b}`)], rows);
+  table(
+    [
+      'path',
+      'warm-up windows',
+      'req/s median (min-max)',
+      'p50 ms',
+      'p99 ms',
+      'errors',
+      'proxy CPU us/req median (min-max)',
+      ...bases.map((b) => `CPU vs ${b}`),
+    ],
+    rows,
+  );
   for (const path of paths) {
     const ws = windows.get(path.name)!;
     const parts = (path.parts ?? []).map((part, i) => {
@@ -290,7 +360,8 @@ async function closedCase(paths: BenchPath[], bases: readonly string[] = ['floor
   }
   // The hop against what two minimal proxies cost over the same mutual TLS, round by round.
   const hop = paths.at(-1)!.name;
-  if (windows.has(FLOOR_HOP)) process.stdout.write(`${hop} vs ${FLOOR_HOP}: CPU per request ${roundRatio(hop, FLOOR_HOP)}\n\n`);
+  if (windows.has(FLOOR_HOP))
+    process.stdout.write(`${hop} vs ${FLOOR_HOP}: CPU per request ${roundRatio(hop, FLOOR_HOP)}\n\n`);
 }
 
 // ---------------------------------------------------------------- tracing cost
@@ -301,12 +372,25 @@ const TRACING_OFF = 'hop, tracing off';
 /** The commit before tracing: --tracing-base, else the parent of the commit that added the tracing module. */
 function tracingBase(): string {
   if (OPTS.tracingBase !== undefined) return OPTS.tracingBase;
-  const added = execFileSync('git', ['log', '--diff-filter=A', '--format=%H', '--', 'daemons/gateway/tracing/tracing.ts'], { encoding: 'utf8' }).trim().split('\n').at(-1);
-  if (added === undefined || added === '') throw new Error('no commit added daemons/gateway/tracing/tracing.ts; pass --tracing-base REF');
+  const added = execFileSync(
+    'git',
+    ['log', '--diff-filter=A', '--format=%H', '--', 'daemons/gateway/tracing/tracing.ts'],
+    { encoding: 'utf8' },
+  )
+    .trim()
+    .split('\n')
+    .at(-1);
+  if (added === undefined || added === '')
+    throw new Error('no commit added daemons/gateway/tracing/tracing.ts; pass --tracing-base REF');
   return `${added}^`;
 }
 
-async function tracingCase(ctx: { dir: string; providerJson: string; consumerHop: string; daemons: Daemon[] }): Promise<void> {
+async function tracingCase(ctx: {
+  dir: string;
+  providerJson: string;
+  consumerHop: string;
+  daemons: Daemon[];
+}): Promise<void> {
   const base = tracingBase();
   const baseDir = join(ctx.dir, 'before-tracing');
   execFileSync('git', ['worktree', 'add', '--detach', baseDir, base], { stdio: 'ignore' });
@@ -315,23 +399,44 @@ async function tracingCase(ctx: { dir: string; providerJson: string; consumerHop
   const receiver = await (await import('../shared/otlp-receiver.ts')).startOtlpReceiver();
   try {
     const pair = async (name: string, root: string, env: Record<string, string>): Promise<BenchPath> => {
-      const provider = spawnDaemon(relative(process.cwd(), join(root, 'daemons/gateway/main.ts')), ['--config', ctx.providerJson], env);
+      const provider = spawnDaemon(
+        relative(process.cwd(), join(root, 'daemons/gateway/main.ts')),
+        ['--config', ctx.providerJson],
+        env,
+      );
       ctx.daemons.push(provider);
       const providerPort = await waitForPort(provider, 'provider');
-      const config = JSON.parse(await (await import('node:fs/promises')).readFile(ctx.consumerHop, 'utf8')) as { filter_chains: { filters: { filter: string; clusters?: { endpoints: string[] }[] }[] }[] };
-      config.filter_chains[0]!.filters.find((f) => f.filter === 'load_balancer')!.clusters![0]!.endpoints = [`127.0.0.1:${providerPort}`];
+      const config = JSON.parse(await (await import('node:fs/promises')).readFile(ctx.consumerHop, 'utf8')) as {
+        filter_chains: { filters: { filter: string; clusters?: { endpoints: string[] }[] }[] }[];
+      };
+      config.filter_chains[0]!.filters.find((f) => f.filter === 'load_balancer')!.clusters![0]!.endpoints = [
+        `127.0.0.1:${providerPort}`,
+      ];
       const file = join(ctx.dir, `consumer-${name.replace(/\W+/g, '-')}.json`);
       await writeFile(file, JSON.stringify(config));
-      const consumer = spawnDaemon(relative(process.cwd(), join(root, 'daemons/gateway/main.ts')), ['--config', file], env);
+      const consumer = spawnDaemon(
+        relative(process.cwd(), join(root, 'daemons/gateway/main.ts')),
+        ['--config', file],
+        env,
+      );
       ctx.daemons.push(consumer);
       const port = await waitForPort(consumer, 'edge');
       const admin = await waitForPort(consumer, 'admin');
-      await waitFor(`${name} ready`, async () => ((await fetch(`http://127.0.0.1:${admin}/readyz`)).status === 200 ? true : undefined));
+      await waitFor(`${name} ready`, async () =>
+        (await fetch(`http://127.0.0.1:${admin}/readyz`)).status === 200 ? true : undefined,
+      );
       const parts = [
         { name: 'consumer gateway', pids: () => [consumer.proc.pid ?? -1] },
         { name: 'provider gateway', pids: () => [provider.proc.pid ?? -1] },
       ];
-      return { name, origin: `http://127.0.0.1:${port}`, streamOrigin: `http://127.0.0.1:${port}`, headers: {}, pids: () => parts.flatMap((p) => p.pids()), parts };
+      return {
+        name,
+        origin: `http://127.0.0.1:${port}`,
+        streamOrigin: `http://127.0.0.1:${port}`,
+        headers: {},
+        pids: () => parts.flatMap((p) => p.pids()),
+        parts,
+      };
     };
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on' };
     const paths = [
@@ -339,9 +444,13 @@ async function tracingCase(ctx: { dir: string; providerJson: string; consumerHop
       await pair(TRACING_OFF, process.cwd(), {}),
       await pair('hop, tracing on (every span exported)', process.cwd(), otel),
     ];
-    process.stdout.write(`## tracing: the code before tracing is ${execFileSync('git', ['rev-parse', '--short', base], { encoding: 'utf8' }).trim()} (${base})\n\n`);
+    process.stdout.write(
+      `## tracing: the code before tracing is ${execFileSync('git', ['rev-parse', '--short', base], { encoding: 'utf8' }).trim()} (${base})\n\n`,
+    );
     await closedCase(paths, [BEFORE_TRACING, TRACING_OFF]);
-    process.stdout.write(`spans the receiver decoded: ${receiver.spans.length}; refused exports: ${receiver.refused.length}\n\n`);
+    process.stdout.write(
+      `spans the receiver decoded: ${receiver.spans.length}; refused exports: ${receiver.refused.length}\n\n`,
+    );
   } finally {
     await receiver.close();
     execFileSync('git', ['worktree', 'remove', '--force', baseDir], { stdio: 'ignore' });
@@ -372,16 +481,23 @@ async function fixedRate(path: BenchPath, rate: number, durationMs: number, shar
   const send = (scheduled: bigint): void => {
     lateness.push(ms(process.hrtime.bigint() - scheduled));
     pending.push(
-      pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', ...path.headers }, body: BODY }).then(
-        async (res) => {
-          await res.body.dump();
-          if (res.statusCode !== 200) errors++;
-          else latencies.push(ms(process.hrtime.bigint() - scheduled));
-        },
-        () => {
-          errors++;
-        },
-      ),
+      pool
+        .request({
+          path: '/v1/chat/completions',
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...path.headers },
+          body: BODY,
+        })
+        .then(
+          async (res) => {
+            await res.body.dump();
+            if (res.statusCode !== 200) errors++;
+            else latencies.push(ms(process.hrtime.bigint() - scheduled));
+          },
+          () => {
+            errors++;
+          },
+        ),
     );
   };
   const cpu0 = cpuOf(path.pids());
@@ -397,13 +513,22 @@ async function fixedRate(path: BenchPath, rate: number, durationMs: number, shar
     // Not a timer: one of 1 ms or more adds its own lateness, up to its period, to every latency, against direct's p50
     // of 0.10-0.18 ms. Spinning sends on time but holds a core; the pacer's thread (--pace sleep) sleeps until the next
     // send time, and on a 2-core virtual machine wakes milliseconds late at the p99 (pacer.ts).
-    if (sent < total) await (pacer === undefined ? new Promise((resolve) => setImmediate(resolve)) : pacer.until(t0 + BigInt(Math.round(sent * interval))));
+    if (sent < total)
+      await (pacer === undefined
+        ? new Promise((resolve) => setImmediate(resolve))
+        : pacer.until(t0 + BigInt(Math.round(sent * interval))));
   }
   await Promise.all(pending);
   const cpu1 = cpuOf(path.pids());
   if (shared === undefined) await pool.close();
   failedRequests += errors;
-  return { latencies: sortedOf(latencies), lateness: sortedOf(lateness), errors, cpuUs: path.pids().length === 0 ? NaN : ((cpu1 - cpu0) * 1e6) / Math.max(1, latencies.length), achieved: (latencies.length * 1000) / durationMs };
+  return {
+    latencies: sortedOf(latencies),
+    lateness: sortedOf(lateness),
+    errors,
+    cpuUs: path.pids().length === 0 ? NaN : ((cpu1 - cpu0) * 1e6) / Math.max(1, latencies.length),
+    achieved: (latencies.length * 1000) / durationMs,
+  };
 }
 
 /** One measured window of the rate case: when it ran (monotonic seconds) and the processes its requests passed through. */
@@ -415,7 +540,12 @@ interface RateWindow {
   steal: number;
 }
 
-async function rateCase(paths: BenchPath[], sharedPids: () => number[], dir: string, pace: Pace): Promise<Map<number, number>> {
+async function rateCase(
+  paths: BenchPath[],
+  sharedPids: () => number[],
+  dir: string,
+  pace: Pace,
+): Promise<Map<number, number>> {
   const consumerAt = new Map<number, number>();
   const paced = pace === 'sleep' ? 'sends paced by a sleeping thread' : 'sends paced by spinning, one core busy';
   for (const rate of OPTS.rates) {
@@ -424,7 +554,12 @@ async function rateCase(paths: BenchPath[], sharedPids: () => number[], dir: str
         `latency pooled over the rounds, CPU per request and its ratios per round, median (min-max) (load average ${load()})\n\n`,
     );
     // One client pool per path for the warm second and every window: connections are open before measuring.
-    const pools = new Map(paths.map((path) => [path.name, new Pool(path.origin, { connections: 512, pipelining: 1, keepAliveTimeout: 60_000 })]));
+    const pools = new Map(
+      paths.map((path) => [
+        path.name,
+        new Pool(path.origin, { connections: 512, pipelining: 1, keepAliveTimeout: 60_000 }),
+      ]),
+    );
     const results = new Map<string, RateResult[]>(paths.map((path) => [path.name, []]));
     const windows = new Map<string, RateWindow[]>(paths.map((path) => [path.name, []]));
     let recording: SchedRecording | undefined;
@@ -447,11 +582,16 @@ async function rateCase(paths: BenchPath[], sharedPids: () => number[], dir: str
       if (recording !== undefined) events = await recording.stop();
     }
     const pooled = (name: string): Float64Array => sortedOf(results.get(name)!.flatMap((r) => [...r.latencies]));
-    const ratio = (name: string, base: string): string => roundRatios(results.get(name)!.map((r) => r.cpuUs), results.get(base)?.map((r) => r.cpuUs));
+    const ratio = (name: string, base: string): string =>
+      roundRatios(
+        results.get(name)!.map((r) => r.cpuUs),
+        results.get(base)?.map((r) => r.cpuUs),
+      );
     consumerAt.set(rate, median((results.get('consumer gateway') ?? []).map((r) => r.cpuUs)));
     const direct = pooled('direct to sim');
     /** The path's pooled percentile `p` over direct's, as printed. */
-    const addedOver = (name: string, p: number): string => (name === 'direct to sim' ? '-' : fmt(percentile(pooled(name), p) - percentile(direct, p), 2));
+    const addedOver = (name: string, p: number): string =>
+      name === 'direct to sim' ? '-' : fmt(percentile(pooled(name), p) - percentile(direct, p), 2);
     const rows = paths.map((path) => {
       const rs = results.get(path.name)!;
       const latencies = pooled(path.name);
@@ -472,9 +612,27 @@ async function rateCase(paths: BenchPath[], sharedPids: () => number[], dir: str
         path.name === 'direct to sim' ? '-' : ratio(path.name, 'nginx'),
       ];
     });
-    table(['path', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'added p50 ms', 'added p99 ms', 'added p99.9 ms', 'sent late p99 ms', 'errors', 'proxy CPU us/req', 'CPU vs floor', 'CPU vs nginx'], rows);
+    table(
+      [
+        'path',
+        'req/s',
+        'p50 ms',
+        'p99 ms',
+        'p99.9 ms',
+        'added p50 ms',
+        'added p99 ms',
+        'added p99.9 ms',
+        'sent late p99 ms',
+        'errors',
+        'proxy CPU us/req',
+        'CPU vs floor',
+        'CPU vs nginx',
+      ],
+      rows,
+    );
     const hop = paths.at(-1)!.name;
-    if (results.has(FLOOR_HOP)) process.stdout.write(`${hop} vs ${FLOOR_HOP}: CPU per request ${ratio(hop, FLOOR_HOP)}\n\n`);
+    if (results.has(FLOOR_HOP))
+      process.stdout.write(`${hop} vs ${FLOOR_HOP}: CPU per request ${ratio(hop, FLOOR_HOP)}\n\n`);
     if (recording !== undefined) schedTable(paths, results, windows, events, (name) => addedOver(name, 99));
   }
   return consumerAt;
@@ -485,7 +643,13 @@ async function rateCase(paths: BenchPath[], sharedPids: () => number[], dir: str
  * windows, per 100 requests completed in them. Where a path's processes wait 1 ms or longer more often than once per
  * 100 requests, its p99 holds a millisecond of the machine's scheduling unless those waits fall on the same requests.
  */
-function schedTable(paths: BenchPath[], results: Map<string, RateResult[]>, windows: Map<string, RateWindow[]>, events: SchedEvent[], addedP99: (name: string) => string): void {
+function schedTable(
+  paths: BenchPath[],
+  results: Map<string, RateResult[]>,
+  windows: Map<string, RateWindow[]>,
+  events: SchedEvent[],
+  addedP99: (name: string) => string,
+): void {
   process.stdout.write(
     `scheduler waits in the same windows (perf sched: from a wakeup of the path's processes, the proxies, the sim and this load generator, to running):\n\n`,
   );
@@ -505,7 +669,20 @@ function schedTable(paths: BenchPath[], results: Map<string, RateResult[]>, wind
       addedP99(path.name),
     ];
   });
-  table(['path', 'requests', 'switch-ins per request', 'wait p99 ms', 'waits >= 1 ms per 100 requests', 'waits >= 2.5 ms per 100 requests', 'longest wait ms', 'steal ms (all CPUs)', 'added p99 ms'], rows);
+  table(
+    [
+      'path',
+      'requests',
+      'switch-ins per request',
+      'wait p99 ms',
+      'waits >= 1 ms per 100 requests',
+      'waits >= 2.5 ms per 100 requests',
+      'longest wait ms',
+      'steal ms (all CPUs)',
+      'added p99 ms',
+    ],
+    rows,
+  );
 }
 
 // ---------------------------------------------------------------- streaming
@@ -531,7 +708,12 @@ const STREAM_SECONDS = STREAM_EVENTS / STREAM_TOKENS_PER_SECOND;
  * rate as a long-running service does, not `concurrency` requests arriving in one burst. One client pool for the
  * warm-up and the window; only streams that start inside the window are measured.
  */
-async function streamRun(path: BenchPath, concurrency: number, warmMs: number, durationMs: number): Promise<StreamResult> {
+async function streamRun(
+  path: BenchPath,
+  concurrency: number,
+  warmMs: number,
+  durationMs: number,
+): Promise<StreamResult> {
   const pool = new Pool(path.streamOrigin, { connections: concurrency, pipelining: 1, keepAliveTimeout: 60_000 });
   const ttfb: number[] = [];
   const gaps: number[] = [];
@@ -545,7 +727,12 @@ async function streamRun(path: BenchPath, concurrency: number, warmMs: number, d
   const one = async (): Promise<void> => {
     const started = process.hrtime.bigint();
     const measured = started >= measureFrom;
-    const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', ...path.headers }, body: STREAM_BODY });
+    const res = await pool.request({
+      path: '/v1/chat/completions',
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...path.headers },
+      body: STREAM_BODY,
+    });
     if (res.statusCode !== 200) {
       await res.body.dump();
       throw new Error(String(res.statusCode));
@@ -591,7 +778,15 @@ async function streamRun(path: BenchPath, concurrency: number, warmMs: number, d
   const cpu1 = cpuOf(path.pids());
   await pool.close();
   failedRequests += errors + short;
-  return { streams, errors, ttfb: sortedOf(ttfb), gaps: sortedOf(gaps), coalesced, short, cpuUs: path.pids().length === 0 ? NaN : ((cpu1 - cpu0) * 1e6) / Math.max(1, streams) };
+  return {
+    streams,
+    errors,
+    ttfb: sortedOf(ttfb),
+    gaps: sortedOf(gaps),
+    coalesced,
+    short,
+    cpuUs: path.pids().length === 0 ? NaN : ((cpu1 - cpu0) * 1e6) / Math.max(1, streams),
+  };
 }
 
 async function streamCase(paths: BenchPath[]): Promise<void> {
@@ -617,9 +812,15 @@ async function streamCase(paths: BenchPath[]): Promise<void> {
     const ttfb = pooled(rs, 'ttfb');
     const gaps = pooled(rs, 'gaps');
     const isDirect = path.name === 'direct to sim';
-    const added = (a: Float64Array, b: Float64Array, p: number): string => (isDirect ? '-' : fmt(percentile(a, p) - percentile(b, p), 2));
+    const added = (a: Float64Array, b: Float64Array, p: number): string =>
+      isDirect ? '-' : fmt(percentile(a, p) - percentile(b, p), 2);
     // Each round against direct's window of the same round.
-    const perRound = isDirect ? '-' : spread(rs.map((r, i) => percentile(r.ttfb, 99) - percentile(direct[i]!.ttfb, 99)), 2);
+    const perRound = isDirect
+      ? '-'
+      : spread(
+          rs.map((r, i) => percentile(r.ttfb, 99) - percentile(direct[i]!.ttfb, 99)),
+          2,
+        );
     const sum = (f: (r: StreamResult) => number): number => rs.reduce((n, r) => n + f(r), 0);
     return [
       path.name,
@@ -665,18 +866,39 @@ const COLD_RATE = 500;
 const OWN_STEADY_FROM = 21;
 const OWN_STEADY_TO = 25;
 
-async function coldCase(configPath: string, steadyUs: number | undefined, warmupRequests: number | undefined): Promise<void> {
+async function coldCase(
+  configPath: string,
+  steadyUs: number | undefined,
+  warmupRequests: number | undefined,
+): Promise<void> {
   const warmup = warmupRequests === undefined ? 'its default warm-up' : `AGN_GATEWAY_WARMUP_REQUESTS=${warmupRequests}`;
-  process.stdout.write(`## cold start (${warmup}): a fresh consumer gateway at ${COLD_RATE} req/s (open loop) from the moment /readyz answers 200 (load average ${load()})\n\n`);
+  process.stdout.write(
+    `## cold start (${warmup}): a fresh consumer gateway at ${COLD_RATE} req/s (open loop) from the moment /readyz answers 200 (load average ${load()})\n\n`,
+  );
   const spawnedAt = process.hrtime.bigint();
-  const gateway = spawnDaemon('daemons/gateway/main.ts', ['--config', configPath], warmupRequests === undefined ? {} : { AGN_GATEWAY_WARMUP_REQUESTS: String(warmupRequests) });
+  const gateway = spawnDaemon(
+    'daemons/gateway/main.ts',
+    ['--config', configPath],
+    warmupRequests === undefined ? {} : { AGN_GATEWAY_WARMUP_REQUESTS: String(warmupRequests) },
+  );
   try {
     const port = await waitForPort(gateway, 'edge', 60_000);
     const admin = await waitForPort(gateway, 'admin', 60_000);
-    await waitFor('cold consumer ready', async () => ((await fetch(`http://127.0.0.1:${admin}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined), 60_000);
+    await waitFor(
+      'cold consumer ready',
+      async () =>
+        (await fetch(`http://127.0.0.1:${admin}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined,
+      60_000,
+    );
     const readyMs = ms(process.hrtime.bigint() - spawnedAt);
     const startupCpuMs = cpuOf([gateway.proc.pid!]) * 1000;
-    const path: BenchPath = { name: 'cold consumer', origin: `http://127.0.0.1:${port}`, streamOrigin: '', headers: {}, pids: () => [gateway.proc.pid!] };
+    const path: BenchPath = {
+      name: 'cold consumer',
+      origin: `http://127.0.0.1:${port}`,
+      streamOrigin: '',
+      headers: {},
+      pids: () => [gateway.proc.pid!],
+    };
     const pool = new Pool(path.origin, { connections: 512, pipelining: 1, keepAliveTimeout: 60_000 });
     const windows: RateResult[] = [];
     for (let i = 0; i < 10; i++) windows.push(await fixedRate(path, COLD_RATE, 1000, pool));
@@ -685,7 +907,8 @@ async function coldCase(configPath: string, steadyUs: number | undefined, warmup
     // with this gateway's own seconds OWN_STEADY_FROM..OWN_STEADY_TO at the same rate.
     for (let i = 10; i < OWN_STEADY_FROM - 1; i++) await fixedRate(path, COLD_RATE, 1000, pool);
     const own: number[] = [];
-    for (let i = OWN_STEADY_FROM; i <= OWN_STEADY_TO; i++) own.push((await fixedRate(path, COLD_RATE, 1000, pool)).cpuUs);
+    for (let i = OWN_STEADY_FROM; i <= OWN_STEADY_TO; i++)
+      own.push((await fixedRate(path, COLD_RATE, 1000, pool)).cpuUs);
     const ownSteadyUs = median(own);
     await pool.close();
     const warmed = gateway.lines.find((l) => l['msg'] === 'request path warmed up');
@@ -701,11 +924,23 @@ async function coldCase(configPath: string, steadyUs: number | undefined, warmup
         'errors',
         'CPU us/req',
         `vs its own seconds ${OWN_STEADY_FROM}-${OWN_STEADY_TO} (median ${fmt(ownSteadyUs)} us)`,
-        steadyUs === undefined ? `vs the warm consumer (no ${COLD_RATE} req/s rate case in this run)` : `vs the warm consumer at ${COLD_RATE} req/s (${fmt(steadyUs)} us)`,
+        steadyUs === undefined
+          ? `vs the warm consumer (no ${COLD_RATE} req/s rate case in this run)`
+          : `vs the warm consumer at ${COLD_RATE} req/s (${fmt(steadyUs)} us)`,
       ],
-      windows.map((w, i) => [String(i + 1), fmt(w.achieved), fmt(percentile(w.latencies, 99), 2), String(w.errors), fmt(w.cpuUs), fmt(w.cpuUs / ownSteadyUs, 2), steadyUs === undefined ? '-' : fmt(w.cpuUs / steadyUs, 2)]),
+      windows.map((w, i) => [
+        String(i + 1),
+        fmt(w.achieved),
+        fmt(percentile(w.latencies, 99), 2),
+        String(w.errors),
+        fmt(w.cpuUs),
+        fmt(w.cpuUs / ownSteadyUs, 2),
+        steadyUs === undefined ? '-' : fmt(w.cpuUs / steadyUs, 2),
+      ]),
     );
-    process.stdout.write(`its seconds ${OWN_STEADY_FROM}-${OWN_STEADY_TO}: ${own.map((u) => fmt(u)).join(', ')} us/req\n\n`);
+    process.stdout.write(
+      `its seconds ${OWN_STEADY_FROM}-${OWN_STEADY_TO}: ${own.map((u) => fmt(u)).join(', ')} us/req\n\n`,
+    );
   } finally {
     await gateway.stop();
   }
@@ -716,7 +951,8 @@ async function coldCase(configPath: string, steadyUs: number | undefined, warmup
 async function handshakeCount(adminPort: number): Promise<Record<string, number>> {
   const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
   const counts: Record<string, number> = { new: 0, resumed: 0 };
-  for (const match of text.matchAll(/^grid_gateway_tls_handshakes_total\{[^}]*session="(new|resumed)"[^}]*\} (\d+)/gm)) counts[match[1]!]! += Number(match[2]);
+  for (const match of text.matchAll(/^grid_gateway_tls_handshakes_total\{[^}]*session="(new|resumed)"[^}]*\} (\d+)/gm))
+    counts[match[1]!]! += Number(match[2]);
   return counts;
 }
 
@@ -730,7 +966,9 @@ async function idleCase(hop: BenchPath, providerAdmin: number): Promise<void> {
   const idleStarted = performance.now();
   await sleep(OPTS.idleGapS * 1000 - 1000);
   const idleS = (performance.now() - idleStarted) / 1000;
-  const idleCpu = (hop.parts ?? []).map((part, i) => `${part.name} ${(((cpuOf(part.pids()) - idle0[i]!) / idleS) * 1000).toFixed(2)} ms/s`);
+  const idleCpu = (hop.parts ?? []).map(
+    (part, i) => `${part.name} ${(((cpuOf(part.pids()) - idle0[i]!) / idleS) * 1000).toFixed(2)} ms/s`,
+  );
   const after = await closedLoop(hop, OPTS.concurrency, (window) => window(1000));
   const later = await handshakeCount(providerAdmin);
   table(
@@ -740,7 +978,10 @@ async function idleCase(hop: BenchPath, providerAdmin: number): Promise<void> {
       [`idle gap`, `${OPTS.idleGapS} s`],
       ['requests in the 1 s after the gap', String(after.requests)],
       ['failed requests after the gap', String(after.errors)],
-      ['TLS handshakes during the gap and the load after it', `${later['new']! - before['new']!} new, ${later['resumed']! - before['resumed']!} resumed`],
+      [
+        'TLS handshakes during the gap and the load after it',
+        `${later['new']! - before['new']!} new, ${later['resumed']! - before['resumed']!} resumed`,
+      ],
       ['CPU while idle (the gap, less its first second)', idleCpu.join(', ')],
     ],
   );
@@ -749,7 +990,8 @@ async function idleCase(hop: BenchPath, providerAdmin: number): Promise<void> {
 // ---------------------------------------------------------------- setup
 
 function nginxBinary(): string | undefined {
-  for (const path of ['/usr/sbin/nginx', '/usr/bin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx']) if (existsSync(path)) return path;
+  for (const path of ['/usr/sbin/nginx', '/usr/bin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx'])
+    if (existsSync(path)) return path;
   return undefined;
 }
 
@@ -758,12 +1000,18 @@ function ensureNginx(): string | undefined {
   const found = nginxBinary();
   if (found !== undefined) return found;
   if (process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) {
-    process.stdout.write('nginx is not installed and cannot be installed here (needs root and apt-get): the nginx path is skipped\n');
+    process.stdout.write(
+      'nginx is not installed and cannot be installed here (needs root and apt-get): the nginx path is skipped\n',
+    );
     return undefined;
   }
   process.stdout.write('nginx is not installed: apt-get install -y nginx-light\n');
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const attempt of [['install', '-y', '-qq', 'nginx-light'], ['update', '-qq'], ['install', '-y', '-qq', 'nginx-light']]) {
+  for (const attempt of [
+    ['install', '-y', '-qq', 'nginx-light'],
+    ['update', '-qq'],
+    ['install', '-y', '-qq', 'nginx-light'],
+  ]) {
     try {
       execFileSync('apt-get', attempt, { stdio: 'ignore', env, timeout: 300_000 });
       if (attempt[0] === 'install') return nginxBinary();
@@ -775,7 +1023,12 @@ function ensureNginx(): string | undefined {
   return undefined;
 }
 
-async function startNginx(bin: string, dir: string, simPort: number, streamSimPort: number): Promise<{ proc: ChildProcess; port: number; streamPort: number }> {
+async function startNginx(
+  bin: string,
+  dir: string,
+  simPort: number,
+  streamSimPort: number,
+): Promise<{ proc: ChildProcess; port: number; streamPort: number }> {
   const prefix = join(dir, 'nginx');
   await mkdir(join(prefix, 'logs'), { recursive: true });
   const port = 20_000 + Math.floor(Math.random() * 20_000);
@@ -814,7 +1067,9 @@ ${server(streamPort, 'simstream')}
 `,
   );
   const proc = spawn(bin, ['-p', prefix, '-c', join(prefix, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'ignore' });
-  await waitFor('nginx', async () => ((await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.status === 200 ? true : undefined));
+  await waitFor('nginx', async () =>
+    (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.status === 200 ? true : undefined,
+  );
   return { proc, port, streamPort };
 }
 
@@ -832,36 +1087,73 @@ async function main(): Promise<void> {
     // The sims' engine steps take no time (the streaming one is paced by --tokens-per-second alone): the benchmark
     // measures the gateways, not a model of a GPU.
     const instant = ['--step-overhead-ms', '0', '--prefill-ms-per-token', '0', '--decode-ms-per-seq', '0'];
-    const sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim', '--models', 'm1', '--token-file', tokenFile, ...instant]);
+    const sim = spawnDaemon('daemons/sim/main.ts', [
+      '--name',
+      'sim',
+      '--models',
+      'm1',
+      '--token-file',
+      tokenFile,
+      ...instant,
+    ]);
     const streamSim = spawnDaemon('daemons/sim/main.ts', [
-      '--name', 'sim-stream', '--models', 'ms', '--token-file', tokenFile,
-      '--completion-tokens', String(STREAM_TOKENS), '--tokens-per-second', String(STREAM_TOKENS_PER_SECOND), ...instant,
+      '--name',
+      'sim-stream',
+      '--models',
+      'ms',
+      '--token-file',
+      tokenFile,
+      '--completion-tokens',
+      String(STREAM_TOKENS),
+      '--tokens-per-second',
+      String(STREAM_TOKENS_PER_SECOND),
+      ...instant,
     ]);
     daemons.push(sim, streamSim);
     const simPort = await waitForPort(sim, 'sim');
     const streamSimPort = await waitForPort(streamSim, 'sim');
 
-    const floor = spawnDaemon('test/bench/floor-proxy.ts', ['--upstream', `m1=127.0.0.1:${simPort},ms=127.0.0.1:${streamSimPort}`, '--token-file', tokenFile]);
+    const floor = spawnDaemon('test/bench/floor-proxy.ts', [
+      '--upstream',
+      `m1=127.0.0.1:${simPort},ms=127.0.0.1:${streamSimPort}`,
+      '--token-file',
+      tokenFile,
+    ]);
     daemons.push(floor);
     const floorPort = await waitForPort(floor, 'floor');
     // The floor of the provider hop: a minimal proxy forwarding over mutual TLS (client certificate, SNI) to another
     // minimal proxy that checks it and forwards to the sims, as the consumer and provider gateways do.
     const floorProvider = spawnDaemon('test/bench/floor-proxy.ts', [
-      '--upstream', `m1=127.0.0.1:${simPort},ms=127.0.0.1:${streamSimPort}`, '--token-file', tokenFile,
+      '--upstream',
+      `m1=127.0.0.1:${simPort},ms=127.0.0.1:${streamSimPort}`,
+      '--token-file',
+      tokenFile,
       ...floorListenTls(pki),
     ]);
     daemons.push(floorProvider);
     const floorProviderPort = await waitForPort(floorProvider, 'floor');
     const floorEdge = spawnDaemon('test/bench/floor-proxy.ts', [
-      '--upstream', `m1=127.0.0.1:${floorProviderPort},ms=127.0.0.1:${floorProviderPort}`, '--token-file', tokenFile,
+      '--upstream',
+      `m1=127.0.0.1:${floorProviderPort},ms=127.0.0.1:${floorProviderPort}`,
+      '--token-file',
+      tokenFile,
       ...floorUpstreamTls(pki),
     ]);
     daemons.push(floorEdge);
     const floorEdgePort = await waitForPort(floorEdge, 'floor');
 
-    const cred = { strategy: 'bearer_token' as const, secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' } };
+    const cred = {
+      strategy: 'bearer_token' as const,
+      secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' },
+    };
     const overlayDirect = join(dir, 'overlay-direct.json');
-    await writeOverlay(overlayDirect, payload([{ ...candidate('m1', 'local', 'sim'), credential: cred }, { ...candidate('ms', 'local', 'simstream'), credential: cred }]));
+    await writeOverlay(
+      overlayDirect,
+      payload([
+        { ...candidate('m1', 'local', 'sim'), credential: cred },
+        { ...candidate('ms', 'local', 'simstream'), credential: cred },
+      ]),
+    );
     const consumerPlain = join(dir, 'consumer-plain.json');
     await writeFile(
       consumerPlain,
@@ -919,7 +1211,11 @@ async function main(): Promise<void> {
             {
               name: 'prov',
               endpoints: [`127.0.0.1:${providerPort}`],
-              tls: { ca: { ca_path: pki.caPath }, client_cert: { cert_path: pki.edgeCertPath, key_path: pki.edgeKeyPath }, sni: PROVIDER_SNI },
+              tls: {
+                ca: { ca_path: pki.caPath },
+                client_cert: { cert_path: pki.edgeCertPath, key_path: pki.edgeKeyPath },
+                sni: PROVIDER_SNI,
+              },
             },
           ],
         }),
@@ -929,9 +1225,14 @@ async function main(): Promise<void> {
     daemons.push(hop);
     const plainPort = await waitForPort(plain, 'edge');
     const hopPort = await waitForPort(hop, 'edge');
-    for (const [d, name] of [[plain, 'plain'], [hop, 'hop']] as const) {
+    for (const [d, name] of [
+      [plain, 'plain'],
+      [hop, 'hop'],
+    ] as const) {
       const admin = await waitForPort(d, 'admin');
-      await waitFor(`${name} consumer ready`, async () => ((await fetch(`http://127.0.0.1:${admin}/readyz`)).status === 200 ? true : undefined));
+      await waitFor(`${name} consumer ready`, async () =>
+        (await fetch(`http://127.0.0.1:${admin}/readyz`)).status === 200 ? true : undefined,
+      );
     }
 
     if (OPTS.sched) ensureDebianPackages(['linux-perf']);
@@ -954,12 +1255,38 @@ async function main(): Promise<void> {
       { name: 'provider floor proxy', pids: () => [pid(floorProvider)] },
     ];
     const paths: BenchPath[] = [
-      { name: 'direct to sim', origin: url(simPort), streamOrigin: url(streamSimPort), headers: { authorization: `Bearer ${TOKEN}` }, pids: () => [] },
-      { name: 'floor (minimal Node proxy)', origin: url(floorPort), streamOrigin: url(floorPort), headers: {}, pids: () => [pid(floor)] },
+      {
+        name: 'direct to sim',
+        origin: url(simPort),
+        streamOrigin: url(streamSimPort),
+        headers: { authorization: `Bearer ${TOKEN}` },
+        pids: () => [],
+      },
+      {
+        name: 'floor (minimal Node proxy)',
+        origin: url(floorPort),
+        streamOrigin: url(floorPort),
+        headers: {},
+        pids: () => [pid(floor)],
+      },
       ...(nginxPorts === undefined || nginx?.pid === undefined
         ? []
-        : [{ name: 'nginx', origin: url(nginxPorts.port), streamOrigin: url(nginxPorts.streamPort), headers: {}, pids: () => [nginx!.pid!] }]),
-      { name: 'consumer gateway', origin: url(plainPort), streamOrigin: url(plainPort), headers: {}, pids: () => [pid(plain)] },
+        : [
+            {
+              name: 'nginx',
+              origin: url(nginxPorts.port),
+              streamOrigin: url(nginxPorts.streamPort),
+              headers: {},
+              pids: () => [nginx!.pid!],
+            },
+          ]),
+      {
+        name: 'consumer gateway',
+        origin: url(plainPort),
+        streamOrigin: url(plainPort),
+        headers: {},
+        pids: () => [pid(plain)],
+      },
       {
         name: FLOOR_HOP,
         origin: url(floorEdgePort),
@@ -994,7 +1321,8 @@ async function main(): Promise<void> {
     }
     if (OPTS.cases.has('stream')) await streamCase(paths);
     pacer = OPTS.paces[0] === 'sleep' ? sleeper : undefined;
-    if (OPTS.cases.has('cold')) for (const warmup of OPTS.coldWarmups) await coldCase(consumerPlain, steadyAt?.get(COLD_RATE), warmup);
+    if (OPTS.cases.has('cold'))
+      for (const warmup of OPTS.coldWarmups) await coldCase(consumerPlain, steadyAt?.get(COLD_RATE), warmup);
     if (OPTS.cases.has('idle')) await idleCase(paths.at(-1)!, providerAdmin);
     // Two workers against one, in alternating windows so both see the same background load.
     if (OPTS.cases.has('workers')) process.stdout.write(`${formatWorkersReport(await benchGatewayWorkers())}\n`);

@@ -28,9 +28,15 @@ const timing = loopbackProfile(SPEEDUP);
 const key = randomBytes(32);
 // Two push-pull periods at N = 64 (pushPullIntervalFor doubles the 3 s interval above 32 members).
 const STEADY_WINDOW_MS = 12_000;
-const cli = benchArgs('bench:gossip', 'usage: npm run bench:gossip [-- N...]  (cluster sizes, each a whole number of at least 2; default 8 32 64)', {}, { positionals: true });
+const cli = benchArgs(
+  'bench:gossip',
+  'usage: npm run bench:gossip [-- N...]  (cluster sizes, each a whole number of at least 2; default 8 32 64)',
+  {},
+  { positionals: true },
+);
 const sizes = cli.positionals.map(Number);
-if (sizes.some((n) => !Number.isInteger(n) || n < 2)) cli.fail(`cluster sizes are whole numbers of at least 2, got ${cli.positionals.join(' ')}`);
+if (sizes.some((n) => !Number.isInteger(n) || n < 2))
+  cli.fail(`cluster sizes are whole numbers of at least 2, got ${cli.positionals.join(' ')}`);
 const NS = sizes.length > 0 ? sizes : [8, 32, 64];
 
 async function startMember(name: string): Promise<Membership> {
@@ -42,7 +48,8 @@ async function startMember(name: string): Promise<Membership> {
 async function until(what: string, timeoutMs: number, check: () => boolean): Promise<number> {
   const t0 = performance.now();
   while (!check()) {
-    if (performance.now() - t0 > timeoutMs) throw new Error(`bench: timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (performance.now() - t0 > timeoutMs)
+      throw new Error(`bench: timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 5));
   }
   return performance.now() - t0;
@@ -101,7 +108,9 @@ async function run(n: number): Promise<Row> {
       members.push(newcomer);
       const tj = performance.now();
       await newcomer.join([members[trial]!.address]);
-      await until('the new member to be known by all', 60_000, () => members.every((m) => m.member(newcomer.name)?.state === 'alive'));
+      await until('the new member to be known by all', 60_000, () =>
+        members.every((m) => m.member(newcomer.name)?.state === 'alive'),
+      );
       joinMs.push(performance.now() - tj);
       await until('everyone to be known by the new member', 60_000, () => aliveCount(newcomer) === members.length);
 
@@ -110,7 +119,9 @@ async function run(n: number): Promise<Row> {
       killed.add(victim.name);
       const td = performance.now();
       await victim.shutdown();
-      await until('the death to be known by all', 60_000, () => members.every((m) => m.member(victim.name)?.state === 'dead'));
+      await until('the death to be known by all', 60_000, () =>
+        members.every((m) => m.member(victim.name)?.state === 'dead'),
+      );
       deathMs.push(performance.now() - td);
     }
     return { n, convergeMs, joinMs, deathMs, falseDeaths, bytesPerMemberPerSec };
@@ -120,7 +131,9 @@ async function run(n: number): Promise<Row> {
 }
 
 const started = performance.now();
-console.log(`gossip bench: ${new Date().toISOString()}, node ${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB`);
+console.log(
+  `gossip bench: ${new Date().toISOString()}, node ${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB`,
+);
 console.log(
   `profile: loopback = WAN / ${SPEEDUP}: probe ${timing.probeIntervalMs} ms (timeout ${timing.probeTimeoutMs} ms), gossip ${timing.gossipIntervalMs} ms x ${timing.gossipFanout}, ` +
     `suspicion ${timing.suspicionTimeoutMs} ms (min ${Math.floor(timing.suspicionTimeoutMs / timing.suspicionShrinkDivisor)} ms), push-pull ${timing.pushPullIntervalMs} ms, indirect k=${timing.indirectChecks}`,
@@ -143,14 +156,21 @@ const memberlistBinary = ((): string | undefined => {
     return undefined;
   }
   if (spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0) {
-    console.log('memberlist: skipped, no Go toolchain on PATH (the comparison needs `go` to build test/bench/memberlist)');
+    console.log(
+      'memberlist: skipped, no Go toolchain on PATH (the comparison needs `go` to build test/bench/memberlist)',
+    );
     return undefined;
   }
   const out = join(mkdtempSync(join(tmpdir(), 'agn-memberlist-bench-')), 'memberlist-bench');
   try {
-    execFileSync('go', ['build', '-o', out, '.'], { cwd: new URL('./memberlist/', import.meta.url), stdio: ['ignore', 'inherit', 'inherit'] });
+    execFileSync('go', ['build', '-o', out, '.'], {
+      cwd: new URL('./memberlist/', import.meta.url),
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
   } catch (err) {
-    console.log(`memberlist: skipped, building test/bench/memberlist failed: ${err instanceof Error ? err.message : String(err)}`);
+    console.log(
+      `memberlist: skipped, building test/bench/memberlist failed: ${err instanceof Error ? err.message : String(err)}`,
+    );
     return undefined;
   }
   return out;
@@ -167,18 +187,26 @@ for (const n of NS) {
   console.log(line('ours      ', row, timing.gossipIntervalMs, timing.probeIntervalMs));
   if (memberlistBinary) {
     try {
-      const ml = JSON.parse(execFileSync(memberlistBinary, [String(n)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })) as MemberlistRow;
+      const ml = JSON.parse(
+        execFileSync(memberlistBinary, [String(n)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }),
+      ) as MemberlistRow;
       mlRows.push(ml);
-      console.log(`${line('memberlist', ml, timing.gossipIntervalMs, timing.probeIntervalMs)}  [suspicion ${ml.suspicionTimeoutMs.toFixed(0)} ms fixed, SuspicionMult ${ml.suspicionMult}]`);
+      console.log(
+        `${line('memberlist', ml, timing.gossipIntervalMs, timing.probeIntervalMs)}  [suspicion ${ml.suspicionTimeoutMs.toFixed(0)} ms fixed, SuspicionMult ${ml.suspicionMult}]`,
+      );
     } catch {
       // Its own message (e.g. a grid that did not converge in 60 s) went to stderr above; our rows still stand.
-      console.log(`memberlist N=${String(n).padStart(3)}  no figures: the memberlist run failed (its message is above)`);
+      console.log(
+        `memberlist N=${String(n).padStart(3)}  no figures: the memberlist run failed (its message is above)`,
+      );
     }
   }
 }
 if (mlRows.length > 0) {
   console.log('\nside by side (ours / memberlist), one run, back to back:');
-  console.log('| N | join median ms | join max ms (trials) | death median ms | false deaths | bytes per member per second |');
+  console.log(
+    '| N | join median ms | join max ms (trials) | death median ms | false deaths | bytes per member per second |',
+  );
   console.log('|---|---|---|---|---|---|');
   for (const ours of rows) {
     const ml = mlRows.find((r) => r.n === ours.n);
@@ -192,4 +220,14 @@ if (mlRows.length > 0) {
 }
 console.log(`log2(N) for reference: ${NS.map((n) => `N=${n}: ${Math.log2(n).toFixed(1)}`).join(', ')}`);
 console.log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`);
-console.log(JSON.stringify({ timing: { probeIntervalMs: timing.probeIntervalMs, gossipIntervalMs: timing.gossipIntervalMs, suspicionTimeoutMs: timing.suspicionTimeoutMs }, rows, memberlist: mlRows }));
+console.log(
+  JSON.stringify({
+    timing: {
+      probeIntervalMs: timing.probeIntervalMs,
+      gossipIntervalMs: timing.gossipIntervalMs,
+      suspicionTimeoutMs: timing.suspicionTimeoutMs,
+    },
+    rows,
+    memberlist: mlRows,
+  }),
+);

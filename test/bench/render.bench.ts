@@ -59,9 +59,18 @@ function lcg(seed: number): () => number {
 
 function buildGrid(candidates: number): NetworkRoutingInput {
   const random = lcg(candidates);
-  const sites: GridSiteView[] = [{ name: OWN, network: NETWORK, phase: 'Pending', region: 'r1', zone: 'z1', labels: { tier: 'gold' } }];
+  const sites: GridSiteView[] = [
+    { name: OWN, network: NETWORK, phase: 'Pending', region: 'r1', zone: 'z1', labels: { tier: 'gold' } },
+  ];
   for (let s = 1; s <= REMOTE_SITES; s += 1) {
-    sites.push({ name: `${NETWORK}-site-${s}`, network: NETWORK, phase: 'Active', region: s % 2 === 0 ? 'r1' : 'r2', zone: `z${s % 3}`, labels: { tier: 'gold' } });
+    sites.push({
+      name: `${NETWORK}-site-${s}`,
+      network: NETWORK,
+      phase: 'Active',
+      region: s % 2 === 0 ? 'r1' : 'r2',
+      zone: `z${s % 3}`,
+      labels: { tier: 'gold' },
+    });
   }
   const inferenceProviders: LocalInferenceProvider[] = [];
   const remoteRecords: RemoteProviderRecord[] = [];
@@ -81,7 +90,11 @@ function buildGrid(candidates: number): NetworkRoutingInput {
         credential: { name: `token-${p}`, namespace: 'grid-system', key: 'token' },
         accessLabels: { tier: 'gold' },
         capacityWeight: 1 + (p % 100),
-        metrics: { configuredSignals: ['queueDepth'], queueCapacity: 64, sample: { generation: 1, observedAtMs: T0, healthy: true, queueDepth: queueDepth * 64 } },
+        metrics: {
+          configuredSignals: ['queueDepth'],
+          queueCapacity: 64,
+          sample: { generation: 1, observedAtMs: T0, healthy: true, queueDepth: queueDepth * 64 },
+        },
       });
     } else {
       const site = `site-${1 + (p % REMOTE_SITES)}`;
@@ -108,8 +121,13 @@ function buildGrid(candidates: number): NetworkRoutingInput {
       routingPolicy: 'geographyFirst',
       scoringStrategy: 'queueDepth',
       admission: {
-        enterThreshold: 0.85, exitThreshold: 0.7, failureThreshold: 2, successThreshold: 3,
-        minimumStateDurationSeconds: 10, recoveryHoldDownSeconds: 30, missingMetrics: 'existingOnly',
+        enterThreshold: 0.85,
+        exitThreshold: 0.7,
+        failureThreshold: 2,
+        successThreshold: 3,
+        minimumStateDurationSeconds: 10,
+        recoveryHoldDownSeconds: 30,
+        missingMetrics: 'existingOnly',
       },
       selectionMode: 'weightedRandom',
       placementStrategy: 'static',
@@ -145,9 +163,13 @@ function renderOnce(input: NetworkRoutingInput, candidateLimit: number | undefin
   });
   if (!result.ok) throw new Error(`render failed: ${result.error.message}`);
   const bytes = withText ? Buffer.byteLength(serializeOverlay(result.value.envelope)) : Number.NaN;
-  return { inputCandidates: evaluation.backends.length, published: result.value.payload.candidates.length, bytes, revision: result.value.revision };
+  return {
+    inputCandidates: evaluation.backends.length,
+    published: result.value.payload.candidates.length,
+    bytes,
+    revision: result.value.revision,
+  };
 }
-
 
 function cpuMs(): number {
   const { user, system } = process.cpuUsage();
@@ -255,7 +277,14 @@ function buildSiteGrid(siteCount: number): NetworkRoutingInput {
   const sites: GridSiteView[] = [base.sites[0] as GridSiteView];
   const remoteRecords: RemoteProviderRecord[] = [];
   for (let s = 1; s <= siteCount; s += 1) {
-    sites.push({ name: `${NETWORK}-site-${s}`, network: NETWORK, phase: 'Active', region: `r${s % 4}`, zone: `z${s % 3}`, labels: { tier: 'gold' } });
+    sites.push({
+      name: `${NETWORK}-site-${s}`,
+      network: NETWORK,
+      phase: 'Active',
+      region: `r${s % 4}`,
+      zone: `z${s % 3}`,
+      labels: { tier: 'gold' },
+    });
     remoteRecords.push({
       network: NETWORK,
       site: `site-${s}`,
@@ -274,17 +303,30 @@ function buildSiteGrid(siteCount: number): NetworkRoutingInput {
 }
 
 function siteReport(siteCounts: readonly number[]): void {
-  console.log(`overlay for one gateway in a grid of S sites: each remote site ${MODELS_PER_SITE} models of one provider, the own site ${base()} local candidates; ${SITE_RENDERS} renders each`);
-  console.log('sites | candidates in | published | sites published | remote sites cut | overlay bytes | vs overlay-sync limit (1 MiB) | cpu median ms');
+  console.log(
+    `overlay for one gateway in a grid of S sites: each remote site ${MODELS_PER_SITE} models of one provider, the own site ${base()} local candidates; ${SITE_RENDERS} renders each`,
+  );
+  console.log(
+    'sites | candidates in | published | sites published | remote sites cut | overlay bytes | vs overlay-sync limit (1 MiB) | cpu median ms',
+  );
   for (const siteCount of siteCounts) {
     const input = buildSiteGrid(siteCount);
     const evaluation = evaluateNetwork(input, T0, new Map());
-    const result = renderGatewayOverlay({ network: input.network, gateway: GATEWAY, policy: input.policy, sites: siteIndexFor(input), backends: evaluation.backends, source: SOURCE, nowMs: T0 });
+    const result = renderGatewayOverlay({
+      network: input.network,
+      gateway: GATEWAY,
+      policy: input.policy,
+      sites: siteIndexFor(input),
+      backends: evaluation.backends,
+      source: SOURCE,
+      nowMs: T0,
+    });
     if (!result.ok) throw new Error(`render failed: ${result.error.message}`);
     const candidates = result.value.payload.candidates as unknown as readonly Record<string, unknown>[];
     const sitesPublished = new Set(candidates.map((c) => String(c.site ?? c.site_id ?? ''))).size;
     const remoteSitesIn = new Set(input.remoteRecords.map((r) => r.site)).size;
-    const remoteSitesOut = new Set(candidates.map((c) => String(c.site ?? c.site_id ?? '')).filter((x) => x !== OWN)).size;
+    const remoteSitesOut = new Set(candidates.map((c) => String(c.site ?? c.site_id ?? '')).filter((x) => x !== OWN))
+      .size;
     const bytes = Buffer.byteLength(serializeOverlay(result.value.envelope));
     const cpu: number[] = [];
     for (let i = 0; i < SITE_RENDERS; i += 1) {
@@ -306,15 +348,27 @@ function siteReport(siteCounts: readonly number[]): void {
     );
   }
   function base(): number {
-    return buildGrid(LOCAL_PROVIDERS * MODELS_PER_PROVIDER * 2).inferenceProviders.reduce((n, p) => n + p.models.length, 0);
+    return buildGrid(LOCAL_PROVIDERS * MODELS_PER_PROVIDER * 2).inferenceProviders.reduce(
+      (n, p) => n + p.models.length,
+      0,
+    );
   }
 }
 
-const cli = process.env[CHILD] === '1' ? undefined : benchArgs('bench:render', 'usage: npm run bench:render [-- --sites S [S...]]', { sites: { type: 'boolean' } }, { positionals: true });
+const cli =
+  process.env[CHILD] === '1'
+    ? undefined
+    : benchArgs(
+        'bench:render',
+        'usage: npm run bench:render [-- --sites S [S...]]',
+        { sites: { type: 'boolean' } },
+        { positionals: true },
+      );
 if (cli !== undefined && (cli.values.sites === true || cli.positionals.length > 0)) {
   const counts = cli.positionals.map(Number);
   if (cli.values.sites !== true) cli.fail(`site counts come after --sites, got ${cli.positionals.join(' ')}`);
-  if (counts.length === 0 || counts.some((n) => !Number.isInteger(n) || n < 1)) cli.fail(`--sites needs site counts (integers of at least 1), got ${cli.positionals.join(' ') || 'none'}`);
+  if (counts.length === 0 || counts.some((n) => !Number.isInteger(n) || n < 1))
+    cli.fail(`--sites needs site counts (integers of at least 1), got ${cli.positionals.join(' ') || 'none'}`);
   siteReport(counts);
 } else if (process.env[CHILD] === '1') {
   const rows: ChildRow[] = measureAll().map((s) => ({
@@ -329,9 +383,15 @@ if (cli !== undefined && (cli.values.sites === true || cli.positionals.length > 
   process.stdout.write(`${JSON.stringify(rows)}\n`);
 } else {
   const [load1] = loadavg();
-  console.log(`routing render benchmark: node ${process.version} ${process.arch}, ${cpus().length} CPUs, load average ${load1?.toFixed(2)} at start`);
-  console.log('contract = the real pipeline incl. the ConfigMap text (overlay capped at 1024 candidates); uncapped = render + hash with the cap lifted, to measure scaling (text size shown, not timed)');
-  console.log(`${PROCESSES} fresh processes x ${ROUNDS} rounds; each round renders about ${ROUND_VOLUME} candidates per size, all sizes back to back; cpu mean = median over all rounds of the CPU time per render (process.cpuUsage, garbage collection included), wall = elapsed per single render`);
+  console.log(
+    `routing render benchmark: node ${process.version} ${process.arch}, ${cpus().length} CPUs, load average ${load1?.toFixed(2)} at start`,
+  );
+  console.log(
+    'contract = the real pipeline incl. the ConfigMap text (overlay capped at 1024 candidates); uncapped = render + hash with the cap lifted, to measure scaling (text size shown, not timed)',
+  );
+  console.log(
+    `${PROCESSES} fresh processes x ${ROUNDS} rounds; each round renders about ${ROUND_VOLUME} candidates per size, all sizes back to back; cpu mean = median over all rounds of the CPU time per render (process.cpuUsage, garbage collection included), wall = elapsed per single render`,
+  );
   const runs: ChildRow[][] = [];
   for (let p = 0; p < PROCESSES; p += 1) {
     const child = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url)], {
@@ -339,7 +399,8 @@ if (cli !== undefined && (cli.values.sites === true || cli.positionals.length > 
       encoding: 'utf8',
       maxBuffer: 16 * 1024 * 1024,
     });
-    if (child.status !== 0) throw new Error(`benchmark process ${p + 1} failed (${child.status}): ${child.stderr.slice(-2000)}`);
+    if (child.status !== 0)
+      throw new Error(`benchmark process ${p + 1} failed (${child.status}): ${child.stderr.slice(-2000)}`);
     runs.push(JSON.parse(child.stdout.trim().split('\n').pop() ?? '[]') as ChildRow[]);
   }
   const rowOf = (r: readonly ChildRow[], mode: string, candidates: number): ChildRow => {
@@ -348,13 +409,16 @@ if (cli !== undefined && (cli.values.sites === true || cli.positionals.length > 
     return row;
   };
   const rowsOf = (mode: string, candidates: number): ChildRow[] => runs.map((r) => rowOf(r, mode, candidates));
-  const cpuAt = (mode: string, candidates: number): number => median(rowsOf(mode, candidates).flatMap((r) => r.roundMeans));
+  const cpuAt = (mode: string, candidates: number): number =>
+    median(rowsOf(mode, candidates).flatMap((r) => r.roundMeans));
   /** Per round (every process), f of that round's CPU ms per render by size. */
   const perRound = (mode: string, f: (at: (n: number) => number) => number, only?: readonly ChildRow[]): number[] =>
     (only === undefined ? runs : [only]).flatMap((r) =>
       Array.from({ length: ROUNDS }, (_, i) => f((n) => rowOf(r, mode, n).roundMeans[i] as number)),
     );
-  console.log('mode     | candidates in | published | overlay bytes | rounds | cpu mean ms | cpu median ms | wall median ms | mean cpu µs/candidate | vs 1 000 (paired)');
+  console.log(
+    'mode     | candidates in | published | overlay bytes | rounds | cpu mean ms | cpu median ms | wall median ms | mean cpu µs/candidate | vs 1 000 (paired)',
+  );
   for (const mode of ['contract', 'uncapped'] as const) {
     const first = runs[0] ?? [];
     for (const { candidates, published, bytes } of first.filter((r) => r.mode === mode)) {
@@ -362,7 +426,7 @@ if (cli !== undefined && (cli.values.sites === true || cli.positionals.length > 
       const cpuMeanMs = cpuAt(mode, candidates);
       const perCandidateUs = (cpuMeanMs * 1000) / candidates;
       // Per candidate against the 1 000 run of the same round, then the median over rounds.
-      const paired = median(perRound(mode, (at) => (at(candidates) / candidates) / (at(1_000) / 1_000)));
+      const paired = median(perRound(mode, (at) => at(candidates) / candidates / (at(1_000) / 1_000)));
       console.log(
         [
           mode.padEnd(8),
@@ -371,8 +435,12 @@ if (cli !== undefined && (cli.values.sites === true || cli.positionals.length > 
           String(bytes).padStart(13),
           String(of.reduce((n, r) => n + r.roundMeans.length, 0)).padStart(6),
           cpuMeanMs.toFixed(3).padStart(11),
-          median(of.map((r) => r.cpuMedianMs)).toFixed(3).padStart(13),
-          median(of.map((r) => r.wallMedianMs)).toFixed(3).padStart(14),
+          median(of.map((r) => r.cpuMedianMs))
+            .toFixed(3)
+            .padStart(13),
+          median(of.map((r) => r.wallMedianMs))
+            .toFixed(3)
+            .padStart(14),
           perCandidateUs.toFixed(2).padStart(21),
           `${(paired * 100).toFixed(0)} %`.padStart(8),
         ].join(' | '),
@@ -381,12 +449,19 @@ if (cli !== undefined && (cli.values.sites === true || cli.positionals.length > 
   }
   // The scaling verdict, on the uncapped rows (the contract rows stop growing at the 1024 cap by design): the marginal
   // cost of an added candidate from 100 to 1 000 against 1 000 to 10 000, per round, median (and quartiles) over rounds.
-  const marginal = (at: (n: number) => number): number => ((at(10_000) - at(1_000)) / 9_000) / ((at(1_000) - at(100)) / 900);
+  const marginal = (at: (n: number) => number): number =>
+    (at(10_000) - at(1_000)) / 9_000 / ((at(1_000) - at(100)) / 900);
   const overall = quartiles(perRound('uncapped', marginal));
   const perProcess = runs.map((r) => median(perRound('uncapped', marginal, r)));
   const low = ((cpuAt('uncapped', 1_000) - cpuAt('uncapped', 100)) * 1000) / 900;
   const high = ((cpuAt('uncapped', 10_000) - cpuAt('uncapped', 1_000)) * 1000) / 9_000;
-  console.log(`marginal cost per added candidate (medians): 100 -> 1 000: ${low.toFixed(2)} µs, 1 000 -> 10 000: ${high.toFixed(2)} µs`);
-  console.log(`paired per round: ratio ${overall.median.toFixed(2)} (quartiles ${overall.q1.toFixed(2)}-${overall.q3.toFixed(2)}; linear within ±30 %: ${Math.abs(overall.median - 1) <= 0.3 ? 'yes' : 'NO'}); per process: ${perProcess.map((x) => x.toFixed(2)).join(', ')}`);
-  console.log(`10 000 candidates render and hash in ${cpuAt('uncapped', 10_000).toFixed(1)} ms CPU (median over rounds)`);
+  console.log(
+    `marginal cost per added candidate (medians): 100 -> 1 000: ${low.toFixed(2)} µs, 1 000 -> 10 000: ${high.toFixed(2)} µs`,
+  );
+  console.log(
+    `paired per round: ratio ${overall.median.toFixed(2)} (quartiles ${overall.q1.toFixed(2)}-${overall.q3.toFixed(2)}; linear within ±30 %: ${Math.abs(overall.median - 1) <= 0.3 ? 'yes' : 'NO'}); per process: ${perProcess.map((x) => x.toFixed(2)).join(', ')}`,
+  );
+  console.log(
+    `10 000 candidates render and hash in ${cpuAt('uncapped', 10_000).toFixed(1)} ms CPU (median over rounds)`,
+  );
 }

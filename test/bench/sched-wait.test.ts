@@ -53,7 +53,9 @@ describe('waitsOf', () => {
 
 describe('stealSeconds', () => {
   it('reads the steal column of the all-CPU line in 1/100 s', () => {
-    expect(stealSeconds('cpu  6444312 86305 1467302 8562613 24329 0 232929 59920 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n')).toBe(599.2);
+    expect(
+      stealSeconds('cpu  6444312 86305 1467302 8562613 24329 0 232929 59920 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n'),
+    ).toBe(599.2);
   });
 
   it('refuses a first line that is not the all-CPU line or has no steal column, naming it', () => {

@@ -62,7 +62,8 @@ export function processTree(pid: number): number[] {
 export function stealSeconds(stat = readFileSync('/proc/stat', 'utf8')): number {
   const fields = stat.slice(0, stat.indexOf('\n')).trim().split(/\s+/);
   // cpu user nice system idle iowait irq softirq steal ...
-  if (fields[0] !== 'cpu' || fields[8] === undefined) throw new Error(`unexpected /proc/stat first line: ${fields.join(' ')}`);
+  if (fields[0] !== 'cpu' || fields[8] === undefined)
+    throw new Error(`unexpected /proc/stat first line: ${fields.join(' ')}`);
   return Number(fields[8]) / 100;
 }
 
@@ -76,11 +77,15 @@ export interface SchedRecording {
 
 /** Starts `perf sched record` of the whole machine into `file`; resolves once perf is writing. */
 export async function recordSched(file: string): Promise<SchedRecording> {
-  const perf: ChildProcess = spawn('perf', ['sched', 'record', '-k', 'CLOCK_MONOTONIC', '-a', '-o', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const perf: ChildProcess = spawn('perf', ['sched', 'record', '-k', 'CLOCK_MONOTONIC', '-a', '-o', file], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   perf.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   // perf writes its file on SIGINT and then ends by that signal (exit code null), which is success here.
-  const exited = new Promise<boolean>((resolve) => perf.once('exit', (code, signal) => resolve(code === 0 || signal === 'SIGINT')));
+  const exited = new Promise<boolean>((resolve) =>
+    perf.once('exit', (code, signal) => resolve(code === 0 || signal === 'SIGINT')),
+  );
   // perf writes its file header once the tracepoints are enabled; until then the first events would be missed.
   const deadline = Date.now() + 10_000;
   for (;;) {
@@ -93,16 +98,22 @@ export async function recordSched(file: string): Promise<SchedRecording> {
     if (size > 0) break;
     if (perf.exitCode !== null || Date.now() > deadline) {
       perf.kill('SIGKILL');
-      throw new Error(`perf sched record did not start: ${stderr.trim().split('\n').at(-1) ?? `exit ${perf.exitCode}`}`);
+      throw new Error(
+        `perf sched record did not start: ${stderr.trim().split('\n').at(-1) ?? `exit ${perf.exitCode}`}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return {
     async stop(): Promise<SchedEvent[]> {
       perf.kill('SIGINT');
-      if (!(await exited)) throw new Error(`perf sched record failed (exit ${perf.exitCode}): ${stderr.trim().split('\n').at(-1) ?? ''}`);
+      if (!(await exited))
+        throw new Error(`perf sched record failed (exit ${perf.exitCode}): ${stderr.trim().split('\n').at(-1) ?? ''}`);
       const timehist = spawnSync('perf', ['sched', 'timehist', '-i', file], { encoding: 'utf8', maxBuffer: 1 << 30 });
-      if (timehist.status !== 0) throw new Error(`perf sched timehist -i ${file} exited with ${timehist.status}: ${timehist.stderr.trim().split('\n').at(-1) ?? ''}`);
+      if (timehist.status !== 0)
+        throw new Error(
+          `perf sched timehist -i ${file} exited with ${timehist.status}: ${timehist.stderr.trim().split('\n').at(-1) ?? ''}`,
+        );
       return parseTimehist(timehist.stdout);
     },
   };

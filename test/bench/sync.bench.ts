@@ -34,21 +34,28 @@ const CONFIGMAP = 'grid-overlay-glb-demo-glb-demo-edge-gateway';
 const PER_UPDATE_TIMEOUT_MS = 10_000;
 const TOTAL_BUDGET_MS = 180_000;
 
-const cli = benchArgs('bench:sync', 'usage: npm run bench:sync -- [--updates 200] [--candidates 100 (0..1024)] [--warmup 10] [--store local|kubernetes] [--kubeconfig FILE]', {
-  updates: { type: 'string' },
-  candidates: { type: 'string' },
-  warmup: { type: 'string' },
-  store: { type: 'string' },
-  kubeconfig: { type: 'string' },
-});
+const cli = benchArgs(
+  'bench:sync',
+  'usage: npm run bench:sync -- [--updates 200] [--candidates 100 (0..1024)] [--warmup 10] [--store local|kubernetes] [--kubeconfig FILE]',
+  {
+    updates: { type: 'string' },
+    candidates: { type: 'string' },
+    warmup: { type: 'string' },
+    store: { type: 'string' },
+    kubeconfig: { type: 'string' },
+  },
+);
 const values = { updates: '200', candidates: '100', warmup: '10', store: 'local', ...cli.values };
 const storeBackend = values.store;
-if (storeBackend !== 'local' && storeBackend !== 'kubernetes') cli.fail(`--store must be local or kubernetes, got "${storeBackend}"`);
+if (storeBackend !== 'local' && storeBackend !== 'kubernetes')
+  cli.fail(`--store must be local or kubernetes, got "${storeBackend}"`);
 const updates = Number(values.updates);
 const candidates = Number(values.candidates);
 const warmup = Number(values.warmup);
 if (![updates, candidates, warmup].every((n) => Number.isInteger(n) && n >= 0) || updates < 1 || candidates > 1024) {
-  cli.fail(`--updates is a whole number of at least 1, --candidates 0 to 1024 and --warmup a whole number, got ${updates}, ${candidates}, ${warmup}`);
+  cli.fail(
+    `--updates is a whole number of at least 1, --candidates 0 to 1024 and --warmup a whole number, got ${updates}, ${candidates}, ${warmup}`,
+  );
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -68,11 +75,17 @@ if (storeBackend === 'kubernetes') {
     const planeStarted = performance.now();
     plane = await startControlPlane({ binDir: resolveBinDir() });
     kubeconfigPath = plane.kubeconfigPath;
-    console.log(`control plane (kube-apiserver + etcd on loopback) ready in ${((performance.now() - planeStarted) / 1000).toFixed(1)} s`);
+    console.log(
+      `control plane (kube-apiserver + etcd on loopback) ready in ${((performance.now() - planeStarted) / 1000).toFixed(1)} s`,
+    );
   }
   operator = new KubernetesStore({ kubeconfigPath });
   const NAMESPACE_KIND = { apiVersion: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false };
-  await operator.apply(NAMESPACE_KIND, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: SCOPE.namespace } }, { fieldManager: 'sync-bench' });
+  await operator.apply(
+    NAMESPACE_KIND,
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: SCOPE.namespace } },
+    { fieldManager: 'sync-bench' },
+  );
   storeArgs = ['--store', 'kubernetes', '--kubeconfig', kubeconfigPath];
 } else {
   operator = await openLocalStore({ stateDir });
@@ -83,10 +96,22 @@ const daemon = spawn(
   [
     join(REPO_ROOT, 'daemons/overlay-sync/main.ts'),
     ...storeArgs,
-    '--namespace', SCOPE.namespace, '--configmap', CONFIGMAP, '--output', output,
-    '--expected-network', SCOPE.network, '--expected-gateway', SCOPE.gateway,
-    '--expected-namespace', SCOPE.namespace, '--expected-local-site', SCOPE.local_site,
-    '--health-addr', '127.0.0.1:0',
+    '--namespace',
+    SCOPE.namespace,
+    '--configmap',
+    CONFIGMAP,
+    '--output',
+    output,
+    '--expected-network',
+    SCOPE.network,
+    '--expected-gateway',
+    SCOPE.gateway,
+    '--expected-namespace',
+    SCOPE.namespace,
+    '--expected-local-site',
+    SCOPE.local_site,
+    '--health-addr',
+    '127.0.0.1:0',
   ],
   { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'info' } },
 );
@@ -151,7 +176,12 @@ try {
     const t0 = performance.now();
     await operator.apply(
       CONFIG_MAP,
-      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: CONFIGMAP, namespace: SCOPE.namespace }, data: { 'routing-overlay.json': text } },
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: CONFIGMAP, namespace: SCOPE.namespace },
+        data: { 'routing-overlay.json': text },
+      },
       { fieldManager: 'grid-operator', force: true },
     );
     const t1 = performance.now();
@@ -174,12 +204,24 @@ const sorted = [...samples].sort((a, b) => a - b);
 const applySorted = [...applySamples].sort((a, b) => a - b);
 const fmt = (ms: number): string => ms.toFixed(1);
 const bytes = Buffer.byteLength(makeOverlay(0, candidates));
-console.log(`overlay-sync benchmark: ConfigMap change -> file renamed (${storeBackend === 'kubernetes' ? `kubernetes store, ${plane ? 'kube-apiserver v1.31.14 + etcd v3.5.14 started on loopback' : `cluster of ${values.kubeconfig}`}` : 'local store'}, daemon in a child process)`);
-console.log(`node ${process.version}, ${cpus().length} cores, load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-console.log(`updates measured: ${samples.length} (after ${warmup} warm-up), overlay size ${bytes} bytes (${candidates} candidates)`);
+console.log(
+  `overlay-sync benchmark: ConfigMap change -> file renamed (${storeBackend === 'kubernetes' ? `kubernetes store, ${plane ? 'kube-apiserver v1.31.14 + etcd v3.5.14 started on loopback' : `cluster of ${values.kubeconfig}`}` : 'local store'}, daemon in a child process)`,
+);
+console.log(
+  `node ${process.version}, ${cpus().length} cores, load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
+console.log(
+  `updates measured: ${samples.length} (after ${warmup} warm-up), overlay size ${bytes} bytes (${candidates} candidates)`,
+);
 if (sorted.length > 0) {
-  console.log(`change -> file renamed  p50 ${fmt(percentile(sorted, 50))} ms  p90 ${fmt(percentile(sorted, 90))} ms  p99 ${fmt(percentile(sorted, 99))} ms  max ${fmt(sorted[sorted.length - 1]!)} ms  mean ${fmt(sorted.reduce((a, b) => a + b, 0) / sorted.length)} ms`);
-  console.log(`  of which store apply  p50 ${fmt(percentile(applySorted, 50))} ms  p99 ${fmt(percentile(applySorted, 99))} ms`);
+  console.log(
+    `change -> file renamed  p50 ${fmt(percentile(sorted, 50))} ms  p90 ${fmt(percentile(sorted, 90))} ms  p99 ${fmt(percentile(sorted, 99))} ms  max ${fmt(sorted[sorted.length - 1]!)} ms  mean ${fmt(sorted.reduce((a, b) => a + b, 0) / sorted.length)} ms`,
+  );
+  console.log(
+    `  of which store apply  p50 ${fmt(percentile(applySorted, 50))} ms  p99 ${fmt(percentile(applySorted, 99))} ms`,
+  );
 }
 if (stoppedEarly !== undefined) console.log(`stopped early: ${stoppedEarly}`);
 console.log(`wall time ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);

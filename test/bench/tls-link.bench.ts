@@ -27,13 +27,29 @@ const USAGE = 'usage: npm run bench:tls-link -- [--rounds 2] [--concurrency 32] 
 const PROTOCOLS = ['cleartext', 'http/1.1', 'h2'] as const;
 type Protocol = (typeof PROTOCOLS)[number];
 const REQUEST = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hello from the tls-link bench' }] });
-const ANSWER = Buffer.from(JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion', model: 'm1', choices: [{ index: 0, message: { role: 'assistant', content: 'x'.repeat(400) }, finish_reason: 'stop' }] }));
+const ANSWER = Buffer.from(
+  JSON.stringify({
+    id: 'chatcmpl-bench',
+    object: 'chat.completion',
+    model: 'm1',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'x'.repeat(400) }, finish_reason: 'stop' }],
+  }),
+);
 
 /** The server side, run as its own process: `tls-link.bench.ts --serve PROTOCOL CERT KEY CA`; prints its port. */
 function serve(protocol: Protocol, certPath: string, keyPath: string, caPath: string): void {
-  const tls = { cert: readFileSync(certPath), key: readFileSync(keyPath), ca: readFileSync(caPath), requestCert: true, rejectUnauthorized: true };
+  const tls = {
+    cert: readFileSync(certPath),
+    key: readFileSync(keyPath),
+    ca: readFileSync(caPath),
+    requestCert: true,
+    rejectUnauthorized: true,
+  };
   // The same answer for both servers; only the response types differ.
-  const answer = (req: IncomingMessage | Http2ServerRequest, res: { writeHead(status: number, headers: Record<string, string | number>): unknown; end(body: Buffer): unknown }): void => {
+  const answer = (
+    req: IncomingMessage | Http2ServerRequest,
+    res: { writeHead(status: number, headers: Record<string, string | number>): unknown; end(body: Buffer): unknown },
+  ): void => {
     req.on('data', () => undefined);
     req.on('end', () => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': ANSWER.length });
@@ -48,7 +64,9 @@ function serve(protocol: Protocol, certPath: string, keyPath: string, caPath: st
         : createHttpsServer({ ...tls, keepAliveTimeout: 75_000 }, (req, res) => answer(req, res));
   server.listen(0, '127.0.0.1', () => {
     const address = server.address();
-    process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address !== null ? address.port : 0 })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ port: typeof address === 'object' && address !== null ? address.port : 0 })}\n`,
+    );
   });
   process.once('SIGTERM', () => process.exit(0));
 }
@@ -63,20 +81,35 @@ interface Round {
   failed: number;
 }
 
-async function round(protocol: Protocol, pki: Awaited<ReturnType<typeof makePki>>, opts: { concurrency: number; windowMs: number; warmupMs: number }): Promise<Round> {
-  const server = spawn(process.execPath, [fileURLToPath(import.meta.url), '--serve', protocol, pki.providerCertPath, pki.providerKeyPath, pki.caPath], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function round(
+  protocol: Protocol,
+  pki: Awaited<ReturnType<typeof makePki>>,
+  opts: { concurrency: number; windowMs: number; warmupMs: number },
+): Promise<Round> {
+  const server = spawn(
+    process.execPath,
+    [fileURLToPath(import.meta.url), '--serve', protocol, pki.providerCertPath, pki.providerKeyPath, pki.caPath],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   try {
     const port = await new Promise<number>((resolve, reject) => {
       server.once('exit', (code) => reject(new Error(`the ${protocol} server exited (${code}) before listening`)));
       server.stdout!.once('data', (chunk: Buffer) => resolve((JSON.parse(chunk.toString()) as { port: number }).port));
     });
-    const connect = { ca: readFileSync(pki.caPath), cert: readFileSync(pki.edgeCertPath), key: readFileSync(pki.edgeKeyPath), servername: PROVIDER_SNI };
+    const connect = {
+      ca: readFileSync(pki.caPath),
+      cert: readFileSync(pki.edgeCertPath),
+      key: readFileSync(pki.edgeKeyPath),
+      servername: PROVIDER_SNI,
+    };
     const pool =
       protocol === 'cleartext'
         ? new Pool(`http://127.0.0.1:${port}`, { connections: opts.concurrency, pipelining: 1 })
         : new Pool(
             `https://127.0.0.1:${port}`,
-            protocol === 'h2' ? { allowH2: true, connections: 1, pipelining: opts.concurrency, connect } : { connections: opts.concurrency, pipelining: 1, connect },
+            protocol === 'h2'
+              ? { allowH2: true, connections: 1, pipelining: opts.concurrency, connect }
+              : { connections: opts.concurrency, pipelining: 1, connect },
           );
     let done = 0;
     let failed = 0;
@@ -84,7 +117,12 @@ async function round(protocol: Protocol, pki: Awaited<ReturnType<typeof makePki>
     const worker = async (): Promise<void> => {
       while (!stop) {
         try {
-          const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body: REQUEST });
+          const res = await pool.request({
+            path: '/v1/chat/completions',
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: REQUEST,
+          });
           await res.body.dump();
           if (res.statusCode === 200) done++;
           else failed++;
@@ -108,7 +146,13 @@ async function round(protocol: Protocol, pki: Awaited<ReturnType<typeof makePki>
     stop = true;
     await Promise.all(workers);
     await pool.close();
-    return { protocol, rps: requests / elapsed, serverUs, clientUs: (client.user + client.system) / Math.max(1, requests), failed: failed - failed0 };
+    return {
+      protocol,
+      rps: requests / elapsed,
+      serverUs,
+      clientUs: (client.user + client.system) / Math.max(1, requests),
+      failed: failed - failed0,
+    };
   } finally {
     server.kill('SIGTERM');
   }
@@ -131,15 +175,21 @@ async function main(): Promise<void> {
   try {
     const pki = await makePki(dir);
     process.stdout.write(
-      `# tls-link benchmark, ${new Date().toISOString()}: undici -> Node TLS server (mutual TLS), ${opts.concurrency} in flight, ${opts.warmupMs} ms warm-up and ${opts.windowMs} ms measured per round; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n\n`,
+      `# tls-link benchmark, ${new Date().toISOString()}: undici -> Node TLS server (mutual TLS), ${opts.concurrency} in flight, ${opts.warmupMs} ms warm-up and ${opts.windowMs} ms measured per round; load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}\n\n`,
     );
-    process.stdout.write('| round | protocol | connections | req/s | server CPU us/req | client CPU us/req | failed |\n|---|---|---|---|---|---|---|\n');
+    process.stdout.write(
+      '| round | protocol | connections | req/s | server CPU us/req | client CPU us/req | failed |\n|---|---|---|---|---|---|---|\n',
+    );
     const rounds: Round[] = [];
     for (let i = 0; i < opts.rounds; i++) {
       for (const protocol of PROTOCOLS) {
         const r = await round(protocol, pki, opts);
         rounds.push(r);
-        process.stdout.write(`| ${i + 1} | ${protocol} | ${protocol === 'h2' ? 1 : opts.concurrency} | ${r.rps.toFixed(0)} | ${r.serverUs.toFixed(1)} | ${r.clientUs.toFixed(1)} | ${r.failed} |\n`);
+        process.stdout.write(
+          `| ${i + 1} | ${protocol} | ${protocol === 'h2' ? 1 : opts.concurrency} | ${r.rps.toFixed(0)} | ${r.serverUs.toFixed(1)} | ${r.clientUs.toFixed(1)} | ${r.failed} |\n`,
+        );
       }
     }
     const both = (p: Protocol): number[] => rounds.filter((r) => r.protocol === p).map((r) => r.serverUs + r.clientUs);
@@ -152,5 +202,6 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv[2] === '--serve') serve(process.argv[3] as Protocol, process.argv[4]!, process.argv[5]!, process.argv[6]!);
+if (process.argv[2] === '--serve')
+  serve(process.argv[3] as Protocol, process.argv[4]!, process.argv[5]!, process.argv[6]!);
 else await main();

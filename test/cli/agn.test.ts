@@ -47,16 +47,22 @@ const RFC = join(SHARED_FIXTURES, 'rfc8785');
 const CONTRACT = join(SHARED_FIXTURES, 'overlay-contract-v1');
 
 describe('agn canonical', () => {
-  it.each(readdirSync(join(RFC, 'input')))('prints the official canonical bytes of %s with no newline added', async (file) => {
-    const run = await agn('canonical', join(RFC, 'input', file));
-    expect(run.code).toBe(0);
-    expect(run.stdout.equals(readFileSync(join(RFC, 'output', file)))).toBe(true);
-  });
+  it.each(readdirSync(join(RFC, 'input')))(
+    'prints the official canonical bytes of %s with no newline added',
+    async (file) => {
+      const run = await agn('canonical', join(RFC, 'input', file));
+      expect(run.code).toBe(0);
+      expect(run.stdout.equals(readFileSync(join(RFC, 'output', file)))).toBe(true);
+    },
+  );
 
   it('formats all 10 000 number vectors as ECMAScript does', async () => {
     const vectors = readNumberVectors();
     // 17 significant digits round-trip every double, so the input text is independent of the expected text.
-    const input = tempFile('numbers.json', `[${vectors.map((v) => (Object.is(v.value, -0) ? '-0' : v.value.toPrecision(17))).join(',\n')}]`);
+    const input = tempFile(
+      'numbers.json',
+      `[${vectors.map((v) => (Object.is(v.value, -0) ? '-0' : v.value.toPrecision(17))).join(',\n')}]`,
+    );
     const run = await agn('canonical', input);
     expect(run.code).toBe(0);
     const printed = run.stdout.toString('utf8').slice(1, -1).split(',');
@@ -119,13 +125,29 @@ describe('agn overlay verify and revision on the contract fixtures', () => {
 
   it('checks the expected scope flags and the size limit', async () => {
     const file = join(CONTRACT, 'valid-multi-candidate.json');
-    const scoped = ['--network', 'glb-demo', '--gateway', 'glb-demo-edge-gateway', '--namespace', 'grid-system', '--local-site', 'east-edge'];
+    const scoped = [
+      '--network',
+      'glb-demo',
+      '--gateway',
+      'glb-demo-edge-gateway',
+      '--namespace',
+      'grid-system',
+      '--local-site',
+      'east-edge',
+    ];
     expect((await agn('overlay', 'verify', file, ...scoped)).code).toBe(0);
     const wrong = await agn('overlay', 'verify', file, '--gateway', 'other-gateway');
     expect([wrong.code, wrong.stdout.toString()]).toEqual([1, 'reject scope_mismatch\n']);
     const small = await agn('overlay', 'verify', file, '--max-bytes', '100');
     expect([small.code, small.stdout.toString()]).toEqual([1, 'reject oversized\n']);
-    const legacyScoped = await agn('overlay', 'verify', join(CONTRACT, 'legacy-payload.json'), '--legacy', '--network', 'glb-demo');
+    const legacyScoped = await agn(
+      'overlay',
+      'verify',
+      join(CONTRACT, 'legacy-payload.json'),
+      '--legacy',
+      '--network',
+      'glb-demo',
+    );
     expect(legacyScoped.stdout.toString()).toBe('reject malformed\n');
   });
 
@@ -141,7 +163,8 @@ describe('agn overlay verify --consumer', () => {
   // our gateway's carries selection_policy weightedRandom with traffic weights, the Praxis AI main one has neither.
   const ours = join(REPO_ROOT, 'test', 'fixtures', 'routing', 'example-grid.consumer-gateway.overlay.json');
   const praxisMain = join(REPO_ROOT, 'test', 'fixtures', 'routing', 'example-grid.praxis-ai.overlay.json');
-  const revisionOf = (file: string) => (JSON.parse(readFileSync(file, 'utf8')) as { revision: { value: string } }).revision.value;
+  const revisionOf = (file: string) =>
+    (JSON.parse(readFileSync(file, 'utf8')) as { revision: { value: string } }).revision.value;
 
   it('accepts for every consumer an overlay without selection_policy, with the same revision', async () => {
     for (const consumer of ['agn', 'praxis-main', 'praxis-groups']) {
@@ -179,7 +202,9 @@ describe('agn overlay verify --consumer', () => {
       expect([run.code, run.stdout.toString()]).toEqual([1, 'reject unsupported_schema\n']);
       expect(run.stderr).toMatch(/exactly "1\.0\.0"/);
     }
-    expect((await agn('overlay', 'verify', file, '--consumer', 'agn')).stdout.toString()).toBe(`accept ${revisionOf(praxisMain)}\n`);
+    expect((await agn('overlay', 'verify', file, '--consumer', 'agn')).stdout.toString()).toBe(
+      `accept ${revisionOf(praxisMain)}\n`,
+    );
   });
 });
 
@@ -196,7 +221,15 @@ describe('agn --help', () => {
     const run = await agn('--help');
     expect(run.code).toBe(0);
     const text = run.stdout.toString();
-    for (const command of ['up', 'canonical FILE', 'stable-id KIND NAME SITE CLUSTER', 'overlay revision FILE', 'overlay verify FILE', 'overlay configmap-name NETWORK GATEWAY', '--help']) {
+    for (const command of [
+      'up',
+      'canonical FILE',
+      'stable-id KIND NAME SITE CLUSTER',
+      'overlay revision FILE',
+      'overlay verify FILE',
+      'overlay configmap-name NETWORK GATEWAY',
+      '--help',
+    ]) {
       expect(text.split('\n').filter((line) => line.startsWith(`  agn ${command}`))).toHaveLength(1);
     }
   });
@@ -217,8 +250,16 @@ describe('bad input to every command: one clear line, non-zero exit', () => {
     [['overlay', 'verify', 'x.json', '--bogus'], 2, /Unknown option '--bogus'/],
     [['overlay', 'verify', 'x.json', '--network', ''], 2, /--network must not be empty/],
     [['overlay', 'verify', '/nonexistent.json'], 2, /cannot read \/nonexistent.json: no such file/],
-    [['overlay', 'verify', 'x.json', '--consumer', 'praxis'], 2, /--consumer must be one of agn, praxis-main, praxis-groups, got "praxis"/],
-    [['overlay', 'verify', 'x.json', '--consumer', ''], 2, /--consumer must be one of agn, praxis-main, praxis-groups, got ""/],
+    [
+      ['overlay', 'verify', 'x.json', '--consumer', 'praxis'],
+      2,
+      /--consumer must be one of agn, praxis-main, praxis-groups, got "praxis"/,
+    ],
+    [
+      ['overlay', 'verify', 'x.json', '--consumer', ''],
+      2,
+      /--consumer must be one of agn, praxis-main, praxis-groups, got ""/,
+    ],
     [['overlay', 'verify', 'x.json', '--consumer'], 2, /--consumer/],
     [['overlay', 'configmap-name', 'net'], 2, /usage: agn overlay configmap-name NETWORK GATEWAY/],
     [['overlay', 'frobnicate'], 2, /unknown overlay command "frobnicate"/],

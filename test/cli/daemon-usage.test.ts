@@ -8,7 +8,12 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DAEMONS = ['gossip-operator', 'overlay-sync', 'gateway', 'sim'] as const;
 
 function run(daemon: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [`daemons/${daemon}/main.ts`, ...args], { cwd: ROOT, encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '' }, timeout: 20_000 });
+  const result = spawnSync(process.execPath, [`daemons/${daemon}/main.ts`, ...args], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { PATH: process.env['PATH'] ?? '' },
+    timeout: 20_000,
+  });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 

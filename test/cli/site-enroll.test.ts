@@ -23,9 +23,18 @@ interface Run {
 
 function agn(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(REPO_ROOT, 'daemons/cli/agn.ts'), ...args], { cwd: REPO_ROOT, env: { ...process.env, AGN_INVITE_TOKEN: '', ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout: String(stdout), stderr: String(stderr) });
-    });
+    execFile(
+      process.execPath,
+      [join(REPO_ROOT, 'daemons/cli/agn.ts'), ...args],
+      { cwd: REPO_ROOT, env: { ...process.env, AGN_INVITE_TOKEN: '', ...env }, timeout: 30_000 },
+      (error, stdout, stderr) => {
+        resolve({
+          code: error ? (typeof error.code === 'number' ? error.code : -1) : 0,
+          stdout: String(stdout),
+          stderr: String(stderr),
+        });
+      },
+    );
   });
 }
 
@@ -42,8 +51,25 @@ describe('agn site enroll', () => {
     await work?.remove();
   });
   const url = () => `https://127.0.0.1:${signer.port}`;
-  const enrollArgs = (tokenId: string, tokenFile: string, site: string, out: string, extra: string[] = []) =>
-    ['site', 'enroll', '--url', url(), '--ca', signer.files.caCertFile, '--token-id', tokenId, '--token-file', tokenFile, '--site', site, '--out', out, '--signer', SIGNER, ...extra];
+  const enrollArgs = (tokenId: string, tokenFile: string, site: string, out: string, extra: string[] = []) => [
+    'site',
+    'enroll',
+    '--url',
+    url(),
+    '--ca',
+    signer.files.caCertFile,
+    '--token-id',
+    tokenId,
+    '--token-file',
+    tokenFile,
+    '--site',
+    site,
+    '--out',
+    out,
+    '--signer',
+    SIGNER,
+    ...extra,
+  ];
 
   it('redeems an invite and writes tls.crt, tls.key (0600) and ca.crt that pass the peer chain check', async () => {
     const inv = await createInvite(signer, 'east2', { siteName: 'east2' });
@@ -54,18 +80,34 @@ describe('agn site enroll', () => {
     const run = await agn(enrollArgs(inv.tokenId, tokenFile, 'east2', out));
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/^enrolled east2: wrote .*tls\.crt, .*tls\.key and .*ca\.crt \(certificate valid until \d{4}-/);
+    expect(run.stdout).toMatch(
+      /^enrolled east2: wrote .*tls\.crt, .*tls\.key and .*ca\.crt \(certificate valid until \d{4}-/,
+    );
     expect(statSync(join(out, 'tls.key')).mode & 0o777).toBe(0o600);
     expect(readFileSync(join(out, 'ca.crt'), 'utf8')).toBe(signer.files.ca.certPem);
     const certPem = readFileSync(join(out, 'tls.crt'), 'utf8');
     const keyPem = readFileSync(join(out, 'tls.key'), 'utf8');
-    expect(new X509Certificate(certPem).checkPrivateKey((await import('node:crypto')).createPrivateKey(keyPem))).toBe(true);
+    expect(new X509Certificate(certPem).checkPrivateKey((await import('node:crypto')).createPrivateKey(keyPem))).toBe(
+      true,
+    );
     const identity = await certifiedIdentity('east2', certPem, keyPem);
-    expect(verifySiteBundle(identity.certificateBundle ?? '', 'east2', readFileSync(join(out, 'ca.crt'), 'utf8'), Date.now())).toMatchObject({ ok: true });
+    expect(
+      verifySiteBundle(
+        identity.certificateBundle ?? '',
+        'east2',
+        readFileSync(join(out, 'ca.crt'), 'utf8'),
+        Date.now(),
+      ),
+    ).toMatchObject({ ok: true });
     expect((await grid(signer.state, 'SiteInvite', 'east2')).status.redeemedBy).toBe('east2');
 
     // The token is spent: a second run says so and writes nothing.
-    const again = await enrollCommand(enrollArgs(inv.tokenId, tokenFile, 'east2', join(work.path, 'east2-again')).slice(2)).then(() => undefined, (e: Error) => e.message);
+    const again = await enrollCommand(
+      enrollArgs(inv.tokenId, tokenFile, 'east2', join(work.path, 'east2-again')).slice(2),
+    ).then(
+      () => undefined,
+      (e: Error) => e.message,
+    );
     expect(again).toContain('the signer refused the redeem: already_redeemed (HTTP 409)');
     expect(existsSync(join(work.path, 'east2-again', 'tls.crt'))).toBe(false);
     expect(existsSync(join(work.path, 'east2-again', 'tls.key'))).toBe(false);
@@ -86,7 +128,12 @@ describe('agn site enroll', () => {
     // Another key does not redeem a bound invite.
     const otherOut = join(work.path, 'bound-other');
     writeFileSync(join(work.path, 'bound.token'), inv.token);
-    const refused = await enrollCommand(enrollArgs(inv.tokenId, join(work.path, 'bound.token'), 'bound', otherOut).slice(2)).then(() => undefined, (e: Error) => e.message);
+    const refused = await enrollCommand(
+      enrollArgs(inv.tokenId, join(work.path, 'bound.token'), 'bound', otherOut).slice(2),
+    ).then(
+      () => undefined,
+      (e: Error) => e.message,
+    );
     expect(refused).toContain('the signer refused the redeem: key_mismatch (HTTP 403)');
     expect(existsSync(join(otherOut, 'tls.key'))).toBe(false);
 
@@ -114,7 +161,10 @@ describe('agn site enroll', () => {
       delete process.env['AGN_INVITE_TOKEN'];
       Object.assign(process.env, env);
       try {
-        const result = await enrollCommand(argv[0] === 'site' ? argv.slice(2) : argv).then(() => undefined, (e: unknown) => e);
+        const result = await enrollCommand(argv[0] === 'site' ? argv.slice(2) : argv).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         expect(result).toBeInstanceOf(CliError);
         return result as CliError;
       } finally {
@@ -123,12 +173,28 @@ describe('agn site enroll', () => {
       }
     };
     const cases: Array<[string[], 1 | 2, string]> = [
-      [swap(signer.files.caCertFile, otherCaFile), 1, `cannot redeem at ${url()}: the signer's certificate does not verify against --ca ${otherCaFile}`],
-      [args.slice(0, -2), 1, "the signer's certificate does not name 127.0.0.1 (pass --signer with the signer's site name)"],
+      [
+        swap(signer.files.caCertFile, otherCaFile),
+        1,
+        `cannot redeem at ${url()}: the signer's certificate does not verify against --ca ${otherCaFile}`,
+      ],
+      [
+        args.slice(0, -2),
+        1,
+        "the signer's certificate does not name 127.0.0.1 (pass --signer with the signer's site name)",
+      ],
       [swap(url(), 'https://127.0.0.1:1'), 1, 'cannot redeem at https://127.0.0.1:1: connection refused'],
       [swap(tokenFile, ''), 2, 'the invite token is required: --token-file FILE or env AGN_INVITE_TOKEN'],
-      [swap(tokenFile, join(work.path, 'no-such-token')), 2, `cannot read --token-file ${join(work.path, 'no-such-token')}: ENOENT`],
-      [swap('west1', 'west9'), 1, 'the signer refused the redeem: site_name_mismatch (HTTP 403): SiteInvite west1 is for site west1, not west9'],
+      [
+        swap(tokenFile, join(work.path, 'no-such-token')),
+        2,
+        `cannot read --token-file ${join(work.path, 'no-such-token')}: ENOENT`,
+      ],
+      [
+        swap('west1', 'west9'),
+        1,
+        'the signer refused the redeem: site_name_mismatch (HTTP 403): SiteInvite west1 is for site west1, not west9',
+      ],
       [swap('west1', 'West_1'), 2, '--site "West_1" must be a DNS label'],
       [swap(inv.tokenId, 'ffffffffffffffff'), 1, 'the signer refused the redeem: unknown_token (HTTP 401)'],
       [swap(url(), url().replace('https', 'http')), 2, '--url must use https'],
@@ -138,7 +204,11 @@ describe('agn site enroll', () => {
     ];
     for (const [argv, exitCode, message] of cases) {
       const error = await failure(argv);
-      expect({ argv, exitCode: error.exitCode, message: error.message }).toEqual({ argv, exitCode, message: expect.stringContaining(message) });
+      expect({ argv, exitCode: error.exitCode, message: error.message }).toEqual({
+        argv,
+        exitCode,
+        message: expect.stringContaining(message),
+      });
       expect(error.message).not.toContain('\n');
       for (const token of tokens) expect(error.message).not.toContain(token.slice(0, 16));
     }

@@ -6,7 +6,15 @@ import { CliError } from '../../daemons/cli/cli-error.ts';
 
 describe('agn up --backend', () => {
   it('takes SITE/HOST:PORT=LOCAL_HOST:PORT, repeatable', () => {
-    const options = parseUpArgs(['--backend', 'east/db-tools.tools.svc.cluster.local:8080=127.0.0.1:9000', '--backend', 'west/claims-agent.agents.svc.cluster.local:8080=localhost:9001'], {});
+    const options = parseUpArgs(
+      [
+        '--backend',
+        'east/db-tools.tools.svc.cluster.local:8080=127.0.0.1:9000',
+        '--backend',
+        'west/claims-agent.agents.svc.cluster.local:8080=localhost:9001',
+      ],
+      {},
+    );
     expect(options.backends).toEqual([
       { site: 'east', address: 'db-tools.tools.svc.cluster.local:8080', endpoint: '127.0.0.1:9000' },
       { site: 'west', address: 'claims-agent.agents.svc.cluster.local:8080', endpoint: 'localhost:9001' },
@@ -14,7 +22,13 @@ describe('agn up --backend', () => {
     expect(parseUpArgs([], {}).backends).toEqual([]);
   });
 
-  it.each(['db-tools.tools.svc.cluster.local:8080=127.0.0.1:9000', 'east/db-tools=127.0.0.1:9000', 'east/db-tools:8080=127.0.0.1', 'East/x:1=y:2', 'east/x:1=y:2;rm'])('refuses %s as a usage error (exit 2)', (value) => {
+  it.each([
+    'db-tools.tools.svc.cluster.local:8080=127.0.0.1:9000',
+    'east/db-tools=127.0.0.1:9000',
+    'east/db-tools:8080=127.0.0.1',
+    'East/x:1=y:2',
+    'east/x:1=y:2;rm',
+  ])('refuses %s as a usage error (exit 2)', (value) => {
     let thrown: unknown;
     try {
       parseBackend(value);
@@ -22,7 +36,9 @@ describe('agn up --backend', () => {
       thrown = error;
     }
     expect(thrown).toBeInstanceOf(CliError);
-    expect((thrown as CliError).message).toBe(`--backend ${value}: expected SITE/HOST:PORT=LOCAL_HOST:PORT, e.g. east/db-tools.tools.svc.cluster.local:8080=127.0.0.1:9000 (see agn --help)`);
+    expect((thrown as CliError).message).toBe(
+      `--backend ${value}: expected SITE/HOST:PORT=LOCAL_HOST:PORT, e.g. east/db-tools.tools.svc.cluster.local:8080=127.0.0.1:9000 (see agn --help)`,
+    );
     expect((thrown as CliError & { exitCode: number }).exitCode).toBe(2);
   });
 });

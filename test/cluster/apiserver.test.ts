@@ -17,12 +17,16 @@ import { adminKubeConfig, expectApiError, tokenKubeConfig, uniqueName, waitFor }
 
 function rawGet(path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${inject('apiServerUrl')}${path}`, { ca: inject('caPem'), headers, agent: false, timeout: 10_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = request(
+      `${inject('apiServerUrl')}${path}`,
+      { ca: inject('caPem'), headers, agent: false, timeout: 10_000 },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`GET ${path} timed out`)));
     req.on('error', reject);
     req.end();
@@ -89,7 +93,11 @@ describe('server-side apply and watch', () => {
     try {
       const first = await objects.patch(
         overlayConfigMap(namespace, name, 'r1'),
-        undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply,
+        undefined,
+        undefined,
+        FIELD_MANAGER,
+        true,
+        PatchStrategy.ServerSideApply,
       );
       const managers = (first.metadata?.managedFields ?? []).map((f) => [f.manager, f.operation]);
       expect(managers).toContainEqual([FIELD_MANAGER, 'Apply']);
@@ -99,13 +107,21 @@ describe('server-side apply and watch', () => {
       // Re-applying identical content is a no-op: no new resourceVersion, so no event for watchers.
       const same = await objects.patch(
         overlayConfigMap(namespace, name, 'r1'),
-        undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply,
+        undefined,
+        undefined,
+        FIELD_MANAGER,
+        true,
+        PatchStrategy.ServerSideApply,
       );
       expect(same.metadata?.resourceVersion).toBe(first.metadata?.resourceVersion);
 
       const second = await objects.patch(
         overlayConfigMap(namespace, name, 'r2'),
-        undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply,
+        undefined,
+        undefined,
+        FIELD_MANAGER,
+        true,
+        PatchStrategy.ServerSideApply,
       );
       await waitFor('MODIFIED event', () => (events.some((e) => e.type === 'MODIFIED') ? true : undefined));
 
@@ -125,12 +141,20 @@ describe('server-side apply and watch', () => {
     const name = 'owned-overlay';
     await objects.patch(
       overlayConfigMap(namespace, name, 'r1'),
-      undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply,
+      undefined,
+      undefined,
+      FIELD_MANAGER,
+      true,
+      PatchStrategy.ServerSideApply,
     );
     const status = await expectApiError(
       objects.patch(
         overlayConfigMap(namespace, name, 'intruder'),
-        undefined, undefined, 'someone-else', false, PatchStrategy.ServerSideApply,
+        undefined,
+        undefined,
+        'someone-else',
+        false,
+        PatchStrategy.ServerSideApply,
       ),
       409,
     );
@@ -166,7 +190,9 @@ describe('ServiceAccount token and RBAC resourceNames', () => {
       namespace,
       body: {
         metadata: { name: serviceAccount },
-        rules: [{ apiGroups: [''], resources: ['configmaps'], resourceNames: [allowed], verbs: ['get', 'list', 'watch'] }],
+        rules: [
+          { apiGroups: [''], resources: ['configmaps'], resourceNames: [allowed], verbs: ['get', 'list', 'watch'] },
+        ],
       },
     });
     await rbac.createNamespacedRoleBinding({
@@ -211,7 +237,11 @@ describe('ServiceAccount token and RBAC resourceNames', () => {
     // resourceNames never cover an unfiltered list, writes, or the same name in another namespace.
     await expectApiError(core.listNamespacedConfigMap({ namespace }), 403);
     await expectApiError(
-      core.replaceNamespacedConfigMap({ name: allowed, namespace, body: { metadata: { name: allowed }, data: { k: 'x' } } }),
+      core.replaceNamespacedConfigMap({
+        name: allowed,
+        namespace,
+        body: { metadata: { name: allowed }, data: { k: 'x' } },
+      }),
       403,
     );
     await expectApiError(core.readNamespacedConfigMap({ name: allowed, namespace: 'default' }), 403);
@@ -240,24 +270,28 @@ describe('ServiceAccount token and RBAC resourceNames', () => {
         namespace,
         body: { metadata: { name: allowed }, data: { k: 'updated' } },
       });
-      await waitFor('MODIFIED event on the watched ConfigMap', () => (seen.includes('MODIFIED:updated') ? true : undefined));
+      await waitFor('MODIFIED event on the watched ConfigMap', () =>
+        seen.includes('MODIFIED:updated') ? true : undefined,
+      );
     } finally {
       watch.abort();
     }
 
     // A watch without the name filter is refused outright.
     let unfilteredError: unknown;
-    const denied = await new Watch(kc).watch(
-      `/api/v1/namespaces/${namespace}/configmaps`,
-      {},
-      () => {},
-      (err: unknown) => {
+    const denied = await new Watch(kc)
+      .watch(
+        `/api/v1/namespaces/${namespace}/configmaps`,
+        {},
+        () => {},
+        (err: unknown) => {
+          unfilteredError = err;
+        },
+      )
+      .catch((err: unknown) => {
         unfilteredError = err;
-      },
-    ).catch((err: unknown) => {
-      unfilteredError = err;
-      return undefined;
-    });
+        return undefined;
+      });
     await waitFor('the unfiltered watch to be refused', () => (unfilteredError !== undefined ? true : undefined));
     denied?.abort();
     expect(String((unfilteredError as { message?: string }).message ?? unfilteredError)).toMatch(/403|Forbidden/);

@@ -30,31 +30,74 @@ async function openssl(args: readonly string[], cwd: string): Promise<void> {
 }
 
 // A leaf signed by the run's CA. Extensions go through a file because `openssl x509 -req` reads them from one.
-async function issueLeaf(
-  dir: string,
-  name: string,
-  subject: string,
-  extensions: readonly string[],
-): Promise<void> {
+async function issueLeaf(dir: string, name: string, subject: string, extensions: readonly string[]): Promise<void> {
   const extFile = `${name}.ext`;
   await writeFile(join(dir, extFile), `${extensions.join('\n')}\n`);
   await openssl(
-    ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-      '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject],
+    [
+      'req',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+      '-subj',
+      subject,
+    ],
     dir,
   );
   await openssl(
-    ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial',
-      '-days', '2', '-sha256', '-extfile', extFile, '-out', `${name}.crt`],
+    [
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-sha256',
+      '-extfile',
+      extFile,
+      '-out',
+      `${name}.crt`,
+    ],
     dir,
   );
 }
 
 export async function generatePki(dir: string): Promise<ControlPlanePki> {
   await openssl(
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-      '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-sha256', '-subj', '/CN=agn-cluster-test-ca',
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'],
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-days',
+      '2',
+      '-sha256',
+      '-subj',
+      '/CN=agn-cluster-test-ca',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    ],
     dir,
   );
   // The names clients inside a cluster would use, plus the loopback address the suite connects to.

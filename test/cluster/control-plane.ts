@@ -265,7 +265,12 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
     for (let attempt = 1; etcd === undefined; attempt++) {
       const [clientPort, peerPort] = [await freePort(), await freePort()];
       etcdUrl = `http://127.0.0.1:${clientPort}`;
-      const d = launch('etcd', join(binDir, 'etcd'), etcdArgs(join(workDir, `etcd-data-${attempt}`), clientPort, peerPort), join(workDir, 'etcd.log'));
+      const d = launch(
+        'etcd',
+        join(binDir, 'etcd'),
+        etcdArgs(join(workDir, `etcd-data-${attempt}`), clientPort, peerPort),
+        join(workDir, 'etcd.log'),
+      );
       started.push(d);
       try {
         await waitReady(d, { url: `${etcdUrl}/health` }, readyTimeoutMs, (b) => b.includes('"health":"true"'));
@@ -281,7 +286,12 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
     const startApiServer = async (fixedPort?: number): Promise<Daemon> => {
       for (let attempt = 1; ; attempt++) {
         const p = fixedPort ?? (await freePort());
-        const d = launch('kube-apiserver', join(binDir, 'kube-apiserver'), apiServerArgs(pki, workDir, etcdUrl, p), join(workDir, 'kube-apiserver.log'));
+        const d = launch(
+          'kube-apiserver',
+          join(binDir, 'kube-apiserver'),
+          apiServerArgs(pki, workDir, etcdUrl, p),
+          join(workDir, 'kube-apiserver.log'),
+        );
         started.push(d);
         try {
           await waitReady(d, { url: `https://127.0.0.1:${p}/readyz`, tls: adminTls }, readyTimeoutMs);

@@ -30,10 +30,15 @@ beforeAll(async () => {
   const ext = kc.makeApiClient(ApiextensionsV1Api);
   for (const kind of KINDS) {
     // Raw JSON, not ApiextensionsV1Api: see adminRequest for what the typed client would drop.
-    const res = await adminRequest('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crdManifest(kind));
+    const res = await adminRequest(
+      'POST',
+      '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+      crdManifest(kind),
+    );
     // 409: another test file already installed the same CRDs from dist/ (server-side apply); the checks below
     // compare what is stored with crdManifest() either way.
-    if (res.status !== 201 && res.status !== 409) throw new Error(`creating the ${kind} CRD: HTTP ${res.status}: ${res.body}`);
+    if (res.status !== 201 && res.status !== 409)
+      throw new Error(`creating the ${kind} CRD: HTTP ${res.status}: ${res.body}`);
   }
   for (const kind of KINDS) {
     const name = `${DEFINITIONS[kind].plural}.${GROUP}`;
@@ -61,14 +66,24 @@ describe('Grid CRDs', () => {
       expect(conditions, kind).toMatchObject({ Established: 'True', NamesAccepted: 'True' });
     }
     const res = await adminGet(`/apis/${GROUP}/${VERSION}`);
-    const resources = (JSON.parse(res.body) as {
-      resources: { name: string; kind: string; namespaced: boolean; shortNames?: string[]; categories?: string[] }[];
-    }).resources;
+    const resources = (
+      JSON.parse(res.body) as {
+        resources: { name: string; kind: string; namespaced: boolean; shortNames?: string[]; categories?: string[] }[];
+      }
+    ).resources;
     for (const kind of KINDS) {
       const def = DEFINITIONS[kind];
       const main = resources.find((r) => r.name === def.plural);
-      expect(main, kind).toMatchObject({ kind, namespaced: false, shortNames: [...def.shortNames], categories: ['grid'] });
-      expect(resources.some((r) => r.name === `${def.plural}/status`), `${kind} status subresource`).toBe(true);
+      expect(main, kind).toMatchObject({
+        kind,
+        namespaced: false,
+        shortNames: [...def.shortNames],
+        categories: ['grid'],
+      });
+      expect(
+        resources.some((r) => r.name === `${def.plural}/status`),
+        `${kind} status subresource`,
+      ).toBe(true);
     }
   });
 
@@ -79,7 +94,9 @@ describe('Grid CRDs', () => {
       return Object.entries(node).reduce((n, [k, v]) => n + (k === key ? 1 : 0) + count(v, key), 0);
     };
     for (const kind of KINDS) {
-      const res = await adminGet(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${DEFINITIONS[kind].plural}.${GROUP}`);
+      const res = await adminGet(
+        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${DEFINITIONS[kind].plural}.${GROUP}`,
+      );
       const stored = (JSON.parse(res.body) as { spec: { versions: { schema: unknown }[] } }).spec.versions[0]?.schema;
       const manifest = crdManifest(kind).spec.versions[0]?.schema;
       for (const key of ['x-kubernetes-validations', 'default']) {
@@ -146,7 +163,9 @@ const cases: RuleCase[] = [
   {
     rule: 'deprecated swimKeyRef and swimKeySecretRef together (CEL)',
     kind: 'GridNetwork',
-    invalid: { tls: { swimKeyRef: { name: 'k', namespace: 'grid' }, swimKeySecretRef: { name: 'k', namespace: 'grid' } } },
+    invalid: {
+      tls: { swimKeyRef: { name: 'k', namespace: 'grid' }, swimKeySecretRef: { name: 'k', namespace: 'grid' } },
+    },
     message: /swimKeyRef is the deprecated name of swimKeySecretRef/,
     valid: { tls: { swimKeyRef: { name: 'k', namespace: 'grid' } } },
   },
@@ -160,7 +179,11 @@ const cases: RuleCase[] = [
   {
     rule: 'deprecated egress and gatewayEndpoint together (CEL)',
     kind: 'GridSite',
-    invalid: { gridNetworkRef: 'grid-a', egress: { address: 'gw.example.test:443' }, gatewayEndpoint: { address: 'gw.example.test:443' } },
+    invalid: {
+      gridNetworkRef: 'grid-a',
+      egress: { address: 'gw.example.test:443' },
+      gatewayEndpoint: { address: 'gw.example.test:443' },
+    },
     message: /egress is the deprecated name of gatewayEndpoint/,
     valid: { gridNetworkRef: 'grid-a', egress: { address: 'gw.example.test:443' } },
   },
@@ -175,12 +198,18 @@ const cases: RuleCase[] = [
     rule: 'EndpointTls exactly one CA source (CEL)',
     kind: 'InferenceProvider',
     invalid: {
-      gridNetworkRef: 'grid-a', providerKind: 'self_hosted', backendKind: 'local', endpoint: 'https://vllm.example.test',
+      gridNetworkRef: 'grid-a',
+      providerKind: 'self_hosted',
+      backendKind: 'local',
+      endpoint: 'https://vllm.example.test',
       tls: { caSecretRef: { name: 'ca', namespace: 'grid' }, caConfigMapRef: { name: 'ca', namespace: 'grid' } },
     },
     message: /set exactly one of caSecretRef and caConfigMapRef/,
     valid: {
-      gridNetworkRef: 'grid-a', providerKind: 'self_hosted', backendKind: 'local', endpoint: 'https://vllm.example.test',
+      gridNetworkRef: 'grid-a',
+      providerKind: 'self_hosted',
+      backendKind: 'local',
+      endpoint: 'https://vllm.example.test',
       tls: { caConfigMapRef: { name: 'ca', namespace: 'grid' } },
     },
   },
@@ -202,7 +231,13 @@ describe('validation enforced by the API server', () => {
 
     const changed = { ...created, spec: { ...(created.spec as object), siteName: 'site-d' } };
     const status = await expectApiError(
-      objects.replaceClusterCustomObject({ group: GROUP, version: VERSION, plural: 'siteinvites', name, body: changed }),
+      objects.replaceClusterCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: 'siteinvites',
+        name,
+        body: changed,
+      }),
       422,
     );
     expect(status.message).toMatch(/SiteInvite spec is immutable/);
@@ -212,7 +247,13 @@ describe('validation enforced by the API server', () => {
       ...created,
       metadata: { ...created.metadata, labels: { 'grid.praxis.fast/site': 'site-c' } },
     };
-    await objects.replaceClusterCustomObject({ group: GROUP, version: VERSION, plural: 'siteinvites', name, body: labelled });
+    await objects.replaceClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'siteinvites',
+      name,
+      body: labelled,
+    });
   });
 
   it('GridSite status: a certificate field carrying a private key is refused through the status subresource', async () => {
@@ -223,14 +264,29 @@ describe('validation enforced by the API server', () => {
       status: { publicCertPem: '-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n' },
     };
     const status = await expectApiError(
-      objects.replaceClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'gridsites', name, body: leak }),
+      objects.replaceClusterCustomObjectStatus({
+        group: GROUP,
+        version: VERSION,
+        plural: 'gridsites',
+        name,
+        body: leak,
+      }),
       422,
     );
     expect(status.message).toMatch(/publicCertPem must never contain private key material/);
     // The rejection message names the rule, never echoes the submitted key text.
     expect(status.message).not.toContain('BEGIN EC PRIVATE KEY');
 
-    const ok = { ...created, status: { publicCertPem: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' } };
-    await objects.replaceClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'gridsites', name, body: ok });
+    const ok = {
+      ...created,
+      status: { publicCertPem: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' },
+    };
+    await objects.replaceClusterCustomObjectStatus({
+      group: GROUP,
+      version: VERSION,
+      plural: 'gridsites',
+      name,
+      body: ok,
+    });
   });
 });

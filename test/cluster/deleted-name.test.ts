@@ -10,7 +10,11 @@ import { SiteInviteController } from '../../daemons/gossip-operator/controllers/
 import { InviteRedeemer, parseRedeemRequest, RedeemRefusal } from '../../daemons/gossip-operator/enrollment/redeem.ts';
 import { loadGridCa } from '../../daemons/gossip-operator/enrollment/site-certificate.ts';
 import { GRID_SITE, SECRET, SITE_INVITE } from '../../daemons/gossip-operator/kinds.ts';
-import { checkDeletedSiteName, readSiteNameLedger, recordSiteNames } from '../../daemons/gossip-operator/site-name-ledger.ts';
+import {
+  checkDeletedSiteName,
+  readSiteNameLedger,
+  recordSiteNames,
+} from '../../daemons/gossip-operator/site-name-ledger.ts';
 import { createLogger } from '../../daemons/shared/log.ts';
 import type { KubernetesStore } from '../../daemons/shared/resource-store/index.ts';
 import { createCertificateAuthority } from '../../daemons/shared/tls.ts';
@@ -29,7 +33,16 @@ describe('deleted site names on the API server', () => {
   it('refuses a deleted name without allowDeletedName, at the invite and at the redeem, and reuses it with it', async () => {
     const store = open();
     const site = uniqueName('east');
-    await store.apply(GRID_SITE, { apiVersion: GRID_SITE.apiVersion, kind: 'GridSite', metadata: { name: site }, spec: { gridNetworkRef: 'production' } }, { fieldManager: 'agn-cluster-test' });
+    await store.apply(
+      GRID_SITE,
+      {
+        apiVersion: GRID_SITE.apiVersion,
+        kind: 'GridSite',
+        metadata: { name: site },
+        spec: { gridNetworkRef: 'production' },
+      },
+      { fieldManager: 'agn-cluster-test' },
+    );
     // Two replicas record names at once from an absent ledger: the empty create plus the precondition turn the
     // race into retries, never into one map replacing the other.
     const others = Array.from({ length: 6 }, (_, i) => `${site}-peer${i}`);
@@ -41,15 +54,24 @@ describe('deleted site names on the API server', () => {
     expect((await checkDeletedSiteName(store, ledger, site)).deleted).toBe(false);
 
     const lines: string[] = [];
-    const logger = createLogger({ name: 'deleted-name-test', destination: new Writable({ write: (c: Buffer, _e, cb) => {
+    const logger = createLogger({
+      name: 'deleted-name-test',
+      destination: new Writable({
+        write: (c: Buffer, _e, cb) => {
           lines.push(c.toString());
           cb();
-        }, }) });
+        },
+      }),
+    });
     const ctx = { store, logger, config: { namespace, site: signerSite }, now: Date.now } as unknown as OperatorContext;
     const controller = new SiteInviteController(ctx);
     const invite = async (spec: Record<string, unknown>): Promise<Json> => {
       const name = uniqueName('invite');
-      await store.apply(SITE_INVITE, { apiVersion: SITE_INVITE.apiVersion, kind: 'SiteInvite', metadata: { name }, spec }, { fieldManager: 'agn-cluster-test' });
+      await store.apply(
+        SITE_INVITE,
+        { apiVersion: SITE_INVITE.apiVersion, kind: 'SiteInvite', metadata: { name }, spec },
+        { fieldManager: 'agn-cluster-test' },
+      );
       await controller.reconcile(name);
       return store.get(SITE_INVITE, { name });
     };
@@ -68,13 +90,28 @@ describe('deleted site names on the API server', () => {
 
     const authority = await createCertificateAuthority({ commonName: 'cluster-grid-ca' });
     const ca = await loadGridCa(authority.certPem, authority.keyPem, { cert: 'ca.crt', key: 'ca.key' });
-    const redeemer = new InviteRedeemer({ store: open(), namespace, ca: () => ca, certificateLifetimeMs: 86_400_000, now: Date.now, siteNameLedger: ledger });
+    const redeemer = new InviteRedeemer({
+      store: open(),
+      namespace,
+      ca: () => ca,
+      certificateLifetimeMs: 86_400_000,
+      now: Date.now,
+      siteNameLedger: ledger,
+    });
     const tokenOf = async (i: Json): Promise<string> => {
       const secret: Json = await store.get(SECRET, { name: inviteTokenSecretName(i.metadata.name), namespace });
       return Buffer.from(secret.data.token, 'base64').toString('utf8');
     };
-    const request = async (i: Json) => parseRedeemRequest(Buffer.from(JSON.stringify({ tokenId: i.status.tokenId, token: await tokenOf(i), siteName: site, csr: await csr() })));
-    const error = await redeemer.redeem(await request(racing)).then(() => undefined, (e: unknown) => e);
+    const request = async (i: Json) =>
+      parseRedeemRequest(
+        Buffer.from(
+          JSON.stringify({ tokenId: i.status.tokenId, token: await tokenOf(i), siteName: site, csr: await csr() }),
+        ),
+      );
+    const error = await redeemer.redeem(await request(racing)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(RedeemRefusal);
     expect((error as RedeemRefusal).outcome).toBe('site_name_deleted');
     // The token was not spent.
@@ -82,7 +119,10 @@ describe('deleted site names on the API server', () => {
 
     const reuse = await invite({ siteName: site, allowDeletedName: true });
     expect(ready(reuse)).toMatchObject({ status: 'True', reason: 'TokenIssued' });
-    expect(reuse.status.conditions.find((c: Json) => c.type === 'SiteNameReused')).toMatchObject({ status: 'True', reason: 'DeletedNameReused' });
+    expect(reuse.status.conditions.find((c: Json) => c.type === 'SiteNameReused')).toMatchObject({
+      status: 'True',
+      reason: 'DeletedNameReused',
+    });
     const issued = await redeemer.redeem(await request(reuse));
     expect(issued.siteName).toBe(site);
     const after: Json = await store.get(SITE_INVITE, { name: reuse.metadata.name });

@@ -65,7 +65,9 @@ describe('dist/crds.k8s.yaml + dist/east.k8s.yaml (shared control plane)', () =>
     expect(results.map((r) => describeManifest(r.manifest)).sort()).toEqual(manifests.map(describeManifest).sort());
     const stored = await readBack(client, manifests);
     for (const m of manifests) {
-      const managers = (stored.get(describeManifest(m))?.metadata.managedFields ?? []).map((f) => `${f.manager}/${f.operation}`);
+      const managers = (stored.get(describeManifest(m))?.metadata.managedFields ?? []).map(
+        (f) => `${f.manager}/${f.operation}`,
+      );
       expect(managers, describeManifest(m)).toContain(`${APPLY_FIELD_MANAGER}/Apply`);
     }
   });
@@ -74,15 +76,21 @@ describe('dist/crds.k8s.yaml + dist/east.k8s.yaml (shared control plane)', () =>
     for (const kind of KINDS) {
       const name = crdManifest(kind).metadata.name;
       const res = await client.request('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
-      const crd = res.body as { spec: { versions: { schema: unknown }[] }; status: { conditions: { type: string; status: string }[] } };
-      expect(crd.status.conditions.filter((c) => c.status === 'True').map((c) => c.type), name).toEqual(
-        expect.arrayContaining(['Established', 'NamesAccepted']),
-      );
+      const crd = res.body as {
+        spec: { versions: { schema: unknown }[] };
+        status: { conditions: { type: string; status: string }[] };
+      };
+      expect(
+        crd.status.conditions.filter((c) => c.status === 'True').map((c) => c.type),
+        name,
+      ).toEqual(expect.arrayContaining(['Established', 'NamesAccepted']));
       const compiled = readManifests('crds.k8s.yaml').find((m) => m.object.metadata.name === name)?.object as
         | { spec: { versions: { schema: unknown }[] } }
         | undefined;
       for (const key of ['x-kubernetes-validations', 'default']) {
-        expect(count(crd.spec.versions[0]?.schema, key), `${name} ${key}`).toBe(count(compiled?.spec.versions[0]?.schema, key));
+        expect(count(crd.spec.versions[0]?.schema, key), `${name} ${key}`).toBe(
+          count(compiled?.spec.versions[0]?.schema, key),
+        );
       }
     }
   });
@@ -107,15 +115,18 @@ describe('dist/crds.k8s.yaml + dist/east.k8s.yaml (shared control plane)', () =>
     const walk = (written: unknown, kept: unknown, schema: SchemaNode | undefined, at: string): void => {
       if (Array.isArray(written)) {
         if (!Array.isArray(kept) || kept.length !== written.length) return void problems.push(`${at}: list changed`);
-        for (const [i, w] of written.entries()) walk(w, kept[i], schema?.['items'] as SchemaNode | undefined, `${at}[${i}]`);
+        for (const [i, w] of written.entries())
+          walk(w, kept[i], schema?.['items'] as SchemaNode | undefined, `${at}[${i}]`);
       } else if (written !== null && typeof written === 'object') {
         if (kept === null || typeof kept !== 'object') return void problems.push(`${at}: object dropped`);
         const properties = (schema?.['properties'] ?? {}) as Record<string, SchemaNode>;
-        for (const [k, w] of Object.entries(written)) walk(w, (kept as Record<string, unknown>)[k], properties[k], `${at}.${k}`);
+        for (const [k, w] of Object.entries(written))
+          walk(w, (kept as Record<string, unknown>)[k], properties[k], `${at}.${k}`);
         for (const [k, v] of Object.entries(kept as Record<string, unknown>)) {
           if (k in (written as object)) continue;
           const declared = properties[k]?.['default'];
-          if (declared === undefined || !isDeepStrictEqual(defaulted(properties[k], declared), v)) problems.push(`${at}.${k}: added ${JSON.stringify(v)}, not a schema default`);
+          if (declared === undefined || !isDeepStrictEqual(defaulted(properties[k], declared), v))
+            problems.push(`${at}.${k}: added ${JSON.stringify(v)}, not a schema default`);
           else added.push(`${at}.${k}`);
         }
       } else if (written !== kept) {

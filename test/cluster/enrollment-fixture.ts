@@ -12,8 +12,17 @@ x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoPro
 
 /** A PEM CSR for a fresh P-256 key (the redeem binds the certificate to the CSR's key, not to its subject). */
 export async function csr(): Promise<string> {
-  const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-  return (await x509.Pkcs10CertificateRequestGenerator.create({ name: 'CN=x', keys, signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } })).toString('pem');
+  const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
+    'sign',
+    'verify',
+  ])) as webcrypto.CryptoKeyPair;
+  return (
+    await x509.Pkcs10CertificateRequestGenerator.create({
+      name: 'CN=x',
+      keys,
+      signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
+    })
+  ).toString('pem');
 }
 
 /** Call inside a describe: registers the hooks that create the namespace and close every store `open()` returned. */
@@ -23,7 +32,11 @@ export function namespaceWithStores(prefix: string): { readonly namespace: strin
   beforeAll(async () => {
     const admin = new RawClient(adminKubeConfig());
     await applyManifests(admin, ['crds.k8s.yaml']);
-    const res = await admin.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
+    const res = await admin.request('POST', '/api/v1/namespaces', {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: namespace },
+    });
     if (res.status !== 201) throw new Error(`creating namespace ${namespace}: HTTP ${res.status}`);
   });
   afterAll(async () => {

@@ -41,7 +41,9 @@ export async function waitFor<T>(
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${lastError})` : ''}`);
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${lastError})` : ''}`,
+  );
 }
 
 export interface StatusBody {

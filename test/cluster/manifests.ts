@@ -28,7 +28,8 @@ export function readManifests(file: string): Manifest[] {
   const text = readFileSync(join(DIST_DIR, file), 'utf8');
   const manifests: Manifest[] = [];
   parseAllDocuments(text).forEach((doc, index) => {
-    if (doc.errors.length > 0) throw new Error(`${file} document ${index}: ${doc.errors[0]?.message ?? 'invalid YAML'}`);
+    if (doc.errors.length > 0)
+      throw new Error(`${file} document ${index}: ${doc.errors[0]?.message ?? 'invalid YAML'}`);
     const object = doc.toJS() as Manifest['object'] | null;
     if (object === null) return; // an empty document (trailing ---)
     manifests.push({ file, index, object });
@@ -37,7 +38,9 @@ export function readManifests(file: string): Manifest[] {
 }
 
 export function distFiles(): string[] {
-  return readdirSync(DIST_DIR).filter((f) => f.endsWith('.yaml')).sort();
+  return readdirSync(DIST_DIR)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort();
 }
 
 export const describeManifest = (m: Manifest): string =>
@@ -96,7 +99,11 @@ export class RawClient {
   }
 
   /** Server-side apply of the object as raw JSON (JSON is YAML) with `fieldManager`; strict field validation. */
-  async apply(object: Manifest['object'], fieldManager: string, extra: Record<string, string> = {}): Promise<KubeResponse> {
+  async apply(
+    object: Manifest['object'],
+    fieldManager: string,
+    extra: Record<string, string> = {},
+  ): Promise<KubeResponse> {
     return this.request('PATCH', await this.objectPath(object), object, {
       query: { fieldManager, fieldValidation: 'Strict', ...extra },
       contentType: 'application/apply-patch+yaml',
@@ -114,7 +121,8 @@ export async function waitUntil<T>(what: string, check: () => Promise<T | undefi
     } catch (err) {
       last = (err as Error).message;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${last})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${last})` : ''}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -150,8 +158,12 @@ export async function applyObjects(
   await Promise.all(crds.map(applyOne));
   for (const m of crds) {
     await waitUntil(`CRD ${m.object.metadata.name} to be Established`, async () => {
-      const res = await client.request('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${m.object.metadata.name}`);
-      const conditions = (res.body as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? [];
+      const res = await client.request(
+        'GET',
+        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${m.object.metadata.name}`,
+      );
+      const conditions =
+        (res.body as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? [];
       return conditions.some((c) => c.type === 'Established' && c.status === 'True') ? true : undefined;
     });
   }
@@ -173,4 +185,3 @@ export async function applyObjects(
   await Promise.all(rest.filter((x) => x.object.kind !== 'Namespace').map(applyOne));
   return results;
 }
-

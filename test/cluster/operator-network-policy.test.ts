@@ -20,7 +20,13 @@ function rendered(namespace: string): Manifest['object'][] {
     overlayConfigMaps: [],
     referencedSecrets: [],
     peerSignals: { from: { cidrs: ['203.0.113.0/24', '2001:db8::/32'] } },
-    gatewayAgeIngest: { gateways: [{ component: 'consumer-gateway', name: 'consumer-gateway' }, { component: 'provider-gateway', name: 'edge', namespace: 'gateways' }, { podLabels: { app: 'praxis' } }] },
+    gatewayAgeIngest: {
+      gateways: [
+        { component: 'consumer-gateway', name: 'consumer-gateway' },
+        { component: 'provider-gateway', name: 'edge', namespace: 'gateways' },
+        { podLabels: { app: 'praxis' } },
+      ],
+    },
     enrollment: { siteCertificateSecret: 'grid-site-cert', gridCaSecret: 'grid-ca-signing' },
   });
   return Testing.synth(chart) as Manifest['object'][];
@@ -40,12 +46,14 @@ describe('the operator NetworkPolicy on the API server', () => {
     if (ns === undefined || found === undefined) throw new Error('the operator rendered no Namespace or NetworkPolicy');
     policy = found;
     const res = await client.apply(ns, APPLY_FIELD_MANAGER);
-    if (res.status !== 200 && res.status !== 201) throw new Error(`namespace: HTTP ${res.status}: ${statusMessage(res)}`);
+    if (res.status !== 200 && res.status !== 201)
+      throw new Error(`namespace: HTTP ${res.status}: ${statusMessage(res)}`);
   });
 
   afterAll(async () => {
     // Best effort: without a controller manager the namespace stays Terminating, its name is random anyway.
-    if (client !== undefined && namespace !== undefined) await client.request('DELETE', `/api/v1/namespaces/${namespace}`);
+    if (client !== undefined && namespace !== undefined)
+      await client.request('DELETE', `/api/v1/namespaces/${namespace}`);
   });
 
   it('accepts the rendered policy with strict field validation and stores its spec unchanged', async () => {
@@ -59,7 +67,9 @@ describe('the operator NetworkPolicy on the API server', () => {
     expect(spec.ingress.filter((rule) => rule.from === undefined)).toHaveLength(2);
     // Re-applying the same object changes nothing.
     const again = await client.apply(policy, APPLY_FIELD_MANAGER);
-    expect((again.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion).toBe((stored.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion);
+    expect((again.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion).toBe(
+      (stored.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion,
+    );
   });
 
   it('refuses what the synth check refuses: a prefix longer than the address', async () => {
@@ -78,7 +88,10 @@ describe('the operator NetworkPolicy on the API server', () => {
     const withFrom = spec.ingress.find((rule) => rule.from?.[0]?.ipBlock !== undefined);
     if (withFrom?.from?.[0]?.ipBlock === undefined) throw new Error('no ipBlock rule rendered');
     withFrom.from[0].ipBlock.cidr = '203.0.113.9/24';
-    const res = await client.apply({ ...policy, metadata: { ...policy.metadata, name: 'gossip-operator-host-bits' }, spec }, APPLY_FIELD_MANAGER);
+    const res = await client.apply(
+      { ...policy, metadata: { ...policy.metadata, name: 'gossip-operator-host-bits' }, spec },
+      APPLY_FIELD_MANAGER,
+    );
     expect(res.status, statusMessage(res)).toBe(201);
     expect(JSON.stringify((res.body as { spec: unknown }).spec)).toContain('"cidr":"203.0.113.9/24"');
   });

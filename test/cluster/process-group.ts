@@ -20,7 +20,13 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 }
 
 /** SIGTERM, SIGKILL after `graceMs`; then waits until npm and the node it started are both gone. */
-export async function stopProcessGroup(pgid: number, exit: Promise<unknown>, running: boolean, name: string, graceMs: number): Promise<void> {
+export async function stopProcessGroup(
+  pgid: number,
+  exit: Promise<unknown>,
+  running: boolean,
+  name: string,
+  graceMs: number,
+): Promise<void> {
   if (running) {
     signalGroup(pgid, 'SIGTERM');
     const timer = setTimeout(() => signalGroup(pgid, 'SIGKILL'), graceMs);

@@ -30,7 +30,11 @@ const OPERATOR_MANAGER = 'grid-operator';
 const syncContainer = (() => {
   for (const m of east) {
     if (m.object.kind !== 'Deployment') continue;
-    const spec = m.object['spec'] as { template: { spec: { serviceAccountName?: string; containers: { name: string; env?: { name: string; value?: string }[] }[] } } };
+    const spec = m.object['spec'] as {
+      template: {
+        spec: { serviceAccountName?: string; containers: { name: string; env?: { name: string; value?: string }[] }[] };
+      };
+    };
     const container = spec.template.spec.containers.find((c) => c.name === 'overlay-sync');
     if (container) {
       const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value ?? '']));
@@ -60,9 +64,19 @@ function overlayText(sequence: number, scope: { network?: string; namespace?: st
   const network = scope.network ?? NETWORK;
   return serializeOverlay(
     buildEnvelope({
-      payload: { network, local_site: LOCAL_SITE, candidates, generated_at: `2026-11-29T00:00:${String(sequence % 60).padStart(2, '0')}Z` },
+      payload: {
+        network,
+        local_site: LOCAL_SITE,
+        candidates,
+        generated_at: `2026-11-29T00:00:${String(sequence % 60).padStart(2, '0')}Z`,
+      },
       scope: { gateway: GATEWAY, namespace: scope.namespace ?? NAMESPACE },
-      provenance: { producer_version: '0.1.0', source_uid: 'cluster-test', source_generation: sequence, rendered_at: '2026-11-29T00:00:00Z' },
+      provenance: {
+        producer_version: '0.1.0',
+        source_uid: 'cluster-test',
+        source_generation: sequence,
+        rendered_at: '2026-11-29T00:00:00Z',
+      },
     }),
   );
 }
@@ -72,7 +86,12 @@ function overlayConfigMap(text: string): Manifest['object'] {
   let annotations: Record<string, string> = {};
   let bare = '{}\n';
   try {
-    const envelope = JSON.parse(text) as { schema_version: string; revision: { value: string }; content_digest: { value: string }; overlay: unknown };
+    const envelope = JSON.parse(text) as {
+      schema_version: string;
+      revision: { value: string };
+      content_digest: { value: string };
+      overlay: unknown;
+    };
     annotations = {
       'grid.praxis.fast/overlay-schema-version': envelope.schema_version,
       'grid.praxis.fast/overlay-revision': envelope.revision.value,
@@ -88,7 +107,11 @@ function overlayConfigMap(text: string): Manifest['object'] {
     metadata: {
       name: CONFIGMAP,
       namespace: NAMESPACE,
-      labels: { 'app.kubernetes.io/managed-by': 'grid-operator', 'grid.praxis.fast/network': NETWORK, 'grid.praxis.fast/gateway': GATEWAY },
+      labels: {
+        'app.kubernetes.io/managed-by': 'grid-operator',
+        'grid.praxis.fast/network': NETWORK,
+        'grid.praxis.fast/gateway': GATEWAY,
+      },
       annotations,
     },
     data: { 'routing-overlay.json': text, 'routing-config.json': bare },
@@ -149,14 +172,24 @@ describe('the identities dist/ creates', () => {
   it('are the ServiceAccounts the Deployments run as, and their minted tokens authenticate as them', async () => {
     expect(syncContainer.serviceAccount).toMatch(/overlay-sync$/);
     expect(CONFIGMAP).toBe(syncContainer.env['OVERLAY_SYNC_CONFIGMAP']);
-    const operatorDeployment = east.find((m) => m.object.kind === 'Deployment' && m.object.metadata.name === OPERATOR_SA);
-    expect((operatorDeployment!.object['spec'] as { template: { spec: { serviceAccountName: string } } }).template.spec.serviceAccountName).toBe(OPERATOR_SA);
-    for (const [client, sa] of [[operator, OPERATOR_SA], [sync, syncContainer.serviceAccount]] as const) {
+    const operatorDeployment = east.find(
+      (m) => m.object.kind === 'Deployment' && m.object.metadata.name === OPERATOR_SA,
+    );
+    expect(
+      (operatorDeployment!.object['spec'] as { template: { spec: { serviceAccountName: string } } }).template.spec
+        .serviceAccountName,
+    ).toBe(OPERATOR_SA);
+    for (const [client, sa] of [
+      [operator, OPERATOR_SA],
+      [sync, syncContainer.serviceAccount],
+    ] as const) {
       const res = await client.request('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
         apiVersion: 'authentication.k8s.io/v1',
         kind: 'SelfSubjectReview',
       });
-      expect((res.body as { status: { userInfo: { username: string } } }).status.userInfo.username).toBe(`system:serviceaccount:${NAMESPACE}:${sa}`);
+      expect((res.body as { status: { userInfo: { username: string } } }).status.userInfo.username).toBe(
+        `system:serviceaccount:${NAMESPACE}:${sa}`,
+      );
     }
   });
 });
@@ -170,18 +203,32 @@ describe('overlay-sync (real program, its own token) and the operator (its own t
   const untilFile = (text: string, what: string) =>
     waitFor(what, async () => ((await fileText()) === text ? true : undefined), 30_000);
   const untilStatus = (what: string, accept: (s: Record<string, any>) => boolean) =>
-    waitFor(what, async () => {
-      const s = await daemon!.status();
-      return accept(s) ? s : undefined;
-    }, 30_000);
+    waitFor(
+      what,
+      async () => {
+        const s = await daemon!.status();
+        return accept(s) ? s : undefined;
+      },
+      30_000,
+    );
 
   beforeAll(async () => {
     output = join(workDir, 'run', 'routing-overlay.json');
-    daemon = startOverlaySyncProcess(
-      ['--store', 'kubernetes', '--kubeconfig', syncKubeconfig],
-      { ...syncContainer.env, OVERLAY_SYNC_OUTPUT: output, OVERLAY_SYNC_HEALTH_ADDR: '127.0.0.1:0' },
+    daemon = startOverlaySyncProcess(['--store', 'kubernetes', '--kubeconfig', syncKubeconfig], {
+      ...syncContainer.env,
+      OVERLAY_SYNC_OUTPUT: output,
+      OVERLAY_SYNC_HEALTH_ADDR: '127.0.0.1:0',
+    });
+    await waitFor(
+      'overlay-sync to serve /status',
+      async () =>
+        daemon!.exited()
+          ? Promise.reject(new Error(`exited: ${daemon!.stderr()}`))
+          : (await daemon!.status())
+            ? true
+            : undefined,
+      60_000,
     );
-    await waitFor('overlay-sync to serve /status', async () => (daemon!.exited() ? Promise.reject(new Error(`exited: ${daemon!.stderr()}`)) : (await daemon!.status()) ? true : undefined), 60_000);
   });
 
   afterAll(async () => {
@@ -192,7 +239,10 @@ describe('overlay-sync (real program, its own token) and the operator (its own t
   });
 
   it('starts cold and not ready while its ConfigMap does not exist', async () => {
-    const status = await untilStatus('the absent ConfigMap to be observed', (s) => s['degraded_reason'] === 'configmap_absent' || s['observed']?.reason === 'configmap_absent');
+    const status = await untilStatus(
+      'the absent ConfigMap to be observed',
+      (s) => s['degraded_reason'] === 'configmap_absent' || s['observed']?.reason === 'configmap_absent',
+    );
     expect(status['state']).toBe('cold');
     expect((await daemon!.get('/readyz')).status).toBe(503);
     expect(await fileText()).toBeUndefined();
@@ -206,9 +256,10 @@ describe('overlay-sync (real program, its own token) and the operator (its own t
     const text = overlayText(11);
     const res = await operatorApply(text);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    const managers = ((res.body as { metadata: { managedFields: { manager: string; operation: string }[] } }).metadata.managedFields ?? []).map(
-      (f) => `${f.manager}/${f.operation}`,
-    );
+    const managers = (
+      (res.body as { metadata: { managedFields: { manager: string; operation: string }[] } }).metadata.managedFields ??
+      []
+    ).map((f) => `${f.manager}/${f.operation}`);
     expect(managers).toEqual([`${OPERATOR_MANAGER}/Apply`]);
     await untilFile(text, 'the first overlay file');
     written = text;
@@ -226,7 +277,10 @@ describe('overlay-sync (real program, its own token) and the operator (its own t
     expect(await fileText()).toBe(written);
 
     expect((await operatorApply('{"schema_version": "1.0.0", "revision": ')).status).toBe(200);
-    status = await untilStatus('the malformed document to be rejected', (s) => s['observed']?.outcome === 'rejected' && s['degraded_reason'] === 'malformed');
+    status = await untilStatus(
+      'the malformed document to be rejected',
+      (s) => s['observed']?.outcome === 'rejected' && s['degraded_reason'] === 'malformed',
+    );
     expect(await fileText()).toBe(written);
     expect(status['written'].revision).toBe(revisionOf(written));
 
@@ -241,7 +295,10 @@ describe('overlay-sync (real program, its own token) and the operator (its own t
     const pidBefore = daemon!.pid;
     const del = await admin.request('DELETE', `/api/v1/namespaces/${NAMESPACE}/configmaps/${CONFIGMAP}`);
     expect(del.status).toBe(200);
-    const status = await untilStatus('the deletion to be observed', (s) => s['degraded_reason'] === 'configmap_deleted');
+    const status = await untilStatus(
+      'the deletion to be observed',
+      (s) => s['degraded_reason'] === 'configmap_deleted',
+    );
     expect(status['state']).toBe('ready_degraded');
     expect(await fileText()).toBe(written); // last-known-good stays for the gateway
 
@@ -251,7 +308,10 @@ describe('overlay-sync (real program, its own token) and the operator (its own t
     expect((await operatorApply(recreated)).status).toBe(201);
     expect((await operatorApply(newest)).status).toBe(200);
     await untilFile(newest, 'the update made right after the recreate');
-    await untilStatus('ready after the recreate', (s) => s['state'] === 'ready' && s['written'].revision === revisionOf(newest));
+    await untilStatus(
+      'ready after the recreate',
+      (s) => s['state'] === 'ready' && s['written'].revision === revisionOf(newest),
+    );
     expect(daemon!.exited()).toBe(false);
     expect(daemon!.pid).toBe(pidBefore);
     const restarted = daemon!.lines.filter((l) => l['msg'] === 'overlay-sync started');
@@ -272,14 +332,24 @@ const ns = `/api/v1/namespaces/${NAMESPACE}`;
 const grid = '/apis/grid.praxis.fast/v1alpha1';
 
 async function expectAllowed(client: RawClient, probe: Probe): Promise<number> {
-  const res = await client.request(probe.method, probe.path, probe.body, probe.contentType ? { contentType: probe.contentType } : {});
+  const res = await client.request(
+    probe.method,
+    probe.path,
+    probe.body,
+    probe.contentType ? { contentType: probe.contentType } : {},
+  );
   expect(res.status, `${probe.what}: ${JSON.stringify(res.body)}`).not.toBe(403);
   expect(res.status, `${probe.what}: ${JSON.stringify(res.body)}`).toBeLessThan(500);
   return res.status;
 }
 
 async function expectRefused(client: RawClient, probe: Probe, serviceAccount: string): Promise<void> {
-  const res = await client.request(probe.method, probe.path, probe.body, probe.contentType ? { contentType: probe.contentType } : {});
+  const res = await client.request(
+    probe.method,
+    probe.path,
+    probe.body,
+    probe.contentType ? { contentType: probe.contentType } : {},
+  );
   expect(res.status, `${probe.what} should be forbidden: ${JSON.stringify(res.body)}`).toBe(403);
   expect((res.body as { message: string }).message).toContain(`system:serviceaccount:${NAMESPACE}:${serviceAccount}`);
 }
@@ -299,13 +369,21 @@ describe('what the operator token is granted', () => {
   beforeAll(async () => {
     // East declares no AgentToAgentProvider; one is made (as admin) so every grid kind's status is covered.
     await admin.apply(
-      { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'AgentToAgentProvider', metadata: { name: 'rbac-a2a' }, spec: { gridNetworkRef: NETWORK, endpoint: 'http://agent.example.test:8080' } },
+      {
+        apiVersion: 'grid.praxis.fast/v1alpha1',
+        kind: 'AgentToAgentProvider',
+        metadata: { name: 'rbac-a2a' },
+        spec: { gridNetworkRef: NETWORK, endpoint: 'http://agent.example.test:8080' },
+      },
       'agn-cluster-test',
     );
   });
 
   it('patches the status subresource of every grid kind', async () => {
-    const objects = [...gridObjects.map((m) => m.object), { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'AgentToAgentProvider', metadata: { name: 'rbac-a2a' } }];
+    const objects = [
+      ...gridObjects.map((m) => m.object),
+      { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'AgentToAgentProvider', metadata: { name: 'rbac-a2a' } },
+    ];
     expect(new Set(objects.map((o) => o.kind)).size).toBe(6);
     for (const object of objects) {
       const path = await operator.objectPath(object as Manifest['object'], 'status');
@@ -317,18 +395,35 @@ describe('what the operator token is granted', () => {
 
   it('watches the grid kinds, reads its Secrets by name, and creates, reads and renews its leader Lease', async () => {
     await expectAllowed(operator, { what: 'list gridnetworks', method: 'GET', path: `${grid}/gridnetworks` });
-    await expectAllowed(operator, { what: 'watch siteinvites', method: 'GET', path: `${grid}/siteinvites?watch=1&timeoutSeconds=1` });
+    await expectAllowed(operator, {
+      what: 'watch siteinvites',
+      method: 'GET',
+      path: `${grid}/siteinvites?watch=1&timeoutSeconds=1`,
+    });
     // 404, not 403: allowed to read the referenced Secret, which nobody has created in this test cluster.
-    expect(await expectAllowed(operator, { what: 'get Secret swim-key', method: 'GET', path: `${ns}/secrets/swim-key` })).toBe(404);
+    expect(
+      await expectAllowed(operator, { what: 'get Secret swim-key', method: 'GET', path: `${ns}/secrets/swim-key` }),
+    ).toBe(404);
     const leases = `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases`;
     await admin.request('DELETE', `${leases}/gossip-operator-leader`);
     // As daemons/gossip-operator/manager/leader-election.ts does: server-side apply to the Lease's own URL, which
     // is authorized as create the first time and as patch afterwards, both scoped by name.
-    const lease = (renewTime: string) => ({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'gossip-operator-leader', namespace: NAMESPACE }, spec: { holderIdentity: 'op-0', leaseDurationSeconds: 15, renewTime } });
-    expect((await operator.apply(lease('2026-11-29T12:00:00.000000Z'), 'grid-operator-leader-election', { force: 'true' })).status).toBe(201);
+    const lease = (renewTime: string) => ({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'gossip-operator-leader', namespace: NAMESPACE },
+      spec: { holderIdentity: 'op-0', leaseDurationSeconds: 15, renewTime },
+    });
+    expect(
+      (await operator.apply(lease('2026-11-29T12:00:00.000000Z'), 'grid-operator-leader-election', { force: 'true' }))
+        .status,
+    ).toBe(201);
     const read = await operator.request('GET', `${leases}/gossip-operator-leader`);
     expect(read.status).toBe(200);
-    expect((await operator.apply(lease('2026-11-29T12:00:05.000000Z'), 'grid-operator-leader-election', { force: 'true' })).status).toBe(200);
+    expect(
+      (await operator.apply(lease('2026-11-29T12:00:05.000000Z'), 'grid-operator-leader-election', { force: 'true' }))
+        .status,
+    ).toBe(200);
     const another = { ...lease('2026-11-29T12:00:00.000000Z'), metadata: { name: 'other', namespace: NAMESPACE } };
     expect((await operator.apply(another, 'grid-operator-leader-election', { force: 'true' })).status).toBe(403);
   });
@@ -337,30 +432,98 @@ describe('what the operator token is granted', () => {
     // As daemons/gossip-operator/site-name-ledger.ts does: the whole map applied to the ConfigMap's own URL.
     const name = siteNameLedgerConfigMapName(LOCAL_SITE);
     await admin.request('DELETE', `${ns}/configmaps/${name}`);
-    const ledger = (data: Record<string, string>, cm = name) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: cm, namespace: NAMESPACE }, data });
-    expect((await operator.apply(ledger({ west: '2026-11-29T12:00:00Z' }), OPERATOR_MANAGER, { force: 'true' })).status).toBe(201);
+    const ledger = (data: Record<string, string>, cm = name) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: cm, namespace: NAMESPACE },
+      data,
+    });
+    expect(
+      (await operator.apply(ledger({ west: '2026-11-29T12:00:00Z' }), OPERATOR_MANAGER, { force: 'true' })).status,
+    ).toBe(201);
     expect((await operator.request('GET', `${ns}/configmaps/${name}`)).status).toBe(200);
-    expect((await operator.apply(ledger({ west: '2026-11-29T12:00:00Z', north: '2026-11-29T12:00:05Z' }), OPERATOR_MANAGER, { force: 'true' })).status).toBe(200);
-    expect((await operator.apply(ledger({ west: '2026-11-29T12:00:00Z' }, siteNameLedgerConfigMapName('other')), OPERATOR_MANAGER, { force: 'true' })).status).toBe(403);
-    await expectRefused(operator, { what: 'delete the site name ledger', method: 'DELETE', path: `${ns}/configmaps/${name}` }, OPERATOR_SA);
+    expect(
+      (
+        await operator.apply(
+          ledger({ west: '2026-11-29T12:00:00Z', north: '2026-11-29T12:00:05Z' }),
+          OPERATOR_MANAGER,
+          { force: 'true' },
+        )
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await operator.apply(
+          ledger({ west: '2026-11-29T12:00:00Z' }, siteNameLedgerConfigMapName('other')),
+          OPERATOR_MANAGER,
+          { force: 'true' },
+        )
+      ).status,
+    ).toBe(403);
+    await expectRefused(
+      operator,
+      { what: 'delete the site name ledger', method: 'DELETE', path: `${ns}/configmaps/${name}` },
+      OPERATOR_SA,
+    );
   });
 
   it('is refused everything else it might try', async () => {
     const refused: Probe[] = [
-      { what: 'create a Secret', method: 'POST', path: `${ns}/secrets`, body: { metadata: { name: 'stolen' }, data: {} } },
+      {
+        what: 'create a Secret',
+        method: 'POST',
+        path: `${ns}/secrets`,
+        body: { metadata: { name: 'stolen' }, data: {} },
+      },
       { what: 'read a Secret no resource references', method: 'GET', path: `${ns}/secrets/other` },
       { what: 'list Secrets', method: 'GET', path: `${ns}/secrets` },
-      { what: 'delete a CRD', method: 'DELETE', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gridnetworks.grid.praxis.fast' },
-      { what: 'create a CRD', method: 'POST', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', body: { metadata: { name: 'x.example.com' } } },
-      { what: 'change a GridNetwork spec', method: 'PATCH', path: `${grid}/gridnetworks/${NETWORK}`, body: { spec: { region: 'x' } }, contentType: merge },
+      {
+        what: 'delete a CRD',
+        method: 'DELETE',
+        path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gridnetworks.grid.praxis.fast',
+      },
+      {
+        what: 'create a CRD',
+        method: 'POST',
+        path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+        body: { metadata: { name: 'x.example.com' } },
+      },
+      {
+        what: 'change a GridNetwork spec',
+        method: 'PATCH',
+        path: `${grid}/gridnetworks/${NETWORK}`,
+        body: { spec: { region: 'x' } },
+        contentType: merge,
+      },
       { what: 'delete a GridNetwork', method: 'DELETE', path: `${grid}/gridnetworks/${NETWORK}` },
       { what: 'delete the overlay ConfigMap', method: 'DELETE', path: `${ns}/configmaps/${CONFIGMAP}` },
-      { what: 'patch another ConfigMap', method: 'PATCH', path: `${ns}/configmaps/consumer-gateway-config`, body: { data: { x: 'y' } }, contentType: merge },
+      {
+        what: 'patch another ConfigMap',
+        method: 'PATCH',
+        path: `${ns}/configmaps/consumer-gateway-config`,
+        body: { data: { x: 'y' } },
+        contentType: merge,
+      },
       { what: 'list ConfigMaps', method: 'GET', path: `${ns}/configmaps` },
-      { what: 'update another Lease', method: 'PUT', path: `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/other`, body: { metadata: { name: 'other' } } },
+      {
+        what: 'update another Lease',
+        method: 'PUT',
+        path: `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/other`,
+        body: { metadata: { name: 'other' } },
+      },
       { what: 'create a Pod', method: 'POST', path: `${ns}/pods`, body: { metadata: { name: 'p' } } },
-      { what: 'escalate its own Role', method: 'PATCH', path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${NAMESPACE}/roles/${OPERATOR_SA}`, body: { rules: [] }, contentType: merge },
-      { what: 'get a ConfigMap in another namespace', method: 'GET', path: `/api/v1/namespaces/default/configmaps/${CONFIGMAP}` },
+      {
+        what: 'escalate its own Role',
+        method: 'PATCH',
+        path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${NAMESPACE}/roles/${OPERATOR_SA}`,
+        body: { rules: [] },
+        contentType: merge,
+      },
+      {
+        what: 'get a ConfigMap in another namespace',
+        method: 'GET',
+        path: `/api/v1/namespaces/default/configmaps/${CONFIGMAP}`,
+      },
     ];
     for (const probe of refused) await expectRefused(operator, probe, OPERATOR_SA);
   });
@@ -369,18 +532,41 @@ describe('what the operator token is granted', () => {
 describe('what the overlay-sync token is granted', () => {
   it('reads, lists and watches its one ConfigMap by name and nothing else', async () => {
     const sa = syncContainer.serviceAccount;
-    await expectAllowed(sync, { what: 'list by name', method: 'GET', path: `${ns}/configmaps?fieldSelector=metadata.name%3D${CONFIGMAP}` });
-    await expectAllowed(sync, { what: 'watch by name', method: 'GET', path: `${ns}/configmaps?fieldSelector=metadata.name%3D${CONFIGMAP}&watch=1&timeoutSeconds=1` });
+    await expectAllowed(sync, {
+      what: 'list by name',
+      method: 'GET',
+      path: `${ns}/configmaps?fieldSelector=metadata.name%3D${CONFIGMAP}`,
+    });
+    await expectAllowed(sync, {
+      what: 'watch by name',
+      method: 'GET',
+      path: `${ns}/configmaps?fieldSelector=metadata.name%3D${CONFIGMAP}&watch=1&timeoutSeconds=1`,
+    });
     const refused: Probe[] = [
       { what: 'read another ConfigMap', method: 'GET', path: `${ns}/configmaps/consumer-gateway-config` },
       { what: 'list every ConfigMap', method: 'GET', path: `${ns}/configmaps` },
-      { what: 'write its ConfigMap', method: 'PATCH', path: `${ns}/configmaps/${CONFIGMAP}`, body: { data: { x: 'y' } }, contentType: merge },
+      {
+        what: 'write its ConfigMap',
+        method: 'PATCH',
+        path: `${ns}/configmaps/${CONFIGMAP}`,
+        body: { data: { x: 'y' } },
+        contentType: merge,
+      },
       { what: 'delete its ConfigMap', method: 'DELETE', path: `${ns}/configmaps/${CONFIGMAP}` },
       { what: 'read a Secret', method: 'GET', path: `${ns}/secrets/swim-key` },
       { what: 'list Secrets', method: 'GET', path: `${ns}/secrets` },
       { what: 'read the grid', method: 'GET', path: `${grid}/gridnetworks` },
-      { what: 'read a Lease', method: 'GET', path: `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/gossip-operator-leader` },
-      { what: 'mint a token for the operator', method: 'POST', path: `${ns}/serviceaccounts/${OPERATOR_SA}/token`, body: { spec: {} } },
+      {
+        what: 'read a Lease',
+        method: 'GET',
+        path: `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/gossip-operator-leader`,
+      },
+      {
+        what: 'mint a token for the operator',
+        method: 'POST',
+        path: `${ns}/serviceaccounts/${OPERATOR_SA}/token`,
+        body: { spec: {} },
+      },
     ];
     for (const probe of refused) await expectRefused(sync, probe, sa);
   });

@@ -73,11 +73,16 @@ describe('kube-apiserver restart under a watch', () => {
     const namespace = 'restart';
     const name = 'routing-overlay';
     await core.createNamespace({ body: { metadata: { name: namespace } } });
-    const created = await core.createNamespacedConfigMap({ namespace, body: { metadata: { name }, data: { value: 'r1' } } });
+    const created = await core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name }, data: { value: 'r1' } },
+    });
 
     const first = await watchFrom(kc, namespace, name, created.metadata?.resourceVersion ?? '');
     await core.replaceNamespacedConfigMap({ name, namespace, body: { metadata: { name }, data: { value: 'r2' } } });
-    await waitFor('MODIFIED r2 on the first watch', () => (first.events.some((e) => e.value === 'r2') ? true : undefined));
+    await waitFor('MODIFIED r2 on the first watch', () =>
+      first.events.some((e) => e.value === 'r2') ? true : undefined,
+    );
     const lastSeen = first.events[first.events.length - 1]?.resourceVersion ?? '';
 
     await plane.restartApiServer();
@@ -106,7 +111,9 @@ describe('kube-apiserver restart under a watch', () => {
       } else {
         expect(resumed.events.map((e) => [e.type, e.value])).toEqual([['MODIFIED', 'r3']]);
       }
-      console.log(`resume after restart: ${gone ? '410 Gone, recovered by relist' : 'resumed from the last resourceVersion'}`);
+      console.log(
+        `resume after restart: ${gone ? '410 Gone, recovered by relist' : 'resumed from the last resourceVersion'}`,
+      );
     } finally {
       resumed.controller.abort();
     }

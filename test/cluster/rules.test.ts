@@ -30,27 +30,39 @@ function expectedFromServer(row: RuleRow): Expected {
   // breaks the pattern is refused as "Too long" at the same path.
   const tooLong = [`${path}: Too long: may not be longer than`];
   let m: RegExpMatchArray | null;
-  if ((m = message.match(/^must match (.+)$/))) return { status: 422, all: [`${path} in body should match '${m[1]}'`], alternative: tooLong };
+  if ((m = message.match(/^must match (.+)$/)))
+    return { status: 422, all: [`${path} in body should match '${m[1]}'`], alternative: tooLong };
   if (message === 'must match') return { status: 422, all: [`${path} in body should match '`], alternative: tooLong };
-  if ((m = message.match(/^must be <= (\S+)$/))) return { status: 422, all: [`${path} in body should be less than or equal to ${m[1]}`] };
-  if ((m = message.match(/^must be >= (\S+)$/))) return { status: 422, all: [`${path} in body should be greater than or equal to ${m[1]}`] };
+  if ((m = message.match(/^must be <= (\S+)$/)))
+    return { status: 422, all: [`${path} in body should be less than or equal to ${m[1]}`] };
+  if ((m = message.match(/^must be >= (\S+)$/)))
+    return { status: 422, all: [`${path} in body should be greater than or equal to ${m[1]}`] };
   if (message === 'must be of type integer') return { status: 422, all: [`${path} in body must be of type integer`] };
-  if ((m = message.match(/^must be one of (.+)$/))) return { status: 422, all: [`${path}: Unsupported value: `, `supported values: ${m[1]}`] };
+  if ((m = message.match(/^must be one of (.+)$/)))
+    return { status: 422, all: [`${path}: Unsupported value: `, `supported values: ${m[1]}`] };
   if (message === 'required field is missing') return { status: 422, all: [`${path}: Required value`] };
-  if ((m = message.match(/^duplicate entry \((\w+) ("[^"]*")\)/))) return { status: 422, all: [`${path}: Duplicate value: `, `"${m[1]}":${m[2]}`] };
+  if ((m = message.match(/^duplicate entry \((\w+) ("[^"]*")\)/)))
+    return { status: 422, all: [`${path}: Duplicate value: `, `"${m[1]}":${m[2]}`] };
   if (message === 'duplicate entry') return { status: 422, all: [`${path}: Duplicate value: `] };
-  if ((m = message.match(/^must NOT have fewer than (\d+) characters$/))) return { status: 422, all: [`${path} in body should be at least ${m[1]} chars long`] };
-  if ((m = message.match(/^must NOT have fewer than (\d+) items$/))) return { status: 422, all: [`${path} in body should have at least ${m[1]} items`] };
-  if ((m = message.match(/^must NOT have more than (\d+) items$/))) return { status: 422, all: [`${path}: Too many: `, `must have at most ${m[1]} items`] };
+  if ((m = message.match(/^must NOT have fewer than (\d+) characters$/)))
+    return { status: 422, all: [`${path} in body should be at least ${m[1]} chars long`] };
+  if ((m = message.match(/^must NOT have fewer than (\d+) items$/)))
+    return { status: 422, all: [`${path} in body should have at least ${m[1]} items`] };
+  if ((m = message.match(/^must NOT have more than (\d+) items$/)))
+    return { status: 422, all: [`${path}: Too many: `, `must have at most ${m[1]} items`] };
   // Unknown fields: with fieldValidation=Strict (kubectl's default) the request is refused before validation.
-  if (message.startsWith('unknown field')) return { status: 400, all: [`strict decoding error: unknown field "${path}"`] };
+  if (message.startsWith('unknown field'))
+    return { status: 400, all: [`strict decoding error: unknown field "${path}"`] };
   // Everything else is a CEL rule: its message, reported at the rule's field path.
   return { status: 422, all: [`${path}: Invalid value: `, message] };
 }
 
 /** The row's value at its path (`spec.a.b[0]`), for status rows under `status`. */
 function valueAt(row: RuleRow, variant: unknown): unknown {
-  const steps = row.path.replace(/\[(\d+)\]/g, '.$1').split('.').slice(1);
+  const steps = row.path
+    .replace(/\[(\d+)\]/g, '.$1')
+    .split('.')
+    .slice(1);
   let node: unknown = variant;
   for (const step of steps) node = (node as Record<string, unknown> | undefined)?.[step];
   return node;
@@ -102,12 +114,22 @@ async function submit(row: RuleRow, variant: unknown, name: string): Promise<{ s
   }
   const { status, ...withoutStatus } = object;
   const created = await client.request('POST', base, withoutStatus, { query });
-  if (created.status !== 201) throw new Error(`creating ${row.kind} ${name} for a status row: ${statusMessage(created)}`);
-  const res = await client.request('PATCH', `${base}/${name}/status`, { status }, { query, contentType: 'application/merge-patch+json' });
+  if (created.status !== 201)
+    throw new Error(`creating ${row.kind} ${name} for a status row: ${statusMessage(created)}`);
+  const res = await client.request(
+    'PATCH',
+    `${base}/${name}/status`,
+    { status },
+    { query, contentType: 'application/merge-patch+json' },
+  );
   return { status: res.status, message: statusMessage(res) };
 }
 
-const rows = RULES.map((row, i) => ({ i, row, label: `${row.kind}${row.status === true ? ' status' : ''} ${row.path}: ${row.message}` }));
+const rows = RULES.map((row, i) => ({
+  i,
+  row,
+  label: `${row.kind}${row.status === true ? ' status' : ''} ${row.path}: ${row.message}`,
+}));
 
 // Concurrent: 89 rows x 2-3 requests each; one API server answers them in a few seconds.
 describe.concurrent('every rule row of test/fixtures/crds/rule-cases.ts on the real API server', () => {
@@ -115,10 +137,15 @@ describe.concurrent('every rule row of test/fixtures/crds/rule-cases.ts on the r
     const expected = expectedFromServer(row);
     const refused = await submit(row, row.invalid, uniqueName(`rule-${i}-bad`));
     expect(refused.status, `${row.cite}\n${refused.message}`).toBe(expected.status);
-    expect(matches(refused.message, expected, row), `${row.cite}\nexpected ${JSON.stringify(expected)}\ngot: ${refused.message}`).toBe(true);
+    expect(
+      matches(refused.message, expected, row),
+      `${row.cite}\nexpected ${JSON.stringify(expected)}\ngot: ${refused.message}`,
+    ).toBe(true);
 
     const accepted = await submit(row, row.valid, uniqueName(`rule-${i}-ok`));
-    expect(accepted.status, `${row.cite}: the valid twin was refused: ${accepted.message}`).toBe(row.status === true ? 200 : 201);
+    expect(accepted.status, `${row.cite}: the valid twin was refused: ${accepted.message}`).toBe(
+      row.status === true ? 200 : 201,
+    );
   });
 });
 

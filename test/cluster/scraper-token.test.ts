@@ -24,8 +24,11 @@ const east = readManifests('east.k8s.yaml');
 const SCRAPER = (() => {
   for (const m of east) {
     if (m.object.kind !== 'Deployment') continue;
-    const containers = (m.object['spec'] as { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } }).template.spec.containers;
-    for (const c of containers) for (const e of c.env ?? []) if (e.name === 'GRID_METRICS_SCRAPER_SERVICE_ACCOUNT') return e.value ?? '';
+    const containers = (
+      m.object['spec'] as { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } }
+    ).template.spec.containers;
+    for (const c of containers)
+      for (const e of c.env ?? []) if (e.name === 'GRID_METRICS_SCRAPER_SERVICE_ACCOUNT') return e.value ?? '';
   }
   throw new Error('dist/east.k8s.yaml configures no GRID_METRICS_SCRAPER_SERVICE_ACCOUNT');
 })();
@@ -43,8 +46,15 @@ function jwtClaims(token: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
 }
 
-async function tokenReview(token: string): Promise<{ authenticated?: boolean; user?: { username?: string; groups?: string[]; extra?: Record<string, string[]> } }> {
-  const res = await admin.request('POST', '/apis/authentication.k8s.io/v1/tokenreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } });
+async function tokenReview(token: string): Promise<{
+  authenticated?: boolean;
+  user?: { username?: string; groups?: string[]; extra?: Record<string, string[]> };
+}> {
+  const res = await admin.request('POST', '/apis/authentication.k8s.io/v1/tokenreviews', {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenReview',
+    spec: { token },
+  });
   if (res.status !== 201) throw new Error(`TokenReview: HTTP ${res.status}`);
   return (res.body as { status: { authenticated?: boolean; user?: { username?: string; groups?: string[] } } }).status;
 }
@@ -61,27 +71,40 @@ beforeAll(async () => {
   const operatorToken = (res.body as { status: { token: string } }).status.token;
   workDir = await mkdtemp(join(tmpdir(), 'agn-scraper-token-'));
   const kubeconfigPath = join(workDir, 'operator.kubeconfig');
-  await writeFile(kubeconfigPath, renderKubeconfig(inject('apiServerUrl'), inject('caPem'), { name: 'gossip-operator', token: operatorToken }), { mode: 0o600 });
+  await writeFile(
+    kubeconfigPath,
+    renderKubeconfig(inject('apiServerUrl'), inject('caPem'), { name: 'gossip-operator', token: operatorToken }),
+    { mode: 0o600 },
+  );
   operatorStore = new KubernetesStore({ kubeconfigPath });
 
   // An EPP-like endpoint: /metrics behind TokenReview and a SubjectAccessReview for get on the nonResourceURL.
   const ca = await createCertificateAuthority();
   eppCa = ca.certPem;
   const leaf = await createServerCertificate(ca, { commonName: 'epp', sans: ['127.0.0.1'] });
-  epp = await startServer((req, res) => {
-    void (async () => {
-      const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-      const review = token === undefined ? undefined : await tokenReview(token);
-      if (review?.authenticated !== true || review.user?.username === undefined) return res.writeHead(401).end();
-      const sar = await admin.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
-        apiVersion: 'authorization.k8s.io/v1',
-        kind: 'SubjectAccessReview',
-        spec: { user: review.user.username, groups: review.user.groups ?? [], nonResourceAttributes: { path: '/metrics', verb: 'get' } },
-      });
-      if ((sar.body as { status?: { allowed?: boolean } }).status?.allowed !== true) return res.writeHead(403).end();
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('llm_d_epp_average_queue_size{name="qwen3-pool"} 0.4\n');
-    })().catch(() => res.writeHead(500).end());
-  }, { cert: leaf.certPem, key: leaf.keyPem });
+  epp = await startServer(
+    (req, res) => {
+      void (async () => {
+        const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+        const review = token === undefined ? undefined : await tokenReview(token);
+        if (review?.authenticated !== true || review.user?.username === undefined) return res.writeHead(401).end();
+        const sar = await admin.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SubjectAccessReview',
+          spec: {
+            user: review.user.username,
+            groups: review.user.groups ?? [],
+            nonResourceAttributes: { path: '/metrics', verb: 'get' },
+          },
+        });
+        if ((sar.body as { status?: { allowed?: boolean } }).status?.allowed !== true) return res.writeHead(403).end();
+        res
+          .writeHead(200, { 'content-type': 'text/plain' })
+          .end('llm_d_epp_average_queue_size{name="qwen3-pool"} 0.4\n');
+      })().catch(() => res.writeHead(500).end());
+    },
+    { cert: leaf.certPem, key: leaf.keyPem },
+  );
 });
 
 afterAll(async () => {
@@ -95,10 +118,15 @@ function tokenSource(serviceAccount = SCRAPER): ScraperTokenSource {
     name: 'scraper-token-test',
     destination: { write: (line: string) => void logLines.push(line) },
   });
-  return new ScraperTokenSource({ store: operatorStore, serviceAccount: { namespace: NAMESPACE, name: serviceAccount }, logger, now: Date.now });
+  return new ScraperTokenSource({
+    store: operatorStore,
+    serviceAccount: { namespace: NAMESPACE, name: serviceAccount },
+    logger,
+    now: Date.now,
+  });
 }
 
-describe('the metrics scraper token, minted with the operator\'s own RBAC (dist/east.k8s.yaml)', () => {
+describe("the metrics scraper token, minted with the operator's own RBAC (dist/east.k8s.yaml)", () => {
   it('is a 10-minute token of the scraper ServiceAccount that TokenReview accepts, bound to no Pod', async () => {
     const result = await tokenSource().bearer();
     expect(result.ok, result.ok ? '' : result.detail).toBe(true);
@@ -130,7 +158,17 @@ describe('the metrics scraper token, minted with the operator\'s own RBAC (dist/
     );
     expect(outcome).toMatchObject({ result: 'success', metrics: { queue_depth: 0.4, healthy: true } });
     // A second scrape reuses the token: one TokenRequest for both.
-    await scrapeMetrics({ url: new URL(`${epp!.url}/metrics`), timeoutMs: 10_000, signalNames: {}, tls: { ca: eppCa }, bearer: () => tokens.bearer() }, undefined, Date.now());
+    await scrapeMetrics(
+      {
+        url: new URL(`${epp!.url}/metrics`),
+        timeoutMs: 10_000,
+        signalNames: {},
+        tls: { ca: eppCa },
+        bearer: () => tokens.bearer(),
+      },
+      undefined,
+      Date.now(),
+    );
     expect(tokens.mints).toBe(1);
   });
 
@@ -138,17 +176,31 @@ describe('the metrics scraper token, minted with the operator\'s own RBAC (dist/
     const refused = await tokenSource('gossip-operator').bearer();
     expect(refused.ok).toBe(false);
     if (!refused.ok) expect(refused.detail).toMatch(/forbidden/i);
-    await expect(operatorStore.createToken({ namespace: NAMESPACE, name: 'consumer-gateway-overlay-sync' }, { expirationSeconds: 600 })).rejects.toMatchObject({ code: 'forbidden' });
+    await expect(
+      operatorStore.createToken(
+        { namespace: NAMESPACE, name: 'consumer-gateway-overlay-sync' },
+        { expirationSeconds: 600 },
+      ),
+    ).rejects.toMatchObject({ code: 'forbidden' });
 
     const minted = await tokenSource().bearer();
     if (!minted.ok) throw new Error(minted.detail);
     const dir = join(workDir, 'scraper.kubeconfig');
-    await writeFile(dir, renderKubeconfig(inject('apiServerUrl'), inject('caPem'), { name: 'scraper', token: minted.token }), { mode: 0o600 });
+    await writeFile(
+      dir,
+      renderKubeconfig(inject('apiServerUrl'), inject('caPem'), { name: 'scraper', token: minted.token }),
+      { mode: 0o600 },
+    );
     const asScraper = new KubernetesStore({ kubeconfigPath: dir });
     try {
-      const secret = asScraper.get({ apiVersion: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true }, { namespace: NAMESPACE, name: 'swim-key' });
+      const secret = asScraper.get(
+        { apiVersion: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true },
+        { namespace: NAMESPACE, name: 'swim-key' },
+      );
       await expect(secret).rejects.toBeInstanceOf(ResourceStoreError);
-      await expect(asScraper.createToken({ namespace: NAMESPACE, name: SCRAPER }, { expirationSeconds: 600 })).rejects.toMatchObject({ code: 'forbidden' });
+      await expect(
+        asScraper.createToken({ namespace: NAMESPACE, name: SCRAPER }, { expirationSeconds: 600 }),
+      ).rejects.toMatchObject({ code: 'forbidden' });
     } finally {
       await asScraper.close();
     }

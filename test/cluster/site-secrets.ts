@@ -22,7 +22,8 @@ export function referencedSecrets(specs: readonly unknown[]): Map<string, { ref:
     else if (value !== null && typeof value === 'object') {
       const record = value as Record<string, unknown>;
       if (/secretref$/i.test(key) && typeof record['name'] === 'string' && typeof record['namespace'] === 'string') {
-        const role = key === 'caSecretRef' ? 'ca' : key === 'siteSecretRef' ? 'site' : /swimkey/i.test(key) ? 'swim' : 'token';
+        const role =
+          key === 'caSecretRef' ? 'ca' : key === 'siteSecretRef' ? 'site' : /swimkey/i.test(key) ? 'swim' : 'token';
         const ref = record as unknown as SecretRef;
         out.set(`${ref.namespace}/${ref.name}`, { ref, role });
       }
@@ -39,10 +40,20 @@ const b64 = (text: string | Buffer): string => Buffer.from(text).toString('base6
  * The data of a Secret playing `role`: the grid CA, the site's certificate and key, a fresh 32-byte SWIM key, or a
  * fresh token. The key, SWIM key and token go to `inPlay`.
  */
-export function secretData(ref: SecretRef, role: SecretRole, material: { caPem: string; certPem: string; keyPem: string }, inPlay: string[]): Record<string, string> {
+export function secretData(
+  ref: SecretRef,
+  role: SecretRole,
+  material: { caPem: string; certPem: string; keyPem: string },
+  inPlay: string[],
+): Record<string, string> {
   if (role === 'ca') return { [ref.key ?? 'ca.crt']: b64(material.caPem) };
   if (role === 'site') {
-    inPlay.push(material.keyPem.split('\n').filter((l) => l !== '' && !l.startsWith('-----')).join(''));
+    inPlay.push(
+      material.keyPem
+        .split('\n')
+        .filter((l) => l !== '' && !l.startsWith('-----'))
+        .join(''),
+    );
     return { 'tls.crt': b64(material.certPem), 'tls.key': b64(material.keyPem) };
   }
   if (role === 'swim') {

@@ -12,13 +12,22 @@ import type { ControlPlane } from './control-plane.ts';
 import { adminKubeConfig, uniqueName, waitFor } from './kube.ts';
 import { applyManifests, RawClient } from './manifests.ts';
 
-const GRID_NETWORK: ResourceKind = { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridNetwork', plural: 'gridnetworks', namespaced: false };
+const GRID_NETWORK: ResourceKind = {
+  apiVersion: 'grid.praxis.fast/v1alpha1',
+  kind: 'GridNetwork',
+  plural: 'gridnetworks',
+  namespaced: false,
+};
 const namespace = uniqueName('contract');
 
 beforeAll(async () => {
   const admin = new RawClient(adminKubeConfig());
   await applyManifests(admin, ['crds.k8s.yaml']);
-  const res = await admin.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
+  const res = await admin.request('POST', '/api/v1/namespaces', {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: namespace },
+  });
   if (res.status !== 201) throw new Error(`creating namespace ${namespace}: HTTP ${res.status}`);
 });
 
@@ -58,7 +67,12 @@ describe('KubernetesStore watch across a kube-apiserver restart and an etcd comp
     });
     const ns = 'default';
     const name = 'routing-overlay';
-    const cm = (v: number): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns }, data: { v: String(v) } });
+    const cm = (v: number): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, namespace: ns },
+      data: { v: String(v) },
+    });
     const OP = { fieldManager: 'grid-operator', force: true };
     const seen: string[] = [];
     const restarts: WatchRestartReason[] = [];
@@ -82,20 +96,29 @@ describe('KubernetesStore watch across a kube-apiserver restart and an etcd comp
       await plane.restartApiServer(async () => {
         let revision = '0';
         for (let i = 0; i < 5; i++) {
-          const put = await etcd(plane!, '/v3/kv/put', { key: Buffer.from(`/agn-test/filler-${i}`).toString('base64'), value: Buffer.from('x').toString('base64') });
+          const put = await etcd(plane!, '/v3/kv/put', {
+            key: Buffer.from(`/agn-test/filler-${i}`).toString('base64'),
+            value: Buffer.from('x').toString('base64'),
+          });
           revision = String((put['header'] as { revision: string }).revision);
         }
         await etcd(plane!, '/v3/kv/compaction', { revision, physical: true });
       });
 
       for (let v = 2; v <= 6; v++) await writer.apply(CONFIG_MAP, cm(v), OP);
-      await waitFor('the newest update after the restart', () => (seen[seen.length - 1]?.endsWith(' 6') ? true : undefined), 45_000);
+      await waitFor(
+        'the newest update after the restart',
+        () => (seen[seen.length - 1]?.endsWith(' 6') ? true : undefined),
+        45_000,
+      );
       await watch.close();
     } finally {
       await writer.close();
       await watcher.close();
     }
-    console.log(`store watch across restart + compaction: restarts=${restarts.join(',')} syncs=${syncs} events=${seen.join(' | ')}`);
+    console.log(
+      `store watch across restart + compaction: restarts=${restarts.join(',')} syncs=${syncs} events=${seen.join(' | ')}`,
+    );
     expect(restarts).toContain('gone');
     expect(syncs).toBeGreaterThanOrEqual(2); // the initial list and the relist after 410
     // Nothing out of order and nothing reported twice; the newest value is the last one seen.

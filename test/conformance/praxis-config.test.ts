@@ -57,7 +57,11 @@ describe('Praxis AI rules, our validator', () => {
     extended.listeners[0].max_body_bytes = 4096;
     extended.admin = { metrics_address: '127.0.0.1:0' };
     extended.filter_chains[0].filters[3].clusters[0].body_idle_timeout_ms = 1000;
-    expect(extensionKeyPointers(extended)).toEqual(['/listeners/0/max_body_bytes', '/filter_chains/0/filters/3/clusters/0/body_idle_timeout_ms', '/admin/metrics_address']);
+    expect(extensionKeyPointers(extended)).toEqual([
+      '/listeners/0/max_body_bytes',
+      '/filter_chains/0/filters/3/clusters/0/body_idle_timeout_ms',
+      '/admin/metrics_address',
+    ]);
     expect(() => resolveConfig(extended, 'praxis.yaml')).not.toThrow();
   });
 });
@@ -78,7 +82,10 @@ describe('Praxis AI rules, the real gateway process', () => {
     const doc = r.base();
     r.refuse(doc);
     const path = write(`refused-${i}.yaml`, doc);
-    const result = await run(process.execPath, [join(REPO_ROOT, 'daemons/gateway/main.ts'), '--config', path], { cwd: REPO_ROOT, timeout: 20_000 }).then(
+    const result = await run(process.execPath, [join(REPO_ROOT, 'daemons/gateway/main.ts'), '--config', path], {
+      cwd: REPO_ROOT,
+      timeout: 20_000,
+    }).then(
       () => ({ code: 0, stderr: '' }),
       (error: { code?: number; stderr?: string }) => ({ code: error.code ?? -1, stderr: error.stderr ?? '' }),
     );
@@ -91,7 +98,12 @@ describe('Praxis AI rules, the real gateway process', () => {
 
   it('starts on the accepted provider and consumer shapes', async () => {
     const edge = consumer();
-    edge.filter_chains[0].filters[3].clusters[0].tls = { ca: { ca_path: pki.caPath }, client_cert: { cert_path: pki.edgeCertPath, key_path: pki.edgeKeyPath }, sni: 'gateway.east.grid.example.com', verify: true };
+    edge.filter_chains[0].filters[3].clusters[0].tls = {
+      ca: { ca_path: pki.caPath },
+      client_cert: { cert_path: pki.edgeCertPath, key_path: pki.edgeKeyPath },
+      sni: 'gateway.east.grid.example.com',
+      verify: true,
+    };
     const configs = [write('accepted-provider.yaml', provider(pki)), write('accepted-consumer.yaml', edge)];
     for (const path of configs) {
       const daemon = spawnDaemon('daemons/gateway/main.ts', ['--config', path]);
@@ -109,7 +121,10 @@ describe('Praxis AI rules, the real gateway process', () => {
 function gatewayConfigsOf(objects: readonly Json[]): { name: string; config: Json }[] {
   return objects
     .filter((o) => o.kind === 'ConfigMap' && typeof o.data?.['praxis.yaml'] === 'string')
-    .map((o) => ({ name: `${o.metadata.namespace}/${o.metadata.name}`, config: parseYaml(o.data['praxis.yaml']) as Json }));
+    .map((o) => ({
+      name: `${o.metadata.namespace}/${o.metadata.name}`,
+      config: parseYaml(o.data['praxis.yaml']) as Json,
+    }));
 }
 
 /** The agent routes: a consumer's mcp_route and a2a_route, a provider gateway's agent_provider_route. */
@@ -124,9 +139,14 @@ const AGENT_EXTENSIONS: readonly string[] = [...AGENT_FILTERS, AGENT_PROVIDER_FI
 function declaredExtensionPointers(config: GatewayConfig): string[] {
   return extensionKeyPointers(config).filter((pointer) => {
     const match = /^\/filter_chains\/(\d+)\/filters\/(\d+)\/([^/]+)/.exec(pointer);
-    const filter = match === null ? undefined : config.filter_chains[Number(match[1])]?.filters[Number(match[2])]?.filter;
+    const filter =
+      match === null ? undefined : config.filter_chains[Number(match[1])]?.filters[Number(match[2])]?.filter;
     if (filter === undefined) return false;
-    return (TENANT_FILTERS as readonly string[]).includes(filter) || AGENT_EXTENSIONS.includes(filter) || `${filter}/${match![3]}` === LOCAL_LOAD_KEY;
+    return (
+      (TENANT_FILTERS as readonly string[]).includes(filter) ||
+      AGENT_EXTENSIONS.includes(filter) ||
+      `${filter}/${match![3]}` === LOCAL_LOAD_KEY
+    );
   });
 }
 
@@ -137,7 +157,8 @@ function expectPraxisShape(config: GatewayConfig, where: string): void {
   expect(config.shutdown_timeout_secs, where).toBeDefined();
   for (const chain of config.filter_chains) {
     for (const filter of chain.filters) {
-      if (filter.filter === 'intelligent_route' || filter.filter === 'provider_route') expect(filter.model_header, where).toBeDefined();
+      if (filter.filter === 'intelligent_route' || filter.filter === 'provider_route')
+        expect(filter.model_header, where).toBeDefined();
       if (filter.filter === 'provider_route') {
         const routes = (filter as ProviderRouteFilter).routes;
         expect(new Set(routes.map((r) => r.candidate_id)).size, where).toBe(routes.length);
@@ -147,14 +168,17 @@ function expectPraxisShape(config: GatewayConfig, where: string): void {
           for (const p of r.paths) expect(p, where).toMatch(/^\/[^*]*$/);
         }
       }
-      if (filter.filter === 'load_balancer') for (const c of filter.clusters) expect(Object.keys(c), where).not.toContain('authority');
+      if (filter.filter === 'load_balancer')
+        for (const c of filter.clusters) expect(Object.keys(c), where).not.toContain('authority');
     }
   }
 }
 
 describe('every config we render', () => {
   const sites = loadCompiledGrid(join(REPO_ROOT, 'dist'));
-  const compiled = sites.flatMap((site) => gatewayConfigsOf(site.objects as unknown as Json[]).map((c) => ({ ...c, site })));
+  const compiled = sites.flatMap((site) =>
+    gatewayConfigsOf(site.objects as unknown as Json[]).map((c) => ({ ...c, site })),
+  );
 
   it('dist/: each compiled praxis.yaml passes our validator and shows the Praxis rules', () => {
     expect(compiled.map((c) => `${c.site.site}:${c.name}`).sort()).toEqual([
@@ -167,11 +191,21 @@ describe('every config we render', () => {
       const resolved = resolveConfig(config, where);
       expectPraxisShape(resolved.config, where);
       // Only east's consumer is declared with callerKeys: it, and nothing else, carries the tenant filters, all three.
-      const tenant = resolved.config.filter_chains.flatMap((chain) => chain.filters.map((f) => f.filter)).filter((f) => (TENANT_FILTERS as readonly string[]).includes(f));
-      expect(tenant, where).toEqual(`${site.site}:${name}` === 'east:grid-system/consumer-gateway-config' ? ['caller_auth', 'budget_enforce', 'usage_meter'] : []);
+      const tenant = resolved.config.filter_chains
+        .flatMap((chain) => chain.filters.map((f) => f.filter))
+        .filter((f) => (TENANT_FILTERS as readonly string[]).includes(f));
+      expect(tenant, where).toEqual(
+        `${site.site}:${name}` === 'east:grid-system/consumer-gateway-config'
+          ? ['caller_auth', 'budget_enforce', 'usage_meter']
+          : [],
+      );
       // east offers a tool server and west an agent: both provider gateways serve them; east's consumer reaches both.
-      const agents = resolved.config.filter_chains.flatMap((chain) => chain.filters.map((f) => f.filter)).filter((f) => AGENT_EXTENSIONS.includes(f));
-      expect(agents, where).toEqual(name === 'grid-system/consumer-gateway-config' ? ['mcp_route', 'a2a_route'] : ['agent_provider_route']);
+      const agents = resolved.config.filter_chains
+        .flatMap((chain) => chain.filters.map((f) => f.filter))
+        .filter((f) => AGENT_EXTENSIONS.includes(f));
+      expect(agents, where).toEqual(
+        name === 'grid-system/consumer-gateway-config' ? ['mcp_route', 'a2a_route'] : ['agent_provider_route'],
+      );
     }
   });
 
@@ -181,21 +215,31 @@ describe('every config we render', () => {
       if (admin.startsWith('127.') || admin.startsWith('[::1]')) continue;
       expect(config.insecure_options, name).toEqual({ allow_public_admin: true });
       const deployment = name.split('/')[1]!.replace(/-config$/, '');
-      const policy = (site.objects as unknown as Json[]).find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === deployment);
+      const policy = (site.objects as unknown as Json[]).find(
+        (o) => o.kind === 'NetworkPolicy' && o.metadata.name === deployment,
+      );
       expect(policy, `${site.site} NetworkPolicy ${deployment}`).toBeDefined();
-      const pod = (site.objects as unknown as Json[]).find((o) => o.kind === 'Deployment' && o.metadata.name === deployment);
+      const pod = (site.objects as unknown as Json[]).find(
+        (o) => o.kind === 'Deployment' && o.metadata.name === deployment,
+      );
       expect(policy.spec.podSelector.matchLabels).toEqual(pod.spec.selector.matchLabels);
       expect(policy.spec.policyTypes).toEqual(['Ingress']);
       const adminPort = Number(admin.slice(admin.lastIndexOf(':') + 1));
       const listenerPort = Number((config.listeners[0].address as string).split(':').pop());
       // A rule without `from` admits every source: only the listener port may have one.
-      const open = policy.spec.ingress.filter((rule: Json) => rule.from === undefined).flatMap((rule: Json) => rule.ports.map((p: Json) => p.port));
+      const open = policy.spec.ingress
+        .filter((rule: Json) => rule.from === undefined)
+        .flatMap((rule: Json) => rule.ports.map((p: Json) => p.port));
       expect(open).toEqual([listenerPort]);
       // The admin port only for named peers: the operator pods the dashboard reads replica state with (podSelector),
       // or CIDRs declared as metrics scrapers; never an ipBlock of everything.
       for (const rule of policy.spec.ingress.filter((r: Json) => r.ports.some((p: Json) => p.port === adminPort))) {
         for (const from of rule.from as Json[]) {
-          expect(from.podSelector !== undefined || (from.ipBlock !== undefined && from.ipBlock.cidr !== '0.0.0.0/0' && from.ipBlock.cidr !== '::/0'), `${name}: ${JSON.stringify(from)}`).toBe(true);
+          expect(
+            from.podSelector !== undefined ||
+              (from.ipBlock !== undefined && from.ipBlock.cidr !== '0.0.0.0/0' && from.ipBlock.cidr !== '::/0'),
+            `${name}: ${JSON.stringify(from)}`,
+          ).toBe(true);
         }
       }
     }
@@ -215,9 +259,17 @@ describe('every config we render', () => {
           { mountPath: '/run/praxis-routing', dir: join(dir, site.site, pod.id, 'overlay') },
           { mountPath: '/etc/praxis', dir: join(dir, site.site, pod.id, 'praxis') },
         ];
-        const local = rewriteGatewayConfig(doc as Record<string, unknown>, { site: site.site, table, pod, mounts, problems });
+        const local = rewriteGatewayConfig(doc as Record<string, unknown>, {
+          site: site.site,
+          table,
+          pod,
+          mounts,
+          problems,
+        });
         // The example's tool server and agent are in-cluster Services the compiled grid names but does not run.
-        expect(problems.filter((p) => !/ endpoint \S+\.svc\.cluster\.local:\d+ is served by nothing/.test(p))).toEqual([]);
+        expect(problems.filter((p) => !/ endpoint \S+\.svc\.cluster\.local:\d+ is served by nothing/.test(p))).toEqual(
+          [],
+        );
         const where = `${site.site}/${pod.id}`;
         const resolved = resolveConfig(parseConfigText(stringifyYaml(local), `${where}.yaml`), where);
         expectPraxisShape(resolved.config, where);

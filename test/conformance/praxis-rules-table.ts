@@ -29,7 +29,11 @@ export function provider(pki: Pick<Pki, 'caPath' | 'providerCertPath' | 'provide
         name: 'provider',
         address: '127.0.0.1:0',
         filter_chains: ['provider-inference'],
-        tls: { certificates: [{ cert_path: pki.providerCertPath, key_path: pki.providerKeyPath }], client_ca: { ca_path: pki.caPath }, client_cert_mode: 'require' },
+        tls: {
+          certificates: [{ cert_path: pki.providerCertPath, key_path: pki.providerKeyPath }],
+          client_ca: { ca_path: pki.caPath },
+          client_cert_mode: 'require',
+        },
       },
     ],
     filter_chains: [
@@ -43,15 +47,42 @@ export function provider(pki: Pick<Pki, 'caPath' | 'providerCertPath' | 'provide
             provider_id: 'west',
             model_header: 'x-gateway-model-name',
             routes: [
-              { candidate_id: '73f63e41', model: 'gpt-4o-mini', cluster: 'backend-openai', paths: [...PATHS], credential: structuredClone(CRED) },
-              { candidate_id: 'db228c22', model: 'sim-model-v1', cluster: 'backend-sim', paths: [...PATHS], credential: structuredClone(CRED) },
+              {
+                candidate_id: '73f63e41',
+                model: 'gpt-4o-mini',
+                cluster: 'backend-openai',
+                paths: [...PATHS],
+                credential: structuredClone(CRED),
+              },
+              {
+                candidate_id: 'db228c22',
+                model: 'sim-model-v1',
+                cluster: 'backend-sim',
+                paths: [...PATHS],
+                credential: structuredClone(CRED),
+              },
             ],
           },
-          { filter: 'credential_inject', credentials: [{ strategy: 'bearer_token', name: 'cred', namespace: 'grid-system', key: 'token', value: 'conformance-token' }] },
+          {
+            filter: 'credential_inject',
+            credentials: [
+              {
+                strategy: 'bearer_token',
+                name: 'cred',
+                namespace: 'grid-system',
+                key: 'token',
+                value: 'conformance-token',
+              },
+            ],
+          },
           {
             filter: 'load_balancer',
             clusters: [
-              { name: 'backend-openai', endpoints: ['api.openai.com:443'], tls: { sni: 'api.openai.com', verify: true } },
+              {
+                name: 'backend-openai',
+                endpoints: ['api.openai.com:443'],
+                tls: { sni: 'api.openai.com', verify: true },
+              },
               { name: 'backend-sim', endpoints: ['127.0.0.1:9'] },
             ],
           },
@@ -78,7 +109,12 @@ export function consumer(): Json {
             overlay_file: join(dir, 'absent-overlay.json'),
             model_header: 'x-gateway-model-name',
             provider_hop_clusters: ['east-llm-a'],
-            expected_overlay_scope: { network: 'grid', gateway: 'consumer-gateway', namespace: 'grid-system', local_site: 'east' },
+            expected_overlay_scope: {
+              network: 'grid',
+              gateway: 'consumer-gateway',
+              namespace: 'grid-system',
+              local_site: 'east',
+            },
             reload: { enabled: true, debounce_ms: 250 },
           },
           {
@@ -87,7 +123,12 @@ export function consumer(): Json {
               {
                 name: 'east-llm-a',
                 endpoints: ['provider-gateway.grid-system.svc.cluster.local:8443'],
-                tls: { ca: { ca_path: '/etc/praxis/tls/ca.crt' }, client_cert: { cert_path: '/etc/praxis/tls/tls.crt', key_path: '/etc/praxis/tls/tls.key' }, sni: 'gateway.east.grid.example.com', verify: true },
+                tls: {
+                  ca: { ca_path: '/etc/praxis/tls/ca.crt' },
+                  client_cert: { cert_path: '/etc/praxis/tls/tls.crt', key_path: '/etc/praxis/tls/tls.key' },
+                  sni: 'gateway.east.grid.example.com',
+                  verify: true,
+                },
               },
             ],
           },
@@ -100,9 +141,14 @@ export function consumer(): Json {
   };
 }
 
-export const FAKE = { caPath: '/etc/praxis/tls/ca.crt', providerCertPath: '/etc/praxis/tls/tls.crt', providerKeyPath: '/etc/praxis/tls/tls.key' };
+export const FAKE = {
+  caPath: '/etc/praxis/tls/ca.crt',
+  providerCertPath: '/etc/praxis/tls/tls.crt',
+  providerKeyPath: '/etc/praxis/tls/tls.key',
+};
 export const route = (doc: Json, i = 0): Json => doc.filter_chains[0].filters[2].routes[i];
-export const clusters = (doc: Json): Json[] => doc.filter_chains[0].filters.find((f: Json) => f.filter === 'load_balancer').clusters;
+export const clusters = (doc: Json): Json[] =>
+  doc.filter_chains[0].filters.find((f: Json) => f.filter === 'load_balancer').clusters;
 
 /** The operator's generated consumer config (GridNetwork consumerGateways[].praxisConfig.generate) for a two-site network. */
 export function generatedConsumerConfig(): string {
@@ -113,7 +159,11 @@ export function generatedConsumerConfig(): string {
       generate: true,
       clusterEndpoints: [
         { cluster: 'local', address: '127.0.0.1:8000', transport: { mode: 'plaintext' } },
-        { cluster: 'site-b', address: '10.0.0.4:30080', transport: { mode: 'mutual_tls', sni: 'site-b.grid.internal' } },
+        {
+          cluster: 'site-b',
+          address: '10.0.0.4:30080',
+          transport: { mode: 'mutual_tls', sni: 'site-b.grid.internal' },
+        },
       ],
     },
     candidates: [{ kind: 'inference_model', name: 'qwen3', site: 'site-a', cluster: 'local', fresh: true }],
@@ -176,7 +226,8 @@ export const RULES: Rule[] = [
     base: () => provider(FAKE),
     accept: (doc) => (route(doc).paths = ['/v1/chat/completions']),
     refuse: (doc) => (route(doc).paths = ['v1/chat/completions']),
-    reason: /key "0" at \/filter_chains\/0\/filters\/2\/routes\/0\/paths\/0: must match pattern|paths\/0: must match pattern/,
+    reason:
+      /key "0" at \/filter_chains\/0\/filters\/2\/routes\/0\/paths\/0: must match pattern|paths\/0: must match pattern/,
     praxis: 'ai',
   },
   {
@@ -206,7 +257,8 @@ export const RULES: Rule[] = [
     base: () => provider(FAKE),
     accept: () => {},
     refuse: (doc) => (route(doc, 1).candidate_id = route(doc, 0).candidate_id),
-    reason: /key "candidate_id" at \/filter_chains\/0\/filters\/2\/routes\/1\/candidate_id: provider_route: duplicate candidate_id '73f63e41'/,
+    reason:
+      /key "candidate_id" at \/filter_chains\/0\/filters\/2\/routes\/1\/candidate_id: provider_route: duplicate candidate_id '73f63e41'/,
     praxis: 'ai',
   },
   {
@@ -230,7 +282,8 @@ export const RULES: Rule[] = [
   {
     rule: 'a route credential names Secret, namespace and key',
     // CandidateCredential's secretRef fields are plain Strings that validate_route checks as non-blank.
-    source: 'praxis-proxy/ai filters/src/routing/provider_route.rs (validate_route: credential.secretRef.namespace/key)',
+    source:
+      'praxis-proxy/ai filters/src/routing/provider_route.rs (validate_route: credential.secretRef.namespace/key)',
     base: () => provider(FAKE),
     accept: () => {},
     refuse: (doc) => delete route(doc).credential.secretRef.namespace,
@@ -241,8 +294,20 @@ export const RULES: Rule[] = [
     rule: 'credential_inject entries are keyed by name, namespace and key; the env source is env_var',
     source: 'praxis-proxy/ai filters/src/routing/credential_inject.rs (CredentialEntryConfig, deny_unknown_fields)',
     base: () => provider(FAKE),
-    accept: (doc) => (doc.filter_chains[0].filters[3].credentials[0] = { name: 'cred', namespace: 'grid-system', key: 'token', env_var: 'AGN_CONFORMANCE_TOKEN' }),
-    refuse: (doc) => (doc.filter_chains[0].filters[3].credentials[0] = { name: 'cred', namespace: 'grid-system', key: 'token', env: 'AGN_CONFORMANCE_TOKEN' }),
+    accept: (doc) =>
+      (doc.filter_chains[0].filters[3].credentials[0] = {
+        name: 'cred',
+        namespace: 'grid-system',
+        key: 'token',
+        env_var: 'AGN_CONFORMANCE_TOKEN',
+      }),
+    refuse: (doc) =>
+      (doc.filter_chains[0].filters[3].credentials[0] = {
+        name: 'cred',
+        namespace: 'grid-system',
+        key: 'token',
+        env: 'AGN_CONFORMANCE_TOKEN',
+      }),
     reason: /unknown key "env" at \/filter_chains\/0\/filters\/3\/credentials\/0$/,
     praxis: 'ai',
   },
@@ -280,8 +345,10 @@ export const RULES: Rule[] = [
     base: () => consumer(),
     accept: (doc) => (doc.admin.address = '[::1]:0'),
     refuse: (doc) => delete doc.insecure_options,
-    reason: /key "address" at \/admin\/address: admin endpoint '0\.0\.0\.0:0' must bind to a loopback address \(127\.0\.0\.1 or \[::1\]\); set insecure_options\.allow_public_admin: true/,
-    praxis: /config: admin endpoint '0\.0\.0\.0:0' must bind to a loopback address \(127\.0\.0\.1 or \[::1\]\); set insecure_options\.allow_public_admin: true/,
+    reason:
+      /key "address" at \/admin\/address: admin endpoint '0\.0\.0\.0:0' must bind to a loopback address \(127\.0\.0\.1 or \[::1\]\); set insecure_options\.allow_public_admin: true/,
+    praxis:
+      /config: admin endpoint '0\.0\.0\.0:0' must bind to a loopback address \(127\.0\.0\.1 or \[::1\]\); set insecure_options\.allow_public_admin: true/,
   },
   {
     rule: 'admin address is a socket address (no host names)',
@@ -323,9 +390,18 @@ export const RULES: Rule[] = [
     rule: 'two listeners on one port, both wildcard or both specific, overlap',
     source: 'praxis-proxy-core 0.5.3 src/config/validate/listener/rules.rs:52-73',
     base: () => consumer(),
-    accept: (doc) => doc.listeners.push({ name: 'second', address: '0.0.0.0:18081', filter_chains: ['main'] }, { name: 'third', address: '127.0.0.1:18082', filter_chains: ['main'] }),
-    refuse: (doc) => doc.listeners.push({ name: 'second', address: '127.0.0.2:18081', filter_chains: ['main'] }, { name: 'third', address: '127.0.0.1:18081', filter_chains: ['main'] }),
-    reason: /key "address" at \/listeners\/2\/address: listener 'third' address '127\.0\.0\.1:18081' overlaps with another listener on the same port/,
+    accept: (doc) =>
+      doc.listeners.push(
+        { name: 'second', address: '0.0.0.0:18081', filter_chains: ['main'] },
+        { name: 'third', address: '127.0.0.1:18082', filter_chains: ['main'] },
+      ),
+    refuse: (doc) =>
+      doc.listeners.push(
+        { name: 'second', address: '127.0.0.2:18081', filter_chains: ['main'] },
+        { name: 'third', address: '127.0.0.1:18081', filter_chains: ['main'] },
+      ),
+    reason:
+      /key "address" at \/listeners\/2\/address: listener 'third' address '127\.0\.0\.1:18081' overlaps with another listener on the same port/,
     praxis: /config: listener 'third' address '127\.0\.0\.1:18081' overlaps with another listener on the same port$/,
   },
   {
@@ -333,9 +409,11 @@ export const RULES: Rule[] = [
     source: 'praxis-proxy-tls 0.5.3 src/config/listener.rs:202-204, 338-353',
     base: () => provider(FAKE),
     accept: () => {},
-    refuse: (doc) => doc.listeners[0].tls.certificates.push({ cert_path: '/etc/praxis/tls/b.crt', key_path: '/etc/praxis/tls/b.key' }),
+    refuse: (doc) =>
+      doc.listeners[0].tls.certificates.push({ cert_path: '/etc/praxis/tls/b.crt', key_path: '/etc/praxis/tls/b.key' }),
     reason: /key "certificates" at \/listeners\/0\/tls\/certificates: must NOT have more than 1 items/,
-    praxis: /listeners\[0\]: certificate \/etc\/praxis\/tls\/tls\.crt has no server_names and is not marked default: true; this is ambiguous/,
+    praxis:
+      /listeners\[0\]: certificate \/etc\/praxis\/tls\/tls\.crt has no server_names and is not marked default: true; this is ambiguous/,
   },
   {
     rule: 'TLS file paths have no .. component',
@@ -375,11 +453,14 @@ export const RULES: Rule[] = [
   },
   {
     rule: 'enabled session affinity names a header or a cookie; its lifetime is ttl_secs (1..86400)',
-    source: 'praxis-proxy/ai filters/src/routing/intelligent_route.rs (SessionAffinityConfig; validate_session_affinity_config)',
+    source:
+      'praxis-proxy/ai filters/src/routing/intelligent_route.rs (SessionAffinityConfig; validate_session_affinity_config)',
     base: () => consumer(),
-    accept: (doc) => (doc.filter_chains[0].filters[2].session_affinity = { enabled: true, cookie: 'agn_session', ttl_secs: 86400 }),
+    accept: (doc) =>
+      (doc.filter_chains[0].filters[2].session_affinity = { enabled: true, cookie: 'agn_session', ttl_secs: 86400 }),
     refuse: (doc) => (doc.filter_chains[0].filters[2].session_affinity = { enabled: true, ttl_secs: 60 }),
-    reason: /key "session_affinity" at \/filter_chains\/0\/filters\/2\/session_affinity: intelligent_route: session_affinity requires at least one of header or cookie/,
+    reason:
+      /key "session_affinity" at \/filter_chains\/0\/filters\/2\/session_affinity: intelligent_route: session_affinity requires at least one of header or cookie/,
     praxis: 'ai',
   },
   {
@@ -388,7 +469,8 @@ export const RULES: Rule[] = [
     base: () => provider(FAKE),
     accept: (doc) => (doc.filter_chains[0].filters[2].model_header = 'X-Model'),
     refuse: (doc) => (doc.filter_chains[0].filters[2].model_header = 'X-Praxis-Model'),
-    reason: /key "model_header" at \/filter_chains\/0\/filters\/2\/model_header: provider_route: model_header must not use a reserved internal header prefix/,
+    reason:
+      /key "model_header" at \/filter_chains\/0\/filters\/2\/model_header: provider_route: model_header must not use a reserved internal header prefix/,
     praxis: 'ai',
   },
   {
@@ -399,7 +481,8 @@ export const RULES: Rule[] = [
     base: () => provider(FAKE),
     accept: () => {},
     refuse: (doc) => (route(doc).cluster = 'backend-missing'),
-    reason: /provider_route\.routes\[0\] \(candidate 73f63e41\) names cluster "backend-missing", which load_balancer\.clusters does not define/,
+    reason:
+      /provider_route\.routes\[0\] \(candidate 73f63e41\) names cluster "backend-missing", which load_balancer\.clusters does not define/,
     praxis: 'accepts',
   },
   {
@@ -409,7 +492,8 @@ export const RULES: Rule[] = [
     accept: () => {},
     refuse: (doc) => doc.filter_chains[0].filters.splice(2, 1),
     reason: /the pipeline has neither intelligent_route \(consumer\) nor provider_route \(provider\)/,
-    praxis: /pipeline validation failed for listener 'consumer': load_balancer without a preceding router or cluster-selecting filter/,
+    praxis:
+      /pipeline validation failed for listener 'consumer': load_balancer without a preceding router or cluster-selecting filter/,
   },
   {
     rule: 'top-level keys are denied unless Praxis knows them',

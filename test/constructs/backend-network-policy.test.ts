@@ -4,7 +4,11 @@ import { workloadLabels } from '../../constructs/labels.ts';
 import { chart, find, synth } from './helpers.ts';
 
 interface PolicyJson {
-  spec: { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress: { from: { podSelector: { matchLabels: Record<string, string> } }[]; ports: unknown[] }[] };
+  spec: {
+    podSelector: { matchLabels: Record<string, string> };
+    policyTypes: string[];
+    ingress: { from: { podSelector: { matchLabels: Record<string, string> } }[]; ports: unknown[] }[];
+  };
 }
 
 function build(): { c: ReturnType<typeof chart>; policy: BackendNetworkPolicy } {
@@ -26,7 +30,9 @@ describe('BackendNetworkPolicy', () => {
     expect(objects).toMatchSnapshot();
     const policy = find(objects, 'NetworkPolicy', 'backend-east-llm-a') as unknown as PolicyJson;
     expect(policy.spec.policyTypes).toEqual(['Ingress']);
-    const peers = policy.spec.ingress.flatMap((rule) => rule.from.map((peer) => peer.podSelector.matchLabels['app.kubernetes.io/name']));
+    const peers = policy.spec.ingress.flatMap((rule) =>
+      rule.from.map((peer) => peer.podSelector.matchLabels['app.kubernetes.io/name']),
+    );
     expect(peers).toEqual(['provider-gateway', 'gossip-operator']);
     expect(peers).not.toContain('consumer-gateway');
     for (const rule of policy.spec.ingress) expect(rule.ports).toEqual([{ port: 8080, protocol: 'TCP' }]);

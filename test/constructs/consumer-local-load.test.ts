@@ -15,11 +15,18 @@ import type { GatewayConfig } from '../../schemas/generated/gateway-config.ts';
 import { chart, find, simProvider, synth, twoSiteGrid, type Manifest } from './helpers.ts';
 
 const configOf = (objects: Manifest[], name = 'consumer-gateway-config'): GatewayConfig =>
-  YAML.parse((find(objects, 'ConfigMap', name) as unknown as { data: Record<string, string> }).data['praxis.yaml'] ?? '') as GatewayConfig;
-const route = (config: GatewayConfig) => config.filter_chains[0]!.filters.find((f) => f.filter === 'intelligent_route' || f.filter === 'grid_site_route') as unknown as Record<string, unknown>;
+  YAML.parse(
+    (find(objects, 'ConfigMap', name) as unknown as { data: Record<string, string> }).data['praxis.yaml'] ?? '',
+  ) as GatewayConfig;
+const route = (config: GatewayConfig) =>
+  config.filter_chains[0]!.filters.find(
+    (f) => f.filter === 'intelligent_route' || f.filter === 'grid_site_route',
+  ) as unknown as Record<string, unknown>;
 
 function siteA(a: Partial<SiteDeclaration>): Manifest[] {
-  const declaration = twoSiteGrid({ a: { providers: [simProvider('pa', ['m1'])], peerSignals: { advertise: 'signals.a.example.com:7950' }, ...a } });
+  const declaration = twoSiteGrid({
+    a: { providers: [simProvider('pa', ['m1'])], peerSignals: { advertise: 'signals.a.example.com:7950' }, ...a },
+  });
   const built = buildGrid(Testing.app(), declaration);
   return Testing.synth(built.sites.find((s) => s.siteName === 'a')!) as Manifest[];
 }
@@ -32,7 +39,9 @@ describe('consumer gateway with localLoad', () => {
     expect(extensionKeyPointers(config)).toEqual(['/filter_chains/0/filters/2/local_load']);
     // Declared, synth accepts it; the same config without the declaration is refused as an extension key.
     expect(gatewayConfigProblems(config, ['intelligent_route/local_load'])).toEqual([]);
-    expect(gatewayConfigProblems(config)).toEqual([{ pointer: '/filter_chains/0/filters/2/local_load', message: expect.stringContaining('extension key') }]);
+    expect(gatewayConfigProblems(config)).toEqual([
+      { pointer: '/filter_chains/0/filters/2/local_load', message: expect.stringContaining('extension key') },
+    ]);
   });
 
   it('renders local_load on grid_site_route for a consumer serving gridServing', () => {
@@ -48,8 +57,15 @@ describe('consumer gateway with localLoad', () => {
   });
 
   it('never reaches an external (Praxis AI) consumer: it gets an overlay, not a compiled config', () => {
-    const objects = siteA({ consumerGateway: { localLoad: 'two_choices' }, externalConsumers: [{ name: 'praxis-ai', dialect: 'praxis-main' }] });
-    const configs = objects.filter((o) => o.kind === 'ConfigMap' && typeof (o as unknown as { data?: Record<string, string> }).data?.['praxis.yaml'] === 'string');
+    const objects = siteA({
+      consumerGateway: { localLoad: 'two_choices' },
+      externalConsumers: [{ name: 'praxis-ai', dialect: 'praxis-main' }],
+    });
+    const configs = objects.filter(
+      (o) =>
+        o.kind === 'ConfigMap' &&
+        typeof (o as unknown as { data?: Record<string, string> }).data?.['praxis.yaml'] === 'string',
+    );
     expect(configs.map((o) => o.metadata.name).sort()).toEqual(['consumer-gateway-config', 'provider-gateway-config']);
     expect(JSON.stringify(configOf(objects, 'provider-gateway-config'))).not.toContain('local_load');
   });
@@ -57,7 +73,12 @@ describe('consumer gateway with localLoad', () => {
   it('refuses a mode it does not know, naming the prop', () => {
     let error: unknown;
     try {
-      new ConsumerGateway(chart(), 'consumer', { namespace: 'grid-system', network: 'demo', site: 'east', localLoad: 'least_loaded' as never });
+      new ConsumerGateway(chart(), 'consumer', {
+        namespace: 'grid-system',
+        network: 'demo',
+        site: 'east',
+        localLoad: 'least_loaded' as never,
+      });
     } catch (e) {
       error = e;
     }

@@ -15,8 +15,13 @@ import type { GatewayConfig } from '../../schemas/generated/gateway-config.ts';
 import { chart, find, simProvider, twoSiteGrid, type Manifest } from './helpers.ts';
 
 const configOf = (objects: Manifest[]): GatewayConfig =>
-  YAML.parse((find(objects, 'ConfigMap', 'consumer-gateway-config') as unknown as { data: Record<string, string> }).data['praxis.yaml'] ?? '') as GatewayConfig;
-const route = (config: GatewayConfig) => config.filter_chains[0]!.filters.find((f) => f.filter === 'intelligent_route') as unknown as Record<string, unknown>;
+  YAML.parse(
+    (find(objects, 'ConfigMap', 'consumer-gateway-config') as unknown as { data: Record<string, string> }).data[
+      'praxis.yaml'
+    ] ?? '',
+  ) as GatewayConfig;
+const route = (config: GatewayConfig) =>
+  config.filter_chains[0]!.filters.find((f) => f.filter === 'intelligent_route') as unknown as Record<string, unknown>;
 
 function siteA(a: Partial<SiteDeclaration>): Manifest[] {
   const declaration = twoSiteGrid({ a: { providers: [simProvider('pa', ['m1'])], ...a } });
@@ -50,8 +55,12 @@ describe('consumer gateway with sessionAffinity', () => {
   it('refuses a header that is no header name, a TTL out of range, and gridServing beside it, naming the field', () => {
     expect(refusal({ sessionAffinity: { header: 'x session' } }).message).toContain('sessionAffinity.header');
     expect(refusal({ sessionAffinity: { header: '' } }).message).toContain('sessionAffinity.header');
-    expect(refusal({ sessionAffinity: { header: 'x-session-id', ttlSecs: 0 } }).message).toContain('sessionAffinity.ttlSecs');
-    expect(refusal({ sessionAffinity: { header: 'x-session-id', ttlSecs: 86_401 } }).message).toContain('sessionAffinity.ttlSecs');
+    expect(refusal({ sessionAffinity: { header: 'x-session-id', ttlSecs: 0 } }).message).toContain(
+      'sessionAffinity.ttlSecs',
+    );
+    expect(refusal({ sessionAffinity: { header: 'x-session-id', ttlSecs: 86_401 } }).message).toContain(
+      'sessionAffinity.ttlSecs',
+    );
     expect(refusal({ sessionAffinity: { header: 'x-session-id' }, gridServing: {} }).message).toContain('gridServing');
   });
 });

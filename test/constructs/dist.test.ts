@@ -18,7 +18,10 @@ const work = mkdtempSync(join(tmpdir(), 'agn-dist-'));
 function manifests(dir: string): Map<string, Manifest[]> {
   const files = new Map<string, Manifest[]>();
   for (const file of readdirSync(dir).sort()) {
-    files.set(file, YAML.parseAllDocuments(readFileSync(join(dir, file), 'utf8')).map((doc) => doc.toJS() as Manifest));
+    files.set(
+      file,
+      YAML.parseAllDocuments(readFileSync(join(dir, file), 'utf8')).map((doc) => doc.toJS() as Manifest),
+    );
   }
   return files;
 }
@@ -64,24 +67,45 @@ describe('dist/', () => {
   it('validates every custom resource against its own CRD schema', () => {
     const custom = all.filter((o) => !isBuiltInKind(o));
     const kinds = [...new Set(custom.map((o) => o.kind))].sort();
-    expect(kinds).toEqual(['AgentToAgentProvider', 'AgentToolProvider', 'GridNetwork', 'GridSite', 'InferenceProvider', 'SiteInvite']);
+    expect(kinds).toEqual([
+      'AgentToAgentProvider',
+      'AgentToolProvider',
+      'GridNetwork',
+      'GridSite',
+      'InferenceProvider',
+      'SiteInvite',
+    ]);
     expect(custom).toHaveLength(13);
-    expect(custom.flatMap((o) => validateCustomResource(o).map((issue) => `${o.kind}/${o.metadata.name} ${issue.path}: ${issue.message}`))).toEqual([]);
+    expect(
+      custom.flatMap((o) =>
+        validateCustomResource(o).map((issue) => `${o.kind}/${o.metadata.name} ${issue.path}: ${issue.message}`),
+      ),
+    ).toEqual([]);
   });
 
   it('renders gateway configs the gateway itself loads, in the role each gateway plays', () => {
     const roles = all
-      .filter((o) => o.kind === 'ConfigMap' && (o as unknown as { data?: Record<string, string> }).data?.['praxis.yaml'] !== undefined)
+      .filter(
+        (o) =>
+          o.kind === 'ConfigMap' &&
+          (o as unknown as { data?: Record<string, string> }).data?.['praxis.yaml'] !== undefined,
+      )
       .map((o) => {
         const text = (o as unknown as { data: Record<string, string> }).data['praxis.yaml'] ?? '';
         return `${o.metadata.name}: ${resolveConfig(parseConfigText(text, `${o.metadata.name}/praxis.yaml`), o.metadata.name).role}`;
       });
-    expect(roles).toEqual(['provider-gateway-config: provider', 'consumer-gateway-config: consumer', 'provider-gateway-config: provider']);
+    expect(roles).toEqual([
+      'provider-gateway-config: provider',
+      'consumer-gateway-config: consumer',
+      'provider-gateway-config: provider',
+    ]);
   });
 
   it('holds no Secret values: no Secret objects, no inline key material, secrets only by name', () => {
     // The CRD descriptions talk about keys and PEM markers; the objects we generate must never contain them.
-    const generated = [...dist.entries()].filter(([file]) => file !== 'crds.k8s.yaml').flatMap(([, objects]) => objects);
+    const generated = [...dist.entries()]
+      .filter(([file]) => file !== 'crds.k8s.yaml')
+      .flatMap(([, objects]) => objects);
     const text = JSON.stringify(generated);
     expect(all.filter((o) => o.kind === 'Secret')).toEqual([]);
     expect(text).not.toMatch(/-----BEGIN|PRIVATE KEY|stringData|"token":|Bearer [A-Za-z0-9]/u);
@@ -91,8 +115,14 @@ describe('dist/', () => {
       for (const container of [...(spec.initContainers ?? []), ...spec.containers]) {
         // A *_FILE variable may name where a mounted Secret's file is (GRID_DASHBOARD_TOKEN_FILE), nothing else.
         const mounts = (container.volumeMounts ?? []).map((m) => `${m.mountPath}/`);
-        const pointsIntoMount = (env: { name: string; value?: string }): boolean => env.name.endsWith('_FILE') && mounts.some((m) => env.value?.startsWith(m) === true);
-        const literal = (container.env ?? []).filter((env) => env.value !== undefined && /TOKEN|PASSWORD|SECRET|ENCRYPT_KEY|API_KEY/u.test(env.name) && !pointsIntoMount(env));
+        const pointsIntoMount = (env: { name: string; value?: string }): boolean =>
+          env.name.endsWith('_FILE') && mounts.some((m) => env.value?.startsWith(m) === true);
+        const literal = (container.env ?? []).filter(
+          (env) =>
+            env.value !== undefined &&
+            /TOKEN|PASSWORD|SECRET|ENCRYPT_KEY|API_KEY/u.test(env.name) &&
+            !pointsIntoMount(env),
+        );
         expect(literal, `${deployment.metadata.name}/${container.name}`).toEqual([]);
       }
     }
@@ -101,26 +131,60 @@ describe('dist/', () => {
   it('keeps credentials and tokens out of consumer manifests', () => {
     const east = dist.get('east.k8s.yaml') ?? [];
     const consumer = east.filter((o) => o.metadata.name.startsWith('consumer-gateway'));
-    expect(consumer.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'NetworkPolicy', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']);
+    expect(consumer.map((o) => o.kind).sort()).toEqual([
+      'ConfigMap',
+      'Deployment',
+      'NetworkPolicy',
+      'Role',
+      'RoleBinding',
+      'Service',
+      'ServiceAccount',
+    ]);
     const text = JSON.stringify(consumer);
-    for (const secret of ['east-llm-a-credential', 'east-llm-b-credential', 'west-llm-credential', 'openai-credential']) expect(text).not.toContain(secret);
+    for (const secret of ['east-llm-a-credential', 'east-llm-b-credential', 'west-llm-credential', 'openai-credential'])
+      expect(text).not.toContain(secret);
     expect(text).not.toContain('/etc/praxis/credentials');
     const pod = podSpec(consumer.find((o) => o.kind === 'Deployment') as Manifest);
-    expect(pod.containers.find((c) => c.name === 'gateway')?.volumeMounts?.some((m) => m.name === 'overlay-sync-token')).toBe(false);
+    expect(
+      pod.containers.find((c) => c.name === 'gateway')?.volumeMounts?.some((m) => m.name === 'overlay-sync-token'),
+    ).toBe(false);
   });
 
   it('scopes every overlay-sync Role by resourceNames and has no wildcard RBAC anywhere', () => {
-    const roles = all.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole') as unknown as { metadata: { name: string }; rules: { verbs: string[]; resources?: string[]; apiGroups?: string[]; resourceNames?: string[]; nonResourceURLs?: string[] }[] }[];
+    const roles = all.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole') as unknown as {
+      metadata: { name: string };
+      rules: {
+        verbs: string[];
+        resources?: string[];
+        apiGroups?: string[];
+        resourceNames?: string[];
+        nonResourceURLs?: string[];
+      }[];
+    }[];
     for (const role of roles) {
       for (const rule of role.rules) {
-        expect([...rule.verbs, ...(rule.resources ?? []), ...(rule.apiGroups ?? []), ...(rule.nonResourceURLs ?? [])]).not.toContain('*');
+        expect([
+          ...rule.verbs,
+          ...(rule.resources ?? []),
+          ...(rule.apiGroups ?? []),
+          ...(rule.nonResourceURLs ?? []),
+        ]).not.toContain('*');
       }
     }
     const sync = roles.filter((r) => r.metadata.name.endsWith('-overlay-sync'));
-    expect(sync.map((r) => r.rules)).toEqual([[{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'], resourceNames: ['grid-overlay-demo-consumer-gateway'] }]]);
+    expect(sync.map((r) => r.rules)).toEqual([
+      [
+        {
+          apiGroups: [''],
+          resources: ['configmaps'],
+          verbs: ['get', 'list', 'watch'],
+          resourceNames: ['grid-overlay-demo-consumer-gateway'],
+        },
+      ],
+    ]);
   });
 
-  it('routes the external API provider only through west\'s provider gateway, which alone mounts its credential', () => {
+  it("routes the external API provider only through west's provider gateway, which alone mounts its credential", () => {
     const mounts = all
       .filter((o) => o.kind === 'Deployment' && JSON.stringify(podSpec(o).volumes ?? []).includes('openai-credential'))
       .map((o) => `${o.metadata.name}`);
@@ -141,7 +205,9 @@ describe('a failing synth', () => {
     const out = join(work, 'bad-validate');
     // A provider gateway with nothing behind it: its config fails the gateway-config schema (no routes).
     const bad = { network: { name: 'net' }, sites: [site('lonely')] };
-    expect(() => synthGrid(bad, out)).toThrow(/lonely\/provider-gateway\/Workload: praxis\.yaml\/filter_chains\/0\/filters\/3\/routes: must NOT have fewer than 1 items/u);
+    expect(() => synthGrid(bad, out)).toThrow(
+      /lonely\/provider-gateway\/Workload: praxis\.yaml\/filter_chains\/0\/filters\/3\/routes: must NOT have fewer than 1 items/u,
+    );
     expect(existsSync(out)).toBe(false);
   });
 });

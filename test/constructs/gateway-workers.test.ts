@@ -16,7 +16,13 @@ const consumerBase = {
   namespace: 'grid-system',
   network: 'demo',
   site: 'east',
-  upstreams: [{ cluster: 'west-llm', address: 'gateway.west.example.com:8443', transport: { mode: 'mutual_tls', sni: 'gateway.west.example.com' } }],
+  upstreams: [
+    {
+      cluster: 'west-llm',
+      address: 'gateway.west.example.com:8443',
+      transport: { mode: 'mutual_tls', sni: 'gateway.west.example.com' },
+    },
+  ],
 } satisfies ConsumerGatewayProps;
 
 function consumer(extra: Partial<ConsumerGatewayProps> = {}) {
@@ -52,18 +58,34 @@ describe('gateway workers', () => {
     ] as const) {
       const container = gatewayContainer(objects, name);
       expect(container.command).toEqual(['node', 'daemons/gateway/main.ts', '--config', '/etc/praxis/praxis.yaml']);
-      expect(container.resources).toEqual({ limits: { cpu: '1000m', memory: '512Mi' }, requests: { cpu: '100m', memory: '128Mi' } });
+      expect(container.resources).toEqual({
+        limits: { cpu: '1000m', memory: '512Mi' },
+        requests: { cpu: '100m', memory: '128Mi' },
+      });
     }
     expect(new ConsumerGateway(chart(), 'c', consumerBase).workers).toBe(1);
   });
 
   it('N workers: --workers N and requests and limits scaled per worker, on both roles', () => {
     const c = gatewayContainer(synth(consumer({ workers: 2 })), 'consumer-gateway');
-    expect(c.command).toEqual(['node', 'daemons/gateway/main.ts', '--config', '/etc/praxis/praxis.yaml', '--workers', '2']);
-    expect(c.resources).toEqual({ limits: { cpu: '2000m', memory: '1024Mi' }, requests: { cpu: '200m', memory: '256Mi' } });
+    expect(c.command).toEqual([
+      'node',
+      'daemons/gateway/main.ts',
+      '--config',
+      '/etc/praxis/praxis.yaml',
+      '--workers',
+      '2',
+    ]);
+    expect(c.resources).toEqual({
+      limits: { cpu: '2000m', memory: '1024Mi' },
+      requests: { cpu: '200m', memory: '256Mi' },
+    });
     const p = gatewayContainer(synth(provider({ workers: 3 })), 'provider-gateway');
     expect(p.command?.slice(-2)).toEqual(['--workers', '3']);
-    expect(p.resources).toEqual({ limits: { cpu: '3000m', memory: '1536Mi' }, requests: { cpu: '300m', memory: '384Mi' } });
+    expect(p.resources).toEqual({
+      limits: { cpu: '3000m', memory: '1536Mi' },
+      requests: { cpu: '300m', memory: '384Mi' },
+    });
   });
 
   it('keeps explicit resources whose CPU limit gives every worker a core', () => {
@@ -77,23 +99,43 @@ describe('gateway workers', () => {
     expect(() => validateGrid(consumer({ workers: 2, resources: resources(100, 128, 1000, 512) }))).toThrow(
       /resources\.cpu\.limit: a CPU limit of 1000m gives 2 workers less than one core each.*Fix: set resources\.cpu\.limit to at least 2 CPUs, or declare workers: 1/su,
     );
-    expect(() => validateGrid(provider({ workers: 4, resources: { cpu: { limit: kplus.Cpu.units(3.5) } } }))).toThrow(/a CPU limit of 3\.5 gives 4 workers/u);
+    expect(() => validateGrid(provider({ workers: 4, resources: { cpu: { limit: kplus.Cpu.units(3.5) } } }))).toThrow(
+      /a CPU limit of 3\.5 gives 4 workers/u,
+    );
   });
 
   it.each([[0], [1.5], [65], [-2]])('refuses workers: %s', (workers) => {
-    expect(() => validateGrid(provider({ workers }))).toThrow(new RegExp(`workers: workers must be a whole number from 1 to 64, got ${workers}`, 'u'));
+    expect(() => validateGrid(provider({ workers }))).toThrow(
+      new RegExp(`workers: workers must be a whole number from 1 to 64, got ${workers}`, 'u'),
+    );
   });
 
   it('refuses per-key limits with more than one worker (each worker would count a key on its own)', () => {
-    const tenants = { callerKeys: { secretName: 'keys', budgetEnforce: { requestsPerMinute: 60 } }, spendReportUrl: 'http://gossip-operator.grid-system.svc:9444' };
-    expect(() => consumer({ workers: 2, ...tenants })).toThrow(/workers: per-key limits are counted in each worker's memory, so 2 workers would let a key through up to 2 times its limit/u);
+    const tenants = {
+      callerKeys: { secretName: 'keys', budgetEnforce: { requestsPerMinute: 60 } },
+      spendReportUrl: 'http://gossip-operator.grid-system.svc:9444',
+    };
+    expect(() => consumer({ workers: 2, ...tenants })).toThrow(
+      /workers: per-key limits are counted in each worker's memory, so 2 workers would let a key through up to 2 times its limit/u,
+    );
     expect(() => consumer({ workers: 1, ...tenants })).not.toThrow();
-    expect(() => consumer({ workers: 2, ...tenants, callerKeys: { secretName: 'keys', budgetEnforce: { softLimit: 0.9 } } })).not.toThrow();
+    expect(() =>
+      consumer({ workers: 2, ...tenants, callerKeys: { secretName: 'keys', budgetEnforce: { softLimit: 0.9 } } }),
+    ).not.toThrow();
   });
 
-  it('is a field of the grid declaration: a site declares its gateways\' workers', () => {
+  it("is a field of the grid declaration: a site declares its gateways' workers", () => {
     const app = Testing.app();
-    const grid = twoSiteGrid({ a: { consumerGateway: { workers: 2 }, providerGateway: { trustedPeers: [{ organization: 'test-consumers' }], workers: 2, exposure: { type: 'LoadBalancer' } } } });
+    const grid = twoSiteGrid({
+      a: {
+        consumerGateway: { workers: 2 },
+        providerGateway: {
+          trustedPeers: [{ organization: 'test-consumers' }],
+          workers: 2,
+          exposure: { type: 'LoadBalancer' },
+        },
+      },
+    });
     const built = buildGrid(app, grid);
     const a = Testing.synth(built.sites.find((s) => s.siteName === 'a')!) as Manifest[];
     expect(gatewayContainer(a, 'consumer-gateway').command?.slice(-2)).toEqual(['--workers', '2']);

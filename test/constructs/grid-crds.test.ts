@@ -18,6 +18,11 @@ describe('GridCrds', () => {
     new GridCrds(c, 'crds');
     const objects = synth(c);
     for (const object of objects) expect(validateKubernetesObject(object)).toEqual([]);
-    expect(objects.map((o) => [o.metadata.name, (o as unknown as { spec: { scope: string; versions: { name: string }[] } }).spec.versions[0]?.name])).toMatchSnapshot();
+    expect(
+      objects.map((o) => [
+        o.metadata.name,
+        (o as unknown as { spec: { scope: string; versions: { name: string }[] } }).spec.versions[0]?.name,
+      ]),
+    ).toMatchSnapshot();
   });
 });

@@ -9,17 +9,37 @@ import { synthFailure } from './synth-failure.ts';
 import type { InferenceProviderSpec } from '../../schemas/generated/inferenceproviders.ts';
 import { chart, synth } from './helpers.ts';
 
-const provider: InferenceProviderSpec = { gridNetworkRef: 'demo', providerKind: 'self_hosted', backendKind: 'local', endpoint: 'http://sim:8080', models: [{ name: 'm1' }] };
-
+const provider: InferenceProviderSpec = {
+  gridNetworkRef: 'demo',
+  providerKind: 'self_hosted',
+  backendKind: 'local',
+  endpoint: 'http://sim:8080',
+  models: [{ name: 'm1' }],
+};
 
 describe('grid custom resources', () => {
   it('emits one object per kind, typed and unchanged (snapshot)', () => {
     const c = chart();
     new GridNetwork(c, 'network', { name: 'demo', spec: { routingPolicy: 'scoreFirst' } });
-    new GridSite(c, 'site', { name: 'east', labels: { 'grid.praxis.fast/network': 'demo' }, spec: { gridNetworkRef: 'demo', region: 'us-east-1' } });
+    new GridSite(c, 'site', {
+      name: 'east',
+      labels: { 'grid.praxis.fast/network': 'demo' },
+      spec: { gridNetworkRef: 'demo', region: 'us-east-1' },
+    });
     new InferenceProvider(c, 'provider', { name: 'p', spec: provider });
-    new AgentToolProvider(c, 'tools', { name: 'db-tools', spec: { gridNetworkRef: 'demo', protocol: 'mcp', endpoint: 'http://db-tools.tools:8080', tools: [{ name: 'database-query' }] } });
-    new AgentToAgentProvider(c, 'agent', { name: 'claims-agent', spec: { gridNetworkRef: 'demo', protocol: 'a2a', endpoint: 'http://claims-agent.agents:8080' } });
+    new AgentToolProvider(c, 'tools', {
+      name: 'db-tools',
+      spec: {
+        gridNetworkRef: 'demo',
+        protocol: 'mcp',
+        endpoint: 'http://db-tools.tools:8080',
+        tools: [{ name: 'database-query' }],
+      },
+    });
+    new AgentToAgentProvider(c, 'agent', {
+      name: 'claims-agent',
+      spec: { gridNetworkRef: 'demo', protocol: 'a2a', endpoint: 'http://claims-agent.agents:8080' },
+    });
     new SiteInvite(c, 'invite', { name: 'east2', spec: { siteName: 'east2', lifetime: '24h' } });
     const objects = synth(c);
     expect(objects.map((o) => `${o.apiVersion} ${o.kind}/${o.metadata.name}`)).toEqual([
@@ -37,12 +57,20 @@ describe('grid custom resources', () => {
   const cases: [string, () => unknown, string][] = [
     [
       'missing required field',
-      () => new InferenceProvider(chart(), 'p', { name: 'p', spec: { ...provider, providerKind: undefined as unknown as string } }),
+      () =>
+        new InferenceProvider(chart(), 'p', {
+          name: 'p',
+          spec: { ...provider, providerKind: undefined as unknown as string },
+        }),
       'test/p: spec.providerKind: required field is missing. Fix: add providerKind to the declaration',
     ],
     [
       'deprecated and current name together',
-      () => new InferenceProvider(chart(), 'p', { name: 'p', spec: { ...provider, auth: { strategy: 'bearer_token', manual: true, credentialsManagedExternally: true } } }),
+      () =>
+        new InferenceProvider(chart(), 'p', {
+          name: 'p',
+          spec: { ...provider, auth: { strategy: 'bearer_token', manual: true, credentialsManagedExternally: true } },
+        }),
       'test/p: spec.auth.manual: manual is the deprecated name of credentialsManagedExternally: set only one of them. Fix: remove manual and keep only credentialsManagedExternally (the current name)',
     ],
     [
@@ -57,7 +85,11 @@ describe('grid custom resources', () => {
     ],
     [
       'duplicate model names in a provider',
-      () => new InferenceProvider(chart(), 'p', { name: 'p', spec: { ...provider, models: [{ name: 'm1' }, { name: 'm1' }] } }),
+      () =>
+        new InferenceProvider(chart(), 'p', {
+          name: 'p',
+          spec: { ...provider, models: [{ name: 'm1' }, { name: 'm1' }] },
+        }),
       'test/p: spec.models[1]: duplicate entry (name "m1"): already at index 0. Fix: give every entry of spec.models a distinct name',
     ],
     [
@@ -72,7 +104,13 @@ describe('grid custom resources', () => {
   });
 
   it('reports every problem of one resource, one line each', () => {
-    const message = synthFailure(() => new InferenceProvider(chart(), 'p', { name: 'p', spec: { ...provider, capacityWeight: 0, routingClusterRef: ' ' } }));
+    const message = synthFailure(
+      () =>
+        new InferenceProvider(chart(), 'p', {
+          name: 'p',
+          spec: { ...provider, capacityWeight: 0, routingClusterRef: ' ' },
+        }),
+    );
     expect(message.split('\n')).toHaveLength(2);
   });
 });

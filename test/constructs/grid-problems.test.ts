@@ -23,19 +23,27 @@ describe('gridProblems', () => {
       sites: [
         site('a', {
           consumerGateway: {},
-          providers: [simProvider('pa', ['m1'], { capacityWeight: 0 }), simProvider('pa2', ['m1'], { healthCheck: { interval: '1m' } })],
+          providers: [
+            simProvider('pa', ['m1'], { capacityWeight: 0 }),
+            simProvider('pa2', ['m1'], { healthCheck: { interval: '1m' } }),
+          ],
         }),
         site('a'),
         site('crds'),
         // Built, then fails its operator's listener check: the other sites are still reported.
-        site('b', { providers: [simProvider('pb', ['m2'])], peerSignals: { port: 0, advertise: 'signals.b.example.com:7950' } }),
+        site('b', {
+          providers: [simProvider('pb', ['m2'])],
+          peerSignals: { port: 0, advertise: 'signals.b.example.com:7950' },
+        }),
         // Builds, but a provider gateway with nothing behind it fails the gateway config schema at validation.
         site('lonely'),
       ],
     };
     const problems = gridProblems(declaration);
     const lonely = problems.filter((line) => line.startsWith('lonely/'));
-    expect(lonely.every((line) => line.startsWith('lonely/provider-gateway/Workload: praxis.yaml/filter_chains/0/filters/'))).toBe(true);
+    expect(
+      lonely.every((line) => line.startsWith('lonely/provider-gateway/Workload: praxis.yaml/filter_chains/0/filters/')),
+    ).toBe(true);
     expect(problems.filter((line) => !line.startsWith('lonely/'))).toEqual([
       'a: name: site a is declared twice. Fix: give every site a distinct name',
       'crds: name: "crds" is the name of the CRD file. Fix: give every site a distinct name',
@@ -43,11 +51,18 @@ describe('gridProblems', () => {
       'a/providers/pa2: spec.healthCheck.interval: must match ^([1-9][0-9]*s|[1-9][0-9]{3,}ms)$ (got "1m"). Fix: write the duration as whole seconds like 30s, or milliseconds of at least 1000ms',
       'b/gossip-operator: peerSignals.port: 0 is not a port. Fix: use an integer from 1 to 65535, or omit it for the default',
     ]);
-    expect(lonely).toContainEqual(expect.stringMatching(/^lonely\/provider-gateway\/Workload: praxis\.yaml\/filter_chains\/0\/filters\/3\/routes: must NOT have fewer than 1 items/u));
+    expect(lonely).toContainEqual(
+      expect.stringMatching(
+        /^lonely\/provider-gateway\/Workload: praxis\.yaml\/filter_chains\/0\/filters\/3\/routes: must NOT have fewer than 1 items/u,
+      ),
+    );
   });
 
   it('makes synthGrid throw the same lines and write nothing', () => {
-    const declaration = twoSiteGrid({ a: { providers: [simProvider('pa', ['m1'], { capacityWeight: 0 })] }, b: { providers: [simProvider('pb', ['m1'], { capacityWeight: 5000 })] } });
+    const declaration = twoSiteGrid({
+      a: { providers: [simProvider('pa', ['m1'], { capacityWeight: 0 })] },
+      b: { providers: [simProvider('pb', ['m1'], { capacityWeight: 5000 })] },
+    });
     const out = join(work, 'out');
     const message = synthFailure(() => synthGrid(declaration, out));
     expect(message.split('\n')).toEqual(gridProblems(declaration));

@@ -3,7 +3,12 @@ import { type Chart, Testing } from 'cdk8s';
 import type { GridDeclaration, ProviderDeclaration, SiteDeclaration } from '../../constructs/grid-declaration.ts';
 import type { GridTrust } from '../../schemas/generated/grid-trust.ts';
 
-export type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; [key: string]: unknown };
+export type Manifest = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  [key: string]: unknown;
+};
 
 export function chart(): Chart {
   return Testing.chart();
@@ -15,7 +20,8 @@ export function synth(target: Chart): Manifest[] {
 
 export function find(objects: readonly Manifest[], kind: string, name: string): Manifest {
   const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
-  if (found === undefined) throw new Error(`no ${kind} ${name} in [${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')}]`);
+  if (found === undefined)
+    throw new Error(`no ${kind} ${name} in [${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')}]`);
   return found;
 }
 
@@ -42,7 +48,11 @@ export interface PodSpec {
 }
 
 /** A simulated provider declaration in the shape the example grid uses. */
-export function simProvider(name: string, models: readonly string[], extra: Partial<ProviderDeclaration['spec']> = {}): ProviderDeclaration {
+export function simProvider(
+  name: string,
+  models: readonly string[],
+  extra: Partial<ProviderDeclaration['spec']> = {},
+): ProviderDeclaration {
   return {
     name,
     simulated: true,
@@ -50,7 +60,10 @@ export function simProvider(name: string, models: readonly string[], extra: Part
       providerKind: 'self_hosted',
       backendKind: 'local',
       models: models.map((model) => ({ name: model })),
-      auth: { strategy: 'bearer_token', secretRef: { name: `${name}-credential`, namespace: 'grid-system', key: 'token' } },
+      auth: {
+        strategy: 'bearer_token',
+        secretRef: { name: `${name}-credential`, namespace: 'grid-system', key: 'token' },
+      },
       ...extra,
     },
   };
@@ -60,7 +73,10 @@ export function simProvider(name: string, models: readonly string[], extra: Part
 export function site(name: string, extra: Partial<SiteDeclaration> = {}): SiteDeclaration {
   return {
     name,
-    gatewayEndpoint: { address: `gateway.${name}.example.com:8443`, tls: { mode: 'Mutual', serverName: `gateway.${name}.example.com` } },
+    gatewayEndpoint: {
+      address: `gateway.${name}.example.com:8443`,
+      tls: { mode: 'Mutual', serverName: `gateway.${name}.example.com` },
+    },
     gossipAddress: `gossip.${name}.example.com:7946`,
     gossipService: { type: 'LoadBalancer' },
     providerGateway: { trustedPeers: [{ organization: 'test-consumers' }], exposure: { type: 'LoadBalancer' } },
@@ -79,13 +95,18 @@ export function fakeTrust(network: string, sites: readonly string[]): GridTrust 
     kind: 'GridTrust',
     version: 1,
     network,
-    ca: { certificatePem: '-----BEGIN CERTIFICATE-----\nfake\n-----END CERTIFICATE-----\n', fingerprint: '0'.repeat(64) },
+    ca: {
+      certificatePem: '-----BEGIN CERTIFICATE-----\nfake\n-----END CERTIFICATE-----\n',
+      fingerprint: '0'.repeat(64),
+    },
     sites: Object.fromEntries(sites.map((s) => [s, { gatewayPins: [fakePin(s)] }])),
   };
 }
 
 /** A small two-site grid: `a` is combined (consumer + provider), `b` offers one provider. */
-export function twoSiteGrid(overrides: { a?: Partial<SiteDeclaration>; b?: Partial<SiteDeclaration> } = {}): GridDeclaration {
+export function twoSiteGrid(
+  overrides: { a?: Partial<SiteDeclaration>; b?: Partial<SiteDeclaration> } = {},
+): GridDeclaration {
   return {
     network: { name: 'net' },
     trust: fakeTrust('net', ['a', 'b']),

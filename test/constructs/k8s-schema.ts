@@ -36,7 +36,9 @@ const PREFIX = 'cdk8s-plus-28.k8s.';
 const STRING_OR_NUMBER = new Set([`${PREFIX}IntOrString`, `${PREFIX}Quantity`]);
 
 const require = createRequire(import.meta.url);
-const assembly = JSON.parse(readFileSync(join(dirname(require.resolve('cdk8s-plus-28/package.json')), '.jsii'), 'utf8')) as {
+const assembly = JSON.parse(
+  readFileSync(join(dirname(require.resolve('cdk8s-plus-28/package.json')), '.jsii'), 'utf8'),
+) as {
   types: Record<string, JsiiTypeDef>;
 };
 
@@ -88,8 +90,10 @@ function checkValue(value: unknown, type: JsiiType, path: string, errors: string
       if (!Array.isArray(value)) return void errors.push(`${path}: expected an array`);
       for (const [i, item] of value.entries()) checkValue(item, type.collection.elementtype, `${path}[${i}]`, errors);
     } else {
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) return void errors.push(`${path}: expected a map`);
-      for (const [key, item] of Object.entries(value)) checkValue(item, type.collection.elementtype, `${path}.${key}`, errors);
+      if (typeof value !== 'object' || value === null || Array.isArray(value))
+        return void errors.push(`${path}: expected a map`);
+      for (const [key, item] of Object.entries(value))
+        checkValue(item, type.collection.elementtype, `${path}.${key}`, errors);
     }
     return;
   }
@@ -105,7 +109,13 @@ function checkValue(value: unknown, type: JsiiType, path: string, errors: string
   checkObject(value, type.fqn, path, errors);
 }
 
-function checkObject(value: unknown, fqn: string, path: string, errors: string[], ignore: readonly string[] = []): void {
+function checkObject(
+  value: unknown,
+  fqn: string,
+  path: string,
+  errors: string[],
+  ignore: readonly string[] = [],
+): void {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     errors.push(`${path}: expected an object`);
     return;

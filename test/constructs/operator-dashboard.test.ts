@@ -7,11 +7,21 @@ import { buildGrid } from '../../constructs/grid.ts';
 import { chart, find, podSpec, synth, twoSiteGrid, type Manifest } from './helpers.ts';
 import { synthFailure } from './synth-failure.ts';
 
-const base: GossipOperatorProps = { namespace: 'grid-system', network: 'demo', site: 'east', overlayConfigMaps: ['grid-overlay-demo-consumer-gateway'], referencedSecrets: [] };
+const base: GossipOperatorProps = {
+  namespace: 'grid-system',
+  network: 'demo',
+  site: 'east',
+  overlayConfigMaps: ['grid-overlay-demo-consumer-gateway'],
+  referencedSecrets: [],
+};
 
 type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
 
-function operator(extra: Partial<GossipOperatorProps>): { env: Record<string, string | undefined>; pod: ReturnType<typeof podSpec>; rules: Rule[] } {
+function operator(extra: Partial<GossipOperatorProps>): {
+  env: Record<string, string | undefined>;
+  pod: ReturnType<typeof podSpec>;
+  rules: Rule[];
+} {
   const c = chart();
   new GossipOperator(c, 'operator', { ...base, ...extra });
   const objects = synth(c);
@@ -40,10 +50,17 @@ describe('GossipOperator dashboard', () => {
     expect(env['GRID_DASHBOARD_TOKEN_FILE']).toBe('/etc/grid/dashboard-token/token');
     expect(pod.volumes?.find((v) => v.name === 'dashboard-token')).toEqual({
       name: 'dashboard-token',
-      projected: { defaultMode: 0o440, sources: [{ secret: { name: 'grid-dashboard-token', items: [{ key: 'token', path: 'token' }] } }] },
+      projected: {
+        defaultMode: 0o440,
+        sources: [{ secret: { name: 'grid-dashboard-token', items: [{ key: 'token', path: 'token' }] } }],
+      },
     });
     // A directory mount, never subPath: the kubelet swaps a rotated Secret in only then.
-    expect(pod.containers[0]?.volumeMounts?.find((m) => m.name === 'dashboard-token')).toEqual({ name: 'dashboard-token', mountPath: '/etc/grid/dashboard-token', readOnly: true });
+    expect(pod.containers[0]?.volumeMounts?.find((m) => m.name === 'dashboard-token')).toEqual({
+      name: 'dashboard-token',
+      mountPath: '/etc/grid/dashboard-token',
+      readOnly: true,
+    });
     expect(podRules(rules)).toEqual([{ apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] }]);
     // The token itself is never in the manifest, and the admin port (probes, metrics) is unchanged.
     expect(JSON.stringify(pod)).not.toMatch(/"token":/u);
@@ -57,8 +74,12 @@ describe('GossipOperator dashboard', () => {
   });
 
   it('refuses an open dashboard and a bad Secret name at synth', () => {
-    expect(synthFailure(() => operator({ dashboard: { access: 'open' } as never }))).toContain('dashboard.access: "open" is not a dashboard access of a cluster');
-    expect(synthFailure(() => operator({ dashboard: { access: 'token', tokenSecret: 'Bad_Name' } }))).toContain('dashboard.tokenSecret: "Bad_Name" is not a Secret name');
+    expect(synthFailure(() => operator({ dashboard: { access: 'open' } as never }))).toContain(
+      'dashboard.access: "open" is not a dashboard access of a cluster',
+    );
+    expect(synthFailure(() => operator({ dashboard: { access: 'token', tokenSecret: 'Bad_Name' } }))).toContain(
+      'dashboard.tokenSecret: "Bad_Name" is not a Secret name',
+    );
   });
 });
 
@@ -68,28 +89,53 @@ function site(declaration: ReturnType<typeof twoSiteGrid>, name: string): Manife
 }
 
 type Ingress = { from?: unknown[]; ports: { port: number; protocol: string }[] }[];
-const ingress = (objects: Manifest[], name: string): Ingress => (find(objects, 'NetworkPolicy', name) as unknown as { spec: { ingress: Ingress } }).spec.ingress;
+const ingress = (objects: Manifest[], name: string): Ingress =>
+  (find(objects, 'NetworkPolicy', name) as unknown as { spec: { ingress: Ingress } }).spec.ingress;
 
 describe('GridSiteStack dashboard', () => {
-  it('admits the operator pods to the consumer replicas\' admin and overlay-sync ports only when the site serves the dashboard', () => {
-    const withToken = site(twoSiteGrid({ a: { dashboard: { access: 'token' }, secrets: { dashboardToken: 'site-a-dashboard' } } }), 'a');
+  it("admits the operator pods to the consumer replicas' admin and overlay-sync ports only when the site serves the dashboard", () => {
+    const withToken = site(
+      twoSiteGrid({ a: { dashboard: { access: 'token' }, secrets: { dashboardToken: 'site-a-dashboard' } } }),
+      'a',
+    );
     expect(ingress(withToken, 'consumer-gateway')).toEqual([
       { ports: [{ port: 8080, protocol: 'TCP' }] },
       {
-        from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/instance': 'gossip-operator', 'app.kubernetes.io/name': 'gossip-operator', 'app.kubernetes.io/part-of': 'agn' } } }],
-        ports: [{ port: 9901, protocol: 'TCP' }, { port: 9091, protocol: 'TCP' }],
+        from: [
+          {
+            podSelector: {
+              matchLabels: {
+                'app.kubernetes.io/instance': 'gossip-operator',
+                'app.kubernetes.io/name': 'gossip-operator',
+                'app.kubernetes.io/part-of': 'agn',
+              },
+            },
+          },
+        ],
+        ports: [
+          { port: 9901, protocol: 'TCP' },
+          { port: 9091, protocol: 'TCP' },
+        ],
       },
     ]);
     // The provider gateway is not read by the dashboard: its policy is unchanged.
     expect(JSON.stringify(ingress(withToken, 'provider-gateway'))).not.toContain('gossip-operator');
     const operatorPod = podSpec(find(withToken, 'Deployment', 'gossip-operator'));
     expect(JSON.stringify(operatorPod.volumes)).toContain('"name":"site-a-dashboard"');
-    expect((find(withToken, 'Role', 'gossip-operator') as unknown as { rules: Rule[] }).rules.filter((r) => r.resources.includes('pods'))).toEqual([{ apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] }]);
+    expect(
+      (find(withToken, 'Role', 'gossip-operator') as unknown as { rules: Rule[] }).rules.filter((r) =>
+        r.resources.includes('pods'),
+      ),
+    ).toEqual([{ apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] }]);
 
     for (const declared of [undefined, { access: 'off' as const }]) {
       const objects = site(twoSiteGrid({ a: declared === undefined ? {} : { dashboard: declared } }), 'a');
       expect(ingress(objects, 'consumer-gateway')).toEqual([{ ports: [{ port: 8080, protocol: 'TCP' }] }]);
-      expect((find(objects, 'Role', 'gossip-operator') as unknown as { rules: Rule[] }).rules.filter((r) => r.resources.includes('pods'))).toEqual([]);
+      expect(
+        (find(objects, 'Role', 'gossip-operator') as unknown as { rules: Rule[] }).rules.filter((r) =>
+          r.resources.includes('pods'),
+        ),
+      ).toEqual([]);
     }
   });
 });

@@ -22,7 +22,9 @@ function render(extra: Partial<GossipOperatorProps>): Manifest[] {
   return synth(c);
 }
 
-function container(objects: Manifest[]): Container & { ports?: { containerPort: number; name?: string; protocol?: string }[] } {
+function container(
+  objects: Manifest[],
+): Container & { ports?: { containerPort: number; name?: string; protocol?: string }[] } {
   const found = podSpec(find(objects, 'Deployment', 'gossip-operator')).containers[0];
   if (found === undefined) throw new Error('no container');
   return found;
@@ -33,10 +35,11 @@ function env(objects: Manifest[]): Record<string, unknown> {
 }
 
 function servicePorts(objects: Manifest[]): [string, number, number][] {
-  const service = find(objects, 'Service', 'gossip-operator') as unknown as { spec: { ports: { name: string; port: number; targetPort: number }[] } };
+  const service = find(objects, 'Service', 'gossip-operator') as unknown as {
+    spec: { ports: { name: string; port: number; targetPort: number }[] };
+  };
   return service.spec.ports.map((p) => [p.name, p.port, p.targetPort]);
 }
-
 
 /**
  * What the kubelet would start: the container's env with downward-API fields resolved as in a pod of namespace
@@ -47,7 +50,8 @@ function daemonInput(objects: Manifest[]): { argv: string[]; env: Record<string,
   const resolved: Record<string, string> = {};
   for (const entry of c.env ?? []) {
     if (entry.value !== undefined) resolved[entry.name] = entry.value;
-    else if (JSON.stringify(entry.valueFrom) === JSON.stringify({ fieldRef: { fieldPath: 'metadata.namespace' } })) resolved[entry.name] = 'grid-system';
+    else if (JSON.stringify(entry.valueFrom) === JSON.stringify({ fieldRef: { fieldPath: 'metadata.namespace' } }))
+      resolved[entry.name] = 'grid-system';
     else throw new Error(`unresolvable env ${entry.name}`);
   }
   const command = c.command ?? [];
@@ -65,7 +69,10 @@ describe('GossipOperator opt-in listeners', () => {
 
   it('peerSignals: binds the signals endpoint, advertises the given address and adds a container and Service port', () => {
     const objects = render({ peerSignals: { advertise: 'signals.east.example.com:7950' } });
-    expect(env(objects)).toMatchObject({ GRID_SIGNALS_ADDRESS: '0.0.0.0:7950', GRID_SIGNALS_ADVERTISE: 'signals.east.example.com:7950' });
+    expect(env(objects)).toMatchObject({
+      GRID_SIGNALS_ADDRESS: '0.0.0.0:7950',
+      GRID_SIGNALS_ADVERTISE: 'signals.east.example.com:7950',
+    });
     expect(container(objects).ports).toContainEqual({ containerPort: 7950, name: 'signals' });
     expect(servicePorts(objects)).toContainEqual(['signals', 7950, 7950]);
     const custom = render({ peerSignals: { port: 8950 } });
@@ -84,12 +91,25 @@ describe('GossipOperator opt-in listeners', () => {
   it('gatewayAgeIngest: projects the ingest token Secret read-only as a directory (no subPath) and names its file', () => {
     const objects = render({ gatewayAgeIngest: {} });
     const pod = podSpec(find(objects, 'Deployment', 'gossip-operator'));
-    expect(container(objects).volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }, { name: 'ingest-token', mountPath: '/etc/grid/ingest-token', readOnly: true }]);
-    expect(pod.volumes?.find((v) => v.name === 'ingest-token')).toEqual({ name: 'ingest-token', projected: { defaultMode: 0o440, sources: [{ secret: { name: 'grid-ingest-token', items: [{ key: 'token', path: 'token' }] } }] } });
+    expect(container(objects).volumeMounts).toEqual([
+      { name: 'tmp', mountPath: '/tmp' },
+      { name: 'ingest-token', mountPath: '/etc/grid/ingest-token', readOnly: true },
+    ]);
+    expect(pod.volumes?.find((v) => v.name === 'ingest-token')).toEqual({
+      name: 'ingest-token',
+      projected: {
+        defaultMode: 0o440,
+        sources: [{ secret: { name: 'grid-ingest-token', items: [{ key: 'token', path: 'token' }] } }],
+      },
+    });
     expect(env(objects)['GRID_INGEST_TOKEN_FILE']).toBe('/etc/grid/ingest-token/token');
-    const custom = podSpec(find(render({ gatewayAgeIngest: { tokenSecret: 'site-ingest' } }), 'Deployment', 'gossip-operator'));
+    const custom = podSpec(
+      find(render({ gatewayAgeIngest: { tokenSecret: 'site-ingest' } }), 'Deployment', 'gossip-operator'),
+    );
     expect(JSON.stringify(custom.volumes)).toContain('"name":"site-ingest"');
-    expect(synthFailure(() => render({ gatewayAgeIngest: { tokenSecret: 'Not_A_Name' } }))).toContain('gatewayAgeIngest.tokenSecret: "Not_A_Name" is not a Secret name');
+    expect(synthFailure(() => render({ gatewayAgeIngest: { tokenSecret: 'Not_A_Name' } }))).toContain(
+      'gatewayAgeIngest.tokenSecret: "Not_A_Name" is not a Secret name',
+    );
   });
 
   it('enrollment: mounts the two Secrets read-only as projected directories (no subPath) and passes the file paths; RBAC is unchanged', () => {
@@ -105,9 +125,18 @@ describe('GossipOperator opt-in listeners', () => {
     ]);
     expect(mounts.some((m) => m.subPath !== undefined)).toBe(false);
     const volume = (name: string) => pod.volumes?.find((v) => v.name === name);
-    const items = [{ key: 'tls.crt', path: 'tls.crt' }, { key: 'tls.key', path: 'tls.key' }];
-    expect(volume('enrollment-site-certificate')).toEqual({ name: 'enrollment-site-certificate', projected: { defaultMode: 0o440, sources: [{ secret: { name: 'grid-site-cert', items } }] } });
-    expect(volume('enrollment-grid-ca')).toEqual({ name: 'enrollment-grid-ca', projected: { defaultMode: 0o440, sources: [{ secret: { name: 'grid-ca-signing', items } }] } });
+    const items = [
+      { key: 'tls.crt', path: 'tls.crt' },
+      { key: 'tls.key', path: 'tls.key' },
+    ];
+    expect(volume('enrollment-site-certificate')).toEqual({
+      name: 'enrollment-site-certificate',
+      projected: { defaultMode: 0o440, sources: [{ secret: { name: 'grid-site-cert', items } }] },
+    });
+    expect(volume('enrollment-grid-ca')).toEqual({
+      name: 'enrollment-grid-ca',
+      projected: { defaultMode: 0o440, sources: [{ secret: { name: 'grid-ca-signing', items } }] },
+    });
     expect(env(objects)).toMatchObject({
       GRID_ENROLLMENT_ADDRESS: '0.0.0.0:9443',
       GRID_ENROLLMENT_TLS_CERT: '/etc/grid/enrollment/site/tls.crt',
@@ -147,25 +176,50 @@ describe('GossipOperator opt-in listeners', () => {
     });
     // Every path the daemon will open is under a directory the container mounts.
     const mounted = (container(objects).volumeMounts ?? []).map((m) => `${m.mountPath}/`);
-    for (const file of [config.enrollment?.tlsCertFile, config.enrollment?.tlsKeyFile, config.enrollment?.caCertFile, config.enrollment?.caKeyFile]) {
+    for (const file of [
+      config.enrollment?.tlsCertFile,
+      config.enrollment?.tlsKeyFile,
+      config.enrollment?.caCertFile,
+      config.enrollment?.caKeyFile,
+    ]) {
       expect(mounted.some((dir) => file?.startsWith(dir))).toBe(true);
     }
     // And the defaults parse to listeners off.
     const off = daemonInput(render({}));
     const plain = parseConfig(off.argv, off.env);
-    expect([plain.signalsAddress, plain.gatewayAgeAddress, plain.enrollment]).toEqual([undefined, undefined, undefined]);
+    expect([plain.signalsAddress, plain.gatewayAgeAddress, plain.enrollment]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 
   it('refuses bad ports, naming the prop', () => {
-    expect(synthFailure(() => render({ peerSignals: { port: 0 } }))).toBe('test/operator: peerSignals.port: 0 is not a port. Fix: use an integer from 1 to 65535, or omit it for the default');
-    expect(synthFailure(() => render({ gatewayAgeIngest: { port: 70000 } }))).toContain('gatewayAgeIngest.port: 70000 is not a port');
-    expect(synthFailure(() => render({ enrollment: { ...enrollment, port: 94.5 } }))).toContain('enrollment.port: 94.5 is not a port');
+    expect(synthFailure(() => render({ peerSignals: { port: 0 } }))).toBe(
+      'test/operator: peerSignals.port: 0 is not a port. Fix: use an integer from 1 to 65535, or omit it for the default',
+    );
+    expect(synthFailure(() => render({ gatewayAgeIngest: { port: 70000 } }))).toContain(
+      'gatewayAgeIngest.port: 70000 is not a port',
+    );
+    expect(synthFailure(() => render({ enrollment: { ...enrollment, port: 94.5 } }))).toContain(
+      'enrollment.port: 94.5 is not a port',
+    );
   });
 
   it('refuses a port the operator already uses (SWIM, admin) or another listener has', () => {
-    expect(synthFailure(() => render({ peerSignals: { port: 7946 } }))).toBe("test/operator: peerSignals.port: port 7946 is already the operator's gossipPort (SWIM) port. Fix: give peerSignals.port a port of its own");
-    expect(synthFailure(() => render({ adminPort: 9100, gatewayAgeIngest: { port: 9100 } }))).toContain("gatewayAgeIngest.port: port 9100 is already the operator's adminPort port");
-    const both = synthFailure(() => render({ peerSignals: { port: 8000 }, gatewayAgeIngest: { port: 8000 }, enrollment: { ...enrollment, port: 8000 } }));
+    expect(synthFailure(() => render({ peerSignals: { port: 7946 } }))).toBe(
+      "test/operator: peerSignals.port: port 7946 is already the operator's gossipPort (SWIM) port. Fix: give peerSignals.port a port of its own",
+    );
+    expect(synthFailure(() => render({ adminPort: 9100, gatewayAgeIngest: { port: 9100 } }))).toContain(
+      "gatewayAgeIngest.port: port 9100 is already the operator's adminPort port",
+    );
+    const both = synthFailure(() =>
+      render({
+        peerSignals: { port: 8000 },
+        gatewayAgeIngest: { port: 8000 },
+        enrollment: { ...enrollment, port: 8000 },
+      }),
+    );
     expect(both.split('\n')).toEqual([
       "test/operator: gatewayAgeIngest.port: port 8000 is already the operator's peerSignals.port port. Fix: give gatewayAgeIngest.port a port of its own",
       "test/operator: enrollment.port: port 8000 is already the operator's peerSignals.port port. Fix: give enrollment.port a port of its own",
@@ -181,16 +235,30 @@ describe('GossipOperator opt-in listeners', () => {
       'test/operator: enrollment.gridCaSecret: no Secret name. Fix: name the Secret in the operator namespace that holds the grid CA certificate and private key (tls.crt, tls.key)',
     ]);
     // A JavaScript caller can omit a required name; the message is the same.
-    expect(synthFailure(() => render({ enrollment: { siteCertificateSecret: 'grid-site-cert' } as never }))).toContain('enrollment.gridCaSecret: no Secret name');
-    expect(synthFailure(() => render({ enrollment: { ...enrollment, gridCaSecret: 'Grid_CA' } }))).toContain('enrollment.gridCaSecret: "Grid_CA" is not a Secret name');
-    expect(synthFailure(() => render({ enrollment: { siteCertificateSecret: 'x', gridCaSecret: 'x' } }))).toContain('enrollment.gridCaSecret: x is also the siteCertificateSecret');
-    for (const [lifetime, fault] of [['30m', 'is below 1h'], ['8761h', 'is above 8760h'], ['2d', 'has the unknown unit "d"'], ['', 'is empty'], ['90s', 'is in s, which is not accepted here']]) {
+    expect(synthFailure(() => render({ enrollment: { siteCertificateSecret: 'grid-site-cert' } as never }))).toContain(
+      'enrollment.gridCaSecret: no Secret name',
+    );
+    expect(synthFailure(() => render({ enrollment: { ...enrollment, gridCaSecret: 'Grid_CA' } }))).toContain(
+      'enrollment.gridCaSecret: "Grid_CA" is not a Secret name',
+    );
+    expect(synthFailure(() => render({ enrollment: { siteCertificateSecret: 'x', gridCaSecret: 'x' } }))).toContain(
+      'enrollment.gridCaSecret: x is also the siteCertificateSecret',
+    );
+    for (const [lifetime, fault] of [
+      ['30m', 'is below 1h'],
+      ['8761h', 'is above 8760h'],
+      ['2d', 'has the unknown unit "d"'],
+      ['', 'is empty'],
+      ['90s', 'is in s, which is not accepted here'],
+    ]) {
       expect(synthFailure(() => render({ enrollment: { ...enrollment, certificateLifetime: lifetime } }))).toContain(
         `enrollment.certificateLifetime: "${lifetime}" ${fault}. Fix: use whole minutes (m) or hours (h) from 1h through 8760h, such as 2160h, or omit it for the daemon default`,
       );
     }
     for (const advertise of ['signals.example.com', 'signals.example.com:99999', 'a b:1']) {
-      expect(synthFailure(() => render({ peerSignals: { advertise } }))).toContain(`peerSignals.advertise: "${advertise}" is not HOST:PORT`);
+      expect(synthFailure(() => render({ peerSignals: { advertise } }))).toContain(
+        `peerSignals.advertise: "${advertise}" is not HOST:PORT`,
+      );
     }
   });
 
@@ -198,14 +266,44 @@ describe('GossipOperator opt-in listeners', () => {
     const app = Testing.app();
     const stack = new GridSiteStack(app, 'east', {
       network: { name: 'net' },
-      site: site('east', { providerGateway: undefined, peerSignals: { advertise: '203.0.113.5:7950' }, gatewayAgeIngest: {}, enrollment }),
+      site: site('east', {
+        providerGateway: undefined,
+        peerSignals: { advertise: '203.0.113.5:7950' },
+        gatewayAgeIngest: {},
+        enrollment,
+      }),
     });
     const objects = Testing.synth(stack) as Manifest[];
-    expect(env(objects)).toMatchObject({ GRID_SIGNALS_ADDRESS: '0.0.0.0:7950', GRID_SIGNALS_ADVERTISE: '203.0.113.5:7950', GRID_GATEWAY_AGE_ADDRESS: '0.0.0.0:7951', GRID_ENROLLMENT_ADDRESS: '0.0.0.0:9443' });
-    expect(servicePorts(objects).map(([name]) => name)).toEqual(['gossip-udp', 'gossip-tcp', 'metrics', 'signals', 'gateway-age', 'enrollment']);
-    const plain = Testing.synth(new GridSiteStack(Testing.app(), 'east', { network: { name: 'net' }, site: site('east', { providerGateway: undefined }) })) as Manifest[];
+    expect(env(objects)).toMatchObject({
+      GRID_SIGNALS_ADDRESS: '0.0.0.0:7950',
+      GRID_SIGNALS_ADVERTISE: '203.0.113.5:7950',
+      GRID_GATEWAY_AGE_ADDRESS: '0.0.0.0:7951',
+      GRID_ENROLLMENT_ADDRESS: '0.0.0.0:9443',
+    });
+    expect(servicePorts(objects).map(([name]) => name)).toEqual([
+      'gossip-udp',
+      'gossip-tcp',
+      'metrics',
+      'signals',
+      'gateway-age',
+      'enrollment',
+    ]);
+    const plain = Testing.synth(
+      new GridSiteStack(Testing.app(), 'east', {
+        network: { name: 'net' },
+        site: site('east', { providerGateway: undefined }),
+      }),
+    ) as Manifest[];
     expect(servicePorts(plain).map(([name]) => name)).toEqual(['gossip-udp', 'gossip-tcp', 'metrics']);
-    expect(synthFailure(() => new GridSiteStack(Testing.app(), 'east', { network: { name: 'net' }, site: site('east', { providerGateway: undefined, enrollment: { ...enrollment, port: 9090 } }) }))).toBe(
+    expect(
+      synthFailure(
+        () =>
+          new GridSiteStack(Testing.app(), 'east', {
+            network: { name: 'net' },
+            site: site('east', { providerGateway: undefined, enrollment: { ...enrollment, port: 9090 } }),
+          }),
+      ),
+    ).toBe(
       "east/gossip-operator: enrollment.port: port 9090 is already the operator's adminPort port. Fix: give enrollment.port a port of its own",
     );
   });

@@ -19,9 +19,20 @@ describe('OverlaySync', () => {
     const sync = new OverlaySync(c, 'sync', props);
     expect(sync.configMapName).toBe(overlayConfigMapName('demo', 'consumer-gateway'));
     const role = find(synth(c), 'Role', 'consumer-gateway-overlay-sync') as unknown as { rules: unknown[] };
-    expect(role.rules).toEqual([{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'], resourceNames: ['grid-overlay-demo-consumer-gateway'] }]);
-    const binding = find(synth(c), 'RoleBinding', 'consumer-gateway-overlay-sync') as unknown as { subjects: unknown[] };
-    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'consumer-gateway-overlay-sync', namespace: 'grid-system' }]);
+    expect(role.rules).toEqual([
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        verbs: ['get', 'list', 'watch'],
+        resourceNames: ['grid-overlay-demo-consumer-gateway'],
+      },
+    ]);
+    const binding = find(synth(c), 'RoleBinding', 'consumer-gateway-overlay-sync') as unknown as {
+      subjects: unknown[];
+    };
+    expect(binding.subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'consumer-gateway-overlay-sync', namespace: 'grid-system' },
+    ]);
   });
 
   it('uses the hashed ConfigMap name of docs/contract.md §2.1 for long names', () => {
@@ -41,7 +52,8 @@ describe('OverlaySync', () => {
     const pod = podSpec(find(synth(c), 'Deployment', 'consumer-gateway'));
     const init = pod.initContainers?.find((ct) => ct.name === 'overlay-sync-init');
     const sidecar = pod.containers.find((ct) => ct.name === 'overlay-sync');
-    const env = (ct: typeof init): Record<string, string | undefined> => Object.fromEntries((ct?.env ?? []).map((e) => [e.name, e.value]));
+    const env = (ct: typeof init): Record<string, string | undefined> =>
+      Object.fromEntries((ct?.env ?? []).map((e) => [e.name, e.value]));
     expect(env(sidecar)).toEqual({
       OVERLAY_SYNC_NAMESPACE: 'grid-system',
       OVERLAY_SYNC_CONFIGMAP: 'grid-overlay-demo-consumer-gateway',
@@ -64,7 +76,10 @@ describe('OverlaySync', () => {
     for (const ct of [...(pod.initContainers ?? []), ...pod.containers]) {
       for (const mount of ct.volumeMounts ?? []) expect(mount.subPath).toBeUndefined();
     }
-    const overlayMounts = [...(pod.initContainers ?? []), ...pod.containers].map((ct) => [ct.name, ct.volumeMounts?.find((m) => m.name === 'routing-overlay')]);
+    const overlayMounts = [...(pod.initContainers ?? []), ...pod.containers].map((ct) => [
+      ct.name,
+      ct.volumeMounts?.find((m) => m.name === 'routing-overlay'),
+    ]);
     expect(overlayMounts).toEqual([
       ['overlay-sync-init', { name: 'routing-overlay', mountPath: '/run/praxis-routing' }],
       ['gateway', { name: 'routing-overlay', mountPath: '/run/praxis-routing', readOnly: true }],
@@ -75,7 +90,11 @@ describe('OverlaySync', () => {
   it('attaches to a deployment created elsewhere (mutator after construction)', () => {
     const c = chart();
     const sync = new OverlaySync(c, 'sync', props);
-    const deployment = new kplus.Deployment(c, 'gw', { metadata: { name: 'gw' }, serviceAccount: sync.serviceAccount, containers: [{ name: 'x', image: 'x' }] });
+    const deployment = new kplus.Deployment(c, 'gw', {
+      metadata: { name: 'gw' },
+      serviceAccount: sync.serviceAccount,
+      containers: [{ name: 'x', image: 'x' }],
+    });
     const overlay = kplus.Volume.fromEmptyDir(c, 'overlay', 'routing-overlay');
     const tmp = kplus.Volume.fromEmptyDir(c, 'tmp', 'tmp');
     sync.attachTo(deployment, overlay, tmp);

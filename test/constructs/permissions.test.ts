@@ -14,12 +14,18 @@ describe('permission table', () => {
         expect(entry.verbs as readonly string[]).not.toContain('*');
         expect(entry.resources).not.toContain('*');
         expect(entry.why.length).toBeGreaterThan(10);
-        if ((entry.verbs as readonly string[]).includes('delete')) deletes.push(`${entry.resources.join(',')}:${entry.names}`);
+        if ((entry.verbs as readonly string[]).includes('delete'))
+          deletes.push(`${entry.resources.join(',')}:${entry.names}`);
       }
     }
     // Generated consumer configs: the named ConfigMap, and the content-hashed mount requirements (opt-in only);
     // serving configs by name, once gridServing is off.
-    expect(deletes.sort()).toEqual(['configmaps:all', 'configmaps:servingConfigMaps', 'gridsites:all', 'secrets:inviteSecrets']);
+    expect(deletes.sort()).toEqual([
+      'configmaps:all',
+      'configmaps:servingConfigMaps',
+      'gridsites:all',
+      'secrets:inviteSecrets',
+    ]);
     expect(DAEMON_PERMISSIONS.gateway).toEqual([]);
     expect(DAEMON_PERMISSIONS.sim).toEqual([]);
   });
@@ -32,13 +38,28 @@ describe('permission table', () => {
   });
 
   it('grants the generated-config permissions only to a site whose gateways generate or delegate', () => {
-    const configMapRules = (names: Parameters<typeof policyRules>[2]) => policyRules('gossip-operator', 'namespace', names).filter((r) => r.resources.includes('configmaps') || r.resources.includes('deployments'));
-    expect(configMapRules({ overlayConfigMaps: ['grid-overlay-grid-edge'] }).every((r) => r.resourceNames !== undefined)).toBe(true);
+    const configMapRules = (names: Parameters<typeof policyRules>[2]) =>
+      policyRules('gossip-operator', 'namespace', names).filter(
+        (r) => r.resources.includes('configmaps') || r.resources.includes('deployments'),
+      );
+    expect(
+      configMapRules({ overlayConfigMaps: ['grid-overlay-grid-edge'] }).every((r) => r.resourceNames !== undefined),
+    ).toBe(true);
     const generating = configMapRules({ praxisConfigMaps: ['praxis-edge'] });
     // One unnamed rule (the content-named requirements cannot be scoped); a named twin would add nothing.
-    expect(generating).toEqual([{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'patch', 'create', 'delete'] }]);
-    const delegated = policyRules('gossip-operator', 'namespace', { praxisConfigMaps: ['praxis-edge'], delegatedDeployments: ['inference-gw'] }).find((r) => r.resources.includes('deployments'));
-    expect(delegated).toEqual({ apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'patch'], resourceNames: ['inference-gw'] });
+    expect(generating).toEqual([
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'patch', 'create', 'delete'] },
+    ]);
+    const delegated = policyRules('gossip-operator', 'namespace', {
+      praxisConfigMaps: ['praxis-edge'],
+      delegatedDeployments: ['inference-gw'],
+    }).find((r) => r.resources.includes('deployments'));
+    expect(delegated).toEqual({
+      apiGroups: ['apps'],
+      resources: ['deployments'],
+      verbs: ['get', 'patch'],
+      resourceNames: ['inference-gw'],
+    });
   });
 
   it('sorts and deduplicates bound names', () => {

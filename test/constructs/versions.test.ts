@@ -31,13 +31,21 @@ describe('the version', () => {
   it('is the tag of the default image, which every workload in the committed dist/ runs', () => {
     expect(DEFAULT_IMAGE.tag).toBe(PACKAGE_VERSION);
     const images = new Set(
-      ['east', 'west'].flatMap((site) => readFileSync(join(REPO_ROOT, 'dist', `${site}.k8s.yaml`), 'utf8').match(/^\s+image: \S+$/gmu) ?? []).map((line) => line.trim()),
+      ['east', 'west']
+        .flatMap(
+          (site) => readFileSync(join(REPO_ROOT, 'dist', `${site}.k8s.yaml`), 'utf8').match(/^\s+image: \S+$/gmu) ?? [],
+        )
+        .map((line) => line.trim()),
     );
     expect([...images]).toEqual([`image: ${DEFAULT_IMAGE.repository}:${PACKAGE_VERSION}`]);
   });
 
   it('labels every CRD in the committed dist/', () => {
-    const crds = YAML.parseAllDocuments(readFileSync(join(REPO_ROOT, 'dist', 'crds.k8s.yaml'), 'utf8')).map((doc) => doc.toJS() as { kind: string; metadata: { labels: Record<string, string> } });
-    expect(crds.map((crd) => `${crd.kind} ${crd.metadata.labels[LABEL_VERSION]}`)).toEqual(Array(6).fill(`CustomResourceDefinition ${PACKAGE_VERSION}`));
+    const crds = YAML.parseAllDocuments(readFileSync(join(REPO_ROOT, 'dist', 'crds.k8s.yaml'), 'utf8')).map(
+      (doc) => doc.toJS() as { kind: string; metadata: { labels: Record<string, string> } },
+    );
+    expect(crds.map((crd) => `${crd.kind} ${crd.metadata.labels[LABEL_VERSION]}`)).toEqual(
+      Array(6).fill(`CustomResourceDefinition ${PACKAGE_VERSION}`),
+    );
   });
 });

@@ -17,7 +17,14 @@ import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { type CompiledSite, loadCompiledGrid, selects, targetContainerPort, type PodPlan, type ServicePlan } from '../../daemons/local-grid/compiled-grid.ts';
+import {
+  type CompiledSite,
+  loadCompiledGrid,
+  selects,
+  targetContainerPort,
+  type PodPlan,
+  type ServicePlan,
+} from '../../daemons/local-grid/compiled-grid.ts';
 import { demoTenants } from '../../daemons/local-grid/demo-keys.ts';
 import { type ControlPlane, resolveBinDir, startControlPlane } from '../cluster/control-plane.ts';
 import { REPO_ROOT } from '../fixtures-path.ts';
@@ -95,16 +102,22 @@ export interface AgnResult {
  */
 export async function runAgn(args: readonly string[], timeoutMs = 120_000): Promise<AgnResult> {
   return await new Promise((resolve) => {
-    execFile(process.execPath, [join(REPO_ROOT, 'daemons', 'cli', 'agn.ts'), ...args], { encoding: 'utf8', cwd: REPO_ROOT, timeout: timeoutMs }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
-      resolve({ status: code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [join(REPO_ROOT, 'daemons', 'cli', 'agn.ts'), ...args],
+      { encoding: 'utf8', cwd: REPO_ROOT, timeout: timeoutMs },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
+        resolve({ status: code, stdout, stderr });
+      },
+    );
   });
 }
 
 async function agnCommand(args: readonly string[]): Promise<{ stdout: string; stderr: string }> {
   const result = await runAgn(args);
-  if (result.status !== 0) throw new Error(`agn ${args.join(' ')}: exit ${String(result.status)}: ${result.stderr.trim()}`);
+  if (result.status !== 0)
+    throw new Error(`agn ${args.join(' ')}: exit ${String(result.status)}: ${result.stderr.trim()}`);
   return { stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -118,7 +131,8 @@ function roleOf(container: ContainerTemplate, plan: PodPlan): Role | undefined {
   if (script === 'daemons/gossip-operator/main.ts') return 'gossip-operator';
   if (script === 'daemons/sim/main.ts') return 'sim';
   if (script === 'daemons/overlay-sync/main.ts') return 'overlay-sync';
-  if (script === 'daemons/gateway/main.ts') return plan.labels['app.kubernetes.io/name'] === 'provider-gateway' ? 'provider-gateway' : 'consumer-gateway';
+  if (script === 'daemons/gateway/main.ts')
+    return plan.labels['app.kubernetes.io/name'] === 'provider-gateway' ? 'provider-gateway' : 'consumer-gateway';
   return undefined;
 }
 
@@ -185,7 +199,9 @@ export class ContainerGrid {
 
   /** Removes what an earlier, interrupted run of this suite left (its pods and network, by their prefix). */
   static async clean(): Promise<void> {
-    const pods = (await podman(['pod', 'ls', '--format', '{{.Name}}'])).stdout.split('\n').filter((n) => n.startsWith(`${PREFIX}-`));
+    const pods = (await podman(['pod', 'ls', '--format', '{{.Name}}'])).stdout
+      .split('\n')
+      .filter((n) => n.startsWith(`${PREFIX}-`));
     for (const pod of pods) await podman(['pod', 'rm', '-f', '-t', '0', pod]);
     await podman(['network', 'rm', '-f', NETWORK]);
   }
@@ -195,7 +211,16 @@ export class ContainerGrid {
     rmSync(this.workDir, { recursive: true, force: true });
     mkdirSync(this.workDir, { recursive: true });
     const compiled = loadCompiledGrid(DIST_DIR);
-    await podmanOk(['network', 'create', '--disable-dns', '--subnet', `${SUBNET}.0/24`, '--gateway', `${SUBNET}.1`, NETWORK]);
+    await podmanOk([
+      'network',
+      'create',
+      '--disable-dns',
+      '--subnet',
+      `${SUBNET}.0/24`,
+      '--gateway',
+      `${SUBNET}.1`,
+      NETWORK,
+    ]);
     // netavark creates the bridge when the first pod joins; ClusterIPs are added to it before any real pod exists.
     await podmanOk(['pod', 'create', '--name', `${PREFIX}-bridge`, '--network', NETWORK, '--ip', `${SUBNET}.2`]);
     await podmanOk(['pod', 'start', `${PREFIX}-bridge`]);
@@ -209,14 +234,22 @@ export class ContainerGrid {
 
     for (const site of compiled) {
       this.log(`${site.site}: starting kube-apiserver + etcd`);
-      const plane = await startControlPlane({ binDir: resolveBinDir(), keepWorkDir: process.env['AGN_CONTAINERS_KEEP_WORKDIR'] === '1' });
+      const plane = await startControlPlane({
+        binDir: resolveBinDir(),
+        keepWorkDir: process.env['AGN_CONTAINERS_KEEP_WORKDIR'] === '1',
+      });
       const kc = new KubeConfig();
       kc.loadFromFile(plane.kubeconfigPath);
       const client = new RawClient(kc);
       await applyManifests(client, ['crds.k8s.yaml', site.file.split('/').pop() as string], FIELD_MANAGER);
       await this.#applySiteSecrets(client, site);
       for (const namespace of new Set(site.pods.map((p) => p.namespace))) {
-        await this.#applyOk(client, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kube-root-ca.crt', namespace }, data: { 'ca.crt': plane.caPem } });
+        await this.#applyOk(client, {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'kube-root-ca.crt', namespace },
+          data: { 'ca.crt': plane.caPem },
+        });
       }
       const cluster: SiteCluster = { site: site.site, compiled: site, plane, client, secrets: new Map(), pods: [] };
       cluster.secrets = await this.#readSecrets(cluster);
@@ -235,7 +268,8 @@ export class ContainerGrid {
       publicNames.push(...names.public);
     }
     for (const cluster of this.sites) {
-      for (const pod of cluster.pods) await this.#createPod(cluster, pod, [...(hosts.get(cluster.site) ?? []), ...publicNames]);
+      for (const pod of cluster.pods)
+        await this.#createPod(cluster, pod, [...(hosts.get(cluster.site) ?? []), ...publicNames]);
     }
     this.#prober = setInterval(() => void this.#probeAll(), PROBE_PERIOD_MS);
     for (const tier of [0, 1, 2, 3]) {
@@ -258,30 +292,48 @@ export class ContainerGrid {
     this.#probing = true;
     try {
       await Promise.all(
-        this.pods.filter((p) => this.#started.has(p.podName)).map(async (pod) => {
-          const results = await Promise.all(
-            pod.containers.filter((c) => !c.init).map(async (c) => {
-              const probe = c.template.readinessProbe?.httpGet;
-              if (probe === undefined) return true;
-              try {
-                return (await httpGet(`http://${pod.ip}:${String(probe.port)}${probe.path ?? '/'}`, 500)).status === 200;
-              } catch {
-                return false;
-              }
-            }),
-          );
-          if (results.every(Boolean)) this.#ready.add(pod.podName);
-          else this.#ready.delete(pod.podName);
-        }),
+        this.pods
+          .filter((p) => this.#started.has(p.podName))
+          .map(async (pod) => {
+            const results = await Promise.all(
+              pod.containers
+                .filter((c) => !c.init)
+                .map(async (c) => {
+                  const probe = c.template.readinessProbe?.httpGet;
+                  if (probe === undefined) return true;
+                  try {
+                    return (
+                      (await httpGet(`http://${pod.ip}:${String(probe.port)}${probe.path ?? '/'}`, 500)).status === 200
+                    );
+                  } catch {
+                    return false;
+                  }
+                }),
+            );
+            if (results.every(Boolean)) this.#ready.add(pod.podName);
+            else this.#ready.delete(pod.podName);
+          }),
       );
     } finally {
       this.#probing = false;
     }
   }
 
-  async #applyOk(client: RawClient, object: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [field: string]: unknown }, manager = FIELD_MANAGER): Promise<void> {
+  async #applyOk(
+    client: RawClient,
+    object: {
+      apiVersion: string;
+      kind: string;
+      metadata: { name: string; namespace?: string };
+      [field: string]: unknown;
+    },
+    manager = FIELD_MANAGER,
+  ): Promise<void> {
     const res = await client.apply(object as never, manager);
-    if (res.status !== 200 && res.status !== 201) throw new Error(`apply ${object.kind} ${object.metadata.name}: HTTP ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
+    if (res.status !== 200 && res.status !== 201)
+      throw new Error(
+        `apply ${object.kind} ${object.metadata.name}: HTTP ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`,
+      );
   }
 
   async #clusterIp(): Promise<string> {
@@ -292,7 +344,12 @@ export class ContainerGrid {
   }
 
   #planPod(cluster: SiteCluster, plan: PodPlan): RunningPod {
-    const deployment = cluster.compiled.objects.find((o) => o.kind === 'Deployment' && o.metadata.name === plan.deployment && (o.metadata.namespace ?? 'default') === plan.namespace);
+    const deployment = cluster.compiled.objects.find(
+      (o) =>
+        o.kind === 'Deployment' &&
+        o.metadata.name === plan.deployment &&
+        (o.metadata.namespace ?? 'default') === plan.namespace,
+    );
     const spec = (deployment!['spec'] as { template: { spec: PodTemplateSpec } }).template.spec;
     const podName = `${PREFIX}-${cluster.site}-${plan.id}`;
     const dir = join(this.workDir, 'pods', cluster.site, plan.id);
@@ -306,10 +363,16 @@ export class ContainerGrid {
       containers: [],
       volumeDir: (volume) => join(dir, 'volumes', volume),
     };
-    for (const [init, list] of [[true, spec.initContainers ?? []], [false, spec.containers]] as const) {
+    for (const [init, list] of [
+      [true, spec.initContainers ?? []],
+      [false, spec.containers],
+    ] as const) {
       for (const template of list) {
         const role = roleOf(template, plan);
-        if (role === undefined) throw new Error(`${podName}/${template.name}: command ${JSON.stringify(template.command)} runs no AGN daemon`);
+        if (role === undefined)
+          throw new Error(
+            `${podName}/${template.name}: command ${JSON.stringify(template.command)} runs no AGN daemon`,
+          );
         pod.containers.push({ name: `${podName}-${template.name}`, site: cluster.site, pod, template, role, init });
       }
     }
@@ -324,18 +387,28 @@ export class ContainerGrid {
   async #siteNames(cluster: SiteCluster): Promise<{ cluster: [string, string][]; public: [string, string][] }> {
     const names: [string, string][] = [];
     const publicNames: [string, string][] = [];
-    const forms = (name: string, namespace: string) => [name, `${name}.${namespace}`, `${name}.${namespace}.svc`, `${name}.${namespace}.svc.cluster.local`];
+    const forms = (name: string, namespace: string) => [
+      name,
+      `${name}.${namespace}`,
+      `${name}.${namespace}.svc`,
+      `${name}.${namespace}.svc.cluster.local`,
+    ];
     const apiIp = await this.#clusterIp();
     const api = new URL(cluster.plane.server);
     this.#proxies.push(await startServiceProxy(apiIp, 443, () => [{ host: api.hostname, port: Number(api.port) }]));
     for (const name of forms('kubernetes', 'default')) names.push([name, apiIp]);
     for (const service of cluster.compiled.services) {
-      if (service.type === 'NodePort') throw new Error(`${cluster.site}: Service ${service.namespace}/${service.name} is a NodePort; this suite plays a cloud with load balancers only`);
+      if (service.type === 'NodePort')
+        throw new Error(
+          `${cluster.site}: Service ${service.namespace}/${service.name} is a NodePort; this suite plays a cloud with load balancers only`,
+        );
       const endpointsOf = (port: ServicePlan['ports'][number]) => (): Endpoint[] =>
-        cluster.pods.filter((p) => selects(service, p.plan) && this.#ready.has(p.podName)).flatMap((p) => {
-          const target = targetContainerPort(p.plan, port.targetPort);
-          return target === undefined ? [] : [{ host: p.ip, port: target }];
-        });
+        cluster.pods
+          .filter((p) => selects(service, p.plan) && this.#ready.has(p.podName))
+          .flatMap((p) => {
+            const target = targetContainerPort(p.plan, port.targetPort);
+            return target === undefined ? [] : [{ host: p.ip, port: target }];
+          });
       const ip = await this.#clusterIp();
       for (const port of service.ports) {
         if ((port.protocol ?? 'TCP') !== 'TCP') continue;
@@ -350,9 +423,21 @@ export class ContainerGrid {
         this.#proxies.push(await start(external, port.port, endpointsOf(port)));
       }
       this.#loadBalancers.set(`${cluster.site}/${service.namespace}/${service.name}`, external);
-      const status = await cluster.client.request('PATCH', `/api/v1/namespaces/${service.namespace}/services/${service.name}/status`, { status: { loadBalancer: { ingress: [{ ip: external }] } } }, { contentType: 'application/merge-patch+json' });
-      if (status.status !== 200) throw new Error(`${cluster.site}: status of Service ${service.namespace}/${service.name}: HTTP ${status.status}`);
-      for (const hostname of (service.annotations[EXTERNAL_DNS_HOSTNAME] ?? '').split(',').map((h) => h.trim()).filter((h) => h !== '')) publicNames.push([hostname, external]);
+      const status = await cluster.client.request(
+        'PATCH',
+        `/api/v1/namespaces/${service.namespace}/services/${service.name}/status`,
+        { status: { loadBalancer: { ingress: [{ ip: external }] } } },
+        { contentType: 'application/merge-patch+json' },
+      );
+      if (status.status !== 200)
+        throw new Error(
+          `${cluster.site}: status of Service ${service.namespace}/${service.name}: HTTP ${status.status}`,
+        );
+      for (const hostname of (service.annotations[EXTERNAL_DNS_HOSTNAME] ?? '')
+        .split(',')
+        .map((h) => h.trim())
+        .filter((h) => h !== ''))
+        publicNames.push([hostname, external]);
     }
     return { cluster: names, public: publicNames };
   }
@@ -370,8 +455,17 @@ export class ContainerGrid {
    * provider credential (the external API's key, which no request here reaches).
    */
   async #applySiteSecrets(client: RawClient, site: CompiledSite): Promise<void> {
-    const printed = await agnCommand(['pki', 'secrets', EXAMPLE_DECLARATION, '--site', site.site, '--dir', EXAMPLE_PKI]);
-    for (const doc of parseAllDocuments(printed.stdout)) await this.#applyOk(client, doc.toJS() as never, USER_FIELD_MANAGER);
+    const printed = await agnCommand([
+      'pki',
+      'secrets',
+      EXAMPLE_DECLARATION,
+      '--site',
+      site.site,
+      '--dir',
+      EXAMPLE_PKI,
+    ]);
+    for (const doc of parseAllDocuments(printed.stdout))
+      await this.#applyOk(client, doc.toJS() as never, USER_FIELD_MANAGER);
     for (const line of printed.stderr.split('\n')) {
       const listed = /^ {2}([a-z0-9-]+)\/([a-z0-9.-]+): (.+)$/u.exec(line);
       if (listed === null) continue;
@@ -382,7 +476,11 @@ export class ContainerGrid {
       if (fromFile !== null && how.includes('agn key mint')) {
         const keysFile = join(this.workDir, `${site.site}-${name}.json`);
         const keys: CallerKey[] = [];
-        for (const tenant of demoTenants([site])) keys.push({ tenant, key: (await agnCommand(['key', 'mint', '--tenant', tenant, '--keys-file', keysFile])).stdout.trim() });
+        for (const tenant of demoTenants([site]))
+          keys.push({
+            tenant,
+            key: (await agnCommand(['key', 'mint', '--tenant', tenant, '--keys-file', keysFile])).stdout.trim(),
+          });
         this.demoKeys = [...this.demoKeys, ...keys];
         data = { [fromFile[1] as string]: readFileSync(keysFile).toString('base64') };
       } else if (fromLiteral !== null) {
@@ -392,7 +490,11 @@ export class ContainerGrid {
       } else {
         throw new Error(`agn pki secrets --site ${site.site}: cannot tell how to make ${namespace}/${name}: ${how}`);
       }
-      await this.#applyOk(client, { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, type: 'Opaque', data } as never, USER_FIELD_MANAGER);
+      await this.#applyOk(
+        client,
+        { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, type: 'Opaque', data } as never,
+        USER_FIELD_MANAGER,
+      );
     }
   }
 
@@ -402,19 +504,27 @@ export class ContainerGrid {
     for (const namespace of new Set(cluster.compiled.pods.map((p) => p.namespace))) {
       const res = await cluster.client.request('GET', `/api/v1/namespaces/${namespace}/secrets`);
       if (res.status !== 200) throw new Error(`${cluster.site}: list Secrets in ${namespace}: HTTP ${res.status}`);
-      for (const item of (res.body as { items: { metadata: { name: string }; data?: Record<string, string> }[] }).items) {
-        out.set(`${namespace}/${item.metadata.name}`, Object.fromEntries(Object.entries(item.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])));
+      for (const item of (res.body as { items: { metadata: { name: string }; data?: Record<string, string> }[] })
+        .items) {
+        out.set(
+          `${namespace}/${item.metadata.name}`,
+          Object.fromEntries(Object.entries(item.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
+        );
       }
     }
     return out;
   }
 
   async #serviceAccountToken(cluster: SiteCluster, namespace: string, account: string): Promise<string> {
-    const res = await cluster.client.request('POST', `/api/v1/namespaces/${namespace}/serviceaccounts/${account}/token`, {
-      apiVersion: 'authentication.k8s.io/v1',
-      kind: 'TokenRequest',
-      spec: { expirationSeconds: 3600 },
-    });
+    const res = await cluster.client.request(
+      'POST',
+      `/api/v1/namespaces/${namespace}/serviceaccounts/${account}/token`,
+      {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: { expirationSeconds: 3600 },
+      },
+    );
     const token = (res.body as { status?: { token?: string } }).status?.token;
     if (token === undefined) throw new Error(`TokenRequest for ${namespace}/${account}: HTTP ${res.status}`);
     return token;
@@ -423,10 +533,18 @@ export class ContainerGrid {
   /** Volumes as a kubelet fills them (fsGroup owns the files), and the pod with its IP and /etc/hosts. */
   async #createPod(cluster: SiteCluster, pod: RunningPod, hosts: readonly [string, string][]): Promise<void> {
     const gid = pod.spec.securityContext?.fsGroup ?? 0;
-    const configMap = (name: string) => cluster.compiled.objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === name && (o.metadata.namespace ?? 'default') === pod.plan.namespace)?.['data'] as Record<string, string> | undefined;
-    const kubeRoot = (name: string) => (name === 'kube-root-ca.crt' ? { 'ca.crt': cluster.plane.caPem } : configMap(name));
+    const configMap = (name: string) =>
+      cluster.compiled.objects.find(
+        (o) =>
+          o.kind === 'ConfigMap' &&
+          o.metadata.name === name &&
+          (o.metadata.namespace ?? 'default') === pod.plan.namespace,
+      )?.['data'] as Record<string, string> | undefined;
+    const kubeRoot = (name: string) =>
+      name === 'kube-root-ca.crt' ? { 'ca.crt': cluster.plane.caPem } : configMap(name);
     const secret = (name: string) => cluster.secrets.get(`${pod.plan.namespace}/${name}`);
-    const items = (list: readonly { key: string; path: string }[] | undefined, keys: readonly string[]) => (list !== undefined && list.length > 0 ? list : keys.map((key) => ({ key, path: key })));
+    const items = (list: readonly { key: string; path: string }[] | undefined, keys: readonly string[]) =>
+      list !== undefined && list.length > 0 ? list : keys.map((key) => ({ key, path: key }));
     const account = pod.spec.serviceAccountName ?? 'default';
     let token: string | undefined;
     const tokenOf = async () => (token ??= await this.#serviceAccountToken(cluster, pod.plan.namespace, account));
@@ -440,19 +558,26 @@ export class ContainerGrid {
         continue;
       }
       chmodSync(dir, 0o755);
-      const write = (path: string, content: string | Buffer, mode: number) => writeVolumeFile(join(dir, path), content, mode, gid);
+      const write = (path: string, content: string | Buffer, mode: number) =>
+        writeVolumeFile(join(dir, path), content, mode, gid);
       const fromConfigMap = (ref: { name: string; items?: { key: string; path: string }[] }, mode: number) => {
         const data = kubeRoot(ref.name);
-        if (data === undefined) throw new Error(`${pod.podName}: volume ${volume.name} names ConfigMap ${ref.name}, which the site does not have`);
+        if (data === undefined)
+          throw new Error(
+            `${pod.podName}: volume ${volume.name} names ConfigMap ${ref.name}, which the site does not have`,
+          );
         for (const item of items(ref.items, Object.keys(data))) write(item.path, data[item.key] ?? '', mode);
       };
       const fromSecret = (name: string, list: { key: string; path: string }[] | undefined, mode: number) => {
         const data = secret(name);
-        if (data === undefined) throw new Error(`${pod.podName}: volume ${volume.name} names Secret ${name}, which was not created`);
+        if (data === undefined)
+          throw new Error(`${pod.podName}: volume ${volume.name} names Secret ${name}, which was not created`);
         for (const item of items(list, Object.keys(data))) write(item.path, data[item.key] ?? Buffer.alloc(0), mode);
       };
-      if (source['configMap'] !== undefined) fromConfigMap(source['configMap'], source['configMap'].defaultMode ?? 0o644);
-      else if (source['secret'] !== undefined) fromSecret(source['secret'].secretName, source['secret'].items, source['secret'].defaultMode ?? 0o644);
+      if (source['configMap'] !== undefined)
+        fromConfigMap(source['configMap'], source['configMap'].defaultMode ?? 0o644);
+      else if (source['secret'] !== undefined)
+        fromSecret(source['secret'].secretName, source['secret'].items, source['secret'].defaultMode ?? 0o644);
       else if (source['projected'] !== undefined) {
         const mode = source['projected'].defaultMode ?? 0o644;
         for (const part of source['projected'].sources ?? []) {
@@ -461,13 +586,21 @@ export class ContainerGrid {
           else if (part.serviceAccountToken !== undefined) write(part.serviceAccountToken.path, await tokenOf(), mode);
           else if (part.downwardAPI !== undefined) {
             for (const item of part.downwardAPI.items ?? []) {
-              const value = { 'metadata.namespace': pod.plan.namespace, 'metadata.name': pod.plan.id }[item.fieldRef?.fieldPath as string];
-              if (value === undefined) throw new Error(`${pod.podName}: downwardAPI ${item.fieldRef?.fieldPath} is not translated`);
+              const value = { 'metadata.namespace': pod.plan.namespace, 'metadata.name': pod.plan.id }[
+                item.fieldRef?.fieldPath as string
+              ];
+              if (value === undefined)
+                throw new Error(`${pod.podName}: downwardAPI ${item.fieldRef?.fieldPath} is not translated`);
               write(item.path, value, mode);
             }
           } else throw new Error(`${pod.podName}: projected source ${Object.keys(part).join(',')} is not translated`);
         }
-      } else throw new Error(`${pod.podName}: volume ${volume.name} of type ${Object.keys(source).filter((k) => k !== 'name').join(',')} is not translated`);
+      } else
+        throw new Error(
+          `${pod.podName}: volume ${volume.name} of type ${Object.keys(source)
+            .filter((k) => k !== 'name')
+            .join(',')} is not translated`,
+        );
     }
     if (pod.spec.automountServiceAccountToken === true) {
       const dir = join(pod.dir, 'serviceaccount');
@@ -477,22 +610,40 @@ export class ContainerGrid {
       writeVolumeFile(join(dir, 'namespace'), pod.plan.namespace, 0o644, gid);
     }
     const addHosts = hosts.flatMap(([name, ip]) => ['--add-host', `${name}:${ip}`]);
-    await podmanOk(['pod', 'create', '--name', pod.podName, '--hostname', pod.plan.id, '--network', NETWORK, '--ip', pod.ip, ...addHosts]);
+    await podmanOk([
+      'pod',
+      'create',
+      '--name',
+      pod.podName,
+      '--hostname',
+      pod.plan.id,
+      '--network',
+      NETWORK,
+      '--ip',
+      pod.ip,
+      ...addHosts,
+    ]);
   }
 
   runArgs(container: RunningContainer): string[] {
     const pod = container.pod;
-    const serviceAccountDir = pod.spec.automountServiceAccountToken === true ? join(pod.dir, 'serviceaccount') : undefined;
-    return podmanRunArgs(pod.spec, container.template, {
-      podName: pod.podName,
-      name: pod.plan.id,
-      namespace: pod.plan.namespace,
-      podIP: pod.ip,
-      volumeDir: pod.volumeDir,
-      ...(serviceAccountDir === undefined ? {} : { serviceAccountDir }),
-      // The kubelet's env; the host is the name the API server's certificate carries (it has no ClusterIP SAN here).
-      clusterEnv: { KUBERNETES_SERVICE_HOST: 'kubernetes.default.svc', KUBERNETES_SERVICE_PORT: '443' },
-    }, container.name);
+    const serviceAccountDir =
+      pod.spec.automountServiceAccountToken === true ? join(pod.dir, 'serviceaccount') : undefined;
+    return podmanRunArgs(
+      pod.spec,
+      container.template,
+      {
+        podName: pod.podName,
+        name: pod.plan.id,
+        namespace: pod.plan.namespace,
+        podIP: pod.ip,
+        volumeDir: pod.volumeDir,
+        ...(serviceAccountDir === undefined ? {} : { serviceAccountDir }),
+        // The kubelet's env; the host is the name the API server's certificate carries (it has no ClusterIP SAN here).
+        clusterEnv: { KUBERNETES_SERVICE_HOST: 'kubernetes.default.svc', KUBERNETES_SERVICE_PORT: '443' },
+      },
+      container.name,
+    );
   }
 
   async #startPod(pod: RunningPod): Promise<void> {
@@ -500,7 +651,10 @@ export class ContainerGrid {
       this.log(`${container.name}: init container`);
       this.#ran.add(container.name);
       const result = await podman(['run', ...this.runArgs(container)], 180_000);
-      if (result.code !== 0) throw new Error(`init container ${container.name} exited ${result.code}: ${result.stderr.trim().split('\n').slice(-5).join(' | ')}`);
+      if (result.code !== 0)
+        throw new Error(
+          `init container ${container.name} exited ${result.code}: ${result.stderr.trim().split('\n').slice(-5).join(' | ')}`,
+        );
     }
     for (const container of pod.containers.filter((c) => !c.init)) {
       this.log(`${container.name}: start`);
@@ -517,7 +671,11 @@ export class ContainerGrid {
       if (probe === undefined) continue;
       const url = `http://${pod.ip}:${String(probe.port)}${probe.path ?? '/'}`;
       try {
-        await waitUntil(`${container.name} ready at ${url}`, async () => ((await httpGet(url)).status === 200 ? true : undefined), timeoutMs);
+        await waitUntil(
+          `${container.name} ready at ${url}`,
+          async () => ((await httpGet(url)).status === 200 ? true : undefined),
+          timeoutMs,
+        );
       } catch (error) {
         throw new Error(`${(error as Error).message}\n${await this.logs(container)}`);
       }
@@ -530,11 +688,14 @@ export class ContainerGrid {
    */
   async diagnostics(lines = 30): Promise<string> {
     const parts: string[] = [];
-    for (const container of this.containers.filter((c) => this.#ran.has(c.name))) parts.push(await this.logs(container, lines));
+    for (const container of this.containers.filter((c) => this.#ran.has(c.name)))
+      parts.push(await this.logs(container, lines));
     for (const cluster of this.sites) {
       const log = join(cluster.plane.workDir, 'kube-apiserver.log');
       try {
-        parts.push(`--- ${cluster.site} kube-apiserver (last ${lines} lines)\n${readFileSync(log, 'utf8').trimEnd().split('\n').slice(-lines).join('\n')}`);
+        parts.push(
+          `--- ${cluster.site} kube-apiserver (last ${lines} lines)\n${readFileSync(log, 'utf8').trimEnd().split('\n').slice(-lines).join('\n')}`,
+        );
       } catch (error) {
         parts.push(`--- ${cluster.site} kube-apiserver: ${(error as Error).message}`);
       }

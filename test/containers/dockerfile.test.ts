@@ -23,9 +23,15 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 /** The final stage's instructions, continuation lines joined. */
 function finalStage(): { op: string; rest: string }[] {
-  const lines = readFileSync(join(ROOT, 'Dockerfile'), 'utf8').replace(/\\\n\s*/gu, ' ').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+  const lines = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')
+    .replace(/\\\n\s*/gu, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
   const last = lines.map((l) => l.split(/\s+/u)[0]?.toUpperCase()).lastIndexOf('FROM');
-  return lines.slice(last).map((l) => ({ op: (l.split(/\s+/u)[0] ?? '').toUpperCase(), rest: l.slice(l.indexOf(' ') + 1).trim() }));
+  return lines
+    .slice(last)
+    .map((l) => ({ op: (l.split(/\s+/u)[0] ?? '').toUpperCase(), rest: l.slice(l.indexOf(' ') + 1).trim() }));
 }
 
 function pairs(text: string): Record<string, string> {
@@ -60,14 +66,18 @@ function archiveTree(): string {
   execFileSync('tar', ['-xf', ARCHIVE, '-C', layout]);
   const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as { manifests: { digest: string }[] };
   const blob = (digest: string) => join(layout, 'blobs/sha256', digest.slice('sha256:'.length));
-  const manifest = JSON.parse(readFileSync(blob(index.manifests[0]?.digest ?? ''), 'utf8')) as { layers: { digest: string }[] };
+  const manifest = JSON.parse(readFileSync(blob(index.manifests[0]?.digest ?? ''), 'utf8')) as {
+    layers: { digest: string }[];
+  };
   for (const layer of manifest.layers) execFileSync('tar', ['-xpf', blob(layer.digest), '-C', tree, '--numeric-owner']);
   return tree;
 }
 
 describe('Dockerfile equivalence with npm run image', () => {
   it('configures the final stage exactly as the image config: user, workdir, entrypoint, cmd, env, stop signal, labels', () => {
-    const expected = (imageConfig({ source: 's', revision: 'r', version: 'v', created: 'c' }, []) as { config: Record<string, unknown> }).config;
+    const expected = (
+      imageConfig({ source: 's', revision: 'r', version: 'v', created: 'c' }, []) as { config: Record<string, unknown> }
+    ).config;
     const stage = finalStage();
     const one = (op: string) => stage.filter((i) => i.op === op).map((i) => i.rest);
     expect(one('FROM')).toEqual(['scratch']);
@@ -76,21 +86,29 @@ describe('Dockerfile equivalence with npm run image', () => {
     expect(one('STOPSIGNAL')).toEqual([expected['StopSignal']]);
     expect(one('ENTRYPOINT').map((j) => JSON.parse(j) as unknown)).toEqual([expected['Entrypoint']]);
     expect(one('CMD').map((j) => JSON.parse(j) as unknown)).toEqual([expected['Cmd']]);
-    expect(one('ENV').map(pairs)).toEqual([Object.fromEntries((expected['Env'] as string[]).map((e) => e.split('=') as [string, string]))]);
+    expect(one('ENV').map(pairs)).toEqual([
+      Object.fromEntries((expected['Env'] as string[]).map((e) => e.split('=') as [string, string])),
+    ]);
     // `created` is the one label a Docker build sets on its own (the image's Created field).
-    const labelKeys = Object.keys(ociLabels({ source: 's', revision: 'r', version: 'v', created: 'c' })).filter((k) => !k.endsWith('.created'));
+    const labelKeys = Object.keys(ociLabels({ source: 's', revision: 'r', version: 'v', created: 'c' })).filter(
+      (k) => !k.endsWith('.created'),
+    );
     expect(Object.keys(pairs(one('LABEL').join(' '))).sort()).toEqual(labelKeys.sort());
     expect(one('COPY')).toEqual(['--from=build /rootfs/ /']);
   });
 
   it('copies the same files with the same modes as the archive npm run image wrote', () => {
     const staged = join(scratch, 'staged');
-    execFileSync(process.execPath, [join(ROOT, 'image/build.ts'), '--stage', staged], { stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync(process.execPath, [join(ROOT, 'image/build.ts'), '--stage', staged], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     const fromStage = listing(staged);
     const fromArchive = listing(archiveTree());
     const onlyArchive = [...fromArchive.keys()].filter((k) => !fromStage.has(k));
     const onlyStage = [...fromStage.keys()].filter((k) => !fromArchive.has(k));
-    const differ = [...fromStage].filter(([k, v]) => fromArchive.has(k) && fromArchive.get(k) !== v).map(([k, v]) => `${k}: stage ${v}, archive ${fromArchive.get(k)}`);
+    const differ = [...fromStage]
+      .filter(([k, v]) => fromArchive.has(k) && fromArchive.get(k) !== v)
+      .map(([k, v]) => `${k}: stage ${v}, archive ${fromArchive.get(k)}`);
     expect({ onlyArchive, onlyStage, differ }).toEqual({ onlyArchive: [], onlyStage: [], differ: [] });
     expect(fromStage.size).toBeGreaterThan(1000);
     expect(fromStage.get('tmp')).toBe('dir 1777');
@@ -104,7 +122,9 @@ describe('Dockerfile equivalence with npm run image', () => {
       const tag = 'localhost/agn-dockerfile-test:latest';
       const built = await podman(['build', '--pull=never', '-t', tag, ROOT], 600_000);
       expect(built.code, built.stderr).toBe(0);
-      const inspect = JSON.parse((await podman(['image', 'inspect', tag])).stdout) as { Config: { User: string; Entrypoint: string[]; WorkingDir: string } }[];
+      const inspect = JSON.parse((await podman(['image', 'inspect', tag])).stdout) as {
+        Config: { User: string; Entrypoint: string[]; WorkingDir: string };
+      }[];
       expect(inspect[0]?.Config.User).toBe('10001:10001');
       expect(inspect[0]?.Config.Entrypoint).toEqual(['/usr/local/bin/node']);
       expect(inspect[0]?.Config.WorkingDir).toBe('/app');

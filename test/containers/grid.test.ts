@@ -12,10 +12,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inviteTokenSecretName } from '../../schemas/object-names.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONTAINER_FIELD_MANAGER, ContainerGrid, EXAMPLE_PKI, httpGet, runAgn, type RunningContainer, waitUntil } from './container-grid.ts';
+import {
+  CONTAINER_FIELD_MANAGER,
+  ContainerGrid,
+  EXAMPLE_PKI,
+  httpGet,
+  runAgn,
+  type RunningContainer,
+  waitUntil,
+} from './container-grid.ts';
 import { podman } from './podman.ts';
 
-const grid = new ContainerGrid(join(tmpdir(), `agn-containers-${process.pid}`), (line) => console.log(`[containers] ${line}`));
+const grid = new ContainerGrid(join(tmpdir(), `agn-containers-${process.pid}`), (line) =>
+  console.log(`[containers] ${line}`),
+);
 const stops: { container: string; ms: number; exitCode: number }[] = [];
 
 beforeAll(async () => {
@@ -27,11 +37,16 @@ beforeAll(async () => {
     await grid.stop();
     throw error;
   }
-  console.log(`[containers] ${grid.containers.length} containers in ${grid.pods.length} pods started and ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `[containers] ${grid.containers.length} containers in ${grid.pods.length} pods started and ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
 });
 
 afterAll(async () => {
-  if (stops.length > 0) console.log(`[containers] podman stop times: ${stops.map((s) => `${s.container} ${Math.round(s.ms)} ms exit ${s.exitCode}`).join('; ')}`);
+  if (stops.length > 0)
+    console.log(
+      `[containers] podman stop times: ${stops.map((s) => `${s.container} ${Math.round(s.ms)} ms exit ${s.exitCode}`).join('; ')}`,
+    );
   await grid.stop();
 });
 
@@ -45,12 +60,27 @@ interface Reply {
 function chat(host: string, port: number, model: string): Promise<Reply> {
   const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'hello from a container test' }] });
   return new Promise((resolve, reject) => {
-    const req = request({ host, port, method: 'POST', path: '/v1/chat/completions', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(grid.demoKeys[0] === undefined ? {} : { authorization: `Bearer ${grid.demoKeys[0].key}` }) }, timeout: 15_000 }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-      res.on('error', reject);
-    });
+    const req = request(
+      {
+        host,
+        port,
+        method: 'POST',
+        path: '/v1/chat/completions',
+        agent: false,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          ...(grid.demoKeys[0] === undefined ? {} : { authorization: `Bearer ${grid.demoKeys[0].key}` }),
+        },
+        timeout: 15_000,
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', reject);
     req.end(body);
@@ -64,19 +94,30 @@ function simName(container: RunningContainer): string {
 }
 
 function consumerAddress(container: RunningContainer): { host: string; port: number } {
-  const port = container.template.ports?.find((p) => p.name === 'listener')?.containerPort ?? container.template.ports?.[0]?.containerPort;
+  const port =
+    container.template.ports?.find((p) => p.name === 'listener')?.containerPort ??
+    container.template.ports?.[0]?.containerPort;
   if (port === undefined) throw new Error(`${container.name} declares no listener port`);
   return { host: container.pod.ip, port };
 }
 
-async function inspect(name: string): Promise<{ Path: string; Args: string[]; Config: { User: string }; HostConfig: { ReadonlyRootfs: boolean; CapDrop: string[] }; ImageName: string; State: { Running: boolean } }> {
+async function inspect(name: string): Promise<{
+  Path: string;
+  Args: string[];
+  Config: { User: string };
+  HostConfig: { ReadonlyRootfs: boolean; CapDrop: string[] };
+  ImageName: string;
+  State: { Running: boolean };
+}> {
   const result = await podman(['inspect', name]);
   return (JSON.parse(result.stdout) as never[])[0] as never;
 }
 
 describe('the compiled grid from the project image', () => {
   it('runs every container of every Deployment replica with its compiled command, args, user and read-only root', async () => {
-    const deployments = grid.sites.flatMap((s) => s.compiled.objects.filter((o) => o.kind === 'Deployment').map((o) => ({ site: s.site, o })));
+    const deployments = grid.sites.flatMap((s) =>
+      s.compiled.objects.filter((o) => o.kind === 'Deployment').map((o) => ({ site: s.site, o })),
+    );
     const expected = deployments.reduce((n, { o }) => {
       const spec = o['spec'] as { replicas?: number; template: { spec: { containers: unknown[] } } };
       return n + (spec.replicas ?? 1) * spec.template.spec.containers.length;
@@ -88,27 +129,48 @@ describe('the compiled grid from the project image', () => {
       expect(info.State.Running, container.name).toBe(true);
       expect(info.ImageName, container.name).toBe(container.template.image);
       // The process podman started: the compiled command and args, as PID 1, no shell in between.
-      expect([info.Path, ...info.Args], container.name).toEqual([...(container.template.command ?? []), ...(container.template.args ?? [])]);
+      expect([info.Path, ...info.Args], container.name).toEqual([
+        ...(container.template.command ?? []),
+        ...(container.template.args ?? []),
+      ]);
       expect(info.Config.User, container.name).toBe('10001:10001');
       expect(info.HostConfig.ReadonlyRootfs, container.name).toBe(true);
     }
     const roles = new Set(running.map((c) => c.role));
-    expect([...roles].sort()).toEqual(['consumer-gateway', 'gossip-operator', 'overlay-sync', 'provider-gateway', 'sim']);
+    expect([...roles].sort()).toEqual([
+      'consumer-gateway',
+      'gossip-operator',
+      'overlay-sync',
+      'provider-gateway',
+      'sim',
+    ]);
   });
 
   it('runs dist/ exactly as compiled: the API servers hold each GridSite as dist/ says, pins included, changed by no one but the apply', async () => {
     for (const cluster of grid.sites) {
       for (const compiled of cluster.compiled.objects.filter((o) => o.kind === 'GridSite')) {
-        const res = await cluster.client.request('GET', `/apis/grid.praxis.fast/v1alpha1/gridsites/${compiled.metadata.name}`);
-        const stored = res.body as { spec: unknown; metadata: { managedFields?: { manager: string; subresource?: string }[] } };
+        const res = await cluster.client.request(
+          'GET',
+          `/apis/grid.praxis.fast/v1alpha1/gridsites/${compiled.metadata.name}`,
+        );
+        const stored = res.body as {
+          spec: unknown;
+          metadata: { managedFields?: { manager: string; subresource?: string }[] };
+        };
         expect(stored.spec, `${cluster.site}: GridSite ${compiled.metadata.name}`).toEqual(compiled['spec']);
         // Only the apply of dist/ wrote the spec; the operator writes status only.
-        const specWriters = (stored.metadata.managedFields ?? []).filter((f) => f.subresource !== 'status').map((f) => f.manager);
+        const specWriters = (stored.metadata.managedFields ?? [])
+          .filter((f) => f.subresource !== 'status')
+          .map((f) => f.manager);
         expect(specWriters, `${cluster.site}: GridSite ${compiled.metadata.name}`).toEqual([CONTAINER_FIELD_MANAGER]);
       }
       const peers = cluster.compiled.objects.filter((o) => o.kind === 'GridSite' && o.metadata.name !== cluster.site);
       expect(peers.length, cluster.site).toBe(1);
-      for (const peer of peers) expect((peer['spec'] as { trust?: { canonicalFingerprints?: string[] } }).trust?.canonicalFingerprints?.length, `${cluster.site}: ${peer.metadata.name} is pinned in dist/`).toBe(1);
+      for (const peer of peers)
+        expect(
+          (peer['spec'] as { trust?: { canonicalFingerprints?: string[] } }).trust?.canonicalFingerprints?.length,
+          `${cluster.site}: ${peer.metadata.name} is pinned in dist/`,
+        ).toBe(1);
     }
   });
 
@@ -116,27 +178,46 @@ describe('the compiled grid from the project image', () => {
     for (const cluster of grid.sites) {
       for (const name of ['gossip-operator-public', 'provider-gateway']) {
         const res = await cluster.client.request('GET', `/api/v1/namespaces/grid-system/services/${name}`);
-        const service = res.body as { spec: { type: string }; status?: { loadBalancer?: { ingress?: { ip: string }[] } } };
+        const service = res.body as {
+          spec: { type: string };
+          status?: { loadBalancer?: { ingress?: { ip: string }[] } };
+        };
         expect(service.spec.type, `${cluster.site}/${name}`).toBe('LoadBalancer');
-        expect(service.status?.loadBalancer?.ingress?.[0]?.ip, `${cluster.site}/${name}`).toBe(grid.loadBalancerIp(cluster.site, 'grid-system', name));
+        expect(service.status?.loadBalancer?.ingress?.[0]?.ip, `${cluster.site}/${name}`).toBe(
+          grid.loadBalancerIp(cluster.site, 'grid-system', name),
+        );
       }
     }
     const [east] = grid.byRole('gossip-operator', 'east');
     if (east === undefined) throw new Error('no east operator');
-    const hosts = (await podman(['pod', 'inspect', east.pod.podName, '--format', '{{json .InfraConfig.HostAdd}}'])).stdout;
+    const hosts = (await podman(['pod', 'inspect', east.pod.podName, '--format', '{{json .InfraConfig.HostAdd}}']))
+      .stdout;
     expect(hosts).toMatch(/gossip\.west\.grid\.example\.com/u);
-    expect(hosts).not.toMatch(new RegExp(grid.serviceIp('west', 'grid-system', 'gossip-operator').replaceAll('.', '\\.'), 'u'));
+    expect(hosts).not.toMatch(
+      new RegExp(grid.serviceIp('west', 'grid-system', 'gossip-operator').replaceAll('.', '\\.'), 'u'),
+    );
   });
 
   it('has each site verify the other: both peer GridSites Active with the pinned certificate, Ready', async () => {
     for (const cluster of grid.sites) {
       const peer = cluster.compiled.objects.find((o) => o.kind === 'GridSite' && o.metadata.name !== cluster.site);
       if (peer === undefined) throw new Error(`${cluster.site}: no peer GridSite`);
-      const status = await waitUntil(`${cluster.site}: GridSite ${peer.metadata.name} Active`, async () => {
-        const res = await cluster.client.request('GET', `/apis/grid.praxis.fast/v1alpha1/gridsites/${peer.metadata.name}`);
-        const s = (res.body as { status?: { phase?: string; reason?: string; conditions?: { type: string; status: string }[] } }).status;
-        return s?.phase === 'Active' ? s : undefined;
-      }, 90_000).catch(async (error: unknown) => {
+      const status = await waitUntil(
+        `${cluster.site}: GridSite ${peer.metadata.name} Active`,
+        async () => {
+          const res = await cluster.client.request(
+            'GET',
+            `/apis/grid.praxis.fast/v1alpha1/gridsites/${peer.metadata.name}`,
+          );
+          const s = (
+            res.body as {
+              status?: { phase?: string; reason?: string; conditions?: { type: string; status: string }[] };
+            }
+          ).status;
+          return s?.phase === 'Active' ? s : undefined;
+        },
+        90_000,
+      ).catch(async (error: unknown) => {
         const [operator] = grid.byRole('gossip-operator', cluster.site);
         throw new Error(`${(error as Error).message}\n${operator === undefined ? '' : await grid.logs(operator, 40)}`);
       });
@@ -148,22 +229,55 @@ describe('the compiled grid from the project image', () => {
   it("redeems the SiteInvite east signs at east's public address with agn site enroll: enrollment as compiled", async () => {
     const east = grid.sites.find((s) => s.site === 'east');
     if (east === undefined) throw new Error('no east site');
-    const tokenId = await waitUntil('the north invite to get a token', async () => {
-      const res = await east.client.request('GET', '/apis/grid.praxis.fast/v1alpha1/siteinvites/north');
-      return (res.body as { status?: { tokenId?: string } }).status?.tokenId;
-    }, 60_000);
-    const secret = await east.client.request('GET', `/api/v1/namespaces/grid-system/secrets/${inviteTokenSecretName('north')}`);
+    const tokenId = await waitUntil(
+      'the north invite to get a token',
+      async () => {
+        const res = await east.client.request('GET', '/apis/grid.praxis.fast/v1alpha1/siteinvites/north');
+        return (res.body as { status?: { tokenId?: string } }).status?.tokenId;
+      },
+      60_000,
+    );
+    const secret = await east.client.request(
+      'GET',
+      `/api/v1/namespaces/grid-system/secrets/${inviteTokenSecretName('north')}`,
+    );
     const out = mkdtempSync(join(tmpdir(), 'agn-enroll-'));
     try {
-      writeFileSync(join(out, 'north.token'), Buffer.from((secret.body as { data: { token: string } }).data.token, 'base64'));
+      writeFileSync(
+        join(out, 'north.token'),
+        Buffer.from((secret.body as { data: { token: string } }).data.token, 'base64'),
+      );
       const address = grid.loadBalancerIp('east', 'grid-system', 'gossip-operator-public');
-      const enroll = await runAgn(['site', 'enroll', '--url', `https://${address}:9443`, '--ca', join(EXAMPLE_PKI, 'ca.crt'), '--token-id', tokenId, '--token-file', join(out, 'north.token'), '--site', 'north', '--signer', 'east', '--out', join(out, 'tls')], 60_000);
+      const enroll = await runAgn(
+        [
+          'site',
+          'enroll',
+          '--url',
+          `https://${address}:9443`,
+          '--ca',
+          join(EXAMPLE_PKI, 'ca.crt'),
+          '--token-id',
+          tokenId,
+          '--token-file',
+          join(out, 'north.token'),
+          '--site',
+          'north',
+          '--signer',
+          'east',
+          '--out',
+          join(out, 'tls'),
+        ],
+        60_000,
+      );
       expect(enroll.status, enroll.stderr).toBe(0);
       const issued = new X509Certificate(readFileSync(join(out, 'tls', 'tls.crt')));
       expect(issued.subject.split('\n')).toContain('CN=north');
       expect(issued.verify(new X509Certificate(readFileSync(join(EXAMPLE_PKI, 'ca.crt'))).publicKey)).toBe(true);
       const invite = await east.client.request('GET', '/apis/grid.praxis.fast/v1alpha1/siteinvites/north');
-      expect((invite.body as { status?: { redeemed?: boolean; redeemedBy?: string } }).status).toMatchObject({ redeemed: true, redeemedBy: 'north' });
+      expect((invite.body as { status?: { redeemed?: boolean; redeemedBy?: string } }).status).toMatchObject({
+        redeemed: true,
+        redeemedBy: 'north',
+      });
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
@@ -174,27 +288,40 @@ describe('the compiled grid from the project image', () => {
     expect(operators.map((o) => o.site).sort()).toEqual(['east', 'west']);
     for (const operator of operators) {
       // A timeout carries the operator's last log lines: what it was doing instead of answering.
-      const status = await waitUntil(`${operator.name} to see both sites alive`, async () => {
-        const body = JSON.parse((await httpGet(`http://${operator.pod.ip}:9090/status`)).body) as { gossip: { members: Record<string, number> } | null };
-        return body.gossip !== null && body.gossip.members['alive'] === 2 ? body : undefined;
-      }, 60_000).catch(async (error: unknown) => {
+      const status = await waitUntil(
+        `${operator.name} to see both sites alive`,
+        async () => {
+          const body = JSON.parse((await httpGet(`http://${operator.pod.ip}:9090/status`)).body) as {
+            gossip: { members: Record<string, number> } | null;
+          };
+          return body.gossip !== null && body.gossip.members['alive'] === 2 ? body : undefined;
+        },
+        60_000,
+      ).catch(async (error: unknown) => {
         throw new Error(`${(error as Error).message}\n${await grid.logs(operator, 40)}`);
       });
       expect(status.gossip?.members).toMatchObject({ alive: 2, dead: 0 });
     }
   });
 
-  it('has overlay-sync write the overlay into the consumer gateway pod\'s shared volume, with candidates of both sites', async () => {
+  it("has overlay-sync write the overlay into the consumer gateway pod's shared volume, with candidates of both sites", async () => {
     for (const gateway of grid.byRole('consumer-gateway')) {
       const mount = gateway.template.volumeMounts?.find((m) => m.mountPath === '/run/praxis-routing');
       expect(mount, gateway.name).toBeDefined();
-      const overlay = await waitUntil(`${gateway.name}'s overlay to list both sites`, async () => {
-        const parsed = JSON.parse(grid.readFileIn(gateway.pod, mount?.name ?? '', 'routing-overlay.json')) as { scope: { local_site: string }; overlay: { candidates: { site?: string }[] } };
-        expect(parsed.scope.local_site).toBe('east');
-        const candidates = parsed.overlay.candidates;
-        const sites = new Set(candidates.map((c) => c.site));
-        return sites.has('east') && sites.has('west') ? candidates : undefined;
-      }, 90_000);
+      const overlay = await waitUntil(
+        `${gateway.name}'s overlay to list both sites`,
+        async () => {
+          const parsed = JSON.parse(grid.readFileIn(gateway.pod, mount?.name ?? '', 'routing-overlay.json')) as {
+            scope: { local_site: string };
+            overlay: { candidates: { site?: string }[] };
+          };
+          expect(parsed.scope.local_site).toBe('east');
+          const candidates = parsed.overlay.candidates;
+          const sites = new Set(candidates.map((c) => c.site));
+          return sites.has('east') && sites.has('west') ? candidates : undefined;
+        },
+        90_000,
+      );
       expect(overlay.length).toBeGreaterThanOrEqual(3);
     }
   });
@@ -203,12 +330,18 @@ describe('the compiled grid from the project image', () => {
     const sims = new Set(grid.byRole('sim').map(simName));
     for (const gateway of grid.byRole('consumer-gateway')) {
       const { host, port } = consumerAddress(gateway);
-      const reply = await waitUntil(`a 200 from ${gateway.name}`, async () => {
-        const r = await chat(host, port, 'sim-model-v1');
-        return r.status === 200 ? r : undefined;
-      }, 60_000);
+      const reply = await waitUntil(
+        `a 200 from ${gateway.name}`,
+        async () => {
+          const r = await chat(host, port, 'sim-model-v1');
+          return r.status === 200 ? r : undefined;
+        },
+        60_000,
+      );
       expect(sims.has(String(reply.headers['x-sim-provider'])), String(reply.headers['x-sim-provider'])).toBe(true);
-      expect((JSON.parse(reply.body) as { choices: { message: { content: string } }[] }).choices[0]?.message.content).toContain('tok');
+      expect(
+        (JSON.parse(reply.body) as { choices: { message: { content: string } }[] }).choices[0]?.message.content,
+      ).toContain('tok');
     }
   });
 });
@@ -216,7 +349,12 @@ describe('the compiled grid from the project image', () => {
 type Outcome = 'ok' | 'refused' | 'failed';
 
 /** Closed-loop load on one gateway until `until` resolves: each request on its own connection, outcome counted. */
-async function loadUntil(host: string, port: number, until: Promise<unknown>, clients: number): Promise<{ counts: Record<Outcome, number>; failures: string[] }> {
+async function loadUntil(
+  host: string,
+  port: number,
+  until: Promise<unknown>,
+  clients: number,
+): Promise<{ counts: Record<Outcome, number>; failures: string[] }> {
   const counts: Record<Outcome, number> = { ok: 0, refused: 0, failed: 0 };
   const failures: string[] = [];
   let done = false;
@@ -260,15 +398,19 @@ async function stopTimed(container: RunningContainer): Promise<void> {
 /** `count` chat completions in a row through `gateway`, all 200; returns who answered. */
 async function serves(gateway: RunningContainer, count: number, timeoutMs: number): Promise<string[]> {
   const { host, port } = consumerAddress(gateway);
-  return waitUntil(`${count} successes in a row from ${gateway.name}`, async () => {
-    const answered: string[] = [];
-    for (let i = 0; i < count; i++) {
-      const reply = await chat(host, port, 'sim-model-v1');
-      if (reply.status !== 200) return undefined;
-      answered.push(String(reply.headers['x-sim-provider']));
-    }
-    return answered;
-  }, timeoutMs);
+  return waitUntil(
+    `${count} successes in a row from ${gateway.name}`,
+    async () => {
+      const answered: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const reply = await chat(host, port, 'sim-model-v1');
+        if (reply.status !== 200) return undefined;
+        answered.push(String(reply.headers['x-sim-provider']));
+      }
+      return answered;
+    },
+    timeoutMs,
+  );
 }
 
 describe('graceful stop and serving on', () => {
@@ -283,7 +425,9 @@ describe('graceful stop and serving on', () => {
     await new Promise((r) => setTimeout(r, 1500));
     await stopTimed(target).finally(() => setTimeout(stopped, 1000));
     const { counts, failures } = await load;
-    console.log(`[containers] load through Service ${service}:${port} while ${target.name} stopped: ${JSON.stringify(counts)}`);
+    console.log(
+      `[containers] load through Service ${service}:${port} while ${target.name} stopped: ${JSON.stringify(counts)}`,
+    );
     expect(failures).toEqual([]);
     expect(counts.refused).toBe(0);
     expect(counts.ok).toBeGreaterThan(10);
@@ -330,22 +474,42 @@ describe('SIGINT', () => {
   it('makes every daemon still running exit 0 as PID 1 (operator, overlay-sync, gateways, sims)', async () => {
     const running: RunningContainer[] = [];
     for (const c of grid.containers.filter((x) => !x.init)) {
-      if ((await podman(['inspect', '--format', '{{.State.Running}}', c.name])).stdout.trim() === 'true') running.push(c);
+      if ((await podman(['inspect', '--format', '{{.State.Running}}', c.name])).stdout.trim() === 'true')
+        running.push(c);
     }
-    expect(new Set(running.map((c) => c.role))).toEqual(new Set(['gossip-operator', 'overlay-sync', 'provider-gateway', 'consumer-gateway', 'sim']));
+    expect(new Set(running.map((c) => c.role))).toEqual(
+      new Set(['gossip-operator', 'overlay-sync', 'provider-gateway', 'consumer-gateway', 'sim']),
+    );
     await Promise.all(running.map((c) => podman(['kill', '--signal', 'SIGINT', c.name])));
-    const codes = await Promise.all(running.map(async (c) => `${c.name} ${(await podman(['wait', c.name], 30_000)).stdout.trim()}`));
+    const codes = await Promise.all(
+      running.map(async (c) => `${c.name} ${(await podman(['wait', c.name], 30_000)).stdout.trim()}`),
+    );
     expect(codes).toEqual(running.map((c) => `${c.name} 0`));
   });
 });
 
 describe('usage errors inside the container', () => {
-  it.each(['gossip-operator', 'overlay-sync', 'gateway', 'sim'])('%s with an unknown flag exits 2 with one stderr line naming it', async (daemon) => {
-    const image = grid.containers[0]?.template.image ?? '';
-    const result = await podman(['run', '--rm', '--read-only', '--user', '10001:10001', '--cap-drop', 'all', '--entrypoint', JSON.stringify(['node', `daemons/${daemon}/main.ts`]), image, '--no-such-flag']);
-    expect(result.code).toBe(2);
-    const lines = result.stderr.trimEnd().split('\n');
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^${daemon}: Unknown option '--no-such-flag'`, 'u'));
-  });
+  it.each(['gossip-operator', 'overlay-sync', 'gateway', 'sim'])(
+    '%s with an unknown flag exits 2 with one stderr line naming it',
+    async (daemon) => {
+      const image = grid.containers[0]?.template.image ?? '';
+      const result = await podman([
+        'run',
+        '--rm',
+        '--read-only',
+        '--user',
+        '10001:10001',
+        '--cap-drop',
+        'all',
+        '--entrypoint',
+        JSON.stringify(['node', `daemons/${daemon}/main.ts`]),
+        image,
+        '--no-such-flag',
+      ]);
+      expect(result.code).toBe(2);
+      const lines = result.stderr.trimEnd().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(new RegExp(`^${daemon}: Unknown option '--no-such-flag'`, 'u'));
+    },
+  );
 });

@@ -29,7 +29,12 @@ export interface ContainerTemplate {
   readonly workingDir?: string;
   readonly env?: readonly EnvVar[];
   readonly ports?: readonly { readonly containerPort: number; readonly name?: string; readonly protocol?: string }[];
-  readonly volumeMounts?: readonly { readonly name: string; readonly mountPath: string; readonly readOnly?: boolean; readonly subPath?: string }[];
+  readonly volumeMounts?: readonly {
+    readonly name: string;
+    readonly mountPath: string;
+    readonly readOnly?: boolean;
+    readonly subPath?: string;
+  }[];
   readonly securityContext?: SecurityContext;
   readonly resources?: { readonly limits?: { readonly cpu?: string; readonly memory?: string } };
   readonly livenessProbe?: Probe;
@@ -78,7 +83,8 @@ export const SERVICE_ACCOUNT_MOUNT = '/var/run/secrets/kubernetes.io/serviceacco
 /** "512Mi" -> "512m" (podman's m is MiB), "1Gi" -> "1g"; plain bytes stay. */
 export function memoryLimit(quantity: string, where: string): string {
   const match = /^(\d+)(Ki|Mi|Gi)?$/u.exec(quantity);
-  if (match === null) throw new PodSpecError(where, `memory limit "${quantity}" is not a binary quantity this suite translates`);
+  if (match === null)
+    throw new PodSpecError(where, `memory limit "${quantity}" is not a binary quantity this suite translates`);
   const unit = { Ki: 'k', Mi: 'm', Gi: 'g' }[match[2] ?? ''] ?? '';
   return `${match[1]}${unit}`;
 }
@@ -92,17 +98,27 @@ export function cpuLimit(quantity: string, where: string): string {
 }
 
 /** `podman run` arguments (after `run`) for one container of the pod, image and command last. */
-export function podmanRunArgs(spec: PodTemplateSpec, container: ContainerTemplate, ctx: PodRuntimeContext, runName: string): string[] {
+export function podmanRunArgs(
+  spec: PodTemplateSpec,
+  container: ContainerTemplate,
+  ctx: PodRuntimeContext,
+  runName: string,
+): string[] {
   const where = `${ctx.namespace}/${ctx.name}/${container.name}`;
   const pod = spec.securityContext ?? {};
   const own = container.securityContext ?? {};
   const user = own.runAsUser ?? pod.runAsUser;
   const group = own.runAsGroup ?? pod.runAsGroup;
   if ((own.runAsNonRoot ?? pod.runAsNonRoot) === true && (user === undefined || user === 0)) {
-    throw new PodSpecError(where, 'runAsNonRoot is set but no non-zero runAsUser is given (the image user is not checked here)');
+    throw new PodSpecError(
+      where,
+      'runAsNonRoot is set but no non-zero runAsUser is given (the image user is not checked here)',
+    );
   }
-  if (own.privileged === true || (own.capabilities?.add ?? []).length > 0) throw new PodSpecError(where, 'privileged or added capabilities are not translated');
-  if (container.command === undefined || container.command.length === 0) throw new PodSpecError(where, 'no command: every AGN container names its daemon');
+  if (own.privileged === true || (own.capabilities?.add ?? []).length > 0)
+    throw new PodSpecError(where, 'privileged or added capabilities are not translated');
+  if (container.command === undefined || container.command.length === 0)
+    throw new PodSpecError(where, 'no command: every AGN container names its daemon');
 
   const args = ['--name', runName, '--pod', ctx.podName];
   if (user !== undefined) args.push('--user', group === undefined ? String(user) : `${user}:${group}`);
@@ -112,13 +128,18 @@ export function podmanRunArgs(spec: PodTemplateSpec, container: ContainerTemplat
   if (own.allowPrivilegeEscalation === false) args.push('--security-opt', 'no-new-privileges');
   for (const cap of own.capabilities?.drop ?? []) args.push('--cap-drop', cap === 'ALL' ? 'all' : cap);
   const seccomp = own.seccompProfile?.type ?? pod.seccompProfile?.type;
-  if (seccomp !== undefined && seccomp !== 'RuntimeDefault') throw new PodSpecError(where, `seccompProfile ${seccomp} is not translated (RuntimeDefault is podman's default)`);
+  if (seccomp !== undefined && seccomp !== 'RuntimeDefault')
+    throw new PodSpecError(where, `seccompProfile ${seccomp} is not translated (RuntimeDefault is podman's default)`);
   const limits = container.resources?.limits;
   if (limits?.memory !== undefined) args.push('--memory', memoryLimit(limits.memory, where));
   if (limits?.cpu !== undefined) args.push('--cpus', cpuLimit(limits.cpu, where));
   if (container.workingDir !== undefined) args.push('--workdir', container.workingDir);
 
-  const fields: Record<string, string> = { 'metadata.name': ctx.name, 'metadata.namespace': ctx.namespace, 'status.podIP': ctx.podIP };
+  const fields: Record<string, string> = {
+    'metadata.name': ctx.name,
+    'metadata.namespace': ctx.namespace,
+    'status.podIP': ctx.podIP,
+  };
   const env: [string, string][] = Object.entries(ctx.clusterEnv);
   for (const variable of container.env ?? []) {
     if (variable.value !== undefined) {
@@ -127,7 +148,11 @@ export function podmanRunArgs(spec: PodTemplateSpec, container: ContainerTemplat
     }
     const path = variable.valueFrom?.fieldRef?.fieldPath;
     const value = path === undefined ? undefined : fields[path];
-    if (value === undefined) throw new PodSpecError(where, `env ${variable.name}: source ${JSON.stringify(variable.valueFrom)} is not translated`);
+    if (value === undefined)
+      throw new PodSpecError(
+        where,
+        `env ${variable.name}: source ${JSON.stringify(variable.valueFrom)} is not translated`,
+      );
     env.push([variable.name, value]);
   }
   for (const [name, value] of env) args.push('--env', `${name}=${value}`);
@@ -135,11 +160,13 @@ export function podmanRunArgs(spec: PodTemplateSpec, container: ContainerTemplat
   const volumes = new Set((spec.volumes ?? []).map((v) => v.name));
   for (const mount of container.volumeMounts ?? []) {
     if (!volumes.has(mount.name)) throw new PodSpecError(where, `volumeMount ${mount.name} names no volume of the pod`);
-    if (mount.subPath !== undefined) throw new PodSpecError(where, `volumeMount ${mount.name}: subPath is not translated`);
+    if (mount.subPath !== undefined)
+      throw new PodSpecError(where, `volumeMount ${mount.name}: subPath is not translated`);
     args.push('--volume', `${ctx.volumeDir(mount.name)}:${mount.mountPath}:${mount.readOnly === true ? 'ro' : 'rw'}`);
   }
   const mountsToken = (container.volumeMounts ?? []).some((m) => m.mountPath === SERVICE_ACCOUNT_MOUNT);
-  if (ctx.serviceAccountDir !== undefined && !mountsToken) args.push('--volume', `${ctx.serviceAccountDir}:${SERVICE_ACCOUNT_MOUNT}:ro`);
+  if (ctx.serviceAccountDir !== undefined && !mountsToken)
+    args.push('--volume', `${ctx.serviceAccountDir}:${SERVICE_ACCOUNT_MOUNT}:ro`);
 
   // command replaces the image entrypoint, args its cmd: exactly the kubelet's rule.
   args.push('--entrypoint', JSON.stringify(container.command), container.image, ...(container.args ?? []));

@@ -14,16 +14,24 @@ export interface PodmanResult {
 
 export function podman(args: readonly string[], timeoutMs = 120_000): Promise<PodmanResult> {
   return new Promise((resolve) => {
-    execFile('podman', args, { env: { ...process.env, CONTAINERS_CONF }, timeout: timeoutMs, maxBuffer: 32 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      'podman',
+      args,
+      { env: { ...process.env, CONTAINERS_CONF }, timeout: timeoutMs, maxBuffer: 32 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
 /** Runs podman and returns stdout; a non-zero exit throws with the command and podman's own words. */
 export async function podmanOk(args: readonly string[], timeoutMs?: number): Promise<string> {
   const result = await podman(args, timeoutMs);
-  if (result.code !== 0) throw new Error(`podman ${args.slice(0, 3).join(' ')} … exited ${result.code}: ${result.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+  if (result.code !== 0)
+    throw new Error(
+      `podman ${args.slice(0, 3).join(' ')} … exited ${result.code}: ${result.stderr.trim().split('\n').slice(-3).join(' | ')}`,
+    );
   return result.stdout;
 }

@@ -17,7 +17,12 @@ export interface ServiceProxy {
   close(): Promise<void>;
 }
 
-function connectFirst(endpoints: readonly Endpoint[], start: number, done: (socket: Socket | undefined) => void, tried = 0): void {
+function connectFirst(
+  endpoints: readonly Endpoint[],
+  start: number,
+  done: (socket: Socket | undefined) => void,
+  tried = 0,
+): void {
   if (tried >= endpoints.length) {
     done(undefined);
     return;
@@ -38,7 +43,11 @@ function connectFirst(endpoints: readonly Endpoint[], start: number, done: (sock
   });
 }
 
-export function startServiceProxy(address: string, port: number, endpoints: () => readonly Endpoint[]): Promise<ServiceProxy> {
+export function startServiceProxy(
+  address: string,
+  port: number,
+  endpoints: () => readonly Endpoint[],
+): Promise<ServiceProxy> {
   let next = 0;
   const sockets = new Set<Socket>();
   const server: Server = createServer({ pauseOnConnect: true }, (client) => {
@@ -78,7 +87,11 @@ export function startServiceProxy(address: string, port: number, endpoints: () =
  * A UDP port of a load balancer: every datagram to `address:port` goes on to the first endpoint. Enough for SWIM,
  * whose members answer the address a peer advertises, never the datagram's source.
  */
-export function startUdpForwarder(address: string, port: number, endpoints: () => readonly Endpoint[]): Promise<ServiceProxy> {
+export function startUdpForwarder(
+  address: string,
+  port: number,
+  endpoints: () => readonly Endpoint[],
+): Promise<ServiceProxy> {
   const socket = createSocket('udp4');
   socket.on('message', (message) => {
     const [endpoint] = endpoints();

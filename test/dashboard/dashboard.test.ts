@@ -11,7 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GRID_NETWORK, GRID_SITE, INFERENCE_PROVIDER, metricSum, readOverlays } from '../../daemons/local-grid/grid-status.ts';
+import {
+  GRID_NETWORK,
+  GRID_SITE,
+  INFERENCE_PROVIDER,
+  metricSum,
+  readOverlays,
+} from '../../daemons/local-grid/grid-status.ts';
 import { type LocalGrid, REPO_ROOT, startLocalGrid } from '../../daemons/local-grid/runner.ts';
 import { attribution, chatCompletion, waitFor } from '../../daemons/local-grid/traffic.ts';
 
@@ -44,17 +50,24 @@ async function rows(table: string, key: string): Promise<Record<string, Record<s
 
 async function axeViolations(): Promise<{ id: string; impact: string; nodes: number }[]> {
   await page.evaluate(axeSource);
-  return page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length })))`);
+  return page.evaluate(
+    `axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length })))`,
+  );
 }
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   grid = await startLocalGrid({ distDir: join(REPO_ROOT, 'dist'), stateDir: join(runDir, 'state'), profile: 'fast' });
   const consumer = grid.byRole('consumer-gateway', 'east')[0]!;
-  await waitFor('the first routed chat completion', async () => {
-    const result = await chatCompletion(consumer.listenAddress!, MODEL, 10_000, grid.demoKey());
-    return result.status === 200 && result.provider !== undefined ? result : undefined;
-  }, 60_000, 200);
+  await waitFor(
+    'the first routed chat completion',
+    async () => {
+      const result = await chatCompletion(consumer.listenAddress!, MODEL, 10_000, grid.demoKey());
+      return result.status === 200 && result.provider !== undefined ? result : undefined;
+    },
+    60_000,
+    200,
+  );
   const dashboard = grid.dashboard('east')!;
   expect(dashboard.token, 'the compiled east dashboard asks for token access').toBeDefined();
   url = dashboard.url;
@@ -62,7 +75,16 @@ beforeAll(async () => {
   // launch() gives Chromium a fresh temporary profile of its own (it refuses a --user-data-dir argument).
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   page.on('request', (r) => requests.push(r.url()));
@@ -80,7 +102,9 @@ describe('fleet dashboard in headless Chromium', () => {
   it('trades the token in the printed URL for an HttpOnly session cookie and leaves it out of the address bar', async () => {
     expect(page.url()).toBe(url);
     const cookies = await page.context().cookies();
-    expect(cookies.map((c) => [c.name, c.path, c.httpOnly, c.sameSite])).toEqual([['agn_dashboard_session', '/dashboard', true, 'Strict']]);
+    expect(cookies.map((c) => [c.name, c.path, c.httpOnly, c.sameSite])).toEqual([
+      ['agn_dashboard_session', '/dashboard', true, 'Strict'],
+    ]);
     expect(cookies[0]!.value).not.toContain(dashboardToken);
     // A browser without the cookie gets the page that says how to get in, and nothing of the fleet.
     const stranger = await browser.newPage();
@@ -101,26 +125,47 @@ describe('fleet dashboard in headless Chromium', () => {
     const overlays = (await readOverlays(grid)).filter((o) => o.site === 'east');
     const consumerOverlay = overlays.find((o) => o.configMap.endsWith('consumer-gateway'))!;
     // Sites: one row per GridSite, with the phase its status holds.
-    await waitFor('every GridSite on the page with its phase', async () => {
-      const shown = await rows('sites', 'site');
-      const expected = Object.fromEntries(gridSites.map((g) => [g.metadata.name, (g['status'] as { phase?: string } | undefined)?.phase]));
-      return Object.keys(shown).length === gridSites.length && gridSites.every((g) => shown[g.metadata.name]?.['phase'] === expected[g.metadata.name]) ? shown : undefined;
-    }, 10_000);
+    await waitFor(
+      'every GridSite on the page with its phase',
+      async () => {
+        const shown = await rows('sites', 'site');
+        const expected = Object.fromEntries(
+          gridSites.map((g) => [g.metadata.name, (g['status'] as { phase?: string } | undefined)?.phase]),
+        );
+        return Object.keys(shown).length === gridSites.length &&
+          gridSites.every((g) => shown[g.metadata.name]?.['phase'] === expected[g.metadata.name])
+          ? shown
+          : undefined;
+      },
+      10_000,
+    );
     // Providers: every (site, cluster) with an inference candidate in east's overlays, Ready as east's status says.
     const shown = await rows('providers', 'provider');
-    const expectedProviders = new Set(overlays.flatMap((o) => o.candidates.filter((c) => c.kind === 'inference_model').map((c) => `${c.site}/${c.cluster}`)));
+    const expectedProviders = new Set(
+      overlays.flatMap((o) =>
+        o.candidates.filter((c) => c.kind === 'inference_model').map((c) => `${c.site}/${c.cluster}`),
+      ),
+    );
     expect(new Set(Object.keys(shown))).toEqual(expectedProviders);
     for (const provider of (await store.list(INFERENCE_PROVIDER)).items) {
-      const ready = ((provider['status'] as { conditions?: { type: string; status: string }[] }).conditions ?? []).find((c) => c.type === 'Ready')?.status;
+      const ready = ((provider['status'] as { conditions?: { type: string; status: string }[] }).conditions ?? []).find(
+        (c) => c.type === 'Ready',
+      )?.status;
       expect(shown[`east/${provider.metadata.name}`]?.['ready']).toBe(ready);
     }
     // Revisions: published == routingMapStatus distributedRevision == the ConfigMap's; accepted == each gateway's /status.
-    const routing = ((network['status'] as { routingMapStatus: { gatewayName: string; distributedRevision: string }[] }).routingMapStatus).find((r) => r.gatewayName === 'consumer-gateway')!;
+    const routing = (
+      network['status'] as { routingMapStatus: { gatewayName: string; distributedRevision: string }[] }
+    ).routingMapStatus.find((r) => r.gatewayName === 'consumer-gateway')!;
     expect(routing.distributedRevision).toBe(consumerOverlay.revision);
-    const gateways = await waitFor('both consumer replicas with an accepted revision', async () => {
-      const g = await rows('gateways', 'replica');
-      return Object.keys(g).length === 2 ? g : undefined;
-    }, 10_000);
+    const gateways = await waitFor(
+      'both consumer replicas with an accepted revision',
+      async () => {
+        const g = await rows('gateways', 'replica');
+        return Object.keys(g).length === 2 ? g : undefined;
+      },
+      10_000,
+    );
     for (const process of grid.byRole('consumer-gateway', 'east')) {
       const status = await json(process.adminAddress!, '/status');
       const row = gateways[process.pod]!;
@@ -136,7 +181,12 @@ describe('fleet dashboard in headless Chromium', () => {
     await expect.poll(() => queueCell.textContent(), { timeout: 10_000 }).toBe(metric.toFixed(2));
     await grid.setSimState('east-llm-b', { queue_depth: 0 });
     // Traffic through the consumer gateways shows as requests/s on the providers that served it.
-    const served = await attribution(grid.byRole('consumer-gateway', 'east')[0]!.listenAddress!, MODEL, 24, grid.demoKey());
+    const served = await attribution(
+      grid.byRole('consumer-gateway', 'east')[0]!.listenAddress!,
+      MODEL,
+      24,
+      grid.demoKey(),
+    );
     const busiest = [...served.entries()].sort((a, b) => b[1] - a[1])[0]![0];
     const rateCell = page.locator(`#providers tr[data-provider="east/${busiest}"] td.num`).last();
     await expect.poll(async () => Number(await rateCell.textContent()), { timeout: 10_000 }).toBeGreaterThan(0);
@@ -154,7 +204,9 @@ describe('fleet dashboard in headless Chromium', () => {
     // The page follows whichever the operator concludes first: the failed scrape (existing_only, stale) or the failed
     // health check, after which the provider is Unavailable and leaves the overlay. Which comes first
     // depends on where the kill falls in the scrape and probe intervals.
-    await expect.poll(() => admission.textContent(), { timeout: 10_000, interval: 100 }).toMatch(/^(existing_only( \(stale\))?|not in overlay)$/);
+    await expect
+      .poll(() => admission.textContent(), { timeout: 10_000, interval: 100 })
+      .toMatch(/^(existing_only( \(stale\))?|not in overlay)$/);
     const elapsedMs = Date.now() - t0;
     process.stdout.write(`dashboard: provider death shown ${elapsedMs} ms after the kill\n`);
     expect(elapsedMs).toBeLessThan(8_000);
@@ -163,7 +215,9 @@ describe('fleet dashboard in headless Chromium', () => {
     // and the newest transition says why: its Ready condition.
     await expect.poll(() => admission.textContent(), { timeout: 20_000, interval: 100 }).toBe('not in overlay');
     const transition = page.locator('#transitions tbody tr', { hasText: 'provider east/east-llm-a' }).first();
-    await expect.poll(() => transition.textContent(), { timeout: 5_000 }).toMatch(/provider east\/east-llm-a(new_and_existing|existing_only( \(stale\))?)not in overlayReady False/);
+    await expect
+      .poll(() => transition.textContent(), { timeout: 5_000 })
+      .toMatch(/provider east\/east-llm-a(new_and_existing|existing_only( \(stale\))?)not in overlayReady False/);
     expect(navigations).toEqual([]);
     expect(await page.evaluate('window.sameDocument')).toBe(true);
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-provider-down.png'), fullPage: true });
@@ -173,7 +227,10 @@ describe('fleet dashboard in headless Chromium', () => {
   }, 60_000);
 
   it('passes axe-core with no serious or critical violation and is keyboard navigable, at 1280x800 and 390 px', async () => {
-    for (const viewport of [{ width: 1280, height: 800 }, { width: 390, height: 844 }]) {
+    for (const viewport of [
+      { width: 1280, height: 800 },
+      { width: 390, height: 844 },
+    ]) {
       await page.setViewportSize(viewport);
       const violations = await axeViolations();
       writeFileSync(join(ARTIFACTS, `axe-${viewport.width}.json`), `${JSON.stringify(violations, null, 2)}\n`);
@@ -181,7 +238,10 @@ describe('fleet dashboard in headless Chromium', () => {
       expect(serious, `${viewport.width}px`).toEqual([]);
       // The page never scrolls sideways: wide tables scroll inside their own focusable regions.
       expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(viewport.width);
-      await page.screenshot({ path: join(ARTIFACTS, `dashboard-${viewport.width}x${viewport.height}.png`), fullPage: viewport.width < 600 });
+      await page.screenshot({
+        path: join(ARTIFACTS, `dashboard-${viewport.width}x${viewport.height}.png`),
+        fullPage: viewport.width < 600,
+      });
     }
     // Keyboard: the first Tab reaches the skip link, Enter moves to the content, and every table region is in the tab order.
     await page.evaluate('window.scrollTo(0, 0)');
@@ -196,7 +256,11 @@ describe('fleet dashboard in headless Chromium', () => {
     const focused: string[] = [];
     for (let i = 0; i < 14; i++) {
       await page.keyboard.press('Tab');
-      focused.push(await page.evaluate<string>(`document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.textContent ?? ''`));
+      focused.push(
+        await page.evaluate<string>(
+          `document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.textContent ?? ''`,
+        ),
+      );
     }
     expect(focused).toContain('Providers table');
   }, 60_000);
@@ -205,7 +269,9 @@ describe('fleet dashboard in headless Chromium', () => {
     const origin = new URL(url).origin;
     expect(requests.length).toBeGreaterThan(0);
     expect(requests.filter((r) => !r.startsWith(origin))).toEqual([]);
-    const model = await (await fetch(new URL('model.json', url), { headers: { authorization: `Bearer ${dashboardToken}` } })).text();
+    const model = await (
+      await fetch(new URL('model.json', url), { headers: { authorization: `Bearer ${dashboardToken}` } })
+    ).text();
     expect(model).toContain('"site":"east"');
     expect(grid.tokens().map(String)).toContain(dashboardToken);
     const html = await page.content();
@@ -214,12 +280,18 @@ describe('fleet dashboard in headless Chromium', () => {
     const pkiDir = join(runDir, 'state', 'pki');
     for (const entry of readdirSync(pkiDir, { recursive: true, withFileTypes: true })) {
       if (!entry.isFile() || !entry.name.endsWith('.key')) continue;
-      const body = readFileSync(join(entry.parentPath, entry.name), 'utf8').split('\n').filter((l) => l !== '' && !l.startsWith('-----')).join('');
+      const body = readFileSync(join(entry.parentPath, entry.name), 'utf8')
+        .split('\n')
+        .filter((l) => l !== '' && !l.startsWith('-----'))
+        .join('');
       if (body.length >= 96) needles.push(body.slice(24, 72));
       else if (body.length > 0) needles.push(body);
     }
     expect(needles.length).toBeGreaterThan(3);
-    const leaks = needles.filter((n) => model.includes(n) || html.includes(n) || page.url().includes(n) || page.url().includes(encodeURIComponent(n)));
+    const leaks = needles.filter(
+      (n) =>
+        model.includes(n) || html.includes(n) || page.url().includes(n) || page.url().includes(encodeURIComponent(n)),
+    );
     expect(leaks).toEqual([]);
   }, 30_000);
 });

@@ -23,7 +23,9 @@ function markdownFiles(dir: string): string[] {
   return found;
 }
 
-const DOCS = markdownFiles(REPO_ROOT).map((path) => relative(REPO_ROOT, path)).sort();
+const DOCS = markdownFiles(REPO_ROOT)
+  .map((path) => relative(REPO_ROOT, path))
+  .sort();
 
 /** Text outside fenced code blocks, where a `[x](y)` is a link and not an example. */
 function prose(markdown: string): string {
@@ -33,7 +35,8 @@ function prose(markdown: string): string {
 /** The code blocks' lines, where commands are. */
 function codeLines(markdown: string): string[] {
   const lines: string[] = [];
-  for (const block of markdown.matchAll(/^(```|~~~)[^\n]*\n([\s\S]*?)^\1/gm)) lines.push(...(block[2] ?? '').split('\n'));
+  for (const block of markdown.matchAll(/^(```|~~~)[^\n]*\n([\s\S]*?)^\1/gm))
+    lines.push(...(block[2] ?? '').split('\n'));
   return lines;
 }
 
@@ -43,7 +46,10 @@ function headingAnchors(markdown: string): Set<string> {
   const seen = new Map<string, number>();
   for (const match of prose(markdown).matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
     const text = (match[1] ?? '').replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').replace(/<[^>]+>/g, '');
-    const slug = text.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const slug = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const count = seen.get(slug) ?? 0;
     seen.set(slug, count + 1);
     anchors.add(count === 0 ? slug : `${slug}-${count}`);
@@ -70,13 +76,19 @@ function relativeLinks(doc: string): Link[] {
 
 function brokenLink({ doc, target }: Link): string | undefined {
   const [pathPart = '', fragment] = target.split('#', 2);
-  const file = pathPart === '' ? join(REPO_ROOT, doc) : resolve(dirname(join(REPO_ROOT, doc)), decodeURIComponent(pathPart));
+  const file =
+    pathPart === '' ? join(REPO_ROOT, doc) : resolve(dirname(join(REPO_ROOT, doc)), decodeURIComponent(pathPart));
   if (!file.startsWith(REPO_ROOT)) return `${doc}: ${target} points outside the repository`;
   if (!existsSync(file)) return `${doc}: ${target}: no such file ${relative(REPO_ROOT, file)}`;
   if (fragment === undefined || fragment === '') return undefined;
-  if (!file.endsWith('.md')) return /^L\d+(-L\d+)?$/.test(fragment) ? undefined : `${doc}: ${target}: a #fragment on a file that is not markdown`;
+  if (!file.endsWith('.md'))
+    return /^L\d+(-L\d+)?$/.test(fragment)
+      ? undefined
+      : `${doc}: ${target}: a #fragment on a file that is not markdown`;
   const anchors = headingAnchors(readFileSync(file, 'utf8'));
-  return anchors.has(decodeURIComponent(fragment)) ? undefined : `${doc}: ${target}: ${relative(REPO_ROOT, file)} has no heading #${fragment}`;
+  return anchors.has(decodeURIComponent(fragment))
+    ? undefined
+    : `${doc}: ${target}: ${relative(REPO_ROOT, file)} has no heading #${fragment}`;
 }
 
 describe('documentation links', () => {
@@ -87,13 +99,19 @@ describe('documentation links', () => {
   });
 
   it('every relative link names a file that exists and a heading it has', () => {
-    const broken = DOCS.flatMap(relativeLinks).map(brokenLink).filter((problem) => problem !== undefined);
+    const broken = DOCS.flatMap(relativeLinks)
+      .map(brokenLink)
+      .filter((problem) => problem !== undefined);
     expect(broken).toEqual([]);
   });
 
   it('the checker itself catches a missing file, a missing heading and a page outside the repository', () => {
-    expect(brokenLink({ doc: 'README.md', target: 'docs/no-such-page.md' })).toContain('no such file docs/no-such-page.md');
-    expect(brokenLink({ doc: 'README.md', target: 'BENCHMARKS.md#no-such-heading' })).toContain('has no heading #no-such-heading');
+    expect(brokenLink({ doc: 'README.md', target: 'docs/no-such-page.md' })).toContain(
+      'no such file docs/no-such-page.md',
+    );
+    expect(brokenLink({ doc: 'README.md', target: 'BENCHMARKS.md#no-such-heading' })).toContain(
+      'has no heading #no-such-heading',
+    );
     expect(brokenLink({ doc: 'README.md', target: '../../etc/passwd' })).toContain('points outside the repository');
     expect(headingAnchors('# Deploy to a cluster\n## `agn pki` (PKI)\n## Deploy to a cluster\n')).toEqual(
       new Set(['deploy-to-a-cluster', 'agn-pki-pki', 'deploy-to-a-cluster-1']),
@@ -101,10 +119,14 @@ describe('documentation links', () => {
   });
 });
 
-const SCRIPTS = Object.keys((JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts);
+const SCRIPTS = Object.keys(
+  (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts,
+);
 
 /** Each `agn` command's words and the flags its usage line names, from the help the CLI prints. */
-const AGN_COMMANDS = execFileSync(process.execPath, [join(REPO_ROOT, 'daemons/cli/agn.ts'), '--help'], { encoding: 'utf8' })
+const AGN_COMMANDS = execFileSync(process.execPath, [join(REPO_ROOT, 'daemons/cli/agn.ts'), '--help'], {
+  encoding: 'utf8',
+})
   .split('\n')
   .flatMap((line) => {
     const match = /^ {2}agn ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)?)(.*?) {2}- {2}/.exec(line);
@@ -113,25 +135,35 @@ const AGN_COMMANDS = execFileSync(process.execPath, [join(REPO_ROOT, 'daemons/cl
 
 /** A command line's invocation of agn, however the docs spell it, without the words before it. */
 function agnInvocation(line: string): string | undefined {
-  const match = /(?:^|[\s;&|(])(?:npx agn|agn|node daemons\/cli\/agn\.ts|npx node daemons\/cli\/agn\.ts)\s+([^|;&#>]*)/.exec(line);
+  const match =
+    /(?:^|[\s;&|(])(?:npx agn|agn|node daemons\/cli\/agn\.ts|npx node daemons\/cli\/agn\.ts)\s+([^|;&#>]*)/.exec(line);
   return match ? (match[1] ?? '').trim() : undefined;
 }
 
 function badCommand(doc: string, line: string): string | undefined {
   const script = /\bnpm run ([a-z][\w:-]*)/.exec(line)?.[1];
-  if (script !== undefined && !SCRIPTS.includes(script)) return `${doc}: \`${line.trim()}\`: package.json has no script ${script}`;
+  if (script !== undefined && !SCRIPTS.includes(script))
+    return `${doc}: \`${line.trim()}\`: package.json has no script ${script}`;
   const invocation = agnInvocation(line);
   if (invocation === undefined || invocation === '' || invocation.startsWith('--help')) return undefined;
   const words = invocation.split(/\s+/);
-  const command = AGN_COMMANDS.find((c) => c.words === words.slice(0, 2).join(' ')) ?? AGN_COMMANDS.find((c) => c.words === words[0]);
+  const command =
+    AGN_COMMANDS.find((c) => c.words === words.slice(0, 2).join(' ')) ?? AGN_COMMANDS.find((c) => c.words === words[0]);
   if (command === undefined) return `${doc}: \`${line.trim()}\`: agn has no command ${words.slice(0, 2).join(' ')}`;
-  const unknown = words.filter((word) => word.startsWith('--')).map((word) => word.split('=')[0] ?? word).filter((flag) => flag !== '--help' && !command.flags.has(flag));
-  return unknown.length > 0 ? `${doc}: \`${line.trim()}\`: agn ${command.words} takes no ${unknown.join(', ')}` : undefined;
+  const unknown = words
+    .filter((word) => word.startsWith('--'))
+    .map((word) => word.split('=')[0] ?? word)
+    .filter((flag) => flag !== '--help' && !command.flags.has(flag));
+  return unknown.length > 0
+    ? `${doc}: \`${line.trim()}\`: agn ${command.words} takes no ${unknown.join(', ')}`
+    : undefined;
 }
 
 describe('documentation commands', () => {
   it('reads the commands agn lists', () => {
-    expect(AGN_COMMANDS.map((c) => c.words)).toEqual(expect.arrayContaining(['up', 'synth', 'overlay verify', 'pki secrets', 'site enroll']));
+    expect(AGN_COMMANDS.map((c) => c.words)).toEqual(
+      expect.arrayContaining(['up', 'synth', 'overlay verify', 'pki secrets', 'site enroll']),
+    );
     expect(AGN_COMMANDS.find((c) => c.words === 'pki secrets')?.flags).toEqual(new Set(['--site', '--dir']));
   });
 
@@ -145,7 +177,9 @@ describe('documentation commands', () => {
   it('the checker catches an unknown script, command and flag', () => {
     expect(badCommand('README.md', 'npm run bench:nothing')).toContain('package.json has no script bench:nothing');
     expect(badCommand('README.md', 'npx agn frobnicate x')).toContain('agn has no command frobnicate');
-    expect(badCommand('README.md', 'agn pki secrets --site east --force | kubectl apply -f -')).toContain('agn pki secrets takes no --force');
+    expect(badCommand('README.md', 'agn pki secrets --site east --force | kubectl apply -f -')).toContain(
+      'agn pki secrets takes no --force',
+    );
     expect(badCommand('README.md', 'agn pki secrets --site east --dir .pki | kubectl apply -f -')).toBeUndefined();
   });
 });

@@ -10,15 +10,32 @@ export interface HeldLoad {
   release(): void;
 }
 
-export function holdEngineLoad(options: { address: string; token: string; model: string; count: number; maxTokens: number }): HeldLoad {
+export function holdEngineLoad(options: {
+  address: string;
+  token: string;
+  model: string;
+  count: number;
+  maxTokens: number;
+}): HeldLoad {
   const [host = '127.0.0.1', port = '0'] = options.address.split(':');
   let ended = 0;
   const requests = new Set<ReturnType<typeof request>>();
-  const body = JSON.stringify({ model: options.model, max_tokens: options.maxTokens, messages: [{ role: 'user', content: 'Write a long story about a grid of inference engines.' }] });
+  const body = JSON.stringify({
+    model: options.model,
+    max_tokens: options.maxTokens,
+    messages: [{ role: 'user', content: 'Write a long story about a grid of inference engines.' }],
+  });
   for (let i = 0; i < options.count; i++) {
     // One connection per request (agent false): the sim holds each as its own client.
     const req = request(
-      { host: host === '0.0.0.0' ? '127.0.0.1' : host, port: Number(port), method: 'POST', path: '/v1/chat/completions', agent: false, headers: { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' } },
+      {
+        host: host === '0.0.0.0' ? '127.0.0.1' : host,
+        port: Number(port),
+        method: 'POST',
+        path: '/v1/chat/completions',
+        agent: false,
+        headers: { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' },
+      },
       (res) => {
         res.resume();
         res.on('end', () => {

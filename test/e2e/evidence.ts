@@ -25,14 +25,27 @@ export class EvidenceLog {
       });
       this.entries.push({ name, outcome: 'passed', ms: Math.round(performance.now() - started), details });
     } catch (error) {
-      this.entries.push({ name, outcome: 'failed', ms: Math.round(performance.now() - started), details, error: (error as Error).message.slice(0, 2000) });
+      this.entries.push({
+        name,
+        outcome: 'failed',
+        ms: Math.round(performance.now() - started),
+        details,
+        error: (error as Error).message.slice(0, 2000),
+      });
       throw error;
     }
   }
 
   write(dir: string, extra: Record<string, unknown>): void {
     const passed = this.entries.filter((e) => e.outcome === 'passed').length;
-    const document = { started_at: this.startedAt.toISOString(), finished_at: new Date().toISOString(), passed, failed: this.entries.length - passed, ...extra, assertions: this.entries };
+    const document = {
+      started_at: this.startedAt.toISOString(),
+      finished_at: new Date().toISOString(),
+      passed,
+      failed: this.entries.length - passed,
+      ...extra,
+      assertions: this.entries,
+    };
     writeFileSync(join(dir, 'results.json'), `${JSON.stringify(document, null, 2)}\n`);
     const lines = [
       '# Local grid qualification',
@@ -43,7 +56,10 @@ export class EvidenceLog {
       '',
       '| assertion | outcome | ms | details |',
       '|---|---|---|---|',
-      ...this.entries.map((e) => `| ${e.name} | ${e.outcome} | ${e.ms} | ${(e.error ?? JSON.stringify(e.details)).replace(/\|/g, '\\|').replace(/\n/g, ' ').slice(0, 400)} |`),
+      ...this.entries.map(
+        (e) =>
+          `| ${e.name} | ${e.outcome} | ${e.ms} | ${(e.error ?? JSON.stringify(e.details)).replace(/\|/g, '\\|').replace(/\n/g, ' ').slice(0, 400)} |`,
+      ),
       '',
     ];
     writeFileSync(join(dir, 'SUMMARY.md'), lines.join('\n'));

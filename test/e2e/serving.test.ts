@@ -24,11 +24,14 @@ const declaration: GridDeclaration = {
   sites: exampleGrid.sites.map((site) => ({
     ...site,
     peerSignals: { advertise: `gossip.${site.name}.grid.example.com:7950` },
-    ...(site.consumerGateway === undefined ? {} : { consumerGateway: { ...site.consumerGateway, gridServing: { signalsPollIntervalMs: 500 } } }),
+    ...(site.consumerGateway === undefined
+      ? {}
+      : { consumerGateway: { ...site.consumerGateway, gridServing: { signalsPollIntervalMs: 500 } } }),
   })),
 };
 
-const metricsOf = async (admin: string): Promise<string> => (await fetch(`http://${admin}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
+const metricsOf = async (admin: string): Promise<string> =>
+  (await fetch(`http://${admin}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
 
 beforeAll(async () => {
   const distDir = join(runDir, 'dist');
@@ -42,29 +45,52 @@ afterAll(async () => {
 });
 
 describe('gridServing on the local grid', () => {
-  it('delivers east\'s serving config to its consumer gateways, which poll every site\'s signals endpoint', async () => {
+  it("delivers east's serving config to its consumer gateways, which poll every site's signals endpoint", async () => {
     const store = grid.site('east').store;
-    const configMap = await waitFor('the serving ConfigMap in east\'s store', async () => {
-      const cm = (await store.get(CONFIG_MAP, { name: 'grid-serving-demo-consumer-gateway', namespace: 'grid-system' })) as { data?: Record<string, string> } | undefined;
-      const text = cm?.data?.['serving-config.json'];
-      if (text === undefined) return undefined;
-      const verdict = validateServing(text, { maxBytes: GATEWAY_MAX_SERVING_BYTES, expectedScope: { network: 'demo', gateway: 'consumer-gateway', local_site: 'east' } });
-      // Wait until west's providers and both signals endpoints are in it (west joins a moment later).
-      return verdict.ok && verdict.document.serving.sites.every((s) => s.signals_address !== undefined) && verdict.document.serving.entries.some((e) => e.site === 'west') ? verdict : undefined;
-    }, 90_000);
+    const configMap = await waitFor(
+      "the serving ConfigMap in east's store",
+      async () => {
+        const cm = (await store.get(CONFIG_MAP, {
+          name: 'grid-serving-demo-consumer-gateway',
+          namespace: 'grid-system',
+        })) as { data?: Record<string, string> } | undefined;
+        const text = cm?.data?.['serving-config.json'];
+        if (text === undefined) return undefined;
+        const verdict = validateServing(text, {
+          maxBytes: GATEWAY_MAX_SERVING_BYTES,
+          expectedScope: { network: 'demo', gateway: 'consumer-gateway', local_site: 'east' },
+        });
+        // Wait until west's providers and both signals endpoints are in it (west joins a moment later).
+        return verdict.ok &&
+          verdict.document.serving.sites.every((s) => s.signals_address !== undefined) &&
+          verdict.document.serving.entries.some((e) => e.site === 'west')
+          ? verdict
+          : undefined;
+      },
+      90_000,
+    );
     const { document, revision } = configMap;
     expect(document.serving.sites.map((s) => s.site)).toEqual(['east', 'west']);
-    expect(document.serving.entries.filter((e) => e.site === 'east').map((e) => e.provider)).toEqual(['east-llm-a', 'east-llm-b']);
+    expect(document.serving.entries.filter((e) => e.site === 'east').map((e) => e.provider)).toEqual([
+      'east-llm-a',
+      'east-llm-b',
+    ]);
 
     const gateways = grid.byRole('consumer-gateway', 'east');
     expect(gateways).toHaveLength(2);
     for (const gateway of gateways) {
-      const text = await waitFor(`${gateway.name} accepts revision ${revision} and polls both sites`, async () => {
-        const metrics = await metricsOf(gateway.adminAddress!).catch(() => '');
-        const accepted = metrics.includes(`grid_serving_config_accepted_revision{revision="${revision}"} 1`);
-        const polled = ['east', 'west'].every((site) => new RegExp(`grid_site_signals_polls_total\\{site="${site}",outcome="answered"\\} [1-9]`).test(metrics));
-        return accepted && polled ? metrics : undefined;
-      }, 60_000);
+      const text = await waitFor(
+        `${gateway.name} accepts revision ${revision} and polls both sites`,
+        async () => {
+          const metrics = await metricsOf(gateway.adminAddress!).catch(() => '');
+          const accepted = metrics.includes(`grid_serving_config_accepted_revision{revision="${revision}"} 1`);
+          const polled = ['east', 'west'].every((site) =>
+            new RegExp(`grid_site_signals_polls_total\\{site="${site}",outcome="answered"\\} [1-9]`).test(metrics),
+          );
+          return accepted && polled ? metrics : undefined;
+        },
+        60_000,
+      );
       expect(text).not.toMatch(/grid_site_signals_polls_total\{site="[a-z]+",outcome="no_address"\}/);
     }
   }, 180_000);

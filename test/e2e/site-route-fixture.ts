@@ -12,7 +12,11 @@ import { buildServingDocument, serializeServing } from '../../schemas/serving/se
 import { PeerSignalsServer } from '../../daemons/gossip-operator/peer-signals/server.ts';
 import type { ServingOptions } from '../../daemons/gateway/site-route/site-view-service.ts';
 import type { SimServer } from '../../daemons/sim/server.ts';
-import { createCertificateAuthority, createClientCertificate, createSiteCertificate } from '../../daemons/shared/tls.ts';
+import {
+  createCertificateAuthority,
+  createClientCertificate,
+  createSiteCertificate,
+} from '../../daemons/shared/tls.ts';
 import { writeRaw } from '../gateway/helpers.ts';
 
 export const NETWORK = 'grid';
@@ -50,7 +54,19 @@ function signalsDocument(site: SignalsSite): PeerSignalsDocument {
     schema_version: '1.0',
     site: site.name,
     network: NETWORK,
-    rows: [{ provider: site.provider, age_ms: 100, generation: 1, signals: { healthy: true, running_per_endpoint: running, waiting_per_endpoint: waiting, ready_endpoints: load.readyEndpoints } }],
+    rows: [
+      {
+        provider: site.provider,
+        age_ms: 100,
+        generation: 1,
+        signals: {
+          healthy: true,
+          running_per_endpoint: running,
+          waiting_per_endpoint: waiting,
+          ready_endpoints: load.readyEndpoints,
+        },
+      },
+    ],
   };
 }
 
@@ -64,7 +80,13 @@ export interface ThreeSites {
   close(): Promise<void>;
 }
 
-export async function startThreeSites(dir: string, names: readonly string[], sims: readonly SimServer[], loads: readonly SiteLoad[], pollMs: number): Promise<ThreeSites> {
+export async function startThreeSites(
+  dir: string,
+  names: readonly string[],
+  sims: readonly SimServer[],
+  loads: readonly SiteLoad[],
+  pollMs: number,
+): Promise<ThreeSites> {
   const ca = await createCertificateAuthority({ commonName: 'site-route grid ca' });
   const gatewayCert = await createClientCertificate(ca, { commonName: `${names[0]}-consumer`, organization: 'grid' });
   const sites: SignalsSite[] = [];
@@ -84,11 +106,23 @@ export async function startThreeSites(dir: string, names: readonly string[], sim
   await writeFile(join(tlsDir, 'tls.crt'), gatewayCert.certPem);
   await writeFile(join(tlsDir, 'tls.key'), gatewayCert.keyPem);
   const file = join(dir, 'serving', 'serving-config.json');
-  const entries: ServingConfigEntry[] = sites.map((s) => ({ site: s.name, provider: s.provider, models: ['m'], cluster: `c-${s.name}`, admission: 'all', ready: true }));
+  const entries: ServingConfigEntry[] = sites.map((s) => ({
+    site: s.name,
+    provider: s.provider,
+    models: ['m'],
+    cluster: `c-${s.name}`,
+    admission: 'all',
+    ready: true,
+  }));
   const writeServing = async (list: readonly ServingConfigEntry[]): Promise<string> => {
     const document = buildServingDocument(
       { gateway: 'consumer-gateway', namespace: 'grid-system' },
-      { network: NETWORK, local_site: names[0]!, sites: sites.map((s) => ({ site: s.name, signals_address: s.signals.boundAddress })), entries: [...list] },
+      {
+        network: NETWORK,
+        local_site: names[0]!,
+        sites: sites.map((s) => ({ site: s.name, signals_address: s.signals.boundAddress })),
+        entries: [...list],
+      },
       '2026-12-01T00:00:00Z',
     );
     await writeRaw(file, serializeServing(document));

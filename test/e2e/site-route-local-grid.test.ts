@@ -41,7 +41,10 @@ function southSite(west: SiteDeclaration): SiteDeclaration {
     spec: {
       ...sim.spec,
       siteSelector: { matchLabels: { 'grid.praxis.fast/provider-site': 'south' } },
-      auth: { strategy: 'bearer_token', secretRef: { name: 'south-llm-credential', namespace: 'grid-system', key: 'token' } },
+      auth: {
+        strategy: 'bearer_token',
+        secretRef: { name: 'south-llm-credential', namespace: 'grid-system', key: 'token' },
+      },
     },
   };
   return {
@@ -54,7 +57,10 @@ function southSite(west: SiteDeclaration): SiteDeclaration {
     gossipService: { type: 'LoadBalancer' },
     // Not in the example's trust file; the local grid pins every gateway to the certificate its own PKI issued.
     trust: { canonicalFingerprints: ['5'.repeat(64)] },
-    gatewayEndpoint: { address: 'gateway.south.grid.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.south.grid.example.com' } },
+    gatewayEndpoint: {
+      address: 'gateway.south.grid.example.com:8443',
+      tls: { mode: 'Mutual', serverName: 'gateway.south.grid.example.com' },
+    },
     ...(west.providerGateway === undefined ? {} : { providerGateway: west.providerGateway }),
     providers: [provider],
     peerSignals: { advertise: 'gossip.south.grid.example.com:7950' },
@@ -77,7 +83,14 @@ const declaration: GridDeclaration = {
           replicas: 1,
           gridServing: {
             signalsPollIntervalMs: POLL_MS,
-            siteRoute: { availability: { shedding: true, smoothing: 0.5, full_after_ms: FULL_AFTER_MS, room_after_ms: ROOM_AFTER_MS } },
+            siteRoute: {
+              availability: {
+                shedding: true,
+                smoothing: 0.5,
+                full_after_ms: FULL_AFTER_MS,
+                room_after_ms: ROOM_AFTER_MS,
+              },
+            },
           },
         },
       };
@@ -110,7 +123,13 @@ async function post(path: string, body: Record<string, unknown>): Promise<Answer
   } catch {
     parsed = { text };
   }
-  return { status: response.status, site: response.headers.get('x-grid-site'), provider: response.headers.get('x-sim-provider'), retryAfter: response.headers.get('retry-after'), body: parsed };
+  return {
+    status: response.status,
+    site: response.headers.get('x-grid-site'),
+    provider: response.headers.get('x-sim-provider'),
+    retryAfter: response.headers.get('retry-after'),
+    body: parsed,
+  };
 }
 const hello = () => post('/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'hello' }] });
 
@@ -141,14 +160,18 @@ async function setLoad(perSite: Record<string, Partial<{ background: number; ske
 }
 
 async function rhoSettles(targets: Record<string, number>, tolerance = 0.05): Promise<void> {
-  await waitFor(`rho settles at ${JSON.stringify(targets)}`, async () => {
-    const text = await metrics();
-    for (const [site, rho] of Object.entries(targets)) {
-      const read = await metric(new RegExp(`^grid_route_site_rho\\{site="${site}",`), text);
-      if (!(Math.abs(read - rho) < tolerance)) return undefined;
-    }
-    return true;
-  }, 60_000);
+  await waitFor(
+    `rho settles at ${JSON.stringify(targets)}`,
+    async () => {
+      const text = await metrics();
+      for (const [site, rho] of Object.entries(targets)) {
+        const read = await metric(new RegExp(`^grid_route_site_rho\\{site="${site}",`), text);
+        if (!(Math.abs(read - rho) < tolerance)) return undefined;
+      }
+      return true;
+    },
+    60_000,
+  );
 }
 
 beforeAll(async () => {
@@ -157,14 +180,21 @@ beforeAll(async () => {
   grid = await startLocalGrid({ distDir, stateDir: join(runDir, 'state'), profile: 'fast' });
   // Engine steps that take no time: the shares and ceilings below are read from the pools' background load alone,
   // which requests held for the engine's ~100 ms would add to.
-  for (const sim of grid.byRole('sim')) await grid.setSimState(sim.simName!, { step_overhead_ms: 0, prefill_ms_per_token: 0, decode_ms_per_seq: 0 });
+  for (const sim of grid.byRole('sim'))
+    await grid.setSimState(sim.simName!, { step_overhead_ms: 0, prefill_ms_per_token: 0, decode_ms_per_seq: 0 });
   // Teach the ceilings: every pool at its capacity with nothing waiting.
   await setLoad({ east: { background: 20 }, west: { background: 20 }, south: { background: 20 } });
-  await waitFor('ceilings learned at every site', async () => {
-    const text = await metrics().catch(() => '');
-    const ceilings = await Promise.all(['east', 'west', 'south'].map((site) => metric(new RegExp(`^grid_route_site_ceiling\\{site="${site}",`), text)));
-    return ceilings[0]! >= 40 && ceilings[1]! >= 20 && ceilings[2]! >= 20 ? true : undefined;
-  }, 150_000);
+  await waitFor(
+    'ceilings learned at every site',
+    async () => {
+      const text = await metrics().catch(() => '');
+      const ceilings = await Promise.all(
+        ['east', 'west', 'south'].map((site) => metric(new RegExp(`^grid_route_site_ceiling\\{site="${site}",`), text)),
+      );
+      return ceilings[0]! >= 40 && ceilings[1]! >= 20 && ceilings[2]! >= 20 ? true : undefined;
+    },
+    150_000,
+  );
 }, 240_000);
 
 afterAll(async () => {
@@ -206,33 +236,51 @@ describe('grid_site_route on the local grid, three sites', { timeout: 120_000 },
     expect(after['east']).toBeGreaterThan(20);
     expect(after['south']).toBeGreaterThan(20);
     // The operators scrape every 2 s (fast profile) and the gateway polls every 500 ms: a few polls.
-    expect(lastWest - filledAt, `west last chosen ${lastWest - filledAt} ms after it filled`).toBeLessThanOrEqual(10 * POLL_MS);
+    expect(lastWest - filledAt, `west last chosen ${lastWest - filledAt} ms after it filled`).toBeLessThanOrEqual(
+      10 * POLL_MS,
+    );
   });
 
   it('(b) with shedding on and every site full: 429 with Retry-After; routing again room_after_ms after the last full sample', async () => {
     await setLoad({ east: { background: 30 }, west: { background: 30 }, south: { background: 30 } });
-    const shed = await waitFor('a 429', async () => {
-      const a = await hello();
-      return a.status === 429 ? a : undefined;
-    }, 60_000);
+    const shed = await waitFor(
+      'a 429',
+      async () => {
+        const a = await hello();
+        return a.status === 429 ? a : undefined;
+      },
+      60_000,
+    );
     expect((shed.body['error'] as Record<string, unknown>)['code']).toBe('capacity_exhausted');
     expect(Number(shed.retryAfter)).toBeGreaterThanOrEqual(3);
     expect(await metric(/^grid_route_shedding\{model="sim-model-v1"\}/)).toBe(1);
     await setLoad({ east: { background: 5 }, west: { background: 5 }, south: { background: 5 } });
     const calmAt = Date.now();
-    const resumed = await waitFor('routing again', async () => ((await hello()).status === 200 ? Date.now() : undefined), 60_000);
+    const resumed = await waitFor(
+      'routing again',
+      async () => ((await hello()).status === 200 ? Date.now() : undefined),
+      60_000,
+    );
     // The last full sample is at most one scrape and one poll before the pools calmed, the first calm one at most
     // one scrape and one poll after.
-    expect(resumed - calmAt, `resumed ${resumed - calmAt} ms after the pools calmed`).toBeGreaterThanOrEqual(ROOM_AFTER_MS - 2500);
+    expect(resumed - calmAt, `resumed ${resumed - calmAt} ms after the pools calmed`).toBeGreaterThanOrEqual(
+      ROOM_AFTER_MS - 2500,
+    );
     expect(resumed - calmAt).toBeLessThanOrEqual(ROOM_AFTER_MS + 2 * 2000 + 4 * POLL_MS);
     expect(await metric(/^grid_route_shedding\{model="sim-model-v1"\}/)).toBe(0);
   });
 
   it('(c) multi-turn chats with long shared prefixes stay where their prompt is held (>= 90 % of later turns, sticky outcomes >= 90 %), and load on that site moves them (load_override)', async () => {
-    await setLoad({ east: { background: 4, skewed: 0 }, west: { background: 4, skewed: 0 }, south: { background: 4, skewed: 0 } });
+    await setLoad({
+      east: { background: 4, skewed: 0 },
+      west: { background: 4, skewed: 0 },
+      south: { background: 4, skewed: 0 },
+    });
     await rhoSettles({ east: 0.2, west: 0.2, south: 0.2 });
     const conversations = Array.from({ length: 12 }, (_, i) => ({
-      messages: [{ role: 'system', content: `conversation ${i}: ${'You are a careful assistant for the grid. '.repeat(150)}` }] as { role: string; content: string }[],
+      messages: [
+        { role: 'system', content: `conversation ${i}: ${'You are a careful assistant for the grid. '.repeat(150)}` },
+      ] as { role: string; content: string }[],
       first: '',
       last: '',
       /** Every site that served one of its turns (or a probe): each may hold its prompt. */
@@ -260,7 +308,10 @@ describe('grid_site_route on the local grid, three sites', { timeout: 120_000 },
     }
     // A turn stays where its prompt is held. An explored turn (2 %) teaches a second site the longer run, so the turns
     // after it follow there (the documented way a second site learns a prompt): counted against the turn before.
-    expect(stayed / turns, `${stayed} of ${turns} later turns on the site of the turn before (${onFirst} on the first turn's site)`).toBeGreaterThanOrEqual(0.9);
+    expect(
+      stayed / turns,
+      `${stayed} of ${turns} later turns on the site of the turn before (${onFirst} on the first turn's site)`,
+    ).toBeGreaterThanOrEqual(0.9);
     expect(await counter(/^grid_route_prefix_affinity_total\{outcome="sticky"\}/)).toBeGreaterThanOrEqual(0.9 * turns);
 
     const counts: Record<string, number> = {};
@@ -279,12 +330,22 @@ describe('grid_site_route on the local grid, three sites', { timeout: 120_000 },
       // load_override). So only conversations held at the busy site alone are asked to move by load_override, and each
       // probe takes a fresh one, so a conversation an earlier probe taught elsewhere cannot hold the wait up.
       const alone = (c: (typeof conversations)[number]): boolean => c.last === busy && c.sites.size === 1;
-      await waitFor(`${busy}'s queue seen (a probe moved by load_override)`, async () => {
-        const c = conversations.find(alone) ?? conversations.find((x) => x.last === busy)!;
-        const a = await post('/v1/chat/completions', { model: MODEL, messages: [...c.messages, { role: 'user', content: 'probe' }] });
-        c.sites.add(a.site!);
-        return a.site !== busy && (await counter(/^grid_route_prefix_affinity_total\{outcome="load_override"\}/)) > overrideBefore ? true : undefined;
-      }, 30_000);
+      await waitFor(
+        `${busy}'s queue seen (a probe moved by load_override)`,
+        async () => {
+          const c = conversations.find(alone) ?? conversations.find((x) => x.last === busy)!;
+          const a = await post('/v1/chat/completions', {
+            model: MODEL,
+            messages: [...c.messages, { role: 'user', content: 'probe' }],
+          });
+          c.sites.add(a.site!);
+          return a.site !== busy &&
+            (await counter(/^grid_route_prefix_affinity_total\{outcome="load_override"\}/)) > overrideBefore
+            ? true
+            : undefined;
+        },
+        30_000,
+      );
       const overridesBefore = await counter(/^grid_route_prefix_affinity_total\{outcome="load_override"\}/);
       const explorationsBefore = await counter(/^grid_route_prefix_affinity_total\{outcome="exploration"\}/);
       let moved = 0;
@@ -303,29 +364,44 @@ describe('grid_site_route on the local grid, three sites', { timeout: 120_000 },
       }
       expect(moved / held, `${moved} of ${held} turns moved off ${busy}`).toBeGreaterThanOrEqual(0.9);
       // Each of those turns that moved was moved by load_override, but one that skipped affinity (exploration, 2 %).
-      const overrides = (await counter(/^grid_route_prefix_affinity_total\{outcome="load_override"\}/)) - overridesBefore;
-      const explorations = (await counter(/^grid_route_prefix_affinity_total\{outcome="exploration"\}/)) - explorationsBefore;
+      const overrides =
+        (await counter(/^grid_route_prefix_affinity_total\{outcome="load_override"\}/)) - overridesBefore;
+      const explorations =
+        (await counter(/^grid_route_prefix_affinity_total\{outcome="exploration"\}/)) - explorationsBefore;
       expect(movedAlone, 'conversations held at the busy site alone').toBeGreaterThan(0);
-      expect(overrides, `${overrides} load_override and ${explorations} exploration outcomes for ${movedAlone} moved turns held at ${busy} alone`).toBeGreaterThanOrEqual(movedAlone - explorations);
+      expect(
+        overrides,
+        `${overrides} load_override and ${explorations} exploration outcomes for ${movedAlone} moved turns held at ${busy} alone`,
+      ).toBeGreaterThanOrEqual(movedAlone - explorations);
     } finally {
       // Back to the others' load even when an expectation failed, so the next test starts from a calm grid.
       await setLoad({ [busy]: { background: 4, skewed: 0 } });
     }
   });
 
-  it('(d) a response stored at west is continued at west through east\'s gateway (mTLS provider hop); a left site is 404', async () => {
+  it("(d) a response stored at west is continued at west through east's gateway (mTLS provider hop); a left site is 404", async () => {
     // west the least loaded site, so two choices pick it whenever it is drawn (CI once drew 30 s without it when the
     // three sites were equal after (c)); what the wait saw is in its message if it still times out.
-    await setLoad({ east: { background: 16, skewed: 0 }, west: { background: 2, skewed: 0 }, south: { background: 16, skewed: 0 } });
+    await setLoad({
+      east: { background: 16, skewed: 0 },
+      west: { background: 2, skewed: 0 },
+      south: { background: 16, skewed: 0 },
+    });
     await rhoSettles({ east: 0.8, west: 0.1, south: 0.8 });
     const seen: Record<string, number> = {};
-    const stored = await waitFor('a response stored at west', async () => {
-      const a = await post('/v1/responses', { model: MODEL, input: 'remember this' });
-      const key = `${a.status} ${a.site ?? '-'}`;
-      seen[key] = (seen[key] ?? 0) + 1;
-      return a.status === 200 && a.site === 'west' ? a : undefined;
-    }, 30_000).catch((error: unknown) => {
-      throw new Error(`${error instanceof Error ? error.message : String(error)}; answers seen: ${JSON.stringify(seen)}`);
+    const stored = await waitFor(
+      'a response stored at west',
+      async () => {
+        const a = await post('/v1/responses', { model: MODEL, input: 'remember this' });
+        const key = `${a.status} ${a.site ?? '-'}`;
+        seen[key] = (seen[key] ?? 0) + 1;
+        return a.status === 200 && a.site === 'west' ? a : undefined;
+      },
+      30_000,
+    ).catch((error: unknown) => {
+      throw new Error(
+        `${error instanceof Error ? error.message : String(error)}; answers seen: ${JSON.stringify(seen)}`,
+      );
     });
     const id = String(stored.body['id']);
     expect(id).toMatch(/^resp_west\./);

@@ -34,7 +34,10 @@ let cleanup: () => Promise<void>;
 
 const siteOf = (reply: Reply): string => String(reply.headers['x-grid-site']);
 const chat = (messages: unknown[]): Promise<Reply> =>
-  call(`${base}/v1/chat/completions`, { body: { model: 'm', messages }, headers: { authorization: `Bearer ${TOKEN}` } });
+  call(`${base}/v1/chat/completions`, {
+    body: { model: 'm', messages },
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
 const hello = (): Promise<Reply> => chat([{ role: 'user', content: 'hi' }]);
 const load = (name: string) => sites.find((s) => s.name === name)!.load;
 
@@ -52,13 +55,17 @@ async function counter(line: RegExp): Promise<number> {
 
 /** Waits until the gateway's exported rho of every site is within 0.03 of the target. */
 async function rhoSettles(targets: Record<string, number>): Promise<void> {
-  await waitFor(`rho settles at ${JSON.stringify(targets)}`, async () => {
-    for (const [site, rho] of Object.entries(targets)) {
-      const read = await metric(new RegExp(`^grid_route_site_rho\\{site="${site}",`));
-      if (!(Math.abs(read - rho) < 0.03)) return undefined;
-    }
-    return true;
-  }, 15_000);
+  await waitFor(
+    `rho settles at ${JSON.stringify(targets)}`,
+    async () => {
+      for (const [site, rho] of Object.entries(targets)) {
+        const read = await metric(new RegExp(`^grid_route_site_rho\\{site="${site}",`));
+        if (!(Math.abs(read - rho) < 0.03)) return undefined;
+      }
+      return true;
+    },
+    15_000,
+  );
 }
 
 async function tally(n: number): Promise<Record<string, number>> {
@@ -76,8 +83,15 @@ beforeAll(async () => {
   ({ dir, cleanup } = await tempDir('site-route'));
   const sims = [];
   // Engine steps that take no time: the tallies below send thousands of requests one after another.
-  for (const name of SITES) sims.push(await startSim({ name: `sim-${name}`, models: ['m'], token: TOKEN, engine: INSTANT_TIMING }));
-  grid = await startThreeSites(dir, SITES, sims, SITES.map((name) => ({ capacity: CAPACITY[name], background: 0, skewedQueue: 0, readyEndpoints: 1 })), POLL_MS);
+  for (const name of SITES)
+    sims.push(await startSim({ name: `sim-${name}`, models: ['m'], token: TOKEN, engine: INSTANT_TIMING }));
+  grid = await startThreeSites(
+    dir,
+    SITES,
+    sims,
+    SITES.map((name) => ({ capacity: CAPACITY[name], background: 0, skewedQueue: 0, readyEndpoints: 1 })),
+    POLL_MS,
+  );
   sites = grid.sites;
   const config = {
     listeners: [{ name: 'consumer', address: '127.0.0.1:0', filter_chains: ['main'] }],
@@ -92,9 +106,17 @@ beforeAll(async () => {
           {
             filter: 'grid_site_route',
             model_header: 'x-gateway-model-name',
-            availability: { shedding: true, smoothing: 0.5, full_after_ms: FULL_AFTER_MS, room_after_ms: ROOM_AFTER_MS },
+            availability: {
+              shedding: true,
+              smoothing: 0.5,
+              full_after_ms: FULL_AFTER_MS,
+              room_after_ms: ROOM_AFTER_MS,
+            },
           },
-          { filter: 'load_balancer', clusters: sites.map((s) => ({ name: `c-${s.name}`, endpoints: [`127.0.0.1:${s.sim.port}`] })) },
+          {
+            filter: 'load_balancer',
+            clusters: sites.map((s) => ({ name: `c-${s.name}`, endpoints: [`127.0.0.1:${s.sim.port}`] })),
+          },
         ],
       },
     ],
@@ -113,10 +135,16 @@ beforeAll(async () => {
   await waitFor('the serving config accepted', () => (gateway.isReady() ? true : undefined), 15_000);
   // Teach the ceilings: each site runs at its capacity with nothing waiting for a few polls.
   for (const s of sites) s.load.background = s.load.capacity;
-  await waitFor('ceilings learned', async () => {
-    for (const name of SITES) if (!((await metric(new RegExp(`^grid_route_site_ceiling\\{site="${name}",`))) >= CAPACITY[name])) return undefined;
-    return true;
-  }, 15_000);
+  await waitFor(
+    'ceilings learned',
+    async () => {
+      for (const name of SITES)
+        if (!((await metric(new RegExp(`^grid_route_site_ceiling\\{site="${name}",`))) >= CAPACITY[name]))
+          return undefined;
+      return true;
+    },
+    15_000,
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -140,8 +168,14 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
     await rhoSettles({ 'site-a': 0.5, 'site-b': 0.25, 'site-c': 0.6 });
     const three = await tally(600);
     const threeShares = twoChoicesShares([40, 20, 20], [0.5, 0.25, 0.6]);
-    const threeCheck = chiSquare(SITES.map((s) => three[s] ?? 0), threeShares);
-    expect(threeCheck.passes, `three sites ${JSON.stringify(three)} vs ${JSON.stringify(threeShares)}: chi-square ${threeCheck.statistic.toFixed(2)}`).toBe(true);
+    const threeCheck = chiSquare(
+      SITES.map((s) => three[s] ?? 0),
+      threeShares,
+    );
+    expect(
+      threeCheck.passes,
+      `three sites ${JSON.stringify(three)} vs ${JSON.stringify(threeShares)}: chi-square ${threeCheck.statistic.toFixed(2)}`,
+    ).toBe(true);
 
     // site-a fills: 60 held at a capacity of 40, 20 of them waiting.
     const switchedAt = Date.now();
@@ -154,21 +188,31 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
       await new Promise((r) => setTimeout(r, 25));
     }
     const pollsToMove = Math.ceil((lastA - switchedAt) / POLL_MS);
-    expect(pollsToMove, `site-a last chosen ${lastA - switchedAt} ms after it filled (${sites[0]!.polls - pollsBefore} polls in the window)`).toBeLessThanOrEqual(4);
+    expect(
+      pollsToMove,
+      `site-a last chosen ${lastA - switchedAt} ms after it filled (${sites[0]!.polls - pollsBefore} polls in the window)`,
+    ).toBeLessThanOrEqual(4);
     const two = await tally(600);
     expect(two['site-a']).toBeUndefined();
     const twoShares = betweenTwoShares([20, 20], [0.25, 0.6]);
     const twoCheck = chiSquare([two['site-b'] ?? 0, two['site-c'] ?? 0], twoShares);
-    expect(twoCheck.passes, `two sites ${JSON.stringify(two)} vs ${JSON.stringify(twoShares)}: chi-square ${twoCheck.statistic.toFixed(2)}`).toBe(true);
+    expect(
+      twoCheck.passes,
+      `two sites ${JSON.stringify(two)} vs ${JSON.stringify(twoShares)}: chi-square ${twoCheck.statistic.toFixed(2)}`,
+    ).toBe(true);
     expect(await metric(/^grid_route_selections_total\{path="between_two"\}/)).toBeGreaterThanOrEqual(600);
   });
 
   it('(b) with shedding on and every site full: 429 with Retry-After; routing resumes room_after_ms after the last full sample', async () => {
     for (const s of sites) s.load.background = s.load.capacity + 20;
-    const shed = await waitFor('a 429', async () => {
-      const reply = await hello();
-      return reply.status === 429 ? reply : undefined;
-    }, 15_000);
+    const shed = await waitFor(
+      'a 429',
+      async () => {
+        const reply = await hello();
+        return reply.status === 429 ? reply : undefined;
+      },
+      15_000,
+    );
     expect(shed.json().error.code).toBe('capacity_exhausted');
     const retryAfter = Number(shed.headers['retry-after']);
     expect(retryAfter).toBeGreaterThanOrEqual(3);
@@ -178,10 +222,14 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
 
     for (const s of sites) s.load.background = Math.floor(s.load.capacity / 4);
     const calmAt = Date.now();
-    const resumed = await waitFor('routing again', async () => {
-      const reply = await hello();
-      return reply.status === 200 ? Date.now() : undefined;
-    }, 15_000);
+    const resumed = await waitFor(
+      'routing again',
+      async () => {
+        const reply = await hello();
+        return reply.status === 200 ? Date.now() : undefined;
+      },
+      15_000,
+    );
     const elapsed = resumed - calmAt;
     // The last full sample is at most one poll before the switch (and the first calm one at most one poll after).
     expect(elapsed, `resumed ${elapsed} ms after the load fell`).toBeGreaterThanOrEqual(ROOM_AFTER_MS - 2 * POLL_MS);
@@ -194,13 +242,17 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
     await rhoSettles({ 'site-a': 0.2, 'site-b': 0.2, 'site-c': 0.2 });
     const outcomes = async (): Promise<Record<string, number>> => {
       const out: Record<string, number> = {};
-      for (const o of ['sticky', 'exploration', 'load_override', 'no_match', 'not_applicable']) out[o] = await counter(new RegExp(`^grid_route_prefix_affinity_total\\{outcome="${o}"\\}`));
+      for (const o of ['sticky', 'exploration', 'load_override', 'no_match', 'not_applicable'])
+        out[o] = await counter(new RegExp(`^grid_route_prefix_affinity_total\\{outcome="${o}"\\}`));
       return out;
     };
-    const delta = (after: Record<string, number>, before: Record<string, number>, o: string): number => after[o]! - before[o]!;
+    const delta = (after: Record<string, number>, before: Record<string, number>, o: string): number =>
+      after[o]! - before[o]!;
     const start = await outcomes();
     const conversations = Array.from({ length: 20 }, (_, i) => ({
-      messages: [{ role: 'system', content: `conversation ${i}: ${'You are a careful assistant for the grid. '.repeat(150)}` }] as { role: string; content: string }[],
+      messages: [
+        { role: 'system', content: `conversation ${i}: ${'You are a careful assistant for the grid. '.repeat(150)}` },
+      ] as { role: string; content: string }[],
       first: '',
       last: '',
       /** Every site that served one of its turns: each may hold its prompt. */
@@ -229,7 +281,10 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
     }
     // A turn stays where its prompt is held. An explored turn (2 %) teaches a second site the longer run, so the turns
     // after it follow there (the documented way a second site learns a prompt): counted against the turn before.
-    expect(stayed / turns, `${stayed} of ${turns} later turns on the site of the turn before (${onFirst} on the first turn's site)`).toBeGreaterThanOrEqual(0.9);
+    expect(
+      stayed / turns,
+      `${stayed} of ${turns} later turns on the site of the turn before (${onFirst} on the first turn's site)`,
+    ).toBeGreaterThanOrEqual(0.9);
     // A first turn matches nothing; every later turn is kept on its site or explores (the documented 2 %).
     const later = await outcomes();
     expect(delta(firstTurns, start, 'no_match') + delta(firstTurns, start, 'exploration')).toBe(conversations.length);
@@ -271,7 +326,10 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
       const overrides = delta(afterLoad, beforeLoad, 'load_override');
       const explorations = delta(afterLoad, beforeLoad, 'exploration');
       expect(heldAlone, 'conversations held at the busy site alone').toBeGreaterThan(0);
-      expect(overrides, `${overrides} load_override and ${explorations} exploration outcomes for ${movedAlone} moved turns held at ${busy} alone`).toBeGreaterThanOrEqual(movedAlone - explorations);
+      expect(
+        overrides,
+        `${overrides} load_override and ${explorations} exploration outcomes for ${movedAlone} moved turns held at ${busy} alone`,
+      ).toBeGreaterThanOrEqual(movedAlone - explorations);
       expect(overrides).toBeGreaterThanOrEqual(0.8 * heldAlone);
       expect(overrides + explorations + delta(afterLoad, beforeLoad, 'sticky')).toBe(held);
       expect(delta(afterLoad, beforeLoad, 'sticky')).toBeLessThanOrEqual(held - heldAlone);
@@ -281,13 +339,17 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
     }
   });
 
-  it('(d) a previous_response_id from site-b is served by site-b through site-a\'s gateway; a left site is 404, a site admitting nothing 503', async () => {
+  it("(d) a previous_response_id from site-b is served by site-b through site-a's gateway; a left site is 404, a site admitting nothing 503", async () => {
     const responses = (body: Record<string, unknown>): Promise<Reply> =>
       call(`${base}/v1/responses`, { body: { model: 'm', ...body }, headers: { authorization: `Bearer ${TOKEN}` } });
-    const fromB = await waitFor('a response stored at site-b', async () => {
-      const reply = await responses({ input: 'remember this' });
-      return reply.status === 200 && siteOf(reply) === 'site-b' ? reply : undefined;
-    }, 15_000);
+    const fromB = await waitFor(
+      'a response stored at site-b',
+      async () => {
+        const reply = await responses({ input: 'remember this' });
+        return reply.status === 200 && siteOf(reply) === 'site-b' ? reply : undefined;
+      },
+      15_000,
+    );
     const id = String(fromB.json().id);
     expect(id).toMatch(/^resp_site-b\.[0-9a-f]+$/);
     const simB = sites[1]!.sim;
@@ -314,13 +376,25 @@ describe('grid_site_route qualification, three sites', { timeout: 90_000 }, () =
     const gone = await responses({ input: 'x', previous_response_id: 'resp_site-z.0123' });
     expect(gone.status).toBe(404);
     // site-b's provider turns not Ready: its serving config entry carries admission: none.
-    const revision = await grid.writeServing(grid.entries.map((e) => (e.site === 'site-b' ? { ...e, admission: 'none', ready: false, excluded: 'not_ready' } : e)));
-    await waitFor('the new serving config', () => (gateway.siteView?.revision() === revision ? true : undefined), 10_000);
+    const revision = await grid.writeServing(
+      grid.entries.map((e) =>
+        e.site === 'site-b' ? { ...e, admission: 'none', ready: false, excluded: 'not_ready' } : e,
+      ),
+    );
+    await waitFor(
+      'the new serving config',
+      () => (gateway.siteView?.revision() === revision ? true : undefined),
+      10_000,
+    );
     const closed = await responses({ input: 'x', previous_response_id: id });
     expect(closed.status).toBe(503);
     expect(closed.headers['retry-after']).toBe('5');
     const restored = await grid.writeServing(grid.entries);
-    await waitFor('the serving config restored', () => (gateway.siteView?.revision() === restored ? true : undefined), 10_000);
+    await waitFor(
+      'the serving config restored',
+      () => (gateway.siteView?.revision() === restored ? true : undefined),
+      10_000,
+    );
     expect((await responses({ input: 'x', previous_response_id: id })).status).toBe(200);
   });
 });

@@ -29,25 +29,41 @@ interface Usage {
 const consumers = () => grid.byRole('consumer-gateway', 'east').map((c) => c.listenAddress!);
 
 /** One chat completion; returns the status, the error code of a refusal and the usage of an answer. */
-async function send(listen: string, headers: Record<string, string>, stream: boolean): Promise<{ status: number; code?: string; usage?: Usage }> {
+async function send(
+  listen: string,
+  headers: Record<string, string>,
+  stream: boolean,
+): Promise<{ status: number; code?: string; usage?: Usage }> {
   const response = await fetch(`http://${listen}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'spend a little' }], ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) }),
+    body: JSON.stringify({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'spend a little' }],
+      ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+    }),
     signal: AbortSignal.timeout(10_000),
   });
   const text = await response.text();
-  if (response.status !== 200) return { status: response.status, code: (JSON.parse(text) as { error?: { code?: string } }).error?.code };
+  if (response.status !== 200)
+    return { status: response.status, code: (JSON.parse(text) as { error?: { code?: string } }).error?.code };
   if (!stream) return { status: 200, usage: (JSON.parse(text) as { usage: Usage }).usage };
-  const events = text.split('\n\n').map((e) => e.trim()).filter((e) => e.startsWith('data: ') && e !== 'data: [DONE]');
-  const withUsage = events.map((e) => JSON.parse(e.slice(6)) as { usage?: Usage | null }).filter((e) => e.usage != null);
+  const events = text
+    .split('\n\n')
+    .map((e) => e.trim())
+    .filter((e) => e.startsWith('data: ') && e !== 'data: [DONE]');
+  const withUsage = events
+    .map((e) => JSON.parse(e.slice(6)) as { usage?: Usage | null })
+    .filter((e) => e.usage != null);
   expect(withUsage, 'one final usage chunk in the stream').toHaveLength(1);
   return { status: 200, usage: withUsage[0]!.usage! };
 }
 
 const spent: Record<string, number> = {};
 function price(tenant: string, usage: Usage): void {
-  spent[tenant] = (spent[tenant] ?? 0) + (usage.prompt_tokens * PRICE.perMillionInputTokens + usage.completion_tokens * PRICE.perMillionOutputTokens) / 1e6;
+  spent[tenant] =
+    (spent[tenant] ?? 0) +
+    (usage.prompt_tokens * PRICE.perMillionInputTokens + usage.completion_tokens * PRICE.perMillionOutputTokens) / 1e6;
 }
 async function spend(listen: string, tenant: string, stream: boolean): Promise<void> {
   const result = await send(listen, { authorization: `Bearer ${grid.demoKey(tenant)!}` }, stream);
@@ -55,16 +71,25 @@ async function spend(listen: string, tenant: string, stream: boolean): Promise<v
   price(tenant, result.usage!);
 }
 
-async function budgetStatus(site: string): Promise<Record<string, { spendUsd: number; capUsd?: number; spendRatio?: number }>> {
+async function budgetStatus(
+  site: string,
+): Promise<Record<string, { spendUsd: number; capUsd?: number; spendRatio?: number }>> {
   const networks = (await grid.site(site).store.list(GRID_NETWORK)).items;
-  const rows = ((networks[0]?.['status'] ?? {}) as { budgetStatus?: { tenantId: string; spendUsd: number; capUsd?: number; spendRatio?: number }[] }).budgetStatus ?? [];
+  const rows =
+    (
+      (networks[0]?.['status'] ?? {}) as {
+        budgetStatus?: { tenantId: string; spendUsd: number; capUsd?: number; spendRatio?: number }[];
+      }
+    ).budgetStatus ?? [];
   return Object.fromEntries(rows.map((r) => [r.tenantId, r]));
 }
 
 /** Rewrites a site's GridNetwork manifest (what an operator edits with kubectl); the operator picks it up. */
 function setCap(site: string, tenant: string, capUsd: number): void {
   const file = join(grid.site(site).manifestsDir, `${site}.yaml`);
-  const docs = parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as { kind?: string; spec?: { budgetPolicy?: { tenants: { tenantId: string; capUsd: number }[] } } });
+  const docs = parseAllDocuments(readFileSync(file, 'utf8')).map(
+    (d) => d.toJS() as { kind?: string; spec?: { budgetPolicy?: { tenants: { tenantId: string; capUsd: number }[] } } },
+  );
   for (const doc of docs) {
     if (doc.kind !== 'GridNetwork') continue;
     for (const t of doc.spec!.budgetPolicy!.tenants) if (t.tenantId === tenant) t.capUsd = capUsd;
@@ -76,12 +101,19 @@ beforeAll(async () => {
   grid = await startLocalGrid({ distDir: join(REPO_ROOT, 'dist'), stateDir: join(runDir, 'state'), profile: 'fast' });
   // Readiness probes carry team-a's key, so their answers are spend too: priced like the rest.
   for (const listen of consumers()) {
-    await waitFor(`a routed chat completion at ${listen}`, async () => {
-      const result = await send(listen, { authorization: `Bearer ${grid.demoKey('team-a')!}` }, false).catch(() => ({ status: 0 }) as const);
-      if (result.status !== 200 || !('usage' in result) || result.usage === undefined) return undefined;
-      price('team-a', result.usage);
-      return true;
-    }, 60_000, 250);
+    await waitFor(
+      `a routed chat completion at ${listen}`,
+      async () => {
+        const result = await send(listen, { authorization: `Bearer ${grid.demoKey('team-a')!}` }, false).catch(
+          () => ({ status: 0 }) as const,
+        );
+        if (result.status !== 200 || !('usage' in result) || result.usage === undefined) return undefined;
+        price('team-a', result.usage);
+        return true;
+      },
+      60_000,
+      250,
+    );
   }
 }, 120_000);
 
@@ -99,8 +131,14 @@ describe('tenants on the local example grid', () => {
   it('a missing, unknown or malformed key gets 401 (the OpenAI error codes)', async () => {
     const [listen] = consumers();
     expect(await send(listen!, {}, false)).toMatchObject({ status: 401, code: 'missing_api_key' });
-    expect(await send(listen!, { authorization: `Bearer ${mintCallerKey('team-a').key}` }, false)).toMatchObject({ status: 401, code: 'invalid_api_key' });
-    expect(await send(listen!, { 'x-api-key': 'agn_not-a-key' }, true)).toMatchObject({ status: 401, code: 'invalid_api_key' });
+    expect(await send(listen!, { authorization: `Bearer ${mintCallerKey('team-a').key}` }, false)).toMatchObject({
+      status: 401,
+      code: 'invalid_api_key',
+    });
+    expect(await send(listen!, { 'x-api-key': 'agn_not-a-key' }, true)).toMatchObject({
+      status: 401,
+      code: 'invalid_api_key',
+    });
   });
 
   it("two tenants through both consumers, streamed and not: every site's budgetStatus converges to the priced usage, through a kill -9 of east's operator", async () => {
@@ -121,7 +159,13 @@ describe('tenants on the local example grid', () => {
     process.kill(-pid, 'SIGKILL');
     await spend(c1!, 'team-b', true);
     await spend(c0!, 'team-a', false);
-    await waitFor('east operator restarted', async () => (grid.status(operator)?.state === 'running' && grid.running(operator)!.pid !== pid ? true : undefined), 60_000, 100);
+    await waitFor(
+      'east operator restarted',
+      async () =>
+        grid.status(operator)?.state === 'running' && grid.running(operator)!.pid !== pid ? true : undefined,
+      60_000,
+      100,
+    );
     await spend(c0!, 'team-b', false);
     await converged();
   }, 180_000);
@@ -129,15 +173,22 @@ describe('tenants on the local example grid', () => {
   async function converged(): Promise<void> {
     for (const site of ['east', 'west']) {
       let last: unknown;
-      const status = await waitFor(`${site}'s budgetStatus to show the priced spend`, async () => {
-        const s = await budgetStatus(site);
-        last = s;
-        return ['team-a', 'team-b'].every((t) => Math.abs((s[t]?.spendUsd ?? -1) - spent[t]!) < 1e-9) ? s : undefined;
-      }, 60_000, 500).catch((error: Error) => {
+      const status = await waitFor(
+        `${site}'s budgetStatus to show the priced spend`,
+        async () => {
+          const s = await budgetStatus(site);
+          last = s;
+          return ['team-a', 'team-b'].every((t) => Math.abs((s[t]?.spendUsd ?? -1) - spent[t]!) < 1e-9) ? s : undefined;
+        },
+        60_000,
+        500,
+      ).catch((error: Error) => {
         throw new Error(`${error.message}: expected ${JSON.stringify(spent)}, last ${JSON.stringify(last)}`);
       });
       for (const tenant of ['team-a', 'team-b']) {
-        expect(Math.round(status[tenant]!.spendUsd * 100), `${site} ${tenant} to the cent`).toBe(Math.round(spent[tenant]! * 100));
+        expect(Math.round(status[tenant]!.spendUsd * 100), `${site} ${tenant} to the cent`).toBe(
+          Math.round(spent[tenant]! * 100),
+        );
         expect(status[tenant]!.spendUsd).toBeCloseTo(spent[tenant]!, 9);
       }
     }
@@ -147,18 +198,26 @@ describe('tenants on the local example grid', () => {
     // The example caps each tenant at 5 USD; lower team-a's cap below what it has spent, on both sites.
     for (const site of ['east', 'west']) setCap(site, 'team-a', spent['team-a']! / 2);
     for (const listen of consumers()) {
-      await waitFor(`team-a refused at ${listen}`, async () => {
-        // Answered 200 until the lowered cap reaches this consumer's budgets poll.
-        const result = await send(listen, { authorization: `Bearer ${grid.demoKey('team-a')!}` }, false);
-        return result.status === 429 ? result : undefined;
-      }, 60_000, 500).then((refused) => expect(refused).toMatchObject({ status: 429, code: 'insufficient_quota' }));
+      await waitFor(
+        `team-a refused at ${listen}`,
+        async () => {
+          // Answered 200 until the lowered cap reaches this consumer's budgets poll.
+          const result = await send(listen, { authorization: `Bearer ${grid.demoKey('team-a')!}` }, false);
+          return result.status === 429 ? result : undefined;
+        },
+        60_000,
+        500,
+      ).then((refused) => expect(refused).toMatchObject({ status: 429, code: 'insufficient_quota' }));
       expect((await send(listen, { authorization: `Bearer ${grid.demoKey('team-b')!}` }, false)).status).toBe(200);
       expect((await send(listen, { authorization: `Bearer ${grid.demoKey('team-b')!}` }, true)).status).toBe(200);
     }
   }, 120_000);
 
   it('no demo key, hash or salt in any log file of the grid', () => {
-    const secrets = [...grid.tokens(), ...grid.demoKeys.flatMap((k) => [Buffer.from(k.entry.hash), Buffer.from(k.entry.salt)])];
+    const secrets = [
+      ...grid.tokens(),
+      ...grid.demoKeys.flatMap((k) => [Buffer.from(k.entry.hash), Buffer.from(k.entry.salt)]),
+    ];
     expect(secrets.length).toBeGreaterThan(0);
     const files = readdirSync(grid.logDir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
     expect(files.length).toBeGreaterThan(0);

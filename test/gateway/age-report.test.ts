@@ -37,7 +37,13 @@ describe('age reports from a consumer gateway to its site operator', () => {
   const logger = createLogger({ name: 'test', level: 'warn', destination: { write: () => undefined } });
 
   async function startIngest(port: number): Promise<void> {
-    ingest = new GatewayAgeIngest({ address: `127.0.0.1:${port}`, tokenFile: testTokenFile(), store, logger, metrics: new OperatorMetrics() });
+    ingest = new GatewayAgeIngest({
+      address: `127.0.0.1:${port}`,
+      tokenFile: testTokenFile(),
+      store,
+      logger,
+      metrics: new OperatorMetrics(),
+    });
     await ingest.start();
     ingestPort = ingest.port;
   }
@@ -45,7 +51,10 @@ describe('age reports from a consumer gateway to its site operator', () => {
   async function recorded(): Promise<Recorded> {
     const network = (await store.get(GRID_NETWORK, { name: 'grid' })) as {
       metadata: { resourceVersion?: string };
-      status?: { gatewayAgeReports?: GatewayAgeReport[]; conditions?: { type: string; status?: string; reason?: string }[] };
+      status?: {
+        gatewayAgeReports?: GatewayAgeReport[];
+        conditions?: { type: string; status?: string; reason?: string }[];
+      };
     };
     return {
       reports: network.status?.gatewayAgeReports ?? [],
@@ -57,18 +66,42 @@ describe('age reports from a consumer gateway to its site operator', () => {
   beforeAll(async () => {
     ({ dir, cleanup } = await tempDir('age-report'));
     store = await openLocalStore({ stateDir: join(dir, 'store'), coalesceMs: 5, rescanIntervalMs: 1_000 });
-    await store.apply(GRID_NETWORK, { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridNetwork', metadata: { name: 'grid' }, spec: {} }, { fieldManager: 'test' });
+    await store.apply(
+      GRID_NETWORK,
+      { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridNetwork', metadata: { name: 'grid' }, spec: {} },
+      { fieldManager: 'test' },
+    );
     await startIngest(0);
     sim = await startSim({ name: 'sim', models: ['m1'], token: 'tok-1' });
     writeFileSync(join(dir, 'keys.json'), JSON.stringify({ keys: [key.entry] }));
     const overlayPath = join(dir, 'overlay.json');
-    await writeOverlay(overlayPath, payload([{ ...candidate('m1', 'west', 'west-sim'), credential: { strategy: 'bearer_token', secretRef: { name: 't', namespace: 'n', key: 'k' } } }]));
-    const config = consumerConfig({ overlayPath, credentials: [{ name: 't', namespace: 'n', key: 'k', value: 'tok-1' }], clusters: [{ name: 'west-sim', endpoints: [`127.0.0.1:${sim.port}`] }] });
+    await writeOverlay(
+      overlayPath,
+      payload([
+        {
+          ...candidate('m1', 'west', 'west-sim'),
+          credential: { strategy: 'bearer_token', secretRef: { name: 't', namespace: 'n', key: 'k' } },
+        },
+      ]),
+    );
+    const config = consumerConfig({
+      overlayPath,
+      credentials: [{ name: 't', namespace: 'n', key: 'k', value: 'tok-1' }],
+      clusters: [{ name: 'west-sim', endpoints: [`127.0.0.1:${sim.port}`] }],
+    });
     const chain = (config['filter_chains'] as { filters: unknown[] }[])[0]!;
     chain.filters.unshift({ filter: 'caller_auth', keys_file: 'keys.json' });
     // A long interval: the test drives every tick with flush(), so each assertion sees exactly the reports it caused.
-    chain.filters.splice(2, 0, { filter: 'usage_meter', report: { url: `http://127.0.0.1:${ingestPort}`, interval_ms: 600_000, token_file: testTokenFile() } });
-    gateway = await startGateway(resolveConfig(config, 'consumer.json'), { configDir: dir, logger, processMetrics: false, overlayPollIntervalMs: 0 });
+    chain.filters.splice(2, 0, {
+      filter: 'usage_meter',
+      report: { url: `http://127.0.0.1:${ingestPort}`, interval_ms: 600_000, token_file: testTokenFile() },
+    });
+    gateway = await startGateway(resolveConfig(config, 'consumer.json'), {
+      configDir: dir,
+      logger,
+      processMetrics: false,
+      overlayPollIntervalMs: 0,
+    });
     await waitFor('overlay', () => gateway.overlay?.current() ?? undefined);
   });
 
@@ -81,12 +114,21 @@ describe('age reports from a consumer gateway to its site operator', () => {
   });
 
   it('records the serving process once, clean, and writes nothing more while it has nothing new to say', async () => {
-    const served = await call(`http://127.0.0.1:${gateway.listeners[0]!.port}/v1/chat/completions`, { headers: { authorization: `Bearer ${key.key}` }, body: { model: 'm1', messages: [] } });
+    const served = await call(`http://127.0.0.1:${gateway.listeners[0]!.port}/v1/chat/completions`, {
+      headers: { authorization: `Bearer ${key.key}` },
+      body: { model: 'm1', messages: [] },
+    });
     expect(served.status).toBe(200);
     await gateway.reporter!.flush();
     const first = await recorded();
     expect(first.reports).toHaveLength(1);
-    expect(first.reports[0]).toMatchObject({ replica: hostname().slice(0, 253), sequence: 1, skewCount: 0, reportedRejected: false, rejected: false });
+    expect(first.reports[0]).toMatchObject({
+      replica: hostname().slice(0, 253),
+      sequence: 1,
+      skewCount: 0,
+      reportedRejected: false,
+      rejected: false,
+    });
     // <start time in ms>-<random hex>: epochs sort by start (schemas/signals/spend-epoch.ts).
     expect(first.reports[0]!.epoch).toMatch(/^\d{13}-[0-9a-f]{16}$/);
     expect(first.condition).toMatchObject({ status: 'False', reason: 'NoUnresolvedRejections' });

@@ -56,17 +56,23 @@ describe('load balancer backpressure', () => {
       received += chunk.length;
     });
     const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+    socket.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+    );
     await waitFor('the answer head', () => (headDone ? true : undefined));
     // Let the socket buffers between the three processes fill, then the upstream must have stalled far short of the end.
     let before = -1;
-    await waitFor('the upstream to stall', async () => {
-      const now = written;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      if (now === written && now === before) return true;
-      before = written;
-      return undefined;
-    }, 10_000);
+    await waitFor(
+      'the upstream to stall',
+      async () => {
+        const now = written;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        if (now === written && now === before) return true;
+        before = written;
+        return undefined;
+      },
+      10_000,
+    );
     expect(head).toMatch(/^HTTP\/1\.1 200 /);
     expect(written).toBeLessThan(TOTAL / 2);
     socket.resume();

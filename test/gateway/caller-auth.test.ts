@@ -54,9 +54,13 @@ describe('caller key table', () => {
   it('names what is wrong with a keys file without quoting a hash', () => {
     expect(callerKeysProblems({ keys: [a.entry] })).toEqual([]);
     expect(callerKeysProblems({ keys: [a.entry, a.entry] })).toEqual(['/keys/1: id repeats an earlier entry']);
-    expect(callerKeysProblems({ keys: [{ ...a.entry, hash: 'zz' }] })[0]).toMatch(/^\/keys\/0\/hash: must match pattern/);
+    expect(callerKeysProblems({ keys: [{ ...a.entry, hash: 'zz' }] })[0]).toMatch(
+      /^\/keys\/0\/hash: must match pattern/,
+    );
     expect(callerKeysProblems({ keys: [{ ...a.entry, hash: 'zz' }] })[0]).not.toContain(a.entry.salt);
-    expect(callerKeysProblems({ keys: [{ ...a.entry, extra: 1 }] })[0]).toBe('/keys/0: must NOT have additional properties (extra)');
+    expect(callerKeysProblems({ keys: [{ ...a.entry, extra: 1 }] })[0]).toBe(
+      '/keys/0: must NOT have additional properties (extra)',
+    );
     expect(callerKeysProblems([])[0]).toMatch(/^\/: must be object/);
   });
 });
@@ -91,7 +95,10 @@ describe('agn key', () => {
     const key = agn('key', 'mint', '--tenant', 't1', '--keys-file', file).stdout.trim();
     const id = key.slice(4, 20);
     expect(agn('key', 'revoke', '--id', id, '--keys-file', file).status).toBe(0);
-    expect(new CallerKeyTable(JSON.parse(readFileSync(file, 'utf8'))).verify(key)).toEqual({ ok: false, reason: 'revoked' });
+    expect(new CallerKeyTable(JSON.parse(readFileSync(file, 'utf8'))).verify(key)).toEqual({
+      ok: false,
+      reason: 'revoked',
+    });
     const unknown = agn('key', 'revoke', '--id', '0000000000000000', '--keys-file', file);
     expect([unknown.status, unknown.stderr]).toEqual([1, `agn: ${file}: no key with id "0000000000000000"\n`]);
     const badTenant = agn('key', 'mint', '--tenant', 'has space', '--keys-file', file);
@@ -99,13 +106,18 @@ describe('agn key', () => {
     expect(badTenant.stderr.split('\n').length).toBe(2);
     expect(agn('key', 'mint', '--keys-file', file).status).toBe(2);
     const help = agn('key', 'mint', '--help');
-    expect([help.status, help.stdout.startsWith('usage: agn key mint --tenant TENANT --keys-file FILE')]).toEqual([0, true]);
+    expect([help.status, help.stdout.startsWith('usage: agn key mint --tenant TENANT --keys-file FILE')]).toEqual([
+      0,
+      true,
+    ]);
   });
 });
 
 describe('caller_auth config', () => {
-  const base = (filters: Record<string, unknown>[]): Record<string, unknown> =>
-    ({ ...consumerConfig({ overlayPath: '/tmp/o.json', clusters: [{ name: 'c', endpoints: ['127.0.0.1:1'] }] }), filter_chains: [{ name: 'main', filters }] });
+  const base = (filters: Record<string, unknown>[]): Record<string, unknown> => ({
+    ...consumerConfig({ overlayPath: '/tmp/o.json', clusters: [{ name: 'c', endpoints: ['127.0.0.1:1'] }] }),
+    filter_chains: [{ name: 'main', filters }],
+  });
   const route = { filter: 'intelligent_route', overlay_file: '/tmp/o.json' };
   const lb = { filter: 'load_balancer', clusters: [{ name: 'c', endpoints: ['127.0.0.1:1'] }] };
   const auth = { filter: 'caller_auth', keys_file: 'keys.json' };
@@ -115,8 +127,12 @@ describe('caller_auth config', () => {
   });
 
   it('is refused anywhere else, without a keys_file, or with a traversing path', () => {
-    expect(() => resolveConfig(base([route, auth, lb]), 'c.json')).toThrow(/caller_auth must be the first filter \(found intelligent_route first\)/);
-    expect(() => resolveConfig(base([{ filter: 'caller_auth' }, route, lb]), 'c.json')).toThrow(new ConfigError('c.json: missing key "keys_file" at /filter_chains/0/filters/0'));
+    expect(() => resolveConfig(base([route, auth, lb]), 'c.json')).toThrow(
+      /caller_auth must be the first filter \(found intelligent_route first\)/,
+    );
+    expect(() => resolveConfig(base([{ filter: 'caller_auth' }, route, lb]), 'c.json')).toThrow(
+      new ConfigError('c.json: missing key "keys_file" at /filter_chains/0/filters/0'),
+    );
     expect(() => resolveConfig(base([{ ...auth, keys_file: '../x' }, route, lb]), 'c.json')).toThrow(/keys_file/);
   });
 });
@@ -133,7 +149,8 @@ describe('caller_auth at a consumer gateway', () => {
   const a = mintCallerKey('tenant-a');
   const b = mintCallerKey('tenant-b');
 
-  const chat = (headers: Record<string, string>) => call(`${base}/v1/chat/completions`, { body: { model: 'm1', messages: [] }, headers });
+  const chat = (headers: Record<string, string>) =>
+    call(`${base}/v1/chat/completions`, { body: { model: 'm1', messages: [] }, headers });
 
   beforeAll(async () => {
     ({ dir, cleanup } = await tempDir('caller-auth'));
@@ -142,7 +159,14 @@ describe('caller_auth at a consumer gateway', () => {
       req.resume();
       req.on('end', () => {
         res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'backend-id-1' });
-        res.end(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+        res.end(
+          JSON.stringify({
+            id: 'x',
+            object: 'chat.completion',
+            choices: [],
+            usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+          }),
+        );
       });
     });
     await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
@@ -150,11 +174,23 @@ describe('caller_auth at a consumer gateway', () => {
     writeFileSync(keysFile, JSON.stringify({ keys: [a.entry, b.entry] }));
     const overlayPath = join(dir, 'overlay.json');
     await writeOverlay(overlayPath, payload([candidate('m1', 'west', 'c')]));
-    const config = consumerConfig({ overlayPath, clusters: [{ name: 'c', endpoints: [`127.0.0.1:${(upstream.address() as AddressInfo).port}`] }] });
+    const config = consumerConfig({
+      overlayPath,
+      clusters: [{ name: 'c', endpoints: [`127.0.0.1:${(upstream.address() as AddressInfo).port}`] }],
+    });
     const chain = (config['filter_chains'] as { filters: unknown[] }[])[0]!;
     chain.filters.unshift({ filter: 'caller_auth', keys_file: 'keys.json' });
-    const logger = createLogger({ name: 'gateway', level: 'debug', destination: { write: (line: string) => void logs.push(line) } });
-    gateway = await startGateway(resolveConfig(config, 'consumer.json'), { configDir: dir, logger, processMetrics: false, overlayPollIntervalMs: 0 });
+    const logger = createLogger({
+      name: 'gateway',
+      level: 'debug',
+      destination: { write: (line: string) => void logs.push(line) },
+    });
+    gateway = await startGateway(resolveConfig(config, 'consumer.json'), {
+      configDir: dir,
+      logger,
+      processMetrics: false,
+      overlayPollIntervalMs: 0,
+    });
     base = `http://127.0.0.1:${gateway.listeners[0]!.port}`;
     await waitFor('overlay', () => gateway.overlay?.current() ?? undefined);
   });
@@ -175,7 +211,13 @@ describe('caller_auth at a consumer gateway', () => {
     const missing = await chat({});
     expect(missing.status).toBe(401);
     expect(missing.headers['www-authenticate']).toBe('Bearer');
-    expect(missing.json()).toEqual({ error: { message: expect.stringMatching(/didn't provide an API key/), type: 'invalid_request_error', code: 'missing_api_key' } });
+    expect(missing.json()).toEqual({
+      error: {
+        message: expect.stringMatching(/didn't provide an API key/),
+        type: 'invalid_request_error',
+        code: 'missing_api_key',
+      },
+    });
     const refusedHeaders: Record<string, string>[] = [
       { authorization: `Bearer ${mintCallerKey('tenant-a').key}` },
       { authorization: 'Bearer sk-not-ours' },

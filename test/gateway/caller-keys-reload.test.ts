@@ -15,7 +15,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintCallerKey } from '../../schemas/gateway/caller-keys.ts';
 import type { CallerKeyEntry } from '../../schemas/gateway/caller-keys.ts';
 import { KubeletVolume } from '../kubelet-volume.ts';
-import { ROOT, call, candidate, chatBody, consumerConfig, metricSample, payload, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay } from './helpers.ts';
+import {
+  ROOT,
+  call,
+  candidate,
+  chatBody,
+  consumerConfig,
+  metricSample,
+  payload,
+  spawnDaemon,
+  tempDir,
+  waitFor,
+  waitForPort,
+  writeOverlay,
+} from './helpers.ts';
 import type { Daemon } from './helpers.ts';
 
 /**
@@ -37,7 +50,14 @@ beforeAll(async () => {
     req.resume();
     req.on('end', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+      res.end(
+        JSON.stringify({
+          id: 'x',
+          object: 'chat.completion',
+          choices: [],
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+        }),
+      );
     });
   });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
@@ -53,7 +73,14 @@ afterAll(async () => {
 function chat(port: number, key: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', agent: false, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } },
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v1/chat/completions',
+        agent: false,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      },
       (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));
@@ -70,7 +97,11 @@ const keysJson = (keys: CallerKeyEntry[]): string => `${JSON.stringify({ keys },
 async function revokedWithAgn(keys: CallerKeyEntry[], id: string): Promise<string> {
   const staging = join(dir, `staging-${id}.json`);
   await writeFile(staging, keysJson(keys), { mode: 0o600 });
-  const run = spawnSync(process.execPath, [join(ROOT, 'daemons/cli/agn.ts'), 'key', 'revoke', '--id', id, '--keys-file', staging], { encoding: 'utf8' });
+  const run = spawnSync(
+    process.execPath,
+    [join(ROOT, 'daemons/cli/agn.ts'), 'key', 'revoke', '--id', id, '--keys-file', staging],
+    { encoding: 'utf8' },
+  );
   expect(run.status).toBe(0);
   // The CLI says how long a revocation takes to apply in a cluster: the kubelet's sync, then the gateway's reload.
   expect(run.stderr).toContain('refuses it within about 0.3 s');
@@ -78,19 +109,36 @@ async function revokedWithAgn(keys: CallerKeyEntry[], id: string): Promise<strin
   return readFile(staging, 'utf8');
 }
 
-async function startConsumer(name: string, workers: number, keys: CallerKeyEntry[]): Promise<{ gateway: Daemon; volume: KubeletVolume; port: number; admin: string }> {
+async function startConsumer(
+  name: string,
+  workers: number,
+  keys: CallerKeyEntry[],
+): Promise<{ gateway: Daemon; volume: KubeletVolume; port: number; admin: string }> {
   const volume = await KubeletVolume.create(join(dir, `${name}-praxis`), { [ITEM]: keysJson(keys) });
   const overlayPath = join(dir, `${name}-overlay.json`);
   await writeOverlay(overlayPath, payload([candidate('m1', 'west', 'c')]));
-  const config = consumerConfig({ overlayPath, clusters: [{ name: 'c', endpoints: [`127.0.0.1:${(upstream.address() as AddressInfo).port}`] }] });
-  (config['filter_chains'] as { filters: unknown[] }[])[0]!.filters.unshift({ filter: 'caller_auth', keys_file: volume.path(ITEM) });
+  const config = consumerConfig({
+    overlayPath,
+    clusters: [{ name: 'c', endpoints: [`127.0.0.1:${(upstream.address() as AddressInfo).port}`] }],
+  });
+  (config['filter_chains'] as { filters: unknown[] }[])[0]!.filters.unshift({
+    filter: 'caller_auth',
+    keys_file: volume.path(ITEM),
+  });
   const configPath = join(dir, `${name}.json`);
   await writeFile(configPath, JSON.stringify(config));
-  const gateway = spawnDaemon('daemons/gateway/main.ts', ['--config', configPath, '--workers', String(workers)], { LOG_LEVEL: 'debug', AGN_GATEWAY_WARMUP_REQUESTS: '0' });
+  const gateway = spawnDaemon('daemons/gateway/main.ts', ['--config', configPath, '--workers', String(workers)], {
+    LOG_LEVEL: 'debug',
+    AGN_GATEWAY_WARMUP_REQUESTS: '0',
+  });
   daemons.push(gateway);
   const port = await waitForPort(gateway, 'edge');
   const admin = `http://127.0.0.1:${await waitForPort(gateway, 'admin')}`;
-  await waitFor('the consumer ready', async () => ((await call(`${admin}/readyz`)).status === 200 ? true : undefined), 20_000);
+  await waitFor(
+    'the consumer ready',
+    async () => ((await call(`${admin}/readyz`)).status === 200 ? true : undefined),
+    20_000,
+  );
   return { gateway, volume, port, admin };
 }
 
@@ -100,7 +148,8 @@ async function untilAll(port: number, key: string, status: number, rounds: numbe
   for (;;) {
     const answers = await Promise.all(Array.from({ length: rounds }, () => chat(port, key)));
     if (answers.every((s) => s === status)) return performance.now() - started;
-    if (performance.now() - started > REVOCATION_BOUND_MS) throw new Error(`still answered ${answers.join(',')} ${REVOCATION_BOUND_MS} ms after the Secret update`);
+    if (performance.now() - started > REVOCATION_BOUND_MS)
+      throw new Error(`still answered ${answers.join(',')} ${REVOCATION_BOUND_MS} ms after the Secret update`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -143,7 +192,9 @@ describe.each([1, 2])('caller keys followed on disk, --workers %i', (workers) =>
     }
     const metrics = (await call(`${admin}/metrics`)).text;
     // One accepted read at start and one for the update, per worker: the swap's several events made one load.
-    expect(metricSample(metrics, 'grid_gateway_file_reloads_total{file_kind="caller_keys",outcome="accepted"}')).toBe(2 * workers);
+    expect(metricSample(metrics, 'grid_gateway_file_reloads_total{file_kind="caller_keys",outcome="accepted"}')).toBe(
+      2 * workers,
+    );
   });
 
   it('accepts a newly minted key once the Secret carries it', async () => {
@@ -158,9 +209,16 @@ describe.each([1, 2])('caller keys followed on disk, --workers %i', (workers) =>
   it('keeps the previous keys when the new file does not parse, logs and counts it once, then takes the next good file', async () => {
     const { port, volume, gateway, admin } = consumer;
     const rejected = async (): Promise<number> =>
-      metricSample((await call(`${admin}/metrics`)).text, 'grid_gateway_file_reloads_total{file_kind="caller_keys",outcome="rejected"}') ?? 0;
+      metricSample(
+        (await call(`${admin}/metrics`)).text,
+        'grid_gateway_file_reloads_total{file_kind="caller_keys",outcome="rejected"}',
+      ) ?? 0;
     await volume.update({ [ITEM]: '{"keys": [' });
-    await waitFor('the bad keys file counted by every worker', async () => ((await rejected()) === workers ? true : undefined), REVOCATION_BOUND_MS);
+    await waitFor(
+      'the bad keys file counted by every worker',
+      async () => ((await rejected()) === workers ? true : undefined),
+      REVOCATION_BOUND_MS,
+    );
     expect(await chat(port, b.key)).toBe(200);
     expect(await chat(port, c.key)).toBe(200);
     expect(await chat(port, a.key)).toBe(401);
@@ -173,9 +231,12 @@ describe.each([1, 2])('caller keys followed on disk, --workers %i', (workers) =>
     expect(await untilAll(port, b.key, 401, 8)).toBeLessThan(REVOCATION_BOUND_MS);
     expect(await chat(port, c.key)).toBe(200);
     // A poll or a later event re-reading the same bad bytes would have logged again: one line per bad version.
-    expect(gateway.lines.filter((l) => l['msg'] === 'caller_keys unusable; the previous one stays in force')).toHaveLength(workers);
+    expect(
+      gateway.lines.filter((l) => l['msg'] === 'caller_keys unusable; the previous one stays in force'),
+    ).toHaveLength(workers);
     expect(await rejected()).toBe(workers);
     const output = gateway.stdout() + gateway.stderr();
-    for (const secret of [a.key, b.key, c.key, a.entry.hash, b.entry.hash, c.entry.hash, a.entry.salt]) expect(output).not.toContain(secret);
+    for (const secret of [a.key, b.key, c.key, a.entry.hash, b.entry.hash, c.entry.hash, a.entry.salt])
+      expect(output).not.toContain(secret);
   });
 });

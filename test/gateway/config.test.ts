@@ -4,7 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfigText, resolveConfig } from '../../daemons/gateway/config.ts';
 import { consumerConfig } from './helpers.ts';
 
-const consumer = () => consumerConfig({ overlayPath: '/run/overlay.json', hops: ['prov'], clusters: [{ name: 'prov', endpoints: ['127.0.0.1:8443'] }] });
+const consumer = () =>
+  consumerConfig({
+    overlayPath: '/run/overlay.json',
+    hops: ['prov'],
+    clusters: [{ name: 'prov', endpoints: ['127.0.0.1:8443'] }],
+  });
 
 const fakePki = { caPath: 'ca.crt', providerCertPath: 'p.crt', providerKeyPath: 'p.key' };
 function provider(): any {
@@ -14,7 +19,11 @@ function provider(): any {
         name: 'provider',
         address: '0.0.0.0:8443',
         filter_chains: ['provider-inference'],
-        tls: { certificates: [{ cert_path: fakePki.providerCertPath, key_path: fakePki.providerKeyPath }], client_ca: { ca_path: fakePki.caPath }, client_cert_mode: 'require' },
+        tls: {
+          certificates: [{ cert_path: fakePki.providerCertPath, key_path: fakePki.providerKeyPath }],
+          client_ca: { ca_path: fakePki.caPath },
+          client_cert_mode: 'require',
+        },
       },
     ],
     filter_chains: [
@@ -22,8 +31,34 @@ function provider(): any {
         name: 'provider-inference',
         filters: [
           { filter: 'peer_identity_trust', trusted_peers: [{ cert_digest: 'a'.repeat(64), organization: 'edge' }] },
-          { filter: 'provider_route', provider_id: 'east1', routes: [{ candidate_id: 'abcd1234', model: 'm', cluster: 'backend', paths: ['/v1/chat/completions'], credential: { strategy: 'bearer_token', secretRef: { name: 'cred', namespace: 'grid-system', key: 'token' } } }] },
-          { filter: 'credential_inject', credentials: [{ strategy: 'bearer_token', name: 'cred', namespace: 'grid-system', key: 'token', file: '/etc/praxis/credentials/cred/token' }] },
+          {
+            filter: 'provider_route',
+            provider_id: 'east1',
+            routes: [
+              {
+                candidate_id: 'abcd1234',
+                model: 'm',
+                cluster: 'backend',
+                paths: ['/v1/chat/completions'],
+                credential: {
+                  strategy: 'bearer_token',
+                  secretRef: { name: 'cred', namespace: 'grid-system', key: 'token' },
+                },
+              },
+            ],
+          },
+          {
+            filter: 'credential_inject',
+            credentials: [
+              {
+                strategy: 'bearer_token',
+                name: 'cred',
+                namespace: 'grid-system',
+                key: 'token',
+                file: '/etc/praxis/credentials/cred/token',
+              },
+            ],
+          },
           { filter: 'load_balancer', clusters: [{ name: 'backend', endpoints: ['backend.svc:8080'] }] },
         ],
       },
@@ -119,9 +154,13 @@ shutdown_timeout_secs: 5
   it('rejects credentials that set no source or two sources', () => {
     const none: any = provider();
     none.filter_chains[0].filters[2].credentials = [{ name: 'cred', namespace: 'grid-system', key: 'token' }];
-    expect(error(none)).toMatch(/credentials\[0\] \(cred\) must set exactly one of file, env_var, value \(found none\)/);
+    expect(error(none)).toMatch(
+      /credentials\[0\] \(cred\) must set exactly one of file, env_var, value \(found none\)/,
+    );
     const two: any = provider();
-    two.filter_chains[0].filters[2].credentials = [{ name: 'cred', namespace: 'grid-system', key: 'token', file: '/x', value: 'y' }];
+    two.filter_chains[0].filters[2].credentials = [
+      { name: 'cred', namespace: 'grid-system', key: 'token', file: '/x', value: 'y' },
+    ];
     expect(error(two)).toMatch(/found file, value/);
   });
 
@@ -138,20 +177,31 @@ shutdown_timeout_secs: 5
       const doc = provider();
       const [trust, route, ...rest] = doc.filter_chains[0].filters;
       doc.filter_chains[0].filters = [route, trust, ...rest];
-      expect(error(doc)).toMatch(/peer_identity_trust must be the first filter of a provider pipeline \(found provider_route\)/);
+      expect(error(doc)).toMatch(
+        /peer_identity_trust must be the first filter of a provider pipeline \(found provider_route\)/,
+      );
     });
 
     it('refuses a trust filter placed in a chain after another chain', () => {
       const doc = provider();
-      doc.filter_chains.unshift({ name: 'pre', filters: [{ filter: 'json_body_field', field: 'model', header: 'x-model' }] });
+      doc.filter_chains.unshift({
+        name: 'pre',
+        filters: [{ filter: 'json_body_field', field: 'model', header: 'x-model' }],
+      });
       doc.listeners[0].filter_chains = ['pre', 'provider-inference'];
       expect(error(doc)).toMatch(/peer_identity_trust must be the first filter/);
     });
 
     it('refuses nested or conditional filters', () => {
       const doc = provider();
-      doc.filter_chains[0].filters[1] = { filter: 'provider_route', routes: [], filters: [{ filter: 'provider_route' }] };
-      expect(error(doc)).toMatch(/provider_route" at \/filter_chains\/0\/filters\/1 has "filters": filters cannot be nested or conditional/);
+      doc.filter_chains[0].filters[1] = {
+        filter: 'provider_route',
+        routes: [],
+        filters: [{ filter: 'provider_route' }],
+      };
+      expect(error(doc)).toMatch(
+        /provider_route" at \/filter_chains\/0\/filters\/1 has "filters": filters cannot be nested or conditional/,
+      );
       const conditional = provider();
       conditional.filter_chains[0].filters[0].conditions = [{ header: 'x-skip' }];
       expect(error(conditional)).toMatch(/has "conditions"/);
@@ -176,15 +226,24 @@ describe('agent routes (mcp_route, a2a_route, agent_provider_route)', () => {
   const withAgents = (): any => {
     const doc: any = consumer();
     const lb = filtersOf(doc).find((f) => f.filter === 'load_balancer');
-    lb.clusters.push({ name: 'tool/db', endpoints: ['127.0.0.1:8443'] }, { name: 'agent/claims', endpoints: ['127.0.0.1:8443'] });
-    filtersOf(doc).splice(1, 0,
+    lb.clusters.push(
+      { name: 'tool/db', endpoints: ['127.0.0.1:8443'] },
+      { name: 'agent/claims', endpoints: ['127.0.0.1:8443'] },
+    );
+    filtersOf(doc).splice(
+      1,
+      0,
       { filter: 'mcp_route', overlay_file: '/run/overlay.json', provider_hop_clusters: ['tool/db'] },
-      { filter: 'a2a_route', agents: [{ name: 'claims', cluster: 'agent/claims', site: 'west' }] });
+      { filter: 'a2a_route', agents: [{ name: 'claims', cluster: 'agent/claims', site: 'west' }] },
+    );
     return doc;
   };
   const agentProvider = (): any => {
     const doc = provider();
-    filtersOf(doc).splice(2, 0, { filter: 'agent_provider_route', servers: [{ protocol: 'mcp', name: 'db', cluster: 'backend', path: '/mcp' }] });
+    filtersOf(doc).splice(2, 0, {
+      filter: 'agent_provider_route',
+      servers: [{ protocol: 'mcp', name: 'db', cluster: 'backend', path: '/mcp' }],
+    });
     return doc;
   };
 
@@ -202,8 +261,13 @@ describe('agent routes (mcp_route, a2a_route, agent_provider_route)', () => {
     filtersOf(doc).splice(1, 0, { filter: 'mcp_route', overlay_file: '/run/overlay.json' });
     expect(error(doc)).toMatch(/mcp_route and a2a_route are consumer filters/);
     const consumerWithProviderRoute: any = consumer();
-    filtersOf(consumerWithProviderRoute).splice(0, 0, { filter: 'agent_provider_route', servers: [{ protocol: 'a2a', name: 'x', cluster: 'prov' }] });
-    expect(error(consumerWithProviderRoute)).toMatch(/intelligent_route and provider filters in one pipeline; consumer and provider roles run as separate gateways/);
+    filtersOf(consumerWithProviderRoute).splice(0, 0, {
+      filter: 'agent_provider_route',
+      servers: [{ protocol: 'a2a', name: 'x', cluster: 'prov' }],
+    });
+    expect(error(consumerWithProviderRoute)).toMatch(
+      /intelligent_route and provider filters in one pipeline; consumer and provider roles run as separate gateways/,
+    );
   });
 
   it('refuses clusters the load balancer does not define, naming the route', () => {

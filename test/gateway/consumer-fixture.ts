@@ -16,9 +16,11 @@ import { call, candidate, consumerConfig, payload, tempDir, waitFor, writeOverla
 import type { Reply } from './helpers.ts';
 
 export const TOKEN = 'sim-secret-token-7f3a9c';
-export const CREDENTIAL = { strategy: 'bearer_token' as const, secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' } };
+export const CREDENTIAL = {
+  strategy: 'bearer_token' as const,
+  secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' },
+};
 export const withCred = (c: OverlayCandidate): OverlayCandidate => ({ ...c, credential: CREDENTIAL });
-
 
 export interface ConsumerFixture {
   dir: string;
@@ -29,7 +31,10 @@ export interface ConsumerFixture {
   gateway: GatewayInstance;
   base: string;
   logs: string[];
-  useOverlay(candidates: OverlayCandidate[], mode?: 'deterministic' | 'roundRobin' | 'random' | 'weightedRandom'): Promise<string>;
+  useOverlay(
+    candidates: OverlayCandidate[],
+    mode?: 'deterministic' | 'roundRobin' | 'random' | 'weightedRandom',
+  ): Promise<string>;
   chat(model: unknown, headers?: Record<string, string>, extra?: Record<string, unknown>): Promise<Reply>;
   metric(line: RegExp): Promise<number>;
 }
@@ -44,7 +49,10 @@ export function useConsumerFixture(): ConsumerFixture {
     return revision;
   };
   f.chat = (model, headers = {}, extra = {}) =>
-    call(`${f.base}/v1/chat/completions`, { body: { model, messages: [{ role: 'user', content: 'hi' }], ...extra }, headers });
+    call(`${f.base}/v1/chat/completions`, {
+      body: { model, messages: [{ role: 'user', content: 'hi' }], ...extra },
+      headers,
+    });
   f.metric = async (line) => {
     const text = (await call(`http://127.0.0.1:${f.gateway.adminPort}/metrics`)).text;
     const found = text.split('\n').find((l) => line.test(l));
@@ -78,8 +86,17 @@ export function useConsumerFixture(): ConsumerFixture {
         { name: 'w3', endpoints: [`127.0.0.1:${f.simA.port}`] },
       ],
     });
-    const logger = createLogger({ name: 'gateway', level: 'debug', destination: { write: (line: string) => void f.logs.push(line) } });
-    f.gateway = await startGateway(resolveConfig(config, 'consumer.json'), { configDir: f.dir, logger, processMetrics: false, overlayPollIntervalMs: 0 });
+    const logger = createLogger({
+      name: 'gateway',
+      level: 'debug',
+      destination: { write: (line: string) => void f.logs.push(line) },
+    });
+    f.gateway = await startGateway(resolveConfig(config, 'consumer.json'), {
+      configDir: f.dir,
+      logger,
+      processMetrics: false,
+      overlayPollIntervalMs: 0,
+    });
     f.base = `http://127.0.0.1:${f.gateway.listeners[0]!.port}`;
   });
 

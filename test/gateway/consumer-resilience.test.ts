@@ -13,7 +13,18 @@ import { resolveConfig } from '../../daemons/gateway/config.ts';
 import { startGateway } from '../../daemons/gateway/server.ts';
 import type { OverlayCandidate } from '../../schemas/overlay/types.ts';
 import { TOKEN, useConsumerFixture, withCred } from './consumer-fixture.ts';
-import { call, candidate, chatBody, consumerConfig, metricSample, payload, tempDir, waitFor, writeOverlay, writeRaw } from './helpers.ts';
+import {
+  call,
+  candidate,
+  chatBody,
+  consumerConfig,
+  metricSample,
+  payload,
+  tempDir,
+  waitFor,
+  writeOverlay,
+  writeRaw,
+} from './helpers.ts';
 
 const f = useConsumerFixture();
 
@@ -39,12 +50,23 @@ describe('overlay hot reload', () => {
     const good = await f.useOverlay([withCred(candidate('m1', 'a', 'ca'))]);
     const cases: [string, string][] = [
       ['malformed', '{"schema_version": "1.0.0", "revision": '],
-      ['scope_mismatch', JSON.stringify({ ...JSON.parse(await readFile(f.overlayPath, 'utf8')), scope: { network: 'grid', gateway: 'someone-else', namespace: 'grid-system', local_site: 'west' } })],
+      [
+        'scope_mismatch',
+        JSON.stringify({
+          ...JSON.parse(await readFile(f.overlayPath, 'utf8')),
+          scope: { network: 'grid', gateway: 'someone-else', namespace: 'grid-system', local_site: 'west' },
+        }),
+      ],
     ];
     for (const [reason, content] of cases) {
-      const before = await f.metric(new RegExp(`grid_gateway_overlay_reloads_total\\{outcome="rejected",reason="${reason}"\\}`));
+      const before = await f.metric(
+        new RegExp(`grid_gateway_overlay_reloads_total\\{outcome="rejected",reason="${reason}"\\}`),
+      );
       await writeRaw(f.overlayPath, content);
-      await waitFor(`${reason} rejection`, async () => (await f.metric(new RegExp(`outcome="rejected",reason="${reason}"`))) > before);
+      await waitFor(
+        `${reason} rejection`,
+        async () => (await f.metric(new RegExp(`outcome="rejected",reason="${reason}"`))) > before,
+      );
       expect(f.gateway.overlay?.current()?.revision).toBe(good);
       expect((await f.chat('m1')).status).toBe(200);
       expect(f.gateway.isReady()).toBe(true);
@@ -52,14 +74,20 @@ describe('overlay hot reload', () => {
   });
 
   it('does not swap the snapshot when only the timestamps change (same revision), so round-robin continues', async () => {
-    const list = [withCred(candidate('m1', 'a', 'ca', { selection_group: 0 })), withCred(candidate('m1', 'b', 'cb', { selection_group: 0 }))];
+    const list = [
+      withCred(candidate('m1', 'a', 'ca', { selection_group: 0 })),
+      withCred(candidate('m1', 'b', 'cb', { selection_group: 0 })),
+    ];
     await f.useOverlay(list, 'roundRobin');
     const snapshot = f.gateway.overlay?.current();
     expect((await f.chat('m1')).headers['x-sim-provider']).toBe('sim-a');
     const before = await f.metric(/outcome="unchanged",reason="same_revision"/);
     await new Promise((r) => setTimeout(r, 5));
     await writeOverlay(f.overlayPath, payload(list, 'roundRobin'));
-    await waitFor('unchanged revision', async () => (await f.metric(/outcome="unchanged",reason="same_revision"/)) > before);
+    await waitFor(
+      'unchanged revision',
+      async () => (await f.metric(/outcome="unchanged",reason="same_revision"/)) > before,
+    );
     expect(f.gateway.overlay?.current()).toBe(snapshot);
     expect((await f.chat('m1')).headers['x-sim-provider']).toBe('sim-b');
   });
@@ -120,7 +148,10 @@ describe('bad input and failing upstreams', () => {
   it('cuts the client connection when the upstream resets mid-stream (no silent truncation)', async () => {
     await f.useOverlay([withCred(candidate('m1', 'a', 'ca'))]);
     Object.assign(f.simA.state, { fault: 'reset_mid_stream', completion_tokens: 20, tokens_per_second: 200 });
-    const res = await request(`${f.base}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chatBody('m1', { stream: true })) });
+    const res = await request(`${f.base}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify(chatBody('m1', { stream: true })),
+    });
     expect(res.statusCode).toBe(200);
     await expect(res.body.text()).rejects.toThrow();
   });
@@ -131,7 +162,10 @@ describe('streaming', () => {
     await f.useOverlay([withCred(candidate('m1', 'a', 'ca'))]);
     Object.assign(f.simA.state, { completion_tokens: 10, tokens_per_second: 20 });
     const started = Date.now();
-    const res = await request(`${f.base}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chatBody('m1', { stream: true })) });
+    const res = await request(`${f.base}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify(chatBody('m1', { stream: true })),
+    });
     expect(res.headers['content-type']).toBe('text/event-stream');
     let firstAt = 0;
     let text = '';
@@ -149,9 +183,17 @@ describe('streaming', () => {
     await f.useOverlay([withCred(candidate('m1', 'a', 'ca'))]);
     Object.assign(f.simA.state, { completion_tokens: 200, tokens_per_second: 20 });
     const controller = new AbortController();
-    const res = await request(`${f.base}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chatBody('m1', { stream: true })), signal: controller.signal });
+    const res = await request(`${f.base}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify(chatBody('m1', { stream: true })),
+      signal: controller.signal,
+    });
     for await (const _chunk of res.body) break;
-    const running = async (): Promise<number | undefined> => metricSample((await call(`http://127.0.0.1:${f.simA.port}/metrics`)).text, 'vllm:num_requests_running{model_name="m1",engine="0"}');
+    const running = async (): Promise<number | undefined> =>
+      metricSample(
+        (await call(`http://127.0.0.1:${f.simA.port}/metrics`)).text,
+        'vllm:num_requests_running{model_name="m1",engine="0"}',
+      );
     expect(await running()).toBe(1);
     controller.abort();
     // The sim would stream for 10 s; its engine must drop the request as soon as the gateway aborts upstream.
@@ -176,7 +218,7 @@ describe('streaming', () => {
 describe('Kubernetes projected volume', () => {
   it('follows the ..data symlink swap of a ConfigMap mount', async () => {
     const { dir: mount, cleanup: mountCleanup } = await tempDir('projected');
-        const publish = async (version: string, candidates: OverlayCandidate[]): Promise<string> => {
+    const publish = async (version: string, candidates: OverlayCandidate[]): Promise<string> => {
       const dataDir = join(mount, `..${version}`);
       await mkdir(dataDir);
       const revision = await writeOverlay(join(dataDir, 'routing-overlay.json'), payload(candidates));
@@ -192,7 +234,10 @@ describe('Kubernetes projected volume', () => {
         consumerConfig({
           overlayPath: join(mount, 'routing-overlay.json'),
           credentials: [{ name: 'sim-token', namespace: 'grid-system', key: 'token', value: TOKEN }],
-          clusters: [{ name: 'ca', endpoints: [`127.0.0.1:${f.simA.port}`] }, { name: 'cb', endpoints: [`127.0.0.1:${f.simB.port}`] }],
+          clusters: [
+            { name: 'ca', endpoints: [`127.0.0.1:${f.simA.port}`] },
+            { name: 'cb', endpoints: [`127.0.0.1:${f.simB.port}`] },
+          ],
         }),
         'c.json',
       ),
@@ -202,7 +247,9 @@ describe('Kubernetes projected volume', () => {
       expect(projected.overlay?.current()?.revision).toBe(first);
       const second = await publish('2026_11_29_v2', [withCred(candidate('m1', 'b', 'cb'))]);
       await waitFor('swap through ..data', () => projected.overlay?.current()?.revision === second);
-      const reply = await call(`http://127.0.0.1:${projected.listeners[0]!.port}/v1/chat/completions`, { body: chatBody('m1') });
+      const reply = await call(`http://127.0.0.1:${projected.listeners[0]!.port}/v1/chat/completions`, {
+        body: chatBody('m1'),
+      });
       expect(reply.headers['x-sim-provider']).toBe('sim-b');
     } finally {
       await projected.close();
@@ -218,7 +265,10 @@ describe('cold start', () => {
     await writeFile(path, '{"not": "an overlay"');
     const logger = createLogger({ name: 'gateway', level: 'silent' });
     const cold = await startGateway(
-      resolveConfig(consumerConfig({ overlayPath: path, clusters: [{ name: 'ca', endpoints: [`127.0.0.1:${f.simA.port}`] }] }), 'c.json'),
+      resolveConfig(
+        consumerConfig({ overlayPath: path, clusters: [{ name: 'ca', endpoints: [`127.0.0.1:${f.simA.port}`] }] }),
+        'c.json',
+      ),
       { configDir: coldDir, logger, processMetrics: false, overlayPollIntervalMs: 0 },
     );
     try {
@@ -226,7 +276,9 @@ describe('cold start', () => {
       expect((await call(`http://127.0.0.1:${cold.adminPort}/readyz`)).status).toBe(503);
       expect((await call(`http://127.0.0.1:${cold.adminPort}/livez`)).status).toBe(200);
       expect(await readyGauge(cold.adminPort!)).toBe(0);
-      const reply = await call(`http://127.0.0.1:${cold.listeners[0]!.port}/v1/chat/completions`, { body: chatBody('m1') });
+      const reply = await call(`http://127.0.0.1:${cold.listeners[0]!.port}/v1/chat/completions`, {
+        body: chatBody('m1'),
+      });
       expect(reply.status).toBe(503);
       expect(reply.json().error.code).toBe('overlay_not_loaded');
       await writeOverlay(path, payload([candidate('m1', 'a', 'ca')]));

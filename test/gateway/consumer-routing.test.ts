@@ -22,7 +22,9 @@ describe('routing rules', () => {
   it('answers 404 with an OpenAI-style body for a model no candidate serves, and for a request without a model', async () => {
     const unknown = await f.chat('nope');
     expect(unknown.status).toBe(404);
-    expect(unknown.json()).toEqual({ error: { message: 'no provider serves model "nope"', type: 'not_found_error', code: 'model_not_found' } });
+    expect(unknown.json()).toEqual({
+      error: { message: 'no provider serves model "nope"', type: 'not_found_error', code: 'model_not_found' },
+    });
     const missing = await call(`${f.base}/v1/chat/completions`, { body: { messages: [] } });
     expect(missing.status).toBe(404);
     expect(missing.json().error.code).toBe('no_route');
@@ -45,7 +47,10 @@ describe('routing rules', () => {
     const bad = await call(`${f.base}/v1/chat/completions`, { body: '{"model": "m1",' });
     expect(bad.status).toBe(400);
     expect(bad.json().error.code).toBe('invalid_json');
-    const binary = await request(`${f.base}/v1/chat/completions`, { method: 'POST', body: Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]) });
+    const binary = await request(`${f.base}/v1/chat/completions`, {
+      method: 'POST',
+      body: Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
+    });
     expect(binary.statusCode).toBe(400);
     expect(((await binary.body.json()) as any).error.code).toBe('invalid_body');
   });
@@ -59,7 +64,12 @@ describe('routing rules', () => {
   });
 
   it('fails closed with 503 when the selected candidate needs a credential this gateway does not have', async () => {
-    await f.useOverlay([{ ...candidate('m1', 'a', 'ca'), credential: { strategy: 'bearer_token', secretRef: { name: 'other', namespace: 'grid-system', key: 'token' } } }]);
+    await f.useOverlay([
+      {
+        ...candidate('m1', 'a', 'ca'),
+        credential: { strategy: 'bearer_token', secretRef: { name: 'other', namespace: 'grid-system', key: 'token' } },
+      },
+    ]);
     const reply = await f.chat('m1');
     expect(reply.status).toBe(503);
     expect(reply.json().error.code).toBe('credential_unavailable');
@@ -67,7 +77,11 @@ describe('routing rules', () => {
   });
 
   it('lists the routable models of the accepted snapshot on /v1/models', async () => {
-    await f.useOverlay([withCred(candidate('m1', 'a', 'ca')), withCred(candidate('m2', 'b', 'cb')), withCred(candidate('m1', 'b', 'cb'))]);
+    await f.useOverlay([
+      withCred(candidate('m1', 'a', 'ca')),
+      withCred(candidate('m2', 'b', 'cb')),
+      withCred(candidate('m1', 'b', 'cb')),
+    ]);
     const reply = await call(`${f.base}/v1/models`);
     expect(reply.status).toBe(200);
     expect(reply.json().data.map((m: { id: string }) => m.id)).toEqual(['m1', 'm2']);
@@ -110,7 +124,13 @@ describe('routing rules', () => {
 
 describe('selection modes, groups and affinity through the gateway', () => {
   it('roundRobin over [a, b] serves a, b, a, b', async () => {
-    await f.useOverlay([withCred(candidate('m1', 'a', 'ca', { selection_group: 0 })), withCred(candidate('m1', 'b', 'cb', { selection_group: 0 }))], 'roundRobin');
+    await f.useOverlay(
+      [
+        withCred(candidate('m1', 'a', 'ca', { selection_group: 0 })),
+        withCred(candidate('m1', 'b', 'cb', { selection_group: 0 })),
+      ],
+      'roundRobin',
+    );
     const order: unknown[] = [];
     for (let i = 0; i < 4; i++) order.push((await f.chat('m1')).headers['x-sim-provider']);
     expect(order).toEqual(['sim-a', 'sim-b', 'sim-a', 'sim-b']);
@@ -119,11 +139,14 @@ describe('selection modes, groups and affinity through the gateway', () => {
   it('weightedRandom follows traffic_weight within a chi-square bound over 600 requests', async () => {
     const weights: Record<string, number> = { w1: 50, w2: 30, w3: 20 };
     await f.useOverlay(
-      Object.entries(weights).map(([cluster, w]) => withCred(candidate('m1', cluster, cluster, { selection_group: 0, traffic_weight: w }))),
+      Object.entries(weights).map(([cluster, w]) =>
+        withCred(candidate('m1', cluster, cluster, { selection_group: 0, traffic_weight: w })),
+      ),
       'weightedRandom',
     );
     const before: Record<string, number> = {};
-    for (const c of Object.keys(weights)) before[c] = await f.metric(new RegExp(`model="m1",cluster="${c}",status="200"`));
+    for (const c of Object.keys(weights))
+      before[c] = await f.metric(new RegExp(`model="m1",cluster="${c}",status="200"`));
     const n = 600;
     let next = 0;
     const worker = async (): Promise<void> => {
@@ -152,7 +175,10 @@ describe('selection modes, groups and affinity through the gateway', () => {
   });
 
   it('retries a refused connection once on the next candidate of the same group, then routes around the dead endpoint', async () => {
-    await f.useOverlay([withCred(candidate('m1', 'dead', 'cdead', { selection_group: 0 })), withCred(candidate('m1', 'a', 'ca', { selection_group: 0 }))]);
+    await f.useOverlay([
+      withCred(candidate('m1', 'dead', 'cdead', { selection_group: 0 })),
+      withCred(candidate('m1', 'a', 'ca', { selection_group: 0 })),
+    ]);
     const retriesBefore = await f.metric(/grid_gateway_retries_total\{role="consumer",cluster="cdead"\}/);
     const reply = await f.chat('m1');
     expect(reply.status).toBe(200);
@@ -165,7 +191,10 @@ describe('selection modes, groups and affinity through the gateway', () => {
 
   it('never retries into another group: a refused sole candidate of group 0 is a 502, then group 1 serves', async () => {
     await new Promise((r) => setTimeout(r, 1_100)); // let cdead's backoff from the previous test expire
-    await f.useOverlay([withCred(candidate('m1', 'dead', 'cdead', { selection_group: 0 })), withCred(candidate('m1', 'b', 'cb', { selection_group: 1 }))]);
+    await f.useOverlay([
+      withCred(candidate('m1', 'dead', 'cdead', { selection_group: 0 })),
+      withCred(candidate('m1', 'b', 'cb', { selection_group: 1 })),
+    ]);
     const first = await f.chat('m1');
     expect(first.status).toBe(502);
     expect(first.json().error.code).toBe('upstream_unreachable');
@@ -173,7 +202,13 @@ describe('selection modes, groups and affinity through the gateway', () => {
   });
 
   it('keeps a session on one candidate by header or cookie while round-robin moves others', async () => {
-    await f.useOverlay([withCred(candidate('m1', 'a', 'ca', { selection_group: 0 })), withCred(candidate('m1', 'b', 'cb', { selection_group: 0 }))], 'roundRobin');
+    await f.useOverlay(
+      [
+        withCred(candidate('m1', 'a', 'ca', { selection_group: 0 })),
+        withCred(candidate('m1', 'b', 'cb', { selection_group: 0 })),
+      ],
+      'roundRobin',
+    );
     const byHeader = new Set<unknown>();
     const byCookie = new Set<unknown>();
     for (let i = 0; i < 4; i++) {

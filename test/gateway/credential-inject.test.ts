@@ -59,7 +59,12 @@ describe('credential_inject', () => {
 
   /** The filter over its sources, with its files read (as the gateway reads them before it listens). */
   const filter = async (): Promise<{ f: Filter; files: GatewayFiles }> => {
-    const files = new GatewayFiles({ configDir: dir, logger, metrics: createGatewayMetrics('provider', { process: false, eventLoop: false }), pollIntervalMs: 0 });
+    const files = new GatewayFiles({
+      configDir: dir,
+      logger,
+      metrics: createGatewayMetrics('provider', { process: false, eventLoop: false }),
+      pollIntervalMs: 0,
+    });
     opened.push(files);
     const f = createCredentialInject(
       {
@@ -85,8 +90,12 @@ describe('credential_inject', () => {
   it('replaces the client Authorization with exactly one trimmed bearer token from each source', async () => {
     const { f } = await filter();
     expect(run(f, fromFile).get('authorization')).toBe('Bearer file-token-1');
-    expect(run(f, { name: 'from-env', namespace: 'grid-system', key: 'token' }).get('authorization')).toBe('Bearer env-token-2');
-    expect(run(f, { name: 'from-value', namespace: 'grid-system', key: 'token' }).get('authorization')).toBe('Bearer value-token-3');
+    expect(run(f, { name: 'from-env', namespace: 'grid-system', key: 'token' }).get('authorization')).toBe(
+      'Bearer env-token-2',
+    );
+    expect(run(f, { name: 'from-value', namespace: 'grid-system', key: 'token' }).get('authorization')).toBe(
+      'Bearer value-token-3',
+    );
   });
 
   it('leaves requests without a credential reference untouched', async () => {
@@ -110,7 +119,9 @@ describe('credential_inject', () => {
   it('names each unusable source and its problem in the log, never the bytes', async () => {
     logs.length = 0;
     await filter();
-    const problems = logs.map((l) => JSON.parse(l) as { credential?: string; name?: string; problem?: string }).filter((l) => l.problem !== undefined);
+    const problems = logs
+      .map((l) => JSON.parse(l) as { credential?: string; name?: string; problem?: string })
+      .filter((l) => l.problem !== undefined);
     expect(problems.map((l) => l.problem).sort()).toEqual([
       `${join(dir, 'huge')}: larger than 16384 bytes`,
       `${join(dir, 'injected')}: the token contains characters not allowed in a header value`,

@@ -43,8 +43,20 @@ beforeAll(async () => {
   await writeFile(join(dir, 'sim-token'), `${TOKEN}\n`, { mode: 0o600 });
   // Steps cost nothing but the 2.5 ms floor of 400 tokens a second: the load test below needs answers in tens of ms.
   sim = spawnDaemon('daemons/sim/main.ts', [
-    '--name', 'sim-east', '--models', 'm1', '--token-file', join(dir, 'sim-token'), '--tokens-per-second', '400',
-    '--step-overhead-ms', '0', '--prefill-ms-per-token', '0', '--decode-ms-per-seq', '0',
+    '--name',
+    'sim-east',
+    '--models',
+    'm1',
+    '--token-file',
+    join(dir, 'sim-token'),
+    '--tokens-per-second',
+    '400',
+    '--step-overhead-ms',
+    '0',
+    '--prefill-ms-per-token',
+    '0',
+    '--decode-ms-per-seq',
+    '0',
   ]);
   const simPort = await waitForPort(sim, 'sim');
 
@@ -55,8 +67,27 @@ beforeAll(async () => {
     stringify(
       providerConfig({
         pki,
-        routes: [{ candidate_id: candidateId, model: 'm1', cluster: 'backend', paths: ['/v1/chat/completions', '/v1/responses'], credential: { strategy: 'bearer_token', secretRef: { name: 'cred-east', namespace: 'grid-system', key: 'token' } } }],
-        credentials: [{ strategy: 'bearer_token', name: 'cred-east', namespace: 'grid-system', key: 'token', file: join(dir, 'sim-token') }],
+        routes: [
+          {
+            candidate_id: candidateId,
+            model: 'm1',
+            cluster: 'backend',
+            paths: ['/v1/chat/completions', '/v1/responses'],
+            credential: {
+              strategy: 'bearer_token',
+              secretRef: { name: 'cred-east', namespace: 'grid-system', key: 'token' },
+            },
+          },
+        ],
+        credentials: [
+          {
+            strategy: 'bearer_token',
+            name: 'cred-east',
+            namespace: 'grid-system',
+            key: 'token',
+            file: join(dir, 'sim-token'),
+          },
+        ],
         clusters: [{ name: 'backend', endpoints: [`127.0.0.1:${simPort}`] }],
       }),
     ),
@@ -77,7 +108,12 @@ beforeAll(async () => {
           {
             name: CLUSTER,
             endpoints: [`127.0.0.1:${providerPort}`],
-            tls: { ca: { ca_path: pki.caPath }, client_cert: { cert_path: pki.edgeCertPath, key_path: pki.edgeKeyPath }, sni: PROVIDER_SNI, verify: true },
+            tls: {
+              ca: { ca_path: pki.caPath },
+              client_cert: { cert_path: pki.edgeCertPath, key_path: pki.edgeKeyPath },
+              sni: PROVIDER_SNI,
+              verify: true,
+            },
           },
         ],
       }),
@@ -118,7 +154,14 @@ describe('request flow through consumer and provider', () => {
 
   it('the credential reaches the sim but never the consumer, a response or a log line', async () => {
     // The sim answers 200 only with the right bearer token: the provider injected it.
-    expect((await call(`${base}/v1/chat/completions`, { body: chatBody('m1'), headers: { authorization: 'Bearer client-key' } })).status).toBe(200);
+    expect(
+      (
+        await call(`${base}/v1/chat/completions`, {
+          body: chatBody('m1'),
+          headers: { authorization: 'Bearer client-key' },
+        })
+      ).status,
+    ).toBe(200);
     expect(consumer.stdout() + consumer.stderr()).not.toContain(TOKEN);
     expect(provider.stdout() + provider.stderr()).not.toContain(TOKEN);
     const models = await call(`${base}/v1/models`);
@@ -138,7 +181,9 @@ describe('hot reload under load', () => {
     const worker = async (): Promise<void> => {
       while (running) {
         inFlight++;
-        const reply = await call(`${base}/v1/chat/completions`, { body: chatBody('m1', { stream: statuses.length % 2 === 0 }) });
+        const reply = await call(`${base}/v1/chat/completions`, {
+          body: chatBody('m1', { stream: statuses.length % 2 === 0 }),
+        });
         inFlight--;
         statuses.push(reply.status);
       }
@@ -150,20 +195,29 @@ describe('hot reload under load', () => {
     for (let i = 0; i < 6; i++) {
       const revision = await writeOverlay(overlayPath, revisions[i % 2]!);
       accepted.push(revision);
-      await waitFor(`revision ${revision}`, async () => (await call(`${admin}/metrics`)).text.includes(`revision="${revision}",format="envelope"`));
+      await waitFor(`revision ${revision}`, async () =>
+        (await call(`${admin}/metrics`)).text.includes(`revision="${revision}",format="envelope"`),
+      );
       inFlightAt.push(inFlight);
       if (i === 2) {
         await writeRaw(overlayPath, '{"schema_version":"1.0.0"}');
-        await waitFor('rejection', async () => /outcome="rejected",reason="malformed"} [1-9]/.test((await call(`${admin}/metrics`)).text));
+        await waitFor('rejection', async () =>
+          /outcome="rejected",reason="malformed"} [1-9]/.test((await call(`${admin}/metrics`)).text),
+        );
         const metrics = (await call(`${admin}/metrics`)).text;
-        expect(metrics).toContain(`grid_gateway_overlay_accepted_revision_info{revision="${revision}",format="envelope"} 1`);
+        expect(metrics).toContain(
+          `grid_gateway_overlay_accepted_revision_info{revision="${revision}",format="envelope"} 1`,
+        );
       }
     }
     running = false;
     await Promise.all(workers);
     // Requests were in flight at every swap and all of them answered 200 (a count, not a rate: how many fit between
     // two swaps depends on the machine's load).
-    expect(inFlightAt.every((n) => n > 0), `in flight at each swap: ${inFlightAt.join(', ')}`).toBe(true);
+    expect(
+      inFlightAt.every((n) => n > 0),
+      `in flight at each swap: ${inFlightAt.join(', ')}`,
+    ).toBe(true);
     expect(statuses.length).toBeGreaterThanOrEqual(4);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
     const reloadLog = consumer.lines.filter((l) => l['msg'] === 'overlay accepted').map((l) => l['revision']);
@@ -174,14 +228,29 @@ describe('hot reload under load', () => {
 describe('startup checks', () => {
   it('exits 1 naming an unknown key and its path', async () => {
     const bad = join(dir, 'bad.yaml');
-    await writeFile(bad, stringify({ ...consumerConfig({ overlayPath, clusters: [{ name: 'c', endpoints: ['127.0.0.1:1'] }] }), listners: [] }));
+    await writeFile(
+      bad,
+      stringify({
+        ...consumerConfig({ overlayPath, clusters: [{ name: 'c', endpoints: ['127.0.0.1:1'] }] }),
+        listners: [],
+      }),
+    );
     const daemon = spawnDaemon('daemons/gateway/main.ts', ['--config', bad]);
     expect(await daemon.stop('SIGCONT')).toBe(1);
     expect(daemon.stderr()).toContain('unknown key "listners" at /');
   });
 
   it('exits 1 when a provider listener does not require client certificates', async () => {
-    const doc = JSON.parse(JSON.stringify(providerConfig({ pki: await makePki(dir), routes: [{ candidate_id: 'x', model: 'm', cluster: 'b', paths: ['/v1/chat/completions'] }], credentials: [], clusters: [{ name: 'b', endpoints: ['127.0.0.1:1'] }] })));
+    const doc = JSON.parse(
+      JSON.stringify(
+        providerConfig({
+          pki: await makePki(dir),
+          routes: [{ candidate_id: 'x', model: 'm', cluster: 'b', paths: ['/v1/chat/completions'] }],
+          credentials: [],
+          clusters: [{ name: 'b', endpoints: ['127.0.0.1:1'] }],
+        }),
+      ),
+    );
     doc.listeners[0].tls.client_cert_mode = 'none';
     const bad = join(dir, 'bad-provider.json');
     await writeFile(bad, JSON.stringify(doc));

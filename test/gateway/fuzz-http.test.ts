@@ -26,7 +26,12 @@ const LAG_BOUND_MS = 100;
 let grid: Grid;
 
 beforeAll(async () => {
-  const listener = { max_body_bytes: MAX_BODY_BYTES, max_header_bytes: 8_192, header_timeout_ms: 2_000, request_timeout_ms: 5_000 };
+  const listener = {
+    max_body_bytes: MAX_BODY_BYTES,
+    max_header_bytes: 8_192,
+    header_timeout_ms: 2_000,
+    request_timeout_ms: 5_000,
+  };
   grid = await startGrid({ consumerListener: listener, providerListener: listener });
 }, 60_000);
 
@@ -34,10 +39,44 @@ afterAll(async () => {
   await grid?.close();
 });
 
-const PATHS = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses', '/v1/models', '/v1/responses/resp_1', '/v1/responses/resp_1/cancel', '/v1/responses/resp_1/input_items'];
+const PATHS = [
+  '/v1/chat/completions',
+  '/v1/completions',
+  '/v1/embeddings',
+  '/v1/responses',
+  '/v1/models',
+  '/v1/responses/resp_1',
+  '/v1/responses/resp_1/cancel',
+  '/v1/responses/resp_1/input_items',
+];
 const METHODS = ['POST', 'POST', 'POST', 'GET', 'DELETE', 'PUT', 'PATCH', 'HEAD', 'OPTIONS'];
-const MODELS: unknown[] = ['m1', 'm1', 'm1', 'unknown-model', '', ' ', 'x'.repeat(300), 'm\u0000', 'm\r\nx-injected: 1', '\ud800', 42, null, ['m1'], { id: 'm1' }, 'ｍ１'];
-const CONTENT_TYPES = ['application/json', 'application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'APPLICATION/JSON', 'application/jsonp', ''];
+const MODELS: unknown[] = [
+  'm1',
+  'm1',
+  'm1',
+  'unknown-model',
+  '',
+  ' ',
+  'x'.repeat(300),
+  'm\u0000',
+  'm\r\nx-injected: 1',
+  '\ud800',
+  42,
+  null,
+  ['m1'],
+  { id: 'm1' },
+  'ｍ１',
+];
+const CONTENT_TYPES = [
+  'application/json',
+  'application/json',
+  'application/json; charset=utf-8',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'APPLICATION/JSON',
+  'application/jsonp',
+  '',
+];
 const HEADERS: [string, () => string][] = [
   ['authorization', () => 'Bearer caller-key'],
   ['cookie', () => 'a=b; agn_session=x'],
@@ -58,7 +97,10 @@ const HEADERS: [string, () => string][] = [
 function mutatePath(random: Random, path: string): string {
   switch (random.int(10)) {
     case 0:
-      return path.replace('/v1/', random.pick(['/v1/../v1/', '/v1/./', '/v1//', '/v1/%2e/', '/v1/%2E%2e/', '/v1/.%2e/']));
+      return path.replace(
+        '/v1/',
+        random.pick(['/v1/../v1/', '/v1/./', '/v1//', '/v1/%2e/', '/v1/%2E%2e/', '/v1/.%2e/']),
+      );
     case 1:
       return `${path}${random.pick(['/..', '/.', '/', '//', '%2f..', '?a=1', '?model=m2', '#frag', '%00', '/%2e%2e'])}`;
     case 2:
@@ -78,15 +120,17 @@ function nest(random: Random, depth: number): string {
 
 function makeBody(random: Random): Buffer | string | undefined {
   const model = random.pick(MODELS);
-  const base = chatBody(typeof model === 'string' || random.chance(0.9) ? (model as string) : 'm1', random.chance(0.2) ? { stream: true } : {});
+  const base = chatBody(
+    typeof model === 'string' || random.chance(0.9) ? (model as string) : 'm1',
+    random.chance(0.2) ? { stream: true } : {},
+  );
   const text = JSON.stringify(base);
   switch (random.int(14)) {
     case 0:
       return undefined;
     case 1:
       return '';
-    case 2:
-      // Byte mutations of a valid body.
+    case 2: // Byte mutations of a valid body.
       {
         const bytes = Buffer.from(text);
         for (let k = random.int(4) + 1; k > 0; k--) bytes[random.int(bytes.length)] = random.int(256);
@@ -97,7 +141,10 @@ function makeBody(random: Random): Buffer | string | undefined {
     case 4:
       return text.replace('{', `{"model":"${random.pick(['m1', 'm2'])}",`);
     case 5:
-      return text.replace('"messages"', `"deep":${nest(random, random.pick([MAX_JSON_DEPTH - 2, MAX_JSON_DEPTH + 1, 1_000, 5_000]))},"messages"`);
+      return text.replace(
+        '"messages"',
+        `"deep":${nest(random, random.pick([MAX_JSON_DEPTH - 2, MAX_JSON_DEPTH + 1, 1_000, 5_000]))},"messages"`,
+      );
     case 6:
       return text.slice(0, random.int(text.length));
     case 7:
@@ -107,7 +154,18 @@ function makeBody(random: Random): Buffer | string | undefined {
     case 9:
       return text.replace('"hello"', JSON.stringify('y'.repeat(random.int(MAX_BODY_BYTES + 1_000))));
     case 10:
-      return random.pick(['[]', 'null', '"m1"', '1', '{', '}', '{"model":}', '{"model":"m1",}', '{"m\\u006fdel":"m1"}', '{"model":"m\\u0031"}']);
+      return random.pick([
+        '[]',
+        'null',
+        '"m1"',
+        '1',
+        '{',
+        '}',
+        '{"model":}',
+        '{"model":"m1",}',
+        '{"m\\u006fdel":"m1"}',
+        '{"model":"m\\u0031"}',
+      ]);
     default:
       return text;
   }
@@ -122,13 +180,20 @@ async function viaPool(pool: Pool, random: Random, provider: boolean): Promise<O
   const method = random.pick(METHODS);
   const path = mutatePath(random, random.pick(PATHS));
   const headers: Record<string, string> = provider ? grid.hop() : {};
-  if (provider && random.chance(0.1)) headers['x-ai-routing-candidate'] = random.pick(['nope', '', 'x'.repeat(300)]) || 'y';
+  if (provider && random.chance(0.1))
+    headers['x-ai-routing-candidate'] = random.pick(['nope', '', 'x'.repeat(300)]) || 'y';
   const contentType = random.pick(CONTENT_TYPES);
   if (contentType !== '') headers['content-type'] = contentType;
   for (const [name, value] of HEADERS) if (random.chance(0.08)) headers[name] = value();
   const body = method === 'GET' || method === 'HEAD' ? undefined : makeBody(random);
   // A gateway that never answers fails the case instead of hanging the suite.
-  const res = await pool.request({ path, method: method as 'POST', headers, ...(body === undefined ? {} : { body }), signal: AbortSignal.timeout(5_000) });
+  const res = await pool.request({
+    path,
+    method: method as 'POST',
+    headers,
+    ...(body === undefined ? {} : { body }),
+    signal: AbortSignal.timeout(5_000),
+  });
   const text = await res.body.text();
   return { status: res.statusCode, text };
 }
@@ -178,9 +243,19 @@ it(`survives ${REQUESTS} generated requests against a live consumer and provider
   });
   // Warm-up: the figures below are compared with a gateway that has already served both paths.
   await runPool(200, CONCURRENCY, async (i) => {
-    await (i % 2 === 0 ? consumerPool : providerPool).request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', ...(i % 2 === 0 ? {} : grid.hop()) }, body: JSON.stringify(chatBody('m1')) }).then((r) => r.body.text());
+    await (i % 2 === 0 ? consumerPool : providerPool)
+      .request({
+        path: '/v1/chat/completions',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(i % 2 === 0 ? {} : grid.hop()) },
+        body: JSON.stringify(chatBody('m1')),
+      })
+      .then((r) => r.body.text());
   });
-  const before = { consumer: await gatewayHealth(grid.consumerAdmin), provider: await gatewayHealth(grid.providerAdmin) };
+  const before = {
+    consumer: await gatewayHealth(grid.consumerAdmin),
+    provider: await gatewayHealth(grid.providerAdmin),
+  };
   const lag = { consumer: watchLoopLag(grid.consumerAdmin), provider: watchLoopLag(grid.providerAdmin) };
 
   const statuses = new Map<string, number>();
@@ -193,8 +268,15 @@ it(`survives ${REQUESTS} generated requests against a live consumer and provider
     let outcome: Outcome;
     if (random.chance(RAW_SHARE)) {
       raw++;
-      const hop = provider ? Object.entries(grid.hop()).map(([k, v]) => `${k}: ${v}\r\n`).join('') : '';
-      const reply = await rawExchange(provider ? grid.providerPort : grid.consumerPort, rawCase(random, hop), { waitMs: 300, ...(provider ? { tls: grid.pki } : {}) });
+      const hop = provider
+        ? Object.entries(grid.hop())
+            .map(([k, v]) => `${k}: ${v}\r\n`)
+            .join('')
+        : '';
+      const reply = await rawExchange(provider ? grid.providerPort : grid.consumerPort, rawCase(random, hop), {
+        waitMs: 300,
+        ...(provider ? { tls: grid.pki } : {}),
+      });
       outcome = { status: rawStatus(reply), text: reply.text };
     } else {
       try {
@@ -216,12 +298,20 @@ it(`survives ${REQUESTS} generated requests against a live consumer and provider
   // Afterwards: alive, serving, and back within bounds.
   expect(grid.consumer.proc.exitCode).toBeNull();
   expect(grid.provider.proc.exitCode).toBeNull();
-  expect((await call(`http://127.0.0.1:${grid.consumerPort}/v1/chat/completions`, { body: chatBody('m1') })).status).toBe(200);
+  expect(
+    (await call(`http://127.0.0.1:${grid.consumerPort}/v1/chat/completions`, { body: chatBody('m1') })).status,
+  ).toBe(200);
   await new Promise((r) => setTimeout(r, 300));
-  const after = { consumer: await gatewayHealth(grid.consumerAdmin), provider: await gatewayHealth(grid.providerAdmin) };
+  const after = {
+    consumer: await gatewayHealth(grid.consumerAdmin),
+    provider: await gatewayHealth(grid.providerAdmin),
+  };
   const logs = grid.consumer.stdout() + grid.consumer.stderr() + grid.provider.stdout() + grid.provider.stderr();
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
-  const byStatus = [...statuses.entries()].sort().map(([k, v]) => `${k}:${v}`).join(' ');
+  const byStatus = [...statuses.entries()]
+    .sort()
+    .map(([k, v]) => `${k}:${v}`)
+    .join(' ');
   console.log(
     `http fuzz: seed ${SEED}, ${REQUESTS} requests (${raw} raw framing) in ${seconds} s; ` +
       `consumer rss ${mib(before.consumer.rssBytes)}→${mib(after.consumer.rssBytes)} MiB fds ${before.consumer.openFds}→${after.consumer.openFds} max loop lag ${worstLag.consumer.toFixed(0)} ms; ` +

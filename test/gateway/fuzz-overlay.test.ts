@@ -41,14 +41,24 @@ function validEnvelope(): OverlayEnvelope {
   return buildEnvelope({
     payload: payload(
       [
-        candidate('m1', 'east', GRID_CLUSTER, { selection_group: 0, score: 0.9, traffic_weight: 3, credential: { strategy: 'bearer_token', secretRef: { name: 'cred', namespace: 'grid-system', key: 'token' } } }),
+        candidate('m1', 'east', GRID_CLUSTER, {
+          selection_group: 0,
+          score: 0.9,
+          traffic_weight: 3,
+          credential: { strategy: 'bearer_token', secretRef: { name: 'cred', namespace: 'grid-system', key: 'token' } },
+        }),
         candidate('m1', 'west', 'local', { selection_group: 1, admission_state: 'existing_only' }),
         candidate('m2', 'east', GRID_CLUSTER),
       ],
       'weightedRandom',
     ),
     scope: { gateway: SCOPE.gateway, namespace: SCOPE.namespace },
-    provenance: { producer_version: 'fuzz', source_uid: 'uid-1', source_generation: 1, rendered_at: '2026-12-01T00:00:00Z' },
+    provenance: {
+      producer_version: 'fuzz',
+      source_uid: 'uid-1',
+      source_generation: 1,
+      rendered_at: '2026-12-01T00:00:00Z',
+    },
   });
 }
 
@@ -101,11 +111,17 @@ function mutateDocument(random: Random, doc: Record<string, unknown>): void {
         else delete parent[key];
         break;
       case 1:
-        if (typeof parent[key] === 'object' && parent[key] !== null && !Array.isArray(parent[key])) parent[key][random.pick(['token', 'value', 'extra', '__proto__', 'constructor'])] = random.pick([SECRET, { value: SECRET }]);
+        if (typeof parent[key] === 'object' && parent[key] !== null && !Array.isArray(parent[key]))
+          parent[key][random.pick(['token', 'value', 'extra', '__proto__', 'constructor'])] = random.pick([
+            SECRET,
+            { value: SECRET },
+          ]);
         else parent[key] = randomValue(random);
         break;
       case 2:
-        if (Array.isArray(parent[key])) for (let i = random.pick([1, 2, 600]); i > 0; i--) parent[key].push(structuredClone(parent[key][0] ?? randomValue(random)));
+        if (Array.isArray(parent[key]))
+          for (let i = random.pick([1, 2, 600]); i > 0; i--)
+            parent[key].push(structuredClone(parent[key][0] ?? randomValue(random)));
         else parent[key] = randomValue(random);
         break;
       case 3:
@@ -130,7 +146,15 @@ function generate(random: Random): Buffer {
   if (kind <= 6) {
     mutateDocument(random, doc);
     // Half the time the digests are re-sealed over the mutated content, so it reaches the checks after them.
-    if (random.chance(0.5) && typeof doc['overlay'] === 'object' && doc['overlay'] !== null && typeof doc['revision'] === 'object' && doc['revision'] !== null && typeof doc['content_digest'] === 'object' && doc['content_digest'] !== null) {
+    if (
+      random.chance(0.5) &&
+      typeof doc['overlay'] === 'object' &&
+      doc['overlay'] !== null &&
+      typeof doc['revision'] === 'object' &&
+      doc['revision'] !== null &&
+      typeof doc['content_digest'] === 'object' &&
+      doc['content_digest'] !== null
+    ) {
       try {
         const revision = overlayRevision(doc['overlay']);
         doc['revision'].value = revision;
@@ -140,7 +164,11 @@ function generate(random: Random): Buffer {
       }
     }
   } else if (kind === 7) {
-    doc['scope'][random.pick(['network', 'gateway', 'namespace', 'local_site'])] = random.pick(['other', '', SCOPE.gateway.toUpperCase()]);
+    doc['scope'][random.pick(['network', 'gateway', 'namespace', 'local_site'])] = random.pick([
+      'other',
+      '',
+      SCOPE.gateway.toUpperCase(),
+    ]);
   }
   const text = JSON.stringify(doc);
   if (kind < 8) return Buffer.from(text);
@@ -156,7 +184,8 @@ function generate(random: Random): Buffer {
     }
     case 3:
       // Sizes around both limits (overlay-sync 1 MiB, gateway 2 MiB); rarer, as each costs a megabyte or two.
-      if (random.chance(0.2)) return Buffer.from(text.padEnd(OVERLAY_SYNC_MAX_OVERLAY_BYTES + random.pick([-10, 1, 1024 * 1024 + 1]), ' '));
+      if (random.chance(0.2))
+        return Buffer.from(text.padEnd(OVERLAY_SYNC_MAX_OVERLAY_BYTES + random.pick([-10, 1, 1024 * 1024 + 1]), ' '));
       return Buffer.from(text.replace('{', `{"padding":"${'p'.repeat(random.int(64 * 1024))}",`));
     case 4:
       return Buffer.from(`${'['.repeat(100_000)}${']'.repeat(100_000)}`);
@@ -186,8 +215,20 @@ describe('overlay fuzz', () => {
     const file = join(dir, 'routing-overlay.json');
     const valid = Buffer.from(JSON.stringify(validEnvelope()));
     await writeFile(file, valid);
-    const logger = createLogger({ name: 'gateway', level: 'debug', destination: { write: (line: string) => void (loggedSecret ||= line.includes(SECRET)) } });
-    const store = new OverlayStore({ file, expectedScope: SCOPE, reloadEnabled: false, debounceMs: 0, pollIntervalMs: 0, logger, metrics: createGatewayMetrics('consumer', { process: false, eventLoop: false }) });
+    const logger = createLogger({
+      name: 'gateway',
+      level: 'debug',
+      destination: { write: (line: string) => void (loggedSecret ||= line.includes(SECRET)) },
+    });
+    const store = new OverlayStore({
+      file,
+      expectedScope: SCOPE,
+      reloadEnabled: false,
+      debounceMs: 0,
+      pollIntervalMs: 0,
+      logger,
+      metrics: createGatewayMetrics('consumer', { process: false, eventLoop: false }),
+    });
     await store.start();
     expect(store.current()).not.toBeNull();
     const syncOptions = { maxBytes: OVERLAY_SYNC_MAX_OVERLAY_BYTES, expectedScope: SCOPE, allowLegacy: false };
@@ -223,7 +264,8 @@ describe('overlay fuzz', () => {
       verdicts.set(verdict, (verdicts.get(verdict) ?? 0) + 1);
       if (!sync.ok) {
         if (!reasons.has(sync.reason)) failures.push(`${where}: unknown reason ${sync.reason}`);
-        if (sync.message.length > 300 || sync.message.includes(SECRET)) failures.push(`${where}: message ${sync.message.slice(0, 120)}`);
+        if (sync.message.length > 300 || sync.message.includes(SECRET))
+          failures.push(`${where}: message ${sync.message.slice(0, 120)}`);
       }
       // The two limits differ (overlay-sync 1 MiB, gateway 2 MiB); otherwise both say the same.
       const sizeOnly = !sync.ok && sync.reason === 'oversized' && raw.length <= 2 * OVERLAY_SYNC_MAX_OVERLAY_BYTES;
@@ -233,18 +275,23 @@ describe('overlay fuzz', () => {
         // The loader skips bytes it has already judged (valid or not) and keeps what it serves.
         if (loaded.outcome !== 'unchanged') failures.push(`${where}: same bytes, gateway ${loaded.outcome}`);
       } else if (loaded.outcome === 'rejected') {
-        if (sync.ok || (loaded.reason !== sync.reason && !sizeOnly)) failures.push(`${where}: gateway ${loaded.reason}, overlay-sync ${verdict}`);
+        if (sync.ok || (loaded.reason !== sync.reason && !sizeOnly))
+          failures.push(`${where}: gateway ${loaded.reason}, overlay-sync ${verdict}`);
       } else {
         if (!sync.ok && !sizeOnly) failures.push(`${where}: gateway ${loaded.outcome}, overlay-sync ${verdict}`);
         if (loaded.outcome === 'accepted') lastAccepted = loaded.revision;
       }
       // Last-known-good: whatever was loaded, the store serves the last accepted snapshot.
-      if (store.current()?.revision !== lastAccepted) failures.push(`${where}: serving ${store.current()?.revision}, last accepted ${lastAccepted}`);
+      if (store.current()?.revision !== lastAccepted)
+        failures.push(`${where}: serving ${store.current()?.revision}, last accepted ${lastAccepted}`);
     }
     store.close();
     collectGarbage();
     const grown = process.memoryUsage().heapUsed - heapBefore;
-    const summary = [...verdicts.entries()].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k}:${v}`).join(' ');
+    const summary = [...verdicts.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => `${k}:${v}`)
+      .join(' ');
     console.log(
       `overlay fuzz: seed ${SEED}, ${OVERLAYS} overlays in ${((performance.now() - started) / 1000).toFixed(1)} s; slowest validation ${slowest.toFixed(1)} ms (overlay ${slowestCase}), ` +
         `slowest load (with file read) ${slowestLoad.toFixed(0)} ms, live heap ${grown >= 0 ? '+' : ''}${mib(grown)} MiB; verdicts ${summary}; failures ${failures.length}`,
@@ -293,7 +340,9 @@ describe('overlay fuzz against a live gateway', () => {
     await new Promise((r) => setTimeout(r, 300));
     const worstLag = await lag.stop();
     expect(grid.consumer.proc.exitCode).toBeNull();
-    expect((await call(`http://127.0.0.1:${grid.consumerPort}/v1/chat/completions`, { body: chatBody('m1') })).status).toBe(200);
+    expect(
+      (await call(`http://127.0.0.1:${grid.consumerPort}/v1/chat/completions`, { body: chatBody('m1') })).status,
+    ).toBe(200);
     const after = await gatewayHealth(grid.consumerAdmin);
     const reloads = (await loads()) - loadsBefore;
     console.log(

@@ -92,7 +92,11 @@ export function watchLoopLag(adminUrl: string, intervalMs = 250): { stop(): Prom
 }
 
 /** Runs `count` tasks with at most `concurrency` at once. */
-export async function runPool(count: number, concurrency: number, task: (index: number) => Promise<void>): Promise<void> {
+export async function runPool(
+  count: number,
+  concurrency: number,
+  task: (index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {

@@ -24,13 +24,24 @@ beforeAll(async () => {
   // Every answer takes 400 ms, so requests are in flight when close() starts.
   sim = await startSim({ name: 'sim-slow', models: ['m1'], token: TOKEN, latencyMs: 400 });
   const overlayPath = join(dir, 'routing-overlay.json');
-  await writeOverlay(overlayPath, payload([{ ...candidate('m1', 'a', 'ca'), credential: { strategy: 'bearer_token', secretRef: { name: 'tok', namespace: 'grid-system', key: 'token' } } }]));
+  await writeOverlay(
+    overlayPath,
+    payload([
+      {
+        ...candidate('m1', 'a', 'ca'),
+        credential: { strategy: 'bearer_token', secretRef: { name: 'tok', namespace: 'grid-system', key: 'token' } },
+      },
+    ]),
+  );
   const config = consumerConfig({
     overlayPath,
     credentials: [{ name: 'tok', namespace: 'grid-system', key: 'token', value: TOKEN }],
     clusters: [{ name: 'ca', endpoints: [`127.0.0.1:${sim.port}`] }],
   });
-  gateway = await startGateway(resolveConfig(config, dir), { configDir: dir, logger: createLogger({ name: 'gateway', level: 'silent' }) });
+  gateway = await startGateway(resolveConfig(config, dir), {
+    configDir: dir,
+    logger: createLogger({ name: 'gateway', level: 'silent' }),
+  });
   port = gateway.listeners[0]?.port ?? 0;
 });
 
@@ -44,10 +55,20 @@ const BODY = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: '
 
 function chat(): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v1/chat/completions',
+        agent: false,
+        headers: { 'content-type': 'application/json' },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end(BODY);
   });
@@ -69,7 +90,9 @@ describe('gateway close under load', () => {
     let lateAnswer = '';
     late.setEncoding('utf8').on('data', (chunk: string) => (lateAnswer += chunk));
     const lateDone = new Promise((resolve) => late.once('close', resolve));
-    late.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(BODY)}\r\n\r\n${BODY}`);
+    late.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(BODY)}\r\n\r\n${BODY}`,
+    );
 
     await expect(chat()).rejects.toMatchObject({ code: 'ECONNREFUSED' });
     expect(await Promise.all(inFlight)).toEqual(Array(8).fill(200));
@@ -82,11 +105,27 @@ describe('gateway close under load', () => {
   });
 
   it('with a drain delay, keeps accepting while already not ready, then refuses', async () => {
-    const dir = (await tempDir('graceful-close-delay'));
+    const dir = await tempDir('graceful-close-delay');
     const overlayPath = join(dir.dir, 'routing-overlay.json');
-    await writeOverlay(overlayPath, payload([{ ...candidate('m1', 'a', 'ca'), credential: { strategy: 'bearer_token', secretRef: { name: 'tok', namespace: 'grid-system', key: 'token' } } }]));
-    const config = consumerConfig({ overlayPath, credentials: [{ name: 'tok', namespace: 'grid-system', key: 'token', value: TOKEN }], clusters: [{ name: 'ca', endpoints: [`127.0.0.1:${sim.port}`] }] });
-    const delayed = await startGateway(resolveConfig(config, dir.dir), { configDir: dir.dir, logger: createLogger({ name: 'gateway', level: 'silent' }), drainDelayMs: 600 });
+    await writeOverlay(
+      overlayPath,
+      payload([
+        {
+          ...candidate('m1', 'a', 'ca'),
+          credential: { strategy: 'bearer_token', secretRef: { name: 'tok', namespace: 'grid-system', key: 'token' } },
+        },
+      ]),
+    );
+    const config = consumerConfig({
+      overlayPath,
+      credentials: [{ name: 'tok', namespace: 'grid-system', key: 'token', value: TOKEN }],
+      clusters: [{ name: 'ca', endpoints: [`127.0.0.1:${sim.port}`] }],
+    });
+    const delayed = await startGateway(resolveConfig(config, dir.dir), {
+      configDir: dir.dir,
+      logger: createLogger({ name: 'gateway', level: 'silent' }),
+      drainDelayMs: 600,
+    });
     const saved = port;
     port = delayed.listeners[0]?.port ?? 0;
     try {

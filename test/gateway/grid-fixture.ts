@@ -70,10 +70,15 @@ export async function startGrid(options: GridOptions = {}): Promise<Grid> {
         model: 'm1',
         cluster: 'backend',
         paths: ['/v1/chat/completions', '/v1/responses', '/v1/embeddings'],
-        credential: { strategy: 'bearer_token', secretRef: { name: 'cred-east', namespace: 'grid-system', key: 'token' } },
+        credential: {
+          strategy: 'bearer_token',
+          secretRef: { name: 'cred-east', namespace: 'grid-system', key: 'token' },
+        },
       },
     ],
-    credentials: [{ strategy: 'bearer_token', name: 'cred-east', namespace: 'grid-system', key: 'token', file: tokenFile }],
+    credentials: [
+      { strategy: 'bearer_token', name: 'cred-east', namespace: 'grid-system', key: 'token', file: tokenFile },
+    ],
     clusters: [{ name: 'backend', endpoints: [`127.0.0.1:${sim.port}`] }],
   }) as { listeners: Record<string, unknown>[] };
   Object.assign(providerDoc.listeners[0]!, options.providerListener ?? {});
@@ -96,7 +101,12 @@ export async function startGrid(options: GridOptions = {}): Promise<Grid> {
           {
             name: GRID_CLUSTER,
             endpoints: [`127.0.0.1:${providerPort}`],
-            tls: { ca: { ca_path: pki.caPath }, client_cert: { cert_path: pki.edgeCertPath, key_path: pki.edgeKeyPath }, sni: PROVIDER_SNI, verify: true },
+            tls: {
+              ca: { ca_path: pki.caPath },
+              client_cert: { cert_path: pki.edgeCertPath, key_path: pki.edgeKeyPath },
+              sni: PROVIDER_SNI,
+              verify: true,
+            },
           },
         ],
       }),
@@ -107,7 +117,9 @@ export async function startGrid(options: GridOptions = {}): Promise<Grid> {
   const consumerAdmin = `http://127.0.0.1:${await waitForPort(consumer, 'admin')}`;
   const providerAdmin = `http://127.0.0.1:${await waitForPort(provider, 'admin')}`;
   await waitFor('consumer ready', async () => (await call(`${consumerAdmin}/readyz`)).status === 200, 20_000);
-  const edge = new Agent({ connect: { ca: pki.caPem, servername: PROVIDER_SNI, cert: pki.edgePem.cert, key: pki.edgePem.key } });
+  const edge = new Agent({
+    connect: { ca: pki.caPem, servername: PROVIDER_SNI, cert: pki.edgePem.cert, key: pki.edgePem.key },
+  });
   let counter = 0;
   return {
     dir,
@@ -136,7 +148,9 @@ export async function startGrid(options: GridOptions = {}): Promise<Grid> {
 
 /** Resident set size of a process, from /proc (bytes). */
 export function rssBytes(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
   return Number(line?.split(/\s+/)[1] ?? 0) * 1024;
 }
 
@@ -156,11 +170,23 @@ export interface RawReply {
  * Sends `bytes` on a fresh connection (TLS with the edge certificate when `tls` is given) and collects the answer
  * until the server closes or `waitMs` passes. The client never closes first (allowHalfOpen).
  */
-export function rawExchange(port: number, bytes: string | Buffer, options: { tls?: Pki; waitMs?: number } = {}): Promise<RawReply> {
+export function rawExchange(
+  port: number,
+  bytes: string | Buffer,
+  options: { tls?: Pki; waitMs?: number } = {},
+): Promise<RawReply> {
   return new Promise((resolve) => {
-    const socket = options.tls === undefined
-      ? connectTcp({ port, host: '127.0.0.1', allowHalfOpen: true })
-      : connectTls({ port, host: '127.0.0.1', servername: PROVIDER_SNI, ca: options.tls.caPem, cert: options.tls.edgePem.cert, key: options.tls.edgePem.key });
+    const socket =
+      options.tls === undefined
+        ? connectTcp({ port, host: '127.0.0.1', allowHalfOpen: true })
+        : connectTls({
+            port,
+            host: '127.0.0.1',
+            servername: PROVIDER_SNI,
+            ca: options.tls.caPem,
+            cert: options.tls.edgePem.cert,
+            key: options.tls.edgePem.key,
+          });
     let text = '';
     let done = false;
     const finish = (closed: boolean): void => {

@@ -19,7 +19,13 @@ let consumerUrl: string;
 let providerUrl: string;
 
 beforeAll(async () => {
-  grid = await startGrid({ consumerListener: { max_connections: MAX_CONNECTIONS, header_timeout_ms: HEADER_TIMEOUT_MS, request_timeout_ms: 5_000 } });
+  grid = await startGrid({
+    consumerListener: {
+      max_connections: MAX_CONNECTIONS,
+      header_timeout_ms: HEADER_TIMEOUT_MS,
+      request_timeout_ms: 5_000,
+    },
+  });
   consumerUrl = `http://127.0.0.1:${grid.consumerPort}`;
   providerUrl = `https://127.0.0.1:${grid.providerPort}`;
 }, 60_000);
@@ -31,21 +37,27 @@ afterAll(async () => {
 });
 
 /** Opens `count` connections that each send `bytes` and never close; resolves once all are connected. */
-async function holdConnections(port: number, count: number, bytes: string): Promise<{ sockets: Socket[]; replies: string[] }> {
+async function holdConnections(
+  port: number,
+  count: number,
+  bytes: string,
+): Promise<{ sockets: Socket[]; replies: string[] }> {
   const replies = Array.from({ length: count }, () => '');
   const sockets = await Promise.all(
-    Array.from({ length: count }, (_, i) =>
-      new Promise<Socket>((resolve) => {
-        const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
-        socket.on('connect', () => {
-          if (bytes !== '') socket.write(bytes);
-          resolve(socket);
-        });
-        socket.on('data', (chunk: Buffer) => {
-          replies[i] += chunk.toString('latin1');
-        });
-        socket.on('error', () => resolve(socket));
-      }),
+    Array.from(
+      { length: count },
+      (_, i) =>
+        new Promise<Socket>((resolve) => {
+          const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+          socket.on('connect', () => {
+            if (bytes !== '') socket.write(bytes);
+            resolve(socket);
+          });
+          socket.on('data', (chunk: Buffer) => {
+            replies[i] += chunk.toString('latin1');
+          });
+          socket.on('error', () => resolve(socket));
+        }),
     ),
   );
   return { sockets, replies };
@@ -77,13 +89,22 @@ describe('finding 2: a 10 MiB deeply nested body', () => {
     const reply = await big;
     await probes;
     expect(reply.status).toBe(400);
-    expect(reply.json().error).toMatchObject({ code: 'invalid_json', message: expect.stringContaining(`deeper than ${MAX_JSON_DEPTH} levels`) });
+    expect(reply.json().error).toMatchObject({
+      code: 'invalid_json',
+      message: expect.stringContaining(`deeper than ${MAX_JSON_DEPTH} levels`),
+    });
     const grown = rssBytes(grid.consumer.proc.pid!) - rssBefore;
-    console.log(`finding 2: slowest parallel /v1/models ${slowest.toFixed(0)} ms, consumer RSS ${grown >= 0 ? '+' : ''}${(grown / 2 ** 20).toFixed(1)} MiB`);
+    console.log(
+      `finding 2: slowest parallel /v1/models ${slowest.toFixed(0)} ms, consumer RSS ${grown >= 0 ? '+' : ''}${(grown / 2 ** 20).toFixed(1)} MiB`,
+    );
     expect(slowest).toBeLessThan(1_000);
     expect(grown).toBeLessThan(64 * 1024 * 1024);
     // The provider scans the same way (after the hop checks).
-    const atProvider = await call(`${providerUrl}/v1/chat/completions`, { body, headers: grid.hop(), dispatcher: grid.edge });
+    const atProvider = await call(`${providerUrl}/v1/chat/completions`, {
+      body,
+      headers: grid.hop(),
+      dispatcher: grid.edge,
+    });
     expect(atProvider.status).toBe(400);
     expect(atProvider.json().error.code).toBe('invalid_json');
   });
@@ -96,11 +117,17 @@ describe('finding 3: refused connections and the connection cap', () => {
     const slow = await holdConnections(grid.consumerPort, 50, 'GET /v1/models HTTP/1.1\r\nHost: x\r\n');
     const garbage = await holdConnections(grid.consumerPort, 50, 'GARBAGE\r\n\r\n');
     try {
-      await waitFor('every refused connection answered', () => [...slow.replies, ...garbage.replies].every((r) => r !== '') || undefined, HEADER_TIMEOUT_MS * 5);
+      await waitFor(
+        'every refused connection answered',
+        () => [...slow.replies, ...garbage.replies].every((r) => r !== '') || undefined,
+        HEADER_TIMEOUT_MS * 5,
+      );
       expect(slow.replies.every((r) => r.startsWith('HTTP/1.1 408'))).toBe(true);
       expect(garbage.replies.every((r) => r.startsWith('HTTP/1.1 400'))).toBe(true);
       // The clients have not closed (allowHalfOpen): only the gateway can have released these descriptors.
-      await waitFor('descriptors released', () => openFds(pid) - before < 10 || undefined, 2_000).catch(() => undefined);
+      await waitFor('descriptors released', () => openFds(pid) - before < 10 || undefined, 2_000).catch(
+        () => undefined,
+      );
       expect(openFds(pid) - before).toBeLessThan(10);
     } finally {
       for (const s of [...slow.sockets, ...garbage.sockets]) s.destroy();
@@ -109,11 +136,20 @@ describe('finding 3: refused connections and the connection cap', () => {
 
   it(`holds at most max_connections (${MAX_CONNECTIONS}) at once and closes the next at accept; serves again after`, async () => {
     const extra = 20;
-    const held = await holdConnections(grid.consumerPort, MAX_CONNECTIONS + extra, 'GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n');
+    const held = await holdConnections(
+      grid.consumerPort,
+      MAX_CONNECTIONS + extra,
+      'GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n',
+    );
     try {
-      const refusedNow = (): number => held.sockets.filter((s, i) => held.replies[i] === '' && (s.destroyed || s.readableEnded)).length;
+      const refusedNow = (): number =>
+        held.sockets.filter((s, i) => held.replies[i] === '' && (s.destroyed || s.readableEnded)).length;
       const answeredNow = (): number => held.replies.filter((r) => r.startsWith('HTTP/1.1 200')).length;
-      await waitFor('every connection answered or closed', () => answeredNow() + refusedNow() === MAX_CONNECTIONS + extra || undefined, 5_000).catch(() => undefined);
+      await waitFor(
+        'every connection answered or closed',
+        () => answeredNow() + refusedNow() === MAX_CONNECTIONS + extra || undefined,
+        5_000,
+      ).catch(() => undefined);
       const answered = answeredNow();
       const refused = refusedNow();
       // Connections left over from earlier tests' keep-alive clients may take some of the slots.
@@ -143,23 +179,41 @@ describe('finding 4: client headers at the site boundary', () => {
     forwarded: 'for=203.0.113.7',
     'x-custom-debug': '1',
   };
-  const allowed = { accept: 'application/json', 'user-agent': 'hardening-test/1', 'x-request-id': 'req-123', 'openai-beta': 'responses=v1' };
+  const allowed = {
+    accept: 'application/json',
+    'user-agent': 'hardening-test/1',
+    'x-request-id': 'req-123',
+    'openai-beta': 'responses=v1',
+  };
 
-  it('consumer → provider → backend: none of the caller\'s credentials or forwarding headers reach the backend', async () => {
+  it("consumer → provider → backend: none of the caller's credentials or forwarding headers reach the backend", async () => {
     grid.sim.requests.length = 0;
-    const reply = await call(`${consumerUrl}/v1/chat/completions`, { body: chatBody('m1'), headers: { ...forbidden, ...allowed } });
+    const reply = await call(`${consumerUrl}/v1/chat/completions`, {
+      body: chatBody('m1'),
+      headers: { ...forbidden, ...allowed },
+    });
     // 200 means the sim saw exactly the provider's injected token, not the caller's.
     expect(reply.status).toBe(200);
     const seen = grid.sim.requests.at(-1)!.headerNames;
     for (const name of Object.keys(forbidden)) if (name !== 'authorization') expect(seen, name).not.toContain(name);
-    for (const name of [...Object.keys(allowed), 'content-type', 'x-gateway-model-name', 'x-ai-provider-request-id', 'x-ai-provider-attribution']) {
+    for (const name of [
+      ...Object.keys(allowed),
+      'content-type',
+      'x-gateway-model-name',
+      'x-ai-provider-request-id',
+      'x-ai-provider-attribution',
+    ]) {
       expect(seen, name).toContain(name);
     }
   });
 
   it('a provider drops the same headers from a peer that sends them, and keeps the allowlisted ones', async () => {
     grid.sim.requests.length = 0;
-    const reply = await call(`${providerUrl}/v1/chat/completions`, { body: chatBody('m1'), headers: { ...forbidden, ...allowed, ...grid.hop() }, dispatcher: grid.edge });
+    const reply = await call(`${providerUrl}/v1/chat/completions`, {
+      body: chatBody('m1'),
+      headers: { ...forbidden, ...allowed, ...grid.hop() },
+      dispatcher: grid.edge,
+    });
     expect(reply.status).toBe(200);
     const seen = grid.sim.requests.at(-1)!.headerNames;
     for (const name of Object.keys(forbidden)) if (name !== 'authorization') expect(seen, name).not.toContain(name);
@@ -168,7 +222,14 @@ describe('finding 4: client headers at the site boundary', () => {
 });
 
 describe('finding 7: dot segments', () => {
-  const paths = ['/v1/responses/../cancel', '/v1/responses/%2e%2e/cancel', '/v1/responses/%2E./cancel', '/v1/./chat/completions', '/v1//chat/completions', '/v1/responses/resp_1/.'];
+  const paths = [
+    '/v1/responses/../cancel',
+    '/v1/responses/%2e%2e/cancel',
+    '/v1/responses/%2E./cancel',
+    '/v1/./chat/completions',
+    '/v1//chat/completions',
+    '/v1/responses/resp_1/.',
+  ];
   const head = (path: string, extra = ''): string =>
     `POST ${path} HTTP/1.1\r\nHost: x\r\nx-gateway-model-name: m1\r\ncontent-type: application/json\r\ncontent-length: 14\r\n${extra}connection: close\r\n\r\n{"model":"m1"}`;
 
@@ -178,7 +239,9 @@ describe('finding 7: dot segments', () => {
       const consumer = await rawExchange(grid.consumerPort, head(path));
       expect(rawStatus(consumer), `consumer ${path}`).toBe(400);
       expect(consumer.text).toContain('"code":"invalid_path"');
-      const hop = Object.entries(grid.hop()).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+      const hop = Object.entries(grid.hop())
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('');
       const provider = await rawExchange(grid.providerPort, head(path, hop), { tls: grid.pki });
       expect(rawStatus(provider), `provider ${path}`).toBe(400);
       expect(provider.text).toContain('"code":"invalid_path"');
@@ -189,23 +252,43 @@ describe('finding 7: dot segments', () => {
 
 describe('finding 8: content types, byte-order marks, malformed Transfer-Encoding', () => {
   it('answers 415 for a text/plain body at both gateways', async () => {
-    const consumer = await call(`${consumerUrl}/v1/chat/completions`, { body: JSON.stringify(chatBody('m1')), headers: { 'content-type': 'text/plain' } });
+    const consumer = await call(`${consumerUrl}/v1/chat/completions`, {
+      body: JSON.stringify(chatBody('m1')),
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(consumer.status).toBe(415);
     expect(consumer.json().error.code).toBe('unsupported_media_type');
-    const provider = await call(`${providerUrl}/v1/chat/completions`, { body: JSON.stringify(chatBody('m1')), headers: { 'content-type': 'text/plain', ...grid.hop() }, dispatcher: grid.edge });
+    const provider = await call(`${providerUrl}/v1/chat/completions`, {
+      body: JSON.stringify(chatBody('m1')),
+      headers: { 'content-type': 'text/plain', ...grid.hop() },
+      dispatcher: grid.edge,
+    });
     expect(provider.status).toBe(415);
     // application/json with a charset is JSON.
-    expect((await call(`${consumerUrl}/v1/chat/completions`, { body: chatBody('m1'), headers: { 'content-type': 'application/json; charset=utf-8' } })).status).toBe(200);
+    expect(
+      (
+        await call(`${consumerUrl}/v1/chat/completions`, {
+          body: chatBody('m1'),
+          headers: { 'content-type': 'application/json; charset=utf-8' },
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it('refuses a body with a byte-order mark with 400 at the gateway, as the backend does', async () => {
     const body = `\ufeff${JSON.stringify(chatBody('m1'))}`;
-    const direct = await call(`http://127.0.0.1:${grid.sim.port}/v1/chat/completions`, { body, headers: { authorization: `Bearer ${GRID_TOKEN}` } });
+    const direct = await call(`http://127.0.0.1:${grid.sim.port}/v1/chat/completions`, {
+      body,
+      headers: { authorization: `Bearer ${GRID_TOKEN}` },
+    });
     expect(direct.status).toBe(400);
     const viaGateway = await call(`${consumerUrl}/v1/chat/completions`, { body });
     expect(viaGateway.status).toBe(400);
     // Refused by the gateway itself (its code), not relayed from the backend.
-    expect(viaGateway.json().error).toMatchObject({ code: 'invalid_json', message: expect.stringContaining('byte-order mark') });
+    expect(viaGateway.json().error).toMatchObject({
+      code: 'invalid_json',
+      message: expect.stringContaining('byte-order mark'),
+    });
   });
 
   it('answers 400 and closes on a malformed Transfer-Encoding or chunk, at both gateways', async () => {
@@ -215,11 +298,20 @@ describe('finding 8: content types, byte-order marks, malformed Transfer-Encodin
       'Transfer-Encoding: chunked, identity\r\n\r\n',
     ];
     for (const tail of bodies) {
-      const consumer = await rawExchange(grid.consumerPort, `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n${tail}`);
+      const consumer = await rawExchange(
+        grid.consumerPort,
+        `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n${tail}`,
+      );
       expect(rawStatus(consumer), `consumer ${tail}`).toBe(400);
       expect(consumer.closed).toBe(true);
-      const hop = Object.entries(grid.hop()).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-      const provider = await rawExchange(grid.providerPort, `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n${hop}${tail}`, { tls: grid.pki });
+      const hop = Object.entries(grid.hop())
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('');
+      const provider = await rawExchange(
+        grid.providerPort,
+        `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n${hop}${tail}`,
+        { tls: grid.pki },
+      );
       expect(rawStatus(provider), `provider ${tail}`).toBe(400);
       expect(provider.closed).toBe(true);
     }

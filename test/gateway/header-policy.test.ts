@@ -40,10 +40,24 @@ beforeAll(async () => {
   ({ dir, cleanup } = await tempDir('header-policy'));
   overlayPath = join(dir, 'routing-overlay.json');
   sim = await startSim({ name: 'sim', models: ['m-hop', 'm-direct'], token: TOKEN });
-  const credential = { strategy: 'bearer_token' as const, secretRef: { name: 't', namespace: 'grid-system', key: 'token' } };
-  await writeOverlay(overlayPath, payload([candidate('m-hop', 'east', 'hop', { credential }), candidate('m-direct', 'west', 'direct', { credential })]));
+  const credential = {
+    strategy: 'bearer_token' as const,
+    secretRef: { name: 't', namespace: 'grid-system', key: 'token' },
+  };
+  await writeOverlay(
+    overlayPath,
+    payload([
+      candidate('m-hop', 'east', 'hop', { credential }),
+      candidate('m-direct', 'west', 'direct', { credential }),
+    ]),
+  );
   const logger = createLogger({ name: 'gateway', level: 'warn', destination: { write: () => undefined } });
-  gateway = await startGateway(resolveConfig(config(), 'consumer.json'), { configDir: dir, logger, processMetrics: false, overlayPollIntervalMs: 0 });
+  gateway = await startGateway(resolveConfig(config(), 'consumer.json'), {
+    configDir: dir,
+    logger,
+    processMetrics: false,
+    overlayPollIntervalMs: 0,
+  });
   base = `http://127.0.0.1:${gateway.listeners[0]!.port}`;
 });
 
@@ -59,20 +73,37 @@ describe('forward_request_headers', () => {
   it('replaces the default allowlist for provider-hop clusters', async () => {
     expect((await call(`${base}/v1/chat/completions`, { body: chatBody('m-hop'), headers: sent })).status).toBe(200);
     const seen = sim.requests.at(-1)!.headerNames;
-    expect(seen).toEqual(expect.arrayContaining(['content-type', 'x-tenant', 'x-gateway-model-name', 'x-ai-routing-candidate', 'authorization']));
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        'content-type',
+        'x-tenant',
+        'x-gateway-model-name',
+        'x-ai-routing-candidate',
+        'authorization',
+      ]),
+    );
     for (const name of ['user-agent', 'cookie', 'x-forwarded-for']) expect(seen, name).not.toContain(name);
   });
 
-  it('leaves a direct (same-site) cluster the caller\'s headers', async () => {
+  it("leaves a direct (same-site) cluster the caller's headers", async () => {
     expect((await call(`${base}/v1/chat/completions`, { body: chatBody('m-direct'), headers: sent })).status).toBe(200);
     expect(sim.requests.at(-1)!.headerNames).toEqual(expect.arrayContaining(Object.keys(sent)));
   });
 
   it('is an extension key, with the documented default, and refuses names that are not lowercase header tokens', () => {
     expect(extensionKeyPointers(config())).toEqual(['/filter_chains/0/filters/0/forward_request_headers']);
-    expect(DEFAULT_FORWARD_REQUEST_HEADERS).toEqual(['accept', 'accept-encoding', 'content-type', 'openai-beta', 'user-agent', 'x-request-id']);
+    expect(DEFAULT_FORWARD_REQUEST_HEADERS).toEqual([
+      'accept',
+      'accept-encoding',
+      'content-type',
+      'openai-beta',
+      'user-agent',
+      'x-request-id',
+    ]);
     const bad = config();
     bad['filter_chains'][0].filters[0].forward_request_headers = ['X-Tenant'];
-    expect(thrownMessage(() => resolveConfig(bad, 'bad.json'), ConfigError)).toContain('/filter_chains/0/filters/0/forward_request_headers/0');
+    expect(thrownMessage(() => resolveConfig(bad, 'bad.json'), ConfigError)).toContain(
+      '/filter_chains/0/filters/0/forward_request_headers/0',
+    );
   });
 });

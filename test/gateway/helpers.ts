@@ -52,7 +52,11 @@ export const EDGE_ORG = 'agn-edge-west';
 export async function makePki(dir: string): Promise<Pki> {
   const ca = await createCertificateAuthority({ commonName: 'agn test ca', organization: 'agn' });
   const other = await createCertificateAuthority({ commonName: 'rogue ca' });
-  const provider = await createServerCertificate(ca, { commonName: 'provider', organization: 'agn-provider', sans: [PROVIDER_SNI, 'localhost', '127.0.0.1'] });
+  const provider = await createServerCertificate(ca, {
+    commonName: 'provider',
+    organization: 'agn-provider',
+    sans: [PROVIDER_SNI, 'localhost', '127.0.0.1'],
+  });
   const edge = await createClientCertificate(ca, { commonName: 'edge', organization: EDGE_ORG });
   const stranger = await createClientCertificate(ca, { commonName: 'stranger', organization: 'someone-else' });
   const rogue = await createClientCertificate(other, { commonName: 'edge', organization: EDGE_ORG });
@@ -87,7 +91,12 @@ export async function makePki(dir: string): Promise<Pki> {
   };
 }
 
-export function candidate(name: string, site: string, cluster: string, extra: Partial<OverlayCandidate> = {}): OverlayCandidate {
+export function candidate(
+  name: string,
+  site: string,
+  cluster: string,
+  extra: Partial<OverlayCandidate> = {},
+): OverlayCandidate {
   return {
     kind: 'inference_model',
     name,
@@ -101,7 +110,10 @@ export function candidate(name: string, site: string, cluster: string, extra: Pa
   };
 }
 
-export function payload(candidates: OverlayCandidate[], mode?: 'deterministic' | 'roundRobin' | 'random' | 'weightedRandom'): OverlayPayload {
+export function payload(
+  candidates: OverlayCandidate[],
+  mode?: 'deterministic' | 'roundRobin' | 'random' | 'weightedRandom',
+): OverlayPayload {
   return {
     network: 'grid',
     local_site: 'west',
@@ -118,7 +130,12 @@ export async function writeOverlay(path: string, body: OverlayPayload): Promise<
   const envelope = buildEnvelope({
     payload: body,
     scope: { gateway: SCOPE.gateway, namespace: SCOPE.namespace },
-    provenance: { producer_version: 'test', source_uid: 'uid-1', source_generation: 1, rendered_at: new Date().toISOString() },
+    provenance: {
+      producer_version: 'test',
+      source_uid: 'uid-1',
+      source_generation: 1,
+      rendered_at: new Date().toISOString(),
+    },
   });
   const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(16).slice(2)}`;
   await writeFile(tmp, serializeOverlay(envelope));
@@ -138,7 +155,11 @@ export function metricSample(text: string, series: string): number | undefined {
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
-export function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+export function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 10_000,
+): Promise<T> {
   return pollUntil(what, probe, timeoutMs, 25);
 }
 
@@ -173,8 +194,10 @@ export function spawnDaemon(script: string, args: string[], env: Record<string, 
       try {
         const parsed = JSON.parse(line) as Record<string, unknown>;
         lines.push(parsed);
-        if (parsed['msg'] === 'listening' && typeof parsed['port'] === 'number') ports.set(String(parsed['listener'] ?? 'sim'), parsed['port']);
-        if (parsed['msg'] === 'admin listening' && typeof parsed['admin_port'] === 'number') ports.set('admin', parsed['admin_port']);
+        if (parsed['msg'] === 'listening' && typeof parsed['port'] === 'number')
+          ports.set(String(parsed['listener'] ?? 'sim'), parsed['port']);
+        if (parsed['msg'] === 'admin listening' && typeof parsed['admin_port'] === 'number')
+          ports.set('admin', parsed['admin_port']);
       } catch {
         // not JSON: kept in stdout()
       }
@@ -201,18 +224,29 @@ export function spawnDaemon(script: string, args: string[], env: Record<string, 
 }
 
 export async function waitForPort(daemon: Daemon, name: string, timeoutMs = 20_000): Promise<number> {
-  return waitFor(`${name} port (stderr: ${daemon.stderr().slice(0, 400)})`, () => {
-    if (daemon.proc.exitCode !== null) throw new Error(`process exited ${daemon.proc.exitCode}: ${daemon.stderr()}`);
-    return daemon.ports.get(name);
-  }, timeoutMs);
+  return waitFor(
+    `${name} port (stderr: ${daemon.stderr().slice(0, 400)})`,
+    () => {
+      if (daemon.proc.exitCode !== null) throw new Error(`process exited ${daemon.proc.exitCode}: ${daemon.stderr()}`);
+      return daemon.ports.get(name);
+    },
+    timeoutMs,
+  );
 }
 
 /** A consumer gateway started on `configPath` and ready (/readyz 200): its edge and admin base URLs. */
-export async function startConsumer(configPath: string, env: Record<string, string> = {}): Promise<{ daemon: Daemon; base: string; admin: string }> {
+export async function startConsumer(
+  configPath: string,
+  env: Record<string, string> = {},
+): Promise<{ daemon: Daemon; base: string; admin: string }> {
   const daemon = spawnDaemon('daemons/gateway/main.ts', ['--config', configPath], env);
   const base = `http://127.0.0.1:${await waitForPort(daemon, 'edge')}`;
   const admin = `http://127.0.0.1:${await waitForPort(daemon, 'admin')}`;
-  await waitFor('the consumer ready', async () => ((await call(`${admin}/readyz`)).status === 200 ? true : undefined), 20_000);
+  await waitFor(
+    'the consumer ready',
+    async () => ((await call(`${admin}/readyz`)).status === 200 ? true : undefined),
+    20_000,
+  );
   return { daemon, base, admin };
 }
 
@@ -227,7 +261,12 @@ export async function call(
   url: string,
   options: { method?: string; headers?: Record<string, string>; body?: unknown; dispatcher?: Agent } = {},
 ): Promise<Reply> {
-  const body = options.body === undefined ? undefined : typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+  const body =
+    options.body === undefined
+      ? undefined
+      : typeof options.body === 'string'
+        ? options.body
+        : JSON.stringify(options.body);
   const res = await request(url, {
     method: (options.method ?? (body === undefined ? 'GET' : 'POST')) as 'GET',
     headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...options.headers },
@@ -272,7 +311,8 @@ export function consumerConfig(options: {
       ...(options.localLoad === true ? { local_load: { mode: 'two_choices' } } : {}),
     },
   ];
-  if (options.credentials !== undefined) filters.push({ filter: 'credential_inject', credentials: options.credentials });
+  if (options.credentials !== undefined)
+    filters.push({ filter: 'credential_inject', credentials: options.credentials });
   filters.push({ filter: 'load_balancer', clusters: options.clusters });
   return {
     listeners: [{ name: 'edge', address: '127.0.0.1:0', filter_chains: ['main'], ...options.listener }],
@@ -308,7 +348,10 @@ export function providerConfig(options: {
       {
         name: 'provider-inference',
         filters: [
-          { filter: 'peer_identity_trust', trusted_peers: options.trusted ?? [{ cert_digest: pki.edge.fingerprint, organization: EDGE_ORG }] },
+          {
+            filter: 'peer_identity_trust',
+            trusted_peers: options.trusted ?? [{ cert_digest: pki.edge.fingerprint, organization: EDGE_ORG }],
+          },
           { filter: 'provider_route', provider_id: options.providerId ?? 'east1', routes: options.routes },
           { filter: 'credential_inject', credentials: options.credentials },
           { filter: 'load_balancer', clusters: options.clusters },

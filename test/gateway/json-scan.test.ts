@@ -28,32 +28,43 @@ const SEED = Number(process.env['FUZZ_SEED'] ?? Date.now() % 2 ** 31);
 describe('json scan', () => {
   it('agrees with JSON.parse on generated documents and their mutations', () => {
     console.log(`json-scan seed ${SEED} (FUZZ_SEED=${SEED} reproduces)`);
-    const doc = fc.record({ model: fc.option(fc.oneof(fc.string(), fc.integer(), fc.constant(null)), { nil: undefined }), rest: fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 4 })) });
+    const doc = fc.record({
+      model: fc.option(fc.oneof(fc.string(), fc.integer(), fc.constant(null)), { nil: undefined }),
+      rest: fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 4 })),
+    });
     fc.assert(
-      fc.property(doc, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 3 }), ({ model, rest }, edits) => {
-        const { model: _drop, ...others } = rest as Record<string, unknown>;
-        const text = JSON.stringify({ ...others, ...(model === undefined ? {} : { model }) }, null, edits.length % 2 === 0 ? undefined : 1);
-        const bytes = Buffer.from(text);
-        for (const [at, byte] of edits) if (bytes.length > 0 && byte < 0x80) bytes[at % bytes.length] = byte;
-        const mutated = bytes.toString('utf8');
-        const expected = reference(mutated, 'model');
-        const got = scan(bytes);
-        if (!mutated.trimStart().startsWith('{')) {
-          // Not an object at all: refused before the scan, valid JSON or not.
-          expect(got instanceof JsonScanError && got.problem).toBe('not_object');
-        } else if (!expected.ok) {
-          expect(got).toBeInstanceOf(JsonScanError);
-        } else if (got instanceof JsonScanError) {
-          // Only a repeated "model" key may be refused where JSON.parse accepts.
-          expect(got.problem).toBe('duplicate_field');
-        } else if (expected.value === undefined) {
-          expect(got.kind).toBe('absent');
-        } else if (typeof expected.value === 'string') {
-          expect(got).toEqual({ kind: 'string', value: expected.value });
-        } else {
-          expect(got.kind).toBe('other');
-        }
-      }),
+      fc.property(
+        doc,
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 3 }),
+        ({ model, rest }, edits) => {
+          const { model: _drop, ...others } = rest as Record<string, unknown>;
+          const text = JSON.stringify(
+            { ...others, ...(model === undefined ? {} : { model }) },
+            null,
+            edits.length % 2 === 0 ? undefined : 1,
+          );
+          const bytes = Buffer.from(text);
+          for (const [at, byte] of edits) if (bytes.length > 0 && byte < 0x80) bytes[at % bytes.length] = byte;
+          const mutated = bytes.toString('utf8');
+          const expected = reference(mutated, 'model');
+          const got = scan(bytes);
+          if (!mutated.trimStart().startsWith('{')) {
+            // Not an object at all: refused before the scan, valid JSON or not.
+            expect(got instanceof JsonScanError && got.problem).toBe('not_object');
+          } else if (!expected.ok) {
+            expect(got).toBeInstanceOf(JsonScanError);
+          } else if (got instanceof JsonScanError) {
+            // Only a repeated "model" key may be refused where JSON.parse accepts.
+            expect(got.problem).toBe('duplicate_field');
+          } else if (expected.value === undefined) {
+            expect(got.kind).toBe('absent');
+          } else if (typeof expected.value === 'string') {
+            expect(got).toEqual({ kind: 'string', value: expected.value });
+          } else {
+            expect(got.kind).toBe('other');
+          }
+        },
+      ),
       { seed: SEED, numRuns: 2000 },
     );
   });
@@ -66,7 +77,9 @@ describe('json scan', () => {
   });
 
   it('refuses what parsers disagree on: a byte-order mark, a repeated field, nesting past the bound', () => {
-    expect((scan(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"model":"m1"}')])) as JsonScanError).problem).toBe('bom');
+    expect(
+      (scan(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"model":"m1"}')])) as JsonScanError).problem,
+    ).toBe('bom');
     expect((scan('{"model":"m1","model":"m2"}') as JsonScanError).problem).toBe('duplicate_field');
     expect((scan('{"model":"m1","mod\\u0065l":"m2"}') as JsonScanError).problem).toBe('duplicate_field');
     const ok = `{"model":"m1","x":${'['.repeat(MAX_JSON_DEPTH - 1)}${']'.repeat(MAX_JSON_DEPTH - 1)}}`;

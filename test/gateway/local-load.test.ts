@@ -10,14 +10,29 @@ import { startGateway, type GatewayInstance } from '../../daemons/gateway/server
 import type { OverlayCandidate } from '../../schemas/overlay/types.ts';
 import { capturingLogger } from '../gossip-operator/helpers.ts';
 import { closedPort } from '../closed-port.ts';
-import { call, candidate, chatBody, consumerConfig, metricSample, payload, tempDir, waitFor, writeOverlay } from './helpers.ts';
+import {
+  call,
+  candidate,
+  chatBody,
+  consumerConfig,
+  metricSample,
+  payload,
+  tempDir,
+  waitFor,
+  writeOverlay,
+} from './helpers.ts';
 import { MemorySiteView, entry } from './site-route/fixtures.ts';
 import { seededRandom as seeded } from '../../daemons/shared/seeded-random.ts';
 
+const COMPLETION = JSON.stringify({
+  id: 'chatcmpl-1',
+  object: 'chat.completion',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+});
 
-const COMPLETION = JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] });
-
-async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ port: number; close: () => Promise<void>; server: ReturnType<typeof createServer> }> {
+async function listen(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ port: number; close: () => Promise<void>; server: ReturnType<typeof createServer> }> {
   const server = createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -64,7 +79,10 @@ async function holdingUpstream() {
     release() {
       for (const { res, mode } of held.splice(0)) {
         if (res.destroyed) continue;
-        if (mode === 'json') res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(COMPLETION) }).end(COMPLETION);
+        if (mode === 'json')
+          res
+            .writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(COMPLETION) })
+            .end(COMPLETION);
         else res.end('data: [DONE]\n\n');
       }
     },
@@ -83,9 +101,14 @@ describe('local_load: own in-flight per candidate on a real gateway', () => {
     await waitFor(`revision ${revision}`, () => gateway.overlay?.current()?.revision === revision);
   };
   const metrics = async () => (await call(`http://127.0.0.1:${gateway.adminPort}/metrics`)).text;
-  const inFlight = async (cluster: string) => metricSample(await metrics(), `grid_gateway_candidate_in_flight{cluster="${cluster}"}`);
-  const settlesAt = (cluster: string, value: number) => waitFor(`grid_gateway_candidate_in_flight{cluster="${cluster}"} = ${value}`, async () => ((await inFlight(cluster)) === value ? true : undefined));
-  const chat = (headers: Record<string, string> = {}) => call(`${base}/v1/chat/completions`, { body: chatBody('m1'), headers });
+  const inFlight = async (cluster: string) =>
+    metricSample(await metrics(), `grid_gateway_candidate_in_flight{cluster="${cluster}"}`);
+  const settlesAt = (cluster: string, value: number) =>
+    waitFor(`grid_gateway_candidate_in_flight{cluster="${cluster}"} = ${value}`, async () =>
+      (await inFlight(cluster)) === value ? true : undefined,
+    );
+  const chat = (headers: Record<string, string> = {}) =>
+    call(`${base}/v1/chat/completions`, { body: chatBody('m1'), headers });
 
   beforeAll(async () => {
     ({ dir, cleanup } = await tempDir('local-load'));
@@ -101,7 +124,12 @@ describe('local_load: own in-flight per candidate on a real gateway', () => {
         { name: 'dead', endpoints: [`127.0.0.1:${dead}`], connect_timeout_ms: 500 },
       ],
     });
-    gateway = await startGateway(resolveConfig(config, 'consumer.json'), { configDir: dir, logger: capturingLogger().logger, processMetrics: false, overlayPollIntervalMs: 0 });
+    gateway = await startGateway(resolveConfig(config, 'consumer.json'), {
+      configDir: dir,
+      logger: capturingLogger().logger,
+      processMetrics: false,
+      overlayPollIntervalMs: 0,
+    });
     base = `http://127.0.0.1:${gateway.listeners[0]!.port}`;
   });
 
@@ -127,10 +155,14 @@ describe('local_load: own in-flight per candidate on a real gateway', () => {
     await useOverlay([candidate('m1', 'west', 'hold')]);
     const streaming = await new Promise<ReturnType<typeof httpRequest>>((resolve, reject) => {
       const body = JSON.stringify(chatBody('m1', { stream: true }));
-      const req = httpRequest(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hold': 'stream' } }, (res) => {
-        res.once('data', () => resolve(req));
-        res.once('error', () => undefined);
-      });
+      const req = httpRequest(
+        `${base}/v1/chat/completions`,
+        { method: 'POST', headers: { 'content-type': 'application/json', 'x-hold': 'stream' } },
+        (res) => {
+          res.once('data', () => resolve(req));
+          res.once('error', () => undefined);
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
@@ -144,7 +176,11 @@ describe('local_load: own in-flight per candidate on a real gateway', () => {
   it('returns to 0 when the caller goes away before any answer', async () => {
     await useOverlay([candidate('m1', 'west', 'hold')]);
     const abort = new AbortController();
-    const req = httpRequest(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, signal: abort.signal });
+    const req = httpRequest(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      signal: abort.signal,
+    });
     req.on('error', () => undefined);
     req.end(JSON.stringify(chatBody('m1')));
     await waitFor('the held request', () => (hold.held.length === 1 ? true : undefined));
@@ -164,7 +200,13 @@ describe('local_load: own in-flight per candidate on a real gateway', () => {
   });
 
   it('moves the count on a failover: the unreachable candidate ends, the one retried on begins', async () => {
-    await useOverlay([candidate('m1', 'west', 'dead', { selection_group: 0 }), candidate('m1', 'east', 'hold', { selection_group: 0 })], 'deterministic');
+    await useOverlay(
+      [
+        candidate('m1', 'west', 'dead', { selection_group: 0 }),
+        candidate('m1', 'east', 'hold', { selection_group: 0 }),
+      ],
+      'deterministic',
+    );
     const reply = chat();
     await waitFor('the failed-over request held', () => (hold.held.length === 1 ? true : undefined));
     const text = await metrics();
@@ -198,11 +240,24 @@ describe('local_load on grid_site_route in a real gateway', () => {
         },
       ],
     };
-    const gateway = await startGateway(resolveConfig(config, 'consumer.json'), { configDir: dir, logger: capturingLogger().logger, processMetrics: false, siteView: view });
+    const gateway = await startGateway(resolveConfig(config, 'consumer.json'), {
+      configDir: dir,
+      logger: capturingLogger().logger,
+      processMetrics: false,
+      siteView: view,
+    });
     try {
       const base = `http://127.0.0.1:${gateway.listeners[0]!.port}`;
-      const series = async () => metricSample((await call(`http://127.0.0.1:${gateway.adminPort}/metrics`)).text, 'grid_gateway_candidate_in_flight{cluster="c-a"}');
-      const replies = Promise.all([1, 2, 3].map(() => call(`${base}/v1/chat/completions`, { body: { model: 'm', messages: [{ role: 'user', content: 'hi' }] } })));
+      const series = async () =>
+        metricSample(
+          (await call(`http://127.0.0.1:${gateway.adminPort}/metrics`)).text,
+          'grid_gateway_candidate_in_flight{cluster="c-a"}',
+        );
+      const replies = Promise.all(
+        [1, 2, 3].map(() =>
+          call(`${base}/v1/chat/completions`, { body: { model: 'm', messages: [{ role: 'user', content: 'hi' }] } }),
+        ),
+      );
       await waitFor('3 held requests', () => (hold.held.length === 3 ? true : undefined));
       expect(await series()).toBe(3);
       hold.release();
@@ -232,7 +287,10 @@ describe('local_load: two equal candidates, one slow', () => {
       req.resume();
       req.on('end', () => {
         served[which]++;
-        const send = () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(COMPLETION) }).end(COMPLETION);
+        const send = () =>
+          res
+            .writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(COMPLETION) })
+            .end(COMPLETION);
         if (which === 'slow') setTimeout(send, SLOW_MS);
         else send();
       });
@@ -242,7 +300,13 @@ describe('local_load: two equal candidates, one slow', () => {
     const overlayPath = join(dir, 'routing-overlay.json');
     await writeOverlay(
       overlayPath,
-      payload([candidate('m1', 'west', 'fast', { selection_group: 0, traffic_weight: 1 }), candidate('m1', 'east', 'slow', { selection_group: 0, traffic_weight: 1 })], 'weightedRandom'),
+      payload(
+        [
+          candidate('m1', 'west', 'fast', { selection_group: 0, traffic_weight: 1 }),
+          candidate('m1', 'east', 'slow', { selection_group: 0, traffic_weight: 1 }),
+        ],
+        'weightedRandom',
+      ),
     );
     const config = consumerConfig({
       overlayPath,
@@ -263,11 +327,15 @@ describe('local_load: two equal candidates, one slow', () => {
       const base = `http://127.0.0.1:${gateway.listeners[0]!.port}`;
       let left = REQUESTS;
       const client = async (): Promise<void> => {
-        while (left-- > 0) expect((await call(`${base}/v1/chat/completions`, { body: chatBody('m1') })).status).toBe(200);
+        while (left-- > 0)
+          expect((await call(`${base}/v1/chat/completions`, { body: chatBody('m1') })).status).toBe(200);
       };
       await Promise.all(Array.from({ length: CLIENTS }, client));
       const text = (await call(`http://127.0.0.1:${gateway.adminPort}/metrics`)).text;
-      const selections = text.split('\n').filter((l) => l.startsWith('grid_gateway_selections_total{')).join(' ');
+      const selections = text
+        .split('\n')
+        .filter((l) => l.startsWith('grid_gateway_selections_total{'))
+        .join(' ');
       // Every request has ended: nothing is left counted against either candidate.
       if (localLoad) {
         expect(metricSample(text, 'grid_gateway_candidate_in_flight{cluster="fast"}')).toBe(0);

@@ -11,7 +11,20 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { stableId } from '../../schemas/fnv1a.ts';
 import type { OverlayCandidate } from '../../schemas/overlay/types.ts';
-import { EDGE_ORG, PROVIDER_SNI, call, makePki, metricSample, payload, spawnDaemon, startConsumer, tempDir, waitFor, waitForPort, writeOverlay } from './helpers.ts';
+import {
+  EDGE_ORG,
+  PROVIDER_SNI,
+  call,
+  makePki,
+  metricSample,
+  payload,
+  spawnDaemon,
+  startConsumer,
+  tempDir,
+  waitFor,
+  waitForPort,
+  writeOverlay,
+} from './helpers.ts';
 import type { Daemon, Pki } from './helpers.ts';
 import { startPagedV1, startStateful, startStatelessV1 } from '../gossip-operator/probes/mcp-sdk-servers.ts';
 import type { SdkServer, Tools } from '../gossip-operator/probes/mcp-sdk-servers.ts';
@@ -25,17 +38,31 @@ const TOOLS: Tools = [
 /** The stateful server of these tests: echo answers at once, countdown sends a progress notification every 150 ms. */
 function toolServer(): McpServer {
   const server = new McpServer({ name: 'db-tools', version: '1.0.0' });
-  server.registerTool('echo', { description: 'Echoes its text', inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: 'text', text: `echo: ${text}` }] }));
-  server.registerTool('countdown', { description: 'Counts down', inputSchema: { from: z.number() } }, async ({ from }, extra) => {
-    const token = extra._meta?.progressToken;
-    for (let i = from; i > 0; i--) {
-      if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: from - i + 1, total: from } });
-      await new Promise((resolve) => setTimeout(resolve, 150));
-    }
-    return { content: [{ type: 'text', text: 'liftoff' }] };
-  });
+  server.registerTool(
+    'echo',
+    { description: 'Echoes its text', inputSchema: { text: z.string() } },
+    async ({ text }) => ({ content: [{ type: 'text', text: `echo: ${text}` }] }),
+  );
+  server.registerTool(
+    'countdown',
+    { description: 'Counts down', inputSchema: { from: z.number() } },
+    async ({ from }, extra) => {
+      const token = extra._meta?.progressToken;
+      for (let i = from; i > 0; i--) {
+        if (token !== undefined)
+          await extra.sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken: token, progress: from - i + 1, total: from },
+          });
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+      return { content: [{ type: 'text', text: 'liftoff' }] };
+    },
+  );
   // A tool the server has but the overlay does not list for this grid's callers.
-  server.registerTool('drop_tables', { description: 'Not published' }, async () => ({ content: [{ type: 'text', text: 'dropped' }] }));
+  server.registerTool('drop_tables', { description: 'Not published' }, async () => ({
+    content: [{ type: 'text', text: 'dropped' }],
+  }));
   return server;
 }
 
@@ -62,40 +89,85 @@ function providerConfig(pki: Pki, tokenFile: string, backends: Record<string, st
     credential: { secretRef: { name: 'tools-token', namespace: 'grid-system', key: 'token' } },
   }));
   return {
-    listeners: [{
-      name: 'provider',
-      address: '127.0.0.1:0',
-      filter_chains: ['provider-agents'],
-      tls: { certificates: [{ cert_path: pki.providerCertPath, key_path: pki.providerKeyPath }], client_ca: { ca_path: pki.caPath }, client_cert_mode: 'require' },
-    }],
-    filter_chains: [{
-      name: 'provider-agents',
-      filters: [
-        { filter: 'peer_identity_trust', trusted_peers: [{ organization: EDGE_ORG }] },
-        { filter: 'agent_provider_route', servers, max_body_bytes: 65536 },
-        { filter: 'credential_inject', credentials: [{ strategy: 'bearer_token', name: 'tools-token', namespace: 'grid-system', key: 'token', file: tokenFile }] },
-        { filter: 'load_balancer', clusters: Object.entries(backends).map(([name, endpoints]) => ({ name: `backend-${name}`, endpoints })) },
-      ],
-    }],
+    listeners: [
+      {
+        name: 'provider',
+        address: '127.0.0.1:0',
+        filter_chains: ['provider-agents'],
+        tls: {
+          certificates: [{ cert_path: pki.providerCertPath, key_path: pki.providerKeyPath }],
+          client_ca: { ca_path: pki.caPath },
+          client_cert_mode: 'require',
+        },
+      },
+    ],
+    filter_chains: [
+      {
+        name: 'provider-agents',
+        filters: [
+          { filter: 'peer_identity_trust', trusted_peers: [{ organization: EDGE_ORG }] },
+          { filter: 'agent_provider_route', servers, max_body_bytes: 65536 },
+          {
+            filter: 'credential_inject',
+            credentials: [
+              {
+                strategy: 'bearer_token',
+                name: 'tools-token',
+                namespace: 'grid-system',
+                key: 'token',
+                file: tokenFile,
+              },
+            ],
+          },
+          {
+            filter: 'load_balancer',
+            clusters: Object.entries(backends).map(([name, endpoints]) => ({ name: `backend-${name}`, endpoints })),
+          },
+        ],
+      },
+    ],
     admin: { address: '127.0.0.1:0' },
     shutdown_timeout_secs: 2,
   };
 }
 
-function consumerConfig(pki: Pki, overlayPath: string, providerPort: number, servers: readonly string[]): Record<string, unknown> {
-  const tls = { ca: { ca_path: pki.caPath }, client_cert: { cert_path: pki.edgeCertPath, key_path: pki.edgeKeyPath }, sni: PROVIDER_SNI, verify: true };
+function consumerConfig(
+  pki: Pki,
+  overlayPath: string,
+  providerPort: number,
+  servers: readonly string[],
+): Record<string, unknown> {
+  const tls = {
+    ca: { ca_path: pki.caPath },
+    client_cert: { cert_path: pki.edgeCertPath, key_path: pki.edgeKeyPath },
+    sni: PROVIDER_SNI,
+    verify: true,
+  };
   const clusters = servers.map((name) => ({ name: `tool/${name}`, endpoints: [`127.0.0.1:${providerPort}`], tls }));
   const scope = { network: 'grid', gateway: 'edge', namespace: 'grid-system', local_site: 'west' };
   return {
     listeners: [{ name: 'edge', address: '127.0.0.1:0', filter_chains: ['main'] }],
-    filter_chains: [{
-      name: 'main',
-      filters: [
-        { filter: 'intelligent_route', overlay_file: overlayPath, expected_overlay_scope: scope, reload: { enabled: true, debounce_ms: 20 } },
-        { filter: 'mcp_route', overlay_file: overlayPath, expected_overlay_scope: scope, provider_hop_clusters: clusters.map((c) => c.name), max_body_bytes: 32768 },
-        { filter: 'load_balancer', clusters },
-      ],
-    }],
+    filter_chains: [
+      {
+        name: 'main',
+        filters: [
+          {
+            filter: 'intelligent_route',
+            overlay_file: overlayPath,
+            expected_overlay_scope: scope,
+            reload: { enabled: true, debounce_ms: 20 },
+          },
+          {
+            filter: 'mcp_route',
+            overlay_file: overlayPath,
+            expected_overlay_scope: scope,
+            provider_hop_clusters: clusters.map((c) => c.name),
+            max_body_bytes: 32768,
+          },
+          { filter: 'load_balancer', clusters },
+        ],
+      },
+    ],
     admin: { address: '127.0.0.1:0' },
     shutdown_timeout_secs: 2,
   };
@@ -120,24 +192,45 @@ describe('mcp_route and agent_provider_route: MCP across the grid with the offic
     const temp = await tempDir('mcp-route');
     const dir = temp.dir;
     const pki = await makePki(dir);
-    replicas = [await startStateful(() => toolServer(), TOOLS, { requireToken: TOKEN }), await startStateful(() => toolServer(), TOOLS, { requireToken: TOKEN })];
-    stateless = await startStatelessV1([{ name: 'alpha', description: 'a' }, { name: 'beta', description: 'b' }], { requireToken: TOKEN });
-    paged = await startPagedV1(['t0', 't1', 't2', 't3', 't4'].map((name) => ({ name, description: name })), 2, { requireToken: TOKEN });
+    replicas = [
+      await startStateful(() => toolServer(), TOOLS, { requireToken: TOKEN }),
+      await startStateful(() => toolServer(), TOOLS, { requireToken: TOKEN }),
+    ];
+    stateless = await startStatelessV1(
+      [
+        { name: 'alpha', description: 'a' },
+        { name: 'beta', description: 'b' },
+      ],
+      { requireToken: TOKEN },
+    );
+    paged = await startPagedV1(
+      ['t0', 't1', 't2', 't3', 't4'].map((name) => ({ name, description: name })),
+      2,
+      { requireToken: TOKEN },
+    );
     const hostOf = (url: string): string => new URL(url).host;
     const tokenFile = join(dir, 'tools-token');
     await writeFile(tokenFile, `${TOKEN}\n`, { mode: 0o600 });
     const providerPath = join(dir, 'provider.json');
-    await writeFile(providerPath, JSON.stringify(providerConfig(pki, tokenFile, {
-      'db-tools': replicas.map((r) => hostOf(r.url)),
-      'stateless-tools': [hostOf(stateless.url)],
-      'paged-tools': [hostOf(paged.url)],
-    })));
+    await writeFile(
+      providerPath,
+      JSON.stringify(
+        providerConfig(pki, tokenFile, {
+          'db-tools': replicas.map((r) => hostOf(r.url)),
+          'stateless-tools': [hostOf(stateless.url)],
+          'paged-tools': [hostOf(paged.url)],
+        }),
+      ),
+    );
     provider = spawnDaemon('daemons/gateway/main.ts', ['--config', providerPath]);
     const providerPort = await waitForPort(provider, 'provider');
     overlayPath = join(dir, 'overlay.json');
     await writeOverlay(overlayPath, payload(published()));
     const consumerPath = join(dir, 'consumer.json');
-    await writeFile(consumerPath, JSON.stringify(consumerConfig(pki, overlayPath, providerPort, ['db-tools', 'stateless-tools', 'paged-tools'])));
+    await writeFile(
+      consumerPath,
+      JSON.stringify(consumerConfig(pki, overlayPath, providerPort, ['db-tools', 'stateless-tools', 'paged-tools'])),
+    );
     consumers = await Promise.all([startConsumer(consumerPath), startConsumer(consumerPath)]);
     cleanup = async () => {
       for (const client of clients) await client.close().catch(() => undefined);
@@ -150,8 +243,15 @@ describe('mcp_route and agent_provider_route: MCP across the grid with the offic
     await cleanup?.();
   });
 
-  async function connect(base: string, server: string, sessionId?: string): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-    const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp/${server}`), sessionId === undefined ? {} : { sessionId });
+  async function connect(
+    base: string,
+    server: string,
+    sessionId?: string,
+  ): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+    const transport = new StreamableHTTPClientTransport(
+      new URL(`${base}/mcp/${server}`),
+      sessionId === undefined ? {} : { sessionId },
+    );
     const client = new Client({ name: 'grid-test-agent', version: '1.0.0' });
     await client.connect(transport);
     clients.push(client);
@@ -176,7 +276,9 @@ describe('mcp_route and agent_provider_route: MCP across the grid with the offic
     const { client } = await connect(consumers[0]!.base, 'db-tools');
     const started = Date.now();
     const progressAt: number[] = [];
-    const result = await client.callTool({ name: 'countdown', arguments: { from: 4 } }, undefined, { onprogress: () => void progressAt.push(Date.now() - started) });
+    const result = await client.callTool({ name: 'countdown', arguments: { from: 4 } }, undefined, {
+      onprogress: () => void progressAt.push(Date.now() - started),
+    });
     const doneAt = Date.now() - started;
     expect(result.content).toEqual([{ type: 'text', text: 'liftoff' }]);
     expect(progressAt).toHaveLength(4);
@@ -210,7 +312,9 @@ describe('mcp_route and agent_provider_route: MCP across the grid with the offic
     const { client, transport } = await connect(consumers[1]!.base, 'stateless-tools');
     expect(transport.sessionId).toBeUndefined();
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['alpha', 'beta']);
-    expect((await client.callTool({ name: 'beta', arguments: {} })).content).toEqual([{ type: 'text', text: 'beta ran' }]);
+    expect((await client.callTool({ name: 'beta', arguments: {} })).content).toEqual([
+      { type: 'text', text: 'beta ran' },
+    ]);
     const pagedClient = (await connect(consumers[0]!.base, 'paged-tools')).client;
     const page1 = await pagedClient.listTools();
     expect(page1.tools.map((t) => t.name)).toEqual(['t0', 't1']);
@@ -222,7 +326,10 @@ describe('mcp_route and agent_provider_route: MCP across the grid with the offic
     const { client } = await connect(consumers[0]!.base, 'db-tools');
     const calls = (): number => replicas.flatMap((r) => r.seen).filter((s) => s.rpc === 'tools/call').length;
     const before = calls();
-    await expect(client.callTool({ name: 'drop_tables', arguments: {} })).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('Unknown tool: "drop_tables"') });
+    await expect(client.callTool({ name: 'drop_tables', arguments: {} })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('Unknown tool: "drop_tables"'),
+    });
     expect(calls()).toBe(before);
     const metrics = (await call(`${consumers[0]!.admin}/metrics`)).text;
     expect(metricSample(metrics, 'grid_gateway_mcp_refused_total{server="db-tools",reason="unknown_tool"}')).toBe(1);
@@ -232,11 +339,28 @@ describe('mcp_route and agent_provider_route: MCP across the grid with the offic
     const base = consumers[0]!.base;
     const before = replicas.reduce((n, r) => n + r.seen.length, 0);
     const post = (path: string, body: string, headers: Record<string, string> = {}) =>
-      call(`${base}${path}`, { method: 'POST', body, headers: { accept: 'application/json, text/event-stream', ...headers } });
-    const forged = await post('/mcp/db-tools', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), { 'mcp-session-id': 'not-a-grid-session' });
+      call(`${base}${path}`, {
+        method: 'POST',
+        body,
+        headers: { accept: 'application/json, text/event-stream', ...headers },
+      });
+    const forged = await post('/mcp/db-tools', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), {
+      'mcp-session-id': 'not-a-grid-session',
+    });
     expect(forged.status).toBe(404);
-    expect(forged.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32001, message: expect.stringContaining('Session not found') } });
-    const tooBig = await post('/mcp/db-tools', JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x'.repeat(40_000) } } }));
+    expect(forged.json()).toMatchObject({
+      jsonrpc: '2.0',
+      error: { code: -32001, message: expect.stringContaining('Session not found') },
+    });
+    const tooBig = await post(
+      '/mcp/db-tools',
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { text: 'x'.repeat(40_000) } },
+      }),
+    );
     expect(tooBig.status).toBe(413);
     expect(tooBig.json().error.message).toContain('exceeds 32768 bytes');
     const notJson = await post('/mcp/db-tools', '{"jsonrpc":');
@@ -244,7 +368,10 @@ describe('mcp_route and agent_provider_route: MCP across the grid with the offic
     expect(notJson.json().error.code).toBe(-32700);
     const notRpc = await post('/mcp/db-tools', JSON.stringify({ id: 3, method: 'tools/list' }));
     expect(notRpc.json().error).toMatchObject({ code: -32600, message: expect.stringContaining('"jsonrpc": "2.0"') });
-    const unknown = await post('/mcp/no-such-server', JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'initialize', params: {} }));
+    const unknown = await post(
+      '/mcp/no-such-server',
+      JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'initialize', params: {} }),
+    );
     expect(unknown.status).toBe(404);
     expect(unknown.json().error.message).toContain('no tool server "no-such-server"');
     const put = await call(`${base}/mcp/db-tools`, { method: 'PUT', body: '{}' });
@@ -258,7 +385,9 @@ describe('mcp_route and agent_provider_route: MCP across the grid with the offic
     const sum = (series: string): number => pages.reduce((n, page) => n + (metricSample(page, series) ?? 0), 0);
     // 1 echo in the first test, 6 + 6 in the pinning one; one countdown; four sessions initialized on db-tools.
     expect(sum('grid_gateway_mcp_tool_calls_total{server="db-tools",tool="echo",site="east",tenant="none"}')).toBe(13);
-    expect(sum('grid_gateway_mcp_tool_calls_total{server="db-tools",tool="countdown",site="east",tenant="none"}')).toBe(1);
+    expect(sum('grid_gateway_mcp_tool_calls_total{server="db-tools",tool="countdown",site="east",tenant="none"}')).toBe(
+      1,
+    );
     expect(sum('grid_gateway_mcp_messages_total{server="db-tools",method="initialize",site="east"}')).toBe(5);
     for (const page of pages) expect(page).not.toContain(TOKEN);
   });
@@ -269,7 +398,11 @@ describe('mcp_route and agent_provider_route: MCP across the grid with the offic
     await holder.close();
     const gone = await call(`${consumers[0]!.base}/mcp/db-tools`, {
       method: 'POST',
-      headers: { accept: 'application/json, text/event-stream', 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': '2025-06-18' },
+      headers: {
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': transport.sessionId!,
+        'mcp-protocol-version': '2025-06-18',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' }),
     });
     expect(gone.status).toBe(502);
@@ -277,7 +410,11 @@ describe('mcp_route and agent_provider_route: MCP across the grid with the offic
     // The tool server withdrawn from the overlay (its provider Unavailable): the session and new ones answer 404.
     await writeOverlay(overlayPath, payload(published().filter((c) => c.cluster !== 'tool/db-tools')));
     await waitFor('the overlay without db-tools', async () => {
-      const reply = await call(`${consumers[0]!.base}/mcp/db-tools`, { method: 'POST', headers: { accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }) });
+      const reply = await call(`${consumers[0]!.base}/mcp/db-tools`, {
+        method: 'POST',
+        headers: { accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }),
+      });
       return reply.status === 404 ? reply : undefined;
     });
     await expect(client.listTools()).rejects.toThrow(/no tool server .*db-tools/);

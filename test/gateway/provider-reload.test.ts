@@ -18,7 +18,18 @@ import { createServerCertificate } from '../../daemons/shared/tls.ts';
 import type { CertificateAuthority, LeafCertificate } from '../../daemons/shared/tls.ts';
 import { createCertificateAuthority, createClientCertificate } from '../../daemons/shared/tls.ts';
 import { KubeletVolume, type VolumePayload } from '../kubelet-volume.ts';
-import { EDGE_ORG, PROVIDER_SNI, call, chatBody, metricSample, providerConfig, spawnDaemon, tempDir, waitFor, waitForPort } from './helpers.ts';
+import {
+  EDGE_ORG,
+  PROVIDER_SNI,
+  call,
+  chatBody,
+  metricSample,
+  providerConfig,
+  spawnDaemon,
+  tempDir,
+  waitFor,
+  waitForPort,
+} from './helpers.ts';
 import type { Daemon, Pki } from './helpers.ts';
 
 const BOUND_MS = 3_000;
@@ -44,16 +55,33 @@ beforeAll(async () => {
     req.resume();
     req.on('end', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+      res.end(
+        JSON.stringify({
+          id: 'x',
+          object: 'chat.completion',
+          choices: [],
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+        }),
+      );
     });
   });
   await new Promise<void>((r) => backend.listen(0, '127.0.0.1', () => r()));
   ca = await createCertificateAuthority({ commonName: 'agn test ca', organization: 'agn' });
   edge = await createClientCertificate(ca, { commonName: 'edge', organization: EDGE_ORG });
   const serving = await createServerCertificate(ca, { commonName: 'provider', sans: [PROVIDER_SNI] });
-  payload = { 'tls/ca.crt': ca.certPem, 'tls/tls.crt': serving.certPem, 'tls/tls.key': serving.keyPem, [CREDENTIAL]: 'token-one\n' };
+  payload = {
+    'tls/ca.crt': ca.certPem,
+    'tls/tls.crt': serving.certPem,
+    'tls/tls.key': serving.keyPem,
+    [CREDENTIAL]: 'token-one\n',
+  };
   volume = await KubeletVolume.create(join(dir, 'praxis'), payload);
-  const pki = { providerCertPath: volume.path('tls/tls.crt'), providerKeyPath: volume.path('tls/tls.key'), caPath: volume.path('tls/ca.crt'), edge } as unknown as Pki;
+  const pki = {
+    providerCertPath: volume.path('tls/tls.crt'),
+    providerKeyPath: volume.path('tls/tls.key'),
+    caPath: volume.path('tls/ca.crt'),
+    edge,
+  } as unknown as Pki;
   const config = providerConfig({
     pki,
     routes: [
@@ -62,10 +90,21 @@ beforeAll(async () => {
         model: 'm1',
         cluster: 'backend',
         paths: ['/v1/chat/completions'],
-        credential: { strategy: 'bearer_token', secretRef: { name: 'cred-east', namespace: 'grid-system', key: 'token' } },
+        credential: {
+          strategy: 'bearer_token',
+          secretRef: { name: 'cred-east', namespace: 'grid-system', key: 'token' },
+        },
       },
     ],
-    credentials: [{ strategy: 'bearer_token', name: 'cred-east', namespace: 'grid-system', key: 'token', file: volume.path(CREDENTIAL) }],
+    credentials: [
+      {
+        strategy: 'bearer_token',
+        name: 'cred-east',
+        namespace: 'grid-system',
+        key: 'token',
+        file: volume.path(CREDENTIAL),
+      },
+    ],
     clusters: [{ name: 'backend', endpoints: [`127.0.0.1:${(backend.address() as AddressInfo).port}`] }],
   });
   const configPath = join(dir, 'provider.json');
@@ -79,7 +118,8 @@ afterAll(async () => {
   await provider.stop();
   await new Promise<void>((r) => backend.close(() => r()));
   const output = provider.stdout() + provider.stderr();
-  for (const secret of ['token-one', 'token-two', 'PRIVATE KEY', edge.keyPem.split('\n')[1]!]) expect(output).not.toContain(secret);
+  for (const secret of ['token-one', 'token-two', 'PRIVATE KEY', edge.keyPem.split('\n')[1]!])
+    expect(output).not.toContain(secret);
   await cleanup();
 });
 
@@ -102,7 +142,11 @@ function hop(agent?: Agent): Promise<{ status: number; fingerprint: string; sock
         cert: edge.certPem,
         key: edge.keyPem,
         agent: agent ?? false,
-        headers: { 'content-type': 'application/json', 'x-ai-routing-candidate': CANDIDATE, 'x-ai-routing-request-id': id },
+        headers: {
+          'content-type': 'application/json',
+          'x-ai-routing-candidate': CANDIDATE,
+          'x-ai-routing-request-id': id,
+        },
       },
       (res) => {
         const socket = res.socket as TLSSocket;
@@ -122,7 +166,12 @@ async function update(change: VolumePayload): Promise<void> {
 }
 
 async function metric(kind: string, outcome: string): Promise<number> {
-  return metricSample((await call(`${admin}/metrics`)).text, `grid_gateway_file_reloads_total{file_kind="${kind}",outcome="${outcome}"}`) ?? 0;
+  return (
+    metricSample(
+      (await call(`${admin}/metrics`)).text,
+      `grid_gateway_file_reloads_total{file_kind="${kind}",outcome="${outcome}"}`,
+    ) ?? 0
+  );
 }
 
 async function within<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
@@ -134,20 +183,26 @@ describe('provider gateway: credential files followed on disk', () => {
     expect((await hop()).status).toBe(200);
     expect(seenAuthorization.at(-1)).toBe('Bearer token-one');
     await update({ [CREDENTIAL]: 'token-two\n' });
-    await within('the rotated token upstream', async () => ((await hop()).status === 200 && seenAuthorization.at(-1) === 'Bearer token-two' ? true : undefined));
+    await within('the rotated token upstream', async () =>
+      (await hop()).status === 200 && seenAuthorization.at(-1) === 'Bearer token-two' ? true : undefined,
+    );
   });
 
   it('keeps the previous token when the file turns empty, logs and counts it, then takes the next good one', async () => {
     const before = await metric('credential', 'rejected');
     await update({ [CREDENTIAL]: '  \n' });
-    await within('the empty credential counted', async () => ((await metric('credential', 'rejected')) === before + 1 ? true : undefined));
+    await within('the empty credential counted', async () =>
+      (await metric('credential', 'rejected')) === before + 1 ? true : undefined,
+    );
     expect((await hop()).status).toBe(200);
     expect(seenAuthorization.at(-1)).toBe('Bearer token-two');
     const warning = provider.lines.find((l) => l['msg'] === 'credential unusable; the previous one stays in force');
     expect(warning?.['problem']).toBe(`${volume.path(CREDENTIAL)}: the token is empty`);
     expect(warning?.['name']).toBe('grid-system/cred-east/token');
     await update({ [CREDENTIAL]: 'token-three' });
-    await within('the next good token upstream', async () => ((await hop()).status === 200 && seenAuthorization.at(-1) === 'Bearer token-three' ? true : undefined));
+    await within('the next good token upstream', async () =>
+      (await hop()).status === 200 && seenAuthorization.at(-1) === 'Bearer token-three' ? true : undefined,
+    );
   });
 });
 
@@ -161,7 +216,9 @@ describe('provider gateway: listener certificate followed on disk', () => {
 
     const renewed = await createServerCertificate(ca, { commonName: 'provider', sans: [PROVIDER_SNI] });
     await update({ 'tls/tls.crt': renewed.certPem, 'tls/tls.key': renewed.keyPem });
-    await within('the renewed certificate on a new connection', async () => ((await hop()).fingerprint === renewed.fingerprint ? true : undefined));
+    await within('the renewed certificate on a new connection', async () =>
+      (await hop()).fingerprint === renewed.fingerprint ? true : undefined,
+    );
     // The connection from before the renewal still serves requests, with the certificate it was opened with.
     const after = await hop(open);
     expect([after.status, after.fingerprint, after.socket === before.socket]).toEqual([200, first.fingerprint, true]);
@@ -170,7 +227,9 @@ describe('provider gateway: listener certificate followed on disk', () => {
     // A second renewal: the watch moved with the swapped directory instead of staying on the deleted one.
     const again = await createServerCertificate(ca, { commonName: 'provider', sans: [PROVIDER_SNI] });
     await update({ 'tls/tls.crt': again.certPem, 'tls/tls.key': again.keyPem });
-    await within('the second renewal on a new connection', async () => ((await hop()).fingerprint === again.fingerprint ? true : undefined));
+    await within('the second renewal on a new connection', async () =>
+      (await hop()).fingerprint === again.fingerprint ? true : undefined,
+    );
   });
 
   it('keeps the certificate in force when the new key does not belong to the new certificate, then takes the next good pair', async () => {
@@ -179,7 +238,9 @@ describe('provider gateway: listener certificate followed on disk', () => {
     const one = await createServerCertificate(ca, { commonName: 'provider', sans: [PROVIDER_SNI] });
     const two = await createServerCertificate(ca, { commonName: 'provider', sans: [PROVIDER_SNI] });
     await update({ 'tls/tls.crt': one.certPem, 'tls/tls.key': two.keyPem });
-    await within('the mismatched pair counted', async () => ((await metric('listener_tls', 'rejected')) === before + 1 ? true : undefined));
+    await within('the mismatched pair counted', async () =>
+      (await metric('listener_tls', 'rejected')) === before + 1 ? true : undefined,
+    );
     expect(await hop()).toMatchObject({ status: 200, fingerprint: current });
     const warning = provider.lines.find((l) => l['msg'] === 'listener_tls unusable; the previous one stays in force');
     expect(warning?.['problem']).toBe(
@@ -187,9 +248,13 @@ describe('provider gateway: listener certificate followed on disk', () => {
     );
     // A truncated certificate is refused the same way.
     await update({ 'tls/tls.crt': one.certPem.slice(0, 200), 'tls/tls.key': one.keyPem });
-    await within('the truncated certificate counted', async () => ((await metric('listener_tls', 'rejected')) === before + 2 ? true : undefined));
+    await within('the truncated certificate counted', async () =>
+      (await metric('listener_tls', 'rejected')) === before + 2 ? true : undefined,
+    );
     expect((await hop()).fingerprint).toBe(current);
     await update({ 'tls/tls.crt': one.certPem, 'tls/tls.key': one.keyPem });
-    await within('the good pair on a new connection', async () => ((await hop()).fingerprint === one.fingerprint ? true : undefined));
+    await within('the good pair on a new connection', async () =>
+      (await hop()).fingerprint === one.fingerprint ? true : undefined,
+    );
   });
 });

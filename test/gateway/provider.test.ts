@@ -21,7 +21,10 @@ const TOKEN = 'backend-token-4d1e';
 const CANDIDATE = stableId('inference_model', 'm1', 'east', 'prov-east');
 const M2_CANDIDATE = stableId('inference_model', 'm2', 'east', 'prov-east');
 const INFERENCE_PATHS = ['/v1/chat/completions', '/v1/responses'];
-const CRED = (name: string) => ({ strategy: 'bearer_token', secretRef: { name, namespace: 'grid-system', key: 'token' } });
+const CRED = (name: string) => ({
+  strategy: 'bearer_token',
+  secretRef: { name, namespace: 'grid-system', key: 'token' },
+});
 const NO_CRED_CANDIDATE = stableId('inference_model', 'm1', 'east', 'prov-missing');
 const EMPTY_CRED_CANDIDATE = stableId('inference_model', 'm1', 'east', 'prov-empty');
 const REQUEST_ID = '00061a2b3c4d5e6f9abc000000000001';
@@ -37,7 +40,11 @@ const agents: Agent[] = [];
 
 function agent(identity: { cert: string; key: string } | null): Agent {
   const a = new Agent({
-    connect: { ca: pki.caPem, servername: PROVIDER_SNI, ...(identity === null ? {} : { cert: identity.cert, key: identity.key }) },
+    connect: {
+      ca: pki.caPem,
+      servername: PROVIDER_SNI,
+      ...(identity === null ? {} : { cert: identity.cert, key: identity.key }),
+    },
   });
   agents.push(a);
   return a;
@@ -54,8 +61,12 @@ const hop = (overrides: Record<string, string | undefined> = {}): Record<string,
 };
 
 let edge: Agent;
-const send = (headers: Record<string, string>, body: unknown = chatBody('m1'), path = '/v1/chat/completions', dispatcher = edge) =>
-  call(`${url}${path}`, { body, headers, dispatcher });
+const send = (
+  headers: Record<string, string>,
+  body: unknown = chatBody('m1'),
+  path = '/v1/chat/completions',
+  dispatcher = edge,
+) => call(`${url}${path}`, { body, headers, dispatcher });
 
 beforeAll(async () => {
   let dir: string;
@@ -67,19 +78,57 @@ beforeAll(async () => {
   const config = providerConfig({
     pki,
     routes: [
-      { candidate_id: CANDIDATE, model: 'm1', cluster: 'backend', paths: INFERENCE_PATHS, credential: CRED('cred-east') },
-      { candidate_id: M2_CANDIDATE, model: 'm2', cluster: 'backend', paths: ['/v1/embeddings'], credential: CRED('cred-east') },
-      { candidate_id: NO_CRED_CANDIDATE, model: 'm1', cluster: 'backend', paths: INFERENCE_PATHS, credential: CRED('cred-missing') },
-      { candidate_id: EMPTY_CRED_CANDIDATE, model: 'm1', cluster: 'backend', paths: INFERENCE_PATHS, credential: CRED('cred-empty') },
+      {
+        candidate_id: CANDIDATE,
+        model: 'm1',
+        cluster: 'backend',
+        paths: INFERENCE_PATHS,
+        credential: CRED('cred-east'),
+      },
+      {
+        candidate_id: M2_CANDIDATE,
+        model: 'm2',
+        cluster: 'backend',
+        paths: ['/v1/embeddings'],
+        credential: CRED('cred-east'),
+      },
+      {
+        candidate_id: NO_CRED_CANDIDATE,
+        model: 'm1',
+        cluster: 'backend',
+        paths: INFERENCE_PATHS,
+        credential: CRED('cred-missing'),
+      },
+      {
+        candidate_id: EMPTY_CRED_CANDIDATE,
+        model: 'm1',
+        cluster: 'backend',
+        paths: INFERENCE_PATHS,
+        credential: CRED('cred-empty'),
+      },
     ],
     credentials: [
       { strategy: 'bearer_token', name: 'cred-east', namespace: 'grid-system', key: 'token', file: join(dir, 'token') },
-      { strategy: 'bearer_token', name: 'cred-empty', namespace: 'grid-system', key: 'token', file: join(dir, 'empty-token') },
+      {
+        strategy: 'bearer_token',
+        name: 'cred-empty',
+        namespace: 'grid-system',
+        key: 'token',
+        file: join(dir, 'empty-token'),
+      },
     ],
     clusters: [{ name: 'backend', endpoints: [`127.0.0.1:${sim.port}`] }],
   });
-  const logger = createLogger({ name: 'gateway', level: 'debug', destination: { write: (line: string) => void logs.push(line) } });
-  gateway = await startGateway(resolveConfig(config, 'provider.json'), { configDir: dir, logger, processMetrics: false });
+  const logger = createLogger({
+    name: 'gateway',
+    level: 'debug',
+    destination: { write: (line: string) => void logs.push(line) },
+  });
+  gateway = await startGateway(resolveConfig(config, 'provider.json'), {
+    configDir: dir,
+    logger,
+    processMetrics: false,
+  });
   url = `https://127.0.0.1:${gateway.listeners[0]!.port}`;
   edge = agent(pki.edgePem);
 });
@@ -133,7 +182,12 @@ describe('peer_identity_trust', () => {
 describe('provider_route', () => {
   it('strips routing, provider and client auth headers and writes provider attribution', async () => {
     sim.requests.length = 0;
-    const reply = await send({ ...hop(), 'x-ai-provider-attribution': 'spoofed', 'x-ai-routing-extra': 'x', authorization: 'Bearer nope' });
+    const reply = await send({
+      ...hop(),
+      'x-ai-provider-attribution': 'spoofed',
+      'x-ai-routing-extra': 'x',
+      authorization: 'Bearer nope',
+    });
     expect(reply.status).toBe(200);
     const seen = sim.requests.at(-1)!.headers;
     expect(seen).toEqual({
@@ -192,7 +246,11 @@ describe('provider_route', () => {
     // A stored-response call (/v1/responses/{id}) is not a listed path: 400 without a model, 404 with one named.
     const read = await send(hop(), { model: 'm1', input: 'x' }, '/v1/responses/resp_123');
     expect(read.status).toBe(400);
-    const named = await send({ ...hop(), 'x-gateway-model-name': 'm1' }, { model: 'm1', input: 'x' }, '/v1/responses/resp_123');
+    const named = await send(
+      { ...hop(), 'x-gateway-model-name': 'm1' },
+      { model: 'm1', input: 'x' },
+      '/v1/responses/resp_123',
+    );
     expect(named.status).toBe(404);
     expect(named.json().error.code).toBe('path_not_routed');
     expect(sim.requests.length).toBe(before + 1);
@@ -203,7 +261,9 @@ describe('upstream Host without a cluster authority', () => {
   it("is the endpoint's host, with the port unless it is the scheme's default", () => {
     expect(hostHeaderOf('api.openai.com:443', true)).toBe('api.openai.com');
     expect(hostHeaderOf('api.openai.com:8443', true)).toBe('api.openai.com:8443');
-    expect(hostHeaderOf('sim-west-llm.grid-system.svc.cluster.local:80', false)).toBe('sim-west-llm.grid-system.svc.cluster.local');
+    expect(hostHeaderOf('sim-west-llm.grid-system.svc.cluster.local:80', false)).toBe(
+      'sim-west-llm.grid-system.svc.cluster.local',
+    );
     expect(hostHeaderOf('backend:443', false)).toBe('backend:443');
     expect(hostHeaderOf('[2001:db8::1]:443', true)).toBe('[2001:db8::1]');
   });

@@ -22,12 +22,18 @@ export async function consumerBeforeRawUpstream(name: string, answer: RequestLis
   const overlayPath = join(dirs.dir, 'routing-overlay.json');
   await writeOverlay(overlayPath, payload([candidate('m1', 'west', 'raw')]));
   const upstreamPort = (upstream.address() as { port: number }).port;
-  const gateway = await startGateway(resolveConfig(consumerConfig({ overlayPath, clusters: [{ name: 'raw', endpoints: [`127.0.0.1:${upstreamPort}`] }] }), 'consumer.json'), {
-    configDir: dirs.dir,
-    logger: capturingLogger().logger,
-    processMetrics: false,
-    overlayPollIntervalMs: 0,
-  });
+  const gateway = await startGateway(
+    resolveConfig(
+      consumerConfig({ overlayPath, clusters: [{ name: 'raw', endpoints: [`127.0.0.1:${upstreamPort}`] }] }),
+      'consumer.json',
+    ),
+    {
+      configDir: dirs.dir,
+      logger: capturingLogger().logger,
+      processMetrics: false,
+      overlayPollIntervalMs: 0,
+    },
+  );
   return {
     gateway,
     upstream,

@@ -5,7 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { RequestHistogram } from '../../daemons/gateway/request-histogram.ts';
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
-const OPTIONS = { name: 'grid_gateway_test_seconds', help: 'A test histogram.', labelNames: ['role', 'cluster'] as const, buckets: BUCKETS };
+const OPTIONS = {
+  name: 'grid_gateway_test_seconds',
+  help: 'A test histogram.',
+  labelNames: ['role', 'cluster'] as const,
+  buckets: BUCKETS,
+};
 
 // Below, on and above bounds, both ends, and repeats; two series.
 const OBSERVATIONS: [string, string, number][] = [
@@ -46,7 +51,10 @@ describe('RequestHistogram', () => {
   it('sums across workers (AggregatorRegistry) as prom-client histograms do', async () => {
     const a = both();
     const b = both();
-    const reference = AggregatorRegistry.aggregate([await a.reference.getMetricsAsJSON(), await b.reference.getMetricsAsJSON()]);
+    const reference = AggregatorRegistry.aggregate([
+      await a.reference.getMetricsAsJSON(),
+      await b.reference.getMetricsAsJSON(),
+    ]);
     const ours = AggregatorRegistry.aggregate([await a.ours.getMetricsAsJSON(), await b.ours.getMetricsAsJSON()]);
     const text = await ours.metrics();
     expect(text).toBe(await reference.metrics());
@@ -69,7 +77,9 @@ describe('RequestHistogram', () => {
   });
 
   it('refuses buckets out of order and a wrong number of label values', () => {
-    expect(() => new RequestHistogram({ ...OPTIONS, name: 'x_seconds', buckets: [1, 0.5], registers: [] })).toThrow(/ascending/);
+    expect(() => new RequestHistogram({ ...OPTIONS, name: 'x_seconds', buckets: [1, 0.5], registers: [] })).toThrow(
+      /ascending/,
+    );
     const histogram = new RequestHistogram({ ...OPTIONS, name: 'y_seconds', registers: [] });
     expect(() => histogram.labels('consumer')).toThrow(/2 label values expected, got 1/);
   });

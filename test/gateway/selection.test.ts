@@ -10,7 +10,6 @@ import { buildSnapshot } from '../../daemons/gateway/routing/snapshot.ts';
 import { candidate, payload } from './helpers.ts';
 import { seededRandom as seeded } from '../../daemons/shared/seeded-random.ts';
 
-
 function deps(overrides: Partial<SelectionDeps> = {}): SelectionDeps {
   return { random: seeded(1), nowMs: () => 1_000_000, isExcluded: () => false, ...overrides };
 }
@@ -19,7 +18,11 @@ const snap = (candidates: OverlayCandidate[], mode?: 'deterministic' | 'roundRob
   buildSnapshot(payload(candidates, mode), 'r'.repeat(64), 'envelope', 0);
 
 const pick = (s: ReturnType<typeof snap>, d: SelectionDeps, name = 'm', sessionKey?: string): string => {
-  const out = selectCandidate(s, { kind: 'inference_model', name, ...(sessionKey === undefined ? {} : { sessionKey }) }, d);
+  const out = selectCandidate(
+    s,
+    { kind: 'inference_model', name, ...(sessionKey === undefined ? {} : { sessionKey }) },
+    d,
+  );
   return out.kind === 'selected' ? out.candidate.candidate.site : out.kind;
 };
 
@@ -29,7 +32,12 @@ describe('selectCandidate', () => {
   });
 
   it('answers all_excluded when every candidate is closed to new requests or excluded (503)', () => {
-    const s = snap([candidate('m', 'a', 'ca', { admission_state: 'existing_only' }), candidate('m', 'b', 'cb', { selection_group: 0 })].map((c) => ({ ...c, selection_group: 0 })));
+    const s = snap(
+      [
+        candidate('m', 'a', 'ca', { admission_state: 'existing_only' }),
+        candidate('m', 'b', 'cb', { selection_group: 0 }),
+      ].map((c) => ({ ...c, selection_group: 0 })),
+    );
     expect(pick(s, deps({ isExcluded: (c) => c.candidate.site === 'b' }))).toBe('all_excluded');
   });
 
@@ -37,7 +45,10 @@ describe('selectCandidate', () => {
     ['deterministic', ['a', 'a', 'a', 'a']],
     ['roundRobin', ['a', 'b', 'a', 'b']],
   ] as const)('%s over one group [a, b] picks %j for 4 requests', (mode, expected) => {
-    const s = snap([candidate('m', 'a', 'ca', { selection_group: 0 }), candidate('m', 'b', 'cb', { selection_group: 0 })], mode);
+    const s = snap(
+      [candidate('m', 'a', 'ca', { selection_group: 0 }), candidate('m', 'b', 'cb', { selection_group: 0 })],
+      mode,
+    );
     const d = deps();
     expect([1, 2, 3, 4].map(() => pick(s, d))).toEqual(expected);
   });
@@ -71,7 +82,11 @@ describe('selectCandidate', () => {
 
   it('random is uniform inside the group and never leaves it', () => {
     const s = snap(
-      [candidate('m', 'a', 'ca', { selection_group: 0 }), candidate('m', 'b', 'cb', { selection_group: 0 }), candidate('m', 'z', 'cz', { selection_group: 1 })],
+      [
+        candidate('m', 'a', 'ca', { selection_group: 0 }),
+        candidate('m', 'b', 'cb', { selection_group: 0 }),
+        candidate('m', 'z', 'cz', { selection_group: 1 }),
+      ],
       'random',
     );
     const d = deps({ random: seeded(7) });
@@ -88,7 +103,9 @@ describe('selectCandidate', () => {
   it('weightedRandom follows traffic_weight within a chi-square bound over 1200 picks', () => {
     const weights = { a: 50, b: 30, c: 20 };
     const s = snap(
-      Object.entries(weights).map(([site, w]) => candidate('m', site, `c${site}`, { selection_group: 0, traffic_weight: w })),
+      Object.entries(weights).map(([site, w]) =>
+        candidate('m', site, `c${site}`, { selection_group: 0, traffic_weight: w }),
+      ),
       'weightedRandom',
     );
     const d = deps({ random: seeded(42) });
@@ -105,7 +122,11 @@ describe('selectCandidate', () => {
 
   it('offers the other viable members of the same group, never another group, as retry alternates', () => {
     const s = snap(
-      [candidate('m', 'a', 'ca', { selection_group: 0 }), candidate('m', 'b', 'cb', { selection_group: 0 }), candidate('m', 'z', 'cz', { selection_group: 1 })],
+      [
+        candidate('m', 'a', 'ca', { selection_group: 0 }),
+        candidate('m', 'b', 'cb', { selection_group: 0 }),
+        candidate('m', 'z', 'cz', { selection_group: 1 }),
+      ],
       'deterministic',
     );
     const out = selectCandidate(s, { kind: 'inference_model', name: 'm' }, deps());
@@ -173,7 +194,9 @@ describe('selectCandidate with local_load', () => {
     const s = snap(three, mode);
     return Array.from({ length: 20 }, () => {
       const out = selectCandidate(s, { kind: 'inference_model', name: 'm' }, d);
-      return out.kind === 'selected' ? `${out.candidate.candidate.site}:${out.alternates.map((c) => c.candidate.site).join('')}` : out.kind;
+      return out.kind === 'selected'
+        ? `${out.candidate.candidate.site}:${out.alternates.map((c) => c.candidate.site).join('')}`
+        : out.kind;
     });
   };
 
@@ -184,21 +207,38 @@ describe('selectCandidate with local_load', () => {
     ['deterministic', 'a:bc '.repeat(20)],
     ['roundRobin', 'a:bc b:ca c:ab '.repeat(7)],
     ['random', 'c:ab c:ab a:bc b:ca a:bc b:ca c:ab b:ca c:ab a:bc c:ab c:ab b:ca a:bc b:ca a:bc c:ab a:bc c:ab c:ab'],
-    ['weightedRandom', 'b:ca b:ca a:bc b:ca a:bc b:ca b:ca a:bc c:ab a:bc b:ca b:ca b:ca a:bc a:bc a:bc c:ab a:bc b:ca b:ca'],
+    [
+      'weightedRandom',
+      'b:ca b:ca a:bc b:ca a:bc b:ca b:ca a:bc c:ab a:bc b:ca b:ca b:ca a:bc a:bc a:bc c:ab a:bc b:ca b:ca',
+    ],
   ] as const)('off: %s makes the same 20 picks for seed 5 as without the extension', (mode, expected) => {
     expect(picks(mode, deps({ random: seeded(5) }))).toEqual(expected.trim().split(' ').slice(0, 20));
   });
 
   it('off: roundRobin over [a, b] is a, b, a, b (docs/contract.md §3.1) and reports no local_load path', () => {
-    const s = snap([candidate('m', 'a', 'ca', { selection_group: 0 }), candidate('m', 'b', 'cb', { selection_group: 0 })], 'roundRobin');
+    const s = snap(
+      [candidate('m', 'a', 'ca', { selection_group: 0 }), candidate('m', 'b', 'cb', { selection_group: 0 })],
+      'roundRobin',
+    );
     const d = deps();
     const out = [1, 2, 3, 4].map(() => selectCandidate(s, { kind: 'inference_model', name: 'm' }, d));
     expect(out.map((o) => (o.kind === 'selected' ? o.candidate.candidate.site : o.kind))).toEqual(['a', 'b', 'a', 'b']);
-    expect(out.map((o) => (o.kind === 'selected' ? o.path : o.kind))).toEqual([undefined, undefined, undefined, undefined]);
+    expect(out.map((o) => (o.kind === 'selected' ? o.path : o.kind))).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 
   /** A burst: each pick is counted against its candidate and none finishes, as when requests arrive faster than they end. */
-  function burst(mode: 'roundRobin' | 'random' | 'weightedRandom', list: typeof three, already: Record<string, number>, random: () => number, n: number) {
+  function burst(
+    mode: 'roundRobin' | 'random' | 'weightedRandom',
+    list: typeof three,
+    already: Record<string, number>,
+    random: () => number,
+    n: number,
+  ) {
     const load = new CandidateLoad();
     const s = snap(list, mode);
     const cellOf = (site: string) => {
@@ -228,7 +268,10 @@ describe('selectCandidate with local_load', () => {
     return { sites, paths, load, holders, inFlight: (site: string) => cellOf(site).inFlight };
   }
 
-  const ab = [candidate('m', 'a', 'ca', { selection_group: 0, traffic_weight: 1 }), candidate('m', 'b', 'cb', { selection_group: 0, traffic_weight: 1 })];
+  const ab = [
+    candidate('m', 'a', 'ca', { selection_group: 0, traffic_weight: 1 }),
+    candidate('m', 'b', 'cb', { selection_group: 0, traffic_weight: 1 }),
+  ];
   // Pairs of draws; over [a, b] of equal weight a draw below 0.5 is a, at or above it b.
   const draws = [0.2, 0.7, 0.3, 0.1, 0.6, 0.4, 0.9, 0.8, 0.1, 0.6, 0.45, 0.55];
 
@@ -244,13 +287,19 @@ describe('selectCandidate with local_load', () => {
   });
 
   it('on: random (uniform) compares raw in-flight counts, whatever traffic_weight says', () => {
-    const weighted = [candidate('m', 'a', 'ca', { selection_group: 0, traffic_weight: 100 }), candidate('m', 'b', 'cb', { selection_group: 0, traffic_weight: 1 })];
+    const weighted = [
+      candidate('m', 'a', 'ca', { selection_group: 0, traffic_weight: 100 }),
+      candidate('m', 'b', 'cb', { selection_group: 0, traffic_weight: 1 }),
+    ];
     // (a, b): a at 3 against b at 2, so b; under weightedRandom b's 2 in flight over weight 1 would be the heavier.
     expect(burst('random', weighted, { a: 3, b: 2 }, scripted([0.2, 0.7]), 1).sites).toEqual(['b']);
   });
 
   it('on: weightedRandom weighs in-flight against traffic_weight', () => {
-    const weighted = [candidate('m', 'a', 'ca', { selection_group: 0, traffic_weight: 3 }), candidate('m', 'b', 'cb', { selection_group: 0, traffic_weight: 1 })];
+    const weighted = [
+      candidate('m', 'a', 'ca', { selection_group: 0, traffic_weight: 3 }),
+      candidate('m', 'b', 'cb', { selection_group: 0, traffic_weight: 1 }),
+    ];
     // Draws 0.1 -> a and 0.9 -> b (a holds 3/4 of the weight). a: 6 over 3 = 2 per weight; b: 1 over 1, lighter.
     expect(burst('weightedRandom', weighted, { a: 6, b: 1 }, scripted([0.1, 0.9]), 1).sites).toEqual(['b']);
     // b at 3 over 1 is heavier than a at 6 over 3: a stays.
@@ -261,7 +310,10 @@ describe('selectCandidate with local_load', () => {
   });
 
   it('on: weightedRandom never picks a weight-0 member, however idle it is', () => {
-    const zero = [candidate('m', 'a', 'ca', { selection_group: 0, traffic_weight: 1 }), candidate('m', 'b', 'cb', { selection_group: 0, traffic_weight: 0 })];
+    const zero = [
+      candidate('m', 'a', 'ca', { selection_group: 0, traffic_weight: 1 }),
+      candidate('m', 'b', 'cb', { selection_group: 0, traffic_weight: 0 }),
+    ];
     const on = burst('weightedRandom', zero, { a: 50 }, seeded(3), 40);
     expect(new Set(on.sites)).toEqual(new Set(['a']));
   });
@@ -299,7 +351,11 @@ describe('selectCandidate with local_load', () => {
     const first = load.cell(ab[0]!.stable_id!, 'ca', 'a');
     for (let i = 0; i < 1000; i++) load.begin({ load: undefined }, first);
     const s = snap(ab, 'deterministic');
-    const out = selectCandidate(s, { kind: 'inference_model', name: 'm' }, deps({ load: { inFlight: (c) => load.inFlight(c.stableId, c.candidate.cluster) } }));
+    const out = selectCandidate(
+      s,
+      { kind: 'inference_model', name: 'm' },
+      deps({ load: { inFlight: (c) => load.inFlight(c.stableId, c.candidate.cluster) } }),
+    );
     expect(out.kind === 'selected' && [out.candidate.candidate.site, out.path]).toEqual(['a', undefined]);
   });
 
@@ -313,8 +369,15 @@ describe('selectCandidate with local_load', () => {
     const load = new CandidateLoad();
     const a = three[0]!;
     for (let i = 0; i < 4; i++) load.begin({ load: undefined }, load.cell(a.stable_id!, a.cluster, a.site));
-    const out = selectCandidate(snap(three, 'roundRobin'), { kind: 'inference_model', name: 'm' }, deps({ load: { inFlight: (c) => load.inFlight(c.stableId, c.candidate.cluster) } }));
-    expect(out.kind === 'selected' && `${out.candidate.candidate.site}:${out.alternates.map((c) => c.candidate.site).join('')}`).toBe('b:ca');
+    const out = selectCandidate(
+      snap(three, 'roundRobin'),
+      { kind: 'inference_model', name: 'm' },
+      deps({ load: { inFlight: (c) => load.inFlight(c.stableId, c.candidate.cluster) } }),
+    );
+    expect(
+      out.kind === 'selected' &&
+        `${out.candidate.candidate.site}:${out.alternates.map((c) => c.candidate.site).join('')}`,
+    ).toBe('b:ca');
   });
 
   it('on: a burst ends back at zero in flight once every request ends', () => {
@@ -343,7 +406,12 @@ describe('CandidateLoad', () => {
     endLoad(request);
     endLoad(request);
     expect([load.inFlight('id-a', 'ca'), load.inFlight('id-b', 'cb')]).toEqual([0, 0]);
-    expect(load.byCluster()).toEqual(new Map([['ca', 0], ['cb', 0]]));
+    expect(load.byCluster()).toEqual(
+      new Map([
+        ['ca', 0],
+        ['cb', 0],
+      ]),
+    );
   });
 
   it('counts a stable_id reused for another cluster apart, so the metric names the cluster the requests went to', () => {
@@ -352,7 +420,12 @@ describe('CandidateLoad', () => {
     load.begin({ load: undefined }, load.cell('same', 'cb', 'west'));
     load.begin({ load: undefined }, load.cell('same', 'cb', 'west'));
     expect([load.inFlight('same', 'ca'), load.inFlight('same', 'cb'), load.inFlight('same', 'cc')]).toEqual([1, 2, 0]);
-    expect(load.byCluster()).toEqual(new Map([['ca', 1], ['cb', 2]]));
+    expect(load.byCluster()).toEqual(
+      new Map([
+        ['ca', 1],
+        ['cb', 2],
+      ]),
+    );
   });
 
   it('drops idle cells once overlays have named MAX_IDLE_CELLS candidates, never one a request still holds', () => {
@@ -406,9 +479,23 @@ describe('request id', () => {
   });
 
   it('writes the microsecond timestamp as 16 hex digits across its whole range', () => {
-    const seeds = [0, 1, 0xff, 0x100, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 2 ** 32, 2 ** 48 - 1, 2 ** 48, 1_764_633_600_123_456, Number.MAX_SAFE_INTEGER];
+    const seeds = [
+      0,
+      1,
+      0xff,
+      0x100,
+      2 ** 31 - 1,
+      2 ** 31,
+      2 ** 32 - 1,
+      2 ** 32,
+      2 ** 48 - 1,
+      2 ** 48,
+      1_764_633_600_123_456,
+      Number.MAX_SAFE_INTEGER,
+    ];
     const random = seeded(7);
-    for (let i = 0; i < 2000; i++) seeds.push(Math.floor(random() * 2 ** 21) * 2 ** 32 + Math.floor(random() * 2 ** 32));
+    for (let i = 0; i < 2000; i++)
+      seeds.push(Math.floor(random() * 2 ** 21) * 2 ** 32 + Math.floor(random() * 2 ** 32));
     for (const micros of seeds) {
       const id = createRequestIdGenerator({ nowMicros: () => micros, processTag: 0x0a0b })();
       expect(id).toMatch(REQUEST_ID_PATTERN);

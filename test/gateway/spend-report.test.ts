@@ -22,7 +22,8 @@ import { call, candidate, consumerConfig, payload, tempDir, waitFor, writeOverla
 import { testTokenFile } from '../ingest-token.ts';
 
 const PRICE = { per_million_input_tokens: 2_500, per_million_output_tokens: 10_000 };
-const usd = (input: number, output: number): number => (input * PRICE.per_million_input_tokens + output * PRICE.per_million_output_tokens) / 1e6;
+const usd = (input: number, output: number): number =>
+  (input * PRICE.per_million_input_tokens + output * PRICE.per_million_output_tokens) / 1e6;
 
 describe('spend reports from a consumer gateway to its site operator', () => {
   let dir: string;
@@ -39,13 +40,24 @@ describe('spend reports from a consumer gateway to its site operator', () => {
   const logger = createLogger({ name: 'test', level: 'warn', destination: { write: () => undefined } });
 
   async function startIngest(port: number): Promise<void> {
-    ingest = new GatewayAgeIngest({ address: `127.0.0.1:${port}`, tokenFile: testTokenFile(), store, logger, metrics: new OperatorMetrics() });
+    ingest = new GatewayAgeIngest({
+      address: `127.0.0.1:${port}`,
+      tokenFile: testTokenFile(),
+      store,
+      logger,
+      metrics: new OperatorMetrics(),
+    });
     await ingest.start();
     ingestPort = ingest.port;
   }
 
   async function startConsumer(): Promise<GatewayInstance> {
-    const gateway = await startGateway(resolveConfig(structuredClone(config), 'consumer.json'), { configDir: dir, logger, processMetrics: false, overlayPollIntervalMs: 0 });
+    const gateway = await startGateway(resolveConfig(structuredClone(config), 'consumer.json'), {
+      configDir: dir,
+      logger,
+      processMetrics: false,
+      overlayPollIntervalMs: 0,
+    });
     gateways.push(gateway);
     await waitFor('overlay', () => gateway.overlay?.current() ?? undefined);
     return gateway;
@@ -58,11 +70,23 @@ describe('spend reports from a consumer gateway to its site operator', () => {
 
   async function traffic(gateway: GatewayInstance, key: string, tenant: string): Promise<void> {
     const base = `http://127.0.0.1:${gateway.listeners[0]!.port}`;
-    const plain = await call(`${base}/v1/chat/completions`, { headers: { authorization: `Bearer ${key}` }, body: { model: 'm1', messages: [] } });
+    const plain = await call(`${base}/v1/chat/completions`, {
+      headers: { authorization: `Bearer ${key}` },
+      body: { model: 'm1', messages: [] },
+    });
     expect(plain.status).toBe(200);
-    expected[tenant] = (expected[tenant] ?? 0) + usd(plain.json().usage.prompt_tokens, plain.json().usage.completion_tokens);
-    const streamed = await call(`${base}/v1/chat/completions`, { headers: { authorization: `Bearer ${key}` }, body: { model: 'm1', messages: [], stream: true, stream_options: { include_usage: true } } });
-    const usage = JSON.parse(streamed.text.split('\n\n').find((e) => e.includes('"usage"'))!.slice(6)).usage;
+    expected[tenant] =
+      (expected[tenant] ?? 0) + usd(plain.json().usage.prompt_tokens, plain.json().usage.completion_tokens);
+    const streamed = await call(`${base}/v1/chat/completions`, {
+      headers: { authorization: `Bearer ${key}` },
+      body: { model: 'm1', messages: [], stream: true, stream_options: { include_usage: true } },
+    });
+    const usage = JSON.parse(
+      streamed.text
+        .split('\n\n')
+        .find((e) => e.includes('"usage"'))!
+        .slice(6),
+    ).usage;
     expected[tenant] += usd(usage.prompt_tokens, usage.completion_tokens);
   }
 
@@ -71,16 +95,36 @@ describe('spend reports from a consumer gateway to its site operator', () => {
   beforeAll(async () => {
     ({ dir, cleanup } = await tempDir('spend-report'));
     store = await openLocalStore({ stateDir: join(dir, 'store'), coalesceMs: 5, rescanIntervalMs: 1_000 });
-    await store.apply(GRID_NETWORK, { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridNetwork', metadata: { name: 'grid' }, spec: {} }, { fieldManager: 'test' });
+    await store.apply(
+      GRID_NETWORK,
+      { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridNetwork', metadata: { name: 'grid' }, spec: {} },
+      { fieldManager: 'test' },
+    );
     await startIngest(0);
     sim = await startSim({ name: 'sim', models: ['m1'], token: 'tok-1' });
     writeFileSync(join(dir, 'keys.json'), JSON.stringify({ keys: [a.entry, b.entry] }));
     const overlayPath = join(dir, 'overlay.json');
-    await writeOverlay(overlayPath, payload([{ ...candidate('m1', 'west', 'west-sim'), credential: { strategy: 'bearer_token', secretRef: { name: 't', namespace: 'n', key: 'k' } } }]));
-    config = consumerConfig({ overlayPath, credentials: [{ name: 't', namespace: 'n', key: 'k', value: 'tok-1' }], clusters: [{ name: 'west-sim', endpoints: [`127.0.0.1:${sim.port}`] }] });
+    await writeOverlay(
+      overlayPath,
+      payload([
+        {
+          ...candidate('m1', 'west', 'west-sim'),
+          credential: { strategy: 'bearer_token', secretRef: { name: 't', namespace: 'n', key: 'k' } },
+        },
+      ]),
+    );
+    config = consumerConfig({
+      overlayPath,
+      credentials: [{ name: 't', namespace: 'n', key: 'k', value: 'tok-1' }],
+      clusters: [{ name: 'west-sim', endpoints: [`127.0.0.1:${sim.port}`] }],
+    });
     const chain = (config['filter_chains'] as { filters: unknown[] }[])[0]!;
     chain.filters.unshift({ filter: 'caller_auth', keys_file: 'keys.json' });
-    chain.filters.splice(2, 0, { filter: 'usage_meter', prices: [{ cluster: 'west-sim', ...PRICE }], report: { url: `http://127.0.0.1:${ingestPort}`, interval_ms: 100, token_file: testTokenFile() } });
+    chain.filters.splice(2, 0, {
+      filter: 'usage_meter',
+      prices: [{ cluster: 'west-sim', ...PRICE }],
+      report: { url: `http://127.0.0.1:${ingestPort}`, interval_ms: 100, token_file: testTokenFile() },
+    });
   });
 
   afterAll(async () => {
@@ -97,7 +141,10 @@ describe('spend reports from a consumer gateway to its site operator', () => {
     await traffic(gateway, a.key, 'tenant-a');
     await traffic(gateway, b.key, 'tenant-b');
     await gateway.reporter!.flush();
-    expect(await recorded()).toEqual({ 'tenant-a': expect.closeTo(expected['tenant-a']!, 9), 'tenant-b': expect.closeTo(expected['tenant-b']!, 9) });
+    expect(await recorded()).toEqual({
+      'tenant-a': expect.closeTo(expected['tenant-a']!, 9),
+      'tenant-b': expect.closeTo(expected['tenant-b']!, 9),
+    });
 
     // The operator goes away mid-run: traffic continues, reports fail, then the operator comes back on its port.
     await ingest.close();

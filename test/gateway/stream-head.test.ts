@@ -34,7 +34,11 @@ describe('streamed answer head', () => {
       res.flushHeaders();
       held = res;
     });
-    const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chatBody('m1', { stream: true })) });
+    const res = await request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chatBody('m1', { stream: true })),
+    });
     // The head is here and the upstream still holds its first event: nothing waited for a body byte.
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toBe('text/event-stream');
@@ -54,7 +58,11 @@ describe('streamed answer head', () => {
       res.write(EVENT);
       setTimeout(() => res.end('data: [DONE]\n\n'), 50);
     });
-    const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chatBody('m1', { stream: true })) });
+    const res = await request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chatBody('m1', { stream: true })),
+    });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toBe('text/event-stream');
     expect(await res.body.text()).toBe(`${EVENT}data: [DONE]\n\n`);

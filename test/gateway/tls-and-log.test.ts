@@ -7,20 +7,37 @@ import { connect, createServer } from 'node:tls';
 import type { TLSSocket } from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import { createLogger, errorFields, redactText } from '../../daemons/shared/log.ts';
-import { createCertificateAuthority, createClientCertificate, createServerCertificate, pemFingerprint } from '../../daemons/shared/tls.ts';
+import {
+  createCertificateAuthority,
+  createClientCertificate,
+  createServerCertificate,
+  pemFingerprint,
+} from '../../daemons/shared/tls.ts';
 
 describe('tls', () => {
   it('issues certificates that complete an mTLS handshake with SNI and expose the client identity', async () => {
     const ca = await createCertificateAuthority({ commonName: 'test ca' });
-    const server = await createServerCertificate(ca, { commonName: 'provider', sans: ['provider.grid.internal', '127.0.0.1'] });
+    const server = await createServerCertificate(ca, {
+      commonName: 'provider',
+      sans: ['provider.grid.internal', '127.0.0.1'],
+    });
     const client = await createClientCertificate(ca, { commonName: 'edge', organization: 'agn-edge' });
     expect(server.fingerprint).toBe(createHash('sha256').update(new X509Certificate(server.certPem).raw).digest('hex'));
     expect(pemFingerprint(client.certPem)).toBe(client.fingerprint);
 
-    const tlsServer = createServer({ cert: server.certPem, key: server.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: true }, (socket) => {
-      const peer = socket.getPeerCertificate();
-      socket.end(JSON.stringify({ o: peer.subject.O, serial: peer.serialNumber, digest: createHash('sha256').update(peer.raw).digest('hex') }));
-    });
+    const tlsServer = createServer(
+      { cert: server.certPem, key: server.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: true },
+      (socket) => {
+        const peer = socket.getPeerCertificate();
+        socket.end(
+          JSON.stringify({
+            o: peer.subject.O,
+            serial: peer.serialNumber,
+            digest: createHash('sha256').update(peer.raw).digest('hex'),
+          }),
+        );
+      },
+    );
     tlsServer.listen(0, '127.0.0.1');
     await once(tlsServer, 'listening');
     try {
@@ -51,7 +68,12 @@ describe('tls', () => {
     tlsServer.listen(0, '127.0.0.1');
     await once(tlsServer, 'listening');
     try {
-      const socket = connect({ port: (tlsServer.address() as AddressInfo).port, host: '127.0.0.1', servername: 'wrong.example', ca: ca.certPem });
+      const socket = connect({
+        port: (tlsServer.address() as AddressInfo).port,
+        host: '127.0.0.1',
+        servername: 'wrong.example',
+        ca: ca.certPem,
+      });
       const [error] = (await once(socket, 'error')) as [NodeJS.ErrnoException];
       expect(error.code).toBe('ERR_TLS_CERT_ALTNAME_INVALID');
     } finally {
@@ -64,7 +86,10 @@ describe('log', () => {
   it('redacts secret-bearing keys and bearer tokens in text', () => {
     const lines: string[] = [];
     const logger = createLogger({ name: 't', destination: { write: (l: string) => void lines.push(l) } });
-    logger.info({ headers: { authorization: 'Bearer s3cret-a' }, token: 's3cret-b', credential: { value: 's3cret-c' } }, 'hello');
+    logger.info(
+      { headers: { authorization: 'Bearer s3cret-a' }, token: 's3cret-b', credential: { value: 's3cret-c' } },
+      'hello',
+    );
     logger.warn({ error: errorFields(new Error('upstream said: Authorization: Bearer s3cret-d')) }, 'failed');
     const out = lines.join('');
     expect(out).not.toMatch(/s3cret/);

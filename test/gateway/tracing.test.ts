@@ -10,7 +10,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim } from '../../daemons/sim/server.ts';
 import type { SimServer } from '../../daemons/sim/server.ts';
 import { stableId } from '../../schemas/fnv1a.ts';
-import { EDGE_ORG, PROVIDER_SNI, candidate, consumerConfig, makePki, payload, providerConfig, spawnDaemon, startConsumer, tempDir, waitForPort, writeOverlay } from './helpers.ts';
+import {
+  EDGE_ORG,
+  PROVIDER_SNI,
+  candidate,
+  consumerConfig,
+  makePki,
+  payload,
+  providerConfig,
+  spawnDaemon,
+  startConsumer,
+  tempDir,
+  waitForPort,
+  writeOverlay,
+} from './helpers.ts';
 import type { Daemon } from './helpers.ts';
 import { type OtlpReceiver, type ReceivedSpan, SPAN_KIND, startOtlpReceiver } from '../shared/otlp-receiver.ts';
 import { renderWaterfall, waterfallRows } from '../observability/waterfall.ts';
@@ -37,18 +50,45 @@ describe('tracing: one trace from the caller through both gateways to the backen
     const pki = await makePki(dir);
     receiver = await startOtlpReceiver();
     // Real engine timing: a streamed answer's first token comes well before its last.
-    sim = await startSim({ name: 'sim-east', models: ['m1'], token: TOKEN, engine: { stepOverheadMs: 20, decodeMsPerSeq: 0, prefillMsPerToken: 0 } });
+    sim = await startSim({
+      name: 'sim-east',
+      models: ['m1'],
+      token: TOKEN,
+      engine: { stepOverheadMs: 20, decodeMsPerSeq: 0, prefillMsPerToken: 0 },
+    });
     const tokenFile = join(dir, 'token');
     await writeFile(tokenFile, TOKEN, { mode: 0o600 });
     const providerPath = join(dir, 'provider.json');
-    await writeFile(providerPath, JSON.stringify(providerConfig({
-      pki,
-      trusted: [{ organization: EDGE_ORG }],
-      routes: [{ candidate_id: CANDIDATE, model: 'm1', cluster: 'backend', paths: ['/v1/chat/completions'], credential: { strategy: 'bearer_token', secretRef: { name: 'cred', namespace: 'grid-system', key: 'token' } } }],
-      credentials: [{ strategy: 'bearer_token', name: 'cred', namespace: 'grid-system', key: 'token', file: tokenFile }],
-      clusters: [{ name: 'backend', endpoints: [`127.0.0.1:${sim.port}`] }],
-    })));
-    const otel = (service: string) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: service, OTEL_RESOURCE_ATTRIBUTES: 'grid.site=east,k8s.namespace.name=grid-system' });
+    await writeFile(
+      providerPath,
+      JSON.stringify(
+        providerConfig({
+          pki,
+          trusted: [{ organization: EDGE_ORG }],
+          routes: [
+            {
+              candidate_id: CANDIDATE,
+              model: 'm1',
+              cluster: 'backend',
+              paths: ['/v1/chat/completions'],
+              credential: {
+                strategy: 'bearer_token',
+                secretRef: { name: 'cred', namespace: 'grid-system', key: 'token' },
+              },
+            },
+          ],
+          credentials: [
+            { strategy: 'bearer_token', name: 'cred', namespace: 'grid-system', key: 'token', file: tokenFile },
+          ],
+          clusters: [{ name: 'backend', endpoints: [`127.0.0.1:${sim.port}`] }],
+        }),
+      ),
+    );
+    const otel = (service: string) => ({
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_SERVICE_NAME: service,
+      OTEL_RESOURCE_ATTRIBUTES: 'grid.site=east,k8s.namespace.name=grid-system',
+    });
     provider = spawnDaemon('daemons/gateway/main.ts', ['--config', providerPath], otel('provider-gateway'));
     const providerPort = await waitForPort(provider, 'provider');
     const overlayPath = join(dir, 'overlay.json');
@@ -56,7 +96,18 @@ describe('tracing: one trace from the caller through both gateways to the backen
     const doc = consumerConfig({
       overlayPath,
       hops: [CLUSTER],
-      clusters: [{ name: CLUSTER, endpoints: [`127.0.0.1:${providerPort}`], tls: { ca: { ca_path: pki.caPath }, client_cert: { cert_path: pki.edgeCertPath, key_path: pki.edgeKeyPath }, sni: PROVIDER_SNI, verify: true } }],
+      clusters: [
+        {
+          name: CLUSTER,
+          endpoints: [`127.0.0.1:${providerPort}`],
+          tls: {
+            ca: { ca_path: pki.caPath },
+            client_cert: { cert_path: pki.edgeCertPath, key_path: pki.edgeKeyPath },
+            sni: PROVIDER_SNI,
+            verify: true,
+          },
+        },
+      ],
     }) as { filter_chains: { filters: Record<string, unknown>[] }[] };
     // usage_meter reads the answer's token usage, which the trace carries too.
     doc.filter_chains[0]!.filters.splice(1, 0, { filter: 'usage_meter' });
@@ -77,19 +128,34 @@ describe('tracing: one trace from the caller through both gateways to the backen
     fetch(`${consumer.base}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: PROMPT }], max_tokens: 6, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) }),
+      body: JSON.stringify({
+        model: 'm1',
+        messages: [{ role: 'user', content: PROMPT }],
+        max_tokens: 6,
+        ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+      }),
     });
 
   it("continues the caller's trace through consumer, provider and backend, each span under the right parent", async () => {
     const reply = await chat(true, { traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01` });
     expect(reply.status).toBe(200);
     const text = await reply.text();
-    const usage = text.split('\n\n').map((e) => e.replace(/^data: /, '')).filter((e) => e.startsWith('{')).map((e) => JSON.parse(e) as { usage?: { prompt_tokens: number; completion_tokens: number } }).find((e) => e.usage != null)!.usage!;
-    const spans = await receiver.waitForSpans((all) => all.filter((s) => s.traceId === CALLER_TRACE).length >= 6, 15_000);
+    const usage = text
+      .split('\n\n')
+      .map((e) => e.replace(/^data: /, ''))
+      .filter((e) => e.startsWith('{'))
+      .map((e) => JSON.parse(e) as { usage?: { prompt_tokens: number; completion_tokens: number } })
+      .find((e) => e.usage != null)!.usage!;
+    const spans = await receiver.waitForSpans(
+      (all) => all.filter((s) => s.traceId === CALLER_TRACE).length >= 6,
+      15_000,
+    );
     const ours = spans.filter((s) => s.traceId === CALLER_TRACE);
     const one = (service: string, name: string): ReceivedSpan => {
       const found = ours.filter((s) => s.serviceName === service && s.name === name);
-      expect(found, `${service} ${name} in ${ours.map((s) => `${s.serviceName}/${s.name}`).join(', ')}`).toHaveLength(1);
+      expect(found, `${service} ${name} in ${ours.map((s) => `${s.serviceName}/${s.name}`).join(', ')}`).toHaveLength(
+        1,
+      );
       return found[0]!;
     };
     const consumerServer = one('consumer-gateway', 'chat consumer gateway');
@@ -121,8 +187,16 @@ describe('tracing: one trace from the caller through both gateways to the backen
       'url.path': '/v1/chat/completions',
       'http.response.status_code': 200,
     });
-    expect(providerServer.attributes).toMatchObject({ 'grid.candidate': CANDIDATE, 'gen_ai.request.model': 'm1', 'http.response.status_code': 200 });
-    expect(consumerServer.resource).toMatchObject({ 'service.name': 'consumer-gateway', 'grid.site': 'east', 'k8s.namespace.name': 'grid-system' });
+    expect(providerServer.attributes).toMatchObject({
+      'grid.candidate': CANDIDATE,
+      'gen_ai.request.model': 'm1',
+      'http.response.status_code': 200,
+    });
+    expect(consumerServer.resource).toMatchObject({
+      'service.name': 'consumer-gateway',
+      'grid.site': 'east',
+      'k8s.namespace.name': 'grid-system',
+    });
     // A streamed answer: the span ends at the last event, its first token well before that.
     const ttft = consumerServer.attributes['gen_ai.server.time_to_first_token'] as number;
     const duration = Number(consumerServer.endTimeUnixNano - consumerServer.startTimeUnixNano) / 1e9;
@@ -140,17 +214,31 @@ describe('tracing: one trace from the caller through both gateways to the backen
       '3 provider-gateway/grid.upstream',
     ]);
     if (process.env['AGN_WRITE_WATERFALL'] === '1') {
-      await writeFile(join(REPO_ROOT, 'docs/trace-waterfall.svg'), renderWaterfall(ours, 'A streamed chat completion: consumer gateway -> provider gateway (mTLS) -> sim'));
+      await writeFile(
+        join(REPO_ROOT, 'docs/trace-waterfall.svg'),
+        renderWaterfall(ours, 'A streamed chat completion: consumer gateway -> provider gateway (mTLS) -> sim'),
+      );
     }
   });
 
   it('starts a new trace for a caller without one, and a failed request is an error span', async () => {
     const before = new Set(receiver.spans.map((s) => s.traceId));
     expect((await chat(false)).status).toBe(200);
-    const unknown = await fetch(`${consumer.base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'no-such-model', messages: [] }) });
+    const unknown = await fetch(`${consumer.base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'no-such-model', messages: [] }),
+    });
     expect(unknown.status).toBe(404);
-    const spans = await receiver.waitForSpans((all) => all.filter((s) => !before.has(s.traceId) && s.serviceName === 'consumer-gateway' && s.kind === SPAN_KIND.server).length >= 2, 15_000);
-    const servers = spans.filter((s) => !before.has(s.traceId) && s.serviceName === 'consumer-gateway' && s.kind === SPAN_KIND.server);
+    const spans = await receiver.waitForSpans(
+      (all) =>
+        all.filter((s) => !before.has(s.traceId) && s.serviceName === 'consumer-gateway' && s.kind === SPAN_KIND.server)
+          .length >= 2,
+      15_000,
+    );
+    const servers = spans.filter(
+      (s) => !before.has(s.traceId) && s.serviceName === 'consumer-gateway' && s.kind === SPAN_KIND.server,
+    );
     const ok = servers.find((s) => s.attributes['http.response.status_code'] === 200)!;
     expect(ok.parentSpanId).toBe('');
     expect(ok.attributes['gen_ai.usage.output_tokens']).toBeGreaterThan(0);
@@ -183,16 +271,27 @@ describe('tracing: one trace from the caller through both gateways to the backen
       expect(body.includes(PROMPT)).toBe(false);
       expect(body.includes(TOKEN)).toBe(false);
     }
-    for (const span of receiver.spans) for (const value of Object.values(span.attributes)) expect(String(value)).not.toMatch(/Bearer|PROMPT-TEXT/);
+    for (const span of receiver.spans)
+      for (const value of Object.values(span.attributes)) expect(String(value)).not.toMatch(/Bearer|PROMPT-TEXT/);
   });
 
   it('refuses a gateway start with a tracing environment it cannot honour, naming the variable', async () => {
     for (const [env, message] of [
-      [{ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'sometimes' }, 'OTEL_TRACES_SAMPLER "sometimes" is not one of'],
-      [{ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'OTLP protocol "grpc" is not supported'],
+      [
+        { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'sometimes' },
+        'OTEL_TRACES_SAMPLER "sometimes" is not one of',
+      ],
+      [
+        { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
+        'OTLP protocol "grpc" is not supported',
+      ],
       [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://user:pw@127.0.0.1:4318' }, 'carries credentials in its URL'],
     ] as const) {
-      const daemon = spawnDaemon('daemons/gateway/main.ts', ['--config', join(consumer.daemon.proc.spawnargs.at(-1)!)], env);
+      const daemon = spawnDaemon(
+        'daemons/gateway/main.ts',
+        ['--config', join(consumer.daemon.proc.spawnargs.at(-1)!)],
+        env,
+      );
       const code = await new Promise<number | null>((resolve) => daemon.proc.once('exit', resolve));
       expect(code).toBe(1);
       expect(daemon.stderr()).toContain(message);

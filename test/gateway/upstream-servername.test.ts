@@ -34,8 +34,20 @@ beforeAll(async () => {
   const port = (upstream.address() as AddressInfo).port;
   const overlayPath = join(dir, 'routing-overlay.json');
   await writeOverlay(overlayPath, payload([candidate('m1', 'a', 'up')]));
-  const config = consumerConfig({ overlayPath, clusters: [{ name: 'up', endpoints: [`localhost:${port}`], tls: { ca: { ca_path: join(dir, 'ca.crt') }, sni: SNI, verify: true } }] });
-  gateway = await startGateway(resolveConfig(config, dir), { configDir: dir, logger: createLogger({ name: 'gateway', level: 'silent' }) });
+  const config = consumerConfig({
+    overlayPath,
+    clusters: [
+      {
+        name: 'up',
+        endpoints: [`localhost:${port}`],
+        tls: { ca: { ca_path: join(dir, 'ca.crt') }, sni: SNI, verify: true },
+      },
+    ],
+  });
+  gateway = await startGateway(resolveConfig(config, dir), {
+    configDir: dir,
+    logger: createLogger({ name: 'gateway', level: 'silent' }),
+  });
   base = `http://127.0.0.1:${gateway.listeners[0]?.port ?? 0}`;
 });
 
@@ -50,7 +62,11 @@ describe('upstream TLS server name', () => {
   it('verifies every request, sequential and concurrent, against tls.sni, never the endpoint host name', async () => {
     const replies = [];
     for (let i = 0; i < 5; i++) replies.push(await call(`${base}/v1/chat/completions`, { body: chatBody('m1') }));
-    replies.push(...(await Promise.all(Array.from({ length: 20 }, () => call(`${base}/v1/chat/completions`, { body: chatBody('m1') })))));
+    replies.push(
+      ...(await Promise.all(
+        Array.from({ length: 20 }, () => call(`${base}/v1/chat/completions`, { body: chatBody('m1') })),
+      )),
+    );
     expect(replies.map((r) => r.status)).toEqual(Array(25).fill(200));
     expect(new Set(replies.map((r) => r.json().servername))).toEqual(new Set([SNI]));
   });

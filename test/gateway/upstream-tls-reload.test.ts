@@ -10,10 +10,27 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCertificateAuthority, createClientCertificate, createServerCertificate } from '../../daemons/shared/tls.ts';
+import {
+  createCertificateAuthority,
+  createClientCertificate,
+  createServerCertificate,
+} from '../../daemons/shared/tls.ts';
 import type { CertificateAuthority, LeafCertificate } from '../../daemons/shared/tls.ts';
 import { KubeletVolume, type VolumePayload } from '../kubelet-volume.ts';
-import { EDGE_ORG, PROVIDER_SNI, call, candidate, chatBody, consumerConfig, metricSample, payload as overlayPayload, tempDir, waitFor, writeOverlay, startConsumer } from './helpers.ts';
+import {
+  EDGE_ORG,
+  PROVIDER_SNI,
+  call,
+  candidate,
+  chatBody,
+  consumerConfig,
+  metricSample,
+  payload as overlayPayload,
+  tempDir,
+  waitFor,
+  writeOverlay,
+  startConsumer,
+} from './helpers.ts';
 import type { Daemon } from './helpers.ts';
 
 const BOUND_MS = 3_000;
@@ -35,28 +52,38 @@ beforeAll(async () => {
   ({ dir, cleanup } = await tempDir('upstream-tls-reload'));
   ca = await createCertificateAuthority({ commonName: 'agn test ca', organization: 'agn' });
   const serving = await createServerCertificate(ca, { commonName: 'provider', sans: [PROVIDER_SNI] });
-  upstream = createServer({ cert: serving.certPem, key: serving.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: true }, (req, res) => {
-    seen.push((req.socket as TLSSocket).getPeerCertificate().fingerprint256.replaceAll(':', '').toLowerCase());
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    req.on('end', () => {
-      if ((JSON.parse(body) as { stream?: boolean }).stream === true) {
-        // A streamed answer that spans the renewal: ten chunks over about a second.
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        let sent = 0;
-        const timer = setInterval(() => {
-          res.write(`data: {"n":${sent}}\n\n`);
-          if (++sent === 10) {
-            clearInterval(timer);
-            res.end('data: [DONE]\n\n');
-          }
-        }, 100);
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
-    });
-  });
+  upstream = createServer(
+    { cert: serving.certPem, key: serving.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: true },
+    (req, res) => {
+      seen.push((req.socket as TLSSocket).getPeerCertificate().fingerprint256.replaceAll(':', '').toLowerCase());
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        if ((JSON.parse(body) as { stream?: boolean }).stream === true) {
+          // A streamed answer that spans the renewal: ten chunks over about a second.
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          let sent = 0;
+          const timer = setInterval(() => {
+            res.write(`data: {"n":${sent}}\n\n`);
+            if (++sent === 10) {
+              clearInterval(timer);
+              res.end('data: [DONE]\n\n');
+            }
+          }, 100);
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            id: 'x',
+            object: 'chat.completion',
+            choices: [],
+            usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+          }),
+        );
+      });
+    },
+  );
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
   edge = await createClientCertificate(ca, { commonName: 'edge', organization: EDGE_ORG });
   files = { 'tls/ca.crt': ca.certPem, 'tls/tls.crt': edge.certPem, 'tls/tls.key': edge.keyPem };
@@ -69,7 +96,12 @@ beforeAll(async () => {
       {
         name: 'prov',
         endpoints: [`127.0.0.1:${(upstream.address() as AddressInfo).port}`],
-        tls: { ca: { ca_path: volume.path('tls/ca.crt') }, client_cert: { cert_path: volume.path('tls/tls.crt'), key_path: volume.path('tls/tls.key') }, sni: PROVIDER_SNI, verify: true },
+        tls: {
+          ca: { ca_path: volume.path('tls/ca.crt') },
+          client_cert: { cert_path: volume.path('tls/tls.crt'), key_path: volume.path('tls/tls.key') },
+          sni: PROVIDER_SNI,
+          verify: true,
+        },
       },
     ],
   });
@@ -97,7 +129,12 @@ async function update(change: VolumePayload): Promise<void> {
 }
 
 async function rejected(): Promise<number> {
-  return metricSample((await call(`${admin}/metrics`)).text, 'grid_gateway_file_reloads_total{file_kind="upstream_tls",outcome="rejected"}') ?? 0;
+  return (
+    metricSample(
+      (await call(`${admin}/metrics`)).text,
+      'grid_gateway_file_reloads_total{file_kind="upstream_tls",outcome="rejected"}',
+    ) ?? 0
+  );
 }
 
 describe('upstream client certificate followed on disk', () => {
@@ -107,7 +144,11 @@ describe('upstream client certificate followed on disk', () => {
     await waitFor('the stream under way', () => (seen.length >= 2 ? true : undefined));
     const renewed = await createClientCertificate(ca, { commonName: 'edge', organization: EDGE_ORG });
     await update({ 'tls/tls.crt': renewed.certPem, 'tls/tls.key': renewed.keyPem });
-    await waitFor('the renewed client certificate at the upstream', async () => ((await chat()).fingerprint === renewed.fingerprint ? true : undefined), BOUND_MS);
+    await waitFor(
+      'the renewed client certificate at the upstream',
+      async () => ((await chat()).fingerprint === renewed.fingerprint ? true : undefined),
+      BOUND_MS,
+    );
     const streamed = await streaming;
     expect(streamed.status).toBe(200);
     expect(streamed.text.match(/^data: \{"n":\d\}$/gm)).toHaveLength(10);
@@ -119,11 +160,21 @@ describe('upstream client certificate followed on disk', () => {
     const before = await rejected();
     const next = await createClientCertificate(ca, { commonName: 'edge', organization: EDGE_ORG });
     await update({ 'tls/tls.crt': next.certPem.slice(0, next.certPem.length - 40), 'tls/tls.key': next.keyPem });
-    await waitFor('the truncated certificate counted', async () => ((await rejected()) === before + 1 ? true : undefined), BOUND_MS);
+    await waitFor(
+      'the truncated certificate counted',
+      async () => ((await rejected()) === before + 1 ? true : undefined),
+      BOUND_MS,
+    );
     expect(await chat()).toEqual({ status: 200, fingerprint: edge.fingerprint });
     const warning = consumer.lines.find((l) => l['msg'] === 'upstream_tls unusable; the previous one stays in force');
-    expect(warning?.['problem']).toBe(`cluster "prov" tls.client_cert.cert_path ${volume.path('tls/tls.crt')}: a PEM certificate is truncated (BEGIN without END)`);
+    expect(warning?.['problem']).toBe(
+      `cluster "prov" tls.client_cert.cert_path ${volume.path('tls/tls.crt')}: a PEM certificate is truncated (BEGIN without END)`,
+    );
     await update({ 'tls/tls.crt': next.certPem });
-    await waitFor('the good pair at the upstream', async () => ((await chat()).fingerprint === next.fingerprint ? true : undefined), BOUND_MS);
+    await waitFor(
+      'the good pair at the upstream',
+      async () => ((await chat()).fingerprint === next.fingerprint ? true : undefined),
+      BOUND_MS,
+    );
   });
 });

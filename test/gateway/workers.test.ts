@@ -5,7 +5,19 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, candidate, chatBody, consumerConfig, metricSample, payload, spawnDaemon, tempDir, waitFor, waitForPort, writeOverlay } from './helpers.ts';
+import {
+  call,
+  candidate,
+  chatBody,
+  consumerConfig,
+  metricSample,
+  payload,
+  spawnDaemon,
+  tempDir,
+  waitFor,
+  waitForPort,
+  writeOverlay,
+} from './helpers.ts';
 import type { Daemon } from './helpers.ts';
 import { MAX_RESTARTS, RESTART_WINDOW_MS, RestartBudget } from '../../daemons/gateway/workers.ts';
 
@@ -22,7 +34,18 @@ const daemons: Daemon[] = [];
 
 async function writeConsumer(name: string, simPort: number, extra: Record<string, unknown> = {}): Promise<string> {
   const overlayPath = join(dir, `${name}-overlay.json`);
-  await writeOverlay(overlayPath, payload([{ ...candidate('m1', 'local', 'sim'), credential: { strategy: 'bearer_token', secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' } } }]));
+  await writeOverlay(
+    overlayPath,
+    payload([
+      {
+        ...candidate('m1', 'local', 'sim'),
+        credential: {
+          strategy: 'bearer_token',
+          secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' },
+        },
+      },
+    ]),
+  );
   const path = join(dir, `${name}.json`);
   const config = consumerConfig({
     overlayPath,
@@ -38,7 +61,16 @@ beforeAll(async () => {
   await writeFile(join(dir, 'sim-token'), TOKEN, { mode: 0o600 });
   sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim', '--models', 'm1', '--token-file', join(dir, 'sim-token')]);
   // Every answer takes 600 ms, so requests are in flight in both workers when SIGTERM arrives.
-  slowSim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim', '--models', 'm1', '--token-file', join(dir, 'sim-token'), '--latency-ms', '600']);
+  slowSim = spawnDaemon('daemons/sim/main.ts', [
+    '--name',
+    'sim',
+    '--models',
+    'm1',
+    '--token-file',
+    join(dir, 'sim-token'),
+    '--latency-ms',
+    '600',
+  ]);
   daemons.push(sim, slowSim);
   configPath = await writeConsumer('consumer', await waitForPort(sim, 'sim'));
   slowConfigPath = await writeConsumer('slow', await waitForPort(slowSim, 'sim'));
@@ -52,10 +84,20 @@ afterAll(async () => {
 /** One chat request on its own connection (agent: false), so the kernel picks a worker for each. */
 function chat(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v1/chat/completions',
+        agent: false,
+        headers: { 'content-type': 'application/json' },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end(BODY);
   });
@@ -65,17 +107,22 @@ function chat(port: number): Promise<number> {
 function requestsByWorker(daemon: Daemon): Map<number, number> {
   const counts = new Map<number, number>();
   for (const line of daemon.lines) {
-    if (line['msg'] === 'request' && typeof line['worker'] === 'number') counts.set(line['worker'], (counts.get(line['worker']) ?? 0) + 1);
+    if (line['msg'] === 'request' && typeof line['worker'] === 'number')
+      counts.set(line['worker'], (counts.get(line['worker']) ?? 0) + 1);
   }
   return counts;
 }
 
 async function startTwoWorkers(config: string): Promise<{ gateway: Daemon; port: number; admin: number }> {
-  const gateway = spawnDaemon('daemons/gateway/main.ts', ['--config', config, '--workers', '2'], { LOG_LEVEL: 'debug' });
+  const gateway = spawnDaemon('daemons/gateway/main.ts', ['--config', config, '--workers', '2'], {
+    LOG_LEVEL: 'debug',
+  });
   daemons.push(gateway);
   const port = await waitForPort(gateway, 'edge');
   const admin = await waitForPort(gateway, 'admin');
-  await waitFor('both workers ready', async () => ((await call(`http://127.0.0.1:${admin}/readyz`)).status === 200 ? true : undefined));
+  await waitFor('both workers ready', async () =>
+    (await call(`http://127.0.0.1:${admin}/readyz`)).status === 200 ? true : undefined,
+  );
   return { gateway, port, admin };
 }
 
@@ -87,7 +134,8 @@ describe('gateway --workers 2', () => {
 
     const sent = 48;
     const statuses: number[] = [];
-    for (let i = 0; i < sent; i += 8) statuses.push(...(await Promise.all(Array.from({ length: 8 }, () => chat(port)))));
+    for (let i = 0; i < sent; i += 8)
+      statuses.push(...(await Promise.all(Array.from({ length: 8 }, () => chat(port)))));
     expect(statuses).toEqual(Array(sent).fill(200));
 
     const byWorker = await waitFor('request lines of every answer', () => {
@@ -100,7 +148,9 @@ describe('gateway --workers 2', () => {
     const metrics = await call(`http://127.0.0.1:${admin}/metrics`);
     expect(metrics.status).toBe(200);
     // Summed over the workers: the request counter equals the requests sent, not one worker's share.
-    expect(metricSample(metrics.text, 'grid_gateway_requests_total{role="consumer",model="m1",cluster="sim",status="200"}')).toBe(sent);
+    expect(
+      metricSample(metrics.text, 'grid_gateway_requests_total{role="consumer",model="m1",cluster="sim",status="200"}'),
+    ).toBe(sent);
     expect(metricSample(metrics.text, 'grid_gateway_requests_in_flight{role="consumer"}')).toBe(0);
     // Readiness and info gauges are not summed: ready is 1 (every worker ready), the overlay has one candidate.
     expect(metricSample(metrics.text, 'grid_gateway_ready')).toBe(1);
@@ -109,7 +159,10 @@ describe('gateway --workers 2', () => {
     expect(metrics.text.match(/^grid_gateway_process_cpu_seconds_total /gm)).toHaveLength(1);
     // The event-loop delay is the workers' loops, merged into one series each (the greatest maximum).
     for (const series of ['lag', 'lag_min', 'lag_max', 'lag_p99']) {
-      expect(metrics.text.match(new RegExp(`^grid_gateway_nodejs_eventloop_${series}_seconds `, 'gm')), series).toHaveLength(1);
+      expect(
+        metrics.text.match(new RegExp(`^grid_gateway_nodejs_eventloop_${series}_seconds `, 'gm')),
+        series,
+      ).toHaveLength(1);
     }
 
     const status = (await call(`http://127.0.0.1:${admin}/status`)).json();
@@ -128,18 +181,38 @@ describe('gateway --workers 2', () => {
     const gateway = spawnDaemon('daemons/gateway/main.ts', ['--config', config, '--workers', '2']);
     daemons.push(gateway);
     const admin = await waitForPort(gateway, 'admin');
-    const status = async (): Promise<{ ready: boolean; accepted_revision: string | null; workers: { ready: boolean; accepted_revision: string | null }[] }> =>
-      (await call(`http://127.0.0.1:${admin}/status`)).json();
-    expect(await status()).toMatchObject({ ready: false, accepted_revision: null, workers: [{ ready: false }, { ready: false }] });
+    const status = async (): Promise<{
+      ready: boolean;
+      accepted_revision: string | null;
+      workers: { ready: boolean; accepted_revision: string | null }[];
+    }> => (await call(`http://127.0.0.1:${admin}/status`)).json();
+    expect(await status()).toMatchObject({
+      ready: false,
+      accepted_revision: null,
+      workers: [{ ready: false }, { ready: false }],
+    });
     expect((await call(`http://127.0.0.1:${admin}/readyz`)).status).toBe(503);
 
-    const cred = { strategy: 'bearer_token' as const, secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' } };
-    for (const candidates of [[{ ...candidate('m1', 'local', 'sim'), credential: cred }], [{ ...candidate('m1', 'local', 'sim'), credential: cred }, { ...candidate('m2', 'local', 'sim'), credential: cred }]]) {
+    const cred = {
+      strategy: 'bearer_token' as const,
+      secretRef: { name: 'sim-token', namespace: 'grid-system', key: 'token' },
+    };
+    for (const candidates of [
+      [{ ...candidate('m1', 'local', 'sim'), credential: cred }],
+      [
+        { ...candidate('m1', 'local', 'sim'), credential: cred },
+        { ...candidate('m2', 'local', 'sim'), credential: cred },
+      ],
+    ]) {
       const revision = await writeOverlay(overlayPath, payload(candidates));
-      const seen = await waitFor(`both workers on ${revision}`, async () => {
-        const now = await status();
-        return now.workers.every((w) => w.ready && w.accepted_revision === revision) ? now : undefined;
-      }, 3_000);
+      const seen = await waitFor(
+        `both workers on ${revision}`,
+        async () => {
+          const now = await status();
+          return now.workers.every((w) => w.ready && w.accepted_revision === revision) ? now : undefined;
+        },
+        3_000,
+      );
       expect(seen).toMatchObject({ ready: true, accepted_revision: revision });
       expect((await call(`http://127.0.0.1:${admin}/readyz`)).status).toBe(200);
     }
@@ -155,7 +228,11 @@ describe('gateway --workers 2', () => {
     });
     const started = Date.now();
     const exited = gateway.stop('SIGTERM');
-    await waitFor('not ready', async () => ((await call(`http://127.0.0.1:${admin}/readyz`)).status === 503 ? true : undefined), 2_000);
+    await waitFor(
+      'not ready',
+      async () => ((await call(`http://127.0.0.1:${admin}/readyz`)).status === 503 ? true : undefined),
+      2_000,
+    );
 
     expect(await Promise.all(inFlight)).toEqual(Array(16).fill(200));
     expect(await exited).toBe(0);
@@ -172,7 +249,9 @@ describe('gateway --workers 2', () => {
   it('refuses per-key request limits, which each worker would count on its own (exit 1, one stderr line)', async () => {
     const keys = join(dir, 'caller-keys.json');
     await writeFile(keys, JSON.stringify({ keys: [] }));
-    const base = JSON.parse(await readFile(configPath, 'utf8')) as { filter_chains: { filters: Record<string, unknown>[] }[] };
+    const base = JSON.parse(await readFile(configPath, 'utf8')) as {
+      filter_chains: { filters: Record<string, unknown>[] }[];
+    };
     const filters = base.filter_chains[0]!.filters;
     const limited = join(dir, 'limited.json');
     await writeFile(
@@ -206,10 +285,18 @@ describe('gateway --workers startup failures', () => {
     const base = JSON.parse(await readFile(configPath, 'utf8')) as { listeners: Record<string, unknown>[] };
     const busy = join(dir, 'busy.json');
     // The sim holds this port without SO_REUSEPORT, so the first worker's bind fails.
-    await writeFile(busy, JSON.stringify({ ...base, listeners: [{ ...base.listeners[0], address: `127.0.0.1:${await waitForPort(sim, 'sim')}` }] }));
+    await writeFile(
+      busy,
+      JSON.stringify({
+        ...base,
+        listeners: [{ ...base.listeners[0], address: `127.0.0.1:${await waitForPort(sim, 'sim')}` }],
+      }),
+    );
     const gateway = spawnDaemon('daemons/gateway/main.ts', ['--config', busy, '--workers', '2']);
     expect(await new Promise((resolve) => gateway.proc.once('exit', resolve))).toBe(1);
-    expect(gateway.stderr().trim().split('\n')).toEqual([expect.stringMatching(/^gateway: startup failed: listen EADDRINUSE: address already in use 127\.0\.0\.1:\d+$/u)]);
+    expect(gateway.stderr().trim().split('\n')).toEqual([
+      expect.stringMatching(/^gateway: startup failed: listen EADDRINUSE: address already in use 127\.0\.0\.1:\d+$/u),
+    ]);
   });
 });
 
@@ -235,14 +322,17 @@ describe('gateway --workers on the command line', () => {
     expect(help.stderr()).toBe('');
   });
 
-  it.each([['0'], ['65'], ['two'], ['1.5'], ['-1'], ['']])('--workers %j is a usage error: one stderr line, exit 2', async (count) => {
-    const bad = spawnDaemon('daemons/gateway/main.ts', ['--config', configPath, `--workers=${count}`]);
-    expect(await new Promise((resolve) => bad.proc.once('exit', resolve))).toBe(2);
-    const lines = bad.stderr().trim().split('\n');
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^gateway: --workers must be a whole number from 1 to 64, got ".*" \(usage: /);
-    expect(bad.stdout()).toBe('');
-  });
+  it.each([['0'], ['65'], ['two'], ['1.5'], ['-1'], ['']])(
+    '--workers %j is a usage error: one stderr line, exit 2',
+    async (count) => {
+      const bad = spawnDaemon('daemons/gateway/main.ts', ['--config', configPath, `--workers=${count}`]);
+      expect(await new Promise((resolve) => bad.proc.once('exit', resolve))).toBe(2);
+      const lines = bad.stderr().trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^gateway: --workers must be a whole number from 1 to 64, got ".*" \(usage: /);
+      expect(bad.stdout()).toBe('');
+    },
+  );
 
   it('--workers without a value is a usage error too', async () => {
     const bad = spawnDaemon('daemons/gateway/main.ts', ['--config', configPath, '--workers']);

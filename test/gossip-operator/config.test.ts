@@ -6,12 +6,15 @@ const KEY = 'ab'.repeat(32);
 
 describe('operator configuration', () => {
   it('reads flags over environment, with defaults', () => {
-    const c = parseConfig(['--store', 'local', '--state', '/s', '--manifests', '/m', '--site', 'site-a', '--gossip-bind', '127.0.0.1:0'], {
-      GRID_SITE_NAME: 'ignored',
-      GRID_SWIM_ENCRYPT_KEY: KEY,
-      GRID_GATEWAY_ADDRESS: '10.0.0.4:8443',
-      GRID_SWIM_SEEDS: '10.0.0.5:7946, [::1]:7946',
-    });
+    const c = parseConfig(
+      ['--store', 'local', '--state', '/s', '--manifests', '/m', '--site', 'site-a', '--gossip-bind', '127.0.0.1:0'],
+      {
+        GRID_SITE_NAME: 'ignored',
+        GRID_SWIM_ENCRYPT_KEY: KEY,
+        GRID_GATEWAY_ADDRESS: '10.0.0.4:8443',
+        GRID_SWIM_SEEDS: '10.0.0.5:7946, [::1]:7946',
+      },
+    );
     expect(c.store).toEqual({ backend: 'local', stateDir: '/s', manifestsDir: '/m' });
     expect(c.site).toBe('site-a');
     expect(c.gossipBind).toEqual({ host: '127.0.0.1', port: 0 });
@@ -24,17 +27,25 @@ describe('operator configuration', () => {
     expect(parseConfig(['--site', 'x'], {}).store).toEqual({ backend: 'kubernetes' });
   });
 
-  it('names the metrics scraper ServiceAccount (default gossip-operator-metrics-scraper, the construct\'s name) and refuses a bad name', () => {
+  it("names the metrics scraper ServiceAccount (default gossip-operator-metrics-scraper, the construct's name) and refuses a bad name", () => {
     expect(parseConfig(['--site', 'x'], {}).metricsScraperServiceAccount).toBe('gossip-operator-metrics-scraper');
-    expect(parseConfig(['--site', 'x'], { GRID_METRICS_SCRAPER_SERVICE_ACCOUNT: 'epp-scraper' }).metricsScraperServiceAccount).toBe('epp-scraper');
-    expect(parseConfig(['--site', 'x', '--metrics-scraper-service-account', 'flag-wins'], { GRID_METRICS_SCRAPER_SERVICE_ACCOUNT: 'epp-scraper' }).metricsScraperServiceAccount).toBe('flag-wins');
+    expect(
+      parseConfig(['--site', 'x'], { GRID_METRICS_SCRAPER_SERVICE_ACCOUNT: 'epp-scraper' })
+        .metricsScraperServiceAccount,
+    ).toBe('epp-scraper');
+    expect(
+      parseConfig(['--site', 'x', '--metrics-scraper-service-account', 'flag-wins'], {
+        GRID_METRICS_SCRAPER_SERVICE_ACCOUNT: 'epp-scraper',
+      }).metricsScraperServiceAccount,
+    ).toBe('flag-wins');
     expect(() => parseConfig(['--site', 'x', '--metrics-scraper-service-account', 'Bad_Name'], {})).toThrow(
       '--metrics-scraper-service-account (env GRID_METRICS_SCRAPER_SERVICE_ACCOUNT): "Bad_Name" is not a ServiceAccount name',
     );
   });
 
   it('names the flag and what is expected, never echoing the SWIM key', () => {
-    const fail = (argv: string[], env: NodeJS.ProcessEnv = {}) => thrownMessage(() => parseConfig(argv, env), ConfigError);
+    const fail = (argv: string[], env: NodeJS.ProcessEnv = {}) =>
+      thrownMessage(() => parseConfig(argv, env), ConfigError);
     expect(fail([])).toContain('--site (env GRID_SITE_NAME) is required');
     expect(fail(['--site', 'a', '--store', 'local'])).toContain('--store local needs --state DIR');
     expect(fail(['--site', 'a', '--store', 'etcd'])).toContain('must be kubernetes or local');
@@ -49,7 +60,8 @@ describe('operator configuration', () => {
   });
 
   it('chooses the dashboard access: off on a public admin bind, open on loopback, token only with its file', () => {
-    const dashboard = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(['--site', 'x', ...argv], env).dashboard;
+    const dashboard = (argv: string[], env: NodeJS.ProcessEnv = {}) =>
+      parseConfig(['--site', 'x', ...argv], env).dashboard;
     expect(dashboard([])).toEqual({ access: 'off' });
     expect(dashboard(['--admin', ':9090'])).toEqual({ access: 'off' });
     expect(dashboard(['--admin', '[::]:9090'])).toEqual({ access: 'off' });
@@ -60,12 +72,23 @@ describe('operator configuration', () => {
     expect(dashboard(['--admin', 'localhost:9090'])).toEqual({ access: 'open' });
     expect(dashboard(['--admin', '127.0.0.1:9090', '--dashboard', 'off'])).toEqual({ access: 'off' });
     expect(dashboard([], { GRID_DASHBOARD: 'open' })).toEqual({ access: 'open' });
-    expect(dashboard([], { GRID_DASHBOARD: 'token', GRID_DASHBOARD_TOKEN_FILE: '/etc/grid/dashboard-token/token' })).toEqual({ access: 'token', tokenFile: '/etc/grid/dashboard-token/token' });
+    expect(
+      dashboard([], { GRID_DASHBOARD: 'token', GRID_DASHBOARD_TOKEN_FILE: '/etc/grid/dashboard-token/token' }),
+    ).toEqual({ access: 'token', tokenFile: '/etc/grid/dashboard-token/token' });
     expect(dashboard(['--dashboard', 'off'], { GRID_DASHBOARD: 'open' })).toEqual({ access: 'off' });
-    const fail = (argv: string[], env: NodeJS.ProcessEnv = {}) => thrownMessage(() => parseConfig(['--site', 'x', ...argv], env), ConfigError);
-    expect(fail(['--dashboard', 'public'])).toBe('--dashboard (env GRID_DASHBOARD): "public" must be off, open or token');
-    expect(fail(['--dashboard', 'token'])).toBe('--dashboard (env GRID_DASHBOARD): token needs --dashboard-token-file FILE (env GRID_DASHBOARD_TOKEN_FILE), the file holding the token');
-    expect(fail(['--dashboard-token-file', '/t'])).toBe('--dashboard-token-file (env GRID_DASHBOARD_TOKEN_FILE) is read only with --dashboard token; set --dashboard (env GRID_DASHBOARD) to token');
-    expect(fail(['--dashboard', 'open'], { GRID_DASHBOARD_TOKEN_FILE: '/t' })).toContain('is read only with --dashboard token');
+    const fail = (argv: string[], env: NodeJS.ProcessEnv = {}) =>
+      thrownMessage(() => parseConfig(['--site', 'x', ...argv], env), ConfigError);
+    expect(fail(['--dashboard', 'public'])).toBe(
+      '--dashboard (env GRID_DASHBOARD): "public" must be off, open or token',
+    );
+    expect(fail(['--dashboard', 'token'])).toBe(
+      '--dashboard (env GRID_DASHBOARD): token needs --dashboard-token-file FILE (env GRID_DASHBOARD_TOKEN_FILE), the file holding the token',
+    );
+    expect(fail(['--dashboard-token-file', '/t'])).toBe(
+      '--dashboard-token-file (env GRID_DASHBOARD_TOKEN_FILE) is read only with --dashboard token; set --dashboard (env GRID_DASHBOARD) to token',
+    );
+    expect(fail(['--dashboard', 'open'], { GRID_DASHBOARD_TOKEN_FILE: '/t' })).toContain(
+      'is read only with --dashboard token',
+    );
   });
 });

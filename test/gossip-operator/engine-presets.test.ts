@@ -9,7 +9,17 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../fixtures-path.ts';
 import { startServer, type TestServer } from './probes/servers.ts';
-import { configMap, grid, renderFixture, schemaProblems, startLocalOperator, tempDir, testConfig, waitFor, type LocalOperator } from './helpers.ts';
+import {
+  configMap,
+  grid,
+  renderFixture,
+  schemaProblems,
+  startLocalOperator,
+  tempDir,
+  testConfig,
+  waitFor,
+  type LocalOperator,
+} from './helpers.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -30,7 +40,10 @@ describe('operator: metricsConfig.engine presets', () => {
       '/vllm-own-queue/metrics': `${vllm}# TYPE my_queue gauge\nmy_queue 0.625\n`,
       '/tgi/metrics': await fixture('tgi.prom'),
       // A page that answers but carries none of the vLLM preset's series (e.g. the wrong port: a sidecar's metrics).
-      '/blank/metrics': vllm.split('\n').filter((line) => !line.includes('vllm:')).join('\n'),
+      '/blank/metrics': vllm
+        .split('\n')
+        .filter((line) => !line.includes('vllm:'))
+        .join('\n'),
     };
     engines = await startServer((req, res) => {
       const page = pages[req.url ?? ''];
@@ -40,7 +53,10 @@ describe('operator: metricsConfig.engine presets', () => {
     dirs = await tempDir('engine-presets');
     const manifests = join(dirs.path, 'manifests');
     await renderFixture('engine-presets/grid.yaml', { ENGINES_URL: engines.url }, manifests);
-    op = await startLocalOperator(testConfig({ site: 'site-a', store: { backend: 'local', stateDir: state() } }), { stateDir: state(), manifestsDir: manifests });
+    op = await startLocalOperator(testConfig({ site: 'site-a', store: { backend: 'local', stateDir: state() } }), {
+      stateDir: state(),
+      manifestsDir: manifests,
+    });
   });
 
   afterAll(async () => {
@@ -58,17 +74,29 @@ describe('operator: metricsConfig.engine presets', () => {
   const candidate = (cluster: string) =>
     waitFor(`${cluster} in the overlay`, async () => {
       const cm: Json = await configMap(state(), 'grid-system', 'grid-overlay-grid-edge');
-      const found = cm === undefined ? undefined : (JSON.parse(cm.data['routing-overlay.json']).overlay.candidates as Json[]).find((c) => c.cluster === cluster);
+      const found =
+        cm === undefined
+          ? undefined
+          : (JSON.parse(cm.data['routing-overlay.json']).overlay.candidates as Json[]).find(
+              (c) => c.cluster === cluster,
+            );
       return found?.score_breakdown !== undefined && found.score_breakdown.kv_cache !== undefined ? found : undefined;
     });
 
   it('fills queue, KV-cache and prefix-cache signals from engine: vllm alone', async () => {
-    const p = await provider('vllm-pool', (x) => readyOf(x).reason === 'MetricsScraped' && x.status.scrapedSignals !== undefined);
+    const p = await provider(
+      'vllm-pool',
+      (x) => readyOf(x).reason === 'MetricsScraped' && x.status.scrapedSignals !== undefined,
+    );
     expect(p.status.phase).toBe('Available');
     expect(p.status.scrapedSignals).toEqual([
       { signal: 'queueDepth', engine: 'vllm', metrics: ['vllm:num_requests_waiting', 'vllm:num_requests_running'] },
       { signal: 'kvCacheUtilization', engine: 'vllm', metrics: ['vllm:kv_cache_usage_perc'] },
-      { signal: 'prefixCacheHitRatio', engine: 'vllm', metrics: ['vllm:prefix_cache_hits_total', 'vllm:prefix_cache_queries_total'] },
+      {
+        signal: 'prefixCacheHitRatio',
+        engine: 'vllm',
+        metrics: ['vllm:prefix_cache_hits_total', 'vllm:prefix_cache_queries_total'],
+      },
     ]);
     expect(readyOf(p).message).toBe('the last scrape returned queueDepth, kvCacheUtilization, prefixCacheHitRatio');
     // waiting 3 / (3 waiting + 9 running) = 0.25; kv_cache_usage_perc 0.4375; hits 1024 / queries 4096 = 0.25.
@@ -78,7 +106,10 @@ describe('operator: metricsConfig.engine presets', () => {
   });
 
   it('lets signalNames.queueDepth override the preset for the queue only', async () => {
-    const p = await provider('vllm-own-queue', (x) => readyOf(x).reason === 'MetricsScraped' && x.status.scrapedSignals !== undefined);
+    const p = await provider(
+      'vllm-own-queue',
+      (x) => readyOf(x).reason === 'MetricsScraped' && x.status.scrapedSignals !== undefined,
+    );
     expect(p.status.scrapedSignals.slice(0, 2)).toEqual([
       { signal: 'queueDepth', metrics: ['my_queue'] },
       { signal: 'kvCacheUtilization', engine: 'vllm', metrics: ['vllm:kv_cache_usage_perc'] },
@@ -88,9 +119,14 @@ describe('operator: metricsConfig.engine presets', () => {
   });
 
   it('leaves a signal the engine does not export NotConfigured (TGI has no KV-cache metric)', async () => {
-    const p = await provider('tgi-pool', (x) => readyOf(x).reason === 'MetricsScraped' && x.status.scrapedSignals !== undefined);
+    const p = await provider(
+      'tgi-pool',
+      (x) => readyOf(x).reason === 'MetricsScraped' && x.status.scrapedSignals !== undefined,
+    );
     // tgi_queue_size 5 / (5 queued + 3 in the batch) = 0.625.
-    expect(p.status.scrapedSignals).toEqual([{ signal: 'queueDepth', engine: 'tgi', metrics: ['tgi_queue_size', 'tgi_batch_current_size'] }]);
+    expect(p.status.scrapedSignals).toEqual([
+      { signal: 'queueDepth', engine: 'tgi', metrics: ['tgi_queue_size', 'tgi_batch_current_size'] },
+    ]);
     const c = await candidate('tgi-pool');
     expect(c.score_breakdown).toMatchObject({ queue_depth: 0.375, kv_cache: 0.5 });
     // kvCachePressure with no KV-cache signal configured: the missing-metrics policy does not apply.
@@ -109,11 +145,15 @@ describe('operator: metricsConfig.engine presets', () => {
   it('refuses an engine the CRD does not list in status, and routes the others as before', async () => {
     const p = await provider('bad-engine', (x) => x.status.phase === 'Unavailable');
     expect(p.status.reason).toBe('ProviderConfigInvalid');
-    expect(p.status.message).toBe('spec.metricsConfig.engine: must be one of "vllm", "sglang", "tgi", "triton-trtllm" (got "llamacpp")');
+    expect(p.status.message).toBe(
+      'spec.metricsConfig.engine: must be one of "vllm", "sglang", "tgi", "triton-trtllm" (got "llamacpp")',
+    );
     expect(readyOf(p).status).toBe('False');
     await candidate('vllm-pool');
     // What the operator wrote is what an API server would accept (CRD schema and CEL rules, status included); the
     // one spec problem is the refused provider's own.
-    expect(await schemaProblems(state())).toEqual(['InferenceProvider/bad-engine.json spec.metricsConfig.engine: must be one of "vllm", "sglang", "tgi", "triton-trtllm" (got "llamacpp")']);
+    expect(await schemaProblems(state())).toEqual([
+      'InferenceProvider/bad-engine.json spec.metricsConfig.engine: must be one of "vllm", "sglang", "tgi", "triton-trtllm" (got "llamacpp")',
+    ]);
   });
 });

@@ -5,7 +5,20 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { configMap, grid, renderFixture, schemaProblems, startBackend, startLocalOperator, statePath, tempDir, testConfig, waitFor, type Backend, type LocalOperator } from './helpers.ts';
+import {
+  configMap,
+  grid,
+  renderFixture,
+  schemaProblems,
+  startBackend,
+  startLocalOperator,
+  statePath,
+  tempDir,
+  testConfig,
+  waitFor,
+  type Backend,
+  type LocalOperator,
+} from './helpers.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -27,20 +40,25 @@ describe('operator fault isolation', () => {
     const vars = { BACKEND_URL: backend.url, API_TOKEN: TOKEN };
     await renderFixture('single-site/grid.yaml', vars, manifests);
     await renderFixture('faults/providers.yaml', vars, manifests);
-    const op = await startLocalOperator(testConfig({ site: 'site-a', store: { backend: 'local', stateDir: state } }), { stateDir: state, manifestsDir: manifests }, {
-      // The test's backend can only listen on loopback, which model discovery refuses by design.
-      discoveryIsBlocked: () => false,
-    });
+    const op = await startLocalOperator(
+      testConfig({ site: 'site-a', store: { backend: 'local', stateDir: state } }),
+      { stateDir: state, manifestsDir: manifests },
+      {
+        // The test's backend can only listen on loopback, which model discovery refuses by design.
+        discoveryIsBlocked: () => false,
+      },
+    );
     cleanups.push(() => op.stop());
     return { backend, op, state, manifests };
   }
 
   it('gives each broken provider its own status and keeps routing the good ones', async () => {
     const { state, op } = await setup();
-    const phaseOf = (name: string, phase: string) => waitFor(`${name} ${phase}`, async () => {
-      const p: Json = await grid(state, 'InferenceProvider', name);
-      return p?.status?.phase === phase ? p : undefined;
-    });
+    const phaseOf = (name: string, phase: string) =>
+      waitFor(`${name} ${phase}`, async () => {
+        const p: Json = await grid(state, 'InferenceProvider', name);
+        return p?.status?.phase === phase ? p : undefined;
+      });
     const heavy: Json = await phaseOf('too-heavy', 'Unavailable');
     expect(heavy.status.reason).toBe('ProviderConfigInvalid');
     expect(heavy.status.message).toContain('spec.capacityWeight');
@@ -55,7 +73,9 @@ describe('operator fault isolation', () => {
       const cm: Json = await configMap(state, 'grid-system', 'grid-overlay-grid-edge');
       const o = cm === undefined ? undefined : JSON.parse(cm.data['routing-overlay.json']);
       const clusters = o?.overlay.candidates.map((c: Json) => c.cluster) ?? [];
-      return clusters.includes('llm-a') && clusters.includes('discovering') && !clusters.includes('no-secret') ? o : undefined;
+      return clusters.includes('llm-a') && clusters.includes('discovering') && !clusters.includes('no-secret')
+        ? o
+        : undefined;
     });
     const clusters = overlay.overlay.candidates.map((c: Json) => c.cluster);
     expect(clusters).not.toContain('too-heavy');
@@ -126,7 +146,10 @@ describe('operator fault isolation', () => {
       const cm: Json = await configMap(state, 'grid-system', 'grid-overlay-grid-edge');
       const candidates = cm === undefined ? [] : JSON.parse(cm.data['routing-overlay.json']).overlay.candidates;
       const llm = candidates.find((c: Json) => c.cluster === 'llm-a');
-      const settledOverlay = llm?.admission_state === 'new_and_existing' && candidates.some((c: Json) => c.cluster === 'discovering') && !candidates.some((c: Json) => c.cluster === 'no-secret');
+      const settledOverlay =
+        llm?.admission_state === 'new_and_existing' &&
+        candidates.some((c: Json) => c.cluster === 'discovering') &&
+        !candidates.some((c: Json) => c.cluster === 'no-secret');
       return settledOverlay ? (cm.metadata.annotations['grid.praxis.fast/overlay-revision'] as string) : undefined;
     });
     const distributed: Json = await waitFor('status to report the settled overlay distributed', async () => {
@@ -145,10 +168,17 @@ describe('operator fault isolation', () => {
       return s?.phase === 'Retained' && s.renderedRevision !== distributed.distributedRevision ? n : undefined;
     });
     const entry = retained.status.routingMapStatus[0];
-    expect(entry).toMatchObject({ reason: 'ApplyFailed', distributedRevision: distributed.distributedRevision, configMapResourceVersion: distributed.configMapResourceVersion });
+    expect(entry).toMatchObject({
+      reason: 'ApplyFailed',
+      distributedRevision: distributed.distributedRevision,
+      configMapResourceVersion: distributed.configMapResourceVersion,
+    });
     expect(entry.message).toContain('grid-overlay-grid-edge');
     expect(retained.status.phase).toBe('Degraded');
-    expect(retained.status.conditions.find((c: Json) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'OverlayNotDistributed' });
+    expect(retained.status.conditions.find((c: Json) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'OverlayNotDistributed',
+    });
 
     await rm(file, { recursive: true });
     const recovered: Json = await waitFor('a new revision distributed', async () => {
@@ -168,21 +198,30 @@ describe('operator fault isolation', () => {
     const file = join(manifests, 'single-site_grid.yaml');
     await writeFile(file, (await readFile(file, 'utf8')).replace('- name: edge\n', '- name: edge2\n'));
     await waitFor('the edge2 overlay', () => configMap(state, 'grid-system', 'grid-overlay-grid-edge2'));
-    await waitFor('the edge overlay to be deleted', async () => ((await configMap(state, 'grid-system', 'grid-overlay-grid-edge')) === undefined ? true : undefined));
+    await waitFor('the edge overlay to be deleted', async () =>
+      (await configMap(state, 'grid-system', 'grid-overlay-grid-edge')) === undefined ? true : undefined,
+    );
     // The operator's own state ConfigMap (revision high-water mark) is not an overlay and stays.
     expect(await configMap(state, 'grid-system', 'grid-operator-state-site-a')).toBeDefined();
   });
 
-  it('keeps an AgentToolProvider\'s discovered tools when tools/list fails, and stops routing to it', async () => {
+  it("keeps an AgentToolProvider's discovered tools when tools/list fails, and stops routing to it", async () => {
     const { state, backend } = await setup();
     const toolCandidate = async () => {
       const cm: Json = await configMap(state, 'grid-system', 'grid-overlay-grid-edge');
-      return cm === undefined ? undefined : JSON.parse(cm.data['routing-overlay.json']).overlay.candidates.find((c: Json) => c.kind === 'mcp_tool');
+      return cm === undefined
+        ? undefined
+        : JSON.parse(cm.data['routing-overlay.json']).overlay.candidates.find((c: Json) => c.kind === 'mcp_tool');
     };
     const candidate: Json = await waitFor('the mcp_tool candidate', toolCandidate);
     expect(candidate).toMatchObject({ name: 'database-query', cluster: 'tool/db-tools', site: 'site-a' });
     const first: Json = await grid(state, 'AgentToolProvider', 'db-tools');
-    expect(first.status).toMatchObject({ phase: 'Available', protocolVersion: '2025-06-18', session: false, tools: [{ name: 'database-query' }] });
+    expect(first.status).toMatchObject({
+      phase: 'Available',
+      protocolVersion: '2025-06-18',
+      session: false,
+      tools: [{ name: 'database-query' }],
+    });
     expect(first.status.toolsChangedAt).toBeUndefined();
     // The server's tool list changes: the next probe shows it, and when.
     backend.tools = ['database-query', 'search'];
@@ -192,7 +231,9 @@ describe('operator fault isolation', () => {
     });
     expect(changed.status.toolsChangedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     backend.tools = ['database-query'];
-    await waitFor('the tool list back to one', async () => ((await grid(state, 'AgentToolProvider', 'db-tools'))?.status?.discoveredTools?.length === 1 ? true : undefined));
+    await waitFor('the tool list back to one', async () =>
+      (await grid(state, 'AgentToolProvider', 'db-tools'))?.status?.discoveredTools?.length === 1 ? true : undefined,
+    );
     backend.mcpStatus = 500;
     const failed: Json = await waitFor('db-tools Unavailable', async () => {
       const t: Json = await grid(state, 'AgentToolProvider', 'db-tools');
@@ -202,6 +243,8 @@ describe('operator fault isolation', () => {
     expect(failed.status.reason).toBe('McpInitializeFailed');
     expect(failed.status.discoveredTools).toEqual(['database-query']);
     expect(failed.status.tools).toEqual([{ name: 'database-query' }]);
-    await waitFor('the tool candidate to leave the overlay', async () => ((await toolCandidate()) === undefined ? true : undefined));
+    await waitFor('the tool candidate to leave the overlay', async () =>
+      (await toolCandidate()) === undefined ? true : undefined,
+    );
   });
 });

@@ -9,7 +9,10 @@ export interface Gate {
 }
 
 /** Holds the first `get` that `hold` picks (default: the first one) after it read, until the test releases the gate. */
-export function gatedStore(store: ResourceStore, hold: (kind: ResourceKind, ref: ObjectRef) => boolean = () => true): { store: ResourceStore; gate: Gate; gets: () => number } {
+export function gatedStore(
+  store: ResourceStore,
+  hold: (kind: ResourceKind, ref: ObjectRef) => boolean = () => true,
+): { store: ResourceStore; gate: Gate; gets: () => number } {
   let gets = 0;
   let held = false;
   let reached!: () => void;

@@ -32,11 +32,12 @@ export interface Backend {
 export async function startBackend(): Promise<Backend> {
   const state = { queueDepth: 0.1, healthStatus: 200, models: ['qwen3'], tools: ['database-query'], mcpStatus: 200 };
   const authorizations = new Map<string, string | undefined>();
-  const body = (req: IncomingMessage) => new Promise<string>((resolve) => {
-    let text = '';
-    req.on('data', (c: Buffer) => (text += c.toString()));
-    req.on('end', () => resolve(text));
-  });
+  const body = (req: IncomingMessage) =>
+    new Promise<string>((resolve) => {
+      let text = '';
+      req.on('data', (c: Buffer) => (text += c.toString()));
+      req.on('end', () => resolve(text));
+    });
   const server: Server = createServer(async (req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     authorizations.set(path, req.headers.authorization);
@@ -67,7 +68,14 @@ export async function startBackend(): Promise<Backend> {
         res.end();
         return;
       }
-      const result = request.method === 'initialize' ? { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'fake-backend', version: '0' } } : { tools: backend.tools.map((name) => ({ name })) };
+      const result =
+        request.method === 'initialize'
+          ? {
+              protocolVersion: '2025-06-18',
+              capabilities: { tools: {} },
+              serverInfo: { name: 'fake-backend', version: '0' },
+            }
+          : { tools: backend.tools.map((name) => ({ name })) };
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ jsonrpc: '2.0', id: request.id, result }));
     } else {
@@ -81,10 +89,11 @@ export async function startBackend(): Promise<Backend> {
     url: `http://127.0.0.1:${port}`,
     ...state,
     authorizations,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
   return backend;
 }
@@ -109,12 +118,24 @@ export async function tempDir(prefix: string): Promise<{ path: string; remove: (
   return { path, remove: () => rm(path, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }) };
 }
 
-export function statePath(stateDir: string, group: string, kind: string, namespace: string | undefined, name: string): string {
+export function statePath(
+  stateDir: string,
+  group: string,
+  kind: string,
+  namespace: string | undefined,
+  name: string,
+): string {
   return join(stateDir, 'objects', group, kind, namespace ?? '_cluster', `${name}.json`);
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function readStateObject(stateDir: string, group: string, kind: string, namespace: string | undefined, name: string): Promise<any> {
+export async function readStateObject(
+  stateDir: string,
+  group: string,
+  kind: string,
+  namespace: string | undefined,
+  name: string,
+): Promise<any> {
   try {
     return JSON.parse(await readFile(statePath(stateDir, group, kind, namespace, name), 'utf8'));
   } catch {
@@ -122,10 +143,16 @@ export async function readStateObject(stateDir: string, group: string, kind: str
   }
 }
 
-export const grid = (stateDir: string, kind: string, name: string) => readStateObject(stateDir, 'grid.praxis.fast', kind, undefined, name);
-export const configMap = (stateDir: string, namespace: string, name: string) => readStateObject(stateDir, 'core', 'ConfigMap', namespace, name);
+export const grid = (stateDir: string, kind: string, name: string) =>
+  readStateObject(stateDir, 'grid.praxis.fast', kind, undefined, name);
+export const configMap = (stateDir: string, namespace: string, name: string) =>
+  readStateObject(stateDir, 'core', 'ConfigMap', namespace, name);
 
-export function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
+export function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 15_000,
+): Promise<T> {
   return pollUntil(what, probe, timeoutMs, 50);
 }
 
@@ -141,7 +168,9 @@ export function capturingLogger(): { logger: Logger; lines: string[] } {
   return { logger: createLogger({ name: 'gossip-operator-test', level: 'debug', destination }), lines };
 }
 
-export function testConfig(overrides: Partial<OperatorConfig> & Pick<OperatorConfig, 'site' | 'store'>): OperatorConfig {
+export function testConfig(
+  overrides: Partial<OperatorConfig> & Pick<OperatorConfig, 'site' | 'store'>,
+): OperatorConfig {
   return {
     namespace: 'grid-system',
     identity: `${overrides.site}-op`,
@@ -178,7 +207,12 @@ export async function startLocalOperator(
   dirs: { stateDir: string; manifestsDir?: string },
   extra: Partial<OperatorOptions> = {},
 ): Promise<LocalOperator> {
-  const store = await openLocalStore({ stateDir: dirs.stateDir, ...(dirs.manifestsDir !== undefined ? { manifestsDir: dirs.manifestsDir } : {}), coalesceMs: 5, rescanIntervalMs: 1_000 });
+  const store = await openLocalStore({
+    stateDir: dirs.stateDir,
+    ...(dirs.manifestsDir !== undefined ? { manifestsDir: dirs.manifestsDir } : {}),
+    coalesceMs: 5,
+    rescanIntervalMs: 1_000,
+  });
   const { logger, lines } = capturingLogger();
   const operator = await startOperator({ config, logger, store, retryPeriodMs: 200, ...extra });
   return {
@@ -209,8 +243,16 @@ export async function schemaProblems(stateDir: string): Promise<string[]> {
       });
       if (text === undefined) continue;
       const object = JSON.parse(text) as { metadata: Record<string, unknown> };
-      const { managedFields: _m, resourceVersion: _r, uid: _u, creationTimestamp: _c, generation: _g, ...metadata } = object.metadata;
-      for (const issue of validateCustomResource({ ...object, metadata })) problems.push(`${kind}/${file} ${issue.path}: ${issue.message}`);
+      const {
+        managedFields: _m,
+        resourceVersion: _r,
+        uid: _u,
+        creationTimestamp: _c,
+        generation: _g,
+        ...metadata
+      } = object.metadata;
+      for (const issue of validateCustomResource({ ...object, metadata }))
+        problems.push(`${kind}/${file} ${issue.path}: ${issue.message}`);
     }
   }
   return problems;

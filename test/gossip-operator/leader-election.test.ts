@@ -7,7 +7,17 @@ import { canClaim, LeaderElector } from '../../daemons/gossip-operator/manager/l
 import { LEASE, openLocalStore } from '../../daemons/shared/resource-store/index.ts';
 import type { ResourceStore } from '../../daemons/shared/resource-store/types.ts';
 import { gatedStore } from './gated-store.ts';
-import { grid, readStateObject, renderFixture, startBackend, startLocalOperator, tempDir, testConfig, waitFor, type LocalOperator } from './helpers.ts';
+import {
+  grid,
+  readStateObject,
+  renderFixture,
+  startBackend,
+  startLocalOperator,
+  tempDir,
+  testConfig,
+  waitFor,
+  type LocalOperator,
+} from './helpers.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -22,9 +32,15 @@ describe('Lease leader election', () => {
     const now = Date.parse('2026-01-01T00:00:10Z');
     expect(canClaim(undefined, 'a', now)).toBe(true);
     expect(canClaim({ holderIdentity: '' }, 'a', now)).toBe(true);
-    expect(canClaim({ holderIdentity: 'a', renewTime: '2026-01-01T00:00:09.000000Z', leaseDurationSeconds: 15 }, 'a', now)).toBe(true);
-    expect(canClaim({ holderIdentity: 'b', renewTime: '2026-01-01T00:00:09.000000Z', leaseDurationSeconds: 15 }, 'a', now)).toBe(false);
-    expect(canClaim({ holderIdentity: 'b', renewTime: '2025-12-31T23:59:50.000000Z', leaseDurationSeconds: 15 }, 'a', now)).toBe(true);
+    expect(
+      canClaim({ holderIdentity: 'a', renewTime: '2026-01-01T00:00:09.000000Z', leaseDurationSeconds: 15 }, 'a', now),
+    ).toBe(true);
+    expect(
+      canClaim({ holderIdentity: 'b', renewTime: '2026-01-01T00:00:09.000000Z', leaseDurationSeconds: 15 }, 'a', now),
+    ).toBe(false);
+    expect(
+      canClaim({ holderIdentity: 'b', renewTime: '2025-12-31T23:59:50.000000Z', leaseDurationSeconds: 15 }, 'a', now),
+    ).toBe(true);
     expect(canClaim({ holderIdentity: 'b', renewTime: 'garbage', leaseDurationSeconds: 15 }, 'a', now)).toBe(true);
   });
 
@@ -37,7 +53,10 @@ describe('Lease leader election', () => {
     const manifests = join(dirs.path, 'manifests');
     await renderFixture('single-site/grid.yaml', { BACKEND_URL: backend.url, API_TOKEN: 'x' }, manifests);
     const replica = (identity: string) =>
-      startLocalOperator(testConfig({ site: 'site-a', identity, store: { backend: 'local', stateDir: state }, leaderElection: true }), { stateDir: state, manifestsDir: manifests });
+      startLocalOperator(
+        testConfig({ site: 'site-a', identity, store: { backend: 'local', stateDir: state }, leaderElection: true }),
+        { stateDir: state, manifestsDir: manifests },
+      );
     const first: LocalOperator = await replica('replica-1');
     let firstStopped = false;
     cleanups.push(async () => {
@@ -47,13 +66,22 @@ describe('Lease leader election', () => {
     const second = await replica('replica-2');
     cleanups.push(() => second.stop());
 
-    await waitFor('replica-1 to publish status', async () => (await grid(state, 'GridNetwork', 'grid'))?.status?.phase === 'Active' || undefined);
+    await waitFor(
+      'replica-1 to publish status',
+      async () => (await grid(state, 'GridNetwork', 'grid'))?.status?.phase === 'Active' || undefined,
+    );
     // Several retry periods (200 ms) pass: the standby never leads, never starts SWIM, never reconciles.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(second.operator.isLeader()).toBe(false);
     expect(second.operator.context.gossip).toBeUndefined();
     expect(await second.operator.metrics.reconciles.get()).toMatchObject({ values: [] });
-    const lease: Json = await readStateObject(state, 'coordination.k8s.io', 'Lease', 'grid-system', 'gossip-operator-leader');
+    const lease: Json = await readStateObject(
+      state,
+      'coordination.k8s.io',
+      'Lease',
+      'grid-system',
+      'gossip-operator-leader',
+    );
     expect(lease.spec).toMatchObject({ holderIdentity: 'replica-1', leaseDurationSeconds: 3 });
     expect(Date.parse(lease.spec.renewTime)).toBeGreaterThan(Date.now() - 3_000);
     const standbyReady = await fetch(`http://127.0.0.1:${second.operator.admin.port}/readyz`);
@@ -62,7 +90,13 @@ describe('Lease leader election', () => {
     await first.stop();
     firstStopped = true;
     await waitFor('replica-2 to take over', () => second.operator.isLeader() || undefined, 10_000);
-    const handedOver: Json = await readStateObject(state, 'coordination.k8s.io', 'Lease', 'grid-system', 'gossip-operator-leader');
+    const handedOver: Json = await readStateObject(
+      state,
+      'coordination.k8s.io',
+      'Lease',
+      'grid-system',
+      'gossip-operator-leader',
+    );
     expect(handedOver.spec.holderIdentity).toBe('replica-2');
     expect(handedOver.spec.leaseTransitions).toBeGreaterThanOrEqual(1);
     await waitFor('replica-2 to start SWIM and reconcile', () => second.operator.context.gossip?.address);
@@ -77,23 +111,44 @@ describe('Lease leader election', () => {
     const store = await openLocalStore({ stateDir: dirs.path });
     cleanups.push(() => store.close());
     const expired = new Date(Date.now() - 60_000).toISOString().replace(/Z$/, '000Z');
-    await store.apply(LEASE, {
-      apiVersion: LEASE.apiVersion,
-      kind: LEASE.kind,
-      metadata: { name: 'gossip-operator-leader', namespace: 'grid-system' },
-      spec: { holderIdentity: 'gone', leaseDurationSeconds: 3, renewTime: expired, acquireTime: expired, leaseTransitions: 0 },
-    }, { fieldManager: 'grid-operator-leader-election-gone' });
+    await store.apply(
+      LEASE,
+      {
+        apiVersion: LEASE.apiVersion,
+        kind: LEASE.kind,
+        metadata: { name: 'gossip-operator-leader', namespace: 'grid-system' },
+        spec: {
+          holderIdentity: 'gone',
+          leaseDurationSeconds: 3,
+          renewTime: expired,
+          acquireTime: expired,
+          leaseTransitions: 0,
+        },
+      },
+      { fieldManager: 'grid-operator-leader-election-gone' },
+    );
     const gated = gatedStore(store, (kind) => kind.kind === 'Lease');
     const started: string[] = [];
     const errors: unknown[] = [];
-    const elector = (identity: string, on: ResourceStore) => new LeaderElector({
-      store: on, namespace: 'grid-system', name: 'gossip-operator-leader', identity,
-      leaseDurationMs: 3_000, retryPeriodMs: 100, settleMs: 20,
-      onStarted: () => started.push(identity), onLost: () => undefined, onError: (error) => errors.push(error),
-    });
+    const elector = (identity: string, on: ResourceStore) =>
+      new LeaderElector({
+        store: on,
+        namespace: 'grid-system',
+        name: 'gossip-operator-leader',
+        identity,
+        leaseDurationMs: 3_000,
+        retryPeriodMs: 100,
+        settleMs: 20,
+        onStarted: () => started.push(identity),
+        onLost: () => undefined,
+        onError: (error) => errors.push(error),
+      });
     const a = elector('replica-a', gated.store);
     const b = elector('replica-b', store);
-    cleanups.push(() => a.stop(), () => b.stop());
+    cleanups.push(
+      () => a.stop(),
+      () => b.stop(),
+    );
     a.start();
     await gated.gate.reached;
     b.start();

@@ -6,7 +6,11 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generatedConfigCleanupFixture } from './mount-fixtures.ts';
 import { publishGeneratedConfigs } from '../../daemons/gossip-operator/controllers/generated-config.ts';
-import { MOUNT_FIELD_MANAGER, reconcileMounts, type MountInput } from '../../daemons/gossip-operator/controllers/mount-reconciler.ts';
+import {
+  MOUNT_FIELD_MANAGER,
+  reconcileMounts,
+  type MountInput,
+} from '../../daemons/gossip-operator/controllers/mount-reconciler.ts';
 import {
   ANNOTATION_CONFIG_REVISION,
   ANNOTATION_MOUNT_RECONCILIATION,
@@ -41,9 +45,17 @@ const PRAXIS: PraxisConfig = {
   credentialMountPath: '/run/secrets/grid-credentials',
   tlsCertMountPath: '/etc/praxis/tls',
   clusterEndpoints: [
-    { cluster: 'api', address: 'api.example.internal:443', transport: { mode: 'tls', sni: 'api.example.internal', caSecretRef: { name: 'api-ca' } } },
+    {
+      cluster: 'api',
+      address: 'api.example.internal:443',
+      transport: { mode: 'tls', sni: 'api.example.internal', caSecretRef: { name: 'api-ca' } },
+    },
     { cluster: 'site-b', address: '10.0.0.4:30080', transport: { mode: 'mutual_tls', sni: 'site-b.grid.internal' } },
-    { cluster: 'other', address: 'other.example.internal:443', transport: { mode: 'tls', sni: 'other.example.internal' } },
+    {
+      cluster: 'other',
+      address: 'other.example.internal:443',
+      transport: { mode: 'tls', sni: 'other.example.internal' },
+    },
   ],
 };
 
@@ -55,7 +67,10 @@ function requirementsInput(overrides: Partial<MountRequirementsInput> = {}): Mou
     configMapName: 'praxis-edge',
     configText: 'listeners: []\n',
     candidates: [credential('api', 'api-token'), credential('other', 'other-token', NS, 'bearer')],
-    tls: { siteSecretRef: { name: 'site-cert', namespace: NS }, caSecretRef: { name: 'grid-ca', namespace: 'grid-system' } },
+    tls: {
+      siteSecretRef: { name: 'site-cert', namespace: NS },
+      caSecretRef: { name: 'grid-ca', namespace: 'grid-system' },
+    },
     ...overrides,
   };
 }
@@ -79,24 +94,50 @@ describe('renderMountRequirements', () => {
     });
     // The site TLS Secret only (never the CA Secret, which holds the CA key), at tlsCertMountPath.
     expect(byName['grid-tls']?.mountPath).toBe('/etc/praxis/tls');
-    expect(byName['grid-tls']?.projected.sources).toEqual([{ secret: { name: 'site-cert', items: ['ca.crt', 'tls.crt', 'tls.key'].map((k) => ({ key: k, path: k })) } }]);
-    expect(byName['grid-backend-ca']).toMatchObject({ mountPath: '/run/secrets/grid-backend-ca', projected: { sources: [{ secret: { name: 'api-ca', items: [{ key: 'ca.crt', path: 'api-ca/ca.crt' }] } }] } });
+    expect(byName['grid-tls']?.projected.sources).toEqual([
+      { secret: { name: 'site-cert', items: ['ca.crt', 'tls.crt', 'tls.key'].map((k) => ({ key: k, path: k })) } },
+    ]);
+    expect(byName['grid-backend-ca']).toMatchObject({
+      mountPath: '/run/secrets/grid-backend-ca',
+      projected: { sources: [{ secret: { name: 'api-ca', items: [{ key: 'ca.crt', path: 'api-ca/ca.crt' }] } }] },
+    });
     // routing-overlay.json lands at /etc/praxis/routing/routing-overlay.json through a directory mount.
     expect(byName['grid-routing-overlay']).toEqual({
       name: 'grid-routing-overlay',
       mountPath: '/etc/praxis/routing',
-      projected: { defaultMode: 0o644, sources: [{ configMap: { name: 'grid-overlay-grid-edge', items: [{ key: 'routing-overlay.json', path: 'routing-overlay.json' }] } }] },
+      projected: {
+        defaultMode: 0o644,
+        sources: [
+          {
+            configMap: {
+              name: 'grid-overlay-grid-edge',
+              items: [{ key: 'routing-overlay.json', path: 'routing-overlay.json' }],
+            },
+          },
+        ],
+      },
     });
     expect(r.text).not.toMatch(/subPath/);
-    expect(r.document.secrets.map((s) => `${s.purpose}:${s.name}`)).toEqual(['backend-ca:api-ca', 'credential:api-token', 'credential:other-token', 'tls:site-cert']);
+    expect(r.document.secrets.map((s) => `${s.purpose}:${s.name}`)).toEqual([
+      'backend-ca:api-ca',
+      'credential:api-token',
+      'credential:other-token',
+      'tls:site-cert',
+    ]);
   });
 
   it('is deterministic: the same requirements in any order give the same text and revision; a config change moves it', () => {
     const a = renderMountRequirements(requirementsInput());
-    const b = renderMountRequirements(requirementsInput({
-      candidates: [credential('other', 'other-token', NS, 'bearer'), credential('api', 'api-token'), credential('api', 'api-token')],
-      praxis: { ...PRAXIS, clusterEndpoints: [...(PRAXIS.clusterEndpoints ?? [])].reverse() },
-    }));
+    const b = renderMountRequirements(
+      requirementsInput({
+        candidates: [
+          credential('other', 'other-token', NS, 'bearer'),
+          credential('api', 'api-token'),
+          credential('api', 'api-token'),
+        ],
+        praxis: { ...PRAXIS, clusterEndpoints: [...(PRAXIS.clusterEndpoints ?? [])].reverse() },
+      }),
+    );
     const c = renderMountRequirements(requirementsInput({ configText: 'listeners: [1]\n' }));
     if (!a.ok || !b.ok || !c.ok) throw new Error('render failed');
     expect(b.text).toBe(a.text);
@@ -112,7 +153,11 @@ describe('renderMountRequirements', () => {
     const attested = renderMountRequirements(requirementsInput());
     if (!held.ok || !attested.ok) throw new Error('render failed');
     // Step one of the two-step: an empty projected directory at the mount root, so the consumer rolls out with it.
-    expect(held.document.volumes.find((v) => v.name === 'grid-credentials')).toEqual({ name: 'grid-credentials', mountPath: '/run/secrets/grid-credentials', projected: { defaultMode: 0o644, sources: [] } });
+    expect(held.document.volumes.find((v) => v.name === 'grid-credentials')).toEqual({
+      name: 'grid-credentials',
+      mountPath: '/run/secrets/grid-credentials',
+      projected: { defaultMode: 0o644, sources: [] },
+    });
     expect(held.document.secrets.map((s) => `${s.purpose}:${s.name}`)).toEqual(['backend-ca:api-ca', 'tls:site-cert']);
     expect(held.text).not.toContain('api-token');
     // Step two (supportsProjectedCredentials set): the referenced Secrets are mounted, a new revision rolls out.
@@ -121,15 +166,21 @@ describe('renderMountRequirements', () => {
     // Projected mode carries the root even with no credential reference yet; without projected mode it does not.
     const none = renderMountRequirements(requirementsInput({ candidates: [] }));
     expect(none.ok && none.document.volumes.map((v) => v.name)).toContain('grid-credentials');
-    const inline = renderMountRequirements(requirementsInput({ candidates: [], praxis: { ...PRAXIS, enableProjectedCredentials: false } }));
+    const inline = renderMountRequirements(
+      requirementsInput({ candidates: [], praxis: { ...PRAXIS, enableProjectedCredentials: false } }),
+    );
     expect(inline.ok && inline.document.volumes.map((v) => v.name)).not.toContain('grid-credentials');
   });
 
   it('refuses a Secret outside the gateway namespace and a mutual_tls cluster without a site TLS Secret, naming them', () => {
-    const foreign = renderMountRequirements(requirementsInput({ candidates: [credential('api', 'api-token', 'other-ns')] }));
+    const foreign = renderMountRequirements(
+      requirementsInput({ candidates: [credential('api', 'api-token', 'other-ns')] }),
+    );
     expect(foreign).toMatchObject({ ok: false, reason: 'SecretOutsideGatewayNamespace' });
     expect(!foreign.ok && foreign.message).toContain('other-ns/api-token');
-    const tls = renderMountRequirements(requirementsInput({ tls: { siteSecretRef: { name: 'site-cert', namespace: 'grid-system' } } }));
+    const tls = renderMountRequirements(
+      requirementsInput({ tls: { siteSecretRef: { name: 'site-cert', namespace: 'grid-system' } } }),
+    );
     expect(!tls.ok && tls.message).toContain('grid-system/site-cert');
     const none = renderMountRequirements(requirementsInput({ tls: undefined }));
     expect(none).toMatchObject({ ok: false, reason: 'MissingTlsSecret' });
@@ -150,7 +201,11 @@ describe('reconcile on the local store', () => {
     return {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
-      metadata: { name: 'inference-gw', namespace: NS, ...(annotated ? { annotations: { [ANNOTATION_MOUNT_RECONCILIATION]: 'enabled' } } : {}) },
+      metadata: {
+        name: 'inference-gw',
+        namespace: NS,
+        ...(annotated ? { annotations: { [ANNOTATION_MOUNT_RECONCILIATION]: 'enabled' } } : {}),
+      },
       spec: {
         replicas: 2,
         selector: { matchLabels: { app: 'gw' } },
@@ -158,7 +213,11 @@ describe('reconcile on the local store', () => {
           metadata: { labels: { app: 'gw' }, annotations: { team: 'edge' } },
           spec: {
             containers: [
-              { name: 'praxis', image: 'praxis:1', volumeMounts: [{ name: 'config', mountPath: '/etc/praxis/config' }] },
+              {
+                name: 'praxis',
+                image: 'praxis:1',
+                volumeMounts: [{ name: 'config', mountPath: '/etc/praxis/config' }],
+              },
               { name: 'sidecar', image: 'sidecar:1', volumeMounts: [{ name: 'scratch', mountPath: '/tmp' }] },
             ],
             volumes: [
@@ -176,8 +235,12 @@ describe('reconcile on the local store', () => {
     d.metadata.annotations = { [ANNOTATION_MOUNT_RECONCILIATION]: 'disabled' };
     return d;
   };
-  const getDeployment = async () => (await store.get(DEPLOYMENT, { name: 'inference-gw', namespace: NS })) as DeploymentObject;
-  const delegated: PraxisConfig = { ...PRAXIS, mountReconciliation: { enabled: true, deploymentName: 'inference-gw', containerName: 'praxis' } };
+  const getDeployment = async () =>
+    (await store.get(DEPLOYMENT, { name: 'inference-gw', namespace: NS })) as DeploymentObject;
+  const delegated: PraxisConfig = {
+    ...PRAXIS,
+    mountReconciliation: { enabled: true, deploymentName: 'inference-gw', containerName: 'praxis' },
+  };
   const input = (praxis: PraxisConfig = delegated, overrides: Partial<MountInput> = {}): MountInput => ({
     network: 'grid',
     generation: 3,
@@ -214,11 +277,25 @@ describe('reconcile on the local store', () => {
     const plain: PraxisConfig = { ...PRAXIS };
     await allSecrets();
     const first = await reconcileMounts(ctx(), input(plain), undefined);
-    expect(first).toMatchObject({ gatewayName: 'edge', namespace: NS, phase: 'RequirementsRendered', reason: '', observedGeneration: 3 });
+    expect(first).toMatchObject({
+      gatewayName: 'edge',
+      namespace: NS,
+      phase: 'RequirementsRendered',
+      reason: '',
+      observedGeneration: 3,
+    });
     expect(first.deploymentName).toBeUndefined();
     const name1 = mountRequirementsConfigMapName(first.requirementsRevision ?? '');
-    const cm = await store.get<{ apiVersion: string; kind: string; metadata: { name: string; labels?: Record<string, string> }; data: Record<string, string> }>(CONFIG_MAP, { name: name1, namespace: NS });
-    expect(cm?.metadata.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'grid-operator', 'grid.praxis.fast/gateway': 'edge' });
+    const cm = await store.get<{
+      apiVersion: string;
+      kind: string;
+      metadata: { name: string; labels?: Record<string, string> };
+      data: Record<string, string>;
+    }>(CONFIG_MAP, { name: name1, namespace: NS });
+    expect(cm?.metadata.labels).toMatchObject({
+      'app.kubernetes.io/managed-by': 'grid-operator',
+      'grid.praxis.fast/gateway': 'edge',
+    });
     expect(JSON.parse(cm?.data[MOUNT_REQUIREMENTS_KEY] ?? '{}').kind).toBe('MountRequirements');
     expect(first.message).toContain(`${NS}/${name1}`);
     noSecretData([cm, first, log.lines]);
@@ -226,11 +303,25 @@ describe('reconcile on the local store', () => {
     const second = await reconcileMounts(ctx(), input(plain, { configText: 'listeners: [changed]\n' }), first);
     expect(second.requirementsRevision).not.toBe(first.requirementsRevision);
     expect(await store.get(CONFIG_MAP, { name: name1, namespace: NS })).toBeUndefined();
-    expect(await store.get(CONFIG_MAP, { name: mountRequirementsConfigMapName(second.requirementsRevision ?? ''), namespace: NS })).toBeDefined();
+    expect(
+      await store.get(CONFIG_MAP, {
+        name: mountRequirementsConfigMapName(second.requirementsRevision ?? ''),
+        namespace: NS,
+      }),
+    ).toBeDefined();
 
     // A ConfigMap of the superseded name that the operator did not create for this gateway is left alone.
     const userName = mountRequirementsConfigMapName(second.requirementsRevision ?? '');
-    await store.apply(CONFIG_MAP, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: userName, namespace: NS, labels: { 'app.kubernetes.io/managed-by': 'someone-else' } }, data: {} }, { fieldManager: 'kubectl', force: true });
+    await store.apply(
+      CONFIG_MAP,
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: userName, namespace: NS, labels: { 'app.kubernetes.io/managed-by': 'someone-else' } },
+        data: {},
+      },
+      { fieldManager: 'kubectl', force: true },
+    );
     await reconcileMounts(ctx(), input(plain), second);
     expect(await store.get(CONFIG_MAP, { name: userName, namespace: NS })).toBeDefined();
   });
@@ -244,7 +335,14 @@ describe('reconcile on the local store', () => {
     expect(applied).toMatchObject({ deploymentName: 'inference-gw', phase: 'MountsReconciling' });
     const after = await getDeployment();
     const pod = after.spec?.template?.spec;
-    expect(pod?.volumes?.map((v) => v.name)).toEqual(['config', 'scratch', 'grid-backend-ca', 'grid-credentials', 'grid-routing-overlay', 'grid-tls']);
+    expect(pod?.volumes?.map((v) => v.name)).toEqual([
+      'config',
+      'scratch',
+      'grid-backend-ca',
+      'grid-credentials',
+      'grid-routing-overlay',
+      'grid-tls',
+    ]);
     expect(pod?.volumes?.slice(0, 2)).toEqual(before.spec?.template?.spec?.volumes);
     const praxis = pod?.containers?.find((c) => c.name === 'praxis');
     expect(praxis?.volumeMounts).toEqual([
@@ -257,33 +355,54 @@ describe('reconcile on the local store', () => {
     expect(praxis?.volumeMounts?.some((m) => m.subPath !== undefined)).toBe(false);
     expect(praxis?.['image']).toBe('praxis:1');
     expect(pod?.containers?.find((c) => c.name === 'sidecar')).toEqual(before.spec?.template?.spec?.containers?.[1]);
-    expect(after.spec?.template?.metadata?.annotations).toEqual({ team: 'edge', [ANNOTATION_CONFIG_REVISION]: applied.requirementsRevision });
+    expect(after.spec?.template?.metadata?.annotations).toEqual({
+      team: 'edge',
+      [ANNOTATION_CONFIG_REVISION]: applied.requirementsRevision,
+    });
     expect(after.spec?.replicas).toBe(2);
     expect(after.metadata.generation).toBe((before.metadata.generation ?? 0) + 1);
     expect(applied.deploymentGeneration).toBe(after.metadata.generation);
-    expect((after.metadata['managedFields'] as { manager: string }[]).map((m) => m.manager)).toContain(MOUNT_FIELD_MANAGER);
+    expect((after.metadata['managedFields'] as { manager: string }[]).map((m) => m.manager)).toContain(
+      MOUNT_FIELD_MANAGER,
+    );
 
     // Nothing changes on the next pass until the Deployment controller reports the rollout.
     const waiting = await reconcileMounts(ctx(), input(), applied);
-    expect(waiting).toMatchObject({ phase: 'WaitingForRollout', reason: 'RolloutInProgress', requirementsRevision: applied.requirementsRevision });
+    expect(waiting).toMatchObject({
+      phase: 'WaitingForRollout',
+      reason: 'RolloutInProgress',
+      requirementsRevision: applied.requirementsRevision,
+    });
     expect(waiting.appliedRevision).toBeUndefined();
     expect((await getDeployment()).metadata.resourceVersion).toBe(after.metadata.resourceVersion);
 
     const status = { fieldManager: 'kube-controller-manager' };
     const ref = { name: 'inference-gw', namespace: NS };
     // Observed but only one new replica available: still rolling.
-    await store.patchStatus(DEPLOYMENT, ref, { observedGeneration: after.metadata.generation, replicas: 3, updatedReplicas: 2, availableReplicas: 2 }, status);
+    await store.patchStatus(
+      DEPLOYMENT,
+      ref,
+      { observedGeneration: after.metadata.generation, replicas: 3, updatedReplicas: 2, availableReplicas: 2 },
+      status,
+    );
     expect((await reconcileMounts(ctx(), input(), waiting)).phase).toBe('WaitingForRollout');
     await store.patchStatus(DEPLOYMENT, ref, { replicas: 2, updatedReplicas: 2, availableReplicas: 2 }, status);
     const ready = await reconcileMounts(ctx(), input(), waiting);
-    expect(ready).toMatchObject({ phase: 'Ready', reason: '', appliedRevision: applied.requirementsRevision, deploymentGeneration: after.metadata.generation });
+    expect(ready).toMatchObject({
+      phase: 'Ready',
+      reason: '',
+      appliedRevision: applied.requirementsRevision,
+      deploymentGeneration: after.metadata.generation,
+    });
     noSecretData([await getDeployment(), applied, waiting, ready, log.lines]);
 
     // A changed config is a new revision: rolled out again, the Ready revision kept until it is done.
     const next = await reconcileMounts(ctx(), input(delegated, { configText: 'listeners: [2]\n' }), ready);
     expect(next).toMatchObject({ phase: 'MountsReconciling', appliedRevision: applied.requirementsRevision });
     expect(next.requirementsRevision).not.toBe(applied.requirementsRevision);
-    expect((await getDeployment()).spec?.template?.metadata?.annotations?.[ANNOTATION_CONFIG_REVISION]).toBe(next.requirementsRevision);
+    expect((await getDeployment()).spec?.template?.metadata?.annotations?.[ANNOTATION_CONFIG_REVISION]).toBe(
+      next.requirementsRevision,
+    );
   });
 
   it('refuses a Deployment without the opt-in annotation, and leaves it untouched', async () => {
@@ -292,16 +411,27 @@ describe('reconcile on the local store', () => {
     const before = await getDeployment();
     const result = await reconcileMounts(ctx(), input(), undefined);
     expect(result).toMatchObject({ phase: 'Error', reason: 'DeploymentNotAnnotated' });
-    expect(result.message).toContain(`Deployment ${NS}/inference-gw lacks the annotation ${ANNOTATION_MOUNT_RECONCILIATION}`);
+    expect(result.message).toContain(
+      `Deployment ${NS}/inference-gw lacks the annotation ${ANNOTATION_MOUNT_RECONCILIATION}`,
+    );
     expect(await getDeployment()).toEqual(before);
   });
 
   it('reports a missing Deployment, a missing container and a mount path the user already uses', async () => {
     await allSecrets();
-    expect(await reconcileMounts(ctx(), input(), undefined)).toMatchObject({ phase: 'Error', reason: 'DeploymentNotFound' });
+    expect(await reconcileMounts(ctx(), input(), undefined)).toMatchObject({
+      phase: 'Error',
+      reason: 'DeploymentNotFound',
+    });
     await store.apply(DEPLOYMENT, deployment(), USER);
-    const noContainer = { ...delegated, mountReconciliation: { enabled: true, deploymentName: 'inference-gw', containerName: 'ghost' } };
-    expect(await reconcileMounts(ctx(), input(noContainer), undefined)).toMatchObject({ phase: 'Error', reason: 'ContainerNotFound' });
+    const noContainer = {
+      ...delegated,
+      mountReconciliation: { enabled: true, deploymentName: 'inference-gw', containerName: 'ghost' },
+    };
+    expect(await reconcileMounts(ctx(), input(noContainer), undefined)).toMatchObject({
+      phase: 'Error',
+      reason: 'ContainerNotFound',
+    });
     const clash = deployment();
     clash.spec?.template?.spec?.containers?.[0]?.volumeMounts?.push({ name: 'config', mountPath: '/etc/praxis/tls' });
     await store.apply(DEPLOYMENT, clash, USER);
@@ -322,8 +452,16 @@ describe('reconcile on the local store', () => {
 
     // The Secret exists, but in the wrong namespace: an Error naming it, the Deployment still untouched.
     await secret('api-token', { token: TOKEN }, 'other-ns');
-    const foreign = await reconcileMounts(ctx(), input(delegated, { candidates: [credential('api', 'api-token', 'other-ns')] }), waiting);
-    expect(foreign).toMatchObject({ phase: 'Error', reason: 'SecretOutsideGatewayNamespace', requirementsRevision: waiting.requirementsRevision });
+    const foreign = await reconcileMounts(
+      ctx(),
+      input(delegated, { candidates: [credential('api', 'api-token', 'other-ns')] }),
+      waiting,
+    );
+    expect(foreign).toMatchObject({
+      phase: 'Error',
+      reason: 'SecretOutsideGatewayNamespace',
+      requirementsRevision: waiting.requirementsRevision,
+    });
     expect(foreign.message).toContain('other-ns/api-token');
     expect(await getDeployment()).toEqual(before);
     noSecretData([waiting, foreign, log.lines]);
@@ -369,17 +507,31 @@ describe('reconcile on the local store', () => {
     expect(after.metadata.annotations?.[ANNOTATION_MOUNT_RECONCILIATION]).toBe('disabled');
     expect(after.spec?.template?.spec?.volumes?.map((v) => v.name)).toEqual(['config', 'scratch']);
     // The next reconcile reads the Deployment again and refuses it for the missing annotation.
-    expect(await reconcileMounts(ctx(), input(), result)).toMatchObject({ phase: 'Error', reason: 'DeploymentNotAnnotated' });
+    expect(await reconcileMounts(ctx(), input(), result)).toMatchObject({
+      phase: 'Error',
+      reason: 'DeploymentNotAnnotated',
+    });
   });
 
   it('local store: an apply with a stale resourceVersion precondition is a conflict and writes nothing', async () => {
     const first = await store.apply(DEPLOYMENT, deployment(), USER);
     const second = await store.apply(DEPLOYMENT, optedOut(), USER);
     expect(second.metadata.resourceVersion).not.toBe(first.metadata.resourceVersion);
-    await expect(store.apply(DEPLOYMENT, deployment(), { ...USER, resourceVersion: first.metadata.resourceVersion ?? '' })).rejects.toMatchObject({ code: 'conflict', statusCode: 409 });
+    await expect(
+      store.apply(DEPLOYMENT, deployment(), { ...USER, resourceVersion: first.metadata.resourceVersion ?? '' }),
+    ).rejects.toMatchObject({ code: 'conflict', statusCode: 409 });
     expect((await getDeployment()).metadata.resourceVersion).toBe(second.metadata.resourceVersion);
-    await expect(store.apply(DEPLOYMENT, { ...deployment(), metadata: { ...deployment().metadata, name: 'absent' } }, { ...USER, resourceVersion: '1' })).rejects.toMatchObject({ code: 'conflict' });
-    const ok = await store.apply(DEPLOYMENT, deployment(), { ...USER, resourceVersion: second.metadata.resourceVersion ?? '' });
+    await expect(
+      store.apply(
+        DEPLOYMENT,
+        { ...deployment(), metadata: { ...deployment().metadata, name: 'absent' } },
+        { ...USER, resourceVersion: '1' },
+      ),
+    ).rejects.toMatchObject({ code: 'conflict' });
+    const ok = await store.apply(DEPLOYMENT, deployment(), {
+      ...USER,
+      resourceVersion: second.metadata.resourceVersion ?? '',
+    });
     expect(ok.metadata.annotations?.[ANNOTATION_MOUNT_RECONCILIATION]).toBe('enabled');
     expect(ok.metadata.resourceVersion).not.toBe(second.metadata.resourceVersion);
   });
@@ -387,7 +539,11 @@ describe('reconcile on the local store', () => {
   it('generation turned off: deletes only the ConfigMaps the operator owns and drops their status entries', async () => {
     const f = generatedConfigCleanupFixture(NS);
     // "edge" generated earlier; "userland" pointed at a ConfigMap the user owns (the operator's apply had failed).
-    for (const cm of f.configMaps) await store.apply(CONFIG_MAP, cm, { fieldManager: cm.metadata.labels?.['app.kubernetes.io/managed-by'] === 'grid-operator' ? 'grid-operator' : 'kubectl' });
+    for (const cm of f.configMaps)
+      await store.apply(CONFIG_MAP, cm, {
+        fieldManager:
+          cm.metadata.labels?.['app.kubernetes.io/managed-by'] === 'grid-operator' ? 'grid-operator' : 'kubectl',
+      });
     const outcome = await publishGeneratedConfigs(ctx(), f.network, []);
     expect(outcome.praxisConfigStatus).toEqual([]);
     expect(outcome.mountReconciliationStatus).toEqual([]);
@@ -399,17 +555,35 @@ describe('reconcile on the local store', () => {
     // Still generating under a new configMapName: the old one it owned goes, the new one is written.
     for (const cm of f.configMaps) await store.apply(CONFIG_MAP, cm, { fieldManager: 'grid-operator' });
     const renamed = await publishGeneratedConfigs(ctx(), f.renamed, []);
-    expect(renamed.praxisConfigStatus.map((s) => `${s.gatewayName}:${s.configMapName}:${s.phase}`)).toEqual(['edge:praxis-edge-v2:Rendered']);
+    expect(renamed.praxisConfigStatus.map((s) => `${s.gatewayName}:${s.configMapName}:${s.phase}`)).toEqual([
+      'edge:praxis-edge-v2:Rendered',
+    ]);
     expect(await store.get(CONFIG_MAP, { name: 'praxis-edge', namespace: NS })).toBeUndefined();
     expect(await store.get(CONFIG_MAP, { name: 'praxis-edge-v2', namespace: NS })).toBeDefined();
     const mount = renamed.mountReconciliationStatus[0] as MountReconciliationStatus;
     expect(mount).toMatchObject({ gatewayName: 'edge', phase: 'RequirementsRendered' });
 
     // The gateway removed from consumerGateways altogether: what it generated goes with it.
-    const removed = await publishGeneratedConfigs(ctx(), { ...f.renamed, spec: { consumerGateways: [] }, status: { praxisConfigStatus: renamed.praxisConfigStatus, mountReconciliationStatus: renamed.mountReconciliationStatus } }, []);
+    const removed = await publishGeneratedConfigs(
+      ctx(),
+      {
+        ...f.renamed,
+        spec: { consumerGateways: [] },
+        status: {
+          praxisConfigStatus: renamed.praxisConfigStatus,
+          mountReconciliationStatus: renamed.mountReconciliationStatus,
+        },
+      },
+      [],
+    );
     expect(removed).toMatchObject({ praxisConfigStatus: [], mountReconciliationStatus: [], pending: false });
     expect(await store.get(CONFIG_MAP, { name: 'praxis-edge-v2', namespace: NS })).toBeUndefined();
-    expect(await store.get(CONFIG_MAP, { name: mountRequirementsConfigMapName(mount.requirementsRevision ?? ''), namespace: NS })).toBeUndefined();
+    expect(
+      await store.get(CONFIG_MAP, {
+        name: mountRequirementsConfigMapName(mount.requirementsRevision ?? ''),
+        namespace: NS,
+      }),
+    ).toBeUndefined();
     expect(await store.get(CONFIG_MAP, { name: 'user-config', namespace: NS })).toBeDefined();
   });
 });

@@ -4,14 +4,35 @@
 // healthCheck.interval, and returns on the first passing probe. grid_provider_ready follows.
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { healthVerdict, recordProbe, type HealthRecord } from '../../daemons/gossip-operator/controllers/provider-health.ts';
+import {
+  healthVerdict,
+  recordProbe,
+  type HealthRecord,
+} from '../../daemons/gossip-operator/controllers/provider-health.ts';
 import type { HealthOutcome } from '../../daemons/gossip-operator/probes/health-probe.ts';
-import { configMap, grid, renderFixture, schemaProblems, startBackend, startLocalOperator, tempDir, testConfig, waitFor, type Backend, type LocalOperator } from './helpers.ts';
+import {
+  configMap,
+  grid,
+  renderFixture,
+  schemaProblems,
+  startBackend,
+  startLocalOperator,
+  tempDir,
+  testConfig,
+  waitFor,
+  type Backend,
+  type LocalOperator,
+} from './helpers.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
-const FAIL: HealthOutcome = { healthy: false, result: 'http_status', sentCredential: false, detail: 'health check answered HTTP 503' };
+const FAIL: HealthOutcome = {
+  healthy: false,
+  result: 'http_status',
+  sentCredential: false,
+  detail: 'health check answered HTTP 503',
+};
 const PASS: HealthOutcome = { healthy: true, result: 'healthy', sentCredential: false, detail: 'HTTP 200' };
 
 describe('provider health across probes (pure)', () => {
@@ -25,15 +46,20 @@ describe('provider health across probes (pure)', () => {
     { probes: [FAIL, FAIL, PASS], threshold: 3, phase: 'Available', reason: '' },
     { probes: [FAIL, FAIL, FAIL, PASS], threshold: 3, phase: 'Available', reason: '' },
     { probes: [FAIL, PASS, FAIL], threshold: 2, phase: 'Available', reason: 'HealthCheckFailing' },
-  ])('$probes.length probes ending $probes.-1.result, failureThreshold $threshold → $phase $reason', ({ probes, threshold, phase, reason }) => {
-    let record: HealthRecord | undefined;
-    for (const [i, outcome] of probes.entries()) record = recordProbe(record, outcome, i * 1000, 1);
-    expect(healthVerdict(record!, threshold)).toMatchObject({ phase, reason });
-  });
+  ])(
+    '$probes.length probes ending $probes.-1.result, failureThreshold $threshold → $phase $reason',
+    ({ probes, threshold, phase, reason }) => {
+      let record: HealthRecord | undefined;
+      for (const [i, outcome] of probes.entries()) record = recordProbe(record, outcome, i * 1000, 1);
+      expect(healthVerdict(record!, threshold)).toMatchObject({ phase, reason });
+    },
+  );
 
   it('names the probe result, the count and the threshold', () => {
     const record = recordProbe(recordProbe(undefined, FAIL, 0, 1), FAIL, 1000, 1);
-    expect(healthVerdict(record, 2).message).toBe('health check http_status: health check answered HTTP 503 (2 consecutive failed probes, failureThreshold 2); excluded from routing until a probe passes');
+    expect(healthVerdict(record, 2).message).toBe(
+      'health check http_status: health check answered HTTP 503 (2 consecutive failed probes, failureThreshold 2); excluded from routing until a probe passes',
+    );
   });
 });
 
@@ -51,7 +77,10 @@ describe('operator: provider readiness and fallback', () => {
     const manifests = join(dirs.path, 'manifests');
     const state = join(dirs.path, 'state');
     await renderFixture('provider-readiness/grid.yaml', { BACKEND_URL: backend.url }, manifests);
-    const op = await startLocalOperator(testConfig({ site: 'site-a', store: { backend: 'local', stateDir: state } }), { stateDir: state, manifestsDir: manifests });
+    const op = await startLocalOperator(testConfig({ site: 'site-a', store: { backend: 'local', stateDir: state } }), {
+      stateDir: state,
+      manifestsDir: manifests,
+    });
     cleanups.push(() => op.stop());
     return { backend, op, state };
   }
@@ -62,7 +91,8 @@ describe('operator: provider readiness and fallback', () => {
   };
   const readyGauge = async (op: LocalOperator, provider: string): Promise<number | undefined> => {
     const metric = await op.operator.metrics.registry.getSingleMetric('grid_provider_ready')?.get();
-    return metric?.values.find((v) => v.labels['grid_provider'] === provider && v.labels['grid_site'] === 'site-a')?.value;
+    return metric?.values.find((v) => v.labels['grid_provider'] === provider && v.labels['grid_site'] === 'site-a')
+      ?.value;
   };
   const readyOf = (p: Json) => p?.status?.conditions?.find((c: Json) => c.type === 'Ready');
 
@@ -73,7 +103,10 @@ describe('operator: provider readiness and fallback', () => {
       return c !== undefined && c.length === 2 ? c : undefined;
     });
     // "API providers are used as fallback or explicit lower-priority routes".
-    expect(candidates.map((c: Json) => [c.cluster, c.selection_group])).toEqual([['pool', 0], ['openai-east1-provider', 1]]);
+    expect(candidates.map((c: Json) => [c.cluster, c.selection_group])).toEqual([
+      ['pool', 0],
+      ['openai-east1-provider', 1],
+    ]);
     const external: Json = await grid(state, 'InferenceProvider', 'openai-east1-provider');
     expect([external.status.phase, readyOf(external)?.status]).toEqual(['Available', 'True']);
 
@@ -85,14 +118,22 @@ describe('operator: provider readiness and fallback', () => {
     expect(refused.status.reason).toBe('UnrecognizedBackendKind');
     expect(refused.status.message).toContain('spec.backendKind "mainframe"');
     expect(readyOf(refused)).toMatchObject({ status: 'False', reason: 'UnrecognizedBackendKind' });
-    expect(await waitFor('grid_provider_ready 0 for mainframe', async () => ((await readyGauge(op, 'mainframe')) === 0 ? true : undefined))).toBe(true);
+    expect(
+      await waitFor('grid_provider_ready 0 for mainframe', async () =>
+        (await readyGauge(op, 'mainframe')) === 0 ? true : undefined,
+      ),
+    ).toBe(true);
     expect(await readyGauge(op, 'openai-east1-provider')).toBe(1);
     expect(await schemaProblems(state)).toEqual([]);
   });
 
   it('withdraws a pool after failureThreshold failed probes at its interval and restores it on the first passing probe', async () => {
     const { backend, op, state } = await setup();
-    await waitFor('pool routed and ready', async () => ((await overlayClusters(state))?.some((c: Json) => c.cluster === 'pool') && (await readyGauge(op, 'pool')) === 1 ? true : undefined));
+    await waitFor('pool routed and ready', async () =>
+      (await overlayClusters(state))?.some((c: Json) => c.cluster === 'pool') && (await readyGauge(op, 'pool')) === 1
+        ? true
+        : undefined,
+    );
 
     const t0 = Date.now();
     backend.healthStatus = 503;
@@ -121,8 +162,14 @@ describe('operator: provider readiness and fallback', () => {
     });
     // The API provider is now the route ("If no self-hosted candidate is available for a model, the
     // API-provider candidate can become the selected route").
-    expect(without.map((c: Json) => [c.cluster, c.selection_group, c.admission_state])).toEqual([['openai-east1-provider', 0, 'new_and_existing']]);
-    expect(await waitFor('grid_provider_ready 0 for pool', async () => ((await readyGauge(op, 'pool')) === 0 ? true : undefined))).toBe(true);
+    expect(without.map((c: Json) => [c.cluster, c.selection_group, c.admission_state])).toEqual([
+      ['openai-east1-provider', 0, 'new_and_existing'],
+    ]);
+    expect(
+      await waitFor('grid_provider_ready 0 for pool', async () =>
+        (await readyGauge(op, 'pool')) === 0 ? true : undefined,
+      ),
+    ).toBe(true);
 
     const t1 = Date.now();
     backend.healthStatus = 200;
@@ -134,6 +181,10 @@ describe('operator: provider readiness and fallback', () => {
     expect(restored.map((c: Json) => c.cluster)).toEqual(['pool', 'openai-east1-provider']);
     const back: Json = await grid(state, 'InferenceProvider', 'pool');
     expect([back.status.phase, back.status.reason, readyOf(back)?.status]).toEqual(['Available', '', 'True']);
-    expect(await waitFor('grid_provider_ready 1 for pool', async () => ((await readyGauge(op, 'pool')) === 1 ? true : undefined))).toBe(true);
+    expect(
+      await waitFor('grid_provider_ready 1 for pool', async () =>
+        (await readyGauge(op, 'pool')) === 1 ? true : undefined,
+      ),
+    ).toBe(true);
   });
 });

@@ -28,17 +28,41 @@ const started: Running[] = [];
 
 async function startOperator(name: string): Promise<Running> {
   const base = join(dirs.path, name);
-  await renderFixture('single-site/grid.yaml', { BACKEND_URL: backend.url, API_TOKEN: 'tok-shutdown' }, join(base, 'manifests'));
+  await renderFixture(
+    'single-site/grid.yaml',
+    { BACKEND_URL: backend.url, API_TOKEN: 'tok-shutdown' },
+    join(base, 'manifests'),
+  );
   const stateDir = join(base, 'state');
   const ingestPort = await freePort();
   const child = spawn(
     process.execPath,
     [
       join(REPO_ROOT, 'daemons/gossip-operator/main.ts'),
-      '--store', 'local', '--manifests', join(base, 'manifests'), '--state', stateDir,
-      '--site', 'site-a', '--gossip-bind', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--swim-profile', 'loopback',
-      '--lease-duration', '3s', '--provider-poll-interval', '1s', '--site-poll-interval', '1s',
-      '--gateway-age-address', `127.0.0.1:${ingestPort}`, '--ingest-token-file', testTokenFile(),
+      '--store',
+      'local',
+      '--manifests',
+      join(base, 'manifests'),
+      '--state',
+      stateDir,
+      '--site',
+      'site-a',
+      '--gossip-bind',
+      '127.0.0.1:0',
+      '--admin',
+      '127.0.0.1:0',
+      '--swim-profile',
+      'loopback',
+      '--lease-duration',
+      '3s',
+      '--provider-poll-interval',
+      '1s',
+      '--site-poll-interval',
+      '1s',
+      '--gateway-age-address',
+      `127.0.0.1:${ingestPort}`,
+      '--ingest-token-file',
+      testTokenFile(),
     ],
     { env: { ...process.env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -46,7 +70,10 @@ async function startOperator(name: string): Promise<Running> {
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const running = await waitFor('the operator to log its admin address', () => /"admin":"127\.0\.0\.1:(\d+)"/.exec(output) ?? undefined);
+  const running = await waitFor(
+    'the operator to log its admin address',
+    () => /"admin":"127\.0\.0\.1:(\d+)"/.exec(output) ?? undefined,
+  );
   const operator = { child, adminPort: Number(running[1]), ingestPort, stateDir, output: () => output, exit };
   started.push(operator);
   // Ready means leader with synced watches; the GridNetwork status means a reconcile has run (and SWIM started).
@@ -56,13 +83,15 @@ async function startOperator(name: string): Promise<Running> {
   return operator;
 }
 
-
 const readyz = (port: number) => status(port, '/readyz');
 
 /** The HTTP status of GET `path` on a fresh connection, or 'closed' once nothing listens on the port. */
 async function status(port: number, path: string): Promise<number | 'closed'> {
   try {
-    const response = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { connection: 'close' }, signal: AbortSignal.timeout(1_000) });
+    const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+      headers: { connection: 'close' },
+      signal: AbortSignal.timeout(1_000),
+    });
     await response.text();
     return response.status;
   } catch {
@@ -90,7 +119,10 @@ interface Seen {
 }
 
 /** Sends `signal`, polls both ports until the process exits; returns each change seen, in order, and how it ended. */
-async function stopWatching(operator: Running, signal: NodeJS.Signals): Promise<{ seen: Seen[]; code: number | null; elapsedMs: number }> {
+async function stopWatching(
+  operator: Running,
+  signal: NodeJS.Signals,
+): Promise<{ seen: Seen[]; code: number | null; elapsedMs: number }> {
   const seen: Seen[] = [];
   let exited = false;
   const t0 = Date.now();
@@ -109,7 +141,8 @@ async function stopWatching(operator: Running, signal: NodeJS.Signals): Promise<
   const code = await exit;
   // Once the process is gone both ports are closed; a loaded machine may not have polled between the admin port
   // closing and the exit, so the exit itself is the last change seen.
-  if (seen.at(-1)?.readyz !== 'closed' || seen.at(-1)?.ingest !== 'closed') seen.push({ readyz: 'closed', ingest: 'closed', atMs: Date.now() - t0 });
+  if (seen.at(-1)?.readyz !== 'closed' || seen.at(-1)?.ingest !== 'closed')
+    seen.push({ readyz: 'closed', ingest: 'closed', atMs: Date.now() - t0 });
   return { seen, code, elapsedMs: Date.now() - t0 };
 }
 
@@ -137,8 +170,14 @@ describe.each(['SIGTERM', 'SIGINT'] as const)('gossip-operator process on %s', (
     // ingest listener closes before the admin port does. A poll may land before the process has handled the signal
     // (CI saw one 200 first on a loaded machine): those come only first, and the 503 within half a second.
     const notReady = seen.findIndex((s) => s.readyz !== 200);
-    expect(seen.slice(0, notReady).every((s) => s.readyz === 200 && s.ingest === 'answers' && s.atMs < 500), JSON.stringify(seen)).toBe(true);
-    expect({ readyz: seen[notReady]?.readyz, ingest: seen[notReady]?.ingest }).toEqual({ readyz: 503, ingest: 'answers' });
+    expect(
+      seen.slice(0, notReady).every((s) => s.readyz === 200 && s.ingest === 'answers' && s.atMs < 500),
+      JSON.stringify(seen),
+    ).toBe(true);
+    expect({ readyz: seen[notReady]?.readyz, ingest: seen[notReady]?.ingest }).toEqual({
+      readyz: 503,
+      ingest: 'answers',
+    });
     expect(seen[notReady]!.atMs, JSON.stringify(seen)).toBeLessThan(500);
     expect(seen.slice(notReady).map((s) => s.readyz)).not.toContain(200);
     const ingestClosed = seen.findIndex((s) => s.ingest === 'closed');
@@ -147,10 +186,13 @@ describe.each(['SIGTERM', 'SIGINT'] as const)('gossip-operator process on %s', (
     // Only the SWIM leave and the Lease release separate the two closes, so on a loaded machine both can land between
     // two polls: the polls must not contradict the order, and the operator's own log proves it.
     expect(ingestClosed).toBeLessThanOrEqual(adminClosed);
-    const stages = operator.output().split('\n').flatMap((line) => {
-      const msg = /"msg":"(listeners closed|admin server closed)"/.exec(line)?.[1];
-      return msg === undefined ? [] : [msg];
-    });
+    const stages = operator
+      .output()
+      .split('\n')
+      .flatMap((line) => {
+        const msg = /"msg":"(listeners closed|admin server closed)"/.exec(line)?.[1];
+        return msg === undefined ? [] : [msg];
+      });
     expect(stages).toEqual(['listeners closed', 'admin server closed']);
     expect(seen.slice(adminClosed).every((s) => s.ingest === 'closed')).toBe(true);
     expect(code).toBe(0);

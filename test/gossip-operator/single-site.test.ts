@@ -8,7 +8,16 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../fixtures-path.ts';
-import { configMap, grid, renderFixture, schemaProblems, startBackend, tempDir, waitFor, type Backend } from './helpers.ts';
+import {
+  configMap,
+  grid,
+  renderFixture,
+  schemaProblems,
+  startBackend,
+  tempDir,
+  waitFor,
+  type Backend,
+} from './helpers.ts';
 
 const run = promisify(execFile);
 const TOKEN = 'tok-e2e-s3cr3t-bytes';
@@ -28,20 +37,44 @@ describe('gossip-operator process on the local store', () => {
   beforeAll(async () => {
     backend = await startBackend();
     dirs = await tempDir('operator-single');
-    await renderFixture('single-site/grid.yaml', { BACKEND_URL: backend.url, API_TOKEN: TOKEN }, join(dirs.path, 'manifests'));
+    await renderFixture(
+      'single-site/grid.yaml',
+      { BACKEND_URL: backend.url, API_TOKEN: TOKEN },
+      join(dirs.path, 'manifests'),
+    );
     child = spawn(
       process.execPath,
       [
         join(REPO_ROOT, 'daemons/gossip-operator/main.ts'),
-        '--store', 'local', '--manifests', join(dirs.path, 'manifests'), '--state', stateDir(),
-        '--site', 'site-a', '--gossip-bind', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--swim-profile', 'loopback',
-        '--lease-duration', '3s', '--provider-poll-interval', '1s', '--site-poll-interval', '1s',
+        '--store',
+        'local',
+        '--manifests',
+        join(dirs.path, 'manifests'),
+        '--state',
+        stateDir(),
+        '--site',
+        'site-a',
+        '--gossip-bind',
+        '127.0.0.1:0',
+        '--admin',
+        '127.0.0.1:0',
+        '--swim-profile',
+        'loopback',
+        '--lease-duration',
+        '3s',
+        '--provider-poll-interval',
+        '1s',
+        '--site-poll-interval',
+        '1s',
       ],
       { env: { ...process.env, LOG_LEVEL: 'debug' }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    const running = await waitFor('the operator to log its admin address', () => /"admin":"127\.0\.0\.1:(\d+)"/.exec(stdout) ?? undefined);
+    const running = await waitFor(
+      'the operator to log its admin address',
+      () => /"admin":"127\.0\.0\.1:(\d+)"/.exec(stdout) ?? undefined,
+    );
     adminPort = Number(running[1]);
   });
 
@@ -58,20 +91,44 @@ describe('gossip-operator process on the local store', () => {
     const started = Date.now();
     const cm: Json = await waitFor('the overlay ConfigMap', () => configMap(stateDir(), 'grid-system', OVERLAY));
     expect(Date.now() - started).toBeLessThan(10_000);
-    expect(cm.metadata.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'grid-operator', 'grid.praxis.fast/network': 'grid', 'grid.praxis.fast/gateway': 'edge' });
+    expect(cm.metadata.labels).toMatchObject({
+      'app.kubernetes.io/managed-by': 'grid-operator',
+      'grid.praxis.fast/network': 'grid',
+      'grid.praxis.fast/gateway': 'edge',
+    });
     const envelope = JSON.parse(cm.data['routing-overlay.json']);
     expect(cm.metadata.annotations['grid.praxis.fast/overlay-revision']).toBe(envelope.revision.value);
     expect(JSON.parse(cm.data['routing-config.json'])).toEqual(envelope.overlay);
     const file = join(dirs.path, 'routing-overlay.json');
     await writeFile(file, cm.data['routing-overlay.json']);
     // What `npx agn overlay verify` runs (the package bin), without npx's start-up cost.
-    const verified = await run(process.execPath, [join(REPO_ROOT, 'daemons/cli/agn.ts'), 'overlay', 'verify', file, '--network', 'grid', '--gateway', 'edge', '--namespace', 'grid-system', '--local-site', 'site-a'], { cwd: REPO_ROOT });
+    const verified = await run(
+      process.execPath,
+      [
+        join(REPO_ROOT, 'daemons/cli/agn.ts'),
+        'overlay',
+        'verify',
+        file,
+        '--network',
+        'grid',
+        '--gateway',
+        'edge',
+        '--namespace',
+        'grid-system',
+        '--local-site',
+        'site-a',
+      ],
+      { cwd: REPO_ROOT },
+    );
     expect(verified.stdout).toBe(`accept ${envelope.revision.value}\n`);
     // Credential references only: the token bytes appear nowhere in the ConfigMap, status or logs.
     expect(JSON.stringify(cm)).not.toContain(TOKEN);
     expect(stdout).not.toContain(TOKEN);
     const fallback = envelope.overlay.candidates.find((c: Json) => c.cluster === 'api-fallback');
-    expect(fallback.credential).toEqual({ strategy: 'bearer_token', secretRef: { name: 'api-token', namespace: 'grid-system', key: 'token' } });
+    expect(fallback.credential).toEqual({
+      strategy: 'bearer_token',
+      secretRef: { name: 'api-token', namespace: 'grid-system', key: 'token' },
+    });
   });
 
   it('reports phases in the GridNetwork, GridSite and provider status files', async () => {
@@ -81,14 +138,26 @@ describe('gossip-operator process on the local store', () => {
     });
     expect(network.status.gridId).toMatch(/^grid-[0-9a-f]{12}$/);
     const map = network.status.routingMapStatus[0];
-    expect(map).toMatchObject({ gatewayName: 'edge', namespace: 'grid-system', configMapName: OVERLAY, phase: 'Distributed' });
+    expect(map).toMatchObject({
+      gatewayName: 'edge',
+      namespace: 'grid-system',
+      configMapName: OVERLAY,
+      phase: 'Distributed',
+    });
     expect(map.distributedRevision).toBe(map.renderedRevision);
     const provider: Json = await waitFor('llm-a Available and Ready', async () => {
       const p: Json = await grid(stateDir(), 'InferenceProvider', 'llm-a');
-      return p?.status?.phase === 'Available' && p.status.conditions?.some((c: Json) => c.type === 'Ready' && c.status === 'True') ? p : undefined;
+      return p?.status?.phase === 'Available' &&
+        p.status.conditions?.some((c: Json) => c.type === 'Ready' && c.status === 'True')
+        ? p
+        : undefined;
     });
     expect(provider.status.conditions.find((c: Json) => c.type === 'Ready').reason).toBe('MetricsScraped');
-    const site: Json = await waitFor('own GridSite status', async () => (await grid(stateDir(), 'GridSite', 'site-a'))?.status?.phase ? grid(stateDir(), 'GridSite', 'site-a') : undefined);
+    const site: Json = await waitFor('own GridSite status', async () =>
+      (await grid(stateDir(), 'GridSite', 'site-a'))?.status?.phase
+        ? grid(stateDir(), 'GridSite', 'site-a')
+        : undefined,
+    );
     // A lone site has no peer to discover: Pending/AwaitingDiscovery is the expected, healthy state.
     expect(site.status).toMatchObject({ phase: 'Pending', reason: 'AwaitingDiscovery' });
     const tools: Json = await waitFor('db-tools Available', async () => {
@@ -124,10 +193,14 @@ describe('gossip-operator process on the local store', () => {
     expect(later.data['routing-overlay.json']).toBe(steady.data['routing-overlay.json']);
     const changedAt = Date.now();
     backend.queueDepth = 0.95;
-    const after = await waitFor('llm-a restricted to existing sessions', async () => {
-      const a = await admission();
-      return a.llm?.admission_state === 'existing_only' ? a : undefined;
-    }, 10_000);
+    const after = await waitFor(
+      'llm-a restricted to existing sessions',
+      async () => {
+        const a = await admission();
+        return a.llm?.admission_state === 'existing_only' ? a : undefined;
+      },
+      10_000,
+    );
     // metricsRefreshInterval is 1 s; allow scrape, render and file write on a loaded machine.
     expect(Date.now() - changedAt).toBeLessThan(5_000);
     expect(after.revision).not.toBe(before.revision);
@@ -135,7 +208,11 @@ describe('gossip-operator process on the local store', () => {
     expect(before.llm.rank).toBeLessThan(before.fallback.rank);
     expect(after.llm.rank).toBeGreaterThan(after.fallback.rank);
     backend.queueDepth = 0.2;
-    await waitFor('llm-a admitted again', async () => ((await admission()).llm?.admission_state === 'new_and_existing' ? true : undefined), 10_000);
+    await waitFor(
+      'llm-a admitted again',
+      async () => ((await admission()).llm?.admission_state === 'new_and_existing' ? true : undefined),
+      10_000,
+    );
   });
 
   it('serves /livez, /readyz and the metric names of SPEC and the seeds', async () => {
@@ -158,6 +235,7 @@ describe('gossip-operator process on the local store', () => {
     const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
     expect(code).toBe(0);
     expect(stdout).toContain('shutting down');
-    for (const line of stdout.split('\n').filter((l) => l.startsWith('{'))) expect(() => JSON.parse(line)).not.toThrow();
+    for (const line of stdout.split('\n').filter((l) => l.startsWith('{')))
+      expect(() => JSON.parse(line)).not.toThrow();
   });
 });

@@ -19,21 +19,33 @@ describe('site signing identity', () => {
     // Another site's certificate cannot speak for site-b.
     const siteC = await createClientCertificate(ca, { commonName: 'site-c' });
     const asC = await certifiedIdentity('site-b', siteC.certPem, siteC.keyPem);
-    expect(verifySiteBundle(asC.certificateBundle!, 'site-b', ca.certPem, Date.now())).toMatchObject({ ok: false, detail: 'site certificate does not name site site-b' });
+    expect(verifySiteBundle(asC.certificateBundle!, 'site-b', ca.certPem, Date.now())).toMatchObject({
+      ok: false,
+      detail: 'site certificate does not name site site-b',
+    });
     // A certificate from another CA is refused.
     const rogue = await createClientCertificate(otherCa, { commonName: 'site-b' });
     const rogueId = await certifiedIdentity('site-b', rogue.certPem, rogue.keyPem);
-    expect(verifySiteBundle(rogueId.certificateBundle!, 'site-b', ca.certPem, Date.now())).toMatchObject({ ok: false, detail: 'site certificate is not issued by the grid CA' });
+    expect(verifySiteBundle(rogueId.certificateBundle!, 'site-b', ca.certPem, Date.now())).toMatchObject({
+      ok: false,
+      detail: 'site certificate is not issued by the grid CA',
+    });
     // A signing certificate swapped in from another delegation does not chain to this site certificate.
     const other = await certifiedIdentity('site-b', siteB.certPem, siteB.keyPem);
-    const [leafPem] = identity.certificateBundle!.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!;
-    const [, foreignSigning] = asC.certificateBundle!.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!;
+    const [leafPem] = identity.certificateBundle!.match(
+      /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g,
+    )!;
+    const [, foreignSigning] = asC.certificateBundle!.match(
+      /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g,
+    )!;
     expect(verifySiteBundle(`${leafPem}\n${foreignSigning}\n`, 'site-b', ca.certPem, Date.now()).ok).toBe(false);
     expect(other.publicKey.equals(identity.publicKey)).toBe(false);
     // Garbage never throws.
     expect(verifySiteBundle('not a pem', 'site-b', ca.certPem, Date.now())).toMatchObject({ ok: false });
     expect(verifySiteBundle(identity.certificateBundle!, 'site-b', 'garbage', Date.now())).toMatchObject({ ok: false });
     // Outside the validity period.
-    expect(verifySiteBundle(identity.certificateBundle!, 'site-b', ca.certPem, Date.now() + 400 * 86_400_000)).toMatchObject({ ok: false });
+    expect(
+      verifySiteBundle(identity.certificateBundle!, 'site-b', ca.certPem, Date.now() + 400 * 86_400_000),
+    ).toMatchObject({ ok: false });
   });
 });

@@ -35,7 +35,10 @@ describe('SiteInvite', () => {
     const state = join(dirs.path, 'state');
     const manifests = join(dirs.path, 'manifests');
     await renderFixture('single-site/invite.yaml', {}, manifests);
-    const op = await startLocalOperator(testConfig({ site: 'site-a', store: { backend: 'local', stateDir: state } }), { stateDir: state, manifestsDir: manifests });
+    const op = await startLocalOperator(testConfig({ site: 'site-a', store: { backend: 'local', stateDir: state } }), {
+      stateDir: state,
+      manifestsDir: manifests,
+    });
     cleanups.push(() => op.stop());
     const invite: Json = await waitFor('the invite token', async () => {
       const i: Json = await grid(state, 'SiteInvite', 'east2');
@@ -49,7 +52,9 @@ describe('SiteInvite', () => {
     const token = Buffer.from(secret.data.token, 'base64').toString('utf8');
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(Buffer.from(secret.data.tokenId, 'base64').toString('utf8')).toBe(invite.status.tokenId);
-    expect(Buffer.from(secret.data.publicKeySHA256, 'base64').toString('utf8')).toBe('0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef');
+    expect(Buffer.from(secret.data.publicKeySHA256, 'base64').toString('utf8')).toBe(
+      '0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef',
+    );
     expect(JSON.stringify(invite)).not.toContain(token);
     for (const line of op.lines) expect(line).not.toContain(token);
 
@@ -59,6 +64,10 @@ describe('SiteInvite', () => {
     expect(again.data.token).toBe(secret.data.token);
 
     await op.store.delete(SITE_INVITE, { name: 'east2' });
-    await waitFor('the token Secret to be revoked', async () => ((await readStateObject(state, 'core', 'Secret', 'grid-system', 'grid-invite-east2')) === undefined ? true : undefined));
+    await waitFor('the token Secret to be revoked', async () =>
+      (await readStateObject(state, 'core', 'Secret', 'grid-system', 'grid-invite-east2')) === undefined
+        ? true
+        : undefined,
+    );
   });
 });

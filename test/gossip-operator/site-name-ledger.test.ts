@@ -6,7 +6,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { OperatorContext } from '../../daemons/gossip-operator/context.ts';
 import { SiteInviteController } from '../../daemons/gossip-operator/controllers/site-invite.ts';
 import { ANNOTATION_SITE_ID, CONFIG_MAP, GRID_SITE, SECRET, SITE_INVITE } from '../../daemons/gossip-operator/kinds.ts';
-import { checkDeletedSiteName, parseSiteNameLedger, readSiteNameLedger, recordSiteNames } from '../../daemons/gossip-operator/site-name-ledger.ts';
+import {
+  checkDeletedSiteName,
+  parseSiteNameLedger,
+  readSiteNameLedger,
+  recordSiteNames,
+} from '../../daemons/gossip-operator/site-name-ledger.ts';
 import { createLogger } from '../../daemons/shared/log.ts';
 import { type LocalStore, openLocalStore } from '../../daemons/shared/resource-store/local-store.ts';
 import type { KubeObject } from '../../daemons/shared/resource-store/types.ts';
@@ -21,11 +26,21 @@ const LEDGER = { name: siteNameLedgerConfigMapName('site-a'), namespace: NAMESPA
 const NOW = Date.parse('2026-03-01T10:00:00Z');
 
 function configMap(data: unknown): KubeObject {
-  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: LEDGER.name, namespace: NAMESPACE, resourceVersion: '7' }, data };
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: LEDGER.name, namespace: NAMESPACE, resourceVersion: '7' },
+    data,
+  };
 }
 
 function gridSite(name: string, annotations?: Record<string, string>): KubeObject {
-  return { apiVersion: GRID_SITE.apiVersion, kind: 'GridSite', metadata: { name, ...(annotations !== undefined ? { annotations } : {}) }, spec: { gridNetworkRef: 'production' } };
+  return {
+    apiVersion: GRID_SITE.apiVersion,
+    kind: 'GridSite',
+    metadata: { name, ...(annotations !== undefined ? { annotations } : {}) },
+    spec: { gridNetworkRef: 'production' },
+  };
 }
 
 describe('site name ledger', () => {
@@ -48,23 +63,45 @@ describe('site name ledger', () => {
 
   function controller(s: LocalStore): { controller: SiteInviteController; lines: string[] } {
     const lines: string[] = [];
-    const logger = createLogger({ name: 'ledger-test', destination: new Writable({ write: (c: Buffer, _e, cb) => {
+    const logger = createLogger({
+      name: 'ledger-test',
+      destination: new Writable({
+        write: (c: Buffer, _e, cb) => {
           lines.push(c.toString());
           cb();
-        }, }) });
-    const ctx = { store: s, logger, config: { namespace: NAMESPACE, site: 'site-a' }, now: () => NOW } as unknown as OperatorContext;
+        },
+      }),
+    });
+    const ctx = {
+      store: s,
+      logger,
+      config: { namespace: NAMESPACE, site: 'site-a' },
+      now: () => NOW,
+    } as unknown as OperatorContext;
     return { controller: new SiteInviteController(ctx), lines };
   }
 
   const invite = (s: LocalStore, name: string, spec: Record<string, unknown>) =>
-    s.apply(SITE_INVITE, { apiVersion: SITE_INVITE.apiVersion, kind: 'SiteInvite', metadata: { name }, spec }, { fieldManager: 'test' });
+    s.apply(
+      SITE_INVITE,
+      { apiVersion: SITE_INVITE.apiVersion, kind: 'SiteInvite', metadata: { name }, spec },
+      { fieldManager: 'test' },
+    );
   const ready = async (s: LocalStore, name: string): Promise<Json> => {
     const i: Json = await s.get(SITE_INVITE, { name });
     return i.status.conditions.find((c: Json) => c.type === 'Ready');
   };
 
   it('parses every malformed part into a problem naming the ConfigMap and key, never a throw', () => {
-    const good = parseSiteNameLedger(configMap({ east2: '2026-01-01T00:00:00Z', west1: 'yesterday', East_3: '2026-01-01T00:00:00Z', ['x'.repeat(70)]: '2026-01-01T00:00:00Z' }), LEDGER);
+    const good = parseSiteNameLedger(
+      configMap({
+        east2: '2026-01-01T00:00:00Z',
+        west1: 'yesterday',
+        East_3: '2026-01-01T00:00:00Z',
+        ['x'.repeat(70)]: '2026-01-01T00:00:00Z',
+      }),
+      LEDGER,
+    );
     expect([...good.names]).toEqual([
       ['east2', '2026-01-01T00:00:00Z'],
       ['west1', undefined],
@@ -78,7 +115,9 @@ describe('site name ledger', () => {
     for (const data of ['a string', ['east2'], 42, null]) {
       const bad = parseSiteNameLedger(configMap(data), LEDGER);
       expect(bad.names.size).toBe(0);
-      expect(bad.problems).toEqual(['ConfigMap grid-system/grid-site-names-site-a: data is not a map of site names to times; no name is read from it']);
+      expect(bad.problems).toEqual([
+        'ConfigMap grid-system/grid-site-names-site-a: data is not a map of site names to times; no name is read from it',
+      ]);
     }
     const numeric = parseSiteNameLedger(configMap({ east2: 12 }), LEDGER);
     expect(numeric.names.has('east2')).toBe(true);
@@ -92,7 +131,14 @@ describe('site name ledger', () => {
     const b = await store(dir);
     expect(await recordSiteNames(a, LEDGER, ['east2'], NOW)).toEqual(['east2']);
     expect(await recordSiteNames(a, LEDGER, ['east2'], NOW + 60_000)).toEqual([]);
-    await a.apply(CONFIG_MAP, { ...configMap({ ...((await a.get(CONFIG_MAP, LEDGER)) as Json).data, Bad_Key: 'kept' }), metadata: { name: LEDGER.name, namespace: NAMESPACE } }, { fieldManager: 'admin' });
+    await a.apply(
+      CONFIG_MAP,
+      {
+        ...configMap({ ...((await a.get(CONFIG_MAP, LEDGER)) as Json).data, Bad_Key: 'kept' }),
+        metadata: { name: LEDGER.name, namespace: NAMESPACE },
+      },
+      { fieldManager: 'admin' },
+    );
     // Two replicas on one state directory, each recording its names in turn while the other does too.
     const names = Array.from({ length: 8 }, (_, i) => `site-${i}`);
     const chain = async (replica: LocalStore, own: readonly string[]) => {
@@ -124,9 +170,15 @@ describe('site name ledger', () => {
     await first.close();
 
     const restarted = await store(dir);
-    expect(await checkDeletedSiteName(restarted, LEDGER, 'east2')).toEqual({ deleted: true, firstSeen: '2026-03-01T10:00:00Z', problems: [] });
+    expect(await checkDeletedSiteName(restarted, LEDGER, 'east2')).toEqual({
+      deleted: true,
+      firstSeen: '2026-03-01T10:00:00Z',
+      problems: [],
+    });
     // An auto-discovered stub carries the site id in an annotation; its Kubernetes name differs.
-    await restarted.apply(GRID_SITE, gridSite('production-east2', { [ANNOTATION_SITE_ID]: 'east2' }), { fieldManager: 'test' });
+    await restarted.apply(GRID_SITE, gridSite('production-east2', { [ANNOTATION_SITE_ID]: 'east2' }), {
+      fieldManager: 'test',
+    });
     expect((await checkDeletedSiteName(restarted, LEDGER, 'east2')).deleted).toBe(false);
   });
 
@@ -149,7 +201,9 @@ describe('site name ledger', () => {
     await s.close();
     const again = await store(dir);
     await controller(again).controller.reconcile('east2-again');
-    expect(await again.get(SECRET, { name: inviteTokenSecretName('east2-again'), namespace: NAMESPACE })).toBeUndefined();
+    expect(
+      await again.get(SECRET, { name: inviteTokenSecretName('east2-again'), namespace: NAMESPACE }),
+    ).toBeUndefined();
     expect(await ready(again, 'east2-again')).toMatchObject({ reason: 'SiteNameDeleted' });
 
     const reuse = controller(again);
@@ -158,8 +212,14 @@ describe('site name ledger', () => {
     const reused: Json = await again.get(SITE_INVITE, { name: 'east2-reuse' });
     expect(reused.status.tokenId).toMatch(/^[0-9a-f]{16}$/);
     expect(await again.get(SECRET, { name: inviteTokenSecretName('east2-reuse'), namespace: NAMESPACE })).toBeDefined();
-    expect(reused.status.conditions.find((c: Json) => c.type === 'Ready')).toMatchObject({ status: 'True', reason: 'TokenIssued' });
-    expect(reused.status.conditions.find((c: Json) => c.type === 'SiteNameReused')).toMatchObject({ status: 'True', reason: 'DeletedNameReused' });
+    expect(reused.status.conditions.find((c: Json) => c.type === 'Ready')).toMatchObject({
+      status: 'True',
+      reason: 'TokenIssued',
+    });
+    expect(reused.status.conditions.find((c: Json) => c.type === 'SiteNameReused')).toMatchObject({
+      status: 'True',
+      reason: 'DeletedNameReused',
+    });
     expect(reuse.lines.some((l) => l.includes('invite reuses the name of a deleted site'))).toBe(true);
 
     // The GridSite comes back: the refused invite is issued on its next reconcile (the GridSite watch queues it).
@@ -184,7 +244,16 @@ describe('site name ledger', () => {
 
   it('keeps reconciling when the ledger is malformed, and logs what is wrong once per problem', async () => {
     const s = await store(await stateDir());
-    await s.apply(CONFIG_MAP, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: LEDGER.name, namespace: NAMESPACE }, data: { east2: 'not-a-time', 'Upper_Case': 'x' } }, { fieldManager: 'admin' });
+    await s.apply(
+      CONFIG_MAP,
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: LEDGER.name, namespace: NAMESPACE },
+        data: { east2: 'not-a-time', Upper_Case: 'x' },
+      },
+      { fieldManager: 'admin' },
+    );
     const { controller: invites, lines } = controller(s);
     await invite(s, 'east2', { siteName: 'east2' });
     await invite(s, 'west1', { siteName: 'west1' });

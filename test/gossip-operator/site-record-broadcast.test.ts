@@ -28,15 +28,21 @@ test('the example grid site record, with real certificates, is broadcast in pack
   const caPem = readFileSync(pki.caFile, 'utf8');
   const key = randomBytes(32);
   const lines: string[] = [];
-  const destination = new Writable({ write: (chunk, _enc, done) => {
+  const destination = new Writable({
+    write: (chunk, _enc, done) => {
       lines.push(String(chunk));
       done();
-    }, });
+    },
+  });
   // Periodic push-pull is out of reach: after the join, only broadcasts can carry the records.
   const timing = testTiming({ pushPullIntervalMs: 600_000, announceIntervalMs: 600_000 });
   const start = async (site: string, port = 0) => {
     const own = pki.sites.find((s) => s.site === site)!;
-    const identity = await certifiedIdentity(site, readFileSync(own.siteIdentity.certFile, 'utf8'), readFileSync(own.siteIdentity.keyFile, 'utf8'));
+    const identity = await certifiedIdentity(
+      site,
+      readFileSync(own.siteIdentity.certFile, 'utf8'),
+      readFileSync(own.siteIdentity.keyFile, 'utf8'),
+    );
     const runtime = await GossipRuntime.start({
       site,
       network: 'demo',
@@ -58,10 +64,18 @@ test('the example grid site record, with real certificates, is broadcast in pack
   const east = await start('east');
   const west = await start('west');
   await west.join([east.address]);
-  await waitFor('east and west to see each other', 5_000, () => east.membership.members().length === 2 && west.membership.members().length === 2);
-  const streamsBefore = east.membership.stats().transport.streamsOpened + west.membership.stats().transport.streamsOpened;
+  await waitFor(
+    'east and west to see each other',
+    5_000,
+    () => east.membership.members().length === 2 && west.membership.members().length === 2,
+  );
+  const streamsBefore =
+    east.membership.stats().transport.streamsOpened + west.membership.stats().transport.streamsOpened;
 
-  for (const [runtime, port] of [[east, 18443], [west, 28443]] as const) {
+  for (const [runtime, port] of [
+    [east, 18443],
+    [west, 28443],
+  ] as const) {
     await runtime.publishSite({
       gateway_address: `127.0.0.1:${port}`,
       public_cert_pem: runtime.certificateBundle!,
@@ -74,11 +88,16 @@ test('the example grid site record, with real certificates, is broadcast in pack
   const broadcastBytes = Buffer.byteLength(JSON.stringify({ k: 'user', data: { v: 1, rec: eastRecord } }));
   expect(broadcastBytes).toBeGreaterThan(east.membership.maxBroadcastBytes); // a split is needed ...
 
-  await waitFor('each site to hold the other one\'s verified site record', 5_000, () =>
-    (east.store.get('demo/west') !== undefined && west.store.get('demo/east') !== undefined) || 'not yet');
+  await waitFor(
+    "each site to hold the other one's verified site record",
+    5_000,
+    () => (east.store.get('demo/west') !== undefined && west.store.get('demo/east') !== undefined) || 'not yet',
+  );
   expect(west.store.get('demo/east')!.signed).toEqual(eastRecord); // ... and the exact signed record arrived
   // No push-pull carried it, and nobody counted or logged a broadcast too large.
-  expect(east.membership.stats().transport.streamsOpened + west.membership.stats().transport.streamsOpened).toBe(streamsBefore);
+  expect(east.membership.stats().transport.streamsOpened + west.membership.stats().transport.streamsOpened).toBe(
+    streamsBefore,
+  );
   for (const r of [east, west]) expect(r.membership.stats().drops.broadcast_too_large).toBe(0);
   expect(lines.join('')).not.toContain('broadcast_too_large');
   expect(lines.join('')).not.toContain('PRIVATE KEY');

@@ -11,15 +11,36 @@ import { type OtlpReceiver, startOtlpReceiver } from '../shared/otlp-receiver.ts
 
 const TOKEN = 'tok-trace-s3cr3t-bytes';
 
-function operator(manifests: string, state: string, env: Record<string, string>): { child: ChildProcess; output: () => string } {
+function operator(
+  manifests: string,
+  state: string,
+  env: Record<string, string>,
+): { child: ChildProcess; output: () => string } {
   let output = '';
   const child = spawn(
     process.execPath,
     [
       join(REPO_ROOT, 'daemons/gossip-operator/main.ts'),
-      '--store', 'local', '--manifests', manifests, '--state', state,
-      '--site', 'site-a', '--gossip-bind', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--swim-profile', 'loopback',
-      '--lease-duration', '3s', '--provider-poll-interval', '1s', '--site-poll-interval', '1s',
+      '--store',
+      'local',
+      '--manifests',
+      manifests,
+      '--state',
+      state,
+      '--site',
+      'site-a',
+      '--gossip-bind',
+      '127.0.0.1:0',
+      '--admin',
+      '127.0.0.1:0',
+      '--swim-profile',
+      'loopback',
+      '--lease-duration',
+      '3s',
+      '--provider-poll-interval',
+      '1s',
+      '--site-poll-interval',
+      '1s',
     ],
     { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -38,8 +59,15 @@ describe('gossip-operator traces', { timeout: 60_000 }, () => {
     backend = await startBackend();
     receiver = await startOtlpReceiver();
     dirs = await tempDir('operator-tracing');
-    await renderFixture('single-site/grid.yaml', { BACKEND_URL: backend.url, API_TOKEN: TOKEN }, join(dirs.path, 'manifests'));
-    running = operator(join(dirs.path, 'manifests'), join(dirs.path, 'state'), { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_RESOURCE_ATTRIBUTES: 'grid.site=site-a' });
+    await renderFixture(
+      'single-site/grid.yaml',
+      { BACKEND_URL: backend.url, API_TOKEN: TOKEN },
+      join(dirs.path, 'manifests'),
+    );
+    running = operator(join(dirs.path, 'manifests'), join(dirs.path, 'state'), {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_RESOURCE_ATTRIBUTES: 'grid.site=site-a',
+    });
   });
 
   afterAll(async () => {
@@ -61,7 +89,9 @@ describe('gossip-operator traces', { timeout: 60_000 }, () => {
     expect(render.attributes['grid.render.gateways']).toBeGreaterThanOrEqual(1);
     expect(render.serviceName).toBe('gossip-operator');
     expect(render.resource['grid.site']).toBe('site-a');
-    expect(new Set(receiver.spans.filter((s) => s.name.startsWith('reconcile ')).map((s) => s.name))).toContain('reconcile inferenceprovider');
+    expect(new Set(receiver.spans.filter((s) => s.name.startsWith('reconcile ')).map((s) => s.name))).toContain(
+      'reconcile inferenceprovider',
+    );
     running.child.kill('SIGTERM');
     expect(await new Promise<number | null>((resolve) => running.child.once('exit', resolve))).toBe(0);
     for (const body of receiver.rawBodies) expect(body.includes(TOKEN)).toBe(false);
@@ -69,7 +99,11 @@ describe('gossip-operator traces', { timeout: 60_000 }, () => {
 
   it('sends the spans it still holds when SIGTERM stops it', async () => {
     // A batch delay longer than the test: a span of this process can only arrive through the flush at shutdown.
-    const held = operator(join(dirs.path, 'manifests'), join(dirs.path, 'state-flush'), { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '600000', OTEL_RESOURCE_ATTRIBUTES: 'grid.site=flush' });
+    const held = operator(join(dirs.path, 'manifests'), join(dirs.path, 'state-flush'), {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_BSP_SCHEDULE_DELAY: '600000',
+      OTEL_RESOURCE_ATTRIBUTES: 'grid.site=flush',
+    });
     await waitFor('its controllers to run', () => (held.output().includes('controllers started') ? true : undefined));
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     const mine = () => receiver.spans.filter((s) => s.resource['grid.site'] === 'flush');
@@ -80,7 +114,11 @@ describe('gossip-operator traces', { timeout: 60_000 }, () => {
   });
 
   it('refuses a tracing environment it cannot honour, naming the variable (exit 1)', async () => {
-    const bad = operator(join(dirs.path, 'manifests'), join(dirs.path, 'state-bad'), { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER_ARG: '7', OTEL_TRACES_SAMPLER: 'traceidratio' });
+    const bad = operator(join(dirs.path, 'manifests'), join(dirs.path, 'state-bad'), {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_TRACES_SAMPLER_ARG: '7',
+      OTEL_TRACES_SAMPLER: 'traceidratio',
+    });
     const code = await new Promise<number | null>((resolve) => bad.child.once('exit', resolve));
     expect(code).toBe(1);
     expect(bad.output()).toContain('OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1, got "7"');

@@ -20,7 +20,9 @@ afterEach(async () => {
 
 test('garbage, truncated, replayed, oversized, stale, wrong-key and malformed packets are dropped and counted', async () => {
   const logged: { reason: string; msg: string }[] = [];
-  const logger = { warn: (obj: object, msg: string) => logged.push({ reason: (obj as { reason: string }).reason, msg }) };
+  const logger = {
+    warn: (obj: object, msg: string) => logged.push({ reason: (obj as { reason: string }).reason, msg }),
+  };
   // This test is about packets, not failure detection: a calm timing keeps a scheduling stall on a loaded machine
   // from suspecting b, so "nothing changed" below can only fail because of the hostile packets.
   const calm = testTiming({ probeIntervalMs: 1_000, probeTimeoutMs: 500, suspicionTimeoutMs: 5_000 });
@@ -29,7 +31,10 @@ test('garbage, truncated, replayed, oversized, stale, wrong-key and malformed pa
   nodes.push(a, b);
   await b.membership.join([a.membership.address]);
   await waitFor('a and b to converge', 5_000, () => allSeeAlive([a, b], ['a', 'b']));
-  const before = { members: a.membership.members().map((m) => [m.name, m.state, m.incarnation]), inc: a.membership.incarnation };
+  const before = {
+    members: a.membership.members().map((m) => [m.name, m.state, m.incarnation]),
+    inc: a.membership.incarnation,
+  };
 
   const events: string[] = [];
   a.membership.drops.on('drop', (e) => events.push(e.reason));
@@ -46,12 +51,35 @@ test('garbage, truncated, replayed, oversized, stale, wrong-key and malformed pa
     ['bad_frame', randomBytes(100)],
     ['bad_frame', Buffer.from('GRIX\x01aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa')],
     ['decrypt_failed', valid([]).subarray(0, 40)],
-    ['decrypt_failed', sealFrame(new KeyRing([randomBytes(32)]), encodePacket(header(), [JSON.stringify({ k: 'alive', name: 'ghost', addr: '127.0.0.1:9', inc: 9 })]), 'a')],
-    ['plaintext_rejected', sealFrame(undefined, encodePacket(header(), [JSON.stringify({ k: 'alive', name: 'ghost', addr: '127.0.0.1:9', inc: 9 })]), 'a')],
+    [
+      'decrypt_failed',
+      sealFrame(
+        new KeyRing([randomBytes(32)]),
+        encodePacket(header(), [JSON.stringify({ k: 'alive', name: 'ghost', addr: '127.0.0.1:9', inc: 9 })]),
+        'a',
+      ),
+    ],
+    [
+      'plaintext_rejected',
+      sealFrame(
+        undefined,
+        encodePacket(header(), [JSON.stringify({ k: 'alive', name: 'ghost', addr: '127.0.0.1:9', inc: 9 })]),
+        'a',
+      ),
+    ],
     ['oversized', Buffer.concat([Buffer.from('GRID\x01'), randomBytes(3_000)])],
-    ['stale_packet', valid([JSON.stringify({ k: 'alive', name: 'ghost', addr: '127.0.0.1:9', inc: 9 })], { ...header(), ts: Date.now() - 3_600_000 })],
+    [
+      'stale_packet',
+      valid([JSON.stringify({ k: 'alive', name: 'ghost', addr: '127.0.0.1:9', inc: 9 })], {
+        ...header(),
+        ts: Date.now() - 3_600_000,
+      }),
+    ],
     ['bad_json', sealFrame(ring, Buffer.from('{"v":1,"from":'), 'a')],
-    ['unsupported_version', sealFrame(ring, Buffer.from(JSON.stringify({ v: 9, from: 'x', addr: 'y:1', ts: Date.now(), msgs: [] })), 'a')],
+    [
+      'unsupported_version',
+      sealFrame(ring, Buffer.from(JSON.stringify({ v: 9, from: 'x', addr: 'y:1', ts: Date.now(), msgs: [] })), 'a'),
+    ],
     ['bad_packet', sealFrame(ring, Buffer.from(JSON.stringify({ v: 1, addr: 'x:1', ts: Date.now(), msgs: [] })), 'a')],
     ['bad_message', valid([JSON.stringify({ k: 'alive', name: 'ghost', addr: '127.0.0.1:9', inc: -1 })])],
     ['unknown_kind', valid([JSON.stringify({ k: 'teleport', to: 'mars' })])],
@@ -105,7 +133,13 @@ test('push-pull streams: oversized length prefixes and garbage are cut off witho
   expect(await talk(huge)).toBe('closed');
   const junk = Buffer.concat([Buffer.from([0, 0, 0, 10]), randomBytes(10)]);
   expect(await talk(junk)).toBe('closed');
-  await waitFor('stream drops to be counted', 3_000, () => (a.membership.stats().drops.bad_frame >= 1 && a.membership.stats().drops.oversized >= 1) || JSON.stringify(a.membership.stats().drops));
+  await waitFor(
+    'stream drops to be counted',
+    3_000,
+    () =>
+      (a.membership.stats().drops.bad_frame >= 1 && a.membership.stats().drops.oversized >= 1) ||
+      JSON.stringify(a.membership.stats().drops),
+  );
   expect(a.membership.members().map((m) => m.name)).toEqual(['a']);
 });
 
@@ -116,7 +150,11 @@ test('a member with another key never joins, and both count the failures', async
   const r = await b.membership.join([a.membership.address]);
   expect(r.contacted).toBe(0);
   expect(b.membership.joined).toBe(false);
-  await waitFor('a to count decrypt failures', 3_000, () => a.membership.stats().drops.decrypt_failed >= 1 || 'none yet');
+  await waitFor(
+    'a to count decrypt failures',
+    3_000,
+    () => a.membership.stats().drops.decrypt_failed >= 1 || 'none yet',
+  );
   expect(a.membership.members().map((m) => m.name)).toEqual(['a']);
   expect(b.membership.members().map((m) => m.name)).toEqual(['b']);
 });

@@ -3,12 +3,24 @@
 // smaller. The byte figures printed here are what the SWIM code sends (frame overhead included).
 import { deflateRawSync } from 'node:zlib';
 import { describe, expect, test } from 'vitest';
-import { COMPRESS_ABOVE_BYTES, decodeBinaryPacket, encodeBinaryMessage, encodeBinaryPacket } from '../../daemons/gossip-operator/swim/binary-codec.ts';
+import {
+  COMPRESS_ABOVE_BYTES,
+  decodeBinaryPacket,
+  encodeBinaryMessage,
+  encodeBinaryPacket,
+} from '../../daemons/gossip-operator/swim/binary-codec.ts';
 import { checkMessage, WIRE_MAJOR, type SwimMessage } from '../../daemons/gossip-operator/swim/codec.ts';
 import { frameOverhead } from '../../daemons/gossip-operator/swim/crypto.ts';
 import { KeyRing } from '../../daemons/gossip-operator/swim/keyring.ts';
 import { buildPushPull } from '../../daemons/gossip-operator/swim/push-pull.ts';
-import { decodeWire, encodeWire, PeerWireVersions, WIRE_BINARY, WIRE_JSON, WireMessage } from '../../daemons/gossip-operator/swim/wire.ts';
+import {
+  decodeWire,
+  encodeWire,
+  PeerWireVersions,
+  WIRE_BINARY,
+  WIRE_JSON,
+  WireMessage,
+} from '../../daemons/gossip-operator/swim/wire.ts';
 
 const header = { from: 'site-east-1', addr: '10.20.30.40:7946', ts: 1_764_600_000_000 };
 const ring = new KeyRing([Buffer.alloc(32, 7)]);
@@ -21,8 +33,22 @@ const samples: SwimMessage[] = [
   { k: 'alive', name: 'site-north-3', addr: '10.0.0.3:7946', inc: 4 },
   { k: 'suspect', name: 'site-north-3', inc: 4, by: 'site-east-1' },
   { k: 'dead', name: 'site-north-3', inc: 4, by: 'site-north-3' },
-  { k: 'user', data: { v: 1, record: { key: 'production/east/vllm', revision: 12, sig: 'AAAA', nested: [1, 'two', null, { ü: true }] } } },
-  { k: 'push-pull', join: true, members: [{ name: 'a', addr: '10.0.0.1:7946', inc: 0, state: 'alive' }, { name: 'b', addr: '10.0.0.2:7946', inc: 3, state: 'left' }], user: { records: ['x', 'y'] } },
+  {
+    k: 'user',
+    data: {
+      v: 1,
+      record: { key: 'production/east/vllm', revision: 12, sig: 'AAAA', nested: [1, 'two', null, { ü: true }] },
+    },
+  },
+  {
+    k: 'push-pull',
+    join: true,
+    members: [
+      { name: 'a', addr: '10.0.0.1:7946', inc: 0, state: 'alive' },
+      { name: 'b', addr: '10.0.0.2:7946', inc: 3, state: 'left' },
+    ],
+    user: { records: ['x', 'y'] },
+  },
   { k: 'push-pull', join: false, members: [] },
   { k: 'push-pull', join: false, members: [{ name: 'a', addr: '10.0.0.1:7946', inc: 2, state: 'suspect', w: 3 }] },
   { k: 'stream-open', bytes: 4_000_000, join: false },
@@ -34,8 +60,31 @@ function roundTrip(msgs: SwimMessage[], compress = false) {
 }
 
 /** One varint field (type 0) and one bytes field (type 2), plus fixed-width ones, with tags no version knows. */
-const key = (tag: number, type: number) => [((tag << 3) | type) & 0x7f | 0x80, (tag << 3) >> 7]; // two-byte varint keys
-const unknownFields = Buffer.from([...key(20, 0), 0x96, 0x01, ...key(21, 2), 3, 1, 2, 3, ...key(22, 1), 1, 2, 3, 4, 5, 6, 7, 8, ...key(23, 5), 1, 2, 3, 4]);
+const key = (tag: number, type: number) => [(((tag << 3) | type) & 0x7f) | 0x80, (tag << 3) >> 7]; // two-byte varint keys
+const unknownFields = Buffer.from([
+  ...key(20, 0),
+  0x96,
+  0x01,
+  ...key(21, 2),
+  3,
+  1,
+  2,
+  3,
+  ...key(22, 1),
+  1,
+  2,
+  3,
+  4,
+  5,
+  6,
+  7,
+  8,
+  ...key(23, 5),
+  1,
+  2,
+  3,
+  4,
+]);
 
 describe('wire version 3 codec', () => {
   test('every message kind decodes to the object the JSON wire carries, and passes the same schema', () => {
@@ -46,7 +95,17 @@ describe('wire version 3 codec', () => {
     expect(r.packet).toEqual({ v: WIRE_MAJOR, from: header.from, ts: header.ts, w: WIRE_BINARY, msgs: samples });
     for (const m of r.packet.msgs) expect(checkMessage(m).ok).toBe(true);
     // The same packet through the JSON wire gives the same object, plus the addr the previous release requires.
-    const viaJson = decodeWire(WIRE_JSON, encodeWire(WIRE_JSON, header, WIRE_BINARY, samples.map((m) => new WireMessage(m)), false), 1 << 20);
+    const viaJson = decodeWire(
+      WIRE_JSON,
+      encodeWire(
+        WIRE_JSON,
+        header,
+        WIRE_BINARY,
+        samples.map((m) => new WireMessage(m)),
+        false,
+      ),
+      1 << 20,
+    );
     expect(viaJson.ok && viaJson.packet).toEqual({ ...r.packet, addr: header.addr });
   });
 
@@ -64,8 +123,16 @@ describe('wire version 3 codec', () => {
   });
 
   test('push-pull above the threshold is deflated inside the frame, and inflation is bounded', () => {
-    const members = Array.from({ length: 64 }, (_, i) => ({ name: `site-${i}`, addr: `10.0.${i >> 8}.${i & 255}:7946`, incarnation: i % 3, state: 'alive' as const, stateChangedAtMs: 0 }));
-    const pp = buildPushPull(members, false, { records: members.map((m) => ({ key: `production/${m.name}/vllm`, revision: 3 })) });
+    const members = Array.from({ length: 64 }, (_, i) => ({
+      name: `site-${i}`,
+      addr: `10.0.${i >> 8}.${i & 255}:7946`,
+      incarnation: i % 3,
+      state: 'alive' as const,
+      stateChangedAtMs: 0,
+    }));
+    const pp = buildPushPull(members, false, {
+      records: members.map((m) => ({ key: `production/${m.name}/vllm`, revision: 3 })),
+    });
     const plain = encodeBinaryPacket(header, WIRE_BINARY, [encodeBinaryMessage(pp)], false);
     const packed = encodeBinaryPacket(header, WIRE_BINARY, [encodeBinaryMessage(pp)], true);
     expect(plain.length).toBeGreaterThan(COMPRESS_ABOVE_BYTES);
@@ -86,11 +153,19 @@ describe('wire version 3 codec', () => {
     ['truncated', tagged.subarray(0, tagged.length - 3), 'bad_packet'],
     ['length past the end', Buffer.from([0, (1 << 3) | 2, 50, 65]), 'bad_packet'],
     ['varint above 2^53', Buffer.from([0, (3 << 3) | 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]), 'bad_packet'],
-    ['endless varint', Buffer.from([0, (3 << 3) | 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]), 'bad_packet'],
+    [
+      'endless varint',
+      Buffer.from([0, (3 << 3) | 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+      'bad_packet',
+    ],
     ['unskippable field type', Buffer.from([0, (9 << 3) | 3]), 'bad_packet'],
     ['varint where a name belongs', Buffer.from([0, (1 << 3) | 0, 5]), 'bad_packet'],
     ['message without a kind', Buffer.from([0, (4 << 3) | 2, 2, (2 << 3) | 0, 1]), 'bad_packet'],
-    ['user data that is not JSON', Buffer.from([0, (4 << 3) | 2, 5, (1 << 3) | 0, 7, (9 << 3) | 2, 1, 0x7b]), 'bad_packet'],
+    [
+      'user data that is not JSON',
+      Buffer.from([0, (4 << 3) | 2, 5, (1 << 3) | 0, 7, (9 << 3) | 2, 1, 0x7b]),
+      'bad_packet',
+    ],
     ['deflate garbage', Buffer.from([1, 1, 2, 3, 4, 5]), 'bad_packet'],
     ['inflation bomb', Buffer.concat([Buffer.of(1), deflateRawSync(Buffer.alloc(1 << 20))]), 'oversized'],
   ])('%s -> %s', (_n, payload, reason) => {
@@ -108,27 +183,53 @@ describe('wire version 3 codec', () => {
 describe('bytes on the wire, version 2 (JSON) against 3 (binary)', () => {
   const overhead = frameOverhead(ring);
   const frameBytes = (version: typeof WIRE_JSON | typeof WIRE_BINARY, msgs: SwimMessage[], stream = false) =>
-    overhead + encodeWire(version, header, WIRE_BINARY, msgs.map((m) => new WireMessage(m)), stream).length;
+    overhead +
+    encodeWire(
+      version,
+      header,
+      WIRE_BINARY,
+      msgs.map((m) => new WireMessage(m)),
+      stream,
+    ).length;
 
   test('a probe round and a piggybacked packet shrink by at least a third', () => {
     const ping: SwimMessage[] = [{ k: 'ping', seq: 2 ** 47 + 12_345, target: 'site-west-2' }];
     const ack: SwimMessage[] = [{ k: 'ack', seq: 2 ** 47 + 12_345 }];
-    const gossip: SwimMessage[] = [samples[0]!, samples[4]!, samples[5]!, { k: 'alive', name: 'site-south-4', addr: '10.0.0.4:7946', inc: 1 }];
-    const rows = [['ping', ping], ['ack', ack], ['ping + 3 piggybacked updates', gossip]] as const;
+    const gossip: SwimMessage[] = [
+      samples[0]!,
+      samples[4]!,
+      samples[5]!,
+      { k: 'alive', name: 'site-south-4', addr: '10.0.0.4:7946', inc: 1 },
+    ];
+    const rows = [
+      ['ping', ping],
+      ['ack', ack],
+      ['ping + 3 piggybacked updates', gossip],
+    ] as const;
     for (const [name, msgs] of rows) {
       const json = frameBytes(WIRE_JSON, [...msgs]);
       const bin = frameBytes(WIRE_BINARY, [...msgs]);
-      console.log(`[wire] ${name}: ${json} bytes as version 2, ${bin} as version 3 (${Math.round((100 * bin) / json)}%)`);
+      console.log(
+        `[wire] ${name}: ${json} bytes as version 2, ${bin} as version 3 (${Math.round((100 * bin) / json)}%)`,
+      );
       expect(bin).toBeLessThan((json * 2) / 3);
     }
   });
 
   test.each([8, 64, 1_000])('push-pull of %i members shrinks at least by half', (n) => {
-    const members = Array.from({ length: n }, (_, i) => ({ name: `site-${String(i).padStart(4, '0')}`, addr: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}:7946`, incarnation: i % 5, state: 'alive' as const, stateChangedAtMs: 0 }));
+    const members = Array.from({ length: n }, (_, i) => ({
+      name: `site-${String(i).padStart(4, '0')}`,
+      addr: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}:7946`,
+      incarnation: i % 5,
+      state: 'alive' as const,
+      stateChangedAtMs: 0,
+    }));
     const pp = buildPushPull(members, false, undefined);
     const json = frameBytes(WIRE_JSON, [pp], true);
     const bin = frameBytes(WIRE_BINARY, [pp], true);
-    console.log(`[wire] push-pull members N=${n}: ${json} bytes as version 2, ${bin} as version 3 (${Math.round((100 * bin) / json)}%)`);
+    console.log(
+      `[wire] push-pull members N=${n}: ${json} bytes as version 2, ${bin} as version 3 (${Math.round((100 * bin) / json)}%)`,
+    );
     expect(bin).toBeLessThan(json / 2);
   });
 });
@@ -136,7 +237,7 @@ describe('bytes on the wire, version 2 (JSON) against 3 (binary)', () => {
 // Push-pull entries carry what the sender knows of each member's wire version, so a member learned by
 // push-pull is spoken to in version 3 from the first packet; what a member declares itself always wins.
 describe('wire versions learned second hand', () => {
-  test('an entry\'s w is taken only for a peer not heard from, capped at what we speak', () => {
+  test("an entry's w is taken only for a peer not heard from, capped at what we speak", () => {
     const peers = new PeerWireVersions(WIRE_BINARY, 16);
     peers.heardOf('a', 3);
     expect(peers.versionFor('a')).toBe(WIRE_BINARY);
@@ -163,7 +264,11 @@ describe('wire versions learned second hand', () => {
       { name: 'b', addr: '10.0.0.2:1', inc: 1, state: 'alive' },
     ]);
     const m = new WireMessage(pp);
-    const decoded = decodeWire(WIRE_BINARY, encodeWire(WIRE_BINARY, { from: 'self', addr: '10.0.0.1:1', ts: 1 }, WIRE_BINARY, [m], true), 1 << 20);
+    const decoded = decodeWire(
+      WIRE_BINARY,
+      encodeWire(WIRE_BINARY, { from: 'self', addr: '10.0.0.1:1', ts: 1 }, WIRE_BINARY, [m], true),
+      1 << 20,
+    );
     expect(decoded.ok && decoded.packet.msgs[0]).toEqual(pp);
   });
 });

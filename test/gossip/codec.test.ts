@@ -1,6 +1,12 @@
 import { describe, expect, test } from 'vitest';
 import { BroadcastQueue } from '../../daemons/gossip-operator/swim/broadcast-queue.ts';
-import { checkMessage, decodePacket, encodePacket, MESSAGE_KINDS, packetEnvelopeBytes } from '../../daemons/gossip-operator/swim/codec.ts';
+import {
+  checkMessage,
+  decodePacket,
+  encodePacket,
+  MESSAGE_KINDS,
+  packetEnvelopeBytes,
+} from '../../daemons/gossip-operator/swim/codec.ts';
 import { WIRE_BINARY, WIRE_JSON, WireMessage } from '../../daemons/gossip-operator/swim/wire.ts';
 
 const header = { from: 'site-a', addr: '127.0.0.1:7946', ts: 1_700_000_000_000 };
@@ -12,11 +18,21 @@ describe('SWIM codec', () => {
     expect(buf.length).toBe(packetEnvelopeBytes(header) + msgs.reduce((n, m) => n + m.length, 0) + 1);
     const r = decodePacket(buf);
     expect(r.ok).toBe(true);
-    if (r.ok) expect(r.packet).toEqual({ v: 1, ...header, msgs: [{ k: 'ping', seq: 1, target: 'site-b' }, { k: 'ack', seq: 2 }] });
+    if (r.ok)
+      expect(r.packet).toEqual({
+        v: 1,
+        ...header,
+        msgs: [
+          { k: 'ping', seq: 1, target: 'site-b' },
+          { k: 'ack', seq: 2 },
+        ],
+      });
   });
 
   test('fields from a newer minor version are ignored, not fatal', () => {
-    const r = decodePacket(Buffer.from(JSON.stringify({ v: 1, ...header, zone: 'x', msgs: [{ k: 'ping', seq: 3, target: 'a', hint: 9 }] })));
+    const r = decodePacket(
+      Buffer.from(JSON.stringify({ v: 1, ...header, zone: 'x', msgs: [{ k: 'ping', seq: 3, target: 'a', hint: 9 }] })),
+    );
     expect(r.ok).toBe(true);
     if (r.ok) expect(checkMessage(r.packet.msgs[0]!).ok).toBe(true);
   });
@@ -47,7 +63,18 @@ describe('SWIM codec', () => {
   });
 
   test('kinds are the append-only list', () => {
-    expect(MESSAGE_KINDS).toEqual(['ping', 'ack', 'nack', 'ping-req', 'alive', 'suspect', 'dead', 'user', 'push-pull', 'stream-open']);
+    expect(MESSAGE_KINDS).toEqual([
+      'ping',
+      'ack',
+      'nack',
+      'ping-req',
+      'alive',
+      'suspect',
+      'dead',
+      'user',
+      'push-pull',
+      'stream-open',
+    ]);
   });
 });
 

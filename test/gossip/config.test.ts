@@ -34,7 +34,13 @@ test('loopback profile divides the protocol timers only', () => {
 describe('applySwimSpec', () => {
   test('spec.swim overrides the profile; gossipNodes is the indirect probe fanout', () => {
     const c = applySwimSpec('site-a', wanProfile(), { probeInterval: '2s', suspicionTimeout: '10s', gossipNodes: 5 });
-    expect(c).toMatchObject({ name: 'site-a', probeIntervalMs: 2_000, probeTimeoutMs: 1_200, suspicionTimeoutMs: 10_000, indirectChecks: 5 });
+    expect(c).toMatchObject({
+      name: 'site-a',
+      probeIntervalMs: 2_000,
+      probeTimeoutMs: 1_200,
+      suspicionTimeoutMs: 10_000,
+      indirectChecks: 5,
+    });
   });
 
   test('absent spec keeps the profile', () => {
@@ -42,9 +48,15 @@ describe('applySwimSpec', () => {
   });
 
   test.each([
-    [{ probeInterval: 'fast' }, 'spec.swim.probeInterval: "fast" is not a duration; use whole seconds (s) or milliseconds (ms) from 1s, such as 5s'],
+    [
+      { probeInterval: 'fast' },
+      'spec.swim.probeInterval: "fast" is not a duration; use whole seconds (s) or milliseconds (ms) from 1s, such as 5s',
+    ],
     [{ probeInterval: '500ms' }, 'spec.swim.probeInterval: "500ms" is below 1s'],
-    [{ suspicionTimeout: '0s' }, 'spec.swim.suspicionTimeout: "0s" is zero; use whole seconds (s) or milliseconds (ms) from 1s, such as 30s'],
+    [
+      { suspicionTimeout: '0s' },
+      'spec.swim.suspicionTimeout: "0s" is zero; use whole seconds (s) or milliseconds (ms) from 1s, such as 30s',
+    ],
     [{ suspicionTimeout: '1m30s' }, 'spec.swim.suspicionTimeout: "1m30s" combines units'],
     [{ gossipNodes: 0 }, 'spec.swim.gossipNodes: 0 must be an integer from 1 to 16'],
     [{ gossipNodes: 2.5 }, 'spec.swim.gossipNodes: 2.5 must be an integer from 1 to 16'],
@@ -54,12 +66,20 @@ describe('applySwimSpec', () => {
   });
 
   test('rejects a profile whose probe timeout is not below the interval', () => {
-    expect(() => applySwimSpec('a', { ...wanProfile(), probeTimeoutMs: 5_000 }, undefined)).toThrow('probeTimeoutMs: 5000 must be below probeIntervalMs (5000)');
+    expect(() => applySwimSpec('a', { ...wanProfile(), probeTimeoutMs: 5_000 }, undefined)).toThrow(
+      'probeTimeoutMs: 5000 must be below probeIntervalMs (5000)',
+    );
     // The opening frame of a push-pull stream: room for the longest header, never more than a packet (so authentication
     // comes before any larger buffer).
-    expect(() => applySwimSpec('a', { ...wanProfile(), maxOpeningBytes: 512 }, undefined)).toThrow('maxOpeningBytes: 512 must be from 768 to maxPacketBytes (1400)');
-    expect(() => applySwimSpec('a', { ...wanProfile(), maxOpeningBytes: 4_096 }, undefined)).toThrow('maxOpeningBytes: 4096 must be from 768 to maxPacketBytes (1400)');
-    expect(() => applySwimSpec('a', { ...wanProfile(), maxPendingStreams: 0 }, undefined)).toThrow('maxPendingStreams: 0 must be a positive number');
+    expect(() => applySwimSpec('a', { ...wanProfile(), maxOpeningBytes: 512 }, undefined)).toThrow(
+      'maxOpeningBytes: 512 must be from 768 to maxPacketBytes (1400)',
+    );
+    expect(() => applySwimSpec('a', { ...wanProfile(), maxOpeningBytes: 4_096 }, undefined)).toThrow(
+      'maxOpeningBytes: 4096 must be from 768 to maxPacketBytes (1400)',
+    );
+    expect(() => applySwimSpec('a', { ...wanProfile(), maxPendingStreams: 0 }, undefined)).toThrow(
+      'maxPendingStreams: 0 must be a positive number',
+    );
   });
 });
 

@@ -33,7 +33,11 @@ describe('AES-256-GCM frame', () => {
   test.each([
     ['wrong key', sealFrame(new KeyRing([k2]), payload, 'b'), 'decrypt_failed'],
     ['flipped ciphertext bit', Buffer.from(good.map((b, i) => (i === 20 ? b ^ 1 : b))), 'decrypt_failed'],
-    ['version byte flipped to another known version (authenticated header)', Buffer.from(good.map((b, i) => (i === 4 ? 3 : b))), 'decrypt_failed'],
+    [
+      'version byte flipped to another known version (authenticated header)',
+      Buffer.from(good.map((b, i) => (i === 4 ? 3 : b))),
+      'decrypt_failed',
+    ],
     ['version byte of a future version', Buffer.from(good.map((b, i) => (i === 4 ? 7 : b))), 'unsupported_version'],
     ['version byte of the retired version 1', Buffer.from(good.map((b, i) => (i === 4 ? 1 : b))), 'bad_frame'],
     ['truncated tag', good.subarray(0, good.length - 3), 'decrypt_failed'],
@@ -61,7 +65,10 @@ describe('AES-256-GCM frame', () => {
 
   test('a retired version-1 frame (no bound recipient) is refused', () => {
     const f = sealFrame(ring, payload, 'b');
-    expect(openFrame(ring, Buffer.from(f.map((x, i) => (i === 4 ? 1 : x))), ['b'])).toEqual({ ok: false, reason: 'bad_frame' });
+    expect(openFrame(ring, Buffer.from(f.map((x, i) => (i === 4 ? 1 : x))), ['b'])).toEqual({
+      ok: false,
+      reason: 'bad_frame',
+    });
   });
 
   test('a node without a key refuses encrypted frames and accepts plaintext ones', () => {
@@ -83,7 +90,10 @@ describe('KeyRing rotation', () => {
     a.use(k2);
     a.remove(k1); // step 3: old key retired
     b.remove(k1);
-    expect(openFrame(a, sealFrame(new KeyRing([k1]), payload, 'b'), ['b'])).toEqual({ ok: false, reason: 'decrypt_failed' });
+    expect(openFrame(a, sealFrame(new KeyRing([k1]), payload, 'b'), ['b'])).toEqual({
+      ok: false,
+      reason: 'decrypt_failed',
+    });
     expect(openFrame(a, sealFrame(b, payload, 'b'), ['b']).ok).toBe(true);
   });
 
@@ -97,7 +107,9 @@ describe('KeyRing rotation', () => {
     try {
       parseHexKey(secretish, 'GRID_SWIM_ENCRYPT_KEY');
     } catch (e) {
-      expect((e as Error).message).toBe('GRID_SWIM_ENCRYPT_KEY: SWIM key must be 64 hex characters (32 bytes); got 62 characters');
+      expect((e as Error).message).toBe(
+        'GRID_SWIM_ENCRYPT_KEY: SWIM key must be 64 hex characters (32 bytes); got 62 characters',
+      );
       expect((e as Error).message).not.toContain(secretish);
     }
     expect(parseHexKey(k1.toString('hex'), 'env').equals(k1)).toBe(true);

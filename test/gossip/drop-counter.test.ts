@@ -17,7 +17,12 @@ test('a drop the protocol recovers from is counted and emitted but logged at deb
   const drops = new DropCounter('swim', ['broadcast_too_large', 'bad_frame'] as const, log.logger);
   const events: string[] = [];
   drops.on('drop', (e) => events.push(e.reason));
-  for (let i = 0; i < 3; i += 1) drops.drop('broadcast_too_large', 'broadcast u:x is 9000 bytes, more than one packet; push-pull carries it instead', 'debug');
+  for (let i = 0; i < 3; i += 1)
+    drops.drop(
+      'broadcast_too_large',
+      'broadcast u:x is 9000 bytes, more than one packet; push-pull carries it instead',
+      'debug',
+    );
   expect(drops.count('broadcast_too_large')).toBe(3);
   expect(events).toEqual(['broadcast_too_large', 'broadcast_too_large', 'broadcast_too_large']);
   expect(log.lines.map((l) => l.level)).toEqual(['debug']);

@@ -17,7 +17,11 @@ export class FakeClock implements Clock {
   schedule(delayMs: number, fn: () => void): TimerHandle {
     const t = { at: this.#now + Math.max(0, delayMs), fn, id: this.#id++, cancelled: false };
     this.#timers.push(t);
-    return { cancel: () => { t.cancelled = true; } };
+    return {
+      cancel: () => {
+        t.cancelled = true;
+      },
+    };
   }
 
   advance(ms: number): void {
@@ -40,7 +44,9 @@ export class FakeClock implements Clock {
   stall(ms: number): void {
     this.#now += ms;
     for (;;) {
-      const due = this.#timers.filter((t) => !t.cancelled && t.at <= this.#now).sort((a, b) => a.at - b.at || a.id - b.id)[0];
+      const due = this.#timers
+        .filter((t) => !t.cancelled && t.at <= this.#now)
+        .sort((a, b) => a.at - b.at || a.id - b.id)[0];
       if (!due) break;
       this.#timers = this.#timers.filter((t) => t !== due);
       due.fn();

@@ -79,7 +79,11 @@ describe('MemberTable rules', () => {
 // The live count, the dead/left set and random picks are kept on every transition instead of scanned.
 describe('MemberTable counts and picks', () => {
   const scan = (t: MemberTable) => [...t.all()].filter((m) => m.state === 'alive' || m.state === 'suspect').length;
-  const goneScan = (t: MemberTable) => [...t.all()].filter((m) => m.state === 'dead' || m.state === 'left').map((m) => m.name).sort();
+  const goneScan = (t: MemberTable) =>
+    [...t.all()]
+      .filter((m) => m.state === 'dead' || m.state === 'left')
+      .map((m) => m.name)
+      .sort();
 
   test('live count, dead and left members and arrivals follow every transition and forget', () => {
     const t = new MemberTable('self', 's:1', 0, 0, 100);
@@ -130,7 +134,12 @@ describe('MemberTable counts and picks', () => {
     // 100 eligible members, 20,000 picks: 200 each on average; every one is picked, none more than twice as often.
     expect(hits.size).toBe(100);
     expect(Math.max(...hits.values())).toBeLessThan(2 * Math.min(...hits.values()));
-    expect(t.sample(4, random, (m) => m.name === 'm150' || m.name === 'm151').map((m) => m.name).sort()).toEqual(['m150', 'm151']);
+    expect(
+      t
+        .sample(4, random, (m) => m.name === 'm150' || m.name === 'm151')
+        .map((m) => m.name)
+        .sort(),
+    ).toEqual(['m150', 'm151']);
     expect(t.sample(4, random, () => false)).toEqual([]);
   });
 });

@@ -11,7 +11,11 @@ afterEach(async () => {
   nodes.clear();
 });
 
-async function start(name: string, timing = testTiming(), extra: Parameters<typeof startNode>[2] = {}): Promise<TestNode> {
+async function start(
+  name: string,
+  timing = testTiming(),
+  extra: Parameters<typeof startNode>[2] = {},
+): Promise<TestNode> {
   const n = await startNode(name, timing, extra);
   nodes.add(n);
   return n;
@@ -60,7 +64,12 @@ describe('Membership over UDP', () => {
 
   test('a killed node is declared dead by every other within the bound', async () => {
     const timing = testTiming();
-    const all = [await start('a', timing), await start('b', timing), await start('c', timing), await start('d', timing)];
+    const all = [
+      await start('a', timing),
+      await start('b', timing),
+      await start('c', timing),
+      await start('d', timing),
+    ];
     await Promise.all(all.slice(1).map((n) => n.membership.join([all[0]!.membership.address])));
     await waitFor('convergence', 5_000, () => allSeeAlive(all, ['a', 'b', 'c', 'd']));
     const victim = all[3]!;
@@ -120,7 +129,8 @@ describe('Membership over UDP', () => {
     for (const x of left) for (const y of right) x.transport.blocked.add(y.membership.address);
     for (const y of right) for (const x of left) y.transport.blocked.add(x.membership.address);
     await waitFor('each half to declare the other dead', 8_000, () => {
-      const crossDead = left.every((x) => right.every((y) => x.membership.member(y.membership.name)?.state === 'dead')) &&
+      const crossDead =
+        left.every((x) => right.every((y) => x.membership.member(y.membership.name)?.state === 'dead')) &&
         right.every((y) => left.every((x) => y.membership.member(x.membership.name)?.state === 'dead'));
       return crossDead || 'cross-partition members not all dead yet';
     });
@@ -158,9 +168,11 @@ describe('Membership over UDP', () => {
       expect(deaths, context()).toEqual([]);
       // Suspicion is SWIM's answer to lost packets, not a failure, so at any one instant a member may be suspect;
       // what must hold is that every suspicion is refuted in time (no death) and the views return to all alive.
-      await waitFor('every suspicion to be refuted, loss still on', 5_000, () => allSeeAlive(all, names)).catch((err: Error) => {
-        throw new Error(`${err.message} (${context()})`);
-      });
+      await waitFor('every suspicion to be refuted, loss still on', 5_000, () => allSeeAlive(all, names)).catch(
+        (err: Error) => {
+          throw new Error(`${err.message} (${context()})`);
+        },
+      );
       expect(deaths, context()).toEqual([]);
     } finally {
       loopDelay.disable();
@@ -196,7 +208,11 @@ describe('Membership over UDP', () => {
     const oldKey = randomBytes(32);
     const newKey = randomBytes(32);
     const rings = [new KeyRing([oldKey]), new KeyRing([oldKey]), new KeyRing([oldKey])];
-    const all = [await start('a', testTiming(), { keyring: rings[0] }), await start('b', testTiming(), { keyring: rings[1] }), await start('c', testTiming(), { keyring: rings[2] })];
+    const all = [
+      await start('a', testTiming(), { keyring: rings[0] }),
+      await start('b', testTiming(), { keyring: rings[1] }),
+      await start('c', testTiming(), { keyring: rings[2] }),
+    ];
     await Promise.all(all.slice(1).map((n) => n.membership.join([all[0]!.membership.address])));
     await waitFor('convergence', 5_000, () => allSeeAlive(all, ['a', 'b', 'c']));
     const deaths: string[] = [];
@@ -211,7 +227,9 @@ describe('Membership over UDP', () => {
     expect(deaths).toEqual([]);
     // Polled: a suspicion from a stall on a loaded machine is refuted within a few probe periods; a member a key step
     // really cut off would stay suspect and then die (caught by `deaths` above and here).
-    await waitFor('every member to see every other alive after the rotation', 3_000, () => allSeeAlive(all, ['a', 'b', 'c']));
+    await waitFor('every member to see every other alive after the rotation', 3_000, () =>
+      allSeeAlive(all, ['a', 'b', 'c']),
+    );
     expect(deaths).toEqual([]);
     // A member still on the old key alone is shut out.
     const stale = await start('d', testTiming(), { keyring: new KeyRing([oldKey]) });

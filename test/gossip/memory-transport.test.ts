@@ -13,10 +13,18 @@ afterEach(async () => {
 test('8 members converge and detect a failure over MemoryNetwork (plaintext frames, no key)', async () => {
   const net = new MemoryNetwork();
   for (let i = 0; i < 8; i++) {
-    members.push(Membership.start({ config: { ...testTiming(), name: `m${i}` }, transport: net.createTransport(), random: seededRandom(i + 1) }));
+    members.push(
+      Membership.start({
+        config: { ...testTiming(), name: `m${i}` },
+        transport: net.createTransport(),
+        random: seededRandom(i + 1),
+      }),
+    );
   }
   await Promise.all(members.slice(1).map((m) => m.join([members[0]!.address])));
-  await waitFor('8 members alive everywhere', 5_000, () => members.every((m) => m.members().filter((x) => x.state === 'alive').length === 8));
+  await waitFor('8 members alive everywhere', 5_000, () =>
+    members.every((m) => m.members().filter((x) => x.state === 'alive').length === 8),
+  );
   const victim = members.pop()!;
   await victim.shutdown();
   await waitFor('m7 dead everywhere', 5_000, () => members.every((m) => m.member('m7')?.state === 'dead'));

@@ -5,7 +5,13 @@ import { describe, expect, test } from 'vitest';
 import { seededRandom, systemClock } from '../../daemons/gossip-operator/swim/clock.ts';
 import { loopbackProfile, wanProfile } from '../../daemons/gossip-operator/swim/config.ts';
 import { MemberTable, type Member } from '../../daemons/gossip-operator/swim/member-table.ts';
-import { AckTable, nackTimeoutMs, probeMember, ProbeTargets, type ProbeHost } from '../../daemons/gossip-operator/swim/probe.ts';
+import {
+  AckTable,
+  nackTimeoutMs,
+  probeMember,
+  ProbeTargets,
+  type ProbeHost,
+} from '../../daemons/gossip-operator/swim/probe.ts';
 import { FakeClock } from './fake-clock.ts';
 import { testTiming } from './helpers.ts';
 
@@ -26,7 +32,10 @@ interface Harness {
 }
 
 /** A prober "self" with the given live helpers; relays answer through `onPingReq` (default: silence). */
-function harness(helpers: readonly string[], onPingReq: (h: Harness, via: string, seq: number) => void = () => {}): Harness {
+function harness(
+  helpers: readonly string[],
+  onPingReq: (h: Harness, via: string, seq: number) => void = () => {},
+): Harness {
   const clock = new FakeClock();
   const acks = new AckTable(clock);
   let seq = 0;
@@ -213,7 +222,6 @@ describe('systemClock', () => {
 });
 
 describe('probe order', () => {
-
   test('every member is probed once per round, and one learned mid-round is probed in that same round', () => {
     for (let seed = 1; seed <= 50; seed++) {
       const targets = new ProbeTargets(seededRandom(seed));

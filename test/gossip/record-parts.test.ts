@@ -1,6 +1,12 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
-import { MAX_RECORD_PARTS, PartAssembler, partId, splitRecord, type RecordPart } from '../../daemons/gossip-operator/state/record-parts.ts';
+import {
+  MAX_RECORD_PARTS,
+  PartAssembler,
+  partId,
+  splitRecord,
+  type RecordPart,
+} from '../../daemons/gossip-operator/state/record-parts.ts';
 import { signRecord, type StateRecordBody } from '../../daemons/gossip-operator/state/records.ts';
 
 const { privateKey } = generateKeyPairSync('ed25519');
@@ -14,7 +20,12 @@ const record = (pem: string) =>
       key: 'demo/east',
       revision: 1,
       writer: 'w',
-      site_info: { gateway_address: '127.0.0.1:1', public_cert_pem: pem, capabilities: { inference: true, agent_tools: false, agent_to_agent: false }, tenant_spend_usd: {} },
+      site_info: {
+        gateway_address: '127.0.0.1:1',
+        public_cert_pem: pem,
+        capabilities: { inference: true, agent_tools: false, agent_to_agent: false },
+        tenant_spend_usd: {},
+      },
     } as StateRecordBody,
     privateKey,
   );
@@ -58,7 +69,10 @@ describe('record parts', () => {
     expect(a.add({ id: 'x', i: 1, n: 3, body: 'b' }).kind).toBe('incomplete');
     expect(a.add({ id: 'x', i: 2, n: 2, body: 'c' }).kind).toBe('bad');
     expect(a.add({ id: 'y', i: 1, n: 2, body: 'b' }).kind).toBe('incomplete');
-    expect(a.add({ id: 'y', i: 0, n: 2, body: 'a', signer: 's', sig: 'not-y' })).toEqual({ kind: 'bad', detail: 'parts of y do not belong to the signature they carry' });
+    expect(a.add({ id: 'y', i: 0, n: 2, body: 'a', signer: 's', sig: 'not-y' })).toEqual({
+      kind: 'bad',
+      detail: 'parts of y do not belong to the signature they carry',
+    });
     expect(partId('sig')).toHaveLength(22);
   });
 

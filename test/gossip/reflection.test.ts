@@ -30,7 +30,10 @@ interface Seen {
 }
 
 /** Starts a and b (and optionally c), crashes b, and takes over b's UDP port with a raw socket. */
-async function crashAndImpersonate(withC: boolean, onFrame: (seen: Seen, send: (frame: Buffer, port: number) => void) => void) {
+async function crashAndImpersonate(
+  withC: boolean,
+  onFrame: (seen: Seen, send: (frame: Buffer, port: number) => void) => void,
+) {
   const a = await startNode('a', timing);
   const b = await startNode('b', timing);
   const c = withC ? await startNode('c', timing) : undefined;
@@ -63,7 +66,9 @@ test('a frame reflected back to its sender, or replayed to another member, fails
       // a pings the crashed b: answer with a ping "from b" carrying a's own sequence number, so a's ack to it
       // carries the number of a's pending probe ...
       if (m.k === 'ping') {
-        const forged = encodePacket({ from: 'b', addr: '127.0.0.1:1', ts: Date.now() }, [JSON.stringify({ k: 'ping', seq: m.seq, target: 'a' })]);
+        const forged = encodePacket({ from: 'b', addr: '127.0.0.1:1', ts: Date.now() }, [
+          JSON.stringify({ k: 'ping', seq: m.seq, target: 'a' }),
+        ]);
         send(sealFrame(ring, forged, 'a'), port);
         send(frame, cPort); // ... and replay a's ping to c
       }
@@ -73,7 +78,11 @@ test('a frame reflected back to its sender, or replayed to another member, fails
   });
   aPort = parseAddress(a.membership.address)!.port;
   cPort = parseAddress(c!.membership.address)!.port;
-  await waitFor('a to declare b dead despite the reflected acks', 8_000, () => a.membership.member('b')?.state === 'dead' || `b is ${a.membership.member('b')?.state}`);
+  await waitFor(
+    'a to declare b dead despite the reflected acks',
+    8_000,
+    () => a.membership.member('b')?.state === 'dead' || `b is ${a.membership.member('b')?.state}`,
+  );
   expect(a.membership.stats().drops.decrypt_failed).toBeGreaterThan(0); // the reflections
   expect(c!.membership.stats().drops.decrypt_failed).toBeGreaterThan(0); // the replays to another member
 });
@@ -83,11 +92,17 @@ test('an ack from a member other than the one probed does not keep a dead member
     if (packet.from !== 'a') return;
     for (const m of packet.msgs) {
       if (m.k !== 'ping') continue;
-      const ack = encodePacket({ from: 'mallory', addr: '127.0.0.1:1', ts: Date.now() }, [JSON.stringify({ k: 'ack', seq: m.seq })]);
+      const ack = encodePacket({ from: 'mallory', addr: '127.0.0.1:1', ts: Date.now() }, [
+        JSON.stringify({ k: 'ack', seq: m.seq }),
+      ]);
       send(sealFrame(ring, ack, 'a'), port);
     }
   });
-  await waitFor('a to declare b dead despite acks from mallory', 8_000, () => a.membership.member('b')?.state === 'dead' || `b is ${a.membership.member('b')?.state}`);
+  await waitFor(
+    'a to declare b dead despite acks from mallory',
+    8_000,
+    () => a.membership.member('b')?.state === 'dead' || `b is ${a.membership.member('b')?.state}`,
+  );
   expect(a.membership.stats().drops.unexpected_ack).toBeGreaterThan(0);
 });
 
@@ -107,11 +122,14 @@ test('sequence numbers do not start at the same value on every member', async ()
     if (!opened.ok) return;
     const decoded = decodeWire(opened.version, opened.payload, 65_536);
     if (!decoded.ok) return;
-    for (const m of (decoded.packet as Seen['packet']).msgs) if (m.k === 'ping' && m.seq !== undefined) seen.add(Math.floor(m.seq / 1_000_000));
+    for (const m of (decoded.packet as Seen['packet']).msgs)
+      if (m.k === 'ping' && m.seq !== undefined) seen.add(Math.floor(m.seq / 1_000_000));
   });
   // Announce a fake member "x" at the raw socket to each node, so each starts probing it.
   for (const n of nodes) {
-    const alive = encodePacket({ from: 'x', addr, ts: Date.now() }, [JSON.stringify({ k: 'alive', name: 'x', addr, inc: 1 })]);
+    const alive = encodePacket({ from: 'x', addr, ts: Date.now() }, [
+      JSON.stringify({ k: 'alive', name: 'x', addr, inc: 1 }),
+    ]);
     sock.send(sealFrame(ring, alive, n.membership.name), parseAddress(n.membership.address)!.port, '127.0.0.1');
   }
   await waitFor('pings from all three members', 5_000, () => seen.size >= 3 || `${seen.size} distinct ranges`);
@@ -125,8 +143,16 @@ test('only a join may be addressed to any member; anything else on a stream must
   const exchange = (to: string, join: boolean) =>
     new Promise<'answered' | 'closed'>((resolve) => {
       const header = { from: 'z', addr: '127.0.0.1:1', ts: Date.now() };
-      const request = sealFrame(ring, encodePacket(header, [JSON.stringify({ k: 'push-pull', join, members: [] })]), to);
-      const opening = sealFrame(ring, encodePacket(header, [JSON.stringify({ k: 'stream-open', bytes: request.length, join })]), to);
+      const request = sealFrame(
+        ring,
+        encodePacket(header, [JSON.stringify({ k: 'push-pull', join, members: [] })]),
+        to,
+      );
+      const opening = sealFrame(
+        ring,
+        encodePacket(header, [JSON.stringify({ k: 'stream-open', bytes: request.length, join })]),
+        to,
+      );
       const s = connect(port, '127.0.0.1', () => s.end(Buffer.concat([framed(opening), framed(request)])));
       let got = 0;
       s.on('data', (d) => (got += d.length));

@@ -49,7 +49,7 @@ describe('gossip at scale in simulated time', () => {
     expect(large.bytesPerMemberPerSec).toBeLessThan(3 * small.bytesPerMemberPerSec);
   });
 
-  test('at N=64 the binary wire (3) sends at most three quarters of the JSON wire\'s (2) bytes', async () => {
+  test("at N=64 the binary wire (3) sends at most three quarters of the JSON wire's (2) bytes", async () => {
     const json = await runScale(64, 0.01, { wire: WIRE_JSON });
     const binary = await runScale(64, 0.01, { wire: WIRE_BINARY });
     console.log(describeFigures(json));

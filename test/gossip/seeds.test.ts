@@ -31,7 +31,12 @@ test('parseSeeds reports each bad entry with what was expected', () => {
 
 test('resolveSeeds resolves names, deduplicates and filters our own address', async () => {
   const lookup = async (host: string) => (host === 'peers.example' ? ['127.0.0.1', '127.0.0.2'] : []);
-  const r = await resolveSeeds(['peers.example:7000', '127.0.0.2:7000', '[::1]:7000', '127.0.0.1:7000'], ['127.0.0.1:7000'], 500, lookup);
+  const r = await resolveSeeds(
+    ['peers.example:7000', '127.0.0.2:7000', '[::1]:7000', '127.0.0.1:7000'],
+    ['127.0.0.1:7000'],
+    500,
+    lookup,
+  );
   expect(r.addresses).toEqual(['127.0.0.2:7000', '[::1]:7000']);
   expect(r.problems).toEqual([]);
 });
@@ -42,7 +47,9 @@ test('a lookup that hangs is abandoned after the bound and named in the problems
   const r = await resolveSeeds(['slow.example:7000', '127.0.0.3:1'], [], 100, hang);
   expect(Date.now() - started).toBeLessThan(2_000);
   expect(r.addresses).toEqual(['127.0.0.3:1']);
-  expect(r.problems).toEqual([{ seed: 'slow.example:7000', problem: 'DNS lookup of slow.example timed out after 100 ms' }]);
+  expect(r.problems).toEqual([
+    { seed: 'slow.example:7000', problem: 'DNS lookup of slow.example timed out after 100 ms' },
+  ]);
 });
 
 test('the real resolver resolves localhost', async () => {

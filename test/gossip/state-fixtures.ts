@@ -28,14 +28,26 @@ export function provider(name: string, overrides: Partial<ProviderState> = {}): 
     tools: [],
     backend_kind: 'vllm',
     phase: 'Ready',
-    metrics: { queue_depth: 1, kv_cache_utilization: 0.2, latency_p99_ms: 120, prefix_cache_hit_ratio: 0.5, error_rate: 0, healthy: true },
+    metrics: {
+      queue_depth: 1,
+      kv_cache_utilization: 0.2,
+      latency_p99_ms: 120,
+      prefix_cache_hit_ratio: 0.5,
+      error_rate: 0,
+      healthy: true,
+    },
     access_policy_labels: { tier: 'gold' },
     capacity_weight: 10,
     ...overrides,
   };
 }
 
-export function body(network: string, site: string, revision: number, extra: Partial<StateRecordBody> = {}): StateRecordBody {
+export function body(
+  network: string,
+  site: string,
+  revision: number,
+  extra: Partial<StateRecordBody> = {},
+): StateRecordBody {
   return {
     schema_version: '1.0',
     kind: 'site',

@@ -15,7 +15,13 @@ const keys = { east: siteKeys(), west: siteKeys(), rogue: siteKeys(), local: sit
 const resolver = (site: string) => (site in keys ? keys[site as keyof typeof keys].publicKey : undefined);
 
 function store(clock = new FakeClock(), limits = {}): StateStore {
-  return new StateStore({ network: NET, localSite: 'local', resolveSigner: (s) => (s === 'rogue' ? undefined : resolver(s)), clock, limits });
+  return new StateStore({
+    network: NET,
+    localSite: 'local',
+    resolveSigner: (s) => (s === 'rogue' ? undefined : resolver(s)),
+    clock,
+    limits,
+  });
 }
 
 const now = new FakeClock().now();
@@ -24,9 +30,19 @@ describe('StateStore gate', () => {
   test('a record signed by its origin is merged and exposed', () => {
     const s = store();
     expect(s.apply(signRecord(body(NET, 'east', now), keys.east.privateKey), 'east')).toBe('merged');
-    const p = signRecord(body(NET, 'east', now + 1, { kind: 'provider', key: `${NET}/east/vllm-a`, provider: provider('vllm-a'), site_info: undefined }), keys.east.privateKey);
+    const p = signRecord(
+      body(NET, 'east', now + 1, {
+        kind: 'provider',
+        key: `${NET}/east/vllm-a`,
+        provider: provider('vllm-a'),
+        site_info: undefined,
+      }),
+      keys.east.privateKey,
+    );
     expect(s.apply(p, 'west')).toBe('merged');
-    expect(s.remoteProviders()).toEqual([expect.objectContaining({ key: `${NET}/east/vllm-a`, site: 'east', revision: now + 1 })]);
+    expect(s.remoteProviders()).toEqual([
+      expect.objectContaining({ key: `${NET}/east/vllm-a`, site: 'east', revision: now + 1 }),
+    ]);
     expect(s.sites().get('east')?.gateway_address).toBe('egress.site.example:8443');
   });
 
@@ -43,15 +59,65 @@ describe('StateStore gate', () => {
     ['body not JSON', 'bad_record', () => ({ signer: 'east', body: '{nope', sig: `${'A'.repeat(86)}==` })],
     ['another network', 'wrong_network', () => signRecord(body('staging', 'east', now), keys.east.privateKey)],
     ['forged origin (signature by another site)', 'bad_signature', forged],
-    ['signer is not the claimed origin', 'origin_mismatch', () => ({ ...signRecord(body(NET, 'east', now), keys.west.privateKey), signer: 'west' })],
-    ['key names another site', 'origin_mismatch', () => signRecord(body(NET, 'east', now, { key: `${NET}/west` }), keys.east.privateKey)],
-    ['provider key names another provider', 'origin_mismatch', () => signRecord(body(NET, 'east', now, { kind: 'provider', key: `${NET}/east/x`, provider: provider('y') }), keys.east.privateKey)],
+    [
+      'signer is not the claimed origin',
+      'origin_mismatch',
+      () => ({ ...signRecord(body(NET, 'east', now), keys.west.privateKey), signer: 'west' }),
+    ],
+    [
+      'key names another site',
+      'origin_mismatch',
+      () => signRecord(body(NET, 'east', now, { key: `${NET}/west` }), keys.east.privateKey),
+    ],
+    [
+      'provider key names another provider',
+      'origin_mismatch',
+      () =>
+        signRecord(
+          body(NET, 'east', now, { kind: 'provider', key: `${NET}/east/x`, provider: provider('y') }),
+          keys.east.privateKey,
+        ),
+    ],
     ['unknown signer', 'unknown_signer', () => signRecord(body(NET, 'rogue', now), keys.rogue.privateKey)],
-    ['revision far in the future', 'revision_jump', () => signRecord(body(NET, 'east', now + 3_600_000), keys.east.privateKey)],
-    ['future major version', 'unsupported_major', () => signRecord(body(NET, 'east', now, { schema_version: '2.0' }), keys.east.privateKey)],
-    ['missing required field', 'bad_record', () => signRecord({ ...body(NET, 'east', now), writer: undefined } as never, keys.east.privateKey)],
-    ['metrics out of range', 'bad_record', () => signRecord(body(NET, 'east', now, { kind: 'provider', key: `${NET}/east/p`, provider: provider('p', { metrics: { healthy: true, error_rate: 7 } }) }), keys.east.privateKey)],
-    ['oversized body', 'oversized_record', () => signRecord(body(NET, 'east', now, { site_info: siteInfo({ gateway_address: 'x'.repeat(300), public_cert_pem: 'C'.repeat(16_000) }) }), keys.east.privateKey)],
+    [
+      'revision far in the future',
+      'revision_jump',
+      () => signRecord(body(NET, 'east', now + 3_600_000), keys.east.privateKey),
+    ],
+    [
+      'future major version',
+      'unsupported_major',
+      () => signRecord(body(NET, 'east', now, { schema_version: '2.0' }), keys.east.privateKey),
+    ],
+    [
+      'missing required field',
+      'bad_record',
+      () => signRecord({ ...body(NET, 'east', now), writer: undefined } as never, keys.east.privateKey),
+    ],
+    [
+      'metrics out of range',
+      'bad_record',
+      () =>
+        signRecord(
+          body(NET, 'east', now, {
+            kind: 'provider',
+            key: `${NET}/east/p`,
+            provider: provider('p', { metrics: { healthy: true, error_rate: 7 } }),
+          }),
+          keys.east.privateKey,
+        ),
+    ],
+    [
+      'oversized body',
+      'oversized_record',
+      () =>
+        signRecord(
+          body(NET, 'east', now, {
+            site_info: siteInfo({ gateway_address: 'x'.repeat(300), public_cert_pem: 'C'.repeat(16_000) }),
+          }),
+          keys.east.privateKey,
+        ),
+    ],
   ])('%s is dropped as %s and changes nothing', (_name, reason, make) => {
     const s = store(new FakeClock(), { maxRecordBodyBytes: 8_192 });
     expect(s.apply(make(), 'peer')).toBe(reason);
@@ -65,7 +131,11 @@ describe('StateStore gate', () => {
     const b = body(NET, 'east', now, { site_info: siteInfo({ public_cert_pem: pem }) });
     expect(() => signRecord(b, keys.east.privateKey)).toThrow('contains a PRIVATE KEY block');
     const text = JSON.stringify(b);
-    const raw = { signer: 'east', body: text, sig: sign(null, Buffer.from(text), keys.east.privateKey).toString('base64') };
+    const raw = {
+      signer: 'east',
+      body: text,
+      sig: sign(null, Buffer.from(text), keys.east.privateKey).toString('base64'),
+    };
     expect(s.apply(raw, 'east')).toBe('private_key_pem');
     expect(s.records()).toEqual([]);
   });
@@ -84,7 +154,10 @@ describe('StateStore gate', () => {
 
   test('a record kind from a newer minor version is kept and forwarded, not interpreted', () => {
     const s = store();
-    const b = { ...body(NET, 'east', now, { kind: 'a2a-agent', key: `${NET}/east/agent-1`, site_info: undefined }), agent: { card: 'x' } };
+    const b = {
+      ...body(NET, 'east', now, { kind: 'a2a-agent', key: `${NET}/east/agent-1`, site_info: undefined }),
+      agent: { card: 'x' },
+    };
     const signed = signRecord(b, keys.east.privateKey);
     expect(s.apply(signed, 'x')).toBe('merged');
     expect(s.signedRecords()).toEqual([signed]);
@@ -93,7 +166,16 @@ describe('StateStore gate', () => {
 
   test('bounds: records per origin and origins retained', () => {
     const s = store(new FakeClock(), { maxRecordsPerOrigin: 2, maxOrigins: 1 });
-    const prov = (n: string, r: number) => signRecord(body(NET, 'east', r, { kind: 'provider', key: `${NET}/east/${n}`, provider: provider(n), site_info: undefined }), keys.east.privateKey);
+    const prov = (n: string, r: number) =>
+      signRecord(
+        body(NET, 'east', r, {
+          kind: 'provider',
+          key: `${NET}/east/${n}`,
+          provider: provider(n),
+          site_info: undefined,
+        }),
+        keys.east.privateKey,
+      );
     expect(s.apply(prov('a', now), 'x')).toBe('merged');
     expect(s.apply(prov('b', now), 'x')).toBe('merged');
     expect(s.apply(prov('c', now), 'x')).toBe('origin_records_full');
@@ -108,7 +190,10 @@ describe('StateStore gate', () => {
     const clock = new FakeClock();
     const s = store(clock, { maxOrigins: 2 });
     const spend = (site: 'east' | 'west', rev: number, usd: number) =>
-      signRecord(body(NET, site, rev, { site_info: siteInfo({ tenant_spend_usd: { 'tenant-a': usd } }) }), keys[site].privateKey);
+      signRecord(
+        body(NET, site, rev, { site_info: siteInfo({ tenant_spend_usd: { 'tenant-a': usd } }) }),
+        keys[site].privateKey,
+      );
     s.apply(spend('east', now, 10), 'x');
     s.apply(spend('west', now, 5), 'x');
     s.apply(spend('east', now + 1, 12), 'x');
@@ -149,7 +234,9 @@ describe('revisions across restarts', () => {
     await f.save(42);
     expect(await new FileRevisionStore(join(dir, 'rev')).load()).toBe(42);
     await writeFile(join(dir, 'rev'), 'forty-two');
-    await expect(f.load()).rejects.toThrow(`${join(dir, 'rev')}: revision high-water mark must be a non-negative integer`);
+    await expect(f.load()).rejects.toThrow(
+      `${join(dir, 'rev')}: revision high-water mark must be a non-negative integer`,
+    );
   });
 
   test('a restarted publisher stays above its previous revisions even when the clock went back', async () => {
@@ -157,7 +244,14 @@ describe('revisions across restarts', () => {
     const path = join(dir, 'rev');
     const open = async () => {
       const s = new StateStore({ network: NET, localSite: 'local', resolveSigner: resolver, clock });
-      const p = await LocalPublisher.open({ store: s, writer: 'op-0', privateKey: keys.local.privateKey, revisions: new FileRevisionStore(path), broadcast: () => true, clock });
+      const p = await LocalPublisher.open({
+        store: s,
+        writer: 'op-0',
+        privateKey: keys.local.privateKey,
+        revisions: new FileRevisionStore(path),
+        broadcast: () => true,
+        clock,
+      });
       return { s, p };
     };
     const first = await open();

@@ -19,9 +19,25 @@ function store(clock: FakeClock, limits = {}): StateStore {
 }
 
 const live = (name: string, revision: number): SignedStateRecord =>
-  signRecord(body(NET, 'east', revision, { kind: 'provider', key: `${NET}/east/${name}`, provider: provider(name), site_info: undefined }), keys.east.privateKey);
+  signRecord(
+    body(NET, 'east', revision, {
+      kind: 'provider',
+      key: `${NET}/east/${name}`,
+      provider: provider(name),
+      site_info: undefined,
+    }),
+    keys.east.privateKey,
+  );
 const tomb = (name: string, revision: number): SignedStateRecord =>
-  signRecord(body(NET, 'east', revision, { kind: 'provider', key: `${NET}/east/${name}`, tombstone: true, site_info: undefined }), keys.east.privateKey);
+  signRecord(
+    body(NET, 'east', revision, {
+      kind: 'provider',
+      key: `${NET}/east/${name}`,
+      tombstone: true,
+      site_info: undefined,
+    }),
+    keys.east.privateKey,
+  );
 
 class MemoryRevisions implements RevisionStore {
   value = 0;
@@ -75,10 +91,15 @@ describe('tombstone garbage collection', () => {
     // The untouched live record of the same origin stays, and the origin's next revisions still merge.
     expect(s.apply(live('vllm-b', t0 + 3), 'east')).toBe('merged');
     expect(s.apply(live('vllm-a', clock.now()), 'east')).toBe('merged');
-    expect(s.remoteProviders().map((p) => p.key).sort()).toEqual([`${NET}/east/vllm-a`, `${NET}/east/vllm-b`]);
+    expect(
+      s
+        .remoteProviders()
+        .map((p) => p.key)
+        .sort(),
+    ).toEqual([`${NET}/east/vllm-a`, `${NET}/east/vllm-b`]);
   });
 
-  test('retention runs on this member\'s clock from when it stored the tombstone, not from the origin\'s revision', () => {
+  test("retention runs on this member's clock from when it stored the tombstone, not from the origin's revision", () => {
     const clock = new FakeClock();
     const s = store(clock, { tombstoneRetentionMs: HOUR });
     // The origin's clock is 5 minutes behind: its revision looks old, the tombstone is new here.
@@ -110,9 +131,19 @@ describe('tombstone garbage collection', () => {
   test('this site re-asserts a collected deletion of its own provider when an old copy comes back', async () => {
     const clock = new FakeClock();
     const s = store(clock, { tombstoneRetentionMs: HOUR });
-    const publisher = await LocalPublisher.open({ store: s, writer: 'op-0', privateKey: keys.local.privateKey, revisions: new MemoryRevisions(), broadcast: () => true, clock });
+    const publisher = await LocalPublisher.open({
+      store: s,
+      writer: 'op-0',
+      privateKey: keys.local.privateKey,
+      revisions: new MemoryRevisions(),
+      broadcast: () => true,
+      clock,
+    });
     const errors: unknown[] = [];
-    const stop = publisher.reassertCollectedDeletions(() => false, (e) => errors.push(e));
+    const stop = publisher.reassertCollectedDeletions(
+      () => false,
+      (e) => errors.push(e),
+    );
     const old = await publisher.publishProvider(provider('vllm-a'));
     clock.advance(1_000);
     const deleted = await publisher.withdrawProvider('vllm-a');
@@ -123,7 +154,11 @@ describe('tombstone garbage collection', () => {
     // A member that joined after the collection could take the old copy from a partitioned peer: answer with a
     // fresh tombstone above every copy.
     expect(s.apply(old, 'partitioned-peer')).toBe('tombstone_collected');
-    await publisher.publishSite({ gateway_address: 'x:1', capabilities: { inference: true, agent_tools: false, agent_to_agent: false }, tenant_spend_usd: {} });
+    await publisher.publishSite({
+      gateway_address: 'x:1',
+      capabilities: { inference: true, agent_tools: false, agent_to_agent: false },
+      tenant_spend_usd: {},
+    });
     const now = s.get(`${NET}/local/vllm-a`);
     expect(now?.tombstone).toBe(true);
     expect(now!.revision).toBeGreaterThan(deletedAt);
@@ -134,14 +169,28 @@ describe('tombstone garbage collection', () => {
   test('the revision floor survives collection: a restarted publisher that lost its disk stays above it', async () => {
     const clock = new FakeClock();
     const s = store(clock, { tombstoneRetentionMs: HOUR });
-    const first = await LocalPublisher.open({ store: s, writer: 'op-0', privateKey: keys.local.privateKey, revisions: new MemoryRevisions(), broadcast: () => true, clock });
+    const first = await LocalPublisher.open({
+      store: s,
+      writer: 'op-0',
+      privateKey: keys.local.privateKey,
+      revisions: new MemoryRevisions(),
+      broadcast: () => true,
+      clock,
+    });
     await first.publishProvider(provider('vllm-a'));
     const deleted = await first.withdrawProvider('vllm-a');
     const deletedAt = (JSON.parse(deleted.body) as { revision: number }).revision;
     clock.advance(HOUR);
     s.sweep();
     expect(s.records()).toEqual([]);
-    const second = await LocalPublisher.open({ store: s, writer: 'op-1', privateKey: keys.local.privateKey, revisions: new MemoryRevisions(), broadcast: () => true, clock: new FakeClock(clock.now() - 2 * HOUR) });
+    const second = await LocalPublisher.open({
+      store: s,
+      writer: 'op-1',
+      privateKey: keys.local.privateKey,
+      revisions: new MemoryRevisions(),
+      broadcast: () => true,
+      clock: new FakeClock(clock.now() - 2 * HOUR),
+    });
     const next = await second.publishProvider(provider('vllm-c'));
     expect((JSON.parse(next.body) as { revision: number }).revision).toBeGreaterThan(deletedAt);
   });

@@ -49,9 +49,17 @@ const timing = testTiming({ pushPullIntervalMs: 400 });
 async function startSite(name: string, wireVersion: WireVersion, bindPort?: number): Promise<Site> {
   const k = keys.get(name) ?? siteKeys();
   keys.set(name, k);
-  const store = new StateStore({ network: 'production', localSite: name, resolveSigner: withOwnKey(name, k.publicKey, trust) });
+  const store = new StateStore({
+    network: 'production',
+    localSite: name,
+    resolveSigner: withOwnKey(name, k.publicKey, trust),
+  });
   const state = new GossipState(store);
-  const node = await startNode(name, timing, { delegate: state, wireVersion, ...(bindPort === undefined ? {} : { bindPort }) });
+  const node = await startNode(name, timing, {
+    delegate: state,
+    wireVersion,
+    ...(bindPort === undefined ? {} : { bindPort }),
+  });
   state.attach(node.membership, undefined, 60_000);
   const publisher = await LocalPublisher.open({
     store,
@@ -65,7 +73,12 @@ async function startSite(name: string, wireVersion: WireVersion, bindPort?: numb
   return site;
 }
 
-const recordKeys = (s: Site) => s.store.records().map((r) => `${r.key}@${r.revision}`).sort().join(' ');
+const recordKeys = (s: Site) =>
+  s.store
+    .records()
+    .map((r) => `${r.key}@${r.revision}`)
+    .sort()
+    .join(' ');
 
 test('old (wire 2) and new (wire 3) members gossip together: membership, signed records, failure detection', async () => {
   const names = ['old-1', 'new-1', 'old-2', 'new-2', 'new-3'];
@@ -78,19 +91,37 @@ test('old (wire 2) and new (wire 3) members gossip together: membership, signed 
   // Every site publishes a small record (a broadcast) and one too large for a packet (push-pull, compressed in 3).
   for (const s of all) {
     await s.publisher.publishProvider(provider(`${s.membership.name}-small`));
-    await s.publisher.publishProvider(provider(`${s.membership.name}-big`, { models: Array.from({ length: 120 }, (_, i) => `family/model-${i}-instruct`) }));
+    await s.publisher.publishProvider(
+      provider(`${s.membership.name}-big`, {
+        models: Array.from({ length: 120 }, (_, i) => `family/model-${i}-instruct`),
+      }),
+    );
   }
-  await waitFor('every site to hold every signed record', 10_000, () => all.every((s) => s.store.records().length === 2 * names.length) || all.map((s) => s.store.records().length).join(','));
+  await waitFor(
+    'every site to hold every signed record',
+    10_000,
+    () =>
+      all.every((s) => s.store.records().length === 2 * names.length) ||
+      all.map((s) => s.store.records().length).join(','),
+  );
   const reference = recordKeys(all[0]!);
   for (const s of all) expect(recordKeys(s)).toBe(reference);
-  for (const s of all) expect(s.store.get(`production/${s.membership.name === 'old-1' ? 'new-1' : 'old-1'}/${s.membership.name === 'old-1' ? 'new-1' : 'old-1'}-big`)?.parsed.provider?.models).toHaveLength(120);
+  for (const s of all)
+    expect(
+      s.store.get(
+        `production/${s.membership.name === 'old-1' ? 'new-1' : 'old-1'}/${s.membership.name === 'old-1' ? 'new-1' : 'old-1'}-big`,
+      )?.parsed.provider?.models,
+    ).toHaveLength(120);
 
   for (const s of all) {
     const { wire, drops } = s.membership.stats();
     const old = s.membership.name.startsWith('old');
     // Old members only ever see version 2 (nothing refused); new ones speak 3 among themselves and 2 to old ones.
     expect(drops.unsupported_version, `${s.membership.name} refused a frame version`).toBe(0);
-    expect(drops.bad_frame + drops.bad_packet + drops.bad_json + drops.decrypt_failed, `${s.membership.name} dropped frames`).toBe(0);
+    expect(
+      drops.bad_frame + drops.bad_packet + drops.bad_json + drops.decrypt_failed,
+      `${s.membership.name} dropped frames`,
+    ).toBe(0);
     expect(drops.delegate_error, `${s.membership.name} failed to merge state`).toBe(0);
     if (old) {
       expect(wire.received[WIRE_BINARY]).toBe(0);
@@ -100,7 +131,9 @@ test('old (wire 2) and new (wire 3) members gossip together: membership, signed 
       expect(wire.received[WIRE_JSON]).toBeGreaterThan(0);
     }
   }
-  console.log(`[wire] mixed grid frames sent (v2/v3): ${all.map((s) => `${s.membership.name} ${s.membership.stats().wire.sent[WIRE_JSON]}/${s.membership.stats().wire.sent[WIRE_BINARY]}`).join(', ')}`);
+  console.log(
+    `[wire] mixed grid frames sent (v2/v3): ${all.map((s) => `${s.membership.name} ${s.membership.stats().wire.sent[WIRE_JSON]}/${s.membership.stats().wire.sent[WIRE_BINARY]}`).join(', ')}`,
+  );
 
   // Failure detection across versions: a new member dies, then an old one; both are declared dead by all.
   for (const victim of ['new-2', 'old-2']) {
@@ -108,7 +141,13 @@ test('old (wire 2) and new (wire 3) members gossip together: membership, signed 
     await v.membership.shutdown();
     sites.delete(v);
     all.splice(all.indexOf(v), 1);
-    await waitFor(`${victim} declared dead by all`, 8_000, () => all.every((s) => s.membership.member(victim)?.state === 'dead') || all.map((s) => `${s.membership.name}:${s.membership.member(victim)?.state}`).join(','));
+    await waitFor(
+      `${victim} declared dead by all`,
+      8_000,
+      () =>
+        all.every((s) => s.membership.member(victim)?.state === 'dead') ||
+        all.map((s) => `${s.membership.name}:${s.membership.member(victim)?.state}`).join(','),
+    );
   }
 });
 
@@ -124,7 +163,11 @@ test('a rolling upgrade and a roll back: peers follow what each member declares'
   sites.delete(b);
   const b2 = await startSite('b', WIRE_BINARY, bPort);
   await b2.membership.join([a.membership.address]);
-  await waitFor('b upgraded to receive version 3 from a', 5_000, () => b2.membership.stats().wire.received[WIRE_BINARY] > 0 || 'not yet');
+  await waitFor(
+    'b upgraded to receive version 3 from a',
+    5_000,
+    () => b2.membership.stats().wire.received[WIRE_BINARY] > 0 || 'not yet',
+  );
   await waitFor('a and upgraded b', 5_000, () => allSeeAlive([a, b2], ['a', 'b']));
 
   // Roll b back: a must go back to 2 for it; b stays alive over many probe periods.
@@ -142,7 +185,7 @@ test('a rolling upgrade and a roll back: peers follow what each member declares'
   expect(b3.membership.stats().wire.received[WIRE_JSON]).toBeGreaterThan(0);
 });
 
-test('a member pinned to wire 2 writes the previous release\'s JSON frames exactly', async () => {
+test("a member pinned to wire 2 writes the previous release's JSON frames exactly", async () => {
   const ring = new KeyRing([sharedKey]);
   const old = await startNode('old', timing, { wireVersion: WIRE_JSON });
   others.add(old);
@@ -153,7 +196,9 @@ test('a member pinned to wire 2 writes the previous release\'s JSON frames exact
   sock.on('message', (f) => frames.push(f));
   try {
     // Announce "x" (a member of the previous release: no `w` in its header) so old probes it.
-    const alive = encodePacket({ from: 'x', addr, ts: Date.now() }, [JSON.stringify({ k: 'alive', name: 'x', addr, inc: 1 })]);
+    const alive = encodePacket({ from: 'x', addr, ts: Date.now() }, [
+      JSON.stringify({ k: 'alive', name: 'x', addr, inc: 1 }),
+    ]);
     sock.send(sealFrame(ring, alive, 'old'), parseAddress(old.membership.address)!.port, '127.0.0.1');
     await waitFor('a frame from old', 3_000, () => frames.length > 0 || 'none yet');
     const f = frames[0]!;
@@ -180,9 +225,19 @@ test('a frame of an unknown future version is refused cleanly: counted, logged o
   await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
   try {
     const port = parseAddress(n.membership.address)!.port;
-    const packet = encodePacket({ from: 'future', addr: '127.0.0.1:9', ts: Date.now() }, [JSON.stringify({ k: 'alive', name: 'future', addr: '127.0.0.1:9', inc: 1 })], 9);
+    const packet = encodePacket(
+      { from: 'future', addr: '127.0.0.1:9', ts: Date.now() },
+      [JSON.stringify({ k: 'alive', name: 'future', addr: '127.0.0.1:9', inc: 1 })],
+      9,
+    );
     for (let i = 0; i < 5; i++) sock.send(sealFrame(ring, packet, 'n', undefined, 9), port, '127.0.0.1');
-    await waitFor('the refusals to be counted', 3_000, () => n.membership.stats().drops.unsupported_version === 5 || `${n.membership.stats().drops.unsupported_version} counted`);
+    await waitFor(
+      'the refusals to be counted',
+      3_000,
+      () =>
+        n.membership.stats().drops.unsupported_version === 5 ||
+        `${n.membership.stats().drops.unsupported_version} counted`,
+    );
     expect(n.membership.member('future')).toBeUndefined();
     expect(warnings.filter((w) => (w as { reason?: string }).reason === 'unsupported_version')).toHaveLength(1);
     expect(JSON.stringify(warnings)).toContain('wire version 9');

@@ -41,7 +41,9 @@ describe('$(VAR) expansion', () => {
 describe('a container env', () => {
   it('rewrites a grid address but passes OTEL_ variables as compiled, expanding references in both', async () => {
     const built = buildGrid(Testing.app(), exampleGrid);
-    const sites = built.sites.map((stack) => compileSite(stack.siteName, `${stack.siteName}.k8s.yaml`, Testing.synth(stack) as KubeObject[]));
+    const sites = built.sites.map((stack) =>
+      compileSite(stack.siteName, `${stack.siteName}.k8s.yaml`, Testing.synth(stack) as KubeObject[]),
+    );
     const table = await buildAddressTable(sites, counter());
     const east = sites.find((s) => s.site === 'east')!;
     const pod: PodPlan = east.pods.find((p) => p.id === 'consumer-gateway-0')!;
@@ -53,17 +55,28 @@ describe('a container env', () => {
         { name: 'K8S_NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
         { name: 'GRID_URL', value: grid },
         { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: grid },
-        { name: 'OTEL_RESOURCE_ATTRIBUTES', value: 'a=%24(x),k8s.pod.name=$(K8S_POD_NAME),k8s.node.name=$(K8S_NODE_NAME),later=$(LATER)' },
+        {
+          name: 'OTEL_RESOURCE_ATTRIBUTES',
+          value: 'a=%24(x),k8s.pod.name=$(K8S_POD_NAME),k8s.node.name=$(K8S_NODE_NAME),later=$(LATER)',
+        },
         { name: 'LATER', value: 'late' },
         { name: 'UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } },
       ],
     };
     const problems: string[] = [];
-    const { vars, problems: envProblems } = containerEnv(container, pod, { site: 'east', table, pod, mounts: [], problems });
+    const { vars, problems: envProblems } = containerEnv(container, pod, {
+      site: 'east',
+      table,
+      pod,
+      mounts: [],
+      problems,
+    });
     expect(vars['GRID_URL']).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/u);
     expect(vars['OTEL_EXPORTER_OTLP_ENDPOINT']).toBe(grid);
     // Only earlier variables expand (LATER comes after), as the kubelet does it.
-    expect(vars['OTEL_RESOURCE_ATTRIBUTES']).toBe(`a=%24(x),k8s.pod.name=consumer-gateway-0,k8s.node.name=${hostname()},later=$(LATER)`);
+    expect(vars['OTEL_RESOURCE_ATTRIBUTES']).toBe(
+      `a=%24(x),k8s.pod.name=consumer-gateway-0,k8s.node.name=${hostname()},later=$(LATER)`,
+    );
     expect(envProblems).toEqual(['consumer-gateway-0/probe: env UID has a source the local grid cannot provide']);
     expect('UID' in vars).toBe(false);
   });
@@ -72,14 +85,33 @@ describe('a container env', () => {
 describe('a grid compiled with observability, run locally', () => {
   it('gives every daemon process the OTLP environment as compiled, with its pod and node names, and the sims none', async () => {
     const endpoint = 'http://127.0.0.1:4318';
-    const built = buildGrid(Testing.app(), { ...exampleGrid, observability: { otlpEndpoint: endpoint, samplerRatio: 0.5, resourceAttributes: { 'deployment.environment.name': 'local dev' } } });
-    const sites = built.sites.map((stack) => compileSite(stack.siteName, `${stack.siteName}.k8s.yaml`, Testing.synth(stack) as KubeObject[]));
+    const built = buildGrid(Testing.app(), {
+      ...exampleGrid,
+      observability: {
+        otlpEndpoint: endpoint,
+        samplerRatio: 0.5,
+        resourceAttributes: { 'deployment.environment.name': 'local dev' },
+      },
+    });
+    const sites = built.sites.map((stack) =>
+      compileSite(stack.siteName, `${stack.siteName}.k8s.yaml`, Testing.synth(stack) as KubeObject[]),
+    );
     const table = await buildAddressTable(sites, counter());
     const seen: string[] = [];
     for (const site of sites) {
       for (const plan of site.pods) {
-        const pod = materializePod(site, plan, join(dir, 'grid'), { repoRoot: REPO_ROOT, table, storeDir: join(dir, 'store'), manifestsDir: join(dir, 'manifests'), secrets: [], operatorEnv: {} });
-        expect(pod.problems.filter((p) => p.includes('env ')), plan.id).toEqual([]);
+        const pod = materializePod(site, plan, join(dir, 'grid'), {
+          repoRoot: REPO_ROOT,
+          table,
+          storeDir: join(dir, 'store'),
+          manifestsDir: join(dir, 'manifests'),
+          secrets: [],
+          operatorEnv: {},
+        });
+        expect(
+          pod.problems.filter((p) => p.includes('env ')),
+          plan.id,
+        ).toEqual([]);
         for (const process of pod.processes) {
           const otel = Object.keys(process.env).filter((name) => name.startsWith('OTEL_'));
           if (process.role === 'sim') {

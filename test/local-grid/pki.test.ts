@@ -25,7 +25,9 @@ describe('local grid PKI', () => {
       expect(statSync(site.consumerClient.keyFile).mode & 0o077).toBe(0);
     }
     const second = await ensureGridPki(dir, ['east', 'west']);
-    expect(second.sites.map((s) => s.providerGateway.fingerprint)).toEqual(first.sites.map((s) => s.providerGateway.fingerprint));
+    expect(second.sites.map((s) => s.providerGateway.fingerprint)).toEqual(
+      first.sites.map((s) => s.providerGateway.fingerprint),
+    );
   });
 
   it('signs a site added later with the same CA', async () => {
@@ -41,7 +43,13 @@ describe('local grid PKI', () => {
     const pki = await ensureGridPki(keyDir, ['east']);
     const swim = ensureSwimKey(keyDir);
     const east = pki.sites[0]!;
-    const keys = [join(keyDir, 'ca.key'), join(keyDir, 'swim.key'), east.providerGateway.keyFile, east.consumerClient.keyFile, east.siteIdentity.keyFile];
+    const keys = [
+      join(keyDir, 'ca.key'),
+      join(keyDir, 'swim.key'),
+      east.providerGateway.keyFile,
+      east.consumerClient.keyFile,
+      east.siteIdentity.keyFile,
+    ];
     const mode = (path: string) => statSync(path).mode & 0o777;
     for (const key of keys) expect(mode(key), key).toBe(0o600);
     expect(mode(keyDir)).toBe(0o700);

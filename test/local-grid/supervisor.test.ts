@@ -3,8 +3,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freeGossipPort, freeTcpPort } from '../../daemons/local-grid/ports.ts';
-import { crashesAfterExit, DEFAULT_RESTART_POLICY, restartDelayMs, type RestartPolicy } from '../../daemons/local-grid/restart-policy.ts';
-import { describeSupervisorEvent, ProcessStartError, Supervisor, type SupervisorEvent } from '../../daemons/local-grid/supervisor.ts';
+import {
+  crashesAfterExit,
+  DEFAULT_RESTART_POLICY,
+  restartDelayMs,
+  type RestartPolicy,
+} from '../../daemons/local-grid/restart-policy.ts';
+import {
+  describeSupervisorEvent,
+  ProcessStartError,
+  Supervisor,
+  type SupervisorEvent,
+} from '../../daemons/local-grid/supervisor.ts';
 import { processAlive } from '../process-alive.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'agn-supervisor-'));
@@ -12,7 +22,6 @@ const supervisors: Supervisor[] = [];
 afterEach(async () => {
   await Promise.all(supervisors.splice(0).map((s) => s.stopAll(1000)));
 });
-
 
 async function httpReady(port: number): Promise<boolean> {
   try {
@@ -34,14 +43,21 @@ async function until(condition: () => boolean, timeoutMs: number): Promise<void>
   }
 }
 
-const server = (port: number) => `require('http').createServer((q, s) => s.end('ok')).listen(${port}, '127.0.0.1', () => console.log('listening'))`;
+const server = (port: number) =>
+  `require('http').createServer((q, s) => s.end('ok')).listen(${port}, '127.0.0.1', () => console.log('listening'))`;
 
 describe('local grid supervisor', () => {
   it('starts a real process, waits for readiness, and leaves no process behind after stopAll', async () => {
     const supervisor = new Supervisor();
     supervisors.push(supervisor);
     const port = await freeTcpPort();
-    const managed = await supervisor.start({ name: 'east/sim', command: process.execPath, args: ['-e', server(port)], logFile: join(dir, 'sim.log'), ready: () => httpReady(port) });
+    const managed = await supervisor.start({
+      name: 'east/sim',
+      command: process.execPath,
+      args: ['-e', server(port)],
+      logFile: join(dir, 'sim.log'),
+      ready: () => httpReady(port),
+    });
     expect(processAlive(managed.pid)).toBe(true);
     expect(await httpReady(port)).toBe(true);
     await supervisor.stopAll();
@@ -53,16 +69,33 @@ describe('local grid supervisor', () => {
     const supervisor = new Supervisor();
     supervisors.push(supervisor);
     const logFile = join(dir, 'broken.log');
-    const start = supervisor.start({ name: 'west/gateway', command: process.execPath, args: ['-e', "console.error('config error: unknown key listeners[0].bogus'); process.exit(3)"], logFile, ready: async () => false });
+    const start = supervisor.start({
+      name: 'west/gateway',
+      command: process.execPath,
+      args: ['-e', "console.error('config error: unknown key listeners[0].bogus'); process.exit(3)"],
+      logFile,
+      ready: async () => false,
+    });
     await expect(start).rejects.toThrow(ProcessStartError);
-    await expect(start).rejects.toThrow(/west\/gateway failed to start: exited with status 3 before it was ready \(log: .*broken\.log\)/);
+    await expect(start).rejects.toThrow(
+      /west\/gateway failed to start: exited with status 3 before it was ready \(log: .*broken\.log\)/,
+    );
     await expect(start).rejects.toThrow(/unknown key listeners\[0\]\.bogus/);
   });
 
   it('gives up on a process that never becomes ready, and still stops it', async () => {
     const supervisor = new Supervisor();
     supervisors.push(supervisor);
-    const start = supervisor.start({ name: 'east/operator', command: process.execPath, args: ['-e', 'setInterval(() => {}, 1000)'], logFile: join(dir, 'slow.log'), ready: async () => false }, 500);
+    const start = supervisor.start(
+      {
+        name: 'east/operator',
+        command: process.execPath,
+        args: ['-e', 'setInterval(() => {}, 1000)'],
+        logFile: join(dir, 'slow.log'),
+        ready: async () => false,
+      },
+      500,
+    );
     await expect(start).rejects.toThrow(/east\/operator failed to start: not ready within 500 ms/);
     const pid = supervisor.processes[0]!.pid;
     await supervisor.stopAll();
@@ -74,13 +107,20 @@ describe('local grid supervisor', () => {
     supervisors.push(supervisor);
     const events: SupervisorEvent[] = [];
     supervisor.onEvent = (e) => events.push(e);
-    await supervisor.start({ name: 'east/provider', command: process.execPath, args: ['-e', 'setTimeout(() => process.exit(7), 200)'], logFile: join(dir, 'dies.log') });
+    await supervisor.start({
+      name: 'east/provider',
+      command: process.execPath,
+      args: ['-e', 'setTimeout(() => process.exit(7), 200)'],
+      logFile: join(dir, 'dies.log'),
+    });
     await until(() => events.length > 0, 5000);
     await sleep(300);
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ type: 'exited', name: 'east/provider', exit: { code: 7, signal: null } });
     expect(events[0]).not.toHaveProperty('restart');
-    expect(describeSupervisorEvent(events[0]!)).toMatch(/^east\/provider exited \(status 7\) after .* running; not restarted \(log: .*dies\.log\)$/);
+    expect(describeSupervisorEvent(events[0]!)).toMatch(
+      /^east\/provider exited \(status 7\) after .* running; not restarted \(log: .*dies\.log\)$/,
+    );
     expect(supervisor.status('east/provider')).toMatchObject({ state: 'exited', restarts: 0 });
     expect(supervisor.processes).toHaveLength(1);
   });
@@ -90,7 +130,13 @@ describe('local grid supervisor', () => {
     supervisors.push(supervisor);
     const port = await freeTcpPort();
     const parent = `const c = require('child_process').spawn(process.execPath, ['-e', ${JSON.stringify(server(port))}], { stdio: 'inherit' }); setInterval(() => {}, 1000)`;
-    await supervisor.start({ name: 'tree', command: process.execPath, args: ['-e', parent], logFile: join(dir, 'tree.log'), ready: () => httpReady(port) });
+    await supervisor.start({
+      name: 'tree',
+      command: process.execPath,
+      args: ['-e', parent],
+      logFile: join(dir, 'tree.log'),
+      ready: () => httpReady(port),
+    });
     await supervisor.stopAll();
     const deadline = Date.now() + 3000;
     while ((await httpReady(port)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -100,7 +146,9 @@ describe('local grid supervisor', () => {
 
 describe('restart policy', () => {
   it('doubles from 1 s to a 30 s cap and starts over after 60 s of healthy running', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 20].map((n) => restartDelayMs(DEFAULT_RESTART_POLICY, n))).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
+    expect([1, 2, 3, 4, 5, 6, 7, 20].map((n) => restartDelayMs(DEFAULT_RESTART_POLICY, n))).toEqual([
+      1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000,
+    ]);
     expect(crashesAfterExit(DEFAULT_RESTART_POLICY, 0, 5)).toBe(1);
     expect(crashesAfterExit(DEFAULT_RESTART_POLICY, 4, 59_999)).toBe(5);
     expect(crashesAfterExit(DEFAULT_RESTART_POLICY, 4, 60_000)).toBe(1);
@@ -119,7 +167,13 @@ describe('supervisor restarts', () => {
     supervisor.onEvent = (e) => events.push(e);
     const port = await freeTcpPort();
     const logFile = join(dir, 'restarted.log');
-    const first = await supervisor.start({ name: 'east/sim', command: process.execPath, args: ['-e', server(port)], logFile, ready: () => httpReady(port) });
+    const first = await supervisor.start({
+      name: 'east/sim',
+      command: process.execPath,
+      args: ['-e', server(port)],
+      logFile,
+      ready: () => httpReady(port),
+    });
     process.kill(-first.pid, 'SIGKILL');
     await until(() => events.some((e) => e.type === 'restarted'), 10_000);
     expect(events.map((e) => e.type)).toEqual(['exited', 'restarted']);
@@ -128,7 +182,11 @@ describe('supervisor restarts', () => {
     expect(second.pid).not.toBe(first.pid);
     expect(processAlive(second.pid)).toBe(true);
     expect(await httpReady(port)).toBe(true);
-    expect(supervisor.status('east/sim')).toMatchObject({ state: 'running', restarts: 1, lastExit: { signal: 'SIGKILL' } });
+    expect(supervisor.status('east/sim')).toMatchObject({
+      state: 'running',
+      restarts: 1,
+      lastExit: { signal: 'SIGKILL' },
+    });
     const log = readFileSync(logFile, 'utf8');
     expect(log).toMatch(/supervisor: east\/sim exited \(signal SIGKILL\) after .* running; restart 1 in 0\.1 s/);
     expect(log).toMatch(/supervisor: east\/sim restarted and ready \(restart 1, pid \d+\)/);
@@ -140,7 +198,12 @@ describe('supervisor restarts', () => {
     const events: SupervisorEvent[] = [];
     supervisor.onEvent = (e) => events.push(e);
     const started = Date.now();
-    await supervisor.start({ name: 'east/flaky', command: process.execPath, args: ['-e', 'setTimeout(() => process.exit(1), 30)'], logFile: join(dir, 'flaky.log') });
+    await supervisor.start({
+      name: 'east/flaky',
+      command: process.execPath,
+      args: ['-e', 'setTimeout(() => process.exit(1), 30)'],
+      logFile: join(dir, 'flaky.log'),
+    });
     await until(() => events.filter((e) => e.type === 'exited').length >= 5, 10_000);
     const delays = events.flatMap((e) => (e.type === 'exited' && e.restart !== undefined ? [e.restart.delayMs] : []));
     expect(delays.slice(0, 5)).toEqual([100, 200, 400, 400, 400]);
@@ -157,7 +220,13 @@ describe('supervisor restarts', () => {
     const port = await freeTcpPort();
     const broken = join(dir, 'broken-config');
     const script = `if (require('fs').existsSync(${JSON.stringify(broken)})) { console.error('config error'); process.exit(3) } ${server(port)}`;
-    const first = await supervisor.start({ name: 'west/gateway', command: process.execPath, args: ['-e', script], logFile: join(dir, 'fails-at-start.log'), ready: () => httpReady(port) });
+    const first = await supervisor.start({
+      name: 'west/gateway',
+      command: process.execPath,
+      args: ['-e', script],
+      logFile: join(dir, 'fails-at-start.log'),
+      ready: () => httpReady(port),
+    });
     writeFileSync(broken, '');
     process.kill(-first.pid, 'SIGKILL');
     await until(() => events.filter((e) => e.type === 'restart-failed').length >= 3, 10_000);
@@ -177,7 +246,12 @@ describe('supervisor restarts', () => {
     supervisors.push(supervisor);
     const events: SupervisorEvent[] = [];
     supervisor.onEvent = (e) => events.push(e);
-    await supervisor.start({ name: 'east/steady', command: process.execPath, args: ['-e', 'setTimeout(() => process.exit(0), 400)'], logFile: join(dir, 'steady.log') });
+    await supervisor.start({
+      name: 'east/steady',
+      command: process.execPath,
+      args: ['-e', 'setTimeout(() => process.exit(0), 400)'],
+      logFile: join(dir, 'steady.log'),
+    });
     await until(() => events.filter((e) => e.type === 'exited').length >= 3, 10_000);
     const delays = events.flatMap((e) => (e.type === 'exited' && e.restart !== undefined ? [e.restart.delayMs] : []));
     expect(delays.slice(0, 3)).toEqual([100, 100, 100]);
@@ -188,7 +262,13 @@ describe('supervisor restarts', () => {
     supervisors.push(supervisor);
     const events: SupervisorEvent[] = [];
     supervisor.onEvent = (e) => events.push(e);
-    const spec = (name: string, port: number) => ({ name, command: process.execPath, args: ['-e', server(port)], logFile: join(dir, `${name.replace('/', '.')}.log`), ready: () => httpReady(port) });
+    const spec = (name: string, port: number) => ({
+      name,
+      command: process.execPath,
+      args: ['-e', server(port)],
+      logFile: join(dir, `${name.replace('/', '.')}.log`),
+      ready: () => httpReady(port),
+    });
     const [a, b, c] = [await freeTcpPort(), await freeTcpPort(), await freeTcpPort()];
     await supervisor.start(spec('east/a', a));
     await supervisor.start(spec('east/b', b));
@@ -216,7 +296,13 @@ describe('supervisor restarts', () => {
     const supervisor = new Supervisor({ restartPolicy: fast });
     supervisors.push(supervisor);
     const port = await freeTcpPort();
-    const spec = { name: 'east/sim', command: process.execPath, args: ['-e', server(port)], logFile: join(dir, 'again.log'), ready: () => httpReady(port) };
+    const spec = {
+      name: 'east/sim',
+      command: process.execPath,
+      args: ['-e', server(port)],
+      logFile: join(dir, 'again.log'),
+      ready: () => httpReady(port),
+    };
     await supervisor.start(spec);
     await expect(supervisor.start(spec)).rejects.toThrow(/east\/sim failed to start: already running \(pid \d+\)/);
     await supervisor.stop('east/sim', { kill: true });

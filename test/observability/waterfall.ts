@@ -17,7 +17,8 @@ export function waterfallRows(spans: readonly ReceivedSpan[]): WaterfallRow[] {
     if (span.parentSpanId === '' || !ids.has(span.parentSpanId)) roots.push(span);
     else children.set(span.parentSpanId, [...(children.get(span.parentSpanId) ?? []), span]);
   }
-  const byStart = (a: ReceivedSpan, b: ReceivedSpan): number => (a.startTimeUnixNano < b.startTimeUnixNano ? -1 : a.startTimeUnixNano > b.startTimeUnixNano ? 1 : 0);
+  const byStart = (a: ReceivedSpan, b: ReceivedSpan): number =>
+    a.startTimeUnixNano < b.startTimeUnixNano ? -1 : a.startTimeUnixNano > b.startTimeUnixNano ? 1 : 0;
   const rows: WaterfallRow[] = [];
   const visit = (span: ReceivedSpan, depth: number): void => {
     rows.push({ span, depth });
@@ -27,16 +28,23 @@ export function waterfallRows(spans: readonly ReceivedSpan[]): WaterfallRow[] {
   return rows;
 }
 
-const escapeXml = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const escapeXml = (text: string): string =>
+  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 const COLORS: Readonly<Record<string, string>> = { 'consumer-gateway': '#3b82f6', 'provider-gateway': '#10b981' };
 
 export function renderWaterfall(spans: readonly ReceivedSpan[], title: string): string {
   const rows = waterfallRows(spans);
   if (rows.length === 0) throw new Error('no spans to draw');
-  // biome-ignore lint/complexity/useMathMinMax: nanosecond times are bigints, which Math.min does not take
-  const t0 = rows.reduce((m, r) => (r.span.startTimeUnixNano < m ? r.span.startTimeUnixNano : m), rows[0]!.span.startTimeUnixNano);
-  // biome-ignore lint/complexity/useMathMinMax: as above
-  const t1 = rows.reduce((m, r) => (r.span.endTimeUnixNano > m ? r.span.endTimeUnixNano : m), rows[0]!.span.endTimeUnixNano);
+  const t0 = rows.reduce(
+    // biome-ignore lint/complexity/useMathMinMax: nanosecond times are bigints, which Math.min does not take
+    (m, r) => (r.span.startTimeUnixNano < m ? r.span.startTimeUnixNano : m),
+    rows[0]!.span.startTimeUnixNano,
+  );
+  const t1 = rows.reduce(
+    // biome-ignore lint/complexity/useMathMinMax: bigints, as above
+    (m, r) => (r.span.endTimeUnixNano > m ? r.span.endTimeUnixNano : m),
+    rows[0]!.span.endTimeUnixNano,
+  );
   const totalMs = Math.max(Number(t1 - t0) / 1e6, 0.001);
   const label = 430;
   const width = 1100;
@@ -53,7 +61,9 @@ export function renderWaterfall(spans: readonly ReceivedSpan[], title: string): 
   for (let tick = 0; tick <= 4; tick++) {
     const tx = label + (bars * tick) / 4;
     parts.push(`<line x1="${tx}" y1="${top - 4}" x2="${tx}" y2="${top + rows.length * rowHeight}" stroke="#e5e7eb"/>`);
-    parts.push(`<text x="${tx}" y="${top + rows.length * rowHeight + 16}" text-anchor="middle" fill="#555">${((totalMs * tick) / 4).toFixed(1)} ms</text>`);
+    parts.push(
+      `<text x="${tx}" y="${top + rows.length * rowHeight + 16}" text-anchor="middle" fill="#555">${((totalMs * tick) / 4).toFixed(1)} ms</text>`,
+    );
   }
   rows.forEach(({ span, depth }, i) => {
     const y = top + i * rowHeight;
@@ -62,17 +72,23 @@ export function renderWaterfall(spans: readonly ReceivedSpan[], title: string): 
     const ms = Number(span.endTimeUnixNano - span.startTimeUnixNano) / 1e6;
     const color = COLORS[span.serviceName] ?? '#6b7280';
     parts.push(`<text x="${10 + depth * 14}" y="${y + 16}">${escapeXml(`${span.serviceName}: ${span.name}`)}</text>`);
-    parts.push(`<rect x="${start.toFixed(1)}" y="${y + 5}" width="${(end - start).toFixed(1)}" height="15" rx="2" fill="${color}" opacity="${span.status.code === 2 ? 0.5 : 0.9}"/>`);
+    parts.push(
+      `<rect x="${start.toFixed(1)}" y="${y + 5}" width="${(end - start).toFixed(1)}" height="15" rx="2" fill="${color}" opacity="${span.status.code === 2 ? 0.5 : 0.9}"/>`,
+    );
     // The duration beside the label, right-aligned before the axis: never on top of a bar.
     parts.push(`<text x="${label - 10}" y="${y + 16}" text-anchor="end" fill="#111">${ms.toFixed(2)} ms</text>`);
     for (const event of span.events) {
       const ex = x(event.timeUnixNano);
-      parts.push(`<line x1="${ex.toFixed(1)}" y1="${y + 2}" x2="${ex.toFixed(1)}" y2="${y + 23}" stroke="#dc2626" stroke-width="2"><title>${escapeXml(event.name)}</title></line>`);
+      parts.push(
+        `<line x1="${ex.toFixed(1)}" y1="${y + 2}" x2="${ex.toFixed(1)}" y2="${y + 23}" stroke="#dc2626" stroke-width="2"><title>${escapeXml(event.name)}</title></line>`,
+      );
     }
     const ttft = span.attributes['gen_ai.server.time_to_first_token'];
     if (typeof ttft === 'number') {
       const tx = x(span.startTimeUnixNano + BigInt(Math.round(ttft * 1e9)));
-      parts.push(`<line x1="${tx.toFixed(1)}" y1="${y + 2}" x2="${tx.toFixed(1)}" y2="${y + 23}" stroke="#dc2626" stroke-width="2" stroke-dasharray="3,2"><title>time to first token ${(ttft * 1000).toFixed(1)} ms</title></line>`);
+      parts.push(
+        `<line x1="${tx.toFixed(1)}" y1="${y + 2}" x2="${tx.toFixed(1)}" y2="${y + 23}" stroke="#dc2626" stroke-width="2" stroke-dasharray="3,2"><title>time to first token ${(ttft * 1000).toFixed(1)} ms</title></line>`,
+      );
     }
   });
   parts.push('</svg>');

@@ -36,7 +36,10 @@ describe('overlay-sync config', () => {
       OVERLAY_SYNC_HEALTH_ADDR: '127.0.0.1:0',
       OVERLAY_SYNC_ONCE: 'true',
     };
-    const config = parseConfig(['--data-key', 'routing-overlay.json', '--store', 'local', '--state', '/tmp/state', '--manifests', 'dist'], env);
+    const config = parseConfig(
+      ['--data-key', 'routing-overlay.json', '--store', 'local', '--state', '/tmp/state', '--manifests', 'dist'],
+      env,
+    );
     expect(config).toMatchObject({
       dataKey: 'routing-overlay.json',
       output: '/tmp/x/overlay.json',
@@ -50,7 +53,11 @@ describe('overlay-sync config', () => {
   });
 
   it('derives the ConfigMap name (docs/contract.md §2.1) and namespace from the expected scope', () => {
-    const config = parseConfig([], { OVERLAY_SYNC_EXPECTED_NETWORK: 'glb-demo', OVERLAY_SYNC_EXPECTED_GATEWAY: 'glb-demo-edge-gateway', OVERLAY_SYNC_EXPECTED_NAMESPACE: 'grid-system' });
+    const config = parseConfig([], {
+      OVERLAY_SYNC_EXPECTED_NETWORK: 'glb-demo',
+      OVERLAY_SYNC_EXPECTED_GATEWAY: 'glb-demo-edge-gateway',
+      OVERLAY_SYNC_EXPECTED_NAMESPACE: 'grid-system',
+    });
     expect(config.configMap).toBe('grid-overlay-glb-demo-glb-demo-edge-gateway');
     expect(config.namespace).toBe('grid-system');
   });
@@ -61,15 +68,27 @@ describe('overlay-sync config', () => {
     [[], { ...BASE, OVERLAY_SYNC_MAX_BYTES: '0' }, /OVERLAY_SYNC_MAX_BYTES: "0" must be an integer from 1/],
     [[], { ...BASE, OVERLAY_SYNC_MAX_BYTES: '1e6' }, /OVERLAY_SYNC_MAX_BYTES: "1e6"/],
     [['--max-bytes=-5'], BASE, /--max-bytes: "-5"/],
-    [[], { ...BASE, OVERLAY_SYNC_HEALTH_ADDR: 'localhost' }, /OVERLAY_SYNC_HEALTH_ADDR: invalid listen address "localhost"/],
+    [
+      [],
+      { ...BASE, OVERLAY_SYNC_HEALTH_ADDR: 'localhost' },
+      /OVERLAY_SYNC_HEALTH_ADDR: invalid listen address "localhost"/,
+    ],
     [[], { ...BASE, OVERLAY_SYNC_ONCE: 'maybe' }, /OVERLAY_SYNC_ONCE: "maybe" is not a boolean/],
-    [[], { ...BASE, OVERLAY_SYNC_CONFIGMAP: 'Bad_Name' }, /OVERLAY_SYNC_CONFIGMAP: "Bad_Name" is not a valid ConfigMap name/],
+    [
+      [],
+      { ...BASE, OVERLAY_SYNC_CONFIGMAP: 'Bad_Name' },
+      /OVERLAY_SYNC_CONFIGMAP: "Bad_Name" is not a valid ConfigMap name/,
+    ],
     [[], { ...BASE, OVERLAY_SYNC_DATA_KEY: 'a/b' }, /OVERLAY_SYNC_DATA_KEY: "a\/b" is not a valid ConfigMap data key/],
     [[], { ...BASE, OVERLAY_SYNC_OUTPUT: '/run/dir/' }, /names a directory/],
     [['--store', 'etcd'], BASE, /--store: "etcd" is not a store; use kubernetes or local/],
     [['--store', 'local'], BASE, /--store local needs --state DIR/],
     [['--bogus'], BASE, /Unknown option '--bogus'[\s\S]*usage: overlay-sync/],
-    [[], { ...BASE, OVERLAY_SYNC_NAMESPACE: ' grid-system' }, /OVERLAY_SYNC_NAMESPACE: " grid-system" has surrounding whitespace/],
+    [
+      [],
+      { ...BASE, OVERLAY_SYNC_NAMESPACE: ' grid-system' },
+      /OVERLAY_SYNC_NAMESPACE: " grid-system" has surrounding whitespace/,
+    ],
   ])('rejects %j %j', (argv, env, message) => {
     expect(() => parseConfig(argv as string[], env as Record<string, string>)).toThrow(ConfigError);
     expect(() => parseConfig(argv as string[], env as Record<string, string>)).toThrow(message);

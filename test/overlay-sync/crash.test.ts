@@ -30,7 +30,6 @@ process.stdout.write('ready\\n');
 for (let i = 0; ; i += 1) await writeFileAtomic(output, payloads[i % 2]);
 `;
 
-
 describe('atomic overlay write under SIGKILL', () => {
   let dir: Awaited<ReturnType<typeof makeTempDir>>;
   const docs: string[] = [];
@@ -48,7 +47,9 @@ describe('atomic overlay write under SIGKILL', () => {
     await dir.remove();
   });
 
-  it(`output is always one complete valid document across ${ITERATIONS} random kills`, { timeout: 240_000 }, async () => {
+  it(`output is always one complete valid document across ${ITERATIONS} random kills`, {
+    timeout: 240_000,
+  }, async () => {
     const seed = Date.now() % 1_000_000;
     const random = mulberry32(seed);
     let tempFilesLeft = 0;
@@ -60,9 +61,13 @@ describe('atomic overlay write under SIGKILL', () => {
       await writeFile(output, docs[0]!);
       for (let i = laneIndex; i < ITERATIONS; i += LANES) {
         const delay = Math.floor(random() * MAX_KILL_DELAY_MS);
-        const child = spawn(process.execPath, [join(dir.path, 'write-loop.mjs'), output, join(dir.path, 'a.json'), join(dir.path, 'b.json')], {
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
+        const child = spawn(
+          process.execPath,
+          [join(dir.path, 'write-loop.mjs'), output, join(dir.path, 'a.json'), join(dir.path, 'b.json')],
+          {
+            stdio: ['ignore', 'pipe', 'pipe'],
+          },
+        );
         const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
         try {
           await new Promise<void>((resolve, reject) => {
@@ -76,7 +81,10 @@ describe('atomic overlay write under SIGKILL', () => {
         }
         const bytes = await readFile(output, 'utf8');
         const which = docs.indexOf(bytes);
-        expect(which, `iteration ${i} (seed ${seed}, delay ${delay} ms): output is not one of the complete documents`).toBeGreaterThanOrEqual(0);
+        expect(
+          which,
+          `iteration ${i} (seed ${seed}, delay ${delay} ms): output is not one of the complete documents`,
+        ).toBeGreaterThanOrEqual(0);
         const verdict = validateOverlay(bytes, { maxBytes: 1 << 20, allowLegacy: false });
         expect(verdict.ok, `iteration ${i} (seed ${seed}): output does not validate`).toBe(true);
         if (delay === 0) killsBeforeFirstWrite += 1;

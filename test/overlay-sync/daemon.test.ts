@@ -102,7 +102,9 @@ describe('overlay-sync daemon', () => {
     expect(after.mtimeMs).toBe(before.mtimeMs);
     expect(await readFile(output, 'utf8')).toBe(valid);
     const metrics = await daemon.metrics();
-    expect(metricValue(metrics, 'grid_overlay_sync_events_total', { outcome: 'unchanged', reason: 'same_revision' })).toBe(2);
+    expect(
+      metricValue(metrics, 'grid_overlay_sync_events_total', { outcome: 'unchanged', reason: 'same_revision' }),
+    ).toBe(2);
     expect(metricValue(metrics, 'grid_overlay_sync_file_writes_total', { outcome: 'success' })).toBe(1);
   });
 
@@ -112,20 +114,30 @@ describe('overlay-sync daemon', () => {
     await processed(daemon, await publish(operator, valid));
 
     // Apply replaces top-level fields, so this drops the overlay key from data.
-    const rv = (await operator.apply(CONFIG_MAP, configMapObject({ 'routing-config.json': '{}' }), { fieldManager: 'test' })).metadata.resourceVersion!;
+    const rv = (
+      await operator.apply(CONFIG_MAP, configMapObject({ 'routing-config.json': '{}' }), { fieldManager: 'test' })
+    ).metadata.resourceVersion!;
     let status = await processed(daemon, rv);
     expect(status['degraded_reason']).toBe('data_key_missing');
     expect(status['state']).toBe('ready_degraded');
     expect(await readFile(output, 'utf8')).toBe(valid);
 
     await operator.delete(CONFIG_MAP, { namespace: NAMESPACE, name: CONFIGMAP });
-    status = await poll(() => daemon!.status(), (s) => s['degraded_reason'] === 'configmap_deleted', 'configmap_deleted');
+    status = await poll(
+      () => daemon!.status(),
+      (s) => s['degraded_reason'] === 'configmap_deleted',
+      'configmap_deleted',
+    );
     expect(status['state']).toBe('ready_degraded');
     expect(await readFile(output, 'utf8')).toBe(valid);
     expect(await daemon.readyz()).toBe(200);
     const metrics = await daemon.metrics();
-    expect(metricValue(metrics, 'grid_overlay_sync_events_total', { outcome: 'missing', reason: 'configmap_deleted' })).toBe(1);
-    expect(metricValue(metrics, 'grid_overlay_sync_events_total', { outcome: 'missing', reason: 'data_key_missing' })).toBe(1);
+    expect(
+      metricValue(metrics, 'grid_overlay_sync_events_total', { outcome: 'missing', reason: 'configmap_deleted' }),
+    ).toBe(1);
+    expect(
+      metricValue(metrics, 'grid_overlay_sync_events_total', { outcome: 'missing', reason: 'data_key_missing' }),
+    ).toBe(1);
   });
 
   it('restores a valid existing file as last-known-good before any ConfigMap exists', async () => {
@@ -136,7 +148,11 @@ describe('overlay-sync daemon', () => {
     await writeFile(join(dir.path, 'run', '.routing-overlay.json.tmp-999999-deadbeef'), valid.slice(0, 100));
     daemon = await startTestDaemon(daemonConfig(stateDir, output));
     expect(await daemon.readyz()).toBe(200);
-    const status = await poll(() => daemon!.status(), (s) => s['degraded_reason'] === 'configmap_absent', 'initial sync without ConfigMap');
+    const status = await poll(
+      () => daemon!.status(),
+      (s) => s['degraded_reason'] === 'configmap_absent',
+      'initial sync without ConfigMap',
+    );
     expect(status['state']).toBe('ready_degraded');
     expect(status['written']).toMatchObject({ revision: VALID_REVISION, source: 'restored' });
     expect(await readdir(join(dir.path, 'run'))).toEqual(['routing-overlay.json']);
@@ -144,7 +160,10 @@ describe('overlay-sync daemon', () => {
 
     // The ConfigMap then arrives with the same revision: ready, and the restored file is not rewritten.
     const before = await stat(output);
-    const after = await processed(daemon, await publish(operator, await fixtureText('timestamp-change-same-revision.json')));
+    const after = await processed(
+      daemon,
+      await publish(operator, await fixtureText('timestamp-change-same-revision.json')),
+    );
     expect(after['state']).toBe('ready');
     expect((await stat(output)).mtimeMs).toBe(before.mtimeMs);
   });
@@ -153,7 +172,11 @@ describe('overlay-sync daemon', () => {
     await mkdir(join(dir.path, 'run'), { recursive: true });
     await writeFile(output, await fixtureText('invalid-digest.json'));
     daemon = await startTestDaemon(daemonConfig(stateDir, output));
-    await poll(() => daemon!.status(), (s) => s['degraded_reason'] === 'configmap_absent', 'initial sync');
+    await poll(
+      () => daemon!.status(),
+      (s) => s['degraded_reason'] === 'configmap_absent',
+      'initial sync',
+    );
     expect(await daemon.readyz()).toBe(503);
     expect(metricValue(await daemon.metrics(), 'grid_overlay_sync_ready')).toBe(0);
   });
@@ -178,7 +201,11 @@ describe('overlay-sync daemon', () => {
       await processed(daemon, await publish(operator, await fixtureText('invalid-digest.json')));
       expect(await daemon.readyz()).toBe(503);
       await processed(daemon, await publish(operator, await fixtureText(VALID)));
-      await poll(() => samples.length, (n) => n > 0 && samples[n - 1]!.ready === 200, 'a ready sample');
+      await poll(
+        () => samples.length,
+        (n) => n > 0 && samples[n - 1]!.ready === 200,
+        'a ready sample',
+      );
     } finally {
       sampling = false;
       await sampler;
@@ -195,7 +222,12 @@ describe('overlay-sync daemon', () => {
   it('enforces the configured expected scope and the size limit', async () => {
     daemon = await startTestDaemon(
       daemonConfig(stateDir, output, {
-        expectedScope: { network: 'glb-demo', gateway: 'glb-demo-edge-gateway', namespace: 'grid-system', local_site: 'east-edge' },
+        expectedScope: {
+          network: 'glb-demo',
+          gateway: 'glb-demo-edge-gateway',
+          namespace: 'grid-system',
+          local_site: 'east-edge',
+        },
       }),
     );
     let status = await processed(daemon, await publish(operator, await fixtureText('valid-minimal.json')));
@@ -205,7 +237,11 @@ describe('overlay-sync daemon', () => {
     await daemon.close();
 
     daemon = await startTestDaemon(daemonConfig(stateDir, join(dir.path, 'small', 'overlay.json'), { maxBytes: 512 }));
-    status = await poll(() => daemon!.status(), (s) => s['observed']['outcome'] !== null, 'first observation');
+    status = await poll(
+      () => daemon!.status(),
+      (s) => s['observed']['outcome'] !== null,
+      'first observation',
+    );
     expect(status['degraded_reason']).toBe('oversized');
   });
 

@@ -24,15 +24,22 @@ interface ManifestEntry {
   revision?: string;
 }
 
-const manifest = JSON.parse(await readFile(join(FIXTURES_DIR, 'manifest.json'), 'utf8')) as { fixtures: Record<string, ManifestEntry> };
+const manifest = JSON.parse(await readFile(join(FIXTURES_DIR, 'manifest.json'), 'utf8')) as {
+  fixtures: Record<string, ManifestEntry>;
+};
 const cases: [string, ManifestEntry][] = [
   ...Object.entries(manifest.fixtures),
   // SOURCE.txt: the extra accept case that is not in the manifest.
-  ['valid-selection-policy.json', { expected: 'accept', revision: 'd3321586b5e414b8bd80c07a9d16ac10dce38d6810e3591a8526a6bdd0639007' }],
+  [
+    'valid-selection-policy.json',
+    { expected: 'accept', revision: 'd3321586b5e414b8bd80c07a9d16ac10dce38d6810e3591a8526a6bdd0639007' },
+  ],
 ];
 
 /** overlay-sync's expectation: legacy payloads are malformed here; the reference's finer names map to ours. */
-function expectedOutcome(entry: ManifestEntry): { outcome: 'accepted'; revision: string } | { outcome: 'rejected'; reason: string } {
+function expectedOutcome(
+  entry: ManifestEntry,
+): { outcome: 'accepted'; revision: string } | { outcome: 'rejected'; reason: string } {
   if (entry.expected === 'accept') return { outcome: 'accepted', revision: entry.revision ?? '' };
   if (entry.expected === 'accept_legacy') return { outcome: 'rejected', reason: 'malformed' };
   const reason = entry.reason ?? '';
@@ -77,7 +84,9 @@ describe('overlay-sync on the overlay-contract-v1 fixtures', () => {
       // The exact raw bytes of the ConfigMap value, not a re-serialization.
       expect(await readFile(output, 'utf8')).toBe(text);
       expect(await daemon.readyz()).toBe(200);
-      expect(metricValue(metrics, 'grid_overlay_sync_events_total', { outcome: 'accepted', reason: 'new_revision' })).toBe(1);
+      expect(
+        metricValue(metrics, 'grid_overlay_sync_events_total', { outcome: 'accepted', reason: 'new_revision' }),
+      ).toBe(1);
       expect(metricValue(metrics, 'grid_overlay_sync_file_writes_total', { outcome: 'success' })).toBe(1);
       expect(metricValue(metrics, 'grid_overlay_sync_ready')).toBe(1);
       expect(metricValue(metrics, 'grid_overlay_sync_payload_bytes')).toBe(Buffer.byteLength(text));
@@ -88,7 +97,9 @@ describe('overlay-sync on the overlay-contract-v1 fixtures', () => {
       expect(status['written']['revision']).toBeNull();
       await expect(stat(output)).rejects.toMatchObject({ code: 'ENOENT' });
       expect(await daemon.readyz()).toBe(503);
-      expect(metricValue(metrics, 'grid_overlay_sync_events_total', { outcome: 'rejected', reason: expected.reason })).toBe(1);
+      expect(
+        metricValue(metrics, 'grid_overlay_sync_events_total', { outcome: 'rejected', reason: expected.reason }),
+      ).toBe(1);
       expect(metricValue(metrics, 'grid_overlay_sync_validation_failures_total', { reason: expected.reason })).toBe(1);
       expect(metricValue(metrics, 'grid_overlay_sync_file_writes_total', { outcome: 'success' })).toBe(0);
       expect(metricValue(metrics, 'grid_overlay_sync_ready')).toBe(0);

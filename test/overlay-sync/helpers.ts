@@ -29,13 +29,21 @@ export async function makeTempDir(prefix: string): Promise<{ path: string; remov
   return { path, remove: () => rm(path, { recursive: true, force: true }) };
 }
 
-export async function poll<T>(read: () => Promise<T> | T, accept: (value: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {
+export async function poll<T>(
+  read: () => Promise<T> | T,
+  accept: (value: T) => boolean,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: T | undefined;
   for (;;) {
     last = await read();
     if (accept(last)) return last;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last value: ${JSON.stringify(last)?.slice(0, 500)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}; last value: ${JSON.stringify(last)?.slice(0, 500)}`,
+      );
     await new Promise((r) => setTimeout(r, 10));
   }
 }
@@ -46,13 +54,20 @@ export function configMapObject(data: Record<string, string>, name = CONFIGMAP, 
 
 /** Applies the overlay text as the operator would; returns the ConfigMap's new resourceVersion. */
 export async function publish(store: ResourceStore, text: string): Promise<string> {
-  const applied = await store.apply(CONFIG_MAP, configMapObject({ [DATA_KEY]: text }), { fieldManager: 'grid-operator', force: true });
+  const applied = await store.apply(CONFIG_MAP, configMapObject({ [DATA_KEY]: text }), {
+    fieldManager: 'grid-operator',
+    force: true,
+  });
   return applied.metadata.resourceVersion ?? '';
 }
 
 /** Waits until the daemon has processed the ConfigMap at `resourceVersion`. */
 export async function processed(daemon: TestDaemon, resourceVersion: string): Promise<Record<string, any>> {
-  return poll(() => daemon.status(), (s) => s['observed']?.['resource_version'] === resourceVersion, `observation of resourceVersion ${resourceVersion}`);
+  return poll(
+    () => daemon.status(),
+    (s) => s['observed']?.['resource_version'] === resourceVersion,
+    `observation of resourceVersion ${resourceVersion}`,
+  );
 }
 
 export interface TestDaemon {
@@ -66,7 +81,11 @@ export interface TestDaemon {
   close(): Promise<void>;
 }
 
-export function daemonConfig(stateDir: string, output: string, overrides: Partial<OverlaySyncConfig> = {}): OverlaySyncConfig {
+export function daemonConfig(
+  stateDir: string,
+  output: string,
+  overrides: Partial<OverlaySyncConfig> = {},
+): OverlaySyncConfig {
   return {
     contract: 'overlay',
     namespace: NAMESPACE,
@@ -86,7 +105,11 @@ export async function startTestDaemon(config: OverlaySyncConfig): Promise<TestDa
   const logLines: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, callback) {
-      logLines.push(...String(chunk).split('\n').filter((l) => l !== ''));
+      logLines.push(
+        ...String(chunk)
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
       callback();
     },
   });

@@ -19,7 +19,9 @@ interface Child {
 }
 
 function start(args: string[], env: Record<string, string> = {}): Child {
-  const child = spawn(process.execPath, [MAIN, ...args], { env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'debug', ...env } });
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'debug', ...env },
+  });
   const result: Child = {
     process: child,
     lines: [],
@@ -59,7 +61,16 @@ describe('overlay-sync program', () => {
   });
 
   const common = (output: string): string[] => [
-    '--store', 'local', '--state', join(dir.path, 'state'), '--namespace', NAMESPACE, '--configmap', CONFIGMAP, '--output', output,
+    '--store',
+    'local',
+    '--state',
+    join(dir.path, 'state'),
+    '--namespace',
+    NAMESPACE,
+    '--configmap',
+    CONFIGMAP,
+    '--output',
+    output,
   ];
 
   it('init-container mode waits for the first valid overlay, writes it and exits 0', async () => {
@@ -69,7 +80,11 @@ describe('overlay-sync program', () => {
     await poll(() => child.lines.some((l) => l['msg'] === 'overlay-sync started'), Boolean, 'startup log', 20_000);
     // No ConfigMap, then an invalid one: it keeps waiting.
     await publish(operator, await fixtureText('invalid-digest.json'));
-    await poll(() => child.lines.some((l) => l['msg'] === 'overlay rejected; keeping last-known-good file'), Boolean, 'rejection log');
+    await poll(
+      () => child.lines.some((l) => l['msg'] === 'overlay rejected; keeping last-known-good file'),
+      Boolean,
+      'rejection log',
+    );
     expect(child.process.exitCode).toBeNull();
     const valid = await fixtureText('valid-multi-candidate.json');
     await publish(operator, valid);
@@ -81,12 +96,21 @@ describe('overlay-sync program', () => {
     const output = join(dir.path, 'run', 'routing-overlay.json');
     const child = start([...common(output), '--health-addr', '127.0.0.1:0']);
     children.push(child);
-    const listening = await poll(() => child.lines.find((l) => l['msg'] === 'health server listening'), (l) => l !== undefined, 'health server', 20_000);
+    const listening = await poll(
+      () => child.lines.find((l) => l['msg'] === 'health server listening'),
+      (l) => l !== undefined,
+      'health server',
+      20_000,
+    );
     const base = `http://127.0.0.1:${String(listening!['health_port'])}`;
     expect((await fetch(`${base}/livez`)).status).toBe(200);
     expect((await fetch(`${base}/readyz`)).status).toBe(503);
     await publish(operator, await fixtureText('valid-minimal.json'));
-    await poll(async () => (await fetch(`${base}/readyz`)).status, (s) => s === 200, 'ready after a valid overlay');
+    await poll(
+      async () => (await fetch(`${base}/readyz`)).status,
+      (s) => s === 200,
+      'ready after a valid overlay',
+    );
     const status = (await (await fetch(`${base}/status`)).json()) as Record<string, any>;
     expect(status['state']).toBe('ready');
     expect(await (await fetch(`${base}/metrics`)).text()).toContain('grid_overlay_sync_ready 1');

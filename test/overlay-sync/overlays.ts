@@ -5,7 +5,12 @@ import { fnv1a32Hex } from '../../schemas/fnv1a.ts';
 import { buildEnvelope, serializeOverlay } from '../../schemas/overlay/envelope.ts';
 import type { OverlayCandidate } from '../../schemas/overlay/types.ts';
 
-export const SCOPE = { network: 'glb-demo', gateway: 'glb-demo-edge-gateway', namespace: 'grid-system', local_site: 'east-edge' } as const;
+export const SCOPE = {
+  network: 'glb-demo',
+  gateway: 'glb-demo-edge-gateway',
+  namespace: 'grid-system',
+  local_site: 'east-edge',
+} as const;
 
 /** A valid envelope whose revision differs for every `sequence`; `candidates` sets its size (~250 B each). */
 export function makeOverlay(sequence: number, candidates: number): string {
@@ -29,9 +34,19 @@ export function makeOverlay(sequence: number, candidates: number): string {
   }
   return serializeOverlay(
     buildEnvelope({
-      payload: { network: SCOPE.network, local_site: SCOPE.local_site, candidates: list, generated_at: '2026-11-29T00:00:00Z' },
+      payload: {
+        network: SCOPE.network,
+        local_site: SCOPE.local_site,
+        candidates: list,
+        generated_at: '2026-11-29T00:00:00Z',
+      },
       scope: { gateway: SCOPE.gateway, namespace: SCOPE.namespace },
-      provenance: { producer_version: '0.1.0', source_uid: 'bench-uid', source_generation: sequence + 1, rendered_at: '2026-11-29T00:00:00Z' },
+      provenance: {
+        producer_version: '0.1.0',
+        source_uid: 'bench-uid',
+        source_generation: sequence + 1,
+        rendered_at: '2026-11-29T00:00:00Z',
+      },
     }),
   );
 }

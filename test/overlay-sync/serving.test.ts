@@ -8,7 +8,17 @@ import { parseConfig } from '../../daemons/overlay-sync/config.ts';
 import { CONFIG_MAP, openLocalStore, type LocalStore } from '../../daemons/shared/resource-store/index.ts';
 import type { ServingPayload } from '../../schemas/generated/serving-config.ts';
 import { buildServingDocument, serializeServing } from '../../schemas/serving/serving-config.ts';
-import { configMapObject, daemonConfig, makeTempDir, metricValue, NAMESPACE, poll, processed, startTestDaemon, type TestDaemon } from './helpers.ts';
+import {
+  configMapObject,
+  daemonConfig,
+  makeTempDir,
+  metricValue,
+  NAMESPACE,
+  poll,
+  processed,
+  startTestDaemon,
+  type TestDaemon,
+} from './helpers.ts';
 
 const NAME = 'grid-serving-grid-edge';
 const KEY = 'serving-config.json';
@@ -21,7 +31,9 @@ function servingText(models: string[], over: { network?: string; gateway?: strin
     sites: [{ site: 'west', signals_address: '127.0.0.1:7443' }],
     entries: [{ site: 'west', provider: 'llm-a', models, cluster: 'llm-a', admission: 'all', ready: true }],
   };
-  return serializeServing(buildServingDocument({ gateway: over.gateway ?? 'edge', namespace: NAMESPACE }, serving, '2026-12-01T10:00:00Z'));
+  return serializeServing(
+    buildServingDocument({ gateway: over.gateway ?? 'edge', namespace: NAMESPACE }, serving, '2026-12-01T10:00:00Z'),
+  );
 }
 
 describe('overlay-sync delivering the serving config', () => {
@@ -30,9 +42,15 @@ describe('overlay-sync delivering the serving config', () => {
   let daemon: TestDaemon | undefined;
   let output: string;
   let stateDir: string;
-  const config = () => daemonConfig(stateDir, output, { contract: 'serving', configMap: NAME, dataKey: KEY, expectedScope: SCOPE });
+  const config = () =>
+    daemonConfig(stateDir, output, { contract: 'serving', configMap: NAME, dataKey: KEY, expectedScope: SCOPE });
   const publish = async (text: string) =>
-    (await operator.apply(CONFIG_MAP, configMapObject({ [KEY]: text }, NAME), { fieldManager: 'grid-operator', force: true })).metadata.resourceVersion ?? '';
+    (
+      await operator.apply(CONFIG_MAP, configMapObject({ [KEY]: text }, NAME), {
+        fieldManager: 'grid-operator',
+        force: true,
+      })
+    ).metadata.resourceVersion ?? '';
 
   beforeEach(async () => {
     dir = await makeTempDir('sync-serving');
@@ -69,7 +87,9 @@ describe('overlay-sync delivering the serving config', () => {
       expect(status['degraded_reason']).toBe(reason);
       expect(await readFile(output, 'utf8')).toBe(good);
     }
-    expect(metricValue(await daemon.metrics(), 'grid_overlay_sync_validation_failures_total', { reason: 'digest_mismatch' })).toBe(1);
+    expect(
+      metricValue(await daemon.metrics(), 'grid_overlay_sync_validation_failures_total', { reason: 'digest_mismatch' }),
+    ).toBe(1);
     expect(daemon.logLines.some((l) => l.includes('"contract":"serving"'))).toBe(true);
 
     const next = servingText(['m1', 'm2']);
@@ -89,20 +109,46 @@ describe('overlay-sync delivering the serving config', () => {
     await daemon.close();
     await operator.delete(CONFIG_MAP, { name: NAME, namespace: NAMESPACE });
     daemon = await startTestDaemon(config());
-    const status = await poll(() => daemon!.status(), (s) => s['written']?.['revision'] !== undefined, 'restore');
+    const status = await poll(
+      () => daemon!.status(),
+      (s) => s['written']?.['revision'] !== undefined,
+      'restore',
+    );
     expect(status['written']['source']).toBe('restored');
     expect(await daemon.readyz()).toBe(200);
   });
 
   it('derives the serving ConfigMap, data key and output from the contract', () => {
-    const parsed = parseConfig([], { OVERLAY_SYNC_CONTRACT: 'serving', OVERLAY_SYNC_EXPECTED_NETWORK: 'grid', OVERLAY_SYNC_EXPECTED_GATEWAY: 'edge', OVERLAY_SYNC_EXPECTED_NAMESPACE: NAMESPACE });
-    expect(parsed).toMatchObject({ contract: 'serving', configMap: NAME, dataKey: KEY, output: '/run/grid-serving/serving-config.json' });
-    expect(parseConfig([], { OVERLAY_SYNC_EXPECTED_NETWORK: 'grid', OVERLAY_SYNC_EXPECTED_GATEWAY: 'edge', OVERLAY_SYNC_EXPECTED_NAMESPACE: NAMESPACE })).toMatchObject({
+    const parsed = parseConfig([], {
+      OVERLAY_SYNC_CONTRACT: 'serving',
+      OVERLAY_SYNC_EXPECTED_NETWORK: 'grid',
+      OVERLAY_SYNC_EXPECTED_GATEWAY: 'edge',
+      OVERLAY_SYNC_EXPECTED_NAMESPACE: NAMESPACE,
+    });
+    expect(parsed).toMatchObject({
+      contract: 'serving',
+      configMap: NAME,
+      dataKey: KEY,
+      output: '/run/grid-serving/serving-config.json',
+    });
+    expect(
+      parseConfig([], {
+        OVERLAY_SYNC_EXPECTED_NETWORK: 'grid',
+        OVERLAY_SYNC_EXPECTED_GATEWAY: 'edge',
+        OVERLAY_SYNC_EXPECTED_NAMESPACE: NAMESPACE,
+      }),
+    ).toMatchObject({
       contract: 'overlay',
       configMap: 'grid-overlay-grid-edge',
       dataKey: 'routing-overlay.json',
       output: '/run/praxis-routing/routing-overlay.json',
     });
-    expect(() => parseConfig([], { OVERLAY_SYNC_CONTRACT: 'routing', OVERLAY_SYNC_NAMESPACE: NAMESPACE, OVERLAY_SYNC_CONFIGMAP: NAME })).toThrow('OVERLAY_SYNC_CONTRACT: "routing" is not a contract; use overlay or serving');
+    expect(() =>
+      parseConfig([], {
+        OVERLAY_SYNC_CONTRACT: 'routing',
+        OVERLAY_SYNC_NAMESPACE: NAMESPACE,
+        OVERLAY_SYNC_CONFIGMAP: NAME,
+      }),
+    ).toThrow('OVERLAY_SYNC_CONTRACT: "routing" is not a contract; use overlay or serving');
   });
 });

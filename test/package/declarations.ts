@@ -4,7 +4,8 @@
 
 function replaceOnce(text: string, anchor: string, replacement: string): string {
   const at = text.indexOf(anchor);
-  if (at < 0 || text.indexOf(anchor, at + anchor.length) >= 0) throw new Error(`the starter grid.ts no longer has exactly one ${JSON.stringify(anchor)}`);
+  if (at < 0 || text.indexOf(anchor, at + anchor.length) >= 0)
+    throw new Error(`the starter grid.ts no longer has exactly one ${JSON.stringify(anchor)}`);
   return text.slice(0, at) + replacement + text.slice(at + anchor.length);
 }
 
@@ -15,10 +16,26 @@ function replaceOnce(text: string, anchor: string, replacement: string): string 
  * repository's constructs for a run without an install.
  */
 export function withSecondSite(grid: string, from = 'agn-ts'): string {
-  let text = replaceOnce(grid, "import type { GridDeclaration } from 'agn-ts';", `import { readGridTrust, type GridDeclaration } from '${from}';`);
-  text = replaceOnce(text, 'const grid: GridDeclaration = {\n', "const grid: GridDeclaration = {\n  trust: readGridTrust(new URL('./grid-trust.json', import.meta.url)),\n");
-  text = replaceOnce(text, 'seeds: [],', "gossipAddress: 'gossip.east.example.com:7946',\n      gossipService: { type: 'LoadBalancer' },");
-  text = replaceOnce(text, "providerGateway: { trustedPeers: [{ organization: 'my-grid-consumers' }] },", "providerGateway: { trustedPeers: [{ organization: 'my-grid-consumers' }], exposure: { type: 'LoadBalancer' } },");
+  let text = replaceOnce(
+    grid,
+    "import type { GridDeclaration } from 'agn-ts';",
+    `import { readGridTrust, type GridDeclaration } from '${from}';`,
+  );
+  text = replaceOnce(
+    text,
+    'const grid: GridDeclaration = {\n',
+    "const grid: GridDeclaration = {\n  trust: readGridTrust(new URL('./grid-trust.json', import.meta.url)),\n",
+  );
+  text = replaceOnce(
+    text,
+    'seeds: [],',
+    "gossipAddress: 'gossip.east.example.com:7946',\n      gossipService: { type: 'LoadBalancer' },",
+  );
+  text = replaceOnce(
+    text,
+    "providerGateway: { trustedPeers: [{ organization: 'my-grid-consumers' }] },",
+    "providerGateway: { trustedPeers: [{ organization: 'my-grid-consumers' }], exposure: { type: 'LoadBalancer' } },",
+  );
   return replaceOnce(
     text,
     '  ],\n};',
@@ -60,9 +77,21 @@ export function withSecondSite(grid: string, from = 'agn-ts'): string {
 /** The two-site grid with four mistakes in two sites: two schema rules, one missing gateway, one missing endpoint. */
 export function withMistakes(grid: string, from = 'agn-ts'): string {
   let text = withSecondSite(grid, from);
-  text = replaceOnce(text, "providerKind: 'self_hosted',\n            backendKind: 'local',\n            models: [{ name: 'my-model', capabilities", "providerKind: 'self_hosted',\n            capacityWeight: 5000,\n            backendKind: 'local',\n            models: [{ name: 'my-model', capabilities");
-  text = replaceOnce(text, "models: [{ name: 'gpt-4o-mini' }],", "models: [{ name: 'gpt-4o-mini' }],\n            healthCheck: { interval: '5 minutes' },");
-  text = replaceOnce(text, "      gatewayEndpoint: { address: 'gateway.west.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.west.example.com' } },\n      providerGateway: { trustedPeers: [{ organization: 'my-grid-consumers' }], exposure: { type: 'LoadBalancer' } },\n", '');
+  text = replaceOnce(
+    text,
+    "providerKind: 'self_hosted',\n            backendKind: 'local',\n            models: [{ name: 'my-model', capabilities",
+    "providerKind: 'self_hosted',\n            capacityWeight: 5000,\n            backendKind: 'local',\n            models: [{ name: 'my-model', capabilities",
+  );
+  text = replaceOnce(
+    text,
+    "models: [{ name: 'gpt-4o-mini' }],",
+    "models: [{ name: 'gpt-4o-mini' }],\n            healthCheck: { interval: '5 minutes' },",
+  );
+  text = replaceOnce(
+    text,
+    "      gatewayEndpoint: { address: 'gateway.west.example.com:8443', tls: { mode: 'Mutual', serverName: 'gateway.west.example.com' } },\n      providerGateway: { trustedPeers: [{ organization: 'my-grid-consumers' }], exposure: { type: 'LoadBalancer' } },\n",
+    '',
+  );
   return text;
 }
 

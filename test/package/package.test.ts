@@ -4,7 +4,16 @@
 // gives; an edited declaration (a second site, providers) compiles too; a broken one names every mistake and
 // writes nothing. Run by `npm run test:package` (needs the npm cache `npm ci` fills; installs with --prefer-offline).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,9 +34,20 @@ interface Run {
 }
 
 /** Runs a command and records how long it took under `step`. */
-function run(step: string, cwd: string, command: string, args: readonly string[], env: Record<string, string> = {}): Run {
+function run(
+  step: string,
+  cwd: string,
+  command: string,
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Run {
   const started = performance.now();
-  const result = spawnSync(command, args, { cwd, encoding: 'utf8', env: { ...process.env, CDK8S_CHECK_UPGRADE: 'false', CDK8S_OUTDIR: '', ...env }, maxBuffer: 64 << 20 });
+  const result = spawnSync(command, args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, CDK8S_CHECK_UPGRADE: 'false', CDK8S_OUTDIR: '', ...env },
+    maxBuffer: 64 << 20,
+  });
   timings.push(`${step}: ${((performance.now() - started) / 1000).toFixed(1)} s`);
   if (result.error !== undefined) throw result.error;
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
@@ -44,7 +64,11 @@ function repoAgn(step: string, cwd: string, ...args: string[]): Run {
 }
 
 function files(dir: string): Record<string, string> {
-  return Object.fromEntries(readdirSync(dir).sort().map((file) => [file, readFileSync(join(dir, file), 'utf8')]));
+  return Object.fromEntries(
+    readdirSync(dir)
+      .sort()
+      .map((file) => [file, readFileSync(join(dir, file), 'utf8')]),
+  );
 }
 
 /** The manifests this repository's compiler gives for the grid repository's current grid.ts. */
@@ -58,7 +82,10 @@ let tarball = '';
 let packedBytes = 0;
 
 beforeAll(() => {
-  const built = ok(run('npm run build:package', REPO_ROOT, process.execPath, [join(REPO_ROOT, 'daemons/cli/build-package.ts')]), 'build:package');
+  const built = ok(
+    run('npm run build:package', REPO_ROOT, process.execPath, [join(REPO_ROOT, 'daemons/cli/build-package.ts')]),
+    'build:package',
+  );
   const match = /^package: (\S+\.tgz): /mu.exec(built.stdout);
   expect(match, built.stdout).not.toBeNull();
   tarball = join(REPO_ROOT, match?.[1] ?? '');
@@ -66,16 +93,25 @@ beforeAll(() => {
 }, 120_000);
 
 afterAll(() => {
-  process.stdout.write(`\npackage ${tarball}: ${packedBytes} bytes (${(packedBytes / 1024).toFixed(1)} KiB packed)\n${timings.map((t) => `  ${t}`).join('\n')}\n`);
+  process.stdout.write(
+    `\npackage ${tarball}: ${packedBytes} bytes (${(packedBytes / 1024).toFixed(1)} KiB packed)\n${timings.map((t) => `  ${t}`).join('\n')}\n`,
+  );
   rmSync(work, { recursive: true, force: true });
 });
 
 describe('the packed package', () => {
   it(`is under 2 MiB and holds compiled modules, types and the data they read, and nothing from test/`, () => {
     expect(packedBytes).toBeLessThan(MAX_PACKED_BYTES);
-    const entries = ok(run('tar -tzf', work, 'tar', ['-tzf', tarball]), 'tar').stdout.trim().split('\n').map((entry) => entry.replace(/^package\//u, ''));
-    expect(entries.filter((entry) => /(^|\/)(test|fixtures|\.state|\.package|dist|node_modules)\//u.test(entry))).toEqual([]);
-    expect(entries.filter((entry) => entry.endsWith('.ts') && !entry.endsWith('.d.ts'))).toEqual(['constructs/starter-grid.ts']);
+    const entries = ok(run('tar -tzf', work, 'tar', ['-tzf', tarball]), 'tar')
+      .stdout.trim()
+      .split('\n')
+      .map((entry) => entry.replace(/^package\//u, ''));
+    expect(
+      entries.filter((entry) => /(^|\/)(test|fixtures|\.state|\.package|dist|node_modules)\//u.test(entry)),
+    ).toEqual([]);
+    expect(entries.filter((entry) => entry.endsWith('.ts') && !entry.endsWith('.d.ts'))).toEqual([
+      'constructs/starter-grid.ts',
+    ]);
     expect(entries.filter((entry) => /\.test\.|bench/u.test(entry))).toEqual([]);
     for (const needed of [
       'package.json',
@@ -84,7 +120,14 @@ describe('the packed package', () => {
       'daemons/cli/agn.js',
       'schemas/gateway/gateway-config.schema.json',
       'schemas/overlay/overlay-envelope.schema.json',
-      ...['gridnetworks', 'gridsites', 'inferenceproviders', 'agenttoolproviders', 'agenttoagentproviders', 'siteinvites'].map((plural) => `schemas/crds/${plural}.schema.json`),
+      ...[
+        'gridnetworks',
+        'gridsites',
+        'inferenceproviders',
+        'agenttoolproviders',
+        'agenttoagentproviders',
+        'siteinvites',
+      ].map((plural) => `schemas/crds/${plural}.schema.json`),
     ]) {
       expect(entries, needed).toContain(needed);
     }
@@ -125,19 +168,28 @@ describe('a grid repository on the installed package', () => {
   });
 
   it('types the declaration with the doc comments, and the type checker catches a misspelt field', () => {
-    const declarations = readFileSync(join(grid, 'node_modules', 'agn-ts', 'constructs', 'grid-declaration.d.ts'), 'utf8');
+    const declarations = readFileSync(
+      join(grid, 'node_modules', 'agn-ts', 'constructs', 'grid-declaration.d.ts'),
+      'utf8',
+    );
     expect(declarations).toContain('Site name: the SWIM identity');
     const tsc = join(REPO_ROOT, 'node_modules', '.bin', 'tsc');
     const text = readFileSync(join(grid, 'grid.ts'), 'utf8');
     // The exports map: the entry point and a generated schema type by its subpath.
-    const imports = "import type { GridSiteStack, InferenceProviderSpec } from 'agn-ts';\nimport type { GatewayConfig } from 'agn-ts/schemas/gateway-config';\nexport type Used = [GridSiteStack, InferenceProviderSpec, GatewayConfig];\n";
+    const imports =
+      "import type { GridSiteStack, InferenceProviderSpec } from 'agn-ts';\nimport type { GatewayConfig } from 'agn-ts/schemas/gateway-config';\nexport type Used = [GridSiteStack, InferenceProviderSpec, GatewayConfig];\n";
     writeFileSync(join(grid, 'grid.ts'), `${imports}${text}`);
     ok(run('tsc (scaffold)', grid, tsc, ['-p', 'tsconfig.json']), 'tsc');
-    writeFileSync(join(grid, 'grid.ts'), text.replace("zone: 'us-east-1a',", "zone: 'us-east-1a',\n      zoen: 'typo',"));
+    writeFileSync(
+      join(grid, 'grid.ts'),
+      text.replace("zone: 'us-east-1a',", "zone: 'us-east-1a',\n      zoen: 'typo',"),
+    );
     const typo = run('tsc (misspelt field)', grid, tsc, ['-p', 'tsconfig.json']);
     writeFileSync(join(grid, 'grid.ts'), text);
     expect(typo.code).not.toBe(0);
-    expect(typo.stdout).toMatch(/grid\.ts\(\d+,\d+\): error TS2353: Object literal may only specify known properties, and 'zoen' does not exist in type 'SiteDeclaration'/u);
+    expect(typo.stdout).toMatch(
+      /grid\.ts\(\d+,\d+\): error TS2353: Object literal may only specify known properties, and 'zoen' does not exist in type 'SiteDeclaration'/u,
+    );
   });
 
   it('synthesizes an edited declaration with a second site and providers', () => {
@@ -153,11 +205,17 @@ describe('a grid repository on the installed package', () => {
   });
 
   it('ships one version: the package, the CRD version label and the image tag of every workload', () => {
-    const objects = Object.values(second).flatMap((text) => YAML.parseAllDocuments(text).map((doc) => doc.toJS() as { kind: string; metadata: { labels?: Record<string, string> }; spec?: unknown }));
+    const objects = Object.values(second).flatMap((text) =>
+      YAML.parseAllDocuments(text).map(
+        (doc) => doc.toJS() as { kind: string; metadata: { labels?: Record<string, string> }; spec?: unknown },
+      ),
+    );
     const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition');
     expect(crds).toHaveLength(6);
     expect(crds.map((crd) => crd.metadata.labels?.['app.kubernetes.io/version'])).toEqual(Array(6).fill(version));
-    const images = [...new Set(JSON.stringify(objects.filter((o) => o.kind === 'Deployment')).match(/"image":"[^"]+"/gu) ?? [])];
+    const images = [
+      ...new Set(JSON.stringify(objects.filter((o) => o.kind === 'Deployment')).match(/"image":"[^"]+"/gu) ?? []),
+    ];
     expect(images.length).toBeGreaterThan(0);
     for (const image of images) expect(image).toMatch(new RegExp(`:${version.replaceAll('.', '\\.')}"$`, 'u'));
   });
@@ -182,9 +240,17 @@ describe('a grid repository on the installed package', () => {
   it("scaffolds with the installed package's agn exactly as with this repository's", () => {
     mkdirSync(join(work, 'installed'));
     mkdirSync(join(work, 'repo'));
-    ok(run('agn init (installed bin)', join(work, 'installed'), join(grid, 'node_modules', '.bin', 'agn'), ['init', 'again']), 'installed init');
+    ok(
+      run('agn init (installed bin)', join(work, 'installed'), join(grid, 'node_modules', '.bin', 'agn'), [
+        'init',
+        'again',
+      ]),
+      'installed init',
+    );
     ok(repoAgn('agn init (repo)', join(work, 'repo'), 'init', 'again'), 'repo init');
     expect(files(join(work, 'installed', 'again'))).toEqual(files(join(work, 'repo', 'again')));
-    expect(JSON.parse(readFileSync(join(work, 'installed', 'again', 'package.json'), 'utf8')).dependencies).toEqual({ 'agn-ts': version });
+    expect(JSON.parse(readFileSync(join(work, 'installed', 'again', 'package.json'), 'utf8')).dependencies).toEqual({
+      'agn-ts': version,
+    });
   });
 });

@@ -12,7 +12,15 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { buildAddressTable } from '../../daemons/local-grid/address-table.ts';
 import { configMapData, loadCompiledGrid } from '../../daemons/local-grid/compiled-grid.ts';
 import { rewriteGatewayConfig } from '../../daemons/local-grid/rewrite.ts';
-import { consumer, dir, FAKE, generatedConsumerConfig, provider, RULES, type Json } from '../conformance/praxis-rules-table.ts';
+import {
+  consumer,
+  dir,
+  FAKE,
+  generatedConsumerConfig,
+  provider,
+  RULES,
+  type Json,
+} from '../conformance/praxis-rules-table.ts';
 import { AGENT_FILTERS, TENANT_FILTERS } from '../../constructs/consumer-gateway-config.ts';
 import { AGENT_PROVIDER_FILTER } from '../../constructs/provider-gateway-config.ts';
 import { REPO_ROOT } from '../fixtures-path.ts';
@@ -47,10 +55,17 @@ function writeCompiled(name: string, text: string): void {
   const file = write(name, text);
   compiled.push(file);
   const doc = parseYaml(text) as Json;
-  const extensions = (doc.filter_chains as Json[]).flatMap((chain) => (chain.filters as Json[]).filter(isExtensionFilter));
+  const extensions = (doc.filter_chains as Json[]).flatMap((chain) =>
+    (chain.filters as Json[]).filter(isExtensionFilter),
+  );
   if (extensions.length === 0) return;
-  for (const chain of doc.filter_chains as Json[]) chain.filters = (chain.filters as Json[]).filter((f) => !isExtensionFilter(f));
-  withExtensionFilters.push({ file, first: extensions[0].filter, stripped: write(name.replace(/\.yaml$/u, '.without-extension-filters.yaml'), stringifyYaml(doc)) });
+  for (const chain of doc.filter_chains as Json[])
+    chain.filters = (chain.filters as Json[]).filter((f) => !isExtensionFilter(f));
+  withExtensionFilters.push({
+    file,
+    first: extensions[0].filter,
+    stripped: write(name.replace(/\.yaml$/u, '.without-extension-filters.yaml'), stringifyYaml(doc)),
+  });
 }
 
 beforeAll(async () => {
@@ -69,7 +84,10 @@ beforeAll(async () => {
   const table = await buildAddressTable(sites, { tcp: async () => next++, gossip: async () => next++ });
   for (const site of sites) {
     for (const pod of site.pods.filter((p) => p.deployment.endsWith('-gateway'))) {
-      const doc = parseYaml(configMapData(site, pod.namespace, `${pod.deployment}-config`)!['praxis.yaml']!) as Record<string, unknown>;
+      const doc = parseYaml(configMapData(site, pod.namespace, `${pod.deployment}-config`)!['praxis.yaml']!) as Record<
+        string,
+        unknown
+      >;
       const problems: string[] = [];
       const mounts = [
         { mountPath: '/run/praxis-routing', dir: join(dir, site.site, pod.id, 'overlay') },
@@ -77,7 +95,9 @@ beforeAll(async () => {
       ];
       const local = rewriteGatewayConfig(doc, { site: site.site, table, pod, mounts, problems });
       // The example's tool server and agent are in-cluster Services the compiled grid names but does not run.
-      expect(problems.filter((p) => !/ endpoint \S+\.svc\.cluster\.local:\d+ is served by nothing/.test(p))).toEqual([]);
+      expect(problems.filter((p) => !/ endpoint \S+\.svc\.cluster\.local:\d+ is served by nothing/.test(p))).toEqual(
+        [],
+      );
       writeCompiled(`local/${site.site}/${pod.id}.yaml`, stringifyYaml(local));
     }
   }
@@ -97,10 +117,12 @@ beforeAll(async () => {
 
   const files = [...compiled, ...withExtensionFilters.map((w) => w.stripped), ...examples.values()];
   // Exit 1 means "some file was rejected": the verdicts are asserted one by one below.
-  const { stdout } = await run(checker, files, { timeout: 60_000 }).catch((error: { code?: number; stdout?: string; stderr?: string }) => {
-    if (error.code !== 1) throw new Error(`praxis-check failed (exit ${error.code}): ${error.stderr}`);
-    return { stdout: error.stdout ?? '' };
-  });
+  const { stdout } = await run(checker, files, { timeout: 60_000 }).catch(
+    (error: { code?: number; stdout?: string; stderr?: string }) => {
+      if (error.code !== 1) throw new Error(`praxis-check failed (exit ${error.code}): ${error.stderr}`);
+      return { stdout: error.stdout ?? '' };
+    },
+  );
   for (const line of stdout.split('\n').filter((l) => l !== '')) {
     const match = /^(accept|reject) (\S+?)(?::|$)/.exec(line);
     if (match === null) throw new Error(`praxis-check printed an unexpected line: ${line}`);
@@ -142,7 +164,8 @@ describe('real Praxis (praxis-proxy 0.5.3 --validate) on what we compile', () =>
   });
 
   it('accepts the table base configs and every accepted example', () => {
-    for (const [name, file] of examples) if (!name.startsWith('refuse ')) expect(verdict(file), name).toBe(`accept ${file}`);
+    for (const [name, file] of examples)
+      if (!name.startsWith('refuse ')) expect(verdict(file), name).toBe(`accept ${file}`);
   });
 });
 

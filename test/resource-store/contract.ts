@@ -22,7 +22,12 @@ export interface ContractOptions {
   readonly cleanup?: () => Promise<void>;
 }
 
-async function poll<T>(read: () => T | Promise<T>, accept: (value: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {
+async function poll<T>(
+  read: () => T | Promise<T>,
+  accept: (value: T) => boolean,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
@@ -77,12 +82,19 @@ export function resourceStoreContract(options: ContractOptions): void {
       const store = await open();
       const name = `contract-s-${suffix()}`;
       created.push({ kind: options.statusKind, name });
-      const object: KubeObject = { apiVersion: options.statusKind.apiVersion, kind: options.statusKind.kind, metadata: { name }, spec: {} };
+      const object: KubeObject = {
+        apiVersion: options.statusKind.apiVersion,
+        kind: options.statusKind.kind,
+        metadata: { name },
+        spec: {},
+      };
       const applied = await store.apply(options.statusKind, object, OP);
       const patched = await store.patchStatus(options.statusKind, { name }, { phase: 'Active' }, OP);
       expect(patched['status']).toMatchObject({ phase: 'Active' });
       expect(patched.metadata.generation).toBe(applied.metadata.generation);
-      const error = await store.patchStatus(options.statusKind, { name: `${name}-missing` }, { phase: 'x' }, OP).catch((e: unknown) => e);
+      const error = await store
+        .patchStatus(options.statusKind, { name: `${name}-missing` }, { phase: 'x' }, OP)
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ResourceStoreError);
       expect((error as ResourceStoreError).code).toBe('not_found');
     });
@@ -91,13 +103,30 @@ export function resourceStoreContract(options: ContractOptions): void {
       const store = await open();
       const name = `contract-rv-${suffix()}`;
       created.push({ kind: options.statusKind, name });
-      const object: KubeObject = { apiVersion: options.statusKind.apiVersion, kind: options.statusKind.kind, metadata: { name }, spec: {} };
+      const object: KubeObject = {
+        apiVersion: options.statusKind.apiVersion,
+        kind: options.statusKind.kind,
+        metadata: { name },
+        spec: {},
+      };
       const applied = await store.apply(options.statusKind, object, OP);
-      const first = await store.patchStatus(options.statusKind, { name }, { phase: 'Pending' }, { ...OP, resourceVersion: applied.metadata.resourceVersion! });
+      const first = await store.patchStatus(
+        options.statusKind,
+        { name },
+        { phase: 'Pending' },
+        { ...OP, resourceVersion: applied.metadata.resourceVersion! },
+      );
       expect(first['status']).toMatchObject({ phase: 'Pending' });
       expect(first.metadata.resourceVersion).not.toBe(applied.metadata.resourceVersion);
       // A writer still holding the version it read before `first` must not overwrite it.
-      const stale = await store.patchStatus(options.statusKind, { name }, { phase: 'Active' }, { ...OP, resourceVersion: applied.metadata.resourceVersion! }).catch((e: unknown) => e);
+      const stale = await store
+        .patchStatus(
+          options.statusKind,
+          { name },
+          { phase: 'Active' },
+          { ...OP, resourceVersion: applied.metadata.resourceVersion! },
+        )
+        .catch((e: unknown) => e);
       expect(stale).toBeInstanceOf(ResourceStoreError);
       expect((stale as ResourceStoreError).code).toBe('conflict');
       expect((stale as ResourceStoreError).statusCode).toBe(409);
@@ -105,7 +134,9 @@ export function resourceStoreContract(options: ContractOptions): void {
       // The precondition is not stored: a patch without one still applies.
       const plain = await store.patchStatus(options.statusKind, { name }, { phase: 'Active' }, OP);
       expect(plain['status']).toMatchObject({ phase: 'Active' });
-      const missing = await store.patchStatus(options.statusKind, { name: `${name}-missing` }, { phase: 'x' }, { ...OP, resourceVersion: '1' }).catch((e: unknown) => e);
+      const missing = await store
+        .patchStatus(options.statusKind, { name: `${name}-missing` }, { phase: 'x' }, { ...OP, resourceVersion: '1' })
+        .catch((e: unknown) => e);
       expect((missing as ResourceStoreError).code).toBe('not_found');
     });
 
@@ -117,17 +148,34 @@ export function resourceStoreContract(options: ContractOptions): void {
       await writer.apply(CONFIG_MAP, cm(name, { v: '0' }), OP);
       const events: WatchEvent[] = [];
       const synced: number[] = [];
-      const watch = reader.watch(CONFIG_MAP, { namespace: options.namespace, name, onEvent: (e) => events.push(e), onSynced: (i) => synced.push(i.length) });
+      const watch = reader.watch(CONFIG_MAP, {
+        namespace: options.namespace,
+        name,
+        onEvent: (e) => events.push(e),
+        onSynced: (i) => synced.push(i.length),
+      });
       try {
-        await poll(() => synced.length, (n) => n >= 1, 'initial sync');
+        await poll(
+          () => synced.length,
+          (n) => n >= 1,
+          'initial sync',
+        );
         expect(events.map((e) => e.type)).toEqual(['ADDED']);
         await writer.apply(CONFIG_MAP, cm(other, { v: '1' }), OP);
         await writer.apply(CONFIG_MAP, cm(name, { v: '1' }), OP);
-        await poll(() => events.length, (n) => n >= 2, 'MODIFIED');
+        await poll(
+          () => events.length,
+          (n) => n >= 2,
+          'MODIFIED',
+        );
         expect(events[1]).toMatchObject({ type: 'MODIFIED', object: { data: { v: '1' } } });
         expect(await writer.delete(CONFIG_MAP, { namespace: options.namespace, name })).toBe(true);
         expect(await writer.delete(CONFIG_MAP, { namespace: options.namespace, name })).toBe(false);
-        await poll(() => events.length, (n) => n >= 3, 'DELETED');
+        await poll(
+          () => events.length,
+          (n) => n >= 3,
+          'DELETED',
+        );
         expect(events[2]).toMatchObject({ type: 'DELETED', object: { metadata: { name } } });
         expect(events.every((e) => e.object.metadata.name === name)).toBe(true);
       } finally {
@@ -147,7 +195,11 @@ export function resourceStoreContract(options: ContractOptions): void {
       });
       try {
         await store.apply(CONFIG_MAP, cm(later, { v: '0' }), OP);
-        await poll(() => events, (e) => e.includes(`ADDED ${later}`), 'the later object');
+        await poll(
+          () => events,
+          (e) => e.includes(`ADDED ${later}`),
+          'the later object',
+        );
         expect(events.some((e) => e.endsWith(first.metadata.name))).toBe(false);
       } finally {
         await watch.close();

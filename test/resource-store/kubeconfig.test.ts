@@ -12,7 +12,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { ensureGridPki, type GridPki } from '../../daemons/local-grid/pki.ts';
 import { KubeHttp } from '../../daemons/shared/resource-store/kube-http.ts';
-import { inClusterContext, KubeConnection, kubeconfigContext, loadKubeConfig } from '../../daemons/shared/resource-store/kubeconfig.ts';
+import {
+  inClusterContext,
+  KubeConnection,
+  kubeconfigContext,
+  loadKubeConfig,
+} from '../../daemons/shared/resource-store/kubeconfig.ts';
 import { ResourceStoreError } from '../../daemons/shared/resource-store/errors.ts';
 
 const SECRET_TOKEN = 'kubeconfig-test-token-6b1d0f';
@@ -28,7 +33,13 @@ beforeAll(async () => {
   pki = await ensureGridPki(join(dir, 'pki'), ['west']);
   const site = pki.sites[0]!;
   server = createServer(
-    { cert: readFileSync(site.providerGateway.certFile), key: readFileSync(site.providerGateway.keyFile), ca: readFileSync(pki.caFile), requestCert: true, rejectUnauthorized: false },
+    {
+      cert: readFileSync(site.providerGateway.certFile),
+      key: readFileSync(site.providerGateway.keyFile),
+      ca: readFileSync(pki.caFile),
+      requestCert: true,
+      rejectUnauthorized: false,
+    },
     (req, res) => {
       const peer = (req.socket as TLSSocket).getPeerCertificate();
       const cn = peer?.subject?.CN;
@@ -53,19 +64,30 @@ function write(name: string, doc: unknown): string {
   return path;
 }
 
-function kubeconfig(user: Record<string, unknown>, cluster: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): unknown {
+function kubeconfig(
+  user: Record<string, unknown>,
+  cluster: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+): unknown {
   return {
     apiVersion: 'v1',
     kind: 'Config',
     'current-context': 'main',
     contexts: [{ name: 'main', context: { cluster: 'c', user: 'u', namespace: 'grid' } }],
-    clusters: [{ name: 'c', cluster: { server: url, 'certificate-authority-data': readFileSync(pki.caFile).toString('base64'), ...cluster } }],
+    clusters: [
+      {
+        name: 'c',
+        cluster: { server: url, 'certificate-authority-data': readFileSync(pki.caFile).toString('base64'), ...cluster },
+      },
+    ],
     users: [{ name: 'u', user }],
     ...extra,
   };
 }
 
-async function call(connection: KubeConnection): Promise<{ status: number; authorization?: string; clientCn?: string }> {
+async function call(
+  connection: KubeConnection,
+): Promise<{ status: number; authorization?: string; clientCn?: string }> {
   const before = seen.length;
   const response = await new KubeHttp(connection).request({ method: 'GET', path: '/api' });
   expect(seen.length).toBe(before + 1);
@@ -85,10 +107,13 @@ function refusal(run: () => unknown): string {
 describe('kubeconfig files', () => {
   it('presents a client certificate given as data, trusting the CA given as data', async () => {
     const site = pki.sites[0]!;
-    const path = write('data/config', kubeconfig({
-      'client-certificate-data': readFileSync(site.consumerClient.certFile).toString('base64'),
-      'client-key-data': readFileSync(site.consumerClient.keyFile).toString('base64'),
-    }));
+    const path = write(
+      'data/config',
+      kubeconfig({
+        'client-certificate-data': readFileSync(site.consumerClient.certFile).toString('base64'),
+        'client-key-data': readFileSync(site.consumerClient.keyFile).toString('base64'),
+      }),
+    );
     const connection = loadKubeConfig({ kubeconfigPath: path });
     expect(connection.context.namespace).toBe('grid');
     const got = await call(connection);
@@ -102,26 +127,48 @@ describe('kubeconfig files', () => {
     write('rel/certs/ca.crt', readFileSync(pki.caFile, 'utf8'));
     write('rel/certs/client.crt', readFileSync(site.consumerClient.certFile, 'utf8'));
     write('rel/certs/client.key', readFileSync(site.consumerClient.keyFile, 'utf8'));
-    const path = write('rel/config', kubeconfig(
-      { 'client-certificate': 'certs/client.crt', 'client-key': 'certs/client.key' },
-      { 'certificate-authority-data': undefined, 'certificate-authority': 'certs/ca.crt' },
-    ));
+    const path = write(
+      'rel/config',
+      kubeconfig(
+        { 'client-certificate': 'certs/client.crt', 'client-key': 'certs/client.key' },
+        { 'certificate-authority-data': undefined, 'certificate-authority': 'certs/ca.crt' },
+      ),
+    );
     expect((await call(loadKubeConfig({ kubeconfigPath: path }))).clientCn).toBeDefined();
   });
 
   it('refuses a server whose certificate the configured CA did not sign, and connects with insecure-skip-tls-verify', async () => {
     const other = await ensureGridPki(join(dir, 'other-pki'), ['east']);
-    const path = write('wrong-ca/config', kubeconfig({ token: SECRET_TOKEN }, { 'certificate-authority-data': readFileSync(other.caFile).toString('base64') }));
-    const error = await new KubeHttp(loadKubeConfig({ kubeconfigPath: path })).request({ method: 'GET', path: '/api' }).catch((e: Error) => e);
+    const path = write(
+      'wrong-ca/config',
+      kubeconfig(
+        { token: SECRET_TOKEN },
+        { 'certificate-authority-data': readFileSync(other.caFile).toString('base64') },
+      ),
+    );
+    const error = await new KubeHttp(loadKubeConfig({ kubeconfigPath: path }))
+      .request({ method: 'GET', path: '/api' })
+      .catch((e: Error) => e);
     expect(error).toBeInstanceOf(ResourceStoreError);
     expect((error as Error).message).not.toContain(SECRET_TOKEN);
-    const insecure = write('insecure/config', kubeconfig({ token: SECRET_TOKEN }, { 'certificate-authority-data': undefined, 'insecure-skip-tls-verify': true }));
+    const insecure = write(
+      'insecure/config',
+      kubeconfig(
+        { token: SECRET_TOKEN },
+        { 'certificate-authority-data': undefined, 'insecure-skip-tls-verify': true },
+      ),
+    );
     expect((await call(loadKubeConfig({ kubeconfigPath: insecure }))).authorization).toBe(`Bearer ${SECRET_TOKEN}`);
   });
 
   it('sends a bearer token, or basic credentials', async () => {
-    expect((await call(loadKubeConfig({ kubeconfigPath: write('token/config', kubeconfig({ token: SECRET_TOKEN })) }))).authorization).toBe(`Bearer ${SECRET_TOKEN}`);
-    const basic = await call(loadKubeConfig({ kubeconfigPath: write('basic/config', kubeconfig({ username: 'ada', password: 'pw' })) }));
+    expect(
+      (await call(loadKubeConfig({ kubeconfigPath: write('token/config', kubeconfig({ token: SECRET_TOKEN })) })))
+        .authorization,
+    ).toBe(`Bearer ${SECRET_TOKEN}`);
+    const basic = await call(
+      loadKubeConfig({ kubeconfigPath: write('basic/config', kubeconfig({ username: 'ada', password: 'pw' })) }),
+    );
     expect(basic.authorization).toBe(`Basic ${Buffer.from('ada:pw').toString('base64')}`);
   });
 
@@ -142,7 +189,12 @@ describe('kubeconfig files', () => {
   });
 
   it('merges $KUBECONFIG like kubectl: the first file to set current-context or a named entry wins, missing files are skipped', async () => {
-    const first = write('merge/a', { 'current-context': 'second', contexts: [], clusters: [], users: [{ name: 'u2', user: { token: 'from-a' } }] });
+    const first = write('merge/a', {
+      'current-context': 'second',
+      contexts: [],
+      clusters: [],
+      users: [{ name: 'u2', user: { token: 'from-a' } }],
+    });
     const second = write('merge/b', {
       'current-context': 'main',
       contexts: [{ name: 'second', context: { cluster: 'c', user: 'u2' } }],
@@ -159,18 +211,54 @@ describe('kubeconfig files', () => {
   it('refuses what it cannot honour, naming the file and the entry', () => {
     const cases: [string, unknown, RegExp][] = [
       ['no current context', { ...(kubeconfig({}) as object), 'current-context': undefined }, /no current-context/],
-      ['unknown context', { ...(kubeconfig({}) as object), 'current-context': 'nope' }, /context "nope" is not defined/],
-      ['unknown cluster', { ...(kubeconfig({}) as object), clusters: [] }, /cluster "c" of context "main" is not defined/],
+      [
+        'unknown context',
+        { ...(kubeconfig({}) as object), 'current-context': 'nope' },
+        /context "nope" is not defined/,
+      ],
+      [
+        'unknown cluster',
+        { ...(kubeconfig({}) as object), clusters: [] },
+        /cluster "c" of context "main" is not defined/,
+      ],
       ['unknown user', { ...(kubeconfig({}) as object), users: [] }, /user "u" of context "main" is not defined/],
-      ['server not a URL', kubeconfig({}, { server: 'api.example:6443' }), /cluster "c"\.server "api\.example:6443" is not an http\(s\) URL/],
+      [
+        'server not a URL',
+        kubeconfig({}, { server: 'api.example:6443' }),
+        /cluster "c"\.server "api\.example:6443" is not an http\(s\) URL/,
+      ],
       ['proxy-url', kubeconfig({}, { 'proxy-url': 'http://proxy:3128' }), /cluster "c"\.proxy-url is not supported/],
-      ['auth-provider', kubeconfig({ 'auth-provider': { name: 'gcp', config: { 'access-token': SECRET_TOKEN } } }), /user "u" uses auth-provider "gcp", which is not supported/],
-      ['certificate without key', kubeconfig({ 'client-certificate-data': 'QQ==' }), /user "u" has a client certificate without its key/],
-      ['unreadable CA file', kubeconfig({}, { 'certificate-authority-data': undefined, 'certificate-authority': 'no/such/ca.crt' }), /cluster "c"\.certificate-authority: cannot read .*no\/such\/ca\.crt \(ENOENT\)/],
-      ['exec apiVersion', kubeconfig({ exec: { command: 'x', apiVersion: 'client.authentication.k8s.io/v1alpha1' } }), /user "u"\.exec\.apiVersion "client\.authentication\.k8s\.io\/v1alpha1" is not supported/],
-      ['exec without command', kubeconfig({ exec: { apiVersion: 'client.authentication.k8s.io/v1' } }), /user "u"\.exec\.command is missing/],
+      [
+        'auth-provider',
+        kubeconfig({ 'auth-provider': { name: 'gcp', config: { 'access-token': SECRET_TOKEN } } }),
+        /user "u" uses auth-provider "gcp", which is not supported/,
+      ],
+      [
+        'certificate without key',
+        kubeconfig({ 'client-certificate-data': 'QQ==' }),
+        /user "u" has a client certificate without its key/,
+      ],
+      [
+        'unreadable CA file',
+        kubeconfig({}, { 'certificate-authority-data': undefined, 'certificate-authority': 'no/such/ca.crt' }),
+        /cluster "c"\.certificate-authority: cannot read .*no\/such\/ca\.crt \(ENOENT\)/,
+      ],
+      [
+        'exec apiVersion',
+        kubeconfig({ exec: { command: 'x', apiVersion: 'client.authentication.k8s.io/v1alpha1' } }),
+        /user "u"\.exec\.apiVersion "client\.authentication\.k8s\.io\/v1alpha1" is not supported/,
+      ],
+      [
+        'exec without command',
+        kubeconfig({ exec: { apiVersion: 'client.authentication.k8s.io/v1' } }),
+        /user "u"\.exec\.command is missing/,
+      ],
       ['users not a list', { ...(kubeconfig({}) as object), users: { u: {} } }, /users is not a list/],
-      ['entry without a name', { ...(kubeconfig({}) as object), contexts: [{ context: {} }] }, /contexts\[0\]\.name is missing/],
+      [
+        'entry without a name',
+        { ...(kubeconfig({}) as object), contexts: [{ context: {} }] },
+        /contexts\[0\]\.name is missing/,
+      ],
       ['not YAML', 'clusters: [\n', /not YAML/],
     ];
     for (const [name, doc, expected] of cases) {
@@ -180,8 +268,12 @@ describe('kubeconfig files', () => {
       expect(message, name).toContain(path);
       expect(message, name).not.toContain(SECRET_TOKEN);
     }
-    expect(refusal(() => loadKubeConfig({ kubeconfigPath: join(dir, 'absent') }))).toMatch(/kubeconfig .*absent: cannot read \(ENOENT\)/);
-    expect(refusal(() => loadKubeConfig({}, { KUBECONFIG: join(dir, 'absent') }))).toMatch(/no Kubernetes cluster configured/);
+    expect(refusal(() => loadKubeConfig({ kubeconfigPath: join(dir, 'absent') }))).toMatch(
+      /kubeconfig .*absent: cannot read \(ENOENT\)/,
+    );
+    expect(refusal(() => loadKubeConfig({}, { KUBECONFIG: join(dir, 'absent') }))).toMatch(
+      /no Kubernetes cluster configured/,
+    );
   });
 });
 
@@ -196,8 +288,20 @@ describe('exec credential plugins', () => {
 
   it('runs the plugin once while its credential is valid, passes KUBERNETES_EXEC_INFO and its env, and sends the token', async () => {
     const expires = new Date(Date.now() + 3_600_000).toISOString();
-    const path = plugin('valid', `test "$GREETING" = hi || exit 3\necho "$KUBERNETES_EXEC_INFO" | grep -q '"kind":"ExecCredential"' || exit 4\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${SECRET_TOKEN}","expirationTimestamp":"${expires}"}}'`);
-    const config = write('exec/valid.yaml', kubeconfig({ exec: { apiVersion: 'client.authentication.k8s.io/v1', command: path, env: [{ name: 'GREETING', value: 'hi' }] } }));
+    const path = plugin(
+      'valid',
+      `test "$GREETING" = hi || exit 3\necho "$KUBERNETES_EXEC_INFO" | grep -q '"kind":"ExecCredential"' || exit 4\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${SECRET_TOKEN}","expirationTimestamp":"${expires}"}}'`,
+    );
+    const config = write(
+      'exec/valid.yaml',
+      kubeconfig({
+        exec: {
+          apiVersion: 'client.authentication.k8s.io/v1',
+          command: path,
+          env: [{ name: 'GREETING', value: 'hi' }],
+        },
+      }),
+    );
     const connection = loadKubeConfig({ kubeconfigPath: config });
     // Three requests at once still run the plugin once: they share its pending answer.
     const before = seen.length;
@@ -209,8 +313,14 @@ describe('exec credential plugins', () => {
 
   it('runs the plugin again once the credential is within 10 s of its expiry', async () => {
     const expires = new Date(Date.now() + 5_000).toISOString();
-    const path = plugin('expiring', `echo '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"short","expirationTimestamp":"${expires}"}}'`);
-    const config = write('exec/expiring.yaml', kubeconfig({ exec: { apiVersion: 'client.authentication.k8s.io/v1beta1', command: path } }));
+    const path = plugin(
+      'expiring',
+      `echo '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"short","expirationTimestamp":"${expires}"}}'`,
+    );
+    const config = write(
+      'exec/expiring.yaml',
+      kubeconfig({ exec: { apiVersion: 'client.authentication.k8s.io/v1beta1', command: path } }),
+    );
     const connection = loadKubeConfig({ kubeconfigPath: config });
     await call(connection);
     await call(connection);
@@ -219,7 +329,10 @@ describe('exec credential plugins', () => {
 
   it('a failing plugin is an error that names it but carries none of its output, and is retried on the next request', async () => {
     const path = plugin('failing', `echo "${SECRET_TOKEN}"\necho "${SECRET_TOKEN}" >&2\nexit 7`);
-    const config = write('exec/failing.yaml', kubeconfig({ exec: { apiVersion: 'client.authentication.k8s.io/v1', command: path } }));
+    const config = write(
+      'exec/failing.yaml',
+      kubeconfig({ exec: { apiVersion: 'client.authentication.k8s.io/v1', command: path } }),
+    );
     const http = new KubeHttp(loadKubeConfig({ kubeconfigPath: config }));
     for (let i = 0; i < 2; i++) {
       const error = (await http.request({ method: 'GET', path: '/api' }).catch((e: Error) => e)) as Error;
@@ -228,13 +341,34 @@ describe('exec credential plugins', () => {
     }
     expect(runs(path)).toBe(2);
     const garbage = plugin('garbage', `echo 'token=${SECRET_TOKEN}'`);
-    const garbageConfig = write('exec/garbage.yaml', kubeconfig({ exec: { apiVersion: 'client.authentication.k8s.io/v1', command: garbage } }));
-    const message = ((await new KubeHttp(loadKubeConfig({ kubeconfigPath: garbageConfig })).request({ method: 'GET', path: '/api' }).catch((e: Error) => e)) as Error).message;
+    const garbageConfig = write(
+      'exec/garbage.yaml',
+      kubeconfig({ exec: { apiVersion: 'client.authentication.k8s.io/v1', command: garbage } }),
+    );
+    const message = (
+      (await new KubeHttp(loadKubeConfig({ kubeconfigPath: garbageConfig }))
+        .request({ method: 'GET', path: '/api' })
+        .catch((e: Error) => e)) as Error
+    ).message;
     expect(message).toContain('printed no ExecCredential JSON');
     expect(message).not.toContain(SECRET_TOKEN);
-    const missing = write('exec/missing.yaml', kubeconfig({ exec: { apiVersion: 'client.authentication.k8s.io/v1', command: 'agn-no-such-plugin', installHint: 'install it from example.com' } }));
-    expect(((await new KubeHttp(loadKubeConfig({ kubeconfigPath: missing })).request({ method: 'GET', path: '/api' }).catch((e: Error) => e)) as Error).message)
-      .toContain('exec credential plugin "agn-no-such-plugin" not found (install it from example.com)');
+    const missing = write(
+      'exec/missing.yaml',
+      kubeconfig({
+        exec: {
+          apiVersion: 'client.authentication.k8s.io/v1',
+          command: 'agn-no-such-plugin',
+          installHint: 'install it from example.com',
+        },
+      }),
+    );
+    expect(
+      (
+        (await new KubeHttp(loadKubeConfig({ kubeconfigPath: missing }))
+          .request({ method: 'GET', path: '/api' })
+          .catch((e: Error) => e)) as Error
+      ).message,
+    ).toContain('exec credential plugin "agn-no-such-plugin" not found (install it from example.com)');
   });
 });
 
@@ -246,17 +380,27 @@ describe('in cluster', () => {
   }
 
   it('uses the Service environment, the mounted CA and the ServiceAccount token', async () => {
-    const sa = serviceAccountDir({ token: `${SECRET_TOKEN}\n`, 'ca.crt': readFileSync(pki.caFile, 'utf8'), namespace: 'grid-system' });
+    const sa = serviceAccountDir({
+      token: `${SECRET_TOKEN}\n`,
+      'ca.crt': readFileSync(pki.caFile, 'utf8'),
+      namespace: 'grid-system',
+    });
     const port = new URL(url).port;
     const context = inClusterContext({ KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port }, sa);
     expect(context).toMatchObject({ server: url, namespace: 'grid-system', contextName: 'in-cluster' });
     expect((await call(new KubeConnection(context))).authorization).toBe(`Bearer ${SECRET_TOKEN}`);
-    expect(inClusterContext({ KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' }, sa).server).toBe('https://[fd00::1]:443');
+    expect(inClusterContext({ KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' }, sa).server).toBe(
+      'https://[fd00::1]:443',
+    );
   });
 
   it('says what is missing when the pod has no ServiceAccount token or no Service environment', () => {
     const noToken = serviceAccountDir({ 'ca.crt': 'x' });
-    expect(refusal(() => inClusterContext({ KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' }, noToken))).toMatch(/no ServiceAccount token at .*token \(automountServiceAccountToken off\?\)/);
-    expect(refusal(() => inClusterContext({ KUBERNETES_SERVICE_HOST: '10.0.0.1' }, noToken))).toMatch(/needs KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT/);
+    expect(
+      refusal(() => inClusterContext({ KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' }, noToken)),
+    ).toMatch(/no ServiceAccount token at .*token \(automountServiceAccountToken off\?\)/);
+    expect(refusal(() => inClusterContext({ KUBERNETES_SERVICE_HOST: '10.0.0.1' }, noToken))).toMatch(
+      /needs KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT/,
+    );
   });
 });

@@ -4,12 +4,23 @@
 import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CONFIG_MAP, openLocalStore, ResourceStoreError, SECRET, type LocalStore } from '../../daemons/shared/resource-store/index.ts';
+import {
+  CONFIG_MAP,
+  openLocalStore,
+  ResourceStoreError,
+  SECRET,
+  type LocalStore,
+} from '../../daemons/shared/resource-store/index.ts';
 import type { KubeObject, ResourceKind } from '../../daemons/shared/resource-store/types.ts';
 import { makeTempDir, poll } from '../overlay-sync/helpers.ts';
 import { resourceStoreContract } from './contract.ts';
 
-const GRID_NETWORK: ResourceKind = { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridNetwork', plural: 'gridnetworks', namespaced: false };
+const GRID_NETWORK: ResourceKind = {
+  apiVersion: 'grid.praxis.fast/v1alpha1',
+  kind: 'GridNetwork',
+  plural: 'gridnetworks',
+  namespaced: false,
+};
 const OP = { fieldManager: 'grid-operator' };
 
 let contractDir: Awaited<ReturnType<typeof makeTempDir>> | undefined;
@@ -50,9 +61,19 @@ describe('local resource store', () => {
 
   it('patches status through the status subresource and reports a missing object by name', async () => {
     const store = await open();
-    const net: KubeObject = { apiVersion: GRID_NETWORK.apiVersion, kind: 'GridNetwork', metadata: { name: 'glb-demo' }, spec: { seeds: [] } };
+    const net: KubeObject = {
+      apiVersion: GRID_NETWORK.apiVersion,
+      kind: 'GridNetwork',
+      metadata: { name: 'glb-demo' },
+      spec: { seeds: [] },
+    };
     const applied = await store.apply(GRID_NETWORK, net, OP);
-    const patched = await store.patchStatus(GRID_NETWORK, { name: 'glb-demo' }, { phase: 'Active', connectedSites: 2 }, OP);
+    const patched = await store.patchStatus(
+      GRID_NETWORK,
+      { name: 'glb-demo' },
+      { phase: 'Active', connectedSites: 2 },
+      OP,
+    );
     expect(patched['status']).toEqual({ phase: 'Active', connectedSites: 2 });
     expect(BigInt(patched.metadata.resourceVersion!)).toBeGreaterThan(BigInt(applied.metadata.resourceVersion!));
     expect(patched.metadata.generation).toBe(applied.metadata.generation);
@@ -69,7 +90,9 @@ describe('local resource store', () => {
     const a = await open();
     const b = await open();
     await Promise.all(
-      Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a : b).apply(CONFIG_MAP, cm(`obj-${i}`, { i: String(i) }), OP)),
+      Array.from({ length: 40 }, (_, i) =>
+        (i % 2 === 0 ? a : b).apply(CONFIG_MAP, cm(`obj-${i}`, { i: String(i) }), OP),
+      ),
     );
     const list = await a.list(CONFIG_MAP, {});
     const rvs = list.items.map((o) => o.metadata.resourceVersion);
@@ -98,20 +121,37 @@ describe('local resource store', () => {
     expect(problems.some((p) => p.startsWith('broken.yaml document 0: invalid YAML'))).toBe(true);
 
     const events: string[] = [];
-    const watch = store.watch(CONFIG_MAP, { namespace: 'grid-system', onEvent: (e) => events.push(`${e.type} ${e.object.metadata.name}`) });
+    const watch = store.watch(CONFIG_MAP, {
+      namespace: 'grid-system',
+      onEvent: (e) => events.push(`${e.type} ${e.object.metadata.name}`),
+    });
     try {
-      await poll(() => events.length, (n) => n === 1, 'initial ADDED');
+      await poll(
+        () => events.length,
+        (n) => n === 1,
+        'initial ADDED',
+      );
       await writeFile(
         join(manifests, 'grid.yaml'),
         'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gw-config\n  namespace: grid-system\ndata:\n  praxis.yaml: "a: 2"\n',
       );
-      await poll(() => events, (e) => e.includes('MODIFIED gw-config'), 'manifest edit picked up');
+      await poll(
+        () => events,
+        (e) => e.includes('MODIFIED gw-config'),
+        'manifest edit picked up',
+      );
       // The broken file blocks pruning (a half-edited file must not delete anything)…
       expect(await store.get(GRID_NETWORK, { name: 'glb-demo' })).toBeDefined();
       // …and once it is fixed, the GridNetwork that no manifest declares any more is pruned.
       await rm(join(manifests, 'broken.yaml'));
-      await poll(() => store.get(GRID_NETWORK, { name: 'glb-demo' }), (o) => o === undefined, 'prune of the removed GridNetwork');
-      expect(await store.get(CONFIG_MAP, { namespace: 'grid-system', name: 'gw-config' })).toMatchObject({ data: { 'praxis.yaml': 'a: 2' } });
+      await poll(
+        () => store.get(GRID_NETWORK, { name: 'glb-demo' }),
+        (o) => o === undefined,
+        'prune of the removed GridNetwork',
+      );
+      expect(await store.get(CONFIG_MAP, { namespace: 'grid-system', name: 'gw-config' })).toMatchObject({
+        data: { 'praxis.yaml': 'a: 2' },
+      });
     } finally {
       await watch.close();
     }
@@ -122,11 +162,21 @@ describe('local resource store', () => {
     await store.apply(CONFIG_MAP, cm('a', { v: '0' }), OP);
     const path = join(dir.path, 'state', 'objects', 'core', 'ConfigMap', 'grid-system', 'a.json');
     await writeFile(path, '{ not json');
-    await expect(store.get(CONFIG_MAP, { namespace: 'grid-system', name: 'a' })).rejects.toThrow(`state file ${path} is not valid JSON`);
+    await expect(store.get(CONFIG_MAP, { namespace: 'grid-system', name: 'a' })).rejects.toThrow(
+      `state file ${path} is not valid JSON`,
+    );
     const restarts: string[] = [];
-    const watch = store.watch(CONFIG_MAP, { namespace: 'grid-system', onEvent: () => undefined, onRestart: (r) => restarts.push(r) });
+    const watch = store.watch(CONFIG_MAP, {
+      namespace: 'grid-system',
+      onEvent: () => undefined,
+      onRestart: (r) => restarts.push(r),
+    });
     try {
-      await poll(() => restarts.length, (n) => n >= 1, 'watch error report');
+      await poll(
+        () => restarts.length,
+        (n) => n >= 1,
+        'watch error report',
+      );
       expect(restarts[0]).toBe('error');
       expect(JSON.parse(await readFile(join(dir.path, 'state', 'resource-version'), 'utf8'))).toBe(1);
     } finally {
@@ -136,7 +186,13 @@ describe('local resource store', () => {
 
   it('writes Secret objects owner-only (file 0600, directories 0700) and tightens ones an earlier version left wider', async () => {
     const store = await open();
-    const secret: KubeObject = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'provider-token', namespace: 'grid-system' }, type: 'Opaque', data: { token: Buffer.from('s3cret-token-bytes').toString('base64') } };
+    const secret: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'provider-token', namespace: 'grid-system' },
+      type: 'Opaque',
+      data: { token: Buffer.from('s3cret-token-bytes').toString('base64') },
+    };
     await store.apply(SECRET, secret, OP);
     await store.apply(CONFIG_MAP, cm('plain', { v: '1' }), OP);
     const objects = join(dir.path, 'state', 'objects', 'core');
@@ -147,7 +203,11 @@ describe('local resource store', () => {
     // Other kinds keep the ordinary modes: nothing private in a ConfigMap.
     expect(await mode(join(objects, 'ConfigMap', 'grid-system', 'plain.json'))).toBe(0o644);
     // An update replaces the file; the replacement is 0600 too.
-    await store.apply(SECRET, { ...secret, data: { token: Buffer.from('rotated-token-bytes').toString('base64') } }, OP);
+    await store.apply(
+      SECRET,
+      { ...secret, data: { token: Buffer.from('rotated-token-bytes').toString('base64') } },
+      OP,
+    );
     expect(await mode(join(objects, 'Secret', 'grid-system', 'provider-token.json'))).toBe(0o600);
     // A state directory from an earlier version (world-readable Secret files) is tightened when a store opens it.
     await chmod(join(objects, 'Secret', 'grid-system', 'provider-token.json'), 0o644);

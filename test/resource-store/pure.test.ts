@@ -12,7 +12,12 @@ import { CONFIG_MAP } from '../../daemons/shared/resource-store/index.ts';
 import type { KubeObject, ResourceKind } from '../../daemons/shared/resource-store/types.ts';
 import { LineSplitter, translateWatchLine } from '../../daemons/shared/resource-store/watch-lines.ts';
 
-const GRID_NETWORK: ResourceKind = { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridNetwork', plural: 'gridnetworks', namespaced: false };
+const GRID_NETWORK: ResourceKind = {
+  apiVersion: 'grid.praxis.fast/v1alpha1',
+  kind: 'GridNetwork',
+  plural: 'gridnetworks',
+  namespaced: false,
+};
 
 function cm(name: string, rv: string, data: Record<string, string> = {}): KubeObject {
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'ns', resourceVersion: rv }, data };
@@ -54,18 +59,32 @@ describe('watch stream translation', () => {
   });
 
   it('treats 410 and reason Expired as "relist", other errors as "reconnect"', () => {
-    const gone = { type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version: 1 (5)' } };
+    const gone = {
+      type: 'ERROR',
+      object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version: 1 (5)' },
+    };
     expect(translateWatchLine(JSON.stringify(gone))).toMatchObject({ action: 'gone' });
     const expired = { type: 'ERROR', object: { kind: 'Status', reason: 'Expired', message: 'expired' } };
     expect(translateWatchLine(JSON.stringify(expired))).toMatchObject({ action: 'gone' });
     const other = { type: 'ERROR', object: { kind: 'Status', code: 500, message: 'etcd unavailable' } };
-    expect(translateWatchLine(JSON.stringify(other))).toEqual({ action: 'error', code: 500, message: 'etcd unavailable' });
+    expect(translateWatchLine(JSON.stringify(other))).toEqual({
+      action: 'error',
+      code: 500,
+      message: 'etcd unavailable',
+    });
   });
 
   it('moves the resourceVersion on bookmarks and ignores junk without throwing', () => {
     const bookmark = { type: 'BOOKMARK', object: { kind: 'ConfigMap', metadata: { resourceVersion: '99' } } };
     expect(translateWatchLine(JSON.stringify(bookmark))).toEqual({ action: 'bookmark', resourceVersion: '99' });
-    for (const junk of ['', 'not json', '[]', '{"type":"ADDED"}', '{"type":"ADDED","object":{"metadata":{}}}', '{"type":"WAT","object":{}}']) {
+    for (const junk of [
+      '',
+      'not json',
+      '[]',
+      '{"type":"ADDED"}',
+      '{"type":"ADDED","object":{"metadata":{}}}',
+      '{"type":"WAT","object":{}}',
+    ]) {
       expect(translateWatchLine(junk).action, junk).toBe('ignore');
     }
     const huge = `{"type":"ERROR","object":{"code":500,"message":"${'x'.repeat(10_000)}"}}`;
@@ -86,10 +105,16 @@ describe('watch stream translation', () => {
 describe('relist diff (ObjectCache)', () => {
   it('reports exactly the missed changes after a relist', () => {
     const cache = new ObjectCache();
-    expect(cache.replace([cm('a', '1'), cm('b', '2')]).map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual(['ADDED a', 'ADDED b']);
+    expect(cache.replace([cm('a', '1'), cm('b', '2')]).map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual([
+      'ADDED a',
+      'ADDED b',
+    ]);
     const events = cache.replace([cm('a', '1'), cm('b', '5'), cm('c', '6')]);
     expect(events.map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual(['MODIFIED b', 'ADDED c']);
-    expect(cache.replace([cm('c', '6')]).map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual(['DELETED a', 'DELETED b']);
+    expect(cache.replace([cm('c', '6')]).map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual([
+      'DELETED a',
+      'DELETED b',
+    ]);
   });
 
   it('drops a streamed duplicate of what a relist already delivered', () => {
@@ -114,7 +139,11 @@ describe('relist diff (ObjectCache)', () => {
 
 describe('local apply and status patch semantics', () => {
   it('merge patch follows RFC 7386', () => {
-    expect(mergePatch({ a: 1, b: { c: 2, d: 3 } }, { b: { c: null, e: 4 }, f: [1] })).toEqual({ a: 1, b: { d: 3, e: 4 }, f: [1] });
+    expect(mergePatch({ a: 1, b: { c: 2, d: 3 } }, { b: { c: null, e: 4 }, f: [1] })).toEqual({
+      a: 1,
+      b: { d: 3, e: 4 },
+      f: [1],
+    });
     expect(mergePatch({ a: 1 }, 'x')).toBe('x');
   });
 
@@ -125,10 +154,18 @@ describe('local apply and status patch semantics', () => {
   });
 
   it('keeps status and merges labels on apply; bumps generation only for spec changes', () => {
-    const base = applyObject(undefined, { ...cm('a', ''), metadata: { name: 'a', namespace: 'ns', labels: { x: '1' } } }, 'op')!;
+    const base = applyObject(
+      undefined,
+      { ...cm('a', ''), metadata: { name: 'a', namespace: 'ns', labels: { x: '1' } } },
+      'op',
+    )!;
     const withStatus = patchObjectStatus(base, { phase: 'Active' }, 'op')!;
     expect(withStatus.metadata.generation).toBe(1);
-    const relabelled = applyObject(withStatus, { ...cm('a', ''), metadata: { name: 'a', namespace: 'ns', labels: { y: '2' } } }, 'op')!;
+    const relabelled = applyObject(
+      withStatus,
+      { ...cm('a', ''), metadata: { name: 'a', namespace: 'ns', labels: { y: '2' } } },
+      'op',
+    )!;
     expect(relabelled.metadata.labels).toEqual({ x: '1', y: '2' });
     expect(relabelled['status']).toEqual({ phase: 'Active' });
     expect(relabelled.metadata.generation).toBe(1);
@@ -140,15 +177,25 @@ describe('local apply and status patch semantics', () => {
 
 describe('API paths and names', () => {
   it('builds core, group, namespaced, cluster-scoped and subresource paths', () => {
-    expect(resourcePath(CONFIG_MAP, 'grid-system', 'grid-overlay-a-b')).toBe('/api/v1/namespaces/grid-system/configmaps/grid-overlay-a-b');
+    expect(resourcePath(CONFIG_MAP, 'grid-system', 'grid-overlay-a-b')).toBe(
+      '/api/v1/namespaces/grid-system/configmaps/grid-overlay-a-b',
+    );
     expect(resourcePath(CONFIG_MAP, undefined)).toBe('/api/v1/configmaps');
-    expect(resourcePath(GRID_NETWORK, undefined, 'net', 'status')).toBe('/apis/grid.praxis.fast/v1alpha1/gridnetworks/net/status');
+    expect(resourcePath(GRID_NETWORK, undefined, 'net', 'status')).toBe(
+      '/apis/grid.praxis.fast/v1alpha1/gridnetworks/net/status',
+    );
     expect(resourcePath(GRID_NETWORK, 'ignored', 'net')).toBe('/apis/grid.praxis.fast/v1alpha1/gridnetworks/net');
   });
 
   it('maps HTTP statuses to stable codes', () => {
     expect([404, 409, 410, 403, 422, 500, 503].map(codeForStatus)).toEqual([
-      'not_found', 'conflict', 'gone', 'forbidden', 'invalid', 'unavailable', 'unavailable',
+      'not_found',
+      'conflict',
+      'gone',
+      'forbidden',
+      'invalid',
+      'unavailable',
+      'unavailable',
     ]);
   });
 

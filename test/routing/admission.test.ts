@@ -1,9 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  decideAdmission,
-  legacyAdmission,
-  type AdmissionMemory,
-} from '../../daemons/routing/admission.ts';
+import { decideAdmission, legacyAdmission, type AdmissionMemory } from '../../daemons/routing/admission.ts';
 import type { AdmissionState, PressureAdmissionPolicy, ScoringStrategy } from '../../daemons/routing/model.ts';
 import { normalizeSample } from '../../daemons/routing/scoring.ts';
 import { sample, STABILIZED, T0 } from './fixtures.ts';
@@ -22,7 +18,13 @@ describe('legacy instantaneous admission', () => {
   ] as const)('%o → %s', (values, expected) => {
     expect(legacyAdmission(normalizeSample(sample(values)))).toBe(expected);
     const decision = decideAdmission(
-      { policy: undefined, strategy: 'queueDepth', signals: normalizeSample(sample(values)), signalConfigured: true, sample: sample() },
+      {
+        policy: undefined,
+        strategy: 'queueDepth',
+        signals: normalizeSample(sample(values)),
+        signalConfigured: true,
+        sample: sample(),
+      },
       undefined,
       T0,
     );
@@ -52,7 +54,10 @@ function run(
   steps.forEach((step, index) => {
     const now = T0 + step.at * 1000;
     const generation = step.generation ?? index + 1;
-    const values = step.value === 'unhealthy' ? { healthy: false } : { healthy: true, queueDepth: step.value, kvCacheUtilization: step.value };
+    const values =
+      step.value === 'unhealthy'
+        ? { healthy: false }
+        : { healthy: true, queueDepth: step.value, kvCacheUtilization: step.value };
     const decision = decideAdmission(
       {
         policy,
@@ -192,9 +197,16 @@ describe('stabilized admission', () => {
 
   it('keeps no memory and admits when no signal is configured ("treats the observation as NotConfigured")', () => {
     const signals = normalizeSample(sample({ queueDepth: 0.99 }));
-    for (const [strategy, configured] of [['noMetrics', true], ['queueDepth', false]] as const) {
+    for (const [strategy, configured] of [
+      ['noMetrics', true],
+      ['queueDepth', false],
+    ] as const) {
       expect(
-        decideAdmission({ policy: STABILIZED, strategy, signals, signalConfigured: configured, sample: sample() }, undefined, T0),
+        decideAdmission(
+          { policy: STABILIZED, strategy, signals, signalConfigured: configured, sample: sample() },
+          undefined,
+          T0,
+        ),
       ).toEqual({ state: 'new_and_existing', memory: undefined });
     }
   });
@@ -210,7 +222,13 @@ describe('stabilized admission', () => {
 
   it('hands back memory that is plain data keyed state, so the operator can keep it across reconciles', () => {
     const decision = decideAdmission(
-      { policy: STABILIZED, strategy: 'queueDepth', signals: normalizeSample(sample({ queueDepth: 0.9 })), signalConfigured: true, sample: sample({ generation: 4 }) },
+      {
+        policy: STABILIZED,
+        strategy: 'queueDepth',
+        signals: normalizeSample(sample({ queueDepth: 0.9 })),
+        signalConfigured: true,
+        sample: sample({ generation: 4 }),
+      },
       { state: 'new_and_existing', enteredAtMs: T0, pressureCount: 0, recoveryCount: 0, lastGeneration: 3 },
       T0 + 60_000,
     );

@@ -6,7 +6,10 @@ describe('budget status', () => {
   // capUsd (copied from the policy), spendUsd (the converged cross-site total), spendRatio (spendUsd / capUsd)".
   it('sums the G-Counter slots of every site and divides by the cap', () => {
     const status = budgetStatus(
-      [{ tenantId: 'tenant-a', capUsd: 100 }, { tenantId: 'tenant-b', capUsd: 250 }],
+      [
+        { tenantId: 'tenant-a', capUsd: 100 },
+        { tenantId: 'tenant-b', capUsd: 250 },
+      ],
       { 'tenant-a': { east: 20, west: 5 }, 'tenant-b': { west: 50 }, 'tenant-z': { east: 999 } },
     );
     expect(status).toEqual([
@@ -20,10 +23,18 @@ describe('budget status', () => {
     ['zero cap with spend is 1, not Infinity', 0, { east: 1 }, 1, 1],
     ['zero cap without spend is 0, not NaN', 0, {}, 0, 0],
     ['no counter yet', 10, undefined, 0, 0],
-    ['negative and non-finite slots carry no spend', 10, { a: -5, b: Number.NaN, c: Number.POSITIVE_INFINITY, d: 2 }, 2, 0.2],
+    [
+      'negative and non-finite slots carry no spend',
+      10,
+      { a: -5, b: Number.NaN, c: Number.POSITIVE_INFINITY, d: 2 },
+      2,
+      0.2,
+    ],
   ] as const)('%s', (_label, capUsd, counter, spendUsd, spendRatio) => {
     const counters: Record<string, TenantSpendCounter> = counter === undefined ? {} : { t: counter };
-    expect(budgetStatus([{ tenantId: 't', capUsd }], counters)).toEqual([{ tenantId: 't', capUsd, spendUsd, spendRatio }]);
+    expect(budgetStatus([{ tenantId: 't', capUsd }], counters)).toEqual([
+      { tenantId: 't', capUsd, spendUsd, spendRatio },
+    ]);
   });
 
   it('reports nothing when budgetPolicy is absent ("absent means no tenants are tracked")', () => {

@@ -36,13 +36,15 @@ const where = (b: RoutingBackend) => `${b.kind}:${b.name}@${b.site}/${b.cluster}
 describe('local providers', () => {
   it('yields one candidate per model and site, cluster from routingClusterRef else the provider name', () => {
     // "The operator renders one overlay candidate per routable model/provider pair."
-    const { backends } = evaluate(network({
-      sites: [site(OWN, { labels: { pool: 'gpu' } }), site('east-b', { labels: { pool: 'gpu' } })],
-      inferenceProviders: [
-        local('vllm', { models: ['m1', 'm2'], siteSelector: { pool: 'gpu' }, routingCluster: 'gw-east' }),
-        local('api'),
-      ],
-    }));
+    const { backends } = evaluate(
+      network({
+        sites: [site(OWN, { labels: { pool: 'gpu' } }), site('east-b', { labels: { pool: 'gpu' } })],
+        inferenceProviders: [
+          local('vllm', { models: ['m1', 'm2'], siteSelector: { pool: 'gpu' }, routingCluster: 'gw-east' }),
+          local('api'),
+        ],
+      }),
+    );
     expect(backends.map(where)).toEqual([
       'inference_model:m1@east/gw-east',
       'inference_model:m2@east/gw-east',
@@ -54,7 +56,9 @@ describe('local providers', () => {
 
   it('publishes a provider whose siteSelector matches no GridSite nowhere, and says why', () => {
     // What a user looks up as "Overlay missing new candidate — Cause: ... siteSelector does not match any GridSite."
-    const result = evaluate(network({ inferenceProviders: [local('p', { siteSelector: { 'grid.praxis.fast/provider-site': 'nope' } })] }));
+    const result = evaluate(
+      network({ inferenceProviders: [local('p', { siteSelector: { 'grid.praxis.fast/provider-site': 'nope' } })] }),
+    );
     expect(result.backends).toEqual([]);
     expect(result.excluded).toEqual([expect.objectContaining({ reason: 'no_matching_site', provider: 'p' })]);
   });
@@ -89,32 +93,42 @@ describe('local providers', () => {
   });
 
   it('excludes a provider whose metrics report healthy=false (docs/contract.md §2.5 "metrics with healthy=false → excluded")', () => {
-    const result = evaluate(network({
-      inferenceProviders: [local('sick', { metrics: { configuredSignals: [], sample: sample({ healthy: false }) } })],
-    }));
+    const result = evaluate(
+      network({
+        inferenceProviders: [local('sick', { metrics: { configuredSignals: [], sample: sample({ healthy: false }) } })],
+      }),
+    );
     expect(result.backends).toEqual([]);
     expect(result.excluded).toEqual([expect.objectContaining({ reason: 'unhealthy', provider: 'sick' })]);
   });
 
   it('publishes a draining provider as existing_only and never revives an unhealthy one', () => {
     // docs/contract.md §2.5: "trafficPolicy.drain: true publishes a healthy provider as existing_only."
-    const result = evaluate(network({
-      inferenceProviders: [
-        local('drained', { drain: true }),
-        local('sick', { drain: true, metrics: { configuredSignals: [], sample: sample({ healthy: false }) } }),
-      ],
-    }));
+    const result = evaluate(
+      network({
+        inferenceProviders: [
+          local('drained', { drain: true }),
+          local('sick', { drain: true, metrics: { configuredSignals: [], sample: sample({ healthy: false }) } }),
+        ],
+      }),
+    );
     expect(result.backends.map((b) => [b.provider, b.admission])).toEqual([['drained', 'existing_only']]);
   });
 
   it('normalises a raw queue with queueCapacity before scoring and admission', () => {
-    const result = evaluate(network({
-      policy: policy({ scoringStrategy: 'queueDepth' }),
-      inferenceProviders: [
-        local('epp', { metrics: { configuredSignals: ['queueDepth'], queueCapacity: 40, sample: sample({ queueDepth: 10 }) } }),
-        local('full', { metrics: { configuredSignals: ['queueDepth'], queueCapacity: 40, sample: sample({ queueDepth: 400 }) } }),
-      ],
-    }));
+    const result = evaluate(
+      network({
+        policy: policy({ scoringStrategy: 'queueDepth' }),
+        inferenceProviders: [
+          local('epp', {
+            metrics: { configuredSignals: ['queueDepth'], queueCapacity: 40, sample: sample({ queueDepth: 10 }) },
+          }),
+          local('full', {
+            metrics: { configuredSignals: ['queueDepth'], queueCapacity: 40, sample: sample({ queueDepth: 400 }) },
+          }),
+        ],
+      }),
+    );
     expect(result.backends.map((b) => [b.provider, b.score.total, b.admission])).toEqual([
       ['epp', 0.75, 'new_and_existing'],
       ['full', 0, 'existing_only'],
@@ -125,7 +139,12 @@ describe('local providers', () => {
     const input = network({
       policy: policy({ scoringStrategy: 'queueDepth', admission: STABILIZED }),
       sites: [site(OWN, { labels: { pool: 'gpu' } }), site('east-b', { labels: { pool: 'gpu' } })],
-      inferenceProviders: [local('epp', { siteSelector: { pool: 'gpu' }, metrics: { configuredSignals: ['queueDepth'], sample: sample({ queueDepth: 0.2 }) } })],
+      inferenceProviders: [
+        local('epp', {
+          siteSelector: { pool: 'gpu' },
+          metrics: { configuredSignals: ['queueDepth'], sample: sample({ queueDepth: 0.2 }) },
+        }),
+      ],
     });
     const first = evaluateNetwork(input, T0, new Map());
     expect([...first.admissionMemory.keys()]).toEqual([providerKey(NET, OWN, 'epp')]);
@@ -134,9 +153,15 @@ describe('local providers', () => {
   });
 
   it('drops a capability the gateway would reject and keeps the rest of the overlay', () => {
-    const result = evaluate(network({ inferenceProviders: [local('p', { models: ['ok', ' ', 'x'.repeat(257), 'lone\ud800'] })] }));
+    const result = evaluate(
+      network({ inferenceProviders: [local('p', { models: ['ok', ' ', 'x'.repeat(257), 'lone\ud800'] })] }),
+    );
     expect(result.backends.map((b) => b.name)).toEqual(['ok']);
-    expect(result.excluded.map((e) => e.reason)).toEqual(['invalid_capability', 'invalid_capability', 'invalid_capability']);
+    expect(result.excluded.map((e) => e.reason)).toEqual([
+      'invalid_capability',
+      'invalid_capability',
+      'invalid_capability',
+    ]);
   });
 
   it('counts the 256-byte bound in UTF-8 bytes, not characters', () => {
@@ -181,7 +206,14 @@ describe('AgentToolProvider tools', () => {
 
   it('publishes tools as mcp_tool candidates with cluster tool/{provider} and their credential reference', () => {
     const credential = { name: 'tool-token', namespace: 'praxis-system', key: 'token' };
-    const { backends } = evaluate(network({ toolProviders: [tool('db-tools', { tools: ['database-query'], credential }), tool('down', { phase: 'Unavailable' })] }));
+    const { backends } = evaluate(
+      network({
+        toolProviders: [
+          tool('db-tools', { tools: ['database-query'], credential }),
+          tool('down', { phase: 'Unavailable' }),
+        ],
+      }),
+    );
     expect(backends.map(where)).toEqual(['mcp_tool:database-query@east/tool/db-tools']);
     expect(backends[0]?.credential).toEqual(credential);
   });
@@ -204,11 +236,13 @@ describe('remote provider eligibility', () => {
     ['Left', 'poll', false],
   ];
   it.each(phases)('GridSite %s under %s transport → included=%s', (phase, transport, included) => {
-    const result = evaluate(network({
-      policy: policy({ signalTransport: transport }),
-      sites: [site(OWN), remoteSite('west', { phase })],
-      remoteRecords: [remote('west', 'p')],
-    }));
+    const result = evaluate(
+      network({
+        policy: policy({ signalTransport: transport }),
+        sites: [site(OWN), remoteSite('west', { phase })],
+        remoteRecords: [remote('west', 'p')],
+      }),
+    );
     expect(result.backends.length).toBe(included ? 1 : 0);
     if (!included) expect(result.excluded.map((e) => e.reason)).toEqual(['site_not_eligible']);
   });
@@ -223,7 +257,17 @@ describe('remote provider eligibility', () => {
     });
     const result = evaluate(input);
     expect(result.backends.map((b) => b.provider)).toEqual(['local-vllm']);
-    const overlay = rendered(renderGatewayOverlay({ network: NET, gateway: GATEWAY, policy: input.policy, sites: input.sites, backends: result.backends, source: SOURCE, nowMs: T0 }));
+    const overlay = rendered(
+      renderGatewayOverlay({
+        network: NET,
+        gateway: GATEWAY,
+        policy: input.policy,
+        sites: input.sites,
+        backends: result.backends,
+        source: SOURCE,
+        nowMs: T0,
+      }),
+    );
     expect(overlay.payload.candidates.map((c) => c.site)).toEqual([OWN]);
     expectGatewayAccepts(overlay);
   });
@@ -237,10 +281,12 @@ describe('remote provider eligibility', () => {
     ['a GridSite of another network', remote('south', 'p'), 'site_not_found'],
     ['an Unavailable provider', remote('west', 'p', { phase: 'Unavailable' }), 'provider_unavailable'],
   ] as const)('drops %s', (_label, record, reason) => {
-    const result = evaluate(network({
-      sites: [site(OWN), remoteSite('west'), site(`${NET}-south`, { network: 'staging' })],
-      remoteRecords: [record],
-    }));
+    const result = evaluate(
+      network({
+        sites: [site(OWN), remoteSite('west'), site(`${NET}-south`, { network: 'staging' })],
+        remoteRecords: [record],
+      }),
+    );
     expect(result.backends).toEqual([]);
     expect(result.excluded.map((e) => e.reason)).toEqual([reason]);
   });
@@ -257,26 +303,37 @@ describe('remote provider eligibility', () => {
     ['Available', 'suspect', false],
     ['Available', 'dead', false],
   ] as const)('a remote %s provider of an %s member has fresh=%s', (phase, memberState, fresh) => {
-    const result = evaluate(network({ sites: [remoteSite('west')], remoteRecords: [remote('west', 'p', { phase, memberState, memberAgeSeconds: 5 })] }));
+    const result = evaluate(
+      network({
+        sites: [remoteSite('west')],
+        remoteRecords: [remote('west', 'p', { phase, memberState, memberAgeSeconds: 5 })],
+      }),
+    );
     expect(result.backends[0]?.fresh).toBe(fresh);
   });
 
   it('never carries a credential on a remote candidate and publishes its models and tools', () => {
     // "For remote AGN sites, provider backend credentials stay in the remote provider site".
-    const result = evaluate(network({
-      sites: [remoteSite('west')],
-      remoteRecords: [remote('west', 'mcp', { models: ['m'], tools: ['search', 'search'], capacityWeight: 30 })],
-    }));
-    expect(result.backends.map(where)).toEqual(['inference_model:m@west/gateway-west', 'mcp_tool:search@west/tool/mcp']);
+    const result = evaluate(
+      network({
+        sites: [remoteSite('west')],
+        remoteRecords: [remote('west', 'mcp', { models: ['m'], tools: ['search', 'search'], capacityWeight: 30 })],
+      }),
+    );
+    expect(result.backends.map(where)).toEqual([
+      'inference_model:m@west/gateway-west',
+      'mcp_tool:search@west/tool/mcp',
+    ]);
     expect(result.backends.every((b) => b.credential === undefined && b.capacityWeight === 30)).toBe(true);
   });
 
   it('treats a signal the remote never sends as NotConfigured, and a non-finite one as missing', () => {
-    const input = (queueDepth?: number) => network({
-      policy: policy({ scoringStrategy: 'queueDepth', admission: STABILIZED }),
-      sites: [remoteSite('west')],
-      remoteRecords: [remote('west', 'p', { metrics: sample(queueDepth === undefined ? {} : { queueDepth }) })],
-    });
+    const input = (queueDepth?: number) =>
+      network({
+        policy: policy({ scoringStrategy: 'queueDepth', admission: STABILIZED }),
+        sites: [remoteSite('west')],
+        remoteRecords: [remote('west', 'p', { metrics: sample(queueDepth === undefined ? {} : { queueDepth }) })],
+      });
     expect(evaluate(input()).backends[0]?.admission).toBe('new_and_existing');
     expect(evaluate(input(Number.NaN)).backends[0]?.admission).toBe('existing_only');
     expect(evaluate(input(0.1)).backends[0]?.admission).toBe('new_and_existing');
@@ -295,21 +352,34 @@ describe('stale candidate TTL', () => {
     ['dead with unknown age 0', { memberState: 'dead', memberAgeSeconds: 0 }, 1, 'gossip', true],
     ['dead with no TTL set', { memberState: 'dead', memberAgeSeconds: 99999 }, undefined, 'gossip', true],
     ['dead with a TTL of 0', { memberState: 'dead', memberAgeSeconds: 99999 }, 0, 'gossip', true],
-    ['degraded provider of an alive member', { phase: 'Degraded', memberState: 'alive', memberAgeSeconds: 0 }, 1, 'gossip', true],
+    [
+      'degraded provider of an alive member',
+      { phase: 'Degraded', memberState: 'alive', memberAgeSeconds: 0 },
+      1,
+      'gossip',
+      true,
+    ],
     ['dead past the TTL under poll transport', { memberState: 'dead', memberAgeSeconds: 3600 }, 3600, 'poll', true],
   ] as const;
   it.each(cases)('%s → retained=%s', (_label, record, ttl, transport, retained) => {
-    const result = evaluate(network({
-      policy: policy({ signalTransport: transport, ...(ttl === undefined ? {} : { staleCandidateTtlSeconds: ttl }) }),
-      sites: [remoteSite('west')],
-      remoteRecords: [remote('west', 'p', record)],
-    }));
+    const result = evaluate(
+      network({
+        policy: policy({ signalTransport: transport, ...(ttl === undefined ? {} : { staleCandidateTtlSeconds: ttl }) }),
+        sites: [remoteSite('west')],
+        remoteRecords: [remote('west', 'p', record)],
+      }),
+    );
     expect(result.backends.length).toBe(retained ? 1 : 0);
     if (!retained) expect(result.excluded.map((e) => e.reason)).toEqual(['stale_ttl_expired']);
   });
 
   it('never evicts a Degraded local provider', () => {
-    const result = evaluate(network({ policy: policy({ staleCandidateTtlSeconds: 1 }), inferenceProviders: [local('p', { phase: 'Degraded' })] }));
+    const result = evaluate(
+      network({
+        policy: policy({ staleCandidateTtlSeconds: 1 }),
+        inferenceProviders: [local('p', { phase: 'Degraded' })],
+      }),
+    );
     expect(result.backends.map((b) => b.fresh)).toEqual([false]);
   });
 });

@@ -44,10 +44,17 @@ const SOURCE = { uid: 'example-grid-demo', generation: 1, producerVersion: '0.1.
 const QUEUE: Readonly<Record<string, number>> = { 'east-llm-a': 0.2, 'east-llm-b': 0.6, 'west-llm': 0.1 };
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Manifest = { kind: string; metadata: { name: string; labels?: Record<string, string> }; spec: any; data?: Record<string, string> };
+type Manifest = {
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string> };
+  spec: any;
+  data?: Record<string, string>;
+};
 
 function manifests(file: string): Manifest[] {
-  return parseAllDocuments(readFileSync(join(DIST, file), 'utf8')).map((doc) => doc.toJS() as Manifest).filter((m) => m !== null);
+  return parseAllDocuments(readFileSync(join(DIST, file), 'utf8'))
+    .map((doc) => doc.toJS() as Manifest)
+    .filter((m) => m !== null);
 }
 
 function ofKind(all: readonly Manifest[], kind: string): Manifest[] {
@@ -64,7 +71,13 @@ function siteId(all: readonly Manifest[]): string {
 
 function credential(spec: Manifest['spec']) {
   return spec.auth?.strategy === 'bearer_token' && spec.auth.secretRef !== undefined
-    ? { credential: { name: spec.auth.secretRef.name, namespace: spec.auth.secretRef.namespace, key: spec.auth.secretRef.key ?? 'token' } }
+    ? {
+        credential: {
+          name: spec.auth.secretRef.name,
+          namespace: spec.auth.secretRef.namespace,
+          key: spec.auth.secretRef.key ?? 'token',
+        },
+      }
     : {};
 }
 
@@ -89,9 +102,13 @@ function localInference(m: Manifest): LocalInferenceProvider {
     ...(spec.routingClusterRef === undefined ? {} : { routingCluster: spec.routingClusterRef }),
     ...credential(spec),
     ...(spec.siteSelector?.matchLabels === undefined ? {} : { siteSelector: spec.siteSelector.matchLabels }),
-    ...(spec.accessPolicy?.siteSelector?.matchLabels === undefined ? {} : { accessLabels: spec.accessPolicy.siteSelector.matchLabels }),
+    ...(spec.accessPolicy?.siteSelector?.matchLabels === undefined
+      ? {}
+      : { accessLabels: spec.accessPolicy.siteSelector.matchLabels }),
     ...(spec.capacityWeight === undefined ? {} : { capacityWeight: spec.capacityWeight }),
-    ...(spec.metricsConfig === undefined ? {} : { metrics: { configuredSignals: configuredSignals(spec), sample: sample(m.metadata.name) } }),
+    ...(spec.metricsConfig === undefined
+      ? {}
+      : { metrics: { configuredSignals: configuredSignals(spec), sample: sample(m.metadata.name) } }),
   };
 }
 
@@ -104,7 +121,9 @@ function localTool(m: Manifest): LocalToolProvider {
     tools: (spec.tools ?? []).map((t: { name: string }) => t.name),
     ...credential(spec),
     ...(spec.siteSelector?.matchLabels === undefined ? {} : { siteSelector: spec.siteSelector.matchLabels }),
-    ...(spec.accessPolicy?.siteSelector?.matchLabels === undefined ? {} : { accessLabels: spec.accessPolicy.siteSelector.matchLabels }),
+    ...(spec.accessPolicy?.siteSelector?.matchLabels === undefined
+      ? {}
+      : { accessLabels: spec.accessPolicy.siteSelector.matchLabels }),
   };
 }
 
@@ -133,17 +152,21 @@ function remoteRecord(site: string, m: Manifest): RemoteProviderRecord {
 function praxisFilters(all: readonly Manifest[], configMap: string): Record<string, unknown>[] {
   const cm = ofKind(all, 'ConfigMap').find((c) => c.metadata.name === configMap);
   if (cm?.data?.['praxis.yaml'] === undefined) throw new Error(`ConfigMap ${configMap} has no praxis.yaml`);
-  const config = parseAllDocuments(cm.data['praxis.yaml'])[0]?.toJS() as { filter_chains: { filters: Record<string, unknown>[] }[] };
+  const config = parseAllDocuments(cm.data['praxis.yaml'])[0]?.toJS() as {
+    filter_chains: { filters: Record<string, unknown>[] }[];
+  };
   return config.filter_chains.flatMap((chain) => chain.filters);
 }
 
 const available = Object.values(SITE_FILES).every((file) => existsSync(join(DIST, file)));
 
 describe.runIf(available)('example grid from dist/', () => {
-  const bySite = Object.fromEntries(Object.values(SITE_FILES).map((file) => {
-    const all = manifests(file);
-    return [siteId(all), all] as const;
-  }));
+  const bySite = Object.fromEntries(
+    Object.values(SITE_FILES).map((file) => {
+      const all = manifests(file);
+      return [siteId(all), all] as const;
+    }),
+  );
 
   /** East's overlays for every consumer entry of its compiled GridNetwork, as the operator renders them. */
   function renderEast() {
@@ -165,14 +188,25 @@ describe.runIf(available)('example grid from dist/', () => {
       .filter(([site]) => site !== 'east')
       .flatMap(([site, all]) => ofKind(all, 'InferenceProvider').map((m) => remoteRecord(site, m)));
     // The operator's own mapping, so the consumer entries' dialects reach the render as they would on a cluster.
-    const gateways = gatewayReferences({ apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridNetwork', metadata: { name: network.metadata.name }, spec });
-    expect(gateways.map((g) => `${g.name}:${g.dialect ?? 'agn'}`)).toEqual(['consumer-gateway:agn', 'praxis-ai:praxis-main']);
+    const gateways = gatewayReferences({
+      apiVersion: 'grid.praxis.fast/v1alpha1',
+      kind: 'GridNetwork',
+      metadata: { name: network.metadata.name },
+      spec,
+    });
+    expect(gateways.map((g) => `${g.name}:${g.dialect ?? 'agn'}`)).toEqual([
+      'consumer-gateway:agn',
+      'praxis-ai:praxis-main',
+    ]);
 
     const result = renderNetwork(
       {
         network: network.metadata.name,
         ownSite: 'east',
-        ownGeography: { ...(spec.region === undefined ? {} : { region: spec.region }), ...(spec.zone === undefined ? {} : { zone: spec.zone }) },
+        ownGeography: {
+          ...(spec.region === undefined ? {} : { region: spec.region }),
+          ...(spec.zone === undefined ? {} : { zone: spec.zone }),
+        },
         policy: policy.value,
         sites,
         inferenceProviders: ofKind(east, 'InferenceProvider').map(localInference),
@@ -200,14 +234,22 @@ describe.runIf(available)('example grid from dist/', () => {
     expect(text).toBe(readFileSync(golden, 'utf8'));
 
     // The consumer gateway routes the overlay's clusters and hops to the provider gateways with its stable_id.
-    const intelligentRoute = praxisFilters(east, 'consumer-gateway-config').find((f) => f['filter'] === 'intelligent_route') as { provider_hop_clusters: string[] };
-    const balancer = praxisFilters(east, 'consumer-gateway-config').find((f) => f['filter'] === 'load_balancer') as { clusters: { name: string }[] };
+    const intelligentRoute = praxisFilters(east, 'consumer-gateway-config').find(
+      (f) => f['filter'] === 'intelligent_route',
+    ) as { provider_hop_clusters: string[] };
+    const balancer = praxisFilters(east, 'consumer-gateway-config').find((f) => f['filter'] === 'load_balancer') as {
+      clusters: { name: string }[];
+    };
     const upstreams = new Set(balancer.clusters.map((c) => c.name));
     for (const candidate of overlay.payload.candidates.filter((c) => c.kind === 'inference_model')) {
       expect(upstreams.has(candidate.cluster), `${candidate.cluster} is an upstream of consumer-gateway`).toBe(true);
       expect(intelligentRoute.provider_hop_clusters).toContain(candidate.cluster);
-      const route = praxisFilters(bySite[candidate.site] as Manifest[], 'provider-gateway-config').find((f) => f['filter'] === 'provider_route') as { routes: { candidate_id: string; model: string }[] };
-      expect(route.routes).toContainEqual(expect.objectContaining({ candidate_id: candidate.stable_id, model: candidate.name }));
+      const route = praxisFilters(bySite[candidate.site] as Manifest[], 'provider-gateway-config').find(
+        (f) => f['filter'] === 'provider_route',
+      ) as { routes: { candidate_id: string; model: string }[] };
+      expect(route.routes).toContainEqual(
+        expect.objectContaining({ candidate_id: candidate.stable_id, model: candidate.name }),
+      );
     }
     // geographyFirst: east (same_site) before west (cross_region), then score (1 - queue; neutral 0.5 without metrics).
     expect(overlay.payload.candidates.map((c) => `${c.name}@${c.site}/${c.cluster}:${c.selection_group}`)).toEqual([
@@ -234,14 +276,20 @@ describe.runIf(available)('example grid from dist/', () => {
     if (process.env['UPDATE_GOLDEN'] === '1') writeFileSync(golden, text);
     expect(text).toBe(readFileSync(golden, 'utf8'));
 
-    const published = JSON.parse(text) as { overlay: Record<string, unknown>; revision: { value: string }; content_digest: { value: string } };
+    const published = JSON.parse(text) as {
+      overlay: Record<string, unknown>;
+      revision: { value: string };
+      content_digest: { value: string };
+    };
     expect(Object.keys(published.overlay)).not.toContain('selection_policy');
     expect(text).not.toContain('traffic_weight');
     expect(overlay.payload.candidates.length).toBeGreaterThan(0);
     // What Praxis computes, from the raw published JSON as its loader does: SHA-256 of the JCS bytes of exactly
     // {candidates, local_site, network}.
     const { candidates, local_site, network } = published.overlay;
-    const praxisDigest = createHash('sha256').update(canonicalize({ candidates, local_site, network }), 'utf8').digest('hex');
+    const praxisDigest = createHash('sha256')
+      .update(canonicalize({ candidates, local_site, network }), 'utf8')
+      .digest('hex');
     expect(published.content_digest.value).toBe(praxisDigest);
     expect(published.revision.value).toBe(praxisDigest);
     // ...and `agn overlay revision`, the reference, prints it for the published file.
@@ -249,9 +297,21 @@ describe.runIf(available)('example grid from dist/', () => {
     try {
       const file = join(dir, 'routing-overlay.json');
       writeFileSync(file, text);
-      const { stdout } = await run(process.execPath, [join(ROOT, 'daemons', 'cli', 'agn.ts'), 'overlay', 'revision', file]);
+      const { stdout } = await run(process.execPath, [
+        join(ROOT, 'daemons', 'cli', 'agn.ts'),
+        'overlay',
+        'revision',
+        file,
+      ]);
       expect(stdout).toBe(`${praxisDigest}\n`);
-      const verify = await run(process.execPath, [join(ROOT, 'daemons', 'cli', 'agn.ts'), 'overlay', 'verify', '--consumer', 'praxis-main', file]);
+      const verify = await run(process.execPath, [
+        join(ROOT, 'daemons', 'cli', 'agn.ts'),
+        'overlay',
+        'verify',
+        '--consumer',
+        'praxis-main',
+        file,
+      ]);
       expect(verify.stdout).toBe(`accept ${praxisDigest}\n`);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -42,7 +42,11 @@ export function sample(over: Partial<MetricsSample> = {}): MetricsSample {
   return { generation: 1, observedAtMs: T0, healthy: true, ...over };
 }
 
-export function remote(siteId: string, provider: string, over: Partial<RemoteProviderRecord> = {}): RemoteProviderRecord {
+export function remote(
+  siteId: string,
+  provider: string,
+  over: Partial<RemoteProviderRecord> = {},
+): RemoteProviderRecord {
   return {
     network: NET,
     site: siteId,
@@ -85,7 +89,11 @@ export function network(over: Partial<NetworkRoutingInput> = {}): NetworkRouting
 }
 
 export const GATEWAY: GatewayReference = { name: 'inference-gw', namespace: 'praxis-system', siteName: OWN };
-export const SOURCE: RenderSource = { uid: '00000000-0000-0000-0000-000000000001', generation: 3, producerVersion: '0.1.0' };
+export const SOURCE: RenderSource = {
+  uid: '00000000-0000-0000-0000-000000000001',
+  generation: 3,
+  producerVersion: '0.1.0',
+};
 
 /** Unwraps a render result; fails the test with the render error's message otherwise. */
 export function rendered(result: Result<RenderedOverlay, RenderError>): RenderedOverlay {

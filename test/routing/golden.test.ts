@@ -30,7 +30,9 @@ function golden(file: string, actual: string): void {
   expect(actual).toBe(readFileSync(path, 'utf8'));
 }
 
-const scenarios = readdirSync(DIR).filter((f) => f.endsWith('.input.json')).sort();
+const scenarios = readdirSync(DIR)
+  .filter((f) => f.endsWith('.input.json'))
+  .sort();
 
 describe('golden overlays', () => {
   it('has scenarios', () => {
@@ -40,13 +42,23 @@ describe('golden overlays', () => {
   it.each(scenarios)('%s renders to the committed overlays', (file) => {
     const name = file.replace(/\.input\.json$/, '');
     const scenario = JSON.parse(readFileSync(join(DIR, file), 'utf8')) as Scenario;
-    const result = renderNetwork(scenario.input, scenario.gateways, scenario.source, Date.parse(scenario.now), new Map());
+    const result = renderNetwork(
+      scenario.input,
+      scenario.gateways,
+      scenario.source,
+      Date.parse(scenario.now),
+      new Map(),
+    );
     const report: Record<string, unknown> = { excluded: result.excluded, gateways: {} };
     for (const { gateway, result: outcome } of result.gateways) {
       const overlay = rendered(outcome);
       expectGatewayAccepts(overlay, gateway);
       golden(`${name}.${gateway.name}.overlay.json`, serializeOverlay(overlay.envelope));
-      (report['gateways'] as Record<string, unknown>)[gateway.name] = { revision: overlay.revision, configMap: overlay.configMapName, excluded: overlay.excluded };
+      (report['gateways'] as Record<string, unknown>)[gateway.name] = {
+        revision: overlay.revision,
+        configMap: overlay.configMapName,
+        excluded: overlay.excluded,
+      };
     }
     golden(`${name}.report.json`, serializeOverlay(report));
   });

@@ -92,7 +92,15 @@ describe('ordering policies', () => {
       item('i-near', 'same_site', { score: 0 }),
     ];
     expect(sites(orderCandidates('geographyFirst', input).ordered)).toEqual([
-      'i-near', 'g-stale-near', 'd-zone', 'f-region-hi', 'e-region-lo', 'a-tie', 'b-tie', 'c-unknown', 'h-busy-near',
+      'i-near',
+      'g-stale-near',
+      'd-zone',
+      'f-region-hi',
+      'e-region-lo',
+      'a-tie',
+      'b-tie',
+      'c-unknown',
+      'h-busy-near',
     ]);
   });
 
@@ -104,15 +112,27 @@ describe('ordering policies', () => {
       item('d-far-lo', 'cross_region', { score: 0.2 }),
       item('e-busy', 'same_site', { admission: 'existing_only', score: 1 }),
     ];
-    expect(sites(orderCandidates('scoreFirst', input).ordered)).toEqual(['b-far-hi', 'c-near-lo', 'd-far-lo', 'a-stale', 'e-busy']);
+    expect(sites(orderCandidates('scoreFirst', input).ordered)).toEqual([
+      'b-far-hi',
+      'c-near-lo',
+      'd-far-lo',
+      'a-stale',
+      'e-busy',
+    ]);
   });
 
   it('breaks full ties by name and then cluster, whatever the input order', () => {
     const a = item('s', 'same_site', { name: 'x', cluster: 'c2' });
     const b = item('s', 'same_site', { name: 'x', cluster: 'c1' });
     const c = item('s', 'same_site', { name: 'w', cluster: 'c9' });
-    for (const input of [[a, b, c], [c, b, a], [b, c, a]]) {
-      expect(orderCandidates('geographyFirst', input).ordered.map((i) => `${i.backend.name}/${i.backend.cluster}`)).toEqual(['w/c9', 'x/c1', 'x/c2']);
+    for (const input of [
+      [a, b, c],
+      [c, b, a],
+      [b, c, a],
+    ]) {
+      expect(
+        orderCandidates('geographyFirst', input).ordered.map((i) => `${i.backend.name}/${i.backend.cluster}`),
+      ).toEqual(['w/c9', 'x/c1', 'x/c2']);
     }
   });
 });
@@ -149,16 +169,24 @@ describe('dedup, rank and cap', () => {
     const { ordered, stableIds, duplicates } = orderCandidates('geographyFirst', [worseY, bestX, worseX, bestY]);
     expect(ordered.map((i) => i.backend.provider)).toEqual(['x1', 'y1']);
     expect(duplicates.map((i) => i.backend.provider)).toEqual(['x2', 'y2']);
-    expect(stableIds.map(stableIdText)).toEqual([stableId('inference_model', x, 's', 'gw-s'), stableId('inference_model', y, 's', 'gw-s')]);
+    expect(stableIds.map(stableIdText)).toEqual([
+      stableId('inference_model', x, 's', 'gw-s'),
+      stableId('inference_model', y, 's', 'gw-s'),
+    ]);
   });
 
   it('keeps the same name at the same site under another kind', () => {
-    const { ordered } = orderCandidates('geographyFirst', [item('s', 'same_site', { kind: 'mcp_tool' }), item('s', 'same_site')]);
+    const { ordered } = orderCandidates('geographyFirst', [
+      item('s', 'same_site', { kind: 'mcp_tool' }),
+      item('s', 'same_site'),
+    ]);
     expect(ordered.map((i) => i.backend.kind)).toEqual(['inference_model', 'mcp_tool']);
   });
 
   it(`caps the overlay at ${MAX_OVERLAY_CANDIDATES} candidates, dropping the lowest-ranked`, () => {
-    const input = Array.from({ length: MAX_OVERLAY_CANDIDATES + 5 }, (_, i) => item(`s${String(i).padStart(5, '0')}`, 'unknown'));
+    const input = Array.from({ length: MAX_OVERLAY_CANDIDATES + 5 }, (_, i) =>
+      item(`s${String(i).padStart(5, '0')}`, 'unknown'),
+    );
     const { ordered, overLimit } = orderCandidates('geographyFirst', input.reverse());
     expect(ordered).toHaveLength(MAX_OVERLAY_CANDIDATES);
     expect(ordered[0]?.backend.site).toBe('s00000');
@@ -181,12 +209,28 @@ describe('selection groups', () => {
   it('geographyFirst splits on admission, tier and fresh, never on score', () => {
     const { ordered } = orderCandidates('geographyFirst', input);
     const groups = assignSelectionGroups('geographyFirst', ordered);
-    expect(ordered.map((i, n) => `${i.backend.site}:${groups[n]}`)).toEqual(['a:0', 't:0', 'b:0', 'c:1', 'd:2', 'e:3', 'f:4']);
+    expect(ordered.map((i, n) => `${i.backend.site}:${groups[n]}`)).toEqual([
+      'a:0',
+      't:0',
+      'b:0',
+      'c:1',
+      'd:2',
+      'e:3',
+      'f:4',
+    ]);
   });
 
   it('scoreFirst splits only on admission and fresh', () => {
     const { ordered } = orderCandidates('scoreFirst', input);
     const groups = assignSelectionGroups('scoreFirst', ordered);
-    expect(ordered.map((i, n) => `${i.backend.site}:${groups[n]}`)).toEqual(['a:0', 'c:0', 't:0', 'b:0', 'd:1', 'e:1', 'f:2']);
+    expect(ordered.map((i, n) => `${i.backend.site}:${groups[n]}`)).toEqual([
+      'a:0',
+      'c:0',
+      't:0',
+      'b:0',
+      'd:1',
+      'e:1',
+      'f:2',
+    ]);
   });
 });

@@ -12,12 +12,18 @@ describe('resolveRoutingPolicy', () => {
   it('applies the CRD defaults to an empty spec (geographyFirst, noMetrics, legacy admission, gossip)', () => {
     // routingPolicy "geographyFirst (default)"; scoringPolicy absent means noMetrics; "When
     // spec.admissionPolicy is omitted, admission preserves the legacy instantaneous behavior".
-    expect(resolve({})).toEqual({ routingPolicy: 'geographyFirst', scoringStrategy: 'noMetrics', signalTransport: 'gossip' });
+    expect(resolve({})).toEqual({
+      routingPolicy: 'geographyFirst',
+      scoringStrategy: 'noMetrics',
+      signalTransport: 'gossip',
+    });
   });
 
   it('treats admissionPolicy mode instantaneous (its default) as the legacy rule', () => {
     expect(resolve({ admissionPolicy: {} }).admission).toBeUndefined();
-    expect(resolve({ admissionPolicy: { mode: 'instantaneous', pressure: { enterThreshold: 0.5 } } }).admission).toBeUndefined();
+    expect(
+      resolve({ admissionPolicy: { mode: 'instantaneous', pressure: { enterThreshold: 0.5 } } }).admission,
+    ).toBeUndefined();
   });
 
   it('fills stabilized pressure defaults: enter 0.85, exit 0.70, failure 2, success 3, 10s, 30s (docs/contract.md §1)', () => {
@@ -44,7 +50,14 @@ describe('resolveRoutingPolicy', () => {
         admissionPolicy: {
           mode: 'stabilized',
           missingMetrics: 'excluded',
-          pressure: { enterThreshold: 0.9, exitThreshold: 0.5, failureThreshold: 4, successThreshold: 5, minimumStateDuration: '15s', recoveryHoldDown: '120s' },
+          pressure: {
+            enterThreshold: 0.9,
+            exitThreshold: 0.5,
+            failureThreshold: 4,
+            successThreshold: 5,
+            minimumStateDuration: '15s',
+            recoveryHoldDown: '120s',
+          },
         },
       }),
     ).toEqual({
@@ -55,8 +68,13 @@ describe('resolveRoutingPolicy', () => {
       staleCandidateTtlSeconds: 3600,
       signalTransport: 'poll',
       admission: {
-        enterThreshold: 0.9, exitThreshold: 0.5, failureThreshold: 4, successThreshold: 5,
-        minimumStateDurationSeconds: 15, recoveryHoldDownSeconds: 120, missingMetrics: 'excluded',
+        enterThreshold: 0.9,
+        exitThreshold: 0.5,
+        failureThreshold: 4,
+        successThreshold: 5,
+        minimumStateDurationSeconds: 15,
+        recoveryHoldDownSeconds: 120,
+        missingMetrics: 'excluded',
       },
     });
   });
@@ -67,15 +85,39 @@ describe('resolveRoutingPolicy', () => {
   });
 
   it.each([
-    ['unknown routing policy', { routingPolicy: 'nearest' }, 'spec.routingPolicy: "nearest" is not one of geographyFirst, scoreFirst'],
+    [
+      'unknown routing policy',
+      { routingPolicy: 'nearest' },
+      'spec.routingPolicy: "nearest" is not one of geographyFirst, scoreFirst',
+    ],
     ['unknown strategy', { scoringPolicy: { strategy: 'latency' } }, 'spec.scoringPolicy.strategy'],
     ['unknown selection mode', { selectionPolicy: { mode: 'sticky' } }, 'spec.selectionPolicy.mode'],
     ['unknown transport', { signalTransport: { mode: 'carrier-pigeon' } }, 'spec.signalTransport.mode'],
-    ['threshold above 1', { admissionPolicy: { mode: 'stabilized', pressure: { enterThreshold: 1.2 } } }, 'pressure.enterThreshold: 1.2 is not a number in [0, 1]'],
-    ['exit not below enter', { admissionPolicy: { mode: 'stabilized', pressure: { enterThreshold: 0.6, exitThreshold: 0.6 } } }, 'exitThreshold: 0.6 must be below enterThreshold 0.6'],
-    ['failure threshold 0', { admissionPolicy: { mode: 'stabilized', pressure: { failureThreshold: 0 } } }, 'failureThreshold: 0 is not an integer in 1..100'],
-    ['sub-second duration', { admissionPolicy: { mode: 'stabilized', pressure: { minimumStateDuration: '500ms' } } }, 'spec.admissionPolicy.pressure.minimumStateDuration: "500ms" is in ms, which is not accepted here; use whole seconds (s) from 1s, such as 10s'],
-    ['unknown missingMetrics', { admissionPolicy: { mode: 'stabilized', missingMetrics: 'ignore' } }, 'spec.admissionPolicy.missingMetrics'],
+    [
+      'threshold above 1',
+      { admissionPolicy: { mode: 'stabilized', pressure: { enterThreshold: 1.2 } } },
+      'pressure.enterThreshold: 1.2 is not a number in [0, 1]',
+    ],
+    [
+      'exit not below enter',
+      { admissionPolicy: { mode: 'stabilized', pressure: { enterThreshold: 0.6, exitThreshold: 0.6 } } },
+      'exitThreshold: 0.6 must be below enterThreshold 0.6',
+    ],
+    [
+      'failure threshold 0',
+      { admissionPolicy: { mode: 'stabilized', pressure: { failureThreshold: 0 } } },
+      'failureThreshold: 0 is not an integer in 1..100',
+    ],
+    [
+      'sub-second duration',
+      { admissionPolicy: { mode: 'stabilized', pressure: { minimumStateDuration: '500ms' } } },
+      'spec.admissionPolicy.pressure.minimumStateDuration: "500ms" is in ms, which is not accepted here; use whole seconds (s) from 1s, such as 10s',
+    ],
+    [
+      'unknown missingMetrics',
+      { admissionPolicy: { mode: 'stabilized', missingMetrics: 'ignore' } },
+      'spec.admissionPolicy.missingMetrics',
+    ],
   ])('refuses %s with invalid_policy naming the field', (_label, spec, message) => {
     const result = resolveRoutingPolicy('production', spec as unknown as GridNetworkSpec);
     expect(result.ok).toBe(false);

@@ -17,7 +17,10 @@ import { expectGatewayAccepts, GATEWAY, local, network, policy, rendered, SOURCE
 /** Two equally good local providers of one model with different capacity weights: one selection group. */
 function input(mode: SelectionMode | undefined) {
   return network({
-    policy: policy({ ...(mode === undefined ? {} : { selectionMode: mode }), ...(mode === 'weightedRandom' ? { placementStrategy: 'static' } : {}) }),
+    policy: policy({
+      ...(mode === undefined ? {} : { selectionMode: mode }),
+      ...(mode === 'weightedRandom' ? { placementStrategy: 'static' } : {}),
+    }),
     inferenceProviders: [local('llm-a', { capacityWeight: 3 }), local('llm-b', { capacityWeight: 1 })],
   });
 }
@@ -31,17 +34,29 @@ interface Row {
   readonly unhonoured: readonly string[];
 }
 
-const MODES: readonly (SelectionMode | undefined)[] = [undefined, 'deterministic', 'roundRobin', 'random', 'weightedRandom'];
+const MODES: readonly (SelectionMode | undefined)[] = [
+  undefined,
+  'deterministic',
+  'roundRobin',
+  'random',
+  'weightedRandom',
+];
 
 function expected(mode: SelectionMode | undefined, dialect: ConsumerDialect): Row {
   if (dialect === 'agn') return { mode, dialect, published: mode, weights: mode === 'weightedRandom', unhonoured: [] };
   if (dialect === 'praxis-main') {
     // main has no selection_policy (208-222): never published; anything but first-admitted is not honoured.
-    const unhonoured = mode === 'weightedRandom' ? ['weighted_split_collapsed'] : mode === 'roundRobin' || mode === 'random' ? ['selection_mode_ignored'] : [];
+    const unhonoured =
+      mode === 'weightedRandom'
+        ? ['weighted_split_collapsed']
+        : mode === 'roundRobin' || mode === 'random'
+          ? ['selection_mode_ignored']
+          : [];
     return { mode, dialect, published: undefined, weights: false, unhonoured };
   }
   // groups (PR #731): deterministic, roundRobin, random; weightedRandom degrades to random without weights.
-  if (mode === 'weightedRandom') return { mode, dialect, published: 'random', weights: false, unhonoured: ['weighted_split_as_random'] };
+  if (mode === 'weightedRandom')
+    return { mode, dialect, published: 'random', weights: false, unhonoured: ['weighted_split_as_random'] };
   return { mode, dialect, published: mode, weights: false, unhonoured: [] };
 }
 
@@ -76,7 +91,11 @@ describe('render per consumer dialect', () => {
         for (const strict of ['praxis-main', 'praxis-groups'] as const) {
           // A praxis-main overlay has no selection_policy, so the groups consumer accepts it too; a groups overlay
           // carrying a policy is not for main (its digest covers the policy).
-          const verdict = validateOverlay(serializeOverlay(overlay.envelope), { maxBytes: GATEWAY_MAX_OVERLAY_BYTES, allowLegacy: false, dialect: strict });
+          const verdict = validateOverlay(serializeOverlay(overlay.envelope), {
+            maxBytes: GATEWAY_MAX_OVERLAY_BYTES,
+            allowLegacy: false,
+            dialect: strict,
+          });
           const shouldAccept = strict === dialect || overlay.payload.selection_policy === undefined;
           expect(verdict.ok, `${mode} rendered for ${dialect}, read by ${strict}`).toBe(shouldAccept);
         }
@@ -86,7 +105,9 @@ describe('render per consumer dialect', () => {
 
   it('renders the same candidates for every dialect: only the policy and the weights differ', () => {
     const strip = (dialect: ConsumerDialect) => {
-      const overlay = rendered(renderNetwork(input('weightedRandom'), [{ ...GATEWAY, dialect }], SOURCE, T0, new Map()).gateways[0]!.result);
+      const overlay = rendered(
+        renderNetwork(input('weightedRandom'), [{ ...GATEWAY, dialect }], SOURCE, T0, new Map()).gateways[0]!.result,
+      );
       return overlay.payload.candidates.map(({ traffic_weight: _weight, ...rest }) => rest);
     };
     expect(strip('praxis-main')).toEqual(strip('agn'));

@@ -52,20 +52,46 @@ function grid(over: Partial<NetworkRoutingInput> = {}): NetworkRoutingInput {
       }),
     ],
     toolProviders: [tool('db-tools', { tools: ['database-query'] })],
-    remoteRecords: [remote('west', 'vllm-west', { models: ['shared-model'], capacityWeight: 30, metrics: sample({ queueDepth: 0.2 }) })],
+    remoteRecords: [
+      remote('west', 'vllm-west', {
+        models: ['shared-model'],
+        capacityWeight: 30,
+        metrics: sample({ queueDepth: 0.2 }),
+      }),
+    ],
     ...over,
   });
 }
 
 describe('overlay envelope (docs/contract.md §2.2)', () => {
-  const overlay = render(grid({ policy: policy({ selectionMode: 'weightedRandom', placementStrategy: 'static', scoringStrategy: 'queueDepth' }) }));
+  const overlay = render(
+    grid({
+      policy: policy({ selectionMode: 'weightedRandom', placementStrategy: 'static', scoringStrategy: 'queueDepth' }),
+    }),
+  );
 
   it('puts the envelope keys, scope and provenance in contract order', () => {
-    expect(Object.keys(overlay.envelope)).toEqual(['schema_version', 'revision', 'content_digest', 'scope', 'provenance', 'overlay']);
+    expect(Object.keys(overlay.envelope)).toEqual([
+      'schema_version',
+      'revision',
+      'content_digest',
+      'scope',
+      'provenance',
+      'overlay',
+    ]);
     expect(overlay.envelope.schema_version).toBe('1.0.0');
-    expect(overlay.envelope.revision).toEqual({ kind: 'content_addressed', algorithm: 'sha256', value: overlay.revision });
+    expect(overlay.envelope.revision).toEqual({
+      kind: 'content_addressed',
+      algorithm: 'sha256',
+      value: overlay.revision,
+    });
     expect(overlay.envelope.content_digest).toEqual({ algorithm: 'sha256', value: overlay.revision });
-    expect(overlay.envelope.scope).toEqual({ network: NET, gateway: 'inference-gw', namespace: 'praxis-system', local_site: OWN });
+    expect(overlay.envelope.scope).toEqual({
+      network: NET,
+      gateway: 'inference-gw',
+      namespace: 'praxis-system',
+      local_site: OWN,
+    });
     expect(overlay.envelope.provenance).toEqual({
       producer: 'grid-operator',
       producer_version: '0.1.0',
@@ -78,7 +104,12 @@ describe('overlay envelope (docs/contract.md §2.2)', () => {
   });
 
   it('renders the payload with generated_at in RFC 3339 UTC and selection_policy only because one is set', () => {
-    expect(overlay.payload).toMatchObject({ network: NET, local_site: OWN, selection_policy: { mode: 'weightedRandom' }, generated_at: '2026-07-29T00:00:00Z' });
+    expect(overlay.payload).toMatchObject({
+      network: NET,
+      local_site: OWN,
+      selection_policy: { mode: 'weightedRandom' },
+      generated_at: '2026-07-29T00:00:00Z',
+    });
     const plain = render(grid());
     expect(Object.hasOwn(plain.payload, 'selection_policy')).toBe(false);
   });
@@ -86,11 +117,31 @@ describe('overlay envelope (docs/contract.md §2.2)', () => {
   it('orders candidate keys as the contract table and omits optional keys instead of writing null', () => {
     const [, east, west] = overlay.payload.candidates;
     expect(Object.keys(east ?? {})).toEqual([
-      'kind', 'name', 'site', 'cluster', 'fresh', 'credential', 'stable_id', 'admission_state', 'selection_tier', 'score',
-      'score_breakdown', 'rank', 'selection_group', 'traffic_weight',
+      'kind',
+      'name',
+      'site',
+      'cluster',
+      'fresh',
+      'credential',
+      'stable_id',
+      'admission_state',
+      'selection_tier',
+      'score',
+      'score_breakdown',
+      'rank',
+      'selection_group',
+      'traffic_weight',
     ]);
     expect(Object.keys(west ?? {})).not.toContain('credential');
-    expect(Object.keys(east?.score_breakdown ?? {})).toEqual(['locality', 'queue_depth', 'kv_cache', 'prefix_cache', 'latency', 'cost', 'total']);
+    expect(Object.keys(east?.score_breakdown ?? {})).toEqual([
+      'locality',
+      'queue_depth',
+      'kv_cache',
+      'prefix_cache',
+      'latency',
+      'cost',
+      'total',
+    ]);
     expect(JSON.stringify(overlay.envelope)).not.toContain('null');
   });
 
@@ -98,8 +149,14 @@ describe('overlay envelope (docs/contract.md §2.2)', () => {
     // The four literal forms of a candidate (credential or not, weighted or not) must each already be what
     // orderCandidate would produce: it then returns the candidate itself.
     for (const mode of ['weightedRandom', 'deterministic'] as const) {
-      const { payload } = render(grid({ policy: policy({ selectionMode: mode, placementStrategy: mode === 'weightedRandom' ? 'static' : undefined }) }));
-      const forms = new Set(payload.candidates.map((c) => `${Object.hasOwn(c, 'credential')}/${Object.hasOwn(c, 'traffic_weight')}`));
+      const { payload } = render(
+        grid({
+          policy: policy({ selectionMode: mode, placementStrategy: mode === 'weightedRandom' ? 'static' : undefined }),
+        }),
+      );
+      const forms = new Set(
+        payload.candidates.map((c) => `${Object.hasOwn(c, 'credential')}/${Object.hasOwn(c, 'traffic_weight')}`),
+      );
       expect(forms.size, mode).toBe(2);
       for (const candidate of payload.candidates) expect(orderCandidate(candidate)).toBe(candidate);
     }
@@ -109,26 +166,77 @@ describe('overlay envelope (docs/contract.md §2.2)', () => {
     // "Each candidate is enriched with admission state, locality tier, stable ID, score, score breakdown, and rank."
     expect(overlay.payload.candidates).toEqual([
       {
-        kind: 'mcp_tool', name: 'database-query', site: OWN, cluster: 'tool/db-tools', fresh: true,
+        kind: 'mcp_tool',
+        name: 'database-query',
+        site: OWN,
+        cluster: 'tool/db-tools',
+        fresh: true,
         stable_id: stableId('mcp_tool', 'database-query', OWN, 'tool/db-tools'),
-        admission_state: 'new_and_existing', selection_tier: 'same_site', score: 0.5,
-        score_breakdown: { locality: 1, queue_depth: 0.5, kv_cache: 0.5, prefix_cache: 0.5, latency: 0.5, cost: 0.5, total: 0.5 },
-        rank: 0, selection_group: 0, traffic_weight: 1,
+        admission_state: 'new_and_existing',
+        selection_tier: 'same_site',
+        score: 0.5,
+        score_breakdown: {
+          locality: 1,
+          queue_depth: 0.5,
+          kv_cache: 0.5,
+          prefix_cache: 0.5,
+          latency: 0.5,
+          cost: 0.5,
+          total: 0.5,
+        },
+        rank: 0,
+        selection_group: 0,
+        traffic_weight: 1,
       },
       {
-        kind: 'inference_model', name: 'shared-model', site: OWN, cluster: 'gateway-east', fresh: true,
-        credential: { strategy: 'bearer_token', secretRef: { name: 'east-token', namespace: 'grid-system', key: 'token' } },
+        kind: 'inference_model',
+        name: 'shared-model',
+        site: OWN,
+        cluster: 'gateway-east',
+        fresh: true,
+        credential: {
+          strategy: 'bearer_token',
+          secretRef: { name: 'east-token', namespace: 'grid-system', key: 'token' },
+        },
         stable_id: stableId('inference_model', 'shared-model', OWN, 'gateway-east'),
-        admission_state: 'new_and_existing', selection_tier: 'same_site', score: 0.5,
-        score_breakdown: { locality: 1, queue_depth: 0.5, kv_cache: 0.5, prefix_cache: 0.5, latency: 0.5, cost: 0.5, total: 0.5 },
-        rank: 1, selection_group: 0, traffic_weight: 50,
+        admission_state: 'new_and_existing',
+        selection_tier: 'same_site',
+        score: 0.5,
+        score_breakdown: {
+          locality: 1,
+          queue_depth: 0.5,
+          kv_cache: 0.5,
+          prefix_cache: 0.5,
+          latency: 0.5,
+          cost: 0.5,
+          total: 0.5,
+        },
+        rank: 1,
+        selection_group: 0,
+        traffic_weight: 50,
       },
       {
-        kind: 'inference_model', name: 'shared-model', site: 'west', cluster: 'gateway-west', fresh: true,
+        kind: 'inference_model',
+        name: 'shared-model',
+        site: 'west',
+        cluster: 'gateway-west',
+        fresh: true,
         stable_id: stableId('inference_model', 'shared-model', 'west', 'gateway-west'),
-        admission_state: 'new_and_existing', selection_tier: 'cross_region', score: 0.8,
-        score_breakdown: { locality: 0.25, queue_depth: 0.8, kv_cache: 0.5, prefix_cache: 0.5, latency: 0.5, cost: 0.5, total: 0.8 },
-        rank: 2, selection_group: 1, traffic_weight: 30,
+        admission_state: 'new_and_existing',
+        selection_tier: 'cross_region',
+        score: 0.8,
+        score_breakdown: {
+          locality: 0.25,
+          queue_depth: 0.8,
+          kv_cache: 0.5,
+          prefix_cache: 0.5,
+          latency: 0.5,
+          cost: 0.5,
+          total: 0.8,
+        },
+        rank: 2,
+        selection_group: 1,
+        traffic_weight: 30,
       },
     ]);
   });
@@ -167,8 +275,27 @@ describe('revision semantics (seed 004 "Revision semantics")', () => {
     // "Candidate membership, order, admission, locality, freshness, selection_group, traffic_weight, credential
     // references, or other serialized candidate content changes the revision."
     const base = render(grid({ policy: weighted })).revision;
-    const reweighted = grid({ policy: weighted, remoteRecords: [remote('west', 'vllm-west', { models: ['shared-model'], capacityWeight: 31, metrics: sample({ queueDepth: 0.2 }) })] });
-    const degraded = grid({ policy: weighted, inferenceProviders: [local('vllm-east', { models: ['shared-model'], routingCluster: 'gateway-east', capacityWeight: 50, phase: 'Degraded' })] });
+    const reweighted = grid({
+      policy: weighted,
+      remoteRecords: [
+        remote('west', 'vllm-west', {
+          models: ['shared-model'],
+          capacityWeight: 31,
+          metrics: sample({ queueDepth: 0.2 }),
+        }),
+      ],
+    });
+    const degraded = grid({
+      policy: weighted,
+      inferenceProviders: [
+        local('vllm-east', {
+          models: ['shared-model'],
+          routingCluster: 'gateway-east',
+          capacityWeight: 50,
+          phase: 'Degraded',
+        }),
+      ],
+    });
     const reordered = grid({ policy: { ...weighted, routingPolicy: 'scoreFirst', scoringStrategy: 'queueDepth' } });
     const revisions = [render(reweighted).revision, render(degraded).revision, render(reordered).revision];
     for (const revision of revisions) expect(revision).not.toBe(base);
@@ -177,7 +304,17 @@ describe('revision semantics (seed 004 "Revision semantics")', () => {
 
   it('ignores capacityWeight when it is not serialized (no weightedRandom)', () => {
     const a = render(grid()).revision;
-    const b = render(grid({ remoteRecords: [remote('west', 'vllm-west', { models: ['shared-model'], capacityWeight: 999, metrics: sample({ queueDepth: 0.2 }) })] })).revision;
+    const b = render(
+      grid({
+        remoteRecords: [
+          remote('west', 'vllm-west', {
+            models: ['shared-model'],
+            capacityWeight: 999,
+            metrics: sample({ queueDepth: 0.2 }),
+          }),
+        ],
+      }),
+    ).revision;
     expect(b).toBe(a);
   });
 });
@@ -192,7 +329,8 @@ describe('per-gateway perspective', () => {
     if (east === undefined || west === undefined) throw new Error('missing overlay');
     expectGatewayAccepts(east, GATEWAY);
     expectGatewayAccepts(west, WEST_GW);
-    const view = (o: RenderedOverlay) => o.payload.candidates.filter((c) => c.name === 'shared-model').map((c) => `${c.site}:${c.selection_tier}`);
+    const view = (o: RenderedOverlay) =>
+      o.payload.candidates.filter((c) => c.name === 'shared-model').map((c) => `${c.site}:${c.selection_tier}`);
     expect(view(east)).toEqual(['east:same_site', 'west:cross_region']);
     expect(view(west)).toEqual(['west:same_site', 'east:cross_region']);
     expect(west.envelope.scope).toEqual({ network: NET, gateway: 'west-edge', namespace: 'edge', local_site: 'west' });
@@ -207,10 +345,18 @@ describe('per-gateway perspective', () => {
       toolProviders: [],
       remoteRecords: [],
     });
-    const result = renderNetwork(input, [GATEWAY, WEST_GW, { name: 'lost', namespace: 'x', siteName: 'nowhere' }], SOURCE, T0, new Map());
+    const result = renderNetwork(
+      input,
+      [GATEWAY, WEST_GW, { name: 'lost', namespace: 'x', siteName: 'nowhere' }],
+      SOURCE,
+      T0,
+      new Map(),
+    );
     const overlays = result.gateways.map((g) => rendered(g.result));
     expect(overlays.map((o) => o.payload.candidates.length)).toEqual([1, 0, 0]);
-    expect(overlays[1]?.excluded).toEqual([expect.objectContaining({ reason: 'access_denied', provider: 'east-only' })]);
+    expect(overlays[1]?.excluded).toEqual([
+      expect.objectContaining({ reason: 'access_denied', provider: 'east-only' }),
+    ]);
     expect(overlays[2]?.excluded[0]?.detail).toContain('no GridSite');
   });
 
@@ -220,7 +366,20 @@ describe('per-gateway perspective', () => {
   });
 
   it('advances hysteresis once per reconcile however many gateways are rendered', () => {
-    const input = grid({ policy: policy({ scoringStrategy: 'queueDepth', admission: { enterThreshold: 0.85, exitThreshold: 0.7, failureThreshold: 1, successThreshold: 1, minimumStateDurationSeconds: 0, recoveryHoldDownSeconds: 0, missingMetrics: 'existingOnly' } }) });
+    const input = grid({
+      policy: policy({
+        scoringStrategy: 'queueDepth',
+        admission: {
+          enterThreshold: 0.85,
+          exitThreshold: 0.7,
+          failureThreshold: 1,
+          successThreshold: 1,
+          minimumStateDurationSeconds: 0,
+          recoveryHoldDownSeconds: 0,
+          missingMetrics: 'existingOnly',
+        },
+      }),
+    });
     const result = renderNetwork(input, [GATEWAY, WEST_GW], SOURCE, T0, new Map());
     expect([...result.admissionMemory.keys()]).toEqual([`${NET}/west/vllm-west`]);
   });
@@ -236,9 +395,21 @@ describe('render errors are values', () => {
   it.each([
     // docs/contract.md §1: "placementPolicy (strategy: static) is set if and only if selectionPolicy.mode ==
     // weightedRandom".
-    ['weightedRandom without placementPolicy', policy({ selectionMode: 'weightedRandom' }), /requires spec\.placementPolicy\.strategy "static" \(got none\)/],
-    ['weightedRandom with another placement', policy({ selectionMode: 'weightedRandom', placementStrategy: 'dynamic' }), /got "dynamic"/],
-    ['placementPolicy without weightedRandom', policy({ selectionMode: 'roundRobin', placementStrategy: 'static' }), /only valid with spec\.selectionPolicy\.mode weightedRandom \(mode is roundRobin\)/],
+    [
+      'weightedRandom without placementPolicy',
+      policy({ selectionMode: 'weightedRandom' }),
+      /requires spec\.placementPolicy\.strategy "static" \(got none\)/,
+    ],
+    [
+      'weightedRandom with another placement',
+      policy({ selectionMode: 'weightedRandom', placementStrategy: 'dynamic' }),
+      /got "dynamic"/,
+    ],
+    [
+      'placementPolicy without weightedRandom',
+      policy({ selectionMode: 'roundRobin', placementStrategy: 'static' }),
+      /only valid with spec\.selectionPolicy\.mode weightedRandom \(mode is roundRobin\)/,
+    ],
   ])('%s → placement_policy_mismatch', (_label, routing, message) => {
     const error = renderError(grid({ policy: routing }));
     expect(error.code).toBe('placement_policy_mismatch');
@@ -263,11 +434,28 @@ describe('render errors are values', () => {
 
   it('turns a value JCS cannot hash into unencodable_payload instead of throwing', () => {
     const backend: RoutingBackend = {
-      kind: 'inference_model', name: 'm', site: OWN, cluster: 'c', fresh: true, external: false, credential: undefined,
-      admission: 'new_and_existing', score: { total: Number.NaN, queue_depth: 0.5, kv_cache: 0.5, prefix_cache: 0.5, latency: 0.5, cost: 0.5 },
-      capacityWeight: 1, accessLabels: undefined, provider: 'p',
+      kind: 'inference_model',
+      name: 'm',
+      site: OWN,
+      cluster: 'c',
+      fresh: true,
+      external: false,
+      credential: undefined,
+      admission: 'new_and_existing',
+      score: { total: Number.NaN, queue_depth: 0.5, kv_cache: 0.5, prefix_cache: 0.5, latency: 0.5, cost: 0.5 },
+      capacityWeight: 1,
+      accessLabels: undefined,
+      provider: 'p',
     };
-    const result = renderGatewayOverlay({ network: NET, gateway: GATEWAY, policy: policy(), sites: [], backends: [backend], source: SOURCE, nowMs: T0 });
+    const result = renderGatewayOverlay({
+      network: NET,
+      gateway: GATEWAY,
+      policy: policy(),
+      sites: [],
+      backends: [backend],
+      source: SOURCE,
+      nowMs: T0,
+    });
     expect(result.ok).toBe(false);
     if (!result.ok) {
       expect(result.error.code).toBe('unencodable_payload');
@@ -281,12 +469,21 @@ describe('re-ranking across reconciles (seed 004 "How re-ranking updates")', () 
     // "Stabilized admission requires repeated pressure observations before entering existing_only, and
     // repeated low-pressure observations plus a minimum state duration and recovery hold-down before returning".
     const admission = { ...STABILIZED, successThreshold: 2, recoveryHoldDownSeconds: 20 };
-    const reconcile = (queueDepth: number, generation: number, observedAtMs: number) => grid({
-      policy: policy({ scoringStrategy: 'queueDepth', admission }),
-      toolProviders: [],
-      inferenceProviders: [local('vllm-east', { models: ['shared-model'], routingCluster: 'gateway-east', metrics: { configuredSignals: ['queueDepth'], sample: sample({ queueDepth, generation, observedAtMs }) } })],
-      remoteRecords: [remote('west', 'vllm-west', { models: ['shared-model'], metrics: sample({ queueDepth: 0.1 }) })],
-    });
+    const reconcile = (queueDepth: number, generation: number, observedAtMs: number) =>
+      grid({
+        policy: policy({ scoringStrategy: 'queueDepth', admission }),
+        toolProviders: [],
+        inferenceProviders: [
+          local('vllm-east', {
+            models: ['shared-model'],
+            routingCluster: 'gateway-east',
+            metrics: { configuredSignals: ['queueDepth'], sample: sample({ queueDepth, generation, observedAtMs }) },
+          }),
+        ],
+        remoteRecords: [
+          remote('west', 'vllm-west', { models: ['shared-model'], metrics: sample({ queueDepth: 0.1 }) }),
+        ],
+      });
     const steps = [
       { at: 0, queue: 0.2, first: 'east' },
       { at: 15, queue: 0.95, first: 'east' },

@@ -16,8 +16,15 @@ import type {
 import { expectGatewayAccepts, GATEWAY, NET, OWN, rendered, SOURCE, STABILIZED, T0 } from './fixtures.ts';
 
 const siteIds = fc.constantFrom(OWN, 'west', 'north', 'Süd', '', ' ', 'x'.repeat(300));
-const names = fc.oneof(fc.constantFrom('m', 'model-a', 'é', '\u{1F600}', '\ud800', 'a\udc00b', '', '  ', '\u3000', 'n'.repeat(257)), fc.string({ maxLength: 12 }));
-const metric = fc.oneof(fc.double(), fc.constant(undefined), fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, -1, 2));
+const names = fc.oneof(
+  fc.constantFrom('m', 'model-a', 'é', '\u{1F600}', '\ud800', 'a\udc00b', '', '  ', '\u3000', 'n'.repeat(257)),
+  fc.string({ maxLength: 12 }),
+);
+const metric = fc.oneof(
+  fc.double(),
+  fc.constant(undefined),
+  fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, -1, 2),
+);
 
 const sample: fc.Arbitrary<MetricsSample> = fc.record({
   generation: fc.integer({ min: 0, max: 5 }),
@@ -29,7 +36,10 @@ const sample: fc.Arbitrary<MetricsSample> = fc.record({
 }) as fc.Arbitrary<MetricsSample>;
 
 const gridSite: fc.Arbitrary<GridSiteView> = fc.record({
-  name: fc.oneof(siteIds, siteIds.map((s) => `${NET}-${s}`)),
+  name: fc.oneof(
+    siteIds,
+    siteIds.map((s) => `${NET}-${s}`),
+  ),
   network: fc.constantFrom(NET, 'other'),
   phase: fc.constantFrom('Pending', 'Active', 'Unreachable', 'Left'),
   region: fc.constantFrom('r1', 'r2', ''),
@@ -44,11 +54,22 @@ const localProvider: fc.Arbitrary<LocalInferenceProvider> = fc.record({
   backendKind: fc.constantFrom('local', 'api_provider', 'weird'),
   models: fc.array(names, { maxLength: 4 }),
   routingCluster: fc.option(names, { nil: undefined }),
-  siteSelector: fc.option(fc.dictionary(fc.constantFrom('a', 'b'), fc.constantFrom('1', '2'), { maxKeys: 1 }), { nil: undefined }),
-  accessLabels: fc.option(fc.dictionary(fc.constantFrom('a', 'b'), fc.constantFrom('1', '2'), { maxKeys: 1 }), { nil: undefined }),
+  siteSelector: fc.option(fc.dictionary(fc.constantFrom('a', 'b'), fc.constantFrom('1', '2'), { maxKeys: 1 }), {
+    nil: undefined,
+  }),
+  accessLabels: fc.option(fc.dictionary(fc.constantFrom('a', 'b'), fc.constantFrom('1', '2'), { maxKeys: 1 }), {
+    nil: undefined,
+  }),
   capacityWeight: fc.option(fc.oneof(fc.integer({ min: -5, max: 5000 }), fc.constant(Number.NaN)), { nil: undefined }),
   drain: fc.boolean(),
-  metrics: fc.option(fc.record({ configuredSignals: fc.subarray(['queueDepth', 'kvCacheUtilization'] as const), queueCapacity: fc.option(fc.double(), { nil: undefined }), sample: fc.option(sample, { nil: undefined }) }), { nil: undefined }),
+  metrics: fc.option(
+    fc.record({
+      configuredSignals: fc.subarray(['queueDepth', 'kvCacheUtilization'] as const),
+      queueCapacity: fc.option(fc.double(), { nil: undefined }),
+      sample: fc.option(sample, { nil: undefined }),
+    }),
+    { nil: undefined },
+  ),
 }) as fc.Arbitrary<LocalInferenceProvider>;
 
 const remoteRecord: fc.Arbitrary<RemoteProviderRecord> = fc.record({
@@ -72,7 +93,9 @@ const input: fc.Arbitrary<NetworkRoutingInput> = fc.record({
   policy: fc.record({
     routingPolicy: fc.constantFrom('geographyFirst', 'scoreFirst'),
     scoringStrategy: fc.constantFrom('noMetrics', 'queueDepth', 'kvCachePressure'),
-    admission: fc.option(fc.constantFrom(STABILIZED, { ...STABILIZED, missingMetrics: 'excluded' as const }), { nil: undefined }),
+    admission: fc.option(fc.constantFrom(STABILIZED, { ...STABILIZED, missingMetrics: 'excluded' as const }), {
+      nil: undefined,
+    }),
     selectionMode: fc.constantFrom(undefined, 'roundRobin'),
     staleCandidateTtlSeconds: fc.option(fc.integer({ min: 0, max: 5000 }), { nil: undefined }),
     signalTransport: fc.constantFrom('gossip', 'poll'),

@@ -66,7 +66,12 @@ describe('scoring strategies', () => {
       cost: 0.5,
     });
     expect(scoreSignals('kvCachePressure', NO_SIGNALS)).toEqual({
-      total: 0.5, queue_depth: 0.5, kv_cache: 0.5, prefix_cache: 0.5, latency: 0.5, cost: 0.5,
+      total: 0.5,
+      queue_depth: 0.5,
+      kv_cache: 0.5,
+      prefix_cache: 0.5,
+      latency: 0.5,
+      cost: 0.5,
     });
   });
 });

@@ -74,7 +74,8 @@ describe('access policy', () => {
 describe('localityTier', () => {
   // docs/contract.md §2.5: "same name → same_site; both regions equal → same_zone if zones equal, else same_region;
   // regions differ → cross_region; else unknown". Zone comparison requires a region match.
-  const geo = (region?: string, zone?: string) => site('x', { ...(region ? { region } : {}), ...(zone ? { zone } : {}) });
+  const geo = (region?: string, zone?: string) =>
+    site('x', { ...(region ? { region } : {}), ...(zone ? { zone } : {}) });
   it.each([
     ['same name without geography', 'a', undefined, 'a', undefined, 'same_site'],
     ['same region and zone', 'a', geo('us-east-1', 'a1'), 'b', geo('us-east-1', 'a1'), 'same_zone'],
@@ -92,7 +93,11 @@ describe('localityTier', () => {
 describe('own site geography', () => {
   // GridNetworkSpec.region/zone: "Region of this site (locality tier)".
   it('takes the own site region and zone from the GridNetwork when its GridSite has none', () => {
-    const index = new SiteIndex(NET, [site('east'), site(`${NET}-west`, { region: 'us-east-1', zone: 'b' })], { site: 'east', region: 'us-east-1', zone: 'a' });
+    const index = new SiteIndex(NET, [site('east'), site(`${NET}-west`, { region: 'us-east-1', zone: 'b' })], {
+      site: 'east',
+      region: 'us-east-1',
+      zone: 'a',
+    });
     const own = index.lookup('east');
     expect(own).toMatchObject({ name: 'east', region: 'us-east-1', zone: 'a' });
     expect(localityTier('east', own, 'west', index.lookup('west'))).toBe('same_region');
@@ -102,7 +107,13 @@ describe('own site geography', () => {
     const withSite = new SiteIndex(NET, [site('east', { region: 'eu-west-1' })], { site: 'east', region: 'us-east-1' });
     expect(withSite.lookup('east')?.region).toBe('eu-west-1');
     const without = new SiteIndex(NET, [], { site: 'east', region: 'us-east-1' });
-    expect(without.lookup('east')).toEqual({ name: 'east', network: NET, phase: 'Pending', labels: {}, region: 'us-east-1' });
+    expect(without.lookup('east')).toEqual({
+      name: 'east',
+      network: NET,
+      phase: 'Pending',
+      labels: {},
+      region: 'us-east-1',
+    });
     expect(without.lookup('west')).toBeUndefined();
   });
 });

@@ -13,7 +13,14 @@ describe('canonicalize (RFC 8785)', () => {
   const vectors = readdirSync(join(RFC, 'input')).filter((f) => f.endsWith('.json'));
 
   it('has the six official input/output pairs', () => {
-    expect(vectors.sort()).toEqual(['arrays.json', 'french.json', 'structures.json', 'unicode.json', 'values.json', 'weird.json']);
+    expect(vectors.sort()).toEqual([
+      'arrays.json',
+      'french.json',
+      'structures.json',
+      'unicode.json',
+      'values.json',
+      'weird.json',
+    ]);
   });
 
   it.each(vectors)('%s canonicalizes byte for byte to the official output', (file) => {
@@ -71,7 +78,13 @@ describe('canonicalize (RFC 8785)', () => {
   });
 
   it('names a deep location in an error after earlier siblings were written', () => {
-    const doc = { candidates: [{ name: 'a', score: 1 }, { name: 'b', score: 2 }, { name: 'c', score: Number.NaN }] };
+    const doc = {
+      candidates: [
+        { name: 'a', score: 1 },
+        { name: 'b', score: 2 },
+        { name: 'c', score: Number.NaN },
+      ],
+    };
     expect(() => canonicalize(doc)).toThrow(/\$\.candidates\[2\]\.score: NaN is not a finite number/);
   });
 });
@@ -82,7 +95,9 @@ describe('canonicalize with repeated object shapes (the key-order cache)', () =>
     if (Array.isArray(value)) return `[${value.map(reference).join(',')}]`;
     if (typeof value === 'object' && value !== null) {
       const record = value as Record<string, unknown>;
-      const members = Object.keys(record).sort().filter((k) => record[k] !== undefined);
+      const members = Object.keys(record)
+        .sort()
+        .filter((k) => record[k] !== undefined);
       return `{${members.map((k) => `${JSON.stringify(k)}:${reference(record[k])}`).join(',')}}`;
     }
     return typeof value === 'string' ? JSON.stringify(value) : String(value);
@@ -96,7 +111,9 @@ describe('canonicalize with repeated object shapes (the key-order cache)', () =>
       { b: undefined, a: 7, c: 8 },
       { b: 9, a: 10, c: 11 },
     ];
-    expect(canonicalize(doc)).toBe('[{"a":2,"b":1,"c":3},{"a":3,"b":2,"c":1},{"b":4,"c":6},{"a":7,"c":8},{"a":10,"b":9,"c":11}]');
+    expect(canonicalize(doc)).toBe(
+      '[{"a":2,"b":1,"c":3},{"a":3,"b":2,"c":1},{"b":4,"c":6},{"a":7,"c":8},{"a":10,"b":9,"c":11}]',
+    );
   });
 
   it('agrees with the plain rules on 2 000 objects drawn from 40 key sets (more than the cache keeps)', () => {
@@ -117,7 +134,11 @@ describe('canonicalize with repeated object shapes (the key-order cache)', () =>
   });
 
   it('names the object and key when a key set first seen mid-document holds a lone surrogate', () => {
-    const doc = [{ a: 1, b: 2 }, { a: 3, b: 4 }, { a: 1, 'k\udbff': 3 }];
+    const doc = [
+      { a: 1, b: 2 },
+      { a: 3, b: 4 },
+      { a: 1, 'k\udbff': 3 },
+    ];
     expect(() => canonicalize(doc)).toThrow(/\$\[2\]\.k.: lone surrogate U\+DBFF/);
   });
 });
@@ -127,7 +148,12 @@ describe('canonicalizeInto (streamed for hashing)', () => {
   // a chunk may never split a character (each chunk is UTF-8 encoded separately by the hash).
   const large = {
     network: 'n',
-    candidates: Array.from({ length: 3_000 }, (_, i) => ({ name: `m-${i}-\u{1F600}é`, rank: i, score: i / 7, fresh: i % 2 === 0 })),
+    candidates: Array.from({ length: 3_000 }, (_, i) => ({
+      name: `m-${i}-\u{1F600}é`,
+      rank: i,
+      score: i / 7,
+      fresh: i % 2 === 0,
+    })),
   };
 
   it('delivers several chunks that concatenate to the canonical text', () => {

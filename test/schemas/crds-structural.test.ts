@@ -13,12 +13,42 @@ const isObject = (v: unknown): v is Node => typeof v === 'object' && v !== null 
 
 /** Keywords apiextensions.k8s.io/v1 JSONSchemaProps accepts in a CRD schema (v1 forbids the rest). */
 const ALLOWED = new Set([
-  'type', 'format', 'title', 'description', 'default', 'example', 'externalDocs', 'nullable', 'enum',
-  'maximum', 'minimum', 'exclusiveMaximum', 'exclusiveMinimum', 'multipleOf',
-  'maxLength', 'minLength', 'pattern', 'maxItems', 'minItems', 'maxProperties', 'minProperties',
-  'required', 'items', 'properties', 'additionalProperties', 'allOf', 'anyOf', 'oneOf', 'not',
-  'x-kubernetes-validations', 'x-kubernetes-list-type', 'x-kubernetes-list-map-keys', 'x-kubernetes-map-type',
-  'x-kubernetes-preserve-unknown-fields', 'x-kubernetes-int-or-string', 'x-kubernetes-embedded-resource',
+  'type',
+  'format',
+  'title',
+  'description',
+  'default',
+  'example',
+  'externalDocs',
+  'nullable',
+  'enum',
+  'maximum',
+  'minimum',
+  'exclusiveMaximum',
+  'exclusiveMinimum',
+  'multipleOf',
+  'maxLength',
+  'minLength',
+  'pattern',
+  'maxItems',
+  'minItems',
+  'maxProperties',
+  'minProperties',
+  'required',
+  'items',
+  'properties',
+  'additionalProperties',
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'not',
+  'x-kubernetes-validations',
+  'x-kubernetes-list-type',
+  'x-kubernetes-list-map-keys',
+  'x-kubernetes-map-type',
+  'x-kubernetes-preserve-unknown-fields',
+  'x-kubernetes-int-or-string',
+  'x-kubernetes-embedded-resource',
 ]);
 const TYPES = new Set(['object', 'array', 'string', 'integer', 'number', 'boolean']);
 
@@ -75,7 +105,11 @@ function structuralViolations(schema: unknown): string[] {
             }
           }
         }
-      } else if (listType === 'set' && isObject(items) && !['string', 'integer', 'number', 'boolean'].includes(String(items['type']))) {
+      } else if (
+        listType === 'set' &&
+        isObject(items) &&
+        !['string', 'integer', 'number', 'boolean'].includes(String(items['type']))
+      ) {
         out.push(`${path}: list-type set of non-scalars`);
       } else if (!['atomic', 'set', 'map'].includes(String(listType))) {
         out.push(`${path}: unknown list type ${String(listType)}`);
@@ -104,7 +138,8 @@ function structuralViolations(schema: unknown): string[] {
           if (typeof r['fieldPath'] === 'string') {
             const field = /^\.([A-Za-z_][A-Za-z0-9_]*)$/.exec(r['fieldPath']);
             const props = isObject(node['properties']) ? node['properties'] : {};
-            if (field === null || props[field[1] ?? ''] === undefined) out.push(`${path}: rule ${i} fieldPath does not name a property`);
+            if (field === null || props[field[1] ?? ''] === undefined)
+              out.push(`${path}: rule ${i} fieldPath does not name a property`);
           }
         }
       }
@@ -112,7 +147,8 @@ function structuralViolations(schema: unknown): string[] {
     if (isObject(node['properties'])) {
       for (const [key, child] of Object.entries(node['properties'])) {
         if (isRoot && key === 'metadata') {
-          if (isObject(child) && Object.keys(child).some((k) => k !== 'type')) out.push(`${path}.metadata: only type is allowed`);
+          if (isObject(child) && Object.keys(child).some((k) => k !== 'type'))
+            out.push(`${path}.metadata: only type is allowed`);
           continue;
         }
         walk(child, `${path}.${key}`, false);
@@ -126,23 +162,54 @@ function structuralViolations(schema: unknown): string[] {
 }
 
 describe('the structural-schema checker', () => {
-  const base = () => ({ type: 'object', properties: { spec: { type: 'object', properties: { a: { type: 'string', maxLength: 3 } } } } });
+  const base = () => ({
+    type: 'object',
+    properties: { spec: { type: 'object', properties: { a: { type: 'string', maxLength: 3 } } } },
+  });
   it('accepts a minimal structural schema', () => {
     expect(structuralViolations(base())).toEqual([]);
   });
   it.each([
     ['$ref', (s: any) => (s.properties.spec.properties.a = { $ref: '#/x' }), 'keyword $ref is not allowed'],
     ['a missing type', (s: any) => delete s.properties.spec.properties.a.type, 'missing or invalid type'],
-    ['additionalProperties: false', (s: any) => (s.properties.spec.additionalProperties = false), 'additionalProperties: false is forbidden'],
+    [
+      'additionalProperties: false',
+      (s: any) => (s.properties.spec.additionalProperties = false),
+      'additionalProperties: false is forbidden',
+    ],
     ['an unbounded string', (s: any) => delete s.properties.spec.properties.a.maxLength, 'string without maxLength'],
-    ['an unbounded array', (s: any) => (s.properties.spec.properties.b = { type: 'array', items: { type: 'integer' } }), 'array without maxItems'],
-    ['an invalid default', (s: any) => (s.properties.spec.properties.a.default = 'toolong'), 'default does not validate'],
-    ['a list-map key that may be absent', (s: any) => (s.properties.spec.properties.l = {
-      type: 'array', maxItems: 1, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['k'],
-      items: { type: 'object', properties: { k: { type: 'string', maxLength: 1 } } },
-    }), 'map key k must be required or defaulted'],
-    ['a rule that does not parse', (s: any) => (s.properties.spec['x-kubernetes-validations'] = [{ rule: 'self.(', message: 'm' }]), 'does not parse'],
-    ['$schema inside', (s: any) => (s.$schema = 'http://json-schema.org/draft-07/schema#'), 'keyword $schema is not allowed'],
+    [
+      'an unbounded array',
+      (s: any) => (s.properties.spec.properties.b = { type: 'array', items: { type: 'integer' } }),
+      'array without maxItems',
+    ],
+    [
+      'an invalid default',
+      (s: any) => (s.properties.spec.properties.a.default = 'toolong'),
+      'default does not validate',
+    ],
+    [
+      'a list-map key that may be absent',
+      (s: any) =>
+        (s.properties.spec.properties.l = {
+          type: 'array',
+          maxItems: 1,
+          'x-kubernetes-list-type': 'map',
+          'x-kubernetes-list-map-keys': ['k'],
+          items: { type: 'object', properties: { k: { type: 'string', maxLength: 1 } } },
+        }),
+      'map key k must be required or defaulted',
+    ],
+    [
+      'a rule that does not parse',
+      (s: any) => (s.properties.spec['x-kubernetes-validations'] = [{ rule: 'self.(', message: 'm' }]),
+      'does not parse',
+    ],
+    [
+      '$schema inside',
+      (s: any) => (s.$schema = 'http://json-schema.org/draft-07/schema#'),
+      'keyword $schema is not allowed',
+    ],
   ])('rejects %s', (_name, mutate, expected) => {
     const schema = base();
     mutate(schema);
@@ -155,9 +222,20 @@ const SPEC_TABLE: Record<GridKind, { plural: string; short: string; columns: Arr
   GridNetwork: {
     plural: 'gridnetworks',
     short: 'gnw',
-    columns: [['Grid ID', '.status.gridId'], ['Phase', '.status.phase'], ['Sites', '.status.connectedSites']],
+    columns: [
+      ['Grid ID', '.status.gridId'],
+      ['Phase', '.status.phase'],
+      ['Sites', '.status.connectedSites'],
+    ],
   },
-  GridSite: { plural: 'gridsites', short: 'gs', columns: [['Phase', '.status.phase'], ['Network', '.spec.gridNetworkRef']] },
+  GridSite: {
+    plural: 'gridsites',
+    short: 'gs',
+    columns: [
+      ['Phase', '.status.phase'],
+      ['Network', '.spec.gridNetworkRef'],
+    ],
+  },
   InferenceProvider: {
     plural: 'inferenceproviders',
     short: 'infpvd',
@@ -169,12 +247,30 @@ const SPEC_TABLE: Record<GridKind, { plural: string; short: string; columns: Arr
       ['Phase', '.status.phase', 1],
     ],
   },
-  AgentToolProvider: { plural: 'agenttoolproviders', short: 'atp', columns: [['Protocol', '.spec.protocol'], ['Phase', '.status.phase']] },
-  AgentToAgentProvider: { plural: 'agenttoagentproviders', short: 'a2ap', columns: [['Protocol', '.spec.protocol'], ['Phase', '.status.phase']] },
+  AgentToolProvider: {
+    plural: 'agenttoolproviders',
+    short: 'atp',
+    columns: [
+      ['Protocol', '.spec.protocol'],
+      ['Phase', '.status.phase'],
+    ],
+  },
+  AgentToAgentProvider: {
+    plural: 'agenttoagentproviders',
+    short: 'a2ap',
+    columns: [
+      ['Protocol', '.spec.protocol'],
+      ['Phase', '.status.phase'],
+    ],
+  },
   SiteInvite: {
     plural: 'siteinvites',
     short: 'sinv',
-    columns: [['Site', '.spec.siteName'], ['Expires', '.status.expiresAt'], ['Redeemed', '.status.redeemed']],
+    columns: [
+      ['Site', '.spec.siteName'],
+      ['Expires', '.status.expiresAt'],
+      ['Redeemed', '.status.redeemed'],
+    ],
   },
 };
 
@@ -211,7 +307,13 @@ describe.each(KINDS)('crdManifest(%s)', (kind) => {
   it('carries a structural openAPIV3Schema built from the schema file', () => {
     const schema = version.schema.openAPIV3Schema;
     expect(structuralViolations(schema)).toEqual([]);
-    expect(Object.keys(schema['properties'] as Node).sort()).toEqual(['apiVersion', 'kind', 'metadata', 'spec', 'status']);
+    expect(Object.keys(schema['properties'] as Node).sort()).toEqual([
+      'apiVersion',
+      'kind',
+      'metadata',
+      'spec',
+      'status',
+    ]);
     expect(schema['required']).toEqual(['spec']);
     const fileSchema = DEFINITIONS[kind].schema as Node;
     expect((schema['properties'] as Node)['spec']).toEqual((fileSchema['properties'] as Node)['spec']);
@@ -232,7 +334,8 @@ describe('CEL rules in the CRDs', () => {
     if (Array.isArray(node)) for (const n of node) allRules(n, out);
     else if (isObject(node)) {
       for (const [k, v] of Object.entries(node)) {
-        if (k === 'x-kubernetes-validations' && Array.isArray(v)) out.push(...v.map((r) => String((r as Node)['rule'])));
+        if (k === 'x-kubernetes-validations' && Array.isArray(v))
+          out.push(...v.map((r) => String((r as Node)['rule'])));
         else if (k !== 'default' && k !== 'enum') allRules(v, out);
       }
     }
@@ -240,7 +343,11 @@ describe('CEL rules in the CRDs', () => {
   };
 
   it('use oldSelf only for the SiteInvite spec immutability rule (docs/contract.md §1: "SiteInvite.spec immutable (self == oldSelf)")', () => {
-    const transitions = KINDS.flatMap((k) => allRules(openApiSchema(k)).filter((r) => /oldSelf/.test(r)).map((r) => `${k}: ${r}`));
+    const transitions = KINDS.flatMap((k) =>
+      allRules(openApiSchema(k))
+        .filter((r) => /oldSelf/.test(r))
+        .map((r) => `${k}: ${r}`),
+    );
     expect(transitions).toEqual(['SiteInvite: self == oldSelf']);
     const specRules = (openApiSchema('SiteInvite')['properties'] as Node)['spec'] as Node;
     expect(specRules['x-kubernetes-validations']).toContainEqual({

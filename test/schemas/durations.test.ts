@@ -36,9 +36,69 @@ function crdDurationPatterns(): Array<{ where: string; pattern: RegExp }> {
 }
 
 // Counts around every unit boundary, range bound and the overflow edge, each with every unit and near-units.
-const COUNTS = ['0', '1', '5', '05', '9', '10', '59', '60', '99', '100', '168', '169', '999', '1000', '1500', '8760', '8761', '10080', '86400', '525600', '604800', '999999', '1000000', '2562047', '2562048', '153722867', '153722868', '9223372036', '9223372037', '9223372036854', '9223372036855', '99999999'];
+const COUNTS = [
+  '0',
+  '1',
+  '5',
+  '05',
+  '9',
+  '10',
+  '59',
+  '60',
+  '99',
+  '100',
+  '168',
+  '169',
+  '999',
+  '1000',
+  '1500',
+  '8760',
+  '8761',
+  '10080',
+  '86400',
+  '525600',
+  '604800',
+  '999999',
+  '1000000',
+  '2562047',
+  '2562048',
+  '153722867',
+  '153722868',
+  '9223372036',
+  '9223372037',
+  '9223372036854',
+  '9223372036855',
+  '99999999',
+];
 const SUFFIXES = ['', 'ms', 's', 'm', 'h', 'us', 'µs', 'ns', 'd', 'S', 'H', 'Ms', ' s', 's ', 'sec'];
-const ODD = ['', ' ', ' 5s', '5s ', '\t5s', '5s\n', '-5s', '+5s', '1h30m', '1m30s', '1.5s', '0.5h', '.5s', '5.s', 'NaN', 'NaNs', 'Infinity', 'Infinitys', 'fast', '0x10s', '1e3ms', '１s', 's', 'ms', '5s5', `${'9'.repeat(40)}s`];
+const ODD = [
+  '',
+  ' ',
+  ' 5s',
+  '5s ',
+  '\t5s',
+  '5s\n',
+  '-5s',
+  '+5s',
+  '1h30m',
+  '1m30s',
+  '1.5s',
+  '0.5h',
+  '.5s',
+  '5.s',
+  'NaN',
+  'NaNs',
+  'Infinity',
+  'Infinitys',
+  'fast',
+  '0x10s',
+  '1e3ms',
+  '１s',
+  's',
+  'ms',
+  '5s5',
+  `${'9'.repeat(40)}s`,
+];
 const CORPUS = [...COUNTS.flatMap((count) => SUFFIXES.map((suffix) => count + suffix)), ...ODD];
 
 describe('parseDuration', () => {
@@ -115,14 +175,23 @@ describe('parseDuration', () => {
       const parsed = parseDuration(text);
       const match = DURATION_SYNTAX.exec(text);
       // Computed apart from the parser: exact integers, so precision cannot hide an overflow.
-      const fits = match !== null && BigInt(match[1] as string) * BigInt(DURATION_UNIT_MS[match[2] as DurationUnit]) <= BigInt(MAX_DURATION_MS);
+      const fits =
+        match !== null &&
+        BigInt(match[1] as string) * BigInt(DURATION_UNIT_MS[match[2] as DurationUnit]) <= BigInt(MAX_DURATION_MS);
       expect(parsed.ok, JSON.stringify(text)).toBe(fits);
-      if (parsed.ok) expect(BigInt(parsed.ms)).toBe(BigInt(match?.[1] as string) * BigInt(DURATION_UNIT_MS[parsed.unit]));
+      if (parsed.ok)
+        expect(BigInt(parsed.ms)).toBe(BigInt(match?.[1] as string) * BigInt(DURATION_UNIT_MS[parsed.unit]));
       if (match !== null && !parsed.ok) expect(parsed.reason).toMatch(/^overflows/u);
     };
     for (const text of CORPUS) agree(text);
     const chars = fc.constantFrom('0', '1', '5', '9', '.', '-', '+', ' ', 'm', 's', 'h', 'u', 'n', 'd', 'µ', 'e');
-    fc.assert(fc.property(fc.array(chars, { maxLength: 10 }).map((a) => a.join('')), (text) => agree(text)), { numRuns: 3_000, seed: 1729 });
+    fc.assert(
+      fc.property(
+        fc.array(chars, { maxLength: 10 }).map((a) => a.join('')),
+        (text) => agree(text),
+      ),
+      { numRuns: 3_000, seed: 1729 },
+    );
   });
 
   it('takes everything any CRD duration field admits (bar overflow), and no syntax none of them admits', () => {
@@ -134,7 +203,10 @@ describe('parseDuration', () => {
       const admitted = fields.filter((f) => f.pattern.test(text));
       const parsed = parseDuration(text);
       if (admitted.length > 0) {
-        expect(parsed.ok || parsed.reason.startsWith('overflows'), `${JSON.stringify(text)} is admitted by ${admitted[0]?.where}`).toBe(true);
+        expect(
+          parsed.ok || parsed.reason.startsWith('overflows'),
+          `${JSON.stringify(text)} is admitted by ${admitted[0]?.where}`,
+        ).toBe(true);
       }
       if (parsed.ok) expect(DURATION_SYNTAX.test(text)).toBe(true);
     }
@@ -184,7 +256,12 @@ describe('checkDuration', () => {
     ['1d', '"1d" has the unknown unit "d"'],
   ])('refuses %j naming the field, what is wrong and the accepted range', (text, fault) => {
     const checked = checkDuration('spec.lifetime', text, LIFETIME);
-    expect(checked).toEqual({ ok: false, fault, problem: `${fault}; ${ACCEPTS}`, message: `spec.lifetime: ${fault}; ${ACCEPTS}` });
+    expect(checked).toEqual({
+      ok: false,
+      fault,
+      problem: `${fault}; ${ACCEPTS}`,
+      message: `spec.lifetime: ${fault}; ${ACCEPTS}`,
+    });
   });
 
   it('quotes at most 40 characters, escaped, and copes with a value that is not a string', () => {
@@ -202,7 +279,11 @@ describe('checkDuration', () => {
 
   it('describes open-ended and single-unit rules', () => {
     expect(describeDurationRule({ units: ['s'], minMs: 1_000 })).toBe('whole seconds (s) from 1s');
-    expect(describeDurationRule({ units: ['s', 'ms'], minMs: 1_000, example: '10s' })).toBe('whole seconds (s) or milliseconds (ms) from 1s, such as 10s');
-    expect(describeDurationRule({ units: ['m', 'h'], minMs: 3_600_000, maxMs: 31_536_000_000 })).toBe('whole minutes (m) or hours (h) from 1h through 8760h');
+    expect(describeDurationRule({ units: ['s', 'ms'], minMs: 1_000, example: '10s' })).toBe(
+      'whole seconds (s) or milliseconds (ms) from 1s, such as 10s',
+    );
+    expect(describeDurationRule({ units: ['m', 'h'], minMs: 3_600_000, maxMs: 31_536_000_000 })).toBe(
+      'whole minutes (m) or hours (h) from 1h through 8760h',
+    );
   });
 });

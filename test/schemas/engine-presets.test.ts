@@ -32,12 +32,15 @@ describe('engine preset table', () => {
   it('cites a source for every engine and every signal row', () => {
     for (const [engine, preset] of Object.entries(ENGINE_PRESETS)) {
       expect(preset.source, engine).not.toBe('');
-      for (const [signal, row] of Object.entries(preset.signals)) expect(row?.source, `${engine}.${signal}`).toMatch(/\S{8,}/);
+      for (const [signal, row] of Object.entries(preset.signals))
+        expect(row?.source, `${engine}.${signal}`).toMatch(/\S{8,}/);
     }
   });
 
   it('configures the signals each engine exports, and no KV-cache or prefix signal where the engine has none', () => {
-    expect(Object.fromEntries(Object.entries(ENGINE_PRESETS).map(([engine, p]) => [engine, Object.keys(p.signals)]))).toEqual({
+    expect(
+      Object.fromEntries(Object.entries(ENGINE_PRESETS).map(([engine, p]) => [engine, Object.keys(p.signals)])),
+    ).toEqual({
       vllm: ['queueDepth', 'kvCacheUtilization', 'prefixCacheHitRatio'],
       sglang: ['queueDepth', 'kvCacheUtilization', 'prefixCacheHitRatio'],
       tgi: ['queueDepth'],
@@ -46,10 +49,29 @@ describe('engine preset table', () => {
   });
 
   it.each([
-    ['an unknown reading kind', (t: ReturnType<typeof copy>) => ((t.engines.vllm.signals.queueDepth.readings[0] as { kind: string }).kind = 'ratio'), '/engines/vllm/signals/queueDepth/readings/0'],
-    ['a metric name Prometheus cannot have', (t: ReturnType<typeof copy>) => (t.engines.tgi.signals.queueDepth.readings[0]!.waiting!.metric = 'tgi queue'), '/engines/tgi/signals/queueDepth/readings/0'],
-    ['a signal row without its source', (t: ReturnType<typeof copy>) => delete (t.engines.sglang.signals.kvCacheUtilization as { source?: string }).source, '/engines/sglang/signals/kvCacheUtilization'],
-    ['a signal scoring does not know', (t: ReturnType<typeof copy>) => ((t.engines.tgi.signals as Record<string, unknown>)['batchSize'] = t.engines.tgi.signals.queueDepth), '/engines/tgi/signals'],
+    [
+      'an unknown reading kind',
+      (t: ReturnType<typeof copy>) =>
+        ((t.engines.vllm.signals.queueDepth.readings[0] as { kind: string }).kind = 'ratio'),
+      '/engines/vllm/signals/queueDepth/readings/0',
+    ],
+    [
+      'a metric name Prometheus cannot have',
+      (t: ReturnType<typeof copy>) => (t.engines.tgi.signals.queueDepth.readings[0]!.waiting!.metric = 'tgi queue'),
+      '/engines/tgi/signals/queueDepth/readings/0',
+    ],
+    [
+      'a signal row without its source',
+      (t: ReturnType<typeof copy>) =>
+        delete (t.engines.sglang.signals.kvCacheUtilization as { source?: string }).source,
+      '/engines/sglang/signals/kvCacheUtilization',
+    ],
+    [
+      'a signal scoring does not know',
+      (t: ReturnType<typeof copy>) =>
+        ((t.engines.tgi.signals as Record<string, unknown>)['batchSize'] = t.engines.tgi.signals.queueDepth),
+      '/engines/tgi/signals',
+    ],
   ])('refuses %s, naming where', (_what, breakIt, where) => {
     const broken = copy();
     breakIt(broken);
@@ -61,7 +83,9 @@ describe('engine preset table', () => {
   it('refuses an engine the CRD does not accept, and a missing one', () => {
     const extra = copy() as unknown as { engines: Record<string, unknown> };
     extra.engines['llamacpp'] = extra.engines['tgi'];
-    expect(checkEnginePresets(extra)).toEqual([expect.stringContaining("differ from the CRD's metricsConfig.engine enum")]);
+    expect(checkEnginePresets(extra)).toEqual([
+      expect.stringContaining("differ from the CRD's metricsConfig.engine enum"),
+    ]);
     const missing = copy() as unknown as { engines: Record<string, unknown> };
     delete missing.engines['sglang'];
     expect(checkEnginePresets(missing)[0]).toContain('engines tgi, triton-trtllm, vllm differ');
@@ -72,7 +96,8 @@ describe('engine preset table', () => {
     const section = page.slice(page.indexOf('| engine |'));
     for (const preset of Object.values(ENGINE_PRESETS)) {
       for (const row of Object.values(preset.signals)) {
-        for (const reading of row?.readings ?? []) for (const s of selectors(reading)) expect(section).toContain(selectorText(s));
+        for (const reading of row?.readings ?? [])
+          for (const s of selectors(reading)) expect(section).toContain(selectorText(s));
       }
     }
   });

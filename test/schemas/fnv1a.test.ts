@@ -56,7 +56,13 @@ describe('FNV-1a 32 (docs/contract.md §2.2)', () => {
       state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
       return state;
     };
-    const ranges: [number, number][] = [[0, 0x80], [0x80, 0x800], [0x800, 0xd800], [0xd800, 0xe000], [0xe000, 0x10000]];
+    const ranges: [number, number][] = [
+      [0, 0x80],
+      [0x80, 0x800],
+      [0x800, 0xd800],
+      [0xd800, 0xe000],
+      [0xe000, 0x10000],
+    ];
     for (let n = 0; n < 5000; n++) {
       let text = '';
       const length = next() % 12;

@@ -6,16 +6,24 @@ import { describe, expect, it } from 'vitest';
 import schema from '../../schemas/crds/gridnetworks.schema.json' with { type: 'json' };
 
 type Node = Record<string, unknown>;
-const at = (path: string): Node => path.split('/').filter((p) => p !== '').reduce<Node>((node, key) => node[key] as Node, schema as unknown as Node);
+const at = (path: string): Node =>
+  path
+    .split('/')
+    .filter((p) => p !== '')
+    .reduce<Node>((node, key) => node[key] as Node, schema as unknown as Node);
 
 describe('gridnetworks.schema.json: the shapes it spells out more than once', () => {
   it('keeps spec.gatewayRefs[] the same shape as spec.consumerGateways[]', () => {
-    expect(at('/properties/spec/properties/gatewayRefs/items')).toEqual(at('/properties/spec/properties/consumerGateways/items'));
+    expect(at('/properties/spec/properties/gatewayRefs/items')).toEqual(
+      at('/properties/spec/properties/consumerGateways/items'),
+    );
   });
 
   it('keeps the four copies of the generated-config block identical', () => {
     const copies = ['consumerGateways', 'gatewayRefs'].flatMap((list) =>
-      ['praxisConfig', 'consumerConfig'].map((block) => `/properties/spec/properties/${list}/items/properties/${block}/properties`),
+      ['praxisConfig', 'consumerConfig'].map(
+        (block) => `/properties/spec/properties/${list}/items/properties/${block}/properties`,
+      ),
     );
     const first = at(copies[0]!);
     expect(JSON.stringify(first).length).toBeGreaterThan(4000);

@@ -17,4 +17,3 @@ export function readNumberVectors(): { bits: string; value: number; expected: st
       return { bits, value: view.getFloat64(0), expected };
     });
 }
-

@@ -5,7 +5,13 @@ import { overlayRevision } from '../../schemas/overlay/revision.ts';
 
 /** A small, valid candidate; tests override what they exercise. */
 export function candidate(overrides: Partial<OverlayCandidate> = {}): OverlayCandidate {
-  const base = { kind: 'inference_model', name: 'model-a', site: 'east', cluster: 'provider-east', fresh: true } as const;
+  const base = {
+    kind: 'inference_model',
+    name: 'model-a',
+    site: 'east',
+    cluster: 'provider-east',
+    fresh: true,
+  } as const;
   const merged = { ...base, ...overrides };
   return { stable_id: stableId(merged.kind, merged.name, merged.site, merged.cluster), ...merged };
 }
@@ -24,7 +30,12 @@ export function envelope(p: OverlayPayload = payload()): OverlayEnvelope {
   return buildEnvelope({
     payload: p,
     scope: { gateway: 'edge', namespace: 'grid-system' },
-    provenance: { producer_version: '0.1.0', source_uid: 'uid-1', source_generation: 3, rendered_at: '2026-11-29T00:00:00Z' },
+    provenance: {
+      producer_version: '0.1.0',
+      source_uid: 'uid-1',
+      source_generation: 3,
+      rendered_at: '2026-11-29T00:00:00Z',
+    },
   });
 }
 

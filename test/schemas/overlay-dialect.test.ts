@@ -10,7 +10,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { canonicalize } from '../../schemas/canonical-json.ts';
-import { CONSUMER_DIALECTS, type ConsumerDialect, dialectSelection, featureReason } from '../../schemas/overlay/dialect.ts';
+import {
+  CONSUMER_DIALECTS,
+  type ConsumerDialect,
+  dialectSelection,
+  featureReason,
+} from '../../schemas/overlay/dialect.ts';
 import { REFERENCE_REASON_ALIASES } from '../../schemas/overlay/reasons.ts';
 import { overlayRevision } from '../../schemas/overlay/revision.ts';
 import type { OverlayPayload, SelectionMode } from '../../schemas/overlay/types.ts';
@@ -34,8 +39,17 @@ const grouped = (mode?: SelectionMode): OverlayPayload =>
   payload({
     ...(mode === undefined ? {} : { selection_policy: { mode } }),
     candidates: [
-      candidate({ selection_group: 0, admission_state: 'new_and_existing', ...(mode === 'weightedRandom' ? { traffic_weight: 3 } : {}) }),
-      candidate({ cluster: 'provider-east-2', selection_group: 0, admission_state: 'new_and_existing', ...(mode === 'weightedRandom' ? { traffic_weight: 1 } : {}) }),
+      candidate({
+        selection_group: 0,
+        admission_state: 'new_and_existing',
+        ...(mode === 'weightedRandom' ? { traffic_weight: 3 } : {}),
+      }),
+      candidate({
+        cluster: 'provider-east-2',
+        selection_group: 0,
+        admission_state: 'new_and_existing',
+        ...(mode === 'weightedRandom' ? { traffic_weight: 1 } : {}),
+      }),
     ],
   });
 const text = (p: OverlayPayload): string => JSON.stringify(envelope(p));
@@ -96,18 +110,29 @@ const CASES: readonly Case[] = [
     verdicts: {
       agn: accepted,
       'praxis-main': { reason: 'digest_mismatch', message: /computed [0-9a-f]{64}, which praxis-main/ },
-      'praxis-groups': { reason: 'invalid_selection_policy', message: /unknown variant "weightedRandom", expected one of deterministic, roundRobin, random/ },
+      'praxis-groups': {
+        reason: 'invalid_selection_policy',
+        message: /unknown variant "weightedRandom", expected one of deterministic, roundRobin, random/,
+      },
     },
   },
   {
     name: 'selection_policy random',
     doc: () => text(grouped('random')),
-    verdicts: { agn: accepted, 'praxis-main': { reason: 'digest_mismatch', message: /selection_policy/ }, 'praxis-groups': accepted },
+    verdicts: {
+      agn: accepted,
+      'praxis-main': { reason: 'digest_mismatch', message: /selection_policy/ },
+      'praxis-groups': accepted,
+    },
   },
   {
     name: 'selection_policy deterministic',
     doc: () => text(grouped('deterministic')),
-    verdicts: { agn: accepted, 'praxis-main': { reason: 'digest_mismatch', message: /selection_policy/ }, 'praxis-groups': accepted },
+    verdicts: {
+      agn: accepted,
+      'praxis-main': { reason: 'digest_mismatch', message: /selection_policy/ },
+      'praxis-groups': accepted,
+    },
   },
   {
     // The finding: with selection_policy removed and re-digested, Praxis main accepts. A document that keeps
@@ -125,16 +150,25 @@ const CASES: readonly Case[] = [
     // main 198 and 409-414: schema_version must equal "1.0.0" exactly ("unsupported envelope schema version"), and
     // groups keeps the same check (200, 464). Our gateway accepts any 1.x (docs/contract.md §2.4 step 3).
     name: 'schema_version 1.1.0',
-    doc: () => mutated(envelope(grouped()), (doc) => { doc.schema_version = '1.1.0'; }),
+    doc: () =>
+      mutated(envelope(grouped()), (doc) => {
+        doc.schema_version = '1.1.0';
+      }),
     verdicts: {
       agn: accepted,
-      'praxis-main': { reason: 'unsupported_schema', message: /"1\.1\.0" is not supported by praxis-main \(exactly "1\.0\.0"\)/ },
+      'praxis-main': {
+        reason: 'unsupported_schema',
+        message: /"1\.1\.0" is not supported by praxis-main \(exactly "1\.0\.0"\)/,
+      },
       'praxis-groups': { reason: 'unsupported_schema', message: /not supported by praxis-groups/ },
     },
   },
   {
     name: 'schema_version 2.0.0',
-    doc: () => mutated(envelope(grouped()), (doc) => { doc.schema_version = '2.0.0'; }),
+    doc: () =>
+      mutated(envelope(grouped()), (doc) => {
+        doc.schema_version = '2.0.0';
+      }),
     verdicts: {
       agn: { reason: 'unsupported_schema', message: /1\.x expected/ },
       'praxis-main': { reason: 'unsupported_schema', message: /1\.x expected/ },
@@ -145,7 +179,10 @@ const CASES: readonly Case[] = [
     // PR #731 denies unknown fields in selection_policy (the check); so does our contract (docs/contract.md
     // §2.4 step 7).
     name: 'selection_policy with an unknown key',
-    doc: () => redigested(grouped('random'), (overlay) => { overlay.selection_policy.weights = 'x'; }),
+    doc: () =>
+      redigested(grouped('random'), (overlay) => {
+        overlay.selection_policy.weights = 'x';
+      }),
     verdicts: {
       agn: { reason: 'invalid_selection_policy', message: /unknown key "weights"/ },
       'praxis-main': { reason: 'digest_mismatch', message: /selection_policy/ },
@@ -166,9 +203,14 @@ const CASES: readonly Case[] = [
   {
     // Credentials are references only in every dialect: main 280-305 deny unknown fields in credential (OverlayCredential) and secretRef (OverlaySecretRef).
     name: 'credential with a token key',
-    doc: () => redigested(grouped(), (overlay) => {
-      overlay.candidates[0].credential = { strategy: 'bearer_token', secretRef: { name: 's', namespace: 'n', key: 'k' }, token: 'sk-live-123' };
-    }),
+    doc: () =>
+      redigested(grouped(), (overlay) => {
+        overlay.candidates[0].credential = {
+          strategy: 'bearer_token',
+          secretRef: { name: 's', namespace: 'n', key: 'k' },
+          token: 'sk-live-123',
+        };
+      }),
     verdicts: {
       agn: { reason: 'invalid_candidate', message: /has key "token"/ },
       'praxis-main': { reason: 'invalid_candidate', message: /has key "token"/ },
@@ -212,7 +254,10 @@ describe('overlay verdicts per consumer dialect', () => {
 });
 
 describe('the reference fixtures under every dialect', () => {
-  const manifest = JSON.parse(readFileSync(join(CONTRACT, 'manifest.json'), 'utf8')).fixtures as Record<string, { expected: string; reason?: string; revision?: string }>;
+  const manifest = JSON.parse(readFileSync(join(CONTRACT, 'manifest.json'), 'utf8')).fixtures as Record<
+    string,
+    { expected: string; reason?: string; revision?: string }
+  >;
   // The fixtures come from praxis-proxy/ai (manifest "source") and carry no selection_policy: every dialect gives
   // the verdict and revision Praxis gives.
   for (const [file, expectation] of Object.entries(manifest)) {
@@ -223,7 +268,10 @@ describe('the reference fixtures under every dialect', () => {
         if (expectation.expected === 'accept') {
           expect(verdict).toMatchObject({ ok: true, revision: expectation.revision });
         } else {
-          expect(verdict).toMatchObject({ ok: false, reason: REFERENCE_REASON_ALIASES[expectation.reason!] ?? expectation.reason });
+          expect(verdict).toMatchObject({
+            ok: false,
+            reason: REFERENCE_REASON_ALIASES[expectation.reason!] ?? expectation.reason,
+          });
         }
       });
     }

@@ -4,7 +4,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { serializeOverlay } from '../../schemas/overlay/envelope.ts';
 import { OVERLAY_REJECT_REASONS, REFERENCE_REASON_ALIASES } from '../../schemas/overlay/reasons.ts';
-import { GATEWAY_MAX_OVERLAY_BYTES, MAX_OVERLAY_DEPTH, type OverlayValidationOptions, validateOverlay } from '../../schemas/overlay/validate.ts';
+import {
+  GATEWAY_MAX_OVERLAY_BYTES,
+  MAX_OVERLAY_DEPTH,
+  type OverlayValidationOptions,
+  validateOverlay,
+} from '../../schemas/overlay/validate.ts';
 import { SHARED_FIXTURES } from '../fixtures-path.ts';
 import { candidate, envelope, mutated, payload, rawEnvelope } from './overlay-builders.ts';
 
@@ -50,7 +55,9 @@ describe('overlay contract v1 fixtures (fixtures/overlay-contract-v1/manifest.js
       const ours = REFERENCE_REASON_ALIASES[reason] ?? reason;
       expect(OVERLAY_REJECT_REASONS).toContain(ours);
     }
-    expect(reject(readFileSync(join(CONTRACT, 'hybrid-missing-schema.json'))).message).toMatch(/missing schema_version/);
+    expect(reject(readFileSync(join(CONTRACT, 'hybrid-missing-schema.json'))).message).toMatch(
+      /missing schema_version/,
+    );
   });
 
   it('accepts valid-selection-policy.json with the revision docs/contract.md §6 gives', () => {
@@ -91,7 +98,10 @@ describe('validateOverlay: docs/contract.md §2.4 steps in order', () => {
     const hybrid = mutated(payload(), (d) => {
       d.scope = { network: 'grid' };
     });
-    expect(reject(hybrid, GATEWAY)).toMatchObject({ reason: 'malformed', message: 'envelope is missing schema_version' });
+    expect(reject(hybrid, GATEWAY)).toMatchObject({
+      reason: 'malformed',
+      message: 'envelope is missing schema_version',
+    });
   });
 
   it.each([
@@ -103,7 +113,10 @@ describe('validateOverlay: docs/contract.md §2.4 steps in order', () => {
     ['overlay.candidates', (d: any) => (d.overlay.candidates = {}), /overlay.candidates must be an array/],
     ['schema_version type', (d: any) => (d.schema_version = 1), /schema_version must be a string/],
   ])('2. rejects a broken %s as malformed', (_name, mutate, message) => {
-    expect(reject(mutated(good, mutate))).toMatchObject({ reason: 'malformed', message: expect.stringMatching(message) });
+    expect(reject(mutated(good, mutate))).toMatchObject({
+      reason: 'malformed',
+      message: expect.stringMatching(message),
+    });
   });
 
   it.each(['2.0.0', '0.9.0', '1', '1.0.0-rc1', 'v1.0.0', ''])('3. refuses schema_version %j', (version) => {
@@ -111,20 +124,40 @@ describe('validateOverlay: docs/contract.md §2.4 steps in order', () => {
   });
 
   it.each(['1.0.0', '1.1', '1.7.3'])('3. accepts schema_version %j (any 1.x)', (version) => {
-    expect(validateOverlay(mutated(good, (d) => (d.schema_version = version)), SYNC).ok).toBe(true);
+    expect(
+      validateOverlay(
+        mutated(good, (d) => (d.schema_version = version)),
+        SYNC,
+      ).ok,
+    ).toBe(true);
   });
 
   it.each([
     ['blank scope.gateway', (d: any) => (d.scope.gateway = '  '), /scope.gateway must be a non-blank string/],
     ['257-byte scope.namespace', (d: any) => (d.scope.namespace = 'n'.repeat(257)), /scope.namespace/],
-    ['multi-byte name over 256 bytes', (d: any) => (d.provenance.source_uid = 'é'.repeat(129)), /provenance.source_uid/],
+    [
+      'multi-byte name over 256 bytes',
+      (d: any) => (d.provenance.source_uid = 'é'.repeat(129)),
+      /provenance.source_uid/,
+    ],
     ['missing provenance.producer', (d: any) => delete d.provenance.producer, /provenance.producer/],
-    ['zero source_generation', (d: any) => (d.provenance.source_generation = 0), /source_generation must be a positive integer/],
+    [
+      'zero source_generation',
+      (d: any) => (d.provenance.source_generation = 0),
+      /source_generation must be a positive integer/,
+    ],
     ['fractional source_generation', (d: any) => (d.provenance.source_generation = 1.5), /source_generation/],
-    ['non-RFC 3339 rendered_at', (d: any) => (d.provenance.rendered_at = '29/11/2026'), /rendered_at must be an RFC 3339/],
+    [
+      'non-RFC 3339 rendered_at',
+      (d: any) => (d.provenance.rendered_at = '29/11/2026'),
+      /rendered_at must be an RFC 3339/,
+    ],
     ['missing overlay.network', (d: any) => delete d.overlay.network, /overlay.network must be a non-blank/],
   ])('4. rejects %s', (_name, mutate, message) => {
-    expect(reject(mutated(good, mutate))).toMatchObject({ reason: 'malformed', message: expect.stringMatching(message) });
+    expect(reject(mutated(good, mutate))).toMatchObject({
+      reason: 'malformed',
+      message: expect.stringMatching(message),
+    });
   });
 
   it.each([
@@ -135,13 +168,16 @@ describe('validateOverlay: docs/contract.md §2.4 steps in order', () => {
     expect(reject(mutated(good, mutate))).toMatchObject({ reason: 'scope_mismatch' });
   });
 
-  it.each(['network', 'gateway', 'namespace', 'local_site'] as const)('4. enforces the configured expected scope.%s', (key) => {
-    const expected = { network: 'grid', gateway: 'edge', namespace: 'grid-system', local_site: 'east' };
-    const text = serializeOverlay(good);
-    expect(validateOverlay(text, { ...SYNC, expectedScope: expected }).ok).toBe(true);
-    const result = reject(text, { ...SYNC, expectedScope: { ...expected, [key]: 'elsewhere' } });
-    expect(result).toMatchObject({ reason: 'scope_mismatch', message: expect.stringContaining(`scope.${key}`) });
-  });
+  it.each(['network', 'gateway', 'namespace', 'local_site'] as const)(
+    '4. enforces the configured expected scope.%s',
+    (key) => {
+      const expected = { network: 'grid', gateway: 'edge', namespace: 'grid-system', local_site: 'east' };
+      const text = serializeOverlay(good);
+      expect(validateOverlay(text, { ...SYNC, expectedScope: expected }).ok).toBe(true);
+      const result = reject(text, { ...SYNC, expectedScope: { ...expected, [key]: 'elsewhere' } });
+      expect(result).toMatchObject({ reason: 'scope_mismatch', message: expect.stringContaining(`scope.${key}`) });
+    },
+  );
 
   it('4. a bare payload is refused once any expected scope is configured, even where legacy is allowed', () => {
     const bare = serializeOverlay(payload());
@@ -161,11 +197,25 @@ describe('validateOverlay: docs/contract.md §2.4 steps in order', () => {
   });
 
   it('6. recomputes the digest from what is serialized: any routing change without a new digest is caught', () => {
-    expect(reject(mutated(good, (d) => (d.overlay.candidates[0].fresh = false)))).toMatchObject({ reason: 'digest_mismatch' });
-    expect(reject(mutated(good, (d) => (d.overlay.candidates[0].extra = 1)))).toMatchObject({ reason: 'digest_mismatch' });
+    expect(reject(mutated(good, (d) => (d.overlay.candidates[0].fresh = false)))).toMatchObject({
+      reason: 'digest_mismatch',
+    });
+    expect(reject(mutated(good, (d) => (d.overlay.candidates[0].extra = 1)))).toMatchObject({
+      reason: 'digest_mismatch',
+    });
     // Timestamps, scope-independent provenance and envelope metadata are outside the digest.
-    expect(validateOverlay(mutated(good, (d) => (d.overlay.generated_at = '2030-01-01T00:00:00Z')), SYNC).ok).toBe(true);
-    expect(validateOverlay(mutated(good, (d) => (d.provenance.rendered_at = '2030-01-01T00:00:00+02:00')), SYNC).ok).toBe(true);
+    expect(
+      validateOverlay(
+        mutated(good, (d) => (d.overlay.generated_at = '2030-01-01T00:00:00Z')),
+        SYNC,
+      ).ok,
+    ).toBe(true);
+    expect(
+      validateOverlay(
+        mutated(good, (d) => (d.provenance.rendered_at = '2030-01-01T00:00:00+02:00')),
+        SYNC,
+      ).ok,
+    ).toBe(true);
   });
 
   it('6. rejects a lone surrogate smuggled in through a JSON escape as malformed, not with a crash', () => {
@@ -188,36 +238,68 @@ describe('validateOverlay: step 7, candidates and selection policy', () => {
     ['a duplicate', [candidate(), candidate()], /candidates\[1\] duplicates/],
     ['an unknown admission_state', [{ ...candidate(), admission_state: 'maybe' }], /admission_state must be one of/],
     ['a 129-byte selection_tier', [candidate({ selection_tier: 't'.repeat(129) })], /selection_tier/],
-    ['a stable_id with a newline', [candidate({ stable_id: 'ab\r\nX-Injected: 1' })], /stable_id must be a header-safe/],
+    [
+      'a stable_id with a newline',
+      [candidate({ stable_id: 'ab\r\nX-Injected: 1' })],
+      /stable_id must be a header-safe/,
+    ],
     ['a 257-byte stable_id', [candidate({ stable_id: 'a'.repeat(257) })], /stable_id/],
     ['a traffic_weight of 0', [candidate({ traffic_weight: 0 })], /traffic_weight must be an integer from 1 to 1000/],
     ['a negative rank', [candidate({ rank: -1 })], /rank must be a non-negative integer/],
-    ['a credential strategy other than bearer_token', [{ ...candidate(), credential: { strategy: 'basic', secretRef: { name: 'a', namespace: 'b', key: 'c' } } }], /strategy must be one of bearer_token/],
-    ['a secretRef without namespace', [{ ...candidate(), credential: { strategy: 'bearer_token', secretRef: { name: 'a', key: 'c' } } }], /secretRef.namespace/],
+    [
+      'a credential strategy other than bearer_token',
+      [{ ...candidate(), credential: { strategy: 'basic', secretRef: { name: 'a', namespace: 'b', key: 'c' } } }],
+      /strategy must be one of bearer_token/,
+    ],
+    [
+      'a secretRef without namespace',
+      [{ ...candidate(), credential: { strategy: 'bearer_token', secretRef: { name: 'a', key: 'c' } } }],
+      /secretRef.namespace/,
+    ],
   ] as [string, unknown[], RegExp][])('rejects %s', (_name, candidates, message) => {
-    expect(check({ candidates: candidates as never })).toMatchObject({ ok: false, reason: 'invalid_candidate', message: expect.stringMatching(message) });
+    expect(check({ candidates: candidates as never })).toMatchObject({
+      ok: false,
+      reason: 'invalid_candidate',
+      message: expect.stringMatching(message),
+    });
   });
 
   it.each([
-    ['token', { strategy: 'bearer_token', token: 'sk-live-SECRET', secretRef: { name: 'a', namespace: 'b', key: 'c' } }],
-    ['value', { strategy: 'bearer_token', secretRef: { name: 'a', namespace: 'b', key: 'c', value: 'sk-live-SECRET' } }],
+    [
+      'token',
+      { strategy: 'bearer_token', token: 'sk-live-SECRET', secretRef: { name: 'a', namespace: 'b', key: 'c' } },
+    ],
+    [
+      'value',
+      { strategy: 'bearer_token', secretRef: { name: 'a', namespace: 'b', key: 'c', value: 'sk-live-SECRET' } },
+    ],
   ])('rejects a credential carrying a %s key without echoing its content', (key, credential) => {
     const result = check({ candidates: [{ ...candidate(), credential } as never] });
-    expect(result).toMatchObject({ ok: false, reason: 'invalid_candidate', message: expect.stringContaining(`"${key}"`) });
+    expect(result).toMatchObject({
+      ok: false,
+      reason: 'invalid_candidate',
+      message: expect.stringContaining(`"${key}"`),
+    });
     expect(JSON.stringify(result)).not.toContain('SECRET');
   });
 
   it('allows at most 1024 candidates', () => {
     const many = (n: number) => Array.from({ length: n }, (_, i) => candidate({ name: `m${i}` }));
     expect(check({ candidates: many(1024) }).ok).toBe(true);
-    expect(check({ candidates: many(1025) })).toMatchObject({ ok: false, reason: 'invalid_candidate', message: expect.stringMatching(/1025 entries, limit is 1024/) });
+    expect(check({ candidates: many(1025) })).toMatchObject({
+      ok: false,
+      reason: 'invalid_candidate',
+      message: expect.stringMatching(/1025 entries, limit is 1024/),
+    });
   });
 
   const a = (group: number, site: string, admission: 'new_and_existing' | 'existing_only' = 'new_and_existing') =>
     candidate({ site, cluster: `c-${site}`, selection_group: group, admission_state: admission });
 
   it('accepts contiguous groups starting at 0, each with one admission state', () => {
-    expect(check({ candidates: [a(0, 'e'), a(0, 'w'), a(1, 'x', 'existing_only'), a(1, 'y', 'existing_only')] }).ok).toBe(true);
+    expect(
+      check({ candidates: [a(0, 'e'), a(0, 'w'), a(1, 'x', 'existing_only'), a(1, 'y', 'existing_only')] }).ok,
+    ).toBe(true);
   });
 
   it.each([
@@ -225,9 +307,17 @@ describe('validateOverlay: step 7, candidates and selection policy', () => {
     ['a skipped group', [a(0, 'e'), a(2, 'w')], /groups must be contiguous and increasing/],
     ['a decreasing group', [a(0, 'e'), a(1, 'w'), a(0, 'x')], /contiguous and increasing/],
     ['two admission states in one group', [a(0, 'e'), a(0, 'w', 'existing_only')], /admission_state differs/],
-    ['grouped and ungrouped for one capability', [a(0, 'e'), candidate({ site: 'w', cluster: 'c-w' })], /mixes grouped and ungrouped/],
+    [
+      'grouped and ungrouped for one capability',
+      [a(0, 'e'), candidate({ site: 'w', cluster: 'c-w' })],
+      /mixes grouped and ungrouped/,
+    ],
   ] as [string, unknown[], RegExp][])('rejects %s', (_name, candidates, message) => {
-    expect(check({ candidates: candidates as never })).toMatchObject({ ok: false, reason: 'invalid_candidate', message: expect.stringMatching(message) });
+    expect(check({ candidates: candidates as never })).toMatchObject({
+      ok: false,
+      reason: 'invalid_candidate',
+      message: expect.stringMatching(message),
+    });
   });
 
   it('judges groups per capability: another model starts its own groups at 0', () => {
@@ -240,7 +330,10 @@ describe('validateOverlay: step 7, candidates and selection policy', () => {
     ['an extra key', { mode: 'random', grouping: 'site' }],
     ['a non-object', 'random'],
   ])('rejects a selection_policy with %s', (_name, policy) => {
-    expect(check({ selection_policy: policy as never })).toMatchObject({ ok: false, reason: 'invalid_selection_policy' });
+    expect(check({ selection_policy: policy as never })).toMatchObject({
+      ok: false,
+      reason: 'invalid_selection_policy',
+    });
   });
 
   it('accepts an empty candidate set (a valid empty overlay is how everything is withdrawn)', () => {
@@ -285,7 +378,10 @@ describe('validateOverlay never throws', () => {
     const base = envelope();
     fc.assert(
       fc.property(fc.constantFrom('scope', 'provenance', 'revision', 'overlay'), fc.anything(), (key, value) => {
-        const result = validateOverlay(mutated(base, (d) => (d[key] = value)), SYNC);
+        const result = validateOverlay(
+          mutated(base, (d) => (d[key] = value)),
+          SYNC,
+        );
         return result.ok || OVERLAY_REJECT_REASONS.includes(result.reason);
       }),
       { numRuns: 300 },
@@ -295,7 +391,10 @@ describe('validateOverlay never throws', () => {
   it('on deeply nested input', () => {
     const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
     expect(validateOverlay(deep, { ...GATEWAY, maxBytes: 1 << 20 })).toMatchObject({ ok: false, reason: 'malformed' });
-    const deepCandidate = serializeOverlay(envelope()).replace('"fresh": true', `"fresh": true, "x": ${'['.repeat(100_000)}${']'.repeat(100_000)}`);
+    const deepCandidate = serializeOverlay(envelope()).replace(
+      '"fresh": true',
+      `"fresh": true, "x": ${'['.repeat(100_000)}${']'.repeat(100_000)}`,
+    );
     expect(validateOverlay(deepCandidate, { ...GATEWAY, maxBytes: 1 << 20 }).ok).toBe(false);
   });
 
@@ -303,10 +402,17 @@ describe('validateOverlay never throws', () => {
     const half = GATEWAY_MAX_OVERLAY_BYTES / 2;
     const deepest = Buffer.from(`${'['.repeat(half)}${']'.repeat(half)}`);
     const started = performance.now();
-    expect(validateOverlay(deepest, GATEWAY)).toEqual({ ok: false, reason: 'malformed', message: `overlay nests deeper than ${MAX_OVERLAY_DEPTH} levels` });
+    expect(validateOverlay(deepest, GATEWAY)).toEqual({
+      ok: false,
+      reason: 'malformed',
+      message: `overlay nests deeper than ${MAX_OVERLAY_DEPTH} levels`,
+    });
     expect(performance.now() - started).toBeLessThan(50);
     // Brackets inside strings are text, not nesting.
-    const bracketsInAString = serializeOverlay(envelope()).replace('"fresh": true', `"fresh": true, "x": "${'['.repeat(1_000)}"`);
+    const bracketsInAString = serializeOverlay(envelope()).replace(
+      '"fresh": true',
+      `"fresh": true, "x": "${'['.repeat(1_000)}"`,
+    );
     expect(validateOverlay(bracketsInAString, GATEWAY)).toMatchObject({ ok: false, reason: 'digest_mismatch' });
   });
 });

@@ -14,15 +14,30 @@ import {
 const payload = (): ServingPayload => ({
   network: 'grid',
   local_site: 'west',
-  sites: [{ site: 'east', signals_address: '10.0.0.2:9443' }, { site: 'west', signals_address: '[::1]:9443' }],
+  sites: [
+    { site: 'east', signals_address: '10.0.0.2:9443' },
+    { site: 'west', signals_address: '[::1]:9443' },
+  ],
   entries: [
     { site: 'east', provider: 'llm-b', models: ['m1'], cluster: 'east-hop', admission: 'all', ready: true },
-    { site: 'west', provider: 'llm-a', models: ['m1', 'm2'], cluster: 'llm-a', admission: 'none', ready: false, excluded: 'unhealthy' },
+    {
+      site: 'west',
+      provider: 'llm-a',
+      models: ['m1', 'm2'],
+      cluster: 'llm-a',
+      admission: 'none',
+      ready: false,
+      excluded: 'unhealthy',
+    },
   ],
 });
-const documentOf = (p: ServingPayload = payload()): ServingConfigDocument => buildServingDocument({ gateway: 'edge', namespace: 'grid-system' }, p, '2026-12-01T10:00:00Z');
+const documentOf = (p: ServingPayload = payload()): ServingConfigDocument =>
+  buildServingDocument({ gateway: 'edge', namespace: 'grid-system' }, p, '2026-12-01T10:00:00Z');
 const text = (d: unknown) => JSON.stringify(d);
-const options = { maxBytes: SYNC_MAX_SERVING_BYTES, expectedScope: { network: 'grid', gateway: 'edge', namespace: 'grid-system', local_site: 'west' } };
+const options = {
+  maxBytes: SYNC_MAX_SERVING_BYTES,
+  expectedScope: { network: 'grid', gateway: 'edge', namespace: 'grid-system', local_site: 'west' },
+};
 
 /** A document whose `serving` was edited and whose revision was recomputed, so only the semantic rule can refuse it. */
 function resigned(edit: (p: ServingPayload) => void): string {
@@ -74,21 +89,126 @@ describe('serving config contract', () => {
     ['over the byte limit', text(good) + ' '.repeat(SYNC_MAX_SERVING_BYTES), 'oversized', 'limit'],
     ['not JSON', '{"schema_version":', 'malformed', 'not JSON'],
     ['an array', '[]', 'malformed', 'not a JSON object'],
-    ['schema_version 2.0', withDoc((d) => { d.schema_version = '2.0'; }), 'unsupported_schema', '"2.0" is not 1.x'],
-    ['no schema_version', withDoc((d) => { delete d.schema_version; }), 'malformed', "schema_version"],
-    ['no revision', withDoc((d) => { delete d.revision; }), 'malformed', 'revision'],
-    ['revision of another algorithm', withDoc((d) => { d.revision.algorithm = 'md5'; }), 'malformed', '/revision/algorithm'],
-    ['an entry without cluster', withDoc((d) => { delete d.serving.entries[0].cluster; }), 'malformed', '/serving/entries/0'],
-    ['admission "existing"', withDoc((d) => { d.serving.entries[0].admission = 'existing'; }), 'malformed', '/serving/entries/0/admission'],
-    ['a blank provider', withDoc((d) => { d.serving.entries[0].provider = '   '; }), 'malformed', '/serving/entries/0/provider'],
-    ['a signals address that is not host:port', withDoc((d) => { d.serving.sites[0].signals_address = 'https://east/v1/signals'; }), 'malformed', '/serving/sites/0/signals_address'],
-    ['scope.network differing from serving.network', withDoc((d) => { d.scope.network = 'other'; }), 'scope_mismatch', 'scope.network'],
-    ['another gateway\'s config', withDoc((d) => { d.scope.gateway = 'edge-2'; }), 'scope_mismatch', 'scope.gateway is "edge-2"'],
-    ['an entry edited after the revision', withDoc((d) => { d.serving.entries[0].ready = false; }), 'digest_mismatch', 'recomputed'],
-    ['a provider listed twice', resigned((p) => { p.entries.push({ ...p.entries[0]! }); }), 'invalid_entry', 'appears twice'],
-    ['an entry whose site is not in sites', resigned((p) => { p.sites = p.sites.filter((s) => s.site !== 'east'); }), 'invalid_entry', 'site "east" is not in sites'],
-    ['a site listed twice', resigned((p) => { p.sites.push({ site: 'west' }); }), 'invalid_entry', 'listed twice'],
-    ['an excluded provider that admits all', resigned((p) => { p.entries[1]!.admission = 'all'; }), 'invalid_entry', 'excluded (unhealthy) but admits all'],
+    [
+      'schema_version 2.0',
+      withDoc((d) => {
+        d.schema_version = '2.0';
+      }),
+      'unsupported_schema',
+      '"2.0" is not 1.x',
+    ],
+    [
+      'no schema_version',
+      withDoc((d) => {
+        delete d.schema_version;
+      }),
+      'malformed',
+      'schema_version',
+    ],
+    [
+      'no revision',
+      withDoc((d) => {
+        delete d.revision;
+      }),
+      'malformed',
+      'revision',
+    ],
+    [
+      'revision of another algorithm',
+      withDoc((d) => {
+        d.revision.algorithm = 'md5';
+      }),
+      'malformed',
+      '/revision/algorithm',
+    ],
+    [
+      'an entry without cluster',
+      withDoc((d) => {
+        delete d.serving.entries[0].cluster;
+      }),
+      'malformed',
+      '/serving/entries/0',
+    ],
+    [
+      'admission "existing"',
+      withDoc((d) => {
+        d.serving.entries[0].admission = 'existing';
+      }),
+      'malformed',
+      '/serving/entries/0/admission',
+    ],
+    [
+      'a blank provider',
+      withDoc((d) => {
+        d.serving.entries[0].provider = '   ';
+      }),
+      'malformed',
+      '/serving/entries/0/provider',
+    ],
+    [
+      'a signals address that is not host:port',
+      withDoc((d) => {
+        d.serving.sites[0].signals_address = 'https://east/v1/signals';
+      }),
+      'malformed',
+      '/serving/sites/0/signals_address',
+    ],
+    [
+      'scope.network differing from serving.network',
+      withDoc((d) => {
+        d.scope.network = 'other';
+      }),
+      'scope_mismatch',
+      'scope.network',
+    ],
+    [
+      "another gateway's config",
+      withDoc((d) => {
+        d.scope.gateway = 'edge-2';
+      }),
+      'scope_mismatch',
+      'scope.gateway is "edge-2"',
+    ],
+    [
+      'an entry edited after the revision',
+      withDoc((d) => {
+        d.serving.entries[0].ready = false;
+      }),
+      'digest_mismatch',
+      'recomputed',
+    ],
+    [
+      'a provider listed twice',
+      resigned((p) => {
+        p.entries.push({ ...p.entries[0]! });
+      }),
+      'invalid_entry',
+      'appears twice',
+    ],
+    [
+      'an entry whose site is not in sites',
+      resigned((p) => {
+        p.sites = p.sites.filter((s) => s.site !== 'east');
+      }),
+      'invalid_entry',
+      'site "east" is not in sites',
+    ],
+    [
+      'a site listed twice',
+      resigned((p) => {
+        p.sites.push({ site: 'west' });
+      }),
+      'invalid_entry',
+      'listed twice',
+    ],
+    [
+      'an excluded provider that admits all',
+      resigned((p) => {
+        p.entries[1]!.admission = 'all';
+      }),
+      'invalid_entry',
+      'excluded (unhealthy) but admits all',
+    ],
   ];
   it.each(cases)('refuses %s', (_name, raw, reason, message) => {
     const verdict = validateServing(raw, options);

@@ -7,7 +7,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { GENERATED_HEADER, checkDrift, findSchemaFiles, generateTypes, writeTypes } from '../../schemas/codegen/generate-types.ts';
+import {
+  GENERATED_HEADER,
+  checkDrift,
+  findSchemaFiles,
+  generateTypes,
+  writeTypes,
+} from '../../schemas/codegen/generate-types.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -33,7 +39,15 @@ describe('generated types', () => {
   it('include the CRD types under readable names', async () => {
     const text = await readFile(join(ROOT, 'schemas/generated/gridnetworks.ts'), 'utf8');
     expect(text.split('\n')[0]).toContain(GENERATED_HEADER);
-    for (const name of ['GridNetwork', 'GridNetworkSpec', 'GridNetworkStatus', 'GatewayRef', 'PraxisConfig', 'PressurePolicy', 'Condition']) {
+    for (const name of [
+      'GridNetwork',
+      'GridNetworkSpec',
+      'GridNetworkStatus',
+      'GatewayRef',
+      'PraxisConfig',
+      'PressurePolicy',
+      'Condition',
+    ]) {
       expect(text).toMatch(new RegExp(`^export interface ${name} \\{`, 'm'));
     }
     // One SecretRef type for the four Secret references, not SecretRef1..3.
@@ -91,14 +105,20 @@ describe('gen:types on a scratch tree', () => {
 
     const generated = join(root, 'schemas/generated/widget.ts');
     await writeFile(generated, `${await readFile(generated, 'utf8')}// hand edit\n`);
-    await writeFile(join(root, 'schemas/generated/gone.ts'), `/* ${GENERATED_HEADER} (source: schemas/gone.schema.json) */\n`);
+    await writeFile(
+      join(root, 'schemas/generated/gone.ts'),
+      `/* ${GENERATED_HEADER} (source: schemas/gone.schema.json) */\n`,
+    );
     const result = await gen([`--root=${root}`, '--check']);
     expect(result.code).toBe(1);
     expect(result.stdout).toContain('drifted: schemas/generated/widget.ts');
     expect(result.stdout).toContain('stale (schema removed): schemas/generated/gone.ts');
     expect(await readFile(generated, 'utf8')).toContain('// hand edit');
 
-    expect(await writeTypes(root)).toEqual({ written: ['schemas/generated/widget.ts'], removed: ['schemas/generated/gone.ts'] });
+    expect(await writeTypes(root)).toEqual({
+      written: ['schemas/generated/widget.ts'],
+      removed: ['schemas/generated/gone.ts'],
+    });
     expect(await checkDrift(root)).toEqual({ drifted: [], stale: [] });
   });
 
@@ -111,7 +131,12 @@ describe('gen:types on a scratch tree', () => {
   it('refuses two schemas that would generate the same file', async () => {
     const root = await scratch();
     await mkdir(join(root, 'schemas', 'other'));
-    await writeFile(join(root, 'schemas', 'other', 'widget.schema.json'), JSON.stringify({ title: 'Other', type: 'object' }));
-    await expect(generateTypes(root, await findSchemaFiles(root))).rejects.toThrow(/would both generate schemas\/generated\/widget\.ts/);
+    await writeFile(
+      join(root, 'schemas', 'other', 'widget.schema.json'),
+      JSON.stringify({ title: 'Other', type: 'object' }),
+    );
+    await expect(generateTypes(root, await findSchemaFiles(root))).rejects.toThrow(
+      /would both generate schemas\/generated\/widget\.ts/,
+    );
   });
 });

@@ -42,7 +42,10 @@ function get(port: number, path: string, agent?: Agent): Promise<{ status: numbe
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path, ...(agent !== undefined ? { agent } : {}) }, (res) => {
       let body = '';
-      res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk)).on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res
+        .setEncoding('utf8')
+        .on('data', (chunk: string) => (body += chunk))
+        .on('end', () => resolve({ status: res.statusCode ?? 0, body }));
     });
     req.on('error', reject);
     req.end();

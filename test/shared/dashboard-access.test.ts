@@ -75,7 +75,12 @@ function get(port: number, path: string, headers: Record<string, string> = {}): 
   });
 }
 
-async function tokenServer(file: string): Promise<{ server: AdminServer; lines: string[]; answers: Answer[]; ask: (path: string, headers?: Record<string, string>) => Promise<Answer> }> {
+async function tokenServer(file: string): Promise<{
+  server: AdminServer;
+  lines: string[];
+  answers: Answer[];
+  ask: (path: string, headers?: Record<string, string>) => Promise<Answer>;
+}> {
   const { logger, lines } = capturingLogger();
   const tokens = new DashboardTokenFile({ file, logger, debounceMs: 20, pollIntervalMs: 200 });
   await tokens.start();
@@ -84,7 +89,10 @@ async function tokenServer(file: string): Promise<{ server: AdminServer; lines: 
     address: '127.0.0.1:0',
     registry: new Registry(),
     isReady: () => true,
-    dashboard: { view: async () => ({ site: 'east', generatedAt: 'now' }), access: { mode: 'token', token: () => tokens.current() } },
+    dashboard: {
+      view: async () => ({ site: 'east', generatedAt: 'now' }),
+      access: { mode: 'token', token: () => tokens.current() },
+    },
   });
   cleanups.push(() => server.close());
   const answers: Answer[] = [];
@@ -121,11 +129,14 @@ describe('dashboard access with a token', () => {
     expect(anonymous.headers['www-authenticate']).toBe('Bearer realm="agn fleet dashboard"');
     expect(anonymous.body).toContain('needs its token');
     expect(anonymous.body).toContain('grid-dashboard-token');
-    for (const path of ['/dashboard', '/dashboard/model.json', '/dashboard/events', '/dashboard/dashboard.js']) expect((await ask(path)).status, path).toBe(401);
+    for (const path of ['/dashboard', '/dashboard/model.json', '/dashboard/events', '/dashboard/dashboard.js'])
+      expect((await ask(path)).status, path).toBe(401);
     // The admin port's other jobs need no token.
     for (const path of ['/livez', '/readyz', '/metrics']) expect((await ask(path)).status, path).toBe(200);
 
-    expect((await ask('/dashboard/model.json', { authorization: `Bearer ${TOKEN}` })).body).toBe('{"site":"east","generatedAt":"now"}');
+    expect((await ask('/dashboard/model.json', { authorization: `Bearer ${TOKEN}` })).body).toBe(
+      '{"site":"east","generatedAt":"now"}',
+    );
     expect((await ask('/dashboard/model.json', { authorization: `bearer ${TOKEN}` })).status).toBe(200);
     for (const wrong of [`Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, 'Bearer short', `Basic ${TOKEN}`, TOKEN]) {
       expect((await ask('/dashboard/model.json', { authorization: wrong })).status, wrong).toBe(401);
@@ -136,25 +147,34 @@ describe('dashboard access with a token', () => {
     expect(login.status).toBe(303);
     expect(login.headers['location']).toBe('/dashboard/');
     const setCookie = String(login.headers['set-cookie']);
-    expect(setCookie).toMatch(new RegExp(`^${SESSION_COOKIE}=[A-Za-z0-9_-]{43}; Path=/dashboard; HttpOnly; SameSite=Strict$`));
+    expect(setCookie).toMatch(
+      new RegExp(`^${SESSION_COOKIE}=[A-Za-z0-9_-]{43}; Path=/dashboard; HttpOnly; SameSite=Strict$`),
+    );
     const cookie = cookieOf(login);
-    for (const path of ['/dashboard/', '/dashboard/model.json', '/dashboard/dashboard.css']) expect((await ask(path, { cookie })).status, path).toBe(200);
+    for (const path of ['/dashboard/', '/dashboard/model.json', '/dashboard/dashboard.css'])
+      expect((await ask(path, { cookie })).status, path).toBe(200);
     const events = await ask('/dashboard/events', { cookie: `theme=dark; ${cookie}` });
     expect(events.status).toBe(200);
     expect(events.body).toContain('retry: 2000');
     // The token pasted raw (its '+' not encoded), from /dashboard without the slash, other parameters kept.
     expect((await ask(`/dashboard?token=${TOKEN}`)).headers['location']).toBe('/dashboard/');
-    expect((await ask(`/dashboard/?view=compact&token=${encodeURIComponent(TOKEN)}`)).headers['location']).toBe('/dashboard/?view=compact');
+    expect((await ask(`/dashboard/?view=compact&token=${encodeURIComponent(TOKEN)}`)).headers['location']).toBe(
+      '/dashboard/?view=compact',
+    );
 
     // Wrong and forged credentials.
     const wrongLogin = await ask('/dashboard/?token=not-the-token-but-long-enough');
     expect(wrongLogin.status).toBe(401);
     expect(wrongLogin.headers['set-cookie']).toBeUndefined();
     expect((await ask('/dashboard/?token=%E0%A4%A')).status).toBe(401);
-    expect((await ask('/dashboard/model.json', { cookie: `${SESSION_COOKIE}=${encodeURIComponent(TOKEN)}` })).status).toBe(401);
+    expect(
+      (await ask('/dashboard/model.json', { cookie: `${SESSION_COOKIE}=${encodeURIComponent(TOKEN)}` })).status,
+    ).toBe(401);
     expect((await ask('/dashboard/model.json', { cookie: `${cookie}x` })).status).toBe(401);
     // A valid cookie does not rescue a wrong bearer token.
-    expect((await ask('/dashboard/model.json', { cookie, authorization: 'Bearer not-the-token-but-long-enough' })).status).toBe(401);
+    expect(
+      (await ask('/dashboard/model.json', { cookie, authorization: 'Bearer not-the-token-but-long-enough' })).status,
+    ).toBe(401);
 
     expect(server.port).toBeGreaterThan(0);
     const everything = [...answers.map((a) => `${JSON.stringify(a.headers)}\n${a.body}`), ...lines];
@@ -169,7 +189,12 @@ describe('dashboard access with a token', () => {
     expect((await ask('/dashboard/model.json', { cookie })).status).toBe(200);
 
     volume.rotate(NEXT);
-    await waitFor('the rotated token in use', async () => ((await ask('/dashboard/model.json', { authorization: `Bearer ${NEXT}` })).status === 200 ? true : undefined), 5_000);
+    await waitFor(
+      'the rotated token in use',
+      async () =>
+        (await ask('/dashboard/model.json', { authorization: `Bearer ${NEXT}` })).status === 200 ? true : undefined,
+      5_000,
+    );
     expect((await ask('/dashboard/model.json', { authorization: `Bearer ${TOKEN}` })).status).toBe(401);
     expect((await ask('/dashboard/model.json', { cookie })).status).toBe(401);
     const fresh = cookieOf(await ask(`/dashboard/?token=${NEXT}`));
@@ -186,21 +211,39 @@ describe('dashboard access with a token', () => {
     const none = await ask('/dashboard/', { authorization: `Bearer ${TOKEN}` });
     expect(none.status).toBe(503);
     expect(none.body).toContain('the dashboard token is not loaded');
-    expect(lines.some((l) => l.includes(`dashboard token file ${volume.file}: cannot read it (ENOENT); nobody can open the dashboard until it is fixed`))).toBe(true);
+    expect(
+      lines.some((l) =>
+        l.includes(
+          `dashboard token file ${volume.file}: cannot read it (ENOENT); nobody can open the dashboard until it is fixed`,
+        ),
+      ),
+    ).toBe(true);
 
     volume.rotate(TOKEN);
-    await waitFor('the token loaded once its file appears', async () => ((await ask('/dashboard/', { authorization: `Bearer ${TOKEN}` })).status === 200 ? true : undefined), 5_000);
+    await waitFor(
+      'the token loaded once its file appears',
+      async () => ((await ask('/dashboard/', { authorization: `Bearer ${TOKEN}` })).status === 200 ? true : undefined),
+      5_000,
+    );
 
     const weak = 'short-token';
     volume.rotate(weak);
-    await waitFor('the short token refused in the log', () => (lines.some((l) => l.includes('the token is 11 bytes, at least 16 are needed')) ? true : undefined), 5_000);
+    await waitFor(
+      'the short token refused in the log',
+      () => (lines.some((l) => l.includes('the token is 11 bytes, at least 16 are needed')) ? true : undefined),
+      5_000,
+    );
     expect(lines.filter((l) => l.includes('the token is 11 bytes')).length).toBe(1);
     expect(lines.some((l) => l.includes('the token loaded before stays in use'))).toBe(true);
     expect((await ask('/dashboard/', { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
     expect((await ask('/dashboard/', { authorization: `Bearer ${weak}` })).status).toBe(401);
 
     volume.rotate('has whitespace inside the token text');
-    await waitFor('the spaced token refused', () => (lines.some((l) => l.includes('whitespace, control or non-ASCII')) ? true : undefined), 5_000);
+    await waitFor(
+      'the spaced token refused',
+      () => (lines.some((l) => l.includes('whitespace, control or non-ASCII')) ? true : undefined),
+      5_000,
+    );
     expect((await ask('/dashboard/', { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
     expectNoTokenBytes(lines, [TOKEN, weak, 'has whitespace inside the token text']);
   });
@@ -208,12 +251,24 @@ describe('dashboard access with a token', () => {
 
 describe('dashboard access when open or off', () => {
   it('open serves without credentials; without a dashboard (off) every dashboard path is 404 and /metrics stays', async () => {
-    const open = await startAdminServer({ address: '127.0.0.1:0', registry: new Registry(), isReady: () => true, dashboard: { view: async () => ({}), access: { mode: 'open' } } });
+    const open = await startAdminServer({
+      address: '127.0.0.1:0',
+      registry: new Registry(),
+      isReady: () => true,
+      dashboard: { view: async () => ({}), access: { mode: 'open' } },
+    });
     cleanups.push(() => open.close());
     expect((await get(open.port, '/dashboard/model.json')).status).toBe(200);
     const off = await startAdminServer({ address: '127.0.0.1:0', registry: new Registry(), isReady: () => true });
     cleanups.push(() => off.close());
-    for (const path of ['/dashboard', '/dashboard/', '/dashboard/?token=x', '/dashboard/model.json', '/dashboard/events']) expect((await get(off.port, path)).status, path).toBe(404);
+    for (const path of [
+      '/dashboard',
+      '/dashboard/',
+      '/dashboard/?token=x',
+      '/dashboard/model.json',
+      '/dashboard/events',
+    ])
+      expect((await get(off.port, path)).status, path).toBe(404);
     expect((await get(off.port, '/metrics')).status).toBe(200);
   });
 });

@@ -11,7 +11,12 @@ afterEach(async () => {
 });
 
 async function start(view: () => Promise<unknown>): Promise<string> {
-  server = await startAdminServer({ address: '127.0.0.1:0', registry: new Registry(), isReady: () => true, dashboard: { view, access: { mode: 'open' } } });
+  server = await startAdminServer({
+    address: '127.0.0.1:0',
+    registry: new Registry(),
+    isReady: () => true,
+    dashboard: { view, access: { mode: 'open' } },
+  });
   return `http://127.0.0.1:${server.port}`;
 }
 
@@ -57,8 +62,13 @@ describe('dashboard routes on the admin listener', () => {
     // Nothing outside the operator: no absolute URL other than the SVG namespace in the page or its assets.
     const js = await (await fetch(`${base}/dashboard/dashboard.js`)).text();
     const css = await (await fetch(`${base}/dashboard/dashboard.css`)).text();
-    for (const text of [html, js, css]) expect(text.match(/(https?:)?\/\/[a-z0-9.-]+\.[a-z]{2,}/gi)?.filter((u) => u !== 'http://www.w3.org') ?? []).toEqual([]);
-    expect((await fetch(`${base}/dashboard/dashboard.css`)).headers.get('content-type')).toBe('text/css; charset=utf-8');
+    for (const text of [html, js, css])
+      expect(
+        text.match(/(https?:)?\/\/[a-z0-9.-]+\.[a-z]{2,}/gi)?.filter((u) => u !== 'http://www.w3.org') ?? [],
+      ).toEqual([]);
+    expect((await fetch(`${base}/dashboard/dashboard.css`)).headers.get('content-type')).toBe(
+      'text/css; charset=utf-8',
+    );
     expect(await (await fetch(`${base}/dashboard/model.json`)).json()).toEqual({ site: 'east', generatedAt: 'now' });
     const redirect = await fetch(`${base}/dashboard`, { redirect: 'manual' });
     expect(redirect.status).toBe(308);

@@ -13,7 +13,8 @@ const SPECIFIER = /^\s*(?:import|export)\b[^'"]*?(?:from\s*)?['"](\.{1,2}\/[^'"]
 function tsFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) return entry.name === 'node_modules' || entry.name === 'generated-dist' ? [] : tsFiles(path);
+    if (entry.isDirectory())
+      return entry.name === 'node_modules' || entry.name === 'generated-dist' ? [] : tsFiles(path);
     return entry.name.endsWith('.ts') ? [path] : [];
   });
 }
@@ -21,11 +22,15 @@ function tsFiles(dir: string): string[] {
 function importGraph(root: string): Map<string, string[]> {
   const files = ROOMS.flatMap((room) => tsFiles(join(root, room)));
   const known = new Set(files);
-  return new Map(files.map((file) => {
-    const text = readFileSync(file, 'utf8');
-    const deps = [...text.matchAll(SPECIFIER)].map((m) => normalize(join(dirname(file), m[1]!))).filter((dep) => known.has(dep));
-    return [file, [...new Set(deps)]];
-  }));
+  return new Map(
+    files.map((file) => {
+      const text = readFileSync(file, 'utf8');
+      const deps = [...text.matchAll(SPECIFIER)]
+        .map((m) => normalize(join(dirname(file), m[1]!)))
+        .filter((dep) => known.has(dep));
+      return [file, [...new Set(deps)]];
+    }),
+  );
 }
 
 /** The strongly connected components of more than one module, and modules importing themselves (Tarjan). */
@@ -63,13 +68,27 @@ function importCircles(graph: ReadonlyMap<string, readonly string[]>): string[][
 
 describe('import circles', () => {
   it('finds a circle where there is one (the detector itself)', () => {
-    const graph = new Map([['a', ['b']], ['b', ['c']], ['c', ['a', 'd']], ['d', []], ['e', ['e']]]);
+    const graph = new Map([
+      ['a', ['b']],
+      ['b', ['c']],
+      ['c', ['a', 'd']],
+      ['d', []],
+      ['e', ['e']],
+    ]);
     expect(importCircles(graph)).toEqual([['a', 'b', 'c'], ['e']]);
-    expect(importCircles(new Map([['a', ['b']], ['b', []]]))).toEqual([]);
+    expect(
+      importCircles(
+        new Map([
+          ['a', ['b']],
+          ['b', []],
+        ]),
+      ),
+    ).toEqual([]);
   });
 
   it('reads every kind of relative import', () => {
-    const text = "import type { A } from './a.ts';\nimport { B } from \"../b.ts\";\nexport { C } from './c.ts';\nexport * from './d.ts';\nimport './e.ts';\nconst x = 'not ./f.ts';";
+    const text =
+      "import type { A } from './a.ts';\nimport { B } from \"../b.ts\";\nexport { C } from './c.ts';\nexport * from './d.ts';\nimport './e.ts';\nconst x = 'not ./f.ts';";
     expect([...text.matchAll(SPECIFIER)].map((m) => m[1])).toEqual(['./a.ts', '../b.ts', './c.ts', './d.ts', './e.ts']);
   });
 

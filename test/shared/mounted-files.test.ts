@@ -27,7 +27,11 @@ describe('MountedFiles', () => {
     await writeFile(file, '1');
     const lines: Line[] = [];
     const counts: string[] = [];
-    const logger = createLogger({ name: 'test', level: 'debug', destination: { write: (l: string) => void lines.push(JSON.parse(l) as Line) } });
+    const logger = createLogger({
+      name: 'test',
+      level: 'debug',
+      destination: { write: (l: string) => void lines.push(JSON.parse(l) as Line) },
+    });
     const files = new MountedFiles<number>({
       kind: 'count',
       name: 'the count',
@@ -62,9 +66,15 @@ describe('MountedFiles', () => {
     expect(await files.reload()).toEqual({ outcome: 'unchanged' });
     expect(counts).toEqual(['accepted', 'rejected', 'accepted']);
     const warnings = lines.filter((l) => l.msg === 'count unusable; the previous one stays in force');
-    expect(warnings.map((l) => [l.problem, l['file_kind'], l['name']])).toEqual([[`${file}: not a number`, 'count', 'the count']]);
+    expect(warnings.map((l) => [l.problem, l['file_kind'], l['name']])).toEqual([
+      [`${file}: not a number`, 'count', 'the count'],
+    ]);
     expect(JSON.stringify(lines)).not.toContain('secret-bytes-x');
-    expect(lines.map((l) => l.msg)).toEqual(['count read', 'count unusable; the previous one stays in force', 'count reloaded']);
+    expect(lines.map((l) => l.msg)).toEqual([
+      'count read',
+      'count unusable; the previous one stays in force',
+      'count reloaded',
+    ]);
   });
 
   it('reports an unreadable file once, however often it is re-read, and says when nothing is in force yet', async () => {
@@ -94,9 +104,12 @@ describe('MountedFiles', () => {
   });
 
   it('refuses a file over maxBytes and material use() refuses', async () => {
-    const { file, files } = await setup({ maxBytes: 4, use: (n) => {
-      if (n === 666) throw new Error('refused by use');
-    } });
+    const { file, files } = await setup({
+      maxBytes: 4,
+      use: (n) => {
+        if (n === 666) throw new Error('refused by use');
+      },
+    });
     await files.start(false);
     await writeFile(file, '123456');
     expect(await files.reload()).toEqual({ outcome: 'rejected', problem: `${file}: larger than 4 bytes` });

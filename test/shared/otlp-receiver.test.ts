@@ -6,7 +6,13 @@ import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import {
+  BatchSpanProcessor,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type OtlpReceiver, type ReceivedSpan, SPAN_KIND, startOtlpReceiver } from './otlp-receiver.ts';
 import { decodeTraceRequestJson, decodeTraceRequestProtobuf } from './otlp-wire.ts';
@@ -22,14 +28,25 @@ async function receiver(): Promise<OtlpReceiver> {
   return r;
 }
 
-const RESOURCE = { 'service.name': 'consumer-gateway', 'grid.site': 'east', 'k8s.namespace.name': 'grid-system', 'deployment.count': 3 };
+const RESOURCE = {
+  'service.name': 'consumer-gateway',
+  'grid.site': 'east',
+  'k8s.namespace.name': 'grid-system',
+  'deployment.count': 3,
+};
 
 /** A provider exporting to `url` through `processor` (the real OTLP/HTTP protobuf exporter), and what it recorded. */
-function provider(exporter: OTLPTraceExporter, batch = false): { tracerProvider: TracerProvider; recorded: InMemorySpanExporter } {
+function provider(
+  exporter: OTLPTraceExporter,
+  batch = false,
+): { tracerProvider: TracerProvider; recorded: InMemorySpanExporter } {
   const recorded = new InMemorySpanExporter();
   const tracerProvider = new TracerProvider({
     resource: resourceFromAttributes(RESOURCE),
-    spanProcessors: [batch ? new BatchSpanProcessor({ exporter, scheduledDelayMillis: 50 }) : new SimpleSpanProcessor({ exporter }), new SimpleSpanProcessor({ exporter: recorded })],
+    spanProcessors: [
+      batch ? new BatchSpanProcessor({ exporter, scheduledDelayMillis: 50 }) : new SimpleSpanProcessor({ exporter }),
+      new SimpleSpanProcessor({ exporter: recorded }),
+    ],
   });
   open.push({ close: () => tracerProvider.shutdown() });
   return { tracerProvider, recorded };
@@ -38,7 +55,10 @@ function provider(exporter: OTLPTraceExporter, batch = false): { tracerProvider:
 /** A parent server span with a child client span carrying every attribute kind, an event and an error status. */
 function recordTrace(tracerProvider: TracerProvider): void {
   const tracer = tracerProvider.getTracer('agn-test', '1.2.3');
-  const parent = tracer.startSpan('POST /v1/chat/completions', { kind: SpanKind.SERVER, attributes: { 'http.request.method': 'POST' } });
+  const parent = tracer.startSpan('POST /v1/chat/completions', {
+    kind: SpanKind.SERVER,
+    attributes: { 'http.request.method': 'POST' },
+  });
   const child = tracer.startSpan(
     'upstream',
     {
@@ -86,7 +106,9 @@ function expectSameAsRecorded(received: readonly ReceivedSpan[], recorded: reado
     expect(span.startTimeUnixNano).toBe(nanos(sdk.startTime));
     expect(span.endTimeUnixNano).toBe(nanos(sdk.endTime));
     expect(span.attributes).toEqual(sdk.attributes);
-    expect(span.events.map((e) => ({ name: e.name, attributes: e.attributes }))).toEqual(sdk.events.map((e) => ({ name: e.name, attributes: e.attributes ?? {} })));
+    expect(span.events.map((e) => ({ name: e.name, attributes: e.attributes }))).toEqual(
+      sdk.events.map((e) => ({ name: e.name, attributes: e.attributes ?? {} })),
+    );
     expect(span.events.map((e) => e.timeUnixNano)).toEqual(sdk.events.map((e) => nanos(e.time)));
     expect(span.status).toEqual({ code: sdk.status.code, message: sdk.status.message ?? '' });
     expect(span.resource).toEqual(expect.objectContaining(RESOURCE));
@@ -113,7 +135,12 @@ describe('the OTLP receiver with the SDK exporting protobuf', () => {
     expect(child.traceId).toMatch(/^[0-9a-f]{32}$/);
     expect(child.spanId).toMatch(/^[0-9a-f]{16}$/);
     // On the wire an int stays an int and a double a double, arrays keep their element kinds.
-    const kinds = Object.fromEntries(child.typedAttributes.map((kv) => [kv.key, kv.value.kind === 'array' ? `array of ${kv.value.value.map((v) => v.kind).join(',')}` : kv.value.kind]));
+    const kinds = Object.fromEntries(
+      child.typedAttributes.map((kv) => [
+        kv.key,
+        kv.value.kind === 'array' ? `array of ${kv.value.value.map((v) => v.kind).join(',')}` : kv.value.kind,
+      ]),
+    );
     expect(kinds).toEqual({
       'gen_ai.request.model': 'string',
       'gen_ai.usage.input_tokens': 'int',
@@ -127,7 +154,12 @@ describe('the OTLP receiver with the SDK exporting protobuf', () => {
     });
     expect(child.attributes['grid.negative']).toBe(-7);
     expect(child.attributes['grid.big']).toBe(2 ** 40);
-    expect(child.events).toEqual([expect.objectContaining({ name: 'first_token', attributes: { 'gen_ai.server.time_to_first_token': 0.125, 'grid.chunk': 1 } })]);
+    expect(child.events).toEqual([
+      expect.objectContaining({
+        name: 'first_token',
+        attributes: { 'gen_ai.server.time_to_first_token': 0.125, 'grid.chunk': 1 },
+      }),
+    ]);
     expect(child.status).toEqual({ code: 2, message: 'upstream 503' });
     expect(child.encoding).toBe('protobuf');
     expect(r.refused).toEqual([]);
@@ -135,7 +167,13 @@ describe('the OTLP receiver with the SDK exporting protobuf', () => {
 
   it('takes a gzip body from a batching exporter', async () => {
     const r = await receiver();
-    const { tracerProvider, recorded } = provider(new OTLPTraceExporter({ url: `${r.url}/v1/traces`, compression: 'gzip' as NonNullable<ConstructorParameters<typeof OTLPTraceExporter>[0]>['compression'] }), true);
+    const { tracerProvider, recorded } = provider(
+      new OTLPTraceExporter({
+        url: `${r.url}/v1/traces`,
+        compression: 'gzip' as NonNullable<ConstructorParameters<typeof OTLPTraceExporter>[0]>['compression'],
+      }),
+      true,
+    );
     recordTrace(tracerProvider);
     await tracerProvider.forceFlush();
     const spans = await r.waitForSpans((all) => all.length >= 2);
@@ -157,7 +195,10 @@ describe('the OTLP receiver with the SDK exporting protobuf', () => {
     }
     const { tracerProvider } = provider(exporter);
     recordTrace(tracerProvider);
-    expect((await r.waitForSpans((all) => all.length >= 2)).map((s) => s.name).sort()).toEqual(['POST /v1/chat/completions', 'upstream']);
+    expect((await r.waitForSpans((all) => all.length >= 2)).map((s) => s.name).sort()).toEqual([
+      'POST /v1/chat/completions',
+      'upstream',
+    ]);
   });
 });
 
@@ -165,12 +206,19 @@ describe('the OTLP receiver with OTLP/JSON', () => {
   it('decodes the JSON encoding of the same spans to what the protobuf encoding decodes to', async () => {
     const r = await receiver();
     const recorded = new InMemorySpanExporter();
-    const tracerProvider = new TracerProvider({ resource: resourceFromAttributes(RESOURCE), spanProcessors: [new SimpleSpanProcessor({ exporter: recorded })] });
+    const tracerProvider = new TracerProvider({
+      resource: resourceFromAttributes(RESOURCE),
+      spanProcessors: [new SimpleSpanProcessor({ exporter: recorded })],
+    });
     open.push({ close: () => tracerProvider.shutdown() });
     recordTrace(tracerProvider);
     const finished = recorded.getFinishedSpans();
     const json = Buffer.from(JsonTraceSerializer.serializeRequest(finished)!);
-    const response = await fetch(`${r.url}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: json });
+    const response = await fetch(`${r.url}/v1/traces`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: json,
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/json');
     expect(await response.json()).toEqual({});
@@ -184,14 +232,23 @@ describe('the OTLP receiver with OTLP/JSON', () => {
 });
 
 describe('what the OTLP receiver refuses', () => {
-  async function post(r: OtlpReceiver, body: Buffer | string, headers: Record<string, string>, path = '/v1/traces', method = 'POST'): Promise<{ status: number; body: Buffer }> {
+  async function post(
+    r: OtlpReceiver,
+    body: Buffer | string,
+    headers: Record<string, string>,
+    path = '/v1/traces',
+    method = 'POST',
+  ): Promise<{ status: number; body: Buffer }> {
     const response = await fetch(`${r.url}${path}`, { method, headers, ...(method === 'POST' ? { body } : {}) });
     return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
   }
 
   async function validProtobuf(): Promise<Buffer> {
     const recorded = new InMemorySpanExporter();
-    const tracerProvider = new TracerProvider({ resource: resourceFromAttributes(RESOURCE), spanProcessors: [new SimpleSpanProcessor({ exporter: recorded })] });
+    const tracerProvider = new TracerProvider({
+      resource: resourceFromAttributes(RESOURCE),
+      spanProcessors: [new SimpleSpanProcessor({ exporter: recorded })],
+    });
     open.push({ close: () => tracerProvider.shutdown() });
     recordTrace(tracerProvider);
     return Buffer.from(ProtobufTraceSerializer.serializeRequest(recorded.getFinishedSpans())!);
@@ -237,12 +294,33 @@ describe('what the OTLP receiver refuses', () => {
 
   it('answers 400 to a body that is not gzip or not OTLP/JSON', async () => {
     const r = await receiver();
-    expect((await post(r, Buffer.from('not gzip'), { 'content-type': 'application/x-protobuf', 'content-encoding': 'gzip' })).status).toBe(400);
-    expect((await post(r, gzipSync(Buffer.from('{"resourceSpans": [')), { 'content-type': 'application/json', 'content-encoding': 'gzip' })).status).toBe(400);
-    const badId = await post(r, JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: 'AAAA', spanId: '0011223344556677' }] }] }] }), { 'content-type': 'application/json' });
+    expect(
+      (await post(r, Buffer.from('not gzip'), { 'content-type': 'application/x-protobuf', 'content-encoding': 'gzip' }))
+        .status,
+    ).toBe(400);
+    expect(
+      (
+        await post(r, gzipSync(Buffer.from('{"resourceSpans": [')), {
+          'content-type': 'application/json',
+          'content-encoding': 'gzip',
+        })
+      ).status,
+    ).toBe(400);
+    const badId = await post(
+      r,
+      JSON.stringify({
+        resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: 'AAAA', spanId: '0011223344556677' }] }] }],
+      }),
+      { 'content-type': 'application/json' },
+    );
     expect(badId.status).toBe(400);
-    expect(JSON.parse(badId.body.toString())).toEqual({ code: 3, message: expect.stringMatching(/traceId is not 32 hex digits/) });
-    expect((await post(r, JSON.stringify({ resourceSpans: {} }), { 'content-type': 'application/json' })).status).toBe(400);
+    expect(JSON.parse(badId.body.toString())).toEqual({
+      code: 3,
+      message: expect.stringMatching(/traceId is not 32 hex digits/),
+    });
+    expect((await post(r, JSON.stringify({ resourceSpans: {} }), { 'content-type': 'application/json' })).status).toBe(
+      400,
+    );
     expect(r.refused).toHaveLength(4);
   });
 
@@ -250,7 +328,9 @@ describe('what the OTLP receiver refuses', () => {
     const r = await receiver();
     const body = await validProtobuf();
     expect((await post(r, body, { 'content-type': 'text/plain' })).status).toBe(415);
-    expect((await post(r, body, { 'content-type': 'application/x-protobuf', 'content-encoding': 'br' })).status).toBe(415);
+    expect((await post(r, body, { 'content-type': 'application/x-protobuf', 'content-encoding': 'br' })).status).toBe(
+      415,
+    );
     expect((await post(r, body, { 'content-type': 'application/x-protobuf' }, '/v1/metrics')).status).toBe(404);
     expect((await post(r, body, {}, '/v1/traces', 'GET')).status).toBe(405);
     expect(r.refused.map((x) => x.status)).toEqual([415, 415, 404, 405]);
@@ -260,7 +340,9 @@ describe('what the OTLP receiver refuses', () => {
   it('makes waitForSpans fail in time, saying what did arrive', async () => {
     const r = await receiver();
     expect((await post(r, await validProtobuf(), { 'content-type': 'application/x-protobuf' })).status).toBe(200);
-    await expect(r.waitForSpans((all) => all.length >= 3, 200)).rejects.toThrow(/within 200 ms; got 2 \(consumer-gateway\/upstream, consumer-gateway\/POST/);
+    await expect(r.waitForSpans((all) => all.length >= 3, 200)).rejects.toThrow(
+      /within 200 ms; got 2 \(consumer-gateway\/upstream, consumer-gateway\/POST/,
+    );
     expect((await r.waitForSpans((all) => all.some((s) => s.name === 'upstream'), 200)).length).toBe(2);
   });
 });

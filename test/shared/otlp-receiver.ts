@@ -44,7 +44,11 @@ export interface ReceivedSpan {
   readonly attributes: Record<string, PlainValue>;
   /** The attributes as they came on the wire, with their AnyValue kinds (an int and a double stay apart). */
   readonly typedAttributes: readonly KeyValue[];
-  readonly events: readonly { readonly name: string; readonly timeUnixNano: bigint; readonly attributes: Record<string, PlainValue> }[];
+  readonly events: readonly {
+    readonly name: string;
+    readonly timeUnixNano: bigint;
+    readonly attributes: Record<string, PlainValue>;
+  }[];
   readonly links: readonly DecodedLink[];
   readonly status: { readonly code: number; readonly message: string };
   readonly resource: Record<string, PlainValue>;
@@ -76,7 +80,10 @@ export interface OtlpReceiver {
    * Resolves with every span received once `predicate` holds for them (checked now and after each accepted export);
    * rejects after `timeoutMs` naming what did arrive.
    */
-  waitForSpans(predicate: (spans: readonly ReceivedSpan[]) => boolean, timeoutMs?: number): Promise<readonly ReceivedSpan[]>;
+  waitForSpans(
+    predicate: (spans: readonly ReceivedSpan[]) => boolean,
+    timeoutMs?: number,
+  ): Promise<readonly ReceivedSpan[]>;
   close(): Promise<void>;
 }
 
@@ -95,13 +102,20 @@ function flatten(request: DecodedTraceRequest, encoding: ReceivedSpan['encoding'
     const resource = plainAttributes(resourceSpans.resource.attributes);
     const serviceName = typeof resource['service.name'] === 'string' ? resource['service.name'] : '';
     for (const scopeSpans of resourceSpans.scopeSpans) {
-      for (const span of scopeSpans.spans) out.push(receivedSpan(span, resource, serviceName, scopeSpans.scope, encoding));
+      for (const span of scopeSpans.spans)
+        out.push(receivedSpan(span, resource, serviceName, scopeSpans.scope, encoding));
     }
   }
   return out;
 }
 
-function receivedSpan(span: DecodedSpan, resource: Record<string, PlainValue>, serviceName: string, scope: { name: string; version: string }, encoding: ReceivedSpan['encoding']): ReceivedSpan {
+function receivedSpan(
+  span: DecodedSpan,
+  resource: Record<string, PlainValue>,
+  serviceName: string,
+  scope: { name: string; version: string },
+  encoding: ReceivedSpan['encoding'],
+): ReceivedSpan {
   return {
     traceId: span.traceId,
     spanId: span.spanId,
@@ -114,7 +128,11 @@ function receivedSpan(span: DecodedSpan, resource: Record<string, PlainValue>, s
     endTimeUnixNano: span.endTimeUnixNano,
     attributes: plainAttributes(span.attributes),
     typedAttributes: span.attributes,
-    events: span.events.map((event: DecodedEvent) => ({ name: event.name, timeUnixNano: event.timeUnixNano, attributes: plainAttributes(event.attributes) })),
+    events: span.events.map((event: DecodedEvent) => ({
+      name: event.name,
+      timeUnixNano: event.timeUnixNano,
+      attributes: plainAttributes(event.attributes),
+    })),
     links: span.links,
     status: span.status,
     resource,
@@ -129,10 +147,17 @@ function mediaType(req: IncomingMessage): string {
   return (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
 }
 
-function decodeBody(req: IncomingMessage, body: Buffer): { request: DecodedTraceRequest; encoding: ReceivedSpan['encoding'] } {
+function decodeBody(
+  req: IncomingMessage,
+  body: Buffer,
+): { request: DecodedTraceRequest; encoding: ReceivedSpan['encoding'] } {
   const type = mediaType(req);
   const encoding = type === 'application/x-protobuf' ? 'protobuf' : type === 'application/json' ? 'json' : undefined;
-  if (encoding === undefined) throw new Refusal(415, `content-type ${JSON.stringify(type)} is neither application/x-protobuf nor application/json`);
+  if (encoding === undefined)
+    throw new Refusal(
+      415,
+      `content-type ${JSON.stringify(type)} is neither application/x-protobuf nor application/json`,
+    );
   const contentEncoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   let bytes: Buffer;
   if (contentEncoding === 'gzip') {
@@ -147,7 +172,10 @@ function decodeBody(req: IncomingMessage, body: Buffer): { request: DecodedTrace
     throw new Refusal(415, `content-encoding ${JSON.stringify(contentEncoding)} is not supported (gzip or none)`);
   }
   try {
-    return { request: encoding === 'protobuf' ? decodeTraceRequestProtobuf(bytes) : decodeTraceRequestJson(bytes), encoding };
+    return {
+      request: encoding === 'protobuf' ? decodeTraceRequestProtobuf(bytes) : decodeTraceRequestJson(bytes),
+      encoding,
+    };
   } catch (error) {
     if (error instanceof OtlpDecodeError) throw new Refusal(400, error.message);
     throw error;
@@ -155,7 +183,10 @@ function decodeBody(req: IncomingMessage, body: Buffer): { request: DecodedTrace
 }
 
 function answer(res: ServerResponse, status: number, json: boolean, body: Buffer | string): void {
-  res.writeHead(status, { 'content-type': json ? 'application/json' : 'application/x-protobuf', 'content-length': Buffer.byteLength(body) });
+  res.writeHead(status, {
+    'content-type': json ? 'application/json' : 'application/x-protobuf',
+    'content-length': Buffer.byteLength(body),
+  });
   res.end(body);
 }
 
@@ -168,14 +199,17 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
 
   const refuse = (res: ServerResponse, json: boolean, status: number, reason: string): void => {
     refused.push({ status, reason });
-    const body = json ? JSON.stringify({ code: INVALID_ARGUMENT, message: reason }) : encodeRpcStatusProtobuf(INVALID_ARGUMENT, reason);
+    const body = json
+      ? JSON.stringify({ code: INVALID_ARGUMENT, message: reason })
+      : encodeRpcStatusProtobuf(INVALID_ARGUMENT, reason);
     answer(res, status, json, body);
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const json = mediaType(req) === 'application/json';
     const path = (req.url ?? '/').split('?')[0];
-    if (path !== TRACES_PATH) return refuse(res, json, 404, `no OTLP signal at ${path} (this receiver takes traces at ${TRACES_PATH})`);
+    if (path !== TRACES_PATH)
+      return refuse(res, json, 404, `no OTLP signal at ${path} (this receiver takes traces at ${TRACES_PATH})`);
     if (req.method !== 'POST') return refuse(res, json, 405, `${req.method ?? '?'} ${TRACES_PATH}: only POST`);
     let body: Buffer;
     try {
@@ -223,7 +257,11 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         const timer = setTimeout(() => {
           waiters.delete(check);
           const names = spans.map((s) => `${s.serviceName}/${s.name}`).join(', ');
-          reject(new Error(`OTLP receiver: spans did not match within ${timeoutMs} ms; got ${spans.length} (${names})${refused.length > 0 ? `; refused ${refused.length}: ${refused.map((r) => `${r.status} ${r.reason}`).join('; ')}` : ''}`));
+          reject(
+            new Error(
+              `OTLP receiver: spans did not match within ${timeoutMs} ms; got ${spans.length} (${names})${refused.length > 0 ? `; refused ${refused.length}: ${refused.map((r) => `${r.status} ${r.reason}`).join('; ')}` : ''}`,
+            ),
+          );
         }, timeoutMs);
         waiters.add(check);
         check();

@@ -28,7 +28,15 @@ export interface KeyValue {
 }
 
 /** A plain attribute value: ints as numbers when they fit a double exactly, else bigint; kvlists as objects. */
-export type PlainValue = string | boolean | number | bigint | Buffer | null | readonly PlainValue[] | { readonly [key: string]: PlainValue };
+export type PlainValue =
+  | string
+  | boolean
+  | number
+  | bigint
+  | Buffer
+  | null
+  | readonly PlainValue[]
+  | { readonly [key: string]: PlainValue };
 
 export interface DecodedEvent {
   readonly timeUnixNano: bigint;
@@ -140,7 +148,8 @@ class Reader {
   }
 
   private take(length: number): Buffer {
-    if (length > this.bytes.length - this.pos) this.fail(`truncated: ${length} bytes declared, ${this.bytes.length - this.pos} left`);
+    if (length > this.bytes.length - this.pos)
+      this.fail(`truncated: ${length} bytes declared, ${this.bytes.length - this.pos} left`);
     const slice = this.bytes.subarray(this.pos, this.pos + length);
     this.pos += length;
     return slice;
@@ -189,7 +198,11 @@ class Reader {
 }
 
 /** Reads every field of one message, handing known ones to `onField` (which returns false for unknown ones). */
-function readMessage(bytes: Buffer, message: string, onField: (reader: Reader, field: number, wireType: number) => boolean): void {
+function readMessage(
+  bytes: Buffer,
+  message: string,
+  onField: (reader: Reader, field: number, wireType: number) => boolean,
+): void {
   const reader = new Reader(bytes, message);
   while (!reader.done) {
     const { field, wireType } = reader.tag();
@@ -351,7 +364,14 @@ function decodeLink(bytes: Buffer): DecodedLink {
         return false;
     }
   });
-  return { traceId: hexId(traceId, 16, 'link trace_id', false), spanId: hexId(spanId, 8, 'link span_id', false), traceState, attributes, droppedAttributesCount, flags };
+  return {
+    traceId: hexId(traceId, 16, 'link trace_id', false),
+    spanId: hexId(spanId, 8, 'link span_id', false),
+    traceState,
+    attributes,
+    droppedAttributesCount,
+    flags,
+  };
 }
 
 function decodeStatus(bytes: Buffer): { code: number; message: string } {
@@ -578,7 +598,13 @@ export function decodeTraceRequestProtobuf(bytes: Buffer): DecodedTraceRequest {
 /** google.rpc.Status { code = 1; message = 2 }: the body OTLP/HTTP answers a refused request with. */
 export function encodeRpcStatusProtobuf(code: number, message: string): Buffer {
   const text = Buffer.from(message, 'utf8');
-  return Buffer.concat([Buffer.from([0x08]), encodeVarint(BigInt(code)), Buffer.from([0x12]), encodeVarint(BigInt(text.length)), text]);
+  return Buffer.concat([
+    Buffer.from([0x08]),
+    encodeVarint(BigInt(code)),
+    Buffer.from([0x12]),
+    encodeVarint(BigInt(text.length)),
+    text,
+  ]);
 }
 
 function encodeVarint(value: bigint): Buffer {
@@ -630,7 +656,8 @@ function jsonInteger(value: unknown, where: string): bigint {
 function jsonHexId(value: unknown, length: number, where: string, optional: boolean): string {
   const text = jsonString(value, where);
   if (optional && text === '') return '';
-  if (!new RegExp(`^[0-9a-fA-F]{${length * 2}}$`).test(text)) throw new OtlpDecodeError(`${where} is not ${length * 2} hex digits`);
+  if (!new RegExp(`^[0-9a-fA-F]{${length * 2}}$`).test(text))
+    throw new OtlpDecodeError(`${where} is not ${length * 2} hex digits`);
   return text.toLowerCase();
 }
 
@@ -641,7 +668,8 @@ function jsonAnyValue(value: unknown, where: string): AnyValue {
     if (typeof v['boolValue'] !== 'boolean') throw new OtlpDecodeError(`${where}.boolValue is not a boolean`);
     return { kind: 'bool', value: v['boolValue'] };
   }
-  if ('intValue' in v) return { kind: 'int', value: BigInt.asIntN(64, jsonInteger(v['intValue'], `${where}.intValue`)) };
+  if ('intValue' in v)
+    return { kind: 'int', value: BigInt.asIntN(64, jsonInteger(v['intValue'], `${where}.intValue`)) };
   if ('doubleValue' in v) {
     const d = v['doubleValue'];
     if (typeof d === 'number') return { kind: 'double', value: d };
@@ -649,9 +677,21 @@ function jsonAnyValue(value: unknown, where: string): AnyValue {
     throw new OtlpDecodeError(`${where}.doubleValue is not a number`);
   }
   if ('arrayValue' in v) {
-    return { kind: 'array', value: jsonArray(jsonObject(v['arrayValue'], `${where}.arrayValue`)['values'], `${where}.arrayValue.values`).map((item, i) => jsonAnyValue(item, `${where}.arrayValue.values[${i}]`)) };
+    return {
+      kind: 'array',
+      value: jsonArray(jsonObject(v['arrayValue'], `${where}.arrayValue`)['values'], `${where}.arrayValue.values`).map(
+        (item, i) => jsonAnyValue(item, `${where}.arrayValue.values[${i}]`),
+      ),
+    };
   }
-  if ('kvlistValue' in v) return { kind: 'kvlist', value: jsonKeyValues(jsonObject(v['kvlistValue'], `${where}.kvlistValue`)['values'], `${where}.kvlistValue.values`) };
+  if ('kvlistValue' in v)
+    return {
+      kind: 'kvlist',
+      value: jsonKeyValues(
+        jsonObject(v['kvlistValue'], `${where}.kvlistValue`)['values'],
+        `${where}.kvlistValue.values`,
+      ),
+    };
   if ('bytesValue' in v) {
     const text = jsonString(v['bytesValue'], `${where}.bytesValue`);
     if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(text)) throw new OtlpDecodeError(`${where}.bytesValue is not base64`);
@@ -663,7 +703,10 @@ function jsonAnyValue(value: unknown, where: string): AnyValue {
 function jsonKeyValues(value: unknown, where: string): KeyValue[] {
   return jsonArray(value, where).map((item, i) => {
     const kv = jsonObject(item, `${where}[${i}]`);
-    return { key: jsonString(kv['key'], `${where}[${i}].key`), value: jsonAnyValue(kv['value'], `${where}[${i}].value`) };
+    return {
+      key: jsonString(kv['key'], `${where}[${i}].key`),
+      value: jsonAnyValue(kv['value'], `${where}[${i}].value`),
+    };
   });
 }
 
@@ -708,7 +751,10 @@ function jsonSpan(value: unknown, where: string): DecodedSpan {
       };
     }),
     droppedLinksCount: jsonCount(s['droppedLinksCount'], `${where}.droppedLinksCount`),
-    status: { code: jsonCount(status['code'], `${where}.status.code`), message: jsonString(status['message'], `${where}.status.message`) },
+    status: {
+      code: jsonCount(status['code'], `${where}.status.code`),
+      message: jsonString(status['message'], `${where}.status.message`),
+    },
   };
 }
 
@@ -727,14 +773,24 @@ export function decodeTraceRequestJson(bytes: Buffer): DecodedTraceRequest {
       const rs = jsonObject(item, where);
       const resource = jsonObject(rs['resource'], `${where}.resource`);
       return {
-        resource: { attributes: jsonKeyValues(resource['attributes'], `${where}.resource.attributes`), droppedAttributesCount: jsonCount(resource['droppedAttributesCount'], `${where}.resource.droppedAttributesCount`) },
+        resource: {
+          attributes: jsonKeyValues(resource['attributes'], `${where}.resource.attributes`),
+          droppedAttributesCount: jsonCount(
+            resource['droppedAttributesCount'],
+            `${where}.resource.droppedAttributesCount`,
+          ),
+        },
         schemaUrl: jsonString(rs['schemaUrl'], `${where}.schemaUrl`),
         scopeSpans: jsonArray(rs['scopeSpans'], `${where}.scopeSpans`).map((scopeItem, j) => {
           const at = `${where}.scopeSpans[${j}]`;
           const ss = jsonObject(scopeItem, at);
           const scope = jsonObject(ss['scope'], `${at}.scope`);
           return {
-            scope: { name: jsonString(scope['name'], `${at}.scope.name`), version: jsonString(scope['version'], `${at}.scope.version`), attributes: jsonKeyValues(scope['attributes'], `${at}.scope.attributes`) },
+            scope: {
+              name: jsonString(scope['name'], `${at}.scope.name`),
+              version: jsonString(scope['version'], `${at}.scope.version`),
+              attributes: jsonKeyValues(scope['attributes'], `${at}.scope.attributes`),
+            },
             schemaUrl: jsonString(ss['schemaUrl'], `${at}.schemaUrl`),
             spans: jsonArray(ss['spans'], `${at}.spans`).map((span, k) => jsonSpan(span, `${at}.spans[${k}]`)),
           };
@@ -750,7 +806,9 @@ export function decodeTraceRequestJson(bytes: Buffer): DecodedTraceRequest {
 export function plainValue(value: AnyValue): PlainValue {
   switch (value.kind) {
     case 'int':
-      return value.value >= BigInt(Number.MIN_SAFE_INTEGER) && value.value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value.value) : value.value;
+      return value.value >= BigInt(Number.MIN_SAFE_INTEGER) && value.value <= BigInt(Number.MAX_SAFE_INTEGER)
+        ? Number(value.value)
+        : value.value;
     case 'array':
       return value.value.map(plainValue);
     case 'kvlist':

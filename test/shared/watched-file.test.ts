@@ -25,7 +25,11 @@ describe('WatchedFile', () => {
       debounceMs: 20,
       pollIntervalMs: 0,
       load: async () => {
-        const text = (await Promise.all((typeof files === 'string' ? [files] : files).map((f) => readFile(f, 'utf8').catch(() => '-')))).join('+');
+        const text = (
+          await Promise.all(
+            (typeof files === 'string' ? [files] : files).map((f) => readFile(f, 'utf8').catch(() => '-')),
+          )
+        ).join('+');
         seen.push(text);
         return text;
       },
@@ -35,7 +39,12 @@ describe('WatchedFile', () => {
     return seen;
   }
 
-  const until = (seen: string[], text: string): Promise<boolean> => waitFor(`a load reading "${text}" (seen: ${seen.join(', ')})`, () => (seen.at(-1) === text ? true : undefined), BOUND_MS);
+  const until = (seen: string[], text: string): Promise<boolean> =>
+    waitFor(
+      `a load reading "${text}" (seen: ${seen.join(', ')})`,
+      () => (seen.at(-1) === text ? true : undefined),
+      BOUND_MS,
+    );
 
   it('follows a file of a projected subdirectory across several `..data` swaps', async () => {
     const { dir, cleanup } = await tempDir('wf-projected');

@@ -14,7 +14,14 @@ import { outputTokenText, tokenize, tokenPieces } from '../../daemons/sim/engine
 // Round numbers so the arithmetic in the comments stays readable: a step costs 10 ms, plus 1 ms per prompt token it
 // computes, plus 2 ms per sequence it decodes.
 const TIMING: Partial<EngineConfig> = { stepOverheadMs: 10, prefillMsPerToken: 1, decodeMsPerSeq: 2 };
-const SMALL: Partial<EngineConfig> = { ...TIMING, blockSize: 4, numGpuBlocks: 64, maxNumSeqs: 2, maxNumBatchedTokens: 8, maxModelLen: 64 };
+const SMALL: Partial<EngineConfig> = {
+  ...TIMING,
+  blockSize: 4,
+  numGpuBlocks: 64,
+  maxNumSeqs: 2,
+  maxNumBatchedTokens: 8,
+  maxModelLen: 64,
+};
 
 /** `count` distinct token ids starting at `from`. */
 const ids = (from: number, count: number): number[] => Array.from({ length: count }, (_, i) => from + i);
@@ -49,7 +56,12 @@ function finished(steps: readonly StepResult[], id: string): FinishedRequest {
 describe('continuous batching', () => {
   it('runs up to max_num_seqs sequences at once; the next request waits its turn', () => {
     const engine = new Engine(SMALL);
-    for (const [id, from] of [['a', 100], ['b', 200], ['c', 300]] as const) engine.add({ id, promptTokenIds: ids(from, 2), maxTokens: 2 }, 0);
+    for (const [id, from] of [
+      ['a', 100],
+      ['b', 200],
+      ['c', 300],
+    ] as const)
+      engine.add({ id, promptTokenIds: ids(from, 2), maxTokens: 2 }, 0);
     engine.advanceTo(0);
     expect(engine.snapshot()).toMatchObject({ running: 2, waiting: 1 });
     // [0, 14]  a and b prefill 2 tokens each: 10 + 4 = 14; both get their first token at 14.
@@ -57,16 +69,31 @@ describe('continuous batching', () => {
     // [28, 40] c, admitted once a seat is free, prefills 2 tokens: 10 + 2 = 12.
     // [40, 52] c decodes: 10 + 2 = 12.
     const steps = engine.advanceTo(Number.POSITIVE_INFINITY);
-    expect(steps.map((s) => [s.startMs, s.endMs])).toEqual([[0, 14], [14, 28], [28, 40], [40, 52]]);
+    expect(steps.map((s) => [s.startMs, s.endMs])).toEqual([
+      [0, 14],
+      [14, 28],
+      [28, 40],
+      [40, 52],
+    ]);
     expect(tokenTimes(steps)).toEqual({ a: [14, 28], b: [14, 28], c: [40, 52] });
-    expect(finished(steps, 'c')).toMatchObject({ queueMs: 28, prefillMs: 12, decodeMs: 12, e2eMs: 52, finishReason: 'length', completionTokens: 2 });
+    expect(finished(steps, 'c')).toMatchObject({
+      queueMs: 28,
+      prefillMs: 12,
+      decodeMs: 12,
+      e2eMs: 52,
+      finishReason: 'length',
+      completionTokens: 2,
+    });
     expect(engine.snapshot()).toMatchObject({ running: 0, waiting: 0, kvCacheUsage: 0 });
   });
 
   it('admits waiting requests in arrival order', () => {
     const engine = new Engine({ ...SMALL, maxNumSeqs: 1 });
     // One seat: each request prefills 2 tokens (10 + 2 = 12 ms) and ends on its first token.
-    const steps = run(engine, ['x', 'y', 'z'].map((id, i) => ({ at: i, id, promptTokenIds: ids(100 * (i + 1), 2), maxTokens: 1 })));
+    const steps = run(
+      engine,
+      ['x', 'y', 'z'].map((id, i) => ({ at: i, id, promptTokenIds: ids(100 * (i + 1), 2), maxTokens: 1 })),
+    );
     expect(tokenTimes(steps)).toEqual({ x: [12], y: [24], z: [36] });
   });
 
@@ -81,7 +108,12 @@ describe('continuous batching', () => {
       { at: 0, id: 'a', promptTokenIds: ids(100, 2), maxTokens: 4 },
       { at: 5, id: 'b', promptTokenIds: ids(200, 20), maxTokens: 1 },
     ]);
-    expect(steps.map((s) => [s.startMs, s.endMs, s.prefillTokens, s.decodeSeqs])).toEqual([[0, 12, 2, 0], [12, 31, 7, 1], [31, 50, 7, 1], [50, 68, 6, 1]]);
+    expect(steps.map((s) => [s.startMs, s.endMs, s.prefillTokens, s.decodeSeqs])).toEqual([
+      [0, 12, 2, 0],
+      [12, 31, 7, 1],
+      [31, 50, 7, 1],
+      [50, 68, 6, 1],
+    ]);
     expect(tokenTimes(steps)).toEqual({ a: [12, 31, 50, 68], b: [68] });
     // TTFT: a 12 - 0 = 12, b 68 - 5 = 63. a's inter-token latencies grow while b's prefill shares its steps.
     expect(steps.flatMap((s) => s.timeToFirstTokenMs)).toEqual([12, 63]);
@@ -101,7 +133,7 @@ describe('continuous batching', () => {
     expect(engine.snapshot()).toMatchObject({ kvCacheUsage: 0, freeBlocks: 16 });
   });
 
-  it('floors every step at the minimum step time (the sim\'s --tokens-per-second), and takes new step costs from the next step', () => {
+  it("floors every step at the minimum step time (the sim's --tokens-per-second), and takes new step costs from the next step", () => {
     const engine = new Engine(SMALL);
     engine.setTiming({ minStepMs: 50 });
     // Each step would take 12 ms; the floor makes it 50.
@@ -110,13 +142,17 @@ describe('continuous batching', () => {
     // Without the floor and with a 1 ms overhead: [200, 203] prefill 2 (1 + 2), [203, 206] decode (1 + 2).
     engine.setTiming({ minStepMs: 0, stepOverheadMs: 1 });
     expect(engine.timing).toEqual({ stepOverheadMs: 1, prefillMsPerToken: 1, decodeMsPerSeq: 2, minStepMs: 0 });
-    expect(tokenTimes(run(engine, [{ at: 200, id: 'b', promptTokenIds: ids(200, 2), maxTokens: 2 }]))).toEqual({ b: [203, 206] });
-    expect(() => engine.setTiming({ minStepMs: -1 })).toThrow('minStepMs must be a non-negative number of milliseconds, got -1');
+    expect(tokenTimes(run(engine, [{ at: 200, id: 'b', promptTokenIds: ids(200, 2), maxTokens: 2 }]))).toEqual({
+      b: [203, 206],
+    });
+    expect(() => engine.setTiming({ minStepMs: -1 })).toThrow(
+      'minStepMs must be a non-negative number of milliseconds, got -1',
+    );
     expect(() => engine.setTiming({ decodeMsPerSeq: Number.NaN })).toThrow(/decodeMsPerSeq/);
     expect(engine.timing.stepOverheadMs).toBe(1);
   });
 
-  it('frees an aborted request\'s blocks at once and never emits its tokens', () => {
+  it("frees an aborted request's blocks at once and never emits its tokens", () => {
     const engine = new Engine(SMALL);
     engine.add({ id: 'a', promptTokenIds: ids(100, 8), maxTokens: 4 }, 0);
     engine.advanceTo(0);
@@ -158,13 +194,18 @@ describe('prefix caching', () => {
     const engine = new Engine({ ...SMALL, maxModelLen: 256 });
     const turn1 = tokenize(renderChat([{ role: 'user', content: 'Tell me about caches.' }]));
     const steps = run(engine, [{ at: 0, id: 't1', promptTokenIds: turn1, maxTokens: 5 }]);
-    const answer = steps.flatMap((s) => s.tokens).map((t) => t.text).join('');
+    const answer = steps
+      .flatMap((s) => s.tokens)
+      .map((t) => t.text)
+      .join('');
     expect(answer).toBe('tok0 tok1 tok2 tok3 tok4');
-    const turn2 = tokenize(renderChat([
-      { role: 'user', content: 'Tell me about caches.' },
-      { role: 'assistant', content: answer },
-      { role: 'user', content: 'And eviction?' },
-    ]));
+    const turn2 = tokenize(
+      renderChat([
+        { role: 'user', content: 'Tell me about caches.' },
+        { role: 'assistant', content: answer },
+        { role: 'user', content: 'And eviction?' },
+      ]),
+    );
     // The second turn's prompt starts with the first turn's prompt and answer, token for token.
     expect(turn2.slice(0, turn1.length + 5)).toEqual([...turn1, ...tokenize(answer)]);
     const second = run(engine, [{ at: 1000, id: 't2', promptTokenIds: turn2, maxTokens: 1 }]);
@@ -176,7 +217,14 @@ describe('prefix caching', () => {
   });
 
   it('evicts the least recently freed cached block first, keeping a more recent one for a later hit', () => {
-    const engine = new Engine({ ...TIMING, blockSize: 4, numGpuBlocks: 4, maxNumSeqs: 2, maxNumBatchedTokens: 8, maxModelLen: 16 });
+    const engine = new Engine({
+      ...TIMING,
+      blockSize: 4,
+      numGpuBlocks: 4,
+      maxNumSeqs: 2,
+      maxNumBatchedTokens: 8,
+      maxModelLen: 16,
+    });
     const a = ids(100, 5);
     const b = ids(200, 5);
     const c = ids(300, 5);
@@ -228,7 +276,7 @@ describe('the block pool', () => {
     expect(pool.evictions).toBe(2);
   });
 
-  it('chains a block\'s hash to its parent\'s, so equal blocks under different prefixes differ', () => {
+  it("chains a block's hash to its parent's, so equal blocks under different prefixes differ", () => {
     const first = blockHash(undefined, [1, 2]);
     expect(blockHash(undefined, [1, 2])).toBe(first);
     expect(blockHash(first, [3, 4])).not.toBe(blockHash(blockHash(undefined, [9, 9]), [3, 4]));
@@ -239,7 +287,14 @@ describe('the block pool', () => {
 describe('preemption', () => {
   it('preempts the most recently started sequence when the cache is full, frees its tail first, and recomputes it from the front of the queue', () => {
     // 4 blocks of 4 tokens. a and b each have a 4-token prompt and want 8 tokens out (12 in all: 3 blocks each).
-    const engine = new Engine({ ...TIMING, blockSize: 4, numGpuBlocks: 4, maxNumSeqs: 2, maxNumBatchedTokens: 16, maxModelLen: 16 });
+    const engine = new Engine({
+      ...TIMING,
+      blockSize: 4,
+      numGpuBlocks: 4,
+      maxNumSeqs: 2,
+      maxNumBatchedTokens: 16,
+      maxModelLen: 16,
+    });
     // [0, 18]   a and b prefill 4 each (a block each: 0, 1): 10 + 8 = 18; first tokens; blocks 0 and 1 registered.
     // [18, 32]  both decode and each needs a second block (2, 3): the cache is full. 10 + 2 x 2 = 14.
     // [32, 74]  three more decode steps of 14 ms: tokens at 46, 60, 74; at 74 both second blocks are full and registered.
@@ -261,22 +316,34 @@ describe('preemption', () => {
     expect(finished(steps, 'b')).toMatchObject({ preemptions: 1, cachedTokens: 0, completionTokens: 8, e2eMs: 149 });
     expect(finished(steps, 'a').preemptions).toBe(0);
     // Every step reports the latencies it produced: b's include the 51 ms it spent preempted.
-    expect(steps.flatMap((s) => s.interTokenLatencyMs)).toEqual([14, 14, 14, 14, 14, 14, 14, 14, 12, 12, 12, 51, 12, 12]);
+    expect(steps.flatMap((s) => s.interTokenLatencyMs)).toEqual([
+      14, 14, 14, 14, 14, 14, 14, 14, 12, 12, 12, 51, 12, 12,
+    ]);
     // Queried at each admission: a 4, b 4, b again 9 (found 4). Evicted: b's second block at 74, a's second at 110.
-    expect(engine.snapshot()).toMatchObject({ evictions: 2, totals: { preemptions: 1, prefixCacheQueries: 17, prefixCacheHits: 4, generationTokens: 16 } });
+    expect(engine.snapshot()).toMatchObject({
+      evictions: 2,
+      totals: { preemptions: 1, prefixCacheQueries: 17, prefixCacheHits: 4, generationTokens: 16 },
+    });
   });
 });
 
 describe('output length', () => {
   const trace = (seed: number): StepResult[] => {
     const engine = new Engine({ ...SMALL, maxModelLen: 256, completionTokens: 20, completionTokensSpread: 0.5, seed });
-    return run(engine, Array.from({ length: 6 }, (_, i) => ({ at: i * 7, id: `r${i}`, promptTokenIds: ids(100 * i, 3 + i) })));
+    return run(
+      engine,
+      Array.from({ length: 6 }, (_, i) => ({ at: i * 7, id: `r${i}`, promptTokenIds: ids(100 * i, 3 + i) })),
+    );
   };
 
   it('draws it from the seed when the request sets no max_tokens: the same seed and trace give the same outputs', () => {
     const one = trace(7);
     expect(trace(7)).toEqual(one);
-    const lengths = (steps: StepResult[]): number[] => steps.flatMap((s) => s.finished).sort((x, y) => x.requestId.localeCompare(y.requestId)).map((f) => f.completionTokens);
+    const lengths = (steps: StepResult[]): number[] =>
+      steps
+        .flatMap((s) => s.finished)
+        .sort((x, y) => x.requestId.localeCompare(y.requestId))
+        .map((f) => f.completionTokens);
     for (const n of lengths(one)) {
       expect(n).toBeGreaterThanOrEqual(10);
       expect(n).toBeLessThanOrEqual(30);
@@ -288,19 +355,26 @@ describe('output length', () => {
   it('gives exactly completion_tokens with no spread, and never more than the context leaves', () => {
     const engine = new Engine({ ...SMALL, completionTokens: 16 });
     expect(engine.add({ id: 'a', promptTokenIds: ids(1, 10) }, 0)).toEqual({ outputTokens: 16, finishReason: 'stop' });
-    expect(engine.add({ id: 'b', promptTokenIds: ids(1, 10), completionTokens: 3 }, 0)).toEqual({ outputTokens: 3, finishReason: 'stop' });
+    expect(engine.add({ id: 'b', promptTokenIds: ids(1, 10), completionTokens: 3 }, 0)).toEqual({
+      outputTokens: 3,
+      finishReason: 'stop',
+    });
     // 64 - 60 = 4 tokens of context left.
     expect(engine.add({ id: 'c', promptTokenIds: ids(1, 60) }, 0)).toEqual({ outputTokens: 4, finishReason: 'stop' });
-    expect(engine.add({ id: 'd', promptTokenIds: ids(1, 10), maxTokens: 54 }, 0)).toEqual({ outputTokens: 54, finishReason: 'length' });
+    expect(engine.add({ id: 'd', promptTokenIds: ids(1, 10), maxTokens: 54 }, 0)).toEqual({
+      outputTokens: 54,
+      finishReason: 'length',
+    });
   });
 });
 
 describe('bad input', () => {
-  it('refuses a prompt that does not fit the context, or max_tokens past it, in vLLM\'s words', () => {
+  it("refuses a prompt that does not fit the context, or max_tokens past it, in vLLM's words", () => {
     const engine = new Engine(SMALL);
     const refused = (request: EngineRequest) => engine.add(request, 0);
     expect(refused({ id: 'a', promptTokenIds: ids(1, 64) })).toEqual({
-      message: "This model's maximum context length is 64 tokens. However, your request has 64 input tokens. Please reduce the length of the input messages.",
+      message:
+        "This model's maximum context length is 64 tokens. However, your request has 64 input tokens. Please reduce the length of the input messages.",
       param: 'input_tokens',
     });
     expect(refused({ id: 'b', promptTokenIds: ids(1, 60), maxTokens: 5 })).toEqual({
@@ -308,9 +382,15 @@ describe('bad input', () => {
         "This model's maximum context length is 64 tokens. However, you requested 5 output tokens and your prompt contains 60 input tokens, for a total of 65 tokens. Please reduce the length of the input prompt or the number of requested output tokens.",
       param: 'max_tokens',
     });
-    expect(refused({ id: 'c', promptTokenIds: ids(1, 4), maxTokens: 0 })).toEqual({ message: 'max_tokens must be at least 1, got 0.', param: 'max_tokens' });
+    expect(refused({ id: 'c', promptTokenIds: ids(1, 4), maxTokens: 0 })).toEqual({
+      message: 'max_tokens must be at least 1, got 0.',
+      param: 'max_tokens',
+    });
     expect(refused({ id: 'd', promptTokenIds: ids(1, 4), maxTokens: 2.5 })).toMatchObject({ param: 'max_tokens' });
-    expect(refused({ id: 'e', promptTokenIds: [] })).toMatchObject({ param: 'input_tokens', message: expect.stringContaining('empty') });
+    expect(refused({ id: 'e', promptTokenIds: [] })).toMatchObject({
+      param: 'input_tokens',
+      message: expect.stringContaining('empty'),
+    });
     expect(engine.snapshot()).toMatchObject({ waiting: 0, running: 0 });
   });
 
@@ -323,11 +403,17 @@ describe('bad input', () => {
       [{ maxNumBatchedTokens: 0 }, 'max_num_batched_tokens must be a positive integer, got 0'],
       [{ completionTokens: 0 }, 'completion_tokens must be a positive integer, got 0'],
       [{ stepOverheadMs: -1 }, 'step_overhead_ms must be a non-negative number of milliseconds, got -1'],
-      [{ prefillMsPerToken: Number.POSITIVE_INFINITY }, 'prefill_ms_per_token must be a non-negative number of milliseconds, got Infinity'],
+      [
+        { prefillMsPerToken: Number.POSITIVE_INFINITY },
+        'prefill_ms_per_token must be a non-negative number of milliseconds, got Infinity',
+      ],
       [{ completionTokensSpread: 2 }, 'completion_tokens_spread must be a number in [0, 1], got 2'],
       [{ seed: 0.5 }, 'seed must be an integer, got 0.5'],
       [{ maxNumSeqs: 64, maxNumBatchedTokens: 32 }, 'max_num_batched_tokens (32) must be at least max_num_seqs (64)'],
-      [{ numGpuBlocks: 10, blockSize: 16, maxModelLen: 200 }, 'num_gpu_blocks x block_size (10 x 16 = 160 tokens) must hold one request of max_model_len (200) tokens'],
+      [
+        { numGpuBlocks: 10, blockSize: 16, maxModelLen: 200 },
+        'num_gpu_blocks x block_size (10 x 16 = 160 tokens) must hold one request of max_model_len (200) tokens',
+      ],
     ];
     for (const [overrides, message] of bad) {
       expect(() => resolveEngineConfig(overrides)).toThrow(EngineConfigError);
@@ -344,7 +430,7 @@ describe('bad input', () => {
   });
 });
 
-describe('arrivals between a step\'s end and the next advance', () => {
+describe("arrivals between a step's end and the next advance", () => {
   it('leave a request out of any step that began before it arrived', () => {
     const engine = new Engine(SMALL);
     engine.add({ id: 'a', promptTokenIds: ids(100, 2), maxTokens: 3 }, 0);
@@ -353,7 +439,11 @@ describe('arrivals between a step\'s end and the next advance', () => {
     // [12, 24] a decodes alone: b was not there when it began. [24, 38] a decodes, b prefills 2: 10 + 2 + 2 = 14.
     engine.add({ id: 'b', promptTokenIds: ids(200, 2), maxTokens: 1 }, 20);
     const steps = engine.advanceTo(Number.POSITIVE_INFINITY);
-    expect(steps.map((s) => [s.startMs, s.endMs])).toEqual([[0, 12], [12, 24], [24, 38]]);
+    expect(steps.map((s) => [s.startMs, s.endMs])).toEqual([
+      [0, 12],
+      [12, 24],
+      [24, 38],
+    ]);
     expect(tokenTimes(steps)).toEqual({ a: [12, 24, 38], b: [38] });
     expect(finished(steps, 'b').queueMs).toBe(4);
   });
@@ -366,14 +456,29 @@ describe('arrivals between a step\'s end and the next advance', () => {
     engine.add({ id: 'b', promptTokenIds: ids(200, 2), maxTokens: 1 }, 30);
     expect(engine.nextEventMs()).toBe(12);
     const steps = engine.advanceTo(50);
-    expect(steps.map((s) => [s.startMs, s.endMs])).toEqual([[0, 12], [30, 42]]);
+    expect(steps.map((s) => [s.startMs, s.endMs])).toEqual([
+      [0, 12],
+      [30, 42],
+    ]);
     expect(engine.nextEventMs()).toBeUndefined();
   });
 });
 
 describe('the tokenizer and chat template', () => {
   it('cuts text into pieces by the documented rule, ids hashed from the text', () => {
-    expect(tokenPieces('Hello world, how are  you?\n')).toEqual(['Hell', 'o', ' worl', 'd', ',', ' how', ' are', ' ', ' you', '?', '\n']);
+    expect(tokenPieces('Hello world, how are  you?\n')).toEqual([
+      'Hell',
+      'o',
+      ' worl',
+      'd',
+      ',',
+      ' how',
+      ' are',
+      ' ',
+      ' you',
+      '?',
+      '\n',
+    ]);
     expect(tokenPieces('<|eot_id|>héllo 42')).toEqual(['<|eot_id|>', 'héll', 'o', ' 42']);
     expect(tokenize('same text')).toEqual(tokenize('same text'));
     expect(tokenize('a b')).not.toEqual(tokenize('a c'));
@@ -387,7 +492,9 @@ describe('the tokenizer and chat template', () => {
     );
     const one = tokenize(renderChat([system, { role: 'user', content: 'first question' }]));
     const two = tokenize(renderChat([system, { role: 'user', content: 'another one' }]));
-    const shared = tokenize('<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are terse.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n');
+    const shared = tokenize(
+      '<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are terse.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n',
+    );
     expect(one.slice(0, shared.length)).toEqual(shared);
     expect(two.slice(0, shared.length)).toEqual(shared);
     // An empty conversation is 8 tokens: <|begin_of_text|> <|start_header_id|> assi stan t <|end_header_id|> \n \n

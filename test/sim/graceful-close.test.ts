@@ -10,7 +10,9 @@ describe('sim close', () => {
   it('lets running requests finish, refuses new connections and turns unhealthy at once', async () => {
     const sim = await startSim({ name: 'sim-close', models: ['m1'], token: TOKEN, latencyMs: 400 });
     const url = `http://127.0.0.1:${sim.port}/v1/chat/completions`;
-    const running = Array.from({ length: 3 }, () => call(url, { body: chatBody('m1'), headers: { authorization: `Bearer ${TOKEN}` } }));
+    const running = Array.from({ length: 3 }, () =>
+      call(url, { body: chatBody('m1'), headers: { authorization: `Bearer ${TOKEN}` } }),
+    );
     await new Promise((r) => setTimeout(r, 100));
     const closed = sim.close();
     expect(sim.state.healthy).toBe(false);

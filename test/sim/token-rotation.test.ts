@@ -27,8 +27,13 @@ describe('BearerTokens', () => {
     // A second rotation inside the grace keeps only the token it replaced.
     tokens.rotate('three');
     tokens.rotate('four');
-    expect([tokens.accepts('Bearer four'), tokens.accepts('Bearer three'), tokens.accepts('Bearer two')]).toEqual([true, true, false]);
-    for (const header of [undefined, '', 'one', 'Bearer ', 'bearer four', 'Bearer four ', 'Basic four']) expect(tokens.accepts(header)).toBe(false);
+    expect([tokens.accepts('Bearer four'), tokens.accepts('Bearer three'), tokens.accepts('Bearer two')]).toEqual([
+      true,
+      true,
+      false,
+    ]);
+    for (const header of [undefined, '', 'one', 'Bearer ', 'bearer four', 'Bearer four ', 'Basic four'])
+      expect(tokens.accepts(header)).toBe(false);
     expect(() => tokens.rotate('')).toThrow(/non-empty/);
     expect(DEFAULT_TOKEN_GRACE_MS).toBe(60_000);
   });
@@ -40,12 +45,23 @@ describe('sim --token-file followed on disk', () => {
   let volume: KubeletVolume;
   let sim: Daemon;
   let base: string;
-  const status = async (token: string): Promise<number> => (await call(`${base}/v1/chat/completions`, { body: chatBody('m1'), headers: { authorization: `Bearer ${token}` } })).status;
+  const status = async (token: string): Promise<number> =>
+    (await call(`${base}/v1/chat/completions`, { body: chatBody('m1'), headers: { authorization: `Bearer ${token}` } }))
+      .status;
 
   beforeAll(async () => {
     ({ dir, cleanup } = await tempDir('sim-token'));
     volume = await KubeletVolume.create(join(dir, 'credential'), { token: 'sim-token-one\n' });
-    sim = spawnDaemon('daemons/sim/main.ts', ['--name', 'sim-r', '--models', 'm1', '--token-file', volume.path('token'), '--token-grace-ms', String(GRACE_MS)]);
+    sim = spawnDaemon('daemons/sim/main.ts', [
+      '--name',
+      'sim-r',
+      '--models',
+      'm1',
+      '--token-file',
+      volume.path('token'),
+      '--token-grace-ms',
+      String(GRACE_MS),
+    ]);
     base = `http://127.0.0.1:${await waitForPort(sim, 'sim')}`;
   });
 
@@ -63,24 +79,37 @@ describe('sim --token-file followed on disk', () => {
     // token is accepted (as the token in force, or as the previous one), and refused only after.
     const swappedAt = performance.now();
     await volume.update({ token: 'sim-token-two\n' });
-    await waitFor('the rotated token accepted', async () => ((await status('sim-token-two')) === 200 ? true : undefined), BOUND_MS);
+    await waitFor(
+      'the rotated token accepted',
+      async () => ((await status('sim-token-two')) === 200 ? true : undefined),
+      BOUND_MS,
+    );
     // The provider gateway may still send the old token until its own kubelet sync: accepted within the grace.
     const checkedAt = performance.now();
     const old = await status('sim-token-one');
     if (checkedAt - swappedAt < GRACE_MS) expect(old).toBe(200);
-    await waitFor('the previous token refused after the grace', async () => ((await status('sim-token-one')) === 401 ? true : undefined), GRACE_MS + BOUND_MS);
+    await waitFor(
+      'the previous token refused after the grace',
+      async () => ((await status('sim-token-one')) === 401 ? true : undefined),
+      GRACE_MS + BOUND_MS,
+    );
     expect(performance.now() - swappedAt).toBeGreaterThanOrEqual(GRACE_MS);
     expect(await status('sim-token-two')).toBe(200);
   });
 
   it('keeps the token in force when the file turns empty, logs and counts it, then takes the next one', async () => {
     await volume.update({ token: '\n' });
-    const counted = async (): Promise<number | undefined> => metricSample((await call(`${base}/metrics`)).text, 'sim_token_reloads_total{outcome="rejected"}');
+    const counted = async (): Promise<number | undefined> =>
+      metricSample((await call(`${base}/metrics`)).text, 'sim_token_reloads_total{outcome="rejected"}');
     await waitFor('the empty token counted', async () => ((await counted()) === 1 ? true : undefined), BOUND_MS);
     expect(await status('sim-token-two')).toBe(200);
     const warning = sim.lines.find((l) => l['msg'] === 'token unusable; the previous one stays in force');
     expect(warning?.['problem']).toBe(`--token-file ${volume.path('token')}: the token is empty`);
     await volume.update({ token: 'sim-token-three' });
-    await waitFor('the next token accepted', async () => ((await status('sim-token-three')) === 200 ? true : undefined), BOUND_MS);
+    await waitFor(
+      'the next token accepted',
+      async () => ((await status('sim-token-three')) === 200 ? true : undefined),
+      BOUND_MS,
+    );
   });
 });

@@ -92,22 +92,36 @@ function readText(path: string): string {
 }
 
 /** The grid CA of `dir`, created when absent (never replaced: every pin and certificate hangs on it). */
-async function ensureCa(dir: string, network: string, options: PkiOptions, changes: string[]): Promise<CertificateAuthority> {
+async function ensureCa(
+  dir: string,
+  network: string,
+  options: PkiOptions,
+  changes: string[],
+): Promise<CertificateAuthority> {
   const certFile = join(dir, 'ca.crt');
   const keyFile = join(dir, 'ca.key');
   const hasCert = existsSync(certFile);
   const hasKey = existsSync(keyFile);
-  if (hasCert !== hasKey) throw new PkiError(`${hasCert ? keyFile : certFile} is missing while ${hasCert ? certFile : keyFile} exists; restore it from your backup (a new CA would invalidate every certificate and pin of the grid)`);
+  if (hasCert !== hasKey)
+    throw new PkiError(
+      `${hasCert ? keyFile : certFile} is missing while ${hasCert ? certFile : keyFile} exists; restore it from your backup (a new CA would invalidate every certificate and pin of the grid)`,
+    );
   if (hasCert) {
     tightenPrivateFileSync(keyFile);
     try {
       return await loadCertificateAuthority(readText(certFile), readText(keyFile));
     } catch (error) {
       if (error instanceof PkiError) throw error;
-      throw new PkiError(`${certFile}, ${keyFile}: not a usable CA certificate and ECDSA P-256 key (${(error as Error).message.split('\n')[0]})`);
+      throw new PkiError(
+        `${certFile}, ${keyFile}: not a usable CA certificate and ECDSA P-256 key (${(error as Error).message.split('\n')[0]})`,
+      );
     }
   }
-  const ca = await createCertificateAuthority({ commonName: `${network} grid CA`, organization: `agn grid ${network}`, validDays: options.caDays ?? DEFAULT_CA_DAYS });
+  const ca = await createCertificateAuthority({
+    commonName: `${network} grid CA`,
+    organization: `agn grid ${network}`,
+    validDays: options.caDays ?? DEFAULT_CA_DAYS,
+  });
   writePrivateFileSync(keyFile, ca.keyPem);
   writeFileSync(certFile, ca.certPem);
   changes.push(`created the grid CA (${certFile}, valid ${options.caDays ?? DEFAULT_CA_DAYS} days)`);
@@ -118,7 +132,8 @@ function ensureSwimKey(dir: string, changes: string[]): void {
   const file = join(dir, 'swim.key');
   if (existsSync(file)) {
     const text = readText(file).trim();
-    if (!/^[0-9a-f]{64}$/u.test(text)) throw new PkiError(`${file}: not a SWIM key (64 lowercase hex digits, 32 bytes)`);
+    if (!/^[0-9a-f]{64}$/u.test(text))
+      throw new PkiError(`${file}: not a SWIM key (64 lowercase hex digits, 32 bytes)`);
     tightenPrivateFileSync(file);
     return;
   }
@@ -139,7 +154,13 @@ function leafSpecs(plan: SitePlan, days: number): LeafSpec[] {
       name: 'site',
       role: 'site',
       wants: { commonName: plan.site, sans: [plan.site], serverAuth: true, clientAuth: true },
-      issue: (ca) => createSiteCertificate(ca, { commonName: plan.site, organization: `grid site ${plan.site}`, sans: [plan.site], validDays: days }),
+      issue: (ca) =>
+        createSiteCertificate(ca, {
+          commonName: plan.site,
+          organization: `grid site ${plan.site}`,
+          sans: [plan.site],
+          validDays: days,
+        }),
     },
   ];
   if (plan.providerServerNames !== undefined) {
@@ -148,7 +169,13 @@ function leafSpecs(plan: SitePlan, days: number): LeafSpec[] {
       name: 'provider-gateway',
       role: 'provider-gateway',
       wants: { sans, serverAuth: true },
-      issue: (ca) => createServerCertificate(ca, { commonName: sans[0] ?? plan.site, organization: `grid site ${plan.site}`, sans, validDays: days }),
+      issue: (ca) =>
+        createServerCertificate(ca, {
+          commonName: sans[0] ?? plan.site,
+          organization: `grid site ${plan.site}`,
+          sans,
+          validDays: days,
+        }),
     });
   }
   const consumer = plan.consumer;
@@ -159,13 +186,19 @@ function leafSpecs(plan: SitePlan, days: number): LeafSpec[] {
       name: 'consumer-gateway',
       role: 'consumer-gateway',
       wants: { organizations, clientAuth: true },
-      issue: (ca) => createClientCertificate(ca, { commonName: `${consumer.gateway}.${plan.site}`, organizations, validDays: days }),
+      issue: (ca) =>
+        createClientCertificate(ca, { commonName: `${consumer.gateway}.${plan.site}`, organizations, validDays: days }),
     });
   }
   return specs;
 }
 
-async function writeLeaf(dir: string, site: string, name: string, leaf: { certPem: string; keyPem: string }): Promise<void> {
+async function writeLeaf(
+  dir: string,
+  site: string,
+  name: string,
+  leaf: { certPem: string; keyPem: string },
+): Promise<void> {
   const files = leafFiles(dir, site, name);
   writePrivateFileSync(files.key, leaf.keyPem);
   writeFileSync(files.cert, leaf.certPem);
@@ -177,7 +210,12 @@ async function writeLeaf(dir: string, site: string, name: string, leaf: { certPe
  * applied again); one that merely expires soon is reported for `renew`, since a silent new pin would cut the site
  * off until every peer applied it. Returns one line per change and per warning.
  */
-export async function ensurePki(dir: string, network: string, plans: readonly SitePlan[], options: PkiOptions = {}): Promise<{ changes: string[]; warnings: string[] }> {
+export async function ensurePki(
+  dir: string,
+  network: string,
+  plans: readonly SitePlan[],
+  options: PkiOptions = {},
+): Promise<{ changes: string[]; warnings: string[] }> {
   const now = options.now ?? Date.now;
   const days = options.leafDays ?? DEFAULT_LEAF_DAYS;
   const changes: string[] = [];
@@ -192,19 +230,32 @@ export async function ensurePki(dir: string, network: string, plans: readonly Si
       const files = leafFiles(dir, plan.site, spec.name);
       const pinned = spec.role === 'provider-gateway';
       const present = existsSync(files.cert) && existsSync(files.key);
-      const wrong = present ? leafMismatch(readText(files.cert), { ...spec.wants, caPem: ca.certPem }, now()) : 'it does not exist';
-      const soon = present && wrong === undefined ? leafMismatch(readText(files.cert), { minRemainingMs: RENEW_BEFORE_MS }, now()) : undefined;
+      const wrong = present
+        ? leafMismatch(readText(files.cert), { ...spec.wants, caPem: ca.certPem }, now())
+        : 'it does not exist';
+      const soon =
+        present && wrong === undefined
+          ? leafMismatch(readText(files.cert), { minRemainingMs: RENEW_BEFORE_MS }, now())
+          : undefined;
       if (wrong === undefined && (soon === undefined || pinned)) {
         tightenPrivateFileSync(files.key);
-        if (soon !== undefined) warnings.push(`${plan.site}: the provider gateway certificate ${soon.replace(/^it /u, '')}: run agn pki renew --site ${plan.site} --stage`);
+        if (soon !== undefined)
+          warnings.push(
+            `${plan.site}: the provider gateway certificate ${soon.replace(/^it /u, '')}: run agn pki renew --site ${plan.site} --stage`,
+          );
         continue;
       }
       await writeLeaf(dir, plan.site, spec.name, await spec.issue(ca));
       const why = wrong ?? soon ?? '';
-      changes.push(`${plan.site}: ${present ? 're-issued' : 'issued'} the ${spec.name} certificate${present ? ` (${why})` : ''}${pinned && present ? '; its pin changed: synthesize and apply every site' : ''}`);
+      changes.push(
+        `${plan.site}: ${present ? 're-issued' : 'issued'} the ${spec.name} certificate${present ? ` (${why})` : ''}${pinned && present ? '; its pin changed: synthesize and apply every site' : ''}`,
+      );
     }
     const tokenFiles = [
-      ...plan.simulatedCredentials.map((c) => ({ file: credentialFile(dir, plan.site, c.name, c.key), what: `the token of simulated backend credential ${c.name}` })),
+      ...plan.simulatedCredentials.map((c) => ({
+        file: credentialFile(dir, plan.site, c.name, c.key),
+        what: `the token of simulated backend credential ${c.name}`,
+      })),
       ...plan.tokens.map((token) => ({ file: tokenFile(dir, plan.site, token), what: `the ${token} token` })),
     ];
     for (const { file, what } of tokenFiles) {
@@ -240,7 +291,13 @@ export function trustOf(dir: string, network: string, plans: readonly SitePlan[]
     const pins = sitePins(dir, plan.site);
     if (pins.length > 0) sites[plan.site] = { gatewayPins: pins };
   }
-  return { kind: 'GridTrust', version: 1, network, ca: { certificatePem: caPem, fingerprint: pemFingerprint(caPem) }, sites };
+  return {
+    kind: 'GridTrust',
+    version: 1,
+    network,
+    ca: { certificatePem: caPem, fingerprint: pemFingerprint(caPem) },
+    sites,
+  };
 }
 
 export function trustText(trust: GridTrust): string {
@@ -274,22 +331,43 @@ export type RenewStep = 'stage' | 'activate' | 'finish';
  * stays pinned); finish drops the old one and its pin. Between steps, synthesize and apply (see the command's
  * output), so every peer holds both pins before the gateway serves the new certificate.
  */
-export async function renewGateway(dir: string, site: string, step: RenewStep, serverNames: readonly string[], options: PkiOptions = {}): Promise<string> {
+export async function renewGateway(
+  dir: string,
+  site: string,
+  step: RenewStep,
+  serverNames: readonly string[],
+  options: PkiOptions = {},
+): Promise<string> {
   const current = leafFiles(dir, site, 'provider-gateway');
   const next = leafFiles(dir, site, 'provider-gateway.next');
   const previous = leafFiles(dir, site, 'provider-gateway.previous');
-  if (!existsSync(current.cert)) throw new PkiError(`${site}: no provider gateway certificate in ${siteDir(dir, site)}; run agn pki init first`);
+  if (!existsSync(current.cert))
+    throw new PkiError(`${site}: no provider gateway certificate in ${siteDir(dir, site)}; run agn pki init first`);
   const move = (from: { cert: string; key: string }, to: { cert: string; key: string }) => {
     renameSync(from.key, to.key);
     renameSync(from.cert, to.cert);
   };
   if (step === 'stage') {
-    if (existsSync(next.cert)) throw new PkiError(`${site}: a renewal is already staged (${next.cert}); continue with --activate`);
-    if (existsSync(previous.cert)) throw new PkiError(`${site}: the last renewal is not finished (${previous.cert} is still pinned); run --finish first`);
+    if (existsSync(next.cert))
+      throw new PkiError(`${site}: a renewal is already staged (${next.cert}); continue with --activate`);
+    if (existsSync(previous.cert))
+      throw new PkiError(
+        `${site}: the last renewal is not finished (${previous.cert} is still pinned); run --finish first`,
+      );
     const caPair = readCaPair(dir);
     const ca = await loadCertificateAuthority(caPair.certPem, caPair.keyPem);
     const sans = [...serverNames];
-    await writeLeaf(dir, site, 'provider-gateway.next', await createServerCertificate(ca, { commonName: sans[0] ?? site, organization: `grid site ${site}`, sans, validDays: options.leafDays ?? DEFAULT_LEAF_DAYS }));
+    await writeLeaf(
+      dir,
+      site,
+      'provider-gateway.next',
+      await createServerCertificate(ca, {
+        commonName: sans[0] ?? site,
+        organization: `grid site ${site}`,
+        sans,
+        validDays: options.leafDays ?? DEFAULT_LEAF_DAYS,
+      }),
+    );
     return `${site}: staged the next provider gateway certificate; both pins are in the trust file now. Next: synthesize, apply every site's manifests, then agn pki renew --site ${site} --activate`;
   }
   if (step === 'activate') {

@@ -26,14 +26,21 @@ export interface UserSecret {
 
 function manifest(need: SiteSecretNeed, network: string, data: Record<string, string | Buffer>): SecretManifest {
   const missing = need.keys.filter((key) => data[key] === undefined);
-  if (missing.length > 0) throw new PkiError(`Secret ${need.namespace}/${need.name}: the PKI has no value for key ${missing.join(', ')}`);
+  if (missing.length > 0)
+    throw new PkiError(`Secret ${need.namespace}/${need.name}: the PKI has no value for key ${missing.join(', ')}`);
   const tls = data['tls.crt'] !== undefined && data['tls.key'] !== undefined;
   return {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name: need.name, namespace: need.namespace, labels: { 'app.kubernetes.io/managed-by': SECRET_MANAGER_LABEL, 'grid.praxis.fast/network': network } },
+    metadata: {
+      name: need.name,
+      namespace: need.namespace,
+      labels: { 'app.kubernetes.io/managed-by': SECRET_MANAGER_LABEL, 'grid.praxis.fast/network': network },
+    },
     type: tls ? 'kubernetes.io/tls' : 'Opaque',
-    data: Object.fromEntries(need.keys.map((key) => [key, Buffer.from(data[key] as string | Buffer).toString('base64')])),
+    data: Object.fromEntries(
+      need.keys.map((key) => [key, Buffer.from(data[key] as string | Buffer).toString('base64')]),
+    ),
   };
 }
 
@@ -43,7 +50,12 @@ function readToken(file: string, what: string): string {
 }
 
 /** The site's Secrets from `dir`, and the ones the user makes. */
-export function siteSecretManifests(dir: string, network: string, site: string, needs: readonly SiteSecretNeed[]): { secrets: SecretManifest[]; user: UserSecret[] } {
+export function siteSecretManifests(
+  dir: string,
+  network: string,
+  site: string,
+  needs: readonly SiteSecretNeed[],
+): { secrets: SecretManifest[]; user: UserSecret[] } {
   const secrets: SecretManifest[] = [];
   const user: UserSecret[] = [];
   const ca = (): string => readCaPair(dir).certPem;
@@ -72,22 +84,37 @@ export function siteSecretManifests(dir: string, network: string, site: string, 
       }
       case 'provider-credential':
         if (need.simulated) {
-          const data = Object.fromEntries(need.keys.map((key) => [key, readToken(credentialFile(dir, site, need.name, key), `the token of simulated backend ${need.provider}`)]));
+          const data = Object.fromEntries(
+            need.keys.map((key) => [
+              key,
+              readToken(credentialFile(dir, site, need.name, key), `the token of simulated backend ${need.provider}`),
+            ]),
+          );
           secrets.push(manifest(need, network, data));
         } else {
           const key = need.keys[0] ?? 'token';
-          user.push({ need, how: `the bearer token of ${need.provider}: kubectl -n ${need.namespace} create secret generic ${need.name} --from-literal=${key}=<token>` });
+          user.push({
+            need,
+            how: `the bearer token of ${need.provider}: kubectl -n ${need.namespace} create secret generic ${need.name} --from-literal=${key}=<token>`,
+          });
         }
         break;
       case 'dashboard-token':
-        secrets.push(manifest(need, network, { token: readToken(tokenFile(dir, site, 'dashboard'), 'the dashboard token') }));
+        secrets.push(
+          manifest(need, network, { token: readToken(tokenFile(dir, site, 'dashboard'), 'the dashboard token') }),
+        );
         break;
       case 'ingest-token':
-        secrets.push(manifest(need, network, { token: readToken(tokenFile(dir, site, 'ingest'), 'the gateway ingest token') }));
+        secrets.push(
+          manifest(need, network, { token: readToken(tokenFile(dir, site, 'ingest'), 'the gateway ingest token') }),
+        );
         break;
       case 'caller-keys': {
         const key = need.keys[0] ?? 'caller-keys.json';
-        user.push({ need, how: `the caller keys of consumer gateway ${need.gateway} (salted hashes): agn key mint --tenant <tenant> --keys-file ${key}, then kubectl -n ${need.namespace} create secret generic ${need.name} --from-file=${key}=${key}` });
+        user.push({
+          need,
+          how: `the caller keys of consumer gateway ${need.gateway} (salted hashes): agn key mint --tenant <tenant> --keys-file ${key}, then kubectl -n ${need.namespace} create secret generic ${need.name} --from-file=${key}=${key}`,
+        });
         break;
       }
     }

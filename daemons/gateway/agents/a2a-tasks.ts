@@ -6,18 +6,37 @@ import type { JsonRpcMessage } from './jsonrpc.ts';
 import { boundary } from '../usage/usage-tap.ts';
 
 export const A2A_METHODS = new Set([
-  'message/send', 'message/stream', 'tasks/get', 'tasks/cancel', 'tasks/resubscribe', 'tasks/pushNotificationConfig/set',
-  'tasks/pushNotificationConfig/get', 'tasks/pushNotificationConfig/list', 'tasks/pushNotificationConfig/delete', 'agent/getAuthenticatedExtendedCard',
-  'SendMessage', 'SendStreamingMessage', 'GetTask', 'ListTasks', 'CancelTask', 'SubscribeToTask', 'CreateTaskPushNotificationConfig',
-  'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'DeleteTaskPushNotificationConfig', 'GetExtendedAgentCard',
+  'message/send',
+  'message/stream',
+  'tasks/get',
+  'tasks/cancel',
+  'tasks/resubscribe',
+  'tasks/pushNotificationConfig/set',
+  'tasks/pushNotificationConfig/get',
+  'tasks/pushNotificationConfig/list',
+  'tasks/pushNotificationConfig/delete',
+  'agent/getAuthenticatedExtendedCard',
+  'SendMessage',
+  'SendStreamingMessage',
+  'GetTask',
+  'ListTasks',
+  'CancelTask',
+  'SubscribeToTask',
+  'CreateTaskPushNotificationConfig',
+  'GetTaskPushNotificationConfig',
+  'ListTaskPushNotificationConfigs',
+  'DeleteTaskPushNotificationConfig',
+  'GetExtendedAgentCard',
 ]);
 
 /** Methods whose params.id is a task id. */
 const BY_ID = new Set(['tasks/get', 'tasks/cancel', 'tasks/resubscribe', 'GetTask', 'CancelTask', 'SubscribeToTask']);
 const MAX_TASK_ID_BYTES = 256;
 
-const str = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 && value.length <= MAX_TASK_ID_BYTES ? value : undefined);
-const obj = (value: unknown): Record<string, unknown> | undefined => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined);
+const str = (value: unknown): string | undefined =>
+  typeof value === 'string' && value.length > 0 && value.length <= MAX_TASK_ID_BYTES ? value : undefined;
+const obj = (value: unknown): Record<string, unknown> | undefined =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
 
 /** The task a request is about, if it names one. */
 export function requestTaskId(message: JsonRpcMessage): string | undefined {
@@ -33,10 +52,16 @@ export function answerTaskIds(answer: unknown): string[] {
   if (result === undefined) return [];
   const ids: (string | undefined)[] = [];
   // 0.3: a Task is kind "task"; a message or an update carries taskId. 1.0: a bare Task (GetTask) has id and status.
-  if (result['kind'] === 'task' || (obj(result['status']) !== undefined && result['kind'] === undefined)) ids.push(str(result['id']));
+  if (result['kind'] === 'task' || (obj(result['status']) !== undefined && result['kind'] === undefined))
+    ids.push(str(result['id']));
   ids.push(str(result['taskId']));
   // 1.0 wraps what it answers: {task}, {message}, {statusUpdate}, {artifactUpdate}.
-  ids.push(str(obj(result['task'])?.['id']), str(obj(result['message'])?.['taskId']), str(obj(result['statusUpdate'])?.['taskId']), str(obj(result['artifactUpdate'])?.['taskId']));
+  ids.push(
+    str(obj(result['task'])?.['id']),
+    str(obj(result['message'])?.['taskId']),
+    str(obj(result['statusUpdate'])?.['taskId']),
+    str(obj(result['artifactUpdate'])?.['taskId']),
+  );
   return [...new Set(ids.filter((id): id is string => id !== undefined))];
 }
 
@@ -98,6 +123,7 @@ export class TaskIdScanner {
     } catch {
       return;
     }
-    for (const answer of Array.isArray(parsed) ? parsed : [parsed]) for (const id of answerTaskIds(answer)) this.#found(id);
+    for (const answer of Array.isArray(parsed) ? parsed : [parsed])
+      for (const id of answerTaskIds(answer)) this.#found(id);
   }
 }

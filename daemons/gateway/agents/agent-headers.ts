@@ -3,10 +3,26 @@
 // restarts from the beginning (Last-Event-ID), and the server cannot choose between JSON and SSE (Accept).
 import { headerAllowlist, type HeaderAllowlist } from '../filters/header-policy.ts';
 
-export const MCP_HEADERS = ['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'] as const;
-export const A2A_HEADERS = ['accept', 'content-type', 'last-event-id', 'a2a-version', 'a2a-extensions', 'x-a2a-extensions'] as const;
+export const MCP_HEADERS = [
+  'accept',
+  'content-type',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'last-event-id',
+] as const;
+export const A2A_HEADERS = [
+  'accept',
+  'content-type',
+  'last-event-id',
+  'a2a-version',
+  'a2a-extensions',
+  'x-a2a-extensions',
+] as const;
 
-export function agentAllowlist(configured: readonly string[] | undefined, protocol: readonly string[]): HeaderAllowlist {
+export function agentAllowlist(
+  configured: readonly string[] | undefined,
+  protocol: readonly string[],
+): HeaderAllowlist {
   return new Set([...headerAllowlist(configured), ...protocol]);
 }
 

@@ -18,10 +18,30 @@ export function agentMetrics(registry: Registry): AgentMetrics {
   let metrics = byRegistry.get(registry);
   if (metrics === undefined) {
     metrics = {
-      mcpMessages: new Counter({ name: 'grid_gateway_mcp_messages_total', help: 'MCP JSON-RPC messages routed, by server, method and site.', labelNames: ['server', 'method', 'site'], registers: [registry] }),
-      mcpToolCalls: new Counter({ name: 'grid_gateway_mcp_tool_calls_total', help: 'MCP tools/call requests routed, by server, tool, site and tenant.', labelNames: ['server', 'tool', 'site', 'tenant'], registers: [registry] }),
-      mcpRefused: new Counter({ name: 'grid_gateway_mcp_refused_total', help: 'MCP requests the gateway answered itself, by server and reason.', labelNames: ['server', 'reason'], registers: [registry] }),
-      a2aMessages: new Counter({ name: 'grid_gateway_a2a_messages_total', help: 'A2A JSON-RPC messages routed, by agent, method, site and tenant.', labelNames: ['agent', 'method', 'site', 'tenant'], registers: [registry] }),
+      mcpMessages: new Counter({
+        name: 'grid_gateway_mcp_messages_total',
+        help: 'MCP JSON-RPC messages routed, by server, method and site.',
+        labelNames: ['server', 'method', 'site'],
+        registers: [registry],
+      }),
+      mcpToolCalls: new Counter({
+        name: 'grid_gateway_mcp_tool_calls_total',
+        help: 'MCP tools/call requests routed, by server, tool, site and tenant.',
+        labelNames: ['server', 'tool', 'site', 'tenant'],
+        registers: [registry],
+      }),
+      mcpRefused: new Counter({
+        name: 'grid_gateway_mcp_refused_total',
+        help: 'MCP requests the gateway answered itself, by server and reason.',
+        labelNames: ['server', 'reason'],
+        registers: [registry],
+      }),
+      a2aMessages: new Counter({
+        name: 'grid_gateway_a2a_messages_total',
+        help: 'A2A JSON-RPC messages routed, by agent, method, site and tenant.',
+        labelNames: ['agent', 'method', 'site', 'tenant'],
+        registers: [registry],
+      }),
     };
     byRegistry.set(registry, metrics);
   }

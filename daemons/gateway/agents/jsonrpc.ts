@@ -27,8 +27,22 @@ export function jsonRpcErrorBody(id: JsonRpcId, code: number, message: string): 
 }
 
 /** A refusal answered with a JSON-RPC error body (and the gateway's code in the error's message). */
-export function jsonRpcError(status: number, code: string, rpcCode: number, message: string, id: JsonRpcId = null, headers: Record<string, string> = {}): GatewayError {
-  return new GatewayError(status, code, status >= 500 ? 'service_unavailable' : status === 404 ? 'not_found_error' : 'invalid_request_error', message, headers, jsonRpcErrorBody(id, rpcCode, message));
+export function jsonRpcError(
+  status: number,
+  code: string,
+  rpcCode: number,
+  message: string,
+  id: JsonRpcId = null,
+  headers: Record<string, string> = {},
+): GatewayError {
+  return new GatewayError(
+    status,
+    code,
+    status >= 500 ? 'service_unavailable' : status === 404 ? 'not_found_error' : 'invalid_request_error',
+    message,
+    headers,
+    jsonRpcErrorBody(id, rpcCode, message),
+  );
 }
 
 /**
@@ -36,7 +50,8 @@ export function jsonRpcError(status: number, code: string, rpcCode: number, mess
  * JSON-RPC) answered by the gateway with HTTP 400, never forwarded.
  */
 export function parseMessages(body: Buffer): JsonRpcMessage[] {
-  if (!isUtf8(body)) throw jsonRpcError(400, 'invalid_json', PARSE_ERROR, 'Parse error: the request body is not valid UTF-8');
+  if (!isUtf8(body))
+    throw jsonRpcError(400, 'invalid_json', PARSE_ERROR, 'Parse error: the request body is not valid UTF-8');
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString('utf8'));
@@ -44,25 +59,55 @@ export function parseMessages(body: Buffer): JsonRpcMessage[] {
     throw jsonRpcError(400, 'invalid_json', PARSE_ERROR, `Parse error: ${(error as Error).message.slice(0, 200)}`);
   }
   const items = Array.isArray(parsed) ? parsed : [parsed];
-  if (items.length === 0) throw jsonRpcError(400, 'invalid_jsonrpc', INVALID_REQUEST, 'Invalid Request: an empty batch');
-  if (items.length > MAX_BATCH) throw jsonRpcError(400, 'invalid_jsonrpc', INVALID_REQUEST, `Invalid Request: a batch of ${items.length} messages (at most ${MAX_BATCH})`);
+  if (items.length === 0)
+    throw jsonRpcError(400, 'invalid_jsonrpc', INVALID_REQUEST, 'Invalid Request: an empty batch');
+  if (items.length > MAX_BATCH)
+    throw jsonRpcError(
+      400,
+      'invalid_jsonrpc',
+      INVALID_REQUEST,
+      `Invalid Request: a batch of ${items.length} messages (at most ${MAX_BATCH})`,
+    );
   return items.map((item, i) => {
     const where = Array.isArray(parsed) ? `message ${i}` : 'the message';
-    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw jsonRpcError(400, 'invalid_jsonrpc', INVALID_REQUEST, `Invalid Request: ${where} is not a JSON object`);
+    if (typeof item !== 'object' || item === null || Array.isArray(item))
+      throw jsonRpcError(400, 'invalid_jsonrpc', INVALID_REQUEST, `Invalid Request: ${where} is not a JSON object`);
     const message = item as Record<string, unknown>;
-    if (message['jsonrpc'] !== '2.0') throw jsonRpcError(400, 'invalid_jsonrpc', INVALID_REQUEST, `Invalid Request: ${where} has no "jsonrpc": "2.0"`, idOf(message));
+    if (message['jsonrpc'] !== '2.0')
+      throw jsonRpcError(
+        400,
+        'invalid_jsonrpc',
+        INVALID_REQUEST,
+        `Invalid Request: ${where} has no "jsonrpc": "2.0"`,
+        idOf(message),
+      );
     const method = message['method'];
     if (method !== undefined && (typeof method !== 'string' || method.length === 0 || method.length > 256)) {
-      throw jsonRpcError(400, 'invalid_jsonrpc', INVALID_REQUEST, `Invalid Request: ${where} has a "method" that is not a string of 1-256 characters`, idOf(message));
+      throw jsonRpcError(
+        400,
+        'invalid_jsonrpc',
+        INVALID_REQUEST,
+        `Invalid Request: ${where} has a "method" that is not a string of 1-256 characters`,
+        idOf(message),
+      );
     }
     if (method === undefined && !('result' in message) && !('error' in message)) {
-      throw jsonRpcError(400, 'invalid_jsonrpc', INVALID_REQUEST, `Invalid Request: ${where} is neither a request, a notification nor a response`, idOf(message));
+      throw jsonRpcError(
+        400,
+        'invalid_jsonrpc',
+        INVALID_REQUEST,
+        `Invalid Request: ${where} is neither a request, a notification nor a response`,
+        idOf(message),
+      );
     }
     const params = message['params'];
     return {
       method,
       id: idOf(message),
-      params: typeof params === 'object' && params !== null && !Array.isArray(params) ? (params as Record<string, unknown>) : undefined,
+      params:
+        typeof params === 'object' && params !== null && !Array.isArray(params)
+          ? (params as Record<string, unknown>)
+          : undefined,
     };
   });
 }

@@ -46,12 +46,26 @@ export function createA2aRoute(options: A2aRouteOptions): PathRouteFilter {
       const named = namedPath(request.path, prefix);
       const agent = named === undefined ? undefined : agents.get(named.name);
       if (named === undefined || agent === undefined) {
-        throw jsonRpcError(404, 'agent_not_found', INVALID_REQUEST, `no agent ${named === undefined ? 'at this path' : `"${named.name}"`} is routed to this gateway's callers; agents are at ${prefix}<agent>`);
+        throw jsonRpcError(
+          404,
+          'agent_not_found',
+          INVALID_REQUEST,
+          `no agent ${named === undefined ? 'at this path' : `"${named.name}"`} is routed to this gateway's callers; agents are at ${prefix}<agent>`,
+        );
       }
       const card = CARD_PATHS.includes(named.rest);
-      if (!card && named.rest !== '') throw new GatewayError(404, 'unknown_path', 'not_found_error', `no route for ${request.path.slice(0, 128)}`);
+      if (!card && named.rest !== '')
+        throw new GatewayError(404, 'unknown_path', 'not_found_error', `no route for ${request.path.slice(0, 128)}`);
       if (card ? request.method !== 'GET' : request.method !== 'POST') throw methodNotAllowed(card ? 'GET' : 'POST');
-      if (!options.isClusterAvailable(agent.cluster)) throw jsonRpcError(503, 'no_available_candidate', INVALID_REQUEST, `agent "${agent.name}" is unreachable from this gateway`, null, { 'retry-after': '1' });
+      if (!options.isClusterAvailable(agent.cluster))
+        throw jsonRpcError(
+          503,
+          'no_available_candidate',
+          INVALID_REQUEST,
+          `agent "${agent.name}" is unreachable from this gateway`,
+          null,
+          { 'retry-after': '1' },
+        );
       request.cluster = agent.cluster;
       request.labels.cluster = agent.cluster;
       if (agent.site !== undefined) {
@@ -61,7 +75,8 @@ export function createA2aRoute(options: A2aRouteOptions): PathRouteFilter {
       applyHeaderAllowlist(request.headers, allowed);
       request.headers.set(ROUTING_CANDIDATE_HEADER, `a2a/${agent.name}`);
       request.headers.set(ROUTING_REQUEST_ID_HEADER, request.requestId);
-      if (startedAt !== undefined) request.trace!.routed({ site: agent.site, cluster: agent.cluster, operation: 'invoke_agent' }, startedAt);
+      if (startedAt !== undefined)
+        request.trace!.routed({ site: agent.site, cluster: agent.cluster, operation: 'invoke_agent' }, startedAt);
       if (card) {
         request.responseObserver = cardRewriter(`${publicOrigin(request)}${prefix}${agent.name}`);
         return;
@@ -69,7 +84,12 @@ export function createA2aRoute(options: A2aRouteOptions): PathRouteFilter {
       return readBoundedBody(request.req, maxBody, tooLarge).then((body) => {
         request.body = body;
         for (const message of parseMessages(body)) {
-          metrics.a2aMessages.inc({ agent: agent.name, method: methodLabel(message.method, A2A_METHODS), site: agent.site ?? 'unknown', tenant: request.tenant ?? 'none' });
+          metrics.a2aMessages.inc({
+            agent: agent.name,
+            method: methodLabel(message.method, A2A_METHODS),
+            site: agent.site ?? 'unknown',
+            tenant: request.tenant ?? 'none',
+          });
         }
       });
     },
@@ -80,7 +100,13 @@ export function createA2aRoute(options: A2aRouteOptions): PathRouteFilter {
 function publicOrigin(request: GatewayRequest): string {
   const host = singleHeader(request, 'host');
   const scheme = (request.req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
-  if (host === undefined || !HOST.test(host)) throw new GatewayError(400, 'invalid_host', 'invalid_request_error', 'the request has no usable Host header to answer the agent card with');
+  if (host === undefined || !HOST.test(host))
+    throw new GatewayError(
+      400,
+      'invalid_host',
+      'invalid_request_error',
+      'the request has no usable Host header to answer the agent card with',
+    );
   return `${scheme}://${host}`;
 }
 
@@ -126,7 +152,8 @@ export function cardRewriter(url: string): ResponseObserver {
 export function rewriteCard(card: unknown, url: string): unknown {
   if (typeof card !== 'object' || card === null || Array.isArray(card)) return card;
   const out = { ...(card as Record<string, unknown>) };
-  const isJsonRpc = (binding: unknown): boolean => binding === undefined || (typeof binding === 'string' && binding.toUpperCase() === 'JSONRPC');
+  const isJsonRpc = (binding: unknown): boolean =>
+    binding === undefined || (typeof binding === 'string' && binding.toUpperCase() === 'JSONRPC');
   // The card's own URL is where a 0.3 client sends everything: the gateway, in the one binding it routes.
   if (typeof out['url'] === 'string') out['url'] = url;
   if (out['preferredTransport'] !== undefined) out['preferredTransport'] = 'JSONRPC';
@@ -134,7 +161,12 @@ export function rewriteCard(card: unknown, url: string): unknown {
     const list = out[key];
     if (!Array.isArray(list)) continue;
     out[key] = list
-      .filter((i) => typeof i === 'object' && i !== null && isJsonRpc((i as Record<string, unknown>)['transport'] ?? (i as Record<string, unknown>)['protocolBinding']))
+      .filter(
+        (i) =>
+          typeof i === 'object' &&
+          i !== null &&
+          isJsonRpc((i as Record<string, unknown>)['transport'] ?? (i as Record<string, unknown>)['protocolBinding']),
+      )
       .map((i) => ({ ...(i as Record<string, unknown>), url }));
   }
   return out;

@@ -7,7 +7,14 @@
 // answers name are remembered with the replica (bounded, with a TTL), and a request about a task goes there.
 import type { AgentProviderRouteFilter, AgentServer } from '../../../schemas/generated/gateway-config.ts';
 import { readBoundedBody } from '../../shared/http-body.ts';
-import { PROVIDER_REQUEST_ID_HEADER, ROUTING_CANDIDATE_HEADER, ROUTING_REQUEST_ID_HEADER, credentialRef, singleHeader, stripHopHeaders } from '../context.ts';
+import {
+  PROVIDER_REQUEST_ID_HEADER,
+  ROUTING_CANDIDATE_HEADER,
+  ROUTING_REQUEST_ID_HEADER,
+  credentialRef,
+  singleHeader,
+  stripHopHeaders,
+} from '../context.ts';
 import type { CredentialRef, GatewayRequest, ResponseObserver } from '../context.ts';
 import { GatewayError, forbidden, methodNotAllowed } from '../errors.ts';
 import { REQUEST_ID_PATTERN } from '../routing/request-id.ts';
@@ -44,21 +51,37 @@ export interface AgentProviderRouteOptions {
 export function createAgentProviderRoute(options: AgentProviderRouteOptions): PathRouteFilter {
   const { config, metrics } = options;
   const now = options.nowMs ?? Date.now;
-  const servers = new Map<string, Served>(config.servers.map((server) => [`${server.protocol}/${server.name}`, { server, credential: credentialRef(server.credential) }]));
+  const servers = new Map<string, Served>(
+    config.servers.map((server) => [
+      `${server.protocol}/${server.name}`,
+      { server, credential: credentialRef(server.credential) },
+    ]),
+  );
   const mcpHeaders = agentAllowlist(config.forward_request_headers, MCP_HEADERS);
   const a2aHeaders = agentAllowlist(config.forward_request_headers, A2A_HEADERS);
   const maxBody = config.max_body_bytes ?? DEFAULT_AGENT_MAX_BODY_BYTES;
-  const tasks = new AffinityTable(config.task_affinity?.ttl_secs ?? DEFAULT_AFFINITY_TTL_SECONDS, config.task_affinity?.max_entries ?? MAX_AFFINITY_ENTRIES);
+  const tasks = new AffinityTable(
+    config.task_affinity?.ttl_secs ?? DEFAULT_AFFINITY_TTL_SECONDS,
+    config.task_affinity?.max_entries ?? MAX_AFFINITY_ENTRIES,
+  );
 
   function hopContext(request: GatewayRequest): string {
     const candidate = singleHeader(request, ROUTING_CANDIDATE_HEADER);
     const requestId = singleHeader(request, ROUTING_REQUEST_ID_HEADER);
-    if (candidate === undefined || !CANDIDATE_ID.test(candidate)) throw forbidden('invalid_routing_candidate', `missing or invalid ${ROUTING_CANDIDATE_HEADER}`);
-    if (requestId === undefined || !REQUEST_ID_PATTERN.test(requestId)) throw forbidden('invalid_routing_request_id', `missing or invalid ${ROUTING_REQUEST_ID_HEADER}`);
+    if (candidate === undefined || !CANDIDATE_ID.test(candidate))
+      throw forbidden('invalid_routing_candidate', `missing or invalid ${ROUTING_CANDIDATE_HEADER}`);
+    if (requestId === undefined || !REQUEST_ID_PATTERN.test(requestId))
+      throw forbidden('invalid_routing_request_id', `missing or invalid ${ROUTING_REQUEST_ID_HEADER}`);
     return requestId;
   }
 
-  function route(request: GatewayRequest, served: Served, target: string, allowed: HeaderAllowlist, requestId: string): void {
+  function route(
+    request: GatewayRequest,
+    served: Served,
+    target: string,
+    allowed: HeaderAllowlist,
+    requestId: string,
+  ): void {
     applyHeaderAllowlist(request.headers, allowed);
     stripHopHeaders(request.headers);
     request.headers.set(PROVIDER_REQUEST_ID_HEADER, requestId);
@@ -70,7 +93,13 @@ export function createAgentProviderRoute(options: AgentProviderRouteOptions): Pa
 
   function mcp(request: GatewayRequest, name: string, rest: string, requestId: string): void | Promise<void> {
     const served = servers.get(`mcp/${name}`);
-    if (served === undefined || rest !== '') throw jsonRpcError(404, 'tool_server_not_found', INVALID_REQUEST, `this provider serves no tool server "${name}"`);
+    if (served === undefined || rest !== '')
+      throw jsonRpcError(
+        404,
+        'tool_server_not_found',
+        INVALID_REQUEST,
+        `this provider serves no tool server "${name}"`,
+      );
     const method = request.method;
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') throw methodNotAllowed('POST, GET, DELETE');
     const cluster = served.server.cluster;
@@ -79,7 +108,12 @@ export function createAgentProviderRoute(options: AgentProviderRouteOptions): Pa
       const pinned = unwrapReplicaSession(session);
       if (pinned === undefined || pinned.replica >= options.endpointCount(cluster)) {
         metrics.mcpRefused.inc({ server: name, reason: 'session_not_found' });
-        throw jsonRpcError(404, 'session_not_found', SESSION_NOT_FOUND, 'Session not found: not a session this provider issued; start a new session');
+        throw jsonRpcError(
+          404,
+          'session_not_found',
+          SESSION_NOT_FOUND,
+          'Session not found: not a session this provider issued; start a new session',
+        );
       }
       request.pinnedEndpoint = pinned.replica;
     }
@@ -95,15 +129,23 @@ export function createAgentProviderRoute(options: AgentProviderRouteOptions): Pa
 
   function a2a(request: GatewayRequest, name: string, rest: string, requestId: string): void | Promise<void> {
     const served = servers.get(`a2a/${name}`);
-    if (served === undefined) throw jsonRpcError(404, 'agent_not_found', INVALID_REQUEST, `this provider serves no agent "${name}"`);
+    if (served === undefined)
+      throw jsonRpcError(404, 'agent_not_found', INVALID_REQUEST, `this provider serves no agent "${name}"`);
     if (CARD_PATHS.includes(rest)) {
       if (request.method !== 'GET') throw methodNotAllowed('GET');
       // The card where the config says the agent serves it, else at the well-known name the caller asked for below
       // the agent's endpoint path (where the operator's probe found it).
-      route(request, served, served.server.card_path ?? `${(served.server.path ?? '/').replace(/\/+$/, '')}${rest}`, a2aHeaders, requestId);
+      route(
+        request,
+        served,
+        served.server.card_path ?? `${(served.server.path ?? '/').replace(/\/+$/, '')}${rest}`,
+        a2aHeaders,
+        requestId,
+      );
       return;
     }
-    if (rest !== '') throw jsonRpcError(404, 'unknown_path', INVALID_REQUEST, `no route for ${request.path.slice(0, 128)}`);
+    if (rest !== '')
+      throw jsonRpcError(404, 'unknown_path', INVALID_REQUEST, `no route for ${request.path.slice(0, 128)}`);
     if (request.method !== 'POST') throw methodNotAllowed('POST');
     route(request, served, `${served.server.path ?? '/'}${queryOf(request.target)}`, a2aHeaders, requestId);
     const cluster = served.server.cluster;
@@ -113,7 +155,8 @@ export function createAgentProviderRoute(options: AgentProviderRouteOptions): Pa
       for (const message of messages) {
         const task = requestTaskId(message);
         const replica = task === undefined ? undefined : tasks.lookup(`${cluster}\u0000${task}`, now());
-        if (replica !== undefined && Number(replica) < options.endpointCount(cluster)) request.pinnedEndpoint = Number(replica);
+        if (replica !== undefined && Number(replica) < options.endpointCount(cluster))
+          request.pinnedEndpoint = Number(replica);
       }
       if (options.endpointCount(cluster) > 1) request.responseObserver = taskLearner(request, cluster);
     });
@@ -125,7 +168,10 @@ export function createAgentProviderRoute(options: AgentProviderRouteOptions): Pa
     return {
       start(status, headers) {
         const type = headers['content-type'];
-        if (status === 200) scanner = new TaskIdScanner(typeof type === 'string' ? type : undefined, TASK_SCAN_BYTES, (task) => tasks.bind(`${cluster}\u0000${task}`, String(request.endpointIndex ?? 0), now()));
+        if (status === 200)
+          scanner = new TaskIdScanner(typeof type === 'string' ? type : undefined, TASK_SCAN_BYTES, (task) =>
+            tasks.bind(`${cluster}\u0000${task}`, String(request.endpointIndex ?? 0), now()),
+          );
       },
       push(chunk) {
         scanner?.push(chunk);
@@ -157,7 +203,8 @@ function replicaPinner(request: GatewayRequest): ResponseObserver {
   return {
     start(_status, headers) {
       const value = headers[MCP_SESSION_HEADER];
-      if (typeof value === 'string') headers[MCP_SESSION_HEADER] = wrapReplicaSession(request.endpointIndex ?? 0, value);
+      if (typeof value === 'string')
+        headers[MCP_SESSION_HEADER] = wrapReplicaSession(request.endpointIndex ?? 0, value);
     },
     push: (chunk) => chunk,
     end: () => EMPTY,

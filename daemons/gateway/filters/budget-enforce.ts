@@ -27,15 +27,30 @@ export function createBudgetEnforce(config: BudgetEnforceFilter, budgets: Budget
       if (tenant === undefined) return;
       const ratio = budgets.ratios()?.get(tenant);
       if (ratio !== undefined && ratio >= softLimit) {
-        throw new GatewayError(429, 'insufficient_quota', 'insufficient_quota', 'You exceeded your current quota: the tenant\'s budget is spent. Ask the grid operator to raise its capUsd.');
+        throw new GatewayError(
+          429,
+          'insufficient_quota',
+          'insufficient_quota',
+          "You exceeded your current quota: the tenant's budget is spent. Ask the grid operator to raise its capUsd.",
+        );
       }
-      if (request.callerKeyId === undefined || (limits.requestsPerMinute === undefined && limits.tokensPerMinute === undefined)) return;
+      if (
+        request.callerKeyId === undefined ||
+        (limits.requestsPerMinute === undefined && limits.tokensPerMinute === undefined)
+      )
+        return;
       const verdict = quota.admit(request.callerKeyId, limits);
       for (const name in verdict.headers) request.res.addHeader(name, verdict.headers[name]!);
       if (!verdict.ok) {
-        throw new GatewayError(429, 'rate_limit_exceeded', verdict.kind, `Rate limit reached for ${verdict.kind} per minute on this key. Retry after ${verdict.retryAfterSeconds}s.`, {
-          'retry-after': String(verdict.retryAfterSeconds),
-        });
+        throw new GatewayError(
+          429,
+          'rate_limit_exceeded',
+          verdict.kind,
+          `Rate limit reached for ${verdict.kind} per minute on this key. Retry after ${verdict.retryAfterSeconds}s.`,
+          {
+            'retry-after': String(verdict.retryAfterSeconds),
+          },
+        );
       }
     },
   };

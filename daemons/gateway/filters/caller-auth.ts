@@ -41,9 +41,13 @@ export function createCallerAuth(config: CallerAuthFilter, files: GatewayFiles):
       request.headers.delete('authorization');
       request.headers.delete('x-api-key');
       const table = keys.current();
-      if (table === undefined) throw unavailable('caller_keys_unavailable', 'the gateway has no readable caller keys file', 5);
+      if (table === undefined)
+        throw unavailable('caller_keys_unavailable', 'the gateway has no readable caller keys file', 5);
       if (key === undefined) {
-        throw unauthorized('missing_api_key', 'You didn\'t provide an API key. Send it as "Authorization: Bearer KEY" or "x-api-key: KEY".');
+        throw unauthorized(
+          'missing_api_key',
+          'You didn\'t provide an API key. Send it as "Authorization: Bearer KEY" or "x-api-key: KEY".',
+        );
       }
       // Unknown, revoked and malformed answer alike, so the answer does not tell which keys exist.
       const verdict = key === null ? { ok: false as const } : table.verify(key);

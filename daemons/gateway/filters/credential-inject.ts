@@ -38,14 +38,18 @@ function staticToken(source: CredentialSource, logger: Logger): string | undefin
   if (source.env_var !== undefined) {
     raw = process.env[source.env_var];
     if (raw === undefined) {
-      logger.warn({ credential: describe(source), problem: `environment variable ${source.env_var} is not set` }, 'credential unusable; requests that need it get 503');
+      logger.warn(
+        { credential: describe(source), problem: `environment variable ${source.env_var} is not set` },
+        'credential unusable; requests that need it get 503',
+      );
       return undefined;
     }
   } else {
     raw = source.value ?? '';
   }
   const { token, problem } = tokenProblem(raw);
-  if (problem !== undefined) logger.warn({ credential: describe(source), problem }, 'credential unusable; requests that need it get 503');
+  if (problem !== undefined)
+    logger.warn({ credential: describe(source), problem }, 'credential unusable; requests that need it get 503');
   return token === undefined ? undefined : `Bearer ${token}`;
 }
 
@@ -72,7 +76,10 @@ export function createCredentialInject(config: CredentialInjectFilter, files: Ga
 
   // Entries are unique by (name, namespace, key) (the config loader refuses a repeat): an exact match or nothing.
   function find(ref: CredentialRef): LoadedCredential | undefined {
-    return loaded.find((entry) => entry.source.name === ref.name && entry.source.namespace === ref.namespace && entry.source.key === ref.key);
+    return loaded.find(
+      (entry) =>
+        entry.source.name === ref.name && entry.source.namespace === ref.namespace && entry.source.key === ref.key,
+    );
   }
 
   return {
@@ -83,11 +90,14 @@ export function createCredentialInject(config: CredentialInjectFilter, files: Ga
       if (ref.strategy !== undefined && ref.strategy !== 'bearer_token') {
         throw unavailable('credential_unavailable', `credential strategy "${ref.strategy}" is not supported`);
       }
-      if (ref.name === undefined || ref.name === '') throw unavailable('credential_unavailable', 'the route names an incomplete credential reference');
+      if (ref.name === undefined || ref.name === '')
+        throw unavailable('credential_unavailable', 'the route names an incomplete credential reference');
       const entry = find(ref);
-      if (entry === undefined) throw unavailable('credential_unavailable', `credential "${ref.name}" is not configured on this gateway`);
+      if (entry === undefined)
+        throw unavailable('credential_unavailable', `credential "${ref.name}" is not configured on this gateway`);
       const authorization = entry.authorization();
-      if (authorization === undefined) throw unavailable('credential_unavailable', `credential "${ref.name}" is not available on this gateway`);
+      if (authorization === undefined)
+        throw unavailable('credential_unavailable', `credential "${ref.name}" is not available on this gateway`);
       request.headers.delete('authorization');
       request.headers.set('authorization', authorization);
     },

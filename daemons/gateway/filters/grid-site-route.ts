@@ -73,7 +73,9 @@ function jsonBody(request: GatewayRequest): Record<string, unknown> | undefined 
   if (request.method !== 'POST' || request.body === null || request.body.length === 0) return undefined;
   try {
     const parsed: unknown = JSON.parse(request.body.toString('utf8'));
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : undefined;
   } catch {
     // Not JSON: no prompt keys and no stored-state ids; the backend answers the body as it sees fit.
     return undefined;
@@ -136,8 +138,16 @@ export function createGridSiteRoute(options: GridSiteRouteOptions): GridSiteRout
   }
 
   function refuse(decision: Refusal): never {
-    const headers: Record<string, string> = decision.retryAfterSeconds === undefined ? {} : { 'retry-after': String(decision.retryAfterSeconds) };
-    const type = decision.status === 429 ? 'requests' : decision.status === 404 ? 'not_found_error' : decision.status === 400 ? 'invalid_request_error' : 'service_unavailable';
+    const headers: Record<string, string> =
+      decision.retryAfterSeconds === undefined ? {} : { 'retry-after': String(decision.retryAfterSeconds) };
+    const type =
+      decision.status === 429
+        ? 'requests'
+        : decision.status === 404
+          ? 'not_found_error'
+          : decision.status === 400
+            ? 'invalid_request_error'
+            : 'service_unavailable';
     throw new GatewayError(decision.status, decision.code, type, decision.message, headers);
   }
 
@@ -183,7 +193,8 @@ export function createGridSiteRoute(options: GridSiteRouteOptions): GridSiteRout
       const route: SiteRouting = { model, keys, current: decision.entry };
       if (model !== undefined) request.labels.model = model;
       applyEntry(request, route, decision.entry);
-      if (startedAt !== undefined) request.trace!.routed({ site: decision.entry.site, cluster: decision.entry.cluster, model }, startedAt);
+      if (startedAt !== undefined)
+        request.trace!.routed({ site: decision.entry.site, cluster: decision.entry.cluster, model }, startedAt);
       if (pin === undefined && model !== undefined && decision.path !== 'pinned') {
         request.failoverState = route;
         request.failover = failover;
@@ -207,7 +218,8 @@ export function createGridSiteRoute(options: GridSiteRouteOptions): GridSiteRout
         push: (chunk) => (tagger === undefined ? chunk : tagger.push(chunk)),
         end: () => (tagger === undefined ? Buffer.alloc(0) : tagger.end()),
       };
-      request.responseObserver = request.responseObserver === undefined ? observer : chainObservers(request.responseObserver, observer);
+      request.responseObserver =
+        request.responseObserver === undefined ? observer : chainObservers(request.responseObserver, observer);
     },
   };
 }

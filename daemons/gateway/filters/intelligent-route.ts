@@ -15,7 +15,12 @@ import {
 import type { Filter, GatewayRequest } from '../context.ts';
 import type { OverlayStore } from '../overlay-store.ts';
 import { applyHeaderAllowlist, headerAllowlist } from './header-policy.ts';
-import { AffinityTable, DEFAULT_AFFINITY_TTL_SECONDS, MAX_AFFINITY_ENTRIES, MAX_SESSION_KEY_BYTES } from '../routing/affinity.ts';
+import {
+  AffinityTable,
+  DEFAULT_AFFINITY_TTL_SECONDS,
+  MAX_AFFINITY_ENTRIES,
+  MAX_SESSION_KEY_BYTES,
+} from '../routing/affinity.ts';
 import { selectCandidate, type SelectionDeps } from '../routing/selection.ts';
 import type { CandidateLoad } from '../routing/candidate-load.ts';
 import type { RoutingCandidate, RoutingSnapshot } from '../routing/snapshot.ts';
@@ -46,7 +51,6 @@ export interface IntelligentRoute extends Filter {
   listModels(): readonly string[] | null;
 }
 
-
 function cookieValue(header: string | undefined, name: string): string | undefined {
   if (header === undefined) return undefined;
   for (const part of header.split(';')) {
@@ -67,20 +71,26 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
   // Off unless enabled: true, as in Praxis AI, so one session_affinity block means the same to both gateways.
   const affinity =
     affinityConfig?.enabled === true
-      ? new AffinityTable(affinityConfig.ttl_secs ?? DEFAULT_AFFINITY_TTL_SECONDS, affinityConfig.max_entries ?? MAX_AFFINITY_ENTRIES)
+      ? new AffinityTable(
+          affinityConfig.ttl_secs ?? DEFAULT_AFFINITY_TTL_SECONDS,
+          affinityConfig.max_entries ?? MAX_AFFINITY_ENTRIES,
+        )
       : undefined;
   // Only the sources the config names (Praxis AI has no default header; the loader requires header or cookie).
   const sessionHeader = affinityConfig?.header?.toLowerCase();
   const sessionCookie = affinityConfig?.cookie;
   function sessionKey(request: GatewayRequest): string | undefined {
     if (affinity === undefined) return undefined;
-    const key = (sessionHeader === undefined ? undefined : singleHeader(request, sessionHeader)) ?? (sessionCookie === undefined ? undefined : cookieValue(singleHeader(request, 'cookie'), sessionCookie));
+    const key =
+      (sessionHeader === undefined ? undefined : singleHeader(request, sessionHeader)) ??
+      (sessionCookie === undefined ? undefined : cookieValue(singleHeader(request, 'cookie'), sessionCookie));
     if (key === undefined || key === '' || Buffer.byteLength(key) > MAX_SESSION_KEY_BYTES) return undefined;
     return key;
   }
 
   const load = config.local_load === undefined ? undefined : options.load;
-  if (config.local_load !== undefined && load === undefined) throw new Error('intelligent_route local_load needs the gateway\'s candidate load');
+  if (config.local_load !== undefined && load === undefined)
+    throw new Error("intelligent_route local_load needs the gateway's candidate load");
 
   // The same for every request: made once, not per request.
   const selectionDeps: SelectionDeps = {
@@ -88,11 +98,19 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
     nowMs,
     isExcluded: (c) => !options.isClusterAvailable(c.candidate.cluster),
     ...(affinity === undefined ? {} : { affinity }),
-    ...(load === undefined ? {} : { load: { inFlight: (c: RoutingCandidate) => load.inFlight(c.stableId, c.candidate.cluster) } }),
+    ...(load === undefined
+      ? {}
+      : { load: { inFlight: (c: RoutingCandidate) => load.inFlight(c.stableId, c.candidate.cluster) } }),
   };
 
   /** Points the request at `selected`: cluster, credential, routed site, and the hop context for a provider hop. */
-  function applyCandidate(request: GatewayRequest, selected: RoutingCandidate, snapshot: RoutingSnapshot, model: string, failedOver: boolean): void {
+  function applyCandidate(
+    request: GatewayRequest,
+    selected: RoutingCandidate,
+    snapshot: RoutingSnapshot,
+    model: string,
+    failedOver: boolean,
+  ): void {
     const candidate = selected.candidate;
     request.cluster = candidate.cluster;
     request.routedSite = candidate.site;
@@ -135,18 +153,28 @@ export function createIntelligentRoute(options: IntelligentRouteOptions): Intell
       const model = request.model;
       if (model === undefined) throw notFound('no_route', 'the request names no model, and no other route applies');
       if (model.length === 0) throw badRequest('invalid_model', 'model is blank');
-      const outcome = selectCandidate(snapshot, { kind: 'inference_model', name: model, sessionKey: sessionKey(request) }, selectionDeps);
+      const outcome = selectCandidate(
+        snapshot,
+        { kind: 'inference_model', name: model, sessionKey: sessionKey(request) },
+        selectionDeps,
+      );
       store.noteServed(snapshot);
       if (outcome.kind === 'no_candidate') throw notFound('model_not_found', `no provider serves model "${model}"`);
       request.labels.model = model;
       if (outcome.kind === 'all_excluded') {
-        throw unavailable('no_available_candidate', `every provider of model "${model}" is unavailable or not admitting new requests`);
+        throw unavailable(
+          'no_available_candidate',
+          `every provider of model "${model}" is unavailable or not admitting new requests`,
+        );
       }
       if (outcome.path !== undefined && load !== undefined) load.selections[outcome.path]++;
       applyCandidate(request, outcome.candidate, snapshot, model, false);
       if (startedAt !== undefined) {
         const chosen = outcome.candidate;
-        request.trace!.routed({ site: chosen.candidate.site, candidate: chosen.stableId, cluster: chosen.candidate.cluster, model }, startedAt);
+        request.trace!.routed(
+          { site: chosen.candidate.site, candidate: chosen.stableId, cluster: chosen.candidate.cluster, model },
+          startedAt,
+        );
       }
       const alternate = outcome.alternates.find((c) => options.isClusterAvailable(c.candidate.cluster));
       if (alternate !== undefined) {

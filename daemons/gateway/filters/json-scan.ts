@@ -69,11 +69,27 @@ function skipString(body: Uint8Array, i: number): number {
       escaped = true;
       const e = body[i + 1];
       if (e === 0x75) {
-        if (!isHex(body[i + 2] ?? 0) || !isHex(body[i + 3] ?? 0) || !isHex(body[i + 4] ?? 0) || !isHex(body[i + 5] ?? 0)) throw syntaxError('bad \\u escape', i);
+        if (
+          !isHex(body[i + 2] ?? 0) ||
+          !isHex(body[i + 3] ?? 0) ||
+          !isHex(body[i + 4] ?? 0) ||
+          !isHex(body[i + 5] ?? 0)
+        )
+          throw syntaxError('bad \\u escape', i);
         i += 6;
         continue;
       }
-      if (e !== QUOTE && e !== BACKSLASH && e !== 0x2f && e !== 0x62 && e !== 0x66 && e !== 0x6e && e !== 0x72 && e !== 0x74) throw syntaxError('bad escape', i);
+      if (
+        e !== QUOTE &&
+        e !== BACKSLASH &&
+        e !== 0x2f &&
+        e !== 0x62 &&
+        e !== 0x66 &&
+        e !== 0x6e &&
+        e !== 0x72 &&
+        e !== 0x74
+      )
+        throw syntaxError('bad escape', i);
       i += 2;
       continue;
     }
@@ -105,14 +121,17 @@ function skipNumber(body: Uint8Array, i: number): number {
 }
 
 function skipLiteral(body: Uint8Array, i: number, word: string): number {
-  for (let k = 0; k < word.length; k++) if (body[i + k] !== word.charCodeAt(k)) throw syntaxError('unexpected character', i);
+  for (let k = 0; k < word.length; k++)
+    if (body[i + k] !== word.charCodeAt(k)) throw syntaxError('unexpected character', i);
   return i + word.length;
 }
 
 /** The string between quotes at [start, end), decoded (escapes through JSON.parse, which it is a JSON string for). */
 function decodeString(body: Uint8Array, start: number, end: number, escaped: boolean): string {
   const view = Buffer.from(body.buffer, body.byteOffset, body.length);
-  return escaped ? (JSON.parse(view.toString('utf8', start - 1, end + 1)) as string) : view.toString('utf8', start, end);
+  return escaped
+    ? (JSON.parse(view.toString('utf8', start - 1, end + 1)) as string)
+    : view.toString('utf8', start, end);
 }
 
 /**
@@ -159,7 +178,8 @@ export function scanTopLevelField(body: Uint8Array, field: string, maxRawBytes: 
             ? len <= fieldBytes.length * 6 && decodeString(body, start, end, true) === field
             : len === fieldBytes.length && fieldBytes.equals(body.subarray(start, end));
           if (matches) {
-            if (result.kind !== 'absent') throw new JsonScanError('duplicate_field', start, `request body names "${field}" more than once`);
+            if (result.kind !== 'absent')
+              throw new JsonScanError('duplicate_field', start, `request body names "${field}" more than once`);
             atField = true;
           }
         }
@@ -175,7 +195,8 @@ export function scanTopLevelField(body: Uint8Array, field: string, maxRawBytes: 
       atField = false;
       if (b === 0x7b || b === 0x5b) {
         if (fieldValue) result = { kind: 'other' };
-        if (depth === MAX_JSON_DEPTH) throw new JsonScanError('too_deep', i, `request body nests deeper than ${MAX_JSON_DEPTH} levels`);
+        if (depth === MAX_JSON_DEPTH)
+          throw new JsonScanError('too_deep', i, `request body nests deeper than ${MAX_JSON_DEPTH} levels`);
         stack[depth++] = b === 0x7b ? OBJECT : ARRAY;
         i++;
         if (b === 0x7b) {
@@ -191,7 +212,11 @@ export function scanTopLevelField(body: Uint8Array, field: string, maxRawBytes: 
         const start = i + 1;
         const end = skipString(body, i);
         i = end + 1;
-        if (fieldValue) result = { kind: 'string', value: end - start > maxRawBytes ? undefined : decodeString(body, start, end, lastStringEscaped) };
+        if (fieldValue)
+          result = {
+            kind: 'string',
+            value: end - start > maxRawBytes ? undefined : decodeString(body, start, end, lastStringEscaped),
+          };
       } else {
         if (b === 0x2d || (b >= 0x30 && b <= 0x39)) i = skipNumber(body, i);
         else if (b === 0x74) i = skipLiteral(body, i, 'true');
@@ -221,7 +246,10 @@ export function scanTopLevelField(body: Uint8Array, field: string, maxRawBytes: 
         i++;
         continue;
       }
-      throw syntaxError(i >= n ? 'unexpected end of body' : top === OBJECT ? 'expected "," or "}"' : 'expected "," or "]"', Math.min(i, n));
+      throw syntaxError(
+        i >= n ? 'unexpected end of body' : top === OBJECT ? 'expected "," or "}"' : 'expected "," or "]"',
+        Math.min(i, n),
+      );
     }
   }
 }

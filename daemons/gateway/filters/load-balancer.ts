@@ -9,9 +9,19 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, errors } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { ClusterConfig, LoadBalancerFilter } from '../../../schemas/generated/gateway-config.ts';
-import { NOT_DELIVERED_HEADER, UpstreamConnectError, badGateway, gatewayTimeout, unavailableNotDelivered } from '../errors.ts';
+import {
+  NOT_DELIVERED_HEADER,
+  UpstreamConnectError,
+  badGateway,
+  gatewayTimeout,
+  unavailableNotDelivered,
+} from '../errors.ts';
 import type { CallerGoneListener, Filter, GatewayRequest } from '../context.ts';
-import { RESPONSE_REQUEST_ID_HEADER, RESPONSE_UPSTREAM_REQUEST_ID_HEADER, ROUTING_CANDIDATE_HEADER } from '../context.ts';
+import {
+  RESPONSE_REQUEST_ID_HEADER,
+  RESPONSE_UPSTREAM_REQUEST_ID_HEADER,
+  ROUTING_CANDIDATE_HEADER,
+} from '../context.ts';
 import type { GatewayFiles } from '../gateway-files.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import { type ClusterTls, MAX_TLS_FILE_BYTES, clusterTlsFiles } from '../tls-files.ts';
@@ -58,7 +68,11 @@ const CONNECT_PHASE_CODES = new Set([
 ]);
 
 export function connectPhaseCode(error: unknown): string | undefined {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+  for (
+    let e: unknown = error, depth = 0;
+    e instanceof Error && depth < 4;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
     const code = (e as { code?: unknown }).code;
     if (typeof code !== 'string') continue;
     if (CONNECT_PHASE_CODES.has(code) || code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_')) return code;
@@ -67,7 +81,11 @@ export function connectPhaseCode(error: unknown): string | undefined {
 }
 
 function errorCode(error: unknown): string {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+  for (
+    let e: unknown = error, depth = 0;
+    e instanceof Error && depth < 4;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string') return code;
   }
@@ -139,7 +157,13 @@ export class ClusterRuntime {
       const host = address.slice(0, address.lastIndexOf(':')).replace(/^\[|\]$/g, '');
       const servername = config.tls?.sni ?? (isIP(host) === 0 ? host : undefined);
       const endpointServername = config.tls === undefined ? undefined : servername;
-      return new EndpointRuntime(address, this.#pool(address, endpointServername, tls), hostHeaderOf(address, config.tls !== undefined), endpointServername, index);
+      return new EndpointRuntime(
+        address,
+        this.#pool(address, endpointServername, tls),
+        hostHeaderOf(address, config.tls !== undefined),
+        endpointServername,
+        index,
+      );
     });
   }
 
@@ -224,7 +248,8 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
       continue;
     }
     const files = options.files;
-    if (files === undefined) throw new Error(`cluster "${cluster.name}" has TLS files and the load balancer was given no file registry`);
+    if (files === undefined)
+      throw new Error(`cluster "${cluster.name}" has TLS files and the load balancer was given no file registry`);
     const tls = await files.require<ClusterTls>({
       kind: 'upstream_tls',
       name: cluster.name,
@@ -236,7 +261,10 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
         // The old pools finish the requests already on them, then close; new requests go to the new pools.
         for (const old of runtime.useTls(next)) {
           retired.add(old);
-          void old.close().catch(() => undefined).finally(() => retired.delete(old));
+          void old
+            .close()
+            .catch(() => undefined)
+            .finally(() => retired.delete(old));
         }
       },
     });
@@ -253,15 +281,29 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
   function forward(request: GatewayRequest): Promise<void> {
     const name = request.cluster;
     const cluster = name === undefined ? undefined : clusters.get(name);
-    if (cluster === undefined) throw unavailableNotDelivered('unknown_cluster', `no upstream cluster is configured for this route`);
+    if (cluster === undefined)
+      throw unavailableNotDelivered('unknown_cluster', `no upstream cluster is configured for this route`);
     // A pinned request goes to its endpoint even while that one backs off: no other holds its session or task.
-    const endpoint = request.pinnedEndpoint === undefined ? cluster.pick(now()) : cluster.endpoints[request.pinnedEndpoint];
+    const endpoint =
+      request.pinnedEndpoint === undefined ? cluster.pick(now()) : cluster.endpoints[request.pinnedEndpoint];
     if (endpoint === undefined) {
-      if (request.pinnedEndpoint !== undefined) throw unavailableNotDelivered('pinned_endpoint_gone', `cluster "${cluster.name}" has no endpoint ${request.pinnedEndpoint}, which held this session`);
-      throw unavailableNotDelivered('cluster_unavailable', `every endpoint of cluster "${cluster.name}" is backing off after connect failures`);
+      if (request.pinnedEndpoint !== undefined)
+        throw unavailableNotDelivered(
+          'pinned_endpoint_gone',
+          `cluster "${cluster.name}" has no endpoint ${request.pinnedEndpoint}, which held this session`,
+        );
+      throw unavailableNotDelivered(
+        'cluster_unavailable',
+        `every endpoint of cluster "${cluster.name}" is backing off after connect failures`,
+      );
     }
     request.endpointIndex = endpoint.index;
-    request.trace?.upstreamStart(cluster.name, endpoint.address, request.headers.has(ROUTING_CANDIDATE_HEADER), request.headers);
+    request.trace?.upstreamStart(
+      cluster.name,
+      endpoint.address,
+      request.headers.has(ROUTING_CANDIDATE_HEADER),
+      request.headers,
+    );
 
     // The request's own header Map goes to undici as it is (an iterable of pairs): no copy per request. A retry on
     // another endpoint overwrites host.
@@ -305,7 +347,13 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
     /** The provider hop answered that it delivered the request nowhere: settled as a connect failure (retryable). */
     #notDelivered = false;
 
-    constructor(request: GatewayRequest, cluster: ClusterRuntime, endpoint: EndpointRuntime, resolve: () => void, reject: (error: unknown) => void) {
+    constructor(
+      request: GatewayRequest,
+      cluster: ClusterRuntime,
+      endpoint: EndpointRuntime,
+      resolve: () => void,
+      reject: (error: unknown) => void,
+    ) {
       this.#request = request;
       this.#cluster = cluster;
       this.#endpoint = endpoint;
@@ -326,13 +374,21 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
       this.#controller = controller;
     }
 
-    onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, upstream: IncomingHttpHeaders): void {
+    onResponseStart(
+      _controller: Dispatcher.DispatchController,
+      statusCode: number,
+      upstream: IncomingHttpHeaders,
+    ): void {
       // 1xx informational answers are the upstream's business with this gateway, not the caller's.
       if (statusCode < 200) return;
       // A provider gateway's own "sent nowhere" (its backend refused, say): no upstream saw the request, so it is
       // failed over like a connect failure of this hop. Only on a provider hop (the request carries a candidate), and
       // the provider gateway stays up: the endpoint is not backed off.
-      if ((statusCode === 502 || statusCode === 503) && upstream[NOT_DELIVERED_HEADER] !== undefined && this.#request.headers.has(ROUTING_CANDIDATE_HEADER)) {
+      if (
+        (statusCode === 502 || statusCode === 503) &&
+        upstream[NOT_DELIVERED_HEADER] !== undefined &&
+        this.#request.headers.has(ROUTING_CANDIDATE_HEADER)
+      ) {
         this.#notDelivered = true;
         _controller.abort(new errors.RequestAbortedError());
         return;
@@ -342,11 +398,16 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
       const { res } = this.#request;
       const connection = upstream['connection'];
       const connectionTokens =
-        connection === undefined || connection === 'keep-alive' || connection === 'close' ? undefined : String(connection).toLowerCase().split(',').map((t) => t.trim());
+        connection === undefined || connection === 'keep-alive' || connection === 'close'
+          ? undefined
+          : String(connection)
+              .toLowerCase()
+              .split(',')
+              .map((t) => t.trim());
       const outHeaders: Record<string, string | string[]> = {};
       for (const key in upstream) {
         const value = upstream[key];
-        if (value === undefined || RESPONSE_HEADERS_NOT_FORWARDED.has(key) || (connectionTokens?.includes(key))) continue;
+        if (value === undefined || RESPONSE_HEADERS_NOT_FORWARDED.has(key) || connectionTokens?.includes(key)) continue;
         outHeaders[key] = value;
       }
       // The caller's x-request-id is this gateway's (set on the response before any answer); the upstream's own id is
@@ -354,7 +415,8 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
       const upstreamId = outHeaders[RESPONSE_REQUEST_ID_HEADER];
       if (upstreamId !== undefined) {
         delete outHeaders[RESPONSE_REQUEST_ID_HEADER];
-        if (outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] === undefined) outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] = upstreamId;
+        if (outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] === undefined)
+          outHeaders[RESPONSE_UPSTREAM_REQUEST_ID_HEADER] = upstreamId;
       }
       if (options.isClosing()) outHeaders['connection'] = 'close';
       this.#request.responseObserver?.start(statusCode, outHeaders);
@@ -377,10 +439,13 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
       if (out.length > 0 && !request.res.write(out) && !this.#paused) {
         this.#paused = true;
         controller.pause();
-        request.res.once('drain', (this.#onDrain ??= () => {
-          this.#paused = false;
-          controller.resume();
-        }));
+        request.res.once(
+          'drain',
+          (this.#onDrain ??= () => {
+            this.#paused = false;
+            controller.resume();
+          }),
+        );
       }
     }
 
@@ -398,7 +463,10 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
       if (request.upstream === this) request.upstream = undefined;
       request.trace?.upstreamEnd(undefined, this.#notDelivered ? 'not_delivered' : errorCode(error));
       if (this.#notDelivered && !request.callerGone) {
-        logger.warn({ cluster: this.#cluster.name, endpoint: this.#endpoint.address }, 'provider hop delivered the request nowhere; failing over');
+        logger.warn(
+          { cluster: this.#cluster.name, endpoint: this.#endpoint.address },
+          'provider hop delivered the request nowhere; failing over',
+        );
         this.#reject(new UpstreamConnectError(this.#cluster.name, this.#endpoint.address, 'NOT_DELIVERED'));
         return;
       }
@@ -408,7 +476,10 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
       }
       // Headers are already sent: the only honest signal left is to cut the client connection.
       if (!request.callerGone) {
-        logger.warn({ cluster: this.#cluster.name, endpoint: this.#endpoint.address, code: errorCode(error) }, 'upstream response failed mid-stream');
+        logger.warn(
+          { cluster: this.#cluster.name, endpoint: this.#endpoint.address, code: errorCode(error) },
+          'upstream response failed mid-stream',
+        );
       }
       request.responseObserver?.end(false);
       if (this.#onDrain !== undefined) request.res.off('drain', this.#onDrain);
@@ -425,12 +496,19 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
       if (connectCode !== undefined) {
         endpoint.markDown(now());
         metrics.upstreamConnectFailures.inc({ role, cluster: cluster.name });
-        logger.warn({ cluster: cluster.name, endpoint: endpoint.address, code: connectCode }, 'upstream connect failed; endpoint backing off');
+        logger.warn(
+          { cluster: cluster.name, endpoint: endpoint.address, code: connectCode },
+          'upstream connect failed; endpoint backing off',
+        );
         return new UpstreamConnectError(cluster.name, endpoint.address, connectCode);
       }
       const code = errorCode(error);
-      logger.warn({ cluster: cluster.name, endpoint: endpoint.address, code, error: errorFields(error) }, 'upstream request failed');
-      if (code === 'UND_ERR_HEADERS_TIMEOUT') return gatewayTimeout('upstream_timeout', `cluster "${cluster.name}" did not answer in time`);
+      logger.warn(
+        { cluster: cluster.name, endpoint: endpoint.address, code, error: errorFields(error) },
+        'upstream request failed',
+      );
+      if (code === 'UND_ERR_HEADERS_TIMEOUT')
+        return gatewayTimeout('upstream_timeout', `cluster "${cluster.name}" did not answer in time`);
       return badGateway('upstream_error', `cluster "${cluster.name}" failed before responding (${code})`);
     }
   }
@@ -440,7 +518,10 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
   function timingOf(cluster: string): { latency: HistogramSeries; ttfb: HistogramSeries } {
     let timing = timings.get(cluster);
     if (timing === undefined) {
-      timing = { latency: metrics.upstreamLatency.labels(role, cluster), ttfb: metrics.timeToFirstByte.labels(role, cluster) };
+      timing = {
+        latency: metrics.upstreamLatency.labels(role, cluster),
+        ttfb: metrics.timeToFirstByte.labels(role, cluster),
+      };
       timings.set(cluster, timing);
     }
     return timing;

@@ -4,12 +4,17 @@ import type { PeerIdentityTrustFilter, TrustedPeer } from '../../../schemas/gene
 import { forbidden } from '../errors.ts';
 import type { Filter, GatewayRequest, PeerIdentity } from '../context.ts';
 
-export const normalizeSerial = (serial: string): string => serial.replace(/:/g, '').toLowerCase().replace(/^0+(?=.)/, '');
+export const normalizeSerial = (serial: string): string =>
+  serial
+    .replace(/:/g, '')
+    .toLowerCase()
+    .replace(/^0+(?=.)/, '');
 
 export function peerMatches(peer: PeerIdentity, entry: TrustedPeer): boolean {
   if (entry.cert_digest !== undefined && entry.cert_digest !== peer.certDigest) return false;
   if (entry.organization !== undefined && !peer.organizations.includes(entry.organization)) return false;
-  if (entry.serial_number !== undefined && normalizeSerial(entry.serial_number) !== normalizeSerial(peer.serialNumber)) return false;
+  if (entry.serial_number !== undefined && normalizeSerial(entry.serial_number) !== normalizeSerial(peer.serialNumber))
+    return false;
   return entry.cert_digest !== undefined || entry.organization !== undefined || entry.serial_number !== undefined;
 }
 

@@ -77,14 +77,21 @@ export function createProviderRoute(config: ProviderRouteFilter, parser: Filter)
   };
 
   /** The parsed request against the candidate's route; the backend's attribution headers once it is allowed. */
-  function authorize(request: GatewayRequest, candidate: string, requestId: string, revision: string | undefined): void {
+  function authorize(
+    request: GatewayRequest,
+    candidate: string,
+    requestId: string,
+    revision: string | undefined,
+  ): void {
     const model = request.model;
     if (model === undefined) throw badRequest('model_required', 'the request names no model');
     const routed = byCandidate.get(candidate);
-    if (routed === undefined) throw forbidden('unknown_candidate', 'the routing candidate is not served by this provider');
+    if (routed === undefined)
+      throw forbidden('unknown_candidate', 'the routing candidate is not served by this provider');
     const route = routed.route;
     if (route.model !== model) throw notFound('model_not_routed', `model "${model}" is not routed for this candidate`);
-    if (!pathAllowed(route, request.path)) throw notFound('path_not_routed', `path ${request.path} is not routed for this candidate`);
+    if (!pathAllowed(route, request.path))
+      throw notFound('path_not_routed', `path ${request.path} is not routed for this candidate`);
     request.trace?.routed({ candidate, cluster: route.cluster, model: route.model }, request.trace.now());
     request.cluster = route.cluster;
     request.labels.model = route.model;

@@ -20,7 +20,12 @@ const MODEL_BODY_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function unsupportedMediaType(path: string): GatewayError {
-  return new GatewayError(415, 'unsupported_media_type', 'invalid_request_error', `request body of ${path} must be sent as content-type application/json`);
+  return new GatewayError(
+    415,
+    'unsupported_media_type',
+    'invalid_request_error',
+    `request body of ${path} must be sent as content-type application/json`,
+  );
 }
 
 /**
@@ -35,16 +40,19 @@ function isJsonContentType(value: string | string[] | undefined): boolean {
 }
 
 export function payloadTooLarge(maxBytes: number): GatewayError {
-  return new GatewayError(413, 'request_too_large', 'invalid_request_error', `request body exceeds ${maxBytes} bytes`, { connection: 'close' });
+  return new GatewayError(413, 'request_too_large', 'invalid_request_error', `request body exceeds ${maxBytes} bytes`, {
+    connection: 'close',
+  });
 }
-
 
 /** docs/contract.md §3.1: blank, non-UTF-8 or over 256 bytes is a 400. Returns the model or throws. */
 export function checkModel(model: string, source: string): string {
   if (model.trim() === '') throw badRequest('invalid_model', `${source} is blank`);
-  if (Buffer.byteLength(model, 'utf8') > MAX_MODEL_BYTES) throw badRequest('invalid_model', `${source} is longer than ${MAX_MODEL_BYTES} bytes`);
+  if (Buffer.byteLength(model, 'utf8') > MAX_MODEL_BYTES)
+    throw badRequest('invalid_model', `${source} is longer than ${MAX_MODEL_BYTES} bytes`);
   if (CONTROL.test(model)) throw badRequest('invalid_model', `${source} contains control characters`);
-  if (model.isWellFormed !== undefined && !model.isWellFormed()) throw badRequest('invalid_model', `${source} is not valid UTF-8`);
+  if (model.isWellFormed !== undefined && !model.isWellFormed())
+    throw badRequest('invalid_model', `${source} is not valid UTF-8`);
   return model;
 }
 
@@ -99,11 +107,13 @@ function modelFromBody(body: Buffer, field: string, path: string): string | unde
     scanned = scanTopLevelField(body, field, MAX_MODEL_BYTES * 6);
   } catch (error) {
     if (!(error instanceof JsonScanError)) throw error;
-    if (error.problem === 'not_object') throw badRequest('invalid_json', `request body of ${path} must be a JSON object`);
+    if (error.problem === 'not_object')
+      throw badRequest('invalid_json', `request body of ${path} must be a JSON object`);
     throw badRequest('invalid_json', `request body of ${path} is not valid JSON: ${error.message}`);
   }
   if (scanned.kind === 'absent') return undefined;
   if (scanned.kind === 'other') throw badRequest('invalid_model', `body field "${field}" must be a string`);
-  if (scanned.value === undefined) throw badRequest('invalid_model', `body field "${field}" is longer than ${MAX_MODEL_BYTES} bytes`);
+  if (scanned.value === undefined)
+    throw badRequest('invalid_model', `body field "${field}" is longer than ${MAX_MODEL_BYTES} bytes`);
   return checkModel(scanned.value, `body field "${field}"`);
 }

@@ -14,7 +14,12 @@ import type { TokenUsage, UsageTap } from '../usage/usage-tap.ts';
 
 const STREAM_USAGE_PATHS = new Set(['/v1/chat/completions', '/v1/completions']);
 /** gen_ai.operation.name of each metered path (OpenTelemetry GenAI semantic conventions). */
-const OPERATIONS: Readonly<Record<string, string>> = { '/v1/chat/completions': 'chat', '/v1/completions': 'text_completion', '/v1/embeddings': 'embeddings', '/v1/responses': 'chat' };
+const OPERATIONS: Readonly<Record<string, string>> = {
+  '/v1/chat/completions': 'chat',
+  '/v1/completions': 'text_completion',
+  '/v1/embeddings': 'embeddings',
+  '/v1/responses': 'chat',
+};
 const METERED_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses']);
 /** Label of requests no caller_auth attributed. */
 export const NO_TENANT = 'none';
@@ -28,9 +33,15 @@ export interface UsageRecord {
   readonly costUsd: number;
 }
 
-export function priceOf(usage: TokenUsage, price: { per_million_input_tokens: number; per_million_output_tokens: number } | undefined): number {
+export function priceOf(
+  usage: TokenUsage,
+  price: { per_million_input_tokens: number; per_million_output_tokens: number } | undefined,
+): number {
   if (price === undefined) return 0;
-  return (usage.inputTokens * price.per_million_input_tokens + usage.outputTokens * price.per_million_output_tokens) / 1_000_000;
+  return (
+    (usage.inputTokens * price.per_million_input_tokens + usage.outputTokens * price.per_million_output_tokens) /
+    1_000_000
+  );
 }
 
 /**
@@ -48,23 +59,46 @@ export function withIncludeUsage(body: Buffer): Buffer | undefined {
   const record = parsed as Record<string, unknown>;
   if (record['stream'] !== true) return undefined;
   const options = record['stream_options'];
-  if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) return undefined;
+  if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options)))
+    return undefined;
   if ((options as Record<string, unknown> | undefined)?.['include_usage'] === true) return undefined;
-  return Buffer.from(JSON.stringify({ ...record, stream_options: { ...(options as object | undefined), include_usage: true } }), 'utf8');
+  return Buffer.from(
+    JSON.stringify({ ...record, stream_options: { ...(options as object | undefined), include_usage: true } }),
+    'utf8',
+  );
 }
 
-export function createUsageMeter(config: UsageMeterFilter, metrics: UsageMetrics, ledger: SpendLedger, quota: KeyQuota): Filter {
+export function createUsageMeter(
+  config: UsageMeterFilter,
+  metrics: UsageMetrics,
+  ledger: SpendLedger,
+  quota: KeyQuota,
+): Filter {
   const prices = new Map((config.prices ?? []).map((p) => [p.cluster, p]));
 
   /** The GenAI histograms of one answer: its duration, and for a stream its first-token and per-token times. */
-  function timings(request: GatewayRequest, status: number, complete: boolean, firstEventNs: bigint | undefined, usage: TokenUsage | undefined): void {
+  function timings(
+    request: GatewayRequest,
+    status: number,
+    complete: boolean,
+    firstEventNs: bigint | undefined,
+    usage: TokenUsage | undefined,
+  ): void {
     const nowNs = process.hrtime.bigint();
-    const labels = { gen_ai_operation_name: OPERATIONS[request.path] ?? 'chat', gen_ai_request_model: request.labels.model, gen_ai_provider_name: request.labels.cluster };
+    const labels = {
+      gen_ai_operation_name: OPERATIONS[request.path] ?? 'chat',
+      gen_ai_request_model: request.labels.model,
+      gen_ai_provider_name: request.labels.cluster,
+    };
     const errorType = status >= 400 ? String(status) : complete ? '' : 'broken_off';
-    metrics.genAi.operationDuration.observe({ ...labels, error_type: errorType }, Number(nowNs - request.receivedAtNs) / 1e9);
+    metrics.genAi.operationDuration.observe(
+      { ...labels, error_type: errorType },
+      Number(nowNs - request.receivedAtNs) / 1e9,
+    );
     if (firstEventNs === undefined) return;
     metrics.genAi.timeToFirstToken.observe(labels, Number(firstEventNs - request.receivedAtNs) / 1e9);
-    if (complete && usage !== undefined && usage.outputTokens > 1) metrics.genAi.timePerOutputToken.observe(labels, Number(nowNs - firstEventNs) / 1e9 / (usage.outputTokens - 1));
+    if (complete && usage !== undefined && usage.outputTokens > 1)
+      metrics.genAi.timePerOutputToken.observe(labels, Number(nowNs - firstEventNs) / 1e9 / (usage.outputTokens - 1));
   }
 
   function record(request: GatewayRequest, usage: TokenUsage): void {
@@ -77,15 +111,25 @@ export function createUsageMeter(config: UsageMeterFilter, metrics: UsageMetrics
       usage,
       costUsd: priceOf(usage, prices.get(provider)),
     };
-    const labels = { tenant: entry.tenant, gen_ai_request_model: entry.model, gen_ai_provider_name: entry.provider, site: entry.site };
+    const labels = {
+      tenant: entry.tenant,
+      gen_ai_request_model: entry.model,
+      gen_ai_provider_name: entry.provider,
+      site: entry.site,
+    };
     metrics.tokens.inc({ ...labels, gen_ai_token_type: 'input' }, usage.inputTokens);
     metrics.tokens.inc({ ...labels, gen_ai_token_type: 'output' }, usage.outputTokens);
-    const genAi = { gen_ai_operation_name: OPERATIONS[request.path] ?? 'chat', gen_ai_request_model: entry.model, gen_ai_provider_name: provider };
+    const genAi = {
+      gen_ai_operation_name: OPERATIONS[request.path] ?? 'chat',
+      gen_ai_request_model: entry.model,
+      gen_ai_provider_name: provider,
+    };
     metrics.genAi.tokenUsage.observe({ ...genAi, gen_ai_token_type: 'input' }, usage.inputTokens);
     metrics.genAi.tokenUsage.observe({ ...genAi, gen_ai_token_type: 'output' }, usage.outputTokens);
     metrics.costUsd.inc(labels, entry.costUsd);
     if (request.tenant !== undefined) ledger.add(request.tenant, entry.costUsd);
-    if (request.callerKeyId !== undefined) quota.consumeTokens(request.callerKeyId, usage.inputTokens + usage.outputTokens);
+    if (request.callerKeyId !== undefined)
+      quota.consumeTokens(request.callerKeyId, usage.inputTokens + usage.outputTokens);
     request.trace?.usage(usage.inputTokens, usage.outputTokens, usage.model);
   }
 
@@ -139,7 +183,8 @@ export function createUsageMeter(config: UsageMeterFilter, metrics: UsageMetrics
         },
       };
       // A route filter's observer (grid_site_route tags stored ids) sees the bytes after this one has read them.
-      request.responseObserver = request.responseObserver === undefined ? observer : chainObservers(observer, request.responseObserver);
+      request.responseObserver =
+        request.responseObserver === undefined ? observer : chainObservers(observer, request.responseObserver);
     },
   };
 }

@@ -74,7 +74,12 @@ const weightOf = (c: RoutingCandidate): number => Math.max(0, c.candidate.traffi
  * Whether `b` carries fewer own in-flight requests than `a` for its share of the mode: in flight over traffic_weight
  * under weightedRandom (cross-multiplied, so a weight of 0 divides nothing), raw counts under random (uniform shares).
  */
-function lighter(b: RoutingCandidate, a: RoutingCandidate, mode: SelectionMode, load: NonNullable<SelectionDeps['load']>): boolean {
+function lighter(
+  b: RoutingCandidate,
+  a: RoutingCandidate,
+  mode: SelectionMode,
+  load: NonNullable<SelectionDeps['load']>,
+): boolean {
   if (mode !== 'weightedRandom') return load.inFlight(b) < load.inFlight(a);
   return load.inFlight(b) * weightOf(a) < load.inFlight(a) * weightOf(b);
 }
@@ -83,7 +88,11 @@ function lighter(b: RoutingCandidate, a: RoutingCandidate, mode: SelectionMode, 
  * roundRobin under local_load: the cursor's member, unless another has at least ROUND_ROBIN_SKIP_GAP fewer in flight;
  * then the least loaded, ties to the next in rotation order after the cursor's.
  */
-function skipIndex(members: readonly RoutingCandidate[], cursorIndex: number, load: NonNullable<SelectionDeps['load']>): number {
+function skipIndex(
+  members: readonly RoutingCandidate[],
+  cursorIndex: number,
+  load: NonNullable<SelectionDeps['load']>,
+): number {
   const cursorLoad = load.inFlight(members[cursorIndex]!);
   if (cursorLoad < ROUND_ROBIN_SKIP_GAP) return cursorIndex;
   let best = cursorIndex;
@@ -133,7 +142,11 @@ function pickIndex(
   }
 }
 
-export function selectCandidate(snapshot: RoutingSnapshot, request: SelectionRequest, deps: SelectionDeps): SelectionOutcome {
+export function selectCandidate(
+  snapshot: RoutingSnapshot,
+  request: SelectionRequest,
+  deps: SelectionDeps,
+): SelectionOutcome {
   const routes = snapshot.routesFor(request.kind, request.name);
   if (routes === undefined || routes.groups.length === 0) return { kind: 'no_candidate' };
   const capKey = routes.key;
@@ -182,7 +195,8 @@ export function selectCandidate(snapshot: RoutingSnapshot, request: SelectionReq
     const candidate = members[index] ?? members[0]!;
     // Retry order: the members after the chosen one, wrapping around, so a retry moves on like the mode would.
     const alternates = members.length === 1 ? NO_ALTERNATES : [...members.slice(index + 1), ...members.slice(0, index)];
-    if (affinityKey !== undefined && deps.affinity !== undefined) deps.affinity.bind(affinityKey, candidate.stableId, deps.nowMs());
+    if (affinityKey !== undefined && deps.affinity !== undefined)
+      deps.affinity.bind(affinityKey, candidate.stableId, deps.nowMs());
     return { kind: 'selected', candidate, alternates, affinity: affinityKey === undefined ? 'none' : 'new', path };
   }
   return { kind: 'all_excluded' };

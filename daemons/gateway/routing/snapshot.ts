@@ -87,7 +87,10 @@ export function buildSnapshot(
       credential: credentialRef(candidate.credential),
     });
   }
-  const toolServers = new Map<string, { cluster: string; site: string; stableId: string; tools: Set<string>; admitting: boolean }>();
+  const toolServers = new Map<
+    string,
+    { cluster: string; site: string; stableId: string; tools: Set<string>; admitting: boolean }
+  >();
   for (const candidate of payload.candidates) {
     if (candidate.kind !== 'mcp_tool') continue;
     let server = toolServers.get(candidate.cluster);
@@ -107,7 +110,13 @@ export function buildSnapshot(
     const groups = entry.groups.filter((g) => g.length > 0);
     let byName = routes.get(entry.kind);
     if (byName === undefined) routes.set(entry.kind, (byName = new Map()));
-    byName.set(entry.name, { kind: entry.kind, name: entry.name, groups, key, cursorKeys: groups.map((_, g) => `${key}\u0000${g}`) });
+    byName.set(entry.name, {
+      kind: entry.kind,
+      name: entry.name,
+      groups,
+      key,
+      cursorKeys: groups.map((_, g) => `${key}\u0000${g}`),
+    });
   }
   return {
     revision,

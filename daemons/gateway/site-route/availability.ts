@@ -50,7 +50,11 @@ export interface SiteLearned {
  * request waiting teaches no ceiling (routing.md: "Teaching stops on any whole request waiting"). A field the sample
  * leaves out is a missing signal: it keeps what was known and is never read as zero.
  */
-export function learn(previous: SiteLearned | undefined, sample: SiteSample, settings: AvailabilitySettings): SiteLearned {
+export function learn(
+  previous: SiteLearned | undefined,
+  sample: SiteSample,
+  settings: AvailabilitySettings,
+): SiteLearned {
   const at = sample.atMs;
   const inFlight = finite(sample.inFlight);
   const waiting = finite(sample.waiting);
@@ -70,14 +74,18 @@ export function learn(previous: SiteLearned | undefined, sample: SiteSample, set
       sampleAtMs: at,
     };
   }
-  const decayed = previous?.ceiling === undefined ? 0 : previous.ceiling * 2 ** (-Math.max(0, at - previous.ceilingAtMs) / settings.ceiling_half_life_ms);
+  const decayed =
+    previous?.ceiling === undefined
+      ? 0
+      : previous.ceiling * 2 ** (-Math.max(0, at - previous.ceilingAtMs) / settings.ceiling_half_life_ms);
   const taught = waiting !== undefined && waiting >= 1 ? 0 : inFlight;
   const ceiling = Math.max(decayed, taught, settings.ceiling_floor);
   // Unclamped: a site holding more than its ceiling (work queued behind it) reads above 1, so it leaves "room" as
   // its queue forms rather than creeping toward 1 forever under smoothing.
   const raw = inFlight / ceiling;
   const rho = previous?.rho === undefined ? raw : previous.rho * (1 - settings.smoothing) + raw * settings.smoothing;
-  const congested = waiting !== undefined && inFlight >= ceiling && waiting / units >= settings.queue_full && waiting > 0;
+  const congested =
+    waiting !== undefined && inFlight >= ceiling && waiting / units >= settings.queue_full && waiting > 0;
   return {
     ceiling,
     ceilingAtMs: at,
@@ -111,13 +119,21 @@ export function hasRoom(site: SiteLearned | undefined): boolean {
 }
 
 /** At its ceiling with work waiting for `full_after_ms`; undefined when the site publishes no queue (cannot be judged). */
-export function isFull(site: SiteLearned | undefined, nowMs: number, settings: AvailabilitySettings): boolean | undefined {
+export function isFull(
+  site: SiteLearned | undefined,
+  nowMs: number,
+  settings: AvailabilitySettings,
+): boolean | undefined {
   if (site === undefined || !site.judged || site.rho === undefined) return undefined;
   return site.congestedSinceMs !== undefined && nowMs - site.congestedSinceMs >= settings.full_after_ms;
 }
 
 /** No sample has shown the site at its ceiling with work waiting for `room_after_ms`; undefined when not judged. */
-export function isRelieved(site: SiteLearned | undefined, nowMs: number, settings: AvailabilitySettings): boolean | undefined {
+export function isRelieved(
+  site: SiteLearned | undefined,
+  nowMs: number,
+  settings: AvailabilitySettings,
+): boolean | undefined {
   if (site === undefined || !site.judged || site.rho === undefined) return undefined;
   if (site.congestedSinceMs !== undefined) return false;
   return site.lastCongestedAtMs === undefined || nowMs - site.lastCongestedAtMs >= settings.room_after_ms;

@@ -58,11 +58,14 @@ export class GridSiteView implements SiteView {
       set.add(e.provider);
       providers.set(e.site, set);
     }
-    this.#poller.setSites(document.serving.network, document.serving.sites.map((s) => ({
-      site: s.site,
-      ...(s.signals_address !== undefined ? { address: s.signals_address } : {}),
-      providers: providers.get(s.site) ?? new Set(),
-    })));
+    this.#poller.setSites(
+      document.serving.network,
+      document.serving.sites.map((s) => ({
+        site: s.site,
+        ...(s.signals_address !== undefined ? { address: s.signals_address } : {}),
+        providers: providers.get(s.site) ?? new Set(),
+      })),
+    );
   }
 
   revision(): string | undefined {

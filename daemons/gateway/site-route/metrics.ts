@@ -35,13 +35,48 @@ export class SiteRouteMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
-    this.#decisions = new Counter({ name: 'grid_route_decisions_total', help: 'Requests grid_site_route decided, by site, cluster and outcome. A refusal records an empty site and cluster.', labelNames: ['site', 'cluster', 'reason'], registers });
-    this.#selections = new Counter({ name: 'grid_route_selections_total', help: 'grid_site_route decisions by the path that produced them.', labelNames: ['path'], registers });
-    this.#affinity = new Counter({ name: 'grid_route_prefix_affinity_total', help: 'Prefix-affinity decisions by outcome.', labelNames: ['outcome'], registers });
-    this.#ceiling = new Gauge({ name: 'grid_route_site_ceiling', help: 'Ceiling the gateway has learned for the site (NaN: no reading).', labelNames: ['site', 'cluster'], registers });
-    this.#rho = new Gauge({ name: 'grid_route_site_rho', help: 'Saturation the gateway last read for the site, in-flight over its ceiling (NaN: no reading).', labelNames: ['site', 'cluster'], registers });
-    this.#weight = new Gauge({ name: 'grid_route_site_weight', help: 'Capacity the draw weights the site by (NaN: no reading).', labelNames: ['site', 'cluster'], registers });
-    this.#shedding = new Gauge({ name: 'grid_route_shedding', help: '1 while the gateway sheds this model, 0 otherwise.', labelNames: ['model'], registers });
+    this.#decisions = new Counter({
+      name: 'grid_route_decisions_total',
+      help: 'Requests grid_site_route decided, by site, cluster and outcome. A refusal records an empty site and cluster.',
+      labelNames: ['site', 'cluster', 'reason'],
+      registers,
+    });
+    this.#selections = new Counter({
+      name: 'grid_route_selections_total',
+      help: 'grid_site_route decisions by the path that produced them.',
+      labelNames: ['path'],
+      registers,
+    });
+    this.#affinity = new Counter({
+      name: 'grid_route_prefix_affinity_total',
+      help: 'Prefix-affinity decisions by outcome.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#ceiling = new Gauge({
+      name: 'grid_route_site_ceiling',
+      help: 'Ceiling the gateway has learned for the site (NaN: no reading).',
+      labelNames: ['site', 'cluster'],
+      registers,
+    });
+    this.#rho = new Gauge({
+      name: 'grid_route_site_rho',
+      help: 'Saturation the gateway last read for the site, in-flight over its ceiling (NaN: no reading).',
+      labelNames: ['site', 'cluster'],
+      registers,
+    });
+    this.#weight = new Gauge({
+      name: 'grid_route_site_weight',
+      help: 'Capacity the draw weights the site by (NaN: no reading).',
+      labelNames: ['site', 'cluster'],
+      registers,
+    });
+    this.#shedding = new Gauge({
+      name: 'grid_route_shedding',
+      help: '1 while the gateway sheds this model, 0 otherwise.',
+      labelNames: ['model'],
+      registers,
+    });
   }
 
   #child(key: string, make: () => Child): Child {
@@ -54,7 +89,9 @@ export class SiteRouteMetrics {
   }
 
   decision(site: string, cluster: string, reason: DecisionReason): void {
-    this.#child(`d\u0000${site}\u0000${cluster}\u0000${reason}`, () => this.#decisions.labels(site, cluster, reason)).inc();
+    this.#child(`d\u0000${site}\u0000${cluster}\u0000${reason}`, () =>
+      this.#decisions.labels(site, cluster, reason),
+    ).inc();
   }
 
   selection(path: SelectionPath): void {
@@ -77,7 +114,13 @@ export class SiteRouteMetrics {
   }
 
   /** A site's learned state, set when a sample arrives (not per request). NaN marks an unmeasured site. */
-  site(site: string, cluster: string, ceiling: number | undefined, rho: number | undefined, weight: number | undefined): void {
+  site(
+    site: string,
+    cluster: string,
+    ceiling: number | undefined,
+    rho: number | undefined,
+    weight: number | undefined,
+  ): void {
     this.#gauge('ceiling', site, cluster).set(ceiling ?? Number.NaN);
     this.#gauge('rho', site, cluster).set(rho ?? Number.NaN);
     this.#gauge('weight', site, cluster).set(weight ?? Number.NaN);

@@ -123,7 +123,9 @@ export function affinityStep(
   if (totalBlocks === undefined) return { outcome: 'not_applicable', sticky: [] };
   if (random() < settings.exploration) return { outcome: 'exploration', sticky: [] };
   const longest = Math.max(0, ...candidates.map((c) => c.run));
-  const qualifies = longest >= NEVER_STICKY_BELOW_BLOCKS && (longest >= ALWAYS_STICKY_BLOCKS || longest >= settings.threshold * totalBlocks);
+  const qualifies =
+    longest >= NEVER_STICKY_BELOW_BLOCKS &&
+    (longest >= ALWAYS_STICKY_BLOCKS || longest >= settings.threshold * totalBlocks);
   if (!qualifies) return { outcome: 'no_match', sticky: [] };
   const sticky = candidates.map((_, i) => i).filter((i) => candidates[i]!.run === longest);
   const others = candidates.map((_, i) => i).filter((i) => candidates[i]!.run !== longest);

@@ -61,14 +61,19 @@ function canonical(value: unknown): string {
   const sort = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(sort);
     if (typeof v === 'object' && v !== null) {
-      return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])]));
+      return Object.fromEntries(
+        Object.keys(v)
+          .sort()
+          .map((k) => [k, sort((v as Record<string, unknown>)[k])]),
+      );
     }
     return v;
   };
   return JSON.stringify(sort(value));
 }
 
-const record = (v: unknown): Record<string, unknown> | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
+const record = (v: unknown): Record<string, unknown> | undefined =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 
 /** Media parts count as one fixed digest each, by vLLM's `uuid` when the part has one. */
 function mediaDigest(part: Record<string, unknown>): string {
@@ -77,7 +82,16 @@ function mediaDigest(part: Record<string, unknown>): string {
 }
 
 const TEXT_PARTS = new Set(['text', 'input_text', 'output_text']);
-const MEDIA_PARTS = new Set(['image_url', 'input_audio', 'file', 'video_url', 'input_image', 'input_file', 'image', 'document']);
+const MEDIA_PARTS = new Set([
+  'image_url',
+  'input_audio',
+  'file',
+  'video_url',
+  'input_image',
+  'input_file',
+  'image',
+  'document',
+]);
 
 function writeContent(out: BlockWriter, content: unknown): void {
   if (content === undefined || content === null) return;

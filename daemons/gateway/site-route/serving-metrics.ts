@@ -27,13 +27,13 @@ export function createServingMetrics(registry: Registry): ServingMetrics {
     }),
     polls: new Counter({
       name: 'grid_site_signals_polls_total',
-      help: 'Polls of each site\'s mTLS signals endpoint by outcome: answered, no_address, failed (no answer, refused TLS, HTTP error) or invalid (a document that is not an answer for that site).',
+      help: "Polls of each site's mTLS signals endpoint by outcome: answered, no_address, failed (no answer, refused TLS, HTTP error) or invalid (a document that is not an answer for that site).",
       labelNames: ['site', 'outcome'],
       registers,
     }),
     sampleAge: new Gauge({
       name: 'grid_site_signals_sample_age_seconds',
-      help: 'Age of each site\'s newest signals sample on the gateway clock; a sample older than the staleness bound is not used.',
+      help: "Age of each site's newest signals sample on the gateway clock; a sample older than the staleness bound is not used.",
       labelNames: ['site'],
       registers,
     }),

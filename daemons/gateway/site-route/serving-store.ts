@@ -74,14 +74,21 @@ export class ServingStore {
     try {
       raw = await readBounded(file, GATEWAY_MAX_SERVING_BYTES);
     } catch (error) {
-      return this.#reject('unreadable', `cannot read serving config ${file} (${(error as NodeJS.ErrnoException).code ?? 'EIO'})`, trigger);
+      return this.#reject(
+        'unreadable',
+        `cannot read serving config ${file} (${(error as NodeJS.ErrnoException).code ?? 'EIO'})`,
+        trigger,
+      );
     }
     if (this.#lastRaw !== undefined && raw.equals(this.#lastRaw)) {
       metrics.reloads.inc({ result: 'unchanged', reason: 'same_bytes' });
       return { outcome: 'unchanged', reason: 'same_bytes' };
     }
     this.#lastRaw = raw;
-    const verdict = validateServing(raw, { maxBytes: GATEWAY_MAX_SERVING_BYTES, ...(this.#o.expectedScope !== undefined ? { expectedScope: this.#o.expectedScope } : {}) });
+    const verdict = validateServing(raw, {
+      maxBytes: GATEWAY_MAX_SERVING_BYTES,
+      ...(this.#o.expectedScope !== undefined ? { expectedScope: this.#o.expectedScope } : {}),
+    });
     if (!verdict.ok) return this.#reject(verdict.reason, `${file}: ${verdict.message}`, trigger);
     if (verdict.revision === this.#revision) {
       metrics.reloads.inc({ result: 'unchanged', reason: 'same_revision' });
@@ -93,7 +100,15 @@ export class ServingStore {
     metrics.reloads.inc({ result: 'accepted', reason: 'valid' });
     metrics.acceptedRevision.reset();
     metrics.acceptedRevision.set({ revision: verdict.revision }, 1);
-    logger.info({ revision: verdict.revision, previous_revision: previous ?? null, entries: verdict.document.serving.entries.length, trigger }, 'serving config accepted');
+    logger.info(
+      {
+        revision: verdict.revision,
+        previous_revision: previous ?? null,
+        entries: verdict.document.serving.entries.length,
+        trigger,
+      },
+      'serving config accepted',
+    );
     for (const listener of this.#listeners) listener(verdict.document);
     return { outcome: 'accepted', revision: verdict.revision };
   }
@@ -102,7 +117,9 @@ export class ServingStore {
     this.#o.metrics.reloads.inc({ result: 'rejected', reason });
     this.#o.logger.warn(
       { reason, detail: message, trigger, serving_revision: this.#revision ?? null },
-      this.#revision === undefined ? 'serving config rejected; no serving config in use yet' : 'serving config rejected; keeping the last-known-good one',
+      this.#revision === undefined
+        ? 'serving config rejected; no serving config in use yet'
+        : 'serving config rejected; keeping the last-known-good one',
     );
     return { outcome: 'rejected', reason, message };
   }

@@ -2,7 +2,14 @@
 // plain data, with the random source injected so a seeded test can check the shares against the documented weights.
 
 /** Which arm of the choice produced a decision (grid_route_selections_total{path}). */
-export type SelectionPath = 'two_choices' | 'between_two' | 'only_one' | 'by_capacity' | 'fallback' | 'prefix_affinity' | 'pinned';
+export type SelectionPath =
+  | 'two_choices'
+  | 'between_two'
+  | 'only_one'
+  | 'by_capacity'
+  | 'fallback'
+  | 'prefix_affinity'
+  | 'pinned';
 
 /** One site as the draw sees it. */
 export interface SiteOption {
@@ -39,11 +46,17 @@ function weighted(options: readonly SiteOption[], draw: number, weight: (o: Site
  * Among healthy sites with room: "three or more are picked two by ceiling taking the lower rho, two are picked between
  * weighted by ceiling over 1 + rho, one is taken" (site-selection.md). Exact rho ties go to the first draw.
  */
-export function pickWithRoom(room: readonly SiteOption[], random: () => number): { index: number; path: SelectionPath } {
+export function pickWithRoom(
+  room: readonly SiteOption[],
+  random: () => number,
+): { index: number; path: SelectionPath } {
   if (room.length === 1) return { index: 0, path: 'only_one' };
   if (room.length === 2) {
     const rate = (o: SiteOption): number => o.weight / (1 + (o.rho ?? 0));
-    const share = Math.min(TWO_SITE_SHARE.max, Math.max(TWO_SITE_SHARE.min, rate(room[0]!) / (rate(room[0]!) + rate(room[1]!))));
+    const share = Math.min(
+      TWO_SITE_SHARE.max,
+      Math.max(TWO_SITE_SHARE.min, rate(room[0]!) / (rate(room[0]!) + rate(room[1]!))),
+    );
     return { index: random() < share ? 0 : 1, path: 'between_two' };
   }
   const first = weighted(room, random(), (o) => o.weight);
@@ -63,12 +76,20 @@ export function pickByCapacity(healthy: readonly SiteOption[], random: () => num
   const queueOf = (i: number): number => healthy[i]!.queue ?? Number.POSITIVE_INFINITY;
   const best = Math.min(...field.map(queueOf));
   const band = field.filter((i) => queueOf(i) === best);
-  const picked = weighted(band.map((i) => healthy[i]!), random(), (o) => o.weight);
+  const picked = weighted(
+    band.map((i) => healthy[i]!),
+    random(),
+    (o) => o.weight,
+  );
   return band[picked]!;
 }
 
 /** Whether a model sheds now, given whether it shed before and each of its healthy sites' fullness and relief. */
-export function shouldShed(previouslyShed: boolean, sites: readonly { full: boolean | undefined; relieved: boolean | undefined }[], shedding: boolean): boolean {
+export function shouldShed(
+  previouslyShed: boolean,
+  sites: readonly { full: boolean | undefined; relieved: boolean | undefined }[],
+  shedding: boolean,
+): boolean {
   // "a model sheds once every healthy site serving it has been at its ceiling with work waiting for full_after_ms,
   // and routes again once no sample from a site has shown that for room_after_ms" (site-selection.md). A site that
   // cannot be judged (no queue or no in-flight published) takes the overflow, so the model never sheds.

@@ -1,15 +1,7 @@
 // The decision core of grid_site_route: from the SiteView (serving config and each site's samples) and what this
 // replica learned, the site and cluster for one request, or the refusal. Clock and randomness are injected; the
 // filter (filters/grid-site-route.ts) is the HTTP shell around it.
-import {
-  availabilitySettings,
-  freshRho,
-  hasRoom,
-  isFull,
-  isRelieved,
-  learn,
-  weights,
-} from './availability.ts';
+import { availabilitySettings, freshRho, hasRoom, isFull, isRelieved, learn, weights } from './availability.ts';
 import type { AvailabilitySettings, SiteLearned } from './availability.ts';
 import type { DecisionReason, SiteRouteMetrics } from './metrics.ts';
 import { PrefixMemory, affinityStep, prefixSettings } from './prefix-affinity.ts';
@@ -88,7 +80,8 @@ export class SiteRouter {
     this.#now = options.nowMs ?? Date.now;
     this.#random = options.random ?? Math.random;
     this.load = options.config.local_load === undefined ? undefined : options.load;
-    if (options.config.local_load !== undefined && this.load === undefined) throw new Error('grid_site_route local_load needs the gateway\'s candidate load');
+    if (options.config.local_load !== undefined && this.load === undefined)
+      throw new Error("grid_site_route local_load needs the gateway's candidate load");
     this.#unsubscribe = this.#view.onSample((sample) => this.observe(sample));
   }
 
@@ -115,7 +108,10 @@ export class SiteRouter {
     for (const model of this.#view.models()) {
       const entries = this.#view.entries(model);
       const sites = [...new Set(entries.map((e) => e.site))];
-      const w = weights(sites.map((s) => this.learned(s)), this.availability);
+      const w = weights(
+        sites.map((s) => this.learned(s)),
+        this.availability,
+      );
       const index = sites.indexOf(site);
       if (index === -1) continue;
       for (const entry of entries) {
@@ -164,9 +160,22 @@ export class SiteRouter {
     return entries[next % entries.length]!;
   }
 
-  #refuse(status: 400 | 404 | 429 | 503, code: string, message: string, reason: DecisionReason, retryAfterSeconds?: number): Refusal {
+  #refuse(
+    status: 400 | 404 | 429 | 503,
+    code: string,
+    message: string,
+    reason: DecisionReason,
+    retryAfterSeconds?: number,
+  ): Refusal {
     this.#metrics?.decision('', '', reason);
-    return { kind: 'refused', status, code, message, reason, ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }) };
+    return {
+      kind: 'refused',
+      status,
+      code,
+      message,
+      reason,
+      ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
+    };
   }
 
   #retryAfter(): number {
@@ -201,18 +210,32 @@ export class SiteRouter {
    */
   decide(model: string, keys: readonly string[] | undefined): Decision {
     const entries = this.#view.entries(model);
-    if (entries.length === 0) return this.#refuse(404, 'model_not_found', `no site serves model "${model}"`, 'unknown_model');
+    if (entries.length === 0)
+      return this.#refuse(404, 'model_not_found', `no site serves model "${model}"`, 'unknown_model');
     const groups = this.#groups(entries);
     const healthy = groups.filter((g) => g.healthy.length > 0);
     if (healthy.length === 0) {
       // "A site that is not ready, or whose cluster ... with no healthy endpoint, is chosen only when no healthy site is left."
       const demoted = groups.find((g) => g.demoted.length > 0);
-      if (demoted === undefined) return this.#refuse(503, 'no_healthy_site', `no healthy site serves model "${model}" now`, 'no_healthy_site', this.#retryAfter());
+      if (demoted === undefined)
+        return this.#refuse(
+          503,
+          'no_healthy_site',
+          `no healthy site serves model "${model}" now`,
+          'no_healthy_site',
+          this.#retryAfter(),
+        );
       return this.#routed(this.#entryOf(demoted.site, demoted.demoted), 'fallback', 'fallback');
     }
     const nowMs = this.#now();
     if (this.#shedding(model, healthy, nowMs)) {
-      return this.#refuse(429, 'capacity_exhausted', `every site serving model "${model}" is at capacity`, 'shed', this.#retryAfter());
+      return this.#refuse(
+        429,
+        'capacity_exhausted',
+        `every site serving model "${model}" is at capacity`,
+        'shed',
+        this.#retryAfter(),
+      );
     }
     const learned = healthy.map((g) => this.#fresh(g.site));
     const w = weights(learned, this.availability);
@@ -228,7 +251,8 @@ export class SiteRouter {
     if (this.prefix.enabled && roomIndex.length >= 2) {
       // "A request with one admitted site counts nothing."
       const candidates = roomIndex.map((i) => ({
-        run: keys === undefined ? 0 : Math.max(...healthy[i]!.healthy.map((e) => this.memory.run(e.cluster, keys, nowMs))),
+        run:
+          keys === undefined ? 0 : Math.max(...healthy[i]!.healthy.map((e) => this.memory.run(e.cluster, keys, nowMs))),
         queue: options[i]!.queue,
       }));
       // A readable prompt shorter than one block has no block keys: no_match ("identical short prompts spread by
@@ -245,11 +269,19 @@ export class SiteRouter {
           const bq = options[best]!.queue ?? Number.POSITIVE_INFINITY;
           if (q < bq || (q === bq && (options[i]!.rho ?? 0) < (options[best]!.rho ?? 0))) best = i;
         }
-        return this.#routed(this.#entryOf(healthy[best]!.site, healthy[best]!.healthy), 'prefix_affinity', 'routed', affinity);
+        return this.#routed(
+          this.#entryOf(healthy[best]!.site, healthy[best]!.healthy),
+          'prefix_affinity',
+          'routed',
+          affinity,
+        );
       }
     }
     if (roomIndex.length > 0) {
-      const picked = pickWithRoom(roomIndex.map((i) => options[i]!), this.#random);
+      const picked = pickWithRoom(
+        roomIndex.map((i) => options[i]!),
+        this.#random,
+      );
       const group = healthy[roomIndex[picked.index]!]!;
       return this.#routed(this.#entryOf(group.site, group.healthy), picked.path, 'routed', affinity);
     }
@@ -273,13 +305,30 @@ export class SiteRouter {
       }
     }
     if (!known) {
-      const inGrid = model !== undefined && this.#view.models().some((m) => this.#view.entries(m).some((e) => e.site === site));
+      const inGrid =
+        model !== undefined && this.#view.models().some((m) => this.#view.entries(m).some((e) => e.site === site));
       return inGrid
-        ? this.#refuse(404, 'model_not_found', `site "${site}" holds this state but serves no model "${model}"`, 'pinned_site_gone')
-        : this.#refuse(404, 'stored_state_not_found', `site "${site}" that stored this response or conversation has left the grid`, 'pinned_site_gone');
+        ? this.#refuse(
+            404,
+            'model_not_found',
+            `site "${site}" holds this state but serves no model "${model}"`,
+            'pinned_site_gone',
+          )
+        : this.#refuse(
+            404,
+            'stored_state_not_found',
+            `site "${site}" that stored this response or conversation has left the grid`,
+            'pinned_site_gone',
+          );
     }
     if (healthy.length === 0) {
-      return this.#refuse(503, 'stored_state_site_unavailable', `site "${site}" that stored this response or conversation admits no new request now`, 'pinned_site_unavailable', PINNED_RETRY_AFTER_SECONDS);
+      return this.#refuse(
+        503,
+        'stored_state_site_unavailable',
+        `site "${site}" that stored this response or conversation admits no new request now`,
+        'pinned_site_unavailable',
+        PINNED_RETRY_AFTER_SECONDS,
+      );
     }
     return this.#routed(this.#entryOf(site, healthy), 'pinned', 'pinned');
   }
@@ -290,8 +339,22 @@ export class SiteRouter {
     const usable = all.filter((e) => e.admission === 'all' && e.excluded === undefined && this.#healthy(e));
     const local = usable.filter((e) => e.local);
     const pool = local.length > 0 ? local : usable;
-    if (pool.length === 0) return this.#refuse(503, 'no_healthy_site', 'no healthy site admits a new conversation now', 'no_healthy_site', this.#retryAfter());
-    return this.#routed(this.#entryOf(pool[0]!.site, pool.filter((e) => e.site === pool[0]!.site)), 'pinned', 'pinned');
+    if (pool.length === 0)
+      return this.#refuse(
+        503,
+        'no_healthy_site',
+        'no healthy site admits a new conversation now',
+        'no_healthy_site',
+        this.#retryAfter(),
+      );
+    return this.#routed(
+      this.#entryOf(
+        pool[0]!.site,
+        pool.filter((e) => e.site === pool[0]!.site),
+      ),
+      'pinned',
+      'pinned',
+    );
   }
 
   /** A refusal the shell decided (a request with no model, conflicting pins), counted like the router's own. */

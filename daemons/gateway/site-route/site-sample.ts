@@ -8,17 +8,28 @@ import type { SiteSample } from './site-view.ts';
  * `providers`, when given, limits the rows to the providers this gateway's serving config names at that site (a
  * provider it cannot route to says nothing about room for its requests).
  */
-export function concludeSite(site: string, rows: readonly PeerSignalRow[], atMs: number, providers?: ReadonlySet<string>): SiteSample {
+export function concludeSite(
+  site: string,
+  rows: readonly PeerSignalRow[],
+  atMs: number,
+  providers?: ReadonlySet<string>,
+): SiteSample {
   let inFlight: number | undefined;
   let waiting: number | undefined;
   let readyEndpoints: number | undefined;
   const add = (total: number | undefined, value: number) => (total ?? 0) + value;
   for (const row of rows) {
     if (providers !== undefined && !providers.has(row.provider)) continue;
-    const { running_per_endpoint: running, waiting_per_endpoint: queued, flow_control_held: held, ready_endpoints: ready } = row.signals;
+    const {
+      running_per_endpoint: running,
+      waiting_per_endpoint: queued,
+      flow_control_held: held,
+      ready_endpoints: ready,
+    } = row.signals;
     if (ready !== undefined) readyEndpoints = add(readyEndpoints, ready);
     // Per-endpoint averages mean nothing without the endpoint count they average over.
-    if (ready !== undefined && running !== undefined) inFlight = add(inFlight, (running + (queued ?? 0)) * ready + (held ?? 0));
+    if (ready !== undefined && running !== undefined)
+      inFlight = add(inFlight, (running + (queued ?? 0)) * ready + (held ?? 0));
     if (ready !== undefined && queued !== undefined) waiting = add(waiting, queued * ready);
     if (held !== undefined) waiting = add(waiting, held);
   }

@@ -47,11 +47,17 @@ export interface SiteSignalsPollerOptions {
 }
 
 /** The rows of a valid answer for `site` in `network`; a bad row costs that row, a bad document the whole answer. */
-export function answerRows(body: unknown, site: string, network: string): { ok: true; rows: PeerSignalRow[]; refused: number; refusedAges: number } | { ok: false; error: string } {
+export function answerRows(
+  body: unknown,
+  site: string,
+  network: string,
+): { ok: true; rows: PeerSignalRow[]; refused: number; refusedAges: number } | { ok: false; error: string } {
   const envelope = checkPeerSignalsEnvelope(body);
   if (!envelope.ok) return { ok: false, error: envelope.error };
-  if (envelope.value.site !== site) return { ok: false, error: `document names site "${envelope.value.site.slice(0, 80)}", polled site is "${site}"` };
-  if (envelope.value.network !== network) return { ok: false, error: `document is for network "${envelope.value.network.slice(0, 80)}", not "${network}"` };
+  if (envelope.value.site !== site)
+    return { ok: false, error: `document names site "${envelope.value.site.slice(0, 80)}", polled site is "${site}"` };
+  if (envelope.value.network !== network)
+    return { ok: false, error: `document is for network "${envelope.value.network.slice(0, 80)}", not "${network}"` };
   const rows: PeerSignalRow[] = [];
   const seen = new Set<string>();
   let refused = 0;
@@ -144,7 +150,10 @@ export class SiteSignalsPoller {
     } catch (error) {
       if (!this.#tlsWarned) {
         this.#tlsWarned = true;
-        this.#o.logger.warn({ ca: caFile, cert: certFile, key: keyFile, error: errorFields(error) }, 'site signals: the client certificate files cannot be read, so no site is polled and every site\'s signals are missing');
+        this.#o.logger.warn(
+          { ca: caFile, cert: certFile, key: keyFile, error: errorFields(error) },
+          "site signals: the client certificate files cannot be read, so no site is polled and every site's signals are missing",
+        );
       }
       return undefined;
     }
@@ -157,36 +166,44 @@ export class SiteSignalsPoller {
     const material = await this.#material();
     if (material === undefined) return;
     const poll = this.#o.poll ?? pollPeer;
-    await Promise.all(this.#sites.map(async ({ site, address, providers }) => {
-      const { metrics, logger } = this.#o;
-      if (address === undefined) {
-        metrics.polls.inc({ site, outcome: 'no_address' });
-        return;
-      }
-      const result = await poll(site, address, material, this.#o.timeoutMs ?? 2_000);
-      const answer = result.ok ? answerRows(result.body, site, network) : { ok: false as const, error: result.error };
-      if (!answer.ok) {
-        metrics.polls.inc({ site, outcome: result.ok ? 'invalid' : 'failed' });
-        if (!this.#failing.has(site)) {
-          this.#failing.add(site);
-          logger.warn({ site, address, error: answer.error }, `site signals: no usable answer from ${site}; its last sample is used for at most ${this.#staleAfter} ms`);
+    await Promise.all(
+      this.#sites.map(async ({ site, address, providers }) => {
+        const { metrics, logger } = this.#o;
+        if (address === undefined) {
+          metrics.polls.inc({ site, outcome: 'no_address' });
+          return;
         }
-        return;
-      }
-      if (answer.refusedAges > 0) this.#o.onRefusedAges?.(answer.refusedAges);
-      if (this.#failing.delete(site)) logger.info({ site }, `site signals: ${site} answers again`);
-      metrics.polls.inc({ site, outcome: 'answered' });
-      if (!this.#sites.some((s) => s.site === site)) return;
-      const sample = concludeSite(site, answer.rows, this.#now(), providers.size > 0 ? providers : undefined);
-      this.#samples.set(site, sample);
-      for (const listener of this.#listeners) {
-        try {
-          listener(sample);
-        } catch (error) {
-          logger.error({ site, error: errorFields(error) }, 'site signals: a sample listener failed; the sample is kept');
+        const result = await poll(site, address, material, this.#o.timeoutMs ?? 2_000);
+        const answer = result.ok ? answerRows(result.body, site, network) : { ok: false as const, error: result.error };
+        if (!answer.ok) {
+          metrics.polls.inc({ site, outcome: result.ok ? 'invalid' : 'failed' });
+          if (!this.#failing.has(site)) {
+            this.#failing.add(site);
+            logger.warn(
+              { site, address, error: answer.error },
+              `site signals: no usable answer from ${site}; its last sample is used for at most ${this.#staleAfter} ms`,
+            );
+          }
+          return;
         }
-      }
-    }));
+        if (answer.refusedAges > 0) this.#o.onRefusedAges?.(answer.refusedAges);
+        if (this.#failing.delete(site)) logger.info({ site }, `site signals: ${site} answers again`);
+        metrics.polls.inc({ site, outcome: 'answered' });
+        if (!this.#sites.some((s) => s.site === site)) return;
+        const sample = concludeSite(site, answer.rows, this.#now(), providers.size > 0 ? providers : undefined);
+        this.#samples.set(site, sample);
+        for (const listener of this.#listeners) {
+          try {
+            listener(sample);
+          } catch (error) {
+            logger.error(
+              { site, error: errorFields(error) },
+              'site signals: a sample listener failed; the sample is kept',
+            );
+          }
+        }
+      }),
+    );
     const now = this.#now();
     for (const [site, sample] of this.#samples) this.#o.metrics.sampleAge.set({ site }, (now - sample.atMs) / 1000);
   }

@@ -27,7 +27,10 @@ function positiveMs(env: NodeJS.ProcessEnv, name: string, min: number, max: numb
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
   const value = Number(raw);
-  if (!/^[0-9]+$/.test(raw) || value < min || value > max) throw new ServingEnvError(`${name} must be a whole number of milliseconds from ${min} to ${max} (got "${raw.slice(0, 40)}")`);
+  if (!/^[0-9]+$/.test(raw) || value < min || value > max)
+    throw new ServingEnvError(
+      `${name} must be a whole number of milliseconds from ${min} to ${max} (got "${raw.slice(0, 40)}")`,
+    );
   return value;
 }
 
@@ -37,7 +40,9 @@ export function servingOptionsFromEnv(env: NodeJS.ProcessEnv): ServingOptions | 
   if (file === undefined || file === '') return undefined;
   const dir = env['GRID_SIGNALS_TLS_DIR'];
   if (dir === undefined || dir === '') {
-    throw new ServingEnvError('GRID_SERVING_CONFIG is set but GRID_SIGNALS_TLS_DIR is not: the gateway polls every site\'s signals endpoint with a client certificate of the grid CA (ca.crt, tls.crt, tls.key in that directory)');
+    throw new ServingEnvError(
+      "GRID_SERVING_CONFIG is set but GRID_SIGNALS_TLS_DIR is not: the gateway polls every site's signals endpoint with a client certificate of the grid CA (ca.crt, tls.crt, tls.key in that directory)",
+    );
   }
   const pollIntervalMs = positiveMs(env, 'GRID_SIGNALS_POLL_INTERVAL_MS', 100, 600_000);
   const staleAfterMs = positiveMs(env, 'GRID_SIGNALS_STALE_AFTER_MS', 100, 3_600_000);
@@ -57,10 +62,18 @@ export interface SiteViewService {
   close(): Promise<void>;
 }
 
-export function createSiteViewService(options: ServingOptions, deps: { readonly logger: Logger; readonly registry: Registry; readonly onRefusedAges?: (count: number) => void }): SiteViewService {
+export function createSiteViewService(
+  options: ServingOptions,
+  deps: { readonly logger: Logger; readonly registry: Registry; readonly onRefusedAges?: (count: number) => void },
+): SiteViewService {
   const metrics = createServingMetrics(deps.registry);
   const logger = deps.logger;
-  const store = new ServingStore({ file: options.file, logger, metrics, ...(options.filePollIntervalMs !== undefined ? { pollIntervalMs: options.filePollIntervalMs } : {}) });
+  const store = new ServingStore({
+    file: options.file,
+    logger,
+    metrics,
+    ...(options.filePollIntervalMs !== undefined ? { pollIntervalMs: options.filePollIntervalMs } : {}),
+  });
   const poller = new SiteSignalsPoller({
     tls: options.tls,
     logger,

@@ -48,7 +48,8 @@ const STORED_PATH = /^\/v1\/(responses|conversations)\/([^/?]+)(.*)$/;
 export function pinOf(target: string, body: Record<string, unknown> | undefined): Pin | undefined {
   let site: string | undefined;
   const claim = (tagged: TaggedId): string => {
-    if (site !== undefined && site !== tagged.site) throw new PinConflict(`the request names stored state of two sites ("${site}" and "${tagged.site}")`);
+    if (site !== undefined && site !== tagged.site)
+      throw new PinConflict(`the request names stored state of two sites ("${site}" and "${tagged.site}")`);
     site = tagged.site;
     return tagged.id;
   };
@@ -71,7 +72,11 @@ export function pinOf(target: string, body: Record<string, unknown> | undefined)
         edited['conversation'] = claim(tagged);
         changed = true;
       }
-    } else if (typeof conversation === 'object' && conversation !== null && typeof (conversation as Record<string, unknown>)['id'] === 'string') {
+    } else if (
+      typeof conversation === 'object' &&
+      conversation !== null &&
+      typeof (conversation as Record<string, unknown>)['id'] === 'string'
+    ) {
       const tagged = parseTaggedId((conversation as Record<string, string>)['id']!);
       if (tagged !== undefined) {
         edited['conversation'] = { ...(conversation as Record<string, unknown>), id: claim(tagged) };

@@ -45,7 +45,13 @@ export class RequestTrace {
   #upstream: Span | undefined;
   #firstByte = false;
 
-  constructor(tracer: Tracer, role: 'consumer' | 'provider', method: string, path: string, headers: Readonly<Record<string, string | string[] | undefined>>) {
+  constructor(
+    tracer: Tracer,
+    role: 'consumer' | 'provider',
+    method: string,
+    path: string,
+    headers: Readonly<Record<string, string | string[] | undefined>>,
+  ) {
     this.#tracer = tracer;
     this.#receivedAtMs = nowMs();
     const parent = propagator.extract(ROOT_CONTEXT, headers, incomingGetter);
@@ -85,7 +91,9 @@ export class RequestTrace {
     }
     if (decision.model !== undefined) attributes['gen_ai.request.model'] = decision.model;
     if (decision.operation !== undefined) attributes['gen_ai.operation.name'] = decision.operation;
-    this.#tracer.startSpan('grid.route', { kind: SpanKind.INTERNAL, startTime: startedAtMs, attributes }, this.#context).end();
+    this.#tracer
+      .startSpan('grid.route', { kind: SpanKind.INTERNAL, startTime: startedAtMs, attributes }, this.#context)
+      .end();
     this.#server.setAttributes(attributes);
   }
 
@@ -130,7 +138,10 @@ export class RequestTrace {
 
   /** Token usage read from the answer (usage_meter). */
   usage(inputTokens: number, outputTokens: number, responseModel: string | undefined): void {
-    this.#server.setAttributes({ 'gen_ai.usage.input_tokens': inputTokens, 'gen_ai.usage.output_tokens': outputTokens });
+    this.#server.setAttributes({
+      'gen_ai.usage.input_tokens': inputTokens,
+      'gen_ai.usage.output_tokens': outputTokens,
+    });
     if (responseModel !== undefined) this.#server.setAttribute('gen_ai.response.model', responseModel);
   }
 

@@ -6,7 +6,12 @@ export { TracingEnvError, checkTracingEnv } from '../../shared/otel-env.ts';
 
 export interface GatewayTracing {
   readonly endpoint: string;
-  begin(role: 'consumer' | 'provider', method: string, path: string, headers: Readonly<Record<string, string | string[] | undefined>>): RequestTrace;
+  begin(
+    role: 'consumer' | 'provider',
+    method: string,
+    path: string,
+    headers: Readonly<Record<string, string | string[] | undefined>>,
+  ): RequestTrace;
   /** Sends what is queued and stops (at shutdown). */
   close(): Promise<void>;
 }

@@ -18,7 +18,12 @@ export interface QuotaLimits {
 
 export type QuotaVerdict =
   | { readonly ok: true; readonly headers: Record<string, string> }
-  | { readonly ok: false; readonly kind: 'requests' | 'tokens'; readonly retryAfterSeconds: number; readonly headers: Record<string, string> };
+  | {
+      readonly ok: false;
+      readonly kind: 'requests' | 'tokens';
+      readonly retryAfterSeconds: number;
+      readonly headers: Record<string, string>;
+    };
 
 /** OpenAI's reset duration format: "1s", "6m0s", "250ms". */
 export function resetText(ms: number): string {

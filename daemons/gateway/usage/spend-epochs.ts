@@ -60,11 +60,16 @@ export class SpendEpochs {
    * The report for the ledger's `sequence` and `cumulative` spend now; undefined when the operator has it all. A final
    * report (at shutdown) goes out even when nothing is new, so the operator retires the epoch at once.
    */
-  report(sequence: number, cumulative: Readonly<Record<string, number>>, final = false): PendingSpendReport | undefined {
+  report(
+    sequence: number,
+    cumulative: Readonly<Record<string, number>>,
+    final = false,
+  ): PendingSpendReport | undefined {
     const fresh = sequence > this.#ackedSequence;
     if (!fresh && !(final && this.#epochHeld)) return undefined;
     const spend: Record<string, number> = {};
-    for (const [tenant, usd] of Object.entries(cumulative)) spend[tenant] = Math.max(0, usd - (this.#base[tenant] ?? 0));
+    for (const [tenant, usd] of Object.entries(cumulative))
+      spend[tenant] = Math.max(0, usd - (this.#base[tenant] ?? 0));
     const body: SpendReportBody = {
       epoch: this.#epoch,
       ...(this.#o.replica === undefined ? {} : { replica: this.#o.replica }),
@@ -87,11 +92,18 @@ export class SpendEpochs {
       }
       return 'acked';
     }
-    const answer = (typeof body === 'object' && body !== null ? body : {}) as { outcome?: unknown; watermark?: unknown };
+    const answer = (typeof body === 'object' && body !== null ? body : {}) as {
+      outcome?: unknown;
+      watermark?: unknown;
+    };
     if (status === 410 && answer.outcome === 'epoch_retired') {
       this.#base = this.#ackedCumulative;
       this.#epochHeld = false;
-      this.#epoch = epochAbove(this.#o.now(), typeof answer.watermark === 'string' ? answer.watermark : undefined, this.#o.randomHex());
+      this.#epoch = epochAbove(
+        this.#o.now(),
+        typeof answer.watermark === 'string' ? answer.watermark : undefined,
+        this.#o.randomHex(),
+      );
       return 'new_epoch';
     }
     return 'refused';

@@ -17,7 +17,8 @@ export const MAX_METERED_JSON_BYTES = 8 * 1024 * 1024;
 /** An SSE event larger than this is passed on as it is and not inspected. */
 export const MAX_SSE_EVENT_BYTES = 1024 * 1024;
 
-const count = (value: unknown): number | undefined => (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined);
+const count = (value: unknown): number | undefined =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 
 /** Usage of one OpenAI-shaped object (`{usage: {...}}`), or undefined when it carries none. */
 export function usageOf(value: unknown): TokenUsage | undefined {
@@ -29,7 +30,9 @@ export function usageOf(value: unknown): TokenUsage | undefined {
   const output = count(u['completion_tokens']) ?? count(u['output_tokens']) ?? (input === undefined ? undefined : 0);
   if (input === undefined || output === undefined) return undefined;
   const model = (value as { model?: unknown }).model;
-  return typeof model === 'string' && model.length > 0 && model.length <= 256 ? { inputTokens: input, outputTokens: output, model } : { inputTokens: input, outputTokens: output };
+  return typeof model === 'string' && model.length > 0 && model.length <= 256
+    ? { inputTokens: input, outputTokens: output, model }
+    : { inputTokens: input, outputTokens: output };
 }
 
 export interface UsageTap {

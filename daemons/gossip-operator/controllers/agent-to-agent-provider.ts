@@ -10,7 +10,11 @@
  *
  * AgentToAgentProviders are not in the routing overlay: its candidate kinds are inference_model and mcp_tool.
  */
-import type { AgentToAgentProviderResource, GridNetworkResource, InferenceProviderResource } from '../../../schemas/crds/types.ts';
+import type {
+  AgentToAgentProviderResource,
+  GridNetworkResource,
+  InferenceProviderResource,
+} from '../../../schemas/crds/types.ts';
 import type { AgentToAgentProviderStatus } from '../../../schemas/generated/agenttoagentproviders.ts';
 import { validateCustomResource } from '../../../schemas/crds/validate.ts';
 import type { OperatorContext } from '../context.ts';
@@ -37,7 +41,9 @@ export class AgentToAgentProviderController implements Controller {
 
   async reconcile(name: string): Promise<ReconcileResult> {
     const ctx = this.#ctx;
-    const provider = (await ctx.store.get(AGENT_TO_AGENT_PROVIDER, { name })) as AgentToAgentProviderResource | undefined;
+    const provider = (await ctx.store.get(AGENT_TO_AGENT_PROVIDER, { name })) as
+      | AgentToAgentProviderResource
+      | undefined;
     if (provider === undefined) return {};
     const generation = provider.metadata.generation ?? 1;
     const previous = provider.status ?? {};
@@ -46,21 +52,44 @@ export class AgentToAgentProviderController implements Controller {
       ctx.metrics.a2aProbes.inc({ provider: name, outcome });
       const next = { message: '', ...status };
       if (!sameJson({ ...previous, ...next }, previous)) {
-        await ctx.store.patchStatus(AGENT_TO_AGENT_PROVIDER, { name }, next as Record<string, unknown>, { fieldManager: FIELD_MANAGER });
+        await ctx.store.patchStatus(AGENT_TO_AGENT_PROVIDER, { name }, next as Record<string, unknown>, {
+          fieldManager: FIELD_MANAGER,
+        });
       }
     };
-    const fail = async (phase: 'Unavailable' | 'Pending', reason: string, message: string, extra: Partial<AgentToAgentProviderStatus> = {}): Promise<void> => {
-      await write({ phase, reason, message: boundedMessage(message), observedGeneration: generation, ...extra }, reason);
+    const fail = async (
+      phase: 'Unavailable' | 'Pending',
+      reason: string,
+      message: string,
+      extra: Partial<AgentToAgentProviderStatus> = {},
+    ): Promise<void> => {
+      await write(
+        { phase, reason, message: boundedMessage(message), observedGeneration: generation, ...extra },
+        reason,
+      );
     };
     const issues = validateCustomResource(specOnly(provider));
     if (issues.length > 0) {
-      await fail('Unavailable', 'ProviderConfigInvalid', issues.slice(0, 3).map((i) => `${i.path}: ${i.message}`).join('; '));
+      await fail(
+        'Unavailable',
+        'ProviderConfigInvalid',
+        issues
+          .slice(0, 3)
+          .map((i) => `${i.path}: ${i.message}`)
+          .join('; '),
+      );
       return {};
     }
     const spec = provider.spec;
-    const network = (await ctx.store.get(GRID_NETWORK, { name: spec.gridNetworkRef })) as GridNetworkResource | undefined;
+    const network = (await ctx.store.get(GRID_NETWORK, { name: spec.gridNetworkRef })) as
+      | GridNetworkResource
+      | undefined;
     if (network === undefined) {
-      await fail('Pending', 'GridNetworkNotFound', `spec.gridNetworkRef names GridNetwork ${spec.gridNetworkRef}, which does not exist`);
+      await fail(
+        'Pending',
+        'GridNetworkNotFound',
+        `spec.gridNetworkRef names GridNetwork ${spec.gridNetworkRef}, which does not exist`,
+      );
       return poll;
     }
     const sites = await matchingSites(ctx, spec.gridNetworkRef, spec.siteSelector?.matchLabels);
@@ -83,7 +112,10 @@ export class AgentToAgentProviderController implements Controller {
     });
     if (!probe.ok) {
       const reason = cardProbeReason(probe);
-      ctx.logger.warn({ provider: name, reason, cardPath: probe.cardPath, detail: probe.detail }, 'A2A agent card probe failed; keeping the previous card');
+      ctx.logger.warn(
+        { provider: name, reason, cardPath: probe.cardPath, detail: probe.detail },
+        'A2A agent card probe failed; keeping the previous card',
+      );
       await fail('Unavailable', reason, probe.detail, siteFields);
       return poll;
     }
@@ -95,15 +127,27 @@ export class AgentToAgentProviderController implements Controller {
       const before = new Set(previous.skills!.map((s) => s.id));
       const after = new Set(card.skills.map((s) => s.id));
       ctx.logger.info(
-        { provider: name, added: [...after].filter((s) => !before.has(s)).slice(0, 32), removed: [...before].filter((s) => !after.has(s)).slice(0, 32) },
+        {
+          provider: name,
+          added: [...after].filter((s) => !before.has(s)).slice(0, 32),
+          removed: [...before].filter((s) => !after.has(s)).slice(0, 32),
+        },
         'A2A agent card changed',
       );
     }
-    const base = { ...card, ...(changed ? { cardChangedAt: nowRfc3339(ctx.now()) } : {}), observedGeneration: generation, ...siteFields };
+    const base = {
+      ...card,
+      ...(changed ? { cardChangedAt: nowRfc3339(ctx.now()) } : {}),
+      observedGeneration: generation,
+      ...siteFields,
+    };
     if (!probe.card.interfaces.some((i) => i.protocolBinding === ROUTED_BINDING)) {
       const offered = [...new Set(probe.card.interfaces.map((i) => i.protocolBinding))].join(', ');
       const message = `the agent card at ${probe.cardPath} offers ${offered} but no ${ROUTED_BINDING} interface, the binding the grid routes A2A over`;
-      await write({ ...base, phase: 'Unavailable', reason: 'A2aJsonRpcInterfaceMissing', message: boundedMessage(message) }, 'A2aJsonRpcInterfaceMissing');
+      await write(
+        { ...base, phase: 'Unavailable', reason: 'A2aJsonRpcInterfaceMissing', message: boundedMessage(message) },
+        'A2aJsonRpcInterfaceMissing',
+      );
       return poll;
     }
     if (sites !== undefined && sites.length === 0) {
@@ -114,7 +158,10 @@ export class AgentToAgentProviderController implements Controller {
     const missing = (spec.agentCard?.skills ?? []).filter((s) => !offered.has(s));
     if (missing.length > 0) {
       const message = `spec.agentCard.skills declares ${missing.slice(0, 8).join(', ')}${missing.length > 8 ? ` and ${missing.length - 8} more` : ''}, which the agent card at ${probe.cardPath} does not list`;
-      await write({ ...base, phase: 'Degraded', reason: 'A2aDeclaredSkillsMissing', message: boundedMessage(message) }, 'A2aDeclaredSkillsMissing');
+      await write(
+        { ...base, phase: 'Degraded', reason: 'A2aDeclaredSkillsMissing', message: boundedMessage(message) },
+        'A2aDeclaredSkillsMissing',
+      );
       return poll;
     }
     await write({ ...base, phase: 'Available', reason: '' }, 'SitesMatched');
@@ -122,7 +169,10 @@ export class AgentToAgentProviderController implements Controller {
   }
 }
 
-type CardStatus = Required<Pick<AgentToAgentProviderStatus, 'agentName' | 'skills' | 'capabilities' | 'interfaces' | 'cardPath'>> & Pick<AgentToAgentProviderStatus, 'protocolVersion'>;
+type CardStatus = Required<
+  Pick<AgentToAgentProviderStatus, 'agentName' | 'skills' | 'capabilities' | 'interfaces' | 'cardPath'>
+> &
+  Pick<AgentToAgentProviderStatus, 'protocolVersion'>;
 
 function cardStatus(card: A2aCard, cardPath: CardStatus['cardPath']): CardStatus {
   return {
@@ -144,7 +194,8 @@ function cardFieldsOf(status: AgentToAgentProviderStatus): Partial<CardStatus> {
 /** The status reason of a failed probe: what failed, in the terms of the step that failed. */
 export function cardProbeReason(probe: Extract<A2aCardProbeResult, { ok: false }>): string {
   if (probe.reason === 'not_found') return 'A2aAgentCardNotFound';
-  if (probe.reason === 'http_status') return probe.status === 401 || probe.status === 403 ? 'A2aAuthRejected' : 'A2aAgentCardHttpError';
+  if (probe.reason === 'http_status')
+    return probe.status === 401 || probe.status === 403 ? 'A2aAuthRejected' : 'A2aAgentCardHttpError';
   // An answer over the bound is a card no agent should serve, not an endpoint that is down.
   if (probe.reason === 'invalid_card' || probe.reason === 'too_large') return 'A2aAgentCardInvalid';
   return 'A2aEndpointUnreachable';

@@ -11,7 +11,11 @@
  * burst of announcements into one probe (a key queued or in flight is queued once more at most).
  */
 import { createHash } from 'node:crypto';
-import type { AgentToolProviderResource, GridNetworkResource, InferenceProviderResource } from '../../../schemas/crds/types.ts';
+import type {
+  AgentToolProviderResource,
+  GridNetworkResource,
+  InferenceProviderResource,
+} from '../../../schemas/crds/types.ts';
 import type { AgentToolProviderStatus } from '../../../schemas/generated/agenttoolproviders.ts';
 import { validateCustomResource } from '../../../schemas/crds/validate.ts';
 import type { OperatorContext } from '../context.ts';
@@ -102,30 +106,46 @@ export class AgentToolProviderController implements Controller {
     const write = async (status: AgentToolProviderStatus, outcome: string): Promise<void> => {
       ctx.metrics.mcpProbes.inc({ provider: name, outcome });
       if (!sameJson({ ...previous, ...status }, previous)) {
-        await ctx.store.patchStatus(AGENT_TOOL_PROVIDER, { name }, status as Record<string, unknown>, { fieldManager: FIELD_MANAGER });
+        await ctx.store.patchStatus(AGENT_TOOL_PROVIDER, { name }, status as Record<string, unknown>, {
+          fieldManager: FIELD_MANAGER,
+        });
       }
     };
     const issues = validateCustomResource(specOnly(provider));
     if (issues.length > 0) {
-      await write({ phase: 'Unavailable', reason: 'ProviderConfigInvalid', observedGeneration: generation }, 'ProviderConfigInvalid');
+      await write(
+        { phase: 'Unavailable', reason: 'ProviderConfigInvalid', observedGeneration: generation },
+        'ProviderConfigInvalid',
+      );
       return [{}];
     }
     const spec = provider.spec;
-    const network = (await ctx.store.get(GRID_NETWORK, { name: spec.gridNetworkRef })) as GridNetworkResource | undefined;
+    const network = (await ctx.store.get(GRID_NETWORK, { name: spec.gridNetworkRef })) as
+      | GridNetworkResource
+      | undefined;
     if (network === undefined) {
-      await write({ phase: 'Pending', reason: 'GridNetworkNotFound', observedGeneration: generation }, 'GridNetworkNotFound');
+      await write(
+        { phase: 'Pending', reason: 'GridNetworkNotFound', observedGeneration: generation },
+        'GridNetworkNotFound',
+      );
       return [{ requeueAfterMs: ctx.config.providerPollIntervalMs }];
     }
     const sites = await matchingSites(ctx, spec.gridNetworkRef, spec.siteSelector?.matchLabels);
     const siteFields = sites !== undefined ? { matchingSites: sites } : {};
     const credential = await credentialFor(ctx, spec.auth as InferenceProviderResource['spec']['auth']);
     if (credential.verdict !== undefined) {
-      await write({ phase: 'Unavailable', reason: 'McpAuthTokenInvalid', observedGeneration: generation, ...siteFields }, 'McpAuthTokenInvalid');
+      await write(
+        { phase: 'Unavailable', reason: 'McpAuthTokenInvalid', observedGeneration: generation, ...siteFields },
+        'McpAuthTokenInvalid',
+      );
       return [{ requeueAfterMs: ctx.config.providerPollIntervalMs }];
     }
     const tls = await resolveEndpointTls(ctx.store, spec.tls, 'EndpointTls');
     if (!tls.ok) {
-      await write({ phase: 'Unavailable', reason: tls.reason, observedGeneration: generation, ...siteFields }, tls.reason);
+      await write(
+        { phase: 'Unavailable', reason: tls.reason, observedGeneration: generation, ...siteFields },
+        tls.reason,
+      );
       return [{ requeueAfterMs: ctx.config.providerPollIntervalMs }];
     }
     const connection = {
@@ -136,12 +156,17 @@ export class AgentToolProviderController implements Controller {
     const probe = await probeMcpTools({ ...connection, timeoutMs: PROBE_TIMEOUT_MS });
     if (!probe.ok) {
       const reason = probeReason(probe);
-      ctx.logger.warn({ provider: name, reason, step: probe.step, detail: probe.detail }, 'MCP probe failed; keeping the previous tool list');
+      ctx.logger.warn(
+        { provider: name, reason, step: probe.step, detail: probe.detail },
+        'MCP probe failed; keeping the previous tool list',
+      );
       await write({ phase: 'Unavailable', reason, observedGeneration: generation, ...siteFields }, reason);
       return [{ requeueAfterMs: ctx.config.providerPollIntervalMs }];
     }
     const matched = sites === undefined || sites.length > 0;
-    const tools = probe.tools.slice(0, 256).map((t) => (t.description === undefined ? { name: t.name } : { name: t.name, description: t.description }));
+    const tools = probe.tools
+      .slice(0, 256)
+      .map((t) => (t.description === undefined ? { name: t.name } : { name: t.name, description: t.description }));
     // A different list from the one in status (a tool added, removed or redescribed) is a change a user should see;
     // the first list a provider ever reports is not.
     const changed = previous.tools !== undefined && !sameJson(previous.tools, tools);
@@ -149,7 +174,11 @@ export class AgentToolProviderController implements Controller {
       const before = new Set(previous.tools!.map((t) => t.name));
       const after = new Set(tools.map((t) => t.name));
       ctx.logger.info(
-        { provider: name, added: [...after].filter((t) => !before.has(t)).slice(0, 32), removed: [...before].filter((t) => !after.has(t)).slice(0, 32) },
+        {
+          provider: name,
+          added: [...after].filter((t) => !before.has(t)).slice(0, 32),
+          removed: [...before].filter((t) => !after.has(t)).slice(0, 32),
+        },
         'MCP tool list changed',
       );
     }
@@ -168,18 +197,32 @@ export class AgentToolProviderController implements Controller {
       matched ? 'SitesMatched' : 'AwaitingSiteMatch',
     );
     // A digest, so the key is one more value to compare and not one more place the token sits in clear.
-    const key = createHash('sha256').update(JSON.stringify([generation, connection.endpoint, connection.bearerToken ?? null, connection.tls ?? null])).digest('hex');
-    return [{ requeueAfterMs: ctx.config.providerPollIntervalMs }, probe.toolsListChanged ? { key, ...connection } : undefined];
+    const key = createHash('sha256')
+      .update(JSON.stringify([generation, connection.endpoint, connection.bearerToken ?? null, connection.tls ?? null]))
+      .digest('hex');
+    return [
+      { requeueAfterMs: ctx.config.providerPollIntervalMs },
+      probe.toolsListChanged ? { key, ...connection } : undefined,
+    ];
   }
 }
 
 function logWatchReport(ctx: OperatorContext, provider: string, report: McpListWatchReport): void {
   if (report.state === 'watching') {
-    ctx.logger.info({ provider, protocolVersion: report.protocolVersion, session: report.session }, 'watching the MCP server for tool list changes');
+    ctx.logger.info(
+      { provider, protocolVersion: report.protocolVersion, session: report.session },
+      'watching the MCP server for tool list changes',
+    );
   } else if (report.state === 'retrying') {
-    ctx.logger.warn({ provider, detail: report.detail, retryInMs: report.retryInMs }, 'MCP tool list watch interrupted; retrying');
+    ctx.logger.warn(
+      { provider, detail: report.detail, retryInMs: report.retryInMs },
+      'MCP tool list watch interrupted; retrying',
+    );
   } else {
-    ctx.logger.warn({ provider, detail: report.detail }, 'MCP server advertises tools.listChanged but cannot be watched; changes show at the next probe');
+    ctx.logger.warn(
+      { provider, detail: report.detail },
+      'MCP server advertises tools.listChanged but cannot be watched; changes show at the next probe',
+    );
   }
 }
 

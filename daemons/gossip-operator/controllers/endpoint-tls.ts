@@ -10,7 +10,12 @@ import { readConfigMapKey, readSecretKey, SecretError } from '../secrets.ts';
 export interface EndpointTlsSpec {
   readonly caSecretRef?: { name: string; namespace: string; key?: string };
   readonly caConfigMapRef?: { name: string; namespace: string; key?: string };
-  readonly clientCertificateSecretRef?: { name: string; namespace: string; certificateKey?: string; privateKeyKey?: string };
+  readonly clientCertificateSecretRef?: {
+    name: string;
+    namespace: string;
+    certificateKey?: string;
+    privateKeyKey?: string;
+  };
 }
 
 export type TlsResolution =
@@ -18,17 +23,26 @@ export type TlsResolution =
   | { readonly ok: false; readonly reason: string; readonly message: string };
 
 /** `prefix` makes the reason feature-specific, e.g. EndpointTls, MetricsTls, HealthCheckTls. */
-export async function resolveEndpointTls(store: ResourceStore, spec: EndpointTlsSpec | undefined, prefix: string): Promise<TlsResolution> {
+export async function resolveEndpointTls(
+  store: ResourceStore,
+  spec: EndpointTlsSpec | undefined,
+  prefix: string,
+): Promise<TlsResolution> {
   if (spec === undefined) return { ok: true, tls: undefined };
   const fail = (error: unknown): TlsResolution => {
     if (error instanceof SecretError) {
-      return { ok: false, reason: error.problem === 'key_missing' ? `${prefix}KeyMissing` : `${prefix}SecretMissing`, message: error.message };
+      return {
+        ok: false,
+        reason: error.problem === 'key_missing' ? `${prefix}KeyMissing` : `${prefix}SecretMissing`,
+        message: error.message,
+      };
     }
     return { ok: false, reason: `${prefix}MaterialInvalid`, message: (error as Error).message };
   };
   try {
     const out: { ca?: string; cert?: string; key?: string } = {};
-    if (spec.caSecretRef !== undefined) out.ca = (await readSecretKey(store, spec.caSecretRef, 'ca.crt')).toString('utf8');
+    if (spec.caSecretRef !== undefined)
+      out.ca = (await readSecretKey(store, spec.caSecretRef, 'ca.crt')).toString('utf8');
     else if (spec.caConfigMapRef !== undefined) out.ca = await readConfigMapKey(store, spec.caConfigMapRef, 'ca.crt');
     if (out.ca !== undefined) {
       try {
@@ -45,7 +59,9 @@ export async function resolveEndpointTls(store: ResourceStore, spec: EndpointTls
         new X509Certificate(out.cert);
         createPrivateKey(key);
       } catch {
-        throw new Error(`client certificate Secret ${client.namespace}/${client.name} does not hold a PEM certificate and private key`);
+        throw new Error(
+          `client certificate Secret ${client.namespace}/${client.name} does not hold a PEM certificate and private key`,
+        );
       }
       out.key = key;
     }

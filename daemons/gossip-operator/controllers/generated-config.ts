@@ -69,22 +69,40 @@ export async function publishGeneratedConfigs(
     const previousMount = previousMounts.find((m) => m.gatewayName === ref.name && m.namespace === ref.namespace);
     // Mounts follow the config: while it does not render or apply, the last requirements and Deployment stay.
     const keepMount = (message: string): void => {
-      if (previousMount !== undefined) mounts.push({ ...previousMount, observedGeneration: generation, phase: 'Error', reason: 'ConfigNotApplied', message: boundedMessage(message) });
+      if (previousMount !== undefined)
+        mounts.push({
+          ...previousMount,
+          observedGeneration: generation,
+          phase: 'Error',
+          reason: 'ConfigNotApplied',
+          message: boundedMessage(message),
+        });
     };
     const candidates = entry?.result.ok === true ? entry.result.value.payload.candidates : [];
     const rendered = renderPraxisConfig({ network: name, gateway, praxis, candidates });
     if (!rendered.ok) {
-      ctx.logger.warn({ network: name, gateway: key, message: rendered.message }, 'consumer config not rendered; ConfigMap left unchanged');
+      ctx.logger.warn(
+        { network: name, gateway: key, message: rendered.message },
+        'consumer config not rendered; ConfigMap left unchanged',
+      );
       statuses.push({ ...base, phase: 'Error', reason: REASON_RENDER_FAILED, message: rendered.message });
       keepMount(`consumer config not rendered; mounts left at their last revision`);
       continue;
     }
     try {
-      const existing = (await ctx.store.get(CONFIG_MAP, { name: configMapName, namespace: ref.namespace })) as ConfigMapObject | undefined;
+      const existing = (await ctx.store.get(CONFIG_MAP, { name: configMapName, namespace: ref.namespace })) as
+        | ConfigMapObject
+        | undefined;
       // Unchanged text is not re-applied, so a steady state writes nothing and starts no watch event.
       if (existing?.data?.[PRAXIS_CONFIG_KEY] !== rendered.text) {
-        await ctx.store.apply(CONFIG_MAP, praxisConfigMap(name, gateway, configMapName, rendered.text), { fieldManager: FIELD_MANAGER, force: true });
-        ctx.logger.info({ network: name, gateway: key, configMap: `${ref.namespace}/${configMapName}` }, 'consumer config applied');
+        await ctx.store.apply(CONFIG_MAP, praxisConfigMap(name, gateway, configMapName, rendered.text), {
+          fieldManager: FIELD_MANAGER,
+          force: true,
+        });
+        ctx.logger.info(
+          { network: name, gateway: key, configMap: `${ref.namespace}/${configMapName}` },
+          'consumer config applied',
+        );
       }
       const hold = held.get(key);
       statuses.push({
@@ -92,25 +110,49 @@ export async function publishGeneratedConfigs(
         phase: 'Rendered',
         // Rendered with a reason: the ConfigMap is current, but the overlay revision is held back and this says why.
         reason: hold?.reason ?? '',
-        message: boundedMessage(`consumer config rendered and applied to ${ref.namespace}/${configMapName}${hold !== undefined ? `; ${hold.message}` : ''}`),
+        message: boundedMessage(
+          `consumer config rendered and applied to ${ref.namespace}/${configMapName}${hold !== undefined ? `; ${hold.message}` : ''}`,
+        ),
       });
     } catch (error) {
       ctx.logger.warn({ network: name, gateway: key, error: errorFields(error) }, 'consumer config apply failed');
-      statuses.push({ ...base, phase: 'Error', reason: REASON_APPLY_FAILED, message: boundedMessage(`apply ConfigMap ${ref.namespace}/${configMapName}: ${errorFields(error).message}`) });
+      statuses.push({
+        ...base,
+        phase: 'Error',
+        reason: REASON_APPLY_FAILED,
+        message: boundedMessage(`apply ConfigMap ${ref.namespace}/${configMapName}: ${errorFields(error).message}`),
+      });
       keepMount('consumer config not applied; mounts left at their last revision');
       continue;
     }
     mounts.push(
       await reconcileMounts(
         ctx,
-        { network: name, generation, gateway, praxis, configMapName, configText: rendered.text, candidates, tls: network.spec.tls, credentialsHeld: held.has(key) },
+        {
+          network: name,
+          generation,
+          gateway,
+          praxis,
+          configMapName,
+          configText: rendered.text,
+          candidates,
+          tls: network.spec.tls,
+          credentialsHeld: held.has(key),
+        },
         previousMount,
       ),
     );
   }
 
   statuses.push(...(await removeStoppedConfigs(ctx, name, generation, previousConfigs, targets, generating)));
-  mounts.push(...(await removeStoppedMounts(ctx, name, generation, previousMounts.filter((m) => !generating.has(gatewayKey(m.namespace, m.gatewayName))))));
+  mounts.push(
+    ...(await removeStoppedMounts(
+      ctx,
+      name,
+      generation,
+      previousMounts.filter((m) => !generating.has(gatewayKey(m.namespace, m.gatewayName))),
+    )),
+  );
   return { praxisConfigStatus: statuses, mountReconciliationStatus: mounts, pending: mounts.some(mountPending) };
 }
 
@@ -131,18 +173,28 @@ async function removeStoppedConfigs(
   const kept: PraxisConfigStatus[] = [];
   for (const entry of previous) {
     const configMapName = entry.configMapName;
-    if (configMapName === undefined || configMapName === '' || targets.has(gatewayKey(entry.namespace, configMapName))) continue;
+    if (configMapName === undefined || configMapName === '' || targets.has(gatewayKey(entry.namespace, configMapName)))
+      continue;
     const ref = { name: configMapName, namespace: entry.namespace };
     const at = `${entry.namespace}/${configMapName}`;
     try {
       const existing = await ctx.store.get(CONFIG_MAP, ref);
       if (existing !== undefined && !ownedBy(existing, network, entry.gatewayName)) {
-        ctx.logger.info({ network, configMap: at, gateway: entry.gatewayName }, 'generation stopped; ConfigMap not created by the operator for this gateway, left in place');
+        ctx.logger.info(
+          { network, configMap: at, gateway: entry.gatewayName },
+          'generation stopped; ConfigMap not created by the operator for this gateway, left in place',
+        );
       } else if (existing !== undefined && (await ctx.store.delete(CONFIG_MAP, ref))) {
-        ctx.logger.info({ network, configMap: at, gateway: entry.gatewayName }, 'generated consumer config deleted: generation stopped');
+        ctx.logger.info(
+          { network, configMap: at, gateway: entry.gatewayName },
+          'generated consumer config deleted: generation stopped',
+        );
       }
     } catch (error) {
-      ctx.logger.warn({ network, configMap: at, error: errorFields(error) }, 'cannot delete a generated consumer config after generation stopped');
+      ctx.logger.warn(
+        { network, configMap: at, error: errorFields(error) },
+        'cannot delete a generated consumer config after generation stopped',
+      );
       // Status is keyed by gateway: a gateway that still generates (under a new configMapName) keeps its own entry.
       if (generating.has(gatewayKey(entry.namespace, entry.gatewayName))) continue;
       kept.push({

@@ -13,19 +13,46 @@ import type {
   GridSiteResource,
   InferenceProviderResource,
 } from '../../../schemas/crds/types.ts';
-import type { GridNetworkStatus, RoutingMapStatus, ServingConfigStatus } from '../../../schemas/generated/gridnetworks.ts';
+import type {
+  GridNetworkStatus,
+  RoutingMapStatus,
+  ServingConfigStatus,
+} from '../../../schemas/generated/gridnetworks.ts';
 import { errorFields } from '../../shared/log.ts';
 import type { KubeObject } from '../../shared/resource-store/types.ts';
 import type { OperatorContext } from '../context.ts';
 import type { GossipRuntime } from '../gossip-runtime.ts';
-import type { GatewayReference, LocalInferenceProvider, LocalToolProvider, NetworkRoutingPolicy } from '../../routing/model.ts';
+import type {
+  GatewayReference,
+  LocalInferenceProvider,
+  LocalToolProvider,
+  NetworkRoutingPolicy,
+} from '../../routing/model.ts';
 import type { RemoteProvider } from '../state/state-store.ts';
 import { CONTROLLER_NAMES } from '../context.ts';
-import { AGENT_TOOL_PROVIDER, CONFIG_MAP, FIELD_MANAGER, GRID_NETWORK, GRID_SITE, INFERENCE_PROVIDER, LABEL_AUTO_DISCOVER } from '../kinds.ts';
+import {
+  AGENT_TOOL_PROVIDER,
+  CONFIG_MAP,
+  FIELD_MANAGER,
+  GRID_NETWORK,
+  GRID_SITE,
+  INFERENCE_PROVIDER,
+  LABEL_AUTO_DISCOVER,
+} from '../kinds.ts';
 import { overlayConfigMapName } from '../../../schemas/overlay/configmap-name.ts';
 import type { Controller, ReconcileResult, SecondaryWatch } from '../manager/manager.ts';
 import { TerminalError } from '../manager/manager.ts';
-import { budgetStatus, err, renderNetwork, resolveRoutingPolicy, type AdmissionMemoryMap, type Exclusion, type GatewayOverlayResult, type LocalMetrics, type NetworkRoutingInput } from '../../routing/index.ts';
+import {
+  budgetStatus,
+  err,
+  renderNetwork,
+  resolveRoutingPolicy,
+  type AdmissionMemoryMap,
+  type Exclusion,
+  type GatewayOverlayResult,
+  type LocalMetrics,
+  type NetworkRoutingInput,
+} from '../../routing/index.ts';
 import { checkDuration, type DurationRule } from '../../../schemas/durations.ts';
 import { ensureGossip, GossipSetupError, publishLocalState } from './network-gossip.ts';
 import { siteSpend } from '../tenant-spend/ledger.ts';
@@ -62,7 +89,9 @@ export function refreshIntervalMs(spec: string | undefined, tlsMetrics: boolean)
 }
 
 function byName<T extends { metadata: { name: string } }>(items: readonly T[]): T[] {
-  return [...items].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+  return [...items].sort((a, b) =>
+    a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0,
+  );
 }
 
 /**
@@ -106,21 +135,43 @@ export class GridNetworkController implements Controller {
     const merged = { ...network.status, ...status };
     if (sameJson(merged, network.status)) return;
     if (status.conditions === undefined) {
-      await this.#ctx.store.patchStatus(GRID_NETWORK, { name: network.metadata.name }, status as Record<string, unknown>, { fieldManager: FIELD_MANAGER });
+      await this.#ctx.store.patchStatus(
+        GRID_NETWORK,
+        { name: network.metadata.name },
+        status as Record<string, unknown>,
+        { fieldManager: FIELD_MANAGER },
+      );
       return;
     }
     // Only Ready is this controller's: PeerTimeValid and GatewayAgesRejected come from a fresh read, unchanged,
     // sent with that read's resourceVersion so a concurrent writer's condition is never reverted.
     const own = status.conditions as Condition[];
-    await patchStatusFresh<GridNetworkResource>(this.#ctx.store, GRID_NETWORK, { name: network.metadata.name }, FIELD_MANAGER, (fresh) => (
-      { ...status, conditions: withOwnConditions(fresh.status?.conditions as Condition[] | undefined, own, ['Ready']) }
-    ));
+    await patchStatusFresh<GridNetworkResource>(
+      this.#ctx.store,
+      GRID_NETWORK,
+      { name: network.metadata.name },
+      FIELD_MANAGER,
+      (fresh) => ({
+        ...status,
+        conditions: withOwnConditions(fresh.status?.conditions as Condition[] | undefined, own, ['Ready']),
+      }),
+    );
   }
 
   #conditions(network: GridNetworkResource, ready: boolean, reason: string, message: string): Condition[] {
-    return mergeConditions(network.status?.conditions as Condition[] | undefined, [
-      { type: 'Ready', status: ready ? 'True' : 'False', reason, message, observedGeneration: network.metadata.generation ?? 1 },
-    ], this.#ctx.now());
+    return mergeConditions(
+      network.status?.conditions as Condition[] | undefined,
+      [
+        {
+          type: 'Ready',
+          status: ready ? 'True' : 'False',
+          reason,
+          message,
+          observedGeneration: network.metadata.generation ?? 1,
+        },
+      ],
+      this.#ctx.now(),
+    );
   }
 
   #render(
@@ -148,21 +199,30 @@ export class GridNetworkController implements Controller {
         return policy.signalTransport === 'poll' ? ctx.peerSignals.apply(record) : record;
       }),
     };
-    const rendered = inSpanSync(ctx.tracer, 'grid.overlay.render', { 'grid.network': name, 'grid.site': ctx.config.site }, (span) => {
-      const result = renderNetwork(
-        input,
-        gatewayReferences(network),
-        { uid: network.metadata.uid ?? name, generation: network.metadata.generation ?? 1, producerVersion: ctx.producerVersion },
-        now,
-        this.#admission,
-      );
-      span?.setAttributes({
-        'grid.render.gateways': result.gateways.length,
-        'grid.render.remote_records': input.remoteRecords.length,
-        'grid.render.excluded': result.excluded.length,
-      });
-      return result;
-    });
+    const rendered = inSpanSync(
+      ctx.tracer,
+      'grid.overlay.render',
+      { 'grid.network': name, 'grid.site': ctx.config.site },
+      (span) => {
+        const result = renderNetwork(
+          input,
+          gatewayReferences(network),
+          {
+            uid: network.metadata.uid ?? name,
+            generation: network.metadata.generation ?? 1,
+            producerVersion: ctx.producerVersion,
+          },
+          now,
+          this.#admission,
+        );
+        span?.setAttributes({
+          'grid.render.gateways': result.gateways.length,
+          'grid.render.remote_records': input.remoteRecords.length,
+          'grid.render.excluded': result.excluded.length,
+        });
+        return result;
+      },
+    );
     this.#admission = rendered.admissionMemory;
     // Rebuilt whole each reconcile, so a provider that left the network drops its series.
     ctx.metrics.providerReady.reset();
@@ -170,7 +230,15 @@ export class GridNetworkController implements Controller {
       ctx.metrics.providerReady.set({ grid_site: row.site, grid_provider: row.provider }, row.ready ? 1 : 0);
     }
     if (rendered.excluded.length > 0) {
-      ctx.logger.debug({ network: name, excluded: rendered.excluded.slice(0, 20).map((e) => ({ reason: e.reason, provider: e.provider, detail: e.detail })) }, 'providers left out of the overlay');
+      ctx.logger.debug(
+        {
+          network: name,
+          excluded: rendered.excluded
+            .slice(0, 20)
+            .map((e) => ({ reason: e.reason, provider: e.provider, detail: e.detail })),
+        },
+        'providers left out of the overlay',
+      );
     }
     return { gateways: rendered.gateways, input, excluded: rendered.excluded };
   }
@@ -187,14 +255,24 @@ export class GridNetworkController implements Controller {
     for (const entry of network.status?.routingMapStatus ?? []) {
       if (live.has(`${entry.namespace}/${entry.gatewayName}`)) continue;
       ctx.metrics.dropUnhonoured(name, `${entry.namespace}/${entry.gatewayName}`);
-      const ref = { name: entry.configMapName ?? overlayConfigMapName(name, entry.gatewayName), namespace: entry.namespace };
+      const ref = {
+        name: entry.configMapName ?? overlayConfigMapName(name, entry.gatewayName),
+        namespace: entry.namespace,
+      };
       const key = `${ref.namespace}/${ref.name}`;
       try {
-        if (await ctx.store.delete(CONFIG_MAP, ref)) ctx.logger.info({ network: name, configMap: key, gateway: entry.gatewayName }, 'overlay of a removed gateway deleted');
+        if (await ctx.store.delete(CONFIG_MAP, ref))
+          ctx.logger.info(
+            { network: name, configMap: key, gateway: entry.gatewayName },
+            'overlay of a removed gateway deleted',
+          );
       } catch (error) {
         if (!this.#orphanWarned.has(key)) {
           this.#orphanWarned.add(key);
-          ctx.logger.warn({ network: name, configMap: key, error: errorFields(error) }, 'cannot delete the overlay of a removed gateway; delete it by hand');
+          ctx.logger.warn(
+            { network: name, configMap: key, error: errorFields(error) },
+            'cannot delete the overlay of a removed gateway; delete it by hand',
+          );
         }
       }
     }
@@ -208,8 +286,17 @@ export class GridNetworkController implements Controller {
 
     const issues = validateCustomResource(specOnly(network));
     if (issues.length > 0) {
-      const message = boundedMessage(`invalid spec: ${issues.slice(0, 3).map((i) => `${i.path || '(object)'}: ${i.message}`).join('; ')}`);
-      await this.#patchStatus(network, { phase: 'Degraded', observedGeneration: generation, conditions: this.#conditions(network, false, 'InvalidSpec', message) });
+      const message = boundedMessage(
+        `invalid spec: ${issues
+          .slice(0, 3)
+          .map((i) => `${i.path || '(object)'}: ${i.message}`)
+          .join('; ')}`,
+      );
+      await this.#patchStatus(network, {
+        phase: 'Degraded',
+        observedGeneration: generation,
+        conditions: this.#conditions(network, false, 'InvalidSpec', message),
+      });
       throw new TerminalError(`GridNetwork ${name}: ${message}`);
     }
     const networks = byName((await ctx.store.list(GRID_NETWORK)).items as unknown as GridNetworkResource[]);
@@ -218,7 +305,12 @@ export class GridNetworkController implements Controller {
       await this.#patchStatus(network, {
         phase: 'Degraded',
         observedGeneration: generation,
-        conditions: this.#conditions(network, false, 'MultipleGridNetworks', `only one GridNetwork per cluster is supported; this operator serves ${primary ?? 'none'}`),
+        conditions: this.#conditions(
+          network,
+          false,
+          'MultipleGridNetworks',
+          `only one GridNetwork per cluster is supported; this operator serves ${primary ?? 'none'}`,
+        ),
       });
       return {};
     }
@@ -243,8 +335,12 @@ export class GridNetworkController implements Controller {
       ctx.store.list(AGENT_TOOL_PROVIDER),
       ctx.store.list(GRID_SITE),
     ]);
-    const providers = byName(providerList.items as unknown as InferenceProviderResource[]).filter((p) => p.spec?.gridNetworkRef === name);
-    const tools = byName(toolList.items as unknown as AgentToolProviderResource[]).filter((p) => p.spec?.gridNetworkRef === name);
+    const providers = byName(providerList.items as unknown as InferenceProviderResource[]).filter(
+      (p) => p.spec?.gridNetworkRef === name,
+    );
+    const tools = byName(toolList.items as unknown as AgentToolProviderResource[]).filter(
+      (p) => p.spec?.gridNetworkRef === name,
+    );
     const sites = siteList.items as unknown as GridSiteResource[];
 
     // Signals loop: one scrape per provider per reconcile, cached sample reused within staleMetricsSeconds.
@@ -256,7 +352,10 @@ export class GridNetworkController implements Controller {
           if (changed) ctx.enqueue(CONTROLLER_NAMES.provider, p.metadata.name);
           return local;
         } catch (error) {
-          ctx.logger.warn({ provider: p.metadata.name, error: errorFields(error) }, 'metrics scrape failed unexpectedly');
+          ctx.logger.warn(
+            { provider: p.metadata.name, error: errorFields(error) },
+            'metrics scrape failed unexpectedly',
+          );
           return undefined;
         }
       }),
@@ -268,20 +367,29 @@ export class GridNetworkController implements Controller {
       await publishLocalState(
         runtime,
         ctx,
-        [...localProviders.map((p) => providerState(p, 'inference')), ...localToolProviders.map((p) => providerState(p, 'tools'))],
+        [
+          ...localProviders.map((p) => providerState(p, 'inference')),
+          ...localToolProviders.map((p) => providerState(p, 'tools')),
+        ],
         { inference: localProviders.length > 0, agentTools: localToolProviders.length > 0 },
         runtime.certificateBundle,
         siteSpend(network.status),
       );
     } catch (error) {
-      ctx.logger.warn({ network: name, error: errorFields(error) }, 'publishing local state into gossip failed; retried on the next reconcile');
+      ctx.logger.warn(
+        { network: name, error: errorFields(error) },
+        'publishing local state into gossip failed; retried on the next reconcile',
+      );
     }
     if (network.metadata.labels?.[LABEL_AUTO_DISCOVER] === 'true') {
       try {
         await reconcileDiscoveredSites(ctx, network, runtime, sites);
       } catch (error) {
         // Discovery bookkeeping must never hold back this site's overlays.
-        ctx.logger.warn({ network: name, error: errorFields(error) }, 'GridSite auto-discovery failed; retried on the next reconcile');
+        ctx.logger.warn(
+          { network: name, error: errorFields(error) },
+          'GridSite auto-discovery failed; retried on the next reconcile',
+        );
       }
     }
 
@@ -294,9 +402,22 @@ export class GridNetworkController implements Controller {
       // A policy that bypassed API validation renders nothing: every gateway keeps its last distributed revision.
       results = gateways.map((gateway) => ({ gateway, result: err(policy.error) }));
     } else {
-      const rendered = this.#render(network, policy.value, sites, localProviders, localToolProviders, remote, runtime, now);
+      const rendered = this.#render(
+        network,
+        policy.value,
+        sites,
+        localProviders,
+        localToolProviders,
+        remote,
+        runtime,
+        now,
+      );
       results = rendered.gateways;
-      serving = { input: rendered.input, excluded: rendered.excluded, signalsAddresses: signalsAddresses(ctx, runtime) };
+      serving = {
+        input: rendered.input,
+        excluded: rendered.excluded,
+        signalsAddresses: signalsAddresses(ctx, runtime),
+      };
     }
 
     const previous = network.status?.routingMapStatus ?? [];
@@ -304,7 +425,9 @@ export class GridNetworkController implements Controller {
     const refs = gatewayRefsOf(network.spec);
     const held = new Map<string, { reason: string; message: string }>();
     for (const entry of results) {
-      const prev = previous.find((s) => s.gatewayName === entry.gateway.name && s.namespace === entry.gateway.namespace);
+      const prev = previous.find(
+        (s) => s.gatewayName === entry.gateway.name && s.namespace === entry.gateway.namespace,
+      );
       const ref = refs.find((r) => r.name === entry.gateway.name && r.namespace === entry.gateway.namespace);
       const hold = entry.result.ok ? credentialHoldBack(ref, entry.result.value.payload.candidates) : undefined;
       if (hold !== undefined) held.set(`${entry.gateway.namespace}/${entry.gateway.name}`, hold);
@@ -315,12 +438,31 @@ export class GridNetworkController implements Controller {
     const servingConfigStatus: ServingConfigStatus[] = [];
     for (const entry of results) {
       if (!servingFor.has(`${entry.gateway.namespace}/${entry.gateway.name}`)) continue;
-      const prev = previousServing.find((s) => s.gatewayName === entry.gateway.name && s.namespace === entry.gateway.namespace);
-      const why = entry.result.ok ? undefined : `the overlay did not render (${entry.result.error.code}: ${entry.result.error.message})`;
-      servingConfigStatus.push(await publishServing(ctx, network, entry.gateway, entry.result.ok ? entry.result.value : undefined, serving, prev, why));
+      const prev = previousServing.find(
+        (s) => s.gatewayName === entry.gateway.name && s.namespace === entry.gateway.namespace,
+      );
+      const why = entry.result.ok
+        ? undefined
+        : `the overlay did not render (${entry.result.error.code}: ${entry.result.error.message})`;
+      servingConfigStatus.push(
+        await publishServing(
+          ctx,
+          network,
+          entry.gateway,
+          entry.result.ok ? entry.result.value : undefined,
+          serving,
+          prev,
+          why,
+        ),
+      );
     }
-    servingConfigStatus.push(...(await removeStoppedServing(ctx, network, servingFor, previousServing, this.#servingWarned)));
-    await this.#removeOrphanOverlays(network, results.map((r) => r.gateway));
+    servingConfigStatus.push(
+      ...(await removeStoppedServing(ctx, network, servingFor, previousServing, this.#servingWarned)),
+    );
+    await this.#removeOrphanOverlays(
+      network,
+      results.map((r) => r.gateway),
+    );
     const generated = await publishGeneratedConfigs(ctx, network, results, held);
     const { praxisConfigStatus, mountReconciliationStatus } = generated;
     const verdict = distributionVerdict(routingMapStatus, servingConfigStatus, held);
@@ -336,18 +478,25 @@ export class GridNetworkController implements Controller {
       // Written while a gateway is served, or to clear entries left by one that stopped.
       ...(servingConfigStatus.length > 0 || previousServing.length > 0 ? { servingConfigStatus } : {}),
       // Written when a gateway generates, or to clear entries left by one that stopped.
-      ...(praxisConfigStatus.length > 0 || (network.status?.praxisConfigStatus?.length ?? 0) > 0 ? { praxisConfigStatus } : {}),
-      ...(mountReconciliationStatus.length > 0 || (network.status?.mountReconciliationStatus?.length ?? 0) > 0 ? { mountReconciliationStatus } : {}),
+      ...(praxisConfigStatus.length > 0 || (network.status?.praxisConfigStatus?.length ?? 0) > 0
+        ? { praxisConfigStatus }
+        : {}),
+      ...(mountReconciliationStatus.length > 0 || (network.status?.mountReconciliationStatus?.length ?? 0) > 0
+        ? { mountReconciliationStatus }
+        : {}),
       budgetStatus: budgetStatus(network.spec.budgetPolicy?.tenants, runtime.store.tenantSpend()),
       conditions: this.#conditions(network, verdict.ready, verdict.reason, verdict.message),
     };
     await this.#patchStatus(network, status);
     ctx.metrics.swimMembers.reset();
-    for (const [state, count] of Object.entries(runtime.membership.stats().members)) ctx.metrics.swimMembers.set({ state }, count);
+    for (const [state, count] of Object.entries(runtime.membership.stats().members))
+      ctx.metrics.swimMembers.set({ state }, count);
     // GridSite phases follow membership and trust material: let the site controller look again.
     for (const site of ownSites) ctx.enqueue(CONTROLLER_NAMES.site, site.metadata.name);
 
-    const tlsMetrics = providers.some((p) => p.spec.metricsConfig !== undefined && (p.spec.metricsConfig.tls ?? p.spec.tls) !== undefined);
+    const tlsMetrics = providers.some(
+      (p) => p.spec.metricsConfig !== undefined && (p.spec.metricsConfig.tls ?? p.spec.tls) !== undefined,
+    );
     const refreshMs = refreshIntervalMs(network.spec.metricsRefreshInterval, tlsMetrics);
     // No Deployment or Secret watch (RBAC is get/patch by name): a waiting gateway is polled.
     return { requeueAfterMs: generated.pending ? Math.min(refreshMs, MOUNT_POLL_MS) : refreshMs };
@@ -365,19 +514,37 @@ export function distributionVerdict(
   servingConfigStatus: readonly ServingConfigStatus[],
   held: ReadonlyMap<string, unknown>,
 ): { ready: boolean; reason: string; message: string } {
-  const list = (entries: readonly { namespace: string; gatewayName: string; reason?: string }[]) => entries.map((s) => `${s.namespace}/${s.gatewayName} ${s.reason ?? ''}`).join(', ');
-  const failed = routingMapStatus.filter((s) => s.phase !== 'Distributed' && !held.has(`${s.namespace}/${s.gatewayName}`));
-  if (failed.length > 0) return { ready: false, reason: 'OverlayNotDistributed', message: `${failed.length} of ${routingMapStatus.length} gateway overlays not distributed: ${list(failed)}` };
+  const list = (entries: readonly { namespace: string; gatewayName: string; reason?: string }[]) =>
+    entries.map((s) => `${s.namespace}/${s.gatewayName} ${s.reason ?? ''}`).join(', ');
+  const failed = routingMapStatus.filter(
+    (s) => s.phase !== 'Distributed' && !held.has(`${s.namespace}/${s.gatewayName}`),
+  );
+  if (failed.length > 0)
+    return {
+      ready: false,
+      reason: 'OverlayNotDistributed',
+      message: `${failed.length} of ${routingMapStatus.length} gateway overlays not distributed: ${list(failed)}`,
+    };
   const serving = servingConfigStatus.filter((s) => s.phase !== 'Disabled');
   const servingFailed = serving.filter((s) => s.phase !== 'Distributed');
-  if (servingFailed.length > 0) return { ready: false, reason: 'ServingConfigNotDistributed', message: `${servingFailed.length} of ${serving.length} gateway serving configs not distributed: ${list(servingFailed)}` };
-  return { ready: true, reason: 'OverlaysDistributed', message: `${routingMapStatus.length} gateway overlays distributed${serving.length > 0 ? `, ${serving.length} serving configs` : ''}` };
+  if (servingFailed.length > 0)
+    return {
+      ready: false,
+      reason: 'ServingConfigNotDistributed',
+      message: `${servingFailed.length} of ${serving.length} gateway serving configs not distributed: ${list(servingFailed)}`,
+    };
+  return {
+    ready: true,
+    reason: 'OverlaysDistributed',
+    message: `${routingMapStatus.length} gateway overlays distributed${serving.length > 0 ? `, ${serving.length} serving configs` : ''}`,
+  };
 }
 
 /** Each site's signals endpoint as its site record advertises it; this site's from its own listener. */
 function signalsAddresses(ctx: OperatorContext, runtime: GossipRuntime): Map<string, string> {
   const addresses = new Map<string, string>();
-  for (const [site, info] of runtime.store.sites()) if (info.signals_address !== undefined) addresses.set(site, info.signals_address);
+  for (const [site, info] of runtime.store.sites())
+    if (info.signals_address !== undefined) addresses.set(site, info.signals_address);
   if (ctx.signalsAddress !== undefined) addresses.set(ctx.config.site, ctx.signalsAddress);
   return addresses;
 }

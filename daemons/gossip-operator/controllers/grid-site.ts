@@ -60,17 +60,23 @@ export class GridSiteController implements Controller {
       mode,
       ...(endpoint?.tls?.serverName !== undefined ? { serverName: endpoint.tls.serverName } : {}),
       fingerprints: site.spec.trust?.canonicalFingerprints ?? [],
-      ...(site.spec.trust?.certFingerprint !== undefined ? { legacyPemFingerprint: site.spec.trust.certFingerprint } : {}),
+      ...(site.spec.trust?.certFingerprint !== undefined
+        ? { legacyPemFingerprint: site.spec.trust.certFingerprint }
+        : {}),
       timeoutMs: PROBE_TIMEOUT_MS,
     };
     if (mode === 'Plaintext') return base;
-    const network = (await this.#ctx.store.get(GRID_NETWORK, { name: site.spec.gridNetworkRef })) as GridNetworkResource | undefined;
+    const network = (await this.#ctx.store.get(GRID_NETWORK, { name: site.spec.gridNetworkRef })) as
+      | GridNetworkResource
+      | undefined;
     const tls = network?.spec.tls;
     // Missing material is reported by the probe as trust_missing, which names what is absent.
     const read = async (ref: { name: string; namespace: string } | undefined, key: string) => {
       if (ref === undefined) return undefined;
       try {
-        return (await readSecretKey(this.#ctx.store, { name: ref.name, namespace: ref.namespace }, key)).toString('utf8');
+        return (await readSecretKey(this.#ctx.store, { name: ref.name, namespace: ref.namespace }, key)).toString(
+          'utf8',
+        );
       } catch {
         return undefined;
       }
@@ -140,7 +146,11 @@ export class GridSiteController implements Controller {
       }
     }
     if (record !== undefined) {
-      status.capabilities = { inference: record.capabilities.inference, agentTools: record.capabilities.agent_tools, agentToAgent: record.capabilities.agent_to_agent };
+      status.capabilities = {
+        inference: record.capabilities.inference,
+        agentTools: record.capabilities.agent_tools,
+        agentToAgent: record.capabilities.agent_to_agent,
+      };
     }
     const changedPhase = current !== decision.phase;
     const before = site.status ?? {};
@@ -155,10 +165,16 @@ export class GridSiteController implements Controller {
       if (changedPhase) {
         status.lastTransitionTime = nowRfc3339(now);
         ctx.metrics.sitePhaseTransitions.inc({ phase: decision.phase, reason: decision.reason });
-        ctx.logger.info({ gridSite: name, from: current ?? 'none', to: decision.phase, reason: decision.reason }, 'GridSite phase changed');
-        if (decision.phase === 'Active' || current === 'Active') ctx.enqueue(CONTROLLER_NAMES.network, site.spec.gridNetworkRef);
+        ctx.logger.info(
+          { gridSite: name, from: current ?? 'none', to: decision.phase, reason: decision.reason },
+          'GridSite phase changed',
+        );
+        if (decision.phase === 'Active' || current === 'Active')
+          ctx.enqueue(CONTROLLER_NAMES.network, site.spec.gridNetworkRef);
       }
-      await ctx.store.patchStatus(GRID_SITE, { name }, status as Record<string, unknown>, { fieldManager: FIELD_MANAGER });
+      await ctx.store.patchStatus(GRID_SITE, { name }, status as Record<string, unknown>, {
+        fieldManager: FIELD_MANAGER,
+      });
     }
     ctx.metrics.setSitePhase(name, decision.phase);
     return { requeueAfterMs: ctx.config.sitePollIntervalMs };
@@ -177,9 +193,16 @@ export class GridSiteController implements Controller {
     try {
       const added = await recordSiteNames(ctx.store, ref, [siteId], now);
       this.#recorded.set(siteId, now);
-      if (added.length > 0) ctx.logger.info({ site: siteId, configMap: `${ref.namespace}/${ref.name}` }, 'site name recorded in the site name ledger');
+      if (added.length > 0)
+        ctx.logger.info(
+          { site: siteId, configMap: `${ref.namespace}/${ref.name}` },
+          'site name recorded in the site name ledger',
+        );
     } catch (error) {
-      ctx.logger.warn({ site: siteId, configMap: `${ref.namespace}/${ref.name}`, error: errorFields(error) }, 'cannot record the site name in the site name ledger; retrying on the next reconcile');
+      ctx.logger.warn(
+        { site: siteId, configMap: `${ref.namespace}/${ref.name}`, error: errorFields(error) },
+        'cannot record the site name in the site name ledger; retrying on the next reconcile',
+      );
     }
   }
 

@@ -31,7 +31,11 @@ interface Verdict {
 }
 
 /** Sites of the network whose labels contain the selector (empty selector: none listed, the provider is local). */
-export async function matchingSites(ctx: OperatorContext, network: string, selector: Record<string, string | undefined> | undefined): Promise<string[] | undefined> {
+export async function matchingSites(
+  ctx: OperatorContext,
+  network: string,
+  selector: Record<string, string | undefined> | undefined,
+): Promise<string[] | undefined> {
   if (selector === undefined || Object.keys(selector).length === 0) return undefined;
   const sites = (await ctx.store.list(GRID_SITE)).items as unknown as GridSiteResource[];
   return sites
@@ -43,17 +47,37 @@ export async function matchingSites(ctx: OperatorContext, network: string, selec
 }
 
 /** The bearer token for probes, or a verdict explaining why the reference is unusable. */
-export async function credentialFor(ctx: OperatorContext, auth: InferenceProviderResource['spec']['auth']): Promise<{ token?: string; verdict?: Verdict }> {
+export async function credentialFor(
+  ctx: OperatorContext,
+  auth: InferenceProviderResource['spec']['auth'],
+): Promise<{ token?: string; verdict?: Verdict }> {
   if (auth === undefined || auth.credentialsManagedExternally === true || auth.manual === true) return {};
   if (auth.strategy !== 'bearer_token') return {};
   const ref = bearerCredential(auth);
-  if (ref === undefined) return { verdict: { phase: 'Unavailable', reason: 'CredentialSecretRefMissing', message: 'spec.auth.strategy bearer_token needs spec.auth.secretRef' } };
+  if (ref === undefined)
+    return {
+      verdict: {
+        phase: 'Unavailable',
+        reason: 'CredentialSecretRefMissing',
+        message: 'spec.auth.strategy bearer_token needs spec.auth.secretRef',
+      },
+    };
   try {
     const token = (await readSecretKey(ctx.store, ref, 'token')).toString('utf8').trim();
-    if (token === '') return { verdict: { phase: 'Unavailable', reason: 'CredentialSecretEmpty', message: `Secret ${ref.namespace}/${ref.name} key "${ref.key}" is empty` } };
+    if (token === '')
+      return {
+        verdict: {
+          phase: 'Unavailable',
+          reason: 'CredentialSecretEmpty',
+          message: `Secret ${ref.namespace}/${ref.name} key "${ref.key}" is empty`,
+        },
+      };
     return { token };
   } catch (error) {
-    const reason = error instanceof SecretError && error.problem === 'key_missing' ? 'CredentialKeyMissing' : 'CredentialSecretMissing';
+    const reason =
+      error instanceof SecretError && error.problem === 'key_missing'
+        ? 'CredentialKeyMissing'
+        : 'CredentialSecretMissing';
     return { verdict: { phase: 'Unavailable', reason, message: (error as Error).message } };
   }
 }
@@ -73,12 +97,42 @@ export function readyCondition(
       ? { type: 'Ready', status: 'False', reason: cause.reason, message: boundedMessage(cause.message) }
       : { type: 'Ready', status: 'False', reason: 'ProviderUnavailable', message: 'the provider is Unavailable' };
   }
-  if (!metricsConfigured) return { type: 'Ready', status: 'True', reason: 'MetricsNotConfigured', message: 'no metricsConfig: routed with neutral scores' };
-  if (signal === undefined) return { type: 'Ready', status: 'Unknown', reason: 'AwaitingScrape', message: 'waiting for the first metrics scrape' };
-  if (signal.failedClosed) return { type: 'Ready', status: 'False', reason: 'MetricsUnavailable', message: `metrics scrape ${signal.result}${signal.detail ? `: ${signal.detail}` : ''}; TLS metrics fail closed` };
-  if (signal.result === 'success') return { type: 'Ready', status: 'True', reason: 'MetricsScraped', message: scrapedMessage(signal) };
-  if (signal.stale) return { type: 'Ready', status: 'True', reason: 'MetricsStale', message: `metrics scrape ${signal.result}; last good sample reused within staleMetricsSeconds` };
-  return { type: 'Ready', status: 'True', reason: signal.result === 'no_series' ? 'MetricsNoSeries' : 'MetricsNeutral', message: `metrics scrape ${signal.result}${signal.detail ? `: ${signal.detail}` : ''}; scored neutral` };
+  if (!metricsConfigured)
+    return {
+      type: 'Ready',
+      status: 'True',
+      reason: 'MetricsNotConfigured',
+      message: 'no metricsConfig: routed with neutral scores',
+    };
+  if (signal === undefined)
+    return {
+      type: 'Ready',
+      status: 'Unknown',
+      reason: 'AwaitingScrape',
+      message: 'waiting for the first metrics scrape',
+    };
+  if (signal.failedClosed)
+    return {
+      type: 'Ready',
+      status: 'False',
+      reason: 'MetricsUnavailable',
+      message: `metrics scrape ${signal.result}${signal.detail ? `: ${signal.detail}` : ''}; TLS metrics fail closed`,
+    };
+  if (signal.result === 'success')
+    return { type: 'Ready', status: 'True', reason: 'MetricsScraped', message: scrapedMessage(signal) };
+  if (signal.stale)
+    return {
+      type: 'Ready',
+      status: 'True',
+      reason: 'MetricsStale',
+      message: `metrics scrape ${signal.result}; last good sample reused within staleMetricsSeconds`,
+    };
+  return {
+    type: 'Ready',
+    status: 'True',
+    reason: signal.result === 'no_series' ? 'MetricsNoSeries' : 'MetricsNeutral',
+    message: `metrics scrape ${signal.result}${signal.detail ? `: ${signal.detail}` : ''}; scored neutral`,
+  };
 }
 
 /** Which signals the scrape returned, and which configured ones the page lacked (they score as missing). */
@@ -106,17 +160,38 @@ export class InferenceProviderController implements Controller {
     const poll = ctx.config.providerPollIntervalMs;
     const issues = validateCustomResource(specOnly(provider));
     if (issues.length > 0) {
-      return { phase: 'Unavailable', reason: 'ProviderConfigInvalid', message: issues.slice(0, 3).map((i) => `${i.path || '(object)'}: ${i.message}`).join('; ') };
+      return {
+        phase: 'Unavailable',
+        reason: 'ProviderConfigInvalid',
+        message: issues
+          .slice(0, 3)
+          .map((i) => `${i.path || '(object)'}: ${i.message}`)
+          .join('; '),
+      };
     }
     // Refused, not dropped: a spelling no routing category matches is Unavailable with the reason in status.
     const category = resolveBackendKind(spec.providerKind, spec.backendKind);
-    if (!category.ok) return { phase: 'Unavailable', reason: 'UnrecognizedBackendKind', message: `${category.message}; the provider is not routed` };
-    const network = (await ctx.store.get(GRID_NETWORK, { name: spec.gridNetworkRef })) as GridNetworkResource | undefined;
-    if (network === undefined) return { phase: 'Pending', reason: 'GridNetworkNotFound', message: `GridNetwork ${spec.gridNetworkRef} does not exist`, requeueAfterMs: poll };
+    if (!category.ok)
+      return {
+        phase: 'Unavailable',
+        reason: 'UnrecognizedBackendKind',
+        message: `${category.message}; the provider is not routed`,
+      };
+    const network = (await ctx.store.get(GRID_NETWORK, { name: spec.gridNetworkRef })) as
+      | GridNetworkResource
+      | undefined;
+    if (network === undefined)
+      return {
+        phase: 'Pending',
+        reason: 'GridNetworkNotFound',
+        message: `GridNetwork ${spec.gridNetworkRef} does not exist`,
+        requeueAfterMs: poll,
+      };
     const credential = await credentialFor(ctx, spec.auth);
     if (credential.verdict !== undefined) return { ...credential.verdict, requeueAfterMs: poll };
     const sharedTls = await resolveEndpointTls(ctx.store, spec.tls, 'EndpointTls');
-    if (!sharedTls.ok) return { phase: 'Degraded', reason: sharedTls.reason, message: sharedTls.message, requeueAfterMs: poll };
+    if (!sharedTls.ok)
+      return { phase: 'Degraded', reason: sharedTls.reason, message: sharedTls.message, requeueAfterMs: poll };
     const check = spec.healthCheck;
     if (check === undefined) {
       this.#health.delete(provider.metadata.name);
@@ -124,7 +199,7 @@ export class InferenceProviderController implements Controller {
     }
     const tls = check.tls !== undefined ? await resolveEndpointTls(ctx.store, check.tls, 'HealthCheckTls') : sharedTls;
     if (!tls.ok) return { phase: 'Degraded', reason: tls.reason, message: tls.message, requeueAfterMs: poll };
-    const intervalMs = check.interval !== undefined ? parseDurationMs(check.interval) ?? poll : poll;
+    const intervalMs = check.interval !== undefined ? (parseDurationMs(check.interval) ?? poll) : poll;
     const name = provider.metadata.name;
     const now = ctx.now();
     let record = this.#health.get(name);
@@ -132,7 +207,7 @@ export class InferenceProviderController implements Controller {
     // failureThreshold counts probes, not reconciles. A changed spec is probed at once.
     const generation = provider.metadata.generation ?? 1;
     if (record === undefined || record.generation !== generation || now - record.probedAtMs >= intervalMs) {
-      const timeoutMs = check.timeout !== undefined ? parseDurationMs(check.timeout) ?? 5000 : 5000;
+      const timeoutMs = check.timeout !== undefined ? (parseDurationMs(check.timeout) ?? 5000) : 5000;
       const health = await probeHealth({
         providerEndpoint: spec.endpoint,
         ...(check.endpoint !== undefined ? { endpoint: check.endpoint } : {}),
@@ -158,7 +233,10 @@ export class InferenceProviderController implements Controller {
     }
     const verdict = await this.#verdict(provider);
     const spec = provider.spec ?? ({} as InferenceProviderResource['spec']);
-    const sites = spec.gridNetworkRef !== undefined ? await matchingSites(ctx, spec.gridNetworkRef, spec.siteSelector?.matchLabels) : undefined;
+    const sites =
+      spec.gridNetworkRef !== undefined
+        ? await matchingSites(ctx, spec.gridNetworkRef, spec.siteSelector?.matchLabels)
+        : undefined;
     const generation = provider.metadata.generation ?? 1;
     const signal = spec.metricsConfig !== undefined ? ctx.signals.latest(name) : undefined;
     const ready = readyCondition(verdict.phase, spec.metricsConfig !== undefined, signal, verdict);
@@ -168,12 +246,19 @@ export class InferenceProviderController implements Controller {
       reason: verdict.reason,
       message: boundedMessage(verdict.message),
       observedGeneration: generation,
-      conditions: mergeConditions(provider.status?.conditions as Condition[] | undefined, [{ ...ready, observedGeneration: generation }], ctx.now()),
+      conditions: mergeConditions(
+        provider.status?.conditions as Condition[] | undefined,
+        [{ ...ready, observedGeneration: generation }],
+        ctx.now(),
+      ),
       ...(sites !== undefined ? { matchingSites: sites } : {}),
       ...(scraped.length > 0 ? { scrapedSignals: [...scraped] } : {}),
     };
     // A merge patch removes a field only when sent as null; send it only when there is one to remove.
-    const patch: Record<string, unknown> = scraped.length === 0 && provider.status?.scrapedSignals !== undefined ? { ...status, scrapedSignals: null } : { ...status };
+    const patch: Record<string, unknown> =
+      scraped.length === 0 && provider.status?.scrapedSignals !== undefined
+        ? { ...status, scrapedSignals: null }
+        : { ...status };
     const before = provider.status;
     const readyBefore = before?.conditions?.find((c) => c.type === 'Ready');
     if (!sameJson({ ...before, ...patch }, before)) {

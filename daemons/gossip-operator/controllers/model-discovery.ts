@@ -46,7 +46,9 @@ export class ModelDiscoveryController implements Controller {
       this.#lastPoll.delete(name);
       const owned = ['modelDiscoveryUrl', 'modelDiscoveryError', 'servedModels', 'servedModelsExpiresAt'] as const;
       if (owned.some((k) => status[k] !== undefined)) {
-        await ctx.store.patchStatus(INFERENCE_PROVIDER, { name }, Object.fromEntries(owned.map((k) => [k, null])), { fieldManager: FIELD_MANAGER });
+        await ctx.store.patchStatus(INFERENCE_PROVIDER, { name }, Object.fromEntries(owned.map((k) => [k, null])), {
+          fieldManager: FIELD_MANAGER,
+        });
       }
       return {};
     }
@@ -66,18 +68,19 @@ export class ModelDiscoveryController implements Controller {
     }
     const credential = await credentialFor(ctx, provider.spec.auth);
     const tls = await resolveEndpointTls(ctx.store, discovery.tls ?? provider.spec.tls, 'ModelDiscoveryTls');
-    const result = credential.verdict !== undefined
-      ? { outcome: 'credential' as const, detail: credential.verdict.message, url }
-      : !tls.ok
-        ? { outcome: 'tls' as const, detail: tls.message, url }
-        : await discoverModels({
-            endpoint,
-            ...(discovery.path !== undefined ? { path: discovery.path } : {}),
-            ...(tls.tls !== undefined ? { tls: tls.tls } : {}),
-            ...(credential.token !== undefined ? { bearerToken: credential.token } : {}),
-            timeoutMs: 5_000,
-            ...(ctx.discoveryIsBlocked !== undefined ? { isBlocked: ctx.discoveryIsBlocked } : {}),
-          });
+    const result =
+      credential.verdict !== undefined
+        ? { outcome: 'credential' as const, detail: credential.verdict.message, url }
+        : !tls.ok
+          ? { outcome: 'tls' as const, detail: tls.message, url }
+          : await discoverModels({
+              endpoint,
+              ...(discovery.path !== undefined ? { path: discovery.path } : {}),
+              ...(tls.tls !== undefined ? { tls: tls.tls } : {}),
+              ...(credential.token !== undefined ? { bearerToken: credential.token } : {}),
+              timeoutMs: 5_000,
+              ...(ctx.discoveryIsBlocked !== undefined ? { isBlocked: ctx.discoveryIsBlocked } : {}),
+            });
     ctx.metrics.modelDiscovery.inc({ provider: name, outcome: result.outcome });
     const patch: Record<string, unknown> = { modelDiscoveryUrl: url };
     if (result.outcome === 'ok') {
@@ -88,7 +91,10 @@ export class ModelDiscoveryController implements Controller {
       patch['servedModelsExpiresAt'] = nowRfc3339(held.expiresAtMs);
       patch['modelDiscoveryError'] = null;
     } else {
-      ctx.logger.warn({ provider: name, outcome: result.outcome, detail: result.detail }, 'model discovery poll failed');
+      ctx.logger.warn(
+        { provider: name, outcome: result.outcome, detail: result.detail },
+        'model discovery poll failed',
+      );
       patch['modelDiscoveryError'] = result.outcome;
       const held = this.#held.get(name);
       if (held === undefined || held.expiresAtMs <= now) {

@@ -18,7 +18,12 @@ import type { KubeObject } from '../../shared/resource-store/types.ts';
 import { type ConfigMapObject, FIELD_MANAGER, LABEL_GATEWAY, LABEL_NETWORK, MANAGED_BY } from '../kinds.ts';
 import type { GatewayReference } from '../../routing/model.ts';
 import { OVERLAY_DATA_KEY } from './overlay-publisher.ts';
-import { BACKEND_CA_MOUNT_ROOT, DEFAULT_CREDENTIAL_MOUNT_PATH, DEFAULT_TLS_CERT_MOUNT_PATH, OVERLAY_FILE } from './praxis-config.ts';
+import {
+  BACKEND_CA_MOUNT_ROOT,
+  DEFAULT_CREDENTIAL_MOUNT_PATH,
+  DEFAULT_TLS_CERT_MOUNT_PATH,
+  OVERLAY_FILE,
+} from './praxis-config.ts';
 
 export const MOUNT_REQUIREMENTS_KEY = 'mount-requirements.json';
 export const MOUNT_REQUIREMENTS_KIND = 'MountRequirements';
@@ -35,7 +40,12 @@ export const VOLUME_TLS = 'grid-tls';
 export const VOLUME_BACKEND_CA = 'grid-backend-ca';
 export const VOLUME_ROUTING_OVERLAY = 'grid-routing-overlay';
 /** Volume names the operator owns in a delegated Deployment; a user volume must not use them. */
-export const RESERVED_VOLUMES: readonly string[] = [VOLUME_CREDENTIALS, VOLUME_TLS, VOLUME_BACKEND_CA, VOLUME_ROUTING_OVERLAY];
+export const RESERVED_VOLUMES: readonly string[] = [
+  VOLUME_CREDENTIALS,
+  VOLUME_TLS,
+  VOLUME_BACKEND_CA,
+  VOLUME_ROUTING_OVERLAY,
+];
 /** 0644, the API server's default, written out so a re-read Deployment compares equal. */
 const DEFAULT_MODE = 0o644;
 /** The site TLS Secret's keys (constructs/gateway-paths.ts); the CA Secret (with its key) is never mounted. */
@@ -47,7 +57,9 @@ export interface KeyToPath {
   path: string;
 }
 
-export type ProjectionSource = { secret: { name: string; items: KeyToPath[] } } | { configMap: { name: string; items: KeyToPath[] } };
+export type ProjectionSource =
+  | { secret: { name: string; items: KeyToPath[] } }
+  | { configMap: { name: string; items: KeyToPath[] } };
 
 export interface RequiredVolume {
   /** One of RESERVED_VOLUMES. */
@@ -95,13 +107,23 @@ export interface MountRequirementsInput {
 }
 
 export type MountRequirementsResult =
-  | { readonly ok: true; readonly document: MountRequirementsDocument; readonly revision: string; readonly text: string }
+  | {
+      readonly ok: true;
+      readonly document: MountRequirementsDocument;
+      readonly revision: string;
+      readonly text: string;
+    }
   | { readonly ok: false; readonly reason: string; readonly message: string };
 
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 function secretSource(name: string, keys: Iterable<string>, prefix: boolean): ProjectionSource {
-  return { secret: { name, items: [...new Set(keys)].sort(byString).map((key) => ({ key, path: prefix ? `${name}/${key}` : key })) } };
+  return {
+    secret: {
+      name,
+      items: [...new Set(keys)].sort(byString).map((key) => ({ key, path: prefix ? `${name}/${key}` : key })),
+    },
+  };
 }
 
 /** Renders the requirements of one generating gateway; a Secret outside the gateway namespace is refused. */
@@ -130,20 +152,33 @@ export function renderMountRequirements(input: MountRequirementsInput): MountReq
     volumes.push({
       name: VOLUME_CREDENTIALS,
       mountPath: praxis.credentialMountPath ?? praxis.credentialMountBase ?? DEFAULT_CREDENTIAL_MOUNT_PATH,
-      projected: { defaultMode: DEFAULT_MODE, sources: names.map((n) => secretSource(n, credentialKeys.get(n) ?? [], true)) },
+      projected: {
+        defaultMode: DEFAULT_MODE,
+        sources: names.map((n) => secretSource(n, credentialKeys.get(n) ?? [], true)),
+      },
     });
-    for (const n of names) secrets.push({ name: n, keys: [...(credentialKeys.get(n) ?? [])].sort(byString), purpose: 'credential' });
+    for (const n of names)
+      secrets.push({ name: n, keys: [...(credentialKeys.get(n) ?? [])].sort(byString), purpose: 'credential' });
   }
 
   const endpoints = praxis.clusterEndpoints ?? [];
   if (endpoints.some((e) => e.transport?.mode === 'mutual_tls')) {
     const site = input.tls?.siteSecretRef;
     if (site === undefined) {
-      return { ok: false, reason: 'MissingTlsSecret', message: `gateway ${gateway.namespace}/${gateway.name}: a mutual_tls cluster needs spec.tls.siteSecretRef for ${praxis.tlsCertMountPath ?? DEFAULT_TLS_CERT_MOUNT_PATH}` };
+      return {
+        ok: false,
+        reason: 'MissingTlsSecret',
+        message: `gateway ${gateway.namespace}/${gateway.name}: a mutual_tls cluster needs spec.tls.siteSecretRef for ${praxis.tlsCertMountPath ?? DEFAULT_TLS_CERT_MOUNT_PATH}`,
+      };
     }
-    if (site.namespace !== gateway.namespace) outside.push(`TLS Secret ${site.namespace}/${site.name} (spec.tls.siteSecretRef)`);
+    if (site.namespace !== gateway.namespace)
+      outside.push(`TLS Secret ${site.namespace}/${site.name} (spec.tls.siteSecretRef)`);
     else {
-      volumes.push({ name: VOLUME_TLS, mountPath: praxis.tlsCertMountPath ?? DEFAULT_TLS_CERT_MOUNT_PATH, projected: { defaultMode: DEFAULT_MODE, sources: [secretSource(site.name, TLS_KEYS, false)] } });
+      volumes.push({
+        name: VOLUME_TLS,
+        mountPath: praxis.tlsCertMountPath ?? DEFAULT_TLS_CERT_MOUNT_PATH,
+        projected: { defaultMode: DEFAULT_MODE, sources: [secretSource(site.name, TLS_KEYS, false)] },
+      });
       secrets.push({ name: site.name, keys: [...TLS_KEYS], purpose: 'tls' });
     }
   }
@@ -158,8 +193,13 @@ export function renderMountRequirements(input: MountRequirementsInput): MountReq
   }
   if (caKeys.size > 0) {
     const names = [...caKeys.keys()].sort(byString);
-    volumes.push({ name: VOLUME_BACKEND_CA, mountPath: BACKEND_CA_MOUNT_ROOT, projected: { defaultMode: DEFAULT_MODE, sources: names.map((n) => secretSource(n, caKeys.get(n) ?? [], true)) } });
-    for (const n of names) secrets.push({ name: n, keys: [...(caKeys.get(n) ?? [])].sort(byString), purpose: 'backend-ca' });
+    volumes.push({
+      name: VOLUME_BACKEND_CA,
+      mountPath: BACKEND_CA_MOUNT_ROOT,
+      projected: { defaultMode: DEFAULT_MODE, sources: names.map((n) => secretSource(n, caKeys.get(n) ?? [], true)) },
+    });
+    for (const n of names)
+      secrets.push({ name: n, keys: [...(caKeys.get(n) ?? [])].sort(byString), purpose: 'backend-ca' });
   }
 
   if (outside.length > 0) {
@@ -174,7 +214,10 @@ export function renderMountRequirements(input: MountRequirementsInput): MountReq
   volumes.push({
     name: VOLUME_ROUTING_OVERLAY,
     mountPath: OVERLAY_DIR,
-    projected: { defaultMode: DEFAULT_MODE, sources: [{ configMap: { name: overlayName, items: [{ key: OVERLAY_DATA_KEY, path: OVERLAY_DATA_KEY }] } }] },
+    projected: {
+      defaultMode: DEFAULT_MODE,
+      sources: [{ configMap: { name: overlayName, items: [{ key: OVERLAY_DATA_KEY, path: OVERLAY_DATA_KEY }] } }],
+    },
   });
   volumes.sort((a, b) => byString(a.name, b.name));
   secrets.sort((a, b) => byString(`${a.name}/${a.purpose}`, `${b.name}/${b.purpose}`));
@@ -184,16 +227,29 @@ export function renderMountRequirements(input: MountRequirementsInput): MountReq
     kind: MOUNT_REQUIREMENTS_KIND,
     network: input.network,
     gateway: { name: gateway.name, namespace: gateway.namespace },
-    praxisConfig: { configMapName: input.configMapName, sha256: createHash('sha256').update(input.configText).digest('hex') },
+    praxisConfig: {
+      configMapName: input.configMapName,
+      sha256: createHash('sha256').update(input.configText).digest('hex'),
+    },
     overlayConfigMapName: overlayName,
     secrets,
     volumes,
   };
   const text = canonicalize(document);
-  return { ok: true, document, revision: createHash('sha256').update(text).digest('hex').slice(0, 16), text: `${text}\n` };
+  return {
+    ok: true,
+    document,
+    revision: createHash('sha256').update(text).digest('hex').slice(0, 16),
+    text: `${text}\n`,
+  };
 }
 
-export function mountRequirementsConfigMap(network: string, gateway: GatewayReference, revision: string, text: string): ConfigMapObject {
+export function mountRequirementsConfigMap(
+  network: string,
+  gateway: GatewayReference,
+  revision: string,
+  text: string,
+): ConfigMapObject {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -210,7 +266,9 @@ export function mountRequirementsConfigMap(network: string, gateway: GatewayRefe
 /** True when the operator created this object for this gateway: the only ones it ever deletes. */
 export function ownedBy(object: KubeObject | undefined, network: string, gateway: string): boolean {
   const labels = object?.metadata.labels;
-  return labels?.[MANAGED_BY] === FIELD_MANAGER && labels[LABEL_NETWORK] === network && labels[LABEL_GATEWAY] === gateway;
+  return (
+    labels?.[MANAGED_BY] === FIELD_MANAGER && labels[LABEL_NETWORK] === network && labels[LABEL_GATEWAY] === gateway
+  );
 }
 
 // ---- Deployment edits -------------------------------------------------------------------------------------------
@@ -237,23 +295,41 @@ interface PodTemplate {
 }
 export interface DeploymentObject extends KubeObject {
   spec?: { replicas?: number; template?: PodTemplate; [key: string]: unknown };
-  status?: { observedGeneration?: number; replicas?: number; updatedReplicas?: number; availableReplicas?: number; [key: string]: unknown };
+  status?: {
+    observedGeneration?: number;
+    replicas?: number;
+    updatedReplicas?: number;
+    availableReplicas?: number;
+    [key: string]: unknown;
+  };
 }
 
 const reserved = (name: string): boolean => RESERVED_VOLUMES.includes(name);
 
 /** Why this Deployment cannot be delegated (undefined when it can); names and paths only. */
-export function deploymentProblem(deployment: DeploymentObject, containerName: string, volumes: readonly RequiredVolume[]): { reason: string; message: string } | undefined {
+export function deploymentProblem(
+  deployment: DeploymentObject,
+  containerName: string,
+  volumes: readonly RequiredVolume[],
+): { reason: string; message: string } | undefined {
   const at = `Deployment ${deployment.metadata.namespace}/${deployment.metadata.name}`;
   if (deployment.metadata.annotations?.[ANNOTATION_MOUNT_RECONCILIATION] !== MOUNT_RECONCILIATION_ENABLED) {
-    return { reason: 'DeploymentNotAnnotated', message: `${at} lacks the annotation ${ANNOTATION_MOUNT_RECONCILIATION}: "${MOUNT_RECONCILIATION_ENABLED}"; it is left untouched` };
+    return {
+      reason: 'DeploymentNotAnnotated',
+      message: `${at} lacks the annotation ${ANNOTATION_MOUNT_RECONCILIATION}: "${MOUNT_RECONCILIATION_ENABLED}"; it is left untouched`,
+    };
   }
   const pod = deployment.spec?.template?.spec;
   const container = pod?.containers?.find((c) => c.name === containerName);
-  if (container === undefined) return { reason: 'ContainerNotFound', message: `${at} has no container "${containerName}"` };
+  if (container === undefined)
+    return { reason: 'ContainerNotFound', message: `${at} has no container "${containerName}"` };
   for (const v of volumes) {
     const clash = (container.volumeMounts ?? []).find((m) => !reserved(m.name) && m.mountPath === v.mountPath);
-    if (clash !== undefined) return { reason: 'MountPathConflict', message: `${at} container "${containerName}" already mounts volume "${clash.name}" at ${v.mountPath}` };
+    if (clash !== undefined)
+      return {
+        reason: 'MountPathConflict',
+        message: `${at} container "${containerName}" already mounts volume "${clash.name}" at ${v.mountPath}`,
+      };
   }
   return undefined;
 }
@@ -270,7 +346,13 @@ function mountOf(v: RequiredVolume): VolumeMount {
  * container's mounts of them and the revision annotation. The API server merges lists by key (volumes by name,
  * containers by name, volumeMounts by mountPath) and drops entries this manager applied before but no longer lists.
  */
-export function deploymentApplyConfiguration(name: string, namespace: string, containerName: string, volumes: readonly RequiredVolume[], revision: string): DeploymentObject {
+export function deploymentApplyConfiguration(
+  name: string,
+  namespace: string,
+  containerName: string,
+  volumes: readonly RequiredVolume[],
+  revision: string,
+): DeploymentObject {
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -278,7 +360,10 @@ export function deploymentApplyConfiguration(name: string, namespace: string, co
     spec: {
       template: {
         metadata: { annotations: { [ANNOTATION_CONFIG_REVISION]: revision } },
-        spec: { containers: [{ name: containerName, volumeMounts: volumes.map(mountOf) }], volumes: volumes.map(volumeOf) },
+        spec: {
+          containers: [{ name: containerName, volumeMounts: volumes.map(mountOf) }],
+          volumes: volumes.map(volumeOf),
+        },
       },
     },
   };
@@ -288,29 +373,53 @@ export function deploymentApplyConfiguration(name: string, namespace: string, co
  * The same edit applied to a whole Deployment, for the local store, which has no field ownership and replaces spec
  * on apply: other containers, user volumes and user mounts are kept as they are; reserved ones are replaced.
  */
-export function withMounts(deployment: DeploymentObject, containerName: string, volumes: readonly RequiredVolume[], revision: string): DeploymentObject {
+export function withMounts(
+  deployment: DeploymentObject,
+  containerName: string,
+  volumes: readonly RequiredVolume[],
+  revision: string,
+): DeploymentObject {
   const next = structuredClone(deployment);
   const template: PodTemplate = next.spec?.template ?? {};
   const pod = template.spec ?? {};
   pod.volumes = [...(pod.volumes ?? []).filter((v) => !reserved(v.name)), ...volumes.map(volumeOf)];
   pod.containers = (pod.containers ?? []).map((c) =>
-    c.name !== containerName ? c : { ...c, volumeMounts: [...(c.volumeMounts ?? []).filter((m) => !reserved(m.name)), ...volumes.map(mountOf)] },
+    c.name !== containerName
+      ? c
+      : { ...c, volumeMounts: [...(c.volumeMounts ?? []).filter((m) => !reserved(m.name)), ...volumes.map(mountOf)] },
   );
   template.spec = pod;
-  template.metadata = { ...template.metadata, annotations: { ...template.metadata?.annotations, [ANNOTATION_CONFIG_REVISION]: revision } };
+  template.metadata = {
+    ...template.metadata,
+    annotations: { ...template.metadata?.annotations, [ANNOTATION_CONFIG_REVISION]: revision },
+  };
   next.spec = { ...next.spec, template };
   return next;
 }
 
 /** True when the Deployment already carries exactly these reserved volumes and mounts at this revision. */
-export function mountsInPlace(deployment: DeploymentObject, containerName: string, volumes: readonly RequiredVolume[], revision: string): boolean {
+export function mountsInPlace(
+  deployment: DeploymentObject,
+  containerName: string,
+  volumes: readonly RequiredVolume[],
+  revision: string,
+): boolean {
   const template = deployment.spec?.template;
   if (template?.metadata?.annotations?.[ANNOTATION_CONFIG_REVISION] !== revision) return false;
-  const have = (template.spec?.volumes ?? []).filter((v) => reserved(v.name)).map((v) => v.name).sort(byString);
+  const have = (template.spec?.volumes ?? [])
+    .filter((v) => reserved(v.name))
+    .map((v) => v.name)
+    .sort(byString);
   const container = template.spec?.containers?.find((c) => c.name === containerName);
-  const mounted = (container?.volumeMounts ?? []).filter((m) => reserved(m.name)).map((m) => `${m.name}@${m.mountPath}`).sort(byString);
+  const mounted = (container?.volumeMounts ?? [])
+    .filter((m) => reserved(m.name))
+    .map((m) => `${m.name}@${m.mountPath}`)
+    .sort(byString);
   const want = volumes.map((v) => v.name).sort(byString);
-  return canonicalize(have) === canonicalize(want) && canonicalize(mounted) === canonicalize(volumes.map((v) => `${v.name}@${v.mountPath}`).sort(byString));
+  return (
+    canonicalize(have) === canonicalize(want) &&
+    canonicalize(mounted) === canonicalize(volumes.map((v) => `${v.name}@${v.mountPath}`).sort(byString))
+  );
 }
 
 /** kubectl rollout status semantics: the controller saw this generation and every replica runs the new template. */

@@ -36,7 +36,10 @@ export async function resolveSwimKey(ctx: OperatorContext, network: GridNetworkR
     return checkKeyBytes(bytes, `Secret ${ref.namespace}/${ref.name} key "${ref.key ?? 'key'}"`);
   } catch (error) {
     if (error instanceof SecretError || error instanceof KeyRingError) {
-      throw new GossipSetupError('SwimKeyInvalid', `spec.tls.swimKeySecretRef: ${error.message}; gossip stays off (no plaintext fallback)`);
+      throw new GossipSetupError(
+        'SwimKeyInvalid',
+        `spec.tls.swimKeySecretRef: ${error.message}; gossip stays off (no plaintext fallback)`,
+      );
     }
     throw error;
   }
@@ -52,7 +55,10 @@ export class StoreRevisionStore implements RevisionStore {
     this.#name = operatorStateConfigMapName(ctx.config.site);
   }
   async load(): Promise<number> {
-    const object = (await this.#ctx.store.get(CONFIG_MAP, { name: this.#name, namespace: this.#ctx.config.namespace })) as { data?: Record<string, string> } | undefined;
+    const object = (await this.#ctx.store.get(CONFIG_MAP, {
+      name: this.#name,
+      namespace: this.#ctx.config.namespace,
+    })) as { data?: Record<string, string> } | undefined;
     const text = object?.data?.['revision'];
     const n = Number(text);
     return text !== undefined && /^\d+$/.test(text) && Number.isSafeInteger(n) ? n : 0;
@@ -68,7 +74,10 @@ export class StoreRevisionStore implements RevisionStore {
     } catch (error) {
       if (!this.#warned) {
         this.#warned = true;
-        this.#ctx.logger.warn({ configMap: `${this.#ctx.config.namespace}/${this.#name}`, error: (error as Error).message.slice(0, 200) }, 'cannot persist the gossip revision high-water mark; relying on the wall clock');
+        this.#ctx.logger.warn(
+          { configMap: `${this.#ctx.config.namespace}/${this.#name}`, error: (error as Error).message.slice(0, 200) },
+          'cannot persist the gossip revision high-water mark; relying on the wall clock',
+        );
       }
     }
   }
@@ -77,17 +86,27 @@ export class StoreRevisionStore implements RevisionStore {
     const object: KubeObject & { data: Record<string, string> } = {
       apiVersion: 'v1',
       kind: 'ConfigMap',
-      metadata: { name: this.#name, namespace: this.#ctx.config.namespace, labels: { 'app.kubernetes.io/managed-by': FIELD_MANAGER } },
+      metadata: {
+        name: this.#name,
+        namespace: this.#ctx.config.namespace,
+        labels: { 'app.kubernetes.io/managed-by': FIELD_MANAGER },
+      },
       data: { revision: String(revision) },
     };
     await this.#ctx.store.apply(CONFIG_MAP, object, { fieldManager: FIELD_MANAGER, force: true });
   }
 }
 
-async function signingIdentity(ctx: OperatorContext, network: GridNetworkResource): Promise<{ identity: SigningIdentity; caPem?: string }> {
+async function signingIdentity(
+  ctx: OperatorContext,
+  network: GridNetworkResource,
+): Promise<{ identity: SigningIdentity; caPem?: string }> {
   const tls = network.spec.tls;
   if (tls?.siteSecretRef === undefined || tls.caSecretRef === undefined) {
-    ctx.logger.warn({ network: network.metadata.name }, 'no spec.tls.siteSecretRef/caSecretRef: state records are signed with a key peers cannot verify, so no site will route to this one');
+    ctx.logger.warn(
+      { network: network.metadata.name },
+      'no spec.tls.siteSecretRef/caSecretRef: state records are signed with a key peers cannot verify, so no site will route to this one',
+    );
     return { identity: ephemeralIdentity() };
   }
   const caPem = (await readSecretKey(ctx.store, tls.caSecretRef, 'ca.crt')).toString('utf8');
@@ -96,7 +115,10 @@ async function signingIdentity(ctx: OperatorContext, network: GridNetworkResourc
   try {
     return { identity: await certifiedIdentity(ctx.config.site, cert, key), caPem };
   } catch (error) {
-    throw new GossipSetupError('SiteCertificateInvalid', `Secret ${tls.siteSecretRef.namespace}/${tls.siteSecretRef.name}: cannot certify a state signing key (${(error as Error).message.slice(0, 160)})`);
+    throw new GossipSetupError(
+      'SiteCertificateInvalid',
+      `Secret ${tls.siteSecretRef.namespace}/${tls.siteSecretRef.name}: cannot certify a state signing key (${(error as Error).message.slice(0, 160)})`,
+    );
   }
 }
 
@@ -127,7 +149,10 @@ export async function ensureGossip(ctx: OperatorContext, network: GridNetworkRes
     const name = network.metadata.name;
     const { host } = ctx.config.gossipBind;
     if ((host === '0.0.0.0' || host === '::') && ctx.config.gossipAdvertise === undefined) {
-      ctx.logger.warn({ bind: host }, 'SWIM binds a wildcard address and no --gossip-advertise is set: peers cannot reach this member until an advertised address (e.g. the pod IP) is configured');
+      ctx.logger.warn(
+        { bind: host },
+        'SWIM binds a wildcard address and no --gossip-advertise is set: peers cannot reach this member until an advertised address (e.g. the pod IP) is configured',
+      );
     }
     runtime = await GossipRuntime.start({
       site: ctx.config.site,
@@ -150,7 +175,10 @@ export async function ensureGossip(ctx: OperatorContext, network: GridNetworkRes
     ctx.logger.info({ network: name, address: runtime.address, encrypted: key !== undefined }, 'SWIM member started');
   } else if (key !== undefined) {
     if (runtime.keyring === undefined) {
-      throw new GossipSetupError('SwimKeyRequiresRestart', 'a SWIM key was configured after gossip started in plaintext; restart the operator to switch to encrypted gossip');
+      throw new GossipSetupError(
+        'SwimKeyRequiresRestart',
+        'a SWIM key was configured after gossip started in plaintext; restart the operator to switch to encrypted gossip',
+      );
     }
     runtime.useKey(key);
   }
@@ -159,10 +187,14 @@ export async function ensureGossip(ctx: OperatorContext, network: GridNetworkRes
     (result) => {
       const problems = (result as { problems?: readonly { seed: string; problem: string }[] }).problems ?? [];
       for (const p of seedProblems(runtime).changed(problems)) {
-        ctx.logger.warn({ seed: p.seed, problem: p.problem }, 'SWIM seed skipped; logged again only if its problem changes');
+        ctx.logger.warn(
+          { seed: p.seed, problem: p.problem },
+          'SWIM seed skipped; logged again only if its problem changes',
+        );
       }
     },
-    (error: unknown) => ctx.logger.warn({ error: (error as Error).message }, 'SWIM join failed; retried on the next reconcile'),
+    (error: unknown) =>
+      ctx.logger.warn({ error: (error as Error).message }, 'SWIM join failed; retried on the next reconcile'),
   );
   return runtime;
 }

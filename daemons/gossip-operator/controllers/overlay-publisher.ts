@@ -29,7 +29,13 @@ export const CONDITION_SELECTION_HONORED = 'SelectionPolicyHonored';
 /** The SelectionPolicyHonored condition for what a rendered overlay's consumer will not honour. */
 function honoredCondition(overlay: RenderedOverlay, generation: number): Omit<Condition, 'lastTransitionTime'> {
   if (overlay.unhonoured.length === 0) {
-    return { type: CONDITION_SELECTION_HONORED, status: 'True', reason: 'Honored', message: `the ${overlay.dialect} consumer honours the selection policy it is given`, observedGeneration: generation };
+    return {
+      type: CONDITION_SELECTION_HONORED,
+      status: 'True',
+      reason: 'Honored',
+      message: `the ${overlay.dialect} consumer honours the selection policy it is given`,
+      observedGeneration: generation,
+    };
   }
   return {
     type: CONDITION_SELECTION_HONORED,
@@ -41,17 +47,33 @@ function honoredCondition(overlay: RenderedOverlay, generation: number): Omit<Co
 }
 
 /** Would this consumer accept the document exactly as it will be stored? The same checks it runs on load. */
-function consumerRefusal(configMap: ConfigMapObject, dialect: ConsumerDialect, gateway: { name: string; namespace: string }, overlay: RenderedOverlay): string | undefined {
+function consumerRefusal(
+  configMap: ConfigMapObject,
+  dialect: ConsumerDialect,
+  gateway: { name: string; namespace: string },
+  overlay: RenderedOverlay,
+): string | undefined {
   const verdict = validateOverlay(configMap.data?.[OVERLAY_DATA_KEY] ?? '', {
     maxBytes: GATEWAY_MAX_OVERLAY_BYTES,
     allowLegacy: false,
     dialect,
-    expectedScope: { network: overlay.envelope.scope.network, gateway: gateway.name, namespace: gateway.namespace, local_site: overlay.payload.local_site },
+    expectedScope: {
+      network: overlay.envelope.scope.network,
+      gateway: gateway.name,
+      namespace: gateway.namespace,
+      local_site: overlay.payload.local_site,
+    },
   });
-  return verdict.ok ? undefined : `the ${dialect} consumer would reject revision ${overlay.revision} (${verdict.reason}: ${verdict.message})`;
+  return verdict.ok
+    ? undefined
+    : `the ${dialect} consumer would reject revision ${overlay.revision} (${verdict.reason}: ${verdict.message})`;
 }
 
-export function overlayConfigMap(network: string, gateway: { name: string; namespace: string }, overlay: RenderedOverlay): ConfigMapObject {
+export function overlayConfigMap(
+  network: string,
+  gateway: { name: string; namespace: string },
+  overlay: RenderedOverlay,
+): ConfigMapObject {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -87,7 +109,11 @@ export async function publishOverlay(
   let conditions = previous?.conditions as Condition[] | undefined;
   if (result.ok) {
     conditions = mergeConditions(conditions, [honoredCondition(result.value, generation)], ctx.now());
-    ctx.metrics.setUnhonoured(network.metadata.name, `${gateway.namespace}/${gateway.name}`, result.value.unhonoured.map((u) => u.feature));
+    ctx.metrics.setUnhonoured(
+      network.metadata.name,
+      `${gateway.namespace}/${gateway.name}`,
+      result.value.unhonoured.map((u) => u.feature),
+    );
   }
   const base: RoutingMapStatus = {
     gatewayName: gateway.name,
@@ -97,14 +123,22 @@ export async function publishOverlay(
     dialect,
     ...(conditions !== undefined ? { conditions } : {}),
     ...(previous?.distributedRevision !== undefined ? { distributedRevision: previous.distributedRevision } : {}),
-    ...(previous?.configMapResourceVersion !== undefined ? { configMapResourceVersion: previous.configMapResourceVersion } : {}),
+    ...(previous?.configMapResourceVersion !== undefined
+      ? { configMapResourceVersion: previous.configMapResourceVersion }
+      : {}),
     observedGeneration: generation,
   };
   const retained = (reason: string, message: string, rendered?: RenderedOverlay): RoutingMapStatus => ({
     ...base,
     ...(rendered !== undefined
-      ? { renderedRevision: rendered.revision, contentDigest: rendered.envelope.content_digest.value, candidateCount: rendered.payload.candidates.length }
-      : previous?.renderedRevision !== undefined ? { renderedRevision: previous.renderedRevision } : {}),
+      ? {
+          renderedRevision: rendered.revision,
+          contentDigest: rendered.envelope.content_digest.value,
+          candidateCount: rendered.payload.candidates.length,
+        }
+      : previous?.renderedRevision !== undefined
+        ? { renderedRevision: previous.renderedRevision }
+        : {}),
     ...(previous?.renderedAt !== undefined ? { renderedAt: previous.renderedAt } : {}),
     phase: base.distributedRevision !== undefined ? 'Retained' : 'Error',
     reason,
@@ -121,7 +155,10 @@ export async function publishOverlay(
     renderedRevision: overlay.revision,
     contentDigest: overlay.envelope.content_digest.value,
     candidateCount: overlay.payload.candidates.length,
-    renderedAt: previous?.renderedRevision === overlay.revision && previous.renderedAt !== undefined ? previous.renderedAt : nowRfc3339(ctx.now()),
+    renderedAt:
+      previous?.renderedRevision === overlay.revision && previous.renderedAt !== undefined
+        ? previous.renderedAt
+        : nowRfc3339(ctx.now()),
   };
   try {
     const ref = { name: overlay.configMapName, namespace: gateway.namespace };
@@ -140,14 +177,27 @@ export async function publishOverlay(
       const refusal = consumerRefusal(configMap, dialect, gateway, overlay);
       if (refusal !== undefined) {
         ctx.metrics.overlayApplies.inc({ outcome: 'consumer_would_reject' });
-        ctx.logger.warn({ network: network.metadata.name, gateway: `${gateway.namespace}/${gateway.name}`, dialect, revision: overlay.revision }, 'overlay not published: its consumer would reject it; last distributed revision kept');
+        ctx.logger.warn(
+          {
+            network: network.metadata.name,
+            gateway: `${gateway.namespace}/${gateway.name}`,
+            dialect,
+            revision: overlay.revision,
+          },
+          'overlay not published: its consumer would reject it; last distributed revision kept',
+        );
         return { ...retained('ConsumerWouldReject', refusal, overlay), renderedAt: rendered.renderedAt };
       }
       const applied = await ctx.store.apply(CONFIG_MAP, configMap, { fieldManager: FIELD_MANAGER, force: true });
       ctx.metrics.overlayApplies.inc({ outcome: 'applied' });
       resourceVersion = applied.metadata.resourceVersion;
       ctx.logger.info(
-        { network: network.metadata.name, gateway: `${gateway.namespace}/${gateway.name}`, revision: overlay.revision, candidates: overlay.payload.candidates.length },
+        {
+          network: network.metadata.name,
+          gateway: `${gateway.namespace}/${gateway.name}`,
+          revision: overlay.revision,
+          candidates: overlay.payload.candidates.length,
+        },
         'overlay distributed',
       );
     }
@@ -162,7 +212,17 @@ export async function publishOverlay(
     };
   } catch (error) {
     ctx.metrics.overlayApplies.inc({ outcome: 'failed' });
-    ctx.logger.warn({ network: network.metadata.name, gateway: `${gateway.namespace}/${gateway.name}`, error: errorFields(error) }, 'overlay apply failed; last distributed revision kept');
-    return { ...retained('ApplyFailed', `apply ConfigMap ${gateway.namespace}/${overlay.configMapName}: ${errorFields(error).message}`, overlay), renderedAt: rendered.renderedAt };
+    ctx.logger.warn(
+      { network: network.metadata.name, gateway: `${gateway.namespace}/${gateway.name}`, error: errorFields(error) },
+      'overlay apply failed; last distributed revision kept',
+    );
+    return {
+      ...retained(
+        'ApplyFailed',
+        `apply ConfigMap ${gateway.namespace}/${overlay.configMapName}: ${errorFields(error).message}`,
+        overlay,
+      ),
+      renderedAt: rendered.renderedAt,
+    };
   }
 }

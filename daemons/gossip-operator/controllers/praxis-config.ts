@@ -44,7 +44,12 @@ export const REASON_DISABLED = 'PraxisConfigDisabled';
 
 const CONSUMER_CHAIN = 'consumer';
 
-const validateGatewayConfig = new Ajv2020({ allErrors: false, discriminator: true, strict: false, useDefaults: false }).compile<GatewayConfig>(schema);
+const validateGatewayConfig = new Ajv2020({
+  allErrors: false,
+  discriminator: true,
+  strict: false,
+  useDefaults: false,
+}).compile<GatewayConfig>(schema);
 
 // The predicate lives in schemas/ so the compiler grants the operator's Role for exactly the gateways it serves.
 export { generatingConfig };
@@ -56,11 +61,25 @@ export { generatingConfig };
  * that does not generate, or generates without enableProjectedCredentials, is never held back: the hold-back is
  * about the generated config's projected mode only.
  */
-export function credentialHoldBack(ref: GatewayRef | undefined, candidates: readonly OverlayCandidate[]): { reason: string; message: string } | undefined {
+export function credentialHoldBack(
+  ref: GatewayRef | undefined,
+  candidates: readonly OverlayCandidate[],
+): { reason: string; message: string } | undefined {
   if (ref === undefined) return undefined;
   const praxis = generatingConfig(ref);
-  if (praxis === undefined || praxis.enableProjectedCredentials !== true || praxis.supportsProjectedCredentials === true) return undefined;
-  const secrets = [...new Set(candidates.flatMap((c) => (c.credential === undefined ? [] : [`${c.credential.secretRef.namespace}/${c.credential.secretRef.name}`])))].sort();
+  if (
+    praxis === undefined ||
+    praxis.enableProjectedCredentials !== true ||
+    praxis.supportsProjectedCredentials === true
+  )
+    return undefined;
+  const secrets = [
+    ...new Set(
+      candidates.flatMap((c) =>
+        c.credential === undefined ? [] : [`${c.credential.secretRef.namespace}/${c.credential.secretRef.name}`],
+      ),
+    ),
+  ].sort();
   if (secrets.length === 0) return undefined;
   return {
     reason: REASON_CREDENTIALS_NOT_ATTESTED,
@@ -88,12 +107,15 @@ function clusterTls(endpoint: ClusterEndpoint, tlsMount: string): UpstreamTlsCon
   // transport.mode is the security switch: a missing transport never defaults to plaintext.
   if (transport === undefined) throw new RenderFailure(`MissingTransport: ${at} has no transport.mode`);
   if (transport.mode === 'plaintext') {
-    if (transport.sni !== undefined) throw new RenderFailure(`PlaintextWithSni: ${at} sets sni with transport.mode plaintext`);
+    if (transport.sni !== undefined)
+      throw new RenderFailure(`PlaintextWithSni: ${at} sets sni with transport.mode plaintext`);
     return undefined;
   }
-  if (transport.sni === undefined) throw new RenderFailure(`MissingSni: ${at} uses transport.mode ${transport.mode} without sni`);
+  if (transport.sni === undefined)
+    throw new RenderFailure(`MissingSni: ${at} uses transport.mode ${transport.mode} without sni`);
   if (transport.mode === 'mutual_tls') {
-    if (transport.caSecretRef !== undefined) throw new RenderFailure(`${at}: caSecretRef is valid for transport.mode tls only`);
+    if (transport.caSecretRef !== undefined)
+      throw new RenderFailure(`${at}: caSecretRef is valid for transport.mode tls only`);
     return {
       ca: { ca_path: `${tlsMount}/ca.crt` },
       client_cert: { cert_path: `${tlsMount}/tls.crt`, key_path: `${tlsMount}/tls.key` },
@@ -117,7 +139,14 @@ function credentialTable(candidates: readonly OverlayCandidate[], mountPath: str
     if (ref === undefined) continue;
     const key = `${ref.namespace}/${ref.name}/${ref.key}`;
     // A file under the credential mount: the token stays in the Secret, never in the ConfigMap.
-    if (!table.has(key)) table.set(key, { strategy: 'bearer_token', name: ref.name, namespace: ref.namespace, key: ref.key, file: `${mountPath}/${ref.name}/${ref.key}` });
+    if (!table.has(key))
+      table.set(key, {
+        strategy: 'bearer_token',
+        name: ref.name,
+        namespace: ref.namespace,
+        key: ref.key,
+        file: `${mountPath}/${ref.name}/${ref.key}`,
+      });
   }
   return [...table.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
 }
@@ -135,9 +164,17 @@ export function renderPraxisConfig(input: PraxisRenderInput): PraxisRenderResult
     }
     const missing = [...new Set(candidates.map((c) => c.cluster))].filter((c) => !byCluster.has(c)).sort();
     if (missing.length > 0) {
-      throw new RenderFailure(`MissingClusterEndpoint: cluster${missing.length > 1 ? 's' : ''} ${missing.slice(0, 8).map((c) => `"${c}"`).join(', ')}${missing.length > 8 ? ` and ${missing.length - 8} more` : ''} of current candidates ha${missing.length > 1 ? 've' : 's'} no clusterEndpoints[] entry`);
+      throw new RenderFailure(
+        `MissingClusterEndpoint: cluster${missing.length > 1 ? 's' : ''} ${missing
+          .slice(0, 8)
+          .map((c) => `"${c}"`)
+          .join(
+            ', ',
+          )}${missing.length > 8 ? ` and ${missing.length - 8} more` : ''} of current candidates ha${missing.length > 1 ? 've' : 's'} no clusterEndpoints[] entry`,
+      );
     }
-    if (endpoints.length === 0) throw new RenderFailure('clusterEndpoints is empty: the load_balancer needs at least one cluster');
+    if (endpoints.length === 0)
+      throw new RenderFailure('clusterEndpoints is empty: the load_balancer needs at least one cluster');
     const localSite = gateway.siteName ?? network;
     if (localSite.trim() === '') throw new RenderFailure('overlay local_site must not be blank');
 
@@ -164,13 +201,22 @@ export function renderPraxisConfig(input: PraxisRenderInput): PraxisRenderResult
     if (projected || referenced) {
       const mountPath = praxis.credentialMountPath ?? praxis.credentialMountBase ?? DEFAULT_CREDENTIAL_MOUNT_PATH;
       // Projected mode starts empty and resolves the selected reference under the mount at request time.
-      const inject: CredentialInjectFilter = { filter: 'credential_inject', credentials: projected ? [] : credentialTable(candidates, mountPath) };
+      const inject: CredentialInjectFilter = {
+        filter: 'credential_inject',
+        credentials: projected ? [] : credentialTable(candidates, mountPath),
+      };
       filters.push(inject);
     }
     filters.push({ filter: 'load_balancer', clusters });
 
     const config: GatewayConfig = {
-      listeners: [{ name: 'public', address: `0.0.0.0:${praxis.listenerPort ?? DEFAULT_LISTENER_PORT}`, filter_chains: [CONSUMER_CHAIN] }],
+      listeners: [
+        {
+          name: 'public',
+          address: `0.0.0.0:${praxis.listenerPort ?? DEFAULT_LISTENER_PORT}`,
+          filter_chains: [CONSUMER_CHAIN],
+        },
+      ],
       filter_chains: [{ name: CONSUMER_CHAIN, filters }],
       // Loopback, so Praxis AI accepts it without insecure_options (praxis-proxy-core validate_admin_address).
       admin: { address: ADMIN_ADDRESS },
@@ -178,16 +224,24 @@ export function renderPraxisConfig(input: PraxisRenderInput): PraxisRenderResult
     };
     if (!validateGatewayConfig(config)) {
       const first = validateGatewayConfig.errors?.[0];
-      throw new RenderFailure(`gateway config schema: ${first === undefined ? 'invalid' : `${first.instancePath || '/'} ${first.message ?? first.keyword}`}`);
+      throw new RenderFailure(
+        `gateway config schema: ${first === undefined ? 'invalid' : `${first.instancePath || '/'} ${first.message ?? first.keyword}`}`,
+      );
     }
     return { ok: true, config, text: stringifyYaml(config, { lineWidth: 0 }) };
   } catch (error) {
-    if (error instanceof RenderFailure) return { ok: false, message: boundedMessage(`consumer config render: ${error.message}`) };
+    if (error instanceof RenderFailure)
+      return { ok: false, message: boundedMessage(`consumer config render: ${error.message}`) };
     throw error;
   }
 }
 
-export function praxisConfigMap(network: string, gateway: GatewayReference, name: string, text: string): ConfigMapObject {
+export function praxisConfigMap(
+  network: string,
+  gateway: GatewayReference,
+  name: string,
+  text: string,
+): ConfigMapObject {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',

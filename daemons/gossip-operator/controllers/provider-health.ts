@@ -15,7 +15,12 @@ export interface HealthRecord {
   readonly last: Pick<HealthOutcome, 'healthy' | 'result' | 'detail'>;
 }
 
-export function recordProbe(previous: HealthRecord | undefined, outcome: HealthOutcome, nowMs: number, generation: number): HealthRecord {
+export function recordProbe(
+  previous: HealthRecord | undefined,
+  outcome: HealthOutcome,
+  nowMs: number,
+  generation: number,
+): HealthRecord {
   return {
     failures: outcome.healthy ? 0 : (previous?.failures ?? 0) + 1,
     probedAtMs: nowMs,
@@ -35,8 +40,16 @@ export function healthVerdict(record: HealthRecord, failureThreshold: number): H
   if (failures === 0) return { phase: 'Available', reason: '', message: '' };
   const probe = `health check ${last.result}: ${last.detail}`;
   if (failures >= failureThreshold) {
-    return { phase: 'Unavailable', reason: 'HealthCheckFailed', message: `${probe} (${failures} consecutive failed probes, failureThreshold ${failureThreshold}); excluded from routing until a probe passes` };
+    return {
+      phase: 'Unavailable',
+      reason: 'HealthCheckFailed',
+      message: `${probe} (${failures} consecutive failed probes, failureThreshold ${failureThreshold}); excluded from routing until a probe passes`,
+    };
   }
   // Below the threshold the provider keeps serving; the reason shows the count climbing.
-  return { phase: 'Available', reason: 'HealthCheckFailing', message: `${probe} (${failures} of ${failureThreshold} consecutive failed probes before it leaves routing)` };
+  return {
+    phase: 'Available',
+    reason: 'HealthCheckFailing',
+    message: `${probe} (${failures} of ${failureThreshold} consecutive failed probes before it leaves routing)`,
+  };
 }

@@ -50,7 +50,8 @@ export class ProviderSignals {
   /** Every provider's latest sample, for the peer signals endpoint. */
   samples(): { provider: string; sample: MetricsSample }[] {
     const out: { provider: string; sample: MetricsSample }[] = [];
-    for (const [provider, entry] of this.#entries) if (entry.last?.sample !== undefined) out.push({ provider, sample: entry.last.sample });
+    for (const [provider, entry] of this.#entries)
+      if (entry.last?.sample !== undefined) out.push({ provider, sample: entry.last.sample });
     return out;
   }
 
@@ -82,14 +83,23 @@ export class ProviderSignals {
     // as NotConfigured, so an engine without a KV-cache metric never fails closed on kvCachePressure.
     const plan = planSignals(signalNames, config.engine);
     const configured = Object.keys(plan);
-    const configuredSignals = (['queueDepth', 'kvCacheUtilization'] as const).filter((s): s is MetricSignal => plan[s] !== undefined);
+    const configuredSignals = (['queueDepth', 'kvCacheUtilization'] as const).filter(
+      (s): s is MetricSignal => plan[s] !== undefined,
+    );
 
     const tlsSpec = config.tls ?? provider.spec.tls;
     const tls = await resolveEndpointTls(store, tlsSpec, 'MetricsTls');
     let outcome: ScrapeOutcome;
     if (!tls.ok) {
       // Unresolvable TLS material never falls back to an unverified scrape: fail closed like a TLS scrape failure.
-      outcome = { result: 'tls', metrics: { healthy: false }, cache: entry.cache, stale: false, signals: [], detail: tls.message };
+      outcome = {
+        result: 'tls',
+        metrics: { healthy: false },
+        cache: entry.cache,
+        stale: false,
+        signals: [],
+        detail: tls.message,
+      };
     } else {
       let url: URL;
       try {
@@ -97,44 +107,59 @@ export class ProviderSignals {
       } catch {
         url = new URL('invalid:');
       }
-      const timeoutMs = config.timeout !== undefined ? parseDurationMs(config.timeout) ?? 2000 : 2000;
-      outcome = url.protocol === 'invalid:'
-        ? { result: 'config', metrics: undefined, cache: entry.cache, stale: false, signals: [], detail: 'metrics endpoint is not a valid URL' }
-        : await scrapeMetrics(
-            {
-              url,
-              timeoutMs,
-              signalNames,
-              ...(config.engine !== undefined ? { engine: config.engine } : {}),
-              ...(config.poolName !== undefined ? { poolName: config.poolName } : {}),
-              ...(config.queueCapacity !== undefined ? { queueCapacity: config.queueCapacity } : {}),
-              ...(tls.tls !== undefined ? { tls: tls.tls } : {}),
-              ...(config.staleMetricsSeconds !== undefined ? { staleMetricsSeconds: config.staleMetricsSeconds } : {}),
-              ...(config.auth !== undefined ? { bearer: this.#bearer ?? noScraperToken, allowPlaintext: config.auth.allowPlaintext === true } : {}),
-            },
-            entry.cache,
-            nowMs,
-          );
+      const timeoutMs = config.timeout !== undefined ? (parseDurationMs(config.timeout) ?? 2000) : 2000;
+      outcome =
+        url.protocol === 'invalid:'
+          ? {
+              result: 'config',
+              metrics: undefined,
+              cache: entry.cache,
+              stale: false,
+              signals: [],
+              detail: 'metrics endpoint is not a valid URL',
+            }
+          : await scrapeMetrics(
+              {
+                url,
+                timeoutMs,
+                signalNames,
+                ...(config.engine !== undefined ? { engine: config.engine } : {}),
+                ...(config.poolName !== undefined ? { poolName: config.poolName } : {}),
+                ...(config.queueCapacity !== undefined ? { queueCapacity: config.queueCapacity } : {}),
+                ...(tls.tls !== undefined ? { tls: tls.tls } : {}),
+                ...(config.staleMetricsSeconds !== undefined
+                  ? { staleMetricsSeconds: config.staleMetricsSeconds }
+                  : {}),
+                ...(config.auth !== undefined
+                  ? { bearer: this.#bearer ?? noScraperToken, allowPlaintext: config.auth.allowPlaintext === true }
+                  : {}),
+              },
+              entry.cache,
+              nowMs,
+            );
     }
     metrics.providerScrapes.inc({ grid_provider: name, result: outcome.result });
     if (outcome.result === 'success') metrics.providerLastScrapeSuccess.set({ grid_provider: name }, nowMs / 1000);
     entry.cache = outcome.cache;
     if (!outcome.stale && outcome.cache !== undefined && outcome.cache.scrapedAtMs === nowMs) entry.generation += 1;
     const m = outcome.metrics;
-    const sample: MetricsSample | undefined = m === undefined ? undefined : {
-      generation: entry.generation,
-      observedAtMs: outcome.stale ? outcome.cache?.scrapedAtMs ?? nowMs : nowMs,
-      healthy: m.healthy,
-      ...(m.queue_depth !== undefined ? { queueDepth: m.queue_depth } : {}),
-      ...(m.kv_cache_utilization !== undefined ? { kvCacheUtilization: m.kv_cache_utilization } : {}),
-      ...(m.prefix_cache_hit_ratio !== undefined ? { prefixCacheHitRatio: m.prefix_cache_hit_ratio } : {}),
-      ...(m.latency_p99_ms !== undefined ? { latencyP99Ms: m.latency_p99_ms } : {}),
-      ...(m.error_rate !== undefined ? { errorRate: m.error_rate } : {}),
-      ...(m.running_per_endpoint !== undefined ? { runningPerEndpoint: m.running_per_endpoint } : {}),
-      ...(m.waiting_per_endpoint !== undefined ? { waitingPerEndpoint: m.waiting_per_endpoint } : {}),
-      ...(m.flow_control_held !== undefined ? { flowControlHeld: m.flow_control_held } : {}),
-      ...(m.ready_endpoints !== undefined ? { readyEndpoints: m.ready_endpoints } : {}),
-    };
+    const sample: MetricsSample | undefined =
+      m === undefined
+        ? undefined
+        : {
+            generation: entry.generation,
+            observedAtMs: outcome.stale ? (outcome.cache?.scrapedAtMs ?? nowMs) : nowMs,
+            healthy: m.healthy,
+            ...(m.queue_depth !== undefined ? { queueDepth: m.queue_depth } : {}),
+            ...(m.kv_cache_utilization !== undefined ? { kvCacheUtilization: m.kv_cache_utilization } : {}),
+            ...(m.prefix_cache_hit_ratio !== undefined ? { prefixCacheHitRatio: m.prefix_cache_hit_ratio } : {}),
+            ...(m.latency_p99_ms !== undefined ? { latencyP99Ms: m.latency_p99_ms } : {}),
+            ...(m.error_rate !== undefined ? { errorRate: m.error_rate } : {}),
+            ...(m.running_per_endpoint !== undefined ? { runningPerEndpoint: m.running_per_endpoint } : {}),
+            ...(m.waiting_per_endpoint !== undefined ? { waitingPerEndpoint: m.waiting_per_endpoint } : {}),
+            ...(m.flow_control_held !== undefined ? { flowControlHeld: m.flow_control_held } : {}),
+            ...(m.ready_endpoints !== undefined ? { readyEndpoints: m.ready_endpoints } : {}),
+          };
     const next: SignalState = {
       result: outcome.result,
       sample,
@@ -159,5 +184,8 @@ export class ProviderSignals {
 }
 
 async function noScraperToken(): Promise<BearerResult> {
-  return { ok: false, detail: 'metricsConfig.auth serviceAccountToken: this operator has no scraper ServiceAccount configured' };
+  return {
+    ok: false,
+    detail: 'metricsConfig.auth serviceAccountToken: this operator has no scraper ServiceAccount configured',
+  };
 }

@@ -51,7 +51,11 @@ export function gatewayReferences(network: GridNetworkResource): GatewayReferenc
   });
 }
 
-export function siteViews(network: GridNetworkResource, ownSite: string, sites: readonly GridSiteResource[]): GridSiteView[] {
+export function siteViews(
+  network: GridNetworkResource,
+  ownSite: string,
+  sites: readonly GridSiteResource[],
+): GridSiteView[] {
   const name = network.metadata.name;
   const views: GridSiteView[] = sites
     .filter((s) => s.spec.gridNetworkRef === name)
@@ -78,13 +82,18 @@ export function siteViews(network: GridNetworkResource, ownSite: string, sites: 
   return views;
 }
 
-export function bearerCredential(auth: InferenceProviderResource['spec']['auth']): { name: string; namespace: string; key: string } | undefined {
+export function bearerCredential(
+  auth: InferenceProviderResource['spec']['auth'],
+): { name: string; namespace: string; key: string } | undefined {
   if (auth?.strategy !== 'bearer_token' || auth.secretRef === undefined) return undefined;
   if (auth.credentialsManagedExternally === true || auth.manual === true) return undefined;
   return { name: auth.secretRef.name, namespace: auth.secretRef.namespace, key: auth.secretRef.key ?? 'token' };
 }
 
-export function localInference(provider: InferenceProviderResource, metrics: LocalMetrics | undefined): LocalInferenceProvider {
+export function localInference(
+  provider: InferenceProviderResource,
+  metrics: LocalMetrics | undefined,
+): LocalInferenceProvider {
   const spec = provider.spec;
   const credential = bearerCredential(spec.auth);
   const siteSelector = labels(spec.siteSelector?.matchLabels);
@@ -98,7 +107,12 @@ export function localInference(provider: InferenceProviderResource, metrics: Loc
     backendKind: spec.backendKind,
     ...(ready?.status === 'False' ? { notReady: true } : {}),
     ...(spec.cost !== undefined
-      ? { cost: { perMillionInputTokens: spec.cost.perMillionInputTokens ?? 0, perMillionOutputTokens: spec.cost.perMillionOutputTokens ?? 0 } }
+      ? {
+          cost: {
+            perMillionInputTokens: spec.cost.perMillionInputTokens ?? 0,
+            perMillionOutputTokens: spec.cost.perMillionOutputTokens ?? 0,
+          },
+        }
       : {}),
     models: (spec.models ?? []).map((m) => m.name),
     ...(spec.routingClusterRef !== undefined ? { routingCluster: spec.routingClusterRef } : {}),
@@ -134,7 +148,11 @@ function memberState(view: MemberView | undefined): { state: MemberState; age: n
   return { state: view.state === 'suspect' ? 'suspect' : 'dead', age: Math.floor(view.ageSeconds) };
 }
 
-export function remoteRecord(network: string, remote: RemoteProvider, member: MemberView | undefined): RemoteProviderRecord {
+export function remoteRecord(
+  network: string,
+  remote: RemoteProvider,
+  member: MemberView | undefined,
+): RemoteProviderRecord {
   const p = remote.provider;
   const { state, age } = memberState(member);
   const m = p.metrics;
@@ -166,7 +184,10 @@ export function remoteRecord(network: string, remote: RemoteProvider, member: Me
 }
 
 /** This site's provider record as gossiped: references and normalised metrics only, never credentials. */
-export function providerState(provider: LocalInferenceProvider | LocalToolProvider, kind: 'inference' | 'tools'): ProviderState {
+export function providerState(
+  provider: LocalInferenceProvider | LocalToolProvider,
+  kind: 'inference' | 'tools',
+): ProviderState {
   const inference = kind === 'inference' ? (provider as LocalInferenceProvider) : undefined;
   const tools = kind === 'tools' ? (provider as LocalToolProvider) : undefined;
   const sample = inference?.metrics?.sample;

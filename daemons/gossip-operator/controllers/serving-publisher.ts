@@ -38,7 +38,11 @@ export interface ServingSources {
   readonly signalsAddresses: ReadonlyMap<string, string>;
 }
 
-export function servingConfigMap(network: string, gateway: { name: string; namespace: string }, rendered: RenderedServing): ConfigMapObject {
+export function servingConfigMap(
+  network: string,
+  gateway: { name: string; namespace: string },
+  rendered: RenderedServing,
+): ConfigMapObject {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -54,7 +58,11 @@ export function servingConfigMap(network: string, gateway: { name: string; names
 
 /** The gateways of the network whose serving config is rendered. */
 export function servingGateways(network: GridNetworkResource): Set<string> {
-  return new Set(gatewayRefsOf(network.spec).filter((r) => r.gridServing === true).map((r) => `${r.namespace}/${r.name}`));
+  return new Set(
+    gatewayRefsOf(network.spec)
+      .filter((r) => r.gridServing === true)
+      .map((r) => `${r.namespace}/${r.name}`),
+  );
 }
 
 /**
@@ -80,7 +88,9 @@ export async function publishServing(
     configMapName,
     schemaVersion: SERVING_SCHEMA_VERSION,
     ...(previous?.distributedRevision !== undefined ? { distributedRevision: previous.distributedRevision } : {}),
-    ...(previous?.configMapResourceVersion !== undefined ? { configMapResourceVersion: previous.configMapResourceVersion } : {}),
+    ...(previous?.configMapResourceVersion !== undefined
+      ? { configMapResourceVersion: previous.configMapResourceVersion }
+      : {}),
     observedGeneration: network.metadata.generation ?? 1,
   };
   const counts = (r: RenderedServing) => ({
@@ -88,22 +98,40 @@ export async function publishServing(
     admittingCount: r.document.serving.entries.filter((e) => e.admission === 'all').length,
     siteCount: r.document.serving.sites.length,
   });
-  const retained = (reason: string, message: string, rendered?: RenderedServing, renderedAt?: string): ServingConfigStatus => ({
+  const retained = (
+    reason: string,
+    message: string,
+    rendered?: RenderedServing,
+    renderedAt?: string,
+  ): ServingConfigStatus => ({
     ...base,
     ...(rendered !== undefined
       ? { renderedRevision: rendered.revision, ...counts(rendered) }
       : {
           ...(previous?.renderedRevision !== undefined ? { renderedRevision: previous.renderedRevision } : {}),
-          ...(previous?.providerCount !== undefined ? { providerCount: previous.providerCount, admittingCount: previous.admittingCount ?? 0, siteCount: previous.siteCount ?? 0 } : {}),
+          ...(previous?.providerCount !== undefined
+            ? {
+                providerCount: previous.providerCount,
+                admittingCount: previous.admittingCount ?? 0,
+                siteCount: previous.siteCount ?? 0,
+              }
+            : {}),
         }),
-    ...(renderedAt !== undefined ? { renderedAt } : previous?.renderedAt !== undefined ? { renderedAt: previous.renderedAt } : {}),
+    ...(renderedAt !== undefined
+      ? { renderedAt }
+      : previous?.renderedAt !== undefined
+        ? { renderedAt: previous.renderedAt }
+        : {}),
     phase: base.distributedRevision !== undefined ? 'Retained' : 'Error',
     reason,
     message: boundedMessage(message),
   });
   if (overlay === undefined || sources === undefined) {
     ctx.metrics.servingApplies.inc({ outcome: 'not_rendered' });
-    return retained('NotRendered', `serving config ${where} not rendered: ${notRendered}; the last distributed revision stays in place`);
+    return retained(
+      'NotRendered',
+      `serving config ${where} not rendered: ${notRendered}; the last distributed revision stays in place`,
+    );
   }
   let rendered: RenderedServing;
   try {
@@ -117,33 +145,60 @@ export async function publishServing(
     });
   } catch (error) {
     ctx.metrics.servingApplies.inc({ outcome: 'failed' });
-    ctx.logger.warn({ network: name, configMap: where, error: errorFields(error) }, `serving config ${where} not rendered; the last distributed revision stays in place`);
+    ctx.logger.warn(
+      { network: name, configMap: where, error: errorFields(error) },
+      `serving config ${where} not rendered; the last distributed revision stays in place`,
+    );
     return retained('RenderFailed', `render ${where}: ${errorFields(error).message}`);
   }
   // Unchanged while the revision is, like the overlay's: it is the time of the last semantic change.
-  const renderedAt = previous?.renderedRevision === rendered.revision && previous.renderedAt !== undefined ? previous.renderedAt : nowRfc3339(ctx.now());
+  const renderedAt =
+    previous?.renderedRevision === rendered.revision && previous.renderedAt !== undefined
+      ? previous.renderedAt
+      : nowRfc3339(ctx.now());
   try {
-    const existing = (await ctx.store.get(CONFIG_MAP, { name: configMapName, namespace: gateway.namespace })) as ConfigMapObject | undefined;
+    const existing = (await ctx.store.get(CONFIG_MAP, { name: configMapName, namespace: gateway.namespace })) as
+      | ConfigMapObject
+      | undefined;
     let resourceVersion: string | undefined;
-    if (existing?.metadata.annotations?.[ANNOTATION_SERVING_REVISION] === rendered.revision && typeof existing.data?.[SERVING_DATA_KEY] === 'string') {
+    if (
+      existing?.metadata.annotations?.[ANNOTATION_SERVING_REVISION] === rendered.revision &&
+      typeof existing.data?.[SERVING_DATA_KEY] === 'string'
+    ) {
       ctx.metrics.servingApplies.inc({ outcome: 'unchanged' });
       resourceVersion = existing.metadata.resourceVersion;
     } else {
       const configMap = servingConfigMap(name, gateway, rendered);
       const verdict = validateServing(configMap.data![SERVING_DATA_KEY]!, {
         maxBytes: GATEWAY_MAX_SERVING_BYTES,
-        expectedScope: { network: name, gateway: gateway.name, namespace: gateway.namespace, local_site: overlay.payload.local_site },
+        expectedScope: {
+          network: name,
+          gateway: gateway.name,
+          namespace: gateway.namespace,
+          local_site: overlay.payload.local_site,
+        },
       });
       if (!verdict.ok) {
         ctx.metrics.servingApplies.inc({ outcome: 'consumer_would_reject' });
         const message = `the gateway would reject serving config revision ${rendered.revision} (${verdict.reason}: ${verdict.message})`;
-        ctx.logger.warn({ network: name, configMap: where, revision: rendered.revision }, `serving config ${where} not distributed: ${message}; the last distributed revision stays in place`);
+        ctx.logger.warn(
+          { network: name, configMap: where, revision: rendered.revision },
+          `serving config ${where} not distributed: ${message}; the last distributed revision stays in place`,
+        );
         return retained('ConsumerWouldReject', message, rendered, renderedAt);
       }
       const applied = await ctx.store.apply(CONFIG_MAP, configMap, { fieldManager: FIELD_MANAGER, force: true });
       ctx.metrics.servingApplies.inc({ outcome: 'applied' });
       resourceVersion = applied.metadata.resourceVersion;
-      ctx.logger.info({ network: name, gateway: `${gateway.namespace}/${gateway.name}`, revision: rendered.revision, entries: rendered.document.serving.entries.length }, 'serving config distributed');
+      ctx.logger.info(
+        {
+          network: name,
+          gateway: `${gateway.namespace}/${gateway.name}`,
+          revision: rendered.revision,
+          entries: rendered.document.serving.entries.length,
+        },
+        'serving config distributed',
+      );
     }
     return {
       ...base,
@@ -158,7 +213,10 @@ export async function publishServing(
     };
   } catch (error) {
     ctx.metrics.servingApplies.inc({ outcome: 'failed' });
-    ctx.logger.warn({ network: name, configMap: where, error: errorFields(error) }, `serving config ${where} not distributed; the last distributed revision stays in place`);
+    ctx.logger.warn(
+      { network: name, configMap: where, error: errorFields(error) },
+      `serving config ${where} not distributed; the last distributed revision stays in place`,
+    );
     return retained('ApplyFailed', `apply ConfigMap ${where}: ${errorFields(error).message}`, rendered, renderedAt);
   }
 }
@@ -186,7 +244,10 @@ export async function removeStoppedServing(
   const stale = staleServing(name, served, previous);
   if (stale.length === 0) return [];
   const kept: ServingConfigStatus[] = [];
-  const disabled = (record: { gatewayName: string; namespace: string; configMapName: string }, message: string): ServingConfigStatus => ({
+  const disabled = (
+    record: { gatewayName: string; namespace: string; configMapName: string },
+    message: string,
+  ): ServingConfigStatus => ({
     gatewayName: record.gatewayName,
     namespace: record.namespace,
     configMapName: record.configMapName,
@@ -204,15 +265,31 @@ export async function removeStoppedServing(
       // Unknown whether it is there: keep the record and look again next time.
       ctx.metrics.servingDeletes.inc({ outcome: 'failed' });
       const at = `${record.namespace}/${record.configMapName}`;
-      warnOnce(at, { network: name, configMap: at, error: errorFields(error) }, 'cannot read the serving config of a gateway no longer served; retried next reconcile');
-      kept.push(disabled(record, `gridServing off or gateway removed; cannot read ConfigMap ${record.namespace}/${record.configMapName}: ${errorFields(error).message}`));
+      warnOnce(
+        at,
+        { network: name, configMap: at, error: errorFields(error) },
+        'cannot read the serving config of a gateway no longer served; retried next reconcile',
+      );
+      kept.push(
+        disabled(
+          record,
+          `gridServing off or gateway removed; cannot read ConfigMap ${record.namespace}/${record.configMapName}: ${errorFields(error).message}`,
+        ),
+      );
     }
   }
   const unread = new Set(kept.map((k) => `${k.namespace}/${k.configMapName}`));
-  const plan = planServingCleanup(name, stale.filter((r) => !unread.has(`${r.namespace}/${r.configMapName}`)), existing);
+  const plan = planServingCleanup(
+    name,
+    stale.filter((r) => !unread.has(`${r.namespace}/${r.configMapName}`)),
+    existing,
+  );
   for (const { record, why } of plan.foreign) {
     ctx.metrics.servingDeletes.inc({ outcome: 'foreign' });
-    ctx.logger.info({ network: name, configMap: `${record.namespace}/${record.configMapName}`, gateway: record.gatewayName }, `gateway no longer served; ConfigMap not the operator's serving config (${why}), left in place`);
+    ctx.logger.info(
+      { network: name, configMap: `${record.namespace}/${record.configMapName}`, gateway: record.gatewayName },
+      `gateway no longer served; ConfigMap not the operator's serving config (${why}), left in place`,
+    );
   }
   for (const record of plan.deletions) {
     const at = `${record.namespace}/${record.configMapName}`;
@@ -221,11 +298,23 @@ export async function removeStoppedServing(
       if (!(await ctx.store.delete(CONFIG_MAP, { name: record.configMapName, namespace: record.namespace }))) continue;
       ctx.metrics.servingDeletes.inc({ outcome: 'deleted' });
       warned.delete(at);
-      ctx.logger.info({ network: name, configMap: at, gateway: record.gatewayName }, 'serving config deleted: gateway no longer served');
+      ctx.logger.info(
+        { network: name, configMap: at, gateway: record.gatewayName },
+        'serving config deleted: gateway no longer served',
+      );
     } catch (error) {
       ctx.metrics.servingDeletes.inc({ outcome: 'failed' });
-      warnOnce(at, { network: name, configMap: at, error: errorFields(error) }, 'cannot delete the serving config of a gateway no longer served; retried next reconcile');
-      kept.push(disabled(record, `gridServing off or gateway removed; cannot delete ConfigMap ${at}: ${errorFields(error).message}`));
+      warnOnce(
+        at,
+        { network: name, configMap: at, error: errorFields(error) },
+        'cannot delete the serving config of a gateway no longer served; retried next reconcile',
+      );
+      kept.push(
+        disabled(
+          record,
+          `gridServing off or gateway removed; cannot delete ConfigMap ${at}: ${errorFields(error).message}`,
+        ),
+      );
     }
   }
   // Status is keyed by gateway: one still served keeps only its own entry.

@@ -10,7 +10,14 @@ import { API_VERSION } from '../../../schemas/crds/definitions.ts';
 import type { KubeObject } from '../../shared/resource-store/types.ts';
 import type { OperatorContext } from '../context.ts';
 import type { GossipRuntime } from '../gossip-runtime.ts';
-import { ANNOTATION_SITE_ID, FIELD_MANAGER, GRID_SITE, LABEL_AUTO_DISCOVERED, LABEL_NETWORK, siteIdOf } from '../kinds.ts';
+import {
+  ANNOTATION_SITE_ID,
+  FIELD_MANAGER,
+  GRID_SITE,
+  LABEL_AUTO_DISCOVERED,
+  LABEL_NETWORK,
+  siteIdOf,
+} from '../kinds.ts';
 import { discoveredSiteK8sName } from '../../routing/sites.ts';
 import { nowRfc3339 } from './status.ts';
 
@@ -73,35 +80,58 @@ export async function reconcileDiscoveredSites(
     if (existing !== undefined) {
       const current = existing.spec.gatewayEndpoint?.address ?? '';
       // Only stubs follow the gossiped address; a declared site's endpoint is the administrator's.
-      if (existing.metadata.labels?.[LABEL_AUTO_DISCOVERED] !== 'true' || current === address || address === '') continue;
-      await ctx.store.apply(GRID_SITE, asObject({ ...stubObject(name, member.name, siteName, address), spec: { ...existing.spec, gatewayEndpoint: { ...existing.spec.gatewayEndpoint, address } } }), { fieldManager: FIELD_MANAGER });
+      if (existing.metadata.labels?.[LABEL_AUTO_DISCOVERED] !== 'true' || current === address || address === '')
+        continue;
+      await ctx.store.apply(
+        GRID_SITE,
+        asObject({
+          ...stubObject(name, member.name, siteName, address),
+          spec: { ...existing.spec, gatewayEndpoint: { ...existing.spec.gatewayEndpoint, address } },
+        }),
+        { fieldManager: FIELD_MANAGER },
+      );
       continue;
     }
     if (stubCount >= MAX_DISCOVERED_SITES) {
-      ctx.logger.warn({ network: name, site: member.name }, `auto-discovery cap of ${MAX_DISCOVERED_SITES} sites reached; site not recorded`);
+      ctx.logger.warn(
+        { network: name, site: member.name },
+        `auto-discovery cap of ${MAX_DISCOVERED_SITES} sites reached; site not recorded`,
+      );
       continue;
     }
-    await ctx.store.apply(GRID_SITE, asObject(stubObject(name, member.name, siteName, address)), { fieldManager: FIELD_MANAGER });
+    await ctx.store.apply(GRID_SITE, asObject(stubObject(name, member.name, siteName, address)), {
+      fieldManager: FIELD_MANAGER,
+    });
     stubCount += 1;
     ctx.logger.info({ network: name, site: member.name, gridSite: siteName }, 'site discovered over SWIM');
   }
 
   const stubs = own
     .filter((s) => s.metadata.labels?.[LABEL_AUTO_DISCOVERED] === 'true')
-    .map((s) => ({ name: s.metadata.name, siteId: siteIdOf(s), ...(s.status?.absentSince !== undefined ? { absentSince: s.status.absentSince } : {}) }));
+    .map((s) => ({
+      name: s.metadata.name,
+      siteId: siteIdOf(s),
+      ...(s.status?.absentSince !== undefined ? { absentSince: s.status.absentSince } : {}),
+    }));
   const now = ctx.now();
   const judging = now - ctx.startedAtMs >= ctx.config.discoveryVerificationWindowMs;
   const vouched = (siteId: string): boolean => {
     const m = runtime.membership.member(siteId);
     return m !== undefined && m.state !== 'dead' && m.state !== 'left';
   };
-  const ttl = network.spec.staleCandidateTtlSeconds !== undefined && network.spec.staleCandidateTtlSeconds > 0 ? network.spec.staleCandidateTtlSeconds : DEFAULT_STUB_TTL_SECONDS;
+  const ttl =
+    network.spec.staleCandidateTtlSeconds !== undefined && network.spec.staleCandidateTtlSeconds > 0
+      ? network.spec.staleCandidateTtlSeconds
+      : DEFAULT_STUB_TTL_SECONDS;
   const decision = decideStubGc(stubs, vouched, now, ttl, judging);
   for (const [stub, since] of decision.absentSince) {
     await ctx.store.patchStatus(GRID_SITE, { name: stub }, { absentSince: since }, { fieldManager: FIELD_MANAGER });
   }
   if (decision.braked) {
-    ctx.logger.warn({ network: name, stubs: stubs.length }, 'GridSite GC would delete more than half the auto-discovered sites; deleting none (partition safety brake)');
+    ctx.logger.warn(
+      { network: name, stubs: stubs.length },
+      'GridSite GC would delete more than half the auto-discovered sites; deleting none (partition safety brake)',
+    );
   }
   for (const stub of decision.delete) {
     // Conditional on the object being unchanged: a site that rejoined meanwhile keeps its stub.
@@ -110,7 +140,10 @@ export async function reconcileDiscoveredSites(
     if (current === undefined || current.metadata.resourceVersion !== before?.metadata.resourceVersion) continue;
     await ctx.store.delete(GRID_SITE, { name: stub });
     ctx.metrics.dropSite(stub);
-    ctx.logger.info({ network: name, gridSite: stub }, 'auto-discovered GridSite garbage-collected after its absence TTL');
+    ctx.logger.info(
+      { network: name, gridSite: stub },
+      'auto-discovered GridSite garbage-collected after its absence TTL',
+    );
   }
 }
 

@@ -23,7 +23,12 @@ export const DEFAULT_INVITE_LIFETIME = '24h';
 /**
  * spec.lifetime (docs/contract.md §1): one unit of s, m or h, from 5m through 168h; the CRD pattern admits the units.
  */
-export const INVITE_LIFETIME_RULE: DurationRule = { units: ['s', 'm', 'h'], minMs: 5 * 60_000, maxMs: 168 * 3_600_000, example: DEFAULT_INVITE_LIFETIME };
+export const INVITE_LIFETIME_RULE: DurationRule = {
+  units: ['s', 'm', 'h'],
+  minMs: 5 * 60_000,
+  maxMs: 168 * 3_600_000,
+  example: DEFAULT_INVITE_LIFETIME,
+};
 
 /** spec.lifetime checked, the default when absent; the error names spec.lifetime and the accepted range. */
 export function inviteLifetime(text: string | undefined): DurationCheck {
@@ -64,14 +69,19 @@ export class SiteInviteController implements Controller {
         kind: GRID_SITE,
         map: (site) => {
           const id = siteIdOf(site);
-          return [...this.#siteNames].filter(([, siteName]) => siteName === id || siteName === site.metadata.name).map(([invite]) => invite);
+          return [...this.#siteNames]
+            .filter(([, siteName]) => siteName === id || siteName === site.metadata.name)
+            .map(([invite]) => invite);
         },
       },
     ];
   }
 
   async #revoke(invite: string): Promise<boolean> {
-    return this.#ctx.store.delete(SECRET, { name: inviteTokenSecretName(invite), namespace: this.#ctx.config.namespace });
+    return this.#ctx.store.delete(SECRET, {
+      name: inviteTokenSecretName(invite),
+      namespace: this.#ctx.config.namespace,
+    });
   }
 
   async reconcile(name: string): Promise<ReconcileResult> {
@@ -86,17 +96,42 @@ export class SiteInviteController implements Controller {
     const generation = invite.metadata.generation ?? 1;
     const write = async (status: SiteInviteStatus): Promise<void> => {
       if (!sameJson({ ...invite.status, ...status }, invite.status)) {
-        await ctx.store.patchStatus(SITE_INVITE, { name }, status as Record<string, unknown>, { fieldManager: FIELD_MANAGER });
+        await ctx.store.patchStatus(SITE_INVITE, { name }, status as Record<string, unknown>, {
+          fieldManager: FIELD_MANAGER,
+        });
       }
     };
-    const conditions = (ready: boolean, reason: string, message: string, extra: Omit<Condition, 'lastTransitionTime'>[] = []) =>
-      mergeConditions(invite.status?.conditions as Condition[] | undefined, [{ type: 'Ready', status: ready ? 'True' : 'False', reason, message, observedGeneration: generation }, ...extra], now);
+    const conditions = (
+      ready: boolean,
+      reason: string,
+      message: string,
+      extra: Omit<Condition, 'lastTransitionTime'>[] = [],
+    ) =>
+      mergeConditions(
+        invite.status?.conditions as Condition[] | undefined,
+        [
+          { type: 'Ready', status: ready ? 'True' : 'False', reason, message, observedGeneration: generation },
+          ...extra,
+        ],
+        now,
+      );
 
     const issues = validateCustomResource(specOnly(invite));
     const lifetime = inviteLifetime(invite.spec?.lifetime);
     if (issues.length > 0 || !lifetime.ok) {
-      const message = issues.length > 0 ? issues.slice(0, 3).map((i) => `${i.path || '(object)'}: ${i.message}`).join('; ') : lifetime.ok ? '' : lifetime.message;
-      await write({ observedGeneration: generation, conditions: conditions(false, 'InviteInvalid', boundedMessage(message)) });
+      const message =
+        issues.length > 0
+          ? issues
+              .slice(0, 3)
+              .map((i) => `${i.path || '(object)'}: ${i.message}`)
+              .join('; ')
+          : lifetime.ok
+            ? ''
+            : lifetime.message;
+      await write({
+        observedGeneration: generation,
+        conditions: conditions(false, 'InviteInvalid', boundedMessage(message)),
+      });
       return {};
     }
     const lifetimeMs = lifetime.ms;
@@ -107,7 +142,8 @@ export class SiteInviteController implements Controller {
       const siteName = invite.spec.siteName;
       const ledger = { name: siteNameLedgerConfigMapName(ctx.config.site), namespace: ctx.config.namespace };
       const check = await checkDeletedSiteName(ctx.store, ledger, siteName);
-      for (const problem of check.problems) ctx.logger.warn({ siteInvite: name, problem }, 'site name ledger entry is malformed');
+      for (const problem of check.problems)
+        ctx.logger.warn({ siteInvite: name, problem }, 'site name ledger entry is malformed');
       const seen = check.firstSeen !== undefined ? ` (first seen ${check.firstSeen})` : '';
       if (check.deleted && invite.spec.allowDeletedName !== true) {
         // No token: a new site would inherit the deleted site's identity. The spec is immutable, so the fix is a new invite.
@@ -120,28 +156,60 @@ export class SiteInviteController implements Controller {
           ),
         });
         // An issued token stays (the redeem endpoint refuses it) and still expires on time.
-        return state === 'active' ? { requeueAfterMs: Math.max(1_000, Date.parse(invite.status?.expiresAt ?? '') - now) } : {};
+        return state === 'active'
+          ? { requeueAfterMs: Math.max(1_000, Date.parse(invite.status?.expiresAt ?? '') - now) }
+          : {};
       }
       if (check.deleted) {
         if (invite.status?.conditions?.some((c) => c.type === 'SiteNameReused' && c.status === 'True') !== true) {
-          ctx.logger.info({ siteInvite: name, site: siteName }, 'invite reuses the name of a deleted site (spec.allowDeletedName)');
+          ctx.logger.info(
+            { siteInvite: name, site: siteName },
+            'invite reuses the name of a deleted site (spec.allowDeletedName)',
+          );
         }
-        reuse.push({ type: 'SiteNameReused', status: 'True', reason: 'DeletedNameReused', message: `site ${siteName} was deleted from the grid${seen}; spec.allowDeletedName lets this invite reuse the name`, observedGeneration: generation });
+        reuse.push({
+          type: 'SiteNameReused',
+          status: 'True',
+          reason: 'DeletedNameReused',
+          message: `site ${siteName} was deleted from the grid${seen}; spec.allowDeletedName lets this invite reuse the name`,
+          observedGeneration: generation,
+        });
       } else if (invite.status?.conditions?.some((c) => c.type === 'SiteNameReused') === true) {
-        reuse.push({ type: 'SiteNameReused', status: 'False', reason: 'NameNotDeleted', message: `a GridSite stands for ${siteName} again, or its name was never recorded`, observedGeneration: generation });
+        reuse.push({
+          type: 'SiteNameReused',
+          status: 'False',
+          reason: 'NameNotDeleted',
+          message: `a GridSite stands for ${siteName} again, or its name was never recorded`,
+          observedGeneration: generation,
+        });
       }
     }
     if (state === 'redeemed') {
-      await write({ observedGeneration: generation, conditions: conditions(true, 'Redeemed', `redeemed by ${invite.status?.redeemedBy ?? 'a site'}`) });
+      await write({
+        observedGeneration: generation,
+        conditions: conditions(true, 'Redeemed', `redeemed by ${invite.status?.redeemedBy ?? 'a site'}`),
+      });
       return {};
     }
     if (state === 'expired') {
-      if (await this.#revoke(name)) ctx.logger.info({ siteInvite: name }, 'invite expired unused; its token was revoked');
+      if (await this.#revoke(name))
+        ctx.logger.info({ siteInvite: name }, 'invite expired unused; its token was revoked');
       await write({
         observedGeneration: generation,
-        conditions: conditions(false, 'Expired', `the token expired at ${invite.status?.expiresAt ?? ''} unused and was revoked`, [
-          { type: 'Expired', status: 'True', reason: 'Expired', message: 'token lifetime elapsed', observedGeneration: generation },
-        ]),
+        conditions: conditions(
+          false,
+          'Expired',
+          `the token expired at ${invite.status?.expiresAt ?? ''} unused and was revoked`,
+          [
+            {
+              type: 'Expired',
+              status: 'True',
+              reason: 'Expired',
+              message: 'token lifetime elapsed',
+              observedGeneration: generation,
+            },
+          ],
+        ),
       });
       return {};
     }
@@ -160,7 +228,8 @@ export class SiteInviteController implements Controller {
           siteName: Buffer.from(invite.spec.siteName).toString('base64'),
           expiresAt: Buffer.from(expiresAt).toString('base64'),
         };
-        if (invite.spec.publicKeySHA256 !== undefined) data['publicKeySHA256'] = Buffer.from(invite.spec.publicKeySHA256).toString('base64');
+        if (invite.spec.publicKeySHA256 !== undefined)
+          data['publicKeySHA256'] = Buffer.from(invite.spec.publicKeySHA256).toString('base64');
         const secret: SecretObject = {
           apiVersion: 'v1',
           kind: 'Secret',
@@ -169,14 +238,21 @@ export class SiteInviteController implements Controller {
             namespace: ref.namespace,
             labels: { 'app.kubernetes.io/managed-by': FIELD_MANAGER, [LABEL_PREFIX_INVITE]: name },
             ...(invite.metadata.uid !== undefined
-              ? { ownerReferences: [{ apiVersion: invite.apiVersion, kind: 'SiteInvite', name, uid: invite.metadata.uid }] }
+              ? {
+                  ownerReferences: [
+                    { apiVersion: invite.apiVersion, kind: 'SiteInvite', name, uid: invite.metadata.uid },
+                  ],
+                }
               : {}),
           },
           type: 'Opaque',
           data,
         };
         await ctx.store.apply(SECRET, secret, { fieldManager: FIELD_MANAGER, force: true });
-        ctx.logger.info({ siteInvite: name, tokenId, secret: `${ref.namespace}/${ref.name}`, expiresAt }, 'invite token issued');
+        ctx.logger.info(
+          { siteInvite: name, tokenId, secret: `${ref.namespace}/${ref.name}`, expiresAt },
+          'invite token issued',
+        );
       }
       await write({
         tokenId,
@@ -184,11 +260,24 @@ export class SiteInviteController implements Controller {
         expiresAt,
         redeemed: false,
         observedGeneration: generation,
-        conditions: conditions(true, 'TokenIssued', `one-time token stored in Secret ${ref.namespace}/${ref.name}; deliver it out of band`, reuse),
+        conditions: conditions(
+          true,
+          'TokenIssued',
+          `one-time token stored in Secret ${ref.namespace}/${ref.name}; deliver it out of band`,
+          reuse,
+        ),
       });
       return { requeueAfterMs: Math.max(1_000, created + lifetimeMs - now) };
     }
-    await write({ observedGeneration: generation, conditions: conditions(true, 'TokenIssued', `one-time token stored in Secret ${ctx.config.namespace}/${inviteTokenSecretName(name)}`, reuse) });
+    await write({
+      observedGeneration: generation,
+      conditions: conditions(
+        true,
+        'TokenIssued',
+        `one-time token stored in Secret ${ctx.config.namespace}/${inviteTokenSecretName(name)}`,
+        reuse,
+      ),
+    });
     return { requeueAfterMs: Math.max(1_000, Date.parse(invite.status?.expiresAt ?? '') - now) };
   }
 }

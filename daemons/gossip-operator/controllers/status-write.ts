@@ -57,7 +57,10 @@ export async function patchStatusFresh<T extends Versioned>(
     if (patch === undefined) return { object: fresh, written: false, attempts: attempt };
     try {
       const resourceVersion = fresh.metadata.resourceVersion;
-      const object = (await store.patchStatus(kind, ref, patch, { fieldManager, ...(resourceVersion !== undefined ? { resourceVersion } : {}) })) as unknown as T;
+      const object = (await store.patchStatus(kind, ref, patch, {
+        fieldManager,
+        ...(resourceVersion !== undefined ? { resourceVersion } : {}),
+      })) as unknown as T;
       return { object, written: true, attempts: attempt };
     } catch (error) {
       if (!(error instanceof ResourceStoreError) || error.code !== 'conflict' || attempt >= attempts) throw error;

@@ -39,7 +39,8 @@ export function mergeConditions(
   for (const c of existing ?? []) out.set(c.type, c);
   for (const u of updates) {
     const before = out.get(u.type);
-    const lastTransitionTime = before !== undefined && before.status === u.status ? before.lastTransitionTime : nowRfc3339(nowMs);
+    const lastTransitionTime =
+      before !== undefined && before.status === u.status ? before.lastTransitionTime : nowRfc3339(nowMs);
     out.set(u.type, { ...u, message: boundedMessage(u.message), lastTransitionTime });
   }
   return [...out.values()].slice(0, 16);
@@ -70,7 +71,11 @@ export function specOnly<T extends { status?: unknown }>(object: T): Omit<T, 'st
  * Ready; the peer poller: PeerTimeValid; gateway age ingest: GatewayAgesRejected). Each writer sends the list read
  * just before its patch with only its own types replaced, so no writer drops or reverts another's condition.
  */
-export function withOwnConditions(fresh: readonly Condition[] | undefined, own: readonly Condition[], ownTypes: readonly string[]): Condition[] {
+export function withOwnConditions(
+  fresh: readonly Condition[] | undefined,
+  own: readonly Condition[],
+  ownTypes: readonly string[],
+): Condition[] {
   const mine = new Map(own.filter((c) => ownTypes.includes(c.type)).map((c) => [c.type, c]));
   const out: Condition[] = [];
   for (const c of fresh ?? []) {

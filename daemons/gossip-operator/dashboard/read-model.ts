@@ -100,7 +100,12 @@ export interface LinkRow {
 export interface FleetView {
   readonly site: string;
   readonly generatedAt: string;
-  readonly network: { readonly name: string; readonly phase: string; readonly gridId: string | null; readonly connectedSites: number | null } | null;
+  readonly network: {
+    readonly name: string;
+    readonly phase: string;
+    readonly gridId: string | null;
+    readonly connectedSites: number | null;
+  } | null;
   readonly sites: readonly SiteRow[];
   readonly providers: readonly ProviderRow[];
   readonly gateways: readonly GatewayRow[];
@@ -168,7 +173,10 @@ export function clusterOf(provider: InferenceProviderResource): string {
 function siteIdFor(site: GridSiteResource, memberNames: readonly string[]): string {
   const annotated = site.metadata.annotations?.[ANNOTATION_SITE_ID];
   if (annotated !== undefined) return annotated;
-  return memberNames.find((m) => discoveredSiteK8sName(site.spec.gridNetworkRef, m) === site.metadata.name) ?? site.metadata.name;
+  return (
+    memberNames.find((m) => discoveredSiteK8sName(site.spec.gridNetworkRef, m) === site.metadata.name) ??
+    site.metadata.name
+  );
 }
 
 function siteRows(inputs: ReadModelInputs): SiteRow[] {
@@ -190,7 +198,17 @@ function siteRows(inputs: ReadModelInputs): SiteRow[] {
     };
   });
   if (!rows.some((r) => r.local)) {
-    rows.push({ name: inputs.site, siteId: inputs.site, local: true, phase: 'Local', reason: '', gossip: 'self', lastProbeTime: null, lastTransitionTime: null, rttMs: null });
+    rows.push({
+      name: inputs.site,
+      siteId: inputs.site,
+      local: true,
+      phase: 'Local',
+      reason: '',
+      gossip: 'self',
+      lastProbeTime: null,
+      lastTransitionTime: null,
+      rttMs: null,
+    });
   }
   return rows.sort((a, b) => (a.local === b.local ? a.name.localeCompare(b.name) : a.local ? -1 : 1));
 }
@@ -218,7 +236,9 @@ function providerRows(inputs: ReadModelInputs): ProviderRow[] {
     const candidate = best.get(key);
     const provider = site === inputs.site ? local.get(cluster) : undefined;
     const sample = provider === undefined ? undefined : inputs.samples.get(provider.metadata.name);
-    const admission = [...(admissions.get(key) ?? [])].sort((a, b) => ADMISSION_ORDER.indexOf(a) - ADMISSION_ORDER.indexOf(b));
+    const admission = [...(admissions.get(key) ?? [])].sort(
+      (a, b) => ADMISSION_ORDER.indexOf(a) - ADMISSION_ORDER.indexOf(b),
+    );
     rows.push({
       site,
       cluster,
@@ -232,7 +252,15 @@ function providerRows(inputs: ReadModelInputs): ProviderRow[] {
       requestsPerSecond: inputs.requestsPerSecond === undefined ? null : (inputs.requestsPerSecond.get(cluster) ?? 0),
     });
   }
-  return rows.sort((a, b) => (a.site === b.site ? a.cluster.localeCompare(b.cluster) : a.site === inputs.site ? -1 : b.site === inputs.site ? 1 : a.site.localeCompare(b.site)));
+  return rows.sort((a, b) =>
+    a.site === b.site
+      ? a.cluster.localeCompare(b.cluster)
+      : a.site === inputs.site
+        ? -1
+        : b.site === inputs.site
+          ? 1
+          : a.site.localeCompare(b.site),
+  );
 }
 
 function gatewayRows(inputs: ReadModelInputs, network: GridNetworkResource | undefined): GatewayRow[] {
@@ -281,22 +309,32 @@ export function buildReadModel(inputs: ReadModelInputs): FleetView {
   const network = inputs.networks[0];
   const sites = siteRows(inputs);
   const localName = sites.find((s) => s.local)?.name ?? inputs.site;
-  const links: LinkRow[] = sites.filter((s) => !s.local).map((s) => ({ from: localName, to: s.name, state: s.gossip === 'self' ? 'unknown' : s.gossip }));
+  const links: LinkRow[] = sites
+    .filter((s) => !s.local)
+    .map((s) => ({ from: localName, to: s.name, state: s.gossip === 'self' ? 'unknown' : s.gossip }));
   return {
     site: inputs.site,
     generatedAt: inputs.nowIso,
-    network: network === undefined ? null : {
-      name: network.metadata.name,
-      phase: network.status?.phase ?? 'Pending',
-      gridId: network.status?.gridId ?? null,
-      connectedSites: network.status?.connectedSites ?? null,
-    },
+    network:
+      network === undefined
+        ? null
+        : {
+            name: network.metadata.name,
+            phase: network.status?.phase ?? 'Pending',
+            gridId: network.status?.gridId ?? null,
+            connectedSites: network.status?.connectedSites ?? null,
+          },
     sites,
     providers: providerRows(inputs),
     gateways: gatewayRows(inputs, network),
     delivery: deliveryRows(inputs),
     transitions: inputs.transitions,
-    budgets: (network?.status?.budgetStatus ?? []).map((b) => ({ tenantId: b.tenantId, capUsd: b.capUsd, spendUsd: b.spendUsd, spendRatio: b.spendRatio })),
+    budgets: (network?.status?.budgetStatus ?? []).map((b) => ({
+      tenantId: b.tenantId,
+      capUsd: b.capUsd,
+      spendUsd: b.spendUsd,
+      spendRatio: b.spendRatio,
+    })),
     links,
     unreadable: [],
   };

@@ -12,7 +12,9 @@ import { POD, type PodObject } from '../kinds.ts';
 import type { DashboardTarget } from './targets.ts';
 
 function portOf(pod: PodObject, container: string, port: string): number | undefined {
-  const found = pod.spec?.containers?.find((c) => c.name === container)?.ports?.find((p) => p.name === port)?.containerPort;
+  const found = pod.spec?.containers
+    ?.find((c) => c.name === container)
+    ?.ports?.find((p) => p.name === port)?.containerPort;
   return typeof found === 'number' && Number.isInteger(found) && found > 0 && found <= 65535 ? found : undefined;
 }
 
@@ -25,7 +27,13 @@ export function replicaTargets(pods: Iterable<PodObject>): DashboardTarget[] {
   const targets: DashboardTarget[] = [];
   for (const pod of pods) {
     const ip = pod.status?.podIP;
-    if (pod.status?.phase !== 'Running' || typeof ip !== 'string' || ip === '' || pod.metadata.deletionTimestamp !== undefined) continue;
+    if (
+      pod.status?.phase !== 'Running' ||
+      typeof ip !== 'string' ||
+      ip === '' ||
+      pod.metadata.deletionTimestamp !== undefined
+    )
+      continue;
     const host = ip.includes(':') ? `[${ip}]` : ip;
     const replica = pod.metadata.name;
     const gateway = portOf(pod, CONSUMER_POD.gatewayContainer, CONSUMER_POD.gatewayAdminPort);
@@ -33,7 +41,9 @@ export function replicaTargets(pods: Iterable<PodObject>): DashboardTarget[] {
     if (gateway !== undefined) targets.push({ replica, kind: 'gateway', address: `${host}:${gateway}` });
     if (sync !== undefined) targets.push({ replica, kind: 'overlay-sync', address: `${host}:${sync}` });
   }
-  return targets.sort((a, b) => (a.replica === b.replica ? a.kind.localeCompare(b.kind) : a.replica < b.replica ? -1 : 1));
+  return targets.sort((a, b) =>
+    a.replica === b.replica ? a.kind.localeCompare(b.kind) : a.replica < b.replica ? -1 : 1,
+  );
 }
 
 export interface ReplicaDiscoveryOptions {
@@ -68,7 +78,8 @@ export class ReplicaDiscovery {
         this.#pods.clear();
         for (const pod of items) this.#pods.set(pod.metadata.name, pod);
         this.#update();
-        if (this.#lastProblem !== undefined) logger.info({ namespace }, 'dashboard: consumer gateway pods are listed again');
+        if (this.#lastProblem !== undefined)
+          logger.info({ namespace }, 'dashboard: consumer gateway pods are listed again');
         this.#lastProblem = undefined;
       },
       onRestart: (reason, error) => {

@@ -18,7 +18,11 @@ export interface ServedDashboard {
   close(): Promise<void>;
 }
 
-export async function startDashboard(ctx: DashboardContext, config: OperatorConfig, logger: Logger): Promise<ServedDashboard> {
+export async function startDashboard(
+  ctx: DashboardContext,
+  config: OperatorConfig,
+  logger: Logger,
+): Promise<ServedDashboard> {
   if (config.dashboard.access === 'off') return { admin: undefined, close: async () => undefined };
   let targets: () => readonly DashboardTarget[];
   let discovery: ReplicaDiscovery | undefined;
@@ -41,7 +45,10 @@ export async function startDashboard(ctx: DashboardContext, config: OperatorConf
   } else {
     access = { mode: 'open' };
     if (!isLoopbackHost(parseListenAddress(config.adminAddress).host)) {
-      logger.warn({ admin: config.adminAddress }, 'the fleet dashboard is open without authentication to everyone who reaches the admin port (--dashboard open)');
+      logger.warn(
+        { admin: config.adminAddress },
+        'the fleet dashboard is open without authentication to everyone who reaches the admin port (--dashboard open)',
+      );
     }
   }
   const source = new DashboardSource(ctx, targets);

@@ -10,7 +10,13 @@ import type { OperatorContext } from '../context.ts';
 import { OVERLAY_DATA_KEY } from '../controllers/overlay-publisher.ts';
 import { CONFIG_MAP, type ConfigMapObject, GRID_NETWORK, GRID_SITE, INFERENCE_PROVIDER } from '../kinds.ts';
 import { parsePrometheusText } from '../probes/prometheus-text.ts';
-import { buildReadModel, type FleetView, type GatewayObservation, type OverlayRead, type SyncObservation } from './read-model.ts';
+import {
+  buildReadModel,
+  type FleetView,
+  type GatewayObservation,
+  type OverlayRead,
+  type SyncObservation,
+} from './read-model.ts';
 import type { DashboardTarget } from './targets.ts';
 import { EMPTY_TRANSITIONS, observePhases, providerPhases, sitePhases, type TransitionState } from './transitions.ts';
 
@@ -20,7 +26,10 @@ const MAX_BODY_CHARS = 1_000_000;
 
 async function fetchText(address: string, path: string): Promise<string | undefined> {
   try {
-    const response = await fetch(`http://${address}${path}`, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), redirect: 'error' });
+    const response = await fetch(`http://${address}${path}`, {
+      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+      redirect: 'error',
+    });
     if (!response.ok) return undefined;
     const text = await response.text();
     return text.length > MAX_BODY_CHARS ? undefined : text;
@@ -33,7 +42,9 @@ function parseObject(text: string | undefined): Record<string, unknown> | undefi
   if (text === undefined) return undefined;
   try {
     const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -48,10 +59,14 @@ interface GatewayRead {
 }
 
 async function readGateway(target: DashboardTarget): Promise<GatewayRead> {
-  const [statusText, metricsText] = await Promise.all([fetchText(target.address, '/status'), fetchText(target.address, '/metrics')]);
+  const [statusText, metricsText] = await Promise.all([
+    fetchText(target.address, '/status'),
+    fetchText(target.address, '/metrics'),
+  ]);
   const status = parseObject(statusText);
   const samples = metricsText === undefined ? undefined : parsePrometheusText(metricsText);
-  const serving = samples?.find((s) => s.name === 'grid_gateway_overlay_serving_revision_info' && s.value === 1)?.labels['revision'];
+  const serving = samples?.find((s) => s.name === 'grid_gateway_overlay_serving_revision_info' && s.value === 1)
+    ?.labels['revision'];
   let requests: Map<string, number> | undefined;
   if (samples !== undefined) {
     requests = new Map();
@@ -64,7 +79,9 @@ async function readGateway(target: DashboardTarget): Promise<GatewayRead> {
   return {
     observation: {
       replica: target.replica,
-      ...(status !== undefined ? { ready: status['ready'] === true, acceptedRevision: str(status['accepted_revision']) } : {}),
+      ...(status !== undefined
+        ? { ready: status['ready'] === true, acceptedRevision: str(status['accepted_revision']) }
+        : {}),
       ...(samples !== undefined ? { servingRevision: serving ?? null } : {}),
     },
     ...(requests !== undefined ? { requests } : {}),
@@ -74,7 +91,8 @@ async function readGateway(target: DashboardTarget): Promise<GatewayRead> {
 async function readSync(target: DashboardTarget): Promise<SyncObservation> {
   const status = parseObject(await fetchText(target.address, '/status'));
   const configmap = status?.['configmap'] as { namespace?: unknown; name?: unknown } | undefined;
-  if (status === undefined || typeof configmap?.namespace !== 'string' || typeof configmap.name !== 'string') return { replica: target.replica };
+  if (status === undefined || typeof configmap?.namespace !== 'string' || typeof configmap.name !== 'string')
+    return { replica: target.replica };
   const observed = status['observed'] as Record<string, unknown> | undefined;
   const written = status['written'] as Record<string, unknown> | undefined;
   const watch = status['watch'] as Record<string, unknown> | undefined;
@@ -96,7 +114,10 @@ function overlaysOf(configMaps: readonly ConfigMapObject[]): OverlayRead[] {
     if (text === undefined) continue;
     try {
       const envelope = JSON.parse(text) as Partial<OverlayEnvelope>;
-      out.push({ configMap: `${cm.metadata.namespace}/${cm.metadata.name}`, candidates: envelope.overlay?.candidates ?? [] });
+      out.push({
+        configMap: `${cm.metadata.namespace}/${cm.metadata.name}`,
+        candidates: envelope.overlay?.candidates ?? [],
+      });
     } catch {
       // An invalid overlay is reported by routingMapStatus; the dashboard shows what it can parse.
     }
@@ -105,7 +126,10 @@ function overlaysOf(configMaps: readonly ConfigMapObject[]): OverlayRead[] {
 }
 
 /** The parts of the operator the dashboard reads. */
-export type DashboardContext = Pick<OperatorContext, 'store' | 'signals' | 'config' | 'now' | 'gossip' | 'siteProbeRtt'>;
+export type DashboardContext = Pick<
+  OperatorContext,
+  'store' | 'signals' | 'config' | 'now' | 'gossip' | 'siteProbeRtt'
+>;
 
 export class DashboardSource {
   readonly #ctx: DashboardContext;
@@ -147,14 +171,21 @@ export class DashboardSource {
     const [networks, gridSites, providers, gateways, syncs] = await Promise.all([
       list('GridNetworks', async () => (await store.list(GRID_NETWORK)).items as unknown as GridNetworkResource[]),
       list('GridSites', async () => (await store.list(GRID_SITE)).items as unknown as GridSiteResource[]),
-      list('InferenceProviders', async () => (await store.list(INFERENCE_PROVIDER)).items as unknown as InferenceProviderResource[]),
+      list(
+        'InferenceProviders',
+        async () => (await store.list(INFERENCE_PROVIDER)).items as unknown as InferenceProviderResource[],
+      ),
       Promise.all(targets.filter((t) => t.kind === 'gateway').map(readGateway)),
       Promise.all(targets.filter((t) => t.kind === 'overlay-sync').map(readSync)),
     ]);
     // The overlay ConfigMaps by the names routingMapStatus records: the operator may get them, not list them.
-    const refs = (networks[0]?.status?.routingMapStatus ?? []).filter((r) => r.configMapName !== undefined && r.configMapName !== '');
+    const refs = (networks[0]?.status?.routingMapStatus ?? []).filter(
+      (r) => r.configMapName !== undefined && r.configMapName !== '',
+    );
     const configMaps = await list('overlay ConfigMaps', async () => {
-      const found = await Promise.all(refs.map((r) => store.get(CONFIG_MAP, { namespace: r.namespace, name: r.configMapName! })));
+      const found = await Promise.all(
+        refs.map((r) => store.get(CONFIG_MAP, { namespace: r.namespace, name: r.configMapName! })),
+      );
       return found.filter((cm): cm is ConfigMapObject => cm !== undefined);
     });
     this.#updateRates(gateways);
@@ -185,10 +216,11 @@ export class DashboardSource {
       transitions: this.#transitions.recent,
     };
     const first = buildReadModel(inputs);
-    this.#transitions = observePhases(this.#transitions, [
-      ...sitePhases(first.sites),
-      ...providerPhases(first.providers),
-    ], nowIso);
+    this.#transitions = observePhases(
+      this.#transitions,
+      [...sitePhases(first.sites), ...providerPhases(first.providers)],
+      nowIso,
+    );
     return { ...first, transitions: this.#transitions.recent, unreadable };
   }
 
@@ -196,7 +228,8 @@ export class DashboardSource {
   #updateRates(gateways: readonly GatewayRead[]): void {
     if (gateways.length === 0 || gateways.some((g) => g.requests === undefined)) return;
     const totals = new Map<string, number>();
-    for (const g of gateways) for (const [cluster, n] of g.requests ?? []) totals.set(cluster, (totals.get(cluster) ?? 0) + n);
+    for (const g of gateways)
+      for (const [cluster, n] of g.requests ?? []) totals.set(cluster, (totals.get(cluster) ?? 0) + n);
     const atMs = performance.now();
     const previous = this.#previousRequests;
     if (previous !== undefined && atMs - previous.atMs < 1_000) return;

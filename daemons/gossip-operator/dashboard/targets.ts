@@ -20,8 +20,12 @@ const MAX_DASHBOARD_TARGETS = 64;
 
 /** Parses the list; throws naming `where`, the entry and the expected form. */
 export function parseDashboardTargets(text: string, where: string): DashboardTarget[] {
-  const entries = text.split(',').map((e) => e.trim()).filter((e) => e !== '');
-  if (entries.length > MAX_DASHBOARD_TARGETS) throw new Error(`${where}: ${entries.length} entries, at most ${MAX_DASHBOARD_TARGETS}`);
+  const entries = text
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
+  if (entries.length > MAX_DASHBOARD_TARGETS)
+    throw new Error(`${where}: ${entries.length} entries, at most ${MAX_DASHBOARD_TARGETS}`);
   const seen = new Set<string>();
   return entries.map((entry) => {
     const match = ENTRY.exec(entry);
@@ -36,7 +40,9 @@ export function parseDashboardTargets(text: string, where: string): DashboardTar
       }
     }
     if (!valid || match === null) {
-      throw new Error(`${where}: "${entry.slice(0, 120)}" must be REPLICA/gateway=HOST:PORT or REPLICA/overlay-sync=HOST:PORT (e.g. consumer-0/gateway=10.0.0.5:9901)`);
+      throw new Error(
+        `${where}: "${entry.slice(0, 120)}" must be REPLICA/gateway=HOST:PORT or REPLICA/overlay-sync=HOST:PORT (e.g. consumer-0/gateway=10.0.0.5:9901)`,
+      );
     }
     const key = `${match[1]}/${match[3]}`;
     if (seen.has(key)) throw new Error(`${where}: "${key}" is listed twice`);

@@ -27,7 +27,11 @@ export interface ObservedPhase {
   readonly since?: string | null;
 }
 
-export function observePhases(state: TransitionState, observed: readonly ObservedPhase[], nowIso: string): TransitionState {
+export function observePhases(
+  state: TransitionState,
+  observed: readonly ObservedPhase[],
+  nowIso: string,
+): TransitionState {
   const last = new Map(state.last);
   const added: TransitionRow[] = [];
   for (const o of observed) {
@@ -36,7 +40,8 @@ export function observePhases(state: TransitionState, observed: readonly Observe
     last.set(key, o.phase);
     if (previous === o.phase) continue;
     if (previous === undefined) {
-      if (o.since !== undefined && o.since !== null) added.push({ at: o.since, kind: o.kind, name: o.name, from: null, to: o.phase, reason: o.reason });
+      if (o.since !== undefined && o.since !== null)
+        added.push({ at: o.since, kind: o.kind, name: o.name, from: null, to: o.phase, reason: o.reason });
       continue;
     }
     added.push({ at: nowIso, kind: o.kind, name: o.name, from: previous, to: o.phase, reason: o.reason });
@@ -47,7 +52,9 @@ export function observePhases(state: TransitionState, observed: readonly Observe
 }
 
 export function sitePhases(rows: readonly SiteRow[]): ObservedPhase[] {
-  return rows.filter((r) => !r.local).map((r) => ({ kind: 'site', name: r.name, phase: r.phase, reason: r.reason, since: r.lastTransitionTime }));
+  return rows
+    .filter((r) => !r.local)
+    .map((r) => ({ kind: 'site', name: r.name, phase: r.phase, reason: r.reason, since: r.lastTransitionTime }));
 }
 
 export function providerPhases(rows: readonly ProviderRow[]): ObservedPhase[] {

@@ -51,11 +51,17 @@ export function parseEnrollmentConfig(pick: Pick): EnrollmentConfig | undefined 
   }
   const required = (flag: keyof typeof ENROLLMENT_OPTIONS, variable: string, what: string): string => {
     const value = pick(flag, variable);
-    if (value === undefined) throw new Error(`--${flag} (env ${variable}) is required with --enrollment-address: ${what}`);
+    if (value === undefined)
+      throw new Error(`--${flag} (env ${variable}) is required with --enrollment-address: ${what}`);
     return value;
   };
-  const lifetimeText = pick('enrollment-cert-lifetime', 'GRID_ENROLLMENT_CERT_LIFETIME') ?? DEFAULT_CERTIFICATE_LIFETIME;
-  const lifetime = checkDuration('--enrollment-cert-lifetime (env GRID_ENROLLMENT_CERT_LIFETIME)', lifetimeText, CERTIFICATE_LIFETIME_RULE);
+  const lifetimeText =
+    pick('enrollment-cert-lifetime', 'GRID_ENROLLMENT_CERT_LIFETIME') ?? DEFAULT_CERTIFICATE_LIFETIME;
+  const lifetime = checkDuration(
+    '--enrollment-cert-lifetime (env GRID_ENROLLMENT_CERT_LIFETIME)',
+    lifetimeText,
+    CERTIFICATE_LIFETIME_RULE,
+  );
   if (!lifetime.ok) throw new Error(lifetime.message);
   return {
     address,

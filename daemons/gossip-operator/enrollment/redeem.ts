@@ -102,17 +102,32 @@ export function parseRedeemRequest(body: Buffer): RedeemRequest {
   } catch {
     throw new RedeemRefusal('malformed_request', 'the request body is not a JSON object in UTF-8');
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new RedeemRefusal('malformed_request', 'the request body is not a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new RedeemRefusal('malformed_request', 'the request body is not a JSON object');
   const object = value as Record<string, unknown>;
   const unknown = Object.keys(object).find((k) => !(FIELDS as readonly string[]).includes(k));
-  if (unknown !== undefined) throw new RedeemRefusal('malformed_request', `unknown field "${unknown.slice(0, 40)}" (expected ${FIELDS.join(', ')})`);
+  if (unknown !== undefined)
+    throw new RedeemRefusal(
+      'malformed_request',
+      `unknown field "${unknown.slice(0, 40)}" (expected ${FIELDS.join(', ')})`,
+    );
   for (const field of FIELDS) {
-    if (typeof object[field] !== 'string' || object[field] === '') throw new RedeemRefusal('malformed_request', `field "${field}" must be a non-empty string`);
+    if (typeof object[field] !== 'string' || object[field] === '')
+      throw new RedeemRefusal('malformed_request', `field "${field}" must be a non-empty string`);
   }
   const request = object as unknown as RedeemRequest;
-  if (!TOKEN_ID.test(request.tokenId)) throw new RedeemRefusal('malformed_request', 'field "tokenId" must be the 16 lowercase hex digits of SiteInvite status.tokenId');
-  if (request.token.length > 256) throw new RedeemRefusal('malformed_request', 'field "token" is longer than 256 characters');
-  if (request.siteName.length > 63 || !SITE_NAME.test(request.siteName)) throw new RedeemRefusal('malformed_request', 'field "siteName" must be a DNS label: 1-63 lowercase letters, digits or -');
+  if (!TOKEN_ID.test(request.tokenId))
+    throw new RedeemRefusal(
+      'malformed_request',
+      'field "tokenId" must be the 16 lowercase hex digits of SiteInvite status.tokenId',
+    );
+  if (request.token.length > 256)
+    throw new RedeemRefusal('malformed_request', 'field "token" is longer than 256 characters');
+  if (request.siteName.length > 63 || !SITE_NAME.test(request.siteName))
+    throw new RedeemRefusal(
+      'malformed_request',
+      'field "siteName" must be a DNS label: 1-63 lowercase letters, digits or -',
+    );
   return request;
 }
 
@@ -159,7 +174,10 @@ export class InviteRedeemer {
 
   redeem(request: RedeemRequest): Promise<RedeemResult> {
     const previous = this.#chains.get(request.tokenId) ?? Promise.resolve();
-    const run = previous.then(() => this.#redeemNow(request), () => this.#redeemNow(request));
+    const run = previous.then(
+      () => this.#redeemNow(request),
+      () => this.#redeemNow(request),
+    );
     const tail = run.catch(() => undefined);
     this.#chains.set(request.tokenId, tail);
     void tail.then(() => {
@@ -182,37 +200,66 @@ export class InviteRedeemer {
     const invite = invites.find((i) => i.status?.tokenId === request.tokenId);
     if (invite === undefined) throw new RedeemRefusal('unknown_token', `no SiteInvite has token id ${request.tokenId}`);
     const name = invite.metadata.name;
-    if (invite.status?.redeemed === true) throw new RedeemRefusal('already_redeemed', `SiteInvite ${name} was already redeemed; create a new invite`);
+    if (invite.status?.redeemed === true)
+      throw new RedeemRefusal('already_redeemed', `SiteInvite ${name} was already redeemed; create a new invite`);
     const now = this.#options.now();
     const expiresAt = Date.parse(invite.status?.expiresAt ?? '');
-    if (!Number.isFinite(expiresAt) || now >= expiresAt) throw new RedeemRefusal('expired', `the token of SiteInvite ${name} expired at ${invite.status?.expiresAt ?? '(unknown)'}`);
+    if (!Number.isFinite(expiresAt) || now >= expiresAt)
+      throw new RedeemRefusal(
+        'expired',
+        `the token of SiteInvite ${name} expired at ${invite.status?.expiresAt ?? '(unknown)'}`,
+      );
     const secretRef = { name: inviteTokenSecretName(name), namespace };
     const secret = (await store.get(SECRET, secretRef)) as SecretObject | undefined;
     const stored = secret === undefined ? undefined : secretField(secret, 'token');
     if (secret === undefined || stored === undefined || secretField(secret, 'tokenId') !== request.tokenId) {
       throw new RedeemRefusal('revoked', `the token of SiteInvite ${name} was revoked or already used`);
     }
-    if (!tokenMatches(request.token, stored)) throw new RedeemRefusal('wrong_token', `the token does not match token id ${request.tokenId}`);
+    if (!tokenMatches(request.token, stored))
+      throw new RedeemRefusal('wrong_token', `the token does not match token id ${request.tokenId}`);
     // Only a holder of the token learns what the invite pins.
     if (request.siteName !== invite.spec.siteName) {
-      throw new RedeemRefusal('site_name_mismatch', `SiteInvite ${name} is for site ${invite.spec.siteName}, not ${request.siteName}`);
+      throw new RedeemRefusal(
+        'site_name_mismatch',
+        `SiteInvite ${name} is for site ${invite.spec.siteName}, not ${request.siteName}`,
+      );
     }
     const binding = invite.spec.publicKeySHA256;
     if (binding !== undefined && binding !== csr.publicKeySHA256) {
-      throw new RedeemRefusal('key_mismatch', `SiteInvite ${name} is bound to another public key (the CSR key has SHA-256 ${csr.publicKeySHA256})`);
+      throw new RedeemRefusal(
+        'key_mismatch',
+        `SiteInvite ${name} is bound to another public key (the CSR key has SHA-256 ${csr.publicKeySHA256})`,
+      );
     }
     // Checked again here, not only when the token was minted: the GridSite may have been deleted since.
     const ledger = this.#options.siteNameLedger;
-    if (ledger !== undefined && invite.spec.allowDeletedName !== true && (await checkDeletedSiteName(store, ledger, invite.spec.siteName)).deleted) {
-      throw new RedeemRefusal('site_name_deleted', `site ${invite.spec.siteName} was deleted from the grid; SiteInvite ${name} does not set spec.allowDeletedName, so the name is not reused`);
+    if (
+      ledger !== undefined &&
+      invite.spec.allowDeletedName !== true &&
+      (await checkDeletedSiteName(store, ledger, invite.spec.siteName)).deleted
+    ) {
+      throw new RedeemRefusal(
+        'site_name_deleted',
+        `site ${invite.spec.siteName} was deleted from the grid; SiteInvite ${name} does not set spec.allowDeletedName, so the name is not reused`,
+      );
     }
     // Checked before the claim, so a CA about to expire never burns a token without issuing.
     const ca = this.#options.ca();
-    if (ca.notAfterMs <= now + MIN_CA_REMAINING_MS) throw new RedeemRefusal('internal_error', 'the grid CA certificate expires within the hour; the signer must rotate it');
+    if (ca.notAfterMs <= now + MIN_CA_REMAINING_MS)
+      throw new RedeemRefusal(
+        'internal_error',
+        'the grid CA certificate expires within the hour; the signer must rotate it',
+      );
     // The claim: whoever deletes the token Secret redeems the token; everyone else is refused.
-    if (!(await store.delete(SECRET, secretRef))) throw new RedeemRefusal('revoked', `the token of SiteInvite ${name} was revoked or already used`);
+    if (!(await store.delete(SECRET, secretRef)))
+      throw new RedeemRefusal('revoked', `the token of SiteInvite ${name} was revoked or already used`);
     const issued = await issueSiteCertificate(ca, csr, request.siteName, this.#options.certificateLifetimeMs, now);
-    const redemption = { redeemed: true, redeemedAt: nowRfc3339(now), redeemedBy: request.siteName, redeemedPublicKeySHA256: csr.publicKeySHA256 };
+    const redemption = {
+      redeemed: true,
+      redeemedAt: nowRfc3339(now),
+      redeemedBy: request.siteName,
+      redeemedPublicKeySHA256: csr.publicKeySHA256,
+    };
     // The token is spent now, so the certificate is returned even if recording fails: a site left without its
     // certificate could not retry, while a missing status record is visible in the log and fixable.
     let lastError: unknown;

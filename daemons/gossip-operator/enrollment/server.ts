@@ -17,7 +17,16 @@ import { parseListenAddress } from '../../shared/admin-server.ts';
 import { errorFields, type Logger } from '../../shared/log.ts';
 import type { ObjectRef, ResourceStore } from '../../shared/resource-store/types.ts';
 import type { EnrollmentConfig } from './config.ts';
-import { InviteRedeemer, MAX_REDEEM_BODY_BYTES, parseRedeemRequest, REDEEM_HTTP_STATUS, REDEEM_OUTCOMES, RedeemRefusal, type RedeemOutcome, type RedeemRequest } from './redeem.ts';
+import {
+  InviteRedeemer,
+  MAX_REDEEM_BODY_BYTES,
+  parseRedeemRequest,
+  REDEEM_HTTP_STATUS,
+  REDEEM_OUTCOMES,
+  RedeemRefusal,
+  type RedeemOutcome,
+  type RedeemRequest,
+} from './redeem.ts';
 import { type GridCa, loadGridCa } from './site-certificate.ts';
 import { REDEEM_PATH } from '../../../schemas/enrollment/protocol.ts';
 import { listen } from '../../shared/listen.ts';
@@ -65,7 +74,9 @@ async function readPem(file: string, flag: string): Promise<string> {
     return await readFile(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new Error(`${flag} ${file}: cannot be read (${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code ?? 'error'})`);
+    throw new Error(
+      `${flag} ${file}: cannot be read (${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (code ?? 'error')})`,
+    );
   }
 }
 
@@ -88,8 +99,17 @@ export async function loadEnrollmentMaterial(config: EnrollmentConfig): Promise<
 }
 
 /** Cross-checks the four files' texts: the serving certificate with its key, issued by the grid CA for serverAuth. */
-async function checkEnrollmentMaterial(config: EnrollmentConfig, cert: string, key: string, caCert: string, caKey: string): Promise<Material> {
-  const ca = await loadGridCa(caCert, caKey, { cert: `--grid-ca-cert ${config.caCertFile}`, key: `--grid-ca-key ${config.caKeyFile}` });
+async function checkEnrollmentMaterial(
+  config: EnrollmentConfig,
+  cert: string,
+  key: string,
+  caCert: string,
+  caKey: string,
+): Promise<Material> {
+  const ca = await loadGridCa(caCert, caKey, {
+    cert: `--grid-ca-cert ${config.caCertFile}`,
+    key: `--grid-ca-key ${config.caKeyFile}`,
+  });
   let serving: X509Certificate;
   try {
     serving = new X509Certificate(cert);
@@ -99,7 +119,9 @@ async function checkEnrollmentMaterial(config: EnrollmentConfig, cert: string, k
   const caCertificate = new X509Certificate(caCert);
   // Joining sites trust only the grid CA, so a serving certificate from elsewhere would fail every enrollment.
   if (!serving.checkIssued(caCertificate) || !serving.verify(caCertificate.publicKey)) {
-    throw new Error(`--enrollment-tls-cert ${config.tlsCertFile}: not issued by the grid CA ${config.caCertFile}; joining sites could not verify it`);
+    throw new Error(
+      `--enrollment-tls-cert ${config.tlsCertFile}: not issued by the grid CA ${config.caCertFile}; joining sites could not verify it`,
+    );
   }
   if (Array.isArray(serving.keyUsage) && !serving.keyUsage.includes(SERVER_AUTH_OID)) {
     throw new Error(`--enrollment-tls-cert ${config.tlsCertFile}: its extended key usage does not include serverAuth`);
@@ -112,7 +134,9 @@ async function checkEnrollmentMaterial(config: EnrollmentConfig, cert: string, k
     throw new Error(`--enrollment-tls-key ${config.tlsKeyFile}: not a PEM private key`);
   }
   if (!serving.checkPrivateKey(servingKey)) {
-    throw new Error(`--enrollment-tls-key ${config.tlsKeyFile}: the private key does not belong to the certificate --enrollment-tls-cert ${config.tlsCertFile}`);
+    throw new Error(
+      `--enrollment-tls-key ${config.tlsKeyFile}: the private key does not belong to the certificate --enrollment-tls-cert ${config.tlsCertFile}`,
+    );
   }
   return { cert, key, ca };
 }
@@ -130,7 +154,13 @@ export async function startEnrollmentServer(options: EnrollmentServerOptions): P
     maxBytes: MAX_PEM_FILE_BYTES,
     parse: async ([cert, key, caCert, caKey]) => {
       try {
-        return await checkEnrollmentMaterial(config, cert!.toString('utf8'), key!.toString('utf8'), caCert!.toString('utf8'), caKey!.toString('utf8'));
+        return await checkEnrollmentMaterial(
+          config,
+          cert!.toString('utf8'),
+          key!.toString('utf8'),
+          caCert!.toString('utf8'),
+          caKey!.toString('utf8'),
+        );
       } catch (error) {
         throw new MountedFileError((error as Error).message);
       }
@@ -140,7 +170,12 @@ export async function startEnrollmentServer(options: EnrollmentServerOptions): P
       if (previous !== undefined) server?.setSecureContext({ cert: next.cert, key: next.key, minVersion: 'TLSv1.2' });
     },
     logger,
-    ...(options.fileReloads === undefined ? {} : { count: (outcome: 'accepted' | 'rejected') => options.fileReloads!.inc({ file_kind: 'enrollment_tls', outcome }) }),
+    ...(options.fileReloads === undefined
+      ? {}
+      : {
+          count: (outcome: 'accepted' | 'rejected') =>
+            options.fileReloads!.inc({ file_kind: 'enrollment_tls', outcome }),
+        }),
     ...(options.filePollIntervalMs === undefined ? {} : { pollIntervalMs: options.filePollIntervalMs }),
   });
   const first = await files.start();
@@ -158,7 +193,11 @@ export async function startEnrollmentServer(options: EnrollmentServerOptions): P
     now: options.now,
     ...(options.onRedeemed !== undefined ? { onRedeemed: options.onRedeemed } : {}),
     ...(options.siteNameLedger !== undefined ? { siteNameLedger: options.siteNameLedger } : {}),
-    onStatusError: (invite, error) => logger.error({ siteInvite: invite, error: errorFields(error) }, 'certificate issued and token spent, but the invite status could not record the redemption'),
+    onStatusError: (invite, error) =>
+      logger.error(
+        { siteInvite: invite, error: errorFields(error) },
+        'certificate issued and token spent, but the invite status could not record the redemption',
+      ),
   });
   // Zero series for every outcome, so a dashboard sees the full catalogue before the first attempt.
   for (const outcome of REDEEM_OUTCOMES) redeems.inc({ outcome }, 0);
@@ -173,9 +212,19 @@ export async function startEnrollmentServer(options: EnrollmentServerOptions): P
     });
     res.end(text);
   };
-  const finish = (req: IncomingMessage, res: ServerResponse, outcome: RedeemOutcome, body: unknown, request?: RedeemRequest): void => {
+  const finish = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    outcome: RedeemOutcome,
+    body: unknown,
+    request?: RedeemRequest,
+  ): void => {
     redeems.inc({ outcome });
-    const fields = { outcome, remote: req.socket.remoteAddress, ...(request !== undefined ? { tokenId: request.tokenId, siteName: request.siteName } : {}) };
+    const fields = {
+      outcome,
+      remote: req.socket.remoteAddress,
+      ...(request !== undefined ? { tokenId: request.tokenId, siteName: request.siteName } : {}),
+    };
     if (outcome === 'issued') logger.info(fields, 'invite redeemed; site certificate issued');
     else logger.warn({ ...fields, detail: (body as { message?: string }).message }, 'invite redeem refused');
     send(res, REDEEM_HTTP_STATUS[outcome], body, outcome === 'payload_too_large');
@@ -183,16 +232,22 @@ export async function startEnrollmentServer(options: EnrollmentServerOptions): P
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path !== REDEEM_PATH) return send(res, 404, { error: 'not_found', message: `only POST ${REDEEM_PATH} is served here` });
+    if (path !== REDEEM_PATH)
+      return send(res, 404, { error: 'not_found', message: `only POST ${REDEEM_PATH} is served here` });
     if (req.method !== 'POST') {
       res.setHeader('allow', 'POST');
       return send(res, 405, { error: 'method_not_allowed', message: `${REDEEM_PATH} accepts POST only` });
     }
     let body: Buffer;
     try {
-      body = await readBoundedBody(req, MAX_REDEEM_BODY_BYTES, (max) => new RedeemRefusal('payload_too_large', `the request body exceeds ${max} bytes`));
+      body = await readBoundedBody(
+        req,
+        MAX_REDEEM_BODY_BYTES,
+        (max) => new RedeemRefusal('payload_too_large', `the request body exceeds ${max} bytes`),
+      );
     } catch (error) {
-      if (error instanceof RedeemRefusal) return finish(req, res, error.outcome, { error: error.outcome, message: error.message });
+      if (error instanceof RedeemRefusal)
+        return finish(req, res, error.outcome, { error: error.outcome, message: error.message });
       return void req.destroy(); // the client hung up mid-body: there is no one to answer
     }
     let request: RedeemRequest | undefined;
@@ -201,9 +256,19 @@ export async function startEnrollmentServer(options: EnrollmentServerOptions): P
       const result = await redeemer.redeem(request);
       finish(req, res, 'issued', result, request);
     } catch (error) {
-      if (error instanceof RedeemRefusal) return finish(req, res, error.outcome, { error: error.outcome, message: error.message }, request);
-      logger.error({ error: errorFields(error), ...(request !== undefined ? { tokenId: request.tokenId } : {}) }, 'invite redeem failed');
-      finish(req, res, 'internal_error', { error: 'internal_error', message: 'the signer could not complete the redeem; see its log' }, request);
+      if (error instanceof RedeemRefusal)
+        return finish(req, res, error.outcome, { error: error.outcome, message: error.message }, request);
+      logger.error(
+        { error: errorFields(error), ...(request !== undefined ? { tokenId: request.tokenId } : {}) },
+        'invite redeem failed',
+      );
+      finish(
+        req,
+        res,
+        'internal_error',
+        { error: 'internal_error', message: 'the signer could not complete the redeem; see its log' },
+        request,
+      );
     }
   };
 
@@ -219,7 +284,9 @@ export async function startEnrollmentServer(options: EnrollmentServerOptions): P
   server.requestTimeout = 15_000;
   server.keepAliveTimeout = 5_000;
   // A failed TLS handshake is the client's problem; it must not surface as an unhandled error.
-  server.on('tlsClientError', (error) => logger.debug({ error: errorFields(error) }, 'enrollment TLS handshake failed'));
+  server.on('tlsClientError', (error) =>
+    logger.debug({ error: errorFields(error) }, 'enrollment TLS handshake failed'),
+  );
   try {
     await listen(server, port, host);
   } catch (error) {

@@ -48,17 +48,32 @@ function algorithmFor(key: KeyObject, what: string): AlgorithmPair {
   switch (key.asymmetricKeyType) {
     case 'ec': {
       const curve = key.asymmetricKeyDetails?.namedCurve;
-      const named = curve === 'prime256v1' ? 'P-256' : curve === 'secp384r1' ? 'P-384' : curve === 'secp521r1' ? 'P-521' : undefined;
-      if (named === undefined) throw new CertificateAuthorityError(`${what}: EC curve ${curve ?? 'unknown'} is not supported (use P-256, P-384 or P-521)`);
+      const named =
+        curve === 'prime256v1'
+          ? 'P-256'
+          : curve === 'secp384r1'
+            ? 'P-384'
+            : curve === 'secp521r1'
+              ? 'P-521'
+              : undefined;
+      if (named === undefined)
+        throw new CertificateAuthorityError(
+          `${what}: EC curve ${curve ?? 'unknown'} is not supported (use P-256, P-384 or P-521)`,
+        );
       const hash = named === 'P-256' ? 'SHA-256' : named === 'P-384' ? 'SHA-384' : 'SHA-512';
       return { importAlgorithm: { name: 'ECDSA', namedCurve: named }, signingAlgorithm: { name: 'ECDSA', hash } };
     }
     case 'rsa':
-      return { importAlgorithm: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }, signingAlgorithm: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } };
+      return {
+        importAlgorithm: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
+        signingAlgorithm: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
+      };
     case 'ed25519':
       return { importAlgorithm: { name: 'Ed25519' }, signingAlgorithm: { name: 'Ed25519' } };
     default:
-      throw new CertificateAuthorityError(`${what}: key type ${key.asymmetricKeyType ?? 'unknown'} is not supported (use EC, RSA or Ed25519)`);
+      throw new CertificateAuthorityError(
+        `${what}: key type ${key.asymmetricKeyType ?? 'unknown'} is not supported (use EC, RSA or Ed25519)`,
+      );
   }
 }
 
@@ -66,7 +81,11 @@ function algorithmFor(key: KeyObject, what: string): AlgorithmPair {
  * Loads the grid CA from PEM text. Errors name the file (`where`) and the problem; the key text never appears in
  * them, because library messages about key parsing are replaced by a fixed one.
  */
-export async function loadGridCa(certPem: string, keyPem: string, where: { cert: string; key: string }): Promise<GridCa> {
+export async function loadGridCa(
+  certPem: string,
+  keyPem: string,
+  where: { cert: string; key: string },
+): Promise<GridCa> {
   let cert: x509.X509Certificate;
   let nodeCert: X509Certificate;
   try {
@@ -75,7 +94,8 @@ export async function loadGridCa(certPem: string, keyPem: string, where: { cert:
   } catch {
     throw new CertificateAuthorityError(`${where.cert}: not a PEM certificate`);
   }
-  if (!nodeCert.ca) throw new CertificateAuthorityError(`${where.cert}: not a CA certificate (basicConstraints cA is not true)`);
+  if (!nodeCert.ca)
+    throw new CertificateAuthorityError(`${where.cert}: not a CA certificate (basicConstraints cA is not true)`);
   let key: KeyObject;
   try {
     key = createPrivateKey(keyPem);
@@ -84,10 +104,25 @@ export async function loadGridCa(certPem: string, keyPem: string, where: { cert:
   }
   const derivedSpki = createPublicKey(key).export({ type: 'spki', format: 'der' });
   const certSpki = nodeCert.publicKey.export({ type: 'spki', format: 'der' });
-  if (!derivedSpki.equals(certSpki)) throw new CertificateAuthorityError(`${where.key}: the private key does not belong to the CA certificate ${where.cert}`);
+  if (!derivedSpki.equals(certSpki))
+    throw new CertificateAuthorityError(
+      `${where.key}: the private key does not belong to the CA certificate ${where.cert}`,
+    );
   const algorithms = algorithmFor(key, where.key);
-  const signingKey = await webcrypto.subtle.importKey('pkcs8', key.export({ type: 'pkcs8', format: 'der' }), algorithms.importAlgorithm, false, ['sign']);
-  return { certPem: `${cert.toString('pem')}\n`, cert, signingKey, signingAlgorithm: algorithms.signingAlgorithm, notAfterMs: cert.notAfter.getTime() };
+  const signingKey = await webcrypto.subtle.importKey(
+    'pkcs8',
+    key.export({ type: 'pkcs8', format: 'der' }),
+    algorithms.importAlgorithm,
+    false,
+    ['sign'],
+  );
+  return {
+    certPem: `${cert.toString('pem')}\n`,
+    cert,
+    signingKey,
+    signingAlgorithm: algorithms.signingAlgorithm,
+    notAfterMs: cert.notAfter.getTime(),
+  };
 }
 
 export interface VerifiedCsr {
@@ -118,10 +153,12 @@ export async function verifyCsr(pem: string): Promise<VerifiedCsr> {
   }
   const type = key.asymmetricKeyType;
   if (type === 'rsa') {
-    if ((key.asymmetricKeyDetails?.modulusLength ?? 0) < 2048) throw new CsrError('csr RSA key is shorter than 2048 bits');
+    if ((key.asymmetricKeyDetails?.modulusLength ?? 0) < 2048)
+      throw new CsrError('csr RSA key is shorter than 2048 bits');
   } else if (type === 'ec') {
     const curve = key.asymmetricKeyDetails?.namedCurve;
-    if (curve !== 'prime256v1' && curve !== 'secp384r1' && curve !== 'secp521r1') throw new CsrError(`csr EC curve ${curve ?? 'unknown'} is not supported (use P-256, P-384 or P-521)`);
+    if (curve !== 'prime256v1' && curve !== 'secp384r1' && curve !== 'secp521r1')
+      throw new CsrError(`csr EC curve ${curve ?? 'unknown'} is not supported (use P-256, P-384 or P-521)`);
   } else if (type !== 'ed25519') {
     throw new CsrError(`csr key type ${type ?? 'unknown'} is not supported (use EC, RSA or Ed25519)`);
   }
@@ -152,13 +189,23 @@ export interface IssuedSiteCertificate {
  * A site certificate for `site`: CN and DNS SAN = site, serverAuth + clientAuth (the site certificate both serves
  * and dials), CA false, random serial, lifetime capped by the CA's own expiry.
  */
-export async function issueSiteCertificate(ca: GridCa, request: VerifiedCsr, site: string, lifetimeMs: number, nowMs: number): Promise<IssuedSiteCertificate> {
+export async function issueSiteCertificate(
+  ca: GridCa,
+  request: VerifiedCsr,
+  site: string,
+  lifetimeMs: number,
+  nowMs: number,
+): Promise<IssuedSiteCertificate> {
   const notBefore = new Date(nowMs - BACKDATE_MS);
   const notAfter = new Date(Math.min(nowMs + lifetimeMs, ca.notAfterMs));
-  if (notAfter.getTime() <= nowMs + HOUR_MS) throw new CertificateAuthorityError('the grid CA certificate expires within the hour; rotate it before enrolling sites');
-  const usage = request.keyType === 'rsa'
-    ? x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment
-    : x509.KeyUsageFlags.digitalSignature;
+  if (notAfter.getTime() <= nowMs + HOUR_MS)
+    throw new CertificateAuthorityError(
+      'the grid CA certificate expires within the hour; rotate it before enrolling sites',
+    );
+  const usage =
+    request.keyType === 'rsa'
+      ? x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment
+      : x509.KeyUsageFlags.digitalSignature;
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: randomSerial(),
     subject: `CN=${site}, O=grid-${site}`,
@@ -177,5 +224,9 @@ export async function issueSiteCertificate(ca: GridCa, request: VerifiedCsr, sit
       await x509.AuthorityKeyIdentifierExtension.create(ca.cert),
     ],
   });
-  return { certPem: `${cert.toString('pem')}\n`, serialNumber: cert.serialNumber.toLowerCase(), notAfter: notAfter.toISOString() };
+  return {
+    certPem: `${cert.toString('pem')}\n`,
+    serialNumber: cert.serialNumber.toLowerCase(),
+    notAfter: notAfter.toISOString(),
+  };
 }

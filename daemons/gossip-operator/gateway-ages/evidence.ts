@@ -48,15 +48,21 @@ function rfc3339(ms: number): string {
 function evictionCandidate(records: readonly AgeRecord[]): AgeRecord | undefined {
   const clean = records.filter((r) => !r.rejected);
   clean.sort((a, b) => {
-    if ((a.receivedMonoMs === undefined) !== (b.receivedMonoMs === undefined)) return a.receivedMonoMs === undefined ? -1 : 1;
-    if (a.receivedMonoMs !== undefined && b.receivedMonoMs !== undefined && a.receivedMonoMs !== b.receivedMonoMs) return a.receivedMonoMs - b.receivedMonoMs;
+    if ((a.receivedMonoMs === undefined) !== (b.receivedMonoMs === undefined))
+      return a.receivedMonoMs === undefined ? -1 : 1;
+    if (a.receivedMonoMs !== undefined && b.receivedMonoMs !== undefined && a.receivedMonoMs !== b.receivedMonoMs)
+      return a.receivedMonoMs - b.receivedMonoMs;
     return a.receivedAt < b.receivedAt ? -1 : a.receivedAt > b.receivedAt ? 1 : a.epoch < b.epoch ? -1 : 1;
   });
   return clean[0];
 }
 
 /** Applies one report. A refused or duplicate report returns the state unchanged (apart from overflow). */
-export function applyReport(state: EvidenceState, report: GatewayAgeReportRequest, at: Receipt): { state: EvidenceState; outcome: ReportOutcome } {
+export function applyReport(
+  state: EvidenceState,
+  report: GatewayAgeReportRequest,
+  at: Receipt,
+): { state: EvidenceState; outcome: ReportOutcome } {
   const existing = state.records.find((r) => r.epoch === report.epoch);
   if (existing !== undefined) {
     // "Duplicate reports cannot establish recovery or renew freshness": only a strictly newer sequence counts.
@@ -65,7 +71,10 @@ export function applyReport(state: EvidenceState, report: GatewayAgeReportReques
     // A newer report is clean only if it says so and its cumulative count did not grow since the last one.
     const rejected = report.rejected || report.skewCount > existing.skewCount;
     const updated: AgeRecord = { ...record(report, at), rejected };
-    return { state: { ...state, records: state.records.map((r) => (r.epoch === report.epoch ? updated : r)) }, outcome: 'recorded' };
+    return {
+      state: { ...state, records: state.records.map((r) => (r.epoch === report.epoch ? updated : r)) },
+      outcome: 'recorded',
+    };
   }
   let records = state.records;
   if (records.length >= MAX_AGE_RECORDS) {
@@ -74,7 +83,10 @@ export function applyReport(state: EvidenceState, report: GatewayAgeReportReques
     if (victim === undefined) return { state: { ...state, overflow: true }, outcome: 'capacity' };
     records = records.filter((r) => r !== victim);
   }
-  return { state: { ...state, records: [...records, { ...record(report, at), rejected: report.rejected }] }, outcome: 'recorded' };
+  return {
+    state: { ...state, records: [...records, { ...record(report, at), rejected: report.rejected }] },
+    outcome: 'recorded',
+  };
 }
 
 function record(report: GatewayAgeReportRequest, at: Receipt): Omit<AgeRecord, 'rejected'> {
@@ -107,19 +119,41 @@ function processes(records: readonly AgeRecord[]): string {
  */
 export function gatewayAgesCondition(state: EvidenceState, monoNowMs: number): AgesCondition {
   const unresolved = state.records.filter((r) => r.rejected);
-  const fresh = unresolved.filter((r) => r.receivedMonoMs !== undefined && monoNowMs - r.receivedMonoMs <= FRESHNESS_MS);
+  const fresh = unresolved.filter(
+    (r) => r.receivedMonoMs !== undefined && monoNowMs - r.receivedMonoMs <= FRESHNESS_MS,
+  );
   if (fresh.length > 0) {
-    return { status: 'True', reason: 'GatewayAgesRejected', message: `gateway process ${processes(fresh)} reported rejected ages within the last 5 minutes and has not reported clean since` };
+    return {
+      status: 'True',
+      reason: 'GatewayAgesRejected',
+      message: `gateway process ${processes(fresh)} reported rejected ages within the last 5 minutes and has not reported clean since`,
+    };
   }
   const restored = unresolved.filter((r) => r.receivedMonoMs === undefined);
   if (restored.length > 0) {
-    return { status: 'Unknown', reason: 'EvidencePredatesRestart', message: `rejected ages of gateway process ${processes(restored)} were recorded before this operator started; waiting for a newer report from the same process` };
+    return {
+      status: 'Unknown',
+      reason: 'EvidencePredatesRestart',
+      message: `rejected ages of gateway process ${processes(restored)} were recorded before this operator started; waiting for a newer report from the same process`,
+    };
   }
   if (unresolved.length > 0) {
-    return { status: 'Unknown', reason: 'EvidenceStale', message: `rejected ages of gateway process ${processes(unresolved)} are older than 5 minutes with no newer clean report` };
+    return {
+      status: 'Unknown',
+      reason: 'EvidenceStale',
+      message: `rejected ages of gateway process ${processes(unresolved)} are older than 5 minutes with no newer clean report`,
+    };
   }
   if (state.overflow) {
-    return { status: 'Unknown', reason: 'ReporterCapacityExceeded', message: `all ${MAX_AGE_RECORDS} gateway age records held unresolved evidence and a new process was refused; clear gatewayAgeReportOverflow after verifying reporter coverage` };
+    return {
+      status: 'Unknown',
+      reason: 'ReporterCapacityExceeded',
+      message: `all ${MAX_AGE_RECORDS} gateway age records held unresolved evidence and a new process was refused; clear gatewayAgeReportOverflow after verifying reporter coverage`,
+    };
   }
-  return { status: 'False', reason: 'NoUnresolvedRejections', message: 'every recorded gateway process that rejected ages has since reported clean' };
+  return {
+    status: 'False',
+    reason: 'NoUnresolvedRejections',
+    message: 'every recorded gateway process that rejected ages has since reported clean',
+  };
 }

@@ -25,11 +25,24 @@ import { type Condition, mergeConditions, withOwnConditions } from '../controlle
 import { patchStatusFresh } from '../controllers/status-write.ts';
 import { GRID_NETWORK } from '../kinds.ts';
 import type { OperatorMetrics } from '../metrics.ts';
-import { type AgeRecord, applyReport, type EvidenceState, GATEWAY_AGES_REJECTED, gatewayAgesCondition, type ReportOutcome } from './evidence.ts';
+import {
+  type AgeRecord,
+  applyReport,
+  type EvidenceState,
+  GATEWAY_AGES_REJECTED,
+  gatewayAgesCondition,
+  type ReportOutcome,
+} from './evidence.ts';
 import { listen } from '../../shared/listen.ts';
 import { closeServer } from '../../shared/close-server.ts';
 import { TokenFile } from '../../shared/token-file.ts';
-import { GATEWAY_SPEND_REPORTS_PATH, MAX_SPEND_REPORT_BYTES, TENANT_BUDGETS_PATH, recordSpendReport, tenantBudgets } from '../tenant-spend/record.ts';
+import {
+  GATEWAY_SPEND_REPORTS_PATH,
+  MAX_SPEND_REPORT_BYTES,
+  TENANT_BUDGETS_PATH,
+  recordSpendReport,
+  tenantBudgets,
+} from '../tenant-spend/record.ts';
 
 export const GATEWAY_AGES_FIELD_MANAGER = 'grid-operator-gateway-ages';
 export const GATEWAY_AGE_REPORTS_PATH = '/v1/gateway-age-reports';
@@ -58,7 +71,12 @@ export interface GatewayAgeIngestOptions {
 
 class ReportTooLarge extends Error {}
 
-const STATUS_CODE: Record<ReportOutcome, number> = { recorded: 202, duplicate: 200, skew_count_decreased: 409, capacity: 429 };
+const STATUS_CODE: Record<ReportOutcome, number> = {
+  recorded: 202,
+  duplicate: 200,
+  skew_count_decreased: 409,
+  capacity: 429,
+};
 
 export class GatewayAgeIngest {
   readonly #o: GatewayAgeIngestOptions;
@@ -99,7 +117,11 @@ export class GatewayAgeIngest {
     const { host, port } = parseListenAddress(this.#o.address);
     const maxPending = this.#o.maxQueuedReports ?? MAX_QUEUED_REPORTS;
     // A token file that cannot be read yet is logged (naming the file) and retried; requests get 503 meanwhile.
-    this.#token = new TokenFile({ file: this.#o.tokenFile, what: 'ingest token (--ingest-token-file)', logger: this.#o.logger });
+    this.#token = new TokenFile({
+      file: this.#o.tokenFile,
+      what: 'ingest token (--ingest-token-file)',
+      logger: this.#o.logger,
+    });
     await this.#token.start();
     const server = createServer((req, res) => {
       const reply = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
@@ -111,26 +133,48 @@ export class GatewayAgeIngest {
       const refusal = this.#refusal(req.headers.authorization);
       if (refusal !== undefined) {
         this.#o.metrics.gatewayIngestRefused.inc({ reason: refusal });
-        if (refusal === 'no_token') return reply(503, { error: 'the operator has no ingest token loaded (its --ingest-token-file cannot be read); retry later' }, { 'retry-after': String(RETRY_AFTER_SECONDS), connection: 'close' });
-        return reply(401, { error: `${refusal === 'missing' ? 'no' : 'wrong'} ingest token: send Authorization: Bearer with the token of Secret grid-ingest-token (key token) of this site` }, { 'www-authenticate': 'Bearer', connection: 'close' });
+        if (refusal === 'no_token')
+          return reply(
+            503,
+            { error: 'the operator has no ingest token loaded (its --ingest-token-file cannot be read); retry later' },
+            { 'retry-after': String(RETRY_AFTER_SECONDS), connection: 'close' },
+          );
+        return reply(
+          401,
+          {
+            error: `${refusal === 'missing' ? 'no' : 'wrong'} ingest token: send Authorization: Bearer with the token of Secret grid-ingest-token (key token) of this site`,
+          },
+          { 'www-authenticate': 'Bearer', connection: 'close' },
+        );
       }
       const path = (req.url ?? '').split('?')[0];
       if (path === TENANT_BUDGETS_PATH) {
         if (req.method !== 'GET') return reply(405, { error: 'method not allowed; use GET' });
         // Read-only and answered from status: the consumer gateways' budget_enforce polls it.
-        tenantBudgets(this.#o.store).then((r) => reply(r.status, r.body), () => reply(503, { error: 'budgets could not be read; retry' }, { 'retry-after': String(RETRY_AFTER_SECONDS) }));
+        tenantBudgets(this.#o.store).then(
+          (r) => reply(r.status, r.body),
+          () =>
+            reply(503, { error: 'budgets could not be read; retry' }, { 'retry-after': String(RETRY_AFTER_SECONDS) }),
+        );
         return;
       }
       // Tenant spend reports share this listener (and its NetworkPolicy) with the age reports: one gateway client.
       const spend = path === GATEWAY_SPEND_REPORTS_PATH;
-      if (path !== GATEWAY_AGE_REPORTS_PATH && !spend) return reply(404, { error: `not found; POST reports to ${GATEWAY_AGE_REPORTS_PATH} or ${GATEWAY_SPEND_REPORTS_PATH}` });
+      if (path !== GATEWAY_AGE_REPORTS_PATH && !spend)
+        return reply(404, {
+          error: `not found; POST reports to ${GATEWAY_AGE_REPORTS_PATH} or ${GATEWAY_SPEND_REPORTS_PATH}`,
+        });
       const maxBytes = spend ? MAX_SPEND_REPORT_BYTES : MAX_REPORT_BYTES;
       if (req.method !== 'POST') return reply(405, { error: 'method not allowed; use POST' });
       // Each queued report waits on API calls: past the bound the gateway is told to come back rather than piling
       // up bodies and status writes behind a slow API server. Gateways retry, and only the newest report matters.
       if (this.#pending >= maxPending) {
         this.#o.metrics.gatewayAgeReports.inc({ outcome: 'busy' });
-        return reply(503, { error: `more than ${maxPending} reports waiting to be recorded; retry later` }, { 'retry-after': String(RETRY_AFTER_SECONDS), connection: 'close' });
+        return reply(
+          503,
+          { error: `more than ${maxPending} reports waiting to be recorded; retry later` },
+          { 'retry-after': String(RETRY_AFTER_SECONDS), connection: 'close' },
+        );
       }
       this.#pending++;
       let counted = true;
@@ -139,28 +183,37 @@ export class GatewayAgeIngest {
         counted = false;
       };
       res.once('close', done);
-      readBoundedBody(req, maxBytes, (max) => new ReportTooLarge(`report larger than ${max} bytes`)).then((bytes) => {
-        let body: unknown;
-        try {
-          body = JSON.parse(bytes.toString('utf8'));
-        } catch {
-          (spend ? this.#o.metrics.gatewaySpendReports : this.#o.metrics.gatewayAgeReports).inc({ outcome: 'invalid' });
-          return reply(400, { error: 'report is not JSON' });
-        }
-        return (spend ? this.submitSpend(body) : this.submit(body)).then(
-          (r) => reply(r.status, r.body),
-          (error: unknown) => {
-            this.#o.logger.warn({ error: errorFields(error) }, 'gateway age report could not be recorded');
-            reply(503, { error: 'report could not be recorded; retry' }, { 'retry-after': String(RETRY_AFTER_SECONDS) });
-          },
-        );
-      }, (error: unknown) => {
-        if (error instanceof ReportTooLarge) {
-          if (!spend) this.#o.metrics.gatewayAgeReports.inc({ outcome: 'too_large' });
-          reply(413, { error: `report larger than ${maxBytes} bytes` }, { connection: 'close' });
-        }
-        // Otherwise the client hung up mid-body: nobody to answer.
-      });
+      readBoundedBody(req, maxBytes, (max) => new ReportTooLarge(`report larger than ${max} bytes`)).then(
+        (bytes) => {
+          let body: unknown;
+          try {
+            body = JSON.parse(bytes.toString('utf8'));
+          } catch {
+            (spend ? this.#o.metrics.gatewaySpendReports : this.#o.metrics.gatewayAgeReports).inc({
+              outcome: 'invalid',
+            });
+            return reply(400, { error: 'report is not JSON' });
+          }
+          return (spend ? this.submitSpend(body) : this.submit(body)).then(
+            (r) => reply(r.status, r.body),
+            (error: unknown) => {
+              this.#o.logger.warn({ error: errorFields(error) }, 'gateway age report could not be recorded');
+              reply(
+                503,
+                { error: 'report could not be recorded; retry' },
+                { 'retry-after': String(RETRY_AFTER_SECONDS) },
+              );
+            },
+          );
+        },
+        (error: unknown) => {
+          if (error instanceof ReportTooLarge) {
+            if (!spend) this.#o.metrics.gatewayAgeReports.inc({ outcome: 'too_large' });
+            reply(413, { error: `report larger than ${maxBytes} bytes` }, { connection: 'close' });
+          }
+          // Otherwise the client hung up mid-body: nobody to answer.
+        },
+      );
     });
     server.maxConnections = MAX_CONNECTIONS;
     server.headersTimeout = 5_000;
@@ -191,9 +244,12 @@ export class GatewayAgeIngest {
   submitSpend(body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
     const run = this.#queue.then(async () => {
       const answer = await recordSpendReport(this.#o.store, body, { now: this.#now });
-      this.#o.metrics.gatewaySpendReports.inc({ outcome: answer.outcome ?? (answer.status === 400 ? 'invalid' : 'no_network') });
+      this.#o.metrics.gatewaySpendReports.inc({
+        outcome: answer.outcome ?? (answer.status === 400 ? 'invalid' : 'no_network'),
+      });
       // Refusals mean a confused or misconfigured reporter; the answer names the field, never a key or a hash.
-      if (answer.status === 400 || answer.status === 409) this.#o.logger.warn({ status: answer.status, ...answer.body }, 'gateway spend report refused');
+      if (answer.status === 400 || answer.status === 409)
+        this.#o.logger.warn({ status: answer.status, ...answer.body }, 'gateway spend report refused');
       return answer;
     });
     this.#queue = run.catch(() => undefined);
@@ -206,8 +262,9 @@ export class GatewayAgeIngest {
       this.#o.metrics.gatewayAgeReports.inc({ outcome: 'invalid' });
       return { status: 400, body: { error: checked.error } };
     }
-    const networks = ((await this.#o.store.list(GRID_NETWORK)).items as unknown as GridNetworkResource[])
-      .sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+    const networks = ((await this.#o.store.list(GRID_NETWORK)).items as unknown as GridNetworkResource[]).sort(
+      (a, b) => (a.metadata.name < b.metadata.name ? -1 : 1),
+    );
     const name = networks[0]?.metadata.name;
     if (name === undefined) {
       this.#o.metrics.gatewayAgeReports.inc({ outcome: 'no_network' });
@@ -216,14 +273,22 @@ export class GatewayAgeIngest {
     // The evidence is recomputed from each fresh read: a report raced by an administrator's removal of a
     // gatewayAgeReports entry (or by another status writer) is applied again to what is there now, never to what was.
     const monoMs = this.#mono();
-    let applied: { state: EvidenceState; outcome: ReportOutcome; condition: ReturnType<typeof gatewayAgesCondition> } | undefined;
-    const written = await patchStatusFresh<GridNetworkResource>(this.#o.store, GRID_NETWORK, { name }, GATEWAY_AGES_FIELD_MANAGER, (fresh) => {
-      const before = this.#restore(fresh);
-      const { state, outcome } = applyReport(before, checked.value, { monoMs, wallMs: this.#now() });
-      const condition = gatewayAgesCondition(state, monoMs);
-      applied = { state, outcome, condition };
-      return this.#patch(fresh, before, state, condition);
-    });
+    let applied:
+      | { state: EvidenceState; outcome: ReportOutcome; condition: ReturnType<typeof gatewayAgesCondition> }
+      | undefined;
+    const written = await patchStatusFresh<GridNetworkResource>(
+      this.#o.store,
+      GRID_NETWORK,
+      { name },
+      GATEWAY_AGES_FIELD_MANAGER,
+      (fresh) => {
+        const before = this.#restore(fresh);
+        const { state, outcome } = applyReport(before, checked.value, { monoMs, wallMs: this.#now() });
+        const condition = gatewayAgesCondition(state, monoMs);
+        applied = { state, outcome, condition };
+        return this.#patch(fresh, before, state, condition);
+      },
+    );
     if (written.object === undefined || applied === undefined) {
       this.#o.metrics.gatewayAgeReports.inc({ outcome: 'no_network' });
       return { status: 503, body: { error: `GridNetwork ${name} disappeared before the report was recorded` } };
@@ -231,7 +296,8 @@ export class GatewayAgeIngest {
     const { state, outcome, condition } = applied;
     this.#o.metrics.gatewayAgeReports.inc({ outcome });
     if (outcome === 'recorded') this.#receipts.set(checked.value.epoch, { sequence: checked.value.sequence, monoMs });
-    for (const epoch of [...this.#receipts.keys()]) if (!state.records.some((r) => r.epoch === epoch)) this.#receipts.delete(epoch);
+    for (const epoch of [...this.#receipts.keys()])
+      if (!state.records.some((r) => r.epoch === epoch)) this.#receipts.delete(epoch);
     return { status: STATUS_CODE[outcome], body: { outcome, condition: condition.status } };
   }
 
@@ -255,25 +321,43 @@ export class GatewayAgeIngest {
   }
 
   /** The status patch for `after` against the read `fresh` it was computed from; undefined: nothing changed. */
-  #patch(fresh: GridNetworkResource, before: EvidenceState, after: EvidenceState, condition: { status: 'True' | 'False' | 'Unknown'; reason: string; message: string }): Record<string, unknown> | undefined {
+  #patch(
+    fresh: GridNetworkResource,
+    before: EvidenceState,
+    after: EvidenceState,
+    condition: { status: 'True' | 'False' | 'Unknown'; reason: string; message: string },
+  ): Record<string, unknown> | undefined {
     const patch: Record<string, unknown> = {};
     if (after !== before) {
-      patch['gatewayAgeReports'] = [...after.records].sort((a, b) => (a.epoch < b.epoch ? -1 : 1)).map((r): GatewayAgeReport => ({
-        epoch: r.epoch,
-        replica: r.replica,
-        sequence: r.sequence,
-        skewCount: r.skewCount,
-        reportedRejected: r.reportedRejected,
-        rejected: r.rejected,
-        ...(r.receivedAt !== '' ? { receivedAt: r.receivedAt } : {}),
-      }));
+      patch['gatewayAgeReports'] = [...after.records]
+        .sort((a, b) => (a.epoch < b.epoch ? -1 : 1))
+        .map(
+          (r): GatewayAgeReport => ({
+            epoch: r.epoch,
+            replica: r.replica,
+            sequence: r.sequence,
+            skewCount: r.skewCount,
+            reportedRejected: r.reportedRejected,
+            rejected: r.rejected,
+            ...(r.receivedAt !== '' ? { receivedAt: r.receivedAt } : {}),
+          }),
+        );
       if (after.overflow) patch['gatewayAgeReportOverflow'] = true;
     }
     const conditions = fresh.status?.conditions as Condition[] | undefined;
     const generation = fresh.metadata.generation ?? 1;
     const stored = conditions?.find((c) => c.type === GATEWAY_AGES_REJECTED);
-    if (stored === undefined || stored.status !== condition.status || stored.message !== condition.message || stored.observedGeneration !== generation) {
-      const next = mergeConditions(conditions, [{ type: GATEWAY_AGES_REJECTED, ...condition, observedGeneration: generation }], this.#now());
+    if (
+      stored === undefined ||
+      stored.status !== condition.status ||
+      stored.message !== condition.message ||
+      stored.observedGeneration !== generation
+    ) {
+      const next = mergeConditions(
+        conditions,
+        [{ type: GATEWAY_AGES_REJECTED, ...condition, observedGeneration: generation }],
+        this.#now(),
+      );
       patch['conditions'] = withOwnConditions(conditions, next, [GATEWAY_AGES_REJECTED]);
     }
     return Object.keys(patch).length === 0 ? undefined : patch;

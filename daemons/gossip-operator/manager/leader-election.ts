@@ -136,13 +136,17 @@ export class LeaderElector {
       if (!canClaim(current, this.#o.identity, now)) return;
       const ours = current?.holderIdentity === this.#o.identity;
       const exists = current !== undefined;
-      await this.#write({
-        holderIdentity: this.#o.identity,
-        leaseDurationSeconds: Math.ceil(this.#o.leaseDurationMs / 1000),
-        acquireTime: ours && current?.acquireTime !== undefined ? current.acquireTime : microTime(now),
-        renewTime: microTime(now),
-        leaseTransitions: (current?.leaseTransitions ?? 0) + (ours || current?.holderIdentity === undefined ? 0 : 1),
-      }, exists && !ours, exists ? version : undefined);
+      await this.#write(
+        {
+          holderIdentity: this.#o.identity,
+          leaseDurationSeconds: Math.ceil(this.#o.leaseDurationMs / 1000),
+          acquireTime: ours && current?.acquireTime !== undefined ? current.acquireTime : microTime(now),
+          renewTime: microTime(now),
+          leaseTransitions: (current?.leaseTransitions ?? 0) + (ours || current?.holderIdentity === undefined ? 0 : 1),
+        },
+        exists && !ours,
+        exists ? version : undefined,
+      );
       await new Promise((resolve) => setTimeout(resolve, this.#o.settleMs));
       const confirmed = (await this.#read())?.spec;
       if (this.#stopped || confirmed?.holderIdentity !== this.#o.identity) return;
@@ -174,7 +178,11 @@ export class LeaderElector {
       const read = await this.#read();
       const current = read?.spec;
       if (current?.holderIdentity === this.#o.identity) {
-        await this.#write({ ...current, holderIdentity: '', renewTime: microTime(this.#o.now()) }, false, read?.metadata.resourceVersion);
+        await this.#write(
+          { ...current, holderIdentity: '', renewTime: microTime(this.#o.now()) },
+          false,
+          read?.metadata.resourceVersion,
+        );
       }
     } catch (error) {
       this.#o.onError?.(error);

@@ -45,7 +45,11 @@ export interface Controller {
   close?(): Promise<void>;
 }
 
-export type ReconcileObserver = (controller: string, result: 'success' | 'error' | 'terminal', durationMs: number) => void
+export type ReconcileObserver = (
+  controller: string,
+  result: 'success' | 'error' | 'terminal',
+  durationMs: number,
+) => void;
 
 export interface ManagerOptions {
   readonly store: ResourceStore;
@@ -102,11 +106,19 @@ export class Manager {
     if (this.#started) return;
     this.#started = true;
     for (const controller of this.#controllers) {
-      const queue = new WorkQueue({ baseBackoffMs: this.#options.baseBackoffMs, maxBackoffMs: this.#options.maxBackoffMs });
+      const queue = new WorkQueue({
+        baseBackoffMs: this.#options.baseBackoffMs,
+        maxBackoffMs: this.#options.maxBackoffMs,
+      });
       this.#running.set(controller.name, { controller, queue, worker: this.#work(controller, queue) });
       this.#watch(controller.kind, {}, (object) => [object.metadata.name], queue);
       for (const secondary of controller.watches ?? []) {
-        this.#watch(secondary.kind, { namespace: secondary.namespace, labelSelector: secondary.labelSelector }, secondary.map, queue);
+        this.#watch(
+          secondary.kind,
+          { namespace: secondary.namespace, labelSelector: secondary.labelSelector },
+          secondary.map,
+          queue,
+        );
       }
     }
   }
@@ -123,7 +135,10 @@ export class Manager {
       try {
         for (const key of map(object)) queue.add(key);
       } catch (error) {
-        this.#options.logger.warn({ kind: kind.kind, name: object.metadata?.name, error: errorFields(error) }, 'cannot map a watch event to reconcile keys');
+        this.#options.logger.warn(
+          { kind: kind.kind, name: object.metadata?.name, error: errorFields(error) },
+          'cannot map a watch event to reconcile keys',
+        );
       }
     };
     const subscription = this.#options.store.watch(kind, {
@@ -139,7 +154,10 @@ export class Manager {
         }
       },
       onRestart: (reason, error) => {
-        this.#options.logger.warn({ kind: kind.kind, reason, ...(error ? { error: errorFields(error) } : {}) }, 'watch restarted');
+        this.#options.logger.warn(
+          { kind: kind.kind, reason, ...(error ? { error: errorFields(error) } : {}) },
+          'watch restarted',
+        );
       },
     });
     this.#subscriptions.push(subscription);
@@ -151,18 +169,30 @@ export class Manager {
       if (key === undefined) return;
       const started = Date.now();
       try {
-        const result = await inSpan(this.#options.tracer, `reconcile ${controller.name}`, { 'grid.controller': controller.name, 'k8s.object.name': key }, () => controller.reconcile(key));
+        const result = await inSpan(
+          this.#options.tracer,
+          `reconcile ${controller.name}`,
+          { 'grid.controller': controller.name, 'k8s.object.name': key },
+          () => controller.reconcile(key),
+        );
         queue.forget(key);
-        if (result.requeueAfterMs !== undefined && result.requeueAfterMs > 0) queue.addAfter(key, result.requeueAfterMs);
+        if (result.requeueAfterMs !== undefined && result.requeueAfterMs > 0)
+          queue.addAfter(key, result.requeueAfterMs);
         this.#options.onReconcile?.(controller.name, 'success', Date.now() - started);
       } catch (error) {
         if (error instanceof TerminalError) {
           queue.forget(key);
-          this.#options.logger.warn({ controller: controller.name, name: key, error: errorFields(error) }, 'reconcile failed permanently; waiting for the object to change');
+          this.#options.logger.warn(
+            { controller: controller.name, name: key, error: errorFields(error) },
+            'reconcile failed permanently; waiting for the object to change',
+          );
           this.#options.onReconcile?.(controller.name, 'terminal', Date.now() - started);
         } else {
           const delay = queue.addRateLimited(key);
-          this.#options.logger.warn({ controller: controller.name, name: key, retryInMs: delay, error: errorFields(error) }, 'reconcile failed; retrying with backoff');
+          this.#options.logger.warn(
+            { controller: controller.name, name: key, retryInMs: delay, error: errorFields(error) },
+            'reconcile failed; retrying with backoff',
+          );
           this.#options.onReconcile?.(controller.name, 'error', Date.now() - started);
         }
       } finally {
@@ -187,21 +217,34 @@ export class Manager {
     const running = [...this.#running.values()];
     this.#running.clear();
     const busy = new Set(running.map((r) => r.controller.name));
-    const finished = Promise.all([watchesClosed, ...running.map((r) => r.worker.finally(() => busy.delete(r.controller.name)))]);
+    const finished = Promise.all([
+      watchesClosed,
+      ...running.map((r) => r.worker.finally(() => busy.delete(r.controller.name))),
+    ]);
     try {
       await this.#settle(finished, busy, deadlineMs, () => watchesOpen);
     } finally {
-      await Promise.all(running.map(async (r) => {
-        try {
-          await r.controller.close?.();
-        } catch (error) {
-          this.#options.logger.warn({ controller: r.controller.name, error: errorFields(error) }, 'controller close failed');
-        }
-      }));
+      await Promise.all(
+        running.map(async (r) => {
+          try {
+            await r.controller.close?.();
+          } catch (error) {
+            this.#options.logger.warn(
+              { controller: r.controller.name, error: errorFields(error) },
+              'controller close failed',
+            );
+          }
+        }),
+      );
     }
   }
 
-  async #settle(finished: Promise<unknown>, busy: Set<string>, deadlineMs: number, watchesOpen: () => boolean): Promise<void> {
+  async #settle(
+    finished: Promise<unknown>,
+    busy: Set<string>,
+    deadlineMs: number,
+    watchesOpen: () => boolean,
+  ): Promise<void> {
     if (deadlineMs === Infinity) {
       await finished;
       return;
@@ -215,6 +258,10 @@ export class Manager {
       }),
     ]);
     clearTimeout(timer);
-    if (timedOut) this.#options.logger.warn({ deadlineMs, controllers: [...busy], watchesOpen: watchesOpen() }, 'reconciles or watches still running at the stop deadline; abandoning them');
+    if (timedOut)
+      this.#options.logger.warn(
+        { deadlineMs, controllers: [...busy], watchesOpen: watchesOpen() },
+        'reconciles or watches still running at the stop deadline; abandoning them',
+      );
   }
 }

@@ -83,7 +83,11 @@ export class WorkQueue {
     this.#failures.set(key, failures + 1);
     // Jitter in the upper half of the step: spread retries without ever retrying sooner than half the step. The
     // shared policy subtracts its jitter, so 1 - random keeps "random 1 = the whole step" for injected randomness.
-    const delay = backoffDelayMs({ initialMs: this.#base, maxMs: this.#max, jitter: 0.5 }, failures, () => 1 - this.#random());
+    const delay = backoffDelayMs(
+      { initialMs: this.#base, maxMs: this.#max, jitter: 0.5 },
+      failures,
+      () => 1 - this.#random(),
+    );
     this.addAfter(key, delay);
     return delay;
   }

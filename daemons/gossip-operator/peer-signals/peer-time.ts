@@ -21,9 +21,7 @@ export interface PeerTimeCondition {
 }
 
 /** What one peer did in one round. `rejectedRows` counts rows refused for skew. */
-export type PeerAnswer =
-  | { readonly kind: 'answered'; readonly rejectedRows: number }
-  | { readonly kind: 'no_answer' };
+export type PeerAnswer = { readonly kind: 'answered'; readonly rejectedRows: number } | { readonly kind: 'no_answer' };
 
 export interface PeerTimeState {
   /** Peers with a standing: true = its last answer had a rejected age. */
@@ -41,7 +39,8 @@ export function initialPeerTimeState(stored: PeerTimeCondition | undefined): Pee
   return {
     standing: new Map(),
     answered: new Set(),
-    preserved: stored?.status === 'False' ? { status: 'False', reason: stored.reason, message: stored.message } : undefined,
+    preserved:
+      stored?.status === 'False' ? { status: 'False', reason: stored.reason, message: stored.message } : undefined,
     securePolled: false,
   };
 }
@@ -69,7 +68,10 @@ export function observeRound(state: PeerTimeState, round: PeerRound): PeerTimeSt
       answered.add(peer);
     }
   }
-  const preserved = state.preserved !== undefined && round.secure && [...members].every((peer) => answered.has(peer)) ? undefined : state.preserved;
+  const preserved =
+    state.preserved !== undefined && round.secure && [...members].every((peer) => answered.has(peer))
+      ? undefined
+      : state.preserved;
   return { standing, answered, preserved, securePolled: state.securePolled || round.secure };
 }
 
@@ -83,7 +85,10 @@ function list(peers: readonly string[]): string {
  * rejection known, so neither True nor False is established).
  */
 export function peerTimeCondition(state: PeerTimeState): PeerTimeCondition | undefined {
-  const rejected = [...state.standing].filter(([, r]) => r).map(([peer]) => peer).sort();
+  const rejected = [...state.standing]
+    .filter(([, r]) => r)
+    .map(([peer]) => peer)
+    .sort();
   if (rejected.length > 0) {
     return {
       status: 'False',
@@ -102,5 +107,10 @@ export function conditionWriteDue(
   desired: PeerTimeCondition,
   generation: number,
 ): boolean {
-  return stored === undefined || stored.status !== desired.status || stored.message !== desired.message || stored.observedGeneration !== generation;
+  return (
+    stored === undefined ||
+    stored.status !== desired.status ||
+    stored.message !== desired.message ||
+    stored.observedGeneration !== generation
+  );
 }

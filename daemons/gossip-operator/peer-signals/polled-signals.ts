@@ -15,7 +15,12 @@ export class PolledSignals {
    * Replaces what one peer's latest answer said. The observation time is the local wall clock minus the relayed
    * age: the peer's clock is never read. Returns whether anything routing reads changed.
    */
-  replaceSite(site: string, valid: readonly PeerSignalRow[], refusedProviders: readonly string[], wallNowMs: number): boolean {
+  replaceSite(
+    site: string,
+    valid: readonly PeerSignalRow[],
+    refusedProviders: readonly string[],
+    wallNowMs: number,
+  ): boolean {
     const before = this.#sites.get(site);
     const next = new Map<string, Entry>();
     for (const row of valid) {

@@ -62,7 +62,9 @@ export interface PeerPollerOptions {
 }
 
 function byName(items: readonly GridNetworkResource[]): GridNetworkResource[] {
-  return [...items].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+  return [...items].sort((a, b) =>
+    a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0,
+  );
 }
 
 export class PeerPoller {
@@ -94,7 +96,14 @@ export class PeerPoller {
     if (this.#o.serveAddress !== undefined) {
       this.#server = await PeerSignalsServer.start({
         address: this.#o.serveAddress,
-        document: () => (this.#network === undefined ? undefined : signalsDocument(this.#o.site, this.#network, this.#ages.rows(this.#o.localSignals(), this.#now(), this.#mono()))),
+        document: () =>
+          this.#network === undefined
+            ? undefined
+            : signalsDocument(
+                this.#o.site,
+                this.#network,
+                this.#ages.rows(this.#o.localSignals(), this.#now(), this.#mono()),
+              ),
       });
     }
     this.#schedule(0);
@@ -103,7 +112,9 @@ export class PeerPoller {
   #schedule(delayMs: number): void {
     if (this.#stopped) return;
     this.#timer = setTimeout(() => {
-      this.#round = this.round().catch((error) => this.#o.logger.warn({ error: errorFields(error) }, 'peer signals round failed; retried next interval'));
+      this.#round = this.round().catch((error) =>
+        this.#o.logger.warn({ error: errorFields(error) }, 'peer signals round failed; retried next interval'),
+      );
       void this.#round.finally(() => this.#schedule(this.#o.intervalMs));
     }, delayMs);
     this.#timer.unref();
@@ -119,7 +130,8 @@ export class PeerPoller {
   async #material(network: GridNetworkResource): Promise<TlsMaterial | undefined> {
     const tls = network.spec.tls;
     try {
-      if (tls?.caSecretRef === undefined || tls.siteSecretRef === undefined) throw new Error('spec.tls.caSecretRef and spec.tls.siteSecretRef are required for secure polling');
+      if (tls?.caSecretRef === undefined || tls.siteSecretRef === undefined)
+        throw new Error('spec.tls.caSecretRef and spec.tls.siteSecretRef are required for secure polling');
       const site = { ...tls.siteSecretRef, key: undefined };
       const material = {
         caPem: (await readSecretKey(this.#o.store, tls.caSecretRef, 'ca.crt')).toString('utf8'),
@@ -132,7 +144,10 @@ export class PeerPoller {
     } catch (error) {
       if (!this.#tlsWarned) {
         this.#tlsWarned = true;
-        this.#o.logger.warn({ network: network.metadata.name, error: errorFields(error) }, 'peer signals: no usable site TLS material, so peers are neither polled nor served (not a clean round)');
+        this.#o.logger.warn(
+          { network: network.metadata.name, error: errorFields(error) },
+          'peer signals: no usable site TLS material, so peers are neither polled nor served (not a clean round)',
+        );
       }
       return undefined;
     }
@@ -160,33 +175,52 @@ export class PeerPoller {
     }
     const name = network.metadata.name;
     this.#network = name;
-    this.#state ??= initialPeerTimeState((network.status?.conditions as Condition[] | undefined)?.find((c) => c.type === PEER_TIME_VALID));
+    this.#state ??= initialPeerTimeState(
+      (network.status?.conditions as Condition[] | undefined)?.find((c) => c.type === PEER_TIME_VALID),
+    );
     const material = await this.#material(network);
     const members = o.members() ?? [];
     const memberNames = new Set(members.map((m) => m.name));
     const answers = new Map<string, PeerAnswer>();
     let changed = false;
     if (material !== undefined) {
-      await Promise.all(members.map(async (member) => {
-        if (member.signalsAddress === undefined || member.signalsAddress === '') {
-          o.metrics.peerSignalPolls.inc({ peer: member.name, outcome: 'no_address' });
-          return;
-        }
-        const result = await pollPeer(member.name, member.signalsAddress, material, o.timeoutMs ?? 5_000);
-        const classified = result.ok ? classifyAnswer(result.body, member.name, name) : { ok: false as const, error: result.error };
-        if (!classified.ok) {
-          o.metrics.peerSignalPolls.inc({ peer: member.name, outcome: result.ok ? 'invalid' : 'no_answer' });
-          o.logger.debug({ peer: member.name, error: classified.error }, 'peer signals: no usable answer; the peer keeps its standing');
-          return;
-        }
-        o.metrics.peerSignalPolls.inc({ peer: member.name, outcome: 'answered' });
-        const { valid, refused } = classified.answer;
-        for (const r of refused) o.metrics.peerSignalsRefused.inc({ peer: member.name, reason: r.reason });
-        if (refused.length > 0) o.logger.warn({ peer: member.name, refused: refused.slice(0, 5).map((r) => r.detail) }, 'peer signals: rows refused and dropped; the peer\'s other rows stay in use');
-        const skewed = refused.filter((r) => r.reason === 'skew');
-        answers.set(member.name, { kind: 'answered', rejectedRows: skewed.length });
-        changed = o.polled.replaceSite(member.name, valid, skewed.flatMap((r) => (r.provider !== undefined ? [r.provider] : [])), this.#now()) || changed;
-      }));
+      await Promise.all(
+        members.map(async (member) => {
+          if (member.signalsAddress === undefined || member.signalsAddress === '') {
+            o.metrics.peerSignalPolls.inc({ peer: member.name, outcome: 'no_address' });
+            return;
+          }
+          const result = await pollPeer(member.name, member.signalsAddress, material, o.timeoutMs ?? 5_000);
+          const classified = result.ok
+            ? classifyAnswer(result.body, member.name, name)
+            : { ok: false as const, error: result.error };
+          if (!classified.ok) {
+            o.metrics.peerSignalPolls.inc({ peer: member.name, outcome: result.ok ? 'invalid' : 'no_answer' });
+            o.logger.debug(
+              { peer: member.name, error: classified.error },
+              'peer signals: no usable answer; the peer keeps its standing',
+            );
+            return;
+          }
+          o.metrics.peerSignalPolls.inc({ peer: member.name, outcome: 'answered' });
+          const { valid, refused } = classified.answer;
+          for (const r of refused) o.metrics.peerSignalsRefused.inc({ peer: member.name, reason: r.reason });
+          if (refused.length > 0)
+            o.logger.warn(
+              { peer: member.name, refused: refused.slice(0, 5).map((r) => r.detail) },
+              "peer signals: rows refused and dropped; the peer's other rows stay in use",
+            );
+          const skewed = refused.filter((r) => r.reason === 'skew');
+          answers.set(member.name, { kind: 'answered', rejectedRows: skewed.length });
+          changed =
+            o.polled.replaceSite(
+              member.name,
+              valid,
+              skewed.flatMap((r) => (r.provider !== undefined ? [r.provider] : [])),
+              this.#now(),
+            ) || changed;
+        }),
+      );
     }
     for (const site of o.polled.sites()) if (!memberNames.has(site)) changed = o.polled.dropSite(site) || changed;
     if (changed) o.onSignalsChanged(name);
@@ -199,13 +233,30 @@ export class PeerPoller {
     const desired = peerTimeCondition(this.#state!);
     if (desired === undefined) return;
     // Built from a fresh read and sent with its resourceVersion: a conflicting writer makes it read again.
-    const result = await patchStatusFresh<GridNetworkResource>(this.#o.store, GRID_NETWORK, { name }, PEER_SIGNALS_FIELD_MANAGER, (fresh) => {
-      const conditions = fresh.status?.conditions as Condition[] | undefined;
-      const generation = fresh.metadata.generation ?? 1;
-      if (!conditionWriteDue(conditions?.find((c) => c.type === PEER_TIME_VALID), desired, generation)) return undefined;
-      const next = mergeConditions(conditions, [{ type: PEER_TIME_VALID, ...desired, observedGeneration: generation }], this.#now());
-      return { conditions: withOwnConditions(conditions, next, [PEER_TIME_VALID]) };
-    });
+    const result = await patchStatusFresh<GridNetworkResource>(
+      this.#o.store,
+      GRID_NETWORK,
+      { name },
+      PEER_SIGNALS_FIELD_MANAGER,
+      (fresh) => {
+        const conditions = fresh.status?.conditions as Condition[] | undefined;
+        const generation = fresh.metadata.generation ?? 1;
+        if (
+          !conditionWriteDue(
+            conditions?.find((c) => c.type === PEER_TIME_VALID),
+            desired,
+            generation,
+          )
+        )
+          return undefined;
+        const next = mergeConditions(
+          conditions,
+          [{ type: PEER_TIME_VALID, ...desired, observedGeneration: generation }],
+          this.#now(),
+        );
+        return { conditions: withOwnConditions(conditions, next, [PEER_TIME_VALID]) };
+      },
+    );
     if (!result.written) return;
     this.#o.logger.info({ network: name, status: desired.status, reason: desired.reason }, 'PeerTimeValid written');
   }

@@ -37,8 +37,17 @@ export class RowAges {
     for (const { provider, sample } of signals.slice(0, 1024)) {
       live.add(provider);
       let anchor = this.#anchors.get(provider);
-      if (anchor === undefined || anchor.generation !== sample.generation || anchor.observedAtMs !== sample.observedAtMs) {
-        anchor = { generation: sample.generation, observedAtMs: sample.observedAtMs, anchorMonoMs: monoNowMs, ageAtAnchorMs: Math.round(wallNowMs - sample.observedAtMs) };
+      if (
+        anchor === undefined ||
+        anchor.generation !== sample.generation ||
+        anchor.observedAtMs !== sample.observedAtMs
+      ) {
+        anchor = {
+          generation: sample.generation,
+          observedAtMs: sample.observedAtMs,
+          anchorMonoMs: monoNowMs,
+          ageAtAnchorMs: Math.round(wallNowMs - sample.observedAtMs),
+        };
         this.#anchors.set(provider, anchor);
       }
       rows.push({
@@ -58,8 +67,12 @@ function signalValues(sample: MetricsSample): PeerSignalRow['signals'] {
   return {
     healthy: sample.healthy,
     ...(finite(sample.queueDepth) ? { queue_depth: Math.max(0, sample.queueDepth) } : {}),
-    ...(finite(sample.kvCacheUtilization) ? { kv_cache_utilization: Math.min(1, Math.max(0, sample.kvCacheUtilization)) } : {}),
-    ...(finite(sample.prefixCacheHitRatio) ? { prefix_cache_hit_ratio: Math.min(1, Math.max(0, sample.prefixCacheHitRatio)) } : {}),
+    ...(finite(sample.kvCacheUtilization)
+      ? { kv_cache_utilization: Math.min(1, Math.max(0, sample.kvCacheUtilization)) }
+      : {}),
+    ...(finite(sample.prefixCacheHitRatio)
+      ? { prefix_cache_hit_ratio: Math.min(1, Math.max(0, sample.prefixCacheHitRatio)) }
+      : {}),
     ...(finite(sample.latencyP99Ms) ? { latency_p99_ms: Math.max(0, sample.latencyP99Ms) } : {}),
     ...(finite(sample.errorRate) ? { error_rate: Math.min(1, Math.max(0, sample.errorRate)) } : {}),
     ...(finite(sample.runningPerEndpoint) ? { running_per_endpoint: Math.max(0, sample.runningPerEndpoint) } : {}),
@@ -84,12 +97,18 @@ export interface ClassifiedAnswer {
  * Checks a peer's answer. Returns an error (the answer is not an answer: the peer keeps its standing) when the
  * envelope is wrong or names another site or network; otherwise the valid rows and the refused ones.
  */
-export function classifyAnswer(body: unknown, peer: string, network: string): { ok: true; answer: ClassifiedAnswer } | { ok: false; error: string } {
+export function classifyAnswer(
+  body: unknown,
+  peer: string,
+  network: string,
+): { ok: true; answer: ClassifiedAnswer } | { ok: false; error: string } {
   const envelope = checkPeerSignalsEnvelope(body);
   if (!envelope.ok) return { ok: false, error: envelope.error };
   const doc = envelope.value;
-  if (doc.site !== peer) return { ok: false, error: `document names site "${doc.site.slice(0, 80)}", polled member is "${peer}"` };
-  if (doc.network !== network) return { ok: false, error: `document is for network "${doc.network.slice(0, 80)}", not "${network}"` };
+  if (doc.site !== peer)
+    return { ok: false, error: `document names site "${doc.site.slice(0, 80)}", polled member is "${peer}"` };
+  if (doc.network !== network)
+    return { ok: false, error: `document is for network "${doc.network.slice(0, 80)}", not "${network}"` };
   const valid: PeerSignalRow[] = [];
   const refused: { reason: RefusalReason; provider?: string; detail: string }[] = [];
   const seen = new Set<string>();
@@ -101,7 +120,11 @@ export function classifyAnswer(body: unknown, peer: string, network: string): { 
     }
     const { provider, age_ms: age } = row.value;
     if (!plausibleAge(age)) {
-      refused.push({ reason: 'skew', provider, detail: `rows[${index}] provider ${provider}: age_ms ${age} is ${age < 0 ? 'negative' : 'implausible'}` });
+      refused.push({
+        reason: 'skew',
+        provider,
+        detail: `rows[${index}] provider ${provider}: age_ms ${age} is ${age < 0 ? 'negative' : 'implausible'}`,
+      });
       return;
     }
     if (seen.has(provider)) {

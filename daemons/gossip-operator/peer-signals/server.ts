@@ -63,7 +63,8 @@ export class PeerSignalsServer {
   /** Installs (or rotates) the TLS material; unchanged material is a no-op. Throws on unusable PEM. */
   useMaterial(material: TlsMaterial): void {
     const m = this.#material;
-    if (m !== undefined && m.caPem === material.caPem && m.certPem === material.certPem && m.keyPem === material.keyPem) return;
+    if (m !== undefined && m.caPem === material.caPem && m.certPem === material.certPem && m.keyPem === material.keyPem)
+      return;
     this.#server.setSecureContext({ ca: material.caPem, cert: material.certPem, key: material.keyPem });
     this.#material = material;
   }

@@ -38,7 +38,8 @@ export async function startSignalServices(ctx: OperatorContext): Promise<SignalS
       const runtime = ctx.gossip;
       if (runtime === undefined) return undefined;
       const sites = runtime.store.sites();
-      return runtime.members()
+      return runtime
+        .members()
         .filter((m) => m.state !== 'left')
         .map((m) => {
           const address = sites.get(m.name)?.signals_address;
@@ -64,14 +65,25 @@ export async function startSignalServices(ctx: OperatorContext): Promise<SignalS
     await poller.start();
   }
   const bound = poller.servedAddress;
-  ctx.signalsAddress = bound === undefined ? undefined : config.signalsAdvertise ?? (!wildcard(bound) ? bound : undefined);
+  ctx.signalsAddress =
+    bound === undefined ? undefined : (config.signalsAdvertise ?? (!wildcard(bound) ? bound : undefined));
   if (bound !== undefined && ctx.signalsAddress === undefined) {
-    ctx.logger.warn({ bind: bound }, 'the signals endpoint binds a wildcard address and no --signals-advertise is set: peers cannot poll this site');
+    ctx.logger.warn(
+      { bind: bound },
+      'the signals endpoint binds a wildcard address and no --signals-advertise is set: peers cannot poll this site',
+    );
   }
   if (ctx.signalsAddress !== undefined) await requeueNetworks(ctx);
   let ingest: GatewayAgeIngest | undefined;
   if (config.gatewayAgeAddress !== undefined && config.ingestTokenFile !== undefined) {
-    ingest = new GatewayAgeIngest({ address: config.gatewayAgeAddress, tokenFile: config.ingestTokenFile, store: ctx.store, logger: ctx.logger, metrics: ctx.metrics, now: ctx.now });
+    ingest = new GatewayAgeIngest({
+      address: config.gatewayAgeAddress,
+      tokenFile: config.ingestTokenFile,
+      store: ctx.store,
+      logger: ctx.logger,
+      metrics: ctx.metrics,
+      now: ctx.now,
+    });
     try {
       await ingest.start();
     } catch (error) {
@@ -99,8 +111,12 @@ export async function startSignalServices(ctx: OperatorContext): Promise<SignalS
  */
 async function requeueNetworks(ctx: OperatorContext): Promise<void> {
   try {
-    for (const network of (await ctx.store.list(GRID_NETWORK)).items) ctx.enqueue(CONTROLLER_NAMES.network, network.metadata.name);
+    for (const network of (await ctx.store.list(GRID_NETWORK)).items)
+      ctx.enqueue(CONTROLLER_NAMES.network, network.metadata.name);
   } catch (error) {
-    ctx.logger.warn({ error: errorFields(error) }, 'could not list GridNetworks to republish the site record with signals_address; the next reconcile will');
+    ctx.logger.warn(
+      { error: errorFields(error) },
+      'could not list GridNetworks to republish the site record with signals_address; the next reconcile will',
+    );
   }
 }

@@ -91,12 +91,25 @@ export async function probeAgentCard(config: A2aCardProbeConfig): Promise<A2aCar
     cardPath = older;
     response = await fetchCard(config, cardPath, deadline);
     if (response.ok && response.status === 404) {
-      return { ok: false, reason: 'not_found', cardPath, status: 404, detail: `no agent card: GET ${newer} and GET ${older} both answered HTTP 404` };
+      return {
+        ok: false,
+        reason: 'not_found',
+        cardPath,
+        status: 404,
+        detail: `no agent card: GET ${newer} and GET ${older} both answered HTTP 404`,
+      };
     }
   }
-  if (!response.ok) return { ok: false, reason: response.failure, cardPath, detail: `GET ${cardPath}: ${response.detail}` };
+  if (!response.ok)
+    return { ok: false, reason: response.failure, cardPath, detail: `GET ${cardPath}: ${response.detail}` };
   if (response.status < 200 || response.status > 299) {
-    return { ok: false, reason: 'http_status', cardPath, status: response.status, detail: `GET ${cardPath} answered HTTP ${response.status}` };
+    return {
+      ok: false,
+      reason: 'http_status',
+      cardPath,
+      status: response.status,
+      detail: `GET ${cardPath} answered HTTP ${response.status}`,
+    };
   }
   let document: unknown;
   try {
@@ -105,7 +118,8 @@ export async function probeAgentCard(config: A2aCardProbeConfig): Promise<A2aCar
     return { ok: false, reason: 'invalid_card', cardPath, detail: `the card at ${cardPath} is not JSON` };
   }
   const card = parseAgentCard(document);
-  if (typeof card === 'string') return { ok: false, reason: 'invalid_card', cardPath, detail: `the card at ${cardPath}: ${card}` };
+  if (typeof card === 'string')
+    return { ok: false, reason: 'invalid_card', cardPath, detail: `the card at ${cardPath}: ${card}` };
   return { ok: true, card, cardPath };
 }
 
@@ -121,7 +135,8 @@ function fetchCard(config: A2aCardProbeConfig, cardPath: CardPath, deadline: num
   });
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 const text = (value: unknown): value is string => typeof value === 'string' && value.trim() !== '';
 
 /** The card, checked; or what is wrong with it and where, as a string. */
@@ -133,7 +148,8 @@ export function parseAgentCard(document: unknown): A2aCard | string {
   const capabilities = parseCapabilities(document['capabilities']);
   if (typeof capabilities === 'string') return capabilities;
   const shape = document['supportedInterfaces'] !== undefined ? '1.0' : '0.3';
-  const interfaces = shape === '1.0' ? parseSupportedInterfaces(document['supportedInterfaces']) : parseLegacyInterfaces(document);
+  const interfaces =
+    shape === '1.0' ? parseSupportedInterfaces(document['supportedInterfaces']) : parseLegacyInterfaces(document);
   if (typeof interfaces === 'string') return interfaces;
   const versions = interfaces.flatMap((i) => (i.protocolVersion === undefined ? [] : [i.protocolVersion]));
   const protocolVersion = versions.sort(compareVersions).at(-1);
@@ -156,7 +172,8 @@ function parseSkills(skills: unknown): A2aSkill[] | string {
     const where = `skills[${index}]`;
     if (!isObject(skill)) return `${where} is not an object`;
     const id = skill['id'];
-    if (!text(id) || id.length > MAX_SKILL_ID_CHARS || CONTROL.test(id)) return `${where}.id is missing, blank, longer than ${MAX_SKILL_ID_CHARS} characters or has control characters`;
+    if (!text(id) || id.length > MAX_SKILL_ID_CHARS || CONTROL.test(id))
+      return `${where}.id is missing, blank, longer than ${MAX_SKILL_ID_CHARS} characters or has control characters`;
     const earlier = seen.get(id);
     if (earlier !== undefined) return `${where}.id repeats the id of skills[${earlier}]`;
     seen.set(id, index);
@@ -164,10 +181,19 @@ function parseSkills(skills: unknown): A2aSkill[] | string {
     const description = skill['description'];
     if (description !== undefined && typeof description !== 'string') return `${where}.description is not a string`;
     const tags = skill['tags'];
-    if (tags !== undefined && (!Array.isArray(tags) || tags.length > MAX_TAGS || !tags.every((t) => typeof t === 'string'))) {
+    if (
+      tags !== undefined &&
+      (!Array.isArray(tags) || tags.length > MAX_TAGS || !tags.every((t) => typeof t === 'string'))
+    ) {
       return `${where}.tags is not an array of at most ${MAX_TAGS} strings`;
     }
-    out.push({ id, name: skill['name'].slice(0, MAX_NAME_CHARS), ...(description !== undefined && description !== '' ? { description: description.slice(0, MAX_DESCRIPTION_CHARS) } : {}) });
+    out.push({
+      id,
+      name: skill['name'].slice(0, MAX_NAME_CHARS),
+      ...(description !== undefined && description !== ''
+        ? { description: description.slice(0, MAX_DESCRIPTION_CHARS) }
+        : {}),
+    });
   }
   return out;
 }
@@ -177,21 +203,28 @@ function parseCapabilities(capabilities: unknown): A2aCard['capabilities'] | str
   if (capabilities === undefined) return { streaming: false, pushNotifications: false };
   if (!isObject(capabilities)) return 'capabilities is not an object';
   for (const flag of ['streaming', 'pushNotifications'] as const) {
-    if (capabilities[flag] !== undefined && typeof capabilities[flag] !== 'boolean') return `capabilities.${flag} is not a boolean`;
+    if (capabilities[flag] !== undefined && typeof capabilities[flag] !== 'boolean')
+      return `capabilities.${flag} is not a boolean`;
   }
-  return { streaming: capabilities['streaming'] === true, pushNotifications: capabilities['pushNotifications'] === true };
+  return {
+    streaming: capabilities['streaming'] === true,
+    pushNotifications: capabilities['pushNotifications'] === true,
+  };
 }
 
 function parseUrl(value: unknown, where: string): string | { problem: string } {
   // 1.0 examples use relative interface URLs (resolved against the card's); only the form is checked here.
-  if (!text(value) || value.length > MAX_URL_CHARS || /\s/.test(value)) return { problem: `${where} is missing, blank, longer than ${MAX_URL_CHARS} characters or has whitespace` };
+  if (!text(value) || value.length > MAX_URL_CHARS || /\s/.test(value))
+    return { problem: `${where} is missing, blank, longer than ${MAX_URL_CHARS} characters or has whitespace` };
   return value;
 }
 
 function parseVersion(value: unknown, where: string): string | undefined | { problem: string } {
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || !VERSION.test(value)) {
-    return { problem: `${where} ${typeof value === 'string' ? JSON.stringify(value.slice(0, 32)) : 'is not a string and'} is not a version like 1.0 or 0.3.0` };
+    return {
+      problem: `${where} ${typeof value === 'string' ? JSON.stringify(value.slice(0, 32)) : 'is not a string and'} is not a version like 1.0 or 0.3.0`,
+    };
   }
   return value;
 }
@@ -205,7 +238,8 @@ function parseSupportedInterfaces(list: unknown): A2aInterface[] | string {
     if (!isObject(entry)) return `${where} is not an object`;
     const url = parseUrl(entry['url'], `${where}.url`);
     if (typeof url !== 'string') return url.problem;
-    if (!text(entry['protocolBinding']) || entry['protocolBinding'].length > 64) return `${where}.protocolBinding is missing or not a short string`;
+    if (!text(entry['protocolBinding']) || entry['protocolBinding'].length > 64)
+      return `${where}.protocolBinding is missing or not a short string`;
     const version = parseVersion(entry['protocolVersion'], `${where}.protocolVersion`);
     if (typeof version === 'object') return version.problem;
     if (version === undefined) return `${where}.protocolVersion is missing`;
@@ -215,23 +249,32 @@ function parseSupportedInterfaces(list: unknown): A2aInterface[] | string {
 }
 
 function parseLegacyInterfaces(card: Record<string, unknown>): A2aInterface[] | string {
-  if (card['url'] === undefined) return 'the card names no interface: neither supportedInterfaces (A2A 1.0) nor url (0.3)';
+  if (card['url'] === undefined)
+    return 'the card names no interface: neither supportedInterfaces (A2A 1.0) nor url (0.3)';
   const url = parseUrl(card['url'], 'url');
   if (typeof url !== 'string') return url.problem;
   const transport = card['preferredTransport'] ?? 'JSONRPC';
   if (!text(transport) || transport.length > 64) return 'preferredTransport is not a short string';
   const version = parseVersion(card['protocolVersion'], 'protocolVersion');
   if (typeof version === 'object') return version.problem;
-  const out: A2aInterface[] = [{ url, protocolBinding: transport, ...(version !== undefined ? { protocolVersion: version } : {}) }];
+  const out: A2aInterface[] = [
+    { url, protocolBinding: transport, ...(version !== undefined ? { protocolVersion: version } : {}) },
+  ];
   const additional = card['additionalInterfaces'] ?? [];
-  if (!Array.isArray(additional) || additional.length >= MAX_INTERFACES) return `additionalInterfaces is not an array of fewer than ${MAX_INTERFACES} interfaces`;
+  if (!Array.isArray(additional) || additional.length >= MAX_INTERFACES)
+    return `additionalInterfaces is not an array of fewer than ${MAX_INTERFACES} interfaces`;
   for (const [index, entry] of additional.entries()) {
     const where = `additionalInterfaces[${index}]`;
     if (!isObject(entry)) return `${where} is not an object`;
     const extra = parseUrl(entry['url'], `${where}.url`);
     if (typeof extra !== 'string') return extra.problem;
-    if (!text(entry['transport']) || entry['transport'].length > 64) return `${where}.transport is missing or not a short string`;
-    out.push({ url: extra, protocolBinding: entry['transport'], ...(version !== undefined ? { protocolVersion: version } : {}) });
+    if (!text(entry['transport']) || entry['transport'].length > 64)
+      return `${where}.transport is missing or not a short string`;
+    out.push({
+      url: extra,
+      protocolBinding: entry['transport'],
+      ...(version !== undefined ? { protocolVersion: version } : {}),
+    });
   }
   return out;
 }

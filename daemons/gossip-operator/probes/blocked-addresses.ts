@@ -21,7 +21,8 @@ export function isBlockedAddress(address: string): boolean {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(ip)?.[1];
   if (mapped !== undefined) return blockedV4(mapped);
   const expanded = expandV6(ip);
-  if (expanded === '0000:0000:0000:0000:0000:0000:0000:0000' || expanded === '0000:0000:0000:0000:0000:0000:0000:0001') return true;
+  if (expanded === '0000:0000:0000:0000:0000:0000:0000:0000' || expanded === '0000:0000:0000:0000:0000:0000:0000:0001')
+    return true;
   if (/^fe[89ab]/.test(expanded)) return true; // fe80::/10 link-local
   return [...METADATA_ADDRESSES].some((blocked) => isIP(blocked) === 6 && expandV6(blocked) === expanded);
 }

@@ -57,7 +57,11 @@ export function openEventStream(request: EventStreamRequest): Promise<EventStrea
       return;
     }
     request.signal.addEventListener('abort', onAbort);
-    const options: https.RequestOptions = { method: 'GET', headers: { ...request.headers }, ...connectionOptions(request) };
+    const options: https.RequestOptions = {
+      method: 'GET',
+      headers: { ...request.headers },
+      ...connectionOptions(request),
+    };
     const req = (request.url.protocol === 'https:' ? https : http).request(request.url, options, (res) => {
       clearTimeout(timer);
       const status = res.statusCode ?? 0;
@@ -73,14 +77,27 @@ export function openEventStream(request: EventStreamRequest): Promise<EventStrea
       request.onOpen?.();
       const parser = new SseParser(request.maxEventBytes, request.onEvent);
       res.on('data', (chunk: Buffer) => {
-        if (!parser.push(chunk)) finish({ kind: 'failed', failure: 'too_large', detail: `an event of the stream exceeds ${request.maxEventBytes} bytes` });
+        if (!parser.push(chunk))
+          finish({
+            kind: 'failed',
+            failure: 'too_large',
+            detail: `an event of the stream exceeds ${request.maxEventBytes} bytes`,
+          });
       });
       res.on('end', () => finish({ kind: 'ended' }));
       res.on('error', (error) => finish({ kind: 'failed', ...failureOf(classify(error)) }));
       // A connection cut mid-stream may close the response without 'end' or 'error'.
       res.on('close', () => finish({ kind: 'ended' }));
     });
-    const timer = setTimeout(() => finish({ kind: 'failed', failure: 'timeout', detail: `no response headers within ${request.headersTimeoutMs} ms` }), request.headersTimeoutMs);
+    const timer = setTimeout(
+      () =>
+        finish({
+          kind: 'failed',
+          failure: 'timeout',
+          detail: `no response headers within ${request.headersTimeoutMs} ms`,
+        }),
+      request.headersTimeoutMs,
+    );
     req.on('socket', (socket) => socket.setKeepAlive(true, TCP_KEEPALIVE_MS));
     req.on('error', (error) => finish({ kind: 'failed', ...failureOf(classify(error)) }));
     req.end();

@@ -35,13 +35,30 @@ export async function probeHealth(config: HealthProbeConfig): Promise<HealthOutc
   const sendCredential = config.bearerToken !== undefined && url.protocol === 'https:' && sameOrigin(url, origin);
   const headers: Record<string, string> = {};
   if (sendCredential) headers['authorization'] = `Bearer ${config.bearerToken}`;
-  const response = await probeHttp({ url, headers, timeoutMs: config.timeoutMs, maxBytes: 64 * 1024, ...(config.tls ? { tls: config.tls } : {}) });
-  if (!response.ok) return { healthy: false, result: response.failure, sentCredential: sendCredential, detail: response.detail };
+  const response = await probeHttp({
+    url,
+    headers,
+    timeoutMs: config.timeoutMs,
+    maxBytes: 64 * 1024,
+    ...(config.tls ? { tls: config.tls } : {}),
+  });
+  if (!response.ok)
+    return { healthy: false, result: response.failure, sentCredential: sendCredential, detail: response.detail };
   if (response.status >= 300 && response.status < 400) {
-    return { healthy: false, result: 'redirect', sentCredential: sendCredential, detail: `health check answered a redirect (HTTP ${response.status}); redirects are not followed` };
+    return {
+      healthy: false,
+      result: 'redirect',
+      sentCredential: sendCredential,
+      detail: `health check answered a redirect (HTTP ${response.status}); redirects are not followed`,
+    };
   }
   if (response.status < 200 || response.status > 299) {
-    return { healthy: false, result: 'http_status', sentCredential: sendCredential, detail: `health check answered HTTP ${response.status}` };
+    return {
+      healthy: false,
+      result: 'http_status',
+      sentCredential: sendCredential,
+      detail: `health check answered HTTP ${response.status}`,
+    };
   }
   return { healthy: true, result: 'healthy', sentCredential: sendCredential, detail: `HTTP ${response.status}` };
 }

@@ -68,7 +68,9 @@ export function probeHttp(request: ProbeRequest): Promise<ProbeResponse> {
         }
         chunks.push(chunk);
       });
-      res.on('end', () => finish({ ok: true, status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('end', () =>
+        finish({ ok: true, status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+      );
       res.on('error', (error) => finish(classify(error)));
     });
     const timer = setTimeout(
@@ -84,13 +86,17 @@ export function probeHttp(request: ProbeRequest): Promise<ProbeResponse> {
  * What every probe connection shares, the one-shot exchange here and the MCP list watcher's long GET
  * (event-stream.ts): no pooled agent, the vetted address when there is one, and the provider's TLS material.
  */
-export function connectionOptions(request: Pick<ProbeRequest, 'url' | 'tls' | 'address' | 'signal'>): https.RequestOptions {
+export function connectionOptions(
+  request: Pick<ProbeRequest, 'url' | 'tls' | 'address' | 'signal'>,
+): https.RequestOptions {
   const options: https.RequestOptions = { agent: false };
   if (request.address !== undefined) {
     const { ip, family } = request.address;
     // net may ask for all addresses (happy eyeballs); answer in whichever form it asked for.
     options.lookup = ((_host: string, opts: { all?: boolean }, callback: (...args: unknown[]) => void) =>
-      opts.all ? callback(null, [{ address: ip, family }]) : callback(null, ip, family)) as unknown as https.RequestOptions['lookup'];
+      opts.all
+        ? callback(null, [{ address: ip, family }])
+        : callback(null, ip, family)) as unknown as https.RequestOptions['lookup'];
   }
   if (request.url.protocol === 'https:' && request.tls) {
     if (request.tls.ca !== undefined) options.ca = request.tls.ca;
@@ -102,8 +108,18 @@ export function connectionOptions(request: Pick<ProbeRequest, 'url' | 'tls' | 'a
   return options;
 }
 
-const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|ERR_OSSL_|HOSTNAME_MISMATCH)/;
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ETIMEDOUT']);
+const TLS_CODES =
+  /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|ERR_OSSL_|HOSTNAME_MISMATCH)/;
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  'ETIMEDOUT',
+]);
 
 /** A network-layer error as a failure category and a detail that quotes only its code. */
 export function classify(error: Error & { code?: string }): Extract<ProbeResponse, { ok: false }> {

@@ -97,7 +97,9 @@ export class McpListWatch {
     try {
       while (!signal.aborted) {
         if (this.#session === undefined) {
-          const opened = await openSession(new Exchange({ ...this.#connection(), timeoutMs: options.timeoutMs, signal }));
+          const opened = await openSession(
+            new Exchange({ ...this.#connection(), timeoutMs: options.timeoutMs, signal }),
+          );
           if (signal.aborted) break;
           if ('ok' in opened) {
             await retry(opened.detail);
@@ -114,14 +116,23 @@ export class McpListWatch {
         let openedAt: number | undefined;
         const end = await openEventStream({
           url: new URL(options.endpoint),
-          headers: { accept: 'text/event-stream', ...session.headers, ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }), ...bearer(options) },
+          headers: {
+            accept: 'text/event-stream',
+            ...session.headers,
+            ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }),
+            ...bearer(options),
+          },
           ...(options.tls !== undefined ? { tls: options.tls } : {}),
           headersTimeoutMs: options.timeoutMs,
           maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
           signal,
           onOpen: () => {
             openedAt = Date.now();
-            options.onReport?.({ state: 'watching', protocolVersion: session.protocolVersion, session: session.sessionId !== undefined });
+            options.onReport?.({
+              state: 'watching',
+              protocolVersion: session.protocolVersion,
+              session: session.sessionId !== undefined,
+            });
             if (wasOpen) options.onChanged('reconnected');
             wasOpen = true;
           },
@@ -179,7 +190,13 @@ export function announcesToolsChanged(event: SseEvent): boolean {
     return false;
   }
   const messages = Array.isArray(message) ? message : [message];
-  return messages.some((m) => typeof m === 'object' && m !== null && (m as { method?: unknown }).method === 'notifications/tools/list_changed' && !('id' in m));
+  return messages.some(
+    (m) =>
+      typeof m === 'object' &&
+      m !== null &&
+      (m as { method?: unknown }).method === 'notifications/tools/list_changed' &&
+      !('id' in m),
+  );
 }
 
 function describe(end: Exclude<EventStreamEnd, { kind: 'aborted' }>): string {

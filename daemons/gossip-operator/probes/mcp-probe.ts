@@ -109,12 +109,28 @@ export class Exchange {
   }
 
   headers(extra: Readonly<Record<string, string>>): Record<string, string> {
-    return { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...extra, ...bearer(this.#config) };
+    return {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...extra,
+      ...bearer(this.#config),
+    };
   }
 
-  async send(step: McpProbeStep, method: string, params: Record<string, unknown> | undefined, headers: Readonly<Record<string, string>>, notification = false): Promise<Answer | Failure> {
+  async send(
+    step: McpProbeStep,
+    method: string,
+    params: Record<string, unknown> | undefined,
+    headers: Readonly<Record<string, string>>,
+    notification = false,
+  ): Promise<Answer | Failure> {
     const id = notification ? undefined : this.#nextId++;
-    const body = JSON.stringify({ jsonrpc: '2.0', ...(id === undefined ? {} : { id }), method, ...(params === undefined ? {} : { params }) });
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      ...(id === undefined ? {} : { id }),
+      method,
+      ...(params === undefined ? {} : { params }),
+    });
     // The stateless revision names the method in a header too (Mcp-Method), which servers check against the body.
     const modern = headers['mcp-protocol-version'] === STATELESS_PROTOCOL_VERSION;
     const response = await probeHttp({
@@ -131,9 +147,18 @@ export class Exchange {
     if (id === undefined) return { status: response.status, headers: response.headers, message: undefined };
     const eventStream = String(response.headers['content-type'] ?? '').includes('text/event-stream');
     try {
-      return { status: response.status, headers: response.headers, message: answerOf(response.body.toString('utf8'), eventStream, id) };
+      return {
+        status: response.status,
+        headers: response.headers,
+        message: answerOf(response.body.toString('utf8'), eventStream, id),
+      };
     } catch (error) {
-      return { status: response.status, headers: response.headers, message: undefined, unparsable: (error as Error).message };
+      return {
+        status: response.status,
+        headers: response.headers,
+        message: undefined,
+        unparsable: (error as Error).message,
+      };
     }
   }
 
@@ -163,17 +188,36 @@ export async function probeMcpTools(config: McpProbeConfig): Promise<McpProbeRes
     if (!discovered.ok) return discovered;
     const headers = { 'mcp-protocol-version': STATELESS_PROTOCOL_VERSION };
     const tools = await listTools(exchange, headers, { _meta: META });
-    return 'tools' in tools ? { ok: true, tools: tools.tools, protocolVersion: STATELESS_PROTOCOL_VERSION, session: false, toolsListChanged: false } : tools;
+    return 'tools' in tools
+      ? {
+          ok: true,
+          tools: tools.tools,
+          protocolVersion: STATELESS_PROTOCOL_VERSION,
+          session: false,
+          toolsListChanged: false,
+        }
+      : tools;
   }
   return await sessionProbe(exchange);
 }
 
 /** server/discover: ok when the server speaks the stateless revision, 'legacy' when it does not answer it as one. */
 async function discover(exchange: Exchange): Promise<{ ok: true } | Failure | 'legacy'> {
-  const answer = await exchange.send('discover', 'server/discover', { _meta: META }, { 'mcp-protocol-version': STATELESS_PROTOCOL_VERSION });
+  const answer = await exchange.send(
+    'discover',
+    'server/discover',
+    { _meta: META },
+    { 'mcp-protocol-version': STATELESS_PROTOCOL_VERSION },
+  );
   if (!('status' in answer)) return answer.reason === 'too_large' || answer.reason === 'protocol' ? 'legacy' : answer;
   // A refused credential is the answer whatever the revision: initialize would only be refused again.
-  if (answer.status === 401 || answer.status === 403) return { ok: false, reason: 'http_status', step: 'discover', detail: `server/discover answered HTTP ${answer.status}` };
+  if (answer.status === 401 || answer.status === 403)
+    return {
+      ok: false,
+      reason: 'http_status',
+      step: 'discover',
+      detail: `server/discover answered HTTP ${answer.status}`,
+    };
   const result = (answer.message as { result?: { supportedVersions?: unknown } } | undefined)?.result;
   if (answer.status < 200 || answer.status > 299 || result === undefined) return 'legacy';
   const versions = result.supportedVersions;
@@ -182,7 +226,12 @@ async function discover(exchange: Exchange): Promise<{ ok: true } | Failure | 'l
   if (versions.includes(STATELESS_PROTOCOL_VERSION)) return { ok: true };
   // A server of a later stateless revision that dropped this one; one that lists only session revisions is legacy.
   if (versions.some((v) => (SESSION_PROTOCOL_VERSIONS as readonly string[]).includes(v))) return 'legacy';
-  return { ok: false, reason: 'unsupported_version', step: 'discover', detail: `server/discover lists ${versions.slice(0, 8).join(', ') || 'no revision'}; this client speaks ${STATELESS_PROTOCOL_VERSION} and ${SESSION_PROTOCOL_VERSIONS.join(', ')}` };
+  return {
+    ok: false,
+    reason: 'unsupported_version',
+    step: 'discover',
+    detail: `server/discover lists ${versions.slice(0, 8).join(', ') || 'no revision'}; this client speaks ${STATELESS_PROTOCOL_VERSION} and ${SESSION_PROTOCOL_VERSIONS.join(', ')}`,
+  };
 }
 
 /** A session-revision handshake that went through: what every later request of the session carries. */
@@ -202,19 +251,36 @@ export interface McpSession {
  * handshake then failed is ended here, so a caller gets either a usable session or a failure and nothing to clean.
  */
 export async function openSession(exchange: Exchange): Promise<McpSession | Failure> {
-  const init = await exchange.send('initialize', 'initialize', { protocolVersion: SESSION_PROTOCOL_VERSIONS[0], capabilities: {}, clientInfo: CLIENT_INFO }, {});
+  const init = await exchange.send(
+    'initialize',
+    'initialize',
+    { protocolVersion: SESSION_PROTOCOL_VERSIONS[0], capabilities: {}, clientInfo: CLIENT_INFO },
+    {},
+  );
   if (!('status' in init)) return init;
   const failed = answerFailure('initialize', 'initialize', init);
   if (failed !== undefined) return failed;
-  const result = (init.message as { result?: { protocolVersion?: unknown; capabilities?: { tools?: { listChanged?: unknown } } } }).result;
+  const result = (
+    init.message as { result?: { protocolVersion?: unknown; capabilities?: { tools?: { listChanged?: unknown } } } }
+  ).result;
   const version = result?.protocolVersion;
   if (typeof version !== 'string' || !(SESSION_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
-    return { ok: false, reason: 'unsupported_version', step: 'initialize', detail: `initialize negotiated ${typeof version === 'string' ? JSON.stringify(version.slice(0, 64)) : 'no protocolVersion'}; this client speaks ${SESSION_PROTOCOL_VERSIONS.join(', ')}` };
+    return {
+      ok: false,
+      reason: 'unsupported_version',
+      step: 'initialize',
+      detail: `initialize negotiated ${typeof version === 'string' ? JSON.stringify(version.slice(0, 64)) : 'no protocolVersion'}; this client speaks ${SESSION_PROTOCOL_VERSIONS.join(', ')}`,
+    };
   }
   const rawSession = init.headers['mcp-session-id'];
   const sessionId = typeof rawSession === 'string' ? rawSession : undefined;
   if (sessionId !== undefined && !SESSION_ID.test(sessionId)) {
-    return { ok: false, reason: 'invalid_response', step: 'initialize', detail: 'initialize issued an Mcp-Session-Id that is not 1-256 visible ASCII characters' };
+    return {
+      ok: false,
+      reason: 'invalid_response',
+      step: 'initialize',
+      detail: 'initialize issued an Mcp-Session-Id that is not 1-256 visible ASCII characters',
+    };
   }
   // MCP-Protocol-Version on every request after initialize from 2025-06-18; a 2025-03-26 server does not expect it.
   const headers: Record<string, string> = {
@@ -225,13 +291,23 @@ export async function openSession(exchange: Exchange): Promise<McpSession | Fail
   const refused: Failure | undefined = !('status' in initialized)
     ? initialized
     : initialized.status < 200 || initialized.status > 299
-      ? { ok: false, reason: 'http_status', step: 'initialized', detail: `notifications/initialized answered HTTP ${initialized.status}` }
+      ? {
+          ok: false,
+          reason: 'http_status',
+          step: 'initialized',
+          detail: `notifications/initialized answered HTTP ${initialized.status}`,
+        }
       : undefined;
   if (refused !== undefined) {
     if (sessionId !== undefined) await exchange.end(headers);
     return refused;
   }
-  return { protocolVersion: version, sessionId, headers, toolsListChanged: result?.capabilities?.tools?.listChanged === true };
+  return {
+    protocolVersion: version,
+    sessionId,
+    headers,
+    toolsListChanged: result?.capabilities?.tools?.listChanged === true,
+  };
 }
 
 async function sessionProbe(exchange: Exchange): Promise<McpProbeResult> {
@@ -240,7 +316,13 @@ async function sessionProbe(exchange: Exchange): Promise<McpProbeResult> {
   try {
     const tools = await listTools(exchange, session.headers, undefined);
     return 'tools' in tools
-      ? { ok: true, tools: tools.tools, protocolVersion: session.protocolVersion, session: session.sessionId !== undefined, toolsListChanged: session.toolsListChanged }
+      ? {
+          ok: true,
+          tools: tools.tools,
+          protocolVersion: session.protocolVersion,
+          session: session.sessionId !== undefined,
+          toolsListChanged: session.toolsListChanged,
+        }
       : tools;
   } finally {
     if (session.sessionId !== undefined) await exchange.end(session.headers);
@@ -249,15 +331,28 @@ async function sessionProbe(exchange: Exchange): Promise<McpProbeResult> {
 
 /** The failure an answer stands for (HTTP status, JSON-RPC error, no message), or undefined when it carries a result. */
 function answerFailure(step: McpProbeStep, method: string, answer: Answer): Failure | undefined {
-  if (answer.status < 200 || answer.status > 299) return { ok: false, reason: 'http_status', step, detail: `${method} answered HTTP ${answer.status}` };
-  if (answer.unparsable !== undefined) return { ok: false, reason: 'invalid_response', step, detail: `${method}: ${answer.unparsable}` };
+  if (answer.status < 200 || answer.status > 299)
+    return { ok: false, reason: 'http_status', step, detail: `${method} answered HTTP ${answer.status}` };
+  if (answer.unparsable !== undefined)
+    return { ok: false, reason: 'invalid_response', step, detail: `${method}: ${answer.unparsable}` };
   const message = answer.message as { error?: { code?: unknown }; result?: unknown } | undefined;
-  if (message?.error !== undefined) return { ok: false, reason: 'invalid_response', step, detail: `${method} returned a JSON-RPC error (code ${String(message.error?.code ?? 'unknown')})` };
-  if (typeof message?.result !== 'object' || message.result === null) return { ok: false, reason: 'invalid_response', step, detail: `${method} answer has no result object` };
+  if (message?.error !== undefined)
+    return {
+      ok: false,
+      reason: 'invalid_response',
+      step,
+      detail: `${method} returned a JSON-RPC error (code ${String(message.error?.code ?? 'unknown')})`,
+    };
+  if (typeof message?.result !== 'object' || message.result === null)
+    return { ok: false, reason: 'invalid_response', step, detail: `${method} answer has no result object` };
   return undefined;
 }
 
-async function listTools(exchange: Exchange, headers: Readonly<Record<string, string>>, base: Record<string, unknown> | undefined): Promise<{ tools: McpTool[] } | Failure> {
+async function listTools(
+  exchange: Exchange,
+  headers: Readonly<Record<string, string>>,
+  base: Record<string, unknown> | undefined,
+): Promise<{ tools: McpTool[] } | Failure> {
   const tools = new Map<string, McpTool>();
   const seen = new Set<string>();
   let cursor: string | undefined;
@@ -269,15 +364,33 @@ async function listTools(exchange: Exchange, headers: Readonly<Record<string, st
     if (failed !== undefined) return failed;
     const result = (answer.message as { result: { tools?: unknown; nextCursor?: unknown } }).result;
     const parsed = parseTools(result.tools, tools.size);
-    if (typeof parsed === 'string') return { ok: false, reason: 'invalid_response', step: 'tools/list', detail: parsed };
+    if (typeof parsed === 'string')
+      return { ok: false, reason: 'invalid_response', step: 'tools/list', detail: parsed };
     for (const tool of parsed) if (!tools.has(tool.name)) tools.set(tool.name, tool);
     if (result.nextCursor === undefined || result.nextCursor === null) return { tools: [...tools.values()] };
-    if (typeof result.nextCursor !== 'string') return { ok: false, reason: 'invalid_response', step: 'tools/list', detail: 'tools/list nextCursor is not a string' };
-    if (seen.has(result.nextCursor)) return { ok: false, reason: 'invalid_response', step: 'tools/list', detail: 'tools/list returned a nextCursor it already returned (a paging loop)' };
+    if (typeof result.nextCursor !== 'string')
+      return {
+        ok: false,
+        reason: 'invalid_response',
+        step: 'tools/list',
+        detail: 'tools/list nextCursor is not a string',
+      };
+    if (seen.has(result.nextCursor))
+      return {
+        ok: false,
+        reason: 'invalid_response',
+        step: 'tools/list',
+        detail: 'tools/list returned a nextCursor it already returned (a paging loop)',
+      };
     seen.add(result.nextCursor);
     cursor = result.nextCursor;
   }
-  return { ok: false, reason: 'invalid_response', step: 'tools/list', detail: `tools/list still had a nextCursor after ${MAX_PAGES} pages` };
+  return {
+    ok: false,
+    reason: 'invalid_response',
+    step: 'tools/list',
+    detail: `tools/list still had a nextCursor after ${MAX_PAGES} pages`,
+  };
 }
 
 /** One page's tools, checked; `already` counts the tools of earlier pages against MAX_TOOLS. */
@@ -287,11 +400,20 @@ export function parseTools(tools: unknown, already = 0): McpTool[] | string {
   const out: McpTool[] = [];
   for (const [index, tool] of tools.entries()) {
     const name = (tool as { name?: unknown } | null)?.name;
-    if (typeof name !== 'string' || name.trim() === '' || Buffer.byteLength(name) > MAX_TOOL_NAME_BYTES || /[\u0000-\u001f\u007f]/.test(name)) {
+    if (
+      typeof name !== 'string' ||
+      name.trim() === '' ||
+      Buffer.byteLength(name) > MAX_TOOL_NAME_BYTES ||
+      /[\u0000-\u001f\u007f]/.test(name)
+    ) {
       return `result.tools[${index}].name is missing, blank, too long or has control characters`;
     }
     const description = (tool as { description?: unknown }).description;
-    out.push(typeof description === 'string' && description !== '' ? { name, description: description.slice(0, MAX_DESCRIPTION_CHARS) } : { name });
+    out.push(
+      typeof description === 'string' && description !== ''
+        ? { name, description: description.slice(0, MAX_DESCRIPTION_CHARS) }
+        : { name },
+    );
   }
   return out;
 }

@@ -65,7 +65,14 @@ export interface CachedSample {
 }
 
 /** Label values of grid_provider_scrape_total{result}. */
-export type ScrapeResult = 'success' | 'no_series' | 'http_status' | 'invalid_response' | 'config' | 'auth' | ProbeFailure;
+export type ScrapeResult =
+  | 'success'
+  | 'no_series'
+  | 'http_status'
+  | 'invalid_response'
+  | 'config'
+  | 'auth'
+  | ProbeFailure;
 
 export interface ScrapeOutcome {
   readonly result: ScrapeResult;
@@ -93,7 +100,11 @@ export const POOL_SERIES = {
   ready_endpoints: ['llm_d_epp_ready_endpoints'],
 } as const;
 
-export async function scrapeMetrics(config: MetricsScrapeConfig, cache: CachedSample | undefined, nowMs: number): Promise<ScrapeOutcome> {
+export async function scrapeMetrics(
+  config: MetricsScrapeConfig,
+  cache: CachedSample | undefined,
+  nowMs: number,
+): Promise<ScrapeOutcome> {
   const headers: Record<string, string> = { accept: 'text/plain; version=0.0.4' };
   if (config.bearer !== undefined) {
     const refusal = refuseUnsafeCredential(config);
@@ -127,7 +138,15 @@ export async function scrapeMetrics(config: MetricsScrapeConfig, cache: CachedSa
     latency_p99_ms: signals.values.latencyP99Ms,
     prefix_cache_hit_ratio: signals.values.prefixCacheHitRatio,
     error_rate: signals.values.errorRate,
-    ...Object.fromEntries(Object.entries(POOL_SERIES).map(([key, names]) => [key, mapDefined(names.map(read).find((v) => v !== undefined), (v) => Math.max(0, v))])),
+    ...Object.fromEntries(
+      Object.entries(POOL_SERIES).map(([key, names]) => [
+        key,
+        mapDefined(
+          names.map(read).find((v) => v !== undefined),
+          (v) => Math.max(0, v),
+        ),
+      ]),
+    ),
     healthy: true,
   });
   const found = Object.keys(metrics).length > 1;
@@ -146,7 +165,13 @@ export async function scrapeMetrics(config: MetricsScrapeConfig, cache: CachedSa
  * A failed scrape uses the cached sample within staleMetricsSeconds; after that, TLS-configured metrics fail closed
  * (healthy=false) while plaintext ones fall back to neutral scoring, the reference's compatibility behaviour.
  */
-function failed(config: MetricsScrapeConfig, cache: CachedSample | undefined, nowMs: number, result: ScrapeResult, detail: string): ScrapeOutcome {
+function failed(
+  config: MetricsScrapeConfig,
+  cache: CachedSample | undefined,
+  nowMs: number,
+  result: ScrapeResult,
+  detail: string,
+): ScrapeOutcome {
   const graceMs = (config.staleMetricsSeconds ?? 0) * 1000;
   if (cache !== undefined && graceMs > 0 && nowMs - cache.scrapedAtMs <= graceMs) {
     return { result, metrics: cache.metrics, cache, stale: true, signals: cache.signals, detail };
@@ -163,7 +188,8 @@ function refuseUnsafeCredential(config: MetricsScrapeConfig): string | undefined
   if (config.url.protocol === 'http:' && config.allowPlaintext !== true) {
     return 'metrics auth over http:// is refused unless metricsConfig.allowPlaintext is set';
   }
-  if (config.url.protocol !== 'https:' && config.url.protocol !== 'http:') return `metrics auth needs an http(s) endpoint, not ${config.url.protocol}`;
+  if (config.url.protocol !== 'https:' && config.url.protocol !== 'http:')
+    return `metrics auth needs an http(s) endpoint, not ${config.url.protocol}`;
   return undefined;
 }
 

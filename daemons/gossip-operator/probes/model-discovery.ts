@@ -23,7 +23,15 @@ export interface ModelDiscoveryConfig {
   readonly isBlocked?: (address: string) => boolean;
 }
 
-export type DiscoveryOutcome = 'ok' | 'credential' | 'tls' | 'config' | 'unreachable' | 'timeout' | 'http_status' | 'invalid_response';
+export type DiscoveryOutcome =
+  | 'ok'
+  | 'credential'
+  | 'tls'
+  | 'config'
+  | 'unreachable'
+  | 'timeout'
+  | 'http_status'
+  | 'invalid_response';
 
 export type DiscoveryResult =
   | { readonly outcome: 'ok'; readonly models: readonly string[]; readonly url: string }
@@ -46,8 +54,13 @@ export async function discoverModels(config: ModelDiscoveryConfig): Promise<Disc
   } catch {
     return { outcome: 'config', detail: 'modelDiscovery endpoint is not a valid URL', url: config.endpoint };
   }
-  const fail = (outcome: Exclude<DiscoveryOutcome, 'ok'>, detail: string): DiscoveryResult => ({ outcome, detail, url: url.href });
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return fail('config', `unsupported scheme ${url.protocol}`);
+  const fail = (outcome: Exclude<DiscoveryOutcome, 'ok'>, detail: string): DiscoveryResult => ({
+    outcome,
+    detail,
+    url: url.href,
+  });
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    return fail('config', `unsupported scheme ${url.protocol}`);
   if (config.bearerToken !== undefined && url.protocol !== 'https:') {
     return fail('config', 'model discovery must use https:// when a bearer token is configured');
   }
@@ -55,14 +68,18 @@ export async function discoverModels(config: ModelDiscoveryConfig): Promise<Disc
   const isBlocked = config.isBlocked ?? isBlockedAddress;
   const hostnameBlocked = config.isBlocked === undefined && isBlockedHostname(host);
   if (hostnameBlocked || (isIP(host) !== 0 && isBlocked(host))) {
-    return fail('config', `model discovery refuses ${host}: loopback, link-local, unspecified and metadata addresses are blocked`);
+    return fail(
+      'config',
+      `model discovery refuses ${host}: loopback, link-local, unspecified and metadata addresses are blocked`,
+    );
   }
   let address: { ip: string; family: 4 | 6 };
   if (isIP(host) !== 0) {
     address = { ip: host, family: isIP(host) as 4 | 6 };
   } else {
     const resolved = await resolveBounded(config, host);
-    if (typeof resolved === 'string') return fail(resolved === 'timeout' ? 'timeout' : 'unreachable', `cannot resolve ${host}`);
+    if (typeof resolved === 'string')
+      return fail(resolved === 'timeout' ? 'timeout' : 'unreachable', `cannot resolve ${host}`);
     const blocked = resolved.find((r) => isBlocked(r.address));
     if (blocked !== undefined) return fail('unreachable', `${host} resolves to a blocked address`);
     const first = resolved[0];
@@ -90,8 +107,10 @@ export async function discoverModels(config: ModelDiscoveryConfig): Promise<Disc
         return fail(response.failure, response.detail);
     }
   }
-  if (response.status === 401 || response.status === 403) return fail('credential', `models endpoint refused the credential (HTTP ${response.status})`);
-  if (response.status < 200 || response.status > 299) return fail('http_status', `models endpoint answered HTTP ${response.status}`);
+  if (response.status === 401 || response.status === 403)
+    return fail('credential', `models endpoint refused the credential (HTTP ${response.status})`);
+  if (response.status < 200 || response.status > 299)
+    return fail('http_status', `models endpoint answered HTTP ${response.status}`);
   const models = parseModelList(response.body);
   if (typeof models === 'string') return fail('invalid_response', models);
   return { outcome: 'ok', models, url: url.href };
@@ -113,7 +132,8 @@ export function parseModelList(body: Buffer): string[] | string {
   for (const [index, entry] of data.entries()) {
     const id = (entry as { id?: unknown } | null)?.id;
     if (typeof id !== 'string' || id.trim() === '') return `data[${index}].id is missing or blank`;
-    if (Buffer.byteLength(id) > MAX_MODEL_ID_BYTES) return `data[${index}].id is longer than ${MAX_MODEL_ID_BYTES} bytes`;
+    if (Buffer.byteLength(id) > MAX_MODEL_ID_BYTES)
+      return `data[${index}].id is longer than ${MAX_MODEL_ID_BYTES} bytes`;
     if (/[\u0000-\u001f\u007f]/.test(id)) return `data[${index}].id contains control characters`;
     if (seen.has(id)) return `data[${index}].id repeats an earlier id`;
     seen.add(id);
@@ -122,7 +142,10 @@ export function parseModelList(body: Buffer): string[] | string {
   return ids;
 }
 
-async function resolveBounded(config: ModelDiscoveryConfig, host: string): Promise<{ address: string; family: number }[] | 'timeout' | 'failed'> {
+async function resolveBounded(
+  config: ModelDiscoveryConfig,
+  host: string,
+): Promise<{ address: string; family: number }[] | 'timeout' | 'failed'> {
   const resolver = config.resolve ?? ((h: string) => lookup(h, { all: true, verbatim: true }));
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<'timeout'>((resolve) => {

@@ -85,7 +85,11 @@ function parseLabels(text: string): { labels: Record<string, string>; length: nu
  * The value of one signal: the samples named `name` (optionally only those whose labels include `match`), averaged
  * when a pool exposes one series per endpoint. undefined when there is no such series.
  */
-export function signalValue(samples: readonly Sample[], name: string, match: Readonly<Record<string, string>> = {}): number | undefined {
+export function signalValue(
+  samples: readonly Sample[],
+  name: string,
+  match: Readonly<Record<string, string>> = {},
+): number | undefined {
   const { sum, count } = seriesTotals(samples, name, match);
   return count === 0 ? undefined : sum / count;
 }
@@ -94,7 +98,11 @@ export function signalValue(samples: readonly Sample[], name: string, match: Rea
  * The sum and number of the samples named `name` whose labels include every entry of `match` (other labels are not
  * looked at): engine presets sum counts and average fractions over the replicas or ranks behind one endpoint.
  */
-export function seriesTotals(samples: readonly Sample[], name: string, match: Readonly<Record<string, string>> = {}): { sum: number; count: number } {
+export function seriesTotals(
+  samples: readonly Sample[],
+  name: string,
+  match: Readonly<Record<string, string>> = {},
+): { sum: number; count: number } {
   let sum = 0;
   let count = 0;
   const wanted = Object.entries(match);

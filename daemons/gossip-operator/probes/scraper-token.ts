@@ -17,7 +17,9 @@ import type { ObjectRef, ResourceStore } from '../../shared/resource-store/types
 /** The operator mints a 10-minute token: short enough that a leaked one soon expires. */
 export const SCRAPER_TOKEN_SECONDS = 600;
 
-export type BearerResult = { readonly ok: true; readonly token: string } | { readonly ok: false; readonly detail: string };
+export type BearerResult =
+  | { readonly ok: true; readonly token: string }
+  | { readonly ok: false; readonly detail: string };
 
 export interface ScraperTokenOptions {
   readonly store: Pick<ResourceStore, 'createToken'>;
@@ -69,21 +71,29 @@ export class ScraperTokenSource {
     const requestedAtMs = now();
     this.#mints += 1;
     try {
-      const minted = await store.createToken(serviceAccount, { expirationSeconds: this.#options.expirationSeconds ?? SCRAPER_TOKEN_SECONDS });
+      const minted = await store.createToken(serviceAccount, {
+        expirationSeconds: this.#options.expirationSeconds ?? SCRAPER_TOKEN_SECONDS,
+      });
       const expiresAtMs = Date.parse(minted.expirationTimestamp);
       if (!Number.isFinite(expiresAtMs) || expiresAtMs <= requestedAtMs) {
-        throw new Error(`the API server answered an expirationTimestamp ${JSON.stringify(minted.expirationTimestamp.slice(0, 40))} that is not in the future`);
+        throw new Error(
+          `the API server answered an expirationTimestamp ${JSON.stringify(minted.expirationTimestamp.slice(0, 40))} that is not in the future`,
+        );
       }
       // Measured from the request, not the answer: a slow answer only makes the renewal earlier.
       const renewAtMs = requestedAtMs + Math.floor(((expiresAtMs - requestedAtMs) * 2) / 3);
       this.#cached = { token: minted.token, renewAtMs, expiresAtMs };
-      if (this.#lastError !== undefined) logger.info({ serviceAccount: where }, 'metrics scraper token minted again after a failure');
+      if (this.#lastError !== undefined)
+        logger.info({ serviceAccount: where }, 'metrics scraper token minted again after a failure');
       this.#lastError = undefined;
       return { ok: true, token: minted.token };
     } catch (error) {
       const message = (error as Error).message;
       if (message !== this.#lastError) {
-        logger.warn({ serviceAccount: where, error: errorFields(error) }, 'minting the metrics scraper token failed; metricsConfig.auth scrapes fail until it succeeds');
+        logger.warn(
+          { serviceAccount: where, error: errorFields(error) },
+          'minting the metrics scraper token failed; metricsConfig.auth scrapes fail until it succeeds',
+        );
       }
       this.#lastError = message;
       // A token minted earlier stays usable until it really expires: a brief API outage does not stop scraping.

@@ -15,7 +15,13 @@ import type { ScrapedSignal } from '../../../schemas/generated/inferenceprovider
 import { seriesTotals, signalValue, type Sample } from './prometheus-text.ts';
 
 /** The scoring signals a scrape can fill, in the order status lists them. */
-export const SCORED_SIGNALS = ['queueDepth', 'kvCacheUtilization', 'latencyP99Ms', 'prefixCacheHitRatio', 'errorRate'] as const;
+export const SCORED_SIGNALS = [
+  'queueDepth',
+  'kvCacheUtilization',
+  'latencyP99Ms',
+  'prefixCacheHitRatio',
+  'errorRate',
+] as const;
 export type ScoredSignal = (typeof SCORED_SIGNALS)[number];
 
 export type SignalNames = Readonly<Partial<Record<ScoredSignal, string>>>;
@@ -68,7 +74,10 @@ export function planSignals(signalNames: SignalNames, engine: MetricsEngine | un
 
 export function readSignals(samples: readonly Sample[], plan: SignalPlan, options: SignalReadOptions = {}): SignalRead {
   const match = options.match ?? {};
-  const capacity = options.queueCapacity !== undefined && Number.isFinite(options.queueCapacity) && options.queueCapacity > 0 ? options.queueCapacity : undefined;
+  const capacity =
+    options.queueCapacity !== undefined && Number.isFinite(options.queueCapacity) && options.queueCapacity > 0
+      ? options.queueCapacity
+      : undefined;
   const values: Partial<Record<ScoredSignal, number>> = {};
   const scraped: ScrapedSignal[] = [];
   const counters: Partial<Record<ScoredSignal, CounterMemory>> = {};
@@ -82,7 +91,13 @@ export function readSignals(samples: readonly Sample[], plan: SignalPlan, option
       read = { value, metrics: [source.metric] };
     } else {
       for (const reading of source.readings) {
-        read = evaluate(reading, samples, match, signal === 'queueDepth' ? capacity : undefined, options.counters?.[signal]);
+        read = evaluate(
+          reading,
+          samples,
+          match,
+          signal === 'queueDepth' ? capacity : undefined,
+          options.counters?.[signal],
+        );
         if (read !== undefined) break;
       }
     }
@@ -114,7 +129,8 @@ function evaluate(
   queueCapacity: number | undefined,
   previous: CounterMemory | undefined,
 ): Reading | undefined {
-  const totals = (selector: SeriesSelector) => seriesTotals(samples, selector.metric, { ...selector.labels, ...match } as Record<string, string>);
+  const totals = (selector: SeriesSelector) =>
+    seriesTotals(samples, selector.metric, { ...selector.labels, ...match } as Record<string, string>);
   switch (reading.kind) {
     case 'fraction': {
       const value = totals(reading.value);
@@ -125,12 +141,16 @@ function evaluate(
       const waiting = totals(reading.waiting);
       if (waiting.count === 0) return undefined;
       const queued = Math.max(0, waiting.sum);
-      if (queueCapacity !== undefined) return { value: finite01(queued / queueCapacity), metrics: [selectorText(reading.waiting)] };
+      if (queueCapacity !== undefined)
+        return { value: finite01(queued / queueCapacity), metrics: [selectorText(reading.waiting)] };
       const running = totals(reading.running);
       if (running.count === 0) return undefined;
       const inEngine = queued + Math.max(0, running.sum);
       // An idle engine (nothing waiting, nothing running) has no queue.
-      return { value: inEngine === 0 ? 0 : finite01(queued / inEngine), metrics: [selectorText(reading.waiting), selectorText(reading.running)] };
+      return {
+        value: inEngine === 0 ? 0 : finite01(queued / inEngine),
+        metrics: [selectorText(reading.waiting), selectorText(reading.running)],
+      };
     }
     case 'gaugeRatio': {
       const numerator = totals(reading.numerator);
@@ -144,7 +164,11 @@ function evaluate(
       const denominator = totals(reading.denominator);
       if (numerator.count === 0 || denominator.count === 0) return undefined;
       const memory = counterRatio(reading, numerator.sum, denominator.sum, previous);
-      return { value: memory.ratio, metrics: [selectorText(reading.numerator), selectorText(reading.denominator)], memory };
+      return {
+        value: memory.ratio,
+        metrics: [selectorText(reading.numerator), selectorText(reading.denominator)],
+        memory,
+      };
     }
   }
 }
@@ -155,9 +179,17 @@ function evaluate(
  * engine restarted: its counters start again at 0), the totals are the increase, as Prometheus' increase() treats
  * a reset. An interval with no new queries keeps the previous ratio: nothing happened that could change it.
  */
-function counterRatio(reading: CounterRatioReading, numerator: number, denominator: number, previous: CounterMemory | undefined): CounterMemory {
+function counterRatio(
+  reading: CounterRatioReading,
+  numerator: number,
+  denominator: number,
+  previous: CounterMemory | undefined,
+): CounterMemory {
   const key = `${selectorText(reading.numerator)}/${selectorText(reading.denominator)}`;
-  const base = previous?.key === key && numerator >= previous.numerator && denominator >= previous.denominator ? previous : undefined;
+  const base =
+    previous?.key === key && numerator >= previous.numerator && denominator >= previous.denominator
+      ? previous
+      : undefined;
   let ratio: number | undefined;
   if (base === undefined) ratio = denominator > 0 ? numerator / denominator : undefined;
   else if (denominator > base.denominator) ratio = (numerator - base.numerator) / (denominator - base.denominator);

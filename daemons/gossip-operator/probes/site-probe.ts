@@ -39,19 +39,27 @@ export type SiteProbeResult =
   | { readonly outcome: 'unreachable'; readonly detail: string }
   | { readonly outcome: 'plaintext'; readonly reachable: boolean; readonly detail: string };
 
-
 export function probeSite(config: SiteProbeConfig): Promise<SiteProbeResult> {
   const target = parseHostPort(config.address);
   if (target === undefined) {
-    return Promise.resolve({ outcome: 'unreachable', detail: `gateway address "${config.address.slice(0, 80)}" is not host:port` });
+    return Promise.resolve({
+      outcome: 'unreachable',
+      detail: `gateway address "${config.address.slice(0, 80)}" is not host:port`,
+    });
   }
   if (config.mode === 'Plaintext') return probeTcp(target, config.timeoutMs);
   const missing = [
     config.ca === undefined ? 'grid CA' : undefined,
     config.clientCert === undefined || config.clientKey === undefined ? 'site client certificate' : undefined,
-    config.fingerprints.length === 0 && config.legacyPemFingerprint === undefined ? 'canonical fingerprint pin' : undefined,
+    config.fingerprints.length === 0 && config.legacyPemFingerprint === undefined
+      ? 'canonical fingerprint pin'
+      : undefined,
   ].filter((m) => m !== undefined);
-  if (missing.length > 0) return Promise.resolve({ outcome: 'trust_missing', detail: `required trust material not available: ${missing.join(', ')}` });
+  if (missing.length > 0)
+    return Promise.resolve({
+      outcome: 'trust_missing',
+      detail: `required trust material not available: ${missing.join(', ')}`,
+    });
   return probeMutual(target, config);
 }
 
@@ -77,7 +85,10 @@ function probeMutual(target: { host: string; port: number }, config: SiteProbeCo
       // Verify the SAN against the configured serverName even when connecting by IP.
       checkServerIdentity: (_host, cert) => tls.checkServerIdentity(servername ?? target.host, cert),
     });
-    const timer = setTimeout(() => finish({ outcome: 'unreachable', detail: `no TLS handshake within ${config.timeoutMs} ms` }), config.timeoutMs);
+    const timer = setTimeout(
+      () => finish({ outcome: 'unreachable', detail: `no TLS handshake within ${config.timeoutMs} ms` }),
+      config.timeoutMs,
+    );
     socket.once('secureConnect', () => {
       const raw = socket.getPeerCertificate().raw;
       const fingerprint = createHash('sha256').update(raw).digest('hex');
@@ -86,14 +97,27 @@ function probeMutual(target: { host: string; port: number }, config: SiteProbeCo
       } else if (config.legacyPemFingerprint !== undefined) {
         // Status always reports the canonical (DER) fingerprint, the value to migrate the pin to.
         if (legacyPemFingerprint(raw) === config.legacyPemFingerprint) finish({ outcome: 'verified', fingerprint });
-        else finish({ outcome: 'pin_mismatch', fingerprint, detail: `leaf certificate (canonical sha256 ${fingerprint}) does not match the deprecated trust.certFingerprint pin` });
+        else
+          finish({
+            outcome: 'pin_mismatch',
+            fingerprint,
+            detail: `leaf certificate (canonical sha256 ${fingerprint}) does not match the deprecated trust.certFingerprint pin`,
+          });
       } else {
-        finish({ outcome: 'pin_mismatch', fingerprint, detail: `leaf certificate sha256 ${fingerprint} matches no canonical fingerprint` });
+        finish({
+          outcome: 'pin_mismatch',
+          fingerprint,
+          detail: `leaf certificate sha256 ${fingerprint} matches no canonical fingerprint`,
+        });
       }
     });
     socket.once('error', (error: Error & { code?: string }) => {
       const code = error.code ?? '';
-      if (['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT'].includes(code)) {
+      if (
+        ['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT'].includes(
+          code,
+        )
+      ) {
         finish({ outcome: 'unreachable', detail: `cannot connect to the gateway (${code})` });
       } else {
         finish({ outcome: 'identity_failed', detail: `TLS verification failed (${code || 'handshake'})` });
@@ -110,9 +134,15 @@ function probeMutual(target: { host: string; port: number }, config: SiteProbeCo
  * stays Connecting with PinMismatch, fail closed.
  */
 export function legacyPemFingerprint(der: Uint8Array): string {
-  const body = Buffer.from(der).toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '');
+  const body = Buffer.from(der)
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .replace(/\n$/, '');
   const pem = `-----BEGIN CERTIFICATE-----\n${body}\n-----END CERTIFICATE-----\n`;
-  return createHash('sha256').update(pem).digest('hex').replace(/(..)(?!$)/g, '$1:');
+  return createHash('sha256')
+    .update(pem)
+    .digest('hex')
+    .replace(/(..)(?!$)/g, '$1:');
 }
 
 function probeTcp(target: { host: string; port: number }, timeoutMs: number): Promise<SiteProbeResult> {
@@ -125,6 +155,8 @@ function probeTcp(target: { host: string; port: number }, timeoutMs: number): Pr
     };
     const timer = setTimeout(() => finish(false, `no TCP connection within ${timeoutMs} ms`), timeoutMs);
     socket.once('connect', () => finish(true, 'TCP connect succeeded; plaintext transport is never routing-eligible'));
-    socket.once('error', (error: Error & { code?: string }) => finish(false, `TCP connect failed (${error.code ?? 'error'})`));
+    socket.once('error', (error: Error & { code?: string }) =>
+      finish(false, `TCP connect failed (${error.code ?? 'error'})`),
+    );
   });
 }

@@ -22,7 +22,11 @@ export interface ServingRecord {
 
 /** What the store holds at a name: only what the ownership check reads. */
 export interface StoredConfigMap {
-  readonly metadata: { readonly name: string; readonly namespace?: string; readonly labels?: Readonly<Record<string, string>> };
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace?: string;
+    readonly labels?: Readonly<Record<string, string>>;
+  };
 }
 
 export interface ServingCleanupPlan {
@@ -38,13 +42,20 @@ const key = (namespace: string, name: string): string => `${namespace}/${name}`;
 
 /** The labels the operator puts on a serving ConfigMap (serving-publisher.ts) and the only ones it deletes. */
 export function servingLabels(network: string, gateway: string): Record<string, string> {
-  return { [MANAGED_BY]: FIELD_MANAGER, [LABEL_NETWORK]: network, [LABEL_GATEWAY]: gateway, [LABEL_COMPONENT]: SERVING_COMPONENT };
+  return {
+    [MANAGED_BY]: FIELD_MANAGER,
+    [LABEL_NETWORK]: network,
+    [LABEL_GATEWAY]: gateway,
+    [LABEL_COMPONENT]: SERVING_COMPONENT,
+  };
 }
 
 /** Why a stored ConfigMap is not the operator's serving config for this gateway, or undefined when it is. */
 export function notOwned(object: StoredConfigMap, network: string, gateway: string): string | undefined {
   const labels = object.metadata.labels ?? {};
-  const missing = Object.entries(servingLabels(network, gateway)).filter(([k, v]) => labels[k] !== v).map(([k, v]) => `${k}=${v}`);
+  const missing = Object.entries(servingLabels(network, gateway))
+    .filter(([k, v]) => labels[k] !== v)
+    .map(([k, v]) => `${k}=${v}`);
   return missing.length === 0 ? undefined : `it lacks the label${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`;
 }
 
@@ -53,7 +64,11 @@ export function notOwned(object: StoredConfigMap, network: string, gateway: stri
  * gridServing now. A record whose name is not the one the network would give that gateway is stale too (it cannot
  * be the current ConfigMap of anything).
  */
-export function staleServing(network: string, served: ReadonlySet<string>, recorded: readonly ServingConfigStatus[]): ServingRecord[] {
+export function staleServing(
+  network: string,
+  served: ReadonlySet<string>,
+  recorded: readonly ServingConfigStatus[],
+): ServingRecord[] {
   const stale: ServingRecord[] = [];
   for (const entry of recorded) {
     const configMapName = entry.configMapName;
@@ -70,7 +85,11 @@ export function staleServing(network: string, served: ReadonlySet<string>, recor
  * is whatever the store returned for the stale names (absent ones simply missing); a ConfigMap not at a stale
  * record's exact namespace and name is never a deletion, however alike its name or labels.
  */
-export function planServingCleanup(network: string, stale: readonly ServingRecord[], existing: readonly StoredConfigMap[]): ServingCleanupPlan {
+export function planServingCleanup(
+  network: string,
+  stale: readonly ServingRecord[],
+  existing: readonly StoredConfigMap[],
+): ServingCleanupPlan {
   const stored = new Map(existing.map((o) => [key(o.metadata.namespace ?? '', o.metadata.name), o]));
   const deletions: ServingRecord[] = [];
   const foreign: { record: ServingRecord; why: string }[] = [];

@@ -18,7 +18,12 @@ import type { Exclusion, ExclusionReason } from '../../routing/result.ts';
  * provider this gateway's site may not use at all (a model it may not use is unknown to it, 404, never 503).
  */
 const NOT_KNOWN_TO_GATEWAY: ReadonlySet<ExclusionReason> = new Set<ExclusionReason>([
-  'other_network', 'own_echo', 'duplicate', 'over_limit', 'invalid_capability', 'access_denied',
+  'other_network',
+  'own_echo',
+  'duplicate',
+  'over_limit',
+  'invalid_capability',
+  'access_denied',
 ]);
 
 interface Known {
@@ -37,7 +42,12 @@ function catalog(input: NetworkRoutingInput): Map<string, Known> {
   }
   for (const r of input.remoteRecords) {
     if (r.network !== input.network || r.site === input.ownSite) continue;
-    known.set(providerKey(r.network, r.site, r.provider), { site: r.site, provider: r.provider, cluster: r.routingCluster, models: r.models });
+    known.set(providerKey(r.network, r.site, r.provider), {
+      site: r.site,
+      provider: r.provider,
+      cluster: r.routingCluster,
+      models: r.models,
+    });
   }
   return known;
 }
@@ -46,17 +56,39 @@ function catalog(input: NetworkRoutingInput): Map<string, Known> {
  * `overlay` is this gateway's rendered payload; `excluded` every exclusion of the reconcile (network-wide and this
  * gateway's). A provider with both a candidate and an exclusion is routable.
  */
-export function servingEntries(input: NetworkRoutingInput, overlay: OverlayPayload, excluded: readonly Exclusion[]): ServingConfigEntry[] {
+export function servingEntries(
+  input: NetworkRoutingInput,
+  overlay: OverlayPayload,
+  excluded: readonly Exclusion[],
+): ServingConfigEntry[] {
   const known = catalog(input);
   const bySiteCluster = new Map<string, Known>();
   for (const k of known.values()) bySiteCluster.set(`${k.site}\u0000${k.cluster}`, k);
-  const entries = new Map<string, { site: string; provider: string; cluster: string; models: Set<string>; admits: boolean; ready: boolean; excluded?: string }>();
+  const entries = new Map<
+    string,
+    {
+      site: string;
+      provider: string;
+      cluster: string;
+      models: Set<string>;
+      admits: boolean;
+      ready: boolean;
+      excluded?: string;
+    }
+  >();
   for (const c of overlay.candidates) {
     if (c.kind !== 'inference_model') continue;
     const owner = bySiteCluster.get(`${c.site}\u0000${c.cluster}`);
     const provider = owner?.provider ?? c.cluster;
     const key = `${c.site}\u0000${provider}`;
-    const entry = entries.get(key) ?? { site: c.site, provider, cluster: c.cluster, models: new Set<string>(), admits: false, ready: true };
+    const entry = entries.get(key) ?? {
+      site: c.site,
+      provider,
+      cluster: c.cluster,
+      models: new Set<string>(),
+      admits: false,
+      ready: true,
+    };
     entry.models.add(c.name);
     // existing_only takes no new work: for site choice that is admission none, like a provider that is not Ready.
     entry.admits ||= c.admission_state === 'new_and_existing';
@@ -69,10 +101,20 @@ export function servingEntries(input: NetworkRoutingInput, overlay: OverlayPaylo
     if (k === undefined) continue;
     const key = `${k.site}\u0000${k.provider}`;
     if (entries.has(key)) continue;
-    entries.set(key, { site: k.site, provider: k.provider, cluster: k.cluster, models: new Set(k.models), admits: false, ready: false, excluded: e.reason });
+    entries.set(key, {
+      site: k.site,
+      provider: k.provider,
+      cluster: k.cluster,
+      models: new Set(k.models),
+      admits: false,
+      ready: false,
+      excluded: e.reason,
+    });
   }
   return [...entries.values()]
-    .sort((a, b) => (a.site < b.site ? -1 : a.site > b.site ? 1 : a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : 0))
+    .sort((a, b) =>
+      a.site < b.site ? -1 : a.site > b.site ? 1 : a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : 0,
+    )
     .map((e) => ({
       site: e.site,
       provider: e.provider,

@@ -2,7 +2,11 @@
  * Renders one gateway's serving config (schemas/serving/): its entries (entries.ts) plus the signals endpoint of
  * every site they name. Pure; the publisher applies the result beside the overlay.
  */
-import type { ServingConfigDocument, ServingConfigEntry, ServingSite } from '../../../schemas/generated/serving-config.ts';
+import type {
+  ServingConfigDocument,
+  ServingConfigEntry,
+  ServingSite,
+} from '../../../schemas/generated/serving-config.ts';
 import { buildServingDocument, servingConfigMapName } from '../../../schemas/serving/serving-config.ts';
 
 export interface ServingRenderInput {
@@ -33,5 +37,9 @@ export function renderServing(input: ServingRenderInput): RenderedServing {
     { network: input.network, local_site: input.localSite, sites, entries: [...input.entries] },
     input.generatedAt,
   );
-  return { document, revision: document.revision.value, configMapName: servingConfigMapName(input.network, input.gateway.name) };
+  return {
+    document,
+    revision: document.revision.value,
+    configMapName: servingConfigMapName(input.network, input.gateway.name),
+  };
 }

@@ -86,7 +86,8 @@ export class GossipState implements StateDelegate {
       const parts = splitRecord(rec, (part) => size({ v: STATE_PAYLOAD_MAJOR, part }) <= max);
       if (parts !== undefined) {
         // Each part under its own key, so a newer version of the record replaces the older one's parts in the queue.
-        for (const part of parts) m.broadcast(`${key}#${part.i}`, { v: STATE_PAYLOAD_MAJOR, part } satisfies RecordPartBroadcast);
+        for (const part of parts)
+          m.broadcast(`${key}#${part.i}`, { v: STATE_PAYLOAD_MAJOR, part } satisfies RecordPartBroadcast);
         return true;
       }
     }
@@ -123,7 +124,10 @@ export class GossipState implements StateDelegate {
 
   mergeRemoteState(state: unknown, _join: boolean, from: string): void {
     if (!isPayload(state) || !('records' in state) || !Array.isArray(state.records)) {
-      this.store.drops.drop('bad_payload', `push-pull state from ${from} is not a v${STATE_PAYLOAD_MAJOR} record batch`);
+      this.store.drops.drop(
+        'bad_payload',
+        `push-pull state from ${from} is not a v${STATE_PAYLOAD_MAJOR} record batch`,
+      );
       return;
     }
     const limit = this.store.limits.maxOrigins * this.store.limits.maxRecordsPerOrigin;

@@ -24,7 +24,10 @@ export function newer<T extends Versioned>(a: T, b: T): T {
 }
 
 /** Merge of two record sets keyed by `key`. */
-export function mergeRecordSets<T extends Versioned>(a: ReadonlyMap<string, T>, b: ReadonlyMap<string, T>): Map<string, T> {
+export function mergeRecordSets<T extends Versioned>(
+  a: ReadonlyMap<string, T>,
+  b: ReadonlyMap<string, T>,
+): Map<string, T> {
   const out = new Map(a);
   for (const [key, rb] of b) {
     const ra = out.get(key);

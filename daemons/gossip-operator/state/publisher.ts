@@ -2,7 +2,16 @@
 // monotonic across restarts), signs it with the site key, merges it into the local view and hands it to gossip.
 import type { KeyObject } from 'node:crypto';
 import { systemClock, type Clock } from '../swim/clock.ts';
-import { providerKey, RECORD_SCHEMA_VERSION, signRecord, siteKey, type ProviderState, type SignedStateRecord, type SiteInfo, type StateRecordBody } from './records.ts';
+import {
+  providerKey,
+  RECORD_SCHEMA_VERSION,
+  signRecord,
+  siteKey,
+  type ProviderState,
+  type SignedStateRecord,
+  type SiteInfo,
+  type StateRecordBody,
+} from './records.ts';
 import { nextRevision, type RevisionStore } from './revision-store.ts';
 import type { StateStore, StoredRecord } from './state-store.ts';
 
@@ -75,7 +84,9 @@ export class LocalPublisher {
   }
 
   /** Serialized so two publishes never share a revision. */
-  #publish(part: Pick<StateRecordBody, 'kind' | 'key' | 'site_info' | 'provider' | 'tombstone'>): Promise<SignedStateRecord> {
+  #publish(
+    part: Pick<StateRecordBody, 'kind' | 'key' | 'site_info' | 'provider' | 'tombstone'>,
+  ): Promise<SignedStateRecord> {
     const run = async (): Promise<SignedStateRecord> => {
       const { store } = this.#o;
       const floor = Math.max(this.#highWater, store.highestRevisionOf(store.localSite));

@@ -40,7 +40,13 @@ export function splitRecord(rec: SignedStateRecord, fits: (part: RecordPart) => 
     if (parts.length === MAX_RECORD_PARTS) return undefined;
     const head = parts.length === 0 ? { signer: rec.signer, sig: rec.sig } : {};
     // n is not known yet: measure with the largest n, whose digit count bounds every smaller one.
-    const make = (end: number): RecordPart => ({ id, i: parts.length, n: MAX_RECORD_PARTS, body: text.slice(start, end), ...head });
+    const make = (end: number): RecordPart => ({
+      id,
+      i: parts.length,
+      n: MAX_RECORD_PARTS,
+      body: text.slice(start, end),
+      ...head,
+    });
     let lo = start;
     let hi = text.length;
     // Largest end with fits(): binary search, since escaping makes bytes per character vary.
@@ -108,7 +114,8 @@ export class PartAssembler {
       entry = { n: raw.n, bodies: new Array<string | undefined>(raw.n).fill(undefined), have: 0 };
       this.#pending.set(raw.id, entry);
     }
-    if (entry.n !== raw.n) return { kind: 'bad', detail: `part ${raw.i} of ${raw.id} says ${raw.n} parts, earlier ones ${entry.n}` };
+    if (entry.n !== raw.n)
+      return { kind: 'bad', detail: `part ${raw.i} of ${raw.id} says ${raw.n} parts, earlier ones ${entry.n}` };
     if (entry.bodies[raw.i] !== undefined) return { kind: 'incomplete' }; // a retransmission
     entry.bodies[raw.i] = raw.body;
     entry.have++;

@@ -41,13 +41,16 @@ export class FileRevisionStore implements RevisionStore {
     const n = Number(text.trim());
     if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n)) {
       // Guessing a value could move revisions backwards; refuse and let the operator say where.
-      throw new RevisionStoreError(`${this.path}: revision high-water mark must be a non-negative integer; fix or remove the file`);
+      throw new RevisionStoreError(
+        `${this.path}: revision high-water mark must be a non-negative integer; fix or remove the file`,
+      );
     }
     return n;
   }
 
   async save(revision: number): Promise<void> {
-    if (!Number.isSafeInteger(revision) || revision < 0) throw new RevisionStoreError(`revision ${revision} is not a non-negative safe integer`);
+    if (!Number.isSafeInteger(revision) || revision < 0)
+      throw new RevisionStoreError(`revision ${revision} is not a non-negative safe integer`);
     const tmp = `${this.path}.tmp-${process.pid}`;
     const f = await open(tmp, 'w');
     try {

@@ -7,7 +7,15 @@ import { systemClock, type Clock } from '../swim/clock.ts';
 import { DropCounter, type GossipLogger } from '../swim/drop-counter.ts';
 import { gCounterValue, setSlot, type TenantSpend } from './g-counter.ts';
 import { compareVersions, type Versioned } from './lww.ts';
-import { checkRecord, containsPrivateKey, verifyRecord, type ProviderState, type SignedStateRecord, type SiteInfo, type StateRecordBody } from './records.ts';
+import {
+  checkRecord,
+  containsPrivateKey,
+  verifyRecord,
+  type ProviderState,
+  type SignedStateRecord,
+  type SiteInfo,
+  type StateRecordBody,
+} from './records.ts';
 import { STATE_DROP_REASONS, type StateDropReason } from './reasons.ts';
 
 export interface StateLimits {
@@ -123,10 +131,15 @@ export class StateStore extends EventEmitter<{ change: [StoredRecord]; collected
     const checked = checkRecord(raw, this.limits.maxRecordBodyBytes);
     if (!checked.ok) return this.#drop(checked.reason, `via ${from}: ${checked.detail}`);
     const { signed, body } = checked.value;
-    if (body.network !== this.network) return this.#drop('wrong_network', `record of network ${body.network} via ${from} (this view: ${this.network})`);
-    if (signed.signer !== body.site) return this.#drop('origin_mismatch', `record of site ${body.site} signed by ${signed.signer} via ${from}`);
+    if (body.network !== this.network)
+      return this.#drop('wrong_network', `record of network ${body.network} via ${from} (this view: ${this.network})`);
+    if (signed.signer !== body.site)
+      return this.#drop('origin_mismatch', `record of site ${body.site} signed by ${signed.signer} via ${from}`);
     if (body.revision > this.#clock.now() + this.limits.maxRevisionAheadMs) {
-      return this.#drop('revision_jump', `revision ${body.revision} of ${body.key} via ${from} is more than ${this.limits.maxRevisionAheadMs} ms ahead`);
+      return this.#drop(
+        'revision_jump',
+        `revision ${body.revision} of ${body.key} via ${from} is more than ${this.limits.maxRevisionAheadMs} ms ahead`,
+      );
     }
     const incoming: StoredRecord = {
       key: body.key,
@@ -142,23 +155,42 @@ export class StateStore extends EventEmitter<{ change: [StoredRecord]; collected
     };
     const origin = this.#origins.get(body.site);
     const current = origin?.records.get(body.key);
-    if (current && compareVersions(incoming, current) <= 0) return this.#drop('stale', `${body.key}@${body.revision} via ${from}`);
+    if (current && compareVersions(incoming, current) <= 0)
+      return this.#drop('stale', `${body.key}@${body.revision} via ${from}`);
     const key = this.#resolve(signed.signer);
-    if (!key) return this.#drop('unknown_signer', `no trusted key for site ${signed.signer} (record ${body.key} via ${from})`);
-    if (!verifyRecord(signed, key)) return this.#drop('bad_signature', `record ${body.key} via ${from} does not verify against ${signed.signer}'s key`);
+    if (!key)
+      return this.#drop('unknown_signer', `no trusted key for site ${signed.signer} (record ${body.key} via ${from})`);
+    if (!verifyRecord(signed, key))
+      return this.#drop(
+        'bad_signature',
+        `record ${body.key} via ${from} does not verify against ${signed.signer}'s key`,
+      );
     if (!current && origin !== undefined && incoming.revision <= origin.collectedFloor) {
       // Only this site can re-assert a deletion of its own key: a new tombstone, above every copy, ends the replay
       // for members that never had the old tombstone (one that joined after it was collected).
       if (body.site === this.localSite && !incoming.tombstone) this.emit('collectedOwnKey', incoming);
-      return this.#drop('tombstone_collected', `${body.key}@${body.revision} via ${from} is at or below the collected tombstone floor ${origin.collectedFloor} of ${body.site}`);
+      return this.#drop(
+        'tombstone_collected',
+        `${body.key}@${body.revision} via ${from} is at or below the collected tombstone floor ${origin.collectedFloor} of ${body.site}`,
+      );
     }
     if (body.site_info?.public_cert_pem !== undefined && containsPrivateKey(body.site_info.public_cert_pem)) {
-      return this.#drop('private_key_pem', `site ${body.site} published a PEM containing a private key; record discarded`);
+      return this.#drop(
+        'private_key_pem',
+        `site ${body.site} published a PEM containing a private key; record discarded`,
+      );
     }
     const target = origin ?? this.#admitOrigin(body.site);
-    if (!target) return this.#drop('origins_full', `${this.limits.maxOrigins} origins retained, none departed; record ${body.key} via ${from}`);
+    if (!target)
+      return this.#drop(
+        'origins_full',
+        `${this.limits.maxOrigins} origins retained, none departed; record ${body.key} via ${from}`,
+      );
     if (!current && target.records.size >= this.limits.maxRecordsPerOrigin) {
-      return this.#drop('origin_records_full', `site ${body.site} already has ${this.limits.maxRecordsPerOrigin} records; ${body.key} via ${from}`);
+      return this.#drop(
+        'origin_records_full',
+        `site ${body.site} already has ${this.limits.maxRecordsPerOrigin} records; ${body.key} via ${from}`,
+      );
     }
     target.records.set(body.key, incoming);
     if (body.kind === 'site' && body.site_info && !body.tombstone) this.#mergeSpend(body.site, body.site_info);
@@ -171,7 +203,12 @@ export class StateStore extends EventEmitter<{ change: [StoredRecord]; collected
       let victim: [string, Origin] | undefined;
       for (const entry of this.#origins) {
         const d = entry[1].departedAtMs;
-        if (d !== undefined && entry[0] !== this.localSite && (victim === undefined || d < (victim[1].departedAtMs as number))) victim = entry;
+        if (
+          d !== undefined &&
+          entry[0] !== this.localSite &&
+          (victim === undefined || d < (victim[1].departedAtMs as number))
+        )
+          victim = entry;
       }
       if (!victim) return undefined;
       this.#forgetOrigin(victim[0]);
@@ -272,7 +309,8 @@ export class StateStore extends EventEmitter<{ change: [StoredRecord]; collected
   /** Site records (gateway address, certificate, capabilities) by site. */
   sites(): Map<string, SiteInfo> {
     const out = new Map<string, SiteInfo>();
-    for (const r of this.records()) if (r.kind === 'site' && !r.tombstone && r.parsed.site_info) out.set(r.origin, r.parsed.site_info);
+    for (const r of this.records())
+      if (r.kind === 'site' && !r.tombstone && r.parsed.site_info) out.set(r.origin, r.parsed.site_info);
     return out;
   }
 

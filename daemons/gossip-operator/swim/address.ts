@@ -26,7 +26,12 @@ export function parseAddress(text: string): HostPort | undefined {
     if (colon <= 0 || s.indexOf(':') !== colon) return undefined; // bare IPv6 must be bracketed
     host = s.slice(0, colon);
     portText = s.slice(colon + 1);
-    if (isIP(host) === 0 && !/^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/.test(host)) {
+    if (
+      isIP(host) === 0 &&
+      !/^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/.test(
+        host,
+      )
+    ) {
       return undefined;
     }
   }

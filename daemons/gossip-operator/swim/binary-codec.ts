@@ -91,7 +91,8 @@ export function varintBytes(value: number): number {
 }
 
 function wireUint(value: unknown, what: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw new TypeError(`${what} must be a non-negative safe integer, got ${String(value)}`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+    throw new TypeError(`${what} must be a non-negative safe integer, got ${String(value)}`);
   return value;
 }
 
@@ -112,7 +113,13 @@ export function encodeBinaryMessage(m: SwimMessage): Buffer {
   if (m.k === 'user') w.stringField(9, JSON.stringify(raw.data));
   if (typeof raw.join === 'boolean') w.uintField(10, raw.join ? 1 : 0);
   if (Array.isArray(raw.members)) {
-    for (const mem of raw.members as { name: string; addr: string; inc: number; state: (typeof MEMBER_STATES)[number]; w?: number }[]) {
+    for (const mem of raw.members as {
+      name: string;
+      addr: string;
+      inc: number;
+      state: (typeof MEMBER_STATES)[number];
+      w?: number;
+    }[]) {
       const mw = new Writer();
       mw.stringField(1, mem.name);
       mw.stringField(2, mem.addr);
@@ -146,7 +153,12 @@ export function binaryMessageCost(encoded: Buffer): number {
 }
 
 /** Payload of a version-3 frame; `compress` deflates the body when it is above COMPRESS_ABOVE_BYTES. */
-export function encodeBinaryPacket(header: PacketHeader, wire: number | undefined, messages: readonly Buffer[], compress: boolean): Buffer {
+export function encodeBinaryPacket(
+  header: PacketHeader,
+  wire: number | undefined,
+  messages: readonly Buffer[],
+  compress: boolean,
+): Buffer {
   const w = new Writer();
   w.bytes(headerBytes(header, wire));
   for (const m of messages) w.lenField(4, m);
@@ -257,19 +269,44 @@ function decodeMessage(buf: Buffer): SwimMessage {
         out.k = MESSAGE_KINDS[i] ?? `kind#${i}`;
         break;
       }
-      case 2: out.seq = num(v, 'seq'); break;
-      case 3: out.target = str(v, 'target'); break;
-      case 4: out.targetAddr = str(v, 'targetAddr'); break;
-      case 5: out.name = str(v, 'name'); break;
-      case 6: out.addr = str(v, 'addr'); break;
-      case 7: out.inc = num(v, 'inc'); break;
-      case 8: out.by = str(v, 'by'); break;
-      case 9: out.data = json(v, 'data'); break;
-      case 10: out.join = num(v, 'join') === 1; break;
-      case 11: members.push(decodeMember(nested(v, 'member'))); break;
-      case 12: out.user = json(v, 'user'); break;
-      case 13: out.bytes = num(v, 'bytes'); break;
-      default: break; // a field from a newer version
+      case 2:
+        out.seq = num(v, 'seq');
+        break;
+      case 3:
+        out.target = str(v, 'target');
+        break;
+      case 4:
+        out.targetAddr = str(v, 'targetAddr');
+        break;
+      case 5:
+        out.name = str(v, 'name');
+        break;
+      case 6:
+        out.addr = str(v, 'addr');
+        break;
+      case 7:
+        out.inc = num(v, 'inc');
+        break;
+      case 8:
+        out.by = str(v, 'by');
+        break;
+      case 9:
+        out.data = json(v, 'data');
+        break;
+      case 10:
+        out.join = num(v, 'join') === 1;
+        break;
+      case 11:
+        members.push(decodeMember(nested(v, 'member')));
+        break;
+      case 12:
+        out.user = json(v, 'user');
+        break;
+      case 13:
+        out.bytes = num(v, 'bytes');
+        break;
+      default:
+        break; // a field from a newer version
     }
   }
   if (out.k === 'push-pull') out.members = members;
@@ -317,6 +354,10 @@ export function decodeBinaryPacket(payload: Buffer, jsonMajor: number, maxBytes:
   } catch (err) {
     if (err instanceof WireError) return { ok: false, reason: 'bad_packet', detail: err.message };
     // A nested field of the wrong type (a varint where bytes belong) surfaces as a TypeError from Buffer.
-    return { ok: false, reason: 'bad_packet', detail: `malformed field: ${err instanceof Error ? err.message : String(err)}` };
+    return {
+      ok: false,
+      reason: 'bad_packet',
+      detail: `malformed field: ${err instanceof Error ? err.message : String(err)}`,
+    };
   }
 }

@@ -36,7 +36,12 @@ export class BroadcastQueue {
     if (this.#items.size >= this.#maxItems) {
       let worst: QueuedBroadcast | undefined;
       for (const item of this.#items.values()) {
-        if (worst === undefined || item.transmits > worst.transmits || (item.transmits === worst.transmits && item.id < worst.id)) worst = item;
+        if (
+          worst === undefined ||
+          item.transmits > worst.transmits ||
+          (item.transmits === worst.transmits && item.id < worst.id)
+        )
+          worst = item;
       }
       if (worst) this.#items.delete(worst.key);
       result = 'evicted_other';

@@ -26,10 +26,13 @@ export const systemClock: Clock = {
   now: () => Date.now(),
   schedule(delayMs, fn) {
     let immediate: NodeJS.Immediate | undefined;
-    const t = setTimeout(() => {
-      immediate = setImmediate(fn);
-      immediate.unref();
-    }, Math.max(0, delayMs));
+    const t = setTimeout(
+      () => {
+        immediate = setImmediate(fn);
+        immediate.unref();
+      },
+      Math.max(0, delayMs),
+    );
     t.unref();
     return {
       cancel: () => {
@@ -51,4 +54,3 @@ export function shuffled<T>(items: readonly T[], random: RandomSource): T[] {
   }
   return out;
 }
-

@@ -27,7 +27,18 @@ export const WIRE_MAJOR = 1;
 /**
  * Message kinds, append-only because they go on the wire. 'stream-open' opens a push-pull stream (udp-transport.ts).
  */
-export const MESSAGE_KINDS = ['ping', 'ack', 'nack', 'ping-req', 'alive', 'suspect', 'dead', 'user', 'push-pull', 'stream-open'] as const;
+export const MESSAGE_KINDS = [
+  'ping',
+  'ack',
+  'nack',
+  'ping-req',
+  'alive',
+  'suspect',
+  'dead',
+  'user',
+  'push-pull',
+  'stream-open',
+] as const;
 export type MessageKind = (typeof MESSAGE_KINDS)[number];
 
 export type SwimMessage =
@@ -101,8 +112,17 @@ export function decodePacket(payload: Buffer): DecodeResult {
 
 /** Schema check of a decoded packet (JSON or binary). */
 export function checkPacket(value: unknown): DecodeResult {
-  if (typeof value === 'object' && value !== null && typeof (value as { v?: unknown }).v === 'number' && (value as { v: number }).v > WIRE_MAJOR) {
-    return { ok: false, reason: 'unsupported_version', detail: `wire major ${(value as { v: number }).v} > ${WIRE_MAJOR}` };
+  if (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { v?: unknown }).v === 'number' &&
+    (value as { v: number }).v > WIRE_MAJOR
+  ) {
+    return {
+      ok: false,
+      reason: 'unsupported_version',
+      detail: `wire major ${(value as { v: number }).v} > ${WIRE_MAJOR}`,
+    };
   }
   if (!validatePacket(value)) {
     const e = validatePacket.errors?.[0];

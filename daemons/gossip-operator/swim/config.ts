@@ -176,7 +176,11 @@ export function applySwimSpec(name: string, base: SwimTiming, spec: GridNetworkS
     out.probeIntervalMs = ms;
   }
   if (spec?.suspicionTimeout !== undefined) {
-    out.suspicionTimeoutMs = swimDuration('spec.swim.suspicionTimeout', spec.suspicionTimeout, SWIM_SUSPICION_TIMEOUT_RULE);
+    out.suspicionTimeoutMs = swimDuration(
+      'spec.swim.suspicionTimeout',
+      spec.suspicionTimeout,
+      SWIM_SUSPICION_TIMEOUT_RULE,
+    );
   }
   if (spec?.gossipNodes !== undefined) {
     if (!Number.isInteger(spec.gossipNodes) || spec.gossipNodes < 1 || spec.gossipNodes > 16) {
@@ -197,16 +201,24 @@ export function validateSwimConfig(c: SwimConfig): void {
     }
   }
   if (c.probeTimeoutMs >= c.probeIntervalMs) {
-    throw new SwimConfigError('probeTimeoutMs', `${c.probeTimeoutMs} must be below probeIntervalMs (${c.probeIntervalMs}), or probes overlap`);
+    throw new SwimConfigError(
+      'probeTimeoutMs',
+      `${c.probeTimeoutMs} must be below probeIntervalMs (${c.probeIntervalMs}), or probes overlap`,
+    );
   }
-  if (c.suspicionShrinkDivisor < 1) throw new SwimConfigError('suspicionShrinkDivisor', `${c.suspicionShrinkDivisor} must be at least 1`);
+  if (c.suspicionShrinkDivisor < 1)
+    throw new SwimConfigError('suspicionShrinkDivisor', `${c.suspicionShrinkDivisor} must be at least 1`);
   if (c.maxPacketBytes < 512 || c.maxPacketBytes > 65_000) {
     throw new SwimConfigError('maxPacketBytes', `${c.maxPacketBytes} must be from 512 to 65000`);
   }
-  if (c.maxMessageBytes < c.maxPacketBytes) throw new SwimConfigError('maxMessageBytes', 'must be at least maxPacketBytes');
+  if (c.maxMessageBytes < c.maxPacketBytes)
+    throw new SwimConfigError('maxMessageBytes', 'must be at least maxPacketBytes');
   // An opening frame carries the header (name up to 253, address up to 300 characters) and one short message.
   if (c.maxOpeningBytes < 768 || c.maxOpeningBytes > c.maxPacketBytes) {
-    throw new SwimConfigError('maxOpeningBytes', `${c.maxOpeningBytes} must be from 768 to maxPacketBytes (${c.maxPacketBytes})`);
+    throw new SwimConfigError(
+      'maxOpeningBytes',
+      `${c.maxOpeningBytes} must be from 768 to maxPacketBytes (${c.maxPacketBytes})`,
+    );
   }
 }
 

@@ -74,15 +74,35 @@ export function sealFrame(
 }
 
 export type OpenResult =
-  | { readonly ok: true; readonly payload: Buffer; readonly version: number; readonly nonce: Buffer | undefined; readonly recipient: string | undefined }
-  | { readonly ok: false; readonly reason: 'bad_frame' | 'decrypt_failed' | 'plaintext_rejected' | 'encrypted_unexpected' | 'unsupported_version' };
+  | {
+      readonly ok: true;
+      readonly payload: Buffer;
+      readonly version: number;
+      readonly nonce: Buffer | undefined;
+      readonly recipient: string | undefined;
+    }
+  | {
+      readonly ok: false;
+      readonly reason:
+        | 'bad_frame'
+        | 'decrypt_failed'
+        | 'plaintext_rejected'
+        | 'encrypted_unexpected'
+        | 'unsupported_version';
+    };
 
 /**
  * Opens a frame addressed to one of `recipients` (tried in order; the first is this member's own name). The
  * result names the recipient the frame was sealed for (undefined for plaintext, which binds nothing).
  */
-export function openFrame(keyring: KeyRing | undefined, frame: Buffer, recipients: readonly string[], maxVersion: number = FRAME_VERSION_MAX): OpenResult {
-  if (frame.length < HEADER_BYTES || !frame.subarray(0, 4).equals(FRAME_MAGIC)) return { ok: false, reason: 'bad_frame' };
+export function openFrame(
+  keyring: KeyRing | undefined,
+  frame: Buffer,
+  recipients: readonly string[],
+  maxVersion: number = FRAME_VERSION_MAX,
+): OpenResult {
+  if (frame.length < HEADER_BYTES || !frame.subarray(0, 4).equals(FRAME_MAGIC))
+    return { ok: false, reason: 'bad_frame' };
   const version = frame[4];
   if (version === FRAME_VERSION_PLAINTEXT) {
     if (keyring) return { ok: false, reason: 'plaintext_rejected' };

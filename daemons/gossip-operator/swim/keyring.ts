@@ -71,7 +71,8 @@ export class KeyRing {
   /** Stop accepting `key` (rotation step 3). The primary cannot be removed. */
   remove(key: Uint8Array): void {
     const k = Buffer.from(key);
-    if ((this.#keys[0] as Buffer).equals(k)) throw new KeyRingError('cannot remove the primary key; make another key primary first');
+    if ((this.#keys[0] as Buffer).equals(k))
+      throw new KeyRingError('cannot remove the primary key; make another key primary first');
     this.#set(this.#keys.filter((e) => !e.equals(k)));
   }
 }

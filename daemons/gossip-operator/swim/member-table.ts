@@ -149,7 +149,8 @@ export class MemberTable implements MemberSource {
   applyAlive(a: AliveMessage, nowMs: number): AliveOutcome {
     if (a.name === this.self.name) {
       // Someone speaks of us with a newer incarnation (our previous life) or another address: re-assert.
-      if (a.inc > this.self.incarnation || (a.addr !== this.self.addr && a.inc >= this.self.incarnation)) return 'refute';
+      if (a.inc > this.self.incarnation || (a.addr !== this.self.addr && a.inc >= this.self.incarnation))
+        return 'refute';
       return 'ignored';
     }
     const m = this.#members.get(a.name);

@@ -117,7 +117,13 @@ export class Membership extends EventEmitter<Events> {
     this.#lookup = options.lookup;
     this.#selfAddresses = [options.transport.localAddress, ...(options.selfAddresses ?? [])];
     this.drops = new DropCounter('swim', SWIM_DROP_REASONS, options.logger);
-    this.#table = new MemberTable(options.config.name, options.transport.localAddress, 0, this.#clock.now(), options.config.maxMembers);
+    this.#table = new MemberTable(
+      options.config.name,
+      options.transport.localAddress,
+      0,
+      this.#clock.now(),
+      options.config.maxMembers,
+    );
     this.#awareness = new Awareness(options.config.awarenessMaxMultiplier);
     this.#gate = new PacketGate(
       options.config.name,
@@ -245,7 +251,11 @@ export class Membership extends EventEmitter<Events> {
     const r = this.#broadcasts.enqueue(`u:${key}`, message);
     if (r === 'too_large') {
       // Not a loss: the caller sends it by push-pull instead (GossipState.broadcast), so this is only counted.
-      this.drops.drop('broadcast_too_large', `broadcast ${key} is ${message.maxBytes} bytes, more than one packet; push-pull carries it instead`, 'debug');
+      this.drops.drop(
+        'broadcast_too_large',
+        `broadcast ${key} is ${message.maxBytes} bytes, more than one packet; push-pull carries it instead`,
+        'debug',
+      );
       return false;
     }
     if (r === 'evicted_other') this.drops.drop('queue_full', 'broadcast queue full; evicted the most-sent broadcast');
@@ -266,7 +276,11 @@ export class Membership extends EventEmitter<Events> {
       let ok = 0;
       do {
         this.#syncAgain = false;
-        const peers = this.#table.sample(this.config.gossipFanout, this.#random, (m) => m !== this.#table.self && m.state === 'alive');
+        const peers = this.#table.sample(
+          this.config.gossipFanout,
+          this.#random,
+          (m) => m !== this.#table.self && m.state === 'alive',
+        );
         const results = await Promise.all(peers.map((m) => this.#pushPull.exchange(m.name, m.addr, false)));
         ok = results.filter(Boolean).length;
       } while (this.#syncAgain && this.#running);
@@ -308,20 +322,39 @@ export class Membership extends EventEmitter<Events> {
     // Announce ourselves (memberlist's setAlive): whoever we reach first starts spreading the news.
     // A member started with the converged member list (knownMembers) stands for one whose announcement has spread.
     const self = this.#table.self;
-    if (this.#table.size === 1) this.#broadcasts.enqueue(`m:${self.name}`, new WireMessage({ k: 'alive', name: self.name, addr: self.addr, inc: self.incarnation }));
+    if (this.#table.size === 1)
+      this.#broadcasts.enqueue(
+        `m:${self.name}`,
+        new WireMessage({ k: 'alive', name: self.name, addr: self.addr, inc: self.incarnation }),
+      );
     this.#transport.setPacketHandler((frame, from, at) => this.#receiver.onPacket(frame, from, at));
     this.#transport.setStreamHandler(
       (frame, from) => this.#pushPull.open(frame, from),
       (frame, from) => this.#pushPull.answer(frame, from),
     );
     this.#transport.setStreamDropHandler((reason, detail) => this.drops.drop(reason, detail));
-    this.#every(() => this.#awareness.scale(this.config.probeIntervalMs), () => this.#probeTick());
-    this.#every(() => this.config.gossipIntervalMs, () => this.#gossipTick());
+    this.#every(
+      () => this.#awareness.scale(this.config.probeIntervalMs),
+      () => this.#probeTick(),
+    );
+    this.#every(
+      () => this.config.gossipIntervalMs,
+      () => this.#gossipTick(),
+    );
     // Forgetting runs at 1/30 of the TTL (within ~3 % of it) over the dead and left members only: at 1,000
     // members a scan of the whole table here is the largest CPU cost of an idle member in the simulation's profile.
-    this.#every(() => Math.max(this.config.gossipIntervalMs, this.config.deadMemberTtlMs / 30), () => this.#forgetExpired());
-    this.#every(() => pushPullIntervalFor(this.config.pushPullIntervalMs, this.#table.liveCount()), () => void this.#pushPullTick());
-    this.#every(() => (this.#joined ? this.config.announceIntervalMs : this.config.joinRetryIntervalMs), () => void this.#announce());
+    this.#every(
+      () => Math.max(this.config.gossipIntervalMs, this.config.deadMemberTtlMs / 30),
+      () => this.#forgetExpired(),
+    );
+    this.#every(
+      () => pushPullIntervalFor(this.config.pushPullIntervalMs, this.#table.liveCount()),
+      () => void this.#pushPullTick(),
+    );
+    this.#every(
+      () => (this.#joined ? this.config.announceIntervalMs : this.config.joinRetryIntervalMs),
+      () => void this.#announce(),
+    );
   }
 
   /** A self-rescheduling loop; the first run is offset by a random fraction so members do not beat in step. */
@@ -359,7 +392,9 @@ export class Membership extends EventEmitter<Events> {
       this.#random,
       (m) =>
         m !== this.#table.self &&
-        (m.state === 'alive' || m.state === 'suspect' || (m.state === 'dead' && now - m.stateChangedAtMs < this.config.gossipToTheDeadMs)),
+        (m.state === 'alive' ||
+          m.state === 'suspect' ||
+          (m.state === 'dead' && now - m.stateChangedAtMs < this.config.gossipToTheDeadMs)),
     );
     for (const m of targets) {
       if (this.#broadcasts.size === 0) break;
@@ -386,11 +421,15 @@ export class Membership extends EventEmitter<Events> {
   async #announce(): Promise<{ contacted: number; problems: readonly SeedProblem[] }> {
     if (this.#seeds.length === 0 || !this.#running) return { contacted: 0, problems: [] };
     const resolved = await resolveSeeds(this.#seeds, this.#selfAddresses, this.config.dnsTimeoutMs, this.#lookup);
-    const live = new Set([...this.#table.all()].filter((m) => m.state === 'alive' || m.state === 'suspect').map((m) => m.addr));
+    const live = new Set(
+      [...this.#table.all()].filter((m) => m.state === 'alive' || m.state === 'suspect').map((m) => m.addr),
+    );
     // A seed we knew as a member is addressed by its name; an unknown one can only be addressed to anyone.
     const nameAt = new Map([...this.#table.all()].filter((m) => m !== this.#table.self).map((m) => [m.addr, m.name]));
     const results = await Promise.all(
-      resolved.addresses.filter((a) => !live.has(a)).map((a) => this.#pushPull.exchange(nameAt.get(a) ?? ANY_RECIPIENT, a, true)),
+      resolved.addresses
+        .filter((a) => !live.has(a))
+        .map((a) => this.#pushPull.exchange(nameAt.get(a) ?? ANY_RECIPIENT, a, true)),
     );
     const contacted = results.filter(Boolean).length;
     if (contacted > 0 || resolved.addresses.length === 0) this.#joined = true;
@@ -439,10 +478,14 @@ export class Membership extends EventEmitter<Events> {
       pingTo: (target, seq) => {
         const msgs = [new WireMessage({ k: 'ping', seq, target: target.name })];
         // Lifeguard buddy system: tell a suspect directly, so it can refute before the timeout.
-        if (target.state === 'suspect') msgs.push(new WireMessage({ k: 'suspect', name: target.name, inc: target.incarnation, by: this.name }));
+        if (target.state === 'suspect')
+          msgs.push(new WireMessage({ k: 'suspect', name: target.name, inc: target.incarnation, by: this.name }));
         this.#send(target.name, target.addr, msgs);
       },
-      pingReqTo: (via, target, seq) => this.#send(via.name, via.addr, [new WireMessage({ k: 'ping-req', seq, target: target.name, targetAddr: target.addr })]),
+      pingReqTo: (via, target, seq) =>
+        this.#send(via.name, via.addr, [
+          new WireMessage({ k: 'ping-req', seq, target: target.name, targetAddr: target.addr }),
+        ]),
       awarenessDelta: (d) => this.#awareness.applyDelta(d),
       suspect: (target) => {
         const current = this.#table.get(target.name);
@@ -461,5 +504,11 @@ export class Membership extends EventEmitter<Events> {
 }
 
 function viewOf(m: Member, nowMs: number): MemberView {
-  return { name: m.name, addr: m.addr, incarnation: m.incarnation, state: m.state, ageSeconds: Math.max(0, (nowMs - m.stateChangedAtMs) / 1000) };
+  return {
+    name: m.name,
+    addr: m.addr,
+    incarnation: m.incarnation,
+    state: m.state,
+    ageSeconds: Math.max(0, (nowMs - m.stateChangedAtMs) / 1000),
+  };
 }

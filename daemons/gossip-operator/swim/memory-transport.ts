@@ -1,7 +1,14 @@
 // In-process transport: any number of members in one process, no sockets. Datagrams are delivered on a later
 // turn of the event loop (never re-entrantly), like a network. Used by protocol tests that need no kernel and
 // by the local grid runner's single-process mode.
-import { emptyStats, type PacketHandler, type StreamHandler, type StreamOpenHandler, type Transport, type TransportStats } from './transport.ts';
+import {
+  emptyStats,
+  type PacketHandler,
+  type StreamHandler,
+  type StreamOpenHandler,
+  type Transport,
+  type TransportStats,
+} from './transport.ts';
 
 export class MemoryNetwork {
   readonly #nodes = new Map<string, MemoryTransport>();

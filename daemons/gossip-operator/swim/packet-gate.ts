@@ -9,7 +9,17 @@ import { ANY_RECIPIENT, openFrame, ReplayGuard, sealFrame } from './crypto.ts';
 import type { DropCounter } from './drop-counter.ts';
 import type { KeyRing } from './keyring.ts';
 import type { SwimDropReason } from './reasons.ts';
-import { declaredWire, decodeWire, encodeWire, envelopeBytes, PeerWireVersions, WIRE_BASELINE, WIRE_VERSIONS, type WireMessage, type WireVersion } from './wire.ts';
+import {
+  declaredWire,
+  decodeWire,
+  encodeWire,
+  envelopeBytes,
+  PeerWireVersions,
+  WIRE_BASELINE,
+  WIRE_VERSIONS,
+  type WireMessage,
+  type WireVersion,
+} from './wire.ts';
 
 /** Frames sealed and opened per wire version (plaintext frames count as the baseline). */
 export type WireCounts = Record<WireVersion, number>;
@@ -68,9 +78,21 @@ export class PacketGate {
    * Frame for `messages` under `header`, sealed for the member named `to` in the version negotiated with it
    * (or `version`). `stream`: a push-pull message, compressed when large.
    */
-  seal(header: PacketHeader, to: string, messages: readonly WireMessage[], stream = false, version = this.versionFor(to)): Buffer {
+  seal(
+    header: PacketHeader,
+    to: string,
+    messages: readonly WireMessage[],
+    stream = false,
+    version = this.versionFor(to),
+  ): Buffer {
     this.sent[version]++;
-    return sealFrame(this.#keyring, encodeWire(version, header, this.#peers.latest, messages, stream), to, undefined, version);
+    return sealFrame(
+      this.#keyring,
+      encodeWire(version, header, this.#peers.latest, messages, stream),
+      to,
+      undefined,
+      version,
+    );
   }
 
   /** Records the wire version `peer` declared (`w` of its last authenticated packet; undefined: JSON only). */
@@ -105,9 +127,17 @@ export class PacketGate {
       this.#drops.drop('oversized', `${frame.length}-byte frame from ${from} (max ${maxBytes})`);
       return undefined;
     }
-    const opened = openFrame(this.#keyring, frame, acceptAnyRecipient ? [this.#self, ANY_RECIPIENT] : [this.#self], this.#peers.latest);
+    const opened = openFrame(
+      this.#keyring,
+      frame,
+      acceptAnyRecipient ? [this.#self, ANY_RECIPIENT] : [this.#self],
+      this.#peers.latest,
+    );
     if (!opened.ok) {
-      const detail = opened.reason === 'unsupported_version' ? `, wire version ${String(frame[4])} (this member speaks up to ${this.#peers.latest})` : '';
+      const detail =
+        opened.reason === 'unsupported_version'
+          ? `, wire version ${String(frame[4])} (this member speaks up to ${this.#peers.latest})`
+          : '';
       this.#drops.drop(opened.reason, `${frame.length}-byte frame from ${from}${detail}`);
       return undefined;
     }

@@ -98,7 +98,8 @@ export class ProbeTargets {
 
   /** The next member to probe; O(1) per call except when members arrived or a round ends (O(N) then). */
   next(members: MemberSource, selfName: string): Member | undefined {
-    const probeable = (m: Member | undefined): m is Member => m !== undefined && m.name !== selfName && (m.state === 'alive' || m.state === 'suspect');
+    const probeable = (m: Member | undefined): m is Member =>
+      m !== undefined && m.name !== selfName && (m.state === 'alive' || m.state === 'suspect');
     // A member learned during a round joins the rest of this round at a random place (as in memberlist), so it is
     // probed within the round and not only after the next reshuffle: at N members that is up to N probe periods
     // later, which in the simulation is multi-second detection of a member that joined last.
@@ -197,7 +198,10 @@ export function probeMember(host: ProbeHost, target: Member): Promise<'acked' | 
     host.pingTo(target, seq);
     indirect = host.clock.schedule(timeoutMs, () => {
       if (settled) return;
-      const helpers = host.sampleMembers(host.indirectChecks(), (m) => m.name !== target.name && m.name !== host.selfName && m.state === 'alive');
+      const helpers = host.sampleMembers(
+        host.indirectChecks(),
+        (m) => m.name !== target.name && m.name !== host.selfName && m.state === 'alive',
+      );
       expectedNacks = helpers.length;
       for (const via of helpers) {
         senders.add(via.name);

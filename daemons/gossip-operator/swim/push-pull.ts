@@ -1,7 +1,12 @@
 // Full-state anti-entropy (push-pull): both sides send their whole member list and delegate state over one TCP
 // exchange. Piggybacked gossip can lose news (packet loss, partitions, a broadcast that reached its retransmit
 // limit); this exchange is what makes every state eventually converge. Pure helpers; membership.ts does the I/O.
-import type { AliveMessage, DeadMessage, PushPullState, SuspectMessage } from '../../../schemas/generated/gossip-swim-packet.ts';
+import type {
+  AliveMessage,
+  DeadMessage,
+  PushPullState,
+  SuspectMessage,
+} from '../../../schemas/generated/gossip-swim-packet.ts';
 import { checkMessage, type PacketHeader } from './codec.ts';
 import type { SwimConfig } from './config.ts';
 import type { StateDelegate } from './delegate.ts';
@@ -16,13 +21,24 @@ import type { MembershipMessage } from './updates.ts';
 import { WireMessage } from './wire.ts';
 
 /** `wireOf`: the `w` to put in a member's entry (PacketGate.declaredFor), or undefined for none. */
-export function buildPushPull(members: Iterable<Member>, join: boolean, user: unknown, wireOf: (name: string) => number | undefined = () => undefined): PushPullState {
+export function buildPushPull(
+  members: Iterable<Member>,
+  join: boolean,
+  user: unknown,
+  wireOf: (name: string) => number | undefined = () => undefined,
+): PushPullState {
   const list: PushPullState['members'] = [];
   for (const m of members) {
     const w = wireOf(m.name);
-    list.push(w === undefined ? { name: m.name, addr: m.addr, inc: m.incarnation, state: m.state } : { name: m.name, addr: m.addr, inc: m.incarnation, state: m.state, w });
+    list.push(
+      w === undefined
+        ? { name: m.name, addr: m.addr, inc: m.incarnation, state: m.state }
+        : { name: m.name, addr: m.addr, inc: m.incarnation, state: m.state, w },
+    );
   }
-  return user === undefined ? { k: 'push-pull', join, members: list } : { k: 'push-pull', join, members: list, user: user as PushPullState['user'] };
+  return user === undefined
+    ? { k: 'push-pull', join, members: list }
+    : { k: 'push-pull', join, members: list, user: user as PushPullState['user'] };
 }
 
 /**
@@ -72,7 +88,9 @@ export class PushPullExchange {
     const { transport, config, drops } = this.#c;
     try {
       const request = this.#frame(join, to);
-      const opening = this.#c.gate.seal(this.#c.header(), to, [new WireMessage({ k: 'stream-open', bytes: request.length, join })]);
+      const opening = this.#c.gate.seal(this.#c.header(), to, [
+        new WireMessage({ k: 'stream-open', bytes: request.length, join }),
+      ]);
       const reply = await transport.request(addr, opening, request, config.pushPullTimeoutMs, config.maxMessageBytes);
       if (!this.#c.running()) return false;
       return this.#merge(reply, addr, false) !== undefined;
@@ -103,12 +121,18 @@ export class PushPullExchange {
         return undefined;
       }
       if (m.bytes > config.maxMessageBytes) {
-        drops.drop('oversized', `stream from ${opened.packet.from} declares ${m.bytes} bytes (max ${config.maxMessageBytes})`);
+        drops.drop(
+          'oversized',
+          `stream from ${opened.packet.from} declares ${m.bytes} bytes (max ${config.maxMessageBytes})`,
+        );
         return undefined;
       }
       return m.bytes;
     } catch (err) {
-      drops.drop('push_pull_failed', `stream opening from ${from}: ${err instanceof Error ? err.message : String(err)}`);
+      drops.drop(
+        'push_pull_failed',
+        `stream opening from ${from}: ${err instanceof Error ? err.message : String(err)}`,
+      );
       return undefined;
     }
   }
@@ -120,7 +144,10 @@ export class PushPullExchange {
       if (merged === undefined || !this.#c.running()) return undefined;
       return this.#frame(merged.join, merged.from);
     } catch (err) {
-      this.#c.drops.drop('push_pull_failed', `stream from ${from}: ${err instanceof Error ? err.message : String(err)}`);
+      this.#c.drops.drop(
+        'push_pull_failed',
+        `stream from ${from}: ${err instanceof Error ? err.message : String(err)}`,
+      );
       return undefined;
     }
   }
@@ -170,7 +197,10 @@ export class PushPullExchange {
       try {
         delegate.mergeRemoteState(pp.user, pp.join, packet.from);
       } catch (err) {
-        drops.drop('delegate_error', `push-pull state from ${packet.from}: ${err instanceof Error ? err.message : String(err)}`);
+        drops.drop(
+          'delegate_error',
+          `push-pull state from ${packet.from}: ${err instanceof Error ? err.message : String(err)}`,
+        );
       }
     }
     return { join: pp.join, from: packet.from };

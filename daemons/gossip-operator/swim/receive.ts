@@ -53,10 +53,12 @@ export class PacketReceiver {
             if (m.target === config.name) this.#c.send(packet.from, from, [new WireMessage({ k: 'ack', seq: m.seq })]);
             break;
           case 'ack':
-            if (acks.ack(m.seq, packet.from, receivedAtMs) === 'unexpected') drops.drop('unexpected_ack', `ack ${m.seq} from ${packet.from}, which was not asked`);
+            if (acks.ack(m.seq, packet.from, receivedAtMs) === 'unexpected')
+              drops.drop('unexpected_ack', `ack ${m.seq} from ${packet.from}, which was not asked`);
             break;
           case 'nack':
-            if (acks.nack(m.seq, packet.from) === 'unexpected') drops.drop('unexpected_ack', `nack ${m.seq} from ${packet.from}, which was not asked`);
+            if (acks.nack(m.seq, packet.from) === 'unexpected')
+              drops.drop('unexpected_ack', `nack ${m.seq} from ${packet.from}, which was not asked`);
             break;
           case 'ping-req':
             this.#relayPing(m.seq, m.target, m.targetAddr, packet.from, from);
@@ -77,7 +79,10 @@ export class PacketReceiver {
       }
     } catch (err) {
       // Defence in depth: nothing may escape the socket handler.
-      drops.drop('bad_packet', `unexpected error handling packet from ${from}: ${err instanceof Error ? err.message : String(err)}`);
+      drops.drop(
+        'bad_packet',
+        `unexpected error handling packet from ${from}: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
   }
 

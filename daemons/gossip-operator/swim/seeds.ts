@@ -20,17 +20,27 @@ export function parseSeeds(entries: readonly string[]): ParsedSeeds {
   for (const entry of entries) {
     const hp = parseAddress(entry);
     if (hp) seeds.push(hp);
-    else problems.push({ seed: entry, problem: 'expected host:port with an IPv4 address, a bracketed IPv6 address ([::1]:7946) or a DNS name, and a port from 1 to 65535' });
+    else
+      problems.push({
+        seed: entry,
+        problem:
+          'expected host:port with an IPv4 address, a bracketed IPv6 address ([::1]:7946) or a DNS name, and a port from 1 to 65535',
+      });
   }
   return { seeds, problems };
 }
 
 export type LookupFn = (host: string) => Promise<readonly string[]>;
 
-const defaultLookup: LookupFn = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => a.address);
+const defaultLookup: LookupFn = async (host) =>
+  (await dnsLookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
 /** Resolves one name, giving up after `timeoutMs` (getaddrinfo cannot be cancelled, so we stop waiting). */
-export async function resolveHost(host: string, timeoutMs: number, lookup: LookupFn = defaultLookup): Promise<readonly string[]> {
+export async function resolveHost(
+  host: string,
+  timeoutMs: number,
+  lookup: LookupFn = defaultLookup,
+): Promise<readonly string[]> {
   if (isIP(host) !== 0) return [host];
   let timer: NodeJS.Timeout | undefined;
   try {
@@ -73,7 +83,10 @@ export async function resolveSeeds(
           if (!self.has(normalise(addr))) out.add(addr);
         }
       } catch (err) {
-        problems.push({ seed: formatAddress(seed.host, seed.port), problem: err instanceof Error ? err.message : String(err) });
+        problems.push({
+          seed: formatAddress(seed.host, seed.port),
+          problem: err instanceof Error ? err.message : String(err),
+        });
       }
     }),
   );

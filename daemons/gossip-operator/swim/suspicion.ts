@@ -13,7 +13,13 @@ export function suspicionTimeoutMs(confirmations: number, expected: number, minM
 }
 
 /** Remaining time of a suspicion started `elapsedMs` ago (may be <= 0: fire now). */
-export function remainingSuspicionMs(confirmations: number, expected: number, elapsedMs: number, minMs: number, maxMs: number): number {
+export function remainingSuspicionMs(
+  confirmations: number,
+  expected: number,
+  elapsedMs: number,
+  minMs: number,
+  maxMs: number,
+): number {
   return suspicionTimeoutMs(confirmations, expected, minMs, maxMs) - elapsedMs;
 }
 
@@ -32,7 +38,14 @@ export class Suspicion {
   #timer: TimerHandle;
   #fired = false;
 
-  constructor(clock: Clock, firstAccuser: string, expected: number, minMs: number, maxMs: number, onTimeout: () => void) {
+  constructor(
+    clock: Clock,
+    firstAccuser: string,
+    expected: number,
+    minMs: number,
+    maxMs: number,
+    onTimeout: () => void,
+  ) {
     this.#clock = clock;
     this.startedAtMs = clock.now();
     this.#expected = expected;
@@ -52,7 +65,13 @@ export class Suspicion {
     if (this.#fired || this.#accusers.has(accuser) || this.confirmations >= this.#expected) return false;
     this.#accusers.add(accuser);
     this.#timer.cancel();
-    const remaining = remainingSuspicionMs(this.confirmations, this.#expected, this.#clock.now() - this.startedAtMs, this.#minMs, this.#maxMs);
+    const remaining = remainingSuspicionMs(
+      this.confirmations,
+      this.#expected,
+      this.#clock.now() - this.startedAtMs,
+      this.#minMs,
+      this.#maxMs,
+    );
     this.#timer = this.#clock.schedule(Math.max(0, remaining), () => this.#fire());
     return true;
   }

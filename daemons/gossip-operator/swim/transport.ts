@@ -15,7 +15,10 @@ export type StreamOpenHandler = (frame: Buffer, from: string) => number | undefi
 /** Answers one push-pull request; undefined closes the stream without an answer. */
 export type StreamHandler = (frame: Buffer, from: string) => Promise<Buffer | undefined>;
 /** Told when the transport itself cuts off an inbound stream (too large, handler failure). Must not throw. */
-export type StreamDropHandler = (reason: 'oversized' | 'push_pull_failed' | 'stream_limit' | 'stream_deadline' | 'bad_frame', detail: string) => void;
+export type StreamDropHandler = (
+  reason: 'oversized' | 'push_pull_failed' | 'stream_limit' | 'stream_deadline' | 'bad_frame',
+  detail: string,
+) => void;
 
 export interface TransportStats {
   packetsSent: number;
@@ -42,7 +45,15 @@ export interface Transport {
 }
 
 export function emptyStats(): TransportStats {
-  return { packetsSent: 0, bytesSent: 0, packetsReceived: 0, bytesReceived: 0, streamsOpened: 0, inboundStreams: 0, inboundBufferedBytes: 0 };
+  return {
+    packetsSent: 0,
+    bytesSent: 0,
+    packetsReceived: 0,
+    bytesReceived: 0,
+    streamsOpened: 0,
+    inboundStreams: 0,
+    inboundBufferedBytes: 0,
+  };
 }
 
 /**

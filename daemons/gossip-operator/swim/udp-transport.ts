@@ -10,7 +10,15 @@ import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, connect, isIP, type Server, type Socket } from 'node:net';
 import { formatAddress, parseAddress } from './address.ts';
 import type { SwimConfig } from './config.ts';
-import { emptyStats, type PacketHandler, type StreamDropHandler, type StreamHandler, type StreamOpenHandler, type Transport, type TransportStats } from './transport.ts';
+import {
+  emptyStats,
+  type PacketHandler,
+  type StreamDropHandler,
+  type StreamHandler,
+  type StreamOpenHandler,
+  type Transport,
+  type TransportStats,
+} from './transport.ts';
 
 export interface UdpTransportOptions {
   /** Bind address; an IP literal. "127.0.0.1" in tests. */
@@ -32,7 +40,12 @@ export interface UdpTransportOptions {
 }
 
 /** The stream bounds of a SWIM configuration; the whole exchange shares the push-pull deadline. */
-export function transportBounds(c: SwimConfig): Pick<UdpTransportOptions, 'maxMessageBytes' | 'maxOpeningBytes' | 'streamDeadlineMs' | 'maxPendingStreams' | 'maxInboundStreams'> {
+export function transportBounds(
+  c: SwimConfig,
+): Pick<
+  UdpTransportOptions,
+  'maxMessageBytes' | 'maxOpeningBytes' | 'streamDeadlineMs' | 'maxPendingStreams' | 'maxInboundStreams'
+> {
   return {
     maxMessageBytes: c.maxMessageBytes,
     maxOpeningBytes: c.maxOpeningBytes,
@@ -154,7 +167,10 @@ export class UdpTransport implements Transport {
     return new Promise<Buffer>((resolve, reject) => {
       const socket = connect({ host: addr.host, port: addr.port });
       this.#open.add(socket);
-      const timer = setTimeout(() => socket.destroy(new Error(`push-pull with ${to} timed out after ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => socket.destroy(new Error(`push-pull with ${to} timed out after ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       timer.unref();
       const reader = new FrameReader(maxBytes, true);
       socket.setNoDelay(true);
@@ -193,7 +209,10 @@ export class UdpTransport implements Transport {
     const from = formatAddress(socket.remoteAddress ?? '?', socket.remotePort ?? 0);
     if (this.#pending.size >= o.maxPendingStreams) {
       const oldest = this.#pending.values().next().value as Socket;
-      this.#streamDrop('stream_limit', `${o.maxPendingStreams} unauthenticated streams open; closed the oldest for one from ${from}`);
+      this.#streamDrop(
+        'stream_limit',
+        `${o.maxPendingStreams} unauthenticated streams open; closed the oldest for one from ${from}`,
+      );
       // Out of the set now, not at its 'close' event: the next arrival must evict the next oldest.
       this.#pending.delete(oldest);
       oldest.destroy();
@@ -221,7 +240,10 @@ export class UdpTransport implements Transport {
       this.#stats.bytesReceived += chunk.length;
       let r = reader.push(chunk);
       if (r === 'oversized') {
-        this.#streamDrop('oversized', `stream ${authenticated ? 'request' : 'opening frame'} from ${from} above ${reader.max} bytes`);
+        this.#streamDrop(
+          'oversized',
+          `stream ${authenticated ? 'request' : 'opening frame'} from ${from} above ${reader.max} bytes`,
+        );
         socket.destroy();
         return;
       }
@@ -234,7 +256,10 @@ export class UdpTransport implements Transport {
         }
         this.#pending.delete(socket);
         if (this.#inbound.size >= o.maxInboundStreams) {
-          this.#streamDrop('stream_limit', `${o.maxInboundStreams} push-pull streams in progress; closed one from ${from}`);
+          this.#streamDrop(
+            'stream_limit',
+            `${o.maxInboundStreams} push-pull streams in progress; closed one from ${from}`,
+          );
           socket.destroy();
           return;
         }
@@ -245,7 +270,10 @@ export class UdpTransport implements Transport {
         this.#buffered.set(socket, reader);
         r = reader.push(rest);
         if (r === 'oversized') {
-          this.#streamDrop('oversized', `stream request from ${from} above the ${allowed} bytes its opening frame declared`);
+          this.#streamDrop(
+            'oversized',
+            `stream request from ${from} above the ${allowed} bytes its opening frame declared`,
+          );
           socket.destroy();
           return;
         }
@@ -264,7 +292,10 @@ export class UdpTransport implements Transport {
           socket.end(Buffer.concat([lengthPrefix(reply.length), reply]));
         },
         (err: unknown) => {
-          this.#streamDrop('push_pull_failed', `stream from ${from}: ${err instanceof Error ? err.message : String(err)}`);
+          this.#streamDrop(
+            'push_pull_failed',
+            `stream from ${from}: ${err instanceof Error ? err.message : String(err)}`,
+          );
           socket.destroy();
         },
       );

@@ -45,8 +45,10 @@ export class MembershipUpdates {
       const before = table.get(m.name)?.state;
       const outcome = table.applyAlive(m, now);
       if (outcome === 'refute') this.#refute(m.inc, false);
-      else if (outcome === 'members_full') drops.drop('members_full', `alive ${m.name}: ${config.maxMembers} members already tracked`);
-      else if (outcome === 'address_conflict') drops.drop('address_conflict', `alive ${m.name} from ${m.addr} while it is live elsewhere`);
+      else if (outcome === 'members_full')
+        drops.drop('members_full', `alive ${m.name}: ${config.maxMembers} members already tracked`);
+      else if (outcome === 'address_conflict')
+        drops.drop('address_conflict', `alive ${m.name} from ${m.addr} while it is live elsewhere`);
       else if (outcome === 'added' || outcome === 'updated') {
         this.#cancel(m.name);
         rebroadcast();
@@ -88,7 +90,10 @@ export class MembershipUpdates {
     // Being accused while alive means others cannot hear us in time: our own health is suspect (Lifeguard).
     if (accused) this.#c.awareness.applyDelta(1);
     const self = table.self;
-    this.#c.broadcasts.enqueue(`m:${self.name}`, new WireMessage({ k: 'alive', name: self.name, addr: self.addr, inc }));
+    this.#c.broadcasts.enqueue(
+      `m:${self.name}`,
+      new WireMessage({ k: 'alive', name: self.name, addr: self.addr, inc }),
+    );
   }
 
   #suspect(name: string, accuser: string): void {
@@ -101,7 +106,8 @@ export class MembershipUpdates {
     const s = new Suspicion(clock, accuser, expected, min, max, () => {
       this.#suspicions.delete(name);
       const m = table.get(name);
-      if (this.#c.running() && m && m.state === 'suspect') this.apply({ k: 'dead', name, inc: m.incarnation, by: table.self.name });
+      if (this.#c.running() && m && m.state === 'suspect')
+        this.apply({ k: 'dead', name, inc: m.incarnation, by: table.self.name });
     });
     this.#suspicions.set(name, s);
   }

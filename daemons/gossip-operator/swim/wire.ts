@@ -8,8 +8,23 @@
 // knows nothing about (a join to an unnamed seed, a member learned by gossip alone). So in a rolling upgrade
 // upgraded members speak 3 among themselves and 2 with the rest, and a member rolled back is spoken to in 2 again
 // from its next packet on. Plaintext frames (no key ring, local development) are always JSON and not negotiated.
-import { binaryEnvelopeBytes, binaryMessageCost, decodeBinaryPacket, encodeBinaryMessage, encodeBinaryPacket } from './binary-codec.ts';
-import { checkPacket, decodePacket, encodePacket, packetEnvelopeBytes, WIRE_MAJOR, type DecodeResult, type PacketHeader, type SwimMessage } from './codec.ts';
+import {
+  binaryEnvelopeBytes,
+  binaryMessageCost,
+  decodeBinaryPacket,
+  encodeBinaryMessage,
+  encodeBinaryPacket,
+} from './binary-codec.ts';
+import {
+  checkPacket,
+  decodePacket,
+  encodePacket,
+  packetEnvelopeBytes,
+  WIRE_MAJOR,
+  type DecodeResult,
+  type PacketHeader,
+  type SwimMessage,
+} from './codec.ts';
 import { FRAME_VERSION_AES256GCM, FRAME_VERSION_BINARY } from './crypto.ts';
 
 export const WIRE_JSON = FRAME_VERSION_AES256GCM;
@@ -73,10 +88,26 @@ export function envelopeBytes(version: WireVersion, header: PacketHeader, latest
 }
 
 /** Plaintext of a packet of `version`; `stream` payloads (push-pull) are compressed when large. */
-export function encodeWire(version: WireVersion, header: PacketHeader, latest: WireVersion, messages: readonly WireMessage[], stream: boolean): Buffer {
+export function encodeWire(
+  version: WireVersion,
+  header: PacketHeader,
+  latest: WireVersion,
+  messages: readonly WireMessage[],
+  stream: boolean,
+): Buffer {
   const w = declaredWire(latest);
-  if (version === WIRE_BINARY) return encodeBinaryPacket(header, w, messages.map((m) => m.binary), stream);
-  return encodePacket(header, messages.map((m) => m.json), w);
+  if (version === WIRE_BINARY)
+    return encodeBinaryPacket(
+      header,
+      w,
+      messages.map((m) => m.binary),
+      stream,
+    );
+  return encodePacket(
+    header,
+    messages.map((m) => m.json),
+    w,
+  );
 }
 
 /** Decodes the plaintext of a frame of `version` (already authenticated); `maxBytes` bounds inflation. */

@@ -18,7 +18,12 @@
  * The records live in GridNetwork status (gatewaySpendReports, gatewaySpendRetired), so an operator restart reads
  * them back and counts nothing twice. Pure: the clock is an argument.
  */
-import type { GatewaySpendReport, GatewaySpendRetired, RetiredSpendEpoch, TenantSpend } from '../../../schemas/generated/gridnetworks.ts';
+import type {
+  GatewaySpendReport,
+  GatewaySpendRetired,
+  RetiredSpendEpoch,
+  TenantSpend,
+} from '../../../schemas/generated/gridnetworks.ts';
 import type { GatewaySpendReportRequest } from '../../../schemas/generated/gateway-spend-report.ts';
 import { epochStartMs } from '../../../schemas/signals/spend-epoch.ts';
 
@@ -102,11 +107,16 @@ export function readSpendLedger(status: SpendLedgerStatus | undefined): SpendLed
     .filter((b) => Number.isSafeInteger(b.nanoUsd) && b.nanoUsd > 0)
     .map((b) => ({ tenantId: b.tenantId, nanoUsd: b.nanoUsd }))
     .sort((a, b) => byString(a.tenantId, b.tenantId));
-  return { live, retired: { baseline, epochs, ...(retired?.watermark === undefined ? {} : { watermark: retired.watermark }) } };
+  return {
+    live,
+    retired: { baseline, epochs, ...(retired?.watermark === undefined ? {} : { watermark: retired.watermark }) },
+  };
 }
 
 /** The status merge patch that writes `ledger` (whole lists: a merge patch replaces them). */
-export function spendLedgerPatch(ledger: SpendLedger): Required<Pick<SpendLedgerStatus, 'gatewaySpendReports' | 'gatewaySpendRetired'>> {
+export function spendLedgerPatch(
+  ledger: SpendLedger,
+): Required<Pick<SpendLedgerStatus, 'gatewaySpendReports' | 'gatewaySpendRetired'>> {
   return { gatewaySpendReports: ledger.live, gatewaySpendRetired: ledger.retired };
 }
 
@@ -194,7 +204,11 @@ class Draft {
     for (const entry of this.retired.values()) {
       if (epochStartMs(entry.epoch) !== undefined) {
         if (timed === undefined || entry.epoch < timed.epoch) timed = entry;
-      } else if (legacy === undefined || byString(entry.retiredAt ?? '', legacy.retiredAt ?? '') < 0 || (entry.retiredAt === legacy.retiredAt && entry.epoch < legacy.epoch)) {
+      } else if (
+        legacy === undefined ||
+        byString(entry.retiredAt ?? '', legacy.retiredAt ?? '') < 0 ||
+        (entry.retiredAt === legacy.retiredAt && entry.epoch < legacy.epoch)
+      ) {
         legacy = entry;
       }
     }
@@ -228,12 +242,21 @@ function decreased(before: ReadonlyMap<string, number>, after: ReadonlyMap<strin
 }
 
 /** Applies one validated report at wall time `nowMs`. */
-export function applySpendReport(ledger: SpendLedger, report: GatewaySpendReportRequest, nowMs: number, limits: SpendLedgerLimits = {}): AppliedSpendReport {
+export function applySpendReport(
+  ledger: SpendLedger,
+  report: GatewaySpendReportRequest,
+  nowMs: number,
+  limits: SpendLedgerLimits = {},
+): AppliedSpendReport {
   const spend = new Map<string, number>();
-  for (const [tenant, usd] of Object.entries(report.spend_usd)) if (usd !== undefined) spend.set(tenant, toNanoUsd(usd));
+  for (const [tenant, usd] of Object.entries(report.spend_usd))
+    if (usd !== undefined) spend.set(tenant, toNanoUsd(usd));
   const final = report.final === true;
   const draft = (): Draft =>
-    new Draft(ledger, new Date(nowMs).toISOString(), { maxLive: Math.max(1, limits.maxLive ?? MAX_LIVE_SPEND_EPOCHS), maxRetired: Math.max(1, limits.maxRetired ?? MAX_RETIRED_SPEND_EPOCHS) });
+    new Draft(ledger, new Date(nowMs).toISOString(), {
+      maxLive: Math.max(1, limits.maxLive ?? MAX_LIVE_SPEND_EPOCHS),
+      maxRetired: Math.max(1, limits.maxRetired ?? MAX_RETIRED_SPEND_EPOCHS),
+    });
   const unchanged = (outcome: SpendOutcome): AppliedSpendReport => ({ ledger, outcome });
 
   const live = ledger.live.find((r) => r.epoch === report.epoch);
@@ -261,7 +284,12 @@ export function applySpendReport(ledger: SpendLedger, report: GatewaySpendReport
       return unchanged('duplicate');
     }
     // More after a final report: the process is not what it said; a new epoch carries the rest exactly.
-    if (retired.reason === 'final') return { ledger, outcome: 'epoch_retired', ...(ledger.retired.watermark === undefined ? {} : { watermark: ledger.retired.watermark }) };
+    if (retired.reason === 'final')
+      return {
+        ledger,
+        outcome: 'epoch_retired',
+        ...(ledger.retired.watermark === undefined ? {} : { watermark: ledger.retired.watermark }),
+      };
     const before = spendMap(retired.spend);
     if (decreased(before, spend)) return unchanged('spend_decreased');
     // Retired by age, yet alive: reinstated exactly, its retired amount moved back out of the baseline.
@@ -287,11 +315,14 @@ export function applySpendReport(ledger: SpendLedger, report: GatewaySpendReport
 export function siteSpendNano(status: SpendLedgerStatus | undefined): Record<string, number> {
   const ledger = readSpendLedger(status);
   const out = spendMap(ledger.retired.baseline);
-  for (const record of ledger.live) for (const entry of record.spend) out.set(entry.tenantId, (out.get(entry.tenantId) ?? 0) + amountOf(entry));
+  for (const record of ledger.live)
+    for (const entry of record.spend) out.set(entry.tenantId, (out.get(entry.tenantId) ?? 0) + amountOf(entry));
   return Object.fromEntries([...out].filter(([, nano]) => nano > 0).sort(([a], [b]) => byString(a, b)));
 }
 
 /** This site's spend per tenant in USD (its G-Counter slot value): siteSpendNano divided once. */
 export function siteSpend(status: SpendLedgerStatus | undefined): Record<string, number> {
-  return Object.fromEntries(Object.entries(siteSpendNano(status)).map(([tenant, nano]) => [tenant, nano / NANO_PER_USD]));
+  return Object.fromEntries(
+    Object.entries(siteSpendNano(status)).map(([tenant, nano]) => [tenant, nano / NANO_PER_USD]),
+  );
 }

@@ -6,7 +6,14 @@ import type { ObjectRef, ResourceKind } from './types.ts';
  * `gone` is a 410 on a watch or list; `unavailable` is transport failure or a 5xx; `manifest` is a
  * manifest file the local store cannot read.
  */
-export type ResourceStoreErrorCode = 'not_found' | 'conflict' | 'invalid' | 'gone' | 'unavailable' | 'forbidden' | 'manifest';
+export type ResourceStoreErrorCode =
+  | 'not_found'
+  | 'conflict'
+  | 'invalid'
+  | 'gone'
+  | 'unavailable'
+  | 'forbidden'
+  | 'manifest';
 
 export class ResourceStoreError extends Error {
   readonly code: ResourceStoreErrorCode;
@@ -30,7 +37,10 @@ const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
 export function checkRef(kind: ResourceKind, ref: ObjectRef): void {
   if (!NAME.test(ref.name) || ref.name.includes('..')) {
-    throw new ResourceStoreError('invalid', `${kind.kind} name ${JSON.stringify(ref.name)} is not a DNS-1123 subdomain`);
+    throw new ResourceStoreError(
+      'invalid',
+      `${kind.kind} name ${JSON.stringify(ref.name)} is not a DNS-1123 subdomain`,
+    );
   }
   if (kind.namespaced) {
     if (ref.namespace === undefined || !NAME.test(ref.namespace) || ref.namespace.includes('.')) {

@@ -21,4 +21,9 @@ export async function createResourceStore(selection: StoreSelection): Promise<Re
 /** Built-in kinds the daemons read or write; CRD kinds are described next to their schemas. */
 export const CONFIG_MAP: ResourceKind = { apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true };
 export const SECRET: ResourceKind = { apiVersion: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true };
-export const LEASE: ResourceKind = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', plural: 'leases', namespaced: true };
+export const LEASE: ResourceKind = {
+  apiVersion: 'coordination.k8s.io/v1',
+  kind: 'Lease',
+  plural: 'leases',
+  namespaced: true,
+};

@@ -8,7 +8,12 @@ import { ResourceStoreError, type ResourceStoreErrorCode } from './errors.ts';
 import type { KubeAuthSource } from './kubeconfig.ts';
 import type { ResourceKind } from './types.ts';
 
-export function resourcePath(kind: ResourceKind, namespace: string | undefined, name?: string, subresource?: string): string {
+export function resourcePath(
+  kind: ResourceKind,
+  namespace: string | undefined,
+  name?: string,
+  subresource?: string,
+): string {
   const slash = kind.apiVersion.indexOf('/');
   const base = slash < 0 ? `/api/${kind.apiVersion}` : `/apis/${kind.apiVersion}`;
   const scope = kind.namespaced && namespace !== undefined ? `/namespaces/${encodeURIComponent(namespace)}` : '';
@@ -58,7 +63,8 @@ export class KubeHttp {
 
   #url(spec: RequestSpec): URL {
     const url = new URL(this.#server.pathname.replace(/\/$/, '') + spec.path, this.#server);
-    for (const [key, value] of Object.entries(spec.query ?? {})) if (value !== undefined) url.searchParams.set(key, value);
+    for (const [key, value] of Object.entries(spec.query ?? {}))
+      if (value !== undefined) url.searchParams.set(key, value);
     return url;
   }
 
@@ -68,14 +74,21 @@ export class KubeHttp {
     await this.#config.applyToHTTPSOptions(options);
     const url = this.#url(spec);
     const payload = spec.body === undefined ? undefined : Buffer.from(JSON.stringify(spec.body));
-    const headers: http.OutgoingHttpHeaders = { ...(options.headers as http.OutgoingHttpHeaders), accept: 'application/json' };
+    const headers: http.OutgoingHttpHeaders = {
+      ...(options.headers as http.OutgoingHttpHeaders),
+      accept: 'application/json',
+    };
     if (payload !== undefined) {
       headers['content-type'] = spec.contentType ?? 'application/json';
       headers['content-length'] = payload.length;
     }
     const transport = url.protocol === 'http:' ? http : https;
     return new Promise((resolve, reject) => {
-      const request = transport.request(url, { ...options, method: spec.method, headers, signal: spec.signal }, resolve);
+      const request = transport.request(
+        url,
+        { ...options, method: spec.method, headers, signal: spec.signal },
+        resolve,
+      );
       request.on('error', reject);
       if (spec.timeoutMs !== undefined) {
         request.setTimeout(spec.timeoutMs, () => request.destroy(new Error(`no response within ${spec.timeoutMs} ms`)));
@@ -90,12 +103,16 @@ export class KubeHttp {
     try {
       response = await this.#open({ timeoutMs: 30_000, ...spec });
     } catch (error) {
-      throw new ResourceStoreError('unavailable', `${spec.method} ${spec.path} on ${this.server}: ${(error as Error).message}`, { cause: error });
+      throw new ResourceStoreError(
+        'unavailable',
+        `${spec.method} ${spec.path} on ${this.server}: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
     const chunks: Buffer[] = [];
     for await (const chunk of response) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
-    let body: unknown ;
+    let body: unknown;
     try {
       body = text === '' ? undefined : JSON.parse(text);
     } catch {
@@ -121,5 +138,7 @@ export function statusMessage(response: KubeResponse): string {
 }
 
 export function failure(what: string, response: KubeResponse): ResourceStoreError {
-  return new ResourceStoreError(codeForStatus(response.status), `${what}: ${statusMessage(response)}`, { statusCode: response.status });
+  return new ResourceStoreError(codeForStatus(response.status), `${what}: ${statusMessage(response)}`, {
+    statusCode: response.status,
+  });
 }

@@ -67,7 +67,11 @@ export class KubeWatch implements WatchSubscription {
     if (response.status !== 200) throw failure(`list ${path}`, response);
     const body = response.body as { items?: KubeObject[]; metadata?: { resourceVersion?: string } };
     // List items omit apiVersion/kind; restore them so consumers see whole objects.
-    const items = (body.items ?? []).map((item) => ({ ...item, apiVersion: this.#kind.apiVersion, kind: this.#kind.kind }));
+    const items = (body.items ?? []).map((item) => ({
+      ...item,
+      apiVersion: this.#kind.apiVersion,
+      kind: this.#kind.kind,
+    }));
     this.#resourceVersion = body.metadata?.resourceVersion;
     for (const event of this.#cache.replace(items)) {
       if (this.#stop.signal.aborted) return;
@@ -186,7 +190,9 @@ export class KubeWatch implements WatchSubscription {
       case 'gone':
         return 'gone';
       case 'error':
-        throw new ResourceStoreError('unavailable', `watch ${this.#kind.kind}: ${action.message}`, { statusCode: action.code });
+        throw new ResourceStoreError('unavailable', `watch ${this.#kind.kind}: ${action.message}`, {
+          statusCode: action.code,
+        });
       case 'ignore':
         return undefined;
     }

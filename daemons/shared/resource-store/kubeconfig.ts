@@ -78,7 +78,12 @@ interface KubeconfigFile {
   readonly contexts: ReadonlyMap<string, Record<string, unknown>>;
 }
 
-function namedEntries(doc: Record<string, unknown>, list: string, field: string, path: string): Map<string, Record<string, unknown> & { readonly $dir: string }> {
+function namedEntries(
+  doc: Record<string, unknown>,
+  list: string,
+  field: string,
+  path: string,
+): Map<string, Record<string, unknown> & { readonly $dir: string }> {
   const out = new Map<string, Record<string, unknown> & { readonly $dir: string }>();
   const items = doc[list];
   if (items === undefined || items === null) return out;
@@ -88,7 +93,8 @@ function namedEntries(doc: Record<string, unknown>, list: string, field: string,
     const name = entry['name'];
     if (typeof name !== 'string' || name === '') throw invalid(`${path}: ${list}[${i}].name is missing`);
     // File paths inside an entry are relative to the file that declared it.
-    if (!out.has(name)) out.set(name, { ...record(entry[field] ?? {}, `${path}: ${list}[${i}].${field}`), $dir: dirname(path) });
+    if (!out.has(name))
+      out.set(name, { ...record(entry[field] ?? {}, `${path}: ${list}[${i}].${field}`), $dir: dirname(path) });
   });
   return out;
 }
@@ -126,7 +132,12 @@ function mergeFiles(files: readonly KubeconfigFile[]): KubeconfigFile {
   };
 }
 
-function fileOrData(entry: Record<string, unknown>, fileKey: string, dataKey: string, where: string): Buffer | undefined {
+function fileOrData(
+  entry: Record<string, unknown>,
+  fileKey: string,
+  dataKey: string,
+  where: string,
+): Buffer | undefined {
   const data = optionalString(entry, dataKey, where);
   if (data !== undefined) return Buffer.from(data, 'base64');
   const file = optionalString(entry, fileKey, where);
@@ -135,7 +146,9 @@ function fileOrData(entry: Record<string, unknown>, fileKey: string, dataKey: st
   try {
     return readFileSync(path);
   } catch (error) {
-    throw invalid(`${where}.${fileKey}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    throw invalid(
+      `${where}.${fileKey}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    );
   }
 }
 
@@ -144,14 +157,19 @@ function execConfig(value: unknown, where: string): ExecConfig {
   const command = optionalString(o, 'command', where);
   if (command === undefined) throw invalid(`${where}.command is missing`);
   const apiVersion = optionalString(o, 'apiVersion', where) ?? 'client.authentication.k8s.io/v1';
-  if (!EXEC_API_VERSIONS.has(apiVersion)) throw invalid(`${where}.apiVersion "${apiVersion}" is not supported (use client.authentication.k8s.io/v1 or v1beta1)`);
+  if (!EXEC_API_VERSIONS.has(apiVersion))
+    throw invalid(
+      `${where}.apiVersion "${apiVersion}" is not supported (use client.authentication.k8s.io/v1 or v1beta1)`,
+    );
   const args = o['args'] ?? [];
-  if (!Array.isArray(args) || args.some((a) => typeof a !== 'string')) throw invalid(`${where}.args is not a list of strings`);
+  if (!Array.isArray(args) || args.some((a) => typeof a !== 'string'))
+    throw invalid(`${where}.args is not a list of strings`);
   const env = o['env'] ?? [];
   if (!Array.isArray(env)) throw invalid(`${where}.env is not a list`);
   const pairs = env.map((e, i) => {
     const pair = record(e, `${where}.env[${i}]`);
-    if (typeof pair['name'] !== 'string' || typeof pair['value'] !== 'string') throw invalid(`${where}.env[${i}] needs a string name and value`);
+    if (typeof pair['name'] !== 'string' || typeof pair['value'] !== 'string')
+      throw invalid(`${where}.env[${i}] needs a string name and value`);
     return { name: pair['name'], value: pair['value'] };
   });
   return {
@@ -173,7 +191,8 @@ export function resolveContext(config: KubeconfigFile, context?: string): Resolv
   const clusterName = optionalString(ctx, 'cluster', `context "${contextName}"`);
   if (clusterName === undefined) throw invalid(`${config.path}: context "${contextName}" names no cluster`);
   const cluster = config.clusters.get(clusterName);
-  if (cluster === undefined) throw invalid(`${config.path}: cluster "${clusterName}" of context "${contextName}" is not defined`);
+  if (cluster === undefined)
+    throw invalid(`${config.path}: cluster "${clusterName}" of context "${contextName}" is not defined`);
   const where = `cluster "${clusterName}"`;
   const server = optionalString(cluster, 'server', where);
   if (server === undefined) throw invalid(`${config.path}: ${where} has no server`);
@@ -183,18 +202,25 @@ export function resolveContext(config: KubeconfigFile, context?: string): Resolv
   } catch {
     throw invalid(`${config.path}: ${where}.server "${server}" is not an http(s) URL`);
   }
-  if (optionalString(cluster, 'proxy-url', where) !== undefined) throw invalid(`${config.path}: ${where}.proxy-url is not supported`);
+  if (optionalString(cluster, 'proxy-url', where) !== undefined)
+    throw invalid(`${config.path}: ${where}.proxy-url is not supported`);
   const userName = optionalString(ctx, 'user', `context "${contextName}"`);
   const user = userName === undefined ? { $dir: '' } : config.users.get(userName);
-  if (user === undefined) throw invalid(`${config.path}: user "${userName}" of context "${contextName}" is not defined`);
+  if (user === undefined)
+    throw invalid(`${config.path}: user "${userName}" of context "${contextName}" is not defined`);
   const userWhere = `user "${userName ?? ''}"`;
   if (user['auth-provider'] !== undefined && user['auth-provider'] !== null) {
     const provider = (user['auth-provider'] as { name?: unknown }).name;
-    throw invalid(`${config.path}: ${userWhere} uses auth-provider "${String(provider)}", which is not supported (use an exec credential plugin, as kubectl does since 1.26)`);
+    throw invalid(
+      `${config.path}: ${userWhere} uses auth-provider "${String(provider)}", which is not supported (use an exec credential plugin, as kubectl does since 1.26)`,
+    );
   }
   const clientCert = fileOrData(user, 'client-certificate', 'client-certificate-data', `${config.path}: ${userWhere}`);
   const clientKey = fileOrData(user, 'client-key', 'client-key-data', `${config.path}: ${userWhere}`);
-  if ((clientCert === undefined) !== (clientKey === undefined)) throw invalid(`${config.path}: ${userWhere} has a client certificate without its key, or a key without its certificate`);
+  if ((clientCert === undefined) !== (clientKey === undefined))
+    throw invalid(
+      `${config.path}: ${userWhere} has a client certificate without its key, or a key without its certificate`,
+    );
   const tokenFile = optionalString(user, 'tokenFile', userWhere);
   const username = optionalString(user, 'username', userWhere);
   const password = optionalString(user, 'password', userWhere);
@@ -208,9 +234,16 @@ export function resolveContext(config: KubeconfigFile, context?: string): Resolv
     clientCert,
     clientKey,
     token: optionalString(user, 'token', userWhere),
-    tokenFile: tokenFile === undefined ? undefined : isAbsolute(tokenFile) ? tokenFile : join(user['$dir'] as string, tokenFile),
+    tokenFile:
+      tokenFile === undefined ? undefined : isAbsolute(tokenFile) ? tokenFile : join(user['$dir'] as string, tokenFile),
     basic: username !== undefined && password !== undefined ? { username, password } : undefined,
-    exec: user['exec'] === undefined || user['exec'] === null ? undefined : execConfig({ ...record(user['exec'], `${config.path}: ${userWhere}.exec`), $dir: user['$dir'] }, `${config.path}: ${userWhere}.exec`),
+    exec:
+      user['exec'] === undefined || user['exec'] === null
+        ? undefined
+        : execConfig(
+            { ...record(user['exec'], `${config.path}: ${userWhere}.exec`), $dir: user['$dir'] },
+            `${config.path}: ${userWhere}.exec`,
+          ),
   };
 }
 
@@ -232,46 +265,68 @@ function runExecPlugin(exec: ExecConfig, context: ResolvedKubeContext): Promise<
       'insecure-skip-tls-verify': context.insecureSkipTlsVerify,
     };
   }
-  const env: NodeJS.ProcessEnv = { ...process.env, KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion: exec.apiVersion, kind: 'ExecCredential', spec }) };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion: exec.apiVersion, kind: 'ExecCredential', spec }),
+  };
   for (const { name, value } of exec.env) env[name] = value;
   const named = `exec credential plugin "${exec.command}"`;
   return new Promise((resolve, reject) => {
-    execFile(exec.command, [...exec.args], { env, timeout: EXEC_TIMEOUT_MS, maxBuffer: 1024 * 1024, encoding: 'utf8' }, (error, stdout) => {
-      // Neither stdout nor stderr goes into the error: a plugin's output may carry the credential itself.
-      if (error !== null) {
-        const code = (error as NodeJS.ErrnoException).code;
-        const why = code === 'ENOENT' ? `not found${exec.installHint === undefined ? '' : ` (${exec.installHint.trim()})`}` : error.killed ? `gave no answer within ${EXEC_TIMEOUT_MS} ms` : `failed (exit ${String(code ?? error.signal)})`;
-        reject(new ResourceStoreError('forbidden', `${named} ${why}`));
-        return;
-      }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(stdout);
-      } catch {
-        reject(new ResourceStoreError('forbidden', `${named} printed no ExecCredential JSON`));
-        return;
-      }
-      const doc = parsed as { apiVersion?: unknown; kind?: unknown; status?: Record<string, unknown> };
-      if (doc?.kind !== 'ExecCredential' || doc.apiVersion !== exec.apiVersion) {
-        reject(new ResourceStoreError('forbidden', `${named} answered kind ${String(doc?.kind)} apiVersion ${String(doc?.apiVersion)}, not ExecCredential ${exec.apiVersion}`));
-        return;
-      }
-      const status = doc.status ?? {};
-      const token = typeof status['token'] === 'string' && status['token'] !== '' ? status['token'] : undefined;
-      const certText = typeof status['clientCertificateData'] === 'string' ? status['clientCertificateData'] : undefined;
-      const keyText = typeof status['clientKeyData'] === 'string' ? status['clientKeyData'] : undefined;
-      if (token === undefined && (certText === undefined || keyText === undefined)) {
-        reject(new ResourceStoreError('forbidden', `${named} answered neither a token nor a client certificate and key`));
-        return;
-      }
-      const expiry = typeof status['expirationTimestamp'] === 'string' ? Date.parse(status['expirationTimestamp']) : Number.NaN;
-      resolve({
-        token,
-        cert: certText === undefined ? undefined : Buffer.from(certText),
-        key: keyText === undefined ? undefined : Buffer.from(keyText),
-        expiresAtMs: Number.isFinite(expiry) ? expiry - EXEC_EXPIRY_MARGIN_MS : Number.POSITIVE_INFINITY,
-      });
-    });
+    execFile(
+      exec.command,
+      [...exec.args],
+      { env, timeout: EXEC_TIMEOUT_MS, maxBuffer: 1024 * 1024, encoding: 'utf8' },
+      (error, stdout) => {
+        // Neither stdout nor stderr goes into the error: a plugin's output may carry the credential itself.
+        if (error !== null) {
+          const code = (error as NodeJS.ErrnoException).code;
+          const why =
+            code === 'ENOENT'
+              ? `not found${exec.installHint === undefined ? '' : ` (${exec.installHint.trim()})`}`
+              : error.killed
+                ? `gave no answer within ${EXEC_TIMEOUT_MS} ms`
+                : `failed (exit ${String(code ?? error.signal)})`;
+          reject(new ResourceStoreError('forbidden', `${named} ${why}`));
+          return;
+        }
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(stdout);
+        } catch {
+          reject(new ResourceStoreError('forbidden', `${named} printed no ExecCredential JSON`));
+          return;
+        }
+        const doc = parsed as { apiVersion?: unknown; kind?: unknown; status?: Record<string, unknown> };
+        if (doc?.kind !== 'ExecCredential' || doc.apiVersion !== exec.apiVersion) {
+          reject(
+            new ResourceStoreError(
+              'forbidden',
+              `${named} answered kind ${String(doc?.kind)} apiVersion ${String(doc?.apiVersion)}, not ExecCredential ${exec.apiVersion}`,
+            ),
+          );
+          return;
+        }
+        const status = doc.status ?? {};
+        const token = typeof status['token'] === 'string' && status['token'] !== '' ? status['token'] : undefined;
+        const certText =
+          typeof status['clientCertificateData'] === 'string' ? status['clientCertificateData'] : undefined;
+        const keyText = typeof status['clientKeyData'] === 'string' ? status['clientKeyData'] : undefined;
+        if (token === undefined && (certText === undefined || keyText === undefined)) {
+          reject(
+            new ResourceStoreError('forbidden', `${named} answered neither a token nor a client certificate and key`),
+          );
+          return;
+        }
+        const expiry =
+          typeof status['expirationTimestamp'] === 'string' ? Date.parse(status['expirationTimestamp']) : Number.NaN;
+        resolve({
+          token,
+          cert: certText === undefined ? undefined : Buffer.from(certText),
+          key: keyText === undefined ? undefined : Buffer.from(keyText),
+          expiresAtMs: Number.isFinite(expiry) ? expiry - EXEC_EXPIRY_MARGIN_MS : Number.POSITIVE_INFINITY,
+        });
+      },
+    );
   });
 }
 
@@ -300,7 +355,10 @@ export class KubeConnection implements KubeAuthSource {
     } catch (error) {
       // A failed re-read keeps the last token: the kubelet swaps the file atomically, so this is a passing moment.
       if (cached !== undefined) return cached.token;
-      throw new ResourceStoreError('forbidden', `token file ${path}: cannot read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+      throw new ResourceStoreError(
+        'forbidden',
+        `token file ${path}: cannot read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      );
     }
     if (token === '') throw new ResourceStoreError('forbidden', `token file ${path} is empty`);
     this.#tokenFileValue = { token, readAtMs: this.#now() };
@@ -358,7 +416,10 @@ export function inClusterContext(env: NodeJS.ProcessEnv = process.env, dir = SER
     throw invalid('in-cluster configuration needs KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT');
   }
   const tokenFile = join(dir, 'token');
-  if (!existsSync(tokenFile)) throw invalid(`in-cluster configuration: no ServiceAccount token at ${tokenFile} (automountServiceAccountToken off?)`);
+  if (!existsSync(tokenFile))
+    throw invalid(
+      `in-cluster configuration: no ServiceAccount token at ${tokenFile} (automountServiceAccountToken off?)`,
+    );
   let ca: Buffer;
   try {
     ca = readFileSync(join(dir, 'ca.crt'));
@@ -383,7 +444,9 @@ export function kubeconfigContext(paths: readonly string[], context?: string): R
     try {
       text = readFileSync(path, 'utf8');
     } catch (error) {
-      throw invalid(`kubeconfig ${path}: cannot read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+      throw invalid(
+        `kubeconfig ${path}: cannot read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      );
     }
     files.push(parseKubeconfig(text, path));
   }
@@ -400,13 +463,23 @@ export interface KubeConfigSource {
 /** kubectl's order: an explicit file, else in-cluster in a pod without $KUBECONFIG, else $KUBECONFIG, else ~/.kube/config. */
 export function loadKubeConfig(source: KubeConfigSource = {}, env: NodeJS.ProcessEnv = process.env): KubeConnection {
   // --kubeconfig may carry a $KUBECONFIG-style list (the daemons read it from that variable too).
-  if (source.kubeconfigPath !== undefined) return new KubeConnection(kubeconfigContext(source.kubeconfigPath.split(delimiter).filter((p) => p !== ''), source.context));
+  if (source.kubeconfigPath !== undefined)
+    return new KubeConnection(
+      kubeconfigContext(
+        source.kubeconfigPath.split(delimiter).filter((p) => p !== ''),
+        source.context,
+      ),
+    );
   const listed = (env['KUBECONFIG'] ?? '').split(delimiter).filter((p) => p !== '');
   if (listed.length === 0 && env['KUBERNETES_SERVICE_HOST'] !== undefined && source.context === undefined) {
     return new KubeConnection(inClusterContext(env));
   }
   // Like kubectl, files of $KUBECONFIG that do not exist are skipped; none at all is an error.
-  const paths = listed.length > 0 ? listed.filter((p) => existsSync(p)) : [join(homedir(), '.kube', 'config')].filter((p) => existsSync(p));
-  if (paths.length === 0) throw invalid('no Kubernetes cluster configured: set --kubeconfig, $KUBECONFIG, or run in a pod');
+  const paths =
+    listed.length > 0
+      ? listed.filter((p) => existsSync(p))
+      : [join(homedir(), '.kube', 'config')].filter((p) => existsSync(p));
+  if (paths.length === 0)
+    throw invalid('no Kubernetes cluster configured: set --kubeconfig, $KUBECONFIG, or run in a pod');
   return new KubeConnection(kubeconfigContext(paths, source.context));
 }

@@ -25,7 +25,12 @@ export interface KubernetesStoreOptions extends KubeConfigSource {
   readonly tuning?: Partial<KubeWatchTuning>;
 }
 
-const SERVICE_ACCOUNT: ResourceKind = { apiVersion: 'v1', kind: 'ServiceAccount', plural: 'serviceaccounts', namespaced: true };
+const SERVICE_ACCOUNT: ResourceKind = {
+  apiVersion: 'v1',
+  kind: 'ServiceAccount',
+  plural: 'serviceaccounts',
+  namespaced: true,
+};
 const APPLY_PATCH = 'application/apply-patch+yaml';
 const MERGE_PATCH = 'application/merge-patch+json';
 
@@ -73,7 +78,8 @@ export class KubernetesStore implements ResourceStore {
 
   watch<T extends KubeObject = KubeObject>(kind: ResourceKind, options: WatchOptions<T>): WatchSubscription {
     const selectorProblem = checkLabelSelector(options.labelSelector);
-    if (selectorProblem !== undefined) throw new ResourceStoreError('invalid', `watch ${kind.kind}: ${selectorProblem}`);
+    if (selectorProblem !== undefined)
+      throw new ResourceStoreError('invalid', `watch ${kind.kind}: ${selectorProblem}`);
     const watch = new KubeWatch(this.#http, kind, options as unknown as WatchOptions, this.#tuning);
     this.#watches.add(watch);
     return {
@@ -88,13 +94,24 @@ export class KubernetesStore implements ResourceStore {
     const ref = { name: object.metadata.name, namespace: object.metadata.namespace };
     checkRef(kind, ref);
     // Server-side apply owns resourceVersion/managedFields itself; sending them back would pin the apply.
-    const { resourceVersion: _rv, managedFields: _mf, uid: _uid, creationTimestamp: _ct, generation: _gen, ...metadata } = object.metadata;
+    const {
+      resourceVersion: _rv,
+      managedFields: _mf,
+      uid: _uid,
+      creationTimestamp: _ct,
+      generation: _gen,
+      ...metadata
+    } = object.metadata;
     const response = await this.#http.request({
       method: 'PATCH',
       path: resourcePath(kind, ref.namespace, ref.name),
       query: { fieldManager: options.fieldManager, force: options.force === true ? 'true' : undefined },
       // metadata.resourceVersion in an apply body is a precondition the API server checks (409 on mismatch).
-      body: { ...object, metadata: options.resourceVersion === undefined ? metadata : { ...metadata, resourceVersion: options.resourceVersion } },
+      body: {
+        ...object,
+        metadata:
+          options.resourceVersion === undefined ? metadata : { ...metadata, resourceVersion: options.resourceVersion },
+      },
       contentType: APPLY_PATCH,
     });
     if (response.status !== 200 && response.status !== 201) throw failure(`apply ${describeRef(kind, ref)}`, response);
@@ -109,7 +126,8 @@ export class KubernetesStore implements ResourceStore {
   ): Promise<T> {
     checkRef(kind, ref);
     // metadata.resourceVersion in a merge patch is a precondition: the API server answers 409 when it moved on.
-    const precondition = options.resourceVersion === undefined ? {} : { metadata: { resourceVersion: options.resourceVersion } };
+    const precondition =
+      options.resourceVersion === undefined ? {} : { metadata: { resourceVersion: options.resourceVersion } };
     const response = await this.#http.request({
       method: 'PATCH',
       path: resourcePath(kind, ref.namespace, ref.name, 'status'),
@@ -129,13 +147,21 @@ export class KubernetesStore implements ResourceStore {
       body: {
         apiVersion: 'authentication.k8s.io/v1',
         kind: 'TokenRequest',
-        spec: { expirationSeconds: options.expirationSeconds, ...(options.audiences !== undefined ? { audiences: [...options.audiences] } : {}) },
+        spec: {
+          expirationSeconds: options.expirationSeconds,
+          ...(options.audiences !== undefined ? { audiences: [...options.audiences] } : {}),
+        },
       },
     });
-    if (response.status !== 200 && response.status !== 201) throw failure(`create token for ${describeRef(SERVICE_ACCOUNT, ref)}`, response);
-    const status = (response.body as { status?: { token?: unknown; expirationTimestamp?: unknown } } | undefined)?.status;
+    if (response.status !== 200 && response.status !== 201)
+      throw failure(`create token for ${describeRef(SERVICE_ACCOUNT, ref)}`, response);
+    const status = (response.body as { status?: { token?: unknown; expirationTimestamp?: unknown } } | undefined)
+      ?.status;
     if (typeof status?.token !== 'string' || status.token === '' || typeof status.expirationTimestamp !== 'string') {
-      throw new ResourceStoreError('unavailable', `create token for ${describeRef(SERVICE_ACCOUNT, ref)}: the TokenRequest answer has no status.token/expirationTimestamp`);
+      throw new ResourceStoreError(
+        'unavailable',
+        `create token for ${describeRef(SERVICE_ACCOUNT, ref)}: the TokenRequest answer has no status.token/expirationTimestamp`,
+      );
     }
     return { token: status.token, expirationTimestamp: status.expirationTimestamp };
   }

@@ -132,7 +132,8 @@ export class LocalStore implements ResourceStore {
       this.#allKindsChanged = false;
       this.#changedKinds = new Set();
       for (const subscription of this.#subscriptions) {
-        if (all || kinds.has(this.#state.journalName(subscription.kind.apiVersion, subscription.kind.kind))) subscription.scheduleRescan(false);
+        if (all || kinds.has(this.#state.journalName(subscription.kind.apiVersion, subscription.kind.kind)))
+          subscription.scheduleRescan(false);
       }
     });
   }
@@ -140,7 +141,9 @@ export class LocalStore implements ResourceStore {
   #scheduleManifestImport(): void {
     this.#manifestTimer = this.#coalesce(this.#manifestTimer, () => {
       this.#manifestTimer = undefined;
-      this.importManifests().catch((error: unknown) => this.#problem(`manifest import failed: ${(error as Error).message}`));
+      this.importManifests().catch((error: unknown) =>
+        this.#problem(`manifest import failed: ${(error as Error).message}`),
+      );
     });
   }
 
@@ -157,11 +160,17 @@ export class LocalStore implements ResourceStore {
     if (directory === undefined) return [];
     const { objects, problems } = await loadManifests(directory);
     const current = new Set(problems.map((p) => p.message));
-    for (const problem of problems) if (!this.#lastManifestProblems.has(problem.message)) this.#problem(problem.message);
+    for (const problem of problems)
+      if (!this.#lastManifestProblems.has(problem.message)) this.#problem(problem.message);
     this.#lastManifestProblems = current;
     const listed = new Set<string>();
     for (const object of objects) {
-      const path = this.#state.objectPath(object.apiVersion, object.kind, object.metadata.namespace, object.metadata.name);
+      const path = this.#state.objectPath(
+        object.apiVersion,
+        object.kind,
+        object.metadata.namespace,
+        object.metadata.name,
+      );
       listed.add(path);
       try {
         await this.#applyAt(path, object, MANIFEST_FIELD_MANAGER);
@@ -172,7 +181,12 @@ export class LocalStore implements ResourceStore {
     if (problems.length === 0) {
       // Prune only after a clean read: a half-edited file must not delete what it used to declare.
       for (const stored of await readAllObjects(this.#state)) {
-        const path = this.#state.objectPath(stored.apiVersion, stored.kind, stored.metadata.namespace, stored.metadata.name);
+        const path = this.#state.objectPath(
+          stored.apiVersion,
+          stored.kind,
+          stored.metadata.namespace,
+          stored.metadata.name,
+        );
         const owners = managers(stored);
         if (!listed.has(path) && owners.length === 1 && owners[0] === MANIFEST_FIELD_MANAGER) {
           await this.#state.mutate(path, () => ({ write: null, result: undefined }));
@@ -208,7 +222,8 @@ export class LocalStore implements ResourceStore {
 
   watch<T extends KubeObject = KubeObject>(kind: ResourceKind, options: WatchOptions<T>): WatchSubscription {
     const selectorProblem = checkLabelSelector(options.labelSelector);
-    if (selectorProblem !== undefined) throw new ResourceStoreError('invalid', `watch ${kind.kind}: ${selectorProblem}`);
+    if (selectorProblem !== undefined)
+      throw new ResourceStoreError('invalid', `watch ${kind.kind}: ${selectorProblem}`);
     if (this.#closed) throw new ResourceStoreError('unavailable', `watch ${kind.kind}: the store is closed`);
     const subscription = new LocalSubscription(
       kind,
@@ -227,14 +242,30 @@ export class LocalStore implements ResourceStore {
       throw new ResourceStoreError('invalid', `apply ${kind.kind}: object is ${object.apiVersion}/${object.kind}`);
     }
     const path = this.#path(kind, { name: object.metadata.name, namespace: object.metadata.namespace });
-    return (await this.#applyAt(path, object, options.fieldManager, options.resourceVersion, describeRef(kind, { name: object.metadata.name, namespace: object.metadata.namespace }))) as T;
+    return (await this.#applyAt(
+      path,
+      object,
+      options.fieldManager,
+      options.resourceVersion,
+      describeRef(kind, { name: object.metadata.name, namespace: object.metadata.namespace }),
+    )) as T;
   }
 
-  async #applyAt(path: string, object: KubeObject, fieldManager: string, precondition?: string, what?: string): Promise<KubeObject> {
+  async #applyAt(
+    path: string,
+    object: KubeObject,
+    fieldManager: string,
+    precondition?: string,
+    what?: string,
+  ): Promise<KubeObject> {
     const result = await this.#state.mutate(path, (current, nextRv) => {
       // The API server's optimistic lock: a resourceVersion precondition that no longer matches writes nothing.
       if (precondition !== undefined && current?.metadata.resourceVersion !== precondition) {
-        throw new ResourceStoreError('conflict', `apply ${what ?? path}: the object has been modified (resourceVersion ${current?.metadata.resourceVersion ?? 'none'}, precondition ${precondition})`, { statusCode: 409 });
+        throw new ResourceStoreError(
+          'conflict',
+          `apply ${what ?? path}: the object has been modified (resourceVersion ${current?.metadata.resourceVersion ?? 'none'}, precondition ${precondition})`,
+          { statusCode: 409 },
+        );
       }
       const next = applyObject(current, object, fieldManager);
       if (next === undefined) return { write: undefined, result: current as KubeObject };
@@ -255,7 +286,10 @@ export class LocalStore implements ResourceStore {
   ): Promise<T> {
     const path = this.#path(kind, ref);
     const result = await this.#state.mutate(path, (current, nextRv) => {
-      if (current === undefined) throw new ResourceStoreError('not_found', `patch status: ${describeRef(kind, ref)} not found`, { statusCode: 404 });
+      if (current === undefined)
+        throw new ResourceStoreError('not_found', `patch status: ${describeRef(kind, ref)} not found`, {
+          statusCode: 404,
+        });
       // Checked under the state directory lock, so read-compare-write is atomic across every daemon sharing it.
       if (options.resourceVersion !== undefined && current.metadata.resourceVersion !== options.resourceVersion) {
         throw new ResourceStoreError(
@@ -286,7 +320,10 @@ export class LocalStore implements ResourceStore {
 
   async delete(kind: ResourceKind, ref: ObjectRef): Promise<boolean> {
     const path = this.#path(kind, ref);
-    const existed = await this.#state.mutate(path, (current) => ({ write: current === undefined ? undefined : null, result: current !== undefined }));
+    const existed = await this.#state.mutate(path, (current) => ({
+      write: current === undefined ? undefined : null,
+      result: current !== undefined,
+    }));
     this.#rescanAll(false);
     return existed;
   }
@@ -387,4 +424,3 @@ class LocalSubscription implements WatchSubscription {
     await this.#running;
   }
 }
-

@@ -71,14 +71,22 @@ export async function loadManifests(directory: string): Promise<ManifestSet> {
       try {
         collect(JSON.parse(text), file, 0, out);
       } catch (error) {
-        out.problems.push({ file, document: 0, message: `${file}: invalid JSON (${(error as Error).message}); skipped` });
+        out.problems.push({
+          file,
+          document: 0,
+          message: `${file}: invalid JSON (${(error as Error).message}); skipped`,
+        });
       }
       continue;
     }
     parseAllDocuments(text).forEach((doc, index) => {
       if ('errors' in doc && doc.errors.length > 0) {
         const first = doc.errors[0];
-        out.problems.push({ file, document: index, message: `${file} document ${index}: invalid YAML (${first?.message ?? 'parse error'}); skipped` });
+        out.problems.push({
+          file,
+          document: index,
+          message: `${file} document ${index}: invalid YAML (${first?.message ?? 'parse error'}); skipped`,
+        });
         return;
       }
       collect(doc.toJS({ maxAliasCount: 100 }), file, index, out);

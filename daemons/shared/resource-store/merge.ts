@@ -56,12 +56,17 @@ export interface ManagedFieldsEntry {
  * resourceVersion stays put, as on a real API server. Field ownership conflicts are not modelled: every
  * daemon owns disjoint objects or subresources.
  */
-export function applyObject(existing: KubeObject | undefined, applied: KubeObject, fieldManager: string): KubeObject | undefined {
+export function applyObject(
+  existing: KubeObject | undefined,
+  applied: KubeObject,
+  fieldManager: string,
+): KubeObject | undefined {
   const appliedMeta: ObjectMeta = { ...applied.metadata };
   for (const key of SYSTEM_METADATA) delete appliedMeta[key];
   const next: Record<string, unknown> = existing === undefined ? {} : structuredClone(desiredState(existing));
   for (const [key, value] of Object.entries(desiredState(applied))) next[key] = structuredClone(value);
-  const baseMeta: ObjectMeta = existing === undefined ? { name: applied.metadata.name } : structuredClone(existing.metadata);
+  const baseMeta: ObjectMeta =
+    existing === undefined ? { name: applied.metadata.name } : structuredClone(existing.metadata);
   const metadata: ObjectMeta = { ...baseMeta, ...appliedMeta };
   if (existing?.metadata.labels !== undefined || appliedMeta.labels !== undefined) {
     metadata.labels = { ...existing?.metadata.labels, ...appliedMeta.labels };
@@ -71,7 +76,8 @@ export function applyObject(existing: KubeObject | undefined, applied: KubeObjec
   }
   metadata.managedFields = withManager(existing?.metadata.managedFields, { manager: fieldManager, operation: 'Apply' });
   const result: KubeObject = { apiVersion: applied.apiVersion, kind: applied.kind, metadata, ...next };
-  if (existing !== undefined && existing['status'] !== undefined) result['status'] = structuredClone(existing['status']);
+  if (existing !== undefined && existing['status'] !== undefined)
+    result['status'] = structuredClone(existing['status']);
   if (existing !== undefined && deepEqual(result, existing)) return undefined;
   const specChanged = existing === undefined || !deepEqual(desiredState(existing), next);
   metadata.generation = (existing?.metadata.generation ?? 0) + (specChanged ? 1 : 0);
@@ -79,7 +85,11 @@ export function applyObject(existing: KubeObject | undefined, applied: KubeObjec
 }
 
 /** Status subresource merge patch; `undefined` when nothing changes. Never touches generation. */
-export function patchObjectStatus(existing: KubeObject, status: Record<string, unknown>, fieldManager: string): KubeObject | undefined {
+export function patchObjectStatus(
+  existing: KubeObject,
+  status: Record<string, unknown>,
+  fieldManager: string,
+): KubeObject | undefined {
   const nextStatus = mergePatch(existing['status'], status);
   if (deepEqual(nextStatus, existing['status'])) return undefined;
   const result = structuredClone(existing);
@@ -100,6 +110,8 @@ function withManager(current: unknown, entry: ManagedFieldsEntry): ManagedFields
 }
 
 export function managers(object: KubeObject): string[] {
-  const entries = Array.isArray(object.metadata.managedFields) ? (object.metadata.managedFields as ManagedFieldsEntry[]) : [];
+  const entries = Array.isArray(object.metadata.managedFields)
+    ? (object.metadata.managedFields as ManagedFieldsEntry[])
+    : [];
   return entries.map((e) => e.manager);
 }

@@ -56,7 +56,8 @@ export class StateDir {
         await chmod(kindDir, PRIVATE_DIR_MODE);
         for (const scope of await listDir(kindDir)) {
           await chmod(join(kindDir, scope), PRIVATE_DIR_MODE);
-          for (const file of await listDir(join(kindDir, scope))) await chmod(join(kindDir, scope, file), PRIVATE_FILE_MODE);
+          for (const file of await listDir(join(kindDir, scope)))
+            await chmod(join(kindDir, scope, file), PRIVATE_FILE_MODE);
         }
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
@@ -115,7 +116,8 @@ export class StateDir {
     const scopes = namespace !== undefined ? [namespace] : await listDir(base);
     const out: KubeObject[] = [];
     for (const scope of scopes) {
-      const files = name !== undefined ? [`${name}.json`] : (await listDir(join(base, scope))).filter((f) => f.endsWith('.json'));
+      const files =
+        name !== undefined ? [`${name}.json`] : (await listDir(join(base, scope))).filter((f) => f.endsWith('.json'));
       for (const file of files) {
         const object = await this.readObject(join(base, scope, file));
         if (object !== undefined) out.push(object);
@@ -137,13 +139,19 @@ export class StateDir {
    * write (with that resourceVersion set), `null` to delete the file, or `undefined` for "no change" (the
    * resourceVersion is then not consumed).
    */
-  async mutate<T>(path: string, change: (current: KubeObject | undefined, nextRv: string) => { write: KubeObject | null | undefined; result: T }): Promise<T> {
+  async mutate<T>(
+    path: string,
+    change: (current: KubeObject | undefined, nextRv: string) => { write: KubeObject | null | undefined; result: T },
+  ): Promise<T> {
     const run = this.#queue.then(() => this.#mutateLocked(path, change));
     this.#queue = run.catch(() => undefined);
     return run;
   }
 
-  async #mutateLocked<T>(path: string, change: (current: KubeObject | undefined, nextRv: string) => { write: KubeObject | null | undefined; result: T }): Promise<T> {
+  async #mutateLocked<T>(
+    path: string,
+    change: (current: KubeObject | undefined, nextRv: string) => { write: KubeObject | null | undefined; result: T },
+  ): Promise<T> {
     const release = await this.#lock();
     try {
       const current = await this.readObject(path);
@@ -202,7 +210,10 @@ export class StateDir {
         continue;
       }
       if (Date.now() > deadline) {
-        throw new ResourceStoreError('unavailable', `state directory ${this.root} stays locked by ${lockPath}; remove it if no daemon is running`);
+        throw new ResourceStoreError(
+          'unavailable',
+          `state directory ${this.root} stays locked by ${lockPath}; remove it if no daemon is running`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(2 + attempt, 20)));
     }

@@ -42,7 +42,8 @@ export function translateWatchLine(line: string): WatchLineAction {
     case 'ADDED':
     case 'MODIFIED':
     case 'DELETED':
-      if (typeof metadata['name'] !== 'string') return { action: 'ignore', message: `${type} event without metadata.name` };
+      if (typeof metadata['name'] !== 'string')
+        return { action: 'ignore', message: `${type} event without metadata.name` };
       return { action: 'event', event: { type, object: object as unknown as KubeObject }, resourceVersion };
     case 'BOOKMARK':
       return resourceVersion === undefined
@@ -52,7 +53,8 @@ export function translateWatchLine(line: string): WatchLineAction {
       const code = typeof object['code'] === 'number' ? object['code'] : undefined;
       const message = bounded(typeof object['message'] === 'string' ? object['message'] : 'watch error');
       // Older servers report an expired resourceVersion as reason Expired without code 410.
-      if (code === 410 || object['reason'] === 'Expired' || object['reason'] === 'Gone') return { action: 'gone', message };
+      if (code === 410 || object['reason'] === 'Expired' || object['reason'] === 'Gone')
+        return { action: 'gone', message };
       return { action: 'error', code, message };
     }
     default:

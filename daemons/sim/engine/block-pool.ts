@@ -14,7 +14,10 @@ export function blockHash(parent: string | undefined, tokenIds: readonly number[
   tokenIds.forEach((id, i) => {
     ids.writeUInt32LE(id, i * 4);
   });
-  return createHash('sha256').update(parent ?? ROOT_HASH).update(ids).digest('hex');
+  return createHash('sha256')
+    .update(parent ?? ROOT_HASH)
+    .update(ids)
+    .digest('hex');
 }
 
 interface Block {

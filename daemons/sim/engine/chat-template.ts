@@ -13,7 +13,11 @@ export interface ChatTurn {
 }
 
 export function renderChat(messages: readonly ChatTurn[]): string {
-  return BEGIN_OF_TEXT + messages.map((m) => `${HEADER(m.role)}${m.content.trim()}${END_OF_TURN}`).join('') + HEADER('assistant');
+  return (
+    BEGIN_OF_TEXT +
+    messages.map((m) => `${HEADER(m.role)}${m.content.trim()}${END_OF_TURN}`).join('') +
+    HEADER('assistant')
+  );
 }
 
 /** A plain completion prompt: the text after the beginning-of-text token, as the Llama 3 tokenizer adds it. */

@@ -53,7 +53,14 @@ export const INSTANT_TIMING: Pick<EngineConfig, 'stepOverheadMs' | 'prefillMsPer
 
 export class EngineConfigError extends Error {}
 
-const INTEGERS = ['maxNumSeqs', 'maxNumBatchedTokens', 'blockSize', 'numGpuBlocks', 'maxModelLen', 'completionTokens'] as const;
+const INTEGERS = [
+  'maxNumSeqs',
+  'maxNumBatchedTokens',
+  'blockSize',
+  'numGpuBlocks',
+  'maxModelLen',
+  'completionTokens',
+] as const;
 const DURATIONS = ['stepOverheadMs', 'prefillMsPerToken', 'decodeMsPerSeq'] as const;
 
 /** vLLM's spelling of a parameter, which is also the sim's flag without its dashes. */
@@ -66,22 +73,30 @@ export function resolveEngineConfig(overrides: Partial<EngineConfig> = {}): Engi
   const config: EngineConfig = { ...DEFAULT_ENGINE_CONFIG, ...overrides };
   for (const key of INTEGERS) {
     const v = config[key];
-    if (!Number.isSafeInteger(v) || v < 1) throw new EngineConfigError(`${parameterName(key)} must be a positive integer, got ${String(v)}`);
+    if (!Number.isSafeInteger(v) || v < 1)
+      throw new EngineConfigError(`${parameterName(key)} must be a positive integer, got ${String(v)}`);
   }
   for (const key of DURATIONS) {
     const v = config[key];
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new EngineConfigError(`${parameterName(key)} must be a non-negative number of milliseconds, got ${String(v)}`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+      throw new EngineConfigError(
+        `${parameterName(key)} must be a non-negative number of milliseconds, got ${String(v)}`,
+      );
   }
   const spread = config.completionTokensSpread;
   if (typeof spread !== 'number' || !Number.isFinite(spread) || spread < 0 || spread > 1) {
     throw new EngineConfigError(`completion_tokens_spread must be a number in [0, 1], got ${String(spread)}`);
   }
-  if (!Number.isSafeInteger(config.seed)) throw new EngineConfigError(`seed must be an integer, got ${String(config.seed)}`);
-  if (typeof config.enablePrefixCaching !== 'boolean') throw new EngineConfigError('enable_prefix_caching must be true or false');
+  if (!Number.isSafeInteger(config.seed))
+    throw new EngineConfigError(`seed must be an integer, got ${String(config.seed)}`);
+  if (typeof config.enablePrefixCaching !== 'boolean')
+    throw new EngineConfigError('enable_prefix_caching must be true or false');
   // vLLM refuses both at start-up: a batch of max_num_seqs decodes must fit one step's budget, and the cache must hold
   // one request of max_model_len tokens (else a lone long request could never run).
   if (config.maxNumBatchedTokens < config.maxNumSeqs) {
-    throw new EngineConfigError(`max_num_batched_tokens (${config.maxNumBatchedTokens}) must be at least max_num_seqs (${config.maxNumSeqs})`);
+    throw new EngineConfigError(
+      `max_num_batched_tokens (${config.maxNumBatchedTokens}) must be at least max_num_seqs (${config.maxNumSeqs})`,
+    );
   }
   if (config.numGpuBlocks * config.blockSize < config.maxModelLen) {
     throw new EngineConfigError(

@@ -164,7 +164,14 @@ export class Engine {
   readonly #waiting: Sequence[] = [];
   readonly #running: Sequence[] = [];
   readonly #byId = new Map<string, Sequence>();
-  readonly #totals: EngineTotals = { promptTokens: 0, generationTokens: 0, prefixCacheQueries: 0, prefixCacheHits: 0, preemptions: 0, finished: { stop: 0, length: 0 } };
+  readonly #totals: EngineTotals = {
+    promptTokens: 0,
+    generationTokens: 0,
+    prefixCacheQueries: 0,
+    prefixCacheHits: 0,
+    preemptions: 0,
+    finished: { stop: 0, length: 0 },
+  };
   #inFlight: Step | undefined;
   /** Model time: where the next step starts when there is work and none in flight. */
   #clockMs = 0;
@@ -190,7 +197,8 @@ export class Engine {
    */
   setTiming(timing: Partial<StepTiming>): void {
     for (const [key, ms] of Object.entries(timing)) {
-      if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) throw new RangeError(`${key} must be a non-negative number of milliseconds, got ${String(ms)}`);
+      if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0)
+        throw new RangeError(`${key} must be a non-negative number of milliseconds, got ${String(ms)}`);
     }
     this.#timing = { ...this.#timing, ...timing };
   }
@@ -200,11 +208,13 @@ export class Engine {
    * time order; one added after a step ended that has not been advanced past yet waits for a step that starts after it.
    */
   add(request: EngineRequest, nowMs: number): Admission | EngineRefusal {
-    if (nowMs < this.#lastArrivalMs) throw new Error(`engine: requests must arrive in time order (${nowMs} ms after ${this.#lastArrivalMs} ms)`);
+    if (nowMs < this.#lastArrivalMs)
+      throw new Error(`engine: requests must arrive in time order (${nowMs} ms after ${this.#lastArrivalMs} ms)`);
     if (this.#byId.has(request.id)) throw new Error(`engine: request id ${request.id} is already in the engine`);
     const { maxModelLen } = this.config;
     const promptLen = request.promptTokenIds.length;
-    if (promptLen === 0) return { message: 'The prompt is empty: it must contain at least one token.', param: 'input_tokens' };
+    if (promptLen === 0)
+      return { message: 'The prompt is empty: it must contain at least one token.', param: 'input_tokens' };
     if (promptLen >= maxModelLen) {
       return {
         message: `This model's maximum context length is ${maxModelLen} tokens. However, your request has ${promptLen} input tokens. Please reduce the length of the input messages.`,
@@ -223,7 +233,12 @@ export class Engine {
         param: 'max_tokens',
       };
     }
-    const outputTokens = maxTokens ?? Math.min(this.#drawOutputTokens(request.completionTokens ?? this.config.completionTokens), maxModelLen - promptLen);
+    const outputTokens =
+      maxTokens ??
+      Math.min(
+        this.#drawOutputTokens(request.completionTokens ?? this.config.completionTokens),
+        maxModelLen - promptLen,
+      );
     const finishReason: FinishReason = maxTokens === undefined ? 'stop' : 'length';
     const seq: Sequence = {
       id: request.id,
@@ -334,7 +349,9 @@ export class Engine {
       const seq = this.#waiting[0]!;
       if (seq.queuedMs > startMs) break; // arrived after this step began
       // At least one token is always computed, so that the step can sample the next one from it.
-      const hits = this.config.enablePrefixCaching ? this.#pool.lookup(this.#hashes(seq).slice(0, Math.floor((seq.tokens.length - 1) / blockSize))) : [];
+      const hits = this.config.enablePrefixCaching
+        ? this.#pool.lookup(this.#hashes(seq).slice(0, Math.floor((seq.tokens.length - 1) / blockSize)))
+        : [];
       const cached = hits.length * blockSize;
       const tokens = Math.min(seq.tokens.length - cached, budget);
       if (!this.#allocate(seq, cached + tokens, hits)) break;
@@ -360,7 +377,10 @@ export class Engine {
       else prefillTokens += tokens;
     }
     const { stepOverheadMs, prefillMsPerToken, decodeMsPerSeq, minStepMs } = this.#timing;
-    const duration = Math.max(minStepMs, stepOverheadMs + prefillMsPerToken * prefillTokens + decodeMsPerSeq * decodeSeqs);
+    const duration = Math.max(
+      minStepMs,
+      stepOverheadMs + prefillMsPerToken * prefillTokens + decodeMsPerSeq * decodeSeqs,
+    );
     return { startMs, endMs: startMs + duration, work, prefillTokens, decodeSeqs, preempted };
   }
 

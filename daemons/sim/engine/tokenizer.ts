@@ -26,8 +26,13 @@ export function tokenId(piece: string): number {
     const c = char.codePointAt(0)!;
     if (c < 0x80) hash = fnv1a(hash, c);
     else if (c < 0x800) hash = fnv1a(fnv1a(hash, 0xc0 | (c >> 6)), 0x80 | (c & 0x3f));
-    else if (c < 0x10000) hash = fnv1a(fnv1a(fnv1a(hash, 0xe0 | (c >> 12)), 0x80 | ((c >> 6) & 0x3f)), 0x80 | (c & 0x3f));
-    else hash = fnv1a(fnv1a(fnv1a(fnv1a(hash, 0xf0 | (c >> 18)), 0x80 | ((c >> 12) & 0x3f)), 0x80 | ((c >> 6) & 0x3f)), 0x80 | (c & 0x3f));
+    else if (c < 0x10000)
+      hash = fnv1a(fnv1a(fnv1a(hash, 0xe0 | (c >> 12)), 0x80 | ((c >> 6) & 0x3f)), 0x80 | (c & 0x3f));
+    else
+      hash = fnv1a(
+        fnv1a(fnv1a(fnv1a(hash, 0xf0 | (c >> 18)), 0x80 | ((c >> 12) & 0x3f)), 0x80 | ((c >> 6) & 0x3f)),
+        0x80 | (c & 0x3f),
+      );
   }
   if (ids.size >= MAX_CACHED_IDS) ids.clear();
   ids.set(piece, hash);

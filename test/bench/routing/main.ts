@@ -21,7 +21,15 @@ import {
   templateTokens,
   type WindowSummary,
 } from './report.ts';
-import { type BenchGrid, type FleetCounters, counterDelta, fleetCounters, gatewayRetries, replay, startBenchGrid } from './run.ts';
+import {
+  type BenchGrid,
+  type FleetCounters,
+  counterDelta,
+  fleetCounters,
+  gatewayRetries,
+  replay,
+  startBenchGrid,
+} from './run.ts';
 import { DEFAULT_SHAPE, buildTrace, meanRequest, reusableShare } from './workload.ts';
 
 const USAGE =
@@ -39,7 +47,9 @@ const { values, positive, whole, fail } = benchArgs('bench:routing', USAGE, {
   'kill-only': { type: 'boolean' },
   keep: { type: 'boolean' },
 });
-const policies: Policy[] = (values.policy ?? POLICIES.map((p) => p.name)).map((name) => policyNamed(name) ?? fail(`--policy "${name}" is not one of ${POLICIES.map((p) => p.name).join(', ')}`));
+const policies: Policy[] = (values.policy ?? POLICIES.map((p) => p.name)).map(
+  (name) => policyNamed(name) ?? fail(`--policy "${name}" is not one of ${POLICIES.map((p) => p.name).join(', ')}`),
+);
 const loads = (values.loads ?? '0.5,0.8,1').split(',').map((s) => positive('loads', s.trim(), 1));
 const windowMs = positive('window-s', values['window-s'], 18) * 1000;
 const warmMs = positive('warm-s', values['warm-s'], 4) * 1000;
@@ -63,9 +73,15 @@ const shapeOf = (s: number) => ({ ...DEFAULT_SHAPE, seed: s });
 const mean = meanRequest(shapeOf(seed));
 const promptTokens = mean.unsharedPromptTokens + templateTokens(3);
 const capacity = fleetCapacity(BACKENDS, promptTokens, mean.outputTokens);
-log(`bench:routing: ${BACKENDS.length} sims on 3 sites; mean request ${(mean.promptTokens + templateTokens(3)).toFixed(0)} prompt tokens (${promptTokens.toFixed(0)} besides the shared system prompt), ${mean.outputTokens.toFixed(1)} output tokens`);
-log(`capacity with the system prompts cached: ${BACKENDS.map((b) => `${b.name} ${backendCapacity(b, promptTokens, mean.outputTokens).toFixed(2)}`).join(', ')} = ${capacity.toFixed(1)} requests/s`);
-log(`loads ${loads.map((l) => `${Math.round(l * 100)} %`).join(', ')} of it; windows of ${windowMs / 1000} s, first ${warmMs / 1000} s discarded; request timeout ${timeoutMs / 1000} s`);
+log(
+  `bench:routing: ${BACKENDS.length} sims on 3 sites; mean request ${(mean.promptTokens + templateTokens(3)).toFixed(0)} prompt tokens (${promptTokens.toFixed(0)} besides the shared system prompt), ${mean.outputTokens.toFixed(1)} output tokens`,
+);
+log(
+  `capacity with the system prompts cached: ${BACKENDS.map((b) => `${b.name} ${backendCapacity(b, promptTokens, mean.outputTokens).toFixed(2)}`).join(', ')} = ${capacity.toFixed(1)} requests/s`,
+);
+log(
+  `loads ${loads.map((l) => `${Math.round(l * 100)} %`).join(', ')} of it; windows of ${windowMs / 1000} s, first ${warmMs / 1000} s discarded; request timeout ${timeoutMs / 1000} s`,
+);
 
 /** The grid running now, stopped on Ctrl-C or SIGTERM so no daemon outlives the bench. */
 let running: BenchGrid | undefined;
@@ -114,7 +130,9 @@ async function runPolicy(policy: Policy, index: number): Promise<WindowSummary[]
       });
       const row = summarize(policy.name, load, rate, outcomes, warmMs, counterDelta(atWarm, atEnd), windowMs - warmMs);
       rows.push(row);
-      log(`[${elapsed()}] ${policy.name} at ${Math.round(load * 100)} %: ${trace.length} requests, TTFT p99 ${Math.round(row.ttftP99)} ms, prefix hit ${(row.prefixHitRate * 100).toFixed(1)} %, ${row.failed} failed, sent late p99 ${lateP99Ms.toFixed(1)} ms`);
+      log(
+        `[${elapsed()}] ${policy.name} at ${Math.round(load * 100)} %: ${trace.length} requests, TTFT p99 ${Math.round(row.ttftP99)} ms, prefix hit ${(row.prefixHitRate * 100).toFixed(1)} %, ${row.failed} failed, sent late p99 ${lateP99Ms.toFixed(1)} ms`,
+      );
     }
     return rows;
   });
@@ -151,7 +169,10 @@ async function runKill(): Promise<void> {
       timeoutMs,
       at: [
         { atMs: backendAtMs, run: () => bench.grid.killProcess(bench.grid.sim(backend).name) },
-        { atMs: siteAtMs, run: async () => void (await Promise.all(siteProcesses.map((n) => bench.grid.killProcess(n)))) },
+        {
+          atMs: siteAtMs,
+          run: async () => void (await Promise.all(siteProcesses.map((n) => bench.grid.killProcess(n)))),
+        },
       ],
     });
     polling = false;
@@ -171,31 +192,61 @@ async function runKill(): Promise<void> {
         caughtStreaming: caught.filter((o) => o.stream).length,
         caughtNonStreaming: caught.filter((o) => !o.stream).length,
         retryPolls: retryTimes.filter((t) => t >= from && t < to).length,
-        movedMs: movedAfterMs(outcomes.filter((o) => o.endedAtMs < to), retryTimes, from, to),
+        movedMs: movedAfterMs(
+          outcomes.filter((o) => o.endedAtMs < to),
+          retryTimes,
+          from,
+          to,
+        ),
         failedAt: failed.map((o) => (o.sentAtMs / 1000).toFixed(1)),
         errors: [...new Set(failed.map((o) => `${o.status} ${(o.error ?? '').slice(0, 100)}`))].slice(0, 4),
-        e2eP99: percentile(sent.filter((o) => o.ok).map((o) => o.e2eMs!), 99),
+        e2eP99: percentile(
+          sent.filter((o) => o.ok).map((o) => o.e2eMs!),
+          99,
+        ),
       };
     };
     const before = phase(0, backendAtMs);
     const one = phase(backendAtMs, siteAtMs);
     const whole = phase(siteAtMs, Number.POSITIVE_INFINITY);
     const totalRetries = lastRetries - firstRetries;
-    const servedAfter = (names: readonly string[], from: number) => outcomes.filter((o) => o.ok && o.sentAtMs > from + 1000 && o.backend !== undefined && names.includes(o.backend)).length;
+    const servedAfter = (names: readonly string[], from: number) =>
+      outcomes.filter((o) => o.ok && o.sentAtMs > from + 1000 && o.backend !== undefined && names.includes(o.backend))
+        .length;
     log('');
-    log(`kill case (policy grid, ${(0.8 * capacity).toFixed(1)} requests/s, half non-streaming, ${durationMs / 1000} s): sim ${backend} killed at ${backendAtMs / 1000} s, site ${site} (${siteProcesses.length} processes) at ${siteAtMs / 1000} s; probe period ${probeMs} ms (SWIM and the providers' health checks)`);
-    log('| phase (by send time) | requests | failed non-streaming | failed streaming | in flight at the kill and failed (non-streaming / streaming) | 100 ms polls with retries | traffic moved after | e2e p99 ms |');
+    log(
+      `kill case (policy grid, ${(0.8 * capacity).toFixed(1)} requests/s, half non-streaming, ${durationMs / 1000} s): sim ${backend} killed at ${backendAtMs / 1000} s, site ${site} (${siteProcesses.length} processes) at ${siteAtMs / 1000} s; probe period ${probeMs} ms (SWIM and the providers' health checks)`,
+    );
+    log(
+      '| phase (by send time) | requests | failed non-streaming | failed streaming | in flight at the kill and failed (non-streaming / streaming) | 100 ms polls with retries | traffic moved after | e2e p99 ms |',
+    );
     log('|---|---|---|---|---|---|---|---|');
-    for (const [name, p] of [['before the kills', before], [`${backend} dead`, one], [`site ${site} dead`, whole]] as const) {
+    for (const [name, p] of [
+      ['before the kills', before],
+      [`${backend} dead`, one],
+      [`site ${site} dead`, whole],
+    ] as const) {
       const first = name === 'before the kills';
-      log(`| ${name} | ${p.requests} | ${p.failedNonStreaming} | ${p.failedStreaming} | ${first ? '-' : `${p.caughtNonStreaming} / ${p.caughtStreaming}`} | ${p.retryPolls} | ${first ? '-' : `${p.movedMs.toFixed(0)} ms`} | ${Math.round(p.e2eP99)} |`);
+      log(
+        `| ${name} | ${p.requests} | ${p.failedNonStreaming} | ${p.failedStreaming} | ${first ? '-' : `${p.caughtNonStreaming} / ${p.caughtStreaming}`} | ${p.retryPolls} | ${first ? '-' : `${p.movedMs.toFixed(0)} ms`} | ${Math.round(p.e2eP99)} |`,
+      );
     }
-    log(`consumer gateway retries in all: ${totalRetries}; answers from ${backend} sent more than 1 s after its kill: ${servedAfter([backend], backendAtMs)}; from site ${site}: ${servedAfter(BACKENDS.filter((b) => b.site === site).map((b) => b.name), siteAtMs)}`);
-    for (const [name, p] of [[`${backend} dead`, one], [`site ${site} dead`, whole]] as const) {
+    log(
+      `consumer gateway retries in all: ${totalRetries}; answers from ${backend} sent more than 1 s after its kill: ${servedAfter([backend], backendAtMs)}; from site ${site}: ${servedAfter(
+        BACKENDS.filter((b) => b.site === site).map((b) => b.name),
+        siteAtMs,
+      )}`,
+    );
+    for (const [name, p] of [
+      [`${backend} dead`, one],
+      [`site ${site} dead`, whole],
+    ] as const) {
       if (p.failedAt.length > 0) log(`  ${name}: failures sent at ${p.failedAt.join(', ')} s`);
       for (const e of p.errors) log(`  ${name} failure: ${e}`);
     }
-    log(`targets: 0 failed non-streaming requests when a backend dies: ${one.failedNonStreaming === 0 ? 'met' : `not met (${one.failedNonStreaming})`}; traffic off a dead site within 2 probe periods (${2 * probeMs} ms): ${whole.movedMs <= 2 * probeMs ? 'met' : 'not met'} (${whole.movedMs.toFixed(0)} ms)`);
+    log(
+      `targets: 0 failed non-streaming requests when a backend dies: ${one.failedNonStreaming === 0 ? 'met' : `not met (${one.failedNonStreaming})`}; traffic off a dead site within 2 probe periods (${2 * probeMs} ms): ${whole.movedMs <= 2 * probeMs ? 'met' : 'not met'} (${whole.movedMs.toFixed(0)} ms)`,
+    );
   });
 }
 
@@ -203,16 +254,27 @@ try {
   const rows: WindowSummary[] = [];
   if (main) {
     for (const [i, policy] of policies.entries()) rows.push(...(await runPolicy(policy, i)));
-    rows.sort((a, b) => a.load - b.load || policies.findIndex((p) => p.name === a.policy) - policies.findIndex((p) => p.name === b.policy));
+    rows.sort(
+      (a, b) =>
+        a.load - b.load ||
+        policies.findIndex((p) => p.name === a.policy) - policies.findIndex((p) => p.name === b.policy),
+    );
     log('');
     log(formatTable(rows));
     log('');
     log(formatRatios(ratiosToRoundRobin(rows)));
     log('');
-    log(`prefix reuse the traces allow (prompt words an earlier request carried as a prefix, the ceiling of any hit rate): ${[...reuse].map(([l, r]) => `${Math.round(l * 100)} %: ${(r * 100).toFixed(1)} %`).join(', ')}`);
+    log(
+      `prefix reuse the traces allow (prompt words an earlier request carried as a prefix, the ceiling of any hit rate): ${[...reuse].map(([l, r]) => `${Math.round(l * 100)} %: ${(r * 100).toFixed(1)} %`).join(', ')}`,
+    );
     log('');
     log('answers per backend:');
-    log(formatShares(rows, BACKENDS.map((b) => b.name)));
+    log(
+      formatShares(
+        rows,
+        BACKENDS.map((b) => b.name),
+      ),
+    );
     log('');
     for (const p of policies) log(`${p.name}: ${p.description}`);
     const at80 = (name: string) => rows.find((r) => r.policy === name && Math.abs(r.load - 0.8) < 1e-9);
@@ -220,7 +282,9 @@ try {
     for (const name of ['grid', 'grid+session']) {
       const g = at80(name);
       if (g === undefined || rr === undefined) continue;
-      log(`targets at 80 %, ${name}: TTFT p99 ${(g.ttftP99 / rr.ttftP99).toFixed(2)}x round-robin's (<= 0.5x: ${g.ttftP99 <= 0.5 * rr.ttftP99 ? 'met' : 'not met'}), throughput ${(g.tokensPerSecond / rr.tokensPerSecond).toFixed(2)}x (>= 1x: ${g.tokensPerSecond >= rr.tokensPerSecond ? 'met' : 'not met'}), prefix hit ${(g.prefixHitRate / rr.prefixHitRate).toFixed(2)}x (>= 2x: ${g.prefixHitRate >= 2 * rr.prefixHitRate ? 'met' : 'not met'})`);
+      log(
+        `targets at 80 %, ${name}: TTFT p99 ${(g.ttftP99 / rr.ttftP99).toFixed(2)}x round-robin's (<= 0.5x: ${g.ttftP99 <= 0.5 * rr.ttftP99 ? 'met' : 'not met'}), throughput ${(g.tokensPerSecond / rr.tokensPerSecond).toFixed(2)}x (>= 1x: ${g.tokensPerSecond >= rr.tokensPerSecond ? 'met' : 'not met'}), prefix hit ${(g.prefixHitRate / rr.prefixHitRate).toFixed(2)}x (>= 2x: ${g.prefixHitRate >= 2 * rr.prefixHitRate ? 'met' : 'not met'})`,
+      );
     }
   }
   if (kill) await runKill();

@@ -18,7 +18,12 @@ export const SESSION_HEADER = 'x-session-id';
 export interface BenchBackend {
   readonly name: string;
   readonly site: string;
-  readonly engine: Required<Pick<SimEngineProps, 'maxNumSeqs' | 'numGpuBlocks' | 'maxModelLen' | 'stepOverheadMs' | 'prefillMsPerToken' | 'decodeMsPerSeq'>>;
+  readonly engine: Required<
+    Pick<
+      SimEngineProps,
+      'maxNumSeqs' | 'numGpuBlocks' | 'maxModelLen' | 'stepOverheadMs' | 'prefillMsPerToken' | 'decodeMsPerSeq'
+    >
+  >;
   readonly capacityWeight: number;
 }
 
@@ -28,9 +33,30 @@ export interface BenchBackend {
  * a prefix-cache hit saves most of a request's work. Small caches (6 000 to 19 000 tokens against prompts of up to
  * ~2 000) so that they differ and evict.
  */
-const FAST = { maxNumSeqs: 12, numGpuBlocks: 1200, maxModelLen: 8192, stepOverheadMs: 15, prefillMsPerToken: 0.25, decodeMsPerSeq: 0.8 } as const;
-const MEDIUM = { maxNumSeqs: 8, numGpuBlocks: 800, maxModelLen: 8192, stepOverheadMs: 20, prefillMsPerToken: 0.35, decodeMsPerSeq: 1 } as const;
-const SLOW = { maxNumSeqs: 6, numGpuBlocks: 512, maxModelLen: 8192, stepOverheadMs: 30, prefillMsPerToken: 0.5, decodeMsPerSeq: 1.5 } as const;
+const FAST = {
+  maxNumSeqs: 12,
+  numGpuBlocks: 1200,
+  maxModelLen: 8192,
+  stepOverheadMs: 15,
+  prefillMsPerToken: 0.25,
+  decodeMsPerSeq: 0.8,
+} as const;
+const MEDIUM = {
+  maxNumSeqs: 8,
+  numGpuBlocks: 800,
+  maxModelLen: 8192,
+  stepOverheadMs: 20,
+  prefillMsPerToken: 0.35,
+  decodeMsPerSeq: 1,
+} as const;
+const SLOW = {
+  maxNumSeqs: 6,
+  numGpuBlocks: 512,
+  maxModelLen: 8192,
+  stepOverheadMs: 30,
+  prefillMsPerToken: 0.5,
+  decodeMsPerSeq: 1.5,
+} as const;
 
 export const BACKENDS: readonly BenchBackend[] = [
   { name: 'east-fast', site: 'east', engine: FAST, capacityWeight: 9 },
@@ -51,7 +77,10 @@ export interface Policy {
   readonly name: string;
   /** What the gateway does, as the output and BENCHMARKS.md say it. */
   readonly description: string;
-  readonly network: Pick<NetworkPolicyDeclaration, 'scoringPolicy' | 'selectionPolicy' | 'placementPolicy' | 'admissionPolicy'>;
+  readonly network: Pick<
+    NetworkPolicyDeclaration,
+    'scoringPolicy' | 'selectionPolicy' | 'placementPolicy' | 'admissionPolicy'
+  >;
   /** The providers publish vLLM metrics the operator scrapes (scoring and admission read them). */
   readonly metrics: boolean;
   readonly localLoad: boolean;
@@ -80,7 +109,8 @@ export const POLICIES: readonly Policy[] = [
   },
   {
     name: 'least-in-flight',
-    description: "gateway-local power of two choices by the gateway's own in-flight count over uniform random (selectionPolicy random + localLoad two_choices, no metrics scraped)",
+    description:
+      "gateway-local power of two choices by the gateway's own in-flight count over uniform random (selectionPolicy random + localLoad two_choices, no metrics scraped)",
     network: { selectionPolicy: { mode: 'random' } },
     metrics: false,
     localLoad: true,
@@ -88,16 +118,28 @@ export const POLICIES: readonly Policy[] = [
   },
   {
     name: 'grid',
-    description: 'the grid: queueDepth scoring and stabilized admission from the scraped vLLM metrics, weightedRandom by capacityWeight, localLoad two_choices',
-    network: { scoringPolicy: { strategy: 'queueDepth' }, selectionPolicy: { mode: 'weightedRandom' }, placementPolicy: { strategy: 'static' }, admissionPolicy: STABILIZED },
+    description:
+      'the grid: queueDepth scoring and stabilized admission from the scraped vLLM metrics, weightedRandom by capacityWeight, localLoad two_choices',
+    network: {
+      scoringPolicy: { strategy: 'queueDepth' },
+      selectionPolicy: { mode: 'weightedRandom' },
+      placementPolicy: { strategy: 'static' },
+      admissionPolicy: STABILIZED,
+    },
     metrics: true,
     localLoad: true,
     sessionAffinity: false,
   },
   {
     name: 'grid+session',
-    description: "the grid plus prefix affinity by session: a chat's turns go to the backend that served its first turn, which holds its conversation prefix (intelligent_route session_affinity)",
-    network: { scoringPolicy: { strategy: 'queueDepth' }, selectionPolicy: { mode: 'weightedRandom' }, placementPolicy: { strategy: 'static' }, admissionPolicy: STABILIZED },
+    description:
+      "the grid plus prefix affinity by session: a chat's turns go to the backend that served its first turn, which holds its conversation prefix (intelligent_route session_affinity)",
+    network: {
+      scoringPolicy: { strategy: 'queueDepth' },
+      selectionPolicy: { mode: 'weightedRandom' },
+      placementPolicy: { strategy: 'static' },
+      admissionPolicy: STABILIZED,
+    },
     metrics: true,
     localLoad: true,
     sessionAffinity: true,
@@ -120,7 +162,10 @@ function provider(backend: BenchBackend, metrics: boolean): ProviderDeclaration 
       providerKind: 'self_hosted',
       backendKind: 'local',
       models: [{ name: MODEL, capabilities: ['text_generation'] }],
-      auth: { strategy: 'bearer_token', secretRef: { name: `${backend.name}-credential`, namespace: 'grid-system', key: 'token' } },
+      auth: {
+        strategy: 'bearer_token',
+        secretRef: { name: `${backend.name}-credential`, namespace: 'grid-system', key: 'token' },
+      },
       siteSelector: { matchLabels: { 'grid.praxis.fast/provider-site': backend.site } },
       // Probed every second, as the fast profile probes SWIM members: the kill case reads how many probe periods a dead
       // backend takes to leave the overlay.
@@ -137,30 +182,32 @@ function provider(backend: BenchBackend, metrics: boolean): ProviderDeclaration 
  * selection group (under geographyFirst the remote sites would only be a fallback behind east's own).
  */
 export function benchDeclaration(policy: Policy): GridDeclaration {
-  const sites: SiteDeclaration[] = SITES.map((site, i): SiteDeclaration => ({
-    name: site,
-    region: `us-${site}-1`,
-    zone: `us-${site}-1a`,
-    labels: { 'grid.praxis.fast/provider-site': site },
-    ...(i === 0 ? {} : { seeds: [GOSSIP(SITES[0])] }),
-    gossipAddress: GOSSIP(site),
-    gossipService: { type: 'LoadBalancer' },
-    gatewayEndpoint: { address: `${GATEWAY(site)}:8443`, tls: { mode: 'Mutual', serverName: GATEWAY(site) } },
-    // Pins of a PKI that is not here: the local grid pins every gateway to the certificate its own PKI issued.
-    trust: { canonicalFingerprints: [String(i + 5).repeat(64)] },
-    providerGateway: { trustedPeers: consumerIdentity, exposure: { type: 'LoadBalancer' } },
-    providers: BACKENDS.filter((b) => b.site === site).map((b) => provider(b, policy.metrics)),
-    ...(site === CONSUMER_SITE
-      ? {
-          consumerGateway: {
-            // One replica: local_load and session bindings are per replica.
-            replicas: 1,
-            ...(policy.localLoad ? { localLoad: 'two_choices' as const } : {}),
-            ...(policy.sessionAffinity ? { sessionAffinity: { header: SESSION_HEADER } } : {}),
-          },
-        }
-      : {}),
-  }));
+  const sites: SiteDeclaration[] = SITES.map(
+    (site, i): SiteDeclaration => ({
+      name: site,
+      region: `us-${site}-1`,
+      zone: `us-${site}-1a`,
+      labels: { 'grid.praxis.fast/provider-site': site },
+      ...(i === 0 ? {} : { seeds: [GOSSIP(SITES[0])] }),
+      gossipAddress: GOSSIP(site),
+      gossipService: { type: 'LoadBalancer' },
+      gatewayEndpoint: { address: `${GATEWAY(site)}:8443`, tls: { mode: 'Mutual', serverName: GATEWAY(site) } },
+      // Pins of a PKI that is not here: the local grid pins every gateway to the certificate its own PKI issued.
+      trust: { canonicalFingerprints: [String(i + 5).repeat(64)] },
+      providerGateway: { trustedPeers: consumerIdentity, exposure: { type: 'LoadBalancer' } },
+      providers: BACKENDS.filter((b) => b.site === site).map((b) => provider(b, policy.metrics)),
+      ...(site === CONSUMER_SITE
+        ? {
+            consumerGateway: {
+              // One replica: local_load and session bindings are per replica.
+              replicas: 1,
+              ...(policy.localLoad ? { localLoad: 'two_choices' as const } : {}),
+              ...(policy.sessionAffinity ? { sessionAffinity: { header: SESSION_HEADER } } : {}),
+            },
+          }
+        : {}),
+    }),
+  );
   return {
     ...(exampleGrid.image === undefined ? {} : { image: exampleGrid.image }),
     network: {

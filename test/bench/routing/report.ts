@@ -51,7 +51,15 @@ export interface WindowSummary {
   readonly shares: Record<string, number>;
 }
 
-export function summarize(policy: string, load: number, rate: number, outcomes: readonly RequestOutcome[], warmMs: number, counters: FleetCounters, windowMs: number): WindowSummary {
+export function summarize(
+  policy: string,
+  load: number,
+  rate: number,
+  outcomes: readonly RequestOutcome[],
+  warmMs: number,
+  counters: FleetCounters,
+  windowMs: number,
+): WindowSummary {
   const measured = outcomes.filter((o) => o.sentAtMs >= warmMs);
   const ok = measured.filter((o) => o.ok);
   const shares: Record<string, number> = {};
@@ -61,10 +69,22 @@ export function summarize(policy: string, load: number, rate: number, outcomes: 
     load,
     rate,
     requests: measured.length,
-    ttftP50: percentile(ok.flatMap((o) => (o.ttftMs === undefined ? [] : [o.ttftMs])), 50),
-    ttftP99: percentile(ok.flatMap((o) => (o.ttftMs === undefined ? [] : [o.ttftMs])), 99),
-    e2eP50: percentile(ok.flatMap((o) => (o.e2eMs === undefined ? [] : [o.e2eMs])), 50),
-    e2eP99: percentile(ok.flatMap((o) => (o.e2eMs === undefined ? [] : [o.e2eMs])), 99),
+    ttftP50: percentile(
+      ok.flatMap((o) => (o.ttftMs === undefined ? [] : [o.ttftMs])),
+      50,
+    ),
+    ttftP99: percentile(
+      ok.flatMap((o) => (o.ttftMs === undefined ? [] : [o.ttftMs])),
+      99,
+    ),
+    e2eP50: percentile(
+      ok.flatMap((o) => (o.e2eMs === undefined ? [] : [o.e2eMs])),
+      50,
+    ),
+    e2eP99: percentile(
+      ok.flatMap((o) => (o.e2eMs === undefined ? [] : [o.e2eMs])),
+      99,
+    ),
     tokensPerSecond: counters.generationTokens / (windowMs / 1000),
     prefixHitRate: counters.prefixQueries === 0 ? 0 : counters.prefixHits / counters.prefixQueries,
     failed: measured.length - ok.length,
@@ -76,9 +96,13 @@ const ms = (v: number): string => (Number.isFinite(v) ? `${Math.round(v)}` : '-'
 
 /** One row per policy and load: the table the bench prints and BENCHMARKS.md quotes. */
 export function formatTable(rows: readonly WindowSummary[]): string {
-  const header = '| load | policy | req/s | requests | TTFT p50 ms | TTFT p99 ms | e2e p50 ms | e2e p99 ms | output tok/s | prefix hit | failed |';
+  const header =
+    '| load | policy | req/s | requests | TTFT p50 ms | TTFT p99 ms | e2e p50 ms | e2e p99 ms | output tok/s | prefix hit | failed |';
   const rule = '|---|---|---|---|---|---|---|---|---|---|---|';
-  const lines = rows.map((r) => `| ${Math.round(r.load * 100)} % | ${r.policy} | ${r.rate.toFixed(1)} | ${r.requests} | ${ms(r.ttftP50)} | ${ms(r.ttftP99)} | ${ms(r.e2eP50)} | ${ms(r.e2eP99)} | ${r.tokensPerSecond.toFixed(0)} | ${(r.prefixHitRate * 100).toFixed(1)} % | ${r.failed} |`);
+  const lines = rows.map(
+    (r) =>
+      `| ${Math.round(r.load * 100)} % | ${r.policy} | ${r.rate.toFixed(1)} | ${r.requests} | ${ms(r.ttftP50)} | ${ms(r.ttftP99)} | ${ms(r.e2eP50)} | ${ms(r.e2eP99)} | ${r.tokensPerSecond.toFixed(0)} | ${(r.prefixHitRate * 100).toFixed(1)} % | ${r.failed} |`,
+  );
   return [header, rule, ...lines].join('\n');
 }
 
@@ -114,23 +138,42 @@ export function formatRatios(ratios: readonly Ratios[]): string {
   const x = (v: number): string => (Number.isFinite(v) ? `${v.toFixed(2)}x` : '-');
   const header = '| load | policy / round-robin | TTFT p99 | e2e p99 | output tok/s | prefix hit |';
   const rule = '|---|---|---|---|---|---|';
-  return [header, rule, ...ratios.map((r) => `| ${Math.round(r.load * 100)} % | ${r.policy} | ${x(r.ttftP99)} | ${x(r.e2eP99)} | ${x(r.tokensPerSecond)} | ${x(r.prefixHitRate)} |`)].join('\n');
+  return [
+    header,
+    rule,
+    ...ratios.map(
+      (r) =>
+        `| ${Math.round(r.load * 100)} % | ${r.policy} | ${x(r.ttftP99)} | ${x(r.e2eP99)} | ${x(r.tokensPerSecond)} | ${x(r.prefixHitRate)} |`,
+    ),
+  ].join('\n');
 }
 
 export function formatShares(rows: readonly WindowSummary[], backends: readonly string[]): string {
   const header = `| load | policy | ${backends.join(' | ')} |`;
   const rule = `|---|---|${backends.map(() => '---|').join('')}`;
   const pct = (v: number | undefined): string => `${Math.round((v ?? 0) * 100)} %`;
-  return [header, rule, ...rows.map((r) => `| ${Math.round(r.load * 100)} % | ${r.policy} | ${backends.map((b) => pct(r.shares[b])).join(' | ')} |`)].join('\n');
+  return [
+    header,
+    rule,
+    ...rows.map(
+      (r) => `| ${Math.round(r.load * 100)} % | ${r.policy} | ${backends.map((b) => pct(r.shares[b])).join(' | ')} |`,
+    ),
+  ].join('\n');
 }
 
 /**
  * When traffic left a dead backend or site: the send time of the last request after `killedAtMs` (and before `untilMs`)
  * that failed, or the last moment the gateway's retry counter moved, whichever is later; 0 when nothing failed or retried.
  */
-export function movedAfterMs(outcomes: readonly RequestOutcome[], retryTimesMs: readonly number[], killedAtMs: number, untilMs: number): number {
+export function movedAfterMs(
+  outcomes: readonly RequestOutcome[],
+  retryTimesMs: readonly number[],
+  killedAtMs: number,
+  untilMs: number,
+): number {
   let last = killedAtMs;
-  for (const o of outcomes) if (!o.ok && o.sentAtMs >= killedAtMs && o.sentAtMs < untilMs) last = Math.max(last, o.sentAtMs);
+  for (const o of outcomes)
+    if (!o.ok && o.sentAtMs >= killedAtMs && o.sentAtMs < untilMs) last = Math.max(last, o.sentAtMs);
   for (const t of retryTimesMs) if (t >= killedAtMs && t < untilMs) last = Math.max(last, t);
   return last - killedAtMs;
 }

@@ -60,25 +60,33 @@ async function text(url: string): Promise<string> {
 }
 
 /** The fleet's prefix-cache and generation counters, summed over the sims that answer (a killed one counts 0). */
-export async function fleetCounters(grid: LocalGrid, backends: readonly string[] = BACKENDS.map((b) => b.name)): Promise<Record<string, FleetCounters>> {
+export async function fleetCounters(
+  grid: LocalGrid,
+  backends: readonly string[] = BACKENDS.map((b) => b.name),
+): Promise<Record<string, FleetCounters>> {
   const out: Record<string, FleetCounters> = {};
-  await Promise.all(backends.map(async (name) => {
-    try {
-      const t = await text(`http://${grid.sim(name).listenAddress}/metrics`);
-      out[name] = {
-        prefixQueries: metricSum(t, 'vllm:prefix_cache_queries_total'),
-        prefixHits: metricSum(t, 'vllm:prefix_cache_hits_total'),
-        generationTokens: metricSum(t, 'vllm:generation_tokens_total'),
-      };
-    } catch {
-      // A killed sim: its counters are gone with it.
-    }
-  }));
+  await Promise.all(
+    backends.map(async (name) => {
+      try {
+        const t = await text(`http://${grid.sim(name).listenAddress}/metrics`);
+        out[name] = {
+          prefixQueries: metricSum(t, 'vllm:prefix_cache_queries_total'),
+          prefixHits: metricSum(t, 'vllm:prefix_cache_hits_total'),
+          generationTokens: metricSum(t, 'vllm:generation_tokens_total'),
+        };
+      } catch {
+        // A killed sim: its counters are gone with it.
+      }
+    }),
+  );
   return out;
 }
 
 /** The counters' change between two reads, summed over the sims read both times. */
-export function counterDelta(before: Record<string, FleetCounters>, after: Record<string, FleetCounters>): FleetCounters {
+export function counterDelta(
+  before: Record<string, FleetCounters>,
+  after: Record<string, FleetCounters>,
+): FleetCounters {
   let prefixQueries = 0;
   let prefixHits = 0;
   let generationTokens = 0;
@@ -103,7 +111,9 @@ function overlayCandidates(grid: LocalGrid): number {
   const file = sync?.env['OVERLAY_SYNC_OUTPUT'];
   if (file === undefined || !existsSync(file)) return 0;
   try {
-    const doc = JSON.parse(readFileSync(file, 'utf8')) as { overlay?: { candidates?: { kind: string; name: string }[] } };
+    const doc = JSON.parse(readFileSync(file, 'utf8')) as {
+      overlay?: { candidates?: { kind: string; name: string }[] };
+    };
     return (doc.overlay?.candidates ?? []).filter((c) => c.kind === 'inference_model' && c.name === MODEL).length;
   } catch {
     return 0;
@@ -111,12 +121,26 @@ function overlayCandidates(grid: LocalGrid): number {
 }
 
 /** Synthesizes the bench grid under `policy` into `dir`, starts it and waits until every backend is a candidate. */
-export async function startBenchGrid(policy: Policy, dir: string, progress: (m: string) => void = () => undefined): Promise<BenchGrid> {
+export async function startBenchGrid(
+  policy: Policy,
+  dir: string,
+  progress: (m: string) => void = () => undefined,
+): Promise<BenchGrid> {
   const started = performance.now();
   synthGrid(benchDeclaration(policy), join(dir, 'dist'));
-  const grid = await startLocalGrid({ distDir: join(dir, 'dist'), stateDir: join(dir, 'state'), profile: 'fast', readyTimeoutMs: 90_000, progress });
+  const grid = await startLocalGrid({
+    distDir: join(dir, 'dist'),
+    stateDir: join(dir, 'state'),
+    profile: 'fast',
+    readyTimeoutMs: 90_000,
+    progress,
+  });
   try {
-    await waitFor(`all ${BACKENDS.length} backends in the consumer's overlay`, async () => (overlayCandidates(grid) >= BACKENDS.length ? true : undefined), 90_000);
+    await waitFor(
+      `all ${BACKENDS.length} backends in the consumer's overlay`,
+      async () => (overlayCandidates(grid) >= BACKENDS.length ? true : undefined),
+      90_000,
+    );
   } catch (error) {
     await grid.stop();
     throw error;
@@ -136,12 +160,24 @@ function hasContent(chunk: string): boolean {
 }
 
 /** Sends one trace request and follows it to its end; never throws. */
-export async function sendRequest(consumer: string, request: TraceRequest, sessionAffinity: boolean, t0: number, timeoutMs: number): Promise<RequestOutcome> {
+export async function sendRequest(
+  consumer: string,
+  request: TraceRequest,
+  sessionAffinity: boolean,
+  t0: number,
+  timeoutMs: number,
+): Promise<RequestOutcome> {
   const outcome = await follow(consumer, request, sessionAffinity, t0, timeoutMs);
   return { ...outcome, endedAtMs: performance.now() - t0 };
 }
 
-async function follow(consumer: string, request: TraceRequest, sessionAffinity: boolean, t0: number, timeoutMs: number): Promise<Omit<RequestOutcome, 'endedAtMs'>> {
+async function follow(
+  consumer: string,
+  request: TraceRequest,
+  sessionAffinity: boolean,
+  t0: number,
+  timeoutMs: number,
+): Promise<Omit<RequestOutcome, 'endedAtMs'>> {
   const sentAtMs = performance.now() - t0;
   const base = { index: request.index, kind: request.kind, stream: request.stream, sentAtMs };
   const started = performance.now();
@@ -152,19 +188,39 @@ async function follow(consumer: string, request: TraceRequest, sessionAffinity: 
         'content-type': 'application/json',
         ...(sessionAffinity && request.session !== undefined ? { [SESSION_HEADER]: request.session } : {}),
       },
-      body: JSON.stringify({ model: MODEL, messages: request.messages, max_tokens: request.maxTokens, stream: request.stream }),
+      body: JSON.stringify({
+        model: MODEL,
+        messages: request.messages,
+        max_tokens: request.maxTokens,
+        stream: request.stream,
+      }),
       signal: AbortSignal.timeout(timeoutMs),
     });
     const backend = response.headers.get('x-sim-provider') ?? undefined;
     const withBackend = backend === undefined ? {} : { backend };
     if (!response.ok || response.body === null) {
       const body = await response.text().catch(() => '');
-      return { ...base, ...withBackend, status: response.status, ok: false, outputTokens: 0, error: body.slice(0, 200) };
+      return {
+        ...base,
+        ...withBackend,
+        status: response.status,
+        ok: false,
+        outputTokens: 0,
+        error: body.slice(0, 200),
+      };
     }
     if (!request.stream) {
       const body = (await response.json()) as { usage?: { completion_tokens?: number } };
       const ms = performance.now() - started;
-      return { ...base, ...withBackend, status: response.status, ok: true, ttftMs: ms, e2eMs: ms, outputTokens: body.usage?.completion_tokens ?? request.maxTokens };
+      return {
+        ...base,
+        ...withBackend,
+        status: response.status,
+        ok: true,
+        ttftMs: ms,
+        e2eMs: ms,
+        outputTokens: body.usage?.completion_tokens ?? request.maxTokens,
+      };
     }
     let ttftMs: number | undefined;
     let done = false;
@@ -177,8 +233,24 @@ async function follow(consumer: string, request: TraceRequest, sessionAffinity: 
       if (tail.includes('data: [DONE]')) done = true;
     }
     const e2eMs = performance.now() - started;
-    if (!done) return { ...base, ...withBackend, status: response.status, ok: false, outputTokens: 0, error: 'stream ended before [DONE]' };
-    return { ...base, ...withBackend, status: response.status, ok: true, ...(ttftMs === undefined ? {} : { ttftMs }), e2eMs, outputTokens: request.maxTokens };
+    if (!done)
+      return {
+        ...base,
+        ...withBackend,
+        status: response.status,
+        ok: false,
+        outputTokens: 0,
+        error: 'stream ended before [DONE]',
+      };
+    return {
+      ...base,
+      ...withBackend,
+      status: response.status,
+      ok: true,
+      ...(ttftMs === undefined ? {} : { ttftMs }),
+      e2eMs,
+      outputTokens: request.maxTokens,
+    };
   } catch (error) {
     return { ...base, status: 0, ok: false, outputTokens: 0, error: (error as Error).message.slice(0, 200) };
   }
@@ -195,7 +267,11 @@ export interface ReplayOptions {
  * Replays `trace` open loop: each request leaves at its offset whatever the others are doing. Resolves once every
  * request has ended (or timed out) and every `at` action has run.
  */
-export async function replay(bench: BenchGrid, trace: readonly TraceRequest[], options: ReplayOptions): Promise<{ outcomes: RequestOutcome[]; lateP99Ms: number }> {
+export async function replay(
+  bench: BenchGrid,
+  trace: readonly TraceRequest[],
+  options: ReplayOptions,
+): Promise<{ outcomes: RequestOutcome[]; lateP99Ms: number }> {
   const t0 = performance.now();
   const pending: Promise<RequestOutcome>[] = [];
   const late: number[] = [];

@@ -2,7 +2,14 @@
 import { describe, expect, it } from 'vitest';
 import { tokenize } from '../../../daemons/sim/engine/tokenizer.ts';
 import { BACKENDS } from './policies.ts';
-import { backendCapacity, movedAfterMs, percentile, ratiosToRoundRobin, summarize, type WindowSummary } from './report.ts';
+import {
+  backendCapacity,
+  movedAfterMs,
+  percentile,
+  ratiosToRoundRobin,
+  summarize,
+  type WindowSummary,
+} from './report.ts';
 import type { RequestOutcome } from './run.ts';
 import { DEFAULT_SHAPE, buildTrace, meanRequest, reusableShare, simAnswer, words } from './workload.ts';
 import { seededRandom } from '../../../daemons/shared/seeded-random.ts';
@@ -46,7 +53,8 @@ describe('buildTrace', () => {
   it("carries each chat's conversation so far: turn k is turn k-1's messages, the sim's answer, and one user message", () => {
     const trace = buildTrace(shape);
     const bySession = new Map<string, typeof trace>();
-    for (const r of trace.filter((x) => x.kind === 'chat')) bySession.set(r.session!, [...(bySession.get(r.session!) ?? []), r]);
+    for (const r of trace.filter((x) => x.kind === 'chat'))
+      bySession.set(r.session!, [...(bySession.get(r.session!) ?? []), r]);
     let checked = 0;
     for (const turns of bySession.values()) {
       expect(turns.map((t) => t.turn)).toEqual(turns.map((_, i) => i));
@@ -115,11 +123,34 @@ describe('report arithmetic', () => {
     expect(backendCapacity(fast, 500, 36)).toBeCloseTo(1000 / 198.8, 3);
   });
 
-  const outcome = (o: Partial<RequestOutcome> & Pick<RequestOutcome, 'sentAtMs'>): RequestOutcome => ({ index: 0, kind: 'chat', stream: true, endedAtMs: o.sentAtMs + 100, status: 200, ok: true, outputTokens: 10, ttftMs: 50, e2eMs: 100, ...o });
+  const outcome = (o: Partial<RequestOutcome> & Pick<RequestOutcome, 'sentAtMs'>): RequestOutcome => ({
+    index: 0,
+    kind: 'chat',
+    stream: true,
+    endedAtMs: o.sentAtMs + 100,
+    status: 200,
+    ok: true,
+    outputTokens: 10,
+    ttftMs: 50,
+    e2eMs: 100,
+    ...o,
+  });
 
   it('summarizes only the requests sent after the warm-up, failures included in the count', () => {
-    const outcomes = [outcome({ sentAtMs: 10, ttftMs: 9999 }), outcome({ sentAtMs: 2000, backend: 'a' }), outcome({ sentAtMs: 3000, ok: false, status: 502 })];
-    const row = summarize('p', 0.8, 10, outcomes, 1000, { prefixQueries: 200, prefixHits: 50, generationTokens: 400 }, 2000);
+    const outcomes = [
+      outcome({ sentAtMs: 10, ttftMs: 9999 }),
+      outcome({ sentAtMs: 2000, backend: 'a' }),
+      outcome({ sentAtMs: 3000, ok: false, status: 502 }),
+    ];
+    const row = summarize(
+      'p',
+      0.8,
+      10,
+      outcomes,
+      1000,
+      { prefixQueries: 200, prefixHits: 50, generationTokens: 400 },
+      2000,
+    );
     expect(row.requests).toBe(2);
     expect(row.failed).toBe(1);
     expect(row.ttftP99).toBe(50);
@@ -129,14 +160,36 @@ describe('report arithmetic', () => {
   });
 
   it('ratios are against round-robin at the same load', () => {
-    const row = (policy: string, load: number, ttftP99: number): WindowSummary => ({ policy, load, rate: 1, requests: 1, ttftP50: 1, ttftP99, e2eP50: 1, e2eP99: 1, tokensPerSecond: 10, prefixHitRate: 0.2, failed: 0, shares: {} });
-    const ratios = ratiosToRoundRobin([row('round-robin', 0.5, 100), row('round-robin', 0.8, 400), row('grid', 0.8, 100), row('grid', 0.5, 100)]);
+    const row = (policy: string, load: number, ttftP99: number): WindowSummary => ({
+      policy,
+      load,
+      rate: 1,
+      requests: 1,
+      ttftP50: 1,
+      ttftP99,
+      e2eP50: 1,
+      e2eP99: 1,
+      tokensPerSecond: 10,
+      prefixHitRate: 0.2,
+      failed: 0,
+      shares: {},
+    });
+    const ratios = ratiosToRoundRobin([
+      row('round-robin', 0.5, 100),
+      row('round-robin', 0.8, 400),
+      row('grid', 0.8, 100),
+      row('grid', 0.5, 100),
+    ]);
     expect(ratios.find((r) => r.load === 0.8)!.ttftP99).toBe(0.25);
     expect(ratios.find((r) => r.load === 0.5)!.ttftP99).toBe(1);
   });
 
   it('traffic has moved after the last failure or retry since the kill', () => {
-    const outcomes = [outcome({ sentAtMs: 900, ok: false }), outcome({ sentAtMs: 1500, ok: false }), outcome({ sentAtMs: 2500 })];
+    const outcomes = [
+      outcome({ sentAtMs: 900, ok: false }),
+      outcome({ sentAtMs: 1500, ok: false }),
+      outcome({ sentAtMs: 2500 }),
+    ];
     expect(movedAfterMs(outcomes, [1800], 1000, 5000)).toBe(800);
     expect(movedAfterMs(outcomes, [], 1000, 5000)).toBe(500);
     expect(movedAfterMs([], [], 1000, 5000)).toBe(0);

@@ -123,8 +123,10 @@ interface OpenChat {
  * the shared few), so chats interleave as real users' do.
  */
 export function buildTrace(shape: WorkloadShape): TraceRequest[] {
-  if (!(shape.rate > 0) || !(shape.durationMs > 0)) throw new RangeError(`rate and durationMs must be positive, got ${shape.rate} and ${shape.durationMs}`);
-  if (shape.longShare < 0 || shape.shortShare < 0 || shape.longShare + shape.shortShare > 1) throw new RangeError('longShare and shortShare must be fractions that sum to at most 1');
+  if (!(shape.rate > 0) || !(shape.durationMs > 0))
+    throw new RangeError(`rate and durationMs must be positive, got ${shape.rate} and ${shape.durationMs}`);
+  if (shape.longShare < 0 || shape.shortShare < 0 || shape.longShare + shape.shortShare > 1)
+    throw new RangeError('longShare and shortShare must be fractions that sum to at most 1');
   const random = seededRandom(shape.seed);
   // The system prompts come from their own stream, so they are the same at every rate of one seed.
   const promptRandom = seededRandom(shape.seed ^ 0x5f3759df);
@@ -146,12 +148,28 @@ export function buildTrace(shape: WorkloadShape): TraceRequest[] {
       const kind: RequestKind = draw < shape.longShare ? 'long' : 'short';
       const n = between(random, kind === 'long' ? shape.longWords : shape.shortWords);
       const l = label(kind, index);
-      trace.push({ index, atMs, kind, messages: [{ role: 'user', content: `${l.text} ${words(random, n)}` }], maxTokens, promptWords: n + l.tokens, systemWords: 0, stream });
+      trace.push({
+        index,
+        atMs,
+        kind,
+        messages: [{ role: 'user', content: `${l.text} ${words(random, n)}` }],
+        maxTokens,
+        promptWords: n + l.tokens,
+        systemWords: 0,
+        stream,
+      });
     } else {
       let chat = open.filter((c) => atMs - c.lastAtMs >= shape.thinkMs).sort((a, b) => a.lastAtMs - b.lastAtMs)[0];
       if (chat === undefined) {
         const system = systems[Math.floor(random() * systems.length)]!;
-        chat = { session: `chat-${shape.seed}-${chats++}`, turns: between(random, shape.turnsPerChat), messages: [{ role: 'system', content: system.content }], promptWords: [system.words], next: 0, lastAtMs: atMs };
+        chat = {
+          session: `chat-${shape.seed}-${chats++}`,
+          turns: between(random, shape.turnsPerChat),
+          messages: [{ role: 'system', content: system.content }],
+          promptWords: [system.words],
+          next: 0,
+          lastAtMs: atMs,
+        };
         open.push(chat);
       }
       const n = between(random, shape.userWords);
@@ -186,7 +204,11 @@ export function buildTrace(shape: WorkloadShape): TraceRequest[] {
  * Mean prompt words (in all, and less the shared system prompt) and output tokens of a shape's requests, from a long
  * trace of it (for the capacity).
  */
-export function meanRequest(shape: Omit<WorkloadShape, 'rate' | 'durationMs'>): { promptTokens: number; unsharedPromptTokens: number; outputTokens: number } {
+export function meanRequest(shape: Omit<WorkloadShape, 'rate' | 'durationMs'>): {
+  promptTokens: number;
+  unsharedPromptTokens: number;
+  outputTokens: number;
+} {
   const trace = buildTrace({ ...shape, rate: 10, durationMs: 600_000 });
   const n = trace.length;
   return {

@@ -6,7 +6,16 @@ import type { ServingEntry, SiteSample, SiteView } from '../../../daemons/gatewa
 export { seededRandom as seeded } from '../../../daemons/shared/seeded-random.ts';
 
 export function entry(site: string, overrides: Partial<ServingEntry> = {}): ServingEntry {
-  return { site, provider: `p-${site}`, models: ['m'], cluster: `c-${site}`, admission: 'all', ready: true, local: false, ...overrides };
+  return {
+    site,
+    provider: `p-${site}`,
+    models: ['m'],
+    cluster: `c-${site}`,
+    admission: 'all',
+    ready: true,
+    local: false,
+    ...overrides,
+  };
 }
 
 /** A SiteView whose serving config and samples the test sets; `publish` delivers a sample like the poller does. */
@@ -45,7 +54,10 @@ export class MemorySiteView implements SiteView {
 const CHI_SQUARE_95: Record<number, number> = { 1: 3.841, 2: 5.991, 3: 7.815, 4: 9.488 };
 
 /** Pearson's statistic of observed counts against expected shares, and whether it passes at alpha 0.05. */
-export function chiSquare(observed: readonly number[], shares: readonly number[]): { statistic: number; critical: number; passes: boolean } {
+export function chiSquare(
+  observed: readonly number[],
+  shares: readonly number[],
+): { statistic: number; critical: number; passes: boolean } {
   const total = observed.reduce((a, b) => a + b, 0);
   let statistic = 0;
   let categories = 0;
@@ -81,7 +93,10 @@ export function twoChoicesShares(weights: readonly number[], rhos: readonly numb
 }
 
 /** "two are picked between weighted by ceiling over 1 + rho", each share bounded to 0.1..0.9. */
-export function betweenTwoShares(weights: readonly [number, number], rhos: readonly [number, number]): [number, number] {
+export function betweenTwoShares(
+  weights: readonly [number, number],
+  rhos: readonly [number, number],
+): [number, number] {
   const rate = (i: 0 | 1): number => weights[i] / (1 + rhos[i]);
   const first = Math.min(0.9, Math.max(0.1, rate(0) / (rate(0) + rate(1))));
   return [first, 1 - first];

@@ -32,7 +32,15 @@ describe('gateway with a serving config', () => {
       logger: capturingLogger().logger,
       processMetrics: false,
       overlayPollIntervalMs: 0,
-      serving: { file: servingPath, tls: { caFile: join(dirs.dir, 'none', 'ca.crt'), certFile: join(dirs.dir, 'none', 'tls.crt'), keyFile: join(dirs.dir, 'none', 'tls.key') }, filePollIntervalMs: 50 },
+      serving: {
+        file: servingPath,
+        tls: {
+          caFile: join(dirs.dir, 'none', 'ca.crt'),
+          certFile: join(dirs.dir, 'none', 'tls.crt'),
+          keyFile: join(dirs.dir, 'none', 'tls.key'),
+        },
+        filePollIntervalMs: 50,
+      },
     });
     const admin = `http://127.0.0.1:${gateway.adminPort}`;
     expect(gateway.siteView).toBeDefined();
@@ -41,31 +49,48 @@ describe('gateway with a serving config', () => {
 
     const document = buildServingDocument(
       { gateway: 'edge', namespace: 'grid-system' },
-      { network: 'grid', local_site: 'west', sites: [{ site: 'west' }], entries: [{ site: 'west', provider: 'llm-a', models: ['m1'], cluster: 'llm-a', admission: 'all', ready: true }] },
+      {
+        network: 'grid',
+        local_site: 'west',
+        sites: [{ site: 'west' }],
+        entries: [{ site: 'west', provider: 'llm-a', models: ['m1'], cluster: 'llm-a', admission: 'all', ready: true }],
+      },
       '2026-12-01T00:00:00Z',
     );
     await writeRaw(servingPath, serializeServing(document));
-    await waitFor('the serving config accepted', () => (gateway!.siteView!.revision() === document.revision.value ? true : undefined));
+    await waitFor('the serving config accepted', () =>
+      gateway!.siteView!.revision() === document.revision.value ? true : undefined,
+    );
     expect(gateway.isReady()).toBe(true);
     expect((await fetch(`${admin}/readyz`)).status).toBe(200);
-    expect(gateway.siteView!.entries('m1')).toEqual([{ site: 'west', provider: 'llm-a', models: ['m1'], cluster: 'llm-a', admission: 'all', ready: true, local: true }]);
+    expect(gateway.siteView!.entries('m1')).toEqual([
+      { site: 'west', provider: 'llm-a', models: ['m1'], cluster: 'llm-a', admission: 'all', ready: true, local: true },
+    ]);
     const metrics = await (await fetch(`${admin}/metrics`)).text();
     expect(metrics).toContain(`grid_serving_config_accepted_revision{revision="${document.revision.value}"} 1`);
   });
 
-  it('without serving options there is no SiteView and readiness is the overlay\'s alone', async () => {
+  it("without serving options there is no SiteView and readiness is the overlay's alone", async () => {
     const dirs = await tempDir('gateway-no-serving');
     cleanup = dirs.cleanup;
     const overlayPath = join(dirs.dir, 'routing-overlay.json');
     await writeOverlay(overlayPath, payload([candidate('m1', 'west', 'llm-a')]));
-    gateway = await startGateway(resolveConfig(consumerConfig({ overlayPath, clusters: [{ name: 'llm-a', endpoints: ['127.0.0.1:9'] }] }), 'consumer.json'), {
-      configDir: dirs.dir,
-      logger: capturingLogger().logger,
-      processMetrics: false,
-      overlayPollIntervalMs: 0,
-    });
+    gateway = await startGateway(
+      resolveConfig(
+        consumerConfig({ overlayPath, clusters: [{ name: 'llm-a', endpoints: ['127.0.0.1:9'] }] }),
+        'consumer.json',
+      ),
+      {
+        configDir: dirs.dir,
+        logger: capturingLogger().logger,
+        processMetrics: false,
+        overlayPollIntervalMs: 0,
+      },
+    );
     expect(gateway.siteView).toBeUndefined();
     expect(gateway.isReady()).toBe(true);
-    expect(await (await fetch(`http://127.0.0.1:${gateway.adminPort}/metrics`)).text()).not.toContain('grid_serving_config');
+    expect(await (await fetch(`http://127.0.0.1:${gateway.adminPort}/metrics`)).text()).not.toContain(
+      'grid_serving_config',
+    );
   });
 });

@@ -5,7 +5,13 @@ import { pickByCapacity, pickWithRoom, shouldShed } from '../../../daemons/gatew
 import type { SiteOption } from '../../../daemons/gateway/site-route/site-choice.ts';
 import { betweenTwoShares, chiSquare, seeded, twoChoicesShares } from './fixtures.ts';
 
-const option = (site: string, weight: number, rho: number | undefined, queue?: number, full?: boolean): SiteOption => ({ site, weight, rho, queue, full });
+const option = (site: string, weight: number, rho: number | undefined, queue?: number, full?: boolean): SiteOption => ({
+  site,
+  weight,
+  rho,
+  queue,
+  full,
+});
 
 function tally(n: number, draw: () => number, sites: number): number[] {
   const counts = Array<number>(sites).fill(0);
@@ -29,7 +35,9 @@ describe('pickWithRoom', () => {
   it('an exact rho tie goes to the first draw', () => {
     // Draw 0.1 lands on a, then 0.9 lands on c among b and c: tied rho, a is kept.
     const draws = [0.1, 0.9];
-    expect(pickWithRoom([option('a', 10, 0.5), option('b', 10, 0.5), option('c', 10, 0.5)], () => draws.shift()!).index).toBe(0);
+    expect(
+      pickWithRoom([option('a', 10, 0.5), option('b', 10, 0.5), option('c', 10, 0.5)], () => draws.shift()!).index,
+    ).toBe(0);
   });
 
   it.each([
@@ -41,7 +49,10 @@ describe('pickWithRoom', () => {
     const random = seeded(42);
     const counts = tally(3000, () => pickWithRoom(room, random).index, w.length);
     const result = chiSquare(counts, twoChoicesShares(w, rho));
-    expect(result.passes, `chi-square ${result.statistic.toFixed(2)} >= ${result.critical} for ${JSON.stringify(counts)}`).toBe(true);
+    expect(
+      result.passes,
+      `chi-square ${result.statistic.toFixed(2)} >= ${result.critical} for ${JSON.stringify(counts)}`,
+    ).toBe(true);
   });
 
   it.each([
@@ -54,7 +65,10 @@ describe('pickWithRoom', () => {
     const counts = tally(2000, () => pickWithRoom(room, random).index, 2);
     expect(pickWithRoom(room, random).path).toBe('between_two');
     const result = chiSquare(counts, betweenTwoShares(w, rho));
-    expect(result.passes, `chi-square ${result.statistic.toFixed(2)} >= ${result.critical} for ${JSON.stringify(counts)}`).toBe(true);
+    expect(
+      result.passes,
+      `chi-square ${result.statistic.toFixed(2)} >= ${result.critical} for ${JSON.stringify(counts)}`,
+    ).toBe(true);
   });
 
   it('the chi-square check can fail: plain ceiling shares are rejected for a pair whose rho differ', () => {
@@ -67,7 +81,12 @@ describe('pickWithRoom', () => {
 
 describe('pickByCapacity', () => {
   it('"With no site that has room, the pick is by ceiling among the sites not full, tied on the best queue depth"', () => {
-    const healthy = [option('a', 50, 1.2, 3, true), option('b', 10, 1.1, 1, false), option('c', 30, 1.1, 1, false), option('d', 90, 1.3, 2, false)];
+    const healthy = [
+      option('a', 50, 1.2, 3, true),
+      option('b', 10, 1.1, 1, false),
+      option('c', 30, 1.1, 1, false),
+      option('d', 90, 1.3, 2, false),
+    ];
     const random = seeded(3);
     const counts = tally(2000, () => pickByCapacity(healthy, random), 4);
     expect(counts[0]).toBe(0);
@@ -78,19 +97,53 @@ describe('pickByCapacity', () => {
   it('with every site full, the full ones are the field; a site without a queue reading sorts after every site with one', () => {
     const random = seeded(4);
     expect(pickByCapacity([option('a', 10, 1.5, undefined, true), option('b', 10, 1.5, 4, true)], random)).toBe(1);
-    expect(tally(200, () => pickByCapacity([option('a', 10, undefined), option('b', 10, undefined)], random), 2).every((c) => c > 50)).toBe(true);
+    expect(
+      tally(200, () => pickByCapacity([option('a', 10, undefined), option('b', 10, undefined)], random), 2).every(
+        (c) => c > 50,
+      ),
+    ).toBe(true);
   });
 });
 
 describe('shouldShed', () => {
   const site = (full: boolean | undefined, relieved: boolean | undefined) => ({ full, relieved });
   it.each([
-    ['shedding is off by default: "availability.shedding is the one switch, off by default"', false, [site(true, false)], false, false],
-    ['"a model sheds once every healthy site serving it has been at its ceiling with work waiting for full_after_ms"', false, [site(true, false), site(true, false)], true, true],
+    [
+      'shedding is off by default: "availability.shedding is the one switch, off by default"',
+      false,
+      [site(true, false)],
+      false,
+      false,
+    ],
+    [
+      '"a model sheds once every healthy site serving it has been at its ceiling with work waiting for full_after_ms"',
+      false,
+      [site(true, false), site(true, false)],
+      true,
+      true,
+    ],
     ['one site not full: no shedding', false, [site(true, false), site(false, false)], true, false],
-    ['a shed model stays shed while no site is relieved (no flap on a dip)', true, [site(false, false), site(true, false)], true, true],
-    ['"routes again once no sample from a site has shown that for room_after_ms"', true, [site(false, true), site(true, false)], true, false],
-    ['a site that cannot be judged (no queue published) takes the overflow', false, [site(true, false), site(undefined, undefined)], true, false],
+    [
+      'a shed model stays shed while no site is relieved (no flap on a dip)',
+      true,
+      [site(false, false), site(true, false)],
+      true,
+      true,
+    ],
+    [
+      '"routes again once no sample from a site has shown that for room_after_ms"',
+      true,
+      [site(false, true), site(true, false)],
+      true,
+      false,
+    ],
+    [
+      'a site that cannot be judged (no queue published) takes the overflow',
+      false,
+      [site(true, false), site(undefined, undefined)],
+      true,
+      false,
+    ],
     ['no healthy site: nothing to shed (that is a 503)', false, [], true, false],
   ] as const)('%s', (_rule, previously, sites, on, expected) => {
     expect(shouldShed(previously, sites, on)).toBe(expected);

@@ -9,7 +9,10 @@ import type { Decision } from '../../../daemons/gateway/site-route/site-router.t
 import type { SiteSample } from '../../../daemons/gateway/site-route/site-view.ts';
 import { MemorySiteView, chiSquare, entry, seeded, twoChoicesShares } from './fixtures.ts';
 
-function setup(entries = [entry('a'), entry('b'), entry('c')], options: { shedding?: boolean; down?: string[]; exploration?: number } = {}) {
+function setup(
+  entries = [entry('a'), entry('b'), entry('c')],
+  options: { shedding?: boolean; down?: string[]; exploration?: number } = {},
+) {
   const view = new MemorySiteView(entries);
   let now = 100_000;
   const registry = new Registry();
@@ -17,14 +20,23 @@ function setup(entries = [entry('a'), entry('b'), entry('c')], options: { sheddi
   const down = new Set(options.down ?? []);
   const router = new SiteRouter({
     view,
-    config: { availability: { shedding: options.shedding ?? false }, prefix_affinity: { exploration: options.exploration ?? 0 } },
+    config: {
+      availability: { shedding: options.shedding ?? false },
+      prefix_affinity: { exploration: options.exploration ?? 0 },
+    },
     isClusterAvailable: (c) => !down.has(c),
     metrics,
     nowMs: () => now,
     random: seeded(11),
   });
   const publish = (site: string, inFlight?: number, waiting?: number, readyEndpoints = 1): void => {
-    const sample: SiteSample = { site, atMs: now, readyEndpoints, ...(inFlight === undefined ? {} : { inFlight }), ...(waiting === undefined ? {} : { waiting }) };
+    const sample: SiteSample = {
+      site,
+      atMs: now,
+      readyEndpoints,
+      ...(inFlight === undefined ? {} : { inFlight }),
+      ...(waiting === undefined ? {} : { waiting }),
+    };
     view.publish(sample);
   };
   return { view, router, registry, publish, down, advance: (ms: number) => (now += ms), now: () => now };
@@ -57,9 +69,18 @@ describe('SiteRouter.decide', () => {
   });
 
   it.each([
-    ['"A site that is not ready ... is chosen only when no healthy site is left" (zero ready endpoints)', (t: ReturnType<typeof setup>) => t.publish('a', 0, 0, 0)],
-    ['"... or whose cluster praxis reports with no healthy endpoint" (cluster backing off)', (t: ReturnType<typeof setup>) => t.down.add('c-a')],
-    ['an entry the operator last saw not ready', (t: ReturnType<typeof setup>) => t.view.entriesList.splice(0, 1, entry('a', { ready: false }))],
+    [
+      '"A site that is not ready ... is chosen only when no healthy site is left" (zero ready endpoints)',
+      (t: ReturnType<typeof setup>) => t.publish('a', 0, 0, 0),
+    ],
+    [
+      '"... or whose cluster praxis reports with no healthy endpoint" (cluster backing off)',
+      (t: ReturnType<typeof setup>) => t.down.add('c-a'),
+    ],
+    [
+      'an entry the operator last saw not ready',
+      (t: ReturnType<typeof setup>) => t.view.entriesList.splice(0, 1, entry('a', { ready: false })),
+    ],
   ])('%s', (_rule, demote) => {
     const t = setup([entry('a'), entry('b')]);
     t.publish('a', 1, 0);
@@ -101,9 +122,15 @@ describe('SiteRouter.decide', () => {
     p2('b', 5, 0);
     p2('c', 6, 0);
     const learned = ['a', 'b', 'c'].map((s) => r2.learned(s)!);
-    const shares = twoChoicesShares(learned.map((l) => l.ceiling!), learned.map((l) => l.rho!));
+    const shares = twoChoicesShares(
+      learned.map((l) => l.ceiling!),
+      learned.map((l) => l.rho!),
+    );
     const counts = count(900, () => r2.decide('m', undefined));
-    const result = chiSquare(['a', 'b', 'c'].map((s) => counts[s] ?? 0), shares);
+    const result = chiSquare(
+      ['a', 'b', 'c'].map((s) => counts[s] ?? 0),
+      shares,
+    );
     expect(result.passes, `${JSON.stringify(counts)} vs ${JSON.stringify(shares)}: ${result.statistic}`).toBe(true);
   });
 });
@@ -118,13 +145,17 @@ describe('local_load: own in-flight since each sample', () => {
     const load = new CandidateLoad();
     const router = new SiteRouter({
       view,
-      config: { prefix_affinity: { enabled: false }, ...(localLoad ? { local_load: { mode: 'two_choices' as const } } : {}) },
+      config: {
+        prefix_affinity: { enabled: false },
+        ...(localLoad ? { local_load: { mode: 'two_choices' as const } } : {}),
+      },
       isClusterAvailable: () => true,
       load,
       nowMs: () => 100_000,
       random: seeded(5),
     });
-    for (const s of ['a', 'b', 'c']) view.publish({ site: s, atMs: 100_000, inFlight: 0, waiting: 0, readyEndpoints: 1 });
+    for (const s of ['a', 'b', 'c'])
+      view.publish({ site: s, atMs: 100_000, inFlight: 0, waiting: 0, readyEndpoints: 1 });
     const counts: Record<string, number> = {};
     const held: LoadHolder[] = [];
     for (let i = 0; i < n; i++) {
@@ -144,7 +175,7 @@ describe('local_load: own in-flight since each sample', () => {
     expect(counts['a']).toBeGreaterThan(70);
   });
 
-  it('on: the held requests raise that site\'s rho now, so two choices move the burst to the others', () => {
+  it("on: the held requests raise that site's rho now, so two choices move the burst to the others", () => {
     const { counts, router } = burst(true, 300);
     // Any draw pair with a and another site takes the other (a's rho is above theirs from its first held request).
     expect(counts['a'] ?? 0).toBeLessThanOrEqual(3);
@@ -167,7 +198,12 @@ describe('local_load: own in-flight since each sample', () => {
 
   it('without local_load in the config the router reads no load, even when given one', () => {
     const load = new CandidateLoad();
-    const router = new SiteRouter({ view: new MemorySiteView([entry('a')]), config: {}, isClusterAvailable: () => true, load });
+    const router = new SiteRouter({
+      view: new MemorySiteView([entry('a')]),
+      config: {},
+      isClusterAvailable: () => true,
+      load,
+    });
     expect(router.load).toBeUndefined();
   });
 });
@@ -193,7 +229,9 @@ describe('shedding', () => {
     const shed = t.router.decide('m', undefined);
     expect(shed).toMatchObject({ kind: 'refused', status: 429, code: 'capacity_exhausted', reason: 'shed' });
     expect(shed.kind === 'refused' && shed.retryAfterSeconds! >= 3 && shed.retryAfterSeconds! <= 7).toBe(true);
-    expect(await t.registry.getSingleMetricAsString('grid_route_shedding')).toContain('grid_route_shedding{model="m"} 1');
+    expect(await t.registry.getSingleMetricAsString('grid_route_shedding')).toContain(
+      'grid_route_shedding{model="m"} 1',
+    );
     // The last congested sample is now; a calm one follows at once, and room comes room_after_ms after the congested one.
     t.publish('a', 20, 10);
     t.publish('a', 5, 0);
@@ -201,7 +239,9 @@ describe('shedding', () => {
     expect(t.router.decide('m', undefined)).toMatchObject({ kind: 'refused', status: 429 });
     t.advance(1);
     expect(t.router.decide('m', undefined)).toMatchObject({ kind: 'routed' });
-    expect(await t.registry.getSingleMetricAsString('grid_route_shedding')).toContain('grid_route_shedding{model="m"} 0');
+    expect(await t.registry.getSingleMetricAsString('grid_route_shedding')).toContain(
+      'grid_route_shedding{model="m"} 0',
+    );
   });
 
   it('a model with a site that publishes no queue never sheds: that site takes the overflow', () => {
@@ -251,8 +291,17 @@ describe('prefix affinity in the decision', () => {
 describe('pinned and new-conversation decisions', () => {
   it('"A site that left the grid answers 404"; "A site still in the grid that admits no new request answers 503 with Retry-After: 5"', () => {
     const t = setup([entry('a', { local: true }), entry('b', { admission: 'none', ready: false })]);
-    expect(t.router.decidePinned('gone', 'm')).toMatchObject({ kind: 'refused', status: 404, reason: 'pinned_site_gone' });
-    expect(t.router.decidePinned('b', 'm')).toMatchObject({ kind: 'refused', status: 503, retryAfterSeconds: 5, reason: 'pinned_site_unavailable' });
+    expect(t.router.decidePinned('gone', 'm')).toMatchObject({
+      kind: 'refused',
+      status: 404,
+      reason: 'pinned_site_gone',
+    });
+    expect(t.router.decidePinned('b', 'm')).toMatchObject({
+      kind: 'refused',
+      status: 503,
+      retryAfterSeconds: 5,
+      reason: 'pinned_site_unavailable',
+    });
   });
   it('a pinned request goes to its site even when that site has no room; without a model, to any entry of the site', () => {
     const t = setup([entry('a', { local: true }), entry('b', { models: ['m', 'n'] })]);

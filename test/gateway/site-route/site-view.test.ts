@@ -26,10 +26,25 @@ import {
 import { capturingLogger } from '../../gossip-operator/helpers.ts';
 import { tempDir, waitFor, writeRaw } from '../helpers.ts';
 
-const row = (provider: string, signals: PeerSignalRow['signals'], age = 200): PeerSignalRow => ({ provider, age_ms: age, generation: 1, signals });
-const doc = (site: string, rows: PeerSignalRow[], network = 'grid'): PeerSignalsDocument => ({ schema_version: '1.0', site, network, rows });
+const row = (provider: string, signals: PeerSignalRow['signals'], age = 200): PeerSignalRow => ({
+  provider,
+  age_ms: age,
+  generation: 1,
+  signals,
+});
+const doc = (site: string, rows: PeerSignalRow[], network = 'grid'): PeerSignalsDocument => ({
+  schema_version: '1.0',
+  site,
+  network,
+  rows,
+});
 
-function entry(site: string, provider: string, models: string[], extra: Partial<ServingConfigEntry> = {}): ServingConfigEntry {
+function entry(
+  site: string,
+  provider: string,
+  models: string[],
+  extra: Partial<ServingConfigEntry> = {},
+): ServingConfigEntry {
   return { site, provider, models, cluster: `${provider}-cluster`, admission: 'all', ready: true, ...extra };
 }
 
@@ -44,7 +59,8 @@ describe('SiteView: serving config and site signals over mTLS', () => {
   beforeAll(async () => {
     ca = await createCertificateAuthority({ commonName: 'grid ca' });
     otherCa = await createCertificateAuthority({ commonName: 'not the grid ca' });
-    for (const site of ['west', 'east', 'north']) siteCerts.set(site, await createSiteCertificate(ca, { commonName: site, organization: 'grid' }));
+    for (const site of ['west', 'east', 'north'])
+      siteCerts.set(site, await createSiteCertificate(ca, { commonName: site, organization: 'grid' }));
     gatewayCert = await createClientCertificate(ca, { commonName: 'west-consumer', organization: 'grid-west' });
     foreignCert = await createClientCertificate(otherCa, { commonName: 'west-consumer', organization: 'grid-west' });
   }, 60_000);
@@ -74,13 +90,26 @@ describe('SiteView: serving config and site signals over mTLS', () => {
     return { file: join(dir, 'serving', 'serving-config.json'), tlsDir };
   }
 
-  async function writeServing(file: string, sites: ServingSite[], entries: ServingConfigEntry[], localSite = 'west'): Promise<string> {
-    const document = buildServingDocument({ gateway: 'edge', namespace: 'grid-system' }, { network: 'grid', local_site: localSite, sites, entries }, '2026-12-01T00:00:00Z');
+  async function writeServing(
+    file: string,
+    sites: ServingSite[],
+    entries: ServingConfigEntry[],
+    localSite = 'west',
+  ): Promise<string> {
+    const document = buildServingDocument(
+      { gateway: 'edge', namespace: 'grid-system' },
+      { network: 'grid', local_site: localSite, sites, entries },
+      '2026-12-01T00:00:00Z',
+    );
     await writeRaw(file, serializeServing(document));
     return document.revision.value;
   }
 
-  async function startView(file: string, tlsDir: string, options: { pollIntervalMs?: number; staleAfterMs?: number } = {}) {
+  async function startView(
+    file: string,
+    tlsDir: string,
+    options: { pollIntervalMs?: number; staleAfterMs?: number } = {},
+  ) {
     const log = capturingLogger();
     const registry = new Registry();
     const service: SiteViewService = createSiteViewService(
@@ -103,17 +132,30 @@ describe('SiteView: serving config and site signals over mTLS', () => {
     const east = await operatorEndpoint('east');
     const north = await operatorEndpoint('north');
     west.state.answer = doc('west', [
-      row('llm-a', { healthy: true, running_per_endpoint: 3, waiting_per_endpoint: 1, ready_endpoints: 2, flow_control_held: 4 }),
+      row('llm-a', {
+        healthy: true,
+        running_per_endpoint: 3,
+        waiting_per_endpoint: 1,
+        ready_endpoints: 2,
+        flow_control_held: 4,
+      }),
       // Not in this gateway's serving config: says nothing about room for its requests.
       row('llm-other', { healthy: true, running_per_endpoint: 50, waiting_per_endpoint: 50, ready_endpoints: 9 }),
     ]);
-    east.state.answer = doc('east', [row('llm-b', { healthy: true, running_per_endpoint: 0, waiting_per_endpoint: 0, ready_endpoints: 0 })]);
+    east.state.answer = doc('east', [
+      row('llm-b', { healthy: true, running_per_endpoint: 0, waiting_per_endpoint: 0, ready_endpoints: 0 }),
+    ]);
     // A site whose EPP publishes no pool series (vLLM's own /metrics): every signal missing, none zero.
     north.state.answer = doc('north', [row('llm-c', { healthy: true, queue_depth: 0.2 })]);
     const { file, tlsDir } = await gatewayFiles();
     const revision = await writeServing(
       file,
-      [{ site: 'east', signals_address: east.address }, { site: 'north', signals_address: north.address }, { site: 'quiet' }, { site: 'west', signals_address: west.address }],
+      [
+        { site: 'east', signals_address: east.address },
+        { site: 'north', signals_address: north.address },
+        { site: 'quiet' },
+        { site: 'west', signals_address: west.address },
+      ],
       [
         entry('east', 'llm-b', ['m1']),
         entry('north', 'llm-c', ['m1', 'm2']),
@@ -137,7 +179,12 @@ describe('SiteView: serving config and site signals over mTLS', () => {
       ['north', 'llm-c', false],
       ['quiet', 'llm-q', false],
     ]);
-    expect(m1[1]).toMatchObject({ admission: 'none', ready: false, excluded: 'unhealthy', cluster: 'llm-down-cluster' });
+    expect(m1[1]).toMatchObject({
+      admission: 'none',
+      ready: false,
+      excluded: 'unhealthy',
+      cluster: 'llm-down-cluster',
+    });
     expect(view.entries('unknown-model')).toEqual([]);
 
     const westSample = await waitFor('a west sample', () => view.sample('west'));
@@ -158,7 +205,7 @@ describe('SiteView: serving config and site signals over mTLS', () => {
     expect(text).toContain(`grid_serving_config_accepted_revision{revision="${revision}"} 1`);
   }, 30_000);
 
-  it('refuses a site answering with another site\'s certificate or document, and a gateway certificate of another CA', async () => {
+  it("refuses a site answering with another site's certificate or document, and a gateway certificate of another CA", async () => {
     // East's address, but the endpoint presents west's certificate: not east.
     const impostor = await operatorEndpoint('east', siteCerts.get('west')!);
     impostor.state.answer = doc('east', [row('llm-b', { healthy: true, running_per_endpoint: 1, ready_endpoints: 1 })]);
@@ -167,17 +214,29 @@ describe('SiteView: serving config and site signals over mTLS', () => {
     confused.state.answer = doc('west', [row('llm-c', { healthy: true, running_per_endpoint: 1, ready_endpoints: 1 })]);
     // West: a document for another network.
     const otherNetwork = await operatorEndpoint('west');
-    otherNetwork.state.answer = doc('west', [row('llm-a', { healthy: true, running_per_endpoint: 1, ready_endpoints: 1 })], 'other-grid');
+    otherNetwork.state.answer = doc(
+      'west',
+      [row('llm-a', { healthy: true, running_per_endpoint: 1, ready_endpoints: 1 })],
+      'other-grid',
+    );
     const { file, tlsDir } = await gatewayFiles();
     await writeServing(
       file,
-      [{ site: 'east', signals_address: impostor.address }, { site: 'north', signals_address: confused.address }, { site: 'west', signals_address: otherNetwork.address }],
+      [
+        { site: 'east', signals_address: impostor.address },
+        { site: 'north', signals_address: confused.address },
+        { site: 'west', signals_address: otherNetwork.address },
+      ],
       [entry('east', 'llm-b', ['m1']), entry('north', 'llm-c', ['m1']), entry('west', 'llm-a', ['m1'])],
     );
     const { view, registry } = await startView(file, tlsDir);
     await waitFor('three refused polls per site', async () => {
       const text = await registry.metrics();
-      return /site="east",outcome="failed"\} [3-9]/.test(text) && /site="north",outcome="invalid"\} [3-9]/.test(text) && /site="west",outcome="invalid"\} [3-9]/.test(text) ? true : undefined;
+      return /site="east",outcome="failed"\} [3-9]/.test(text) &&
+        /site="north",outcome="invalid"\} [3-9]/.test(text) &&
+        /site="west",outcome="invalid"\} [3-9]/.test(text)
+        ? true
+        : undefined;
     });
     for (const site of ['east', 'north', 'west']) expect(view.sample(site)).toBeUndefined();
 
@@ -185,36 +244,59 @@ describe('SiteView: serving config and site signals over mTLS', () => {
     const honest = await operatorEndpoint('east');
     honest.state.answer = doc('east', [row('llm-b', { healthy: true, running_per_endpoint: 1, ready_endpoints: 1 })]);
     const foreign = await gatewayFiles(foreignCert);
-    await writeServing(foreign.file, [{ site: 'east', signals_address: honest.address }, { site: 'west' }], [entry('east', 'llm-b', ['m1'])]);
+    await writeServing(
+      foreign.file,
+      [{ site: 'east', signals_address: honest.address }, { site: 'west' }],
+      [entry('east', 'llm-b', ['m1'])],
+    );
     const stranger = await startView(foreign.file, foreign.tlsDir);
-    await waitFor('refused polls', async () => (/site="east",outcome="failed"\} [2-9]/.test(await stranger.registry.metrics()) ? true : undefined));
+    await waitFor('refused polls', async () =>
+      /site="east",outcome="failed"\} [2-9]/.test(await stranger.registry.metrics()) ? true : undefined,
+    );
     expect(stranger.view.sample('east')).toBeUndefined();
     // The same endpoint answers a gateway of the grid CA.
     const { file: okFile, tlsDir: okTls } = await gatewayFiles();
-    await writeServing(okFile, [{ site: 'east', signals_address: honest.address }, { site: 'west' }], [entry('east', 'llm-b', ['m1'])]);
+    await writeServing(
+      okFile,
+      [{ site: 'east', signals_address: honest.address }, { site: 'west' }],
+      [entry('east', 'llm-b', ['m1'])],
+    );
     const trusted = await startView(okFile, okTls);
-    expect(await waitFor('an east sample', () => trusted.view.sample('east'))).toMatchObject({ inFlight: 1, readyEndpoints: 1 });
+    expect(await waitFor('an east sample', () => trusted.view.sample('east'))).toMatchObject({
+      inFlight: 1,
+      readyEndpoints: 1,
+    });
   }, 30_000);
 
   it('keeps a sample while a site stops answering only for the staleness bound, then reads it as missing; recovers on the next answer', async () => {
     const east = await operatorEndpoint('east');
-    east.state.answer = doc('east', [row('llm-b', { healthy: true, running_per_endpoint: 2, waiting_per_endpoint: 0, ready_endpoints: 1 })]);
+    east.state.answer = doc('east', [
+      row('llm-b', { healthy: true, running_per_endpoint: 2, waiting_per_endpoint: 0, ready_endpoints: 1 }),
+    ]);
     const { file, tlsDir } = await gatewayFiles();
-    await writeServing(file, [{ site: 'east', signals_address: east.address }, { site: 'west' }], [entry('east', 'llm-b', ['m1'])]);
+    await writeServing(
+      file,
+      [{ site: 'east', signals_address: east.address }, { site: 'west' }],
+      [entry('east', 'llm-b', ['m1'])],
+    );
     const { view, log } = await startView(file, tlsDir, { pollIntervalMs: 100, staleAfterMs: 800 });
     const first = await waitFor('an east sample', () => view.sample('east'));
     expect(first.inFlight).toBe(2);
 
     // The endpoint answers 503 (nothing to serve) from now on: the last sample stays, then goes.
     east.state.answer = undefined;
-    await waitFor('a failed poll logged', () => (log.lines.some((l) => l.includes('no usable answer from east')) ? true : undefined));
+    await waitFor('a failed poll logged', () =>
+      log.lines.some((l) => l.includes('no usable answer from east')) ? true : undefined,
+    );
     const last = view.sample('east');
     expect(last?.inFlight).toBe(2);
     await waitFor('the east sample expires', () => (view.sample('east') === undefined ? true : undefined), 5_000);
     // Not before the bound, counted from the last answer.
     expect(Date.now() - last!.atMs).toBeGreaterThanOrEqual(800);
 
-    east.state.answer = doc('east', [row('llm-b', { healthy: true, running_per_endpoint: 5, waiting_per_endpoint: 1, ready_endpoints: 1 })]);
+    east.state.answer = doc('east', [
+      row('llm-b', { healthy: true, running_per_endpoint: 5, waiting_per_endpoint: 1, ready_endpoints: 1 }),
+    ]);
     expect(await waitFor('east answers again', () => view.sample('east'))).toMatchObject({ inFlight: 6, waiting: 1 });
   }, 30_000);
 
@@ -229,10 +311,23 @@ describe('SiteView: serving config and site signals over mTLS', () => {
     expect(view.entries('m1')).toHaveLength(1);
 
     // Tampered: an entry edited after the revision was computed.
-    const tampered = JSON.parse(serializeServing(buildServingDocument({ gateway: 'edge', namespace: 'grid-system' }, { network: 'grid', local_site: 'west', sites: [{ site: 'west' }], entries: [entry('west', 'llm-a', ['m1'])] }, '2026-12-01T00:00:00Z')));
+    const tampered = JSON.parse(
+      serializeServing(
+        buildServingDocument(
+          { gateway: 'edge', namespace: 'grid-system' },
+          { network: 'grid', local_site: 'west', sites: [{ site: 'west' }], entries: [entry('west', 'llm-a', ['m1'])] },
+          '2026-12-01T00:00:00Z',
+        ),
+      ),
+    );
     tampered.serving.entries[0].models = ['m1', 'injected'];
     // The directory watch (or the safety re-read) picks each one up; the counter says it was refused, and why.
-    const refused = (reason: string) => async () => (new RegExp(`grid_serving_config_reload_total\\{result="rejected",reason="${reason}"\\} [1-9]`).test(await registry.metrics()) ? true : undefined);
+    const refused = (reason: string) => async () =>
+      new RegExp(`grid_serving_config_reload_total\\{result="rejected",reason="${reason}"\\} [1-9]`).test(
+        await registry.metrics(),
+      )
+        ? true
+        : undefined;
     await writeRaw(file, JSON.stringify(tampered));
     await waitFor('the tampered config refused', refused('digest_mismatch'));
     expect(view.revision()).toBe(good);
@@ -259,7 +354,10 @@ describe('SiteView: serving config and site signals over mTLS', () => {
       logger: capturingLogger().logger,
       metrics,
       now: () => now,
-      poll: async (site) => ({ ok: true, body: doc(site, [row('p', { healthy: true, running_per_endpoint: 1, ready_endpoints: 1 })]) }),
+      poll: async (site) => ({
+        ok: true,
+        body: doc(site, [row('p', { healthy: true, running_per_endpoint: 1, ready_endpoints: 1 })]),
+      }),
     });
     poller.setSites('grid', [{ site: 'east', address: '127.0.0.1:1', providers: new Set(['p']) }]);
     // No client certificate files: no poll, every signal missing.
@@ -272,7 +370,10 @@ describe('SiteView: serving config and site signals over mTLS', () => {
       metrics,
       now: () => now,
       staleAfterMs: 500,
-      poll: async (site) => ({ ok: true, body: doc(site, [row('p', { healthy: true, running_per_endpoint: 1, ready_endpoints: 1 })]) }),
+      poll: async (site) => ({
+        ok: true,
+        body: doc(site, [row('p', { healthy: true, running_per_endpoint: 1, ready_endpoints: 1 })]),
+      }),
     });
     withTls.setSites('grid', [{ site: 'east', address: '127.0.0.1:1', providers: new Set(['p']) }]);
     await withTls.round();

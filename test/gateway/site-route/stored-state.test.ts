@@ -1,7 +1,13 @@
 // Stored-state pinning, rule by rule (reference praxis-proxy/grid docs/architecture/prefix-affinity.md, "Stored
 // responses and conversations"): ids tagged on the way out, streamed too, and routed and stripped on the way in.
 import { describe, expect, it } from 'vitest';
-import { IdTagger, PinConflict, parseTaggedId, pinOf, tagId } from '../../../daemons/gateway/site-route/stored-state.ts';
+import {
+  IdTagger,
+  PinConflict,
+  parseTaggedId,
+  pinOf,
+  tagId,
+} from '../../../daemons/gateway/site-route/stored-state.ts';
 
 describe('tagged ids', () => {
   it.each([
@@ -25,18 +31,45 @@ describe('tagged ids', () => {
 
 describe('pinOf: "A request naming one goes only to that site, with the tag stripped"', () => {
   it.each([
-    ['previous_response_id', '/v1/responses', { model: 'm', previous_response_id: 'resp_b.r1' }, { site: 'b', body: { model: 'm', previous_response_id: 'resp_r1' }, target: null }],
-    ['conversation as a string', '/v1/responses', { model: 'm', conversation: 'conv_b.c1' }, { site: 'b', body: { model: 'm', conversation: 'conv_c1' }, target: null }],
-    ['conversation as {id}', '/v1/responses', { model: 'm', conversation: { id: 'conv_b.c1' } }, { site: 'b', body: { model: 'm', conversation: { id: 'conv_c1' } }, target: null }],
-    ['a stored response in the path', '/v1/responses/resp_b.r1/input_items?limit=2', undefined, { site: 'b', body: null, target: '/v1/responses/resp_r1/input_items?limit=2' }],
-    ['a conversation in the path', '/v1/conversations/conv_b.c1/items', undefined, { site: 'b', body: null, target: '/v1/conversations/conv_c1/items' }],
+    [
+      'previous_response_id',
+      '/v1/responses',
+      { model: 'm', previous_response_id: 'resp_b.r1' },
+      { site: 'b', body: { model: 'm', previous_response_id: 'resp_r1' }, target: null },
+    ],
+    [
+      'conversation as a string',
+      '/v1/responses',
+      { model: 'm', conversation: 'conv_b.c1' },
+      { site: 'b', body: { model: 'm', conversation: 'conv_c1' }, target: null },
+    ],
+    [
+      'conversation as {id}',
+      '/v1/responses',
+      { model: 'm', conversation: { id: 'conv_b.c1' } },
+      { site: 'b', body: { model: 'm', conversation: { id: 'conv_c1' } }, target: null },
+    ],
+    [
+      'a stored response in the path',
+      '/v1/responses/resp_b.r1/input_items?limit=2',
+      undefined,
+      { site: 'b', body: null, target: '/v1/responses/resp_r1/input_items?limit=2' },
+    ],
+    [
+      'a conversation in the path',
+      '/v1/conversations/conv_b.c1/items',
+      undefined,
+      { site: 'b', body: null, target: '/v1/conversations/conv_c1/items' },
+    ],
     ['an untagged id pins nothing', '/v1/responses', { model: 'm', previous_response_id: 'resp_r1' }, undefined],
     ['no stored state', '/v1/chat/completions', { model: 'm' }, undefined],
   ] as const)('%s', (_name, target, body, expected) => {
     expect(pinOf(target, body as Record<string, unknown> | undefined)).toEqual(expected);
   });
   it('refuses a request naming stored state of two sites', () => {
-    expect(() => pinOf('/v1/responses', { previous_response_id: 'resp_a.1', conversation: 'conv_b.2' })).toThrow(PinConflict);
+    expect(() => pinOf('/v1/responses', { previous_response_id: 'resp_a.1', conversation: 'conv_b.2' })).toThrow(
+      PinConflict,
+    );
     expect(pinOf('/v1/responses/resp_a.1', { previous_response_id: 'resp_a.2' })?.site).toBe('a');
   });
 });
@@ -45,7 +78,11 @@ describe('IdTagger: "Response and conversation ids leave the gateway tagged with
   const body = Buffer.from(
     'event: response.created\ndata: {"type":"response.created","response":{"id":"resp_1f","previous_response_id":"resp_0a","conversation":{"id":"conv_9"},"output":[{"id":"msg_1","text":"say \\"resp_x\\""}]}}\n\n',
   );
-  const expected = body.toString().replace('"resp_1f"', '"resp_b.1f"').replace('"resp_0a"', '"resp_b.0a"').replace('"conv_9"', '"conv_b.9"');
+  const expected = body
+    .toString()
+    .replace('"resp_1f"', '"resp_b.1f"')
+    .replace('"resp_0a"', '"resp_b.0a"')
+    .replace('"conv_9"', '"conv_b.9"');
   it('rewrites a whole body, and leaves an escaped quote inside generated text alone', () => {
     const tagger = new IdTagger('b');
     expect(Buffer.concat([tagger.push(body), tagger.end()]).toString()).toBe(expected);
@@ -53,7 +90,11 @@ describe('IdTagger: "Response and conversation ids leave the gateway tagged with
   it('rewrites the same at every split point of a streamed body (a pattern cut across chunks)', () => {
     for (let cut = 0; cut <= body.length; cut++) {
       const tagger = new IdTagger('b');
-      const out = Buffer.concat([tagger.push(body.subarray(0, cut)), tagger.push(body.subarray(cut)), tagger.end()]).toString();
+      const out = Buffer.concat([
+        tagger.push(body.subarray(0, cut)),
+        tagger.push(body.subarray(cut)),
+        tagger.end(),
+      ]).toString();
       expect(out, `cut at ${cut}`).toBe(expected);
     }
   });

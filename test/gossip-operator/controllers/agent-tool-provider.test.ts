@@ -43,7 +43,16 @@ describe('AgentToolProvider list watchers', () => {
       await store.close();
       await dirs.remove();
     });
-    await store.apply(GRID_NETWORK, { apiVersion: GRID_NETWORK.apiVersion, kind: 'GridNetwork', metadata: { name: 'grid' }, spec: { consumerGateways: [{ name: 'edge', namespace: 'grid-system', siteName: 'site-a' }] } }, USER);
+    await store.apply(
+      GRID_NETWORK,
+      {
+        apiVersion: GRID_NETWORK.apiVersion,
+        kind: 'GridNetwork',
+        metadata: { name: 'grid' },
+        spec: { consumerGateways: [{ name: 'edge', namespace: 'grid-system', siteName: 'site-a' }] },
+      },
+      USER,
+    );
     const { logger, lines } = capturingLogger();
     const enqueued: Setup['enqueued'] = [];
     const ctx = {
@@ -52,7 +61,8 @@ describe('AgentToolProvider list watchers', () => {
       metrics: new OperatorMetrics(),
       config: testConfig({ site: 'site-a', store: { backend: 'local', stateDir: dirs.path } }),
       now: Date.now,
-      enqueue: (controller: string, name: string, afterMs?: number) => void enqueued.push({ controller, name, afterMs }),
+      enqueue: (controller: string, name: string, afterMs?: number) =>
+        void enqueued.push({ controller, name, afterMs }),
     } as unknown as OperatorContext;
     const controller = new AgentToolProviderController(ctx);
     cleanups.push(() => controller.close());
@@ -66,10 +76,20 @@ describe('AgentToolProvider list watchers', () => {
   }
 
   async function declare(s: Setup, spec: Record<string, unknown>, name = 'db-tools'): Promise<void> {
-    await s.store.apply(AGENT_TOOL_PROVIDER, { apiVersion: AGENT_TOOL_PROVIDER.apiVersion, kind: 'AgentToolProvider', metadata: { name }, spec: { gridNetworkRef: 'grid', protocol: 'mcp', ...spec } }, USER);
+    await s.store.apply(
+      AGENT_TOOL_PROVIDER,
+      {
+        apiVersion: AGENT_TOOL_PROVIDER.apiVersion,
+        kind: 'AgentToolProvider',
+        metadata: { name },
+        spec: { gridNetworkRef: 'grid', protocol: 'mcp', ...spec },
+      },
+      USER,
+    );
   }
 
-  const streamOpen = (server: StatefulSdkServer) => waitFor('the watcher\'s stream open', () => (server.openStreams() === 1 ? true : undefined));
+  const streamOpen = (server: StatefulSdkServer) =>
+    waitFor("the watcher's stream open", () => (server.openStreams() === 1 ? true : undefined));
 
   it('watches a server that advertises listChanged; its announcement queues the provider at once', async () => {
     const s = await setup();
@@ -97,27 +117,56 @@ describe('AgentToolProvider list watchers', () => {
     await declare(s, { endpoint: b.url });
     await s.controller.reconcile('db-tools');
     await streamOpen(b);
-    await waitFor('the first server\'s sessions ended', () => (a.openSessions() === 0 && a.openStreams() === 0 ? true : undefined));
+    await waitFor("the first server's sessions ended", () =>
+      a.openSessions() === 0 && a.openStreams() === 0 ? true : undefined,
+    );
     expect(a.seen.at(-1)?.http).toBe('DELETE');
     await s.store.delete(AGENT_TOOL_PROVIDER, { name: 'db-tools' });
     expect(await s.controller.reconcile('db-tools')).toEqual({});
     expect(s.controller.watching('db-tools')).toBe(false);
-    await waitFor('the second server\'s sessions ended', () => (b.openSessions() === 0 && b.openStreams() === 0 ? true : undefined));
+    await waitFor("the second server's sessions ended", () =>
+      b.openSessions() === 0 && b.openStreams() === 0 ? true : undefined,
+    );
   });
 
   it('replaces the watcher when the credential changes, and never logs the token', async () => {
     const s = await setup();
     let token = TOKEN;
     const tools = await server(startStatefulV1(TOOLS, { requireToken: () => token }));
-    await s.store.apply(SECRET, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'tools-token', namespace: 'grid-system' }, stringData: { token: TOKEN } }, USER);
-    await declare(s, { endpoint: tools.url, auth: { strategy: 'bearer_token', secretRef: { name: 'tools-token', namespace: 'grid-system', key: 'token' } } });
+    await s.store.apply(
+      SECRET,
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'tools-token', namespace: 'grid-system' },
+        stringData: { token: TOKEN },
+      },
+      USER,
+    );
+    await declare(s, {
+      endpoint: tools.url,
+      auth: { strategy: 'bearer_token', secretRef: { name: 'tools-token', namespace: 'grid-system', key: 'token' } },
+    });
     expect(await s.controller.reconcile('db-tools')).toEqual({ requeueAfterMs: 1_000 });
     await streamOpen(tools);
     const firstGet = tools.seen.find((r) => r.http === 'GET')!.session;
     token = `${TOKEN}-rotated`;
-    await s.store.apply(SECRET, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'tools-token', namespace: 'grid-system' }, stringData: { token } }, USER);
+    await s.store.apply(
+      SECRET,
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'tools-token', namespace: 'grid-system' },
+        stringData: { token },
+      },
+      USER,
+    );
     await s.controller.reconcile('db-tools');
-    await waitFor('a stream in a new session', () => (tools.seen.filter((r) => r.http === 'GET' && r.session !== firstGet).length === 1 && tools.openStreams() === 1 ? true : undefined));
+    await waitFor('a stream in a new session', () =>
+      tools.seen.filter((r) => r.http === 'GET' && r.session !== firstGet).length === 1 && tools.openStreams() === 1
+        ? true
+        : undefined,
+    );
     // The new watcher's handshake and stream carried the rotated token (the server refuses anything else).
     expect(tools.seen.filter((r) => r.http === 'GET' && r.rpc === 'unauthorized')).toHaveLength(0);
     expect(s.lines.join('')).not.toContain(TOKEN);
@@ -126,7 +175,10 @@ describe('AgentToolProvider list watchers', () => {
   it('stops the watcher when a probe fails, and starts one again when probes pass', async () => {
     const s = await setup();
     const tools = await server();
-    await declare(s, { endpoint: tools.url, auth: { strategy: 'bearer_token', secretRef: { name: 'absent', namespace: 'grid-system' } } });
+    await declare(s, {
+      endpoint: tools.url,
+      auth: { strategy: 'bearer_token', secretRef: { name: 'absent', namespace: 'grid-system' } },
+    });
     // A credential it cannot read: no probe, no watcher.
     await s.controller.reconcile('db-tools');
     expect(s.controller.watching('db-tools')).toBe(false);
@@ -135,7 +187,10 @@ describe('AgentToolProvider list watchers', () => {
     await streamOpen(tools);
     await tools.close();
     await s.controller.reconcile('db-tools');
-    expect((await s.store.get(AGENT_TOOL_PROVIDER, { name: 'db-tools' }))!['status']).toMatchObject({ phase: 'Unavailable', reason: 'McpEndpointUnreachable' });
+    expect((await s.store.get(AGENT_TOOL_PROVIDER, { name: 'db-tools' }))!['status']).toMatchObject({
+      phase: 'Unavailable',
+      reason: 'McpEndpointUnreachable',
+    });
     expect(s.controller.watching('db-tools')).toBe(false);
   });
 
@@ -144,7 +199,10 @@ describe('AgentToolProvider list watchers', () => {
     const paged = await server(startPagedV1(TOOLS, 5));
     await declare(s, { endpoint: paged.url });
     expect(await s.controller.reconcile('db-tools')).toEqual({ requeueAfterMs: 1_000 });
-    expect((await s.store.get(AGENT_TOOL_PROVIDER, { name: 'db-tools' }))!['status']).toMatchObject({ phase: 'Available', session: true });
+    expect((await s.store.get(AGENT_TOOL_PROVIDER, { name: 'db-tools' }))!['status']).toMatchObject({
+      phase: 'Available',
+      session: true,
+    });
     expect(s.controller.watching('db-tools')).toBe(false);
     await new Promise((r) => setTimeout(r, 200));
     expect(paged.seen.map((r) => r.http)).not.toContain('GET');
@@ -172,16 +230,32 @@ describe('AgentToolProvider list watchers', () => {
     const manifests = join(dirs.path, 'manifests');
     const state = join(dirs.path, 'state');
     await mkdir(manifests, { recursive: true });
-    await writeFile(join(manifests, 'grid.yaml'), [
-      'apiVersion: grid.praxis.fast/v1alpha1\nkind: GridNetwork\nmetadata:\n  name: grid\nspec:\n  consumerGateways:\n    - name: edge\n      namespace: grid-system\n      siteName: site-a\n',
-      `apiVersion: grid.praxis.fast/v1alpha1\nkind: AgentToolProvider\nmetadata:\n  name: db-tools\nspec:\n  gridNetworkRef: grid\n  protocol: mcp\n  endpoint: ${tools.url}\n`,
-    ].join('---\n'));
+    await writeFile(
+      join(manifests, 'grid.yaml'),
+      [
+        'apiVersion: grid.praxis.fast/v1alpha1\nkind: GridNetwork\nmetadata:\n  name: grid\nspec:\n  consumerGateways:\n    - name: edge\n      namespace: grid-system\n      siteName: site-a\n',
+        `apiVersion: grid.praxis.fast/v1alpha1\nkind: AgentToolProvider\nmetadata:\n  name: db-tools\nspec:\n  gridNetworkRef: grid\n  protocol: mcp\n  endpoint: ${tools.url}\n`,
+      ].join('---\n'),
+    );
     // A poll far longer than the test, and a store that does not relist (a relist reconciles every object): only
     // the announcement can bring the change in time.
     const LONG_MS = 120_000;
-    const store = await openLocalStore({ stateDir: state, manifestsDir: manifests, coalesceMs: 5, rescanIntervalMs: LONG_MS });
+    const store = await openLocalStore({
+      stateDir: state,
+      manifestsDir: manifests,
+      coalesceMs: 5,
+      rescanIntervalMs: LONG_MS,
+    });
     const { logger, lines } = capturingLogger();
-    const operator = await startOperator({ config: testConfig({ site: 'site-a', store: { backend: 'local', stateDir: state }, providerPollIntervalMs: LONG_MS }), logger, store });
+    const operator = await startOperator({
+      config: testConfig({
+        site: 'site-a',
+        store: { backend: 'local', stateDir: state },
+        providerPollIntervalMs: LONG_MS,
+      }),
+      logger,
+      store,
+    });
     let stopped = false;
     const stop = async () => {
       stopped = true;
@@ -207,10 +281,14 @@ describe('AgentToolProvider list watchers', () => {
 
     const announced = Date.now();
     tools.changeTools([...TOOLS, SUMMARISE]);
-    const changed: Json = await waitFor('the new tool in status', async () => {
-      const p: Json = await grid(state, 'AgentToolProvider', 'db-tools');
-      return p?.status?.tools?.length === 2 ? p : undefined;
-    }, 10_000);
+    const changed: Json = await waitFor(
+      'the new tool in status',
+      async () => {
+        const p: Json = await grid(state, 'AgentToolProvider', 'db-tools');
+        return p?.status?.tools?.length === 2 ? p : undefined;
+      },
+      10_000,
+    );
     expect(Date.now() - announced).toBeLessThan(5_000);
     expect(changed.status.tools).toEqual([...TOOLS, SUMMARISE]);
     expect(changed.status.discoveredTools).toEqual(['database-query', 'summarise']);

@@ -30,7 +30,10 @@ async function store(): Promise<LocalStore> {
 
 /** The operator as main.ts starts it, from command-line flags, with its log lines. */
 async function operator(argv: string[], s: LocalStore): Promise<OperatorHandle & { lines: string[] }> {
-  const config = parseConfig(['--site', 'east', '--gossip-bind', '127.0.0.1:0', '--leader-elect', 'false', ...argv], {});
+  const config = parseConfig(
+    ['--site', 'east', '--gossip-bind', '127.0.0.1:0', '--leader-elect', 'false', ...argv],
+    {},
+  );
   const { logger, lines } = capturingLogger();
   const op = await startOperator({ config, logger, store: s });
   cleanups.push(() => op.stop());
@@ -62,27 +65,45 @@ function gatewayPod(name: string, gatewayPort: number, syncPort: number): Record
     metadata: {
       name,
       namespace: 'grid-system',
-      labels: { 'app.kubernetes.io/name': 'consumer-gateway', 'app.kubernetes.io/instance': 'consumer-gateway', 'app.kubernetes.io/part-of': 'agn' },
+      labels: {
+        'app.kubernetes.io/name': 'consumer-gateway',
+        'app.kubernetes.io/instance': 'consumer-gateway',
+        'app.kubernetes.io/part-of': 'agn',
+      },
     },
     spec: {
       containers: [
-        { name: 'gateway', ports: [{ name: 'listener', containerPort: 8080 }, { name: 'admin', containerPort: gatewayPort }] },
+        {
+          name: 'gateway',
+          ports: [
+            { name: 'listener', containerPort: 8080 },
+            { name: 'admin', containerPort: gatewayPort },
+          ],
+        },
         { name: 'overlay-sync', ports: [{ name: 'sync-health', containerPort: syncPort }] },
       ],
     },
   };
 }
 
-describe('the operator\'s dashboard', () => {
+describe("the operator's dashboard", () => {
   it('is off by default on a non-loopback admin bind, while /livez, /readyz and /metrics answer as before', async () => {
     const op = await operator(['--admin', '0.0.0.0:0'], await store());
     const base = `http://127.0.0.1:${op.admin.port}`;
-    for (const path of ['/dashboard/', '/dashboard', '/dashboard/model.json', '/dashboard/events', '/dashboard/dashboard.js']) {
+    for (const path of [
+      '/dashboard/',
+      '/dashboard',
+      '/dashboard/model.json',
+      '/dashboard/events',
+      '/dashboard/dashboard.js',
+    ]) {
       const response = await fetch(`${base}${path}`, { redirect: 'manual' });
       expect(response.status, path).toBe(404);
     }
     expect((await fetch(`${base}/livez`)).status).toBe(200);
-    await waitFor('the operator ready', async () => ((await fetch(`${base}/readyz`)).status === 200 ? true : undefined));
+    await waitFor('the operator ready', async () =>
+      (await fetch(`${base}/readyz`)).status === 200 ? true : undefined,
+    );
     const metrics = await fetch(`${base}/metrics`);
     expect(metrics.status).toBe(200);
     expect(await metrics.text()).toContain('grid_operator');
@@ -93,7 +114,10 @@ describe('the operator\'s dashboard', () => {
     cleanups.push(() => dir.remove());
     const token = 'operator-dashboard-token-0123456789';
     await writeFile(join(dir.path, 'token'), `${token}\n`);
-    const op = await operator(['--admin', '0.0.0.0:0', '--dashboard', 'token', '--dashboard-token-file', join(dir.path, 'token')], await store());
+    const op = await operator(
+      ['--admin', '0.0.0.0:0', '--dashboard', 'token', '--dashboard-token-file', join(dir.path, 'token')],
+      await store(),
+    );
     const base = `http://127.0.0.1:${op.admin.port}`;
     const denied = await fetch(`${base}/dashboard/model.json`);
     expect(denied.status).toBe(401);
@@ -114,26 +138,55 @@ describe('the operator\'s dashboard', () => {
   it('with the kubernetes store, reads every consumer gateway pod it discovers, without --dashboard-targets', async () => {
     const s = await store();
     const consumerGateways = [{ name: 'consumer-gateway', namespace: 'grid-system', siteName: 'east' }];
-    await s.apply(GRID_NETWORK, { apiVersion: GRID_NETWORK.apiVersion, kind: 'GridNetwork', metadata: { name: 'demo' }, spec: { consumerGateways } }, { fieldManager: 't' });
+    await s.apply(
+      GRID_NETWORK,
+      {
+        apiVersion: GRID_NETWORK.apiVersion,
+        kind: 'GridNetwork',
+        metadata: { name: 'demo' },
+        spec: { consumerGateways },
+      },
+      { fieldManager: 't' },
+    );
     // The replicas accept what the operator publishes: its routingMapStatus revision, read when they are asked.
     const published = async (): Promise<string | undefined> => {
       const network = await s.get(GRID_NETWORK, { name: 'demo' });
-      return (network?.['status'] as { routingMapStatus?: { distributedRevision?: string }[] } | undefined)?.routingMapStatus?.[0]?.distributedRevision;
+      return (network?.['status'] as { routingMapStatus?: { distributedRevision?: string }[] } | undefined)
+        ?.routingMapStatus?.[0]?.distributedRevision;
     };
     for (const name of ['consumer-gateway-abc12', 'consumer-gateway-def34']) {
-      const gateway = await adminEndpoint(async () => ({ ready: true, accepted_revision: (await published()) ?? null }));
-      const sync = await adminEndpoint(async () => ({ state: 'ready', configmap: { namespace: 'grid-system', name: 'grid-overlay-demo-consumer-gateway' }, written: { revision: (await published()) ?? null }, observed: { outcome: 'written' }, degraded_reason: null }));
+      const gateway = await adminEndpoint(async () => ({
+        ready: true,
+        accepted_revision: (await published()) ?? null,
+      }));
+      const sync = await adminEndpoint(async () => ({
+        state: 'ready',
+        configmap: { namespace: 'grid-system', name: 'grid-overlay-demo-consumer-gateway' },
+        written: { revision: (await published()) ?? null },
+        observed: { outcome: 'written' },
+        degraded_reason: null,
+      }));
       await s.apply(POD, gatewayPod(name, gateway, sync) as never, { fieldManager: 't' });
-      await s.patchStatus(POD, { namespace: 'grid-system', name }, { phase: 'Running', podIP: '127.0.0.1' }, { fieldManager: 't' });
+      await s.patchStatus(
+        POD,
+        { namespace: 'grid-system', name },
+        { phase: 'Running', podIP: '127.0.0.1' },
+        { fieldManager: 't' },
+      );
     }
     const op = await operator(['--admin', '127.0.0.1:0', '--store', 'kubernetes'], s);
     const model = await waitFor('both replicas on the dashboard, agreeing with the published revision', async () => {
       const view = (await (await fetch(`http://127.0.0.1:${op.admin.port}/dashboard/model.json`)).json()) as {
-        gateways: { publishedRevision: string | null; replicas: { replica: string; acceptedRevision: string | null; agrees: boolean | null }[] }[];
+        gateways: {
+          publishedRevision: string | null;
+          replicas: { replica: string; acceptedRevision: string | null; agrees: boolean | null }[];
+        }[];
         delivery: { replica: string; state: string }[];
       };
       const replicas = view.gateways[0]?.replicas ?? [];
-      return replicas.length === 2 && replicas.every((r) => r.agrees === true) && view.delivery.length === 2 ? view : undefined;
+      return replicas.length === 2 && replicas.every((r) => r.agrees === true) && view.delivery.length === 2
+        ? view
+        : undefined;
     });
     const revision = await published();
     expect(revision).toMatch(/^[0-9a-f]{64}$/);
@@ -142,6 +195,9 @@ describe('the operator\'s dashboard', () => {
       ['consumer-gateway-abc12', revision],
       ['consumer-gateway-def34', revision],
     ]);
-    expect(model.delivery.map((d) => [d.replica, d.state])).toEqual([['consumer-gateway-abc12', 'ready'], ['consumer-gateway-def34', 'ready']]);
+    expect(model.delivery.map((d) => [d.replica, d.state])).toEqual([
+      ['consumer-gateway-abc12', 'ready'],
+      ['consumer-gateway-def34', 'ready'],
+    ]);
   });
 });

@@ -39,36 +39,110 @@ async function seededStore(): Promise<ResourceStore> {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  await store.apply(GRID_NETWORK, { apiVersion: GRID_NETWORK.apiVersion, kind: 'GridNetwork', metadata: { name: 'demo' }, spec: {} }, { fieldManager: 't' });
-  await store.patchStatus(GRID_NETWORK, { name: 'demo' }, { phase: 'Active', routingMapStatus: [{ gatewayName: 'consumer', namespace: 'grid-system', configMapName: 'grid-overlay-demo-consumer', distributedRevision: REV, phase: 'Distributed' }] }, { fieldManager: 't' });
-  const envelope = { revision: { value: REV }, overlay: { candidates: [{ kind: 'inference_model', name: 'm', site: 'east', cluster: 'east-llm', fresh: true, admission_state: 'new_and_existing', rank: 0, score: 1 }] } };
-  await store.apply(CONFIG_MAP, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'grid-overlay-demo-consumer', namespace: 'grid-system' }, data: { 'routing-overlay.json': JSON.stringify(envelope) } } as never, { fieldManager: 't' });
+  await store.apply(
+    GRID_NETWORK,
+    { apiVersion: GRID_NETWORK.apiVersion, kind: 'GridNetwork', metadata: { name: 'demo' }, spec: {} },
+    { fieldManager: 't' },
+  );
+  await store.patchStatus(
+    GRID_NETWORK,
+    { name: 'demo' },
+    {
+      phase: 'Active',
+      routingMapStatus: [
+        {
+          gatewayName: 'consumer',
+          namespace: 'grid-system',
+          configMapName: 'grid-overlay-demo-consumer',
+          distributedRevision: REV,
+          phase: 'Distributed',
+        },
+      ],
+    },
+    { fieldManager: 't' },
+  );
+  const envelope = {
+    revision: { value: REV },
+    overlay: {
+      candidates: [
+        {
+          kind: 'inference_model',
+          name: 'm',
+          site: 'east',
+          cluster: 'east-llm',
+          fresh: true,
+          admission_state: 'new_and_existing',
+          rank: 0,
+          score: 1,
+        },
+      ],
+    },
+  };
+  await store.apply(
+    CONFIG_MAP,
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'grid-overlay-demo-consumer', namespace: 'grid-system' },
+      data: { 'routing-overlay.json': JSON.stringify(envelope) },
+    } as never,
+    { fieldManager: 't' },
+  );
   return store;
 }
 
 function source(store: ResourceStore, targets: string): DashboardSource {
   const config = testConfig({ site: 'east', store: { backend: 'local', stateDir: '/unused' } });
-  const replicas = targets === '' ? [] : targets.split(',').map((entry) => {
-    const [left = '', address = ''] = entry.split('=');
-    const [replica = '', kind = ''] = left.split('/');
-    return { replica, kind: kind as 'gateway' | 'overlay-sync', address };
-  });
-  return new DashboardSource({ store, signals: new ProviderSignals(), config, now: Date.now, gossip: undefined, siteProbeRtt: new Map() }, () => replicas);
+  const replicas =
+    targets === ''
+      ? []
+      : targets.split(',').map((entry) => {
+          const [left = '', address = ''] = entry.split('=');
+          const [replica = '', kind = ''] = left.split('/');
+          return { replica, kind: kind as 'gateway' | 'overlay-sync', address };
+        });
+  return new DashboardSource(
+    { store, signals: new ProviderSignals(), config, now: Date.now, gossip: undefined, siteProbeRtt: new Map() },
+    () => replicas,
+  );
 }
 
 describe('dashboard source', () => {
   it('reads revisions and delivery from the admin endpoints, and requests/s from the gateway counters', async () => {
     const store = await seededStore();
     const requests = 10;
-    const gateway = await admin((path) => path === '/status'
-      ? { status: 200, body: JSON.stringify({ ready: true, accepted_revision: REV }) }
-      : { status: 200, body: `grid_gateway_overlay_serving_revision_info{revision="${REV}"} 1\ngrid_gateway_requests_total{role="consumer",model="m",cluster="east-llm",status="200"} ${requests}\n` });
-    const sync = await admin(() => ({ status: 200, body: JSON.stringify({ state: 'ready', configmap: { namespace: 'grid-system', name: 'grid-overlay-demo-consumer' }, written: { revision: REV }, observed: { outcome: 'written' }, degraded_reason: null, watch: { reconnects: 1 } }) }));
-    const dashboard = source(store, `c-0/gateway=${gateway},c-0/overlay-sync=${sync},c-1/gateway=127.0.0.1:9,c-1/overlay-sync=127.0.0.1:9`);
+    const gateway = await admin((path) =>
+      path === '/status'
+        ? { status: 200, body: JSON.stringify({ ready: true, accepted_revision: REV }) }
+        : {
+            status: 200,
+            body: `grid_gateway_overlay_serving_revision_info{revision="${REV}"} 1\ngrid_gateway_requests_total{role="consumer",model="m",cluster="east-llm",status="200"} ${requests}\n`,
+          },
+    );
+    const sync = await admin(() => ({
+      status: 200,
+      body: JSON.stringify({
+        state: 'ready',
+        configmap: { namespace: 'grid-system', name: 'grid-overlay-demo-consumer' },
+        written: { revision: REV },
+        observed: { outcome: 'written' },
+        degraded_reason: null,
+        watch: { reconnects: 1 },
+      }),
+    }));
+    const dashboard = source(
+      store,
+      `c-0/gateway=${gateway},c-0/overlay-sync=${sync},c-1/gateway=127.0.0.1:9,c-1/overlay-sync=127.0.0.1:9`,
+    );
     const first = await dashboard.view();
     expect(first.unreadable).toEqual([]);
-    expect(first.gateways[0]?.replicas).toEqual([{ replica: 'c-0', ready: true, acceptedRevision: REV, servingRevision: REV, agrees: true }]);
-    expect(first.delivery.map((d) => [d.replica, d.state, d.writtenRevision, d.reconnects])).toEqual([['c-0', 'ready', REV, 1], ['c-1', 'unreachable', null, null]]);
+    expect(first.gateways[0]?.replicas).toEqual([
+      { replica: 'c-0', ready: true, acceptedRevision: REV, servingRevision: REV, agrees: true },
+    ]);
+    expect(first.delivery.map((d) => [d.replica, d.state, d.writtenRevision, d.reconnects])).toEqual([
+      ['c-0', 'ready', REV, 1],
+      ['c-1', 'unreachable', null, null],
+    ]);
     // c-1 never answers, so no rate can be formed from every gateway.
     expect(first.providers[0]?.requestsPerSecond).toBeNull();
   });
@@ -76,9 +150,14 @@ describe('dashboard source', () => {
   it('forms requests/s once every gateway answered twice a second apart', async () => {
     const store = await seededStore();
     let requests = 10;
-    const gateway = await admin((path) => (path === '/status'
-      ? { status: 200, body: JSON.stringify({ ready: true, accepted_revision: REV }) }
-      : { status: 200, body: `grid_gateway_requests_total{role="consumer",model="m",cluster="east-llm",status="200"} ${requests}\n` }));
+    const gateway = await admin((path) =>
+      path === '/status'
+        ? { status: 200, body: JSON.stringify({ ready: true, accepted_revision: REV }) }
+        : {
+            status: 200,
+            body: `grid_gateway_requests_total{role="consumer",model="m",cluster="east-llm",status="200"} ${requests}\n`,
+          },
+    );
     const dashboard = source(store, `c-0/gateway=${gateway}`);
     expect((await dashboard.view()).providers[0]?.requestsPerSecond).toBeNull();
     requests = 30;
@@ -94,7 +173,10 @@ describe('dashboard source', () => {
     const failing = new Proxy(real, {
       get(target, prop) {
         if (prop === 'list') {
-          return (kind: { kind: string }, options?: unknown) => (kind.kind === GRID_SITE.kind ? Promise.reject(new Error('forbidden')) : target.list(kind as never, options as never));
+          return (kind: { kind: string }, options?: unknown) =>
+            kind.kind === GRID_SITE.kind
+              ? Promise.reject(new Error('forbidden'))
+              : target.list(kind as never, options as never);
         }
         const value: unknown = Reflect.get(target, prop, target);
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;

@@ -8,7 +8,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../../daemons/gossip-operator/config.ts';
 import type { EnrollmentConfig } from '../../../daemons/gossip-operator/enrollment/config.ts';
 import { loadEnrollmentMaterial } from '../../../daemons/gossip-operator/enrollment/server.ts';
-import { createCertificateAuthority, createClientCertificate, createServerCertificate, pemFingerprint } from '../../../daemons/shared/tls.ts';
+import {
+  createCertificateAuthority,
+  createClientCertificate,
+  createServerCertificate,
+  pemFingerprint,
+} from '../../../daemons/shared/tls.ts';
 import { startOperator } from '../../../daemons/gossip-operator/operator.ts';
 import { openLocalStore } from '../../../daemons/shared/resource-store/index.ts';
 import { capturingLogger, tempDir, testConfig } from '../helpers.ts';
@@ -16,7 +21,16 @@ import { thrownMessage } from '../../thrown.ts';
 import { SIGNER, type Signer, startSigner, writeSignerFiles } from './helpers.ts';
 
 const BASE = ['--site', 'site-a'];
-const FILES = ['--enrollment-tls-cert', 'a.crt', '--enrollment-tls-key', 'a.key', '--grid-ca-cert', 'ca.crt', '--grid-ca-key', 'ca.key'];
+const FILES = [
+  '--enrollment-tls-cert',
+  'a.crt',
+  '--enrollment-tls-key',
+  'a.key',
+  '--grid-ca-cert',
+  'ca.crt',
+  '--grid-ca-key',
+  'ca.key',
+];
 
 function configError(argv: string[], env: NodeJS.ProcessEnv = {}): string {
   return thrownMessage(() => parseConfig(argv, env), ConfigError);
@@ -32,13 +46,33 @@ describe('enrollment configuration', () => {
     expect(parseConfig(BASE, {}).enrollment).toBeUndefined();
     expect(parseConfig([...BASE, ...FILES], {}).enrollment).toBeUndefined();
     const on = parseConfig([...BASE, '--enrollment-address', '127.0.0.1:9443', ...FILES], {}).enrollment;
-    expect(on).toEqual({ address: '127.0.0.1:9443', tlsCertFile: 'a.crt', tlsKeyFile: 'a.key', caCertFile: 'ca.crt', caKeyFile: 'ca.key', certificateLifetimeMs: 2160 * 3_600_000 });
-    const fromEnv = parseConfig(BASE, { GRID_ENROLLMENT_ADDRESS: ':9443', GRID_ENROLLMENT_TLS_CERT: 'a.crt', GRID_ENROLLMENT_TLS_KEY: 'a.key', GRID_CA_CERT: 'ca.crt', GRID_CA_KEY: 'ca.key', GRID_ENROLLMENT_CERT_LIFETIME: '24h' }).enrollment;
+    expect(on).toEqual({
+      address: '127.0.0.1:9443',
+      tlsCertFile: 'a.crt',
+      tlsKeyFile: 'a.key',
+      caCertFile: 'ca.crt',
+      caKeyFile: 'ca.key',
+      certificateLifetimeMs: 2160 * 3_600_000,
+    });
+    const fromEnv = parseConfig(BASE, {
+      GRID_ENROLLMENT_ADDRESS: ':9443',
+      GRID_ENROLLMENT_TLS_CERT: 'a.crt',
+      GRID_ENROLLMENT_TLS_KEY: 'a.key',
+      GRID_CA_CERT: 'ca.crt',
+      GRID_CA_KEY: 'ca.key',
+      GRID_ENROLLMENT_CERT_LIFETIME: '24h',
+    }).enrollment;
     expect(fromEnv?.certificateLifetimeMs).toBe(86_400_000);
-    expect(configError([...BASE, '--enrollment-address', '127.0.0.1:9443', ...FILES.slice(0, 6)])).toContain('--grid-ca-key (env GRID_CA_KEY) is required with --enrollment-address');
-    expect(configError([...BASE, '--enrollment-address', 'nowhere', ...FILES])).toContain('--enrollment-address (env GRID_ENROLLMENT_ADDRESS): "nowhere" must be HOST:PORT');
+    expect(configError([...BASE, '--enrollment-address', '127.0.0.1:9443', ...FILES.slice(0, 6)])).toContain(
+      '--grid-ca-key (env GRID_CA_KEY) is required with --enrollment-address',
+    );
+    expect(configError([...BASE, '--enrollment-address', 'nowhere', ...FILES])).toContain(
+      '--enrollment-address (env GRID_ENROLLMENT_ADDRESS): "nowhere" must be HOST:PORT',
+    );
     for (const bad of ['30m', '8761h', '90d', '0h', 'soon']) {
-      expect(configError([...BASE, '--enrollment-address', ':9443', ...FILES, '--enrollment-cert-lifetime', bad])).toContain('--enrollment-cert-lifetime');
+      expect(
+        configError([...BASE, '--enrollment-address', ':9443', ...FILES, '--enrollment-cert-lifetime', bad]),
+      ).toContain('--enrollment-cert-lifetime');
     }
   });
 
@@ -46,7 +80,14 @@ describe('enrollment configuration', () => {
     const dirs = await tempDir('enroll-material');
     cleanups.push(() => dirs.remove());
     const files = await writeSignerFiles(dirs.path);
-    const config: EnrollmentConfig = { address: '127.0.0.1:0', tlsCertFile: files.tlsCertFile, tlsKeyFile: files.tlsKeyFile, caCertFile: files.caCertFile, caKeyFile: files.caKeyFile, certificateLifetimeMs: 3_600_000 };
+    const config: EnrollmentConfig = {
+      address: '127.0.0.1:0',
+      tlsCertFile: files.tlsCertFile,
+      tlsKeyFile: files.tlsKeyFile,
+      caCertFile: files.caCertFile,
+      caKeyFile: files.caKeyFile,
+      certificateLifetimeMs: 3_600_000,
+    };
     await expect(loadEnrollmentMaterial(config)).resolves.toBeDefined();
 
     const other = await createCertificateAuthority({ commonName: 'other-ca' });
@@ -62,16 +103,25 @@ describe('enrollment configuration', () => {
     await writeFile(leafAsCa, clientOnly.certPem);
     const cases: Array<[Partial<EnrollmentConfig>, string]> = [
       [{ caKeyFile: otherKey }, `--grid-ca-key ${otherKey}: the private key does not belong to the CA certificate`],
-      [{ caKeyFile: join(dirs.path, 'missing.key') }, `--grid-ca-key ${join(dirs.path, 'missing.key')}: cannot be read (no such file)`],
+      [
+        { caKeyFile: join(dirs.path, 'missing.key') },
+        `--grid-ca-key ${join(dirs.path, 'missing.key')}: cannot be read (no such file)`,
+      ],
       [{ caKeyFile: files.caCertFile }, 'not a PEM private key'],
       [{ caCertFile: leafAsCa }, 'not a CA certificate'],
       [{ tlsCertFile: foreignCert }, `--enrollment-tls-cert ${foreignCert}: not issued by the grid CA`],
       [{ tlsCertFile: clientCert }, 'extended key usage does not include serverAuth'],
-      [{ tlsKeyFile: otherKey }, `--enrollment-tls-key ${otherKey}: the private key does not belong to the certificate --enrollment-tls-cert ${files.tlsCertFile}`],
+      [
+        { tlsKeyFile: otherKey },
+        `--enrollment-tls-key ${otherKey}: the private key does not belong to the certificate --enrollment-tls-cert ${files.tlsCertFile}`,
+      ],
       [{ tlsKeyFile: files.caCertFile }, `--enrollment-tls-key ${files.caCertFile}: not a PEM private key`],
     ];
     for (const [change, message] of cases) {
-      const error = await loadEnrollmentMaterial({ ...config, ...change }).then(() => undefined, (e: Error) => e);
+      const error = await loadEnrollmentMaterial({ ...config, ...change }).then(
+        () => undefined,
+        (e: Error) => e,
+      );
       expect(error?.message).toContain(message);
       expect(error?.message).not.toContain('PRIVATE KEY');
       expect(error?.message).not.toContain(files.ca.keyPem.split('\n')[1]);
@@ -86,18 +136,39 @@ describe('enrollment configuration', () => {
     const store = await openLocalStore({ stateDir: state });
     cleanups.push(() => store.close());
     const { logger } = capturingLogger();
-    const enrollment: EnrollmentConfig = { address: '127.0.0.1:0', tlsCertFile: files.tlsCertFile, tlsKeyFile: files.tlsKeyFile, caCertFile: files.caCertFile, caKeyFile: join(dirs.path, 'nope.key'), certificateLifetimeMs: 3_600_000 };
-    await expect(startOperator({ config: testConfig({ site: SIGNER, store: { backend: 'local', stateDir: state }, enrollment }), logger, store })).rejects.toThrow('--grid-ca-key');
+    const enrollment: EnrollmentConfig = {
+      address: '127.0.0.1:0',
+      tlsCertFile: files.tlsCertFile,
+      tlsKeyFile: files.tlsKeyFile,
+      caCertFile: files.caCertFile,
+      caKeyFile: join(dirs.path, 'nope.key'),
+      certificateLifetimeMs: 3_600_000,
+    };
+    await expect(
+      startOperator({
+        config: testConfig({ site: SIGNER, store: { backend: 'local', stateDir: state }, enrollment }),
+        logger,
+        store,
+      }),
+    ).rejects.toThrow('--grid-ca-key');
 
     const signer: Signer = await startSigner('enroll-reload');
     cleanups.push(() => signer.stop());
-    const presented = () => new Promise<string>((resolve, reject) => {
-      const socket = connect({ host: '127.0.0.1', port: signer.port, ca: signer.files.ca.certPem, servername: SIGNER }, () => {
-        resolve(pemFingerprint(`-----BEGIN CERTIFICATE-----\n${socket.getPeerCertificate().raw.toString('base64')}\n-----END CERTIFICATE-----`));
-        socket.end();
+    const presented = () =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(
+          { host: '127.0.0.1', port: signer.port, ca: signer.files.ca.certPem, servername: SIGNER },
+          () => {
+            resolve(
+              pemFingerprint(
+                `-----BEGIN CERTIFICATE-----\n${socket.getPeerCertificate().raw.toString('base64')}\n-----END CERTIFICATE-----`,
+              ),
+            );
+            socket.end();
+          },
+        );
+        socket.on('error', reject);
       });
-      socket.on('error', reject);
-    });
     const before = await presented();
     expect(before).toBe(pemFingerprint(readFileSync(signer.files.tlsCertFile, 'utf8')));
     const rotated = await createServerCertificate(signer.files.ca, { commonName: SIGNER, sans: [SIGNER] });

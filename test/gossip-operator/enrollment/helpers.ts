@@ -11,9 +11,21 @@ import type { OperatorConfig } from '../../../daemons/gossip-operator/config.ts'
 import { SITE_INVITE } from '../../../daemons/gossip-operator/kinds.ts';
 import { REDEEM_PATH } from '../../../schemas/enrollment/protocol.ts';
 import { spkiSha256 } from '../../../schemas/enrollment/protocol.ts';
-import { type CertificateAuthority, createCertificateAuthority, createServerCertificate } from '../../../daemons/shared/tls.ts';
+import {
+  type CertificateAuthority,
+  createCertificateAuthority,
+  createServerCertificate,
+} from '../../../daemons/shared/tls.ts';
 import type { OperatorOptions } from '../../../daemons/gossip-operator/operator.ts';
-import { grid, type LocalOperator, readStateObject, startLocalOperator, tempDir, testConfig, waitFor } from '../helpers.ts';
+import {
+  grid,
+  type LocalOperator,
+  readStateObject,
+  startLocalOperator,
+  tempDir,
+  testConfig,
+  waitFor,
+} from '../helpers.ts';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -59,7 +71,11 @@ export interface Signer {
 
 export const CERT_LIFETIME_MS = 48 * 3_600_000;
 
-export async function startSigner(prefix: string, extra: Partial<OperatorConfig> = {}, options: Partial<OperatorOptions> = {}): Promise<Signer> {
+export async function startSigner(
+  prefix: string,
+  extra: Partial<OperatorConfig> = {},
+  options: Partial<OperatorOptions> = {},
+): Promise<Signer> {
   const dirs = await tempDir(prefix);
   const files = await writeSignerFiles(dirs.path);
   const state = join(dirs.path, 'state');
@@ -88,7 +104,11 @@ export async function startSigner(prefix: string, extra: Partial<OperatorConfig>
     },
   };
   try {
-    const op = await startLocalOperator(config, { stateDir: state }, { now: () => Date.now() + signer.skewMs, ...options });
+    const op = await startLocalOperator(
+      config,
+      { stateDir: state },
+      { now: () => Date.now() + signer.skewMs, ...options },
+    );
     Object.assign(signer, { op, port: op.operator.enrollment?.port ?? 0 });
   } catch (error) {
     await dirs.remove();
@@ -105,7 +125,11 @@ export interface IssuedInvite {
 
 /** Creates a SiteInvite through the operator's store and waits for its token; returns the out-of-band pair. */
 export async function createInvite(signer: Signer, name: string, spec: Record<string, unknown>): Promise<IssuedInvite> {
-  await signer.op.store.apply(SITE_INVITE, { apiVersion: SITE_INVITE.apiVersion, kind: 'SiteInvite', metadata: { name }, spec }, { fieldManager: 'test' });
+  await signer.op.store.apply(
+    SITE_INVITE,
+    { apiVersion: SITE_INVITE.apiVersion, kind: 'SiteInvite', metadata: { name }, spec },
+    { fieldManager: 'test' },
+  );
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const invite: any = await waitFor(`the token of invite ${name}`, async () => {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -113,8 +137,14 @@ export async function createInvite(signer: Signer, name: string, spec: Record<st
     return i?.status?.tokenId !== undefined ? i : undefined;
   });
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const secret: any = await waitFor(`the token Secret of invite ${name}`, () => readStateObject(signer.state, 'core', 'Secret', 'grid-system', `grid-invite-${name}`));
-  return { name, tokenId: invite.status.tokenId as string, token: Buffer.from(secret.data.token as string, 'base64').toString('utf8') };
+  const secret: any = await waitFor(`the token Secret of invite ${name}`, () =>
+    readStateObject(signer.state, 'core', 'Secret', 'grid-system', `grid-invite-${name}`),
+  );
+  return {
+    name,
+    tokenId: invite.status.tokenId as string,
+    token: Buffer.from(secret.data.token as string, 'base64').toString('utf8'),
+  };
 }
 
 export interface SiteKeys {
@@ -125,14 +155,29 @@ export interface SiteKeys {
 }
 
 export async function siteKeys(): Promise<SiteKeys> {
-  const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
+    'sign',
+    'verify',
+  ])) as webcrypto.CryptoKeyPair;
   const spki = Buffer.from(await webcrypto.subtle.exportKey('spki', keys.publicKey));
-  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)).toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '');
-  return { keys, spki, publicKeySHA256: spkiSha256(spki), keyPem: `-----BEGIN PRIVATE KEY-----\n${pkcs8}\n-----END PRIVATE KEY-----\n` };
+  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey))
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .replace(/\n$/, '');
+  return {
+    keys,
+    spki,
+    publicKeySHA256: spkiSha256(spki),
+    keyPem: `-----BEGIN PRIVATE KEY-----\n${pkcs8}\n-----END PRIVATE KEY-----\n`,
+  };
 }
 
 export async function csrFor(keys: SiteKeys, commonName = 'anything'): Promise<string> {
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create({ name: `CN=${commonName}`, keys: keys.keys, signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } });
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
+    name: `CN=${commonName}`,
+    keys: keys.keys,
+    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
+  });
   return csr.toString('pem');
 }
 
@@ -144,7 +189,11 @@ export interface Reply {
 }
 
 /** One HTTPS request to the signer, verifying its certificate against the grid CA and its site name. */
-export function call(signer: Signer, body: string | Buffer, options: { method?: string; path?: string } = {}): Promise<Reply> {
+export function call(
+  signer: Signer,
+  body: string | Buffer,
+  options: { method?: string; path?: string } = {},
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request(
       {

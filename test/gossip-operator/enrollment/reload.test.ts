@@ -29,8 +29,14 @@ describe('enrollment certificates followed on disk', () => {
     remove = dirs.remove;
     ca = await createCertificateAuthority({ commonName: 'agn-test-grid-ca' });
     const serving = await createServerCertificate(ca, { commonName: SIGNER, sans: [SIGNER] });
-    site = await KubeletVolume.create(join(dirs.path, 'enrollment-site'), { 'tls.crt': serving.certPem, 'tls.key': serving.keyPem });
-    gridCa = await KubeletVolume.create(join(dirs.path, 'enrollment-ca'), { 'tls.crt': ca.certPem, 'tls.key': ca.keyPem });
+    site = await KubeletVolume.create(join(dirs.path, 'enrollment-site'), {
+      'tls.crt': serving.certPem,
+      'tls.key': serving.keyPem,
+    });
+    gridCa = await KubeletVolume.create(join(dirs.path, 'enrollment-ca'), {
+      'tls.crt': ca.certPem,
+      'tls.key': ca.keyPem,
+    });
     state = join(dirs.path, 'state');
     const config = testConfig({
       site: SIGNER,
@@ -65,12 +71,18 @@ describe('enrollment certificates followed on disk', () => {
       socket.on('error', reject);
     });
   const counted = async (outcome: string): Promise<number> =>
-    (await op.operator.metrics.fileReloads.get()).values.find((v) => v.labels['file_kind'] === 'enrollment_tls' && v.labels['outcome'] === outcome)?.value ?? 0;
+    (await op.operator.metrics.fileReloads.get()).values.find(
+      (v) => v.labels['file_kind'] === 'enrollment_tls' && v.labels['outcome'] === outcome,
+    )?.value ?? 0;
 
   it('serves a renewed certificate to new connections without SIGHUP', async () => {
     const renewed = await createServerCertificate(ca, { commonName: SIGNER, sans: [SIGNER] });
     await site.update({ 'tls.crt': renewed.certPem, 'tls.key': renewed.keyPem });
-    await waitFor('the renewed certificate served', async () => ((await presented(ca.certPem)) === renewed.fingerprint ? true : undefined), BOUND_MS);
+    await waitFor(
+      'the renewed certificate served',
+      async () => ((await presented(ca.certPem)) === renewed.fingerprint ? true : undefined),
+      BOUND_MS,
+    );
     expect(await counted('accepted')).toBe(2);
   });
 
@@ -79,10 +91,16 @@ describe('enrollment certificates followed on disk', () => {
     const other = await createCertificateAuthority({ commonName: 'not-the-grid-ca' });
     const foreign = await createServerCertificate(other, { commonName: SIGNER, sans: [SIGNER] });
     await site.update({ 'tls.crt': foreign.certPem, 'tls.key': foreign.keyPem });
-    await waitFor('the foreign certificate counted', async () => ((await counted('rejected')) === 1 ? true : undefined), BOUND_MS);
+    await waitFor(
+      'the foreign certificate counted',
+      async () => ((await counted('rejected')) === 1 ? true : undefined),
+      BOUND_MS,
+    );
     expect(await presented(ca.certPem)).toBe(current);
     const log = op.lines.join('');
-    expect(log).toContain(`--enrollment-tls-cert ${site.path('tls.crt')}: not issued by the grid CA ${gridCa.path('tls.crt')}`);
+    expect(log).toContain(
+      `--enrollment-tls-cert ${site.path('tls.crt')}: not issued by the grid CA ${gridCa.path('tls.crt')}`,
+    );
     expect(log).toContain('enrollment_tls unusable; the previous one stays in force');
   });
 
@@ -92,13 +110,26 @@ describe('enrollment certificates followed on disk', () => {
     const before = await counted('rejected');
     // The CA Secret first: the serving certificate in its volume is not issued by the new CA yet, so nothing changes.
     await gridCa.update({ 'tls.crt': next.certPem, 'tls.key': next.keyPem });
-    await waitFor('the half-rotated pair counted', async () => ((await counted('rejected')) > before ? true : undefined), BOUND_MS);
+    await waitFor(
+      'the half-rotated pair counted',
+      async () => ((await counted('rejected')) > before ? true : undefined),
+      BOUND_MS,
+    );
     await site.update({ 'tls.crt': serving.certPem, 'tls.key': serving.keyPem });
-    await waitFor('the new CA and certificate served', async () => ((await presented(next.certPem).catch(() => '')) === serving.fingerprint ? true : undefined), BOUND_MS);
+    await waitFor(
+      'the new CA and certificate served',
+      async () => ((await presented(next.certPem).catch(() => '')) === serving.fingerprint ? true : undefined),
+      BOUND_MS,
+    );
 
     const signer = { files: { ca: next }, op, state, port: port() } as unknown as Signer;
     const invite = await createInvite(signer, 'east9', { siteName: 'east9' });
-    const reply = await redeem(signer, { tokenId: invite.tokenId, token: invite.token, siteName: 'east9', csr: await csrFor(await siteKeys()) });
+    const reply = await redeem(signer, {
+      tokenId: invite.tokenId,
+      token: invite.token,
+      siteName: 'east9',
+      csr: await csrFor(await siteKeys()),
+    });
     expect(reply.status).toBe(200);
     expect(new X509Certificate(reply.json.certificate).checkIssued(new X509Certificate(next.certPem))).toBe(true);
     expect(reply.json.caCertificate).toBe(next.certPem);

@@ -12,7 +12,12 @@ import type { GatewayAgeReportRequest } from '../../../schemas/generated/gateway
 
 const EMPTY: EvidenceState = { records: [], overflow: false };
 const epoch = (n: number) => `epoch-${String(n).padStart(4, '0')}`;
-const report = (n: number, sequence: number, rejected: boolean, skewCount = rejected ? sequence : 0): GatewayAgeReportRequest => ({ epoch: epoch(n), replica: `gw-${n}`, sequence, skewCount, rejected });
+const report = (
+  n: number,
+  sequence: number,
+  rejected: boolean,
+  skewCount = rejected ? sequence : 0,
+): GatewayAgeReportRequest => ({ epoch: epoch(n), replica: `gw-${n}`, sequence, skewCount, rejected });
 
 interface Step {
   report: GatewayAgeReportRequest;
@@ -25,7 +30,10 @@ function run(steps: Step[], start: EvidenceState = EMPTY): { state: EvidenceStat
   let state = start;
   const outcomes: ReportOutcome[] = [];
   for (const [i, step] of steps.entries()) {
-    const result = applyReport(state, step.report, { monoMs: step.at, wallMs: i % 2 === 0 ? 1_800_000_000_000 : 1_000 });
+    const result = applyReport(state, step.report, {
+      monoMs: step.at,
+      wallMs: i % 2 === 0 ? 1_800_000_000_000 : 1_000,
+    });
     state = result.state;
     outcomes.push(result.outcome);
     if (step.outcome !== undefined) expect(result.outcome, `step ${i}`).toBe(step.outcome);
@@ -43,62 +51,103 @@ function full(rejected: boolean): EvidenceState {
 }
 
 describe('GatewayAgesRejected', () => {
-  const cases: { seed: string; steps: Step[]; status: 'True' | 'False' | 'Unknown'; reason?: string; start?: EvidenceState }[] = [
+  const cases: {
+    seed: string;
+    steps: Step[];
+    status: 'True' | 'False' | 'Unknown';
+    reason?: string;
+    start?: EvidenceState;
+  }[] = [
     {
       seed: 'True means a fresh gateway process has unresolved rejected ages',
-      steps: [{ report: report(1, 1, true), at: 0 }, { report: report(2, 1, false), at: 1_000 }],
+      steps: [
+        { report: report(1, 1, true), at: 0 },
+        { report: report(2, 1, false), at: 1_000 },
+      ],
       status: 'True',
     },
     {
       seed: 'False requires genuine newer clean evidence from every recorded rejecting process',
-      steps: [{ report: report(1, 1, true), at: 0 }, { report: report(1, 2, false, 1), at: 1_000, outcome: 'recorded' }],
+      steps: [
+        { report: report(1, 1, true), at: 0 },
+        { report: report(1, 2, false, 1), at: 1_000, outcome: 'recorded' },
+      ],
       status: 'False',
     },
     {
       seed: 'a clean flag with a grown cumulative skew count is not clean evidence',
-      steps: [{ report: report(1, 1, true, 3), at: 0 }, { report: report(1, 2, false, 4), at: 1_000 }],
+      steps: [
+        { report: report(1, 1, true, 3), at: 0 },
+        { report: report(1, 2, false, 4), at: 1_000 },
+      ],
       status: 'True',
     },
     {
       seed: 'A clean report from another replica or replacement process never clears an older rejected epoch',
-      steps: [{ report: report(1, 1, true), at: 0 }, { report: report(2, 50, false), at: 1_000 }],
+      steps: [
+        { report: report(1, 1, true), at: 0 },
+        { report: report(2, 50, false), at: 1_000 },
+      ],
       status: 'True',
     },
     {
       seed: 'Duplicate reports cannot establish recovery or renew freshness (same sequence, clean)',
-      steps: [{ report: report(1, 5, true), at: 0 }, { report: report(1, 5, false), at: 1_000, outcome: 'duplicate' }],
+      steps: [
+        { report: report(1, 5, true), at: 0 },
+        { report: report(1, 5, false), at: 1_000, outcome: 'duplicate' },
+      ],
       status: 'True',
     },
     {
       seed: 'an older sequence cannot establish recovery',
-      steps: [{ report: report(1, 5, true), at: 0 }, { report: report(1, 4, false), at: 1_000, outcome: 'duplicate' }],
+      steps: [
+        { report: report(1, 5, true), at: 0 },
+        { report: report(1, 4, false), at: 1_000, outcome: 'duplicate' },
+      ],
       status: 'True',
     },
     {
       seed: 'Live freshness uses a five-minute monotonic receipt window; expiration is evaluated when another report arrives',
-      steps: [{ report: report(1, 1, true), at: 0 }, { report: report(2, 1, false), at: FRESHNESS_MS + 1 }],
+      steps: [
+        { report: report(1, 1, true), at: 0 },
+        { report: report(2, 1, false), at: FRESHNESS_MS + 1 },
+      ],
       status: 'Unknown',
       reason: 'EvidenceStale',
     },
     {
       seed: 'a duplicate does not renew freshness',
-      steps: [{ report: report(1, 2, true), at: 0 }, { report: report(1, 2, true), at: FRESHNESS_MS - 1, outcome: 'duplicate' }, { report: report(2, 1, false), at: FRESHNESS_MS + 1 }],
+      steps: [
+        { report: report(1, 2, true), at: 0 },
+        { report: report(1, 2, true), at: FRESHNESS_MS - 1, outcome: 'duplicate' },
+        { report: report(2, 1, false), at: FRESHNESS_MS + 1 },
+      ],
       status: 'Unknown',
       reason: 'EvidenceStale',
     },
     {
       seed: 'a strictly newer rejected report renews freshness',
-      steps: [{ report: report(1, 1, true), at: 0 }, { report: report(1, 2, true, 2), at: FRESHNESS_MS - 1 }, { report: report(2, 1, false), at: FRESHNESS_MS + 1 }],
+      steps: [
+        { report: report(1, 1, true), at: 0 },
+        { report: report(1, 2, true, 2), at: FRESHNESS_MS - 1 },
+        { report: report(2, 1, false), at: FRESHNESS_MS + 1 },
+      ],
       status: 'True',
     },
     {
       seed: 'stale evidence still clears with newer clean evidence from the same process',
-      steps: [{ report: report(1, 1, true), at: 0 }, { report: report(1, 2, false, 1), at: 10 * FRESHNESS_MS }],
+      steps: [
+        { report: report(1, 1, true), at: 0 },
+        { report: report(1, 2, false, 1), at: 10 * FRESHNESS_MS },
+      ],
       status: 'False',
     },
     {
       seed: 'a cumulative skew count that goes backwards is refused and changes nothing',
-      steps: [{ report: report(1, 1, true, 5), at: 0 }, { report: report(1, 2, false, 4), at: 1_000, outcome: 'skew_count_decreased' }],
+      steps: [
+        { report: report(1, 1, true, 5), at: 0 },
+        { report: report(1, 2, false, 4), at: 1_000, outcome: 'skew_count_decreased' },
+      ],
       status: 'True',
     },
   ];
@@ -150,11 +199,15 @@ describe('GatewayAgesRejected', () => {
     expect(refused.state.overflow).toBe(true);
     expect(refused.state.records.some((r) => r.epoch === epoch(999))).toBe(false);
     s = refused.state;
-    for (let i = 0; i < MAX_AGE_RECORDS; i += 1) s = applyReport(s, report(i, 2, false, 1), { monoMs: 300 + i, wallMs: 0 }).state;
+    for (let i = 0; i < MAX_AGE_RECORDS; i += 1)
+      s = applyReport(s, report(i, 2, false, 1), { monoMs: 300 + i, wallMs: 0 }).state;
     expect(s.records.every((r) => !r.rejected)).toBe(true);
     // "This bounded uncertainty survives recovery and restart."
     expect(gatewayAgesCondition(s, 500)).toMatchObject({ status: 'Unknown', reason: 'ReporterCapacityExceeded' });
-    expect(gatewayAgesCondition(restarted(s), 500)).toMatchObject({ status: 'Unknown', reason: 'ReporterCapacityExceeded' });
+    expect(gatewayAgesCondition(restarted(s), 500)).toMatchObject({
+      status: 'Unknown',
+      reason: 'ReporterCapacityExceeded',
+    });
     // Once clean bookkeeping exists, a new identity is admitted again; overflow is only cleared explicitly.
     const admitted = applyReport(s, report(999, 1, false), { monoMs: 600, wallMs: 0 });
     expect(admitted.outcome).toBe('recorded');

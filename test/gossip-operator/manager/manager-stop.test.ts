@@ -20,7 +20,11 @@ async function storeWith(names: readonly string[]): Promise<ResourceStore> {
     await dir.remove();
   });
   for (const name of names) {
-    await store.apply(CONFIG_MAP, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'grid-system' }, data: {} }, { fieldManager: 'test' });
+    await store.apply(
+      CONFIG_MAP,
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'grid-system' }, data: {} },
+      { fieldManager: 'test' },
+    );
   }
   return store;
 }
@@ -79,7 +83,9 @@ describe('Manager.stop', () => {
     await manager.stop(200);
     expect(Date.now() - t0).toBeLessThan(2_000);
     expect(controller.finished).toEqual([]);
-    const warning = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'reconciles or watches still running at the stop deadline; abandoning them');
+    const warning = lines
+      .map((l) => JSON.parse(l))
+      .find((l) => l.msg === 'reconciles or watches still running at the stop deadline; abandoning them');
     expect(warning).toMatchObject({ deadlineMs: 200, controllers: ['held'], watchesOpen: false });
     controller.release();
   });
@@ -90,12 +96,16 @@ describe('Manager.stop', () => {
     const events: string[] = [];
     const held = heldController();
     const plain = { ...heldController(), name: 'plain', close: async () => void events.push('plain closed') };
-    const closing = Object.assign(held, { close: async () => void events.push(`held closed after ${held.finished.length} finished`) });
+    const closing = Object.assign(held, {
+      close: async () => void events.push(`held closed after ${held.finished.length} finished`),
+    });
     const manager = new Manager({ store, logger });
     manager.add(closing);
     manager.add(plain);
     manager.start();
-    await waitFor('reconciles in flight', () => (held.started.length === 1 && plain.started.length === 1 ? true : undefined));
+    await waitFor('reconciles in flight', () =>
+      held.started.length === 1 && plain.started.length === 1 ? true : undefined,
+    );
     plain.release();
     await manager.stop(200);
     expect(events.sort()).toEqual(['held closed after 0 finished', 'plain closed']);
@@ -121,7 +131,9 @@ describe('Manager.stop', () => {
     const t0 = Date.now();
     await manager.stop(200);
     expect(Date.now() - t0).toBeLessThan(2_000);
-    const warning = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'reconciles or watches still running at the stop deadline; abandoning them');
+    const warning = lines
+      .map((l) => JSON.parse(l))
+      .find((l) => l.msg === 'reconciles or watches still running at the stop deadline; abandoning them');
     expect(warning).toMatchObject({ deadlineMs: 200, watchesOpen: true });
   });
 });

@@ -19,7 +19,13 @@ describe('signal flags', () => {
       GRID_GATEWAY_AGE_ADDRESS: '0.0.0.0:9444',
       GRID_INGEST_TOKEN_FILE: '/etc/grid/ingest-token/token',
     });
-    expect(config).toMatchObject({ signalsAddress: '0.0.0.0:9443', signalsAdvertise: '10.0.0.5:9443', gatewayAgeAddress: '0.0.0.0:9444', ingestTokenFile: '/etc/grid/ingest-token/token', peerPollIntervalMs: 2_000 });
+    expect(config).toMatchObject({
+      signalsAddress: '0.0.0.0:9443',
+      signalsAdvertise: '10.0.0.5:9443',
+      gatewayAgeAddress: '0.0.0.0:9444',
+      ingestTokenFile: '/etc/grid/ingest-token/token',
+      peerPollIntervalMs: 2_000,
+    });
   });
 
   it('refuses an ingest listener without a token file, and a token file without the listener, in one line naming both', () => {
@@ -32,14 +38,21 @@ describe('signal flags', () => {
       return undefined;
     })();
     expect(missing).toBeInstanceOf(ConfigError);
-    expect((missing as Error).message).toBe("--gateway-age-address (env GRID_GATEWAY_AGE_ADDRESS) needs --ingest-token-file (env GRID_INGEST_TOKEN_FILE): the file holding the bearer token the site's gateways send (Secret grid-ingest-token, key token)");
-    expect(() => parseConfig([...base, '--ingest-token-file', '/t'], {})).toThrow(/--ingest-token-file \(env GRID_INGEST_TOKEN_FILE\) is set but --gateway-age-address/);
+    expect((missing as Error).message).toBe(
+      "--gateway-age-address (env GRID_GATEWAY_AGE_ADDRESS) needs --ingest-token-file (env GRID_INGEST_TOKEN_FILE): the file holding the bearer token the site's gateways send (Secret grid-ingest-token, key token)",
+    );
+    expect(() => parseConfig([...base, '--ingest-token-file', '/t'], {})).toThrow(
+      /--ingest-token-file \(env GRID_INGEST_TOKEN_FILE\) is set but --gateway-age-address/,
+    );
   });
 
   it.each([
     [['--signals-address', 'nine-four-four-three'], '--signals-address (env GRID_SIGNALS_ADDRESS)'],
     [['--signals-advertise', '10.0.0.5'], '--signals-advertise (env GRID_SIGNALS_ADVERTISE)'],
-    [['--gateway-age-address', ':99999', '--ingest-token-file', '/t'], '--gateway-age-address (env GRID_GATEWAY_AGE_ADDRESS)'],
+    [
+      ['--gateway-age-address', ':99999', '--ingest-token-file', '/t'],
+      '--gateway-age-address (env GRID_GATEWAY_AGE_ADDRESS)',
+    ],
     [['--peer-poll-interval', '0s'], '--peer-poll-interval (env GRID_PEER_POLL_INTERVAL)'],
     [['--peer-poll-interval', 'often'], '--peer-poll-interval (env GRID_PEER_POLL_INTERVAL)'],
   ])('refuses %j naming the flag', (flags, named) => {

@@ -23,16 +23,34 @@ interface Round {
 function run(rounds: Round[], stored?: PeerTimeCondition): PeerTimeState {
   let state = initialPeerTimeState(stored);
   for (const r of rounds) {
-    state = observeRound(state, { members: r.members, answers: new Map(Object.entries(r.answers ?? {})), secure: r.secure ?? true });
+    state = observeRound(state, {
+      members: r.members,
+      answers: new Map(Object.entries(r.answers ?? {})),
+      secure: r.secure ?? true,
+    });
   }
   return state;
 }
 
-const storedFalse: PeerTimeCondition = { status: 'False', reason: 'PeerAgeRejected', message: 'signal rows with a negative or implausible age from peer b' };
-const storedTrue: PeerTimeCondition = { status: 'True', reason: 'PeerAgesValid', message: 'no polled peer has a rejected signal age' };
+const storedFalse: PeerTimeCondition = {
+  status: 'False',
+  reason: 'PeerAgeRejected',
+  message: 'signal rows with a negative or implausible age from peer b',
+};
+const storedTrue: PeerTimeCondition = {
+  status: 'True',
+  reason: 'PeerAgesValid',
+  message: 'no polled peer has a rejected signal age',
+};
 
 describe('PeerTimeValid', () => {
-  const cases: { seed: string; stored?: PeerTimeCondition; rounds: Round[]; status: 'True' | 'False' | undefined; names?: string }[] = [
+  const cases: {
+    seed: string;
+    stored?: PeerTimeCondition;
+    rounds: Round[];
+    status: 'True' | 'False' | undefined;
+    names?: string;
+  }[] = [
     {
       seed: 'True means no polled peer has a rejected timestamp',
       rounds: [{ members: ['b', 'c'], answers: { b: clean, c: clean } }],
@@ -46,18 +64,28 @@ describe('PeerTimeValid', () => {
     },
     {
       seed: 'A peer that does not answer keeps its standing (rejected)',
-      rounds: [{ members: ['b'], answers: { b: skewed } }, { members: ['b'], answers: { b: silent } }, { members: ['b'] }],
+      rounds: [
+        { members: ['b'], answers: { b: skewed } },
+        { members: ['b'], answers: { b: silent } },
+        { members: ['b'] },
+      ],
       status: 'False',
       names: 'b',
     },
     {
       seed: 'A peer that does not answer keeps its standing (valid)',
-      rounds: [{ members: ['b'], answers: { b: clean } }, { members: ['b'], answers: { b: silent } }],
+      rounds: [
+        { members: ['b'], answers: { b: clean } },
+        { members: ['b'], answers: { b: silent } },
+      ],
       status: 'True',
     },
     {
       seed: 'a peer that leaves membership is dropped',
-      rounds: [{ members: ['b', 'c'], answers: { b: skewed, c: clean } }, { members: ['c'], answers: { c: clean } }],
+      rounds: [
+        { members: ['b', 'c'], answers: { b: skewed, c: clean } },
+        { members: ['c'], answers: { c: clean } },
+      ],
       status: 'True',
     },
     {
@@ -67,13 +95,19 @@ describe('PeerTimeValid', () => {
     },
     {
       seed: 'one clean answer restores its validity',
-      rounds: [{ members: ['b'], answers: { b: skewed } }, { members: ['b'], answers: { b: clean } }],
+      rounds: [
+        { members: ['b'], answers: { b: skewed } },
+        { members: ['b'], answers: { b: clean } },
+      ],
       status: 'True',
     },
     {
       seed: 'preserves an existing False condition after restarting until every currently polled peer has answered',
       stored: storedFalse,
-      rounds: [{ members: ['b', 'c'], answers: { b: clean } }, { members: ['b', 'c'], answers: { b: clean, c: silent } }],
+      rounds: [
+        { members: ['b', 'c'], answers: { b: clean } },
+        { members: ['b', 'c'], answers: { b: clean, c: silent } },
+      ],
       status: 'False',
       names: 'b',
     },
@@ -86,13 +120,19 @@ describe('PeerTimeValid', () => {
     {
       seed: 'every currently polled peer answered (over several rounds) ends preservation',
       stored: storedFalse,
-      rounds: [{ members: ['b', 'c'], answers: { b: clean } }, { members: ['b', 'c'], answers: { c: clean } }],
+      rounds: [
+        { members: ['b', 'c'], answers: { b: clean } },
+        { members: ['b', 'c'], answers: { c: clean } },
+      ],
       status: 'True',
     },
     {
       seed: 'Unavailable secure polling is not a clean round and does not establish recovery',
       stored: storedFalse,
-      rounds: [{ members: [], secure: false }, { members: ['b'], answers: { b: clean }, secure: false }],
+      rounds: [
+        { members: [], secure: false },
+        { members: ['b'], answers: { b: clean }, secure: false },
+      ],
       status: 'False',
       names: 'b',
     },
@@ -103,7 +143,10 @@ describe('PeerTimeValid', () => {
     },
     {
       seed: 'insecure rounds keep a rejected standing',
-      rounds: [{ members: ['b'], answers: { b: skewed } }, { members: ['b'], answers: { b: clean }, secure: false }],
+      rounds: [
+        { members: ['b'], answers: { b: skewed } },
+        { members: ['b'], answers: { b: clean }, secure: false },
+      ],
       status: 'False',
       names: 'b',
     },
@@ -153,7 +196,10 @@ describe('PeerTimeValid', () => {
     ['the generation changed', { ...storedTrue, observedGeneration: 1 }, storedTrue, 2, true],
     ['the message changed', { ...storedFalse, observedGeneration: 1 }, { ...storedFalse, message: 'other' }, 1, true],
     ['the status changed', { ...storedFalse, observedGeneration: 1 }, storedTrue, 1, true],
-  ] as const)('writes only when status, message or generation changes: %s', (_name, stored, desired, generation, due) => {
-    expect(conditionWriteDue(stored, desired, generation)).toBe(due);
-  });
+  ] as const)(
+    'writes only when status, message or generation changes: %s',
+    (_name, stored, desired, generation, due) => {
+      expect(conditionWriteDue(stored, desired, generation)).toBe(due);
+    },
+  );
 });

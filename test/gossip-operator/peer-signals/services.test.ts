@@ -16,10 +16,19 @@ import { ingestAuth, testTokenFile } from '../../ingest-token.ts';
 
 function post(port: number, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/v1/gateway-age-reports', method: 'POST', headers: { 'content-type': 'application/json', ...ingestAuth() } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/v1/gateway-age-reports',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...ingestAuth() },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -31,21 +40,32 @@ describe('signal services', () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  async function context(overrides: Partial<OperatorConfig>): Promise<{ ctx: OperatorContext; lines: string[]; enqueued: string[] }> {
+  async function context(
+    overrides: Partial<OperatorConfig>,
+  ): Promise<{ ctx: OperatorContext; lines: string[]; enqueued: string[] }> {
     const dirs = await tempDir('signal-services');
     const store = await openLocalStore({ stateDir: dirs.path, coalesceMs: 5, rescanIntervalMs: 1_000 });
     cleanups.push(async () => {
       await store.close();
       await dirs.remove();
     });
-    await store.apply(GRID_NETWORK, { apiVersion: GRID_NETWORK.apiVersion, kind: 'GridNetwork', metadata: { name: 'grid' }, spec: {} }, { fieldManager: 'test' });
+    await store.apply(
+      GRID_NETWORK,
+      { apiVersion: GRID_NETWORK.apiVersion, kind: 'GridNetwork', metadata: { name: 'grid' }, spec: {} },
+      { fieldManager: 'test' },
+    );
     const { logger, lines } = capturingLogger();
     const enqueued: string[] = [];
     const ctx = {
       store,
       logger,
       metrics: new OperatorMetrics(),
-      config: testConfig({ site: 'site-a', store: { backend: 'local', stateDir: dirs.path }, peerPollIntervalMs: 60_000, ...overrides }),
+      config: testConfig({
+        site: 'site-a',
+        store: { backend: 'local', stateDir: dirs.path },
+        peerPollIntervalMs: 60_000,
+        ...overrides,
+      }),
       now: Date.now,
       signals: { samples: () => [] },
       peerSignals: new PolledSignals(),
@@ -71,27 +91,44 @@ describe('signal services', () => {
 
   it('a signals address already in use is reported by name and address, and the gateway age ingest still starts', async () => {
     const port = await takenPort();
-    const { ctx, lines, enqueued } = await context({ signalsAddress: `127.0.0.1:${port}`, gatewayAgeAddress: '127.0.0.1:0', ingestTokenFile: testTokenFile() });
+    const { ctx, lines, enqueued } = await context({
+      signalsAddress: `127.0.0.1:${port}`,
+      gatewayAgeAddress: '127.0.0.1:0',
+      ingestTokenFile: testTokenFile(),
+    });
     const services = await start(ctx);
     expect(services.signalsBound).toBeUndefined();
     expect(ctx.signalsAddress).toBeUndefined();
     expect(enqueued).toEqual([]);
-    const error = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l['service'] === 'peer signals endpoint');
+    const error = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l['service'] === 'peer signals endpoint');
     expect(error).toMatchObject({ address: `127.0.0.1:${port}` });
     expect([50, 'error']).toContain(error?.['level']);
     expect(String(error?.['msg'])).toContain(`127.0.0.1:${port}`);
     expect(JSON.stringify(error)).toContain('EADDRINUSE');
     expect(services.gatewayAgePort).toBeGreaterThan(0);
-    expect(await post(services.gatewayAgePort!, JSON.stringify({ epoch: 'aaaaaaaa01', replica: 'gw', sequence: 1, skewCount: 0, rejected: false }))).toBe(202);
+    expect(
+      await post(
+        services.gatewayAgePort!,
+        JSON.stringify({ epoch: 'aaaaaaaa01', replica: 'gw', sequence: 1, skewCount: 0, rejected: false }),
+      ),
+    ).toBe(202);
   });
 
   it('a gateway age address already in use is reported, and the signals endpoint still serves', async () => {
     const port = await takenPort();
-    const { ctx, lines } = await context({ signalsAddress: '127.0.0.1:0', gatewayAgeAddress: `127.0.0.1:${port}`, ingestTokenFile: testTokenFile() });
+    const { ctx, lines } = await context({
+      signalsAddress: '127.0.0.1:0',
+      gatewayAgeAddress: `127.0.0.1:${port}`,
+      ingestTokenFile: testTokenFile(),
+    });
     const services = await start(ctx);
     expect(services.gatewayAgePort).toBeUndefined();
     expect(services.signalsBound).toMatch(/^127\.0\.0\.1:\d+$/);
-    const error = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l['service'] === 'gateway age ingest');
+    const error = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l['service'] === 'gateway age ingest');
     expect(error).toMatchObject({ address: `127.0.0.1:${port}` });
   });
 

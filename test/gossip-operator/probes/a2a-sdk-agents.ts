@@ -10,7 +10,15 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { AgentCard, formatSSEErrorEvent, formatSSEEvent, SSE_HEADERS, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import {
+  AgentCard,
+  formatSSEErrorEvent,
+  formatSSEEvent,
+  SSE_HEADERS,
+  Task,
+  TaskArtifactUpdateEvent,
+  TaskStatusUpdateEvent,
+} from '@a2a-js/sdk';
 import { A2A_LEGACY_PROTOCOL_VERSION } from '@a2a-js/sdk/compat/v0_3';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import {
@@ -80,7 +88,12 @@ export interface A2aAgent {
   close(): Promise<void>;
 }
 
-export const STREAMING_SKILL: A2aSkill = { id: 'count-words', name: 'Count words', description: 'Counts the words of a text, one chunk at a time.', tags: ['text', 'streaming'] };
+export const STREAMING_SKILL: A2aSkill = {
+  id: 'count-words',
+  name: 'Count words',
+  description: 'Counts the words of a text, one chunk at a time.',
+  tags: ['text', 'streaming'],
+};
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -113,7 +126,9 @@ function streamingExecutor(steps: number, stepDelayMs: number, tasks: string[]):
   const contexts = new Map<string, string>();
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
   const status = (taskId: string, contextId: string, state: string) =>
-    AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON({ taskId, contextId, status: { state, timestamp: new Date().toISOString() } }));
+    AgentEvent.statusUpdate(
+      TaskStatusUpdateEvent.fromJSON({ taskId, contextId, status: { state, timestamp: new Date().toISOString() } }),
+    );
   return {
     async execute(context, bus) {
       const { taskId, contextId } = context;
@@ -130,13 +145,21 @@ function streamingExecutor(steps: number, stepDelayMs: number, tasks: string[]):
       for (let step = 0; step < steps; step++) {
         await sleep(stepDelayMs);
         if (cancelled.has(taskId)) return;
-        bus.publish(AgentEvent.artifactUpdate(TaskArtifactUpdateEvent.fromJSON({
-          taskId,
-          contextId,
-          artifact: { artifactId: 'word-count', name: 'word-count', parts: [{ text: `chunk ${step + 1}/${steps}: ${words.length} words` }] },
-          append: step > 0,
-          lastChunk: step === steps - 1,
-        })));
+        bus.publish(
+          AgentEvent.artifactUpdate(
+            TaskArtifactUpdateEvent.fromJSON({
+              taskId,
+              contextId,
+              artifact: {
+                artifactId: 'word-count',
+                name: 'word-count',
+                parts: [{ text: `chunk ${step + 1}/${steps}: ${words.length} words` }],
+              },
+              append: step > 0,
+              lastChunk: step === steps - 1,
+            }),
+          ),
+        );
       }
       bus.publish(status(taskId, contextId, 'TASK_STATE_COMPLETED'));
       bus.finished();
@@ -162,7 +185,12 @@ function cardOf(options: A2aAgentOptions, url: string, skills: readonly A2aSkill
     capabilities: { streaming: options.streaming ?? true, pushNotifications: options.pushNotifications ?? false },
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
-    skills: skills.map((s) => ({ id: s.id, name: s.name, description: s.description ?? '', tags: [...(s.tags ?? [])] })),
+    skills: skills.map((s) => ({
+      id: s.id,
+      name: s.name,
+      description: s.description ?? '',
+      tags: [...(s.tags ?? [])],
+    })),
   });
 }
 
@@ -173,10 +201,22 @@ function cardOf(options: A2aAgentOptions, url: string, skills: readonly A2aSkill
  */
 async function legacyCardOf(card: AgentCard): Promise<unknown> {
   const capabilities = { extensions: [], ...card.capabilities, extendedAgentCard: true };
-  const translator = new DefaultRequestHandler({ ...card, capabilities }, new InMemoryTaskStore(), streamingExecutor(0, 0, []), undefined, undefined, undefined, async () => card);
-  const answer = await new LegacyJsonRpcTransportHandler(translator).handle({ jsonrpc: '2.0', id: 1, method: 'agent/getAuthenticatedExtendedCard' }, new ServerCallContext());
-  const result = (answer as { result?: unknown; error?: { message?: string } });
-  if (result.result === undefined) throw new Error(`the SDK did not translate the card to v0.3: ${result.error?.message ?? 'no result'}`);
+  const translator = new DefaultRequestHandler(
+    { ...card, capabilities },
+    new InMemoryTaskStore(),
+    streamingExecutor(0, 0, []),
+    undefined,
+    undefined,
+    undefined,
+    async () => card,
+  );
+  const answer = await new LegacyJsonRpcTransportHandler(translator).handle(
+    { jsonrpc: '2.0', id: 1, method: 'agent/getAuthenticatedExtendedCard' },
+    new ServerCallContext(),
+  );
+  const result = answer as { result?: unknown; error?: { message?: string } };
+  if (result.result === undefined)
+    throw new Error(`the SDK did not translate the card to v0.3: ${result.error?.message ?? 'no result'}`);
   return result.result;
 }
 
@@ -186,7 +226,8 @@ export async function startA2aAgent(options: A2aAgentOptions = {}): Promise<A2aA
   const base = (options.basePath ?? '').replace(/\/$/, '');
   const legacy = options.legacyCompat ?? true;
   // The older path's card is the v0.3 translation, which needs a v0.3 interface on the card.
-  if (options.cardPath === 'agent.json' && !legacy) throw new Error('cardPath agent.json serves the v0.3 card: it needs legacyCompat');
+  if (options.cardPath === 'agent.json' && !legacy)
+    throw new Error('cardPath agent.json serves the v0.3 card: it needs legacyCompat');
   const skills: readonly A2aSkill[] = options.skills ?? [STREAMING_SKILL];
   const listener = (req: http.IncomingMessage, res: http.ServerResponse) => {
     void handle(req, res).catch((error: unknown) => {
@@ -194,12 +235,19 @@ export async function startA2aAgent(options: A2aAgentOptions = {}): Promise<A2aA
       res.end(String(error));
     });
   };
-  const server = options.tls !== undefined ? https.createServer({ cert: options.tls.cert, key: options.tls.key }, listener) : http.createServer(listener);
+  const server =
+    options.tls !== undefined
+      ? https.createServer({ cert: options.tls.cert, key: options.tls.key }, listener)
+      : http.createServer(listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const url = `${options.tls !== undefined ? 'https' : 'http'}://127.0.0.1:${port}${base}`;
   const card = cardOf(options, url, skills);
-  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), streamingExecutor(options.steps ?? 3, options.stepDelayMs ?? 50, tasks));
+  const requestHandler = new DefaultRequestHandler(
+    card,
+    new InMemoryTaskStore(),
+    streamingExecutor(options.steps ?? 3, options.stepDelayMs ?? 50, tasks),
+  );
   const v1 = new JsonRpcTransportHandler(requestHandler);
   const v03 = new LegacyJsonRpcTransportHandler(requestHandler);
   const cardPath = `${base}/.well-known/${options.cardPath ?? 'agent-card.json'}`;
@@ -223,12 +271,18 @@ export async function startA2aAgent(options: A2aAgentOptions = {}): Promise<A2aA
       ...(a2aVersion !== undefined ? { a2aVersion } : {}),
     });
     if (options.requireToken !== undefined && authorization !== `Bearer ${options.requireToken}`) {
-      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end(JSON.stringify({ error: 'unauthorized' }));
+      res
+        .writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' })
+        .end(JSON.stringify({ error: 'unauthorized' }));
       return;
     }
     if (req.method === 'GET' && path === cardPath) {
-      if (options.cardBody !== undefined) return void res.writeHead(200, { 'content-type': 'application/json' }).end(options.cardBody);
-      const served = options.cardPath === 'agent.json' ? await legacyCardOf(card) : AgentCard.toJSON(await requestHandler.getAgentCard());
+      if (options.cardBody !== undefined)
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(options.cardBody);
+      const served =
+        options.cardPath === 'agent.json'
+          ? await legacyCardOf(card)
+          : AgentCard.toJSON(await requestHandler.getAgentCard());
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(served));
       return;
     }
@@ -240,17 +294,31 @@ export async function startA2aAgent(options: A2aAgentOptions = {}): Promise<A2aA
   }
 
   /** What the SDK's express jsonRpcHandler does, on node:http: pick the revision, run the transport, answer JSON or SSE. */
-  async function rpc(req: http.IncomingMessage, res: http.ServerResponse, text: string, body: { method?: unknown; id?: unknown } | undefined): Promise<void> {
+  async function rpc(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    text: string,
+    body: { method?: unknown; id?: unknown } | undefined,
+  ): Promise<void> {
     const requestedVersion = header(req, 'a2a-version');
     // As the SDK decides: a caller that names no A2A-Version is a v0.3 caller (method names like `message/send`).
     const useLegacy = legacy && (requestedVersion ?? A2A_LEGACY_PROTOCOL_VERSION) === A2A_LEGACY_PROTOCOL_VERSION;
-    const mapError = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError;
+    const mapError = useLegacy
+      ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError
+      : JsonRpcTransportHandler.mapToJSONRPCError;
     const id = body?.id ?? null;
-    const context = defaultServerCallContextBuilder({ extensions: undefined, user: undefined, headers: req.headers, ...(requestedVersion !== undefined ? { requestedVersion } : {}) });
+    const context = defaultServerCallContextBuilder({
+      extensions: undefined,
+      user: undefined,
+      headers: req.headers,
+      ...(requestedVersion !== undefined ? { requestedVersion } : {}),
+    });
     try {
       validateVersion(context.requestedVersion, await requestHandler.getAgentCard(), 'JSONRPC');
     } catch (error) {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id, error: mapError(error) }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id, error: mapError(error) }));
       return;
     }
     const answer = await (useLegacy ? v03 : v1).handle(text, context);
@@ -263,14 +331,17 @@ export async function startA2aAgent(options: A2aAgentOptions = {}): Promise<A2aA
     try {
       first = await iterator.next();
     } catch (error) {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id, error: mapError(error) }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id, error: mapError(error) }));
       return;
     }
     res.writeHead(200, SSE_HEADERS as Record<string, string>);
     res.flushHeaders();
     try {
       if (!first.done) res.write(formatSSEEvent(first.value));
-      for (let next = await iterator.next(); !next.done; next = await iterator.next()) res.write(formatSSEEvent(next.value));
+      for (let next = await iterator.next(); !next.done; next = await iterator.next())
+        res.write(formatSSEEvent(next.value));
     } catch (error) {
       if (!res.writableEnded) res.write(formatSSEErrorEvent({ jsonrpc: '2.0', id, error: mapError(error) }));
     } finally {

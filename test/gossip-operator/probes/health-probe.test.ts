@@ -19,7 +19,10 @@ describe('InferenceProvider health probe (seed 001 "healthCheck")', () => {
   it('probes {endpoint}/health and reports healthy on 2xx', async () => {
     const server = await startServer((_q, res) => res.end('ok'));
     servers.push(server);
-    expect(await probeHealth({ providerEndpoint: server.url, timeoutMs: 2000 })).toMatchObject({ healthy: true, result: 'healthy' });
+    expect(await probeHealth({ providerEndpoint: server.url, timeoutMs: 2000 })).toMatchObject({
+      healthy: true,
+      result: 'healthy',
+    });
     expect(server.requests[0]?.url).toBe('/health');
   });
 
@@ -27,7 +30,13 @@ describe('InferenceProvider health probe (seed 001 "healthCheck")', () => {
     const { ca, tls } = await tlsPair();
     const server = await startServer((_q, res) => res.end('ok'), tls);
     servers.push(server);
-    const outcome = await probeHealth({ providerEndpoint: server.url, path: '/healthz', bearerToken: 'tok-abc', tls: { ca: ca.certPem }, timeoutMs: 2000 });
+    const outcome = await probeHealth({
+      providerEndpoint: server.url,
+      path: '/healthz',
+      bearerToken: 'tok-abc',
+      tls: { ca: ca.certPem },
+      timeoutMs: 2000,
+    });
     expect(outcome).toMatchObject({ healthy: true, sentCredential: true });
     expect(server.requests[0]).toMatchObject({ url: '/healthz', headers: { authorization: 'Bearer tok-abc' } });
   });
@@ -35,12 +44,20 @@ describe('InferenceProvider health probe (seed 001 "healthCheck")', () => {
   it('probes anonymously over plain HTTP and toward another origin ("Probes to a different origin or over plain HTTP remain anonymous")', async () => {
     const plain = await startServer((_q, res) => res.end('ok'));
     servers.push(plain);
-    expect(await probeHealth({ providerEndpoint: plain.url, bearerToken: 'tok-abc', timeoutMs: 2000 })).toMatchObject({ sentCredential: false });
+    expect(await probeHealth({ providerEndpoint: plain.url, bearerToken: 'tok-abc', timeoutMs: 2000 })).toMatchObject({
+      sentCredential: false,
+    });
     const { ca, tls } = await tlsPair();
     const other = await startServer((_q, res) => res.end('ok'), tls);
     servers.push(other);
     // Same host, other port: a different origin.
-    const outcome = await probeHealth({ providerEndpoint: 'https://127.0.0.1:1', endpoint: other.url, bearerToken: 'tok-abc', tls: { ca: ca.certPem }, timeoutMs: 2000 });
+    const outcome = await probeHealth({
+      providerEndpoint: 'https://127.0.0.1:1',
+      endpoint: other.url,
+      bearerToken: 'tok-abc',
+      tls: { ca: ca.certPem },
+      timeoutMs: 2000,
+    });
     expect(outcome).toMatchObject({ healthy: true, sentCredential: false });
     for (const request of [...plain.requests, ...other.requests]) expect(request.headers.authorization).toBeUndefined();
   });
@@ -52,7 +69,10 @@ describe('InferenceProvider health probe (seed 001 "healthCheck")', () => {
       res.end();
     });
     servers.push(target, redirector);
-    expect(await probeHealth({ providerEndpoint: redirector.url, timeoutMs: 2000 })).toMatchObject({ healthy: false, result: 'redirect' });
+    expect(await probeHealth({ providerEndpoint: redirector.url, timeoutMs: 2000 })).toMatchObject({
+      healthy: false,
+      result: 'redirect',
+    });
     expect(target.requests).toHaveLength(0);
   });
 
@@ -62,8 +82,14 @@ describe('InferenceProvider health probe (seed 001 "healthCheck")', () => {
       res.end();
     });
     servers.push(failing);
-    expect(await probeHealth({ providerEndpoint: failing.url, timeoutMs: 2000 })).toMatchObject({ healthy: false, result: 'http_status' });
+    expect(await probeHealth({ providerEndpoint: failing.url, timeoutMs: 2000 })).toMatchObject({
+      healthy: false,
+      result: 'http_status',
+    });
     const port = await closedPort();
-    expect(await probeHealth({ providerEndpoint: `http://127.0.0.1:${port}`, timeoutMs: 2000 })).toMatchObject({ healthy: false, result: 'unreachable' });
+    expect(await probeHealth({ providerEndpoint: `http://127.0.0.1:${port}`, timeoutMs: 2000 })).toMatchObject({
+      healthy: false,
+      result: 'unreachable',
+    });
   });
 });

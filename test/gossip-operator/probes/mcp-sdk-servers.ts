@@ -57,13 +57,23 @@ export interface ServeOptions {
   requireToken?: string | (() => string | undefined);
 }
 
-async function listen(handler: (req: http.IncomingMessage, res: http.ServerResponse, body: unknown) => Promise<void>, extra: Omit<SdkServer, 'url' | 'close' | 'seen'>, seen: SdkServer['seen'], options: ServeOptions = {}): Promise<SdkServer> {
+async function listen(
+  handler: (req: http.IncomingMessage, res: http.ServerResponse, body: unknown) => Promise<void>,
+  extra: Omit<SdkServer, 'url' | 'close' | 'seen'>,
+  seen: SdkServer['seen'],
+  options: ServeOptions = {},
+): Promise<SdkServer> {
   const server = http.createServer((req, res) => {
     void (async () => {
       const token = typeof options.requireToken === 'function' ? options.requireToken() : options.requireToken;
-      if (options.requireToken !== undefined && (token === undefined || req.headers.authorization !== `Bearer ${token}`)) {
+      if (
+        options.requireToken !== undefined &&
+        (token === undefined || req.headers.authorization !== `Bearer ${token}`)
+      ) {
         seen.push({ http: req.method ?? '', rpc: 'unauthorized' });
-        res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"unauthorized"}');
+        res
+          .writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' })
+          .end('{"error":"unauthorized"}');
         return;
       }
       const text = await readBody(req);
@@ -74,7 +84,13 @@ async function listen(handler: (req: http.IncomingMessage, res: http.ServerRespo
         body = undefined;
       }
       const session = req.headers['mcp-session-id'];
-      seen.push({ http: req.method ?? '', ...(typeof (body as { method?: unknown })?.method === 'string' ? { rpc: (body as { method: string }).method } : {}), ...(typeof session === 'string' ? { session } : {}) });
+      seen.push({
+        http: req.method ?? '',
+        ...(typeof (body as { method?: unknown })?.method === 'string'
+          ? { rpc: (body as { method: string }).method }
+          : {}),
+        ...(typeof session === 'string' ? { session } : {}),
+      });
       await handler(req, res, body);
     })().catch((error: unknown) => {
       if (!res.headersSent) res.writeHead(500).end(String(error));
@@ -98,7 +114,9 @@ async function listen(handler: (req: http.IncomingMessage, res: http.ServerRespo
 const registered = new WeakMap<McpServerV1, Map<string, RegisteredTool>>();
 
 function register(server: McpServerV1, tool: Tools[number]): void {
-  const handle = server.registerTool(tool.name, { description: tool.description }, async () => ({ content: [{ type: 'text', text: `${tool.name} ran` }] }));
+  const handle = server.registerTool(tool.name, { description: tool.description }, async () => ({
+    content: [{ type: 'text', text: `${tool.name} ran` }],
+  }));
   registered.get(server)!.set(tool.name, handle);
 }
 
@@ -113,7 +131,11 @@ export function v1Server(tools: () => Tools): McpServerV1 {
  * The SDK's documented stateful streamable-HTTP wiring: a transport per session, keyed by Mcp-Session-Id, made on
  * `initialize` and connected to a server `makeServer` builds; anything else without a known session is refused.
  */
-export async function startStateful(makeServer: (tools: () => Tools) => McpServerV1 | ServerV1, initialTools: Tools, options: ServeOptions = {}): Promise<StatefulSdkServer> {
+export async function startStateful(
+  makeServer: (tools: () => Tools) => McpServerV1 | ServerV1,
+  initialTools: Tools,
+  options: ServeOptions = {},
+): Promise<StatefulSdkServer> {
   let tools = initialTools;
   const seen: SdkServer['seen'] = [];
   const transports = new Map<string, StreamableHTTPServerTransport>();
@@ -142,10 +164,19 @@ export async function startStateful(makeServer: (tools: () => Tools) => McpServe
       let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
       if (transport === undefined) {
         if (req.method !== 'POST' || (body as { method?: string } | undefined)?.method !== 'initialize') {
-          res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: No valid session ID provided' }, id: null }));
+          res.writeHead(400, { 'content-type': 'application/json' }).end(
+            JSON.stringify({
+              jsonrpc: '2.0',
+              error: { code: -32000, message: 'Bad Request: No valid session ID provided' },
+              id: null,
+            }),
+          );
           return;
         }
-        const created = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void transports.set(id, created) });
+        const created = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => void transports.set(id, created),
+        });
         created.onclose = () => {
           if (created.sessionId !== undefined) transports.delete(created.sessionId);
           servers.delete(created);
@@ -209,17 +240,31 @@ export async function startStatelessV1(initialTools: Tools, options: ServeOption
 }
 
 /** A v1 low-level server answering tools/list `pageSize` tools at a time with nextCursor (stateful). */
-export async function startPagedV1(initialTools: Tools, pageSize: number, options: ServeOptions = {}): Promise<StatefulSdkServer> {
-  return await startStateful((tools) => {
-    const server = new ServerV1({ name: 'sdk-v1-paged', version: '1.0.0' }, { capabilities: { tools: {} } });
-    server.setRequestHandler(ListToolsRequestSchema, async (request) => {
-      const start = request.params?.cursor === undefined ? 0 : Number(request.params.cursor);
-      const page = tools().slice(start, start + pageSize).map((t) => ({ ...t, inputSchema: { type: 'object' as const } }));
-      return start + pageSize < tools().length ? { tools: page, nextCursor: String(start + pageSize) } : { tools: page };
-    });
-    server.setRequestHandler(CallToolRequestSchema, async (request) => ({ content: [{ type: 'text', text: `${request.params.name} ran` }] }));
-    return server;
-  }, initialTools, options);
+export async function startPagedV1(
+  initialTools: Tools,
+  pageSize: number,
+  options: ServeOptions = {},
+): Promise<StatefulSdkServer> {
+  return await startStateful(
+    (tools) => {
+      const server = new ServerV1({ name: 'sdk-v1-paged', version: '1.0.0' }, { capabilities: { tools: {} } });
+      server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+        const start = request.params?.cursor === undefined ? 0 : Number(request.params.cursor);
+        const page = tools()
+          .slice(start, start + pageSize)
+          .map((t) => ({ ...t, inputSchema: { type: 'object' as const } }));
+        return start + pageSize < tools().length
+          ? { tools: page, nextCursor: String(start + pageSize) }
+          : { tools: page };
+      });
+      server.setRequestHandler(CallToolRequestSchema, async (request) => ({
+        content: [{ type: 'text', text: `${request.params.name} ran` }],
+      }));
+      return server;
+    },
+    initialTools,
+    options,
+  );
 }
 
 /** A v2 SDK endpoint (createMcpHandler): 2026-07-28 stateless, with the SDK's stateless fallback for older clients. */
@@ -228,7 +273,10 @@ export async function startModernV2(initialTools: Tools): Promise<SdkServer> {
   const seen: SdkServer['seen'] = [];
   const handler = createMcpHandler(() => {
     const server = new McpServerV2({ name: 'sdk-v2-tools', version: '2.0.0' });
-    for (const tool of tools) server.registerTool(tool.name, { description: tool.description }, async () => ({ content: [{ type: 'text', text: `${tool.name} ran` }] }));
+    for (const tool of tools)
+      server.registerTool(tool.name, { description: tool.description }, async () => ({
+        content: [{ type: 'text', text: `${tool.name} ran` }],
+      }));
     return server;
   });
   const sdk = await listen(
@@ -236,7 +284,13 @@ export async function startModernV2(initialTools: Tools): Promise<SdkServer> {
       // node:http to the handler's web-standard face, as @modelcontextprotocol/node's toNodeHandler does.
       const headers = new Headers();
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v);
-      const request = new Request(`http://${req.headers.host ?? '127.0.0.1'}${req.url ?? '/'}`, { method: req.method ?? 'GET', headers, ...(body === undefined || req.method === 'GET' || req.method === 'DELETE' ? {} : { body: JSON.stringify(body) }) });
+      const request = new Request(`http://${req.headers.host ?? '127.0.0.1'}${req.url ?? '/'}`, {
+        method: req.method ?? 'GET',
+        headers,
+        ...(body === undefined || req.method === 'GET' || req.method === 'DELETE'
+          ? {}
+          : { body: JSON.stringify(body) }),
+      });
       const response = await handler.fetch(request);
       res.writeHead(response.status, Object.fromEntries(response.headers.entries()));
       res.end(Buffer.from(await response.arrayBuffer()));
@@ -244,5 +298,11 @@ export async function startModernV2(initialTools: Tools): Promise<SdkServer> {
     { openSessions: () => 0, setTools: (t) => void (tools = t) },
     seen,
   );
-  return { ...sdk, close: async () => { await handler.close(); await sdk.close(); } };
+  return {
+    ...sdk,
+    close: async () => {
+      await handler.close();
+      await sdk.close();
+    },
+  };
 }

@@ -30,7 +30,11 @@ describe('InferenceProvider metrics scrape (seed 001 "Metrics configuration", se
   it('reads the configured signals and clamps them to [0,1]', async () => {
     const server = await metricsServer(() => 'queue 0.3\nkv 1.7\n');
     const outcome = await scrapeMetrics(config(server.url), undefined, 1000);
-    expect(outcome).toMatchObject({ result: 'success', metrics: { queue_depth: 0.3, kv_cache_utilization: 1, healthy: true }, stale: false });
+    expect(outcome).toMatchObject({
+      result: 'success',
+      metrics: { queue_depth: 0.3, kv_cache_utilization: 1, healthy: true },
+      stale: false,
+    });
     const signals = [
       { signal: 'queueDepth', metrics: ['queue'] },
       { signal: 'kvCacheUtilization', metrics: ['kv'] },
@@ -41,7 +45,9 @@ describe('InferenceProvider metrics scrape (seed 001 "Metrics configuration", se
 
   it('divides an absolute queue size by queueCapacity ("AGN divides the raw value by that capacity and clamps")', async () => {
     const server = await metricsServer(() => 'queue 12\n');
-    expect((await scrapeMetrics(config(server.url, { queueCapacity: 16 }), undefined, 0)).metrics?.queue_depth).toBe(0.75);
+    expect((await scrapeMetrics(config(server.url, { queueCapacity: 16 }), undefined, 0)).metrics?.queue_depth).toBe(
+      0.75,
+    );
     expect((await scrapeMetrics(config(server.url, { queueCapacity: 4 }), undefined, 0)).metrics?.queue_depth).toBe(1);
   });
 
@@ -61,8 +67,19 @@ describe('InferenceProvider metrics scrape (seed 001 "Metrics configuration", se
     const server = await metricsServer(() => `${page}\n`);
     const outcome = await scrapeMetrics(config(server.url, { poolName: 'a', signalNames: {} }), undefined, 0);
     // The fallback name carries waiting when llm_d_epp_average_queue_size is absent; nothing is clamped to [0,1].
-    expect(outcome).toMatchObject({ result: 'success', metrics: { running_per_endpoint: 3, waiting_per_endpoint: 1.5, flow_control_held: 4, ready_endpoints: 2, healthy: true } });
-    const preferred = await metricsServer(() => 'llm_d_epp_average_queue_size 0.5\ninference_pool_per_pod_queue_size 7\nllm_d_epp_ready_endpoints 0\n');
+    expect(outcome).toMatchObject({
+      result: 'success',
+      metrics: {
+        running_per_endpoint: 3,
+        waiting_per_endpoint: 1.5,
+        flow_control_held: 4,
+        ready_endpoints: 2,
+        healthy: true,
+      },
+    });
+    const preferred = await metricsServer(
+      () => 'llm_d_epp_average_queue_size 0.5\ninference_pool_per_pod_queue_size 7\nllm_d_epp_ready_endpoints 0\n',
+    );
     const both = await scrapeMetrics(config(preferred.url, { signalNames: {} }), undefined, 0);
     expect(both.metrics).toEqual({ waiting_per_endpoint: 0.5, ready_endpoints: 0, healthy: true });
   });
@@ -79,15 +96,26 @@ describe('InferenceProvider metrics scrape (seed 001 "Metrics configuration", se
     const outcome = await scrapeMetrics(config(server.url), undefined, 0);
     expect(outcome).toMatchObject({ result: 'http_status', metrics: undefined, stale: false });
     const port = await closedPort();
-    expect(await scrapeMetrics(config(`http://127.0.0.1:${port}`), undefined, 0)).toMatchObject({ result: 'unreachable', metrics: undefined });
+    expect(await scrapeMetrics(config(`http://127.0.0.1:${port}`), undefined, 0)).toMatchObject({
+      result: 'unreachable',
+      metrics: undefined,
+    });
   });
 
   it('reuses the last sample within staleMetricsSeconds, not after', async () => {
     const port = await closedPort();
-    const cache = { metrics: { queue_depth: 0.2, healthy: true }, scrapedAtMs: 10_000, signals: [{ signal: 'queueDepth' as const, metrics: ['queue'] }] };
+    const cache = {
+      metrics: { queue_depth: 0.2, healthy: true },
+      scrapedAtMs: 10_000,
+      signals: [{ signal: 'queueDepth' as const, metrics: ['queue'] }],
+    };
     const cfg = config(`http://127.0.0.1:${port}`, { staleMetricsSeconds: 30 });
     // The reused sample keeps saying where its signals came from.
-    expect(await scrapeMetrics(cfg, cache, 40_000)).toMatchObject({ metrics: cache.metrics, stale: true, signals: cache.signals });
+    expect(await scrapeMetrics(cfg, cache, 40_000)).toMatchObject({
+      metrics: cache.metrics,
+      stale: true,
+      signals: cache.signals,
+    });
     expect(await scrapeMetrics(cfg, cache, 40_001)).toMatchObject({ metrics: undefined, stale: false, signals: [] });
   });
 

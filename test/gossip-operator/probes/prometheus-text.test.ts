@@ -21,8 +21,16 @@ describe('Prometheus text parsing', () => {
   const samples = parsePrometheusText(PAGE);
 
   it('reads names, labels (with escapes) and values, ignoring comments and timestamps', () => {
-    expect(samples.find((s) => s.name === 'vllm:gpu_cache_usage_perc')).toEqual({ name: 'vllm:gpu_cache_usage_perc', labels: {}, value: 0.25 });
-    expect(samples.find((s) => s.name === 'weird_escapes')).toEqual({ name: 'weird_escapes', labels: { path: 'a"b\\c', note: 'x\ny' }, value: 0.001 });
+    expect(samples.find((s) => s.name === 'vllm:gpu_cache_usage_perc')).toEqual({
+      name: 'vllm:gpu_cache_usage_perc',
+      labels: {},
+      value: 0.25,
+    });
+    expect(samples.find((s) => s.name === 'weird_escapes')).toEqual({
+      name: 'weird_escapes',
+      labels: { path: 'a"b\\c', note: 'x\ny' },
+      value: 0.001,
+    });
   });
 
   it('drops NaN and ±Inf at parse time and skips lines that are not samples', () => {

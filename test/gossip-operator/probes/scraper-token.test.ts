@@ -7,7 +7,11 @@ import { createLogger } from '../../../daemons/shared/log.ts';
 import { createCertificateAuthority, createServerCertificate } from '../../../daemons/shared/tls.ts';
 import { openLocalStore, type LocalStore } from '../../../daemons/shared/resource-store/index.ts';
 import { ResourceStoreError } from '../../../daemons/shared/resource-store/errors.ts';
-import type { ObjectRef, ServiceAccountToken, TokenRequestOptions } from '../../../daemons/shared/resource-store/types.ts';
+import type {
+  ObjectRef,
+  ServiceAccountToken,
+  TokenRequestOptions,
+} from '../../../daemons/shared/resource-store/types.ts';
 import { ScraperTokenSource } from '../../../daemons/gossip-operator/probes/scraper-token.ts';
 import { ProviderSignals } from '../../../daemons/gossip-operator/controllers/provider-signals.ts';
 import { OperatorMetrics } from '../../../daemons/gossip-operator/metrics.ts';
@@ -21,12 +25,18 @@ function capturedLogger() {
   const lines: string[] = [];
   const destination = new Writable({
     write(chunk: Buffer, _enc, done) {
-      lines.push(...chunk.toString('utf8').split('\n').filter((l) => l !== ''));
+      lines.push(
+        ...chunk
+          .toString('utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
       done();
     },
   });
   const logger = createLogger({ name: 'test', level: 'debug', destination });
-  const warnings = () => lines.map((l) => JSON.parse(l) as { level: string; msg: string }).filter((l) => l.level === 'warn');
+  const warnings = () =>
+    lines.map((l) => JSON.parse(l) as { level: string; msg: string }).filter((l) => l.level === 'warn');
   return { logger, lines, warnings };
 }
 
@@ -46,7 +56,10 @@ class Minter {
     const n = this.requests.length;
     if (this.gate !== undefined) await this.gate;
     if (this.failWith !== undefined) throw new ResourceStoreError('forbidden', this.failWith, { statusCode: 403 });
-    return { token: `eyJ.secret-token-${n}.sig`, expirationTimestamp: new Date(this.now + this.lifetimeSeconds * 1000).toISOString() };
+    return {
+      token: `eyJ.secret-token-${n}.sig`,
+      expirationTimestamp: new Date(this.now + this.lifetimeSeconds * 1000).toISOString(),
+    };
   }
 }
 
@@ -172,13 +185,21 @@ describe('metricsConfig.auth scrape through ProviderSignals (real HTTPS metrics 
       }
       res.writeHead(200, { 'content-type': 'text/plain' }).end('llm_d_epp_average_queue_size{name="pool-a"} 0.25\n');
     };
-    const httpsServer = await startServer((req, res) => page(res, req.headers.authorization), { cert: leaf.certPem, key: leaf.keyPem });
+    const httpsServer = await startServer((req, res) => page(res, req.headers.authorization), {
+      cert: leaf.certPem,
+      key: leaf.keyPem,
+    });
     cleanups.push(() => httpsServer.close());
     const httpServer = await startServer((req, res) => page(res, req.headers.authorization));
     cleanups.push(() => httpServer.close());
     await store.apply(
       { apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true },
-      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'epp-ca', namespace: 'grid-system' }, data: { 'ca.crt': ca.certPem } },
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'epp-ca', namespace: 'grid-system' },
+        data: { 'ca.crt': ca.certPem },
+      },
       { fieldManager: 'test' },
     );
     return { store, https: httpsServer, http: httpServer, caPem: ca.certPem };
@@ -194,7 +215,13 @@ describe('metricsConfig.auth scrape through ProviderSignals (real HTTPS metrics 
         endpoint,
         models: ['qwen3'],
         ...(tls ? { tls: { caConfigMapRef: { name: 'epp-ca', namespace: 'grid-system' } } } : {}),
-        metricsConfig: { path: '/metrics', poolName: 'pool-a', signalNames: { queueDepth: 'llm_d_epp_average_queue_size' }, auth: { type: 'serviceAccountToken' }, ...extra },
+        metricsConfig: {
+          path: '/metrics',
+          poolName: 'pool-a',
+          signalNames: { queueDepth: 'llm_d_epp_average_queue_size' },
+          auth: { type: 'serviceAccountToken' },
+          ...extra,
+        },
       },
     } as unknown as InferenceProviderResource;
   }
@@ -203,14 +230,22 @@ describe('metricsConfig.auth scrape through ProviderSignals (real HTTPS metrics 
     const { store, https: server } = await setup();
     const log = capturedLogger();
     const minter = new Minter();
-    const tokens = new ScraperTokenSource({ store: minter, serviceAccount: SA, logger: log.logger, now: () => minter.now });
+    const tokens = new ScraperTokenSource({
+      store: minter,
+      serviceAccount: SA,
+      logger: log.logger,
+      now: () => minter.now,
+    });
     const signals = new ProviderSignals(() => tokens.bearer());
     const metrics = new OperatorMetrics({ defaultMetrics: false });
     const first = await signals.scrape(store, metrics, provider(server.url), 1_000);
     expect(signals.latest('qwen3')).toMatchObject({ result: 'success', failedClosed: false });
     expect(first.local?.sample?.queueDepth).toBe(0.25);
     await signals.scrape(store, metrics, provider(server.url), 2_000);
-    expect(server.requests.map((r) => r.headers.authorization)).toEqual(['Bearer eyJ.secret-token-1.sig', 'Bearer eyJ.secret-token-1.sig']);
+    expect(server.requests.map((r) => r.headers.authorization)).toEqual([
+      'Bearer eyJ.secret-token-1.sig',
+      'Bearer eyJ.secret-token-1.sig',
+    ]);
     expect(minter.requests).toHaveLength(1);
     const exposed = `${await metrics.registry.metrics()}\n${JSON.stringify(signals.latest('qwen3'))}\n${log.lines.join('\n')}`;
     expect(exposed).not.toContain('secret-token');
@@ -219,7 +254,12 @@ describe('metricsConfig.auth scrape through ProviderSignals (real HTTPS metrics 
   it('refuses https without spec.tls or metricsConfig.tls, and http without allowPlaintext, before minting', async () => {
     const { store, https: server, http } = await setup();
     const minter = new Minter();
-    const tokens = new ScraperTokenSource({ store: minter, serviceAccount: SA, logger: capturedLogger().logger, now: () => minter.now });
+    const tokens = new ScraperTokenSource({
+      store: minter,
+      serviceAccount: SA,
+      logger: capturedLogger().logger,
+      now: () => minter.now,
+    });
     const signals = new ProviderSignals(() => tokens.bearer());
     const metrics = new OperatorMetrics({ defaultMetrics: false });
     await signals.scrape(store, metrics, provider(server.url, {}, false), 0);
@@ -231,9 +271,19 @@ describe('metricsConfig.auth scrape through ProviderSignals (real HTTPS metrics 
     expect(server.requests).toHaveLength(0);
     expect(http.requests).toHaveLength(0);
     // metricsConfig.tls alone proves the host as well as spec.tls does.
-    await signals.scrape(store, metrics, provider(server.url, { tls: { caConfigMapRef: { name: 'epp-ca', namespace: 'grid-system' } } }, false), 0);
+    await signals.scrape(
+      store,
+      metrics,
+      provider(server.url, { tls: { caConfigMapRef: { name: 'epp-ca', namespace: 'grid-system' } } }, false),
+      0,
+    );
     expect(signals.latest('qwen3')?.result).toBe('success');
-    await signals.scrape(store, metrics, provider(http.url, { auth: { type: 'serviceAccountToken', allowPlaintext: true } }, false), 0);
+    await signals.scrape(
+      store,
+      metrics,
+      provider(http.url, { auth: { type: 'serviceAccountToken', allowPlaintext: true } }, false),
+      0,
+    );
     expect(signals.latest('qwen3')?.result).toBe('success');
     expect(http.requests[0]?.headers.authorization).toBe('Bearer eyJ.secret-token-1.sig');
   });

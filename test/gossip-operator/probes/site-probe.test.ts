@@ -31,7 +31,10 @@ afterEach(async () => {
 
 /** A peer site's gateway: real TLS, requiring a client certificate from the grid CA. */
 async function gateway(): Promise<string> {
-  const server = tls.createServer({ cert: gatewayCert.certPem, key: gatewayCert.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: true }, (socket) => socket.end());
+  const server = tls.createServer(
+    { cert: gatewayCert.certPem, key: gatewayCert.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: true },
+    (socket) => socket.end(),
+  );
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -57,8 +60,13 @@ describe('GridSite gateway probe (seed 001 "GridSite lifecycle")', () => {
 
   it('accepts either of two pins (rotation) and refuses a leaf that matches neither', async () => {
     const address = await gateway();
-    expect((await mutual(address, { fingerprints: ['0'.repeat(64), gatewayCert.fingerprint] })).outcome).toBe('verified');
-    expect(await mutual(address, { fingerprints: ['0'.repeat(64)] })).toMatchObject({ outcome: 'pin_mismatch', fingerprint: gatewayCert.fingerprint });
+    expect((await mutual(address, { fingerprints: ['0'.repeat(64), gatewayCert.fingerprint] })).outcome).toBe(
+      'verified',
+    );
+    expect(await mutual(address, { fingerprints: ['0'.repeat(64)] })).toMatchObject({
+      outcome: 'pin_mismatch',
+      fingerprint: gatewayCert.fingerprint,
+    });
   });
 
   it('fails identity when the chain leads to another CA or the SAN does not match serverName', async () => {
@@ -68,8 +76,14 @@ describe('GridSite gateway probe (seed 001 "GridSite lifecycle")', () => {
   });
 
   it('reports missing trust material without connecting', async () => {
-    expect(await mutual('127.0.0.1:1', { fingerprints: [] })).toMatchObject({ outcome: 'trust_missing', detail: expect.stringMatching(/canonical fingerprint pin/) });
-    expect(await mutual('127.0.0.1:1', { clientKey: undefined })).toMatchObject({ outcome: 'trust_missing', detail: expect.stringMatching(/site client certificate/) });
+    expect(await mutual('127.0.0.1:1', { fingerprints: [] })).toMatchObject({
+      outcome: 'trust_missing',
+      detail: expect.stringMatching(/canonical fingerprint pin/),
+    });
+    expect(await mutual('127.0.0.1:1', { clientKey: undefined })).toMatchObject({
+      outcome: 'trust_missing',
+      detail: expect.stringMatching(/site client certificate/),
+    });
   });
 
   it('accepts the deprecated trust.certFingerprint as a single pin and refuses a leaf it does not match', async () => {
@@ -77,7 +91,10 @@ describe('GridSite gateway probe (seed 001 "GridSite lifecycle")', () => {
     const der = new X509Certificate(gatewayCert.certPem).raw;
     const legacy = legacyPemFingerprint(der);
     expect(legacy).toMatch(/^([0-9a-f]{2}:){31}[0-9a-f]{2}$/);
-    expect(await mutual(address, { fingerprints: [], legacyPemFingerprint: legacy })).toEqual({ outcome: 'verified', fingerprint: gatewayCert.fingerprint });
+    expect(await mutual(address, { fingerprints: [], legacyPemFingerprint: legacy })).toEqual({
+      outcome: 'verified',
+      fingerprint: gatewayCert.fingerprint,
+    });
     // The legacy pin is not the canonical DER digest with colons: a pin taken that way is refused, fail closed.
     const derWithColons = gatewayCert.fingerprint.replace(/(..)(?!$)/g, '$1:');
     expect(derWithColons).not.toBe(legacy);
@@ -85,13 +102,20 @@ describe('GridSite gateway probe (seed 001 "GridSite lifecycle")', () => {
     expect(wrong).toMatchObject({ outcome: 'pin_mismatch', fingerprint: gatewayCert.fingerprint });
     if (wrong.outcome === 'pin_mismatch') expect(wrong.detail).toContain('trust.certFingerprint');
     // The chain and SAN are still verified before the pin is looked at.
-    expect((await mutual(address, { fingerprints: [], legacyPemFingerprint: legacy, ca: otherCa.certPem })).outcome).toBe('identity_failed');
+    expect(
+      (await mutual(address, { fingerprints: [], legacyPemFingerprint: legacy, ca: otherCa.certPem })).outcome,
+    ).toBe('identity_failed');
   });
 
   it('digests the strict PEM layout openssl and Node write for the legacy pin', () => {
     const pem = new X509Certificate(gatewayCert.certPem).toString();
     const der = new X509Certificate(gatewayCert.certPem).raw;
-    expect(legacyPemFingerprint(der)).toBe(createHash('sha256').update(pem).digest('hex').replace(/(..)(?!$)/g, '$1:'));
+    expect(legacyPemFingerprint(der)).toBe(
+      createHash('sha256')
+        .update(pem)
+        .digest('hex')
+        .replace(/(..)(?!$)/g, '$1:'),
+    );
   });
 
   it('reports a refused connection as unreachable', async () => {
@@ -100,8 +124,18 @@ describe('GridSite gateway probe (seed 001 "GridSite lifecycle")', () => {
 
   it('only checks TCP in Plaintext mode, which is never routing-eligible', async () => {
     const address = await gateway();
-    expect(await probeSite({ address, mode: 'Plaintext', fingerprints: [], timeoutMs: 2000 })).toMatchObject({ outcome: 'plaintext', reachable: true });
-    expect(await probeSite({ address: `127.0.0.1:${await closedPort()}`, mode: 'Plaintext', fingerprints: [], timeoutMs: 2000 })).toMatchObject({ outcome: 'plaintext', reachable: false });
+    expect(await probeSite({ address, mode: 'Plaintext', fingerprints: [], timeoutMs: 2000 })).toMatchObject({
+      outcome: 'plaintext',
+      reachable: true,
+    });
+    expect(
+      await probeSite({
+        address: `127.0.0.1:${await closedPort()}`,
+        mode: 'Plaintext',
+        fingerprints: [],
+        timeoutMs: 2000,
+      }),
+    ).toMatchObject({ outcome: 'plaintext', reachable: false });
   });
 
   it.each([

@@ -25,7 +25,6 @@ import { seededRandom as prng } from '../../../daemons/shared/seeded-random.ts';
 
 const TENANTS = ['tenant-a', 'tenant-b', 'tenant-c'];
 
-
 interface Knobs {
   readonly seed: number;
   readonly rollouts: number;
@@ -68,13 +67,15 @@ interface Sent {
 const add = (into: Micro, from: ReadonlyMap<string, number>, sign = 1): void => {
   for (const [t, v] of from) into.set(t, (into.get(t) ?? 0) + sign * v);
 };
-const asUsd = (m: ReadonlyMap<string, number>): Record<string, number> => Object.fromEntries([...m].map(([t, v]) => [t, v / 1e9]));
-const nonZero = (m: ReadonlyMap<string, number>): Record<string, number> => Object.fromEntries([...m].filter(([, v]) => v !== 0).sort(([a], [b]) => (a < b ? -1 : 1)));
+const asUsd = (m: ReadonlyMap<string, number>): Record<string, number> =>
+  Object.fromEntries([...m].map(([t, v]) => [t, v / 1e9]));
+const nonZero = (m: ReadonlyMap<string, number>): Record<string, number> =>
+  Object.fromEntries([...m].filter(([, v]) => v !== 0).sort(([a], [b]) => (a < b ? -1 : 1)));
 
 function simulate(k: Knobs): { outcomes: Map<SpendOutcome, number>; edges: number; procs: number } {
   const rnd = prng(k.seed);
   const chance = (p: number): boolean => rnd() < p;
-  const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
   const hex = (): string => Array.from({ length: 16 }, () => Math.floor(rnd() * 16).toString(16)).join('');
   let now = 1_700_000_000_000;
   let ledger: SpendLedger = readSpendLedger(undefined);
@@ -96,7 +97,16 @@ function simulate(k: Knobs): { outcomes: Map<SpendOutcome, number>; edges: numbe
   const start = (): Proc => {
     const skew = Math.round((rnd() - 0.5) * 240_000);
     const epochs = new SpendEpochs({ now: () => now + skew, randomHex: hex, replica: `gw-${nextId}` });
-    const proc: Proc = { id: nextId++, alive: true, silentFor: 0, cum: new Map(), sequence: 0, epochs, ackedCum: new Map(), sawLostAck: false };
+    const proc: Proc = {
+      id: nextId++,
+      alive: true,
+      silentFor: 0,
+      cum: new Map(),
+      sequence: 0,
+      epochs,
+      ackedCum: new Map(),
+      sawLostAck: false,
+    };
     epochOwner.set(epochs.epoch, proc);
     epochBase.set(epochs.epoch, new Map());
     procs.push(proc);
@@ -125,16 +135,33 @@ function simulate(k: Knobs): { outcomes: Map<SpendOutcome, number>; edges: numbe
     expect(ledger.retired.epochs.length).toBeLessThanOrEqual(k.maxRetired);
     if (applied.outcome === 'recorded' || applied.outcome === 'final_recorded' || applied.outcome === 'reinstated') {
       const best = accepted.get(sent.pending.body.epoch);
-      if (best === undefined || sent.pending.body.sequence > best.sequence) accepted.set(sent.pending.body.epoch, { sequence: sent.pending.body.sequence, reported: sent.reported });
+      if (best === undefined || sent.pending.body.sequence > best.sequence)
+        accepted.set(sent.pending.body.epoch, { sequence: sent.pending.body.sequence, reported: sent.reported });
     }
-    const status = { recorded: 202, final_recorded: 202, reinstated: 202, duplicate: 200, spend_decreased: 409, epoch_retired: 410 }[applied.outcome];
-    return { status, body: { outcome: applied.outcome, ...(applied.watermark === undefined ? {} : { watermark: applied.watermark }) } };
+    const status = {
+      recorded: 202,
+      final_recorded: 202,
+      reinstated: 202,
+      duplicate: 200,
+      spend_decreased: 409,
+      epoch_retired: 410,
+    }[applied.outcome];
+    return {
+      status,
+      body: { outcome: applied.outcome, ...(applied.watermark === undefined ? {} : { watermark: applied.watermark }) },
+    };
   };
 
-  const answer = (proc: Proc, sent: Sent, status: number, body: Record<string, unknown>): 'acked' | 'new_epoch' | 'refused' => {
+  const answer = (
+    proc: Proc,
+    sent: Sent,
+    status: number,
+    body: Record<string, unknown>,
+  ): 'acked' | 'new_epoch' | 'refused' => {
     const before = proc.epochs.epoch;
     const result = proc.epochs.answered(sent.pending, status, body);
-    if (result === 'acked' && sent.pending.body.sequence >= proc.epochs.ackedSequence) proc.ackedCum = new Map(sent.cum);
+    if (result === 'acked' && sent.pending.body.sequence >= proc.epochs.ackedSequence)
+      proc.ackedCum = new Map(sent.cum);
     if (result === 'new_epoch') {
       // What the operator had of the forgotten epoch beyond the last acknowledgement is counted again by the new one.
       const held = new Map(epochBase.get(before));
@@ -219,7 +246,8 @@ function simulate(k: Knobs): { outcomes: Map<SpendOutcome, number>; edges: numbe
       }
     }
     living = living.filter((p) => p.alive);
-    if (r % 25 === 0) expect(nonZero(new Map(Object.entries(siteSpendNano(spendLedgerPatch(ledger)))))).toEqual(expectedTotal());
+    if (r % 25 === 0)
+      expect(nonZero(new Map(Object.entries(siteSpendNano(spendLedgerPatch(ledger)))))).toEqual(expectedTotal());
   }
 
   // Drain: every living process reports over a reliable network until the operator has all of its spend.
@@ -257,11 +285,31 @@ describe('spend ledger across thousands of gateway processes (property)', () => 
   test('5000 rollouts of a 2-replica consumer at the default bounds: exact totals, nothing refused, bounded', () => {
     const seen = new Set<SpendOutcome>();
     fc.assert(
-      fc.property(fc.integer(), probability(0.3), probability(0.2), probability(0.05), probability(0.1), (seed, pFinalLost, pCrash, pStraggle, pLostAck) => {
-        const run = simulate({ seed, rollouts: 5_000, maxLive: MAX_LIVE_SPEND_EPOCHS, maxRetired: MAX_RETIRED_SPEND_EPOCHS, pFinalLost, pCrash, pStraggle, pLostAck, pLost: 0.05, pDelay: 0.05, pReplay: 0.1, pRestart: 0.02 });
-        expect(run.procs).toBeGreaterThanOrEqual(10_000);
-        for (const o of run.outcomes.keys()) seen.add(o);
-      }),
+      fc.property(
+        fc.integer(),
+        probability(0.3),
+        probability(0.2),
+        probability(0.05),
+        probability(0.1),
+        (seed, pFinalLost, pCrash, pStraggle, pLostAck) => {
+          const run = simulate({
+            seed,
+            rollouts: 5_000,
+            maxLive: MAX_LIVE_SPEND_EPOCHS,
+            maxRetired: MAX_RETIRED_SPEND_EPOCHS,
+            pFinalLost,
+            pCrash,
+            pStraggle,
+            pLostAck,
+            pLost: 0.05,
+            pDelay: 0.05,
+            pReplay: 0.1,
+            pRestart: 0.02,
+          });
+          expect(run.procs).toBeGreaterThanOrEqual(10_000);
+          for (const o of run.outcomes.keys()) seen.add(o);
+        },
+      ),
       // One long run per test run (each a different random one); the variety is in the shorter runs below.
       { numRuns: 1 },
     );
@@ -298,11 +346,29 @@ describe('spend ledger across thousands of gateway processes (property)', () => 
 
   test('without lost or abandoned acknowledgements nothing is ever counted twice, even when epochs are forgotten', () => {
     fc.assert(
-      fc.property(fc.integer(), fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 6 }), (seed, maxLive, maxRetired) => {
-        const run = simulate({ seed, rollouts: 300, maxLive, maxRetired, pFinalLost: 0.4, pCrash: 0.2, pStraggle: 0.3, pLostAck: 0, pLost: 0.1, pDelay: 0, pReplay: 0.3, pRestart: 0.1 });
-        expect(run.edges).toBe(0);
-        expect(run.outcomes.get('epoch_retired') ?? 0).toBeGreaterThan(0);
-      }),
+      fc.property(
+        fc.integer(),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 6 }),
+        (seed, maxLive, maxRetired) => {
+          const run = simulate({
+            seed,
+            rollouts: 300,
+            maxLive,
+            maxRetired,
+            pFinalLost: 0.4,
+            pCrash: 0.2,
+            pStraggle: 0.3,
+            pLostAck: 0,
+            pLost: 0.1,
+            pDelay: 0,
+            pReplay: 0.3,
+            pRestart: 0.1,
+          });
+          expect(run.edges).toBe(0);
+          expect(run.outcomes.get('epoch_retired') ?? 0).toBeGreaterThan(0);
+        },
+      ),
       { numRuns: 25 },
     );
   });

@@ -15,15 +15,31 @@ import { ingestAuth, testTokenFile } from '../../ingest-token.ts';
 
 const EPOCH_A = 'a'.repeat(32);
 const EPOCH_B = 'b'.repeat(32);
-const report = (epoch: string, sequence: number, spend_usd: Record<string, number>) => ({ epoch, replica: 'gw-0', sequence, spend_usd });
+const report = (epoch: string, sequence: number, spend_usd: Record<string, number>) => ({
+  epoch,
+  replica: 'gw-0',
+  sequence,
+  spend_usd,
+});
 
 function post(port: number, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/v1/gateway-spend-reports', method: 'POST', headers: { 'content-type': 'application/json', ...ingestAuth() } }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> }));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/v1/gateway-spend-reports',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...ingestAuth() },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(typeof body === 'string' ? body : JSON.stringify(body));
   });
@@ -35,9 +51,17 @@ describe('spend ingest across an operator restart', () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  async function operator(stateDir: string): Promise<{ store: LocalStore; ingest: GatewayAgeIngest; stop: () => Promise<void> }> {
+  async function operator(
+    stateDir: string,
+  ): Promise<{ store: LocalStore; ingest: GatewayAgeIngest; stop: () => Promise<void> }> {
     const store = await openLocalStore({ stateDir, coalesceMs: 5, rescanIntervalMs: 1_000 });
-    const ingest = new GatewayAgeIngest({ address: '127.0.0.1:0', tokenFile: testTokenFile(), store, logger: capturingLogger().logger, metrics: new OperatorMetrics() });
+    const ingest = new GatewayAgeIngest({
+      address: '127.0.0.1:0',
+      tokenFile: testTokenFile(),
+      store,
+      logger: capturingLogger().logger,
+      metrics: new OperatorMetrics(),
+    });
     await ingest.start();
     const stop = async () => {
       await ingest.close();
@@ -50,9 +74,19 @@ describe('spend ingest across an operator restart', () => {
     const dirs = await tempDir('spend');
     cleanups.push(() => dirs.remove());
     const first = await operator(dirs.path);
-    await first.store.apply(GRID_NETWORK, { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridNetwork', metadata: { name: 'grid' }, spec: {} }, { fieldManager: 'test' });
-    expect(await post(first.ingest.port, report(EPOCH_A, 1, { 'tenant-a': 0.01 }))).toEqual({ status: 202, body: { outcome: 'recorded' } });
-    expect(await post(first.ingest.port, report(EPOCH_A, 2, { 'tenant-a': 0.03, 'tenant-b': 0.1 }))).toEqual({ status: 202, body: { outcome: 'recorded' } });
+    await first.store.apply(
+      GRID_NETWORK,
+      { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridNetwork', metadata: { name: 'grid' }, spec: {} },
+      { fieldManager: 'test' },
+    );
+    expect(await post(first.ingest.port, report(EPOCH_A, 1, { 'tenant-a': 0.01 }))).toEqual({
+      status: 202,
+      body: { outcome: 'recorded' },
+    });
+    expect(await post(first.ingest.port, report(EPOCH_A, 2, { 'tenant-a': 0.03, 'tenant-b': 0.1 }))).toEqual({
+      status: 202,
+      body: { outcome: 'recorded' },
+    });
     expect((await post(first.ingest.port, report(EPOCH_A, 2, { 'tenant-a': 0.03, 'tenant-b': 0.1 }))).status).toBe(200);
     expect((await post(first.ingest.port, report(EPOCH_A, 3, { 'tenant-a': 0.02, 'tenant-b': 0.1 }))).status).toBe(409);
     expect((await post(first.ingest.port, { epoch: 'short', sequence: 1, spend_usd: {} })).status).toBe(400);
@@ -64,8 +98,12 @@ describe('spend ingest across an operator restart', () => {
     // 3 was lost while the operator was down, and report 4 (cumulative) carries that spend anyway.
     const second = await operator(dirs.path);
     cleanups.push(second.stop);
-    expect((await post(second.ingest.port, report(EPOCH_A, 2, { 'tenant-a': 0.03, 'tenant-b': 0.1 }))).status).toBe(200);
-    expect((await post(second.ingest.port, report(EPOCH_A, 4, { 'tenant-a': 0.07, 'tenant-b': 0.1 }))).status).toBe(202);
+    expect((await post(second.ingest.port, report(EPOCH_A, 2, { 'tenant-a': 0.03, 'tenant-b': 0.1 }))).status).toBe(
+      200,
+    );
+    expect((await post(second.ingest.port, report(EPOCH_A, 4, { 'tenant-a': 0.07, 'tenant-b': 0.1 }))).status).toBe(
+      202,
+    );
     expect((await post(second.ingest.port, report(EPOCH_B, 1, { 'tenant-a': 0.005 }))).status).toBe(202);
     const network = (await second.store.get(GRID_NETWORK, { name: 'grid' })) as { status?: GridNetworkStatus };
     expect(siteSpend(network.status)).toEqual({ 'tenant-a': 0.075, 'tenant-b': 0.1 });
@@ -76,7 +114,11 @@ describe('spend ingest across an operator restart', () => {
     cleanups.push(() => dirs.remove());
     const op = await operator(dirs.path);
     cleanups.push(op.stop);
-    await op.store.apply(GRID_NETWORK, { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridNetwork', metadata: { name: 'grid' }, spec: {} }, { fieldManager: 'test' });
+    await op.store.apply(
+      GRID_NETWORK,
+      { apiVersion: 'grid.praxis.fast/v1alpha1', kind: 'GridNetwork', metadata: { name: 'grid' }, spec: {} },
+      { fieldManager: 'test' },
+    );
     const statuses = new Set<number>();
     for (let i = 0; i < 300; i++) {
       // A time-prefixed epoch per process; each spends one cent and is replaced without a final report.

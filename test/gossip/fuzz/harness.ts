@@ -51,7 +51,13 @@ export class FuzzedMember {
         const line = text.split('\n')[0];
         if (text.includes('\n') && line !== undefined) resolve(line.trim());
       });
-      child.once('exit', (code) => reject(new Error(`member process exited (${code}) before it started: ${Buffer.concat(output).toString().slice(0, 500)}`)));
+      child.once('exit', (code) =>
+        reject(
+          new Error(
+            `member process exited (${code}) before it started: ${Buffer.concat(output).toString().slice(0, 500)}`,
+          ),
+        ),
+      );
     });
     return new FuzzedMember(key, child, address, output);
   }
@@ -79,7 +85,11 @@ export class FuzzedMember {
       await new Promise((r) => setTimeout(r, 50));
       const next = await this.stats();
       // stats() resets the delay histogram: keep the longest delay seen over the whole run.
-      s = { ...next, maxDelayMs: Math.max(s.maxDelayMs, next.maxDelayMs), maxBusyStallMs: Math.max(s.maxBusyStallMs, next.maxBusyStallMs) };
+      s = {
+        ...next,
+        maxDelayMs: Math.max(s.maxDelayMs, next.maxDelayMs),
+        maxBusyStallMs: Math.max(s.maxBusyStallMs, next.maxBusyStallMs),
+      };
     }
     return s;
   }
@@ -105,7 +115,9 @@ export function checkAfterRun(seed: number, member: FuzzedMember, before: Member
   expect(member.alive, why('member process alive')).toBe(true);
   expect(after.rss - before.rss, why('RSS growth')).toBeLessThan(BOUNDS.rssGrowthBytes);
   expect(after.fds - before.fds, why('open descriptor growth')).toBeLessThanOrEqual(BOUNDS.fdGrowth);
-  expect(after.maxBusyStallMs, why('longest event-loop stall the member caused (ms of its own CPU)')).toBeLessThan(BOUNDS.maxBusyStallMs);
+  expect(after.maxBusyStallMs, why('longest event-loop stall the member caused (ms of its own CPU)')).toBeLessThan(
+    BOUNDS.maxBusyStallMs,
+  );
   expect(after.inboundStreams, why('inbound streams still open')).toBe(0);
   const out = member.output();
   for (const form of [member.key.toString('hex'), member.key.toString('base64'), member.key.toString('base64url')]) {
@@ -114,12 +126,20 @@ export function checkAfterRun(seed: number, member: FuzzedMember, before: Member
   expect(out.includes(member.key), why('raw key bytes in the member output')).toBe(false);
 }
 
-export function summary(suite: string, seed: number, figures: Record<string, string | number>, before: MemberStats, after: MemberStats): string {
+export function summary(
+  suite: string,
+  seed: number,
+  figures: Record<string, string | number>,
+  before: MemberStats,
+  after: MemberStats,
+): string {
   const drops = Object.entries(after.drops)
     .filter(([, n]) => n > 0)
     .map(([r, n]) => `${r}=${n}`)
     .join(' ');
   const mb = ((after.rss - before.rss) / 1024 / 1024).toFixed(1);
-  const fields = Object.entries(figures).map(([k, v]) => `${k}=${v}`).join(' ');
+  const fields = Object.entries(figures)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
   return `[fuzz] ${suite}: seed=${seed} ${fields} rss_growth_mb=${mb} fd_growth=${after.fds - before.fds} max_busy_stall_ms=${after.maxBusyStallMs.toFixed(1)} max_wall_loop_delay_ms=${after.maxDelayMs.toFixed(1)} drops: ${drops}`;
 }

@@ -16,8 +16,14 @@ const key = parseHexKey(process.env['GRID_SWIM_ENCRYPT_KEY'] ?? '', 'GRID_SWIM_E
 delete process.env['GRID_SWIM_ENCRYPT_KEY'];
 const config = { ...testTiming({ pushPullTimeoutMs: 1_000 }), name: 'target' };
 const transport = await UdpTransport.bind({ bindHost: '127.0.0.1', bindPort: 0, ...transportBounds(config) });
-const log = (level: string) => (obj: object, msg: string) => process.stdout.write(`${JSON.stringify({ level, ...obj, msg })}\n`);
-const membership = Membership.start({ config, transport, keyring: new KeyRing([key]), logger: { warn: log('warn'), debug: log('debug') } });
+const log = (level: string) => (obj: object, msg: string) =>
+  process.stdout.write(`${JSON.stringify({ level, ...obj, msg })}\n`);
+const membership = Membership.start({
+  config,
+  transport,
+  keyring: new KeyRing([key]),
+  logger: { warn: log('warn'), debug: log('debug') },
+});
 const delay = monitorEventLoopDelay({ resolution: 10 });
 delay.enable();
 const TICK_MS = 10;

@@ -38,12 +38,48 @@ interface Plan {
 }
 
 function plan(rng: Rng, ring: KeyRing, openings: Buffer[]): Plan {
-  const header = () => ({ from: rng.pick(['peer', `fz-${rng.int(50)}`, 'target']), addr: `127.0.0.1:${1 + rng.int(65_535)}`, ts: rng.int(30) === 0 ? 1 : Date.now() });
+  const header = () => ({
+    from: rng.pick(['peer', `fz-${rng.int(50)}`, 'target']),
+    addr: `127.0.0.1:${1 + rng.int(65_535)}`,
+    ts: rng.int(30) === 0 ? 1 : Date.now(),
+  });
   const to = () => (rng.int(8) === 0 ? rng.pick(['peer', 'targe', ANY_RECIPIENT]) : 'target');
   const request = (join: boolean) =>
-    sealFrame(ring, encodePacket(header(), [JSON.stringify(rng.int(4) === 0 ? { k: 'push-pull', join, members: rng.value() } : { k: 'push-pull', join, members: [{ name: `fz-${rng.int(50)}`, addr: `127.0.0.1:${1 + rng.int(65_535)}`, inc: rng.int(3), state: rng.pick(['alive', 'suspect', 'dead', 'left', 'zombie']) }], user: rng.value() })]), to());
+    sealFrame(
+      ring,
+      encodePacket(header(), [
+        JSON.stringify(
+          rng.int(4) === 0
+            ? { k: 'push-pull', join, members: rng.value() }
+            : {
+                k: 'push-pull',
+                join,
+                members: [
+                  {
+                    name: `fz-${rng.int(50)}`,
+                    addr: `127.0.0.1:${1 + rng.int(65_535)}`,
+                    inc: rng.int(3),
+                    state: rng.pick(['alive', 'suspect', 'dead', 'left', 'zombie']),
+                  },
+                ],
+                user: rng.value(),
+              },
+        ),
+      ]),
+      to(),
+    );
   const opening = (bytes: number, join: boolean) => {
-    const o = sealFrame(ring, encodePacket(header(), [JSON.stringify(rng.int(6) === 0 ? { k: rng.pick(['stream-open', 'push-pull', 'ping']), bytes: rng.value(), join: rng.value() } : { k: 'stream-open', bytes, join })]), to());
+    const o = sealFrame(
+      ring,
+      encodePacket(header(), [
+        JSON.stringify(
+          rng.int(6) === 0
+            ? { k: rng.pick(['stream-open', 'push-pull', 'ping']), bytes: rng.value(), join: rng.value() }
+            : { k: 'stream-open', bytes, join },
+        ),
+      ]),
+      to(),
+    );
     if (openings.length < 32) openings.push(o);
     return o;
   };
@@ -53,7 +89,10 @@ function plan(rng: Rng, ring: KeyRing, openings: Buffer[]): Plan {
       case 0:
         return [rng.bytes(rng.int(3_000))];
       case 1:
-        return [prefix(rng.pick([0, 1, 1_025, 4 * 1024 * 1024, 0xffffffff, rng.int(2 ** 32)])), rng.bytes(rng.int(100))];
+        return [
+          prefix(rng.pick([0, 1, 1_025, 4 * 1024 * 1024, 0xffffffff, rng.int(2 ** 32)])),
+          rng.bytes(rng.int(100)),
+        ];
       case 2: {
         const body = rng.bytes(1 + rng.int(2_000));
         return [framed(opening(body.length, rng.int(2) === 0)), framed(body)];
@@ -138,9 +177,19 @@ test(`${STREAMS} generated push-pull streams leave the member alive, bounded and
   const joined = await fresh.membership.join([member.address]);
   expect(joined.contacted, `a fresh member joins after the run (reproduce: GOSSIP_FUZZ_SEED=${seed})`).toBe(1);
   const after = await member.settledStats();
-  console.log(summary('push-pull-streams', seed, { streams: STREAMS, answered: outcomes.answered, closed: outcomes.closed, elapsed_ms: elapsedMs }, before, after));
+  console.log(
+    summary(
+      'push-pull-streams',
+      seed,
+      { streams: STREAMS, answered: outcomes.answered, closed: outcomes.closed, elapsed_ms: elapsedMs },
+      before,
+      after,
+    ),
+  );
   checkAfterRun(seed, member, before, after);
   expect(outcomes.answered + outcomes.closed).toBe(STREAMS);
-  expect(outcomes.answered, `some valid requests were answered (reproduce: GOSSIP_FUZZ_SEED=${seed})`).toBeGreaterThan(0);
+  expect(outcomes.answered, `some valid requests were answered (reproduce: GOSSIP_FUZZ_SEED=${seed})`).toBeGreaterThan(
+    0,
+  );
   expect(after.inboundBufferedBytes).toBe(0);
 });

@@ -54,8 +54,20 @@ function message(rng: Rng): Record<string, unknown> {
 }
 
 function datagram(rng: Rng, ring: KeyRing, sent: Buffer[]): Buffer {
-  const header = () => ({ from: rng.int(20) === 0 ? 'target' : rng.pick(['peer', `fz-${rng.int(50)}`]), addr: `127.0.0.1:${1 + rng.int(65_535)}`, ts: rng.int(20) === 0 ? rng.int(2 ** 40) : Date.now() });
-  const sealed = (to = 'target') => sealFrame(ring, encodePacket(header(), Array.from({ length: 1 + rng.int(4) }, () => JSON.stringify(message(rng)))), to);
+  const header = () => ({
+    from: rng.int(20) === 0 ? 'target' : rng.pick(['peer', `fz-${rng.int(50)}`]),
+    addr: `127.0.0.1:${1 + rng.int(65_535)}`,
+    ts: rng.int(20) === 0 ? rng.int(2 ** 40) : Date.now(),
+  });
+  const sealed = (to = 'target') =>
+    sealFrame(
+      ring,
+      encodePacket(
+        header(),
+        Array.from({ length: 1 + rng.int(4) }, () => JSON.stringify(message(rng))),
+      ),
+      to,
+    );
   switch (rng.int(12)) {
     case 0:
       return rng.bytes(rng.int(1_500));
@@ -72,7 +84,11 @@ function datagram(rng: Rng, ring: KeyRing, sent: Buffer[]): Buffer {
     case 4:
       return sealFrame(ring, Buffer.from(JSON.stringify(rng.value())), 'target');
     case 5:
-      return sealFrame(ring, encodePacket(header(), [JSON.stringify({ k: 'user', data: 'y'.repeat(1_400 + rng.int(4_000)) })]), 'target');
+      return sealFrame(
+        ring,
+        encodePacket(header(), [JSON.stringify({ k: 'user', data: 'y'.repeat(1_400 + rng.int(4_000)) })]),
+        'target',
+      );
     case 6:
       return sent.length > 0 ? rng.pick(sent) : sealed();
     case 7:
@@ -92,7 +108,11 @@ test(`${DATAGRAMS} generated SWIM datagrams leave the member alive, bounded and 
   const peer = await startNode('peer', testTiming(), { keyring: ring });
   nodes.push(peer);
   await peer.membership.join([member.address]);
-  await waitFor('the peer to see the member alive', 5_000, () => peer.membership.member('target')?.state === 'alive' || 'not yet');
+  await waitFor(
+    'the peer to see the member alive',
+    5_000,
+    () => peer.membership.member('target')?.state === 'alive' || 'not yet',
+  );
   const before = await member.stats();
 
   const sock = createSocket('udp4');
@@ -118,7 +138,15 @@ test(`${DATAGRAMS} generated SWIM datagrams leave the member alive, bounded and 
   const joined = await fresh.membership.join([member.address]);
   expect(joined.contacted, `a fresh member joins after the run (reproduce: GOSSIP_FUZZ_SEED=${seed})`).toBe(1);
   const after = await member.settledStats();
-  console.log(summary('swim-datagrams', seed, { sent: DATAGRAMS, received: after.packetsReceived - before.packetsReceived, elapsed_ms: elapsedMs }, before, after));
+  console.log(
+    summary(
+      'swim-datagrams',
+      seed,
+      { sent: DATAGRAMS, received: after.packetsReceived - before.packetsReceived, elapsed_ms: elapsedMs },
+      before,
+      after,
+    ),
+  );
   checkAfterRun(seed, member, before, after);
   expect(after.packetsReceived - before.packetsReceived).toBeGreaterThan(DATAGRAMS / 2); // the traffic did reach it
 });

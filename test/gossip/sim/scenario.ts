@@ -84,7 +84,10 @@ export async function runScale(n: number, lossRate: number, options: ScaleOption
     await grid.crash(victim);
     const survivors = n - 1;
     const detectMs = await grid.clock.until(() => (grid.knownDead.get(victim.name) ?? 0) > 0, 60_000, 5);
-    const spreadMs = detectMs === undefined ? undefined : await grid.clock.until(() => grid.knownDead.get(victim.name) === survivors, 60_000, 5);
+    const spreadMs =
+      detectMs === undefined
+        ? undefined
+        : await grid.clock.until(() => grid.knownDead.get(victim.name) === survivors, 60_000, 5);
 
     // Late joiners, one at a time, each through a random running member.
     const joins: (number | undefined)[] = [];

@@ -5,11 +5,23 @@
 // Promise continuations (push-pull answers, joins) run between virtual milliseconds: after each millisecond's
 // events the microtask and immediate queues are drained, and what they schedule runs from the clock's "now".
 import { randomBytes } from 'node:crypto';
-import { seededRandom, type Clock, type RandomSource, type TimerHandle } from '../../../daemons/gossip-operator/swim/clock.ts';
+import {
+  seededRandom,
+  type Clock,
+  type RandomSource,
+  type TimerHandle,
+} from '../../../daemons/gossip-operator/swim/clock.ts';
 import type { SwimConfig, SwimTiming } from '../../../daemons/gossip-operator/swim/config.ts';
 import { KeyRing } from '../../../daemons/gossip-operator/swim/keyring.ts';
 import { Membership, type MembershipOptions } from '../../../daemons/gossip-operator/swim/membership.ts';
-import { emptyStats, type PacketHandler, type StreamHandler, type StreamOpenHandler, type Transport, type TransportStats } from '../../../daemons/gossip-operator/swim/transport.ts';
+import {
+  emptyStats,
+  type PacketHandler,
+  type StreamHandler,
+  type StreamOpenHandler,
+  type Transport,
+  type TransportStats,
+} from '../../../daemons/gossip-operator/swim/transport.ts';
 import { WIRE_LATEST, type WireVersion } from '../../../daemons/gossip-operator/swim/wire.ts';
 
 interface Event {
@@ -301,9 +313,18 @@ export class SimGrid {
     const transports = names.map(() => this.net.createTransport());
     // Every pair has spoken once (as in a join storm), so each knows what wire version the other speaks.
     const wire = options.wireVersion ?? WIRE_LATEST;
-    const all = names.map((name, i) => ({ name, addr: (transports[i] as SimTransport).localAddress, incarnation: 0, wire }));
+    const all = names.map((name, i) => ({
+      name,
+      addr: (transports[i] as SimTransport).localAddress,
+      incarnation: 0,
+      wire,
+    }));
     for (const [i, name] of names.entries()) {
-      const m = this.add(name, transports[i], all.filter((x) => x.name !== name));
+      const m = this.add(
+        name,
+        transports[i],
+        all.filter((x) => x.name !== name),
+      );
       const view = this.#views.get(m.name) as Map<string, string>;
       for (const x of all) if (x.name !== name) view.set(x.name, 'alive');
     }
@@ -318,7 +339,11 @@ export class SimGrid {
   /** Starts a member (not yet joined) holding the grid's key. */
   add(name: string, transport: SimTransport = this.net.createTransport(), knownMembers: SwimMembers = []): Membership {
     const keyring = this.#keyring;
-    const config: SwimConfig = { ...this.#options.timing, name, maxMembers: Math.max(this.#options.timing.maxMembers, 2 * this.#options.size) };
+    const config: SwimConfig = {
+      ...this.#options.timing,
+      name,
+      maxMembers: Math.max(this.#options.timing.maxMembers, 2 * this.#options.size),
+    };
     const m = Membership.start({
       config,
       transport,
@@ -355,9 +380,14 @@ export class SimGrid {
   async joinAll(spacingMs: number, limitMs: number): Promise<number | undefined> {
     const seed = this.members[0] as Membership;
     const t0 = this.clock.now();
-    for (const [i, m] of this.members.entries()) if (i > 0) this.clock.schedule(i * spacingMs, () => void m.join([seed.address]));
+    for (const [i, m] of this.members.entries())
+      if (i > 0) this.clock.schedule(i * spacingMs, () => void m.join([seed.address]));
     const n = this.members.length;
-    const took = await this.clock.until(() => this.members.every((m) => this.knownAlive.get(m.name) === n - 1), limitMs, 50);
+    const took = await this.clock.until(
+      () => this.members.every((m) => this.knownAlive.get(m.name) === n - 1),
+      limitMs,
+      50,
+    );
     return took === undefined ? undefined : this.clock.now() - t0;
   }
 
