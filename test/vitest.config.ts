@@ -6,7 +6,15 @@ export default defineConfig({
   test: {
     root: fileURLToPath(new URL('..', import.meta.url)),
     include: ['test/**/*.test.ts'],
-    exclude: ['test/cluster/**', 'test/praxis/**', 'test/package/**', 'test/dashboard/**', 'test/containers/**', 'node_modules/**'],
+    exclude: [
+      'test/cluster/**',
+      'test/praxis/**',
+      'test/package/**',
+      'test/dashboard/**',
+      'test/containers/**',
+      'test/node/**',
+      'node_modules/**',
+    ],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -35,7 +35,10 @@ export interface RouteDecision {
   readonly operation?: string | undefined;
 }
 
-const nowMs = (): number => performance.timeOrigin + performance.now();
+// performance.now(), not an epoch: the SDK anchors a performance.now() start time to the Date clock it stamps its
+// own spans with, so spans timed here and spans it times itself order correctly. timeOrigin + now() drifts from
+// Date.now() as a process ages, and a route span could then start after the upstream span that followed it.
+const nowMs = (): number => performance.now();
 
 export class RequestTrace {
   readonly #tracer: Tracer;
