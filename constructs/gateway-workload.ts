@@ -17,6 +17,7 @@ import {
   CONTAINER_SECURITY,
   POD_SECURITY,
   daemonCommand,
+  healthProbes,
   projectedVolume,
   resources,
   tmpVolume,
@@ -143,8 +144,7 @@ export class GatewayWorkload extends Construct {
       securityContext: CONTAINER_SECURITY,
       // A worker count synth refuses (workerIssues) still needs a valid quantity to get that far.
       resources: props.resources ?? gatewayResources(validWorkerCount(props.workers) ? props.workers : 1),
-      liveness: kplus.Probe.fromHttpGet('/livez', { port: props.adminPort }),
-      readiness: kplus.Probe.fromHttpGet('/readyz', { port: props.adminPort }),
+      ...healthProbes(props.adminPort, '/livez', '/readyz'),
       volumeMounts: [
         { path: PRAXIS_DIR, volume: praxis, readOnly: true },
         ...(this.overlayVolume === undefined

@@ -15,7 +15,14 @@ import { operatorNetworkPolicy } from './operator-network-policy.ts';
 import { dashboardIssues, renderDashboard, type OperatorDashboardProps } from './operator-dashboard.ts';
 import { GridSynthError, issueAt, type SynthIssue } from './synth-error.ts';
 import { checkTelemetry, instrumentContainer, type SiteTelemetry } from './observability.ts';
-import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, resources, tmpVolume } from './workload-defaults.ts';
+import {
+  CONTAINER_SECURITY,
+  POD_SECURITY,
+  daemonCommand,
+  healthProbes,
+  resources,
+  tmpVolume,
+} from './workload-defaults.ts';
 import {
   applyExposureExtras,
   exposedPorts,
@@ -285,8 +292,7 @@ export class GossipOperator extends Construct {
       ],
       securityContext: CONTAINER_SECURITY,
       resources: props.resources ?? resources(100, 128, 1000, 512),
-      liveness: kplus.Probe.fromHttpGet('/livez', { port: this.adminPort }),
-      readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.adminPort }),
+      ...healthProbes(this.adminPort, '/livez', '/readyz'),
       volumeMounts: [{ path: '/tmp', volume: tmp }, ...listeners.volumeMounts, ...dashboard.volumeMounts],
     });
 

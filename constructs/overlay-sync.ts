@@ -17,6 +17,7 @@ import {
   CONTAINER_SECURITY,
   SERVICE_ACCOUNT_MOUNT_PATH,
   daemonCommand,
+  healthProbes,
   resources,
   serviceAccountTokenVolume,
 } from './workload-defaults.ts';
@@ -188,8 +189,7 @@ export class OverlaySync extends Construct {
         name: CONSUMER_POD.overlaySyncContainer,
         envVariables: this.environment(false),
         ports: [{ number: this.healthPort, name: CONSUMER_POD.overlaySyncHealthPort }],
-        liveness: kplus.Probe.fromHttpGet('/livez', { port: this.healthPort }),
-        readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.healthPort }),
+        ...healthProbes(this.healthPort, '/livez', '/readyz'),
       }),
     );
   }
@@ -222,8 +222,7 @@ export class OverlaySync extends Construct {
         name: 'serving-sync',
         envVariables: this.environment(false, true),
         ports: [{ number: this.servingHealthPort, name: 'serving-health' }],
-        liveness: kplus.Probe.fromHttpGet('/livez', { port: this.servingHealthPort }),
-        readiness: kplus.Probe.fromHttpGet('/readyz', { port: this.servingHealthPort }),
+        ...healthProbes(this.servingHealthPort, '/livez', '/readyz'),
       }),
     );
   }

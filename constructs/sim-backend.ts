@@ -2,7 +2,14 @@ import { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
 import { imageOf, type ImageReference } from './image-reference.ts';
 import { workloadLabels } from './labels.ts';
-import { CONTAINER_SECURITY, POD_SECURITY, daemonCommand, resources, tmpVolume } from './workload-defaults.ts';
+import {
+  CONTAINER_SECURITY,
+  POD_SECURITY,
+  daemonCommand,
+  healthProbes,
+  resources,
+  tmpVolume,
+} from './workload-defaults.ts';
 import { GridSynthError, issueAt, type SynthIssue } from './synth-error.ts';
 
 export interface SimBackendProps {
@@ -178,8 +185,7 @@ export class SimBackend extends Construct {
       ports: [{ number: this.port, name: 'http' }],
       securityContext: CONTAINER_SECURITY,
       resources: props.resources ?? resources(50, 64, 500, 256),
-      liveness: kplus.Probe.fromHttpGet('/health', { port: this.port }),
-      readiness: kplus.Probe.fromHttpGet('/health', { port: this.port }),
+      ...healthProbes(this.port, '/health', '/health'),
       volumeMounts: [
         { path: TOKEN_DIR, volume: token, readOnly: true },
         { path: '/tmp', volume: tmp },

@@ -1,6 +1,6 @@
 import type { Construct } from 'constructs';
 import * as kplus from 'cdk8s-plus-28';
-import { Size } from 'cdk8s';
+import { Duration, Size } from 'cdk8s';
 
 /**
  * The container defaults every AGN workload shares, written where reviewers see them. They restate the
@@ -37,6 +37,24 @@ export function resources(
   return {
     cpu: { request: kplus.Cpu.millis(cpuMillis), limit: kplus.Cpu.millis(cpuLimitMillis) },
     memory: { request: Size.mebibytes(memoryMiB), limit: Size.mebibytes(memoryLimitMiB) },
+  };
+}
+
+/**
+ * A daemon's probes. The liveness probe alone would give a starting process 30 s (3 failures, 10 s apart): a gateway
+ * that loads its modules and warms its request path on a busy node took 28 s, and was killed and restarted in a
+ * loop. The startup probe gives a start up to 2 minutes, asking every 2 s so a quick start is Ready at once; the
+ * kubelet runs liveness and readiness only after it has passed.
+ */
+export function healthProbes(
+  port: number,
+  livePath: string,
+  readyPath: string,
+): Pick<kplus.ContainerProps, 'startup' | 'liveness' | 'readiness'> {
+  return {
+    startup: kplus.Probe.fromHttpGet(livePath, { port, periodSeconds: Duration.seconds(2), failureThreshold: 60 }),
+    liveness: kplus.Probe.fromHttpGet(livePath, { port }),
+    readiness: kplus.Probe.fromHttpGet(readyPath, { port }),
   };
 }
 
