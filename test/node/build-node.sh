@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Builds the binaries of a single-node Kubernetes for the node suite, once, into a cache directory outside the
+# repository keyed by version; a no-op (prints the directory) when they are all there.
+#
+#   kube-apiserver, etcd          test/cluster/build-control-plane.sh (hard-linked in from its cache)
+#   kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl
+#                                 the same k8s.io/kubernetes module (test/cluster/controlplane/go.mod)
+#   coredns, pause                test/node/images (CoreDNS's Go module; the pod sandbox's pause program)
+#
+# containerd, runc and the CNI plugins come from Debian's packages (test/node/install-runtime.sh). Needs only the
+# machine's Go toolchain and the Go module proxy. Prints the cache directory as its last stdout line.
+#
+#   AGN_NODE_CACHE   cache root (default ~/.cache/agn-node)
+#   AGN_BUILD_NICE   niceness for the Go build (default 15)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+k8s_module="$here/../cluster/controlplane"
+images_module="$here/images"
+
+# A go.mod requirement is "MODULE VERSION" inside a require block or "require MODULE VERSION" on one line.
+required() { awk -v m="$1" '$1 == "require" { $1 = ""; $0 = $0 } $1 == m { print $2; exit }' "$2"; }
+k8s_version="$(required k8s.io/kubernetes "$k8s_module/go.mod")"
+coredns_version="$(required github.com/coredns/coredns "$images_module/go.mod")"
+if [[ -z "$k8s_version" || -z "$coredns_version" ]]; then
+  echo "build-node: cannot read the k8s.io/kubernetes or CoreDNS version from the go.mod files" >&2
+  exit 1
+fi
+
+control_plane="$(bash "$here/../cluster/build-control-plane.sh" | tail -n 1)"
+cache_root="${AGN_NODE_CACHE:-$HOME/.cache/agn-node}"
+out="$cache_root/${k8s_version}-coredns${coredns_version}"
+nice_level="${AGN_BUILD_NICE:-15}"
+commands=(kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
+
+mkdir -p "$out"
+for binary in kube-apiserver etcd; do
+  [[ -x "$out/$binary" ]] || ln -f "$control_plane/$binary" "$out/$binary" 2>/dev/null || cp "$control_plane/$binary" "$out/$binary"
+done
+
+missing=()
+for binary in "${commands[@]}" coredns pause; do
+  [[ -x "$out/$binary" ]] || missing+=("$binary")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "build-node: cached $out" >&2
+  echo "$out"
+  exit 0
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "build-node: the Go toolchain (go) is not on PATH; the node suite builds the kubelet and the rest with it" >&2
+  exit 1
+fi
+
+# Build into a temporary directory and rename at the end, so an interrupted build never looks cached.
+tmp="$(mktemp -d "$out/.build.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+
+minor="${k8s_version#v1.}"
+minor="${minor%%.*}"
+# Stamp the version as the upstream build does: the kubelet reports it as the node's kubeletVersion, and the API
+# server's version skew checks read it.
+ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+done
+
+export GOFLAGS="-mod=readonly -buildvcs=false"
+export CGO_ENABLED=0
+start=$(date +%s)
+(
+  cd "$k8s_module"
+  echo "build-node: building ${commands[*]} (k8s.io/kubernetes $k8s_version)" >&2
+  # One go build for all five: they share most packages, and one build graph compiles each once.
+  nice -n "$nice_level" go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${commands[@]/#/k8s.io/kubernetes/cmd/}"
+)
+(
+  cd "$images_module"
+  echo "build-node: building coredns $coredns_version and pause" >&2
+  nice -n "$nice_level" go build -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$coredns_version" -o "$tmp/coredns" ./coredns
+  nice -n "$nice_level" go build -trimpath -ldflags "-s -w" -o "$tmp/pause" ./pause
+)
+for binary in "${commands[@]}" coredns pause; do mv "$tmp/$binary" "$out/$binary"; done
+echo "build-node: built in $(( $(date +%s) - start )) s into $out" >&2
+echo "$out"
