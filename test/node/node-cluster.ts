@@ -6,9 +6,13 @@
 //   host  agnn<n>h 10.200.<n>.1  <-veth->  eth0 10.200.<n>.2  node (every daemon listens here or on its loopback)
 //   pods  cni0 bridge 10.201.<n>.0/24 (bridge + host-local + portmap, loopback)   Services 10.202.<n>.0/24
 //   kubernetes Service 10.202.<n>.1 -> 10.200.<n>.2:6443      kube-dns 10.202.<n>.10 -> CoreDNS on 10.200.<n>.2:53
+//   load-balancer addresses 10.203.<n>.0/24 (handed out by the suite's cloud double, cloud-double.ts)
 //
-// The namespace has no default route: a pod reaches its node, the other pods and the Services, nothing outside.
-// The host has routes to the site's pod and Service ranges through the node (they go with the veth).
+// The namespace has no default route: a pod reaches its node, the other pods and the Services, nothing outside
+// (the cloud double adds routes to the other sites' node and load-balancer addresses, nothing else).
+// The host has routes to the site's pod, Service and load-balancer ranges through the node (they go with the veth).
+// CoreDNS also answers the public names in `public-hosts` of the work directory (hosts plugin, re-read every
+// second): the cloud double writes the external-dns names of every site's load balancers there, as public DNS.
 // Every daemon runs in the host's mount namespace (nsenter --net only: `ip netns exec` would remount /sys and hide
 // the cgroup hierarchies), so the kubelet's volume mounts are the ones containerd and runc see. The kubelet's pods
 // live under a cgroup root of the site's own (/agn-node-<site>-<n> in each cgroup v1 hierarchy, cgroupfs driver).
@@ -76,6 +80,14 @@ export interface NodeCluster {
   readonly serviceCidr: string;
   readonly kubernetesServiceIp: string;
   readonly dnsIp: string;
+  /** The range the cloud double hands this site's LoadBalancer Services addresses from (routed to the node). */
+  readonly loadBalancerCidr: string;
+  /** The host's end of the veth (the cloud double turns forwarding on for it). */
+  readonly vethHost: string;
+  /** The hosts file CoreDNS answers public names from (`IP NAME` lines; re-read every second). */
+  readonly publicHostsPath: string;
+  /** The admin's client credentials and the cluster CA (PEM), for API calls without kubectl. */
+  readonly adminTls: { readonly ca: string; readonly cert: string; readonly key: string };
   readonly server: string;
   readonly kubeconfigPath: string;
   readonly caPem: string;
@@ -342,14 +354,25 @@ function processesMentioning(needle: string): number[] {
 function usedIndexes(): Set<number> {
   const used = new Set<number>();
   const addresses = spawnSync('ip', ['-4', '-o', 'addr'], { encoding: 'utf8' }).stdout ?? '';
-  for (const m of addresses.matchAll(/inet 10\.20[0-2]\.(\d+)\./gu)) used.add(Number(m[1]));
+  for (const m of addresses.matchAll(/inet 10\.20[0-3]\.(\d+)\./gu)) used.add(Number(m[1]));
   const routes = spawnSync('ip', ['-4', 'route'], { encoding: 'utf8' }).stdout ?? '';
-  for (const m of routes.matchAll(/10\.20[0-2]\.(\d+)\./gu)) used.add(Number(m[1]));
+  for (const m of routes.matchAll(/10\.20[0-3]\.(\d+)\./gu)) used.add(Number(m[1]));
   for (const ns of spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout?.split('\n') ?? []) {
     const m = /^agn-node-.*-(\d+)\b/u.exec(ns);
     if (m !== null) used.add(Number(m[1]));
   }
   return used;
+}
+
+/**
+ * The `count` lowest indexes no node on this machine uses, for nodes started together (each start picks the lowest
+ * free one itself, which two starts in one tick would both take).
+ */
+export function freeNodeIndexes(count: number): number[] {
+  const used = usedIndexes();
+  const free = [...Array(250).keys()].map((i) => i + 1).filter((i) => !used.has(i));
+  if (free.length < count) throw new Error(`fewer than ${count} free node indexes`);
+  return free.slice(0, count);
 }
 
 function yamlish(value: unknown): string {
@@ -384,6 +407,7 @@ export async function startNodeCluster(options: NodeClusterOptions): Promise<Nod
   const serviceCidr = `10.202.${index}.0/24`;
   const kubernetesServiceIp = `10.202.${index}.1`;
   const dnsIp = `10.202.${index}.10`;
+  const loadBalancerCidr = `10.203.${index}.0/24`;
   const server = `https://${nodeIp}:6443`;
   const cgroupRoot = `/${WORK_PREFIX}${site}-${index}`;
 
@@ -401,6 +425,8 @@ export async function startNodeCluster(options: NodeClusterOptions): Promise<Nod
   for (const dir of [paths.pki, paths.logs, paths.containerd, join(paths.cni, 'net.d'), paths.kubelet, paths.podLogs])
     mkdirSync(dir, { recursive: true });
   const containerdSocket = join(paths.containerd, 'containerd.sock');
+  const publicHostsPath = join(work, 'public-hosts');
+  writeFileSync(publicHostsPath, '');
   // Who owns this directory, and what it made outside it: a sweep of a run that was killed reads this.
   writeFileSync(join(work, 'owner.json'), JSON.stringify({ pid: process.pid, netns, cgroupRoot, vethHost }));
 
@@ -547,6 +573,7 @@ export async function startNodeCluster(options: NodeClusterOptions): Promise<Nod
     // The host reaches the site's pods and Services through the node (routes that go with the veth).
     await must(['ip', 'route', 'add', podCidr, 'via', nodeIp, 'dev', vethHost]);
     await must(['ip', 'route', 'add', serviceCidr, 'via', nodeIp, 'dev', vethHost]);
+    await must(['ip', 'route', 'add', loadBalancerCidr, 'via', nodeIp, 'dev', vethHost]);
     createCgroupRoot(cgroupRoot);
     phase('netns');
 
@@ -790,6 +817,12 @@ export async function startNodeCluster(options: NodeClusterOptions): Promise<Nod
         '    errors',
         '    health :8080',
         '    ready :8181',
+        // Public DNS for the suite: the names the cloud double publishes (external-dns's job in a cloud).
+        `    hosts ${publicHostsPath} {`,
+        '        ttl 5',
+        '        reload 1s',
+        '        fallthrough',
+        '    }',
         `    kubernetes ${CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {`,
         `        kubeconfig ${kubeconfigs.coredns} coredns`,
         '        pods insecure',
@@ -887,6 +920,10 @@ export async function startNodeCluster(options: NodeClusterOptions): Promise<Nod
       serviceCidr,
       kubernetesServiceIp,
       dnsIp,
+      loadBalancerCidr,
+      vethHost,
+      publicHostsPath,
+      adminTls,
       server,
       kubeconfigPath,
       caPem,

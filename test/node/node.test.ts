@@ -1,19 +1,26 @@
-// dist/ on a real single-node Kubernetes (test/node/node-cluster.ts): the node registers and goes Ready, the CRDs
-// apply with kubectl, and the sim backend of dist/east.k8s.yaml runs from the project image as the kubelet runs it:
-// its Secret projected with the compiled mode and fsGroup, a read-only root, its readiness probe, its Service through
-// kube-proxy by ClusterIP and cluster DNS (from the node and from another pod), a deleted pod recreated by its
-// ReplicaSet, a killed container restarted by the kubelet. Then the whole of dist/east.k8s.yaml applied as
-// docs/deploy.md tells a user to (the Secrets `agn pki secrets` prints and the two it leaves to the user): every
-// Deployment rolls out, overlay-sync writes the operator's overlay into the consumer gateway's volume, and a chat
-// completion goes consumer gateway -> provider gateway (mTLS, by cluster DNS name) -> sim. Last, stop() leaves
-// nothing behind.
+// dist/ on real Kubernetes: two sites, two single-node clusters (test/node/node-cluster.ts), east and west, joined
+// as the internet would join them by the suite's cloud double (test/node/cloud-double.ts: routes between the nodes,
+// load-balancer addresses in status.loadBalancer, the external-dns names in both sites' DNS). On east: the node
+// registers and goes Ready, the CRDs apply with kubectl, and the sim backend of dist/east.k8s.yaml runs from the
+// project image as the kubelet runs it: its Secret projected with the compiled mode and fsGroup, a read-only root,
+// its readiness probe, its Service through kube-proxy by ClusterIP and cluster DNS (from the node and from another
+// pod), a deleted pod recreated by its ReplicaSet, a killed container restarted by the kubelet. Then each site's
+// manifests applied as docs/deploy.md tells a user to (the Secrets `agn pki secrets` prints and the ones it leaves to
+// the user): every Deployment of both sites rolls out, overlay-sync writes the operator's overlay into the consumer
+// gateway's volume, a chat completion goes consumer gateway -> provider gateway (mTLS, by cluster DNS name) -> sim.
+// Across sites: each LoadBalancer Service has its address and its public name resolves in the pods of both sites,
+// each side holds the other's GridSite Active (TlsVerified), the operators form one gossip grid, the consumer's overlay
+// lists west's candidates; a `kubectl rollout restart` of the consumer gateway under load loses no request; a caller
+// key revoked in its Secret is refused without a restart; with east's sims scaled to 0 west serves east's consumer.
+// Last, stop() leaves nothing behind.
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { REPO_ROOT } from '../fixtures-path.ts';
-import { type NodeCluster, startNodeCluster, sweepStaleNodes, waitFor } from './node-cluster.ts';
+import { type CloudDouble, startCloudDouble } from './cloud-double.ts';
+import { freeNodeIndexes, type NodeCluster, startNodeCluster, sweepStaleNodes, waitFor } from './node-cluster.ts';
 
 const DIST = join(REPO_ROOT, 'dist');
 const version = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -69,7 +76,10 @@ interface Pod {
   };
 }
 
+/** East: most of the suite runs here. */
 let node: NodeCluster;
+let west: NodeCluster;
+let cloud: CloudDouble | undefined;
 let stopped = false;
 /** The sim's bearer token, read back from the Secret `agn pki secrets` made. */
 let simToken = '';
@@ -91,8 +101,8 @@ function agn(args: readonly string[]): Promise<{ stdout: string; stderr: string 
   });
 }
 
-async function json<T>(args: readonly string[]): Promise<T> {
-  return JSON.parse(await node.kubectlOk([...args, '-o', 'json'])) as T;
+async function json<T>(args: readonly string[], on: NodeCluster = node): Promise<T> {
+  return JSON.parse(await on.kubectlOk([...args, '-o', 'json'])) as T;
 }
 
 async function simPods(): Promise<Pod[]> {
@@ -119,57 +129,147 @@ async function readySimPod(not?: string): Promise<Pod> {
 }
 
 /** Runs an ES module script with this Node in the node's network namespace; returns its stdout parsed as JSON. */
-async function inNodeScript<T>(script: string): Promise<T> {
-  const result = await node.inNode([process.execPath, '--input-type=module', '-e', script], { timeoutMs: 30_000 });
+async function inNodeScript<T>(script: string, on: NodeCluster = node, timeoutMs = 30_000): Promise<T> {
+  const result = await on.inNode([process.execPath, '--input-type=module', '-e', script], { timeoutMs });
   if (result.code !== 0)
-    throw new Error(`script in ${node.netns} failed (${String(result.code)}): ${result.stderr.trim()}`);
+    throw new Error(`script in ${on.netns} failed (${String(result.code)}): ${result.stderr.trim()}`);
   return JSON.parse(result.stdout) as T;
 }
 
-async function fetchInNode(url: string, token?: string): Promise<{ status: number; body: string }> {
+async function fetchInNode(
+  url: string,
+  token?: string,
+  on: NodeCluster = node,
+): Promise<{ status: number; body: string }> {
   const headers = token === undefined ? {} : { authorization: `Bearer ${token}` };
-  return await inNodeScript(`const r = await fetch(${JSON.stringify(url)}, { headers: ${JSON.stringify(headers)}, signal: AbortSignal.timeout(10000) });
+  return await inNodeScript(
+    `const r = await fetch(${JSON.stringify(url)}, { headers: ${JSON.stringify(headers)}, signal: AbortSignal.timeout(10000) });
+process.stdout.write(JSON.stringify({ status: r.status, body: await r.text() }));`,
+    on,
+  );
+}
+
+const CHAT_BODY = JSON.stringify({
+  model: 'sim-model-v1',
+  messages: [{ role: 'user', content: 'hello from the node suite' }],
+});
+
+/** One chat completion from the east node's namespace with a caller key. */
+async function chatInNode(url: string, key: string): Promise<{ status: number; body: string }> {
+  return await inNodeScript(`const r = await fetch(${JSON.stringify(url)}, {
+  method: 'POST', body: ${JSON.stringify(CHAT_BODY)}, signal: AbortSignal.timeout(20000),
+  headers: { authorization: ${JSON.stringify(`Bearer ${key}`)}, 'content-type': 'application/json' } });
 process.stdout.write(JSON.stringify({ status: r.status, body: await r.text() }));`);
+}
+
+/**
+ * A closed-loop load of chat completions: `clients` loops, each request on a connection of its own (so a request
+ * the gateway accepted and then dropped shows as a failure, not as a retry on another connection), until
+ * `stopFile` exists, `maxRequests` were sent or `maxMs` passed. Prints the outcome as JSON.
+ */
+function loadScript(
+  url: string,
+  key: string,
+  stopFile: string,
+  clients: number,
+  maxRequests: number,
+  maxMs: number,
+): string {
+  return `import { request } from 'node:http';
+import { existsSync } from 'node:fs';
+const body = ${JSON.stringify(CHAT_BODY)};
+const counts = { ok: 0, failed: 0 };
+const failures = [];
+const started = Date.now();
+let sent = 0;
+const chat = () => new Promise((resolve) => {
+  const req = request(${JSON.stringify(url)}, { method: 'POST', agent: false, timeout: 20000, headers: {
+    authorization: ${JSON.stringify(`Bearer ${key}`)}, 'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body), connection: 'close' } }, (res) => {
+    let text = '';
+    res.setEncoding('utf8');
+    res.on('data', (c) => (text += c));
+    res.on('end', () => resolve(res.statusCode === 200 ? null : 'HTTP ' + res.statusCode + ': ' + text.slice(0, 160)));
+    res.on('error', (e) => resolve('response: ' + (e.code ?? '') + ' ' + e.message));
+  });
+  req.on('timeout', () => req.destroy(new Error('timeout')));
+  req.on('error', (e) => resolve((e.code ?? '') + ' ' + e.message + ' after ' + (Date.now() - started) + ' ms'));
+  req.end(body);
+});
+const loop = async () => {
+  while (!existsSync(${JSON.stringify(stopFile)}) && sent < ${maxRequests} && Date.now() - started < ${maxMs}) {
+    sent++;
+    const failure = await chat();
+    if (failure === null) counts.ok++;
+    else { counts.failed++; failures.push(failure); }
+  }
+};
+await Promise.all(Array.from({ length: ${clients} }, loop));
+process.stdout.write(JSON.stringify({ counts, failures: failures.slice(0, 20), ms: Date.now() - started,
+  by: existsSync(${JSON.stringify(stopFile)}) ? 'stop' : 'bound' }));`;
 }
 
 beforeAll(async () => {
   if (!existsSync(IMAGE_ARCHIVE)) throw new Error(`${IMAGE_ARCHIVE} is missing: run npm run image (run.sh does)`);
   await sweepStaleNodes();
-  node = await startNodeCluster({ site: 'east', keepWorkDir: process.env.AGN_NODE_KEEP_WORKDIR === '1' });
-  const started = Date.now();
-  await node.importImage(IMAGE_ARCHIVE);
-  process.stderr.write(`[node east] image import: ${Date.now() - started} ms\n`);
+  const keepWorkDir = process.env.AGN_NODE_KEEP_WORKDIR === '1';
+  const [eastIndex, westIndex] = freeNodeIndexes(2);
+  // Two sites, two clusters, started side by side.
+  const started = await Promise.allSettled([
+    startNodeCluster({ site: 'east', index: eastIndex, keepWorkDir }),
+    startNodeCluster({ site: 'west', index: westIndex, keepWorkDir }),
+  ]);
+  const failed = started.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed.length > 0) {
+    for (const r of started) if (r.status === 'fulfilled') await r.value.stop();
+    stopped = true;
+    throw new Error(failed.map((r) => (r.reason as Error).message).join('\n'));
+  }
+  [node, west] = started.map((r) => (r as PromiseFulfilledResult<NodeCluster>).value) as [NodeCluster, NodeCluster];
+  cloud = await startCloudDouble([node, west]);
+  const importStarted = Date.now();
+  await Promise.all([node.importImage(IMAGE_ARCHIVE), west.importImage(IMAGE_ARCHIVE)]);
+  process.stderr.write(`[node east, west] image import: ${Date.now() - importStarted} ms\n`);
 });
 
 afterAll(async () => {
-  if (node !== undefined && !stopped) await node.stop();
+  await cloud?.stop();
+  if (!stopped) {
+    stopped = true;
+    for (const n of [node, west]) if (n !== undefined) await n.stop();
+  }
 });
 
-describe('a single node built here', () => {
-  it('registers with the kubelet built from k8s.io/kubernetes, on containerd, and goes Ready with the project image present', async () => {
-    const n = await json<{
-      status: {
-        conditions: { type: string; status: string }[];
-        nodeInfo: { kubeletVersion: string; containerRuntimeVersion: string };
-        addresses: { type: string; address: string }[];
-      };
-    }>(['get', 'node', node.nodeName]);
-    expect(n.status.conditions.find((c) => c.type === 'Ready')?.status).toBe('True');
-    expect(n.status.nodeInfo.kubeletVersion).toBe('v1.31.14');
-    expect(n.status.nodeInfo.containerRuntimeVersion).toMatch(/^containerd:\/\/1\.6\./u);
-    expect(n.status.addresses).toContainEqual({ type: 'InternalIP', address: node.nodeIp });
+describe('two sites, each a single node built here', () => {
+  it('registers each node with the kubelet built from k8s.io/kubernetes, on containerd, Ready with the project image present', async () => {
     const reference = archiveReference(IMAGE_ARCHIVE);
-    expect(distObjects('east.k8s.yaml').some((o) => JSON.stringify(o).includes(`"image":"${reference}"`))).toBe(true);
-    // In the node's containerd, where the kubelet looks (CRI namespace k8s.io); the pods below report it already present.
-    const images = await node.inNode([
-      'ctr',
-      `--address=${node.containerdSocket}`,
-      '--namespace=k8s.io',
-      'images',
-      'list',
-      '--quiet',
-    ]);
-    expect(images.stdout.split('\n')).toContain(reference);
+    for (const [site, file] of [
+      [node, 'east.k8s.yaml'],
+      [west, 'west.k8s.yaml'],
+    ] as const) {
+      const n = await json<{
+        status: {
+          conditions: { type: string; status: string }[];
+          nodeInfo: { kubeletVersion: string; containerRuntimeVersion: string };
+          addresses: { type: string; address: string }[];
+        };
+      }>(['get', 'node', site.nodeName], site);
+      expect(n.status.conditions.find((c) => c.type === 'Ready')?.status).toBe('True');
+      expect(n.status.nodeInfo.kubeletVersion).toBe('v1.31.14');
+      expect(n.status.nodeInfo.containerRuntimeVersion).toMatch(/^containerd:\/\/1\.6\./u);
+      expect(n.status.addresses).toContainEqual({ type: 'InternalIP', address: site.nodeIp });
+      expect(distObjects(file).some((o) => JSON.stringify(o).includes(`"image":"${reference}"`))).toBe(true);
+      // In the node's containerd, where the kubelet looks (CRI namespace k8s.io); the pods below report it already present.
+      const images = await site.inNode([
+        'ctr',
+        `--address=${site.containerdSocket}`,
+        '--namespace=k8s.io',
+        'images',
+        'list',
+        '--quiet',
+      ]);
+      expect(images.stdout.split('\n')).toContain(reference);
+    }
   });
 
   it('kubectl apply --server-side -f dist/crds.k8s.yaml installs the Grid CRDs, Established', async () => {
@@ -390,6 +490,39 @@ console.log(JSON.stringify(out));`;
     );
   });
 
+  it('applies dist/crds.k8s.yaml and dist/west.k8s.yaml to the west node as compiled, with the Secrets of `agn pki secrets --site west`', async () => {
+    await west.kubectlOk(['apply', '--server-side', '--field-manager=agn', '-f', join(DIST, 'crds.k8s.yaml')]);
+    await west.kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', join(DIST, 'crds.k8s.yaml')]);
+    const objects = distObjects('west.k8s.yaml');
+    // The namespace first, so the Secrets are there before any pod of the site wants them.
+    await west.kubectlOk(['apply', '--server-side', '--field-manager=agn', '-f', '-'], {
+      input: JSON.stringify(pick(objects, 'Namespace', NAMESPACE)),
+    });
+    const secrets = await agn(['pki', 'secrets', EXAMPLE_DECLARATION, '--site', 'west', '--dir', EXAMPLE_PKI]);
+    await west.kubectlOk(['apply', '--server-side', '-f', '-'], { input: secrets.stdout });
+    // What it lists for the user (west: the external provider's token, which no request here reaches).
+    const listed = [...secrets.stderr.matchAll(/^ {2}([a-z0-9-]+)\/([a-z0-9.-]+): .*--from-literal=([a-z0-9.-]+)=/gmu)];
+    expect(listed.map((m) => `${m[1]}/${m[2]}`)).toEqual([`${NAMESPACE}/openai-credential`]);
+    for (const [, namespace = '', name = '', key = ''] of listed)
+      await west.kubectlOk([
+        '-n',
+        namespace,
+        'create',
+        'secret',
+        'generic',
+        name,
+        `--from-literal=${key}=node-suite-${Date.now().toString(36)}`,
+      ]);
+    const applied = await west.kubectlOk([
+      'apply',
+      '--server-side',
+      '--field-manager=agn',
+      '-f',
+      join(DIST, 'west.k8s.yaml'),
+    ]);
+    expect(applied.trim().split('\n')).toHaveLength(objects.length);
+  });
+
   it('applies the whole of dist/east.k8s.yaml as docs/deploy.md does, and every Deployment rolls out', async () => {
     // The two Secrets `agn pki secrets` leaves to the user (it lists them on stderr): caller keys, a tool's token.
     const secrets = await agn(['pki', 'secrets', EXAMPLE_DECLARATION, '--site', 'east', '--dir', EXAMPLE_PKI]);
@@ -459,8 +592,7 @@ console.log(JSON.stringify(out));`;
       },
       120_000,
     );
-    const overlay = rendered['routing-overlay.json'];
-    expect(overlay).toBeDefined();
+    expect(rendered['routing-overlay.json']).toBeDefined();
     const pods = (
       await json<{ items: Pod[] }>(['get', 'pods', '-n', NAMESPACE, '-l', 'app.kubernetes.io/name=consumer-gateway'])
     ).items;
@@ -469,6 +601,10 @@ console.log(JSON.stringify(out));`;
       await waitFor(
         `the overlay in ${pod.metadata.name}`,
         async () => {
+          // The ConfigMap as it is now: with west joining, the operator renders new versions while this runs.
+          const overlay = (
+            await json<{ data: Record<string, string> }>(['get', 'configmap', configMap, '-n', NAMESPACE])
+          ).data['routing-overlay.json'];
           const file = await node.kubectl([
             '-n',
             NAMESPACE,
@@ -524,22 +660,363 @@ process.stdout.write(JSON.stringify({ status: r.status, body: await r.text() }))
     expect(completion.choices[0]?.message.content.length).toBeGreaterThan(0);
   });
 
-  it('stops without leaving a process, mount, cgroup, network namespace or route behind', async () => {
-    const pids = Object.values(node.pids());
-    expect(pids.length).toBeGreaterThanOrEqual(8);
+  it('rolls out every Deployment of dist/west.k8s.yaml on the west node', async () => {
+    const started = Date.now();
+    const rollout = await west.kubectl(['-n', NAMESPACE, 'rollout', 'status', 'deployment', '--timeout=420s'], {
+      timeoutMs: 440_000,
+    });
+    process.stderr.write(`[node west] whole site rolled out ${Date.now() - started} ms after east's\n`);
+    expect(
+      rollout.code,
+      `${rollout.stdout}${rollout.stderr}\n${(await west.kubectl(['get', 'pods', '-n', NAMESPACE, '-o', 'wide'])).stdout}`,
+    ).toBe(0);
+    const deployments = distObjects('west.k8s.yaml')
+      .filter((o) => o.kind === 'Deployment')
+      .map((o) => o.metadata.name);
+    expect(deployments).toEqual(expect.arrayContaining(['gossip-operator', 'provider-gateway', 'sim-west-llm']));
+  });
+
+  it("gives each site's LoadBalancer Services an address (status.loadBalancer, kube-proxy) and publishes their names to both sites' pods", async () => {
+    const expected = new Map<string, string>();
+    for (const site of [node, west]) {
+      for (const name of ['gossip-operator-public', 'provider-gateway']) {
+        const service = await waitFor(
+          `${site.site}: ${name} to get a load-balancer address`,
+          async () => {
+            const s = await json<{
+              metadata: { annotations?: Record<string, string> };
+              spec: { type: string };
+              status?: { loadBalancer?: { ingress?: { ip: string }[] } };
+            }>(['get', 'service', name, '-n', NAMESPACE], site);
+            return s.status?.loadBalancer?.ingress?.[0]?.ip === undefined ? undefined : s;
+          },
+          30_000,
+        );
+        expect(service.spec.type, `${site.site}/${name}`).toBe('LoadBalancer');
+        const ip = cloud?.loadBalancerIp(site.site, NAMESPACE, name);
+        expect(ip, `${site.site}/${name}`).toMatch(
+          new RegExp(`^${site.loadBalancerCidr.split('.').slice(0, 3).join('\\.')}\\.`, 'u'),
+        );
+        expect(service.status?.loadBalancer?.ingress?.map((i) => i.ip)).toEqual([ip]);
+        const hostname = service.metadata.annotations?.['external-dns.alpha.kubernetes.io/hostname'] ?? '';
+        expect(hostname, `${site.site}/${name}`).toMatch(new RegExp(`\\.${site.site}\\.grid\\.example\\.com$`, 'u'));
+        expected.set(hostname, ip ?? '');
+      }
+    }
+    expect([...expected.keys()].sort()).toEqual([
+      'gateway.east.grid.example.com',
+      'gateway.west.grid.example.com',
+      'gossip.east.grid.example.com',
+      'gossip.west.grid.example.com',
+    ]);
+    // From a pod of each site, through its resolv.conf and its cluster's DNS, as the operators and gateways look them up.
+    const lookup = `const dns = require('node:dns').promises; const out = {};
+Promise.all(${JSON.stringify([...expected.keys()])}.map(async (h) => { out[h] = (await dns.lookup(h, { family: 4 })).address; }))
+  .then(() => process.stdout.write(JSON.stringify(out)));`;
+    for (const site of [node, west]) {
+      const [operator] = (
+        await json<{ items: Pod[] }>(
+          ['get', 'pods', '-n', NAMESPACE, '-l', 'app.kubernetes.io/name=gossip-operator'],
+          site,
+        )
+      ).items;
+      if (operator === undefined) throw new Error(`${site.site}: no operator pod`);
+      const seen = await waitFor(
+        `${site.site}: the public names in ${operator.metadata.name}`,
+        async () => {
+          const r = await site.kubectl([
+            '-n',
+            NAMESPACE,
+            'exec',
+            operator.metadata.name,
+            '-c',
+            'gossip-operator',
+            '--',
+            'node',
+            '-e',
+            lookup,
+          ]);
+          return r.code === 0 ? (JSON.parse(r.stdout) as Record<string, string>) : undefined;
+        },
+        30_000,
+      );
+      expect(seen, site.site).toEqual(Object.fromEntries(expected));
+    }
+  });
+
+  it("has each site verify the other: the peer's GridSite Active on both sides, with the pinned certificate, Ready", async () => {
+    for (const [site, file] of [
+      [node, 'east.k8s.yaml'],
+      [west, 'west.k8s.yaml'],
+    ] as const) {
+      // The peer's GridSite (pinned in dist/); a site's own GridSite carries no pin of itself and is not probed.
+      const gridSites = distObjects(file).filter((o) => o.kind === 'GridSite' && o.metadata.name !== site.site);
+      expect(
+        gridSites.map((o) => o.metadata.name),
+        site.site,
+      ).toEqual([`demo-${site === node ? 'west' : 'east'}`]);
+      for (const gridSite of gridSites) {
+        const status = await waitFor(
+          `${site.site}: GridSite ${gridSite.metadata.name} Active`,
+          async () => {
+            const gs = await json<{
+              status?: { phase?: string; reason?: string; conditions?: { type: string; status: string }[] };
+            }>(['get', 'gridsite', gridSite.metadata.name], site);
+            return gs.status?.phase === 'Active' ? gs.status : undefined;
+          },
+          180_000,
+          async () =>
+            `${(await site.kubectl(['get', 'gridsites', '-o', 'yaml'])).stdout}\n${
+              (await site.kubectl(['-n', NAMESPACE, 'logs', 'deployment/gossip-operator', '--tail=40'])).stdout
+            }`,
+        );
+        expect(status.reason, `${site.site}/${gridSite.metadata.name}`).toBe('TlsVerified');
+        expect(
+          status.conditions?.find((c) => c.type === 'Ready')?.status,
+          `${site.site}/${gridSite.metadata.name}`,
+        ).toBe('True');
+      }
+    }
+  });
+
+  it('has the operators of the two sites form one grid over gossip', async () => {
+    for (const site of [node, west]) {
+      const service = await json<{ spec: { clusterIP: string } }>(
+        ['get', 'service', 'gossip-operator', '-n', NAMESPACE],
+        site,
+      );
+      const members = await waitFor(
+        `${site.site}: the operator to see both sites alive`,
+        async () => {
+          const res = await fetchInNode(`http://${service.spec.clusterIP}:9090/status`, undefined, site);
+          const body = JSON.parse(res.body) as { gossip: { members: Record<string, number> } | null };
+          return body.gossip !== null && body.gossip.members.alive === 2 ? body.gossip.members : undefined;
+        },
+        120_000,
+      );
+      expect(members, site.site).toMatchObject({ alive: 2, dead: 0 });
+    }
+  });
+
+  it("has overlay-sync write an overlay with both sites' candidates into the east consumer gateway's volume", async () => {
+    const pods = (
+      await json<{ items: Pod[] }>(['get', 'pods', '-n', NAMESPACE, '-l', 'app.kubernetes.io/name=consumer-gateway'])
+    ).items;
+    expect(pods.length).toBe(2);
+    for (const pod of pods) {
+      const candidates = await waitFor(
+        `${pod.metadata.name}'s overlay to list both sites`,
+        async () => {
+          const file = await node.kubectl([
+            '-n',
+            NAMESPACE,
+            'exec',
+            pod.metadata.name,
+            '-c',
+            'gateway',
+            '--',
+            'node',
+            '-e',
+            "process.stdout.write(require('node:fs').readFileSync('/run/praxis-routing/routing-overlay.json', 'utf8'))",
+          ]);
+          if (file.code !== 0) return undefined;
+          const parsed = JSON.parse(file.stdout) as {
+            scope: { local_site: string };
+            overlay: { candidates: { site?: string }[] };
+          };
+          expect(parsed.scope.local_site).toBe('east');
+          const sites = new Set(parsed.overlay.candidates.map((c) => c.site));
+          return sites.has('east') && sites.has('west') ? parsed.overlay.candidates : undefined;
+        },
+        120_000,
+      );
+      expect(candidates.length).toBeGreaterThanOrEqual(3);
+    }
+  });
+
+  it('loses no chat completion through the consumer gateway Service while `kubectl rollout restart` replaces its pods', async () => {
+    const service = await json<{ spec: { clusterIP: string } }>([
+      'get',
+      'service',
+      'consumer-gateway',
+      '-n',
+      NAMESPACE,
+    ]);
+    const before = (
+      await json<{ items: Pod[] }>(['get', 'pods', '-n', NAMESPACE, '-l', 'app.kubernetes.io/name=consumer-gateway'])
+    ).items.map((p) => p.metadata.name);
+    const stopFile = join(node.workDir, 'load.stop');
+    // Closed-loop load from the node (4 clients, each request on a connection of its own), bounded in count and time.
+    const load = inNodeScript<{ counts: { ok: number; failed: number }; failures: string[]; ms: number; by: string }>(
+      loadScript(`http://${service.spec.clusterIP}:8080/v1/chat/completions`, callerKey, stopFile, 4, 3000, 240_000),
+      node,
+      260_000,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await node.kubectlOk(['-n', NAMESPACE, 'rollout', 'restart', 'deployment/consumer-gateway']);
+    const rollout = await node.kubectl(
+      ['-n', NAMESPACE, 'rollout', 'status', 'deployment/consumer-gateway', '--timeout=200s'],
+      { timeoutMs: 210_000 },
+    );
+    // Until the old pods are gone (their drain included), then a little more load on the new ones.
+    await waitFor(
+      'the old consumer gateway pods to be gone',
+      async () => {
+        const names = (
+          await json<{ items: Pod[] }>([
+            'get',
+            'pods',
+            '-n',
+            NAMESPACE,
+            '-l',
+            'app.kubernetes.io/name=consumer-gateway',
+          ])
+        ).items.map((p) => p.metadata.name);
+        return names.some((n) => before.includes(n)) ? undefined : names;
+      },
+      120_000,
+    ).finally(() => setTimeout(() => writeFileSync(stopFile, ''), 2_000));
+    const { counts, failures, ms, by } = await load;
+    process.stderr.write(
+      `[node east] load through ${service.spec.clusterIP}:8080 during rollout restart: ${JSON.stringify(counts)} in ${ms} ms\n`,
+    );
+    expect(rollout.code, rollout.stdout + rollout.stderr).toBe(0);
+    expect(failures).toEqual([]);
+    expect(by).toBe('stop');
+    expect(counts.ok).toBeGreaterThan(20);
+  });
+
+  it('takes a caller key revoked in its Secret without a restart: the gateway answers it 401 once the kubelet syncs the volume', async () => {
+    const keysFile = join(node.workDir, 'caller-keys.json');
+    const pods = (
+      await json<{ items: Pod[] }>(['get', 'pods', '-n', NAMESPACE, '-l', 'app.kubernetes.io/name=consumer-gateway'])
+    ).items;
+    expect(pods.length).toBe(2);
+    const restarts = (pod: Pod): number =>
+      pod.status.containerStatuses?.find((c) => c.name === 'gateway')?.restartCount ?? -1;
+    const url = (pod: Pod): string => `http://${pod.status.podIP ?? ''}:8080/v1/chat/completions`;
+    for (const pod of pods) expect((await chatInNode(url(pod), callerKey)).status, pod.metadata.name).toBe(200);
+    // The rotation docs/tenants.md describes: a new key minted, the old one revoked, the file applied to the Secret.
+    const revoked = callerKey;
+    const id = /^agn_([0-9a-f]{16})_/u.exec(revoked)?.[1] ?? '';
+    expect(id).not.toBe('');
+    const minted = (await agn(['key', 'mint', '--tenant', 'team-a', '--keys-file', keysFile])).stdout.trim();
+    await agn(['key', 'revoke', '--id', id, '--keys-file', keysFile]);
+    const manifest = await node.kubectlOk([
+      '-n',
+      NAMESPACE,
+      'create',
+      'secret',
+      'generic',
+      'consumer-caller-keys',
+      `--from-file=caller-keys.json=${keysFile}`,
+      '--dry-run=client',
+      '-o',
+      'yaml',
+    ]);
+    await node.kubectlOk(['apply', '-f', '-'], { input: manifest });
+    const applied = Date.now();
+    for (const pod of pods) {
+      await waitFor(
+        `${pod.metadata.name} to refuse the revoked key and take the new one`,
+        async () => {
+          const old = await chatInNode(url(pod), revoked);
+          if (old.status !== 401) return undefined;
+          return (await chatInNode(url(pod), minted)).status === 200 ? true : undefined;
+        },
+        120_000,
+        undefined,
+        1_000,
+      );
+    }
+    process.stderr.write(
+      `[node east] revoked key refused by both gateways ${Date.now() - applied} ms after the apply\n`,
+    );
+    callerKey = minted;
+    const after = (
+      await json<{ items: Pod[] }>(['get', 'pods', '-n', NAMESPACE, '-l', 'app.kubernetes.io/name=consumer-gateway'])
+    ).items;
+    expect(after.map((p) => p.metadata.uid).sort()).toEqual(pods.map((p) => p.metadata.uid).sort());
+    for (const pod of after) {
+      const was = pods.find((p) => p.metadata.uid === pod.metadata.uid);
+      expect(restarts(pod), pod.metadata.name).toBe(was === undefined ? -2 : restarts(was));
+    }
+    // Through the Service too: the revoked key refused whichever pod answers.
+    const service = await json<{ spec: { clusterIP: string } }>([
+      'get',
+      'service',
+      'consumer-gateway',
+      '-n',
+      NAMESPACE,
+    ]);
+    for (let i = 0; i < 4; i++) {
+      const refused = await chatInNode(`http://${service.spec.clusterIP}:8080/v1/chat/completions`, revoked);
+      expect(refused.status).toBe(401);
+      expect(refused.body).toContain('invalid_api_key');
+    }
+  });
+
+  it("serves a chat completion through east's consumer gateway from west once east's sims are scaled to 0", async () => {
+    const eastSims = distObjects('east.k8s.yaml')
+      .filter((o) => o.kind === 'Deployment' && o.metadata.name.startsWith('sim-'))
+      .map((o) => o.metadata.name);
+    expect(eastSims.sort()).toEqual(['sim-east-llm-a', 'sim-east-llm-b']);
+    await node.kubectlOk(['-n', NAMESPACE, 'scale', ...eastSims.map((name) => `deployment/${name}`), '--replicas=0']);
+    const service = await json<{ spec: { clusterIP: string } }>([
+      'get',
+      'service',
+      'consumer-gateway',
+      '-n',
+      NAMESPACE,
+    ]);
+    // Once the operator sees east's backends fail their health checks its overlay routes across sites:
+    // east consumer gateway -> gateway.west.grid.example.com (west's load balancer, mTLS, pinned) -> west sim.
+    const answered = await waitFor(
+      '5 chat completions in a row served by west',
+      async () => {
+        const fingerprints: string[] = [];
+        for (let i = 0; i < 5; i++) {
+          const res = await chatInNode(`http://${service.spec.clusterIP}:8080/v1/chat/completions`, callerKey);
+          if (res.status !== 200) return undefined;
+          fingerprints.push((JSON.parse(res.body) as { system_fingerprint: string }).system_fingerprint);
+        }
+        return fingerprints.every((f) => f === 'west-llm') ? fingerprints : undefined;
+      },
+      180_000,
+      async () =>
+        (await node.kubectl(['-n', NAMESPACE, 'logs', 'deployment/consumer-gateway', '-c', 'gateway', '--tail=30']))
+          .stdout,
+      1_000,
+    );
+    expect(answered).toEqual(Array(5).fill('west-llm'));
+  });
+
+  it('stops both nodes without leaving a process, mount, cgroup, network namespace, route or sysctl behind', async () => {
+    const sites = [node, west];
+    const pids = sites.flatMap((n) => Object.values(n.pids()));
+    expect(pids.length).toBeGreaterThanOrEqual(16);
     stopped = true;
-    await node.stop();
+    await cloud?.stop();
+    cloud = undefined;
+    for (const n of sites) await n.stop();
     const alive = pids.filter((pid) => existsSync(`/proc/${pid}`));
     expect(alive).toEqual([]);
-    expect(readFileSync('/proc/self/mountinfo', 'utf8')).not.toContain(node.workDir);
-    expect(existsSync(`/run/netns/${node.netns}`)).toBe(false);
-    expect(existsSync(node.workDir)).toBe(false);
-    for (const hierarchy of ['memory', 'cpu', 'pids', 'unified'])
-      expect(existsSync(`/sys/fs/cgroup/${hierarchy}${node.cgroupRoot}`)).toBe(false);
-    expect(execFileSync('ip', ['-4', 'route'], { encoding: 'utf8' })).not.toContain(node.podCidr);
-    const shims = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
-      .split('\n')
-      .filter((l) => l.includes(node.containerdSocket));
-    expect(shims).toEqual([]);
+    const routes = execFileSync('ip', ['-4', 'route'], { encoding: 'utf8' });
+    const rules = execFileSync('iptables-save', { encoding: 'utf8' });
+    const processes = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n');
+    for (const n of sites) {
+      expect(readFileSync('/proc/self/mountinfo', 'utf8')).not.toContain(n.workDir);
+      expect(existsSync(`/run/netns/${n.netns}`)).toBe(false);
+      expect(existsSync(n.workDir)).toBe(false);
+      for (const hierarchy of ['memory', 'cpu', 'pids', 'unified'])
+        expect(existsSync(`/sys/fs/cgroup/${hierarchy}${n.cgroupRoot}`)).toBe(false);
+      for (const cidr of [n.podCidr, n.serviceCidr, n.loadBalancerCidr]) {
+        expect(routes).not.toContain(cidr);
+        expect(rules).not.toContain(cidr);
+      }
+      // The veth, and with it its forwarding setting, is gone.
+      expect(existsSync(`/proc/sys/net/ipv4/conf/${n.vethHost}`)).toBe(false);
+      expect(processes.filter((l) => l.includes(n.containerdSocket))).toEqual([]);
+    }
   });
 });
