@@ -158,21 +158,37 @@ describe('fleet dashboard in headless Chromium', () => {
       network['status'] as { routingMapStatus: { gatewayName: string; distributedRevision: string }[] }
     ).routingMapStatus.find((r) => r.gatewayName === 'consumer-gateway')!;
     expect(routing.distributedRevision).toBe(consumerOverlay.revision);
-    const gateways = await waitFor(
-      'both consumer replicas with an accepted revision',
+    // The grid may publish and accept a newer revision between reading the page and reading the gateways: the rows
+    // must match one reading of the network status and each replica's /status, taken after the page's.
+    const distributedNow = async (): Promise<string | undefined> =>
+      (
+        (await store.list(GRID_NETWORK)).items[0]?.['status'] as
+          | { routingMapStatus?: { gatewayName: string; distributedRevision: string }[] }
+          | undefined
+      )?.routingMapStatus?.find((r) => r.gatewayName === 'consumer-gateway')?.distributedRevision;
+    await waitFor(
+      "both consumer replicas' rows to match their /status and the published revision",
       async () => {
-        const g = await rows('gateways', 'replica');
-        return Object.keys(g).length === 2 ? g : undefined;
+        const gateways = await rows('gateways', 'replica');
+        if (Object.keys(gateways).length !== 2) return undefined;
+        const published = await distributedNow();
+        for (const process of grid.byRole('consumer-gateway', 'east')) {
+          const status = await json(process.adminAddress!, '/status');
+          const row = gateways[process.pod];
+          const want = {
+            published,
+            accepted: status['accepted_revision'],
+            agrees: status['accepted_revision'] === published ? 'yes' : 'no',
+          };
+          const got = { published: row?.['published'], accepted: row?.['accepted'], agrees: row?.['agrees'] };
+          if (JSON.stringify(got) !== JSON.stringify(want)) {
+            throw new Error(`${process.pod}: page ${JSON.stringify(got)}, endpoints ${JSON.stringify(want)}`);
+          }
+        }
+        return true;
       },
-      10_000,
+      15_000,
     );
-    for (const process of grid.byRole('consumer-gateway', 'east')) {
-      const status = await json(process.adminAddress!, '/status');
-      const row = gateways[process.pod]!;
-      expect(row['published']).toBe(routing.distributedRevision);
-      expect(row['accepted']).toBe(status['accepted_revision']);
-      expect(row['agrees']).toBe(status['accepted_revision'] === routing.distributedRevision ? 'yes' : 'no');
-    }
     // A backend metric change reaches the page: the sim's queue depth, as its /metrics reports it.
     await grid.setSimState('east-llm-b', { queue_depth: 0.5 });
     const sim = grid.byRole('sim', 'east').find((p) => p.simName === 'east-llm-b')!;
