@@ -19,7 +19,7 @@ export interface ControlPlanePki {
   readonly serviceAccountPub: string; // public, verifies them
 }
 
-async function openssl(args: readonly string[], cwd: string): Promise<void> {
+export async function openssl(args: readonly string[], cwd: string): Promise<void> {
   try {
     await run('openssl', args, { cwd });
   } catch (err) {
@@ -29,8 +29,60 @@ async function openssl(args: readonly string[], cwd: string): Promise<void> {
   }
 }
 
-// A leaf signed by the run's CA. Extensions go through a file because `openssl x509 -req` reads them from one.
-async function issueLeaf(dir: string, name: string, subject: string, extensions: readonly string[]): Promise<void> {
+/** Extensions of a client certificate (the API server reads the identity from its subject). */
+export const CLIENT_EXTENSIONS = [
+  'basicConstraints=critical,CA:FALSE',
+  'keyUsage=critical,digitalSignature,keyEncipherment',
+  'extendedKeyUsage=clientAuth',
+] as const;
+
+/** The names a cluster's own clients use for the API server. */
+export const KUBERNETES_SERVICE_NAMES = [
+  'DNS:kubernetes',
+  'DNS:kubernetes.default',
+  'DNS:kubernetes.default.svc',
+  'DNS:kubernetes.default.svc.cluster.local',
+] as const;
+
+/** A self-signed P-256 CA, ca.crt and ca.key in dir, valid two days. */
+export async function createCa(dir: string, commonName: string): Promise<void> {
+  await openssl(
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-days',
+      '2',
+      '-sha256',
+      '-subj',
+      `/CN=${commonName}`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    ],
+    dir,
+  );
+}
+
+/**
+ * A leaf signed by dir's CA: name.key, name.crt. Extensions go through a file because `openssl x509 -req` reads
+ * them from one. Each leaf has a random serial of its own (not -CAcreateserial), so leaves may be issued at once.
+ */
+export async function issueLeaf(
+  dir: string,
+  name: string,
+  subject: string,
+  extensions: readonly string[],
+): Promise<void> {
   const extFile = `${name}.ext`;
   await writeFile(join(dir, extFile), `${extensions.join('\n')}\n`);
   await openssl(
@@ -51,6 +103,7 @@ async function issueLeaf(dir: string, name: string, subject: string, extensions:
     ],
     dir,
   );
+  const serial = `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString('hex')}`;
   await openssl(
     [
       'x509',
@@ -61,7 +114,8 @@ async function issueLeaf(dir: string, name: string, subject: string, extensions:
       'ca.crt',
       '-CAkey',
       'ca.key',
-      '-CAcreateserial',
+      '-set_serial',
+      serial,
       '-days',
       '2',
       '-sha256',
@@ -74,47 +128,26 @@ async function issueLeaf(dir: string, name: string, subject: string, extensions:
   );
 }
 
-export async function generatePki(dir: string): Promise<ControlPlanePki> {
-  await openssl(
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      'ca.key',
-      '-out',
-      'ca.crt',
-      '-days',
-      '2',
-      '-sha256',
-      '-subj',
-      '/CN=agn-cluster-test-ca',
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-      '-addext',
-      'keyUsage=critical,keyCertSign,cRLSign',
-    ],
-    dir,
-  );
-  // The names clients inside a cluster would use, plus the loopback address the suite connects to.
-  await issueLeaf(dir, 'apiserver', '/CN=kube-apiserver', [
-    'basicConstraints=critical,CA:FALSE',
-    'keyUsage=critical,digitalSignature,keyEncipherment',
-    'extendedKeyUsage=serverAuth',
-    'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc',
-  ]);
-  // Organisation system:masters is the API server's built-in superuser group.
-  await issueLeaf(dir, 'admin', '/O=system:masters/CN=agn-cluster-test-admin', [
-    'basicConstraints=critical,CA:FALSE',
-    'keyUsage=critical,digitalSignature,keyEncipherment',
-    'extendedKeyUsage=clientAuth',
-  ]);
+/** The ServiceAccount token signing key pair: sa.key (private, signs) and sa.pub (public, verifies). */
+export async function createServiceAccountKey(dir: string): Promise<void> {
   await openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'sa.key'], dir);
   await openssl(['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], dir);
+}
+
+export async function generatePki(dir: string): Promise<ControlPlanePki> {
+  await createCa(dir, 'agn-cluster-test-ca');
+  // The names clients inside a cluster would use, plus the loopback address the suite connects to.
+  await Promise.all([
+    issueLeaf(dir, 'apiserver', '/CN=kube-apiserver', [
+      'basicConstraints=critical,CA:FALSE',
+      'keyUsage=critical,digitalSignature,keyEncipherment',
+      'extendedKeyUsage=serverAuth',
+      `subjectAltName=${['IP:127.0.0.1', 'DNS:localhost', ...KUBERNETES_SERVICE_NAMES].join(',')}`,
+    ]),
+    // Organisation system:masters is the API server's built-in superuser group.
+    issueLeaf(dir, 'admin', '/O=system:masters/CN=agn-cluster-test-admin', CLIENT_EXTENSIONS),
+    createServiceAccountKey(dir),
+  ]);
   return {
     caCert: join(dir, 'ca.crt'),
     caKey: join(dir, 'ca.key'),

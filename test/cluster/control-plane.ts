@@ -1,18 +1,15 @@
 // Starts a real etcd and kube-apiserver on loopback for the cluster suite and tears them down again.
 // Binaries come from test/cluster/build-control-plane.sh (a cached Go build of k8s.io/kubernetes and etcd).
 // Every child is tracked by pid: stop() waits for each to exit and checks that none is left running.
-import { spawn, spawnSync } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { createReadStream, openSync, closeSync, existsSync } from 'node:fs';
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generatePki, readPem, renderKubeconfig } from './certs.ts';
 import type { ControlPlanePki } from './certs.ts';
+import { type Daemon, launch, terminate as terminateDaemon, waitHttp } from '../child-daemon.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -49,6 +46,16 @@ export function resolveBinDir(): string {
   return dir;
 }
 
+/** A control-plane binary started with its output in logPath. */
+function start(name: string, bin: string, args: readonly string[], logPath: string): Daemon {
+  return launch(name, [bin, ...args], logPath, { missingHint: 'run test/cluster/build-control-plane.sh' });
+}
+
+/** kube-apiserver's shutdown drains its watches: 15 s before SIGKILL. */
+function terminate(d: Daemon): Promise<void> {
+  return terminateDaemon(d, 15_000);
+}
+
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -59,144 +66,6 @@ async function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function tail(path: string, bytes = 4000): Promise<string> {
-  try {
-    const size = (await stat(path)).size;
-    const chunks: Buffer[] = [];
-    await new Promise<void>((resolve, reject) => {
-      createReadStream(path, { start: Math.max(0, size - bytes) })
-        .on('data', (c) => chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c)))
-        .on('end', resolve)
-        .on('error', reject);
-    });
-    return Buffer.concat(chunks).toString('utf8');
-  } catch {
-    return '(no log)';
-  }
-}
-
-interface Daemon {
-  readonly name: string;
-  readonly child: ChildProcess;
-  readonly pid: number;
-  readonly logPath: string;
-  exited: boolean;
-  readonly exit: Promise<number | null>;
-}
-
-function launch(name: string, bin: string, args: readonly string[], logPath: string): Daemon {
-  if (!existsSync(bin)) throw new Error(`${name} binary not found at ${bin}; run test/cluster/build-control-plane.sh`);
-  const fd = openSync(logPath, 'a');
-  const child = spawn(bin, args, { stdio: ['ignore', fd, fd] });
-  closeSync(fd);
-  if (child.pid === undefined) throw new Error(`${name} did not start (${bin})`);
-  let resolveExit: (code: number | null) => void = () => {};
-  const exit = new Promise<number | null>((resolve) => {
-    resolveExit = resolve;
-  });
-  const daemon: Daemon = { name, child, pid: child.pid, logPath, exited: false, exit };
-  child.on('exit', (code, signal) => {
-    daemon.exited = true;
-    resolveExit(code ?? (signal === null ? null : 128));
-  });
-  child.on('error', () => {
-    daemon.exited = true;
-    resolveExit(null);
-  });
-  live.add(daemon);
-  return daemon;
-}
-
-// Last line of defence against orphans: if the test process exits without stop(), kill what is left.
-const live = new Set<Daemon>();
-process.on('exit', () => {
-  for (const d of live) if (!d.exited) d.child.kill('SIGKILL');
-});
-
-async function terminate(d: Daemon, graceMs = 15_000): Promise<void> {
-  if (!d.exited) {
-    d.child.kill('SIGTERM');
-    // The grace timer is cleared on exit: a pending timer would hold the test runner open for graceMs.
-    const timedOut = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(true), graceMs);
-      void d.exit.then(() => {
-        clearTimeout(timer);
-        resolve(false);
-      });
-    });
-    if (timedOut && !d.exited) {
-      d.child.kill('SIGKILL');
-      await d.exit;
-    }
-  }
-  live.delete(d);
-  // 'exit' fires once the kernel reaped it; a pid still answering signal 0 would be an orphan.
-  const deadline = Date.now() + 5_000;
-  while (isAlive(d.pid) && Date.now() < deadline) await sleep(50);
-  if (isAlive(d.pid)) throw new Error(`${d.name} (pid ${d.pid}) is still running after stop`);
-}
-
-interface Probe {
-  readonly url: string;
-  readonly tls?: { ca: string; cert: string; key: string };
-}
-
-function probe(p: Probe): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    // agent: false, so no keep-alive socket outlives the probe and holds the process open.
-    const opts = { timeout: 3_000, agent: false, ...(p.tls ?? {}) };
-    const req = (p.url.startsWith('https:') ? httpsRequest : httpRequest)(p.url, opts, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-// Polls until the endpoint answers 200 (and `accept` likes the body), the daemon dies, or the deadline passes.
-async function waitReady(
-  d: Daemon,
-  p: Probe,
-  timeoutMs: number,
-  accept: (body: string) => boolean = () => true,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = 'no answer yet';
-  while (Date.now() < deadline) {
-    if (d.exited) {
-      throw new Error(`${d.name} exited before it was ready; log tail (${d.logPath}):\n${await tail(d.logPath)}`);
-    }
-    try {
-      const res = await probe(p);
-      if (res.status === 200 && accept(res.body)) return;
-      last = `HTTP ${res.status}: ${res.body.slice(0, 500)}`;
-    } catch (err) {
-      last = (err as Error).message;
-    }
-    await sleep(250);
-  }
-  throw new Error(
-    `${d.name} not ready at ${p.url} within ${timeoutMs} ms (last: ${last}); log tail:\n${await tail(d.logPath)}`,
-  );
 }
 
 // Only a port taken between freePort() and the daemon's bind is worth another try; any other failure is real.
@@ -265,7 +134,7 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
     for (let attempt = 1; etcd === undefined; attempt++) {
       const [clientPort, peerPort] = [await freePort(), await freePort()];
       etcdUrl = `http://127.0.0.1:${clientPort}`;
-      const d = launch(
+      const d = start(
         'etcd',
         join(binDir, 'etcd'),
         etcdArgs(join(workDir, `etcd-data-${attempt}`), clientPort, peerPort),
@@ -273,7 +142,7 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
       );
       started.push(d);
       try {
-        await waitReady(d, { url: `${etcdUrl}/health` }, readyTimeoutMs, (b) => b.includes('"health":"true"'));
+        await waitHttp(d, { url: `${etcdUrl}/health` }, readyTimeoutMs, (b) => b.includes('"health":"true"'));
         etcd = d;
       } catch (err) {
         await terminate(d);
@@ -286,7 +155,7 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
     const startApiServer = async (fixedPort?: number): Promise<Daemon> => {
       for (let attempt = 1; ; attempt++) {
         const p = fixedPort ?? (await freePort());
-        const d = launch(
+        const d = start(
           'kube-apiserver',
           join(binDir, 'kube-apiserver'),
           apiServerArgs(pki, workDir, etcdUrl, p),
@@ -294,7 +163,7 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
         );
         started.push(d);
         try {
-          await waitReady(d, { url: `https://127.0.0.1:${p}/readyz`, tls: adminTls }, readyTimeoutMs);
+          await waitHttp(d, { url: `https://127.0.0.1:${p}/readyz`, tls: adminTls }, readyTimeoutMs);
           port = p;
           return d;
         } catch (err) {

@@ -6,31 +6,26 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { REPO_ROOT } from '../fixtures-path.ts';
+import { type Manifest, podSpec } from './helpers.ts';
 
 interface Probe {
   httpGet?: { path: string; port: number | string };
   periodSeconds?: number;
   failureThreshold?: number;
 }
-interface Container {
-  name: string;
-  livenessProbe?: Probe;
-  readinessProbe?: Probe;
-  startupProbe?: Probe;
-}
 
 const containers = readdirSync(join(REPO_ROOT, 'dist'))
   .flatMap((file) =>
-    YAML.parseAllDocuments(readFileSync(join(REPO_ROOT, 'dist', file), 'utf8')).map((doc) => ({
-      file,
-      manifest: doc.toJS() as { kind?: string; metadata?: { name: string }; spec?: any },
-    })),
+    YAML.parseAllDocuments(readFileSync(join(REPO_ROOT, 'dist', file), 'utf8'))
+      .map((doc) => doc.toJS() as Manifest)
+      .filter((manifest) => manifest?.kind === 'Deployment')
+      .map((deployment) => ({ file, deployment })),
   )
-  .filter(({ manifest }) => manifest?.kind === 'Deployment')
-  .flatMap(({ file, manifest }) =>
-    (manifest.spec.template.spec.containers as Container[]).map((container) => ({
-      at: `${file} ${manifest.metadata?.name}/${container.name}`,
-      container,
+  .flatMap(({ file, deployment }) =>
+    podSpec(deployment).containers.map((container) => ({
+      at: `${file} ${deployment.metadata.name}/${container.name}`,
+      liveness: container['livenessProbe'] as Probe | undefined,
+      startup: container['startupProbe'] as Probe | undefined,
     })),
   );
 
@@ -41,12 +36,11 @@ describe('daemon probes in dist/', () => {
 
   it.each(containers)(
     '$at: a startup probe of at least 2 minutes, every 2 s, on the liveness endpoint',
-    ({ container }) => {
-      const { livenessProbe, startupProbe } = container;
-      expect(livenessProbe?.httpGet).toBeDefined();
-      expect(startupProbe?.httpGet).toEqual(livenessProbe?.httpGet);
-      expect(startupProbe?.periodSeconds).toBeLessThanOrEqual(2);
-      expect((startupProbe?.periodSeconds ?? 10) * (startupProbe?.failureThreshold ?? 3)).toBeGreaterThanOrEqual(120);
+    ({ liveness, startup }) => {
+      expect(liveness?.httpGet).toBeDefined();
+      expect(startup?.httpGet).toEqual(liveness?.httpGet);
+      expect(startup?.periodSeconds).toBeLessThanOrEqual(2);
+      expect((startup?.periodSeconds ?? 10) * (startup?.failureThreshold ?? 3)).toBeGreaterThanOrEqual(120);
     },
   );
 });

@@ -24,21 +24,12 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, st
 import { mkdtemp, rm } from 'node:fs/promises';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  type Daemon,
-  isAlive,
-  launch,
-  must,
-  run,
-  type RunResult,
-  sleep,
-  tail,
-  terminate,
-  waitFor,
-  waitHttp,
-} from './daemon.ts';
+import { must, run, type RunResult, waitFor } from './daemon.ts';
+import { type Daemon, launch, tail, terminate, waitHttp } from '../child-daemon.ts';
+import { processAlive as isAlive } from '../process-alive.ts';
 import { binaryImageArchive } from './oci.ts';
 import { generateNodePki, type NodePki } from './pki.ts';
 
@@ -440,7 +431,10 @@ export async function startNodeCluster(options: NodeClusterOptions): Promise<Nod
     phaseStart = now;
   };
   const start = (name: string, argv: readonly string[]): Daemon => {
-    const d = launch(name, argv, join(paths.logs, `${name}.log`), netns);
+    const d = launch(name, argv, join(paths.logs, `${name}.log`), {
+      netns,
+      missingHint: 'run test/node/build-node.sh',
+    });
     daemons.push(d);
     return d;
   };

@@ -20,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { REPO_ROOT } from '../fixtures-path.ts';
 import { type CloudDouble, startCloudDouble } from './cloud-double.ts';
+import type { RunResult } from './daemon.ts';
 import { freeNodeIndexes, type NodeCluster, startNodeCluster, sweepStaleNodes, waitFor } from './node-cluster.ts';
 
 const DIST = join(REPO_ROOT, 'dist');
@@ -108,6 +109,29 @@ async function json<T>(args: readonly string[], on: NodeCluster = node): Promise
 async function simPods(): Promise<Pod[]> {
   return (await json<{ items: Pod[] }>(['get', 'pods', '-n', NAMESPACE, '-l', `app.kubernetes.io/instance=${SIM}`]))
     .items;
+}
+
+/** East's consumer gateway pods. */
+async function consumerGatewayPods(): Promise<Pod[]> {
+  return (
+    await json<{ items: Pod[] }>(['get', 'pods', '-n', NAMESPACE, '-l', 'app.kubernetes.io/name=consumer-gateway'])
+  ).items;
+}
+
+/** The overlay file overlay-sync wrote into a consumer gateway pod's volume, as the gateway container reads it. */
+function overlayInPod(pod: string): Promise<RunResult> {
+  return node.kubectl([
+    '-n',
+    NAMESPACE,
+    'exec',
+    pod,
+    '-c',
+    'gateway',
+    '--',
+    'node',
+    '-e',
+    "process.stdout.write(require('node:fs').readFileSync('/run/praxis-routing/routing-overlay.json', 'utf8'))",
+  ]);
 }
 
 function ready(pod: Pod): boolean {
@@ -593,9 +617,7 @@ console.log(JSON.stringify(out));`;
       120_000,
     );
     expect(rendered['routing-overlay.json']).toBeDefined();
-    const pods = (
-      await json<{ items: Pod[] }>(['get', 'pods', '-n', NAMESPACE, '-l', 'app.kubernetes.io/name=consumer-gateway'])
-    ).items;
+    const pods = await consumerGatewayPods();
     expect(pods.length).toBeGreaterThan(0);
     for (const pod of pods) {
       await waitFor(
@@ -605,18 +627,7 @@ console.log(JSON.stringify(out));`;
           const overlay = (
             await json<{ data: Record<string, string> }>(['get', 'configmap', configMap, '-n', NAMESPACE])
           ).data['routing-overlay.json'];
-          const file = await node.kubectl([
-            '-n',
-            NAMESPACE,
-            'exec',
-            pod.metadata.name,
-            '-c',
-            'gateway',
-            '--',
-            'node',
-            '-e',
-            "process.stdout.write(require('node:fs').readFileSync('/run/praxis-routing/routing-overlay.json', 'utf8'))",
-          ]);
+          const file = await overlayInPod(pod.metadata.name);
           return file.code === 0 && file.stdout === overlay ? true : undefined;
         },
         120_000,
@@ -799,26 +810,13 @@ Promise.all(${JSON.stringify([...expected.keys()])}.map(async (h) => { out[h] = 
   });
 
   it("has overlay-sync write an overlay with both sites' candidates into the east consumer gateway's volume", async () => {
-    const pods = (
-      await json<{ items: Pod[] }>(['get', 'pods', '-n', NAMESPACE, '-l', 'app.kubernetes.io/name=consumer-gateway'])
-    ).items;
+    const pods = await consumerGatewayPods();
     expect(pods.length).toBe(2);
     for (const pod of pods) {
       const candidates = await waitFor(
         `${pod.metadata.name}'s overlay to list both sites`,
         async () => {
-          const file = await node.kubectl([
-            '-n',
-            NAMESPACE,
-            'exec',
-            pod.metadata.name,
-            '-c',
-            'gateway',
-            '--',
-            'node',
-            '-e',
-            "process.stdout.write(require('node:fs').readFileSync('/run/praxis-routing/routing-overlay.json', 'utf8'))",
-          ]);
+          const file = await overlayInPod(pod.metadata.name);
           if (file.code !== 0) return undefined;
           const parsed = JSON.parse(file.stdout) as {
             scope: { local_site: string };
@@ -842,9 +840,7 @@ Promise.all(${JSON.stringify([...expected.keys()])}.map(async (h) => { out[h] = 
       '-n',
       NAMESPACE,
     ]);
-    const before = (
-      await json<{ items: Pod[] }>(['get', 'pods', '-n', NAMESPACE, '-l', 'app.kubernetes.io/name=consumer-gateway'])
-    ).items.map((p) => p.metadata.name);
+    const before = (await consumerGatewayPods()).map((p) => p.metadata.name);
     const stopFile = join(node.workDir, 'load.stop');
     // Closed-loop load from the node (4 clients, each request on a connection of its own), bounded in count and time.
     const load = inNodeScript<{ counts: { ok: number; failed: number }; failures: string[]; ms: number; by: string }>(
@@ -888,9 +884,7 @@ Promise.all(${JSON.stringify([...expected.keys()])}.map(async (h) => { out[h] = 
 
   it('takes a caller key revoked in its Secret without a restart: the gateway answers it 401 once the kubelet syncs the volume', async () => {
     const keysFile = join(node.workDir, 'caller-keys.json');
-    const pods = (
-      await json<{ items: Pod[] }>(['get', 'pods', '-n', NAMESPACE, '-l', 'app.kubernetes.io/name=consumer-gateway'])
-    ).items;
+    const pods = await consumerGatewayPods();
     expect(pods.length).toBe(2);
     const restarts = (pod: Pod): number =>
       pod.status.containerStatuses?.find((c) => c.name === 'gateway')?.restartCount ?? -1;
@@ -933,9 +927,7 @@ Promise.all(${JSON.stringify([...expected.keys()])}.map(async (h) => { out[h] = 
       `[node east] revoked key refused by both gateways ${Date.now() - applied} ms after the apply\n`,
     );
     callerKey = minted;
-    const after = (
-      await json<{ items: Pod[] }>(['get', 'pods', '-n', NAMESPACE, '-l', 'app.kubernetes.io/name=consumer-gateway'])
-    ).items;
+    const after = await consumerGatewayPods();
     expect(after.map((p) => p.metadata.uid).sort()).toEqual(pods.map((p) => p.metadata.uid).sort());
     for (const pod of after) {
       const was = pods.find((p) => p.metadata.uid === pod.metadata.uid);

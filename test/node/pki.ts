@@ -2,74 +2,16 @@
 // address, the kubernetes Service's ClusterIP and its DNS names), a client certificate for each component under the
 // identity the API server's bootstrap RBAC and Node authorizer expect, and the ServiceAccount signing key. Made
 // with the openssl CLI in the run's private directory, like test/cluster/certs.ts; nothing is reused across runs.
-import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { renderKubeconfig } from '../cluster/certs.ts';
-
-const exec = promisify(execFile);
-
-async function openssl(args: readonly string[], cwd: string): Promise<void> {
-  try {
-    await exec('openssl', args, { cwd });
-  } catch (err) {
-    const stderr = (err as { stderr?: string }).stderr ?? '';
-    throw new Error(`openssl ${args[0]} failed in ${cwd}: ${stderr.trim() || String(err)}`);
-  }
-}
-
-async function issue(dir: string, name: string, subject: string, extensions: readonly string[]): Promise<void> {
-  await writeFile(join(dir, `${name}.ext`), `${extensions.join('\n')}\n`);
-  await openssl(
-    [
-      'req',
-      '-new',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.csr`,
-      '-subj',
-      subject,
-    ],
-    dir,
-  );
-  // A serial of its own per leaf (not -CAcreateserial): the leaves are issued concurrently.
-  const serial = `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString('hex')}`;
-  await openssl(
-    [
-      'x509',
-      '-req',
-      '-in',
-      `${name}.csr`,
-      '-CA',
-      'ca.crt',
-      '-CAkey',
-      'ca.key',
-      '-set_serial',
-      serial,
-      '-days',
-      '2',
-      '-sha256',
-      '-extfile',
-      `${name}.ext`,
-      '-out',
-      `${name}.crt`,
-    ],
-    dir,
-  );
-}
-
-const CLIENT = [
-  'basicConstraints=critical,CA:FALSE',
-  'keyUsage=critical,digitalSignature,keyEncipherment',
-  'extendedKeyUsage=clientAuth',
-];
+import {
+  CLIENT_EXTENSIONS,
+  createCa,
+  createServiceAccountKey,
+  issueLeaf,
+  KUBERNETES_SERVICE_NAMES,
+  renderKubeconfig,
+} from '../cluster/certs.ts';
 
 /** The client identities of a node's components: file stem and certificate subject. */
 export const CLIENTS = {
@@ -102,53 +44,19 @@ export interface NodePki {
 }
 
 export async function generateNodePki(dir: string, nodeName: string, serverIps: readonly string[]): Promise<NodePki> {
-  await openssl(
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      'ca.key',
-      '-out',
-      'ca.crt',
-      '-days',
-      '2',
-      '-sha256',
-      '-subj',
-      '/CN=agn-node-ca',
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-      '-addext',
-      'keyUsage=critical,keyCertSign,cRLSign',
-    ],
-    dir,
-  );
-  const sans = [
-    ...serverIps.map((ip) => `IP:${ip}`),
-    'IP:127.0.0.1',
-    'DNS:localhost',
-    'DNS:kubernetes',
-    'DNS:kubernetes.default',
-    'DNS:kubernetes.default.svc',
-    'DNS:kubernetes.default.svc.cluster.local',
-  ];
+  await createCa(dir, 'agn-node-ca');
+  const sans = [...serverIps.map((ip) => `IP:${ip}`), 'IP:127.0.0.1', 'DNS:localhost', ...KUBERNETES_SERVICE_NAMES];
   await Promise.all([
-    issue(dir, 'apiserver', '/CN=kube-apiserver', [
+    issueLeaf(dir, 'apiserver', '/CN=kube-apiserver', [
       'basicConstraints=critical,CA:FALSE',
       'keyUsage=critical,digitalSignature,keyEncipherment',
       'extendedKeyUsage=serverAuth',
       `subjectAltName=${sans.join(',')}`,
     ]),
     // The Node authorizer and NodeRestriction know a kubelet by this subject.
-    issue(dir, 'kubelet', `/O=system:nodes/CN=system:node:${nodeName}`, CLIENT),
-    ...Object.entries(CLIENTS).map(([name, subject]) => issue(dir, name, subject, CLIENT)),
-    openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'sa.key'], dir).then(() =>
-      openssl(['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], dir),
-    ),
+    issueLeaf(dir, 'kubelet', `/O=system:nodes/CN=system:node:${nodeName}`, CLIENT_EXTENSIONS),
+    ...Object.entries(CLIENTS).map(([name, subject]) => issueLeaf(dir, name, subject, CLIENT_EXTENSIONS)),
+    createServiceAccountKey(dir),
   ]);
   const caCert = join(dir, 'ca.crt');
   const caPem = await readFile(caCert, 'utf8');
