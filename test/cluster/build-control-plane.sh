@@ -40,14 +40,9 @@ mkdir -p "$out"
 tmp="$(mktemp -d "$out/.build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 
-minor="${k8s_version#v1.}"
-minor="${minor%%.*}"
-# Stamp the version the way the upstream build does, so /version reports v1.31.x rather than v0.0.0-master.
-ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
+# shellcheck source=test/cluster/k8s-ldflags.sh
+source "$here/k8s-ldflags.sh"
+ldflags="$(k8s_ldflags "$k8s_version")"
 
 export GOFLAGS="-mod=readonly -buildvcs=false"
 export CGO_ENABLED=0

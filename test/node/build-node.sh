@@ -57,15 +57,9 @@ fi
 tmp="$(mktemp -d "$out/.build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 
-minor="${k8s_version#v1.}"
-minor="${minor%%.*}"
-# Stamp the version as the upstream build does: the kubelet reports it as the node's kubeletVersion, and the API
-# server's version skew checks read it.
-ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
+# shellcheck source=test/cluster/k8s-ldflags.sh
+source "$here/../cluster/k8s-ldflags.sh"
+ldflags="$(k8s_ldflags "$k8s_version")"
 
 export GOFLAGS="-mod=readonly -buildvcs=false"
 export CGO_ENABLED=0
