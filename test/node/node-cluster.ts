@@ -792,7 +792,9 @@ export async function startNodeCluster(options: NodeClusterOptions): Promise<Nod
         metricsBindAddress: '127.0.0.1:10249',
         // The conntrack table size is global (not writable from a network namespace): leave it, and the timeouts.
         conntrack: { maxPerCore: 0, min: 0, tcpEstablishedTimeout: '0s', tcpCloseWaitTimeout: '0s' },
-        iptables: { syncPeriod: '30s', minSyncPeriod: '0s' },
+        // kube-proxy's own defaults: the rules follow an endpoint change at most once a second, as on a stock node, so
+        // the rolling-restart test sees the delay a terminating gateway's accept window must cover.
+        iptables: { syncPeriod: '30s', minSyncPeriod: '1s' },
         oomScoreAdj: 0,
       }),
     );

@@ -21,6 +21,14 @@ import { parseAllDocuments } from 'yaml';
 import { REPO_ROOT } from '../fixtures-path.ts';
 import { type CloudDouble, startCloudDouble } from './cloud-double.ts';
 import type { RunResult } from './daemon.ts';
+import {
+  type BlockRun,
+  blockForSite,
+  deployBlocks,
+  makeGridRepository,
+  readDeployPage,
+  runBlock,
+} from './deploy-docs.ts';
 import { freeNodeIndexes, type NodeCluster, startNodeCluster, sweepStaleNodes, waitFor } from './node-cluster.ts';
 
 const DIST = join(REPO_ROOT, 'dist');
@@ -100,6 +108,43 @@ function agn(args: readonly string[]): Promise<{ stdout: string; stderr: string 
       },
     );
   });
+}
+
+const DEPLOY_BLOCKS = deployBlocks(readDeployPage(REPO_ROOT));
+
+/** Where the deploy page's commands run for a site: a grid repository in the node's work directory. */
+function gridRepository(on: NodeCluster): string {
+  return join(on.workDir, 'grid-repository');
+}
+
+/**
+ * Deploys SITE's cluster with docs/deploy.md's blocks as they stand (the every-site block, then the site's own), from
+ * a grid repository laid out as the page assumes; fails with what the commands printed and the pods' state.
+ */
+async function deploySite(on: NodeCluster, env: Record<string, string>): Promise<BlockRun> {
+  const own = DEPLOY_BLOCKS.bySite.get(on.site);
+  if (own === undefined)
+    throw new Error(`docs/deploy.md has no block marked "test/node runs this block on ${on.site}"`);
+  const binDir = process.env.AGN_NODE_BIN;
+  if (binDir === undefined) throw new Error('AGN_NODE_BIN is not set: run the suite with npm run test:node');
+  const repository = makeGridRepository(gridRepository(on), REPO_ROOT);
+  const script = `${blockForSite(DEPLOY_BLOCKS, on.site)}\n${own}`;
+  const run = await runBlock(script, {
+    cwd: repository,
+    kubectlDir: binDir,
+    kubeconfig: on.kubeconfigPath,
+    env,
+    timeoutMs: 660_000,
+  });
+  const pods = run.code === 0 ? '' : (await on.kubectl(['get', 'pods', '-n', NAMESPACE, '-o', 'wide'])).stdout;
+  expect(run.code, `${script}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}\n--- pods\n${pods}`).toBe(0);
+  return run;
+}
+
+/** Every object of the compiled file is in the cluster (`kubectl get -f` names each or fails). */
+async function expectAllApplied(on: NodeCluster, file: string): Promise<void> {
+  const names = (await on.kubectlOk(['get', '-f', join(DIST, file), '-o', 'name'])).trim().split('\n');
+  expect(names).toHaveLength(distObjects(file).length);
 }
 
 async function json<T>(args: readonly string[], on: NodeCluster = node): Promise<T> {
@@ -514,81 +559,28 @@ console.log(JSON.stringify(out));`;
     );
   });
 
-  it('applies dist/crds.k8s.yaml and dist/west.k8s.yaml to the west node as compiled, with the Secrets of `agn pki secrets --site west`', async () => {
-    await west.kubectlOk(['apply', '--server-side', '--field-manager=agn', '-f', join(DIST, 'crds.k8s.yaml')]);
-    await west.kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', join(DIST, 'crds.k8s.yaml')]);
-    const objects = distObjects('west.k8s.yaml');
-    // The namespace first, so the Secrets are there before any pod of the site wants them.
-    await west.kubectlOk(['apply', '--server-side', '--field-manager=agn', '-f', '-'], {
-      input: JSON.stringify(pick(objects, 'Namespace', NAMESPACE)),
-    });
-    const secrets = await agn(['pki', 'secrets', EXAMPLE_DECLARATION, '--site', 'west', '--dir', EXAMPLE_PKI]);
-    await west.kubectlOk(['apply', '--server-side', '-f', '-'], { input: secrets.stdout });
-    // What it lists for the user (west: the external provider's token, which no request here reaches).
-    const listed = [...secrets.stderr.matchAll(/^ {2}([a-z0-9-]+)\/([a-z0-9.-]+): .*--from-literal=([a-z0-9.-]+)=/gmu)];
-    expect(listed.map((m) => `${m[1]}/${m[2]}`)).toEqual([`${NAMESPACE}/openai-credential`]);
-    for (const [, namespace = '', name = '', key = ''] of listed)
-      await west.kubectlOk([
-        '-n',
-        namespace,
-        'create',
-        'secret',
-        'generic',
-        name,
-        `--from-literal=${key}=node-suite-${Date.now().toString(36)}`,
-      ]);
-    const applied = await west.kubectlOk([
-      'apply',
-      '--server-side',
-      '--field-manager=agn',
-      '-f',
-      join(DIST, 'west.k8s.yaml'),
-    ]);
-    expect(applied.trim().split('\n')).toHaveLength(objects.length);
+  it('deploys west with the commands of docs/deploy.md, as they stand: every object of dist/west.k8s.yaml applied', async () => {
+    const run = await deploySite(west, { OPENAI_API_KEY: `node-suite-${Date.now().toString(36)}` });
+    // What `agn pki secrets` listed for the user is exactly what the page's west block makes.
+    const listed = [...run.stderr.matchAll(/^ {2}([a-z0-9-]+\/[a-z0-9.-]+): /gmu)].map((m) => m[1]);
+    expect(listed).toEqual([`${NAMESPACE}/openai-credential`]);
+    await expectAllApplied(west, 'west.k8s.yaml');
   });
 
-  it('applies the whole of dist/east.k8s.yaml as docs/deploy.md does, and every Deployment rolls out', async () => {
-    // The two Secrets `agn pki secrets` leaves to the user (it lists them on stderr): caller keys, a tool's token.
-    const secrets = await agn(['pki', 'secrets', EXAMPLE_DECLARATION, '--site', 'east', '--dir', EXAMPLE_PKI]);
-    expect(secrets.stderr).toContain(`${NAMESPACE}/consumer-caller-keys`);
-    expect(secrets.stderr).toContain(`${NAMESPACE}/db-tools-credential`);
-    const keysFile = join(node.workDir, 'caller-keys.json');
-    callerKey = (await agn(['key', 'mint', '--tenant', 'team-a', '--keys-file', keysFile])).stdout.trim();
-    await node.kubectlOk([
-      '-n',
-      NAMESPACE,
-      'create',
-      'secret',
-      'generic',
-      'consumer-caller-keys',
-      `--from-file=caller-keys.json=${keysFile}`,
-    ]);
-    await node.kubectlOk([
-      '-n',
-      NAMESPACE,
-      'create',
-      'secret',
-      'generic',
-      'db-tools-credential',
-      `--from-literal=token=node-suite-${Date.now().toString(36)}`,
-    ]);
-    const applied = await node.kubectlOk([
-      'apply',
-      '--server-side',
-      '--field-manager=agn',
-      '-f',
-      join(DIST, 'east.k8s.yaml'),
-    ]);
+  it('deploys east with the commands of docs/deploy.md, as they stand, and every Deployment rolls out', async () => {
+    const started = Date.now();
+    const run = await deploySite(node, { DB_TOOLS_TOKEN: `node-suite-${Date.now().toString(36)}` });
+    const listed = [...run.stderr.matchAll(/^ {2}([a-z0-9-]+\/[a-z0-9.-]+): /gmu)].map((m) => m[1]);
+    expect(listed).toEqual([`${NAMESPACE}/consumer-caller-keys`, `${NAMESPACE}/db-tools-credential`]);
+    // `agn key mint` printed team-a's key once, among kubectl's lines.
+    callerKey = /^agn_[0-9a-f]{16}_[A-Za-z0-9_-]+$/mu.exec(run.stdout)?.[0] ?? '';
+    expect(callerKey).not.toBe('');
+    await expectAllApplied(node, 'east.k8s.yaml');
     const objects = distObjects('east.k8s.yaml');
-    expect(applied.trim().split('\n')).toHaveLength(objects.length);
     const deployments = objects.filter((o) => o.kind === 'Deployment').map((o) => o.metadata.name);
     expect(deployments).toEqual(
       expect.arrayContaining(['gossip-operator', 'provider-gateway', 'consumer-gateway', SIM]),
     );
-    const started = Date.now();
-    const rollout = await node.kubectl(['-n', NAMESPACE, 'rollout', 'status', 'deployment', '--timeout=420s'], {
-      timeoutMs: 440_000,
-    });
     const pods = (await json<{ items: Pod[] }>(['get', 'pods', '-n', NAMESPACE])).items;
     const restarts = pods.flatMap((p) =>
       (p.status.containerStatuses ?? [])
@@ -598,10 +590,6 @@ console.log(JSON.stringify(out));`;
     process.stderr.write(
       `[node east] whole site rolled out in ${Date.now() - started} ms; restarts: ${restarts.length === 0 ? 'none' : restarts.join(', ')}\n`,
     );
-    expect(
-      rollout.code,
-      `${rollout.stdout}${rollout.stderr}\n${(await node.kubectl(['get', 'pods', '-n', NAMESPACE, '-o', 'wide'])).stdout}`,
-    ).toBe(0);
     for (const pod of pods.filter((p) => p.status.phase === 'Running' && p.metadata.deletionTimestamp === undefined))
       expect(ready(pod), pod.metadata.name).toBe(true);
   });
@@ -883,7 +871,8 @@ Promise.all(${JSON.stringify([...expected.keys()])}.map(async (h) => { out[h] = 
   });
 
   it('takes a caller key revoked in its Secret without a restart: the gateway answers it 401 once the kubelet syncs the volume', async () => {
-    const keysFile = join(node.workDir, 'caller-keys.json');
+    // The keys file the deploy page's `agn key mint` wrote in the grid repository.
+    const keysFile = join(gridRepository(node), 'caller-keys.json');
     const pods = await consumerGatewayPods();
     expect(pods.length).toBe(2);
     const restarts = (pod: Pod): number =>
