@@ -1,4 +1,4 @@
-// Installs the Debian packages the image build and the container suite need, on a fresh machine as on this one:
+// Installs the Debian packages the image build needs, on a fresh machine as on this one:
 // CI starts from a clean machine, so nothing installed by hand may be relied on. Quiet when all are present.
 import { execFileSync, spawnSync } from 'node:child_process';
 

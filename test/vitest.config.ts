@@ -11,7 +11,6 @@ export default defineConfig({
       'test/praxis/**',
       'test/package/**',
       'test/dashboard/**',
-      'test/containers/**',
       'test/node/**',
       'node_modules/**',
     ],

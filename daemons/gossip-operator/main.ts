@@ -19,8 +19,8 @@ const DRAIN_DELAY_MS = 600;
 /**
  * Reconciles in flight get this long to finish their status writes. Short: a reconcile can be waiting on a probe of
  * a site that is already gone, and the whole stop (this, the listeners' grace, the SWIM leave, the Lease release)
- * should end inside `podman stop`'s 3 s; a reconcile cut here is redone by the next start, as every reconcile is.
- * The container suite saw a 5 s bound add up to the 10 s deadline (exit 1).
+ * should end within 3 s; a reconcile cut here is redone by the next start, as every reconcile is. A 5 s bound
+ * was measured to add up to the 10 s deadline (exit 1).
  */
 const RECONCILE_DEADLINE_MS = 1_000;
 

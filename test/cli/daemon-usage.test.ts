@@ -1,5 +1,5 @@
 // Each daemon's command line, as the compiled pods and users run it: --help prints the usage on stdout and exits 0;
-// an unknown flag is one line on stderr naming the flag, exit 2 (the container suite checks the same from the image).
+// an unknown flag is one line on stderr naming the flag, exit 2 (the node suite checks the same from the image on a real node).
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';

@@ -1,7 +1,7 @@
 // An upstream cluster addressed by a DNS name whose certificate names only tls.sni (a Kubernetes Service name in
 // front of a gateway whose certificate carries its public name): every request must be verified against tls.sni.
 // undici otherwise derives the server name from the host header (the endpoint's DNS name), reconnects with it and
-// the certificate check fails for some requests; the container suite found this as random 502s.
+// the certificate check fails for some requests (random 502s).
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';

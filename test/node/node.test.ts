@@ -12,12 +12,16 @@
 // each side holds the other's GridSite Active (TlsVerified), the operators form one gossip grid, the consumer's overlay
 // lists west's candidates; a `kubectl rollout restart` of the consumer gateway under load loses no request; a caller
 // key revoked in its Secret is refused without a restart; with east's sims scaled to 0 west serves east's consumer.
-// Last, stop() leaves nothing behind.
+// Then east applied again: dist/ held and run as compiled, the sites apart but for their load balancers, enrollment
+// at east's public address, stops within 3 s (exit 0) under load, SIGINT, usage errors. Last, stop() leaves nothing
+// behind.
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { inviteTokenSecretName } from '../../schemas/object-names.ts';
 import { REPO_ROOT } from '../fixtures-path.ts';
 import { type CloudDouble, startCloudDouble } from './cloud-double.ts';
 import type { RunResult } from './daemon.ts';
@@ -30,6 +34,15 @@ import {
   runBlock,
 } from './deploy-docs.ts';
 import { freeNodeIndexes, type NodeCluster, startNodeCluster, sweepStaleNodes, waitFor } from './node-cluster.ts';
+import {
+  completionsInARow,
+  containerdId,
+  criLog,
+  type PodStatus,
+  startLoad,
+  watchTaskExits,
+  watchTerminations,
+} from './stops.ts';
 
 const DIST = join(REPO_ROOT, 'dist');
 const version = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -970,6 +983,522 @@ Promise.all(${JSON.stringify([...expected.keys()])}.map(async (h) => { out[h] = 
       1_000,
     );
     expect(answered).toEqual(Array(5).fill('west-llm'));
+  });
+
+  describe('dist/ as compiled, the sites apart, stops, signals and usage errors on the real kubelet', () => {
+    /** A site's Deployments of dist/, each with its replica count and pod template containers. */
+    const deploymentsOf = (file: string) =>
+      distObjects(file)
+        .filter((o) => o.kind === 'Deployment')
+        .map((o) => {
+          const spec = o.spec as {
+            replicas?: number;
+            selector: { matchLabels: Record<string, string> };
+            template: { spec: { containers: { name: string; image: string; command?: string[]; args?: string[] }[] } };
+          };
+          return { name: o.metadata.name, replicas: spec.replicas ?? 1, spec };
+        });
+
+    const podsOf = async (site: NodeCluster, labels: Record<string, string>): Promise<PodStatus[]> =>
+      (
+        await json<{ items: PodStatus[] }>(
+          [
+            'get',
+            'pods',
+            '-n',
+            NAMESPACE,
+            '-l',
+            Object.entries(labels)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(','),
+          ],
+          site,
+        )
+      ).items.filter((p) => p.metadata.deletionTimestamp === undefined);
+
+    const podsNamed = (site: NodeCluster, name: string): Promise<PodStatus[]> =>
+      podsOf(site, { 'app.kubernetes.io/name': name });
+
+    const consumerUrl = async (): Promise<string> =>
+      `http://${(await json<{ spec: { clusterIP: string } }>(['get', 'service', 'consumer-gateway', '-n', NAMESPACE])).spec.clusterIP}:8080/v1/chat/completions`;
+
+    /** Every Deployment of the site rolled out and every pod of it Ready. */
+    const rolledOut = async (site: NodeCluster): Promise<void> => {
+      const rollout = await site.kubectl(['-n', NAMESPACE, 'rollout', 'status', 'deployment', '--timeout=240s'], {
+        timeoutMs: 260_000,
+      });
+      expect(
+        rollout.code,
+        `${site.site}: ${rollout.stdout}${rollout.stderr}\n${(await site.kubectl(['get', 'pods', '-n', NAMESPACE, '-o', 'wide'])).stdout}`,
+      ).toBe(0);
+    };
+
+    /** Chat completions through east's consumer gateway Service, `count` in a row answered 200. */
+    const serving = async (count: number, timeoutMs: number): Promise<string[]> => {
+      const url = await consumerUrl();
+      return await waitFor(
+        `${count} chat completions in a row through east's consumer gateway`,
+        () => completionsInARow(node, url, callerKey, count),
+        timeoutMs,
+        async () =>
+          (await node.kubectl(['-n', NAMESPACE, 'get', 'pods', '-o', 'wide'])).stdout +
+          (await node.kubectl(['-n', NAMESPACE, 'logs', 'deployment/consumer-gateway', '-c', 'gateway', '--tail=20']))
+            .stdout,
+        1_000,
+      );
+    };
+
+    it('applies dist/east.k8s.yaml again (taking back the replicas `kubectl scale` changed): the site as compiled again', async () => {
+      await node.kubectlOk([
+        'apply',
+        '--server-side',
+        '--force-conflicts',
+        '--field-manager=agn',
+        '-f',
+        join(DIST, 'east.k8s.yaml'),
+      ]);
+      await rolledOut(node);
+      await serving(3, 180_000);
+    });
+
+    it('runs dist/ exactly as compiled: the API servers hold each GridSite as dist/ says, pins included, changed by no one but the apply', async () => {
+      for (const [site, file] of [
+        [node, 'east.k8s.yaml'],
+        [west, 'west.k8s.yaml'],
+      ] as const) {
+        const compiled = distObjects(file).filter((o) => o.kind === 'GridSite');
+        expect(compiled.length, site.site).toBe(2);
+        for (const gridSite of compiled) {
+          const stored = await json<{
+            spec: unknown;
+            metadata: { managedFields?: { manager: string; subresource?: string }[] };
+          }>(['get', 'gridsite', gridSite.metadata.name, '--show-managed-fields'], site);
+          expect(stored.spec, `${site.site}: GridSite ${gridSite.metadata.name}`).toEqual(gridSite.spec);
+          // Only the apply of dist/ wrote the spec; the operator writes status only.
+          const specWriters = (stored.metadata.managedFields ?? [])
+            .filter((f) => f.subresource !== 'status')
+            .map((f) => f.manager);
+          expect(specWriters, `${site.site}: GridSite ${gridSite.metadata.name}`).toEqual(['agn']);
+        }
+        const peers = compiled.filter((o) => o.metadata.name !== site.site);
+        expect(peers.length, site.site).toBe(1);
+        for (const peer of peers)
+          expect(
+            (peer.spec as { trust?: { canonicalFingerprints?: string[] } }).trust?.canonicalFingerprints?.length,
+            `${site.site}: ${peer.metadata.name} is pinned in dist/`,
+          ).toBe(1);
+      }
+    });
+
+    it('runs every container of every Deployment replica as compiled: the process containerd started is the command and args, uid/gid 10001, read-only root', async () => {
+      const roles = new Set<string>();
+      for (const [site, file] of [
+        [node, 'east.k8s.yaml'],
+        [west, 'west.k8s.yaml'],
+      ] as const) {
+        for (const deployment of deploymentsOf(file)) {
+          const pods = await podsOf(site, deployment.spec.selector.matchLabels);
+          expect(pods.length, `${site.site}: pods of ${deployment.name}`).toBe(deployment.replicas);
+          for (const pod of pods) {
+            for (const template of deployment.spec.template.spec.containers) {
+              const status = pod.status.containerStatuses?.find((c) => c.name === template.name);
+              const what = `${site.site}: ${pod.metadata.name}/${template.name}`;
+              expect(status?.state, what).toHaveProperty('running');
+              // The OCI spec containerd gave runc: the process as PID 1, no shell in between.
+              const spec = JSON.parse(
+                (
+                  await site.inNode([
+                    'ctr',
+                    `--address=${site.containerdSocket}`,
+                    '--namespace=k8s.io',
+                    'containers',
+                    'info',
+                    '--spec',
+                    containerdId(status),
+                  ])
+                ).stdout,
+              ) as { process: { args: string[]; user: { uid: number; gid: number } }; root: { readonly?: boolean } };
+              expect(spec.process.args, what).toEqual([...(template.command ?? []), ...(template.args ?? [])]);
+              expect(spec.process.user, what).toMatchObject({ uid: 10001, gid: 10001 });
+              expect(spec.root.readonly, what).toBe(true);
+              roles.add(template.command?.[1] ?? '');
+            }
+          }
+        }
+      }
+      expect([...roles].sort()).toEqual([
+        'daemons/gateway/main.ts',
+        'daemons/gossip-operator/main.ts',
+        'daemons/overlay-sync/main.ts',
+        'daemons/sim/main.ts',
+      ]);
+    });
+
+    it('reaches nothing of the other site by ClusterIP or pod address from a pod, only its load-balancer addresses', async () => {
+      const connect = (targets: Record<string, string>) => `const net = require('node:net'); const out = {};
+Promise.all(Object.entries(${JSON.stringify(targets)}).map(([what, target]) => new Promise((resolve) => {
+  const [host, port] = target.split(':');
+  const s = net.connect({ host, port: Number(port), timeout: 3000 });
+  const done = (r) => { out[what] = r; s.destroy(); resolve(); };
+  s.on('connect', () => done('connected')); s.on('timeout', () => done('timeout')); s.on('error', (e) => done(e.code));
+}))).then(() => process.stdout.write(JSON.stringify(out)));`;
+      for (const [from, to] of [
+        [node, west],
+        [west, node],
+      ] as const) {
+        const service = await json<{ spec: { clusterIP: string } }>(
+          ['get', 'service', 'provider-gateway', '-n', NAMESPACE],
+          to,
+        );
+        const [peerPod] = await podsNamed(to, 'provider-gateway');
+        const [operator] = await podsNamed(from, 'gossip-operator');
+        if (peerPod?.status.podIP === undefined || operator === undefined) throw new Error('missing pods');
+        const targets = {
+          clusterIp: `${service.spec.clusterIP}:8443`,
+          podIp: `${peerPod.status.podIP}:8443`,
+          loadBalancer: `${cloud?.loadBalancerIp(to.site, NAMESPACE, 'provider-gateway') ?? ''}:8443`,
+        };
+        const out = await from.kubectlOk([
+          '-n',
+          NAMESPACE,
+          'exec',
+          operator.metadata.name,
+          '-c',
+          'gossip-operator',
+          '--',
+          'node',
+          '-e',
+          connect(targets),
+        ]);
+        const seen = JSON.parse(out) as Record<string, string>;
+        expect(seen.loadBalancer, `${from.site} -> ${to.site} ${targets.loadBalancer}`).toBe('connected');
+        expect(seen.clusterIp, `${from.site} -> ${to.site} ${targets.clusterIp}`).not.toBe('connected');
+        expect(seen.podIp, `${from.site} -> ${to.site} ${targets.podIp}`).not.toBe('connected');
+      }
+    });
+
+    it("redeems the SiteInvite east signs at east's public address with agn site enroll, from the other side of the internet", async () => {
+      const tokenId = await waitFor(
+        'the north invite to get a token',
+        async () =>
+          (await json<{ status?: { tokenId?: string } }>(['get', 'siteinvite', 'north'])).status?.tokenId ?? undefined,
+        60_000,
+      );
+      const secret = await json<{ data: { token: string } }>([
+        'get',
+        'secret',
+        inviteTokenSecretName('north'),
+        '-n',
+        NAMESPACE,
+      ]);
+      const out = join(node.workDir, 'enroll-north');
+      mkdirSync(out, { recursive: true });
+      writeFileSync(join(out, 'north.token'), Buffer.from(secret.data.token, 'base64'));
+      const address = cloud?.loadBalancerIp('east', NAMESPACE, 'gossip-operator-public');
+      expect(address).toBeDefined();
+      // The joining site is on the internet: west's namespace routes to east only through the cloud's network, to
+      // east's load-balancer addresses.
+      const enroll = await west.inNode(
+        [
+          process.execPath,
+          join(REPO_ROOT, 'daemons', 'cli', 'agn.ts'),
+          'site',
+          'enroll',
+          '--url',
+          `https://${address ?? ''}:9443`,
+          '--ca',
+          join(EXAMPLE_PKI, 'ca.crt'),
+          '--token-id',
+          tokenId,
+          '--token-file',
+          join(out, 'north.token'),
+          '--site',
+          'north',
+          '--signer',
+          'east',
+          '--out',
+          join(out, 'tls'),
+        ],
+        { timeoutMs: 60_000 },
+      );
+      expect(enroll.code, enroll.stderr).toBe(0);
+      const issued = new X509Certificate(readFileSync(join(out, 'tls', 'tls.crt')));
+      expect(issued.subject.split('\n')).toContain('CN=north');
+      expect(issued.verify(new X509Certificate(readFileSync(join(EXAMPLE_PKI, 'ca.crt'))).publicKey)).toBe(true);
+      const invite = await json<{ status?: { redeemed?: boolean; redeemedBy?: string } }>([
+        'get',
+        'siteinvite',
+        'north',
+      ]);
+      expect(invite.status).toMatchObject({ redeemed: true, redeemedBy: 'north' });
+    });
+
+    it('deletes a consumer gateway pod under load through its Service: no request fails, gateway and overlay-sync exit 0 within 3 s', async () => {
+      // The kubelet stops it as dist/ says: the image's STOPSIGNAL (SIGTERM), then SIGKILL after the pod's
+      // terminationGracePeriodSeconds (30 s in dist/), which a stop within 3 s is far inside.
+      const template = deploymentsOf('east.k8s.yaml').find((d) => d.name === 'consumer-gateway');
+      const grace = (template?.spec.template.spec as { terminationGracePeriodSeconds?: number } | undefined)
+        ?.terminationGracePeriodSeconds;
+      expect(grace).toBe(30);
+      const [target] = await consumerGatewayPods();
+      if (target === undefined) throw new Error('no consumer gateway pod');
+      const ids = Object.fromEntries(
+        ['gateway', 'overlay-sync'].map((name) => [
+          name,
+          containerdId((target as unknown as PodStatus).status.containerStatuses?.find((c) => c.name === name)),
+        ]),
+      );
+      const exits = await watchTaskExits(node);
+      const kubelet = await watchTerminations(node, NAMESPACE, target.metadata.name);
+      const load = startLoad(node, await consumerUrl(), callerKey, 4);
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        const deleted = Date.now();
+        await node.kubectlOk(['-n', NAMESPACE, 'delete', 'pod', target.metadata.name, '--wait=false']);
+        const ended = await Promise.all(
+          Object.entries(ids).map(async ([name, id]) => ({ name, ...(await exits.exitOf(id, 40_000)) })),
+        );
+        await waitFor(
+          `${target.metadata.name} gone and a new consumer gateway Ready`,
+          async () => {
+            const pods = (await consumerGatewayPods()).filter((p) => p.metadata.deletionTimestamp === undefined);
+            return pods.length === 2 && pods.every(ready) && !pods.some((p) => p.metadata.uid === target.metadata.uid)
+              ? true
+              : undefined;
+          },
+          120_000,
+        );
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        const { counts, failures, ms } = await load.end();
+        process.stderr.write(
+          `[node east] ${target.metadata.name} deleted under load: ${ended.map((e) => `${e.name} exit ${e.exitStatus} after ${e.exitedAt - deleted} ms`).join(', ')}; load ${JSON.stringify(counts)} in ${ms} ms\n`,
+        );
+        expect(failures).toEqual([]);
+        expect(counts.ok).toBeGreaterThan(10);
+        for (const e of ended) {
+          expect(e.exitStatus, e.name).toBe(0);
+          expect(e.exitedAt - deleted, `${e.name}: ms from the delete to its exit`).toBeLessThan(3_000);
+          expect(kubelet.exitCodes.get(e.name), `${e.name}: exit code the kubelet reported`).toBe(0);
+        }
+      } finally {
+        exits.stop();
+        kubelet.stop();
+        await load.end().catch(() => undefined);
+      }
+    });
+
+    it('stops one container of each other kind (operator, provider gateway, sim, overlay-sync) within 3 s, exit 0, serving on; the grid recovers', {
+      timeout: 600_000,
+    }, async () => {
+      await serving(5, 60_000);
+      const exits = await watchTaskExits(node);
+      const times: string[] = [];
+      try {
+        // The operator, a provider gateway and a sim as the kubelet stops them: their pods deleted and recreated.
+        for (const [instance, container] of [
+          ['gossip-operator', 'gossip-operator'],
+          ['provider-gateway', 'gateway'],
+          [SIM, 'sim'],
+        ] as const) {
+          const [pod] = await podsOf(node, { 'app.kubernetes.io/instance': instance });
+          if (pod === undefined) throw new Error(`no ${instance} pod`);
+          const id = containerdId(pod.status.containerStatuses?.find((c) => c.name === container));
+          const kubelet = await watchTerminations(node, NAMESPACE, pod.metadata.name);
+          try {
+            const deleted = Date.now();
+            await node.kubectlOk(['-n', NAMESPACE, 'delete', 'pod', pod.metadata.name, '--wait=false']);
+            const exit = await exits.exitOf(id, 40_000);
+            times.push(`${pod.metadata.name} exit ${exit.exitStatus} after ${exit.exitedAt - deleted} ms`);
+            expect(exit.exitStatus, pod.metadata.name).toBe(0);
+            expect(exit.exitedAt - deleted, `${pod.metadata.name}: ms from the delete to its exit`).toBeLessThan(3_000);
+            const reported = await waitFor(
+              `the kubelet to report ${pod.metadata.name}'s exit`,
+              async () => kubelet.exitCodes.get(container),
+              20_000,
+            );
+            expect(reported, `${pod.metadata.name}: exit code the kubelet reported`).toBe(0);
+          } finally {
+            kubelet.stop();
+          }
+          // The grid serves on; with a sim gone, once the operator's health checks route around it.
+          await serving(10, 120_000);
+        }
+        // overlay-sync stopped alone (SIGTERM to its task, as the kubelet would send it): restarted in place.
+        const [pod] = await consumerGatewayPods();
+        const before = (pod as unknown as PodStatus | undefined)?.status.containerStatuses?.find(
+          (c) => c.name === 'overlay-sync',
+        );
+        if (pod === undefined || before === undefined) throw new Error('no overlay-sync');
+        const stopped = Date.now();
+        const kill = await node.inNode([
+          'ctr',
+          `--address=${node.containerdSocket}`,
+          '--namespace=k8s.io',
+          'tasks',
+          'kill',
+          '--signal=SIGTERM',
+          containerdId(before),
+        ]);
+        expect(kill.code, kill.stderr).toBe(0);
+        const exit = await exits.exitOf(containerdId(before), 40_000);
+        times.push(`${pod.metadata.name}/overlay-sync exit ${exit.exitStatus} after ${exit.exitedAt - stopped} ms`);
+        expect(exit.exitStatus).toBe(0);
+        expect(exit.exitedAt - stopped).toBeLessThan(3_000);
+        await serving(10, 30_000);
+        const restarted = await waitFor(
+          'overlay-sync restarted by the kubelet',
+          async () => {
+            const p = await json<PodStatus>(['get', 'pod', pod.metadata.name, '-n', NAMESPACE]);
+            const s = p.status.containerStatuses?.find((c) => c.name === 'overlay-sync');
+            return s !== undefined && s.restartCount === before.restartCount + 1 && s.ready ? s : undefined;
+          },
+          120_000,
+        );
+        expect(restarted.lastState?.terminated?.exitCode).toBe(0);
+      } finally {
+        exits.stop();
+        process.stderr.write(`[node east] stops: ${times.join('; ')}\n`);
+      }
+      // Recovered: every Deployment back, the new operator in the gossip grid, the overlay delivered, completions.
+      await rolledOut(node);
+      const operatorService = await json<{ spec: { clusterIP: string } }>([
+        'get',
+        'service',
+        'gossip-operator',
+        '-n',
+        NAMESPACE,
+      ]);
+      await waitFor(
+        'the new east operator to see both sites alive',
+        async () => {
+          const res = await fetchInNode(`http://${operatorService.spec.clusterIP}:9090/status`);
+          const body = JSON.parse(res.body) as { gossip: { members: Record<string, number> } | null };
+          return body.gossip?.members.alive === 2 && body.gossip.members.dead === 0 ? true : undefined;
+        },
+        120_000,
+      );
+      const configMap = 'grid-overlay-demo-consumer-gateway';
+      for (const pod of await consumerGatewayPods())
+        await waitFor(
+          `the overlay in ${pod.metadata.name}`,
+          async () => {
+            const overlay = (
+              await json<{ data: Record<string, string> }>(['get', 'configmap', configMap, '-n', NAMESPACE])
+            ).data['routing-overlay.json'];
+            const file = await overlayInPod(pod.metadata.name);
+            return file.code === 0 && file.stdout === overlay ? true : undefined;
+          },
+          120_000,
+        );
+      await serving(10, 60_000);
+    });
+
+    it('makes every daemon exit 0 as PID 1 on SIGINT (operator, overlay-sync, gateways, sims), restarted by the kubelet', {
+      timeout: 600_000,
+    }, async () => {
+      await rolledOut(node);
+      const pods = (await json<{ items: PodStatus[] }>(['get', 'pods', '-n', NAMESPACE])).items.filter(
+        (p) => p.metadata.deletionTimestamp === undefined && p.status.phase === 'Running',
+      );
+      const targets = pods.flatMap((p) =>
+        (p.status.containerStatuses ?? []).map((s) => ({ pod: p.metadata.name, status: s })),
+      );
+      expect(new Set(targets.map((t) => t.status.name))).toEqual(
+        new Set(['gossip-operator', 'overlay-sync', 'gateway', 'sim']),
+      );
+      const exits = await watchTaskExits(node);
+      try {
+        for (const t of targets) {
+          const kill = await node.inNode([
+            'ctr',
+            `--address=${node.containerdSocket}`,
+            '--namespace=k8s.io',
+            'tasks',
+            'kill',
+            '--signal=SIGINT',
+            containerdId(t.status),
+          ]);
+          expect(kill.code, `${t.pod}/${t.status.name}: ${kill.stderr}`).toBe(0);
+        }
+        const codes = await Promise.all(
+          targets.map(
+            async (t) => `${t.pod}/${t.status.name} ${(await exits.exitOf(containerdId(t.status), 30_000)).exitStatus}`,
+          ),
+        );
+        expect(codes).toEqual(targets.map((t) => `${t.pod}/${t.status.name} 0`));
+      } finally {
+        exits.stop();
+      }
+      // What the kubelet saw: each container restarted once, its last state terminated with exit code 0.
+      for (const t of targets) {
+        const seen = await waitFor(
+          `${t.pod}/${t.status.name} restarted`,
+          async () => {
+            const p = await json<PodStatus>(['get', 'pod', t.pod, '-n', NAMESPACE]);
+            const s = p.status.containerStatuses?.find((c) => c.name === t.status.name);
+            return s !== undefined && s.restartCount === t.status.restartCount + 1 ? s : undefined;
+          },
+          120_000,
+        );
+        expect(seen.lastState?.terminated?.exitCode, `${t.pod}/${t.status.name}`).toBe(0);
+      }
+      await rolledOut(node);
+      await serving(5, 120_000);
+    });
+
+    it.each(['gossip-operator', 'overlay-sync', 'gateway', 'sim'])(
+      '%s from the image on the node with an unknown flag exits 2 with one stderr line naming it',
+      async (daemon) => {
+        const pod = `usage-${daemon}`;
+        // A pod meeting the namespace's restricted Pod Security Standard, run once.
+        await node.kubectlOk(['apply', '-f', '-'], {
+          input: JSON.stringify({
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: { name: pod, namespace: NAMESPACE },
+            spec: {
+              restartPolicy: 'Never',
+              automountServiceAccountToken: false,
+              securityContext: {
+                runAsUser: 10001,
+                runAsGroup: 10001,
+                runAsNonRoot: true,
+                seccompProfile: { type: 'RuntimeDefault' },
+              },
+              containers: [
+                {
+                  name: daemon,
+                  image: archiveReference(IMAGE_ARCHIVE),
+                  imagePullPolicy: 'IfNotPresent',
+                  command: ['node', `daemons/${daemon}/main.ts`, '--no-such-flag'],
+                  securityContext: {
+                    allowPrivilegeEscalation: false,
+                    capabilities: { drop: ['ALL'] },
+                    readOnlyRootFilesystem: true,
+                  },
+                },
+              ],
+            },
+          }),
+        });
+        const terminated = await waitFor(
+          `pod ${pod} to end`,
+          async () => {
+            const p = await json<PodStatus>(['get', 'pod', pod, '-n', NAMESPACE]);
+            return p.status.containerStatuses?.[0]?.state.terminated;
+          },
+          120_000,
+          async () => (await node.kubectl(['describe', 'pod', pod, '-n', NAMESPACE])).stdout,
+        );
+        const logs = await node.kubectlOk(['logs', pod, '-n', NAMESPACE]);
+        expect(terminated.exitCode, logs).toBe(2);
+        // stderr apart from stdout (where a daemon may also log the failure as JSON): one line, naming the flag.
+        const lines = criLog(node, NAMESPACE, pod, daemon).filter((l) => l.stream === 'stderr');
+        expect(lines, logs).toHaveLength(1);
+        expect(lines[0]?.text).toMatch(new RegExp(`^${daemon}: Unknown option '--no-such-flag'`, 'u'));
+        await node.kubectlOk(['delete', 'pod', pod, '-n', NAMESPACE, '--wait=false']);
+      },
+    );
   });
 
   it('stops both nodes without leaving a process, mount, cgroup, network namespace, route or sysctl behind', async () => {

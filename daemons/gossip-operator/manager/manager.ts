@@ -208,7 +208,7 @@ export class Manager {
   async stop(deadlineMs = Infinity): Promise<void> {
     for (const running of this.#running.values()) running.queue.shutDown();
     // Closing a watch is inside the deadline too: on the Kubernetes store it waits for the watch request to end,
-    // which the container suite saw outlast the operator's whole 10 s shutdown deadline. The store's own close
+    // which can outlast the operator's whole 10 s shutdown deadline. The store's own close
     // (after this) ends whatever is still open.
     let watchesOpen = true;
     const watchesClosed = Promise.all(this.#subscriptions.splice(0).map((s) => s.close())).finally(() => {

@@ -114,7 +114,7 @@ describe('Manager.stop', () => {
 
   it('abandons a watch whose close hangs at the deadline (a Kubernetes watch request that does not end)', async () => {
     const real = await storeWith(['a']);
-    // The store as the Kubernetes one behaved in the container suite: closing a watch never settles.
+    // The store as the Kubernetes one can behave: closing a watch never settles.
     const store: ResourceStore = new Proxy(real, {
       get(target, key, receiver) {
         if (key !== 'watch') return Reflect.get(target, key, receiver) as unknown;

@@ -4,7 +4,7 @@
 // stage copies (`node image/build.ts --stage`, the same staging the Dockerfile runs) against the layers of the OCI
 // archive `npm run image` wrote (paths, types, modes, sizes, link targets). When the base image happens to be in
 // local storage, the Dockerfile is built with podman and its config is compared too.
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +12,6 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import pkg from '../../package.json' with { type: 'json' };
 import { imageConfig, ociLabels } from '../../image/layout.ts';
-import { podman } from './podman.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ARCHIVE = join(ROOT, 'build/image', `agn-${pkg.version}.oci.tar`);
@@ -122,7 +121,7 @@ describe('Dockerfile equivalence with npm run image', () => {
       const tag = 'localhost/agn-dockerfile-test:latest';
       const built = await podman(['build', '--pull=never', '-t', tag, ROOT], 600_000);
       expect(built.code, built.stderr).toBe(0);
-      const inspect = JSON.parse((await podman(['image', 'inspect', tag])).stdout) as {
+      const inspect = JSON.parse((await podman(['image', 'inspect', tag], 60_000)).stdout) as {
         Config: { User: string; Entrypoint: string[]; WorkingDir: string };
       }[];
       expect(inspect[0]?.Config.User).toBe('10001:10001');
@@ -132,9 +131,22 @@ describe('Dockerfile equivalence with npm run image', () => {
   );
 });
 
+/** podman with the project's containers.conf (runc, cgroupfs, fixed ulimits: what this machine kind allows). */
+function podman(args: readonly string[], timeoutMs: number): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env = { ...process.env, CONTAINERS_CONF: join(ROOT, 'image', 'containers.conf') };
+  return new Promise((resolve) => {
+    execFile('podman', args, { env, timeout: timeoutMs, maxBuffer: 32 * 1024 * 1024 }, (error, stdout, stderr) => {
+      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr });
+    });
+  });
+}
+
 function podmanHasBase(): boolean {
   try {
-    execFileSync('podman', ['image', 'exists', BUILDER_BASE], { stdio: 'ignore' });
+    execFileSync('podman', ['image', 'exists', BUILDER_BASE], {
+      stdio: 'ignore',
+      env: { ...process.env, CONTAINERS_CONF: join(ROOT, 'image', 'containers.conf') },
+    });
     return true;
   } catch {
     return false;
