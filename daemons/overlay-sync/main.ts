@@ -96,20 +96,20 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const log = createLogger({ name: 'overlay-sync' });
   let config: OverlaySyncConfig;
   try {
     config = parseConfig(argv, env);
   } catch (error) {
     if (error instanceof ConfigError) {
-      log.fatal({ detail: error.message }, 'invalid configuration');
-      // One line on stderr: the problem without the usage text (--help prints it).
+      // One line on stderr and nothing else (no log line on stdout either, as the other daemons): the problem without
+      // the usage text (--help prints it).
       const problem = error.message.replace(`\n${USAGE}`, '').split('\n').join('; ');
       process.stderr.write(`overlay-sync: ${problem} (--help prints the usage)\n`);
       return 2;
     }
     throw error;
   }
+  const log = createLogger({ name: 'overlay-sync' });
   let running: RunningOverlaySync;
   try {
     running = await startOverlaySync(config, log);

@@ -25,11 +25,15 @@ describe('daemon command lines', () => {
     expect(result.stderr).toBe('');
   });
 
-  it.each(DAEMONS)('%s with an unknown flag writes one stderr line naming it and exits 2', (daemon) => {
-    const result = run(daemon, ['--no-such-flag']);
-    expect(result.status).toBe(2);
-    const lines = result.stderr.trimEnd().split('\n');
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^${daemon}: Unknown option '--no-such-flag'`, 'u'));
-  });
+  it.each(DAEMONS)(
+    '%s with an unknown flag writes one stderr line naming it, nothing on stdout, and exits 2',
+    (daemon) => {
+      const result = run(daemon, ['--no-such-flag']);
+      expect(result.status).toBe(2);
+      expect(result.stdout).toBe('');
+      const lines = result.stderr.trimEnd().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(new RegExp(`^${daemon}: Unknown option '--no-such-flag'`, 'u'));
+    },
+  );
 });
