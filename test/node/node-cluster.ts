@@ -1,6 +1,8 @@
 // One site's single-node Kubernetes for the node suite, built here (build-node.sh) and run as plain processes:
 // etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd (Debian's, with runc and the CNI
-// plugins), kubelet, kube-proxy (iptables mode) and CoreDNS, all inside a network namespace of the site's own
+// plugins), kubelet, kube-proxy (iptables mode), CoreDNS and kube-network-policies (the NetworkPolicy engine: an
+// nftables table of its own, `inet kube-network-policies`, that hands the first packets of connections from and to
+// the pods a policy selects to it over nfqueue), all inside a network namespace of the site's own
 // (`agn-node-<site>-<n>`), reached from the host over a veth pair on 10.200.<n>.0/24:
 //
 //   host  agnn<n>h 10.200.<n>.1  <-veth->  eth0 10.200.<n>.2  node (every daemon listens here or on its loopback)
@@ -18,8 +20,10 @@
 // live under a cgroup root of the site's own (/agn-node-<site>-<n> in each cgroup v1 hierarchy, cgroupfs driver).
 //
 // stop() undoes everything, also after a failed start: daemons by pid, pod containers and their shims, mounts under
-// the work directory, the cgroups, the namespace (and with it its veth, bridge and iptables rules), the global
-// kernel settings the kubelet insists on (restored to what they were).
+// the work directory, the cgroups, the namespace (and with it its veth, bridge, iptables rules and nftables tables),
+// the global kernel settings the kubelet insists on (restored to what they were). It checks that the engine took
+// its nftables table with it on SIGTERM (it deletes it only on a clean stop; a killed engine leaves it, and its
+// queue rules then drop the selected pods' new connections until the namespace goes).
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { spawnSync } from 'node:child_process';
@@ -37,6 +41,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const PAUSE_IMAGE = 'localhost/agn-node/pause:1';
 const CLUSTER_DOMAIN = 'cluster.local';
 const WORK_PREFIX = 'agn-node-';
+/** The nftables table (family inet) kube-network-policies keeps its rules in. */
+export const NETPOL_TABLE = 'kube-network-policies';
 
 /** Resolves the node binaries: AGN_NODE_BIN, or build-node.sh's cache (a no-op once built). */
 export function resolveNodeBinDir(): string {
@@ -177,7 +183,8 @@ function liveWorkDirs(): string[] {
 /**
  * Cleans up after node runs whose process died without a teardown (killed, or the machine's limit hit): for each
  * work directory whose owner is gone, its processes (found by the directory in their command line: every daemon's
- * flags and every shim's socket name it), mounts, cgroups, network namespace, then the directory; and the kernel
+ * flags and every shim's socket name it), mounts, cgroups, network namespace (a killed NetworkPolicy engine's nftables
+ * table goes with it), then the directory; and the kernel
  * settings when no node run is left. Returns what it cleaned, for the log.
  */
 export async function sweepStaleNodes(): Promise<string[]> {
@@ -469,10 +476,23 @@ export async function startNodeCluster(options: NodeClusterOptions): Promise<Nod
     };
     const byName = (name: string): Daemon | undefined => daemons.find((d) => d.name === name);
     // The control loops first, so nothing restarts what is being taken down; then the kubelet; then the pods.
-    for (const name of ['coredns', 'kube-proxy', 'kube-scheduler', 'kube-controller-manager', 'kubelet']) {
+    for (const name of [
+      'kube-network-policies',
+      'coredns',
+      'kube-proxy',
+      'kube-scheduler',
+      'kube-controller-manager',
+      'kubelet',
+    ]) {
       const d = byName(name);
       if (d !== undefined) await attempt(`stop ${name}`, () => terminate(d));
     }
+    if (byName('kube-network-policies') !== undefined)
+      await attempt('nftables', async () => {
+        if ((await run(['nft', 'list', 'table', 'inet', NETPOL_TABLE], { netns })).code !== 0) return;
+        await run(['nft', 'delete', 'table', 'inet', NETPOL_TABLE], { netns });
+        throw new Error(`kube-network-policies left its nftables table inet ${NETPOL_TABLE} behind`);
+      });
     const containerd = byName('containerd');
     if (containerd !== undefined && !containerd.exited) {
       await attempt('remove pod containers', async () => {
@@ -585,6 +605,7 @@ export async function startNodeCluster(options: NodeClusterOptions): Promise<Nod
       proxy: await pki.kubeconfig('kube-proxy', server),
       kubelet: await pki.kubeconfig('kubelet', server),
       coredns: await pki.kubeconfig('coredns', server),
+      netpol: await pki.kubeconfig('kube-network-policies', server),
     };
     phase('pki');
 
@@ -873,6 +894,53 @@ export async function startNodeCluster(options: NodeClusterOptions): Promise<Nod
     });
     await waitHttp(coredns, { url: `http://${nodeIp}:8181/ready` }, 120_000);
     phase('coredns');
+
+    // --- kube-network-policies: enforces the NetworkPolicies of the pods on this node -----------------------------
+    // The RBAC of upstream's install.yaml, bound to the engine's certificate identity instead of its ServiceAccount.
+    await kubectlOk(['apply', '--server-side', '--field-manager=agn-node-test', '-f', '-'], {
+      input: yamlish({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: [
+          {
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'ClusterRole',
+            metadata: { name: 'kube-network-policies' },
+            rules: [
+              { apiGroups: [''], resources: ['pods', 'namespaces'], verbs: ['list', 'watch'] },
+              { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['list', 'watch'] },
+            ],
+          },
+          {
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'ClusterRoleBinding',
+            metadata: { name: 'kube-network-policies' },
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'kube-network-policies' },
+            subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'agn-node-kube-network-policies' }],
+          },
+        ],
+      }),
+    });
+    const netpol = start('kube-network-policies', [
+      bin('kube-network-policies'),
+      `--kubeconfig=${kubeconfigs.netpol}`,
+      // The policies it enforces are those of the pods scheduled to this Node.
+      `--hostname-override=${nodeName}`,
+      '--metrics-bind-address=127.0.0.1:9080',
+      '--v=1',
+    ]);
+    // The engine writes its table once its informers have synced: from then on it enforces.
+    await waitFor(
+      `kube-network-policies' nftables table`,
+      async () => {
+        if (netpol.exited) throw new Error(`kube-network-policies exited: ${tail(netpol.logPath)}`);
+        return (await run(['nft', 'list', 'table', 'inet', NETPOL_TABLE], { netns })).code === 0 ? true : undefined;
+      },
+      60_000,
+      () => tail(netpol.logPath),
+      200,
+    );
+    phase('kube-network-policies');
 
     // --- the node Ready, the controllers' first work done ----------------------------------------------------
     await waitFor(

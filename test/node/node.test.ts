@@ -33,7 +33,14 @@ import {
   readDeployPage,
   runBlock,
 } from './deploy-docs.ts';
-import { freeNodeIndexes, type NodeCluster, startNodeCluster, sweepStaleNodes, waitFor } from './node-cluster.ts';
+import {
+  freeNodeIndexes,
+  NETPOL_TABLE,
+  type NodeCluster,
+  startNodeCluster,
+  sweepStaleNodes,
+  waitFor,
+} from './node-cluster.ts';
 import {
   completionsInARow,
   containerdId,
@@ -214,6 +221,56 @@ async function readySimPod(not?: string): Promise<Pod> {
     async () =>
       (await node.kubectl(['describe', 'pods', '-n', NAMESPACE, '-l', `app.kubernetes.io/instance=${SIM}`])).stdout,
   );
+}
+
+/**
+ * Runs `script` (an ES module) with the project image's node in a throwaway pod of grid-system on the east node,
+ * labelled with nothing a NetworkPolicy selects; waits for it to finish. The namespace enforces the restricted Pod
+ * Security Standard: the pod meets it, as the workloads do.
+ */
+async function runClientPod(name: string, script: string): Promise<{ phase: string; logs: string }> {
+  await node.kubectlOk(['apply', '-f', '-'], {
+    input: JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: NAMESPACE },
+      spec: {
+        restartPolicy: 'Never',
+        automountServiceAccountToken: false,
+        securityContext: {
+          runAsUser: 10001,
+          runAsGroup: 10001,
+          runAsNonRoot: true,
+          seccompProfile: { type: 'RuntimeDefault' },
+        },
+        containers: [
+          {
+            name: 'client',
+            image: archiveReference(IMAGE_ARCHIVE),
+            imagePullPolicy: 'IfNotPresent',
+            command: ['node', '--input-type=module', '-e', script],
+            securityContext: {
+              allowPrivilegeEscalation: false,
+              capabilities: { drop: ['ALL'] },
+              readOnlyRootFilesystem: true,
+            },
+          },
+        ],
+      },
+    }),
+  });
+  const phase = await waitFor(
+    `pod ${name} to finish`,
+    async () => {
+      const p = await json<Pod>(['get', 'pod', name, '-n', NAMESPACE]);
+      return p.status.phase === 'Succeeded' || p.status.phase === 'Failed' ? p.status.phase : undefined;
+    },
+    120_000,
+    async () => (await node.kubectl(['describe', 'pod', name, '-n', NAMESPACE])).stdout,
+  );
+  const logs = await node.kubectlOk(['logs', name, '-n', NAMESPACE]);
+  await node.kubectlOk(['delete', 'pod', name, '-n', NAMESPACE, '--wait=false']);
+  return { phase, logs };
 }
 
 /** Runs an ES module script with this Node in the node's network namespace; returns its stdout parsed as JSON. */
@@ -468,7 +525,6 @@ process.stdout.write(JSON.stringify(await r.resolve4(${JSON.stringify(fqdn)})));
   });
 
   it('answers another pod by its cluster DNS names (the kubelet-written resolv.conf, kube-dns through kube-proxy)', async () => {
-    const client = 'node-suite-client';
     const script = `const out = {};
 for (const host of ['${SIM}.${NAMESPACE}.svc.cluster.local', '${SIM}']) {
   const r = await fetch('http://' + host + ':8080/health', { signal: AbortSignal.timeout(10000) });
@@ -476,54 +532,13 @@ for (const host of ['${SIM}.${NAMESPACE}.svc.cluster.local', '${SIM}']) {
 }
 out.resolv = (await import('node:fs')).readFileSync('/etc/resolv.conf', 'utf8');
 console.log(JSON.stringify(out));`;
-    // The namespace enforces the restricted Pod Security Standard: the client pod meets it, as the workloads do.
-    await node.kubectlOk(['apply', '-f', '-'], {
-      input: JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name: client, namespace: NAMESPACE },
-        spec: {
-          restartPolicy: 'Never',
-          automountServiceAccountToken: false,
-          securityContext: {
-            runAsUser: 10001,
-            runAsGroup: 10001,
-            runAsNonRoot: true,
-            seccompProfile: { type: 'RuntimeDefault' },
-          },
-          containers: [
-            {
-              name: 'client',
-              image: archiveReference(IMAGE_ARCHIVE),
-              imagePullPolicy: 'IfNotPresent',
-              command: ['node', '--input-type=module', '-e', script],
-              securityContext: {
-                allowPrivilegeEscalation: false,
-                capabilities: { drop: ['ALL'] },
-                readOnlyRootFilesystem: true,
-              },
-            },
-          ],
-        },
-      }),
-    });
-    const phase = await waitFor(
-      `pod ${client} to finish`,
-      async () => {
-        const p = await json<Pod>(['get', 'pod', client, '-n', NAMESPACE]);
-        return p.status.phase === 'Succeeded' || p.status.phase === 'Failed' ? p.status.phase : undefined;
-      },
-      120_000,
-      async () => (await node.kubectl(['describe', 'pod', client, '-n', NAMESPACE])).stdout,
-    );
-    const logs = await node.kubectlOk(['logs', client, '-n', NAMESPACE]);
+    const { phase, logs } = await runClientPod('node-suite-client', script);
     expect(phase, logs).toBe('Succeeded');
     const out = JSON.parse(logs.trim().split('\n').at(-1) ?? '{}') as Record<string, unknown>;
     expect(out[`${SIM}.${NAMESPACE}.svc.cluster.local`]).toBe(200);
     expect(out[SIM]).toBe(200);
     expect(out.resolv).toContain(`nameserver ${node.dnsIp}`);
     expect(out.resolv).toContain(`search ${NAMESPACE}.svc.cluster.local svc.cluster.local cluster.local`);
-    await node.kubectlOk(['delete', 'pod', client, '-n', NAMESPACE, '--wait=false']);
   });
 
   it('recreates a deleted pod (ReplicaSet), and the Service follows it to its new address', async () => {
@@ -676,6 +691,71 @@ process.stdout.write(JSON.stringify({ status: r.status, body: await r.text() }))
     expect(completion.model).toBe('sim-model-v1');
     expect(['east-llm-a', 'east-llm-b']).toContain(completion.system_fingerprint);
     expect(completion.choices[0]?.message.content.length).toBeGreaterThan(0);
+  });
+
+  it("enforces dist/east.k8s.yaml's NetworkPolicies (kube-network-policies): a pod they do not admit is dropped, the node's probes pass", async () => {
+    const podsOf = async (selector: string): Promise<Pod[]> =>
+      (await json<{ items: Pod[] }>(['get', 'pods', '-n', NAMESPACE, '-l', selector])).items.filter(
+        (p) => p.metadata.deletionTimestamp === undefined && p.status.podIP !== undefined,
+      );
+    const ipOf = async (instance: string): Promise<string> => {
+      const ip = (await podsOf(`app.kubernetes.io/instance=${instance}`))[0]?.status.podIP;
+      if (ip === undefined) throw new Error(`no running ${instance} pod`);
+      return ip;
+    };
+    const restarts = (pods: readonly Pod[]): Record<string, number> =>
+      Object.fromEntries(
+        pods.flatMap((p) =>
+          (p.status.containerStatuses ?? []).map((c) => [`${p.metadata.name}/${c.name}`, c.restartCount]),
+        ),
+      );
+    const before = restarts(await podsOf('app.kubernetes.io/part-of=agn'));
+    const [simA, simB, operator, consumer, provider] = await Promise.all(
+      [SIM, 'sim-east-llm-b', 'gossip-operator', 'consumer-gateway', 'provider-gateway'].map(ipOf),
+    );
+    // What the compiled policies say to a pod of the namespace that none of their `from` selects.
+    const denied: Record<string, [string, number]> = {
+      'sim-east-llm-a:8080 (provider gateway and operator only)': [simA as string, 8080],
+      'sim-east-llm-b:8080 (provider gateway and operator only)': [simB as string, 8080],
+      'gossip-operator:7951 (the gateways only)': [operator as string, 7951],
+      'consumer-gateway:9901 (the operator only)': [consumer as string, 9901],
+    };
+    const allowed: Record<string, [string, number]> = {
+      'consumer-gateway:8080 (any)': [consumer as string, 8080],
+      'provider-gateway:8443 (any)': [provider as string, 8443],
+      'gossip-operator:7946 TCP (any)': [operator as string, 7946],
+    };
+    // A TCP connect per target, side by side: the engine drops a denied SYN (no RST), so a denied one times out.
+    const script = `import { connect } from 'node:net';
+const targets = ${JSON.stringify({ ...denied, ...allowed })};
+const out = {};
+await Promise.all(Object.entries(targets).map(([name, [host, port]]) => new Promise((resolve) => {
+  const socket = connect({ host, port, timeout: 5000 });
+  const done = (outcome) => { socket.destroy(); out[name] = outcome; resolve(); };
+  socket.once('connect', () => done('connected'));
+  socket.once('timeout', () => done('timed out'));
+  socket.once('error', (e) => done(e.code ?? e.message));
+})));
+console.log(JSON.stringify(out));`;
+    const { phase, logs } = await runClientPod('node-suite-netpol-client', script);
+    expect(phase, logs).toBe('Succeeded');
+    const out = JSON.parse(logs.trim().split('\n').at(-1) ?? '{}') as Record<string, string>;
+    expect(out).toEqual({
+      ...Object.fromEntries(Object.keys(denied).map((k) => [k, 'timed out'])),
+      ...Object.fromEntries(Object.keys(allowed).map((k) => [k, 'connected'])),
+    });
+    // The engine knows the pods the policies select (its set of addresses it queues for), the client not among them.
+    const set = await node.inNode(['nft', 'list', 'set', 'inet', NETPOL_TABLE, 'podips-v4']);
+    expect(set.code, set.stderr).toBe(0);
+    for (const ip of [simA, simB, operator, consumer, provider]) expect(set.stdout).toContain(ip);
+    // The node itself reaches the pods (its root-owned sockets pass the engine, as the kubelet's probes do): the sim
+    // that admits only the gateways and the operator answers the node on 8080.
+    expect((await fetchInNode(`http://${simA}:8080/health`)).status).toBe(200);
+    // Every pod still Ready (readiness probes passing under the policies), none restarted while this ran.
+    const pods = await podsOf('app.kubernetes.io/part-of=agn');
+    expect(pods.length).toBeGreaterThanOrEqual(5);
+    for (const pod of pods) expect(ready(pod), pod.metadata.name).toBe(true);
+    expect(restarts(pods)).toEqual(before);
   });
 
   it('rolls out every Deployment of dist/west.k8s.yaml on the west node', async () => {
@@ -1498,7 +1578,10 @@ Promise.all(Object.entries(${JSON.stringify(targets)}).map(([what, target]) => n
         // The CRI log keeps the streams apart: one stderr line naming the flag, nothing on stdout.
         const log = criLog(node, NAMESPACE, pod, daemon);
         const lines = log.filter((l) => l.stream === 'stderr');
-        expect(log.filter((l) => l.stream === 'stdout'), logs).toEqual([]);
+        expect(
+          log.filter((l) => l.stream === 'stdout'),
+          logs,
+        ).toEqual([]);
         expect(lines, logs).toHaveLength(1);
         expect(lines[0]?.text).toMatch(new RegExp(`^${daemon}: Unknown option '--no-such-flag'`, 'u'));
         await node.kubectlOk(['delete', 'pod', pod, '-n', NAMESPACE, '--wait=false']);

@@ -25,6 +25,8 @@ export const CLIENTS = {
   // CoreDNS lists Services, EndpointSlices, Namespaces (and Pods for `pods verified`): admin keeps this test's
   // CoreDNS out of RBAC questions that are not the project's.
   coredns: '/O=system:masters/CN=agn-node-coredns',
+  // The NetworkPolicy engine: bound by node-cluster.ts to the ClusterRole of upstream's install.yaml, nothing more.
+  'kube-network-policies': '/CN=agn-node-kube-network-policies',
 } as const;
 
 export type ClientName = keyof typeof CLIENTS | 'kubelet';

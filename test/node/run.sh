@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# npm run test:node: install the node's runtime from Debian (containerd, runc, CNI plugins, iptables, conntrack) when
-# missing, build the project image (npm run image -- --no-load: the OCI archive only; the suite imports it into
-# containerd), build or reuse the node's binaries (build-node.sh: kube-apiserver, etcd, kube-controller-manager,
-# kube-scheduler, kubelet, kube-proxy, kubectl, CoreDNS, pause), then run the suite. Extra arguments go to vitest.
+# npm run test:node: install the node's runtime from Debian (containerd, runc, CNI plugins, iptables, conntrack,
+# nftables) when missing, build the project image (npm run image -- --no-load: the OCI archive only; the suite imports
+# it into containerd), build or reuse the node's binaries (build-node.sh: kube-apiserver, etcd,
+# kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl, CoreDNS, pause, kube-network-policies), then
+# run the suite. Extra arguments go to vitest.
 # Needs root (network namespaces, cgroups, mounts). A run killed before its teardown is cleaned up by the next
 # one, and by the sweep below on the way out.
 set -euo pipefail
