@@ -46,6 +46,7 @@ import {
   containerdId,
   criLog,
   type PodStatus,
+  loadScript,
   startLoad,
   watchTaskExits,
   watchTerminations,
@@ -87,23 +88,8 @@ function archiveReference(archive: string): string {
   return index.manifests[0]?.annotations?.['org.opencontainers.image.ref.name'] ?? '';
 }
 
-interface Pod {
-  metadata: { name: string; uid: string; deletionTimestamp?: string };
-  spec: { containers: { image: string }[] };
-  status: {
-    phase: string;
-    podIP?: string;
-    conditions?: { type: string; status: string }[];
-    containerStatuses?: {
-      name: string;
-      ready: boolean;
-      restartCount: number;
-      containerID?: string;
-      imageID?: string;
-      state: Record<string, unknown>;
-    }[];
-  };
-}
+/** A pod as kubectl -o json shows it: the fields the suite reads. */
+type Pod = PodStatus;
 
 /** East: most of the suite runs here. */
 let node: NodeCluster;
@@ -224,40 +210,44 @@ async function readySimPod(not?: string): Promise<Pod> {
 }
 
 /**
- * Runs `script` (an ES module) with the project image's node in a throwaway pod of grid-system on the east node,
- * labelled with nothing a NetworkPolicy selects; waits for it to finish. The namespace enforces the restricted Pod
- * Security Standard: the pod meets it, as the workloads do.
+ * A pod of grid-system that runs `command` once from the project image, labelled with nothing a NetworkPolicy
+ * selects. The namespace enforces the restricted Pod Security Standard: the pod meets it, as the workloads do.
  */
+function oneShotPod(name: string, container: string, command: readonly string[]): string {
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: NAMESPACE },
+    spec: {
+      restartPolicy: 'Never',
+      automountServiceAccountToken: false,
+      securityContext: {
+        runAsUser: 10001,
+        runAsGroup: 10001,
+        runAsNonRoot: true,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+      containers: [
+        {
+          name: container,
+          image: archiveReference(IMAGE_ARCHIVE),
+          imagePullPolicy: 'IfNotPresent',
+          command,
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            capabilities: { drop: ['ALL'] },
+            readOnlyRootFilesystem: true,
+          },
+        },
+      ],
+    },
+  });
+}
+
+/** Runs `script` (an ES module) with the project image's node in a one-shot pod on the east node, to its end. */
 async function runClientPod(name: string, script: string): Promise<{ phase: string; logs: string }> {
   await node.kubectlOk(['apply', '-f', '-'], {
-    input: JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name, namespace: NAMESPACE },
-      spec: {
-        restartPolicy: 'Never',
-        automountServiceAccountToken: false,
-        securityContext: {
-          runAsUser: 10001,
-          runAsGroup: 10001,
-          runAsNonRoot: true,
-          seccompProfile: { type: 'RuntimeDefault' },
-        },
-        containers: [
-          {
-            name: 'client',
-            image: archiveReference(IMAGE_ARCHIVE),
-            imagePullPolicy: 'IfNotPresent',
-            command: ['node', '--input-type=module', '-e', script],
-            securityContext: {
-              allowPrivilegeEscalation: false,
-              capabilities: { drop: ['ALL'] },
-              readOnlyRootFilesystem: true,
-            },
-          },
-        ],
-      },
-    }),
+    input: oneShotPod(name, 'client', ['node', '--input-type=module', '-e', script]),
   });
   const phase = await waitFor(
     `pod ${name} to finish`,
@@ -305,53 +295,6 @@ async function chatInNode(url: string, key: string): Promise<{ status: number; b
   method: 'POST', body: ${JSON.stringify(CHAT_BODY)}, signal: AbortSignal.timeout(20000),
   headers: { authorization: ${JSON.stringify(`Bearer ${key}`)}, 'content-type': 'application/json' } });
 process.stdout.write(JSON.stringify({ status: r.status, body: await r.text() }));`);
-}
-
-/**
- * A closed-loop load of chat completions: `clients` loops, each request on a connection of its own (so a request
- * the gateway accepted and then dropped shows as a failure, not as a retry on another connection), until
- * `stopFile` exists, `maxRequests` were sent or `maxMs` passed. Prints the outcome as JSON.
- */
-function loadScript(
-  url: string,
-  key: string,
-  stopFile: string,
-  clients: number,
-  maxRequests: number,
-  maxMs: number,
-): string {
-  return `import { request } from 'node:http';
-import { existsSync } from 'node:fs';
-const body = ${JSON.stringify(CHAT_BODY)};
-const counts = { ok: 0, failed: 0 };
-const failures = [];
-const started = Date.now();
-let sent = 0;
-const chat = () => new Promise((resolve) => {
-  const req = request(${JSON.stringify(url)}, { method: 'POST', agent: false, timeout: 20000, headers: {
-    authorization: ${JSON.stringify(`Bearer ${key}`)}, 'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body), connection: 'close' } }, (res) => {
-    let text = '';
-    res.setEncoding('utf8');
-    res.on('data', (c) => (text += c));
-    res.on('end', () => resolve(res.statusCode === 200 ? null : 'HTTP ' + res.statusCode + ': ' + text.slice(0, 160)));
-    res.on('error', (e) => resolve('response: ' + (e.code ?? '') + ' ' + e.message));
-  });
-  req.on('timeout', () => req.destroy(new Error('timeout')));
-  req.on('error', (e) => resolve((e.code ?? '') + ' ' + e.message + ' after ' + (Date.now() - started) + ' ms'));
-  req.end(body);
-});
-const loop = async () => {
-  while (!existsSync(${JSON.stringify(stopFile)}) && sent < ${maxRequests} && Date.now() - started < ${maxMs}) {
-    sent++;
-    const failure = await chat();
-    if (failure === null) counts.ok++;
-    else { counts.failed++; failures.push(failure); }
-  }
-};
-await Promise.all(Array.from({ length: ${clients} }, loop));
-process.stdout.write(JSON.stringify({ counts, failures: failures.slice(0, 20), ms: Date.now() - started,
-  by: existsSync(${JSON.stringify(stopFile)}) ? 'stop' : 'bound' }));`;
 }
 
 beforeAll(async () => {
@@ -1533,36 +1476,8 @@ Promise.all(Object.entries(${JSON.stringify(targets)}).map(([what, target]) => n
       '%s from the image on the node with an unknown flag exits 2 with one stderr line naming it',
       async (daemon) => {
         const pod = `usage-${daemon}`;
-        // A pod meeting the namespace's restricted Pod Security Standard, run once.
         await node.kubectlOk(['apply', '-f', '-'], {
-          input: JSON.stringify({
-            apiVersion: 'v1',
-            kind: 'Pod',
-            metadata: { name: pod, namespace: NAMESPACE },
-            spec: {
-              restartPolicy: 'Never',
-              automountServiceAccountToken: false,
-              securityContext: {
-                runAsUser: 10001,
-                runAsGroup: 10001,
-                runAsNonRoot: true,
-                seccompProfile: { type: 'RuntimeDefault' },
-              },
-              containers: [
-                {
-                  name: daemon,
-                  image: archiveReference(IMAGE_ARCHIVE),
-                  imagePullPolicy: 'IfNotPresent',
-                  command: ['node', `daemons/${daemon}/main.ts`, '--no-such-flag'],
-                  securityContext: {
-                    allowPrivilegeEscalation: false,
-                    capabilities: { drop: ['ALL'] },
-                    readOnlyRootFilesystem: true,
-                  },
-                },
-              ],
-            },
-          }),
+          input: oneShotPod(pod, daemon, ['node', `daemons/${daemon}/main.ts`, '--no-such-flag']),
         });
         const terminated = await waitFor(
           `pod ${pod} to end`,

@@ -16,6 +16,7 @@ export interface ContainerStatus {
   restartCount: number;
   containerID?: string;
   image?: string;
+  imageID?: string;
   state: { running?: unknown; terminated?: { exitCode: number; reason?: string } };
   lastState?: { terminated?: { exitCode: number; reason?: string; startedAt?: string; finishedAt?: string } };
 }
@@ -169,6 +170,8 @@ export interface LoadOutcome {
   counts: { ok: number; failed: number };
   failures: string[];
   ms: number;
+  /** What ended it: the stop file, or a bound on count or time. */
+  by: 'stop' | 'bound';
 }
 
 /**
@@ -182,36 +185,7 @@ export function startLoad(
   clients: number,
 ): { end(): Promise<LoadOutcome> } {
   const stopFile = join(site.workDir, `load-${Date.now()}.stop`);
-  const body = JSON.stringify({ model: 'sim-model-v1', messages: [{ role: 'user', content: 'hello under load' }] });
-  const script = `import { request } from 'node:http';
-import { existsSync } from 'node:fs';
-const body = ${JSON.stringify(body)};
-const counts = { ok: 0, failed: 0 };
-const failures = [];
-const started = Date.now();
-const chat = () => new Promise((resolve) => {
-  const req = request(${JSON.stringify(url)}, { method: 'POST', agent: false, timeout: 20000, headers: {
-    authorization: ${JSON.stringify(`Bearer ${key}`)}, 'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body), connection: 'close' } }, (res) => {
-    let text = '';
-    res.setEncoding('utf8');
-    res.on('data', (c) => (text += c));
-    res.on('end', () => resolve(res.statusCode === 200 ? null : 'HTTP ' + res.statusCode + ': ' + text.slice(0, 160)));
-    res.on('error', (e) => resolve('response: ' + (e.code ?? '') + ' ' + e.message));
-  });
-  req.on('timeout', () => req.destroy(new Error('timeout')));
-  req.on('error', (e) => resolve((e.code ?? '') + ' ' + e.message + ' after ' + (Date.now() - started) + ' ms'));
-  req.end(body);
-});
-const loop = async () => {
-  while (!existsSync(${JSON.stringify(stopFile)}) && Date.now() - started < 240000) {
-    const failure = await chat();
-    if (failure === null) counts.ok++;
-    else { counts.failed++; failures.push(failure); }
-  }
-};
-await Promise.all(Array.from({ length: ${clients} }, loop));
-process.stdout.write(JSON.stringify({ counts, failures: failures.slice(0, 20), ms: Date.now() - started }));`;
+  const script = loadScript(url, key, stopFile, clients, Number.MAX_SAFE_INTEGER, 240_000);
   const done = site.inNode([process.execPath, '--input-type=module', '-e', script], { timeoutMs: 260_000 });
   return {
     end: async () => {
@@ -271,4 +245,56 @@ export function criLog(
       const [, stream = '', , ...text] = l.split(' ');
       return { stream, text: text.join(' ') };
     });
+}
+
+const LOAD_BODY = JSON.stringify({
+  model: 'sim-model-v1',
+  messages: [{ role: 'user', content: 'hello under load' }],
+});
+
+/**
+ * A closed-loop load of chat completions: `clients` loops, each request on a connection of its own (so a request
+ * the gateway accepted and then dropped shows as a failure, not as a retry on another connection), until
+ * `stopFile` exists, `maxRequests` were sent or `maxMs` passed. Prints the outcome as JSON.
+ */
+export function loadScript(
+  url: string,
+  key: string,
+  stopFile: string,
+  clients: number,
+  maxRequests: number,
+  maxMs: number,
+): string {
+  return `import { request } from 'node:http';
+import { existsSync } from 'node:fs';
+const body = ${JSON.stringify(LOAD_BODY)};
+const counts = { ok: 0, failed: 0 };
+const failures = [];
+const started = Date.now();
+let sent = 0;
+const chat = () => new Promise((resolve) => {
+  const req = request(${JSON.stringify(url)}, { method: 'POST', agent: false, timeout: 20000, headers: {
+    authorization: ${JSON.stringify(`Bearer ${key}`)}, 'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body), connection: 'close' } }, (res) => {
+    let text = '';
+    res.setEncoding('utf8');
+    res.on('data', (c) => (text += c));
+    res.on('end', () => resolve(res.statusCode === 200 ? null : 'HTTP ' + res.statusCode + ': ' + text.slice(0, 160)));
+    res.on('error', (e) => resolve('response: ' + (e.code ?? '') + ' ' + e.message));
+  });
+  req.on('timeout', () => req.destroy(new Error('timeout')));
+  req.on('error', (e) => resolve((e.code ?? '') + ' ' + e.message + ' after ' + (Date.now() - started) + ' ms'));
+  req.end(body);
+});
+const loop = async () => {
+  while (!existsSync(${JSON.stringify(stopFile)}) && sent < ${maxRequests} && Date.now() - started < ${maxMs}) {
+    sent++;
+    const failure = await chat();
+    if (failure === null) counts.ok++;
+    else { counts.failed++; failures.push(failure); }
+  }
+};
+await Promise.all(Array.from({ length: ${clients} }, loop));
+process.stdout.write(JSON.stringify({ counts, failures: failures.slice(0, 20), ms: Date.now() - started,
+  by: existsSync(${JSON.stringify(stopFile)}) ? 'stop' : 'bound' }));`;
 }
