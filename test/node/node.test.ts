@@ -191,6 +191,27 @@ function overlayInPod(pod: string): Promise<RunResult> {
   ]);
 }
 
+/** Until the overlay file in POD's volume equals the overlay ConfigMap as it is then (the operator may render anew). */
+async function overlayDelivered(pod: string): Promise<void> {
+  await waitFor(
+    `the overlay in ${pod}`,
+    async () => {
+      const overlay = (
+        await json<{ data: Record<string, string> }>([
+          'get',
+          'configmap',
+          'grid-overlay-demo-consumer-gateway',
+          '-n',
+          NAMESPACE,
+        ])
+      ).data['routing-overlay.json'];
+      const file = await overlayInPod(pod);
+      return file.code === 0 && file.stdout === overlay ? true : undefined;
+    },
+    120_000,
+  );
+}
+
 function ready(pod: Pod): boolean {
   return pod.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 }
@@ -584,20 +605,7 @@ console.log(JSON.stringify(out));`;
     expect(rendered['routing-overlay.json']).toBeDefined();
     const pods = await consumerGatewayPods();
     expect(pods.length).toBeGreaterThan(0);
-    for (const pod of pods) {
-      await waitFor(
-        `the overlay in ${pod.metadata.name}`,
-        async () => {
-          // The ConfigMap as it is now: with west joining, the operator renders new versions while this runs.
-          const overlay = (
-            await json<{ data: Record<string, string> }>(['get', 'configmap', configMap, '-n', NAMESPACE])
-          ).data['routing-overlay.json'];
-          const file = await overlayInPod(pod.metadata.name);
-          return file.code === 0 && file.stdout === overlay ? true : undefined;
-        },
-        120_000,
-      );
-    }
+    for (const pod of pods) await overlayDelivered(pod.metadata.name);
   });
 
   it('serves a chat completion consumer gateway -> provider gateway (mTLS, cluster DNS) -> sim', async () => {
@@ -1403,19 +1411,7 @@ Promise.all(Object.entries(${JSON.stringify(targets)}).map(([what, target]) => n
         },
         120_000,
       );
-      const configMap = 'grid-overlay-demo-consumer-gateway';
-      for (const pod of await consumerGatewayPods())
-        await waitFor(
-          `the overlay in ${pod.metadata.name}`,
-          async () => {
-            const overlay = (
-              await json<{ data: Record<string, string> }>(['get', 'configmap', configMap, '-n', NAMESPACE])
-            ).data['routing-overlay.json'];
-            const file = await overlayInPod(pod.metadata.name);
-            return file.code === 0 && file.stdout === overlay ? true : undefined;
-          },
-          120_000,
-        );
+      for (const pod of await consumerGatewayPods()) await overlayDelivered(pod.metadata.name);
       await serving(10, 60_000);
     });
 
