@@ -100,6 +100,8 @@ export interface NodeCluster {
   kubectlOk(args: readonly string[], options?: { input?: string; timeoutMs?: number }): Promise<string>;
   /** A command in the site's network namespace (host mount namespace and filesystem). */
   inNode(argv: readonly string[], options?: { input?: string; timeoutMs?: number }): Promise<RunResult>;
+  /** `ctr` against the node's containerd, in the CRI namespace k8s.io (where the kubelet's containers are). */
+  ctr(args: readonly string[], timeoutMs?: number): Promise<RunResult>;
   /** `ctr images import` of an OCI archive into the node's containerd (namespace k8s.io, where the kubelet looks). */
   importImage(archive: string): Promise<void>;
   /** The daemons' pids by name (to kill one, or to check that none is left). */
@@ -999,6 +1001,7 @@ export async function startNodeCluster(options: NodeClusterOptions): Promise<Nod
       kubectl,
       kubectlOk,
       inNode: (argv, opts = {}) => run(argv, { ...opts, netns }),
+      ctr,
       importImage: (archive) => importArchive(ctr, archive),
       pids: () => Object.fromEntries(daemons.filter((d) => !d.exited).map((d) => [d.name, d.pid])),
       logPath: (name) => join(paths.logs, `${name}.log`),

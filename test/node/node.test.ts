@@ -175,6 +175,11 @@ async function consumerGatewayPods(): Promise<Pod[]> {
   ).items;
 }
 
+/** Runs `script` with node in an operator pod's container (a pod of the site, where its DNS and routes apply). */
+function inOperator(on: NodeCluster, pod: string, script: string): Promise<RunResult> {
+  return on.kubectl(['-n', NAMESPACE, 'exec', pod, '-c', 'gossip-operator', '--', 'node', '-e', script]);
+}
+
 /** The overlay file overlay-sync wrote into a consumer gateway pod's volume, as the gateway container reads it. */
 function overlayInPod(pod: string): Promise<RunResult> {
   return node.kubectl([
@@ -369,14 +374,7 @@ describe('two sites, each a single node built here', () => {
       expect(n.status.addresses).toContainEqual({ type: 'InternalIP', address: site.nodeIp });
       expect(distObjects(file).some((o) => JSON.stringify(o).includes(`"image":"${reference}"`))).toBe(true);
       // In the node's containerd, where the kubelet looks (CRI namespace k8s.io); the pods below report it already present.
-      const images = await site.inNode([
-        'ctr',
-        `--address=${site.containerdSocket}`,
-        '--namespace=k8s.io',
-        'images',
-        'list',
-        '--quiet',
-      ]);
+      const images = await site.ctr(['images', 'list', '--quiet']);
       expect(images.stdout.split('\n')).toContain(reference);
     }
   });
@@ -532,15 +530,7 @@ console.log(JSON.stringify(out));`;
     const pod = await readySimPod();
     const containerId = pod.status.containerStatuses?.[0]?.containerID?.replace(/^containerd:\/\//u, '') ?? '';
     expect(containerId).not.toBe('');
-    const killed = await node.inNode([
-      'ctr',
-      `--address=${node.containerdSocket}`,
-      '--namespace=k8s.io',
-      'tasks',
-      'kill',
-      '--signal=SIGKILL',
-      containerId,
-    ]);
+    const killed = await node.ctr(['tasks', 'kill', '--signal=SIGKILL', containerId]);
     expect(killed.code, killed.stderr).toBe(0);
     const restarted = await waitFor(
       'the sim container to restart and be Ready again',
@@ -773,18 +763,7 @@ Promise.all(${JSON.stringify([...expected.keys()])}.map(async (h) => { out[h] = 
       const seen = await waitFor(
         `${site.site}: the public names in ${operator.metadata.name}`,
         async () => {
-          const r = await site.kubectl([
-            '-n',
-            NAMESPACE,
-            'exec',
-            operator.metadata.name,
-            '-c',
-            'gossip-operator',
-            '--',
-            'node',
-            '-e',
-            lookup,
-          ]);
+          const r = await inOperator(site, operator.metadata.name, lookup);
           return r.code === 0 ? (JSON.parse(r.stdout) as Record<string, string>) : undefined;
         },
         30_000,
@@ -1140,17 +1119,7 @@ Promise.all(${JSON.stringify([...expected.keys()])}.map(async (h) => { out[h] = 
               expect(status?.state, what).toHaveProperty('running');
               // The OCI spec containerd gave runc: the process as PID 1, no shell in between.
               const spec = JSON.parse(
-                (
-                  await site.inNode([
-                    'ctr',
-                    `--address=${site.containerdSocket}`,
-                    '--namespace=k8s.io',
-                    'containers',
-                    'info',
-                    '--spec',
-                    containerdId(status),
-                  ])
-                ).stdout,
+                (await site.ctr(['containers', 'info', '--spec', containerdId(status)])).stdout,
               ) as { process: { args: string[]; user: { uid: number; gid: number } }; root: { readonly?: boolean } };
               expect(spec.process.args, what).toEqual([...(template.command ?? []), ...(template.args ?? [])]);
               expect(spec.process.user, what).toMatchObject({ uid: 10001, gid: 10001 });
@@ -1192,19 +1161,9 @@ Promise.all(Object.entries(${JSON.stringify(targets)}).map(([what, target]) => n
           podIp: `${peerPod.status.podIP}:8443`,
           loadBalancer: `${cloud?.loadBalancerIp(to.site, NAMESPACE, 'provider-gateway') ?? ''}:8443`,
         };
-        const out = await from.kubectlOk([
-          '-n',
-          NAMESPACE,
-          'exec',
-          operator.metadata.name,
-          '-c',
-          'gossip-operator',
-          '--',
-          'node',
-          '-e',
-          connect(targets),
-        ]);
-        const seen = JSON.parse(out) as Record<string, string>;
+        const run = await inOperator(from, operator.metadata.name, connect(targets));
+        expect(run.code, run.stderr).toBe(0);
+        const seen = JSON.parse(run.stdout) as Record<string, string>;
         expect(seen.loadBalancer, `${from.site} -> ${to.site} ${targets.loadBalancer}`).toBe('connected');
         expect(seen.clusterIp, `${from.site} -> ${to.site} ${targets.clusterIp}`).not.toBe('connected');
         expect(seen.podIp, `${from.site} -> ${to.site} ${targets.podIp}`).not.toBe('connected');
@@ -1279,7 +1238,7 @@ Promise.all(Object.entries(${JSON.stringify(targets)}).map(([what, target]) => n
       const ids = Object.fromEntries(
         ['gateway', 'overlay-sync'].map((name) => [
           name,
-          containerdId((target as unknown as PodStatus).status.containerStatuses?.find((c) => c.name === name)),
+          containerdId(target.status.containerStatuses?.find((c) => c.name === name)),
         ]),
       );
       const exits = await watchTaskExits(node);
@@ -1359,20 +1318,10 @@ Promise.all(Object.entries(${JSON.stringify(targets)}).map(([what, target]) => n
         }
         // overlay-sync stopped alone (SIGTERM to its task, as the kubelet would send it): restarted in place.
         const [pod] = await consumerGatewayPods();
-        const before = (pod as unknown as PodStatus | undefined)?.status.containerStatuses?.find(
-          (c) => c.name === 'overlay-sync',
-        );
+        const before = pod?.status.containerStatuses?.find((c) => c.name === 'overlay-sync');
         if (pod === undefined || before === undefined) throw new Error('no overlay-sync');
         const stopped = Date.now();
-        const kill = await node.inNode([
-          'ctr',
-          `--address=${node.containerdSocket}`,
-          '--namespace=k8s.io',
-          'tasks',
-          'kill',
-          '--signal=SIGTERM',
-          containerdId(before),
-        ]);
+        const kill = await node.ctr(['tasks', 'kill', '--signal=SIGTERM', containerdId(before)]);
         expect(kill.code, kill.stderr).toBe(0);
         const exit = await exits.exitOf(containerdId(before), 40_000);
         times.push(`${pod.metadata.name}/overlay-sync exit ${exit.exitStatus} after ${exit.exitedAt - stopped} ms`);
@@ -1431,15 +1380,7 @@ Promise.all(Object.entries(${JSON.stringify(targets)}).map(([what, target]) => n
       const exits = await watchTaskExits(node);
       try {
         for (const t of targets) {
-          const kill = await node.inNode([
-            'ctr',
-            `--address=${node.containerdSocket}`,
-            '--namespace=k8s.io',
-            'tasks',
-            'kill',
-            '--signal=SIGINT',
-            containerdId(t.status),
-          ]);
+          const kill = await node.ctr(['tasks', 'kill', '--signal=SIGINT', containerdId(t.status)]);
           expect(kill.code, `${t.pod}/${t.status.name}: ${kill.stderr}`).toBe(0);
         }
         const codes = await Promise.all(
