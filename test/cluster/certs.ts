@@ -44,17 +44,16 @@ export const KUBERNETES_SERVICE_NAMES = [
   'DNS:kubernetes.default.svc.cluster.local',
 ] as const;
 
+/** `openssl req` arguments for a new unencrypted P-256 key. */
+const NEW_P256_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'] as const;
+
 /** A self-signed P-256 CA, ca.crt and ca.key in dir, valid two days. */
 export async function createCa(dir: string, commonName: string): Promise<void> {
   await openssl(
     [
       'req',
       '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
+      ...NEW_P256_KEY,
       '-keyout',
       'ca.key',
       '-out',
@@ -86,21 +85,7 @@ export async function issueLeaf(
   const extFile = `${name}.ext`;
   await writeFile(join(dir, extFile), `${extensions.join('\n')}\n`);
   await openssl(
-    [
-      'req',
-      '-new',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.csr`,
-      '-subj',
-      subject,
-    ],
+    ['req', '-new', ...NEW_P256_KEY, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject],
     dir,
   );
   const serial = `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString('hex')}`;

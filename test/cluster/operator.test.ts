@@ -4,11 +4,9 @@
 // docs/contract.md §2.1 written by field manager grid-operator and accepted by a consumer, schema-valid status through
 // the status subresource, logs free of secrets and of RBAC refusals, and one writer at a time with a hand-over on
 // SIGTERM.
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { validateCustomResource } from '../../schemas/crds/validate.ts';
 import {
@@ -18,7 +16,7 @@ import {
 } from '../../schemas/object-names.ts';
 import { overlayConfigMapName } from '../../schemas/overlay/configmap-name.ts';
 import { OVERLAY_SYNC_MAX_OVERLAY_BYTES, validateOverlay } from '../../schemas/overlay/validate.ts';
-import { renderKubeconfig } from './certs.ts';
+import { createCa, issueLeaf, renderKubeconfig } from './certs.ts';
 import { adminKubeConfig, waitFor } from './kube.ts';
 import { applyManifests, readManifests, RawClient } from './manifests.ts';
 import type { Manifest } from './manifests.ts';
@@ -26,7 +24,6 @@ import { freePort, startOperatorProcess } from './operator-process.ts';
 import { referencedSecrets, secretData } from './site-secrets.ts';
 import type { OperatorProcess } from './operator-process.ts';
 
-const run = promisify(execFile);
 const east = readManifests('east.k8s.yaml');
 const NAMESPACE = 'grid-system';
 const OPERATOR_SA = 'gossip-operator';
@@ -100,66 +97,16 @@ async function startReplica(identity: string): Promise<OperatorProcess> {
 async function makeSecrets(): Promise<void> {
   // A grid CA and a site certificate naming this site (CN and DNS SAN), as network-gossip.ts certifies its
   // state-signing key with them.
-  const ssl = (args: string[]) => run('openssl', args, { cwd: workDir });
-  await ssl([
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:P-256',
-    '-nodes',
-    '-keyout',
-    'grid-ca.key',
-    '-out',
-    'grid-ca.crt',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=agn-grid-test-ca',
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign,cRLSign',
+  const pki = join(workDir, 'grid-pki');
+  await mkdir(pki);
+  await createCa(pki, 'agn-grid-test-ca');
+  await issueLeaf(pki, 'site', `/CN=${SITE}`, [
+    'basicConstraints=critical,CA:FALSE',
+    'keyUsage=critical,digitalSignature',
+    `subjectAltName=DNS:${SITE}`,
   ]);
-  await writeFile(
-    join(workDir, 'site.ext'),
-    `basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nsubjectAltName=DNS:${SITE}\n`,
-  );
-  await ssl([
-    'req',
-    '-new',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:P-256',
-    '-nodes',
-    '-keyout',
-    'site.key',
-    '-out',
-    'site.csr',
-    '-subj',
-    `/CN=${SITE}`,
-  ]);
-  await ssl([
-    'x509',
-    '-req',
-    '-in',
-    'site.csr',
-    '-CA',
-    'grid-ca.crt',
-    '-CAkey',
-    'grid-ca.key',
-    '-CAcreateserial',
-    '-days',
-    '2',
-    '-extfile',
-    'site.ext',
-    '-out',
-    'site.crt',
-  ]);
-  const pem = (f: string) => readFile(join(workDir, f), 'utf8');
-  const material = { caPem: await pem('grid-ca.crt'), certPem: await pem('site.crt'), keyPem: await pem('site.key') };
+  const pem = (f: string) => readFile(join(pki, f), 'utf8');
+  const material = { caPem: await pem('ca.crt'), certPem: await pem('site.crt'), keyPem: await pem('site.key') };
   for (const { ref, role } of referencedSecrets(gridObjects.map((o) => o['spec'])).values()) {
     const data = secretData(ref, role, material, secretsInPlay);
     const secret = {
