@@ -8,6 +8,7 @@ import { constants } from 'node:os';
 import { createLogger, errorFields } from '../shared/log.ts';
 import { ConfigError, parseConfig, USAGE } from './config.ts';
 import { startOperator } from './operator.ts';
+import { usageErrorLine } from '../shared/usage-error.ts';
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
 /**
@@ -35,9 +36,7 @@ async function main(): Promise<void> {
     config = parseConfig(argv, process.env);
   } catch (error) {
     if (error instanceof ConfigError) {
-      // One line on stderr: the problem without the usage text (--help prints it).
-      const problem = error.message.replace(`\n${USAGE}`, '').split('\n').join('; ');
-      process.stderr.write(`gossip-operator: ${problem} (--help prints the usage)\n`);
+      process.stderr.write(usageErrorLine('gossip-operator', error.message, USAGE));
       process.exit(2);
     }
     throw error;

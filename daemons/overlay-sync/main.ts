@@ -10,6 +10,7 @@ import type { ResourceStore } from '../shared/resource-store/types.ts';
 import { ConfigError, parseConfig, USAGE, type OverlaySyncConfig } from './config.ts';
 import { OverlaySyncMetrics } from './metrics.ts';
 import { OverlaySync } from './sync.ts';
+import { usageErrorLine } from '../shared/usage-error.ts';
 
 export interface RunningOverlaySync {
   readonly sync: OverlaySync;
@@ -101,10 +102,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     config = parseConfig(argv, env);
   } catch (error) {
     if (error instanceof ConfigError) {
-      // One line on stderr and nothing else (no log line on stdout either, as the other daemons): the problem without
-      // the usage text (--help prints it).
-      const problem = error.message.replace(`\n${USAGE}`, '').split('\n').join('; ');
-      process.stderr.write(`overlay-sync: ${problem} (--help prints the usage)\n`);
+      // The one stderr line and nothing on stdout: no logger exists yet, so no fatal log line either.
+      process.stderr.write(usageErrorLine('overlay-sync', error.message, USAGE));
       return 2;
     }
     throw error;
