@@ -117,6 +117,8 @@ function agn(args: readonly string[]): Promise<{ stdout: string; stderr: string 
 }
 
 const DEPLOY_BLOCKS = deployBlocks(readDeployPage(REPO_ROOT));
+/** A caller key as `agn key mint` prints it (agn_<16 hex id>_<secret>). */
+const CALLER_KEY = /agn_[0-9a-f]{16}_[A-Za-z0-9_-]+/gu;
 
 /** Where the deploy page's commands run for a site: a grid repository in the node's work directory. */
 function gridRepository(on: NodeCluster): string {
@@ -149,7 +151,9 @@ async function deploySite(
     timeoutMs: 660_000,
   });
   const pods = run.code === 0 ? '' : (await on.kubectl(['get', 'pods', '-n', NAMESPACE, '-o', 'wide'])).stdout;
-  expect(run.code, `${script}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}\n--- pods\n${pods}`).toBe(0);
+  // What the commands printed, but never a caller key `agn key mint` printed among it.
+  const printed = `--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`.replace(CALLER_KEY, 'agn_<key>');
+  expect(run.code, `${script}\n${printed}\n--- pods\n${pods}`).toBe(0);
   return run;
 }
 
@@ -561,7 +565,7 @@ console.log(JSON.stringify(out));`;
     const listed = [...run.stderr.matchAll(/^ {2}([a-z0-9-]+\/[a-z0-9.-]+): /gmu)].map((m) => m[1]);
     expect(listed).toEqual([`${NAMESPACE}/consumer-caller-keys`, `${NAMESPACE}/db-tools-credential`]);
     // `agn key mint` printed team-a's key once, among kubectl's lines.
-    callerKey = /^agn_[0-9a-f]{16}_[A-Za-z0-9_-]+$/mu.exec(run.stdout)?.[0] ?? '';
+    callerKey = new RegExp(`^${CALLER_KEY.source}$`, 'mu').exec(run.stdout)?.[0] ?? '';
     expect(callerKey).not.toBe('');
     await expectAllApplied(node, 'east.k8s.yaml');
     const objects = distObjects('east.k8s.yaml');
